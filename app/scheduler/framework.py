@@ -1,0 +1,386 @@
+"""The scheduling framework's vocabulary: statuses, cycle state, plugin interfaces and the handle.
+
+Mirrors ``k8s.io/kube-scheduler/framework`` (v1.35). Plugins subclass the interfaces for the
+extension points they implement; the runtime (``runtime.py``) calls them in profile order.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+
+if TYPE_CHECKING:
+    from app.scheduler.runtime import Framework
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+MAX_TOTAL_SCORE = 2**63 - 1
+
+
+class Code(IntEnum):
+    """``framework.Code``."""
+
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+    @property
+    def label(self) -> str:
+        return _CODE_LABELS[self]
+
+
+_CODE_LABELS = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+class Status:
+    """``framework.Status``: a code, reasons, and the plugin that produced it."""
+
+    __slots__ = ("code", "plugin", "reasons")
+
+    def __init__(self, code: Code = Code.SUCCESS, *reasons: str, plugin: str = "") -> None:
+        self.code = code
+        self.reasons: list[str] = list(reasons)
+        self.plugin = plugin
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def is_success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    def is_wait(self) -> bool:
+        return self.code == Code.WAIT
+
+    def is_rejected(self) -> bool:
+        """Unschedulable, UnschedulableAndUnresolvable or Pending."""
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+    def with_plugin(self, plugin: str) -> Status:
+        self.plugin = plugin
+        return self
+
+    def __repr__(self) -> str:
+        return f"Status({self.code.label}, {self.reasons!r}, plugin={self.plugin!r})"
+
+
+def success() -> Status:
+    return Status(Code.SUCCESS)
+
+
+def skip() -> Status:
+    return Status(Code.SKIP)
+
+
+def unschedulable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, *reasons)
+
+
+def unresolvable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons)
+
+
+def error(msg: str) -> Status:
+    return Status(Code.ERROR, msg)
+
+
+class CycleState:
+    """Per-cycle scratch space shared by a profile's plugins (``framework.CycleState``)."""
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def read(self, key: str) -> Any:
+        """The value written under ``key``; KeyError when absent (upstream's ErrNotFound)."""
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        """Deep enough for preemption's what-if runs: values with ``clone()`` are cloned, others deep-copied."""
+        c = CycleState()
+        for k, v in self._data.items():
+            cloner = getattr(v, "clone", None)
+            c._data[k] = cloner() if callable(cloner) else copy.deepcopy(v)
+        c.skip_filter_plugins = set(self.skip_filter_plugins)
+        c.skip_score_plugins = set(self.skip_score_plugins)
+        return c
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Restricts the nodes to evaluate; ``None`` node_names means all nodes."""
+
+    node_names: set[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.all_nodes():
+            return PreFilterResult(None if self.node_names is None else set(self.node_names))
+        if self.all_nodes():
+            return PreFilterResult(set(other.node_names or ()))
+        return PreFilterResult(set(self.node_names or ()) & set(other.node_names or ()))
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    """What a PostFilter plugin achieved: the nominated node (empty when none)."""
+
+    nominated_node_name: str = ""
+    victims: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+class NodeToStatus:
+    """Filter statuses per node, with a default for nodes never evaluated (``framework.NodeToStatus``)."""
+
+    def __init__(self, absent: Status | None = None) -> None:
+        self.statuses: dict[str, Status] = {}
+        self.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def get(self, node_name: str) -> Status:
+        return self.statuses.get(node_name, self.absent)
+
+    def set(self, node_name: str, status: Status) -> None:
+        self.statuses[node_name] = status
+
+    def __len__(self) -> int:
+        return len(self.statuses)
+
+    def nodes_for_codes(self, snapshot: Snapshot, *codes: Code) -> list[NodeInfo]:
+        """Nodes whose status has one of ``codes`` (absent nodes use the default status)."""
+        return [ni for ni in snapshot.node_info_list if self.get(ni.name).code in codes]
+
+
+class Plugin:
+    """Every plugin has an upstream name."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        self.handle = handle
+        self.args: dict[str, Any] = args or {}
+
+    @classmethod
+    def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """The plugin's args with kube-scheduler's v1 defaults filled in (override per plugin)."""
+        return dict(args)
+
+    @classmethod
+    def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
+        """Problems with ``args`` as (field path under args, message); empty when valid."""
+        return []
+
+
+class QueueSortPlugin(Plugin, ABC):
+    @abstractmethod
+    def less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool: ...
+
+
+class QueuedPodInfoLike:
+    """What QueueSort compares: the pod and when it was first queued."""
+
+    pod_info: PodInfo
+    timestamp: float
+
+
+class PreEnqueuePlugin(Plugin, ABC):
+    @abstractmethod
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+class PreFilterExtensions(ABC):
+    """Incremental updates of PreFilter state when pods are added/removed in what-if runs."""
+
+    @abstractmethod
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo) -> Status: ...
+
+    @abstractmethod
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo) -> Status: ...
+
+
+class PreFilterPlugin(Plugin, ABC):
+    @abstractmethod
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]: ...
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+
+class FilterPlugin(Plugin, ABC):
+    @abstractmethod
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status: ...
+
+
+class PostFilterPlugin(Plugin, ABC):
+    @abstractmethod
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]: ...
+
+
+class PreScorePlugin(Plugin, ABC):
+    @abstractmethod
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status: ...
+
+
+class ScorePlugin(Plugin, ABC):
+    """Score one pod on one node; ``score_nodes`` scores many nodes at once (override to vectorise)."""
+
+    @abstractmethod
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]: ...
+
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        scores: list[int] = []
+        for ni in nodes:
+            s, st = self.score(state, pod, ni)
+            if not st.is_success():
+                return scores, st
+            scores.append(s)
+        return scores, success()
+
+    def has_normalize(self) -> bool:
+        return False
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        return success()
+
+
+class ReservePlugin(Plugin, ABC):
+    @abstractmethod
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        return None
+
+
+class PermitPlugin(Plugin, ABC):
+    @abstractmethod
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]: ...
+
+
+class PreBindPlugin(Plugin, ABC):
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return success()
+
+    @abstractmethod
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+class BindPlugin(Plugin, ABC):
+    @abstractmethod
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+class PostBindPlugin(Plugin, ABC):
+    @abstractmethod
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+class ClusterObjects:
+    """The non-node objects plugins read (listers), as plain Kubernetes JSON dicts.
+
+    Keys: PVCs ``namespace/name``; PVs, StorageClasses, CSINodes, CSIDrivers, Namespaces and
+    PriorityClasses by name; the selector-bearing workload objects per namespace.
+    """
+
+    def __init__(self) -> None:
+        self.pvcs: dict[str, dict[str, Any]] = {}
+        self.pvs: dict[str, dict[str, Any]] = {}
+        self.storage_classes: dict[str, dict[str, Any]] = {}
+        self.csi_nodes: dict[str, dict[str, Any]] = {}
+        self.csi_drivers: dict[str, dict[str, Any]] = {}
+        self.namespaces: dict[str, dict[str, Any]] = {}
+        self.priority_classes: dict[str, dict[str, Any]] = {}
+        self.pdbs: list[dict[str, Any]] = []
+        self.services: list[dict[str, Any]] = []
+        self.replica_sets: list[dict[str, Any]] = []
+        self.stateful_sets: list[dict[str, Any]] = []
+        self.replication_controllers: list[dict[str, Any]] = []
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        ns = self.namespaces.get(name) or {}
+        labels: dict[str, str] = (ns.get("metadata") or {}).get("labels") or {}
+        return labels
+
+
+class PodActions(ABC):
+    """What plugins may ask of the cluster outside the cycle (preemption deletes victims, binders bind)."""
+
+    @abstractmethod
+    def bind(self, pod: PodInfo, node_name: str) -> Status: ...
+
+    @abstractmethod
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status: ...
+
+    @abstractmethod
+    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None: ...
+
+
+class Handle:
+    """What a plugin can reach: the cycle's snapshot, the listers, the nominator and the framework."""
+
+    def __init__(self, cluster: ClusterObjects, actions: PodActions | None = None) -> None:
+        self.cluster = cluster
+        self.actions = actions
+        self.snapshot: Snapshot = Snapshot([])
+        self.framework: Framework | None = None
+        # Pods nominated to nodes (by preemption): node name -> pods.
+        self.nominated_pods: dict[str, list[PodInfo]] = {}
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return self.nominated_pods.get(node_name, [])
+
+    def add_nominated_pod(self, pod: PodInfo, node_name: str) -> None:
+        self.delete_nominated_pod(pod)
+        self.nominated_pods.setdefault(node_name, []).append(pod)
+
+    def delete_nominated_pod(self, pod: PodInfo) -> None:
+        for name, pods in list(self.nominated_pods.items()):
+            kept = [p for p in pods if p.uid != pod.uid]
+            if kept:
+                self.nominated_pods[name] = kept
+            else:
+                del self.nominated_pods[name]

@@ -1,0 +1,393 @@
+"""The scheduler's view of pods and nodes: ``PodInfo``, ``NodeInfo`` and the cycle ``Snapshot``.
+
+Objects stay plain Kubernetes JSON dicts; these wrappers cache what plugins read on hot paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from app.scheduler.resources import MEMORY, Resource, pod_requests
+
+T = TypeVar("T")
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+
+
+class PodInfo:
+    """A pod plus values derived from it once (``framework.PodInfo``)."""
+
+    __slots__ = (
+        "_memo",
+        "_non_zero",
+        "_requests",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "pod",
+        "priority",
+        "uid",
+    )
+
+    def __init__(self, pod: dict[str, Any]) -> None:
+        self.pod = pod
+        meta = pod.get("metadata") or {}
+        self.namespace: str = meta.get("namespace") or "default"
+        self.name: str = meta.get("name") or ""
+        self.uid: str = meta.get("uid") or f"{self.namespace}/{self.name}"
+        self.key = f"{self.namespace}/{self.name}"
+        self.labels: dict[str, str] = meta.get("labels") or {}
+        spec = pod.get("spec") or {}
+        prio = spec.get("priority")
+        self.priority: int = int(prio) if prio is not None else 0
+        self._requests: Resource | None = None
+        self._non_zero: tuple[int, int] | None = None
+        self._memo: dict[str, Any] = {}
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = self.pod.setdefault("spec", {})
+        return spec
+
+    @property
+    def node_name(self) -> str:
+        return str(self.spec.get("nodeName") or "")
+
+    @property
+    def requests(self) -> Resource:
+        """Actual requests (``resourcehelper.PodRequests``), as the Fit filter and NodeInfo.Requested use them."""
+        if self._requests is None:
+            self._requests = Resource.from_list(pod_requests(self.pod))
+        return self._requests
+
+    @property
+    def non_zero_cpu_memory(self) -> tuple[int, int]:
+        """(milli-CPU, memory) with 100m / 200Mi for each container lacking a request."""
+        if self._non_zero is None:
+            rl = pod_requests(self.pod, non_missing=True)
+            r = Resource.from_list({k: v for k, v in rl.items() if k in ("cpu", MEMORY)})
+            self._non_zero = (r.milli_cpu, r.memory)
+        return self._non_zero
+
+    def memo(self, key: str, factory: Callable[[], T]) -> T:
+        """Cache a value a plugin derives from the pod (parsed affinity terms, tolerations, ...)."""
+        try:
+            return self._memo[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = factory()
+            self._memo[key] = value
+            return value
+
+    @property
+    def affinity(self) -> dict[str, Any]:
+        aff: dict[str, Any] = self.spec.get("affinity") or {}
+        return aff
+
+    @property
+    def has_pod_affinity_or_anti_affinity(self) -> bool:
+        aff = self.affinity
+        return bool(aff.get("podAffinity") or aff.get("podAntiAffinity"))
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        anti = self.affinity.get("podAntiAffinity") or {}
+        return bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key})"
+
+
+class HostPortInfo:
+    """Host ports in use on a node: ip -> {(protocol, port)} (``framework.HostPortInfo``)."""
+
+    __slots__ = ("ports",)
+
+    def __init__(self) -> None:
+        self.ports: dict[str, set[tuple[str, int]]] = {}
+
+    @staticmethod
+    def _sanitize(ip: str, protocol: str) -> tuple[str, str]:
+        return (ip or DEFAULT_BIND_ALL_HOST_IP, protocol or "TCP")
+
+    def add(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = self._sanitize(ip, protocol)
+        self.ports.setdefault(ip, set()).add((protocol, port))
+
+    def remove(self, ip: str, protocol: str, port: int) -> None:
+        if port <= 0:
+            return
+        ip, protocol = self._sanitize(ip, protocol)
+        entries = self.ports.get(ip)
+        if entries is not None:
+            entries.discard((protocol, port))
+            if not entries:
+                del self.ports[ip]
+
+    def check_conflict(self, ip: str, protocol: str, port: int) -> bool:
+        """True when (ip, protocol, port) clashes with a port in use; 0.0.0.0 clashes with every IP."""
+        if port <= 0:
+            return False
+        ip, protocol = self._sanitize(ip, protocol)
+        pp = (protocol, port)
+        if ip == DEFAULT_BIND_ALL_HOST_IP:
+            return any(pp in entries for entries in self.ports.values())
+        return pp in self.ports.get(ip, ()) or pp in self.ports.get(DEFAULT_BIND_ALL_HOST_IP, ())
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.ports.values())
+
+    def clone(self) -> HostPortInfo:
+        c = HostPortInfo()
+        c.ports = {k: set(v) for k, v in self.ports.items()}
+        return c
+
+
+def pod_host_ports(pod: Mapping[str, Any]) -> Iterable[tuple[str, str, int]]:
+    """Every (hostIP, protocol, hostPort) the pod's containers (and init containers) ask for."""
+    spec = pod.get("spec") or {}
+    for group in ("initContainers", "containers"):
+        for c in spec.get(group) or []:
+            for p in c.get("ports") or []:
+                port = int(p.get("hostPort") or 0)
+                if port > 0:
+                    yield (p.get("hostIP") or "", p.get("protocol") or "TCP", port)
+
+
+@dataclass(slots=True)
+class ImageStateSummary:
+    """An image's size and on how many nodes it is present (``framework.ImageStateSummary``)."""
+
+    size: int
+    num_nodes: int
+
+
+class NodeInfo:
+    """A node plus the pods assigned to it and their aggregate usage (``framework.NodeInfo``)."""
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "image_states",
+        "labels",
+        "name",
+        "node",
+        "non_zero_requested",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "pvc_ref_counts",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, node: dict[str, Any] | None = None) -> None:
+        self.node: dict[str, Any] = node or {}
+        meta = self.node.get("metadata") or {}
+        self.name: str = meta.get("name") or ""
+        self.labels: dict[str, str] = meta.get("labels") or {}
+        status = self.node.get("status") or {}
+        alloc = status.get("allocatable") or status.get("capacity") or {}
+        self.allocatable = Resource.from_raw(alloc)
+        self.pods: list[PodInfo] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
+        self.used_ports = HostPortInfo()
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.image_states: dict[str, ImageStateSummary] = {}
+        self.pvc_ref_counts: dict[str, int] = {}
+        self.generation = 0
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = self.node.get("spec") or {}
+        return spec
+
+    @property
+    def taints(self) -> list[dict[str, Any]]:
+        taints: list[dict[str, Any]] = self.spec.get("taints") or []
+        return taints
+
+    @property
+    def unschedulable(self) -> bool:
+        return bool(self.spec.get("unschedulable"))
+
+    def _update(self, pi: PodInfo, sign: int) -> None:
+        req = pi.requests
+        cpu0, mem0 = pi.non_zero_cpu_memory
+        if sign > 0:
+            self.requested.add(req)
+        else:
+            self.requested.sub(req)
+        self.non_zero_requested.milli_cpu += sign * cpu0
+        self.non_zero_requested.memory += sign * mem0
+        for ip, proto, port in pod_host_ports(pi.pod):
+            if sign > 0:
+                self.used_ports.add(ip, proto, port)
+            else:
+                self.used_ports.remove(ip, proto, port)
+        for vol in pi.spec.get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            if not claim and vol.get("ephemeral") is not None:
+                claim = f"{pi.name}-{vol.get('name', '')}"
+            if claim:
+                key = f"{pi.namespace}/{claim}"
+                n = self.pvc_ref_counts.get(key, 0) + sign
+                if n <= 0:
+                    self.pvc_ref_counts.pop(key, None)
+                else:
+                    self.pvc_ref_counts[key] = n
+        self.generation += 1
+
+    def add_pod(self, pi: PodInfo) -> None:
+        """Account for a pod placed on this node."""
+        self.pods.append(pi)
+        if pi.has_pod_affinity_or_anti_affinity:
+            self.pods_with_affinity.append(pi)
+        if pi.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity.append(pi)
+        self._update(pi, +1)
+
+    def remove_pod(self, pi: PodInfo) -> bool:
+        """Forget a pod (matched by uid); False when it was not here."""
+        for i, existing in enumerate(self.pods):
+            if existing.uid == pi.uid:
+                del self.pods[i]
+                break
+        else:
+            return False
+        self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != pi.uid]
+        self.pods_with_required_anti_affinity = [p for p in self.pods_with_required_anti_affinity if p.uid != pi.uid]
+        self._update(existing, -1)
+        return True
+
+    def clone(self) -> NodeInfo:
+        """A copy whose pod lists and aggregates can change without touching this one."""
+        c = NodeInfo.__new__(NodeInfo)
+        c.node = self.node
+        c.name = self.name
+        c.labels = self.labels
+        c.allocatable = self.allocatable
+        c.pods = list(self.pods)
+        c.pods_with_affinity = list(self.pods_with_affinity)
+        c.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        c.used_ports = self.used_ports.clone()
+        c.requested = self.requested.clone()
+        c.non_zero_requested = self.non_zero_requested.clone()
+        c.image_states = self.image_states
+        c.pvc_ref_counts = dict(self.pvc_ref_counts)
+        c.generation = self.generation
+        return c
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)})"
+
+
+def zone_key(node: Mapping[str, Any]) -> str:
+    """``utilnode.GetZoneKey``: region and zone, the beta failure-domain labels winning when present."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    zone = labels.get("failure-domain.beta.kubernetes.io/zone")
+    if zone is None:
+        zone = labels.get("topology.kubernetes.io/zone", "")
+    region = labels.get("failure-domain.beta.kubernetes.io/region")
+    if region is None:
+        region = labels.get("topology.kubernetes.io/region", "")
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+def node_tree_order(nodes: Iterable[Mapping[str, Any]]) -> list[str]:
+    """kube-scheduler's node list: zones in order of first appearance, one node of each zone per round."""
+    zones: dict[str, list[str]] = {}
+    for node in nodes:
+        name = (node.get("metadata") or {}).get("name") or ""
+        zones.setdefault(zone_key(node), []).append(name)
+    result: list[str] = []
+    columns = list(zones.values())
+    depth = max((len(c) for c in columns), default=0)
+    for i in range(depth):
+        for column in columns:
+            if i < len(column):
+                result.append(column[i])
+    return result
+
+
+def normalized_image_name(name: str) -> str:
+    """Append ``:latest`` when an image has neither tag nor digest."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+class Snapshot:
+    """The cluster as one scheduling cycle sees it (``cache.Snapshot``): NodeInfos in node-tree order."""
+
+    def __init__(self, node_infos: list[NodeInfo]) -> None:
+        self.node_info_list = node_infos
+        self.node_info_map: dict[str, NodeInfo] = {ni.name: ni for ni in node_infos}
+        self.generation = 0
+
+    @classmethod
+    def build(cls, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any] | PodInfo]) -> Snapshot:
+        """Build NodeInfos for ``nodes`` (in node-tree order) with the bound ``pods`` assigned."""
+        node_list = list(nodes)
+        by_name = {(n.get("metadata") or {}).get("name"): n for n in node_list}
+        infos = {name: NodeInfo(by_name[name]) for name in node_tree_order(node_list)}
+        for p in pods:
+            pi = p if isinstance(p, PodInfo) else PodInfo(p)
+            ni = infos.get(pi.node_name)
+            if ni is not None:
+                ni.add_pod(pi)
+        snap = cls(list(infos.values()))
+        snap.refresh_image_states()
+        return snap
+
+    def refresh_image_states(self) -> None:
+        """Recompute per-node image summaries (size, and how many nodes have each image)."""
+        counts: dict[str, int] = {}
+        for ni in self.node_info_list:
+            seen: set[str] = set()
+            for image in (ni.node.get("status") or {}).get("images") or []:
+                for name in image.get("names") or []:
+                    if name not in seen:
+                        seen.add(name)
+                        counts[name] = counts.get(name, 0) + 1
+        for ni in self.node_info_list:
+            states: dict[str, ImageStateSummary] = {}
+            for image in (ni.node.get("status") or {}).get("images") or []:
+                size = int(image.get("sizeBytes") or 0)
+                for name in image.get("names") or []:
+                    states[name] = ImageStateSummary(size=size, num_nodes=counts.get(name, 0))
+            ni.image_states = states
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self.node_info_map.get(name)
+
+    @property
+    def have_pods_with_affinity_list(self) -> list[NodeInfo]:
+        return [ni for ni in self.node_info_list if ni.pods_with_affinity]
+
+    @property
+    def have_pods_with_required_anti_affinity_list(self) -> list[NodeInfo]:
+        return [ni for ni in self.node_info_list if ni.pods_with_required_anti_affinity]
+
+    def num_nodes(self) -> int:
+        return len(self.node_info_list)
+
+    def add_pod(self, pi: PodInfo, node_name: str) -> None:
+        """Bind a pod in the snapshot (the scheduler cache's assume)."""
+        ni = self.node_info_map[node_name]
+        ni.add_pod(pi)
+        self.generation += 1
+
+    def remove_pod(self, pi: PodInfo) -> None:
+        ni = self.node_info_map.get(pi.node_name)
+        if ni is not None:
+            ni.remove_pod(pi)
+            self.generation += 1

@@ -1,0 +1,395 @@
+"""The framework runtime: one profile's plugins, run extension point by extension point.
+
+``Framework`` mirrors ``frameworkImpl`` in kube-scheduler's runtime package. Recording hooks let the
+cycle keep every plugin's verdict without changing what kube-scheduler itself would decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.scheduler.framework import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    Code,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeScore,
+    NodeToStatus,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    Status,
+    error,
+    success,
+)
+from app.scheduler.nodeinfo import NodeInfo, PodInfo
+
+
+def status_text(st: Status) -> str:
+    """How the golden files and the results store render a plugin status."""
+    if st.code == Code.SUCCESS:
+        return "success"
+    if st.code == Code.SKIP:
+        return "skip"
+    return st.message()
+
+
+class PreFilterOutcome:
+    """What PreFilter produced, plus the per-plugin record."""
+
+    __slots__ = ("per_plugin", "result", "status", "unscheduled_plugins")
+
+    def __init__(self) -> None:
+        self.result: PreFilterResult | None = None
+        self.status: Status = success()
+        self.unscheduled_plugins: set[str] = set()
+        self.per_plugin: dict[str, str] = {}
+
+
+class Framework:
+    """A scheduling profile: its plugins per extension point and their score weights."""
+
+    def __init__(
+        self,
+        profile_name: str,
+        handle: Handle,
+        plugins: dict[str, list[Plugin]],
+        weights: dict[str, int],
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.handle = handle
+        handle.framework = self
+        self.points = plugins
+        self.queue_sort: list[QueueSortPlugin] = [p for p in plugins.get("queueSort", []) if isinstance(p, QueueSortPlugin)]
+        self.pre_enqueue: list[PreEnqueuePlugin] = [
+            p for p in plugins.get("preEnqueue", []) if isinstance(p, PreEnqueuePlugin)
+        ]
+        self.pre_filter: list[PreFilterPlugin] = [p for p in plugins.get("preFilter", []) if isinstance(p, PreFilterPlugin)]
+        self.filter: list[FilterPlugin] = [p for p in plugins.get("filter", []) if isinstance(p, FilterPlugin)]
+        self.post_filter: list[PostFilterPlugin] = [
+            p for p in plugins.get("postFilter", []) if isinstance(p, PostFilterPlugin)
+        ]
+        self.pre_score: list[PreScorePlugin] = [p for p in plugins.get("preScore", []) if isinstance(p, PreScorePlugin)]
+        self.score: list[ScorePlugin] = [p for p in plugins.get("score", []) if isinstance(p, ScorePlugin)]
+        self.reserve: list[ReservePlugin] = [p for p in plugins.get("reserve", []) if isinstance(p, ReservePlugin)]
+        self.permit: list[PermitPlugin] = [p for p in plugins.get("permit", []) if isinstance(p, PermitPlugin)]
+        self.pre_bind: list[PreBindPlugin] = [p for p in plugins.get("preBind", []) if isinstance(p, PreBindPlugin)]
+        self.bind: list[BindPlugin] = [p for p in plugins.get("bind", []) if isinstance(p, BindPlugin)]
+        self.post_bind: list[PostBindPlugin] = [p for p in plugins.get("postBind", []) if isinstance(p, PostBindPlugin)]
+        self.weights = weights
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.plugins_by_name: dict[str, Plugin] = {}
+        for group in plugins.values():
+            for p in group:
+                self.plugins_by_name[p.name] = p
+
+    def plugin_names(self) -> dict[str, list[str]]:
+        """Enabled plugin names per extension point, in order."""
+        return {point: [p.name for p in group] for point, group in self.points.items()}
+
+    # --- PreEnqueue -------------------------------------------------------------------------------
+    def run_pre_enqueue_plugins(self, pod: PodInfo) -> Status:
+        for pl in self.pre_enqueue:
+            st = pl.pre_enqueue(pod)
+            if not st.is_success():
+                return st.with_plugin(pl.name)
+        return success()
+
+    # --- PreFilter --------------------------------------------------------------------------------
+    def run_pre_filter_plugins(self, state: CycleState, pod: PodInfo, record: bool = False) -> PreFilterOutcome:
+        """``RunPreFilterPlugins``; with ``record``, plugins after an early stop still run on a throwaway state."""
+        out = PreFilterOutcome()
+        nodes = self.handle.snapshot.node_info_list
+        skip_plugins: set[str] = set()
+        result: PreFilterResult | None = None
+        plugins_with_nodes: set[str] = set()
+        return_status = success()
+        stopped_at: int | None = None
+        for i, pl in enumerate(self.pre_filter):
+            r, st = pl.pre_filter(state, pod, nodes)
+            if record:
+                out.per_plugin[pl.name] = status_text(st)
+            if st.is_skip():
+                skip_plugins.add(pl.name)
+                continue
+            if not st.is_success():
+                st.plugin = pl.name
+                if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    out.status = st
+                    stopped_at = i
+                    break
+                if st.code == Code.UNSCHEDULABLE:
+                    return_status = st
+                    continue
+                out.status = error(f"running PreFilter plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+                stopped_at = i
+                break
+            if r is not None and not r.all_nodes():
+                plugins_with_nodes.add(pl.name)
+            result = r if result is None else result.merge(r)
+            if result is not None and not result.all_nodes() and not result.node_names:
+                names = sorted(plugins_with_nodes)
+                msg = (
+                    f"node(s) didn't satisfy plugin {names[0]}"
+                    if len(names) == 1
+                    else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                )
+                out.result = result
+                out.status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
+                out.unscheduled_plugins = plugins_with_nodes
+                stopped_at = i
+                break
+        if stopped_at is not None:
+            if record:
+                scratch = state.clone()
+                for pl in self.pre_filter[stopped_at + 1 :]:
+                    _, st = pl.pre_filter(scratch, pod, nodes)
+                    out.per_plugin[pl.name] = status_text(st)
+            return out
+        state.skip_filter_plugins = skip_plugins
+        out.result = result
+        out.status = return_status
+        out.unscheduled_plugins = plugins_with_nodes
+        return out
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        for pl in self.pre_filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            ext = pl.pre_filter_extensions()
+            if ext is None:
+                continue
+            st = ext.add_pod(state, pod, pod_to_add, node_info)
+            if not st.is_success():
+                return error(f"running AddPod on PreFilter plugin {pl.name!r}: {st.message()}")
+        return success()
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        for pl in self.pre_filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            ext = pl.pre_filter_extensions()
+            if ext is None:
+                continue
+            st = ext.remove_pod(state, pod, pod_to_remove, node_info)
+            if not st.is_success():
+                return error(f"running RemovePod on PreFilter plugin {pl.name!r}: {st.message()}")
+        return success()
+
+    # --- Filter -----------------------------------------------------------------------------------
+    def run_filter_plugins(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, record: dict[str, Status] | None = None
+    ) -> Status:
+        """``RunFilterPlugins``: the first non-success status wins. With ``record``, every plugin runs and is kept."""
+        first: Status | None = None
+        for pl in self.filter:
+            if pl.name in state.skip_filter_plugins:
+                if record is not None:
+                    record[pl.name] = Status(Code.SKIP)
+                continue
+            st = pl.filter(state, pod, node_info)
+            if record is not None:
+                record[pl.name] = st
+            if not st.is_success():
+                if not st.is_rejected():
+                    st = error(f"running {pl.name!r} filter plugin: {st.message()}")
+                st.plugin = pl.name
+                if first is None:
+                    first = st
+                if record is None:
+                    return st
+        return first if first is not None else success()
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, record: dict[str, Status] | None = None
+    ) -> Status:
+        """Filters run twice when equal-or-higher priority pods are nominated here: with them, then without."""
+        status = success()
+        pods_added = False
+        for i in range(2):
+            state_to_use, info_to_use = state, node_info
+            if i == 0:
+                pods_added, state_to_use, info_to_use, err = self._add_nominated_pods(state, pod, node_info)
+                if err is not None:
+                    return err
+            elif not pods_added or not status.is_success():
+                break
+            if record is not None:
+                record.clear()
+            status = self.run_filter_plugins(state_to_use, pod, info_to_use, record)
+            if not status.is_success() and not status.is_rejected():
+                return status
+        return status
+
+    def _add_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo
+    ) -> tuple[bool, CycleState, NodeInfo, Status | None]:
+        nominated = self.handle.nominated_pods_for_node(node_info.name)
+        if not nominated:
+            return False, state, node_info, None
+        info_out = node_info.clone()
+        state_out = state.clone()
+        added = False
+        for pi in nominated:
+            if pi.priority >= pod.priority and pi.uid != pod.uid:
+                info_out.add_pod(pi)
+                st = self.run_pre_filter_extension_add_pod(state_out, pod, pi, info_out)
+                if not st.is_success():
+                    return False, state, node_info, st
+                added = True
+        return added, state_out, info_out, None
+
+    # --- PostFilter -------------------------------------------------------------------------------
+    def run_post_filter_plugins(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for pl in self.post_filter:
+            r, st = pl.post_filter(state, pod, statuses)
+            if st.is_success():
+                return r, st
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, st.with_plugin(pl.name)
+            if not st.is_rejected():
+                return None, Status(Code.ERROR, st.message(), plugin=pl.name)
+            if r is not None and r.nominated_node_name:
+                result = r
+            reasons.extend(st.reasons)
+            if not rejector:
+                rejector = pl.name
+        return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
+    # --- PreScore / Score -------------------------------------------------------------------------
+    def run_pre_score_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], record: dict[str, str] | None = None
+    ) -> Status:
+        skip_plugins: set[str] = set()
+        for pl in self.pre_score:
+            st = pl.pre_score(state, pod, nodes)
+            if record is not None:
+                record[pl.name] = status_text(st)
+            if st.is_skip():
+                skip_plugins.add(pl.name)
+                continue
+            if not st.is_success():
+                return error(f"running PreScore plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+        state.skip_score_plugins = skip_plugins
+        return success()
+
+    def run_score_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[str, list[int]], Status]:
+        """Raw, normalized and weighted scores per plugin (lists aligned with ``nodes``)."""
+        raw: dict[str, list[int]] = {}
+        normalized: dict[str, list[int]] = {}
+        weighted: dict[str, list[int]] = {}
+        for pl in self.score:
+            if pl.name in state.skip_score_plugins:
+                continue
+            scores, st = pl.score_nodes(state, pod, nodes)
+            if not st.is_success():
+                return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {st.message()}")
+            raw[pl.name] = list(scores)
+            node_scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, scores, strict=True)]
+            if pl.has_normalize():
+                st = pl.normalize_score(state, pod, node_scores)
+                if not st.is_success():
+                    return raw, normalized, weighted, error(f"running Normalize on Score plugin {pl.name!r}: {st.message()}")
+            weight = self.weights.get(pl.name, 1)
+            norm: list[int] = []
+            for ns in node_scores:
+                if ns.score > MAX_NODE_SCORE or ns.score < MIN_NODE_SCORE:
+                    return raw, normalized, weighted, error(
+                        f"plugin {pl.name!r} returns an invalid score {ns.score}, it should in the range of "
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    )
+                norm.append(ns.score)
+            normalized[pl.name] = norm
+            weighted[pl.name] = [s * weight for s in norm]
+        return raw, normalized, weighted, success()
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter)
+
+    # --- Reserve / Permit / Bind ------------------------------------------------------------------
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for pl in self.reserve:
+            st = pl.reserve(state, pod, node_name)
+            if not st.is_success():
+                if st.is_rejected():
+                    return st.with_plugin(pl.name)
+                return error(f"running Reserve plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+        return success()
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for pl in reversed(self.reserve):
+            pl.unreserve(state, pod, node_name)
+
+    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        wait = 0.0
+        for pl in self.permit:
+            st, timeout = pl.permit(state, pod, node_name)
+            if st.is_wait():
+                wait = max(wait, min(timeout, 15 * 60.0))
+                continue
+            if not st.is_success():
+                return st.with_plugin(pl.name), 0.0
+        if wait > 0:
+            return Status(Code.WAIT, "one or more plugins asked to wait"), wait
+        return success(), 0.0
+
+    def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for pl in self.pre_bind:
+            st = pl.pre_bind_pre_flight(state, pod, node_name)
+            if st.is_skip():
+                continue
+            if not st.is_success():
+                return st.with_plugin(pl.name)
+            st = pl.pre_bind(state, pod, node_name)
+            if not st.is_success():
+                return st.with_plugin(pl.name)
+        return success()
+
+    def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self.bind:
+            return error("no bind plugin")
+        st = success()
+        for pl in self.bind:
+            st = pl.bind(state, pod, node_name)
+            if st.is_skip():
+                continue
+            if not st.is_success():
+                return st.with_plugin(pl.name)
+            return st.with_plugin(pl.name)
+        return st
+
+    def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for pl in self.post_bind:
+            pl.post_bind(state, pod, node_name)
+
+    def describe(self) -> dict[str, Any]:
+        return {"profile": self.profile_name, "plugins": self.plugin_names(), "weights": dict(self.weights)}
