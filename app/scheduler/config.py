@@ -262,9 +262,27 @@ def _needed_plugins(plugins: dict[str, dict[str, list[dict[str, Any]]]]) -> list
     return names
 
 
-def build_framework(profile: Profile, handle: Handle) -> Framework:
-    """``NewFramework``: instantiate the profile's plugins and expand multiPoint as kube-scheduler does."""
+def _without(plugins: dict[str, dict[str, list[dict[str, Any]]]], missing: set[str]) -> dict[str, Any]:
+    return {
+        point: {"enabled": [p for p in pset["enabled"] if p["name"] not in missing], "disabled": pset["disabled"]}
+        for point, pset in plugins.items()
+    }
+
+
+def build_framework(profile: Profile, handle: Handle, *, allow_missing: bool = False) -> Framework:
+    """``NewFramework``: instantiate the profile's plugins and expand multiPoint as kube-scheduler does.
+
+    ``allow_missing`` drops plugins whose module cannot be imported (development only).
+    """
     plugins = profile.plugins
+    if allow_missing:
+        missing: set[str] = set()
+        for name in _needed_plugins(plugins):
+            try:
+                plugin_registry.plugin_class(name)
+            except (ImportError, AttributeError):
+                missing.add(name)
+        plugins = _without(plugins, missing)
     instances: dict[str, Plugin] = {}
     for name in _needed_plugins(plugins):
         cls = plugin_registry.plugin_class(name)
@@ -296,13 +314,13 @@ def build_framework(profile: Profile, handle: Handle) -> Framework:
                 multi.append(n)
             ordered = list(dict.fromkeys([*overrides, *multi, *enabled]))
         points[point] = [instances[n] for n in ordered]
-    if len(points["queueSort"]) != 1:
+    if len(points["queueSort"]) != 1 and not allow_missing:
         raise ConfigError(
             "plugins.queueSort",
             f"only one queue sort plugin required for profile with scheduler name {profile.scheduler_name!r}, "
             f"but got {len(points['queueSort'])}",
         )
-    if not points["bind"]:
+    if not points["bind"] and not allow_missing:
         raise ConfigError("plugins.bind", f"at least one bind plugin is needed for profile {profile.scheduler_name!r}")
     weights: dict[str, int] = {}
     for p in [*plugins["score"]["enabled"], *plugins["multiPoint"]["enabled"]]:

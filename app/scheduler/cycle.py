@@ -1,0 +1,448 @@
+"""One scheduling attempt, as kube-scheduler's ``schedule_one.go`` runs it, with full recording.
+
+``Scheduler.schedule_one`` takes a pod and the live snapshot and returns an :class:`Attempt`: the
+decision (node, nomination) plus, at the requested detail, every plugin's verdict and score.
+Recording never changes the decision: with ``record`` on, filters that kube-scheduler would have
+skipped after a node's first failure still run, and their verdicts are kept beside the real one.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
+from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from app.scheduler.runtime import Framework, status_text
+
+NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+@dataclass
+class Diagnosis:
+    """Why a pod fits nowhere: per-node statuses, the PreFilter and PostFilter messages."""
+
+    node_to_status: NodeToStatus = field(default_factory=NodeToStatus)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+    post_filter_code: Code = Code.SUCCESS
+
+
+def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
+    """``FitError.Error()``: "0/N nodes are available: <sorted reason histogram>. <PostFilter message>."."""
+    msg = NO_NODE_AVAILABLE_MSG.format(num_all_nodes) + ":"
+    if diagnosis.pre_filter_msg:
+        msg += f" {diagnosis.pre_filter_msg}."
+    else:
+        counts: dict[str, int] = {}
+        nts = diagnosis.node_to_status
+        for st in nts.statuses.values():
+            for reason in st.reasons:
+                counts[reason] = counts.get(reason, 0) + 1
+        absent = num_all_nodes - len(nts)
+        if absent > 0:
+            for reason in nts.absent.reasons:
+                counts[reason] = counts.get(reason, 0) + absent
+        parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+        if parts:
+            msg += f" {', '.join(parts)}."
+    if diagnosis.post_filter_msg:
+        if diagnosis.post_filter_code == Code.ERROR:
+            msg += f" {diagnosis.post_filter_msg}"
+        else:
+            msg += f" {diagnosis.post_filter_msg}."
+    return msg
+
+
+@dataclass
+class Attempt:
+    """The outcome and record of one scheduling attempt."""
+
+    pod: str
+    attempt: int
+    priority: int
+    profile: str
+    cycle: int = 0
+    # Decision
+    result: str = "unschedulable"  # scheduled | unschedulable | error
+    bound_to: str | None = None
+    bound_by: str | None = None
+    message: str = ""
+    nominated_node: str | None = None
+    victims: list[str] = field(default_factory=list)
+    # Record
+    prefilter: dict[str, str] = field(default_factory=dict)
+    prefilter_status: str = "success"
+    prefilter_nodes: list[str] | None = None
+    filter: dict[str, dict[str, str]] = field(default_factory=dict)
+    stopped_at: dict[str, str] = field(default_factory=dict)  # node -> plugin where kube-scheduler's loop stopped
+    unresolvable: dict[str, list[str]] = field(default_factory=dict)
+    filter_fail: dict[str, str] = field(default_factory=dict)
+    feasible: list[str] = field(default_factory=list)
+    evaluated_nodes: int = 0
+    prescore: dict[str, str] | None = None
+    score: dict[str, dict[str, int]] | None = None
+    normalized_score: dict[str, dict[str, int]] | None = None
+    final_score: dict[str, dict[str, int]] | None = None
+    total: dict[str, int] | None = None
+    selected: list[str] | None = None
+    postfilter: dict[str, Any] | None = None
+    reserve: dict[str, str] = field(default_factory=dict)
+    permit: dict[str, str] = field(default_factory=dict)
+    permit_timeout: dict[str, float] = field(default_factory=dict)
+    prebind: dict[str, str] = field(default_factory=dict)
+    bind: dict[str, str] = field(default_factory=dict)
+    started_at: float = 0.0
+    duration: float = 0.0
+    queued_for: float = 0.0
+
+    @property
+    def fit_error(self) -> str | None:
+        return self.message if self.result != "scheduled" and self.message else None
+
+
+@dataclass
+class ScheduleOptions:
+    """How to run attempts: recording detail, tie-break and which late phases run."""
+
+    record: bool = True  # keep every plugin's verdict and score
+    score_single_feasible: bool = True  # with record: still score a lone feasible node, for display
+    tie_break: str = "random"  # "random" (reservoir sampling, seedable) or "name" (first by name)
+    run_binding_cycle: bool = True  # PreBind/Bind/PostBind (off in golden runs)
+    percentage_of_nodes_to_score: int | None = None  # overrides the configuration (golden: 100)
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """``numFeasibleNodesToFind``: adaptive ``50 - nodes/125`` (floor 5%) and at least 100 nodes."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage == 0:
+        percentage = 50 - num_all_nodes // 125
+        if percentage < MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND:
+            percentage = MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND
+    num = num_all_nodes * percentage // 100
+    if num < MIN_FEASIBLE_NODES_TO_FIND:
+        return MIN_FEASIBLE_NODES_TO_FIND
+    return num
+
+
+class Scheduler:
+    """Schedules pods against a live snapshot with a set of profiles (frameworks)."""
+
+    def __init__(
+        self,
+        frameworks: dict[str, Framework],
+        snapshot: Snapshot,
+        *,
+        percentage_of_nodes_to_score: int = 0,
+        seed: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.frameworks = frameworks
+        self.snapshot = snapshot
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.next_start_node_index = 0
+        self.rng = random.Random(seed)
+        self.clock = clock
+        self.cycle = 0
+        for fwk in frameworks.values():
+            fwk.handle.snapshot = snapshot
+
+    def framework_for(self, pod: PodInfo) -> Framework | None:
+        name = pod.spec.get("schedulerName") or "default-scheduler"
+        return self.frameworks.get(name)
+
+    # ------------------------------------------------------------------------------------------
+    def schedule_one(self, pod: PodInfo, attempt_no: int = 1, opts: ScheduleOptions | None = None) -> Attempt:
+        """Run one scheduling cycle for ``pod``; on success the pod is assumed in the snapshot."""
+        opts = opts or ScheduleOptions()
+        self.cycle += 1
+        fwk = self.framework_for(pod)
+        att = Attempt(pod=pod.key, attempt=attempt_no, priority=pod.priority, profile=fwk.profile_name if fwk else "")
+        att.cycle = self.cycle
+        att.started_at = time.time()
+        t0 = time.perf_counter()
+        try:
+            if fwk is None:
+                att.result = "error"
+                att.message = f"profile not found for scheduler name {pod.spec.get('schedulerName')!r}"
+                return att
+            for f in self.frameworks.values():
+                f.handle.snapshot = self.snapshot
+            self._schedule(fwk, pod, att, opts)
+            return att
+        finally:
+            att.duration = time.perf_counter() - t0
+
+    def _schedule(self, fwk: Framework, pod: PodInfo, att: Attempt, opts: ScheduleOptions) -> None:
+        state = CycleState()
+        snapshot = self.snapshot
+        if snapshot.num_nodes() == 0:
+            att.result = "error"
+            att.message = ERR_NO_NODES_AVAILABLE
+            return
+        diagnosis = Diagnosis()
+        feasible, err = self._find_nodes_that_fit(fwk, state, pod, diagnosis, att, opts)
+        if err is not None:
+            att.result = "error"
+            att.message = err.message()
+            return
+        att.feasible = [ni.name for ni in feasible]
+        if not feasible:
+            self._handle_fit_error(fwk, state, pod, diagnosis, att)
+            return
+        single = len(feasible) == 1
+        if single and not (opts.record and opts.score_single_feasible):
+            chosen = feasible[0].name
+            att.selected = [chosen]
+        else:
+            totals, st = self._prioritize(fwk, state, pod, feasible, att, opts.record)
+            if not st.is_success():
+                att.result = "error"
+                att.message = st.message()
+                return
+            best = max(totals)
+            att.selected = sorted(ni.name for ni, t in zip(feasible, totals, strict=True) if t == best)
+            chosen = feasible[0].name if single else self._select_host(feasible, totals, opts.tie_break)
+        if att.bound_by is None:
+            att.bound_by = "single-feasible" if single else "score"
+        self._assume_and_bind(fwk, state, pod, chosen, att, opts)
+
+    def _select_host(self, nodes: Sequence[NodeInfo], totals: list[int], tie_break: str) -> str:
+        """``selectHost``: the best total; ties by name (reproducible) or reservoir sampling (seeded)."""
+        best = max(totals)
+        top = [ni.name for ni, t in zip(nodes, totals, strict=True) if t == best]
+        if tie_break == "name":
+            return min(top)
+        chosen = top[0]
+        for count, name in enumerate(top[1:], start=2):
+            if self.rng.randrange(count) == 0:
+                chosen = name
+        return chosen
+
+    # ------------------------------------------------------------------------------------------
+    def _find_nodes_that_fit(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        diagnosis: Diagnosis,
+        att: Attempt,
+        opts: ScheduleOptions,
+    ) -> tuple[list[NodeInfo], Status | None]:
+        all_nodes = self.snapshot.node_info_list
+        pre = fwk.run_pre_filter_plugins(state, pod, record=opts.record)
+        att.prefilter = pre.per_plugin
+        diagnosis.unschedulable_plugins = set(pre.unscheduled_plugins)
+        if pre.result is not None and pre.result.node_names is not None:
+            att.prefilter_nodes = sorted(pre.result.node_names)
+        if not pre.status.is_success():
+            att.prefilter_status = f"{pre.status.code.label}: {pre.status.message()}"
+            if not pre.status.is_rejected():
+                return [], pre.status
+            diagnosis.node_to_status.absent = pre.status
+            diagnosis.pre_filter_msg = pre.status.message()
+            if pre.status.plugin:
+                diagnosis.unschedulable_plugins.add(pre.status.plugin)
+            return [], None
+        att.prefilter_status = "success"
+
+        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName")
+        if nominated:
+            ni = self.snapshot.get(nominated)
+            if ni is not None:
+                feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [ni], att, opts, sample=False)
+                if feasible:
+                    att.bound_by = "nominated-node"
+                    return feasible, None
+
+        nodes: list[NodeInfo] = all_nodes
+        if pre.result is not None and pre.result.node_names is not None:
+            allowed = pre.result.node_names
+            nodes = [ni for ni in all_nodes if ni.name in allowed]
+            names = " ".join(sorted(pre.unscheduled_plugins))
+            diagnosis.node_to_status.absent = Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{names}]"
+            )
+            if opts.record:
+                excluded_msg = diagnosis.node_to_status.absent.message()
+                for ni in all_nodes:
+                    if ni.name not in allowed:
+                        att.filter[ni.name] = {pl.name: excluded_msg for pl in fwk.filter}
+                        att.unresolvable[ni.name] = sorted(pre.unscheduled_plugins)
+                        att.filter_fail[ni.name] = f"{names}: {excluded_msg}"
+        feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes, att, opts, sample=True)
+        processed = len(feasible) + len(diagnosis.node_to_status)
+        if all_nodes:
+            self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
+        return feasible, None
+
+    def _find_nodes_that_pass_filters(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        diagnosis: Diagnosis,
+        nodes: Sequence[NodeInfo],
+        att: Attempt,
+        opts: ScheduleOptions,
+        *,
+        sample: bool,
+    ) -> list[NodeInfo]:
+        n = len(nodes)
+        if n == 0:
+            return []
+        pct = opts.percentage_of_nodes_to_score
+        if pct is None:
+            pct = fwk.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.percentage_of_nodes_to_score
+        to_find = num_feasible_nodes_to_find(pct, n)
+        start = self.next_start_node_index if sample else 0
+        feasible: list[NodeInfo] = []
+        if not fwk.filter:
+            return [nodes[(start + i) % n] for i in range(to_find)]
+        for i in range(n):
+            ni = nodes[(start + i) % n]
+            record: dict[str, Status] | None = {} if opts.record else None
+            st = fwk.run_filter_plugins_with_nominated_pods(state, pod, ni, record)
+            att.evaluated_nodes += 1
+            if record is not None:
+                att.filter[ni.name] = {name: _filter_text(s) for name, s in record.items()}
+                unres = [name for name, s in record.items() if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE]
+                if unres:
+                    att.unresolvable[ni.name] = unres
+                else:
+                    att.unresolvable.pop(ni.name, None)
+            if st.is_success():
+                feasible.append(ni)
+                att.filter_fail.pop(ni.name, None)
+                if len(feasible) >= to_find:
+                    break
+            elif st.code == Code.ERROR:
+                diagnosis.node_to_status.set(ni.name, st)
+                att.filter_fail[ni.name] = f"{st.plugin}: {st.message()}"
+                break
+            else:
+                diagnosis.node_to_status.set(ni.name, st)
+                diagnosis.unschedulable_plugins.add(st.plugin)
+                att.filter_fail[ni.name] = f"{st.plugin}: {st.message()}"
+        return feasible
+
+    # ------------------------------------------------------------------------------------------
+    def _prioritize(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], att: Attempt, record: bool
+    ) -> tuple[list[int], Status]:
+        if not fwk.has_score_plugins():
+            return [1] * len(nodes), Status()
+        prescore: dict[str, str] = {}
+        st = fwk.run_pre_score_plugins(state, pod, nodes, prescore)
+        att.prescore = prescore
+        if not st.is_success():
+            return [], st
+        raw, normalized, weighted, st = fwk.run_score_plugins(state, pod, nodes)
+        if not st.is_success():
+            return [], st
+        totals = [0] * len(nodes)
+        for scores in weighted.values():
+            for i, s in enumerate(scores):
+                totals[i] += s
+        if record:
+            att.score = {ni.name: {p: raw[p][i] for p in raw} for i, ni in enumerate(nodes)}
+            att.normalized_score = {ni.name: {p: normalized[p][i] for p in normalized} for i, ni in enumerate(nodes)}
+            att.final_score = {ni.name: {p: weighted[p][i] for p in weighted} for i, ni in enumerate(nodes)}
+        att.total = {ni.name: totals[i] for i, ni in enumerate(nodes)}
+        return totals, st
+
+    # ------------------------------------------------------------------------------------------
+    def _handle_fit_error(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, diagnosis: Diagnosis, att: Attempt
+    ) -> None:
+        att.result = "unschedulable"
+        num_all = self.snapshot.num_nodes()
+        if fwk.has_post_filter_plugins():
+            result, st = fwk.run_post_filter_plugins(state, pod, diagnosis.node_to_status)
+            diagnosis.post_filter_msg = st.message()
+            diagnosis.post_filter_code = st.code
+            att.postfilter = _postfilter_record(result, st)
+            if result is not None and result.nominated_node_name:
+                att.nominated_node = result.nominated_node_name
+                att.victims = list(result.victims)
+        att.message = fit_error_message(num_all, diagnosis)
+
+    def _assume_and_bind(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, node_name: str, att: Attempt, opts: ScheduleOptions
+    ) -> None:
+        assumed = PodInfo(_with_node_name(pod.pod, node_name))
+        self.snapshot.add_pod(assumed, node_name)
+        st = fwk.run_reserve_plugins_reserve(state, assumed, node_name)
+        for pl in fwk.reserve:
+            att.reserve[pl.name] = "success" if st.is_success() or st.plugin != pl.name else st.message()
+        if not st.is_success():
+            self._forget(fwk, state, assumed, node_name)
+            att.result = "error" if st.code == Code.ERROR else "unschedulable"
+            att.message = st.message()
+            return
+        st, timeout = fwk.run_permit_plugins(state, assumed, node_name)
+        for pl in fwk.permit:
+            att.permit[pl.name] = status_text(st) if st.plugin in ("", pl.name) else "success"
+            if st.is_wait():
+                att.permit_timeout[pl.name] = timeout
+        if not st.is_success() and not st.is_wait():
+            self._forget(fwk, state, assumed, node_name)
+            att.result = "unschedulable" if st.is_rejected() else "error"
+            att.message = st.message()
+            return
+        if opts.run_binding_cycle:
+            st = fwk.run_pre_bind_plugins(state, assumed, node_name)
+            for pl in fwk.pre_bind:
+                att.prebind[pl.name] = "success" if st.is_success() or st.plugin != pl.name else st.message()
+            if st.is_success():
+                st = fwk.run_bind_plugins(state, assumed, node_name)
+                if fwk.bind:
+                    att.bind[st.plugin or fwk.bind[0].name] = status_text(st)
+            if not st.is_success():
+                self._forget(fwk, state, assumed, node_name)
+                att.result = "error"
+                att.message = st.message()
+                return
+            fwk.run_post_bind_plugins(state, assumed, node_name)
+        att.result = "scheduled"
+        att.bound_to = node_name
+        for f in self.frameworks.values():
+            f.handle.delete_nominated_pod(pod)
+
+    def _forget(self, fwk: Framework, state: CycleState, assumed: PodInfo, node_name: str) -> None:
+        fwk.run_reserve_plugins_unreserve(state, assumed, node_name)
+        self.snapshot.remove_pod(assumed)
+
+
+def _with_node_name(pod: dict[str, Any], node_name: str) -> dict[str, Any]:
+    out = dict(pod)
+    out["spec"] = dict(pod.get("spec") or {})
+    out["spec"]["nodeName"] = node_name
+    return out
+
+
+def _filter_text(st: Status) -> str:
+    if st.code == Code.SUCCESS:
+        return "passed"
+    if st.code == Code.SKIP:
+        return "skip"
+    return st.message()
+
+
+def _postfilter_record(result: PostFilterResult | None, st: Status) -> dict[str, Any]:
+    return {
+        "nominatedNode": result.nominated_node_name if result and result.nominated_node_name else None,
+        "victims": list(result.victims) if result else [],
+        "status": "success" if st.is_success() else st.message(),
+        "code": st.code.label,
+    }

@@ -1,0 +1,226 @@
+"""Offline scenario runs: the engine on a scenario file, results in the golden format (FORMAT.md).
+
+The rules of a run: pending pods in file order, each placed before the next; ties broken by node
+name; every node evaluated unless the scenario is about sampling; the k-th bound pod starts at
+2025-01-12T13:46:40Z + k s; a pod that fits nowhere may preempt and is then retried once at once.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.scheduler.config import build_framework, parse_config
+from app.scheduler.cycle import Attempt, Scheduler, ScheduleOptions
+from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
+from app.scheduler.nodeinfo import PodInfo, Snapshot
+
+START_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
+DETAIL_LEVELS = ("full", "compact", "summary", "placements")
+ORACLE = "kss (Python port of kube-scheduler v1.35)"
+
+
+def cluster_objects_from(scenario: dict[str, Any]) -> ClusterObjects:
+    """Listers for a scenario's non-node objects."""
+    co = ClusterObjects()
+
+    def key(obj: dict[str, Any], namespaced: bool) -> str:
+        meta = obj.get("metadata") or {}
+        return f"{meta.get('namespace') or 'default'}/{meta.get('name')}" if namespaced else str(meta.get("name"))
+
+    for obj in scenario.get("persistentVolumeClaims") or []:
+        co.pvcs[key(obj, True)] = obj
+    for obj in scenario.get("persistentVolumes") or []:
+        co.pvs[key(obj, False)] = obj
+    for obj in scenario.get("storageClasses") or []:
+        co.storage_classes[key(obj, False)] = obj
+    for obj in scenario.get("csiNodes") or []:
+        co.csi_nodes[key(obj, False)] = obj
+    for obj in scenario.get("csiDrivers") or []:
+        co.csi_drivers[key(obj, False)] = obj
+    for obj in scenario.get("namespaces") or []:
+        co.namespaces[key(obj, False)] = obj
+    for obj in scenario.get("priorityClasses") or []:
+        co.priority_classes[key(obj, False)] = obj
+    co.pdbs = list(scenario.get("podDisruptionBudgets") or [])
+    co.services = list(scenario.get("services") or [])
+    co.replica_sets = list(scenario.get("replicaSets") or [])
+    co.stateful_sets = list(scenario.get("statefulSets") or [])
+    co.replication_controllers = list(scenario.get("replicationControllers") or [])
+    return co
+
+
+def _visible(pod: dict[str, Any]) -> bool:
+    """Succeeded and Failed pods are invisible to the scheduler (its informer filters them)."""
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+@dataclass
+class OfflineActions(PodActions):
+    """Pod actions of an offline run: victims leave the snapshot, nominations are kept in the handle."""
+
+    scheduler: Scheduler | None = None
+    handles: list[Handle] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    def bind(self, pod: PodInfo, node_name: str) -> Status:
+        return Status()
+
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+        assert self.scheduler is not None
+        ni = self.scheduler.snapshot.get(victim.node_name)
+        if ni is not None:
+            for existing in ni.pods:
+                if existing.uid == victim.uid:
+                    self.scheduler.snapshot.remove_pod(existing)
+                    break
+        for h in self.handles:
+            h.delete_nominated_pod(victim)
+        self.deleted.append(victim.key)
+        return Status()
+
+    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        pod.pod.setdefault("status", {})["nominatedNodeName"] = node_name
+        for h in self.handles:
+            h.add_nominated_pod(pod, node_name)
+
+
+class ScenarioRun:
+    """Runs one scenario through the engine."""
+
+    def __init__(self, scenario: dict[str, Any], *, record: bool = True, allow_missing_plugins: bool = False) -> None:
+        self.scenario = scenario
+        self.record = record
+        config = parse_config(scenario.get("config"))
+        family = (scenario.get("meta") or {}).get("family")
+        self.sampling = family == "sampling"
+        self.config = config
+        cluster = cluster_objects_from(scenario)
+        self.actions = OfflineActions()
+        nominated: dict[str, list[PodInfo]] = {}
+        self.frameworks = {}
+        for profile in config.profiles:
+            handle = Handle(cluster, self.actions)
+            handle.nominated_pods = nominated
+            self.actions.handles.append(handle)
+            self.frameworks[profile.scheduler_name] = build_framework(
+                profile, handle, allow_missing=allow_missing_plugins
+            )
+        nodes = copy.deepcopy(scenario.get("nodes") or [])
+        bound = [PodInfo(p) for p in copy.deepcopy(scenario.get("pods") or []) if _visible(p)]
+        snapshot = Snapshot.build(nodes, bound)
+        self.scheduler = Scheduler(
+            self.frameworks,
+            snapshot,
+            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+        )
+        self.actions.scheduler = self.scheduler
+        self.bound_count = 0
+
+    def options(self) -> ScheduleOptions:
+        return ScheduleOptions(
+            record=self.record,
+            score_single_feasible=True,
+            tie_break="name",
+            run_binding_cycle=False,
+            percentage_of_nodes_to_score=None if self.sampling else 100,
+        )
+
+    def run(self) -> list[tuple[Attempt, str | None]]:
+        """Schedule every pending pod; returns each attempt with the startTime given to a bound pod."""
+        out: list[tuple[Attempt, str | None]] = []
+        opts = self.options()
+        for raw in copy.deepcopy(self.scenario.get("pending") or []):
+            pod = PodInfo(raw)
+            att = self.scheduler.schedule_one(pod, 1, opts)
+            out.append((att, self._after(pod, att)))
+            if att.result != "scheduled" and att.nominated_node:
+                self._clear_lower_nominations(pod, att.nominated_node)
+                self.actions.set_nominated_node(pod, att.nominated_node)
+                att2 = self.scheduler.schedule_one(pod, 2, opts)
+                out.append((att2, self._after(pod, att2)))
+        return out
+
+    def _clear_lower_nominations(self, preemptor: PodInfo, node_name: str) -> None:
+        for h in self.actions.handles:
+            for other in list(h.nominated_pods_for_node(node_name)):
+                if other.uid != preemptor.uid and other.priority < preemptor.priority:
+                    h.delete_nominated_pod(other)
+                    (other.pod.get("status") or {}).pop("nominatedNodeName", None)
+
+    def _after(self, pod: PodInfo, att: Attempt) -> str | None:
+        if att.result != "scheduled" or att.bound_to is None:
+            return None
+        self.bound_count += 1
+        start = (START_EPOCH + timedelta(seconds=self.bound_count)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ni = self.scheduler.snapshot.get(att.bound_to)
+        if ni is not None:
+            for existing in ni.pods:
+                if existing.uid == pod.uid:
+                    existing.pod.setdefault("status", {})["startTime"] = start
+                    existing.pod["status"].pop("nominatedNodeName", None)
+        for h in self.actions.handles:
+            h.delete_nominated_pod(pod)
+        return start
+
+
+def attempt_entry(att: Attempt, start_time: str | None, detail: str) -> dict[str, Any]:
+    """One ``results`` entry of the golden format at the given detail level."""
+    base: dict[str, Any] = {"pod": att.pod, "attempt": att.attempt, "priority": att.priority}
+    if detail == "placements":
+        base.update(
+            selected=att.selected,
+            boundTo=att.bound_to,
+            boundBy=att.bound_by if att.bound_to else None,
+            feasibleCount=len(att.feasible),
+            fitError=att.fit_error,
+            postfilter=att.postfilter,
+        )
+        return base
+    base.update(prefilter=att.prefilter, prefilterStatus=att.prefilter_status, prefilterNodes=att.prefilter_nodes)
+    if detail == "full":
+        base["filter"] = att.filter
+    elif detail == "compact":
+        base["filter"] = {
+            node: {p: v for p, v in verdicts.items() if v != "passed"}
+            for node, verdicts in att.filter.items()
+            if any(v != "passed" for v in verdicts.values())
+        }
+    base["unresolvable"] = att.unresolvable
+    base["filterFail"] = att.filter_fail
+    base["feasible"] = sorted(att.feasible)
+    if detail in ("full", "compact"):
+        base["prescore"] = att.prescore
+        base["score"] = att.score
+        if detail == "full":
+            base["normalizedscore"] = att.normalized_score
+        base["finalscore"] = att.final_score
+    base.update(
+        total=att.total,
+        selected=att.selected,
+        boundTo=att.bound_to,
+        boundBy=att.bound_by if att.bound_to else None,
+        startTime=start_time,
+        fitError=att.fit_error,
+        postfilter=att.postfilter,
+    )
+    return base
+
+
+def run_scenario(scenario: dict[str, Any], detail: str = "full", *, allow_missing_plugins: bool = False) -> dict[str, Any]:
+    """Run a scenario and return the result document (same shape as an ``.expected.json``)."""
+    if detail not in DETAIL_LEVELS:
+        raise ValueError(f"unknown detail level {detail!r}; use one of {', '.join(DETAIL_LEVELS)}")
+    run = ScenarioRun(scenario, record=detail != "placements", allow_missing_plugins=allow_missing_plugins)
+    attempts = run.run()
+    first = next(iter(run.frameworks.values()))
+    names = first.plugin_names()
+    return {
+        "oracle": ORACLE,
+        "detail": detail,
+        "weights": {p: first.weights.get(p, 1) for p in sorted(names.get("score", []))},
+        "plugins": {point: names.get(point, []) for point in sorted(names)},
+        "results": [attempt_entry(att, start, detail) for att, start in attempts],
+    }
