@@ -1,0 +1,334 @@
+"""kube-scheduler's ``PriorityQueue``: activeQ, backoffQ and the unschedulable pool.
+
+- activeQ is ordered by the profile's QueueSort plugin (PrioritySort: priority, then queue time);
+- a pod that failed waits in backoffQ for ``initial * 2^(attempts-1)`` seconds (capped at the max);
+- a pod rejected while nothing changed waits in the unschedulable pool until a cluster event that
+  may help it (node added/changed, pod deleted, volume objects changed) or 5 minutes pass;
+- a pod that failed while the cluster changed (``moveRequestCycle >= its cycle``) goes to backoffQ;
+- gated pods (PreEnqueue rejects them) wait until an update lets them through.
+Time comes from an injectable clock so simulations can run on virtual time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.scheduler.framework import Status
+from app.scheduler.nodeinfo import PodInfo
+
+Clock = Callable[[], float]
+
+# Cluster events (upstream framework.ClusterEvent, flattened to "Resource/Action").
+NODE_ADD = "Node/Add"
+NODE_UPDATE = "Node/Update"
+NODE_DELETE = "Node/Delete"
+POD_DELETE = "AssignedPod/Delete"
+POD_ADD = "AssignedPod/Add"
+POD_UPDATE = "AssignedPod/Update"
+PV_CHANGE = "PersistentVolume/AddOrUpdate"
+PVC_CHANGE = "PersistentVolumeClaim/AddOrUpdate"
+STORAGE_CLASS_CHANGE = "StorageClass/AddOrUpdate"
+CSI_NODE_CHANGE = "CSINode/AddOrUpdate"
+NAMESPACE_CHANGE = "Namespace/AddOrUpdate"
+UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+FORCE_ACTIVATE = "ForceActivate"
+
+_NODE = {NODE_ADD, NODE_UPDATE}
+# Which events can make a pod rejected by a plugin schedulable (each plugin's EventsToRegister).
+PLUGIN_EVENTS: dict[str, set[str]] = {
+    "NodeUnschedulable": _NODE,
+    "NodeName": _NODE,
+    "TaintToleration": _NODE,
+    "NodeAffinity": _NODE,
+    "NodePorts": {*_NODE, POD_DELETE},
+    "NodeResourcesFit": {*_NODE, POD_DELETE, POD_UPDATE},
+    "VolumeRestrictions": {*_NODE, POD_DELETE, PVC_CHANGE},
+    "NodeVolumeLimits": {*_NODE, POD_DELETE, CSI_NODE_CHANGE, PVC_CHANGE, PV_CHANGE},
+    "VolumeBinding": {*_NODE, PV_CHANGE, PVC_CHANGE, STORAGE_CLASS_CHANGE, CSI_NODE_CHANGE},
+    "VolumeZone": {*_NODE, PV_CHANGE, PVC_CHANGE, STORAGE_CLASS_CHANGE},
+    "PodTopologySpread": {*_NODE, NODE_DELETE, POD_ADD, POD_UPDATE, POD_DELETE},
+    "InterPodAffinity": {*_NODE, POD_ADD, POD_UPDATE, POD_DELETE, NAMESPACE_CHANGE},
+    "DynamicResources": _NODE,
+}
+
+
+@dataclass
+class QueuedPodInfo:
+    """A pod in the queue with its bookkeeping (``framework.QueuedPodInfo``)."""
+
+    pod_info: PodInfo
+    timestamp: float  # when it was (re)queued; PrioritySort and backoff read it
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    gating_status: Status | None = None
+
+    @property
+    def key(self) -> str:
+        return self.pod_info.key
+
+
+class SchedulingQueue:
+    """The three queues with their moves; thread-safe, with a blocking ``pop``."""
+
+    def __init__(
+        self,
+        less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] | None = None,
+        pre_enqueue: Callable[[PodInfo], Status] | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        max_in_unschedulable: float = 300.0,
+    ) -> None:
+        self._less = less or _priority_less
+        self._pre_enqueue = pre_enqueue
+        self.clock = clock
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_in_unschedulable = max_in_unschedulable
+        self._lock = threading.Condition()
+        self._seq = itertools.count()
+        self._active: list[tuple[_SortKey, int, str]] = []
+        self._active_items: dict[str, QueuedPodInfo] = {}
+        self._backoff: list[tuple[float, int, str]] = []
+        self._backoff_items: dict[str, QueuedPodInfo] = {}
+        self.unschedulable: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, QueuedPodInfo] = {}
+        self.scheduling_cycle = 0
+        self.move_request_cycle = -1
+        self._closed = False
+
+    # --- sizes ----------------------------------------------------------------------------------
+    def pending_counts(self) -> dict[str, int]:
+        """Pods per queue (what ``scheduler_pending_pods{queue}`` reports)."""
+        with self._lock:
+            gated = sum(1 for q in self.unschedulable.values() if q.gated)
+            return {
+                "active": len(self._active_items),
+                "backoff": len(self._backoff_items),
+                "unschedulable": len(self.unschedulable) - gated,
+                "gated": gated,
+            }
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return key in self._active_items or key in self._backoff_items or key in self.unschedulable
+
+    # --- adding ---------------------------------------------------------------------------------
+    def add(self, pod: PodInfo) -> None:
+        """A new pending pod: to activeQ unless PreEnqueue gates it."""
+        with self._lock:
+            q = QueuedPodInfo(pod, self.clock())
+            self._move_to_active_or_gate(q)
+
+    def _move_to_active_or_gate(self, q: QueuedPodInfo) -> None:
+        if self._pre_enqueue is not None:
+            st = self._pre_enqueue(q.pod_info)
+            if not st.is_success():
+                q.gated = True
+                q.gating_status = st
+                self.unschedulable[q.key] = q
+                return
+        q.gated = False
+        q.gating_status = None
+        self.unschedulable.pop(q.key, None)
+        self._push_active(q)
+
+    def _push_active(self, q: QueuedPodInfo) -> None:
+        self._active_items[q.key] = q
+        heapq.heappush(self._active, (_SortKey(q, self._less), next(self._seq), q.key))
+        self._lock.notify_all()
+
+    def _push_backoff(self, q: QueuedPodInfo) -> None:
+        self._backoff_items[q.key] = q
+        heapq.heappush(self._backoff, (self.backoff_expiry(q), next(self._seq), q.key))
+
+    # --- popping --------------------------------------------------------------------------------
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """Block until a pod is in activeQ (or ``timeout`` / close); the pod is then in flight."""
+        with self._lock:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not self._active_items and not self._closed:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._lock.wait(remaining)
+            if self._closed and not self._active_items:
+                return None
+            while True:
+                _, _, key = heapq.heappop(self._active)
+                q = self._active_items.pop(key, None)
+                if q is not None:
+                    break
+            q.attempts += 1
+            if q.initial_attempt_timestamp is None:
+                q.initial_attempt_timestamp = self.clock()
+            self.scheduling_cycle += 1
+            self._in_flight[key] = q
+            return q
+
+    def done(self, key: str) -> None:
+        """The pod left the scheduling cycle (bound or re-queued)."""
+        with self._lock:
+            self._in_flight.pop(key, None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+    # --- failures -------------------------------------------------------------------------------
+    def backoff_duration(self, q: QueuedPodInfo) -> float:
+        """``calculateBackoffDuration``: initial, doubled per further attempt, capped at the max."""
+        if q.attempts == 0:
+            return 0.0
+        duration = self.initial_backoff
+        for _ in range(1, q.attempts):
+            if duration > self.max_backoff - duration:
+                return self.max_backoff
+            duration += duration
+        return min(duration, self.max_backoff)
+
+    def backoff_expiry(self, q: QueuedPodInfo) -> float:
+        return q.timestamp + self.backoff_duration(q)
+
+    def is_backing_off(self, q: QueuedPodInfo) -> bool:
+        return self.backoff_expiry(q) > self.clock()
+
+    def add_unschedulable_if_not_present(self, q: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
+        """A failed pod goes back: backoffQ if the cluster moved meanwhile (or it errored), else unschedulable."""
+        with self._lock:
+            self._in_flight.pop(q.key, None)
+            if q.key in self._active_items or q.key in self._backoff_items or q.key in self.unschedulable:
+                return
+            q.timestamp = self.clock()
+            if self.move_request_cycle >= pod_scheduling_cycle or not q.unschedulable_plugins:
+                self._push_backoff(q)
+            else:
+                self.unschedulable[q.key] = q
+
+    # --- moves ----------------------------------------------------------------------------------
+    def flush_backoff_completed(self) -> int:
+        """Move pods whose backoff ended to activeQ (kube-scheduler does this every second)."""
+        moved = 0
+        with self._lock:
+            now = self.clock()
+            while self._backoff and self._backoff[0][0] <= now:
+                _, _, key = heapq.heappop(self._backoff)
+                q = self._backoff_items.pop(key, None)
+                if q is None:
+                    continue
+                self._push_active(q)
+                moved += 1
+        return moved
+
+    def flush_unschedulable_left_over(self) -> int:
+        """Pods stuck longer than podMaxInUnschedulablePodsDuration (5 min) get another chance."""
+        with self._lock:
+            now = self.clock()
+            stale = [
+                q for q in self.unschedulable.values() if not q.gated and now - q.timestamp > self.max_in_unschedulable
+            ]
+            for q in stale:
+                self._requeue_unschedulable(q)
+            if stale:
+                self.move_request_cycle = self.scheduling_cycle
+            return len(stale)
+
+    def _requeue_unschedulable(self, q: QueuedPodInfo) -> None:
+        del self.unschedulable[q.key]
+        if self.is_backing_off(q):
+            self._push_backoff(q)
+        else:
+            self._push_active(q)
+
+    def move_all_to_active_or_backoff(self, event: str) -> int:
+        """A cluster event: unschedulable pods whose rejecting plugins care move on."""
+        with self._lock:
+            moved = 0
+            for q in list(self.unschedulable.values()):
+                if q.gated:
+                    continue
+                if event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE) or _interested(q.unschedulable_plugins, event):
+                    self._requeue_unschedulable(q)
+                    moved += 1
+            self.move_request_cycle = self.scheduling_cycle
+            return moved
+
+    def update(self, pod: PodInfo) -> None:
+        """The pending pod changed: refresh it, and re-check gates of a gated pod."""
+        with self._lock:
+            key = pod.key
+            if key in self._active_items:
+                self._active_items[key].pod_info = pod
+                return
+            if key in self._backoff_items:
+                self._backoff_items[key].pod_info = pod
+                return
+            q = self.unschedulable.get(key)
+            if q is not None:
+                q.pod_info = pod
+                if q.gated:
+                    self._move_to_active_or_gate(q)
+                else:
+                    self._requeue_unschedulable(q)
+                return
+            if key in self._in_flight:
+                self._in_flight[key].pod_info = pod
+                return
+            self._move_to_active_or_gate(QueuedPodInfo(pod, self.clock()))
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._active_items.pop(key, None)
+            self._backoff_items.pop(key, None)
+            self.unschedulable.pop(key, None)
+            self._in_flight.pop(key, None)
+
+    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        """What is where, for the UI and tests."""
+        with self._lock:
+
+            def row(q: QueuedPodInfo) -> dict[str, Any]:
+                return {"pod": q.key, "attempts": q.attempts, "plugins": sorted(q.unschedulable_plugins)}
+
+            return {
+                "active": [row(q) for q in self._active_items.values()],
+                "backoff": [row(q) for q in self._backoff_items.values()],
+                "unschedulable": [row(q) for q in self.unschedulable.values() if not q.gated],
+                "gated": [row(q) for q in self.unschedulable.values() if q.gated],
+            }
+
+
+def _interested(plugins: set[str], event: str) -> bool:
+    if not plugins:
+        return True
+    return any(event in PLUGIN_EVENTS.get(p, {event}) for p in plugins)
+
+
+def _priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """PrioritySort: higher priority first, then earlier queue time."""
+    if a.pod_info.priority != b.pod_info.priority:
+        return a.pod_info.priority > b.pod_info.priority
+    return a.timestamp < b.timestamp
+
+
+class _SortKey:
+    """Adapts a QueueSort ``less`` function to heapq ordering."""
+
+    __slots__ = ("less", "q")
+
+    def __init__(self, q: QueuedPodInfo, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]) -> None:
+        self.q = q
+        self.less = less
+
+    def __lt__(self, other: _SortKey) -> bool:
+        return self.less(self.q, other.q)
