@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.scheduler.cache import SchedulerCache
 from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 from app.scheduler.runtime import Framework, status_text
@@ -81,6 +82,11 @@ class Attempt:
     prefilter: dict[str, str] = field(default_factory=dict)
     prefilter_status: str = "success"
     prefilter_nodes: list[str] | None = None
+    prefilter_plugin_nodes: dict[str, list[str]] = field(default_factory=dict)
+    filter_plugins: list[str] = field(default_factory=list)
+    score_plugins: list[str] = field(default_factory=list)
+    weights: dict[str, int] = field(default_factory=dict)
+    num_nodes: int = 0
     filter: dict[str, dict[str, str]] = field(default_factory=dict)
     stopped_at: dict[str, str] = field(default_factory=dict)  # node -> plugin where kube-scheduler's loop stopped
     unresolvable: dict[str, list[str]] = field(default_factory=dict)
@@ -144,9 +150,12 @@ class Scheduler:
         percentage_of_nodes_to_score: int = 0,
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        cache: SchedulerCache | None = None,
     ) -> None:
         self.frameworks = frameworks
         self.snapshot = snapshot
+        # With a cache (server mode) assumed pods are tracked by uid so their binding event replaces them.
+        self.cache = cache
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.rng = random.Random(seed)
@@ -176,6 +185,10 @@ class Scheduler:
                 return att
             for f in self.frameworks.values():
                 f.handle.snapshot = self.snapshot
+            att.filter_plugins = [p.name for p in fwk.filter]
+            att.score_plugins = [p.name for p in fwk.score]
+            att.weights = {p.name: fwk.weights.get(p.name, 1) for p in fwk.score}
+            att.num_nodes = self.snapshot.num_nodes()
             self._schedule(fwk, pod, att, opts)
             return att
         finally:
@@ -240,6 +253,7 @@ class Scheduler:
         all_nodes = self.snapshot.node_info_list
         pre = fwk.run_pre_filter_plugins(state, pod, record=opts.record)
         att.prefilter = pre.per_plugin
+        att.prefilter_plugin_nodes = pre.per_plugin_nodes
         diagnosis.unschedulable_plugins = set(pre.unscheduled_plugins)
         if pre.result is not None and pre.result.node_names is not None:
             att.prefilter_nodes = sorted(pre.result.node_names)
@@ -381,7 +395,10 @@ class Scheduler:
         self, fwk: Framework, state: CycleState, pod: PodInfo, node_name: str, att: Attempt, opts: ScheduleOptions
     ) -> None:
         assumed = PodInfo(_with_node_name(pod.pod, node_name))
-        self.snapshot.add_pod(assumed, node_name)
+        if self.cache is not None:
+            self.cache.add_pod(assumed)
+        else:
+            self.snapshot.add_pod(assumed, node_name)
         st = fwk.run_reserve_plugins_reserve(state, assumed, node_name)
         for pl in fwk.reserve:
             att.reserve[pl.name] = "success" if st.is_success() or st.plugin != pl.name else st.message()
@@ -421,7 +438,10 @@ class Scheduler:
 
     def _forget(self, fwk: Framework, state: CycleState, assumed: PodInfo, node_name: str) -> None:
         fwk.run_reserve_plugins_unreserve(state, assumed, node_name)
-        self.snapshot.remove_pod(assumed)
+        if self.cache is not None:
+            self.cache.remove_pod(assumed.uid)
+        else:
+            self.snapshot.remove_pod(assumed)
 
 
 def _with_node_name(pod: dict[str, Any], node_name: str) -> dict[str, Any]:

@@ -51,13 +51,15 @@ def status_text(st: Status) -> str:
 class PreFilterOutcome:
     """What PreFilter produced, plus the per-plugin record."""
 
-    __slots__ = ("per_plugin", "result", "status", "unscheduled_plugins")
+    __slots__ = ("per_plugin", "per_plugin_nodes", "result", "status", "unscheduled_plugins")
 
     def __init__(self) -> None:
         self.result: PreFilterResult | None = None
         self.status: Status = success()
         self.unscheduled_plugins: set[str] = set()
         self.per_plugin: dict[str, str] = {}
+        # Plugin -> the nodes its PreFilterResult allowed (only plugins that restricted nodes).
+        self.per_plugin_nodes: dict[str, list[str]] = {}
 
 
 class Framework:
@@ -124,6 +126,8 @@ class Framework:
             r, st = pl.pre_filter(state, pod, nodes)
             if record:
                 out.per_plugin[pl.name] = status_text(st)
+                if r is not None and r.node_names is not None:
+                    out.per_plugin_nodes[pl.name] = sorted(r.node_names)
             if st.is_skip():
                 skip_plugins.add(pl.name)
                 continue

@@ -1,0 +1,301 @@
+"""Recording scheduling attempts and reading them back.
+
+The scheduler hands each finished :class:`Attempt` to :meth:`ResultsService.submit`; a writer
+thread encodes and inserts them in batches, so recording costs the scheduling loop almost nothing.
+Reads decode the compact matrices and page, sort and filter them for the API and the web UI.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.results.codec import decode_matrices, encode_matrices
+from app.results.models import SchedulingAttempt
+from app.results.repository import ResultsRepository
+from app.scheduler.cycle import Attempt
+
+SessionFactory = Callable[[], AbstractContextManager[Session]]
+SORT_KEYS = ("total", "name", "failing")
+
+
+def rejection_histogram(att: Attempt) -> dict[str, dict[str, int]]:
+    """Nodes rejected per plugin and reason, counting each node once at the plugin where the loop stopped."""
+    out: dict[str, dict[str, int]] = {}
+    for text in att.filter_fail.values():
+        plugin, _, reason = text.partition(": ")
+        per = out.setdefault(plugin, {})
+        per[reason] = per.get(reason, 0) + 1
+    return out
+
+
+def _details(att: Attempt) -> dict[str, Any]:
+    return {
+        "prefilter": att.prefilter,
+        "prefilterStatus": att.prefilter_status,
+        "prefilterNodes": att.prefilter_nodes,
+        "prefilterPluginNodes": att.prefilter_plugin_nodes,
+        "prescore": att.prescore,
+        "postfilter": att.postfilter,
+        "victims": att.victims,
+        "reserve": att.reserve,
+        "permit": att.permit,
+        "permitTimeout": att.permit_timeout,
+        "prebind": att.prebind,
+        "bind": att.bind,
+        "selected": att.selected,
+        "boundBy": att.bound_by,
+        "rejections": rejection_histogram(att),
+        "evaluatedNodes": att.evaluated_nodes,
+        "filterPlugins": att.filter_plugins,
+        "scorePlugins": att.score_plugins,
+        "weights": att.weights,
+    }
+
+
+def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> dict[str, Any]:
+    """The table row for one attempt."""
+    return {
+        "namespace": namespace,
+        "pod_name": pod_name,
+        "pod_uid": pod_uid,
+        "attempt": att.attempt,
+        "cycle": att.cycle,
+        "profile": att.profile,
+        "started_at": att.started_at,
+        "duration_seconds": att.duration,
+        "queued_seconds": queued_seconds,
+        "result": att.result,
+        "bound_to": att.bound_to,
+        "nominated_node": att.nominated_node,
+        "message": att.message,
+        "node_count": att.num_nodes,
+        "feasible_count": len(att.feasible),
+        "details": json.dumps(_details(att), separators=(",", ":")),
+        "matrices": encode_matrices(att) if (att.filter or att.score) else None,
+    }
+
+
+def _summary(row: SchedulingAttempt) -> dict[str, Any]:
+    details = json.loads(row.details)
+    return {
+        "attempt": row.attempt,
+        "cycle": row.cycle,
+        "profile": row.profile,
+        "startedAt": row.started_at,
+        "durationSeconds": row.duration_seconds,
+        "queuedSeconds": row.queued_seconds,
+        "result": row.result,
+        "boundTo": row.bound_to,
+        "boundBy": details.get("boundBy") if row.bound_to else None,
+        "nominatedNode": row.nominated_node,
+        "message": row.message,
+        "nodes": row.node_count,
+        "feasibleNodes": row.feasible_count,
+        "rejections": details.get("rejections") or {},
+    }
+
+
+class ResultsService:
+    """Records attempts off the scheduling thread and serves them back."""
+
+    def __init__(
+        self,
+        session_scope: SessionFactory,
+        *,
+        max_attempts_per_pod: int | None = None,
+        batch_size: int = 256,
+    ) -> None:
+        self._session_scope = session_scope
+        self.max_attempts_per_pod = max_attempts_per_pod
+        self.batch_size = batch_size
+        self._queue: queue.Queue[tuple[Attempt, str, str, str, float] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._counters: dict[tuple[str, str], int] | None = None
+        self._counter_lock = threading.Lock()
+        self.errors: list[str] = []
+
+    # --- writing --------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._writer, name="results-writer", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=30)
+            self._thread = None
+
+    def next_attempt_number(self, namespace: str, pod_name: str) -> int:
+        """Attempts are numbered per pod, continuing across restarts."""
+        with self._counter_lock:
+            if self._counters is None:
+                with self._session_scope() as session:
+                    self._counters = ResultsRepository(session).attempt_counts()
+            key = (namespace, pod_name)
+            n = self._counters.get(key, 0) + 1
+            self._counters[key] = n
+            return n
+
+    def submit(self, att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float = 0.0) -> None:
+        """Queue an attempt for recording (returns at once)."""
+        self._queue.put((att, namespace, pod_name, pod_uid, queued_seconds))
+        if self._thread is None:
+            self.start()
+
+    def flush(self) -> None:
+        """Block until everything submitted so far is written."""
+        self._queue.join()
+
+    def _writer(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                self._queue.task_done()
+                return
+            batch = [item]
+            while len(batch) < self.batch_size:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._queue.put(None)
+                    self._queue.task_done()
+                    break
+                batch.append(nxt)
+            try:
+                self._write(batch)
+            except Exception as exc:  # keep recording alive; the error is visible via .errors and logs
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    def _write(self, batch: list[tuple[Attempt, str, str, str, float]]) -> None:
+        rows = [
+            attempt_row(att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued)
+            for att, ns, name, uid, queued in batch
+        ]
+        with self._session_scope() as session:
+            repo = ResultsRepository(session)
+            repo.add_many(rows)
+            if self.max_attempts_per_pod:
+                for ns, name in {(r["namespace"], r["pod_name"]) for r in rows}:
+                    repo.trim(ns, name, self.max_attempts_per_pod)
+
+    # --- reading --------------------------------------------------------------------------------
+    def list_attempts(self, namespace: str, pod_name: str) -> list[dict[str, Any]]:
+        """A pod's attempts, newest first, each with outcome and summary."""
+        with self._session_scope() as session:
+            return [_summary(r) for r in ResultsRepository(session).list_for_pod(namespace, pod_name)]
+
+    def attempt_counts(self) -> dict[tuple[str, str], int]:
+        with self._session_scope() as session:
+            return ResultsRepository(session).attempt_counts()
+
+    def get_attempt(
+        self,
+        namespace: str,
+        pod_name: str,
+        attempt: int,
+        *,
+        page: int = 1,
+        page_size: int = 100,
+        sort: str = "total",
+        node: str | None = None,
+        plugin: str | None = None,
+        top: int = 10,
+    ) -> dict[str, Any] | None:
+        """One attempt in full; the node rows of its matrices paged, sorted and filtered."""
+        with self._session_scope() as session:
+            row = ResultsRepository(session).get(namespace, pod_name, attempt)
+            if row is None:
+                return None
+            summary = _summary(row)
+            details = json.loads(row.details)
+            matrices = decode_matrices(row.matrices)
+        if sort not in SORT_KEYS:
+            raise ValueError(f"sort must be one of {', '.join(SORT_KEYS)}")
+        nodes = sorted(set(matrices["filter"]) | set(matrices["total"]))
+        if node:
+            nodes = [n for n in nodes if node in n]
+        if plugin:
+            nodes = [
+                n
+                for n in nodes
+                if matrices["stoppedAt"].get(n) == plugin
+                or (matrices["filter"].get(n, {}).get(plugin, "passed") not in ("passed", "skip"))
+            ]
+        totals = matrices["total"]
+        if sort == "total":
+            nodes.sort(key=lambda n: (-(totals.get(n, -1)), n))
+        elif sort == "failing":
+            nodes.sort(key=lambda n: (matrices["stoppedAt"].get(n) is None, matrices["stoppedAt"].get(n, ""), n))
+        page = max(page, 1)
+        page_size = max(1, min(page_size, 1000))
+        window = nodes[(page - 1) * page_size : page * page_size]
+        rows = [
+            {
+                "node": n,
+                "filter": matrices["filter"].get(n, {}),
+                "stoppedAt": matrices["stoppedAt"].get(n),
+                "unresolvable": matrices["unresolvable"].get(n, []),
+                "score": matrices["score"].get(n),
+                "normalizedScore": matrices["normalizedscore"].get(n),
+                "finalScore": matrices["finalscore"].get(n),
+                "total": totals.get(n),
+                "selected": n == row.bound_to,
+            }
+            for n in window
+        ]
+        ranked = sorted(totals, key=lambda n: (-totals[n], n))[:top]
+        return {
+            **summary,
+            "pod": f"{namespace}/{pod_name}",
+            "prefilter": details.get("prefilter"),
+            "prefilterStatus": details.get("prefilterStatus"),
+            "prefilterNodes": details.get("prefilterNodes"),
+            "prescore": details.get("prescore"),
+            "postfilter": details.get("postfilter"),
+            "victims": details.get("victims") or [],
+            "reserve": details.get("reserve"),
+            "permit": details.get("permit"),
+            "permitTimeout": details.get("permitTimeout"),
+            "prebind": details.get("prebind"),
+            "bind": details.get("bind"),
+            "selected": details.get("selected"),
+            "filterPlugins": matrices["filterPlugins"] or details.get("filterPlugins") or [],
+            "scorePlugins": matrices["scorePlugins"] or details.get("scorePlugins") or [],
+            "weights": matrices["weights"] or details.get("weights") or {},
+            "topNodes": [{"node": n, "total": totals[n], "finalScore": matrices["finalscore"][n]} for n in ranked],
+            "matrix": {"page": page, "pageSize": page_size, "totalRows": len(nodes), "sort": sort, "rows": rows},
+        }
+
+    # --- clearing -------------------------------------------------------------------------------
+    def clear_pod(self, namespace: str, pod_name: str) -> int:
+        self.flush()
+        with self._session_scope() as session:
+            n = ResultsRepository(session).delete_for_pod(namespace, pod_name)
+        with self._counter_lock:
+            if self._counters is not None:
+                self._counters.pop((namespace, pod_name), None)
+        return n
+
+    def clear_all(self) -> None:
+        self.flush()
+        with self._session_scope() as session:
+            ResultsRepository(session).delete_all()
+        with self._counter_lock:
+            self._counters = {}
+
+    def count(self) -> int:
+        with self._session_scope() as session:
+            return ResultsRepository(session).count()

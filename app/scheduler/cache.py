@@ -1,0 +1,104 @@
+"""The scheduler's cache: the live snapshot kept in step with cluster events.
+
+Nodes keep their order of arrival so the node-tree order (zones by first appearance, round robin)
+matches kube-scheduler's; bound pods are tracked by uid so an assumed pod is replaced, not doubled,
+when its binding comes back as an event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, node_tree_order, zone_key
+
+
+class SchedulerCache:
+    """Owns the Snapshot the scheduling cycle reads and applies node and pod changes to it."""
+
+    def __init__(self) -> None:
+        self.snapshot = Snapshot([])
+        self._nodes: dict[str, dict[str, Any]] = {}  # insertion order = arrival order
+        self._pods: dict[str, PodInfo] = {}  # uid -> bound (or assumed) pod
+        # Bound pods whose node is not known yet (pods may arrive before their node).
+        self._orphans: dict[str, PodInfo] = {}
+
+    # --- nodes ----------------------------------------------------------------------------------
+    def _reorder(self) -> None:
+        order = node_tree_order(self._nodes.values())
+        infos = self.snapshot.node_info_map
+        self.snapshot.node_info_list = [infos[name] for name in order]
+        self.snapshot.generation += 1
+
+    def add_node(self, node: dict[str, Any]) -> None:
+        name = (node.get("metadata") or {}).get("name") or ""
+        if name in self._nodes:
+            self.update_node(node)
+            return
+        self._nodes[name] = node
+        ni = NodeInfo(node)
+        self.snapshot.node_info_map[name] = ni
+        for uid, pi in list(self._orphans.items()):
+            if pi.node_name == name:
+                ni.add_pod(pi)
+                del self._orphans[uid]
+        self._reorder()
+        self.snapshot.refresh_image_states()
+
+    def update_node(self, node: dict[str, Any]) -> None:
+        name = (node.get("metadata") or {}).get("name") or ""
+        old = self._nodes.get(name)
+        if old is None:
+            self.add_node(node)
+            return
+        if zone_key(old) != zone_key(node):
+            # kube-scheduler's node tree removes and re-adds a node whose zone changed.
+            del self._nodes[name]
+        self._nodes[name] = node
+        prev = self.snapshot.node_info_map[name]
+        ni = NodeInfo(node)
+        for pi in prev.pods:
+            ni.add_pod(pi)
+        self.snapshot.node_info_map[name] = ni
+        self._reorder()
+        self.snapshot.refresh_image_states()
+
+    def remove_node(self, name: str) -> None:
+        if self._nodes.pop(name, None) is None:
+            return
+        ni = self.snapshot.node_info_map.pop(name)
+        for pi in ni.pods:
+            self._orphans[pi.uid] = pi
+        self._reorder()
+        self.snapshot.refresh_image_states()
+
+    # --- pods -----------------------------------------------------------------------------------
+    def add_pod(self, pod: PodInfo) -> None:
+        """Account for a bound (or assumed) pod; replaces an earlier version with the same uid."""
+        self.remove_pod(pod.uid)
+        self._pods[pod.uid] = pod
+        ni = self.snapshot.node_info_map.get(pod.node_name)
+        if ni is None:
+            self._orphans[pod.uid] = pod
+            return
+        ni.add_pod(pod)
+        self.snapshot.generation += 1
+
+    def remove_pod(self, uid: str) -> PodInfo | None:
+        old = self._pods.pop(uid, None)
+        self._orphans.pop(uid, None)
+        if old is None:
+            return None
+        ni = self.snapshot.node_info_map.get(old.node_name)
+        if ni is not None:
+            ni.remove_pod(old)
+            self.snapshot.generation += 1
+        return old
+
+    def get_pod(self, uid: str) -> PodInfo | None:
+        return self._pods.get(uid)
+
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    def node_count(self) -> int:
+        return len(self._nodes)

@@ -1,0 +1,447 @@
+"""The scheduler running inside ``kss serve``: the engine over the virtual cluster.
+
+A background thread pops pods from the scheduling queue and runs the engine's cycle on the
+scheduler cache. Store changes reach it through a listener that only appends to an inbox; the
+thread applies the inbox between cycles, so API requests never wait for a scheduling cycle.
+Outcomes go back through the store like kube-scheduler's go through kube-apiserver: the binding
+subresource, pod status (PodScheduled condition, nominatedNodeName), Events, victim deletions,
+and the kube-scheduler-simulator result annotations. Every attempt is recorded by the results service.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from app.results import annotations as result_annotations
+from app.results.service import ResultsService
+from app.scheduler import queue as q
+from app.scheduler.cache import SchedulerCache
+from app.scheduler.config import SchedulerConfig, build_framework, parse_config
+from app.scheduler.cycle import Attempt, Scheduler, ScheduleOptions
+from app.scheduler.framework import ClusterObjects, Code, Handle, PodActions, Status
+from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.runtime import Framework
+
+log = logging.getLogger("kss.scheduler")
+
+# Kinds whose objects plugins read through ClusterObjects, with the queue event their change raises.
+_OBJECT_EVENTS = {
+    "PersistentVolume": q.PV_CHANGE,
+    "PersistentVolumeClaim": q.PVC_CHANGE,
+    "StorageClass": q.STORAGE_CLASS_CHANGE,
+    "CSINode": q.CSI_NODE_CHANGE,
+    "Namespace": q.NAMESPACE_CHANGE,
+    "PriorityClass": None,
+    "PodDisruptionBudget": None,
+}
+WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS)
+
+
+class ClusterStoreLike(Protocol):
+    """What the scheduler needs from the cluster store (app.cluster.store.ClusterStore)."""
+
+    def list(self, kind: str, namespace: str | None = None) -> Any: ...
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+    def bind_pod(self, namespace: str, name: str, node_name: str) -> dict[str, Any]: ...
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> Any: ...
+
+    def add_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _is_terminal(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _scheduling_relevant(pod: dict[str, Any]) -> Any:
+    """What of a pending pod matters to scheduling (annotation or status changes do not requeue it)."""
+    meta = pod.get("metadata") or {}
+    return (meta.get("labels"), pod.get("spec"))
+
+
+class StoreActions(PodActions):
+    """Pod actions of the engine carried out through the cluster store."""
+
+    def __init__(self, service: SchedulerService) -> None:
+        self.service = service
+
+    def bind(self, pod: PodInfo, node_name: str) -> Status:
+        try:
+            self.service.store.bind_pod(pod.namespace, pod.name, node_name)
+        except Exception as exc:  # the pod may be gone or bound meanwhile
+            return Status(Code.ERROR, f"binding rejected: {exc}")
+        return Status()
+
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+        svc = self.service
+        try:
+            svc.store.delete("Pod", victim.namespace, victim.name)
+        except Exception as exc:
+            return Status(Code.ERROR, f"deleting victim {victim.key}: {exc}")
+        svc.record_event(
+            victim.pod,
+            "Preempted",
+            f"Preempted by pod {preemptor.uid} on node {victim.node_name}",
+            event_type="Normal",
+        )
+        svc.preemption_victims.append(victim.key)
+        return Status()
+
+    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        for h in self.service.handles:
+            h.add_nominated_pod(pod, node_name)
+
+
+class SchedulerService:
+    """Runs the scheduling loop in a thread; configuration can be swapped while it runs."""
+
+    def __init__(
+        self,
+        store: ClusterStoreLike,
+        *,
+        results: ResultsService | None = None,
+        config: SchedulerConfig | None = None,
+        seed: int | None = None,
+        per_node_annotations: bool = True,
+        write_annotations: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        on_attempt: Callable[[Attempt], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.results = results
+        self.seed = seed
+        self.per_node_annotations = per_node_annotations
+        self.write_annotations = write_annotations
+        self.clock = clock
+        self.on_attempt = on_attempt
+        self.cluster = ClusterObjects()
+        self.cache = SchedulerCache()
+        self.actions = StoreActions(self)
+        self.handles: list[Handle] = []
+        self.nominated: dict[str, list[PodInfo]] = {}
+        self.frameworks: dict[str, Framework] = {}
+        self.preemption_victims: list[str] = []
+        self._inbox: deque[tuple[str, str, dict[str, Any]]] = deque()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pending: dict[str, Any] = {}  # queued pod key -> scheduling-relevant fingerprint
+        self._idle = threading.Event()
+        self.config = config or parse_config(None)
+        self.queue = self._new_queue()
+        self.scheduler = self._build(self.config)
+
+    # --- configuration --------------------------------------------------------------------------
+    def _new_queue(self) -> q.SchedulingQueue:
+        def less(a: q.QueuedPodInfo, b: q.QueuedPodInfo) -> bool:
+            fwk = self.frameworks.get(a.pod_info.spec.get("schedulerName") or "default-scheduler")
+            if fwk is not None and fwk.queue_sort:
+                return fwk.queue_sort[0].less(a, b)
+            return q._priority_less(a, b)
+
+        def pre_enqueue(pod: PodInfo) -> Status:
+            fwk = self.frameworks.get(pod.spec.get("schedulerName") or "default-scheduler")
+            return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else Status()
+
+        return q.SchedulingQueue(
+            less,
+            pre_enqueue,
+            clock=self.clock,
+            initial_backoff=self.config.pod_initial_backoff_seconds,
+            max_backoff=self.config.pod_max_backoff_seconds,
+            max_in_unschedulable=self.config.pod_max_in_unschedulable_pods_duration,
+        )
+
+    def _build(self, config: SchedulerConfig) -> Scheduler:
+        handles: list[Handle] = []
+        frameworks: dict[str, Framework] = {}
+        for profile in config.profiles:
+            handle = Handle(self.cluster, self.actions)
+            handle.nominated_pods = self.nominated
+            handles.append(handle)
+            frameworks[profile.scheduler_name] = build_framework(profile, handle)
+        self.handles = handles
+        self.frameworks = frameworks
+        return Scheduler(
+            frameworks,
+            self.cache.snapshot,
+            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+            seed=self.seed,
+            cache=self.cache,
+        )
+
+    def apply_config(self, config: SchedulerConfig) -> None:
+        """Use ``config`` from the next scheduling cycle on (raises ConfigError before changing anything)."""
+        self._inbox.append(("CONFIG", "", {"config": config}))
+        self._wake.set()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load the current cluster, subscribe to changes, start the loop."""
+        self.store.add_listener(self._on_change)
+        for kind in WATCHED_KINDS:
+            listed = self.store.list(kind)
+            items = listed[0] if isinstance(listed, tuple) else listed
+            for obj in items:
+                self._apply_change("ADDED", kind, obj)
+        self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self.queue.close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Block until the inbox is drained and activeQ is empty (tests, benchmarks)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            counts = self.queue.pending_counts()
+            if not self._inbox and counts["active"] == 0 and self._idle.is_set():
+                return True
+            time.sleep(0.01)
+        return False
+
+    # --- events ---------------------------------------------------------------------------------
+    def _on_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        if kind in WATCHED_KINDS:
+            self._inbox.append((event_type, kind, copy.deepcopy(obj)))
+            self._wake.set()
+
+    def _drain_inbox(self) -> None:
+        while self._inbox:
+            event_type, kind, obj = self._inbox.popleft()
+            if event_type == "CONFIG":
+                self._swap_config(obj["config"])
+                continue
+            try:
+                self._apply_change(event_type, kind, obj)
+            except Exception:  # one bad object must not stop the scheduler
+                log.exception("applying %s %s failed", event_type, kind)
+
+    def _swap_config(self, config: SchedulerConfig) -> None:
+        self.config = config
+        self.scheduler = self._build(config)
+        self.queue.initial_backoff = config.pod_initial_backoff_seconds
+        self.queue.max_backoff = config.pod_max_backoff_seconds
+
+    def _apply_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") or ""
+        if kind == "Node":
+            if event_type == "DELETED":
+                self.cache.remove_node(name)
+                self.queue.move_all_to_active_or_backoff(q.NODE_DELETE)
+            elif event_type == "ADDED":
+                self.cache.add_node(obj)
+                self.queue.move_all_to_active_or_backoff(q.NODE_ADD)
+            else:
+                self.cache.update_node(obj)
+                self.queue.move_all_to_active_or_backoff(q.NODE_UPDATE)
+            return
+        if kind == "Pod":
+            self._apply_pod(event_type, obj)
+            return
+        self._apply_object(event_type, kind, obj)
+
+    def _apply_object(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") or ""
+        key = f"{meta.get('namespace') or 'default'}/{name}"
+        deleted = event_type == "DELETED"
+        co = self.cluster
+        if kind == "PersistentVolume":
+            _put(co.pvs, name, obj, deleted)
+        elif kind == "PersistentVolumeClaim":
+            _put(co.pvcs, key, obj, deleted)
+        elif kind == "StorageClass":
+            _put(co.storage_classes, name, obj, deleted)
+        elif kind == "CSINode":
+            _put(co.csi_nodes, name, obj, deleted)
+        elif kind == "Namespace":
+            _put(co.namespaces, name, obj, deleted)
+        elif kind == "PriorityClass":
+            _put(co.priority_classes, name, obj, deleted)
+        elif kind == "PodDisruptionBudget":
+            co.pdbs = [p for p in co.pdbs if _obj_key(p) != key]
+            if not deleted:
+                co.pdbs.append(obj)
+        event = _OBJECT_EVENTS.get(kind)
+        if event is not None and not deleted:
+            self.queue.move_all_to_active_or_backoff(event)
+
+    def _apply_pod(self, event_type: str, pod: dict[str, Any]) -> None:
+        pi = PodInfo(pod)
+        key = pi.key
+        if event_type == "DELETED":
+            self.queue.delete(key)
+            self._pending.pop(key, None)
+            if self.cache.remove_pod(pi.uid) is not None:
+                self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+            for h in self.handles:
+                h.delete_nominated_pod(pi)
+            return
+        if pi.node_name:
+            if key in self._pending:
+                self.queue.delete(key)
+                self._pending.pop(key, None)
+            if _is_terminal(pod):
+                if self.cache.remove_pod(pi.uid) is not None:
+                    self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+                return
+            known = self.cache.get_pod(pi.uid) is not None
+            self.cache.add_pod(pi)
+            for h in self.handles:
+                h.delete_nominated_pod(pi)
+            self.queue.move_all_to_active_or_backoff(q.POD_UPDATE if known else q.POD_ADD)
+            return
+        if _is_terminal(pod) or (pi.spec.get("schedulerName") or "default-scheduler") not in self.frameworks:
+            return
+        fingerprint = _scheduling_relevant(pod)
+        if key not in self._pending:
+            self._pending[key] = fingerprint
+            self.queue.add(pi)
+        elif self._pending[key] != fingerprint:
+            self._pending[key] = fingerprint
+            self.queue.update(pi)
+
+    # --- the loop -------------------------------------------------------------------------------
+    def _run(self) -> None:
+        last_backoff_flush = 0.0
+        last_unschedulable_flush = 0.0
+        while not self._stop.is_set():
+            self._drain_inbox()
+            now = time.monotonic()
+            if now - last_backoff_flush >= 1.0:
+                self.queue.flush_backoff_completed()
+                last_backoff_flush = now
+            if now - last_unschedulable_flush >= 30.0:
+                self.queue.flush_unschedulable_left_over()
+                last_unschedulable_flush = now
+            qpi = self.queue.pop(timeout=0) if not self._inbox else None
+            if qpi is None:
+                self._idle.set()
+                self._wake.wait(timeout=0.05)
+                self._wake.clear()
+                continue
+            self._idle.clear()
+            try:
+                self._schedule(qpi)
+            except Exception:
+                log.exception("scheduling %s failed", qpi.key)
+                qpi.unschedulable_plugins = set()
+                self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+
+    def _schedule(self, qpi: q.QueuedPodInfo) -> None:
+        pod = qpi.pod_info
+        current = self.store.get("Pod", pod.namespace, pod.name)
+        if current is None or (current.get("spec") or {}).get("nodeName"):
+            self.queue.done(qpi.key)
+            self._pending.pop(qpi.key, None)
+            return
+        pod = PodInfo(current)
+        qpi.pod_info = pod
+        cycle = self.queue.scheduling_cycle
+        attempt_no = (
+            self.results.next_attempt_number(pod.namespace, pod.name) if self.results is not None else qpi.attempts
+        )
+        queued_for = max(0.0, self.clock() - qpi.timestamp)
+        att = self.scheduler.schedule_one(pod, attempt_no, ScheduleOptions(record=True, tie_break="random"))
+        att.queued_for = queued_for
+        if att.result == "scheduled":
+            self.queue.done(qpi.key)
+            self._pending.pop(qpi.key, None)
+            self.record_event(
+                pod.pod, "Scheduled", f"Successfully assigned {pod.key} to {att.bound_to}", event_type="Normal"
+            )
+        else:
+            qpi.unschedulable_plugins = {
+                text.split(":", 1)[0] for text in att.filter_fail.values()
+            } if att.result == "unschedulable" else set()
+            if att.result == "unschedulable" and not qpi.unschedulable_plugins and att.prefilter_status != "success":
+                qpi.unschedulable_plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
+            self._mark_unschedulable(pod, att)
+            self.queue.add_unschedulable_if_not_present(qpi, cycle)
+        self._write_annotations(pod, att)
+        if self.results is not None:
+            self.results.submit(att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, queued_seconds=queued_for)
+        if self.on_attempt is not None:
+            self.on_attempt(att)
+
+    def _mark_unschedulable(self, pod: PodInfo, att: Attempt) -> None:
+        reason = "Unschedulable" if att.result == "unschedulable" else "SchedulerError"
+        update_status = getattr(self.store, "update_pod_status", None)
+        if update_status is not None:
+            status: dict[str, Any] = {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": reason,
+                        "message": att.message,
+                        "lastProbeTime": None,
+                        "lastTransitionTime": _now_rfc3339(),
+                    }
+                ]
+            }
+            if att.nominated_node:
+                status["nominatedNodeName"] = att.nominated_node
+            try:
+                update_status(pod.namespace, pod.name, status)
+            except Exception:
+                log.exception("updating status of %s failed", pod.key)
+        self.record_event(pod.pod, "FailedScheduling", att.message, event_type="Warning")
+
+    def _write_annotations(self, pod: PodInfo, att: Attempt) -> None:
+        if not self.write_annotations:
+            return
+        annotate = getattr(self.store, "annotate", None)
+        if annotate is None:
+            return
+        current = self.store.get("Pod", pod.namespace, pod.name)
+        if current is None:
+            return
+        existing = (current.get("metadata") or {}).get("annotations") or {}
+        values = result_annotations.with_history(
+            result_annotations.attempt_annotations(att, per_node=self.per_node_annotations), existing
+        )
+        try:
+            annotate("Pod", pod.namespace, pod.name, values)
+        except Exception:
+            log.exception("annotating %s failed", pod.key)
+
+    def record_event(self, obj: dict[str, Any], reason: str, message: str, *, event_type: str) -> None:
+        create_event = getattr(self.store, "create_event", None)
+        if create_event is None:
+            return
+        try:
+            create_event(obj, reason=reason, message=message, event_type=event_type, source="default-scheduler")
+        except Exception:
+            log.exception("recording event %s failed", reason)
+
+
+def _put(table: dict[str, dict[str, Any]], key: str, obj: dict[str, Any], deleted: bool) -> None:
+    if deleted:
+        table.pop(key, None)
+    else:
+        table[key] = obj
+
+
+def _obj_key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
