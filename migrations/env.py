@@ -7,7 +7,7 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
-import app.cluster.models  # noqa: F401  (registers the cluster tables on Base.metadata)
+import app.cluster.models  # registers the cluster tables on Base.metadata
 import app.results.models  # noqa: F401  (registers the results tables)
 from app.db import Base, make_engine
 

@@ -37,7 +37,7 @@ class Diagnosis:
 
 
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
-    """``FitError.Error()``: "0/N nodes are available: <sorted reason histogram>. <PostFilter message>."."""
+    """``FitError.Error()``: "0/N nodes are available: <sorted reason histogram>. <PostFilter message>"."""
     msg = NO_NODE_AVAILABLE_MSG.format(num_all_nodes) + ":"
     if diagnosis.pre_filter_msg:
         msg += f" {diagnosis.pre_filter_msg}."
@@ -55,10 +55,7 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         if parts:
             msg += f" {', '.join(parts)}."
     if diagnosis.post_filter_msg:
-        if diagnosis.post_filter_code == Code.ERROR:
-            msg += f" {diagnosis.post_filter_msg}"
-        else:
-            msg += f" {diagnosis.post_filter_msg}."
+        msg += f" {diagnosis.post_filter_msg}"
     return msg
 
 
@@ -79,6 +76,7 @@ class Attempt:
     nominated_node: str | None = None
     victims: list[str] = field(default_factory=list)
     # Record
+    pre_enqueue: str | None = None  # PreEnqueue rejection ("Plugin: message"), the pod never reached PreFilter
     prefilter: dict[str, str] = field(default_factory=dict)
     prefilter_status: str = "success"
     prefilter_nodes: list[str] | None = None
@@ -275,6 +273,8 @@ class Scheduler:
                 feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [ni], att, opts, sample=False)
                 if feasible:
                     att.bound_by = "nominated-node"
+                    if opts.record:
+                        self._record_only(fwk, state, pod, [n for n in all_nodes if n.name != nominated], att)
                     return feasible, None
 
         nodes: list[NodeInfo] = all_nodes
@@ -286,12 +286,7 @@ class Scheduler:
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{names}]"
             )
             if opts.record:
-                excluded_msg = diagnosis.node_to_status.absent.message()
-                for ni in all_nodes:
-                    if ni.name not in allowed:
-                        att.filter[ni.name] = {pl.name: excluded_msg for pl in fwk.filter}
-                        att.unresolvable[ni.name] = sorted(pre.unscheduled_plugins)
-                        att.filter_fail[ni.name] = f"{names}: {excluded_msg}"
+                self._record_only(fwk, state, pod, [ni for ni in all_nodes if ni.name not in allowed], att)
         feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes, att, opts, sample=True)
         processed = len(feasible) + len(diagnosis.node_to_status)
         if all_nodes:
@@ -336,10 +331,16 @@ class Scheduler:
                 else:
                     att.unresolvable.pop(ni.name, None)
             if st.is_success():
+                # kube-scheduler stops when one more feasible node than needed turns up (it is not kept);
+                # failing nodes met before that still count as processed.
+                if len(feasible) >= to_find:
+                    att.evaluated_nodes -= 1
+                    if record is not None:
+                        att.filter.pop(ni.name, None)
+                        att.unresolvable.pop(ni.name, None)
+                    break
                 feasible.append(ni)
                 att.filter_fail.pop(ni.name, None)
-                if len(feasible) >= to_find:
-                    break
             elif st.code == Code.ERROR:
                 diagnosis.node_to_status.set(ni.name, st)
                 att.filter_fail[ni.name] = f"{st.plugin}: {st.message()}"
@@ -349,6 +350,21 @@ class Scheduler:
                 diagnosis.unschedulable_plugins.add(st.plugin)
                 att.filter_fail[ni.name] = f"{st.plugin}: {st.message()}"
         return feasible
+
+    def _record_only(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], att: Attempt
+    ) -> None:
+        """Record filter verdicts on nodes kube-scheduler's loop does not visit; no decision depends on them."""
+        for ni in nodes:
+            record: dict[str, Status] = {}
+            fwk.run_filter_plugins_with_nominated_pods(state, pod, ni, record)
+            att.filter[ni.name] = {name: _filter_text(s) for name, s in record.items()}
+            unres = [name for name, s in record.items() if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE]
+            if unres:
+                att.unresolvable[ni.name] = unres
+            first = next((name for name, s in record.items() if s.is_rejected() or s.code == Code.ERROR), None)
+            if first is not None:
+                att.filter_fail[ni.name] = f"{first}: {record[first].message()}"
 
     # ------------------------------------------------------------------------------------------
     def _prioritize(
@@ -400,8 +416,10 @@ class Scheduler:
         else:
             self.snapshot.add_pod(assumed, node_name)
         st = fwk.run_reserve_plugins_reserve(state, assumed, node_name)
-        for pl in fwk.reserve:
-            att.reserve[pl.name] = "success" if st.is_success() or st.plugin != pl.name else st.message()
+        for reserve_pl in fwk.reserve:
+            att.reserve[reserve_pl.name] = (
+                "success" if st.is_success() or st.plugin != reserve_pl.name else st.message()
+            )
         if not st.is_success():
             self._forget(fwk, state, assumed, node_name)
             att.result = "error" if st.code == Code.ERROR else "unschedulable"
@@ -419,8 +437,10 @@ class Scheduler:
             return
         if opts.run_binding_cycle:
             st = fwk.run_pre_bind_plugins(state, assumed, node_name)
-            for pl in fwk.pre_bind:
-                att.prebind[pl.name] = "success" if st.is_success() or st.plugin != pl.name else st.message()
+            for prebind_pl in fwk.pre_bind:
+                att.prebind[prebind_pl.name] = (
+                    "success" if st.is_success() or st.plugin != prebind_pl.name else st.message()
+                )
             if st.is_success():
                 st = fwk.run_bind_plugins(state, assumed, node_name)
                 if fwk.bind:

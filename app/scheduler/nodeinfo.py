@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from app.scheduler.resources import MEMORY, Resource, pod_requests
+from app.scheduler.resources import Resource, calculate_pod_resource
 
 T = TypeVar("T")
 
@@ -58,18 +58,18 @@ class PodInfo:
 
     @property
     def requests(self) -> Resource:
-        """Actual requests (``resourcehelper.PodRequests``), as the Fit filter and NodeInfo.Requested use them."""
+        """Actual requests as NodeInfo.Requested counts them (``PodInfo.CalculateResource``, resizes included)."""
         if self._requests is None:
-            self._requests = Resource.from_list(pod_requests(self.pod))
+            self._requests, cpu0, mem0 = calculate_pod_resource(self.pod)
+            self._non_zero = (cpu0, mem0)
         return self._requests
 
     @property
     def non_zero_cpu_memory(self) -> tuple[int, int]:
-        """(milli-CPU, memory) with 100m / 200Mi for each container lacking a request."""
+        """(milli-CPU, memory) with 100m / 200Mi for each container lacking a request (``CalculateResource``)."""
         if self._non_zero is None:
-            rl = pod_requests(self.pod, non_missing=True)
-            r = Resource.from_list({k: v for k, v in rl.items() if k in ("cpu", MEMORY)})
-            self._non_zero = (r.milli_cpu, r.memory)
+            self._requests, cpu0, mem0 = calculate_pod_resource(self.pod)
+            self._non_zero = (cpu0, mem0)
         return self._non_zero
 
     def memo(self, key: str, factory: Callable[[], T]) -> T:
@@ -148,14 +148,17 @@ class HostPortInfo:
 
 
 def pod_host_ports(pod: Mapping[str, Any]) -> Iterable[tuple[str, str, int]]:
-    """Every (hostIP, protocol, hostPort) the pod's containers (and init containers) ask for."""
+    """Every (hostIP, protocol, hostPort) the pod asks for (``util.GetHostPorts``).
+
+    Only init containers that run for the pod's whole life (sidecars, ``restartPolicy: Always``) count.
+    """
     spec = pod.get("spec") or {}
-    for group in ("initContainers", "containers"):
-        for c in spec.get(group) or []:
-            for p in c.get("ports") or []:
-                port = int(p.get("hostPort") or 0)
-                if port > 0:
-                    yield (p.get("hostIP") or "", p.get("protocol") or "TCP", port)
+    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    for c in [*sidecars, *(spec.get("containers") or [])]:
+        for p in c.get("ports") or []:
+            port = int(p.get("hostPort") or 0)
+            if port > 0:
+                yield (p.get("hostIP") or "", p.get("protocol") or "TCP", port)
 
 
 @dataclass(slots=True)
@@ -232,9 +235,8 @@ class NodeInfo:
             else:
                 self.used_ports.remove(ip, proto, port)
         for vol in pi.spec.get("volumes") or []:
+            # Only persistentVolumeClaim volumes count, as in upstream's updatePVCRefCounts.
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
-            if not claim and vol.get("ephemeral") is not None:
-                claim = f"{pi.name}-{vol.get('name', '')}"
             if claim:
                 key = f"{pi.namespace}/{claim}"
                 n = self.pvc_ref_counts.get(key, 0) + sign
@@ -332,6 +334,8 @@ class Snapshot:
         self.node_info_list = node_infos
         self.node_info_map: dict[str, NodeInfo] = {ni.name: ni for ni in node_infos}
         self.generation = 0
+        # The order nodes reached kube-scheduler's cache (file order): an image's size is the first node's.
+        self.cache_order: list[str] = [ni.name for ni in node_infos]
 
     @classmethod
     def build(cls, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any] | PodInfo]) -> Snapshot:
@@ -345,25 +349,35 @@ class Snapshot:
             if ni is not None:
                 ni.add_pod(pi)
         snap = cls(list(infos.values()))
+        snap.cache_order = [name for name in by_name if name in infos]
         snap.refresh_image_states()
         return snap
 
     def refresh_image_states(self) -> None:
-        """Recompute per-node image summaries (size, and how many nodes have each image)."""
-        counts: dict[str, int] = {}
-        for ni in self.node_info_list:
-            seen: set[str] = set()
+        """Recompute per-node image summaries as the scheduler cache keeps them (``addNodeImageStates``).
+
+        The cache holds one entry per image name: its size comes from the first node (in cache order)
+        listing that name, and it counts the nodes listing it.
+        """
+        sizes: dict[str, int] = {}
+        holders: dict[str, set[str]] = {}
+        known = set(self.cache_order)
+        order = [*self.cache_order, *(ni.name for ni in self.node_info_list if ni.name not in known)]
+        for name in order:
+            ni = self.node_info_map.get(name)
+            if ni is None:
+                continue
             for image in (ni.node.get("status") or {}).get("images") or []:
-                for name in image.get("names") or []:
-                    if name not in seen:
-                        seen.add(name)
-                        counts[name] = counts.get(name, 0) + 1
+                for image_name in image.get("names") or []:
+                    if image_name not in sizes:
+                        sizes[image_name] = int(image.get("sizeBytes") or 0)
+                    holders.setdefault(image_name, set()).add(ni.name)
+        summaries = {n: ImageStateSummary(size=sizes[n], num_nodes=len(h)) for n, h in holders.items()}
         for ni in self.node_info_list:
             states: dict[str, ImageStateSummary] = {}
             for image in (ni.node.get("status") or {}).get("images") or []:
-                size = int(image.get("sizeBytes") or 0)
-                for name in image.get("names") or []:
-                    states[name] = ImageStateSummary(size=size, num_nodes=counts.get(name, 0))
+                for image_name in image.get("names") or []:
+                    states[image_name] = summaries[image_name]
             ni.image_states = states
 
     def get(self, name: str) -> NodeInfo | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from app.kube.quantity import parse_quantity
@@ -24,30 +26,88 @@ _NON_MISSING: dict[str, Fraction] = {
 ResourceList = dict[str, Fraction]
 
 
+def is_prefixed_native_resource(name: str) -> bool:
+    """``v1helper.IsPrefixedNativeResource``: the name contains ``kubernetes.io/``."""
+    return "kubernetes.io/" in name
+
+
 def is_native_resource(name: str) -> bool:
-    """Names without a domain, or in the ``kubernetes.io/`` domain."""
-    return "/" not in name or name.startswith("kubernetes.io/")
+    """``v1helper.IsNativeResource``: names without a domain, or in a ``kubernetes.io/`` domain."""
+    return "/" not in name or is_prefixed_native_resource(name)
 
 
 def is_hugepage_resource(name: str) -> bool:
+    """``v1helper.IsHugePageResourceName``."""
     return name.startswith("hugepages-")
 
 
 def is_attachable_volume_resource(name: str) -> bool:
+    """``v1helper.IsAttachableVolumeResourceName``."""
     return name.startswith("attachable-volumes-")
 
 
+_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
+_LABEL_KEY_ERR = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1123_SUBDOMAIN_ERR = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """``validation.IsQualifiedName`` (a label key): empty when valid, else apimachinery's messages."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errs.append("prefix part must be no more than 253 bytes")
+            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
+                errs.append(
+                    "prefix part " + _regex_error(_DNS1123_SUBDOMAIN_ERR, _DNS1123_SUBDOMAIN_FMT, "example.com")
+                )
+    else:
+        return [
+            "a valid label key "
+            + _regex_error(_LABEL_KEY_ERR, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 bytes")
+    if not _LABEL_KEY_RE.fullmatch(name):
+        errs.append("name part " + _regex_error(_LABEL_KEY_ERR, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+@lru_cache(maxsize=1024)
 def is_extended_resource_name(name: str) -> bool:
-    """``v1helper.IsExtendedResourceName``: domain-qualified, not kubernetes.io, not ``requests.``-prefixed."""
+    """``v1helper.IsExtendedResourceName``: not native, not ``requests.``-prefixed, and a valid quota name."""
     if is_native_resource(name) or name.startswith("requests."):
         return False
-    return True
+    return not qualified_name_errors("requests." + name)
 
 
-def is_prefixed_native_resource(name: str) -> bool:
-    return "kubernetes.io/" in name
-
-
+@lru_cache(maxsize=1024)
 def is_scalar_resource_name(name: str) -> bool:
     """``schedutil.IsScalarResourceName``: extended, hugepages, prefixed native or attachable volumes."""
     return (
@@ -73,30 +133,92 @@ def _max(into: ResourceList, other: Mapping[str, Fraction]) -> None:
             into[k] = v
 
 
-def _container_requests(container: Mapping[str, Any], non_missing: bool) -> ResourceList:
-    reqs = _to_resource_list((container.get("resources") or {}).get("requests"))
-    if non_missing:
-        for k, v in _NON_MISSING.items():
-            if k not in reqs:
-                reqs[k] = v
-    return reqs
+def _max_of(first: Mapping[str, Fraction] | None, *others: Mapping[str, Fraction] | None) -> ResourceList:
+    result: ResourceList = dict(first or {})
+    for other in others:
+        _max(result, other or {})
+    return result
 
 
-def pod_requests(pod: Mapping[str, Any], *, non_missing: bool = False) -> ResourceList:
-    """``resourcehelper.PodRequests``: containers summed, init containers maxed (sidecars stacked), plus overhead.
+def _resize_infeasible(pod: Mapping[str, Any]) -> bool:
+    """``IsPodResizeInfeasible``: the PodResizePending condition says Infeasible."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodResizePending":
+            return bool(cond.get("reason") == "Infeasible")
+    return False
 
-    With ``non_missing`` every container lacking a cpu or memory request counts 100m / 200Mi, as scoring does.
+
+def _effective_requests(pod: Mapping[str, Any], spec: ResourceList, status: Mapping[str, Any]) -> ResourceList:
+    """``determineEffectiveRequests``: an in-place resize counts its largest of desired, actuated and allocated."""
+    actuated = _to_resource_list((status.get("resources") or {}).get("requests"))
+    allocated = _to_resource_list(status.get("allocatedResources"))
+    if _resize_infeasible(pod):
+        return _max_of(actuated, allocated)
+    return _max_of(spec, actuated, allocated)
+
+
+def _apply_non_missing(reqs: ResourceList, non_missing: Mapping[str, Fraction]) -> ResourceList:
+    out = dict(reqs)
+    for k, v in non_missing.items():
+        if k not in reqs:
+            out[k] = v
+    return out
+
+
+def is_supported_pod_level_resource(name: str) -> bool:
+    """cpu, memory and hugepages can be requested at pod level (PodLevelResources)."""
+    return name in (CPU, MEMORY) or is_hugepage_resource(name)
+
+
+def is_pod_level_requests_set(pod: Mapping[str, Any]) -> bool:
+    """``IsPodLevelRequestsSet``: the pod-level requests name a supported resource."""
+    requests = ((pod.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    return any(is_supported_pod_level_resource(k) for k in requests)
+
+
+def pod_requests(
+    pod: Mapping[str, Any],
+    *,
+    non_missing: bool | Mapping[str, Fraction] = False,
+    use_status: bool = False,
+    skip_pod_level: bool = False,
+) -> ResourceList:
+    """``resourcehelper.PodRequests``: containers summed, init containers maxed (sidecars stacked), pod-level
+    cpu/memory/hugepages requests replacing the containers' (PodLevelResources on), plus overhead.
+
+    ``non_missing``: a container lacking a cpu or memory request counts 100m / 200Mi (``True``), or the given
+    defaults; an explicit zero stays zero. ``use_status``: in-place resizes count (InPlacePodVerticalScaling),
+    as the scheduler cache does for bound pods. ``skip_pod_level``: ignore pod-level requests.
     """
+    defaults: Mapping[str, Fraction] = (
+        _NON_MISSING if non_missing is True else ({} if non_missing is False else non_missing)
+    )
     spec = pod.get("spec") or {}
-    pod_level = _to_resource_list((spec.get("resources") or {}).get("requests"))
+    statuses: dict[str, Mapping[str, Any]] = {}
+    if use_status:
+        status = pod.get("status") or {}
+        for cs in [*(status.get("containerStatuses") or []), *(status.get("initContainerStatuses") or [])]:
+            statuses[cs.get("name") or ""] = cs
+
+    def container_requests(container: Mapping[str, Any], resizable: bool) -> ResourceList:
+        creqs = _to_resource_list((container.get("resources") or {}).get("requests"))
+        if resizable:
+            cs = statuses.get(container.get("name") or "")
+            if cs is not None and cs.get("resources") is not None:
+                creqs = _effective_requests(pod, creqs, cs)
+        if defaults:
+            creqs = _apply_non_missing(creqs, defaults)
+        return creqs
+
     reqs: ResourceList = {}
     for container in spec.get("containers") or []:
-        _add(reqs, _container_requests(container, non_missing))
+        _add(reqs, container_requests(container, use_status))
     restartable: ResourceList = {}
     init_max: ResourceList = {}
     for container in spec.get("initContainers") or []:
-        creqs = _container_requests(container, non_missing)
-        if container.get("restartPolicy") == "Always":
+        sidecar = container.get("restartPolicy") == "Always"
+        creqs = container_requests(container, use_status and sidecar)
+        if sidecar:
             _add(reqs, creqs)
             _add(restartable, creqs)
             creqs = dict(restartable)
@@ -107,15 +229,37 @@ def pod_requests(pod: Mapping[str, Any], *, non_missing: bool = False) -> Resour
             creqs = tmp
         _max(init_max, creqs)
     _max(reqs, init_max)
-    if pod_level:
-        # PodLevelResources (beta, on by default): pod-level cpu/memory requests replace the containers' sum.
-        for k in (CPU, MEMORY):
-            if k in pod_level:
-                reqs[k] = pod_level[k]
+    if not skip_pod_level and is_pod_level_requests_set(pod):
+        for k, v in _to_resource_list(spec["resources"]["requests"]).items():
+            if is_supported_pod_level_resource(k):
+                reqs[k] = v
     overhead = spec.get("overhead")
     if overhead:
         _add(reqs, _to_resource_list(overhead))
     return reqs
+
+
+def non_missing_requests(requests: Mapping[str, Fraction], pod_level_set: bool) -> dict[str, Fraction]:
+    """``getNonMissingContainerRequests``: the defaults for missing cpu/memory container requests.
+
+    With pod-level requests set, a default applies only to a resource requested neither by the pod nor
+    by any container.
+    """
+    if not pod_level_set:
+        return dict(_NON_MISSING)
+    return {k: v for k, v in _NON_MISSING.items() if k not in requests}
+
+
+def calculate_pod_resource(pod: Mapping[str, Any]) -> tuple[Resource, int, int]:
+    """``PodInfo.CalculateResource``: what a bound pod adds to NodeInfo.Requested, and its non-zero cpu/memory."""
+    requests = pod_requests(pod, use_status=True)
+    defaults = non_missing_requests(requests, is_pod_level_requests_set(pod))
+    non0 = pod_requests(pod, use_status=True, non_missing=defaults) if defaults else requests
+    return (
+        Resource.from_list(requests),
+        _ceil(non0.get(CPU, Fraction(0)) * 1000),
+        _ceil(non0.get(MEMORY, Fraction(0))),
+    )
 
 
 def _ceil(v: Fraction) -> int:

@@ -134,6 +134,10 @@ class ScenarioRun:
         opts = self.options()
         for raw in copy.deepcopy(self.scenario.get("pending") or []):
             pod = PodInfo(raw)
+            gated = self._pre_enqueue(pod)
+            if gated is not None:
+                out.append((gated, None))
+                continue
             att = self.scheduler.schedule_one(pod, 1, opts)
             out.append((att, self._after(pod, att)))
             if att.result != "scheduled" and att.nominated_node:
@@ -142,6 +146,18 @@ class ScenarioRun:
                 att2 = self.scheduler.schedule_one(pod, 2, opts)
                 out.append((att2, self._after(pod, att2)))
         return out
+
+    def _pre_enqueue(self, pod: PodInfo) -> Attempt | None:
+        """A pod that PreEnqueue rejects (scheduling gates) never enters a scheduling cycle."""
+        fwk = self.scheduler.framework_for(pod)
+        if fwk is None:
+            return None
+        st = fwk.run_pre_enqueue_plugins(pod)
+        if st.is_success():
+            return None
+        att = Attempt(pod=pod.key, attempt=1, priority=pod.priority, profile=fwk.profile_name, result="gated")
+        att.pre_enqueue = f"{st.plugin}: {st.message()}"
+        return att
 
     def _clear_lower_nominations(self, preemptor: PodInfo, node_name: str) -> None:
         for h in self.actions.handles:
@@ -169,6 +185,13 @@ class ScenarioRun:
 def attempt_entry(att: Attempt, start_time: str | None, detail: str) -> dict[str, Any]:
     """One ``results`` entry of the golden format at the given detail level."""
     base: dict[str, Any] = {"pod": att.pod, "attempt": att.attempt, "priority": att.priority}
+    if att.pre_enqueue is not None:
+        base.update(
+            preEnqueue=att.pre_enqueue, prefilter=None, prefilterStatus="", prefilterNodes=None, feasible=None,
+            prescore=None, score=None, normalizedscore=None, finalscore=None, total=None, selected=None,
+            boundTo=None, postfilter=None,
+        )  # fmt: skip
+        return base
     if detail == "placements":
         base.update(
             selected=att.selected,
@@ -179,14 +202,19 @@ def attempt_entry(att: Attempt, start_time: str | None, detail: str) -> dict[str
             postfilter=att.postfilter,
         )
         return base
-    base.update(prefilter=att.prefilter, prefilterStatus=att.prefilter_status, prefilterNodes=att.prefilter_nodes)
+    # Summary files keep only the overall PreFilter status.
+    base.update(
+        prefilter=att.prefilter if detail != "summary" else {},
+        prefilterStatus=att.prefilter_status,
+        prefilterNodes=att.prefilter_nodes,
+    )
     if detail == "full":
         base["filter"] = att.filter
     elif detail == "compact":
         base["filter"] = {
-            node: {p: v for p, v in verdicts.items() if v != "passed"}
+            node: {p: v for p, v in verdicts.items() if v not in ("passed", "skip")}
             for node, verdicts in att.filter.items()
-            if any(v != "passed" for v in verdicts.values())
+            if any(v not in ("passed", "skip") for v in verdicts.values())
         }
     base["unresolvable"] = att.unresolvable
     base["filterFail"] = att.filter_fail

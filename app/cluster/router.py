@@ -1,0 +1,584 @@
+"""The Kubernetes API over HTTP: discovery, CRUD, patch, watch and Table output, mapped onto ``ClusterStore``.
+
+Routers stay thin: parse the path and query, call the store (in a worker thread, since it may wait on the
+database), and encode the answer. Every error leaves as a ``metav1.Status``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from fastapi import APIRouter, Request
+from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.cluster import openapi, tables, watch
+from app.cluster.errors import (
+    ApiError,
+    BadRequest,
+    MethodNotAllowed,
+    RequestEntityTooLarge,
+    Unauthorized,
+    UnknownResource,
+    UnsupportedMediaType,
+)
+from app.cluster.kinds import BY_KIND, GROUP_VERSIONS, VERBS, KindInfo, kinds_in, resource_info
+from app.cluster.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
+from app.cluster.selectors import make_selector
+from app.cluster.store import ClusterStore, StoredObject
+from app.config import Settings
+
+router = APIRouter()
+
+JSON = "application/json"
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "35",
+    "gitVersion": "v1.35.0-kss",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2025-11-01T00:00:00Z",
+    "goVersion": "go1.24.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+_STATUS_SUBRESOURCES = {"status"}
+
+
+def _json(body: Any, status_code: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status_code, media_type=JSON)
+
+
+def _raw(body: bytes, status_code: int = 200) -> Response:
+    return Response(body, status_code=status_code, media_type=JSON)
+
+
+def error_response(exc: ApiError) -> Response:
+    """The Status body and HTTP code of an API error."""
+    return _json(exc.to_status(), exc.code)
+
+
+def _store(request: Request) -> ClusterStore:
+    store: ClusterStore = request.app.state.store
+    return store
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _authorize(request: Request) -> None:
+    token = _settings(request).api_token
+    if token and request.headers.get("authorization", "") != f"Bearer {token}":
+        raise Unauthorized("Unauthorized")
+
+
+# ---------------------------------------------------------------------------------------------- discovery
+
+
+def _resource_list(group: str, version: str) -> dict[str, Any]:
+    resources: list[dict[str, Any]] = []
+    for info in kinds_in(group, version):
+        entry: dict[str, Any] = {
+            "name": info.plural,
+            "singularName": info.singular,
+            "namespaced": info.namespaced,
+            "kind": info.kind,
+            "verbs": VERBS,
+        }
+        if info.short_names:
+            entry["shortNames"] = list(info.short_names)
+        if info.categories:
+            entry["categories"] = list(info.categories)
+        resources.append(entry)
+        for sub in info.subresources:
+            if sub == "binding":
+                resources.append(
+                    {
+                        "name": f"{info.plural}/binding",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": "Binding",
+                        "verbs": ["create"],
+                    }
+                )
+            elif sub in _STATUS_SUBRESOURCES:
+                resources.append(
+                    {
+                        "name": f"{info.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": info.namespaced,
+                        "kind": info.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+    if group == "":
+        resources.append(
+            {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding", "verbs": ["create"]}
+        )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": resources,
+    }
+
+
+def _group(name: str) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in GROUP_VERSIONS[name]]
+    return {"name": name, "versions": versions, "preferredVersion": versions[0]}
+
+
+@router.get("/version")
+async def version() -> Response:
+    """``/version``: the Kubernetes version this simulator mirrors."""
+    return _json(SERVER_VERSION)
+
+
+@router.get("/healthz")
+@router.get("/livez")
+@router.get("/readyz")
+async def healthz() -> Response:
+    """Health probes, answered ``ok`` as kube-apiserver does."""
+    return Response(b"ok", media_type="text/plain")
+
+
+@router.get("/openapi/v3")
+async def openapi_root(request: Request) -> Response:
+    """``/openapi/v3``: the index of per-group-version documents."""
+    _authorize(request)
+    return _raw(openapi.root_document())
+
+
+@router.get("/openapi/v3/{path:path}")
+async def openapi_group_version(request: Request, path: str) -> Response:
+    """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``); /openapi/v2 is 404."""
+    _authorize(request)
+    doc = openapi.lookup(path)
+    if doc is None:
+        raise UnknownResource()
+    return _raw(doc)
+
+
+@router.get("/api")
+async def api_versions(request: Request) -> Response:
+    """``/api``: the core group's versions."""
+    _authorize(request)
+    server = f"{request.url.hostname}:{request.url.port or 80}"
+    return _json(
+        {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}],
+        }
+    )
+
+
+@router.get("/apis")
+async def api_groups(request: Request) -> Response:
+    """``/apis``: every named group served."""
+    _authorize(request)
+    groups = [_group(g) for g in GROUP_VERSIONS if g]
+    return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
+
+@router.get("/apis/{group}")
+async def api_group(request: Request, group: str) -> Response:
+    """``/apis/{group}``: one group's versions."""
+    _authorize(request)
+    if group not in GROUP_VERSIONS or not group:
+        raise UnknownResource()
+    return _json({"kind": "APIGroup", "apiVersion": "v1", **_group(group)})
+
+
+@router.get("/api/v1")
+async def core_resources(request: Request) -> Response:
+    """``/api/v1``: the core resources."""
+    _authorize(request)
+    return _json(_resource_list("", "v1"))
+
+
+@router.get("/apis/{group}/{version}")
+async def group_resources(request: Request, group: str, version: str) -> Response:
+    """``/apis/{group}/{version}``: one group version's resources."""
+    _authorize(request)
+    if version not in GROUP_VERSIONS.get(group, []) or not group:
+        raise UnknownResource()
+    return _json(_resource_list(group, version))
+
+
+# ---------------------------------------------------------------------------------------------- resources
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a resource URL addresses."""
+
+    info: KindInfo
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def parse_target(group: str, version: str, segments: list[str]) -> Target:
+    """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}``."""
+    segments = [s for s in segments if s]
+    namespace: str | None = None
+    if (
+        len(segments) >= 3
+        and segments[0] == "namespaces"
+        and resource_info(group, version, segments[2]) is not None
+        and segments[2] != "namespaces"
+    ):
+        namespace = segments[1]
+        segments = segments[2:]
+    if not segments:
+        raise UnknownResource()
+    info = resource_info(group, version, segments[0])
+    if info is None or len(segments) > 3:
+        raise UnknownResource()
+    if namespace is not None and not info.namespaced:
+        raise UnknownResource()
+    name = segments[1] if len(segments) > 1 else None
+    sub = segments[2] if len(segments) > 2 else None
+    if sub is not None and sub not in info.subresources:
+        raise UnknownResource()
+    return Target(info, namespace, name, sub)
+
+
+def _wants(request: Request, what: str) -> bool:
+    accept = request.headers.get("accept", "")
+    first = accept.split(",")[0]
+    return f"as={what}" in first.replace(" ", "")
+
+
+def _query_bool(request: Request, name: str) -> bool:
+    return request.query_params.get(name, "").lower() in ("true", "1")
+
+
+def _query_int(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise BadRequest(f"invalid value for {name}: {value!r}") from None
+
+
+async def _read_body(request: Request) -> bytes:
+    limit = _settings(request).max_body_bytes
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise RequestEntityTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestEntityTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_BODY_TYPES = ("application/json", "application/yaml", "")
+
+
+def _parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
+    """Decode a create/update body: JSON or YAML (protobuf is not spoken: 415)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in _BODY_TYPES:
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format ({content_type}) - accepted media types include: "
+            "application/json, application/yaml"
+        )
+    if content_type == "application/yaml":
+        if not body.strip():
+            raise BadRequest("the request body is empty")
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as exc:
+            raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
+    return _parse_json(info, body)
+
+
+def _parse_json(info: KindInfo | None, body: bytes) -> Any:
+    if not body.strip():
+        raise BadRequest("the request body is empty")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        what = f"must be of type {info.kind}" if info is not None else "must be JSON"
+        raise BadRequest(
+            f"the object provided is unrecognized ({what}): couldn't get version/kind; json parse error: {exc}"
+        ) from None
+
+
+def _list_body(info: KindInfo, items: list[StoredObject], rv: int, token: str, remaining: int | None) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if token:
+        meta["continue"] = token
+    if remaining is not None:
+        meta["remainingItemCount"] = remaining
+    head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
+    return head[:-1] + b',"items":[' + b",".join(e.raw for e in items) + b"]}"
+
+
+def _list_of(info: KindInfo, objects: list[dict[str, Any]], rv: int) -> dict[str, Any]:
+    return {
+        "kind": info.list_kind,
+        "apiVersion": info.api_version,
+        "metadata": {"resourceVersion": str(rv)},
+        "items": objects,
+    }
+
+
+def _render(request: Request, info: KindInfo) -> Callable[[dict[str, Any], bytes], bytes]:
+    if _wants(request, "Table"):
+        include = request.query_params.get("includeObject", "Metadata")
+        return lambda obj, _raw: orjson.dumps(tables.table(info, [obj], None, include_object=include))
+    if _wants(request, "PartialObjectMetadata"):
+        return lambda obj, _raw: orjson.dumps(
+            {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+        )
+    return lambda _obj, raw: raw
+
+
+def _dry_run(request: Request) -> bool:
+    values = request.query_params.getlist("dryRun")
+    if any(v not in ("All",) for v in values):
+        raise BadRequest(f"unsupported dryRun value {values!r}: only 'All' is supported")
+    return bool(values)
+
+
+async def _handle_get(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    if target.name is not None:
+        entry = await run_in_threadpool(store.read, info.kind, target.namespace, target.name)
+        if _wants(request, "Table"):
+            include = request.query_params.get("includeObject", "Metadata")
+            return _json(tables.table(info, [entry.obj], entry.resource_version, include_object=include))
+        return _raw(_render(request, info)(entry.obj, entry.raw))
+    selector = make_selector(
+        info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
+    )
+    if _query_bool(request, "watch"):
+        return _watch(request, store, target, selector)
+    limit = _query_int(request, "limit")
+    result = await run_in_threadpool(
+        store.select,
+        info.kind,
+        target.namespace,
+        selector,
+        limit=limit if limit and limit > 0 else None,
+        continue_token=request.query_params.get("continue") or None,
+    )
+    if _wants(request, "Table"):
+        include = request.query_params.get("includeObject", "Metadata")
+        return _json(
+            tables.table(
+                info,
+                [e.obj for e in result.items],
+                result.resource_version,
+                include_object=include,
+                continue_token=result.continue_token,
+                remaining=result.remaining,
+            )
+        )
+    if _wants(request, "PartialObjectMetadataList"):
+        return _json(
+            {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": str(result.resource_version)},
+                "items": [
+                    {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e.obj["metadata"]}
+                    for e in result.items
+                ],
+            }
+        )
+    return _raw(_list_body(info, result.items, result.resource_version, result.continue_token, result.remaining))
+
+
+def _watch(request: Request, store: ClusterStore, target: Target, selector: Any) -> Response:
+    settings = _settings(request)
+    rv_text = request.query_params.get("resourceVersion", "")
+    if rv_text in ("", "0"):
+        rv: int | None = None
+    else:
+        try:
+            rv = int(rv_text)
+        except ValueError:
+            raise BadRequest(f"invalid resource version: {rv_text!r}") from None
+    if target.name is not None:
+        # A watch on one object is a watch on the collection filtered by name.
+        name_selector = f"metadata.name={target.name}"
+        field = request.query_params.get("fieldSelector")
+        selector = make_selector(
+            target.info.kind,
+            request.query_params.get("labelSelector"),
+            f"{field},{name_selector}" if field else name_selector,
+        )
+    timeout = _query_int(request, "timeoutSeconds")
+    req = watch.WatchRequest(
+        info=target.info,
+        namespace=target.namespace,
+        selector=selector,
+        resource_version=rv,
+        send_initial_events=_query_bool(request, "sendInitialEvents"),
+        allow_bookmarks=_query_bool(request, "allowWatchBookmarks"),
+        timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
+        bookmark_seconds=settings.watch_bookmark_seconds,
+    )
+    return StreamingResponse(watch.stream(store, req, _render(request, target.info)), media_type=JSON)
+
+
+async def _handle_create(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    dry_run = _dry_run(request)
+    body = _parse_body(request, info, await _read_body(request))
+    if target.subresource == "binding":
+        return await _bind(store, target, body)
+    if target.name is not None:
+        raise MethodNotAllowed("create")
+    if not isinstance(body, dict):
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
+    created = await run_in_threadpool(lambda: store.create(info.kind, body, target.namespace, dry_run=dry_run))
+    return _json(created, 201)
+
+
+async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
+    if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
+        raise BadRequest("the object provided is unrecognized (must be of type Binding)")
+    meta = body.get("metadata") or {}
+    name = target.name or meta.get("name") or ""
+    if target.name and meta.get("name") and meta["name"] != target.name:
+        raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})")
+    node = str((body.get("target") or {}).get("name") or "")
+    namespace = target.namespace or meta.get("namespace") or "default"
+    await run_in_threadpool(lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid")))
+    return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+
+
+async def _handle_update(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    if target.name is None:
+        raise MethodNotAllowed("update")
+    dry_run = _dry_run(request)
+    body = _parse_body(request, info, await _read_body(request))
+    if not isinstance(body, dict):
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
+    meta = body.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        body["metadata"] = meta
+    if meta.get("name") and meta["name"] != target.name:
+        raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})")
+    if info.namespaced:
+        if meta.get("namespace") and meta["namespace"] != target.namespace:
+            raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+        meta["namespace"] = target.namespace
+    meta["name"] = target.name
+    sub = target.subresource
+    if sub is not None and sub not in _STATUS_SUBRESOURCES:
+        raise MethodNotAllowed("update")
+    updated = await run_in_threadpool(lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run))
+    return _json(updated)
+
+
+async def _handle_patch(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    if target.name is None:
+        raise MethodNotAllowed("patch")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip()
+    if content_type == APPLY_PATCH:
+        raise UnsupportedMediaType("server-side apply is not supported; use client-side `kubectl apply`")
+    if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH):
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+        )
+    dry_run = _dry_run(request)
+    patch = _parse_json(None, await _read_body(request))
+    sub = target.subresource
+    if sub is not None and sub not in _STATUS_SUBRESOURCES:
+        raise MethodNotAllowed("patch")
+    name = target.name
+    patched = await run_in_threadpool(
+        lambda: store.patch(info.kind, target.namespace, name, patch, content_type, subresource=sub, dry_run=dry_run)
+    )
+    return _json(patched)
+
+
+async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    dry_run = _dry_run(request)
+    raw = await _read_body(request)
+    options: dict[str, Any] = {}
+    if raw.strip():
+        parsed = _parse_json(None, raw)
+        if not isinstance(parsed, dict):
+            raise BadRequest("DeleteOptions must be a JSON object")
+        options = parsed
+        dry_run = dry_run or "All" in (options.get("dryRun") or [])
+    if target.subresource is not None:
+        raise MethodNotAllowed("delete")
+    if target.name is None:
+        label = request.query_params.get("labelSelector")
+        field = request.query_params.get("fieldSelector")
+        deleted = await run_in_threadpool(
+            lambda: store.delete_collection(info.kind, target.namespace, label, field, dry_run=dry_run)
+        )
+        return _json(_list_of(info, deleted, store.resource_version))
+    preconditions = options.get("preconditions") or {}
+    name = target.name
+    deleted_obj = await run_in_threadpool(
+        lambda: store.delete(
+            info.kind,
+            target.namespace,
+            name,
+            uid=preconditions.get("uid"),
+            resource_version=preconditions.get("resourceVersion"),
+            dry_run=dry_run,
+        )
+    )
+    return _json(deleted_obj)
+
+
+_HANDLERS = {
+    "GET": _handle_get,
+    "POST": _handle_create,
+    "PUT": _handle_update,
+    "PATCH": _handle_patch,
+    "DELETE": _handle_delete,
+}
+_METHODS = list(_HANDLERS)
+
+
+async def _dispatch(request: Request, group: str, version: str, path: str) -> Response:
+    _authorize(request)
+    segments = path.split("/")
+    if group == "" and segments and segments[0] == "namespaces" and len(segments) == 3 and segments[2] == "bindings":
+        if request.method != "POST":
+            raise MethodNotAllowed(request.method.lower())
+        body = _parse_body(request, None, await _read_body(request))
+        return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
+    target = parse_target(group, version, segments)
+    return await _HANDLERS[request.method](request, _store(request), target)
+
+
+@router.api_route("/api/{version}/{path:path}", methods=_METHODS)
+async def core_api(request: Request, version: str, path: str) -> Response:
+    """Every core (``/api/v1``) resource URL."""
+    return await _dispatch(request, "", version, path)
+
+
+@router.api_route("/apis/{group}/{version}/{path:path}", methods=_METHODS)
+async def group_api(request: Request, group: str, version: str, path: str) -> Response:
+    """Every named-group (``/apis/{group}/{version}``) resource URL."""
+    return await _dispatch(request, group, version, path)

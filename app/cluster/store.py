@@ -1,0 +1,921 @@
+"""The virtual cluster's state: objects in memory, written through to SQL, with one resourceVersion sequence.
+
+``ClusterStore`` is the in-process service API that the Kubernetes router, the scheduler loop, the results
+recorder and the web UI all use. It is thread-safe (one re-entrant lock serialises every operation); a write
+is committed to the database before it changes memory, so nothing acknowledged is lost and a failed write
+changes nothing. Objects handed out are fresh copies; the store's own dicts are never mutated in place.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+import uuid
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine
+
+from app.cluster import defaults, repository
+from app.cluster.errors import (
+    STALE,
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Expired,
+    Forbidden,
+    Invalid,
+    NotFound,
+    invalid,
+)
+from app.cluster.kinds import BY_KIND, KINDS, KindInfo
+from app.cluster.patch import (
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    PatchError,
+    json_merge_patch,
+    json_patch,
+    strategic_merge_patch,
+)
+from app.cluster.selectors import Selector, make_selector
+from app.cluster.validation import VALIDATORS, check_decodable, validate_update
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Listener = Callable[[str, str, Obj], None]
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+PATCH_TYPES = {
+    "merge": MERGE_PATCH,
+    "json": JSON_PATCH,
+    "strategic": STRATEGIC_MERGE_PATCH,
+    MERGE_PATCH: MERGE_PATCH,
+    JSON_PATCH: JSON_PATCH,
+    STRATEGIC_MERGE_PATCH: STRATEGIC_MERGE_PATCH,
+}
+# Kinds whose metadata.generation tracks spec changes.
+_GENERATION_KINDS = frozenset({"Pod", "PodDisruptionBudget"})
+_KINDS_WITH_SPEC = frozenset(
+    {"Namespace", "Node", "Pod", "PersistentVolume", "PersistentVolumeClaim", "CSINode", "PodDisruptionBudget"}
+)
+_PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
+
+
+class InternalError(ApiError):
+    """500: the database refused a write; nothing was changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredObject:
+    """An object as stored: its dict (read-only: never mutate) and its JSON encoding."""
+
+    obj: Obj
+    raw: bytes
+
+    @property
+    def namespace(self) -> str:
+        """``metadata.namespace`` or "" for cluster-scoped objects."""
+        return str(self.obj["metadata"].get("namespace") or "")
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def resource_version(self) -> int:
+        """``metadata.resourceVersion`` as an integer."""
+        return int(self.obj["metadata"]["resourceVersion"])
+
+    def copy(self) -> Obj:
+        """A deep copy the caller owns."""
+        result: Obj = orjson.loads(self.raw)
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One committed change, as replayed to watchers.
+
+    ``obj``/``old`` are the store's own dicts (read-only); ``object`` gives a copy.
+    """
+
+    type: str
+    kind: str
+    resource_version: int
+    obj: Obj
+    raw: bytes
+    old: Obj | None
+
+    @property
+    def object(self) -> Obj:
+        """A deep copy of the object after the change (for DELETED: its last state)."""
+        result: Obj = orjson.loads(self.raw)
+        return result
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    """One page of a list: entries in (namespace, name) order, the list's resourceVersion, paging state."""
+
+    items: list[StoredObject]
+    resource_version: int
+    continue_token: str
+    remaining: int | None
+
+
+@dataclass(slots=True)
+class _Change:
+    type: str
+    kind: str
+    key: tuple[str, str]
+    new: StoredObject | None  # None for deletions
+    old: StoredObject | None
+    event_obj: StoredObject  # what the watch event carries
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _own(obj: Any) -> Obj:
+    """A private deep copy of a JSON-like object (and proof that it is JSON)."""
+    if not isinstance(obj, dict):
+        raise BadRequest("the body of the request must be a JSON object")
+    try:
+        result: Obj = orjson.loads(orjson.dumps(obj))
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise BadRequest(f"the object is not valid JSON: {exc}") from None
+    return result
+
+
+def _encode(obj: Obj) -> bytes:
+    return orjson.dumps(obj)
+
+
+def _meta(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        obj["metadata"] = meta
+    return meta
+
+
+def _info(kind: str) -> KindInfo:
+    info = BY_KIND.get(kind)
+    if info is None:
+        raise BadRequest(f"no kind {kind!r} is registered in the virtual cluster")
+    return info
+
+
+def _encode_continue(resource_version: int, namespace: str, name: str) -> str:
+    token = orjson.dumps({"v": "meta.k8s.io/v1", "rv": resource_version, "start": [namespace, name]})
+    return base64.urlsafe_b64encode(token).decode()
+
+
+def _decode_continue(token: str) -> tuple[str, str]:
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        namespace, name = data["start"]
+        return str(namespace), str(name)
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise BadRequest(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        ) from None
+
+
+_Changes = list[_Change]
+_Events = list[WatchEvent]
+_Objs = list[Obj]
+_Entries = list[StoredObject]
+
+
+class ClusterStore:
+    """Kubernetes objects in memory, written through to SQL; see the module docstring for the guarantees."""
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        *,
+        watch_window: int = 10000,
+        auto_create_namespaces: bool = True,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        """An empty store; ``engine=None`` keeps everything in memory only (tests, offline simulation)."""
+        self._lock = threading.RLock()
+        self._engine = engine
+        self._window = max(1, watch_window)
+        self._auto_create_namespaces = auto_create_namespaces
+        self._clock = clock
+        self._objects: dict[str, dict[tuple[str, str], StoredObject]] = {k.kind: {} for k in KINDS}
+        self._rv = 0
+        self._log: _Events = []
+        self._compacted = 0  # events with resourceVersion <= this may no longer be in the log
+        self._listeners: list[Listener] = []
+        self._wakers: list[Callable[[], None]] = []
+        self._event_seq = 0
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def open(
+        cls,
+        engine: Engine | None,
+        *,
+        watch_window: int = 10000,
+        auto_create_namespaces: bool = True,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> ClusterStore:
+        """Load every object from ``engine``'s database (already migrated) and add the built-in objects."""
+        store = cls(engine, watch_window=watch_window, auto_create_namespaces=auto_create_namespaces, clock=clock)
+        store.load()
+        store.ensure_builtins()
+        return store
+
+    def load(self) -> None:
+        """Replace memory with the database's content; the watch log starts empty at the stored version."""
+        if self._engine is None:
+            return
+        with self._lock, self._engine.connect() as conn:
+            objects: dict[str, dict[tuple[str, str], StoredObject]] = {k.kind: {} for k in KINDS}
+            for row in repository.load_rows(conn):
+                if row.kind not in objects:
+                    log.warning("ignoring stored object of unknown kind %s", row.kind)
+                    continue
+                raw = row.body.encode()
+                objects[row.kind][(row.namespace, row.name)] = StoredObject(orjson.loads(raw), raw)
+            self._objects = objects
+            self._rv = repository.load_resource_version(conn)
+            self._log = []
+            self._compacted = self._rv
+
+    def ensure_builtins(self) -> None:
+        """Create the namespaces and priority classes every cluster starts with, when missing."""
+        with self._lock:
+            changes: _Changes = []
+            rv = self._rv
+            for ns in defaults.SYSTEM_NAMESPACES:
+                if ("", ns) not in self._objects["Namespace"]:
+                    obj: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                    defaults.default_namespace(obj)
+                    rv += 1
+                    changes.append(self._new_object_change("Namespace", obj, rv))
+            for pc in defaults.SYSTEM_PRIORITY_CLASSES:
+                if ("", pc["metadata"]["name"]) not in self._objects["PriorityClass"]:
+                    obj = _own(pc)
+                    defaults.default_priority_class(obj)
+                    rv += 1
+                    changes.append(self._new_object_change("PriorityClass", obj, rv))
+            if changes:
+                self._commit(changes)
+
+    # ------------------------------------------------------------------------------------------ reads
+
+    @property
+    def resource_version(self) -> int:
+        """The latest resourceVersion handed out."""
+        with self._lock:
+            return self._rv
+
+    def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
+        """A copy of one object, or None."""
+        info = _info(kind)
+        with self._lock:
+            entry = self._objects[kind].get((namespace or "" if info.namespaced else "", name))
+        return entry.copy() if entry is not None else None
+
+    def read(self, kind: str, namespace: str | None, name: str) -> StoredObject:
+        """The stored entry of one object (read-only), or ``NotFound``."""
+        info = _info(kind)
+        with self._lock:
+            entry = self._objects[kind].get(((namespace or "") if info.namespaced else "", name))
+        if entry is None:
+            raise NotFound(info.plural, name, group=info.group)
+        return entry
+
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[_Objs, int]:
+        """Copies of the matching objects in (namespace, name) order, and the list's resourceVersion."""
+        result = self.select(kind, namespace, make_selector(kind, label_selector, field_selector))
+        return [e.copy() for e in result.items], result.resource_version
+
+    def select(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        selector: Selector | None = None,
+        *,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> ListResult:
+        """Stored entries (read-only) matching ``selector``, optionally one page of ``limit`` items."""
+        info = _info(kind)
+        start: tuple[str, str] | None = _decode_continue(continue_token) if continue_token else None
+        items: _Entries = []
+        remaining = 0
+        more_key: tuple[str, str] | None = None
+        with self._lock:
+            rv = self._rv
+            entries = self._objects[kind]
+            for key in sorted(entries):
+                if info.namespaced and namespace and key[0] != namespace:
+                    continue
+                if start is not None and key <= start:
+                    continue
+                entry = entries[key]
+                if selector is not None and not selector.empty and not selector.matches(entry.obj):
+                    continue
+                if limit is not None and len(items) >= limit:
+                    if more_key is None:
+                        more_key = (items[-1].namespace, items[-1].name)
+                    remaining += 1
+                    continue
+                items.append(entry)
+        token = _encode_continue(rv, *more_key) if more_key is not None else ""
+        return ListResult(items, rv, token, remaining if more_key is not None else None)
+
+    def events_since(self, resource_version: int) -> _Events:
+        """Every change after ``resource_version``, oldest first; ``Expired`` if some were already dropped."""
+        with self._lock:
+            if resource_version < self._compacted:
+                raise Expired(resource_version, self._compacted + 1)
+            idx = bisect_right(self._log, resource_version, key=lambda e: e.resource_version)
+            return self._log[idx:]
+
+    # ------------------------------------------------------------------------------------------ listeners
+
+    def add_listener(self, callback: Listener) -> None:
+        """Call ``callback(event_type, kind, obj)`` after each committed change, synchronously, in
+        resourceVersion order, with the store lock held: keep it quick and never wait there on a thread
+        that uses the store. ``obj`` is a copy the callback owns."""
+        with self._lock:
+            self._listeners.append(callback)
+
+    def remove_listener(self, callback: Listener) -> None:
+        """Stop calling ``callback``."""
+        with self._lock:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+    def add_waker(self, wake: Callable[[], None]) -> None:
+        """Call ``wake()`` (no arguments, no copies) after each commit; the watch hub uses this."""
+        with self._lock:
+            self._wakers.append(wake)
+
+    def remove_waker(self, wake: Callable[[], None]) -> None:
+        """Stop calling ``wake``."""
+        with self._lock:
+            if wake in self._wakers:
+                self._wakers.remove(wake)
+
+    # ------------------------------------------------------------------------------------------ writes
+
+    def create(self, kind: str, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj:
+        """Create ``obj`` (defaults and admission applied, then validated); returns the stored copy.
+
+        Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
+        """
+        info = _info(kind)
+        body = self._decode(info, obj)
+        meta = _meta(body)
+        if info.namespaced:
+            if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+                raise BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = namespace or meta.get("namespace") or "default"
+        else:
+            meta.pop("namespace", None)
+        for field in (
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "generation",
+            "managedFields",
+        ):
+            meta.pop(field, None)
+        with self._lock:
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = self._generate_name(kind, meta.get("namespace", ""), str(meta["generateName"]))
+            changes: _Changes = []
+            rv = self._rv
+            if info.namespaced and meta.get("name"):
+                ns_change = self._require_namespace(str(meta["namespace"]), rv)
+                if ns_change is not None:
+                    changes.append(ns_change)
+                    rv += 1
+            self._prepare_create(info, body)
+            causes = VALIDATORS[kind](body)
+            if causes:
+                raise Invalid(kind, str(meta.get("name") or ""), causes, group=info.group)
+            key = (str(meta.get("namespace") or ""), str(meta["name"]))
+            if key in self._objects[kind]:
+                raise AlreadyExists(info.plural, key[1], group=info.group)
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = self._timestamp()
+            if kind in _GENERATION_KINDS:
+                meta["generation"] = 1
+            if dry_run:
+                return _own(body)
+            change = self._new_object_change(kind, body, rv + 1)
+            changes.append(change)
+            self._commit(changes)
+            assert change.new is not None
+            return change.new.copy()
+
+    def update(self, kind: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False) -> Obj:
+        """Replace an object (``PUT``); a stale ``metadata.resourceVersion`` raises ``Conflict``.
+
+        ``subresource="status"`` replaces only the status; otherwise the status is kept as stored.
+        """
+        info = _info(kind)
+        body = self._decode(info, obj)
+        meta = _meta(body)
+        name = str(meta.get("name") or "")
+        namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
+        if not name:
+            raise Invalid(kind, "", [invalid("metadata.name", "", "name is required")], group=info.group)
+        with self._lock:
+            current = self.read(kind, namespace, name)
+            return self._update_locked(info, current, body, subresource, dry_run)
+
+    def patch(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str = "merge",
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Apply a patch (``patch_type``: "merge", "json", "strategic" or their content types)."""
+        info = _info(kind)
+        content_type = PATCH_TYPES.get(patch_type)
+        if content_type is None:
+            raise BadRequest(f"unsupported patch type {patch_type!r}")
+        with self._lock:
+            current = self.read(kind, namespace, name)
+            base = current.copy()
+            try:
+                if content_type == JSON_PATCH:
+                    patched = json_patch(base, patch)
+                elif not isinstance(patch, dict):
+                    raise BadRequest("a merge patch must be a JSON object")
+                elif content_type == MERGE_PATCH:
+                    patched = json_merge_patch(base, patch)
+                else:
+                    patched = strategic_merge_patch(base, patch)
+            except PatchError as exc:
+                raise Invalid(kind, name, [invalid("patch", "", str(exc))], group=info.group) from None
+            if not isinstance(patched, dict):
+                raise BadRequest("the patch did not produce an object")
+            pmeta = _meta(patched)
+            if pmeta.get("name") != name:
+                raise BadRequest(
+                    f"the name of the object ({pmeta.get('name')}) does not match the name on the URL ({name})"
+                )
+            if info.namespaced and pmeta.get("namespace") != current.namespace:
+                raise BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            body = self._decode(info, patched)
+            return self._update_locked(info, current, body, subresource, dry_run)
+
+    def delete(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Delete one object (and, for a Namespace its contents, for a Node its pods); returns its last state."""
+        info = _info(kind)
+        with self._lock:
+            current = self.read(kind, namespace, name)
+            meta = current.obj["metadata"]
+            if uid and uid != meta.get("uid"):
+                raise Conflict(
+                    info.plural,
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}",
+                    group=info.group,
+                )
+            if resource_version and resource_version != meta.get("resourceVersion"):
+                raise Conflict(
+                    info.plural,
+                    name,
+                    f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
+                    f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+                    group=info.group,
+                )
+            self._check_deletable(info, current)
+            if dry_run:
+                return current.copy()
+            changes: _Changes = []
+            self._delete_changes(info, current, changes, self._rv)
+            self._commit(changes)
+            return changes[-1].event_obj.copy()
+
+    def delete_collection(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> _Objs:
+        """Delete every matching object in one transaction; returns their last states."""
+        info = _info(kind)
+        selector = make_selector(kind, label_selector, field_selector)
+        with self._lock:
+            targets = self.select(kind, namespace, selector).items
+            targets = [t for t in targets if not self._protected(info, t)]
+            if dry_run:
+                return [t.copy() for t in targets]
+            changes: _Changes = []
+            for target in targets:
+                if self._objects[kind].get((target.namespace, target.name)) is target and not any(
+                    c.kind == kind and c.key == (target.namespace, target.name) for c in changes
+                ):
+                    self._delete_changes(info, target, changes, self._rv + len(changes))
+            if changes:
+                self._commit(changes)
+            return [c.event_obj.copy() for c in changes if c.kind == kind]
+
+    def bind_pod(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> Obj:
+        """What ``POST pods/{name}/binding`` does: set ``spec.nodeName`` and the PodScheduled condition.
+
+        ``Conflict`` if the pod is already bound (or being deleted, or ``uid`` does not match).
+        """
+        with self._lock:
+            current = self.read("Pod", namespace, name)
+            meta = current.obj["metadata"]
+            if uid and uid != meta.get("uid"):
+                raise Conflict(
+                    "pods/binding",
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}",
+                )
+            if meta.get("deletionTimestamp"):
+                raise Conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
+            bound = (current.obj.get("spec") or {}).get("nodeName")
+            if bound:
+                raise Conflict("pods/binding", name, f'pod {name} is already assigned to node "{bound}"')
+            if not node_name:
+                raise Invalid("Binding", name, [invalid("target.name", node_name, "must not be empty")])
+            pod = current.copy()
+            pod.setdefault("spec", {})["nodeName"] = node_name
+            status = pod.setdefault("status", {})
+            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            conditions.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": self._timestamp(),
+                }
+            )
+            status["conditions"] = conditions
+            return self._write_modified("Pod", current, pod)
+
+    def update_pod_status(self, namespace: str, name: str, status: Obj, *, resource_version: str | None = None) -> Obj:
+        """Replace a pod's ``status`` (the ``pods/{name}/status`` subresource); ``Conflict`` on a stale version."""
+        with self._lock:
+            current = self.read("Pod", namespace, name)
+            pod = current.copy()
+            pod["status"] = status
+            if resource_version is not None:
+                pod["metadata"]["resourceVersion"] = resource_version
+            return self._update_locked(BY_KIND["Pod"], current, self._decode(BY_KIND["Pod"], pod), "status", False)
+
+    def create_event(
+        self,
+        involved: Obj,
+        reason: str,
+        message: str,
+        *,
+        type: str = "Normal",
+        component: str = "default-scheduler",
+        action: str = "",
+    ) -> Obj:
+        """Record a core/v1 Event about ``involved`` (what ``kubectl describe`` lists)."""
+        meta = involved.get("metadata") or {}
+        info = BY_KIND.get(str(involved.get("kind") or ""))
+        namespace = str(meta.get("namespace") or "default")
+        with self._lock:
+            self._event_seq += 1
+            suffix = f"{time.time_ns():x}{self._event_seq:04x}"
+        now = self._timestamp()
+        event: Obj = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta.get('name', 'unknown')}.{suffix}", "namespace": namespace},
+            "involvedObject": {
+                "kind": involved.get("kind") or "",
+                "namespace": meta.get("namespace") or "",
+                "name": meta.get("name") or "",
+                "uid": meta.get("uid") or "",
+                "apiVersion": involved.get("apiVersion") or (info.api_version if info else "v1"),
+                "resourceVersion": meta.get("resourceVersion") or "",
+            },
+            "reason": reason,
+            "message": message,
+            "type": type,
+            "source": {"component": component},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": component,
+            "reportingInstance": component,
+        }
+        if action:
+            event["action"] = action
+        if not event["involvedObject"]["namespace"]:
+            del event["involvedObject"]["namespace"]
+        return self.create("Event", event, namespace)
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _decode(self, info: KindInfo, obj: Any) -> Obj:
+        body = _own(obj)
+        api_version, kind = body.get("apiVersion"), body.get("kind")
+        if kind is not None and kind != info.kind:
+            raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind}): kind {kind!r}")
+        if api_version is not None and api_version != info.api_version:
+            raise BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({info.api_version})"
+            )
+        body.pop("apiVersion", None)
+        body.pop("kind", None)
+        # Field order as kube-apiserver prints it: apiVersion, kind, metadata first.
+        body = {"apiVersion": info.api_version, "kind": info.kind, "metadata": body.pop("metadata", {}), **body}
+        check_decodable(info.kind, body)
+        # Go renders non-pointer structs even when empty, so these keys are always present in kube's JSON.
+        if info.kind in _KINDS_WITH_SPEC:
+            body.setdefault("spec", {})
+        if info.has_status:
+            body.setdefault("status", {})
+        defaulter = defaults.DEFAULTERS.get(info.kind)
+        if defaulter is not None:
+            defaulter(body)
+        return body
+
+    def _prepare_create(self, info: KindInfo, body: Obj) -> None:
+        if info.kind == "Pod":
+            defaults.prepare_pod_create(body, [e.obj for e in self._objects["PriorityClass"].values()])
+        elif info.kind == "PersistentVolumeClaim":
+            defaults.prepare_pvc_create(body, [e.obj for e in self._objects["StorageClass"].values()])
+        elif info.kind == "PodDisruptionBudget":
+            defaults.prepare_pdb_create(body)
+        elif info.kind == "PersistentVolume":
+            body["status"] = {"phase": "Pending"}
+        elif info.kind == "Namespace":
+            body["status"] = {"phase": "Active"}
+        elif info.kind == "Node":
+            status = body.setdefault("status", {})
+            if not status.get("conditions"):
+                # Simulated nodes have no kubelet; they report Ready so tools show them as usable.
+                now = self._timestamp()
+                status["conditions"] = [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                        "reason": "KubeletReady",
+                        "message": "simulated node is ready",
+                    }
+                ]
+        elif info.kind == "PriorityClass" and body.get("globalDefault"):
+            for pc in self._objects["PriorityClass"].values():
+                if pc.obj.get("globalDefault"):
+                    raise Forbidden(
+                        "priorityclasses",
+                        str(body["metadata"].get("name", "")),
+                        f"PriorityClass {pc.name} is already marked as default. Only one default can exist",
+                        group="scheduling.k8s.io",
+                    )
+
+    def _update_locked(
+        self, info: KindInfo, current: StoredObject, body: Obj, subresource: str | None, dry_run: bool
+    ) -> Obj:
+        meta = _meta(body)
+        old = current.obj
+        old_meta = old["metadata"]
+        name = current.name
+        if meta.get("name") != name:
+            raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != old_meta.get("resourceVersion"):
+            raise Conflict(info.plural, name, STALE, group=info.group)
+        if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+            raise Conflict(
+                info.plural,
+                name,
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta.get('uid')}",
+                group=info.group,
+            )
+        if subresource == "status":
+            new = current.copy()
+            if "status" in body:
+                new["status"] = body["status"]
+            else:
+                new.pop("status", None)
+        else:
+            new = body
+            if info.has_status:
+                if "status" in old:
+                    new["status"] = current.copy()["status"]
+                else:
+                    new.pop("status", None)
+        new_meta = _meta(new)
+        for field in ("uid", "creationTimestamp", "namespace", "deletionTimestamp", "generation"):
+            if field in old_meta:
+                new_meta[field] = old_meta[field]
+            else:
+                new_meta.pop(field, None)
+        new_meta.pop("managedFields", None)
+        if info.kind in _GENERATION_KINDS and new.get("spec") != old.get("spec"):
+            new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        causes = validate_update(info.kind, new, old)
+        if causes:
+            raise Invalid(info.kind, name, causes, group=info.group)
+        new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        if new == old or dry_run:
+            return _own(new) if dry_run else current.copy()
+        return self._write_modified(info.kind, current, new)
+
+    def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> Obj:
+        rv = self._rv + 1
+        new["metadata"]["resourceVersion"] = str(rv)
+        entry = StoredObject(new, _encode(new))
+        change = _Change(MODIFIED, kind, (current.namespace, current.name), entry, current, entry)
+        self._commit([change])
+        return entry.copy()
+
+    def _new_object_change(self, kind: str, obj: Obj, rv: int) -> _Change:
+        meta = obj["metadata"]
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", self._timestamp())
+        meta["resourceVersion"] = str(rv)
+        entry = StoredObject(obj, _encode(obj))
+        return _Change(ADDED, kind, (entry.namespace, entry.name), entry, None, entry)
+
+    def _require_namespace(self, namespace: str, rv: int) -> _Change | None:
+        if ("", namespace) in self._objects["Namespace"]:
+            return None
+        if not self._auto_create_namespaces:
+            raise NotFound("namespaces", namespace)
+        obj: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        defaults.default_namespace(obj)
+        causes = VALIDATORS["Namespace"](obj)
+        if causes:
+            raise Invalid("Namespace", namespace, causes)
+        return self._new_object_change("Namespace", obj, rv + 1)
+
+    def _protected(self, info: KindInfo, entry: StoredObject) -> bool:
+        if info.kind == "Namespace":
+            return entry.name in _PROTECTED_NAMESPACES
+        return info.kind == "PriorityClass" and entry.name in {
+            pc["metadata"]["name"] for pc in defaults.SYSTEM_PRIORITY_CLASSES
+        }
+
+    def _check_deletable(self, info: KindInfo, entry: StoredObject) -> None:
+        if not self._protected(info, entry):
+            return
+        detail = "this namespace may not be deleted" if info.kind == "Namespace" else "this is a built-in class"
+        raise Forbidden(info.plural, entry.name, detail, group=info.group)
+
+    def _delete_changes(self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int) -> None:
+        """Append the deletions of ``entry`` and of what depends on it (resourceVersions after ``base_rv``)."""
+        dependents: list[tuple[KindInfo, StoredObject]] = []
+        if info.kind == "Namespace":
+            for other in KINDS:
+                if other.namespaced:
+                    dependents += [
+                        (other, e) for (ns, _), e in sorted(self._objects[other.kind].items()) if ns == entry.name
+                    ]
+        elif info.kind == "Node":
+            dependents += [
+                (BY_KIND["Pod"], e)
+                for _, e in sorted(self._objects["Pod"].items())
+                if (e.obj.get("spec") or {}).get("nodeName") == entry.name
+            ]
+        deleted = {(c.kind, c.key) for c in changes if c.type == DELETED}
+        rv = base_rv
+        for dep_info, dep in [*dependents, (info, entry)]:
+            key = (dep.namespace, dep.name)
+            if (dep_info.kind, key) in deleted:
+                continue
+            rv += 1
+            last = dep.copy()
+            last["metadata"]["resourceVersion"] = str(rv)
+            last_entry = StoredObject(last, _encode(last))
+            changes.append(_Change(DELETED, dep_info.kind, key, None, dep, last_entry))
+
+    def _generate_name(self, kind: str, namespace: str, prefix: str) -> str:
+        import random
+
+        for _ in range(100):
+            name = prefix[:58] + "".join(random.choices(_NAME_CHARS, k=5))
+            if (namespace if BY_KIND[kind].namespaced else "", name) not in self._objects[kind]:
+                return name
+        raise AlreadyExists(BY_KIND[kind].plural, prefix)
+
+    def _timestamp(self) -> str:
+        return self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _commit(self, changes: _Changes) -> None:
+        """Persist ``changes`` in one transaction, then apply them to memory, the log and the listeners."""
+        last_rv = max(c.event_obj.resource_version for c in changes)
+        if self._engine is not None:
+            rows = []
+            for c in changes:
+                source = c.new if c.new is not None else c.old
+                assert source is not None
+                row = repository.Row(
+                    uid=str(source.obj["metadata"]["uid"]),
+                    kind=c.kind,
+                    namespace=c.key[0],
+                    name=c.key[1],
+                    resource_version=c.event_obj.resource_version,
+                    body=source.raw.decode(),
+                )
+                op = "insert" if c.type == ADDED else ("update" if c.type == MODIFIED else "delete")
+                rows.append(repository.Change(op, row))
+            try:
+                with self._engine.begin() as conn:
+                    repository.write_changes(conn, rows, last_rv)
+            except Exception as exc:  # the database said no: memory stays as it was
+                log.exception("write-through failed")
+                raise InternalError(f"storage error: {exc.__class__.__name__}: {exc}") from exc
+        self._rv = last_rv
+        for c in changes:
+            bucket = self._objects[c.kind]
+            if c.new is None:
+                bucket.pop(c.key, None)
+            else:
+                bucket[c.key] = c.new
+            self._log.append(
+                WatchEvent(
+                    c.type,
+                    c.kind,
+                    c.event_obj.resource_version,
+                    c.event_obj.obj,
+                    c.event_obj.raw,
+                    c.old.obj if c.old is not None else None,
+                )
+            )
+        self._trim_log()
+        self._notify(changes)
+
+    def _trim_log(self) -> None:
+        # Trim in chunks so appends stay O(1) amortised; at least ``window`` events are always kept.
+        excess = len(self._log) - self._window
+        if excess > max(1, self._window // 10):
+            self._compacted = self._log[excess - 1].resource_version
+            del self._log[:excess]
+
+    def compact(self) -> None:
+        """Drop the whole watch log (as etcd compaction does): watches from older versions get 410."""
+        with self._lock:
+            self._log = []
+            self._compacted = self._rv
+
+    def _notify(self, changes: Iterable[_Change]) -> None:
+        for wake in list(self._wakers):
+            try:
+                wake()
+            except Exception:
+                log.exception("watch waker failed")
+        if not self._listeners:
+            return
+        for c in changes:
+            for listener in list(self._listeners):
+                try:
+                    listener(c.type, c.kind, c.event_obj.copy())
+                except Exception:
+                    log.exception("cluster listener %r failed", listener)

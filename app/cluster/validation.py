@@ -1,0 +1,663 @@
+"""Validation of objects as kube-apiserver does it: decoding errors (400) and field errors (422 Invalid).
+
+``check_decodable`` mirrors what the typed JSON decoder rejects (wrong types, unparsable quantities), so such
+bodies get ``BadRequest``; ``validate_*`` return ``Cause`` lists for ``Invalid``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from app.cluster.errors import BadRequest, Cause, duplicate, forbidden, invalid, not_supported, required
+from app.kube.labels import SelectorError, validate_label_selector
+from app.kube.quantity import QuantityError, parse_quantity
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
+    "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+QUALIFIED_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+TOTAL_ANNOTATION_BYTES = 256 * 1024
+HIGHEST_USER_PRIORITY = 1_000_000_000
+
+
+# ---------------------------------------------------------------------------------------------- decoding (400)
+
+
+def _type_error(kind: str, path: str, want: str, value: Any) -> BadRequest:
+    got = {str: "string", int: "number", float: "number", bool: "bool", list: "array", dict: "object"}.get(
+        type(value), "null"
+    )
+    return BadRequest(
+        f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct field '
+        f"{path} of type {want}"
+    )
+
+
+def _expect(kind: str, path: str, value: Any, want: type | tuple[type, ...], go_type: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) and bool not in (want if isinstance(want, tuple) else (want,)):
+        raise _type_error(kind, path, go_type, value)
+    if not isinstance(value, want):
+        raise _type_error(kind, path, go_type, value)
+
+
+def _string_map(kind: str, path: str, value: Any) -> None:
+    _expect(kind, path, value, dict, "map[string]string")
+    for v in (value or {}).values():
+        if not isinstance(v, str):
+            raise _type_error(kind, path, "string", v)
+
+
+def _quantity_map(kind: str, path: str, value: Any) -> None:
+    _expect(kind, path, value, dict, "v1.ResourceList")
+    for v in (value or {}).values():
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise _type_error(kind, path, "resource.Quantity", v)
+        try:
+            parse_quantity(v)
+        except QuantityError as exc:
+            raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: {exc}') from None
+
+
+def check_decodable(kind: str, obj: dict[str, Any]) -> None:
+    """Raise ``BadRequest`` where the typed decoder of kube-apiserver would fail."""
+    meta = obj.get("metadata")
+    _expect(kind, "metadata", meta, dict, "v1.ObjectMeta")
+    meta = meta or {}
+    for field in ("name", "namespace", "generateName", "resourceVersion", "uid"):
+        _expect(kind, f"metadata.{field}", meta.get(field), str, "string")
+    _string_map(kind, "metadata.labels", meta.get("labels"))
+    _string_map(kind, "metadata.annotations", meta.get("annotations"))
+    _expect(kind, "metadata.finalizers", meta.get("finalizers"), list, "[]string")
+    spec = obj.get("spec")
+    _expect(kind, "spec", spec, dict, f"v1.{kind}Spec")
+    _expect(kind, "status", obj.get("status"), dict, f"v1.{kind}Status")
+    spec = spec or {}
+    if kind == "Pod":
+        for field in ("containers", "initContainers", "tolerations", "volumes", "topologySpreadConstraints"):
+            _expect(kind, f"spec.{field}", spec.get(field), list, "[]v1.Container")
+        _string_map(kind, "spec.nodeSelector", spec.get("nodeSelector"))
+        for field in ("nodeName", "schedulerName", "priorityClassName", "restartPolicy"):
+            _expect(kind, f"spec.{field}", spec.get(field), str, "string")
+        _expect(kind, "spec.priority", spec.get("priority"), int, "int32")
+        for field in ("containers", "initContainers"):
+            for c in spec.get(field) or []:
+                _expect(kind, f"spec.{field}", c, dict, "v1.Container")
+                resources = c.get("resources")
+                _expect(kind, f"spec.{field}.resources", resources, dict, "v1.ResourceRequirements")
+                for part in ("requests", "limits"):
+                    _quantity_map(kind, f"spec.{field}.resources.{part}", (resources or {}).get(part))
+        pod_resources = spec.get("resources")
+        if isinstance(pod_resources, dict):
+            for part in ("requests", "limits"):
+                _quantity_map(kind, f"spec.resources.{part}", pod_resources.get(part))
+        _quantity_map(kind, "spec.overhead", spec.get("overhead"))
+    elif kind == "Node":
+        status = obj.get("status") or {}
+        for part in ("capacity", "allocatable"):
+            _quantity_map(kind, f"status.{part}", status.get(part))
+        _expect(kind, "spec.taints", spec.get("taints"), list, "[]v1.Taint")
+        _expect(kind, "spec.unschedulable", spec.get("unschedulable"), bool, "bool")
+    elif kind == "PersistentVolume":
+        _quantity_map(kind, "spec.capacity", spec.get("capacity"))
+    elif kind == "PersistentVolumeClaim":
+        _quantity_map(kind, "spec.resources.requests", (spec.get("resources") or {}).get("requests"))
+    elif kind == "PriorityClass":
+        value = obj.get("value")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise _type_error(kind, "value", "int32", value)
+
+
+# ---------------------------------------------------------------------------------------------- field errors (422)
+
+
+def _name_errors(path: str, name: str, *, label: bool = False) -> list[Cause]:
+    if label:
+        if len(name) > 63:
+            return [invalid(path, name, "must be no more than 63 characters")]
+        if not DNS1123_LABEL.match(name):
+            return [invalid(path, name, LABEL_MSG)]
+        return []
+    if len(name) > 253:
+        return [invalid(path, name, "must be no more than 253 characters")]
+    if not DNS1123_SUBDOMAIN.match(name):
+        return [invalid(path, name, SUBDOMAIN_MSG)]
+    return []
+
+
+def qualified_name_errors(path: str, key: str) -> list[Cause]:
+    """``validation.IsQualifiedName`` for label keys, annotation keys and taint keys."""
+    prefix, slash, name = key.rpartition("/")
+    if not slash:
+        prefix, name = "", key
+    causes: list[Cause] = []
+    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        causes.append(invalid(path, key, "prefix part " + SUBDOMAIN_MSG))
+    if not name:
+        causes.append(invalid(path, key, "name part must be non-empty"))
+    elif len(name) > 63:
+        causes.append(invalid(path, key, "name part must be no more than 63 characters"))
+    elif not QUALIFIED_NAME.match(name):
+        causes.append(invalid(path, key, QUALIFIED_MSG))
+    return causes
+
+
+def label_value_errors(path: str, value: str) -> list[Cause]:
+    """``validation.IsValidLabelValue``."""
+    if len(value) > 63:
+        return [invalid(path, value, "must be no more than 63 characters")]
+    if not LABEL_VALUE.match(value):
+        return [invalid(path, value, LABEL_VALUE_MSG)]
+    return []
+
+
+def validate_labels(path: str, labels: dict[str, str] | None) -> list[Cause]:
+    """Keys are qualified names, values valid label values."""
+    causes: list[Cause] = []
+    for key, value in (labels or {}).items():
+        causes += qualified_name_errors(path, key)
+        causes += label_value_errors(f"{path}[{key}]" if path.endswith("labels") else path, value)
+    return causes
+
+
+def validate_metadata(obj: dict[str, Any], *, namespaced: bool, label_name: bool = False) -> list[Cause]:
+    """ObjectMeta: name (DNS-1123), namespace presence, labels and annotations."""
+    meta = obj.get("metadata") or {}
+    causes: list[Cause] = []
+    name = meta.get("name") or ""
+    if not name:
+        causes.append(required("metadata.name", "name or generateName is required"))
+    else:
+        causes += _name_errors("metadata.name", name, label=label_name)
+    if namespaced:
+        ns = meta.get("namespace") or ""
+        if not ns:
+            causes.append(required("metadata.namespace"))
+        else:
+            causes += _name_errors("metadata.namespace", ns, label=True)
+    causes += validate_labels("metadata.labels", meta.get("labels"))
+    annotations = meta.get("annotations") or {}
+    for key in annotations:
+        causes += qualified_name_errors("metadata.annotations", key.lower())
+    if sum(len(k) + len(v) for k, v in annotations.items()) > TOTAL_ANNOTATION_BYTES:
+        causes.append(Cause("metadata.annotations", "FieldValueTooLong", "Too long: must have at most 262144 bytes"))
+    return causes
+
+
+def _selector_errors(path: str, selector: Any) -> list[Cause]:
+    if selector is None:
+        return []
+    if not isinstance(selector, dict):
+        return [invalid(path, str(selector), "must be a label selector")]
+    causes = validate_labels(f"{path}.matchLabels", selector.get("matchLabels"))
+    try:
+        validate_label_selector(selector)
+    except SelectorError as exc:
+        causes.append(Cause(f"{path}.matchExpressions", "FieldValueInvalid", str(exc)))
+    for i, expr in enumerate(selector.get("matchExpressions") or []):
+        causes += qualified_name_errors(f"{path}.matchExpressions[{i}].key", str((expr or {}).get("key", "")))
+    return causes
+
+
+def _resource_errors(path: str, resources: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    requests = resources.get("requests") or {}
+    limits = resources.get("limits") or {}
+    for part, values in (("requests", requests), ("limits", limits)):
+        for name, quantity in values.items():
+            if parse_quantity(quantity) < 0:
+                causes.append(invalid(f"{path}.{part}[{name}]", str(quantity), "must be greater than or equal to 0"))
+    for name, quantity in requests.items():
+        if name in limits and parse_quantity(quantity) > parse_quantity(limits[name]):
+            causes.append(
+                invalid(
+                    f"{path}.requests", str(quantity), f"must be less than or equal to {name} limit of {limits[name]}"
+                )
+            )
+    return causes
+
+
+_RESTART = ["Always", "OnFailure", "Never"]
+_DNS = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
+_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+_NODE_OPS = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+
+
+def _validate_containers(path: str, containers: list[Any], seen: set[str], *, required_list: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    if required_list and not containers:
+        causes.append(required(path))
+    for i, c in enumerate(containers):
+        p = f"{path}[{i}]"
+        name = c.get("name") or ""
+        if not name:
+            causes.append(required(f"{p}.name"))
+        else:
+            causes += _name_errors(f"{p}.name", name, label=True)
+            if name in seen:
+                causes.append(duplicate(f"{p}.name", name))
+            seen.add(name)
+        if not c.get("image"):
+            causes.append(required(f"{p}.image"))
+        causes += _resource_errors(f"{p}.resources", c.get("resources") or {})
+        for j, port in enumerate(c.get("ports") or []):
+            cp = port.get("containerPort")
+            if not isinstance(cp, int) or not 1 <= cp <= 65535:
+                causes.append(invalid(f"{p}.ports[{j}].containerPort", cp, "must be between 1 and 65535, inclusive"))
+            hp = port.get("hostPort", 0) or 0
+            if not isinstance(hp, int) or not 0 <= hp <= 65535:
+                causes.append(invalid(f"{p}.ports[{j}].hostPort", hp, "must be between 1 and 65535, inclusive"))
+            if port.get("protocol", "TCP") not in ("TCP", "UDP", "SCTP"):
+                causes.append(not_supported(f"{p}.ports[{j}].protocol", port.get("protocol"), ["SCTP", "TCP", "UDP"]))
+    return causes
+
+
+def _validate_node_selector_terms(path: str, terms: list[Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    for i, term in enumerate(terms):
+        for j, expr in enumerate((term or {}).get("matchExpressions") or []):
+            op = expr.get("operator")
+            ep = f"{path}[{i}].matchExpressions[{j}]"
+            if op not in _NODE_OPS:
+                causes.append(not_supported(f"{ep}.operator", op, _NODE_OPS))
+                continue
+            values = expr.get("values") or []
+            if op in ("In", "NotIn") and not values:
+                causes.append(required(f"{ep}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+            if op in ("Exists", "DoesNotExist") and values:
+                causes.append(
+                    forbidden(f"{ep}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+                )
+            if op in ("Gt", "Lt") and len(values) != 1:
+                causes.append(
+                    required(f"{ep}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'")
+                )
+            causes += qualified_name_errors(f"{ep}.key", str(expr.get("key", "")))
+    return causes
+
+
+def _validate_affinity(affinity: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    node = affinity.get("nodeAffinity") or {}
+    req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req is not None:
+        terms = req.get("nodeSelectorTerms") or []
+        p = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        if not terms:
+            causes.append(required(p, "must have at least one node selector term"))
+        causes += _validate_node_selector_terms(p, terms)
+    for i, pref in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        p = f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        weight = pref.get("weight")
+        if not isinstance(weight, int) or not 1 <= weight <= 100:
+            causes.append(invalid(f"{p}.weight", weight, "must be in the range 1-100"))
+        causes += _validate_node_selector_terms(f"{p}.preference", [pref.get("preference") or {}])
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = affinity.get(kind) or {}
+        base = f"spec.affinity.{kind}"
+        for i, term in enumerate(section.get("requiredDuringSchedulingIgnoredDuringExecution") or []):
+            causes += _validate_pod_affinity_term(f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]", term)
+        for i, weighted in enumerate(section.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+            p = f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+            weight = weighted.get("weight")
+            if not isinstance(weight, int) or not 1 <= weight <= 100:
+                causes.append(invalid(f"{p}.weight", weight, "must be in the range 1-100"))
+            causes += _validate_pod_affinity_term(f"{p}.podAffinityTerm", weighted.get("podAffinityTerm") or {})
+    return causes
+
+
+def _validate_pod_affinity_term(path: str, term: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    if not term.get("topologyKey"):
+        causes.append(required(f"{path}.topologyKey", "can not be empty"))
+    else:
+        causes += qualified_name_errors(f"{path}.topologyKey", term["topologyKey"])
+    causes += _selector_errors(f"{path}.labelSelector", term.get("labelSelector"))
+    causes += _selector_errors(f"{path}.namespaceSelector", term.get("namespaceSelector"))
+    return causes
+
+
+def validate_pod(pod: dict[str, Any]) -> list[Cause]:
+    """ValidatePodCreate for the fields a scheduler reads."""
+    causes = validate_metadata(pod, namespaced=True)
+    spec = pod.get("spec") or {}
+    seen: set[str] = set()
+    causes += _validate_containers("spec.containers", spec.get("containers") or [], seen, required_list=True)
+    causes += _validate_containers("spec.initContainers", spec.get("initContainers") or [], seen, required_list=False)
+    if spec.get("restartPolicy") not in _RESTART:
+        causes.append(not_supported("spec.restartPolicy", spec.get("restartPolicy"), _RESTART))
+    if spec.get("dnsPolicy") not in _DNS:
+        causes.append(not_supported("spec.dnsPolicy", spec.get("dnsPolicy"), _DNS))
+    causes += validate_labels("spec.nodeSelector", spec.get("nodeSelector"))
+    if spec.get("nodeName"):
+        causes += _name_errors("spec.nodeName", spec["nodeName"])
+    for i, t in enumerate(spec.get("tolerations") or []):
+        p = f"spec.tolerations[{i}]"
+        op = t.get("operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            causes.append(not_supported(f"{p}.operator", op, ["Equal", "Exists"]))
+        if t.get("key"):
+            causes += qualified_name_errors(f"{p}.key", t["key"])
+        elif op != "Exists":
+            causes.append(
+                invalid(
+                    f"{p}.operator",
+                    op,
+                    'operator must be Exists when `key` is empty, which means "match all values and all keys"',
+                )
+            )
+        if op == "Exists" and t.get("value"):
+            causes.append(invalid(f"{p}.operator", t.get("value"), "value must be empty when `operator` is 'Exists'"))
+        if t.get("effect") and t["effect"] not in _EFFECTS:
+            causes.append(not_supported(f"{p}.effect", t["effect"], _EFFECTS))
+    causes += _validate_affinity(spec.get("affinity") or {})
+    for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
+        p = f"spec.topologySpreadConstraints[{i}]"
+        skew = c.get("maxSkew")
+        if not isinstance(skew, int) or skew <= 0:
+            causes.append(invalid(f"{p}.maxSkew", skew, "must be greater than zero"))
+        if not c.get("topologyKey"):
+            causes.append(required(f"{p}.topologyKey", "can not be empty"))
+        when = c.get("whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            causes.append(not_supported(f"{p}.whenUnsatisfiable", when, ["DoNotSchedule", "ScheduleAnyway"]))
+        min_domains = c.get("minDomains")
+        if min_domains is not None:
+            if not isinstance(min_domains, int) or min_domains <= 0:
+                causes.append(invalid(f"{p}.minDomains", min_domains, "must be greater than 0"))
+            elif when != "DoNotSchedule":
+                causes.append(
+                    invalid(
+                        f"{p}.minDomains",
+                        min_domains,
+                        "can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway",
+                    )
+                )
+        causes += _selector_errors(f"{p}.labelSelector", c.get("labelSelector"))
+    names: set[str] = set()
+    for i, v in enumerate(spec.get("volumes") or []):
+        name = (v or {}).get("name") or ""
+        if not name:
+            causes.append(required(f"spec.volumes[{i}].name"))
+        elif name in names:
+            causes.append(duplicate(f"spec.volumes[{i}].name", name))
+        names.add(name)
+    gates: set[str] = set()
+    for i, g in enumerate(spec.get("schedulingGates") or []):
+        name = (g or {}).get("name") or ""
+        causes += qualified_name_errors(f"spec.schedulingGates[{i}].name", name)
+        if name in gates:
+            causes.append(duplicate(f"spec.schedulingGates[{i}].name", name))
+        gates.add(name)
+    if isinstance(spec.get("resources"), dict):
+        causes += _resource_errors("spec.resources", spec["resources"])
+    return causes
+
+
+_POD_UPDATE_MSG = (
+    "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,"
+    "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+)
+
+
+def validate_pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """ValidatePodUpdate: a pod's spec is immutable except images, deadlines, added tolerations, removed gates."""
+    causes = validate_pod(new)
+    new_spec = dict(new.get("spec") or {})
+    old_spec = dict(old.get("spec") or {})
+    if old_spec.get("nodeName") and new_spec.get("nodeName") != old_spec.get("nodeName"):
+        return [*causes, invalid("spec.nodeName", new_spec.get("nodeName"), "field is immutable once the pod is bound")]
+    for field in ("activeDeadlineSeconds", "terminationGracePeriodSeconds"):
+        new_spec.pop(field, None)
+        old_spec.pop(field, None)
+    for field in ("containers", "initContainers"):
+        if field in new_spec and field in old_spec and len(new_spec[field]) == len(old_spec[field]):
+            new_spec[field] = [
+                {**c, "image": o.get("image")} for c, o in zip(new_spec[field], old_spec[field], strict=True)
+            ]
+    old_tolerations = old_spec.get("tolerations") or []
+    new_tolerations = new_spec.get("tolerations") or []
+    if all(t in new_tolerations for t in old_tolerations):
+        new_spec["tolerations"] = old_tolerations
+    old_gates = old_spec.get("schedulingGates") or []
+    if all(g in old_gates for g in new_spec.get("schedulingGates") or []):
+        new_spec["schedulingGates"] = old_gates
+    for spec in (new_spec, old_spec):
+        if not spec.get("schedulingGates"):
+            spec.pop("schedulingGates", None)
+        if not spec.get("tolerations"):
+            spec.pop("tolerations", None)
+    if new_spec != old_spec:
+        causes.append(forbidden("spec", _POD_UPDATE_MSG))
+    return causes
+
+
+def validate_node(node: dict[str, Any]) -> list[Cause]:
+    """ValidateNode: name, taints and resource quantities."""
+    causes = validate_metadata(node, namespaced=False)
+    spec = node.get("spec") or {}
+    seen: set[tuple[str, str]] = set()
+    for i, taint in enumerate(spec.get("taints") or []):
+        p = f"spec.taints[{i}]"
+        key = (taint or {}).get("key") or ""
+        if not key:
+            causes.append(required(f"{p}.key"))
+        else:
+            causes += qualified_name_errors(f"{p}.key", key)
+        causes += label_value_errors(f"{p}.value", str(taint.get("value") or ""))
+        effect = taint.get("effect")
+        if not effect:
+            causes.append(required(f"{p}.effect"))
+        elif effect not in _EFFECTS:
+            causes.append(not_supported(f"{p}.effect", effect, _EFFECTS))
+        if (key, effect) in seen:
+            causes.append(duplicate(p, f"{key}:{effect}"))
+        seen.add((key, str(effect)))
+    status = node.get("status") or {}
+    for part in ("capacity", "allocatable"):
+        for name, quantity in (status.get(part) or {}).items():
+            if parse_quantity(quantity) < 0:
+                causes.append(invalid(f"status.{part}[{name}]", str(quantity), "must be greater than or equal to 0"))
+    return causes
+
+
+_ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
+_PV_SOURCES = (
+    "hostPath", "local", "csi", "nfs", "gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "azureFile",
+    "cephfs", "cinder", "fc", "flexVolume", "flocker", "glusterfs", "iscsi", "photonPersistentDisk",
+    "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos", "vsphereVolume",
+)  # fmt: skip
+
+
+def _access_mode_errors(spec: dict[str, Any]) -> list[Cause]:
+    modes = spec.get("accessModes") or []
+    if not modes:
+        return [required("spec.accessModes")]
+    return [not_supported("spec.accessModes", m, _ACCESS_MODES) for m in modes if m not in _ACCESS_MODES]
+
+
+def validate_persistent_volume(pv: dict[str, Any]) -> list[Cause]:
+    """ValidatePersistentVolume: capacity, access modes, a volume source, reclaim policy, node affinity."""
+    causes = validate_metadata(pv, namespaced=False)
+    spec = pv.get("spec") or {}
+    causes += _access_mode_errors(spec)
+    if "storage" not in (spec.get("capacity") or {}):
+        causes.append(required("spec.capacity", "storage"))
+    if not any(spec.get(s) for s in _PV_SOURCES):
+        causes.append(required("spec", "must specify a volume type"))
+    policy = spec.get("persistentVolumeReclaimPolicy")
+    if policy not in ("Retain", "Delete", "Recycle"):
+        causes.append(not_supported("spec.persistentVolumeReclaimPolicy", policy, ["Delete", "Recycle", "Retain"]))
+    required_terms = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
+    if required_terms is not None:
+        causes += _validate_node_selector_terms("spec.nodeAffinity.required.nodeSelectorTerms", required_terms)
+    return causes
+
+
+def validate_persistent_volume_claim(pvc: dict[str, Any]) -> list[Cause]:
+    """ValidatePersistentVolumeClaim: access modes and a storage request."""
+    causes = validate_metadata(pvc, namespaced=True)
+    spec = pvc.get("spec") or {}
+    causes += _access_mode_errors(spec)
+    if "storage" not in ((spec.get("resources") or {}).get("requests") or {}):
+        causes.append(required("spec.resources[storage]"))
+    causes += _selector_errors("spec.selector", spec.get("selector"))
+    return causes
+
+
+def validate_storage_class(sc: dict[str, Any]) -> list[Cause]:
+    """ValidateStorageClass: provisioner, reclaim policy, binding mode."""
+    causes = validate_metadata(sc, namespaced=False)
+    if not sc.get("provisioner"):
+        causes.append(required("provisioner"))
+    if sc.get("reclaimPolicy") not in ("Delete", "Retain"):
+        causes.append(not_supported("reclaimPolicy", sc.get("reclaimPolicy"), ["Delete", "Retain"]))
+    mode = sc.get("volumeBindingMode")
+    if mode not in ("Immediate", "WaitForFirstConsumer"):
+        causes.append(not_supported("volumeBindingMode", mode, ["Immediate", "WaitForFirstConsumer"]))
+    return causes
+
+
+def validate_priority_class(pc: dict[str, Any], *, builtin: bool = False) -> list[Cause]:
+    """ValidatePriorityClass: a value within the user range, no reserved ``system-`` names."""
+    causes = validate_metadata(pc, namespaced=False)
+    name = (pc.get("metadata") or {}).get("name") or ""
+    value = pc.get("value")
+    if value is None:
+        causes.append(required("value"))
+    elif not builtin and value > HIGHEST_USER_PRIORITY:
+        causes.append(
+            forbidden("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}")
+        )
+    if not builtin and name.startswith("system-"):
+        causes.append(forbidden("metadata.name", "priority class names with 'system-' prefix are reserved"))
+    policy = pc.get("preemptionPolicy")
+    if policy not in ("PreemptLowerPriority", "Never"):
+        causes.append(not_supported("preemptionPolicy", policy, ["Never", "PreemptLowerPriority"]))
+    return causes
+
+
+def _int_or_percent_errors(path: str, value: Any) -> list[Cause]:
+    if value is None:
+        return []
+    if isinstance(value, bool):
+        return [invalid(path, str(value), "must be an integer or percentage")]
+    if isinstance(value, int):
+        return [invalid(path, value, "must be greater than or equal to 0")] if value < 0 else []
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+%", value):
+        return [invalid(path, value, "must not be greater than 100%")] if int(value[:-1]) > 100 else []
+    return [invalid(path, str(value), "a valid percent string must be a numeric string followed by an ending '%'")]
+
+
+def validate_pdb(pdb: dict[str, Any]) -> list[Cause]:
+    """ValidatePodDisruptionBudget: selector and one of minAvailable / maxUnavailable."""
+    causes = validate_metadata(pdb, namespaced=True)
+    spec = pdb.get("spec") or {}
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        causes.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
+    causes += _int_or_percent_errors("spec.minAvailable", spec.get("minAvailable"))
+    causes += _int_or_percent_errors("spec.maxUnavailable", spec.get("maxUnavailable"))
+    causes += _selector_errors("spec.selector", spec.get("selector"))
+    return causes
+
+
+def validate_event(event: dict[str, Any]) -> list[Cause]:
+    """ValidateEventCreate: the involved object's namespace matches the event's."""
+    causes = validate_metadata(event, namespaced=True)
+    involved = event.get("involvedObject")
+    if not isinstance(involved, dict):
+        causes.append(required("involvedObject"))
+        return causes
+    ns = (event.get("metadata") or {}).get("namespace")
+    if involved.get("namespace") and involved["namespace"] != ns:
+        causes.append(invalid("involvedObject.namespace", involved["namespace"], "does not match event.namespace"))
+    return causes
+
+
+def validate_csinode(node: dict[str, Any]) -> list[Cause]:
+    """ValidateCSINode: each driver has a unique name and a nodeID."""
+    causes = validate_metadata(node, namespaced=False)
+    names: set[str] = set()
+    for i, d in enumerate((node.get("spec") or {}).get("drivers") or []):
+        name = (d or {}).get("name") or ""
+        if not name:
+            causes.append(required(f"spec.drivers[{i}].name"))
+        elif name in names:
+            causes.append(duplicate(f"spec.drivers[{i}].name", name))
+        names.add(name)
+        if not (d or {}).get("nodeID"):
+            causes.append(required(f"spec.drivers[{i}].nodeID"))
+    if "drivers" not in (node.get("spec") or {}):
+        causes.append(required("spec.drivers"))
+    return causes
+
+
+def validate_namespace(ns: dict[str, Any]) -> list[Cause]:
+    """ValidateNamespace: the name is a DNS-1123 label."""
+    return validate_metadata(ns, namespaced=False, label_name=True)
+
+
+VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
+    "Pod": validate_pod,
+    "Node": validate_node,
+    "Namespace": validate_namespace,
+    "PersistentVolume": validate_persistent_volume,
+    "PersistentVolumeClaim": validate_persistent_volume_claim,
+    "StorageClass": validate_storage_class,
+    "PriorityClass": validate_priority_class,
+    "PodDisruptionBudget": validate_pdb,
+    "Event": validate_event,
+    "CSINode": validate_csinode,
+}
+
+
+def validate_update(kind: str, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """Validation on update: the create rules plus the kind's immutable fields."""
+    if kind == "Pod":
+        return validate_pod_update(new, old)
+    if kind == "PriorityClass":
+        builtin = (old.get("metadata") or {}).get("name", "").startswith("system-")
+        causes = validate_priority_class(new, builtin=builtin)
+        if new.get("value") != old.get("value"):
+            causes.append(forbidden("value", "may not be changed in an update."))
+        return causes
+    causes = VALIDATORS[kind](new)
+    if kind == "StorageClass":
+        for field in ("parameters", "provisioner", "reclaimPolicy", "volumeBindingMode"):
+            if new.get(field) != old.get(field):
+                causes.append(forbidden(field, "updates to " + field + " are forbidden."))
+    if kind == "PersistentVolumeClaim":
+        old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})
+        for spec in (old_spec, new_spec):
+            spec.pop("resources", None)
+            spec.pop("volumeName", None)
+        if old_spec != new_spec:
+            causes.append(
+                forbidden("spec", "spec is immutable after creation except resources.requests and volumeName")
+            )
+    return causes

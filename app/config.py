@@ -1,0 +1,55 @@
+"""Settings for the simulator: one pydantic-settings class, read from ``KSS_*`` environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything configurable about ``kss serve``; each field says why it exists."""
+
+    model_config = SettingsConfigDict(env_prefix="KSS_", extra="ignore")
+
+    host: str = Field(
+        default="127.0.0.1", description="Interface the API binds to; loopback so nothing is exposed by default."
+    )
+    port: int = Field(default=8000, description="TCP port of the Kubernetes API (and the web UI).")
+    database_url: str = Field(
+        default="sqlite:///./kss.db",
+        description="SQLAlchemy URL of the durable store (a SQLite file in WAL mode by default, PostgreSQL by URL).",
+    )
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        default="FULL",
+        description="SQLite fsync policy: FULL survives power loss; NORMAL (WAL) survives a killed process, faster.",
+    )
+    scheduler_config: Path | None = Field(
+        default=None, description="KubeSchedulerConfiguration file for the scheduler; None runs the default profile."
+    )
+    max_body_bytes: int = Field(
+        default=3 * 1024 * 1024,
+        description="Largest request body accepted, as kube-apiserver's 3 MiB limit (413 above).",
+    )
+    watch_window: int = Field(
+        default=10000,
+        description="Change events kept in memory for watch replay; older resourceVersions answer 410 Gone.",
+    )
+    watch_bookmark_seconds: float = Field(
+        default=30.0, description="Interval between BOOKMARK events on watches that asked for them."
+    )
+    watch_timeout_seconds: int = Field(
+        default=1800,
+        description="Server-side watch timeout when the client gives none (kube-apiserver's min-request-timeout).",
+    )
+    api_token: str | None = Field(
+        default=None,
+        description="Bearer token required on API requests; None leaves the API open (it binds to loopback).",
+    )
+    auto_create_namespaces: bool = Field(
+        default=True,
+        description="Create a missing namespace on first use instead of rejecting (lets bare workload files load).",
+    )
+    seed: int = Field(default=0, description="Seed for every random choice (tie-breaking), so runs are reproducible.")

@@ -1,0 +1,27 @@
+"""NodeName: a pod with ``spec.nodeName`` fits only the node of that name."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from app.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
+from app.scheduler.nodeinfo import NodeInfo, PodInfo
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+def fits(pod: PodInfo, node_info: NodeInfo) -> bool:
+    """``nodename.Fits``: no requested node name, or it is this node's."""
+    wanted = pod.node_name
+    return not wanted or wanted == node_info.name
+
+
+class NodeName(FilterPlugin):
+    """Rejects every node but the one the pod names."""
+
+    name: ClassVar[str] = "NodeName"
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if fits(pod, node_info):
+            return success()
+        return unresolvable(ERR_REASON)

@@ -1,0 +1,580 @@
+"""NodeResourcesFit: the node must have room for the pod's requests; scoring by resource allocation.
+
+Port of kube-scheduler v1.35 ``noderesources`` (fit.go, resource_allocation.go, least_allocated.go,
+most_allocated.go, requested_to_capacity_ratio.go) and ``helper/shape_score.go``, with the v1.35
+feature defaults: SidecarContainers and InPlacePodVerticalScaling GA, PodLevelResources on,
+DRAExtendedResource off. ``ResourceAllocationScorer`` is shared with NodeResourcesBalancedAllocation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+from app.scheduler.framework import (
+    MAX_NODE_SCORE,
+    Code,
+    CycleState,
+    FilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    error,
+    success,
+)
+from app.scheduler.nodeinfo import NodeInfo, PodInfo
+from app.scheduler.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    Resource,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+    pod_requests,
+    qualified_name_errors,
+)
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+SUPPORTED_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+# config.MaxCustomPriorityScore: shape scores are 0..10, scaled to MaxNodeScore.
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+
+DEFAULT_RESOURCES: list[dict[str, Any]] = [{"name": CPU, "weight": 1}, {"name": MEMORY, "weight": 1}]
+
+
+# --- helpers shared with NodeResourcesBalancedAllocation ------------------------------------------
+
+
+def go_quote(value: Any) -> str:
+    """A value as ``field.Error`` prints it: strings quoted, numbers bare."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def invalid(value: Any, detail: str) -> str:
+    """``field.Invalid``'s message."""
+    return f"Invalid value: {go_quote(value)}: {detail}"
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """Go's integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def go_round(x: float) -> int:
+    """``math.Round``: half away from zero."""
+    t = math.trunc(x)
+    if abs(x - t) >= 0.5:
+        t += 1 if x > 0 else -1
+    return int(t)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """``config.ResourceSpec``: a resource name and its weight in the score."""
+
+    name: str
+    weight: int
+
+
+def parse_resource_specs(raw: Sequence[Mapping[str, Any]]) -> tuple[ResourceSpec, ...]:
+    """Defaulted, validated ``resources`` args as ResourceSpecs."""
+    return tuple(ResourceSpec(str(r.get("name") or ""), int(r.get("weight") or 0)) for r in raw)
+
+
+def defaulted_resource_specs(raw: Any) -> list[dict[str, Any]]:
+    """v1 defaulting: no resources means cpu and memory; a missing or zero weight means 1."""
+    if not raw:
+        return copy.deepcopy(DEFAULT_RESOURCES)
+    out: list[dict[str, Any]] = []
+    for r in raw:
+        r = dict(r) if isinstance(r, Mapping) else r
+        if isinstance(r, dict) and not r.get("weight"):
+            r["weight"] = 1
+        out.append(r)
+    return out
+
+
+def resource_specs_type_errors(resources: Any, path: str) -> list[tuple[str, str]]:
+    """Malformed lists (what Go's strict decoding would reject) as validation errors."""
+    if not isinstance(resources, list):
+        return [(path, invalid(resources, "must be a list"))]
+    errs: list[tuple[str, str]] = []
+    for i, r in enumerate(resources):
+        if not isinstance(r, Mapping):
+            errs.append((f"{path}[{i}]", invalid(r, "must be an object")))
+            continue
+        if not isinstance(r.get("name", ""), str):
+            errs.append((f"{path}[{i}].name", invalid(r.get("name"), "must be a string")))
+        w = r.get("weight", 0)
+        if isinstance(w, bool) or not isinstance(w, int):
+            errs.append((f"{path}[{i}].weight", invalid(w, "must be an integer")))
+    return errs
+
+
+class ResourceAllocationScorer:
+    """``resourceAllocationScorer``: per resource (allocatable, requested) on a node, folded by ``scorer``.
+
+    ``use_requested`` (BalancedAllocation) reads the actual requests; otherwise cpu and memory use the
+    non-zero requests (100m / 200Mi for each container without a request), as NodeInfo.NonZeroRequested does.
+
+    ``feature_gates``: whether the pod's requests honour PodLevelResources and InPlacePodVerticalScaling.
+    Upstream sets those flags on BalancedAllocation's scorer only; NodeResourcesFit's scorer keeps them
+    off, so Fit scoring ignores pod-level requests (the golden corpus confirms it).
+    """
+
+    def __init__(
+        self,
+        plugin: str,
+        resources: Sequence[ResourceSpec],
+        scorer: Callable[[list[int], list[int]], int],
+        use_requested: bool,
+        feature_gates: bool,
+    ) -> None:
+        self.plugin = plugin
+        self.feature_gates = feature_gates
+        self.resources = tuple(resources)
+        self.scorer = scorer
+        self.use_requested = use_requested
+        self._memo_key = f"{plugin}:requests:{','.join(r.name for r in self.resources)}"
+
+    def pod_request_list(self, pod: PodInfo) -> list[int]:
+        """``calculatePodResourceRequestList``: the pod's request per configured resource (overhead included)."""
+
+        def compute() -> list[int]:
+            reqs = pod_requests(
+                pod.pod,
+                non_missing=not self.use_requested,
+                use_status=self.feature_gates,
+                skip_pod_level=not self.feature_gates,
+            )
+            out: list[int] = []
+            for r in self.resources:
+                q = reqs.get(r.name, Fraction(0))
+                out.append(math.ceil(q * 1000) if r.name == CPU else math.ceil(q))
+            return out
+
+        return list(pod.memo(self._memo_key, compute))
+
+    def allocatable_and_requested(self, node_info: NodeInfo, resource: str, pod_request: int) -> tuple[int, int]:
+        """``calculateResourceAllocatableRequest``; (0, 0) leaves the resource out of the score."""
+        if pod_request == 0 and is_scalar_resource_name(resource):
+            return 0, 0
+        requested = node_info.requested if self.use_requested else node_info.non_zero_requested
+        alloc = node_info.allocatable
+        if resource == CPU:
+            return alloc.milli_cpu, requested.milli_cpu + pod_request
+        if resource == MEMORY:
+            return alloc.memory, requested.memory + pod_request
+        if resource == EPHEMERAL_STORAGE:
+            return alloc.ephemeral_storage, node_info.requested.ephemeral_storage + pod_request
+        if resource in alloc.scalar_resources:
+            return alloc.scalar_resources[resource], node_info.requested.scalar_resources.get(resource, 0) + pod_request
+        return 0, 0
+
+    def score(self, node_info: NodeInfo, pod_requests_list: Sequence[int]) -> tuple[int, Status]:
+        if not self.resources:
+            return 0, error("resources not found")
+        n = len(self.resources)
+        requested = [0] * n
+        allocatable = [0] * n
+        for i, spec in enumerate(self.resources):
+            alloc, req = self.allocatable_and_requested(node_info, spec.name, pod_requests_list[i])
+            if alloc == 0:
+                continue
+            allocatable[i] = alloc
+            requested[i] = req
+        return self.scorer(requested, allocatable), success()
+
+
+# --- scoring strategies ---------------------------------------------------------------------------
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    """Unused share of the capacity on 0..100; over-committed counts 0."""
+    if capacity == 0 or requested > capacity:
+        return 0
+    return ((capacity - requested) * MAX_NODE_SCORE) // capacity
+
+
+def most_requested_score(requested: int, capacity: int) -> int:
+    """Used share of the capacity on 0..100, capped at 100 (non-zero defaults can exceed capacity)."""
+    if capacity == 0:
+        return 0
+    requested = min(requested, capacity)
+    return (requested * MAX_NODE_SCORE) // capacity
+
+
+def _weighted_mean_scorer(
+    resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]
+) -> Callable[[list[int], list[int]], int]:
+    weights = [r.weight for r in resources]
+
+    def scorer(requested: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, cap in enumerate(allocatable):
+            if cap == 0:
+                continue
+            node_score += per_resource(requested[i], cap) * weights[i]
+            weight_sum += weights[i]
+        return node_score // weight_sum if weight_sum else 0
+
+    return scorer
+
+
+def least_resource_scorer(resources: Sequence[ResourceSpec]) -> Callable[[list[int], list[int]], int]:
+    """LeastAllocated: weighted mean of ``(capacity - requested) * 100 / capacity``."""
+    return _weighted_mean_scorer(resources, least_requested_score)
+
+
+def most_resource_scorer(resources: Sequence[ResourceSpec]) -> Callable[[list[int], list[int]], int]:
+    """MostAllocated: weighted mean of ``requested * 100 / capacity``."""
+    return _weighted_mean_scorer(resources, most_requested_score)
+
+
+def broken_linear_function(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
+    """``helper.BuildBrokenLinearFunction`` over (utilization, score) points sorted by utilization."""
+
+    def f(p: int) -> int:
+        for i, (util, score) in enumerate(shape):
+            if p <= util:
+                if i == 0:
+                    return score
+                prev_util, prev_score = shape[i - 1]
+                return prev_score + _trunc_div((score - prev_score) * (p - prev_util), util - prev_util)
+        return shape[-1][1]
+
+    return f
+
+
+def requested_to_capacity_ratio_scorer(
+    resources: Sequence[ResourceSpec], shape: Sequence[Mapping[str, Any]]
+) -> Callable[[list[int], list[int]], int]:
+    """RequestedToCapacityRatio: the shape (scores scaled 10 -> 100) at each resource's utilization,
+    weighted over the resources scoring above zero, rounded half away from zero."""
+    points = [
+        (int(p.get("utilization") or 0), int(p.get("score") or 0) * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE))
+        for p in shape
+    ]
+    raw = broken_linear_function(points)
+    weights = [r.weight for r in resources]
+
+    def resource_score(requested: int, capacity: int) -> int:
+        if capacity == 0 or requested > capacity:
+            return raw(MAX_UTILIZATION)
+        return raw(requested * MAX_UTILIZATION // capacity)
+
+    def scorer(requested: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, cap in enumerate(allocatable):
+            if cap == 0:
+                continue
+            s = resource_score(requested[i], cap)
+            if s > 0:
+                node_score += s * weights[i]
+                weight_sum += weights[i]
+        if weight_sum == 0:
+            return 0
+        return go_round(float(node_score) / float(weight_sum))
+
+    return scorer
+
+
+# --- Filter ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class InsufficientResource:
+    """What does not fit: the resource, the reason shown to users, and whether preemption cannot help."""
+
+    resource_name: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+    unresolvable: bool = False
+
+
+def max_resource(rl: Mapping[str, Fraction]) -> Resource:
+    """``Resource.SetMaxResource`` on an empty Resource: cpu, memory, ephemeral storage and scalars (never pods)."""
+    r = Resource()
+    for name, q in rl.items():
+        if name == MEMORY:
+            r.memory = max(r.memory, math.ceil(q))
+        elif name == CPU:
+            r.milli_cpu = max(r.milli_cpu, math.ceil(q * 1000))
+        elif name == EPHEMERAL_STORAGE:
+            r.ephemeral_storage = max(r.ephemeral_storage, math.ceil(q))
+        elif is_scalar_resource_name(name):
+            r.scalar_resources[name] = max(r.scalar_resources.get(name, 0), math.ceil(q))
+    return r
+
+
+def compute_pod_resource_request(pod: PodInfo) -> Resource:
+    """``computePodResourceRequest``: the pod's requests as the Fit filter compares them."""
+    return pod.memo(f"{NAME}:request", lambda: max_resource(pod_requests(pod.pod)))
+
+
+def fits_request(
+    pod_request: Resource,
+    node_info: NodeInfo,
+    ignored_extended_resources: frozenset[str] = frozenset(),
+    ignored_resource_groups: frozenset[str] = frozenset(),
+) -> list[InsufficientResource]:
+    """``fitsRequest``: every resource the node lacks, in upstream's order (pods, cpu, memory,
+    ephemeral-storage, scalar resources). A request above the node's whole allocatable is unresolvable."""
+    out: list[InsufficientResource] = []
+    alloc = node_info.allocatable
+    used = node_info.requested
+    allowed_pods = alloc.allowed_pod_number
+    if len(node_info.pods) + 1 > allowed_pods:
+        out.append(InsufficientResource("pods", "Too many pods", 1, len(node_info.pods), allowed_pods))
+    if (
+        pod_request.milli_cpu == 0
+        and pod_request.memory == 0
+        and pod_request.ephemeral_storage == 0
+        and not pod_request.scalar_resources
+    ):
+        return out
+    cpu = pod_request.milli_cpu
+    if cpu > 0 and cpu > alloc.milli_cpu - used.milli_cpu:
+        out.append(
+            InsufficientResource(CPU, "Insufficient cpu", cpu, used.milli_cpu, alloc.milli_cpu, cpu > alloc.milli_cpu)
+        )
+    mem = pod_request.memory
+    if mem > 0 and mem > alloc.memory - used.memory:
+        out.append(
+            InsufficientResource(MEMORY, "Insufficient memory", mem, used.memory, alloc.memory, mem > alloc.memory)
+        )
+    eph = pod_request.ephemeral_storage
+    if eph > 0 and eph > alloc.ephemeral_storage - used.ephemeral_storage:
+        out.append(
+            InsufficientResource(
+                EPHEMERAL_STORAGE,
+                "Insufficient ephemeral-storage",
+                eph,
+                used.ephemeral_storage,
+                alloc.ephemeral_storage,
+                eph > alloc.ephemeral_storage,
+            )
+        )
+    # Upstream walks a Go map here (random order); the pod's own order keeps ours deterministic.
+    for name, quant in pod_request.scalar_resources.items():
+        if quant == 0:
+            continue
+        if is_extended_resource_name(name):
+            group = name.split("/")[0] if ignored_resource_groups else ""
+            if name in ignored_extended_resources or group in ignored_resource_groups:
+                continue
+        cap = alloc.scalar_resources.get(name, 0)
+        in_use = used.scalar_resources.get(name, 0)
+        if quant > cap - in_use:
+            out.append(InsufficientResource(name, f"Insufficient {name}", quant, in_use, cap, quant > cap))
+    return out
+
+
+def fits(pod: PodInfo, node_info: NodeInfo) -> list[InsufficientResource]:
+    """``Fits``: the pod against the node with nothing ignored."""
+    return fits_request(compute_pod_resource_request(pod), node_info)
+
+
+# --- the plugin -----------------------------------------------------------------------------------
+
+
+class _PreFilterState:
+    """The pod's requests; never mutated, so clones share it."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: Resource) -> None:
+        self.request = request
+
+    def clone(self) -> _PreFilterState:
+        return self
+
+
+class _PreScoreState:
+    __slots__ = ("pod_requests",)
+
+    def __init__(self, pod_requests_list: list[int]) -> None:
+        self.pod_requests = pod_requests_list
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+def validate_function_shape(shape: Any, path: str) -> list[tuple[str, str]]:
+    """``validateFunctionShape``: at least one point, utilization increasing in [0, 100], score in [0, 10]."""
+    if not shape:
+        return [(path, "Required value: at least one point must be specified")]
+    if not isinstance(shape, list) or not all(isinstance(p, Mapping) for p in shape):
+        return [(path, invalid(shape, "must be a list of points"))]
+    errs: list[tuple[str, str]] = []
+    for i, p in enumerate(shape):
+        for key in ("utilization", "score"):
+            v = p.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, int):
+                errs.append((f"{path}[{i}].{key}", invalid(v, "must be an integer")))
+    if errs:
+        return errs
+    for i in range(1, len(shape)):
+        if int(shape[i - 1].get("utilization") or 0) >= int(shape[i].get("utilization") or 0):
+            errs.append(
+                (
+                    f"{path}[{i}].utilization",
+                    invalid(shape[i].get("utilization") or 0, "values must be sorted in increasing order"),
+                )
+            )
+            break
+    for i, p in enumerate(shape):
+        util = int(p.get("utilization") or 0)
+        score = int(p.get("score") or 0)
+        if util < 0 or util > MAX_UTILIZATION:
+            errs.append((f"{path}[{i}].utilization", invalid(util, f"not in valid range [0, {MAX_UTILIZATION}]")))
+        if score < 0 or score > MAX_CUSTOM_PRIORITY_SCORE:
+            errs.append((f"{path}[{i}].score", invalid(score, f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")))
+    return errs
+
+
+class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    """Filter: the node has room for the pod's requests. Score: the configured scoring strategy."""
+
+    name: ClassVar[str] = NAME
+
+    def __init__(self, handle: Any, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        a = self.args if self.args else self.defaulted_args({})
+        self.ignored_resources = frozenset(str(r) for r in a.get("ignoredResources") or [])
+        self.ignored_resource_groups = frozenset(str(g) for g in a.get("ignoredResourceGroups") or [])
+        strategy = a.get("scoringStrategy") or {}
+        self.strategy: str = str(strategy.get("type") or LEAST_ALLOCATED)
+        resources = parse_resource_specs(strategy.get("resources") or DEFAULT_RESOURCES)
+        scorer: Callable[[list[int], list[int]], int]
+        if self.strategy == MOST_ALLOCATED:
+            scorer = most_resource_scorer(resources)
+        elif self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            shape = (strategy.get("requestedToCapacityRatio") or {}).get("shape") or []
+            scorer = requested_to_capacity_ratio_scorer(resources, shape)
+        else:
+            scorer = least_resource_scorer(resources)
+        self.scorer = ResourceAllocationScorer(NAME, resources, scorer, use_requested=False, feature_gates=False)
+
+    # --- args ---
+    @classmethod
+    def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """``SetDefaults_NodeResourcesFitArgs``: LeastAllocated on cpu and memory (weight 1 each)."""
+        out = copy.deepcopy(dict(args))
+        strategy = out.get("scoringStrategy")
+        if strategy is None:
+            out["scoringStrategy"] = {"type": LEAST_ALLOCATED, "resources": copy.deepcopy(DEFAULT_RESOURCES)}
+        elif isinstance(strategy, dict):
+            res = strategy.get("resources")
+            if not res or isinstance(res, list):
+                strategy["resources"] = defaulted_resource_specs(res)
+        return out
+
+    @classmethod
+    def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
+        """``ValidateNodeResourcesFitArgs``."""
+        errs: list[tuple[str, str]] = []
+        for key in ("ignoredResources", "ignoredResourceGroups"):
+            values = args.get(key) or []
+            if not isinstance(values, list):
+                errs.append((key, invalid(values, "must be a list")))
+                continue
+            for i, value in enumerate(values):
+                if not isinstance(value, str):
+                    errs.append((f"{key}[{i}]", invalid(value, "must be a string")))
+                    continue
+                if key == "ignoredResourceGroups" and "/" in value:
+                    errs.append((f"{key}[{i}]", invalid(value, "resource group name can't contain '/'")))
+                errs.extend((f"{key}[{i}]", invalid(value, msg)) for msg in qualified_name_errors(value))
+        strategy = args.get("scoringStrategy")
+        if strategy is None:
+            return errs
+        if not isinstance(strategy, Mapping):
+            return [*errs, ("scoringStrategy", invalid(strategy, "must be an object"))]
+        stype = strategy.get("type") or ""
+        if stype not in SUPPORTED_STRATEGIES:
+            supported = ", ".join(json.dumps(s) for s in SUPPORTED_STRATEGIES)
+            errs.append(
+                ("scoringStrategy.type", f"Unsupported value: {go_quote(stype)}: supported values: {supported}")
+            )
+        resources = strategy.get("resources") or []
+        shape_errs = resource_specs_type_errors(resources, "scoringStrategy.resources")
+        errs.extend(shape_errs)
+        if not shape_errs:
+            for i, r in enumerate(resources):
+                w = int(r.get("weight") or 0)
+                if w <= 0 or w > 100:
+                    msg = f"resource weight of {r.get('name') or ''} not in valid range (0, 100]"
+                    errs.append((f"scoringStrategy.resources[{i}].weight", invalid(w, msg)))
+        rtc = strategy.get("requestedToCapacityRatio")
+        if rtc is not None:
+            errs.extend(validate_function_shape((rtc or {}).get("shape"), "scoringStrategy.shape"))
+        elif stype == REQUESTED_TO_CAPACITY_RATIO:
+            # kube-scheduler would dereference the missing struct and crash; refuse it instead.
+            errs.append(("scoringStrategy.requestedToCapacityRatio", "Required value"))
+        return errs
+
+    # --- PreFilter / Filter ---
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(compute_pod_resource_request(pod)))
+        return None, success()
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        insufficient = fits_request(s.request, node_info, self.ignored_resources, self.ignored_resource_groups)
+        if not insufficient:
+            return success()
+        code = Code.UNSCHEDULABLE
+        if any(r.unresolvable for r in insufficient):
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return Status(code, *(r.reason for r in insufficient))
+
+    # --- PreScore / Score ---
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.scorer.pod_request_list(pod)))
+        return success()
+
+    def _pod_requests(self, state: CycleState, pod: PodInfo) -> list[int]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            return s.pod_requests
+        return self.scorer.pod_request_list(pod)
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
+        return self.scorer.score(node_info, self._pod_requests(state, pod))
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        reqs = self._pod_requests(state, pod)
+        scores: list[int] = []
+        for ni in nodes:
+            s, st = self.scorer.score(ni, reqs)
+            if not st.is_success():
+                return scores, st
+            scores.append(s)
+        return scores, success()

@@ -1,0 +1,26 @@
+"""NodeUnschedulable: nodes with ``spec.unschedulable`` reject pods not tolerating the unschedulable taint."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from app.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
+from app.scheduler.nodeinfo import NodeInfo, PodInfo
+from app.scheduler.plugins.taint_toleration import EFFECT_NO_SCHEDULE, pod_tolerations, tolerations_tolerate_taint
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_UNSCHEDULABLE_TAINT: dict[str, Any] = {"key": TAINT_NODE_UNSCHEDULABLE, "effect": EFFECT_NO_SCHEDULE}
+
+
+class NodeUnschedulable(FilterPlugin):
+    """Filters out cordoned nodes unless the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
+
+    name: ClassVar[str] = "NodeUnschedulable"
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if not node_info.unschedulable:
+            return success()
+        if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
+            return success()
+        return unresolvable(ERR_REASON_UNSCHEDULABLE)

@@ -1,0 +1,165 @@
+"""TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints score (``tainttoleration``).
+
+Also holds the toleration matching of ``v1helper.TolerationsTolerateTaint`` / ``Toleration.ToleratesTaint``,
+which NodeUnschedulable (and anyone else matching tolerations) reuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from app.scheduler.framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    FilterPlugin,
+    NodeScore,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    error,
+    success,
+    unresolvable,
+)
+from app.scheduler.nodeinfo import NodeInfo, PodInfo
+
+NAME = "TaintToleration"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+
+EFFECT_NO_SCHEDULE = "NoSchedule"
+EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
+EFFECT_NO_EXECUTE = "NoExecute"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """A pod toleration with absent fields read as empty strings."""
+
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+
+    @classmethod
+    def from_dict(cls, t: Mapping[str, Any]) -> Toleration:
+        return cls(
+            key=str(t.get("key") or ""),
+            operator=str(t.get("operator") or ""),
+            value=str(t.get("value") or ""),
+            effect=str(t.get("effect") or ""),
+        )
+
+    def tolerates(self, taint: Mapping[str, Any]) -> bool:
+        """``Toleration.ToleratesTaint`` with the TaintTolerationComparisonOperators gate off (v1.35 default)."""
+        if self.effect and self.effect != (taint.get("effect") or ""):
+            return False
+        if self.key and self.key != (taint.get("key") or ""):
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == (taint.get("value") or "")
+        # Lt/Gt only match behind the alpha gate; unknown operators never match.
+        return self.operator == "Exists"
+
+
+def pod_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
+    """The pod's tolerations, parsed once per pod."""
+
+    def parse() -> tuple[Toleration, ...]:
+        return tuple(Toleration.from_dict(t) for t in pod.spec.get("tolerations") or [])
+
+    return pod.memo("TaintToleration:tolerations", parse)
+
+
+def tolerations_tolerate_taint(tolerations: Iterable[Toleration], taint: Mapping[str, Any]) -> bool:
+    """``v1helper.TolerationsTolerateTaint``: some toleration tolerates the taint."""
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+def find_matching_untolerated_taint(
+    taints: Iterable[Mapping[str, Any]], tolerations: Sequence[Toleration], effects: Iterable[str] | None = None
+) -> Mapping[str, Any] | None:
+    """``v1helper.FindMatchingUntoleratedTaint``: the first taint (with one of ``effects``) no toleration tolerates."""
+    wanted = None if effects is None else frozenset(effects)
+    for taint in taints:
+        if wanted is not None and (taint.get("effect") or "") not in wanted:
+            continue
+        if not tolerations_tolerate_taint(tolerations, taint):
+            return taint
+    return None
+
+
+DO_NOT_SCHEDULE_EFFECTS = (EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE)
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
+    """``helper.DefaultNormalizeScore``: scale to ``max_priority`` by the highest score, optionally reversed."""
+    max_count = max((s.score for s in scores), default=0)
+    max_count = max(max_count, 0)
+    if max_count == 0:
+        if reverse:
+            for s in scores:
+                s.score = max_priority
+        return
+    for s in scores:
+        # Scores are non-negative here, so floor division equals Go's truncating division.
+        v = max_priority * s.score // max_count
+        s.score = max_priority - v if reverse else v
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    tolerations_prefer_no_schedule: tuple[Toleration, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
+    """Rejects nodes with untolerated NoSchedule/NoExecute taints; prefers nodes with fewer PreferNoSchedule ones."""
+
+    name: ClassVar[str] = NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        taints = node_info.taints
+        if not taints:
+            return success()
+        if find_matching_untolerated_taint(taints, pod_tolerations(pod), DO_NOT_SCHEDULE_EFFECTS) is None:
+            return success()
+        return unresolvable(ERR_REASON_UNTOLERATED)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        prefer = tuple(t for t in pod_tolerations(pod) if t.effect in ("", EFFECT_PREFER_NO_SCHEDULE))
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(prefer))
+        return success()
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return 0, error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        return _count_intolerable_prefer_no_schedule(node_info.taints, s.tolerations_prefer_no_schedule), success()
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return [], error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        tolerations = s.tolerations_prefer_no_schedule
+        return [_count_intolerable_prefer_no_schedule(ni.taints, tolerations) for ni in nodes], success()
+
+    def has_normalize(self) -> bool:
+        return True
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        default_normalize_score(MAX_NODE_SCORE, True, scores)
+        return success()
+
+
+def _count_intolerable_prefer_no_schedule(
+    taints: Iterable[Mapping[str, Any]], tolerations: Sequence[Toleration]
+) -> int:
+    count = 0
+    for taint in taints:
+        if taint.get("effect") == EFFECT_PREFER_NO_SCHEDULE and not tolerations_tolerate_taint(tolerations, taint):
+            count += 1
+    return count

@@ -1,0 +1,76 @@
+"""``kss serve`` (run the simulator) and ``kss kubeconfig`` (point kubectl at it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import yaml
+
+from app.config import Settings
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss serve``; unset ones come from ``KSS_*`` settings."""
+    parser.add_argument("--host", default=None, help="interface to bind (default: KSS_HOST or 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port to listen on (default: KSS_PORT or 8000)")
+    parser.add_argument("--database-url", default=None, help="SQLAlchemy URL (default: KSS_DATABASE_URL)")
+    parser.add_argument("--log-level", default="warning", help="uvicorn log level")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {
+        key: value
+        for key, value in (
+            ("host", getattr(args, "host", None)),
+            ("port", getattr(args, "port", None)),
+            ("database_url", getattr(args, "database_url", None)),
+        )
+        if value is not None
+    }
+    return Settings(**overrides)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Start the API server in the foreground (Alembic migrations run on start)."""
+    import uvicorn
+
+    from app.main import create_app
+
+    settings = _settings(args)
+    app = create_app(settings)
+    print(f"kss: serving the Kubernetes API on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level, access_log=False)
+    return 0
+
+
+def add_kubeconfig_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss kubeconfig``."""
+    parser.add_argument("--host", default=None, help="host of the server (default: KSS_HOST)")
+    parser.add_argument("--port", type=int, default=None, help="port of the server (default: KSS_PORT)")
+    parser.add_argument("--server", default=None, help="full server URL, overriding --host/--port")
+    parser.add_argument("--namespace", default="default", help="namespace of the context")
+
+
+def kubeconfig(server: str, *, token: str | None = None, namespace: str = "default") -> str:
+    """A kubeconfig YAML document with one cluster, user and current context named ``kss``."""
+    user: dict[str, str] = {"token": token} if token else {}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kss", "cluster": {"server": server}}],
+        "users": [{"name": "kss", "user": user}],
+        "contexts": [{"name": "kss", "context": {"cluster": "kss", "user": "kss", "namespace": namespace}}],
+        "current-context": "kss",
+        "preferences": {},
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def run_kubeconfig(args: argparse.Namespace) -> int:
+    """Print a kubeconfig for the simulator: ``kubectl --kubeconfig <(kss kubeconfig) get nodes``."""
+    settings = _settings(args)
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    server = args.server or f"http://{host}:{settings.port}"
+    sys.stdout.write(kubeconfig(server, token=settings.api_token, namespace=args.namespace))
+    return 0

@@ -1,0 +1,157 @@
+"""Shared fixtures: an Alembic-migrated SQLite file, the in-process ASGI app, a real ``kss serve`` process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import Engine
+
+from app.cluster.store import ClusterStore
+from app.config import Settings
+from app.db import make_engine, upgrade_database
+from app.main import create_app
+from app.serve_cli import kubeconfig
+
+KSS = Path(sys.executable).with_name("kss")
+KUBECTL = "/usr/bin/kubectl"
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    """A fresh SQLite file URL (not yet migrated)."""
+    return f"sqlite:///{tmp_path / 'kss.db'}"
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """An engine on a temp SQLite file migrated to head by Alembic."""
+    eng = make_engine(database_url)
+    upgrade_database(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def store(engine: Engine) -> ClusterStore:
+    """A cluster store written through to the migrated temp database."""
+    return ClusterStore.open(engine)
+
+
+@pytest.fixture
+async def app(database_url: str) -> AsyncIterator[FastAPI]:
+    """The application with its lifespan run (migrations applied, store loaded)."""
+    application = create_app(Settings(database_url=database_url, watch_window=50))
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process HTTP client for the app."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://kss.test") as c:
+        yield c
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A ``kss serve`` subprocess and how to reach it."""
+
+    url: str
+    port: int
+    database_url: str
+    kubeconfig: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self, *, kill: bool = False) -> None:
+        """Terminate (or SIGKILL) the process and wait for it."""
+        if self.process.poll() is None:
+            if kill:
+                self.process.kill()
+            else:
+                self.process.terminate()
+            self.process.wait(timeout=20)
+
+
+def start_server(
+    workdir: Path, database_url: str, *, port: int | None = None, env: dict[str, str] | None = None
+) -> Server:
+    """Start ``kss serve`` on a free port and wait until it answers."""
+    port = port or free_port()
+    log = workdir / f"kss-{port}.log"
+    environ = {**os.environ, "KSS_DATABASE_URL": database_url, "KSS_PORT": str(port), **(env or {})}
+    handle = log.open("wb")
+    process = subprocess.Popen([str(KSS), "serve"], stdout=handle, stderr=subprocess.STDOUT, env=environ, cwd=workdir)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"kss serve exited: {log.read_text()}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    else:
+        process.kill()
+        raise RuntimeError(f"kss serve did not start: {log.read_text()}")
+    config = workdir / f"kubeconfig-{port}"
+    config.write_text(kubeconfig(url))
+    return Server(url, port, database_url, config, process, log)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One real ``kss serve`` for the kubectl and kubernetes-client tests of the session."""
+    workdir = tmp_path_factory.mktemp("kss-server")
+    srv = start_server(workdir, f"sqlite:///{workdir / 'kss.db'}", env={"KSS_WATCH_WINDOW": "200"})
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def kubectl(server: Server) -> Iterator[KubectlRunner]:
+    """Run the real kubectl against the session server."""
+    yield KubectlRunner(server.kubeconfig)
+
+
+@dataclass
+class KubectlRunner:
+    """``kubectl --kubeconfig ...`` with the output captured."""
+
+    config: Path
+
+    def __call__(
+        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl; raise with its output when ``check`` and it fails."""
+        env = {**os.environ, "KUBECACHEDIR": str(self.config.parent / "kubecache")}
+        proc = subprocess.run(
+            [KUBECTL, "--kubeconfig", str(self.config), *args],
+            capture_output=True,
+            text=True,
+            input=input,
+            timeout=timeout,
+            env=env,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc

@@ -1,0 +1,116 @@
+"""NodeResourcesBalancedAllocation: the standard-deviation score, best-effort skip, args."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.scheduler.framework import Code, CycleState
+from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.plugins.node_resources_balanced_allocation import (
+    NodeResourcesBalancedAllocation,
+    balanced_resource_scorer,
+)
+from tests.scheduler.factories import make_handle, make_node, make_pod, node_info
+
+GPU = "example.com/gpu"
+
+
+def _plugin(**args: Any) -> NodeResourcesBalancedAllocation:
+    full = NodeResourcesBalancedAllocation.defaulted_args(args)
+    assert NodeResourcesBalancedAllocation.validate_args(full) == []
+    return NodeResourcesBalancedAllocation(make_handle(), full)
+
+
+def _score(plugin: NodeResourcesBalancedAllocation, pod: dict[str, Any], handle: Any, node: str) -> int:
+    state = CycleState()
+    pi = PodInfo(pod)
+    assert plugin.pre_score(state, pi, handle.snapshot.node_info_list).is_success()
+    score, st = plugin.score(state, pi, node_info(handle, node))
+    assert st.is_success()
+    return score
+
+
+def test_two_resources_score_half_the_fraction_gap() -> None:
+    handle = make_handle(nodes=[make_node(name="n")])  # 4 CPU, 8 GiB
+    pod = make_pod(name="p", requests={"cpu": "1", "memory": "1Gi"})
+    # fractions 0.25 and 0.125: std 0.0625 -> int(93.75) = 93
+    assert _score(_plugin(), pod, handle, "n") == 93
+
+
+def test_counts_what_is_already_on_the_node() -> None:
+    handle = make_handle(
+        nodes=[make_node(name="n")], pods=[make_pod(name="b", node_name="n", requests={"cpu": "1", "memory": "5Gi"})]
+    )
+    pod = make_pod(name="p", requests={"cpu": "1", "memory": "1Gi"})
+    # cpu 2/4 = 0.5, memory 6/8 = 0.75: std 0.125 -> 87
+    assert _score(_plugin(), pod, handle, "n") == 87
+
+
+def test_uses_actual_requests_without_non_zero_defaults() -> None:
+    handle = make_handle(nodes=[make_node(name="n")], pods=[make_pod(name="b", node_name="n")])
+    pod = make_pod(name="p", requests={"cpu": "1"})
+    # memory stays 0 (no 200Mi default, also not for the bound pod): |0.25 - 0| / 2 -> 87
+    assert _score(_plugin(), pod, handle, "n") == 87
+
+
+def test_fractions_are_capped_at_one() -> None:
+    node = make_node(name="n", allocatable={"cpu": "1", "memory": "8Gi"})
+    handle = make_handle(nodes=[node])
+    pod = make_pod(name="p", requests={"cpu": "3", "memory": "4Gi"})
+    # cpu 3.0 capped to 1, memory 0.5: std 0.25 -> 75
+    assert _score(_plugin(), pod, handle, "n") == 75
+
+
+def test_three_resources_use_the_population_standard_deviation() -> None:
+    assert balanced_resource_scorer([2, 1, 3], [4, 4, 4]) == 79  # 0.5, 0.25, 0.75: std 0.2041 -> 79.58
+    node = make_node(name="n", allocatable={"cpu": "4", "memory": "8Gi", "ephemeral-storage": "4Gi"})
+    handle = make_handle(nodes=[node])
+    pod = make_pod(name="p", requests={"cpu": "2", "memory": "2Gi", "ephemeral-storage": "3Gi"})
+    plugin = _plugin(resources=[{"name": "cpu"}, {"name": "memory"}, {"name": "ephemeral-storage"}])
+    assert _score(plugin, pod, handle, "n") == 79
+
+
+def test_one_resource_has_no_deviation() -> None:
+    assert balanced_resource_scorer([3, 0], [4, 0]) == 100
+
+
+def test_unrequested_extended_resource_is_left_out() -> None:
+    node = make_node(name="n", allocatable={"cpu": "4", "memory": "8Gi", GPU: "4"})
+    handle = make_handle(nodes=[node])
+    plugin = _plugin(resources=[{"name": "cpu"}, {"name": "memory"}, {"name": GPU}])
+    assert _score(plugin, make_pod(name="p", requests={"cpu": "1", "memory": "1Gi"}), handle, "n") == 93
+    # with the GPU: 0.25, 0.125, 1.0 -> mean 0.4583, std 0.3864 -> 61
+    with_gpu = make_pod(name="g", requests={"cpu": "1", "memory": "1Gi", GPU: "4"})
+    assert _score(plugin, with_gpu, handle, "n") == 61
+
+
+def test_best_effort_pods_are_skipped_at_prescore() -> None:
+    plugin = _plugin()
+    handle = make_handle(nodes=[make_node(name="n")])
+    for pod in (make_pod(name="none"), make_pod(name="zero", requests={"cpu": "0", "memory": "0"})):
+        st = plugin.pre_score(CycleState(), PodInfo(pod), handle.snapshot.node_info_list)
+        assert st.code == Code.SKIP
+    # Score without PreScore state recomputes and gives 0 to a best-effort pod.
+    score, st = plugin.score(CycleState(), PodInfo(make_pod(name="none")), node_info(handle, "n"))
+    assert (score, st.code) == (0, Code.SUCCESS)
+
+
+def test_pod_level_requests_are_honoured() -> None:
+    handle = make_handle(nodes=[make_node(name="n")])
+    pod = make_pod(name="p", requests={"cpu": "100m"}, spec={"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}})
+    # pod-level cpu 2 of 4 = 0.5, memory 1/8: std 0.1875 -> 81
+    assert _score(_plugin(), pod, handle, "n") == 81
+
+
+def test_defaults_and_validation() -> None:
+    assert NodeResourcesBalancedAllocation.defaulted_args({}) == {
+        "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+    }
+    assert NodeResourcesBalancedAllocation.defaulted_args({"resources": [{"name": GPU, "weight": 0}]}) == {
+        "resources": [{"name": GPU, "weight": 1}]
+    }
+    args = {"resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 2}]}
+    assert NodeResourcesBalancedAllocation.validate_args(args) == [
+        ("resources[1].name", 'Duplicate value: "cpu"'),
+        ("resources[1].weight", "Invalid value: 2: must be 1"),
+    ]
