@@ -53,3 +53,17 @@ class Settings(BaseSettings):
         description="Create a missing namespace on first use instead of rejecting (lets bare workload files load).",
     )
     seed: int = Field(default=0, description="Seed for every random choice (tie-breaking), so runs are reproducible.")
+    scheduler_enabled: bool = Field(
+        default=True, description="Run the scheduler inside kss serve; off leaves pods pending (API-only use, imports)."
+    )
+    results_max_attempts_per_pod: int | None = Field(
+        default=None, description="Keep at most this many recorded attempts per pod (None keeps every attempt)."
+    )
+    results_node_annotations: bool = Field(
+        default=True,
+        description="Write the per-node result annotations (filter/score maps); turn off for very large clusters.",
+    )
+    results_annotations: bool = Field(
+        default=True,
+        description="Mirror results as kube-scheduler-simulator annotations on pods (the database keeps everything).",
+    )

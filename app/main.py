@@ -15,7 +15,10 @@ from app.cluster.router import error_response
 from app.cluster.router import router as cluster_router
 from app.cluster.store import ClusterStore
 from app.config import Settings
-from app.db import make_engine, upgrade_database
+from app.db import make_engine, make_session_factory, session_scope, upgrade_database
+from app.results.router import router as results_router
+from app.results.service import ResultsService
+from app.scheduling.service import SchedulerService, load_scheduler_config
 
 log = logging.getLogger(__name__)
 
@@ -35,18 +38,39 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             auto_create_namespaces=settings.auto_create_namespaces,
         )
         log.info("cluster store loaded at resourceVersion %s", app.state.store.resource_version)
+        factory = make_session_factory(engine)
+        results = ResultsService(
+            lambda: session_scope(factory), max_attempts_per_pod=settings.results_max_attempts_per_pod
+        )
+        results.start()
+        app.state.results = results
+        scheduler = SchedulerService(
+            app.state.store,
+            results=results,
+            config=load_scheduler_config(settings),
+            seed=settings.seed,
+            per_node_annotations=settings.results_node_annotations,
+            write_annotations=settings.results_annotations,
+        )
+        app.state.scheduler = scheduler
+        if settings.scheduler_enabled:
+            scheduler.start()
         try:
             yield
         finally:
+            if settings.scheduler_enabled:
+                scheduler.stop()
+            results.stop()
             engine.dispose()
 
     app = FastAPI(
         title="kss",
         description="Kubernetes scheduler simulator",
         lifespan=lifespan,
-        docs_url=None,
+        docs_url="/simulator/docs",
         redoc_url=None,
-        openapi_url=None,  # /openapi/* belongs to the Kubernetes API (answered 404 so kubectl falls back)
+        # /openapi/* belongs to the Kubernetes API; the simulator's own endpoints are documented here.
+        openapi_url="/simulator/v1/openapi.json",
     )
     app.state.settings = settings
 
@@ -62,5 +86,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return error_response(UnknownResource())
         return error_response(ApiError(str(exc.detail)))
 
-    app.include_router(cluster_router)
+    app.include_router(results_router)
+    app.include_router(cluster_router, include_in_schema=False)
     return app

@@ -15,6 +15,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=None, help="interface to bind (default: KSS_HOST or 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default: KSS_PORT or 8000)")
     parser.add_argument("--database-url", default=None, help="SQLAlchemy URL (default: KSS_DATABASE_URL)")
+    parser.add_argument(
+        "--scheduler-config", default=None, help="KubeSchedulerConfiguration file (KSS_SCHEDULER_CONFIG)"
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level")
 
 
@@ -25,6 +28,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             ("host", getattr(args, "host", None)),
             ("port", getattr(args, "port", None)),
             ("database_url", getattr(args, "database_url", None)),
+            ("scheduler_config", getattr(args, "scheduler_config", None)),
         )
         if value is not None
     }

@@ -50,7 +50,8 @@ def store(engine: Engine) -> ClusterStore:
 @pytest.fixture
 async def app(database_url: str) -> AsyncIterator[FastAPI]:
     """The application with its lifespan run (migrations applied, store loaded)."""
-    application = create_app(Settings(database_url=database_url, watch_window=50))
+    # The scheduler stays off so API tests see exactly the objects they wrote.
+    application = create_app(Settings(database_url=database_url, watch_window=50, scheduler_enabled=False))
     async with application.router.lifespan_context(application):
         yield application
 
@@ -122,7 +123,11 @@ def start_server(
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One real ``kss serve`` for the kubectl and kubernetes-client tests of the session."""
     workdir = tmp_path_factory.mktemp("kss-server")
-    srv = start_server(workdir, f"sqlite:///{workdir / 'kss.db'}", env={"KSS_WATCH_WINDOW": "200"})
+    srv = start_server(
+        workdir,
+        f"sqlite:///{workdir / 'kss.db'}",
+        env={"KSS_WATCH_WINDOW": "200", "KSS_SCHEDULER_ENABLED": "false"},
+    )
     yield srv
     srv.stop()
 

@@ -44,9 +44,9 @@ class ResultsRepository:
 
     def attempt_counts(self) -> dict[tuple[str, str], int]:
         """Attempts recorded per (namespace, pod name)."""
-        stmt = select(SchedulingAttempt.namespace, SchedulingAttempt.pod_name, func.max(SchedulingAttempt.attempt)).group_by(
-            SchedulingAttempt.namespace, SchedulingAttempt.pod_name
-        )
+        stmt = select(
+            SchedulingAttempt.namespace, SchedulingAttempt.pod_name, func.max(SchedulingAttempt.attempt)
+        ).group_by(SchedulingAttempt.namespace, SchedulingAttempt.pod_name)
         return {(ns, name): int(n) for ns, name, n in self.session.execute(stmt)}
 
     def max_attempt(self, namespace: str, pod_name: str) -> int:

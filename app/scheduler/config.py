@@ -112,7 +112,9 @@ class SchedulerConfig:
         return None
 
 
-def _merge_plugin_set(default: dict[str, list[dict[str, Any]]], custom: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def _merge_plugin_set(
+    default: dict[str, list[dict[str, Any]]], custom: dict[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
     """``mergePluginSet``: custom disables drop defaults ("*" all), custom enables replace in place or append."""
     disabled = [{"name": d["name"]} for d in custom.get("disabled") or []]
     disabled_names = {d["name"] for d in disabled}
@@ -170,7 +172,9 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
     else:
         raw = copy.deepcopy(source)
     if raw.get("apiVersion", API_VERSION) != API_VERSION:
-        raise ConfigError("apiVersion", f"Unsupported value: {raw.get('apiVersion')!r}: supported values: {API_VERSION!r}")
+        raise ConfigError(
+            "apiVersion", f"Unsupported value: {raw.get('apiVersion')!r}: supported values: {API_VERSION!r}"
+        )
     if raw.get("kind", KIND) != KIND:
         raise ConfigError("kind", f"Unsupported value: {raw.get('kind')!r}: supported values: {KIND!r}")
     known_top = {
@@ -186,7 +190,10 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
     initial = _check_int(raw.get("podInitialBackoffSeconds", 1), "podInitialBackoffSeconds", 1)
     maximum = _check_int(raw.get("podMaxBackoffSeconds", 10), "podMaxBackoffSeconds", 1)
     if maximum < initial:
-        raise ConfigError("podMaxBackoffSeconds", f"Invalid value: {maximum}: must be greater than or equal to podInitialBackoffSeconds")
+        raise ConfigError(
+            "podMaxBackoffSeconds",
+            f"Invalid value: {maximum}: must be greater than or equal to podInitialBackoffSeconds",
+        )
     parallelism = _check_int(raw.get("parallelism", 16), "parallelism", 1)
     raw_profiles = raw.get("profiles") or [{"schedulerName": DEFAULT_SCHEDULER_NAME}]
     if not isinstance(raw_profiles, list):

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
@@ -215,11 +215,14 @@ class QueueSortPlugin(Plugin, ABC):
     def less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool: ...
 
 
-class QueuedPodInfoLike:
-    """What QueueSort compares: the pod and when it was first queued."""
+class QueuedPodInfoLike(Protocol):
+    """What QueueSort compares: the pod and when it was (re)queued."""
 
-    pod_info: PodInfo
-    timestamp: float
+    @property
+    def pod_info(self) -> PodInfo: ...
+
+    @property
+    def timestamp(self) -> float: ...
 
 
 class PreEnqueuePlugin(Plugin, ABC):
@@ -270,9 +273,7 @@ class ScorePlugin(Plugin, ABC):
     @abstractmethod
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]: ...
 
-    def score_nodes(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], Status]:
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
         scores: list[int] = []
         for ni in nodes:
             s, st = self.score(state, pod, ni)

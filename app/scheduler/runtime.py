@@ -77,11 +77,15 @@ class Framework:
         self.handle = handle
         handle.framework = self
         self.points = plugins
-        self.queue_sort: list[QueueSortPlugin] = [p for p in plugins.get("queueSort", []) if isinstance(p, QueueSortPlugin)]
+        self.queue_sort: list[QueueSortPlugin] = [
+            p for p in plugins.get("queueSort", []) if isinstance(p, QueueSortPlugin)
+        ]
         self.pre_enqueue: list[PreEnqueuePlugin] = [
             p for p in plugins.get("preEnqueue", []) if isinstance(p, PreEnqueuePlugin)
         ]
-        self.pre_filter: list[PreFilterPlugin] = [p for p in plugins.get("preFilter", []) if isinstance(p, PreFilterPlugin)]
+        self.pre_filter: list[PreFilterPlugin] = [
+            p for p in plugins.get("preFilter", []) if isinstance(p, PreFilterPlugin)
+        ]
         self.filter: list[FilterPlugin] = [p for p in plugins.get("filter", []) if isinstance(p, FilterPlugin)]
         self.post_filter: list[PostFilterPlugin] = [
             p for p in plugins.get("postFilter", []) if isinstance(p, PostFilterPlugin)
@@ -319,14 +323,24 @@ class Framework:
             if pl.has_normalize():
                 st = pl.normalize_score(state, pod, node_scores)
                 if not st.is_success():
-                    return raw, normalized, weighted, error(f"running Normalize on Score plugin {pl.name!r}: {st.message()}")
+                    return (
+                        raw,
+                        normalized,
+                        weighted,
+                        error(f"running Normalize on Score plugin {pl.name!r}: {st.message()}"),
+                    )
             weight = self.weights.get(pl.name, 1)
             norm: list[int] = []
             for ns in node_scores:
                 if ns.score > MAX_NODE_SCORE or ns.score < MIN_NODE_SCORE:
-                    return raw, normalized, weighted, error(
-                        f"plugin {pl.name!r} returns an invalid score {ns.score}, it should in the range of "
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    return (
+                        raw,
+                        normalized,
+                        weighted,
+                        error(
+                            f"plugin {pl.name!r} returns an invalid score {ns.score}, it should in the range of "
+                            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                        ),
                     )
                 norm.append(ns.score)
             normalized[pl.name] = norm

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from app.results import annotations as result_annotations
@@ -24,7 +25,7 @@ from app.results.service import ResultsService
 from app.scheduler import queue as q
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.config import SchedulerConfig, build_framework, parse_config
-from app.scheduler.cycle import Attempt, Scheduler, ScheduleOptions
+from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Code, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.runtime import Framework
@@ -56,6 +57,25 @@ class ClusterStoreLike(Protocol):
     def delete(self, kind: str, namespace: str | None, name: str) -> Any: ...
 
     def add_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
+
+    def remove_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
+
+    def patch(self, kind: str, namespace: str | None, name: str, patch: Any, patch_type: str = "merge") -> Any: ...
+
+    def update_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> Any: ...
+
+    def create_event(
+        self, involved: dict[str, Any], reason: str, message: str, *, type: str = "Normal",
+        component: str = "default-scheduler", action: str = "",
+    ) -> Any: ...  # fmt: skip
+
+
+def load_scheduler_config(settings: Any) -> SchedulerConfig:
+    """The starting configuration: ``KSS_SCHEDULER_CONFIG`` / ``--scheduler-config`` file, or the defaults."""
+    path = getattr(settings, "scheduler_config", None)
+    if path is None:
+        return parse_config(None)
+    return parse_config(Path(path).read_text())
 
 
 def _now_rfc3339() -> str:
@@ -201,6 +221,7 @@ class SchedulerService:
         self._thread.start()
 
     def stop(self) -> None:
+        self.store.remove_listener(self._on_change)
         self._stop.set()
         self._wake.set()
         self.queue.close()
@@ -370,48 +391,48 @@ class SchedulerService:
                 pod.pod, "Scheduled", f"Successfully assigned {pod.key} to {att.bound_to}", event_type="Normal"
             )
         else:
-            qpi.unschedulable_plugins = {
-                text.split(":", 1)[0] for text in att.filter_fail.values()
-            } if att.result == "unschedulable" else set()
+            qpi.unschedulable_plugins = (
+                {text.split(":", 1)[0] for text in att.filter_fail.values()} if att.result == "unschedulable" else set()
+            )
             if att.result == "unschedulable" and not qpi.unschedulable_plugins and att.prefilter_status != "success":
                 qpi.unschedulable_plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
             self._mark_unschedulable(pod, att)
             self.queue.add_unschedulable_if_not_present(qpi, cycle)
         self._write_annotations(pod, att)
         if self.results is not None:
-            self.results.submit(att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, queued_seconds=queued_for)
+            self.results.submit(
+                att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, queued_seconds=queued_for
+            )
         if self.on_attempt is not None:
             self.on_attempt(att)
 
     def _mark_unschedulable(self, pod: PodInfo, att: Attempt) -> None:
+        """PodScheduled=False with kube-scheduler's message, the nomination, and a FailedScheduling event."""
         reason = "Unschedulable" if att.result == "unschedulable" else "SchedulerError"
-        update_status = getattr(self.store, "update_pod_status", None)
-        if update_status is not None:
-            status: dict[str, Any] = {
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": reason,
-                        "message": att.message,
-                        "lastProbeTime": None,
-                        "lastTransitionTime": _now_rfc3339(),
-                    }
-                ]
-            }
-            if att.nominated_node:
-                status["nominatedNodeName"] = att.nominated_node
-            try:
-                update_status(pod.namespace, pod.name, status)
-            except Exception:
-                log.exception("updating status of %s failed", pod.key)
+        current = self.store.get("Pod", pod.namespace, pod.name)
+        if current is None:
+            return
+        status: dict[str, Any] = dict(current.get("status") or {})
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": att.message,
+            "lastProbeTime": None,
+            "lastTransitionTime": _now_rfc3339(),
+        }
+        others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        status["conditions"] = [*others, condition]
+        if att.nominated_node:
+            status["nominatedNodeName"] = att.nominated_node
+        try:
+            self.store.update_pod_status(pod.namespace, pod.name, status)
+        except Exception:
+            log.exception("updating status of %s failed", pod.key)
         self.record_event(pod.pod, "FailedScheduling", att.message, event_type="Warning")
 
     def _write_annotations(self, pod: PodInfo, att: Attempt) -> None:
         if not self.write_annotations:
-            return
-        annotate = getattr(self.store, "annotate", None)
-        if annotate is None:
             return
         current = self.store.get("Pod", pod.namespace, pod.name)
         if current is None:
@@ -421,16 +442,15 @@ class SchedulerService:
             result_annotations.attempt_annotations(att, per_node=self.per_node_annotations), existing
         )
         try:
-            annotate("Pod", pod.namespace, pod.name, values)
+            self.store.patch("Pod", pod.namespace, pod.name, {"metadata": {"annotations": values}}, "merge")
         except Exception:
             log.exception("annotating %s failed", pod.key)
 
     def record_event(self, obj: dict[str, Any], reason: str, message: str, *, event_type: str) -> None:
-        create_event = getattr(self.store, "create_event", None)
-        if create_event is None:
-            return
+        involved = obj if obj.get("kind") else {**obj, "kind": "Pod", "apiVersion": "v1"}
         try:
-            create_event(obj, reason=reason, message=message, event_type=event_type, source="default-scheduler")
+            self.store.create_event(involved, reason, message, type=event_type, component="default-scheduler",
+                                    action="Scheduling" if reason != "Preempted" else "Preempting")  # fmt: skip
         except Exception:
             log.exception("recording event %s failed", reason)
 

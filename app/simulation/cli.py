@@ -7,7 +7,10 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
+from app.scheduler.cycle import Attempt
+from app.scheduler.nodeinfo import PodInfo
 from app.simulation.runner import DETAIL_LEVELS, run_scenario
 
 
@@ -26,8 +29,27 @@ def _result_name(path: Path) -> str:
     return name
 
 
+def _recorder(path: Path) -> Any:
+    """A results service writing into a results database at ``path`` (built by Alembic)."""
+    from app.db import make_engine, make_session_factory, session_scope, upgrade_database
+    from app.results.service import ResultsService
+
+    engine = make_engine(f"sqlite:///{path}", sqlite_synchronous="NORMAL")
+    upgrade_database(engine)
+    factory = make_session_factory(engine)
+    service = ResultsService(lambda: session_scope(factory))
+    service.start()
+    return service
+
+
 def run(args: argparse.Namespace) -> int:
     allow_missing = os.environ.get("KSS_ALLOW_MISSING_PLUGINS") == "1"
+    recorder = _recorder(args.record_db) if args.record_db else None
+
+    def on_attempt(att: Attempt, pod: PodInfo) -> None:
+        if recorder is not None:
+            recorder.submit(att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid)
+
     if args.out_dir is None and len(args.scenarios) > 1:
         print("kss simulate: several scenarios need --out-dir", file=sys.stderr)
         return 2
@@ -35,7 +57,13 @@ def run(args: argparse.Namespace) -> int:
     for path in args.scenarios:
         try:
             scenario = json.loads(path.read_text())
-            result = run_scenario(scenario, args.detail, allow_missing_plugins=allow_missing)
+            result = run_scenario(
+                scenario,
+                args.detail,
+                allow_missing_plugins=allow_missing,
+                record_all=recorder is not None,
+                on_attempt=on_attempt if recorder is not None else None,
+            )
         except Exception as exc:  # one bad scenario must not stop the batch
             failures += 1
             print(f"kss simulate: {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -46,4 +74,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             args.out_dir.mkdir(parents=True, exist_ok=True)
             (args.out_dir / f"{_result_name(path)}.result.json").write_text(text)
+    if recorder is not None:
+        recorder.stop()
+        if recorder.errors:
+            print(f"kss simulate: recording failed: {recorder.errors[0]}", file=sys.stderr)
+            failures += 1
     return 1 if failures else 0

@@ -8,12 +8,13 @@ name; every node evaluated unless the scenario is about sampling; the k-th bound
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.scheduler.config import build_framework, parse_config
-from app.scheduler.cycle import Attempt, Scheduler, ScheduleOptions
+from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo, Snapshot
 
@@ -118,6 +119,7 @@ class ScenarioRun:
         )
         self.actions.scheduler = self.scheduler
         self.bound_count = 0
+        self.on_attempt: Callable[[Attempt, PodInfo], None] | None = None
 
     def options(self) -> ScheduleOptions:
         return ScheduleOptions(
@@ -167,6 +169,8 @@ class ScenarioRun:
                     (other.pod.get("status") or {}).pop("nominatedNodeName", None)
 
     def _after(self, pod: PodInfo, att: Attempt) -> str | None:
+        if self.on_attempt is not None:
+            self.on_attempt(att, pod)
         if att.result != "scheduled" or att.bound_to is None:
             return None
         self.bound_count += 1
@@ -237,11 +241,25 @@ def attempt_entry(att: Attempt, start_time: str | None, detail: str) -> dict[str
     return base
 
 
-def run_scenario(scenario: dict[str, Any], detail: str = "full", *, allow_missing_plugins: bool = False) -> dict[str, Any]:
-    """Run a scenario and return the result document (same shape as an ``.expected.json``)."""
+def run_scenario(
+    scenario: dict[str, Any],
+    detail: str = "full",
+    *,
+    allow_missing_plugins: bool = False,
+    record_all: bool = False,
+    on_attempt: Callable[[Attempt, PodInfo], None] | None = None,
+) -> dict[str, Any]:
+    """Run a scenario and return the result document (same shape as an ``.expected.json``).
+
+    ``record_all`` keeps every plugin's verdict even at the ``placements`` level (for ``--record-db``);
+    ``on_attempt`` sees each attempt as it finishes.
+    """
     if detail not in DETAIL_LEVELS:
         raise ValueError(f"unknown detail level {detail!r}; use one of {', '.join(DETAIL_LEVELS)}")
-    run = ScenarioRun(scenario, record=detail != "placements", allow_missing_plugins=allow_missing_plugins)
+    run = ScenarioRun(
+        scenario, record=record_all or detail != "placements", allow_missing_plugins=allow_missing_plugins
+    )
+    run.on_attempt = on_attempt
     attempts = run.run()
     first = next(iter(run.frameworks.values()))
     names = first.plugin_names()

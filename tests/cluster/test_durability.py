@@ -11,6 +11,9 @@ import httpx
 from tests.cluster.factories import node, objects_of_every_kind, pod
 from tests.conftest import start_server
 
+# Acknowledged objects must come back byte for byte, so nothing else may change them.
+NO_SCHEDULER = {"KSS_SCHEDULER_ENABLED": "false"}
+
 URLS = {
     "Namespace": "/api/v1/namespaces",
     "Node": "/api/v1/nodes",
@@ -27,7 +30,7 @@ URLS = {
 
 def test_kill_9_loses_no_acknowledged_write(tmp_path: Path) -> None:
     database_url = f"sqlite:///{tmp_path / 'kss.db'}"
-    server = start_server(tmp_path, database_url)
+    server = start_server(tmp_path, database_url, env=NO_SCHEDULER)
     acknowledged: dict[str, Any] = {}  # url -> last acknowledged body, or None when deleted
     try:
         with httpx.Client(base_url=server.url, timeout=10) as c:
@@ -70,7 +73,7 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path) -> None:
     finally:
         server.stop(kill=True)
 
-    restarted = start_server(tmp_path, database_url)
+    restarted = start_server(tmp_path, database_url, env=NO_SCHEDULER)
     try:
         with httpx.Client(base_url=restarted.url, timeout=10) as c:
             for url, body in acknowledged.items():

@@ -21,7 +21,11 @@ def _count(path: Path) -> int:
 def test_kubectl_apply_of_the_1200_node_trace(tmp_path: Path) -> None:
     # NORMAL sync (still durable against a killed process) keeps this test's thousands of commits quick;
     # bench/load_workload.py measures the default FULL setting.
-    server = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}", env={"KSS_SQLITE_SYNCHRONOUS": "NORMAL"})
+    server = start_server(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'kss.db'}",
+        env={"KSS_SQLITE_SYNCHRONOUS": "NORMAL", "KSS_SCHEDULER_ENABLED": "false"},
+    )
     try:
         kubectl = KubectlRunner(server.kubeconfig)
         nodes, pods = WORKLOADS / "nodes-1200.yaml", WORKLOADS / "pods-1200.yaml"

@@ -1,0 +1,87 @@
+"""Response shapes of the results API (documented in the OpenAPI at /simulator/v1/openapi.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class AttemptSummary(BaseModel):
+    attempt: int = Field(examples=[2])
+    cycle: int = Field(examples=[17])
+    profile: str = Field(examples=["default-scheduler"])
+    startedAt: float = Field(description="Unix time the cycle started", examples=[1763715600.25])
+    durationSeconds: float = Field(examples=[0.0042])
+    queuedSeconds: float = Field(description="Time spent in the queue before this attempt", examples=[1.0])
+    result: str = Field(description="scheduled, unschedulable or error", examples=["scheduled"])
+    boundTo: str | None = Field(examples=["node-c"])
+    boundBy: str | None = Field(description="score, single-feasible or nominated-node", examples=["score"])
+    nominatedNode: str | None = Field(examples=[None])
+    message: str = Field(examples=["0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."])
+    nodes: int = Field(examples=[3])
+    feasibleNodes: int = Field(examples=[1])
+    rejections: dict[str, dict[str, int]] = Field(
+        description="Nodes rejected per plugin and reason, at the plugin where kube-scheduler stopped",
+        examples=[
+            {"NodeResourcesFit": {"Insufficient cpu": 2}, "TaintToleration": {"node(s) had untolerated taint(s)": 1}}
+        ],
+    )
+
+
+class MatrixRow(BaseModel):
+    node: str = Field(examples=["node-c"])
+    filter: dict[str, str] = Field(examples=[{"NodeResourcesFit": "passed", "TaintToleration": "passed"}])
+    stoppedAt: str | None = Field(description="The plugin where kube-scheduler's filter loop stopped", examples=[None])
+    unresolvable: list[str] = Field(examples=[[]])
+    score: dict[str, int] | None = Field(examples=[{"NodeResourcesFit": 62, "TaintToleration": 0}])
+    normalizedScore: dict[str, int] | None = Field(examples=[{"NodeResourcesFit": 62, "TaintToleration": 100}])
+    finalScore: dict[str, int] | None = Field(examples=[{"NodeResourcesFit": 62, "TaintToleration": 300}])
+    total: int | None = Field(examples=[362])
+    selected: bool = Field(examples=[True])
+
+
+class Matrix(BaseModel):
+    page: int
+    pageSize: int
+    totalRows: int
+    sort: str
+    rows: list[MatrixRow]
+
+
+class TopNode(BaseModel):
+    node: str
+    total: int
+    finalScore: dict[str, int]
+
+
+class AttemptDetail(AttemptSummary):
+    pod: str = Field(examples=["default/web"])
+    prefilter: dict[str, str] | None
+    prefilterStatus: str | None
+    prefilterNodes: list[str] | None
+    prescore: dict[str, str] | None
+    postfilter: dict[str, Any] | None = Field(
+        examples=[{"nominatedNode": "node-b", "victims": ["default/low"], "status": "success", "code": "Success"}]
+    )
+    victims: list[str]
+    reserve: dict[str, str] | None
+    permit: dict[str, str] | None
+    permitTimeout: dict[str, float] | None
+    prebind: dict[str, str] | None
+    bind: dict[str, str] | None
+    selected: list[str] | None
+    filterPlugins: list[str]
+    scorePlugins: list[str]
+    weights: dict[str, int]
+    topNodes: list[TopNode]
+    matrix: Matrix
+
+
+class AttemptList(BaseModel):
+    pod: str = Field(examples=["default/web"])
+    attempts: list[AttemptSummary]
+
+
+class Cleared(BaseModel):
+    deleted: int

@@ -1,0 +1,187 @@
+"""Recorded attempts agree with what the engine computed, and read back paged, sorted and filtered."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from app.db import make_engine, make_session_factory, session_scope, upgrade_database
+from app.results import annotations as ann
+from app.results.codec import decode_matrices, encode_matrices
+from app.results.service import ResultsService
+from app.scheduler.cache import SchedulerCache
+from app.scheduler.config import build_framework, parse_config
+from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler
+from app.scheduler.framework import ClusterObjects, Handle
+from app.scheduler.nodeinfo import PodInfo
+from tests.scheduler.factories import make_node, make_pod
+
+TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+
+
+@pytest.fixture
+def results_engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'results.db'}")
+    upgrade_database(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def service(results_engine: Engine) -> Iterator[ResultsService]:
+    factory = make_session_factory(results_engine)
+    svc = ResultsService(lambda: session_scope(factory))
+    svc.start()
+    yield svc
+    svc.stop()
+
+
+def make_scheduler() -> tuple[Scheduler, SchedulerCache]:
+    cache = SchedulerCache()
+    # node-a is tainted AND too small: it fails two plugins; node-b is too small; node-c fits later.
+    cache.add_node(make_node(name="node-a", allocatable={"cpu": "1"}, taints=[TAINT]))
+    cache.add_node(make_node(name="node-b", allocatable={"cpu": "1"}))
+    cache.add_node(make_node(name="node-c", allocatable={"cpu": "1"}))
+    cache.add_pod(PodInfo(make_pod(name="hog", node_name="node-c", requests={"cpu": "800m"})))
+    handle = Handle(ClusterObjects())
+    config = parse_config(None)
+    frameworks = {"default-scheduler": build_framework(config.profiles[0], handle)}
+    return Scheduler(frameworks, cache.snapshot, seed=1, cache=cache), cache
+
+
+def run_two_attempts() -> tuple[Attempt, Attempt, PodInfo]:
+    scheduler, cache = make_scheduler()
+    pod = PodInfo(make_pod(name="web", requests={"cpu": "2"}))
+    opts = ScheduleOptions(record=True, run_binding_cycle=False)
+    first = scheduler.schedule_one(pod, 1, opts)
+    # The cluster grows: node-c gets bigger and the pod fits on the second attempt.
+    cache.update_node(make_node(name="node-c", allocatable={"cpu": "8"}))
+    second = scheduler.schedule_one(pod, 2, opts)
+    return first, second, pod
+
+
+def test_node_failing_two_plugins_records_both_verdicts() -> None:
+    first, _, _ = run_two_attempts()
+    assert first.result == "unschedulable"
+    assert first.filter["node-a"]["TaintToleration"] == "node(s) had untolerated taint(s)"
+    assert first.filter["node-a"]["NodeResourcesFit"] == "Insufficient cpu"
+    # kube-scheduler's own loop stops at the first failing plugin in framework order.
+    assert first.filter_fail["node-a"].startswith("TaintToleration:")
+
+
+def test_recorded_matrices_equal_what_the_engine_computed(service: ResultsService) -> None:
+    first, second, pod = run_two_attempts()
+    for att in (first, second):
+        service.submit(att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid)
+    service.flush()
+
+    listing = service.list_attempts("default", "web")
+    assert [a["attempt"] for a in listing] == [2, 1]  # newest first
+    assert [a["result"] for a in listing] == ["scheduled", "unschedulable"]
+    assert listing[1]["message"] == first.message
+    assert listing[1]["message"].startswith("0/3 nodes are available:")
+    assert listing[1]["rejections"]["TaintToleration"] == {"node(s) had untolerated taint(s)": 1}
+    assert listing[1]["rejections"]["NodeResourcesFit"] == {"Insufficient cpu": 2}
+
+    failed = service.get_attempt("default", "web", 1, page_size=10)
+    assert failed is not None
+    rows = {r["node"]: r for r in failed["matrix"]["rows"]}
+    assert set(rows) == {"node-a", "node-b", "node-c"}
+    for node, verdicts in first.filter.items():
+        assert rows[node]["filter"] == verdicts
+    assert rows["node-a"]["stoppedAt"] == "TaintToleration"
+    assert rows["node-a"]["unresolvable"] == first.unresolvable["node-a"]
+
+    bound = service.get_attempt("default", "web", 2, sort="total")
+    assert bound is not None
+    assert bound["boundTo"] == second.bound_to == "node-c"
+    assert bound["matrix"]["rows"][0]["node"] == "node-c"
+    assert bound["matrix"]["rows"][0]["selected"] is True
+    row = bound["matrix"]["rows"][0]
+    assert row["score"] == second.score["node-c"]  # type: ignore[index]
+    assert row["finalScore"] == second.final_score["node-c"]  # type: ignore[index]
+    assert row["total"] == second.total["node-c"]  # type: ignore[index]
+    assert bound["weights"]["TaintToleration"] == 3
+
+
+def test_matrix_rows_can_be_filtered_by_plugin_and_node(service: ResultsService) -> None:
+    first, _, pod = run_two_attempts()
+    service.submit(first, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid)
+    service.flush()
+    by_plugin = service.get_attempt("default", "web", 1, plugin="TaintToleration")
+    assert by_plugin is not None
+    assert [r["node"] for r in by_plugin["matrix"]["rows"]] == ["node-a"]
+    by_node = service.get_attempt("default", "web", 1, node="node-b")
+    assert by_node is not None
+    assert [r["node"] for r in by_node["matrix"]["rows"]] == ["node-b"]
+    paged = service.get_attempt("default", "web", 1, sort="name", page=2, page_size=2)
+    assert paged is not None
+    assert [r["node"] for r in paged["matrix"]["rows"]] == ["node-c"]
+    assert paged["matrix"]["totalRows"] == 3
+
+
+def test_retention_keeps_the_newest_attempts(results_engine: Engine) -> None:
+    factory = make_session_factory(results_engine)
+    svc = ResultsService(lambda: session_scope(factory), max_attempts_per_pod=2)
+    first, second, pod = run_two_attempts()
+    for n in range(1, 5):
+        att = dataclasses.replace(first if n % 2 else second)
+        att.attempt = svc.next_attempt_number("default", "web")
+        svc.submit(att, namespace="default", pod_name="web", pod_uid=pod.uid)
+    svc.flush()
+    svc.stop()
+    assert [a["attempt"] for a in svc.list_attempts("default", "web")] == [4, 3]
+
+
+def test_clearing_a_pods_results(service: ResultsService) -> None:
+    first, _, pod = run_two_attempts()
+    service.submit(first, namespace="default", pod_name="web", pod_uid=pod.uid)
+    service.flush()
+    assert service.clear_pod("default", "web") == 1
+    assert service.list_attempts("default", "web") == []
+
+
+def test_codec_round_trip_keeps_every_verdict_and_score() -> None:
+    _, second, _ = run_two_attempts()
+    decoded = decode_matrices(encode_matrices(second))
+    assert decoded["filter"] == second.filter
+    assert decoded["score"] == second.score
+    assert decoded["finalscore"] == second.final_score
+    assert decoded["total"] == second.total
+
+
+def test_annotations_use_kube_scheduler_simulator_shapes() -> None:
+    _, second, _ = run_two_attempts()
+    values = ann.attempt_annotations(second)
+    assert values[ann.SELECTED_NODE] == "node-c"
+    filter_result = json.loads(values[ann.FILTER_RESULT])
+    assert filter_result["node-c"]["NodeResourcesFit"] == "passed"
+    scores = json.loads(values[ann.SCORE_RESULT])
+    assert all(isinstance(v, str) and v.lstrip("-").isdigit() for v in scores["node-c"].values())
+    final = json.loads(values[ann.FINALSCORE_RESULT])
+    assert int(final["node-c"]["TaintToleration"]) == 300
+    assert json.loads(values[ann.PREFILTER_STATUS])["NodeResourcesFit"] == "success"
+    assert json.loads(values[ann.PRESCORE_RESULT])["TaintToleration"] == "success"
+
+
+def test_per_node_annotations_can_be_turned_off() -> None:
+    _, second, _ = run_two_attempts()
+    values = ann.attempt_annotations(second, per_node=False)
+    assert ann.FILTER_RESULT not in values and ann.SCORE_RESULT not in values
+    assert values[ann.SELECTED_NODE] == "node-c"
+
+
+def test_result_history_drops_oldest_entries_past_256_kib() -> None:
+    big = {ann.FILTER_RESULT: "x" * 100_000, ann.SELECTED_NODE: "n"}
+    existing: dict[str, str] = {}
+    for i in range(5):
+        current = dict(big, **{ann.SELECTED_NODE: f"node-{i}"})
+        existing = ann.with_history(current, existing)
+    history = json.loads(existing[ann.RESULT_HISTORY])
+    assert len(existing[ann.RESULT_HISTORY].encode()) <= ann.HISTORY_LIMIT_BYTES
+    assert [h[ann.SELECTED_NODE] for h in history] == ["node-3", "node-4"]
