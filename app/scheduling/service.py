@@ -204,9 +204,30 @@ class SchedulerService:
         )
 
     def apply_config(self, config: SchedulerConfig) -> None:
-        """Use ``config`` from the next scheduling cycle on (raises ConfigError before changing anything)."""
+        """Use ``config`` from the next scheduling cycle on."""
         self._inbox.append(("CONFIG", "", {"config": config}))
         self._wake.set()
+
+    def update_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
+        """Validate a KubeSchedulerConfiguration (YAML text or dict) and apply it to the next cycle.
+
+        Raises ``ConfigError`` naming the field, leaving the running configuration unchanged.
+        """
+        config = parse_config(source)
+        # Instantiating every profile catches what only the framework can see (e.g. two queue sorts).
+        for profile in config.profiles:
+            build_framework(profile, Handle(ClusterObjects()))
+        self.apply_config(config)
+        self.config = config
+        return config
+
+    def config_document(self) -> dict[str, Any]:
+        """The running configuration as the user gave it (defaults not expanded)."""
+        raw = copy.deepcopy(self.config.raw)
+        raw.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+        raw.setdefault("kind", "KubeSchedulerConfiguration")
+        raw.setdefault("profiles", [{"schedulerName": "default-scheduler"}])
+        return raw
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -258,6 +279,9 @@ class SchedulerService:
     def _swap_config(self, config: SchedulerConfig) -> None:
         self.config = config
         self.scheduler = self._build(config)
+        # Nodes already in the cache stay; the new frameworks read the same snapshot.
+        for fwk in self.frameworks.values():
+            fwk.handle.snapshot = self.cache.snapshot
         self.queue.initial_backoff = config.pod_initial_backoff_seconds
         self.queue.max_backoff = config.pod_max_backoff_seconds
 
