@@ -63,7 +63,7 @@ def test_equal_scores_tie_break_by_name_or_seeded_reservoir() -> None:
 
 
 def test_nominated_higher_priority_pod_reserves_room_in_the_first_filter_pass() -> None:
-    scheduler, cache = scheduler_with(1)
+    scheduler, _ = scheduler_with(1)
     handle = next(iter(scheduler.frameworks.values())).handle
     vip = PodInfo(make_pod(name="vip", priority=100, requests={"cpu": "3"}))
     handle.add_nominated_pod(vip, "n000")
