@@ -33,6 +33,10 @@ class Settings(BaseSettings):
         default=3 * 1024 * 1024,
         description="Largest request body accepted, as kube-apiserver's 3 MiB limit (413 above).",
     )
+    import_max_body_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        description="Largest snapshot POST /simulator/v1/import accepts: a whole cluster is far above one object.",
+    )
     watch_window: int = Field(
         default=10000,
         description="Change events kept in memory for watch replay; older resourceVersions answer 410 Gone.",
@@ -62,6 +66,10 @@ class Settings(BaseSettings):
     results_node_annotations: bool = Field(
         default=True,
         description="Write the per-node result annotations (filter/score maps); turn off for very large clusters.",
+    )
+    results_node_annotations_max_nodes: int = Field(
+        default=1000,
+        description="Skip the per-node annotations above this many nodes (they grow with the cluster); 0: no limit.",
     )
     results_annotations: bool = Field(
         default=True,

@@ -7,15 +7,21 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.cluster.errors import ApiError, MethodNotAllowed, UnknownResource
+from app.cluster.errors import ApiError, BadRequest, MethodNotAllowed, UnknownResource
 from app.cluster.router import error_response
 from app.cluster.router import router as cluster_router
 from app.cluster.store import ClusterStore
 from app.config import Settings
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
+from app.operations.auth import BodyLimitMiddleware, TokenAuthMiddleware
+from app.operations.metrics import Metrics, RequestMetricsMiddleware
+from app.operations.router import IMPORT_PATH, metrics_router
+from app.operations.router import router as operations_router
+from app.operations.service import OperationsService
 from app.results.router import router as results_router
 from app.results.service import ResultsService
 from app.scheduling.service import SchedulerService, load_scheduler_config
@@ -50,9 +56,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             config=load_scheduler_config(settings),
             seed=settings.seed,
             per_node_annotations=settings.results_node_annotations,
+            per_node_annotations_max_nodes=settings.results_node_annotations_max_nodes,
             write_annotations=settings.results_annotations,
+            on_attempt=metrics.observe_attempt,
+            on_plugin=metrics.observe_plugin,
         )
         app.state.scheduler = scheduler
+        operations = OperationsService(app.state.store, scheduler, results, settings)
+        # What POST /simulator/v1/reset returns to: the cluster and configuration as this server started.
+        operations.capture_initial()
+        app.state.operations = operations
         if settings.scheduler_enabled:
             scheduler.start()
         try:
@@ -73,10 +86,31 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_url="/simulator/v1/openapi.json",
     )
     app.state.settings = settings
+    metrics = Metrics()
+    app.state.metrics = metrics
+
+    def pending_counts() -> dict[str, int]:
+        scheduler = getattr(app.state, "scheduler", None)
+        return scheduler.queue.pending_counts() if scheduler is not None else {}
+
+    metrics.watch_queue(pending_counts)
+    # Outermost last: metrics see every answer (401 and 413 included), auth runs before any body is read.
+    app.add_middleware(
+        BodyLimitMiddleware,
+        limit=settings.max_body_bytes,
+        limit_for=lambda path: settings.import_max_body_bytes if path == IMPORT_PATH else None,
+    )
+    app.add_middleware(TokenAuthMiddleware, token=settings.api_token)
+    app.add_middleware(RequestMetricsMiddleware, metrics=metrics)
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, exc: ApiError) -> Response:
         return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> Response:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in exc.errors())
+        return error_response(BadRequest(f"invalid request: {problems}"))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
@@ -87,5 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return error_response(ApiError(str(exc.detail)))
 
     app.include_router(results_router)
+    app.include_router(operations_router)
+    app.include_router(metrics_router)
     app.include_router(cluster_router, include_in_schema=False)
     return app

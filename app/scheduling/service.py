@@ -10,6 +10,7 @@ and the kube-scheduler-simulator result annotations. Every attempt is recorded b
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
@@ -31,6 +32,8 @@ from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.runtime import Framework
 
 log = logging.getLogger("kss.scheduler")
+
+PluginObserver = Callable[[str, str, str, float], None]  # (plugin, extension point, status code, seconds)
 
 # Kinds whose objects plugins read through ClusterObjects, with the queue event their change raises.
 _OBJECT_EVENTS = {
@@ -136,17 +139,21 @@ class SchedulerService:
         config: SchedulerConfig | None = None,
         seed: int | None = None,
         per_node_annotations: bool = True,
+        per_node_annotations_max_nodes: int = 0,
         write_annotations: bool = True,
         clock: Callable[[], float] = time.monotonic,
         on_attempt: Callable[[Attempt], None] | None = None,
+        on_plugin: PluginObserver | None = None,
     ) -> None:
         self.store = store
         self.results = results
         self.seed = seed
         self.per_node_annotations = per_node_annotations
+        self.per_node_annotations_max_nodes = per_node_annotations_max_nodes
         self.write_annotations = write_annotations
         self.clock = clock
         self.on_attempt = on_attempt
+        self.on_plugin = on_plugin
         self.cluster = ClusterObjects()
         self.cache = SchedulerCache()
         self.actions = StoreActions(self)
@@ -193,6 +200,8 @@ class SchedulerService:
             handle.nominated_pods = self.nominated
             handles.append(handle)
             frameworks[profile.scheduler_name] = build_framework(profile, handle)
+            if self.on_plugin is not None:
+                time_plugins(frameworks[profile.scheduler_name], self.on_plugin)
         self.handles = handles
         self.frameworks = frameworks
         return Scheduler(
@@ -213,12 +222,17 @@ class SchedulerService:
 
         Raises ``ConfigError`` naming the field, leaving the running configuration unchanged.
         """
+        config = self.check_config(source)
+        self.apply_config(config)
+        self.config = config
+        return config
+
+    def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
+        """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
         config = parse_config(source)
         # Instantiating every profile catches what only the framework can see (e.g. two queue sorts).
         for profile in config.profiles:
             build_framework(profile, Handle(ClusterObjects()))
-        self.apply_config(config)
-        self.config = config
         return config
 
     def config_document(self) -> dict[str, Any]:
@@ -462,8 +476,11 @@ class SchedulerService:
         if current is None:
             return
         existing = (current.get("metadata") or {}).get("annotations") or {}
+        per_node = self.per_node_annotations and (
+            self.per_node_annotations_max_nodes <= 0 or att.num_nodes <= self.per_node_annotations_max_nodes
+        )
         values = result_annotations.with_history(
-            result_annotations.attempt_annotations(att, per_node=self.per_node_annotations), existing
+            result_annotations.attempt_annotations(att, per_node=per_node), existing
         )
         try:
             self.store.patch("Pod", pod.namespace, pod.name, {"metadata": {"annotations": values}}, "merge")
@@ -477,6 +494,60 @@ class SchedulerService:
                                     action="Scheduling" if reason != "Preempted" else "Preempting")  # fmt: skip
         except Exception:
             log.exception("recording event %s failed", reason)
+
+
+# Extension points run once per cycle per plugin, so timing them costs nothing noticeable. Filter runs once
+# per node per plugin and is left out: a timer around every call would slow big clusters down.
+_TIMED_POINTS = {
+    "preFilter": "pre_filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score_nodes",
+    "reserve": "reserve",
+    "permit": "permit",
+    "preBind": "pre_bind",
+    "bind": "bind",
+}
+_POINT_LABELS = {
+    "preFilter": "PreFilter",
+    "postFilter": "PostFilter",
+    "preScore": "PreScore",
+    "score": "Score",
+    "reserve": "Reserve",
+    "permit": "Permit",
+    "preBind": "PreBind",
+    "bind": "Bind",
+}
+
+
+def time_plugins(fwk: Framework, observe: PluginObserver) -> None:
+    """Wrap the per-cycle extension points of ``fwk``'s plugins to report (plugin, point, status, seconds)."""
+    for point, method_name in _TIMED_POINTS.items():
+        for plugin in fwk.points.get(point, []):
+            method = getattr(plugin, method_name, None)
+            if method is None or getattr(method, "_kss_timed", False):
+                continue
+            with contextlib.suppress(AttributeError):  # a plugin with __slots__ stays untimed
+                setattr(plugin, method_name, _timed(method, plugin.name, _POINT_LABELS[point], observe))
+
+
+def _timed(method: Callable[..., Any], plugin: str, point: str, observe: PluginObserver) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        result = method(*args, **kwargs)
+        elapsed = time.perf_counter() - t0
+        status = result if isinstance(result, Status) else None
+        if status is None and isinstance(result, tuple):
+            status = next((r for r in result if isinstance(r, Status)), None)
+        code = status.code.label if status is not None else "Success"
+        try:
+            observe(plugin, point, code, elapsed)
+        except Exception:  # metrics must never break scheduling
+            log.exception("plugin timing observer failed")
+        return result
+
+    wrapper._kss_timed = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 def _put(table: dict[str, dict[str, Any]], key: str, obj: dict[str, Any], deleted: bool) -> None:
