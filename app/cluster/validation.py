@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.cluster.errors import BadRequest, Cause, duplicate, forbidden, invalid, not_supported, required
-from app.kube.labels import SelectorError, validate_label_selector
+from app.kube.labels import SelectorError, label_key_errors, validate_label_selector
 from app.kube.quantity import QuantityError, parse_quantity
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -151,19 +151,7 @@ def _name_errors(path: str, name: str, *, label: bool = False) -> list[Cause]:
 
 def qualified_name_errors(path: str, key: str) -> list[Cause]:
     """``validation.IsQualifiedName`` for label keys, annotation keys and taint keys."""
-    prefix, slash, name = key.rpartition("/")
-    if not slash:
-        prefix, name = "", key
-    causes: list[Cause] = []
-    if slash and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
-        causes.append(invalid(path, key, "prefix part " + SUBDOMAIN_MSG))
-    if not name:
-        causes.append(invalid(path, key, "name part must be non-empty"))
-    elif len(name) > 63:
-        causes.append(invalid(path, key, "name part must be no more than 63 characters"))
-    elif not QUALIFIED_NAME.match(name):
-        causes.append(invalid(path, key, QUALIFIED_MSG))
-    return causes
+    return [invalid(path, key, msg) for msg in label_key_errors(key)]
 
 
 def label_value_errors(path: str, value: str) -> list[Cause]:
