@@ -25,6 +25,7 @@ from app.operations.service import OperationsService
 from app.results.router import router as results_router
 from app.results.service import ResultsService
 from app.scheduling.service import SchedulerService, load_scheduler_config
+from app.web.router import router as web_router
 
 log = logging.getLogger(__name__)
 
@@ -123,5 +124,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(results_router)
     app.include_router(operations_router)
     app.include_router(metrics_router)
+    app.include_router(web_router)
     app.include_router(cluster_router, include_in_schema=False)
     return app

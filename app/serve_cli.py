@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import sys
 
 import yaml
 
 from app.config import Settings
+from app.operations.tls import ensure_certificate
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +21,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--scheduler-config", default=None, help="KubeSchedulerConfiguration file (KSS_SCHEDULER_CONFIG)"
     )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level")
+    parser.add_argument(
+        "--tls", action="store_true", default=None, help="serve HTTPS with a self-signed certificate (KSS_TLS)"
+    )
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -29,10 +34,14 @@ def _settings(args: argparse.Namespace) -> Settings:
             ("port", getattr(args, "port", None)),
             ("database_url", getattr(args, "database_url", None)),
             ("scheduler_config", getattr(args, "scheduler_config", None)),
+            ("tls", getattr(args, "tls", None)),
         )
         if value is not None
     }
     return Settings(**overrides)
+
+
+SHUTDOWN_GRACE_SECONDS = 3
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -43,8 +52,22 @@ def run_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     app = create_app(settings)
-    print(f"kss: serving the Kubernetes API on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level, access_log=False)
+    tls: dict[str, str] = {}
+    if settings.tls:
+        cert, key = ensure_certificate(settings.tls_dir, [settings.host])
+        tls = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
+    scheme = "https" if tls else "http"
+    print(f"kss: serving the Kubernetes API on {scheme}://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        access_log=False,
+        # Watches and the web UI's event streams stay open; on SIGTERM/Ctrl-C they get this long, then are cut.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        **tls,  # type: ignore[arg-type]
+    )
     return 0
 
 
@@ -56,13 +79,18 @@ def add_kubeconfig_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", default="default", help="namespace of the context")
 
 
-def kubeconfig(server: str, *, token: str | None = None, namespace: str = "default") -> str:
+def kubeconfig(
+    server: str, *, token: str | None = None, namespace: str = "default", ca_data: bytes | None = None
+) -> str:
     """A kubeconfig YAML document with one cluster, user and current context named ``kss``."""
     user: dict[str, str] = {"token": token} if token else {}
+    cluster: dict[str, str] = {"server": server}
+    if ca_data is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_data).decode()
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "kss", "cluster": {"server": server}}],
+        "clusters": [{"name": "kss", "cluster": cluster}],
         "users": [{"name": "kss", "user": user}],
         "contexts": [{"name": "kss", "context": {"cluster": "kss", "user": "kss", "namespace": namespace}}],
         "current-context": "kss",
@@ -75,6 +103,11 @@ def run_kubeconfig(args: argparse.Namespace) -> int:
     """Print a kubeconfig for the simulator: ``kubectl --kubeconfig <(kss kubeconfig) get nodes``."""
     settings = _settings(args)
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
-    server = args.server or f"http://{host}:{settings.port}"
-    sys.stdout.write(kubeconfig(server, token=settings.api_token, namespace=args.namespace))
+    ca_data: bytes | None = None
+    if settings.tls:
+        # kubectl drops the token on plain HTTP, so a token is only usable with TLS; the CA is our own certificate.
+        cert, _key = ensure_certificate(settings.tls_dir, [settings.host])
+        ca_data = cert.read_bytes()
+    server = args.server or f"{'https' if settings.tls else 'http'}://{host}:{settings.port}"
+    sys.stdout.write(kubeconfig(server, token=settings.api_token, namespace=args.namespace, ca_data=ca_data))
     return 0

@@ -1,0 +1,539 @@
+"""HTML routes of the web UI under ``/ui``: thin handlers that render view models from ``WebService``.
+
+One route serves a whole page, or, for an htmx request, only the fragment named by ``HX-Target`` (the
+partial the page itself includes, so there is one source of truth). A history restore asks for the whole page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import jinja2
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response, StreamingResponse
+from markupsafe import Markup, escape
+from starlette.concurrency import run_in_threadpool
+
+from app.cluster.errors import ApiError
+from app.cluster.kinds import BY_KIND, KINDS
+from app.kube.quantity import format_milli_cpu
+from app.web import sse
+from app.web.service import (
+    NODE_SORTS,
+    POD_SORTS,
+    POD_STATES,
+    TEMPLATES,
+    EditOutcome,
+    Target,
+    WebService,
+    age,
+    human_bytes,
+    status_ok,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE_DIR = ROOT / "templates"
+STATIC_DIR = ROOT / "static"
+
+router = APIRouter(include_in_schema=False)
+
+
+# ---------------------------------------------------------------------------------------------- rendering
+
+
+def _query(params: dict[str, Any], **changes: Any) -> str:
+    """``?a=1&b=2`` from ``params`` with ``changes`` applied; empty values and page 1 are left out."""
+    merged = {**params, **changes}
+    pairs = [(k, v) for k, v in merged.items() if v not in (None, "", False) and not (k.endswith("page") and v == 1)]
+    return "?" + urlencode(pairs) if pairs else "?"
+
+
+_STATIC_HASHES: dict[tuple[str, float], str] = {}
+
+
+def _static_url(path: str) -> str:
+    """``/ui/static/<path>?v=<content hash>`` so browsers refetch hand-written files when they change."""
+    file = STATIC_DIR / path
+    try:
+        key = (path, file.stat().st_mtime)
+        digest = _STATIC_HASHES.get(key)
+        if digest is None:
+            digest = _STATIC_HASHES[key] = hashlib.sha256(file.read_bytes()).hexdigest()[:10]
+    except OSError:
+        return f"/ui/static/{path}"
+    return f"/ui/static/{path}?v={digest}"
+
+
+def _camel_wrap(name: str) -> Markup:
+    """``NodeResourcesFit`` with break opportunities between its words, for narrow column headers."""
+    return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[a-z])(?=[A-Z])", name))
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["cpu"] = format_milli_cpu
+    env.filters["bytes"] = human_bytes
+    env.filters["age"] = age
+    env.filters["wrap"] = _camel_wrap
+    env.tests["status_ok"] = status_ok
+    env.globals["query"] = _query
+    env.globals["static"] = _static_url
+    env.globals["kinds"] = KINDS
+    return env
+
+
+ENV = _environment()
+
+
+def render(
+    template: str, status_code: int = 200, headers: dict[str, str] | None = None, **context: Any
+) -> HTMLResponse:
+    """Render one template (a page or a partial) to a response."""
+    html = ENV.get_template(template).render(**context)
+    return HTMLResponse(html, status_code=status_code, headers=headers)
+
+
+def is_htmx(request: Request) -> bool:
+    """An htmx request that wants a fragment (a history restore wants the whole page)."""
+    return request.headers.get("hx-request") == "true" and request.headers.get("hx-history-restore-request") != "true"
+
+
+def hx_target(request: Request) -> str:
+    """The id of the element an htmx request will swap."""
+    return request.headers.get("hx-target", "") if is_htmx(request) else ""
+
+
+def web(request: Request) -> WebService:
+    """The app's ``WebService`` (created on first use; it keeps per-pod caches between requests)."""
+    state = request.app.state
+    service: WebService | None = getattr(state, "web", None)
+    if service is None:
+        service = WebService(state)
+        state.web = service
+    return service
+
+
+def _base(request: Request, service: WebService, rv: int, active: str) -> dict[str, Any]:
+    return {
+        "request": request,
+        "rv": rv,
+        "active": active,
+        "has_operations": service.operations is not None,
+        "scheduler_running": service.scheduler_running,
+    }
+
+
+def _not_found(request: Request, service: WebService, what: str) -> HTMLResponse:
+    ctx = _base(request, service, service.store.resource_version, "")
+    return render("pages/not_found.html", 404, what=what, **ctx)
+
+
+# ---------------------------------------------------------------------------------------------- static, root
+
+
+@router.get("/")
+def root() -> RedirectResponse:
+    """The UI's front page."""
+    return RedirectResponse("/ui/cluster", status_code=307)
+
+
+@router.get("/ui")
+@router.get("/ui/")
+def ui_root() -> RedirectResponse:
+    """The UI's front page."""
+    return RedirectResponse("/ui/cluster", status_code=307)
+
+
+@router.get("/ui/static/{path:path}")
+def static(path: str) -> Response:
+    """Hand-written CSS/JS and the pinned htmx files (no CDN)."""
+    file = (STATIC_DIR / path).resolve()
+    if not file.is_relative_to(STATIC_DIR) or not file.is_file():
+        return Response("not found", status_code=404, media_type="text/plain")
+    # Vendored files carry their version in the name; our own are fetched with ?v=<hash>.
+    return FileResponse(file, headers={"Cache-Control": "public, max-age=86400"})
+
+
+# ---------------------------------------------------------------------------------------------- cluster
+
+
+@router.get("/ui/cluster")
+def cluster_page(
+    request: Request,
+    q: str = "",
+    page: Annotated[int, Query(ge=1)] = 1,
+    sort: str = "name",
+) -> HTMLResponse:
+    """Every node with its allocation, searchable and paged, under a cluster summary."""
+    service = web(request)
+    view = service.cluster(q=q.strip(), page=page, sort=sort)
+    ctx = {
+        **_base(request, service, view.resource_version, "cluster"),
+        "view": view,
+        "sorts": NODE_SORTS,
+        "params": {"q": view.q, "sort": view.sort if view.sort != "name" else "", "page": view.nodes.page},
+    }
+    if hx_target(request) == "cluster-body":
+        return render("components/cluster_body.html", **ctx)
+    return render("pages/cluster.html", **ctx)
+
+
+@router.get("/ui/nodes/{name}")
+def node_page(request: Request, name: str) -> HTMLResponse:
+    """One node: allocation, labels, taints, conditions, images and its pods."""
+    service = web(request)
+    rv = service.store.resource_version
+    found = service.node(name)
+    if found is None:
+        return _not_found(request, service, f'node "{name}"')
+    node, pods = found
+    events = service.events_for("Node", None, name)
+    ctx = {**_base(request, service, rv, "cluster"), "node": node, "pods": pods, "events": events}
+    if hx_target(request) == "node-body":
+        return render("components/node_body.html", **ctx)
+    return render("pages/node.html", **ctx)
+
+
+# ---------------------------------------------------------------------------------------------- pods
+
+
+@router.get("/ui/pods")
+def pods_page(
+    request: Request,
+    q: str = "",
+    state: str = "all",
+    node: str = "",
+    namespace: str = "",
+    sort: str = "name",
+    desc: bool = False,
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    """Pods with phase, node, priority, attempts and the pending reason; search, filters, sort, paging."""
+    service = web(request)
+    view = service.pods(
+        q=q.strip(), state=state, node=node.strip(), namespace=namespace, sort=sort, desc=desc, page=page
+    )
+    params = {
+        "q": view.q,
+        "state": view.state if view.state != "all" else "",
+        "node": view.node,
+        "namespace": view.namespace,
+        "sort": view.sort if view.sort != "name" else "",
+        "desc": "true" if view.desc else "",
+        "page": view.pods.page,
+    }
+    ctx = {
+        **_base(request, service, view.resource_version, "pods"),
+        "view": view,
+        "params": params,
+        "sorts": POD_SORTS,
+        "states": POD_STATES,
+    }
+    if hx_target(request) == "pod-table":
+        return render("components/pod_table.html", **ctx)
+    return render("pages/pods.html", **ctx)
+
+
+@router.get("/ui/pods/{namespace}/{name}")
+def pod_page(
+    request: Request,
+    namespace: str,
+    name: str,
+    attempt: Annotated[int | None, Query(ge=1)] = None,
+    fpage: Annotated[int, Query(ge=1)] = 1,
+    fsort: str = "failing",
+    fnode: str = "",
+    fplugin: str = "",
+    spage: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    """One pod: YAML, attempts timeline, and the chosen attempt's filter matrix, scores and statuses."""
+    service = web(request)
+    detail = service.pod(
+        namespace, name, attempt=attempt, fpage=fpage, fsort=fsort, fnode=fnode.strip(), fplugin=fplugin, spage=spage
+    )
+    if detail is None:
+        return _not_found(request, service, f'pod "{namespace}/{name}"')
+    chosen = detail.attempt.number if detail.attempt is not None else None
+    params = {
+        "attempt": attempt,
+        "fpage": fpage,
+        "fsort": fsort if fsort != "failing" else "",
+        "fnode": fnode.strip(),
+        "fplugin": fplugin,
+        "spage": spage,
+    }
+    ctx = {
+        **_base(request, service, detail.resource_version, "pods"),
+        "pod": detail,
+        "params": params,
+        "chosen": chosen,
+        "base_url": f"/ui/pods/{namespace}/{name}",
+    }
+    target = hx_target(request)
+    if target == "pod-live":
+        return render("components/pod_live.html", **ctx)
+    if target == "matrices" and detail.attempt is not None:
+        return render("components/matrices.html", **ctx)
+    if target == "attempt" and detail.attempt is not None:
+        return render("components/attempt.html", **ctx)
+    return render("pages/pod.html", **ctx)
+
+
+# ---------------------------------------------------------------------------------------------- objects
+
+
+def _kind_or_default(kind: str) -> str:
+    return kind if kind in BY_KIND else "Node"
+
+
+def _object_url(outcome: EditOutcome) -> str:
+    if outcome.kind == "Pod":
+        return f"/ui/pods/{outcome.namespace}/{outcome.name}"
+    if outcome.kind == "Node":
+        return f"/ui/nodes/{outcome.name}"
+    return f"/ui/objects?kind={outcome.kind}"
+
+
+@router.get("/ui/objects")
+def objects_page(
+    request: Request, kind: str = "Node", q: str = "", page: Annotated[int, Query(ge=1)] = 1
+) -> HTMLResponse:
+    """Objects of any kind the cluster serves, with edit and delete."""
+    service = web(request)
+    kind = _kind_or_default(kind)
+    rv = service.store.resource_version
+    objects = service.objects(kind, q=q, page=page)
+    ctx = {
+        **_base(request, service, rv, "objects"),
+        "kind": kind,
+        "info": BY_KIND[kind],
+        "objects": objects,
+        "q": q,
+        "params": {"kind": kind, "q": q, "page": objects.page},
+    }
+    if hx_target(request) == "object-table":
+        return render("components/object_table.html", **ctx)
+    return render("pages/objects.html", **ctx)
+
+
+@router.get("/ui/new")
+def new_page(request: Request, kind: str = "Pod") -> HTMLResponse:
+    """The YAML editor, filled with a template of the chosen kind."""
+    service = web(request)
+    kind = _kind_or_default(kind)
+    ctx = {
+        **_base(request, service, service.store.resource_version, "new"),
+        "kind": kind,
+        "text": TEMPLATES[kind],
+        "target": None,
+        "outcome": None,
+        "templates": TEMPLATES,
+    }
+    if hx_target(request) == "editor":
+        return render("components/editor.html", **ctx)
+    return render("pages/editor.html", **ctx)
+
+
+@router.get("/ui/edit/{kind}/{name}")
+def edit_page(request: Request, kind: str, name: str, namespace: str = "") -> HTMLResponse:
+    """The YAML editor on an existing object (its resourceVersion guards against lost updates)."""
+    service = web(request)
+    if kind not in BY_KIND:
+        return _not_found(request, service, f"kind {kind}")
+    text = service.object_yaml(kind, namespace, name)
+    if text is None:
+        return _not_found(request, service, f'{kind} "{namespace + "/" if namespace else ""}{name}"')
+    target = Target(kind, namespace if BY_KIND[kind].namespaced else "", name)
+    ctx = {
+        **_base(request, service, service.store.resource_version, "new"),
+        "kind": kind,
+        "text": text,
+        "target": target,
+        "outcome": None,
+        "templates": TEMPLATES,
+    }
+    return render("pages/editor.html", **ctx)
+
+
+@router.post("/ui/objects")
+def save_object(
+    request: Request,
+    yaml_text: Annotated[str, Form(alias="yaml")] = "",
+    target_kind: Annotated[str, Form()] = "",
+    target_namespace: Annotated[str, Form()] = "",
+    target_name: Annotated[str, Form()] = "",
+) -> Response:
+    """Create (or, with a target, replace) the object in the editor; errors come back inline, nothing saved."""
+    service = web(request)
+    target = Target(target_kind, target_namespace, target_name) if target_kind and target_name else None
+    outcome = service.save_yaml(yaml_text, target=target)
+    if outcome.ok:
+        url = _object_url(outcome)
+        if is_htmx(request):
+            return Response(status_code=200, headers={"HX-Redirect": url})
+        return RedirectResponse(url, status_code=303)
+    kind = target.kind if target else _kind_or_default(outcome.kind)
+    ctx = {
+        **_base(request, service, service.store.resource_version, "new"),
+        "kind": kind,
+        "text": yaml_text,
+        "target": target,
+        "outcome": outcome,
+        "templates": TEMPLATES,
+    }
+    if is_htmx(request):
+        # htmx swaps 2xx answers only; the editor with its errors replaces itself.
+        return render("components/editor.html", **ctx)
+    return render("pages/editor.html", outcome.code if outcome.code >= 400 else 422, **ctx)
+
+
+@router.delete("/ui/objects/{kind}/{name}")
+@router.post("/ui/objects/{kind}/{name}/delete")
+def delete_object(request: Request, kind: str, name: str, namespace: str = "") -> Response:
+    """Delete one object, then go to its list (a node's page goes back to the cluster)."""
+    service = web(request)
+    outcome = service.delete(kind, namespace, name)
+    if not outcome.ok:
+        return render("components/flash_error.html", 200 if is_htmx(request) else outcome.code, outcome=outcome)
+    url = {"Pod": "/ui/pods", "Node": "/ui/cluster"}.get(kind, f"/ui/objects?kind={kind}")
+    if is_htmx(request):
+        return Response(status_code=200, headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)
+
+
+# ---------------------------------------------------------------------------------------------- scheduler
+
+
+@router.get("/ui/scheduler")
+def scheduler_page(request: Request) -> HTMLResponse:
+    """The running KubeSchedulerConfiguration, editable."""
+    service = web(request)
+    ctx = {
+        **_base(request, service, service.store.resource_version, "scheduler"),
+        "text": service.config_yaml(),
+        "outcome": None,
+        "queue": service.queue_counts(),
+    }
+    return render("pages/scheduler.html", **ctx)
+
+
+@router.post("/ui/scheduler")
+def scheduler_apply(request: Request, config: Annotated[str, Form()] = "") -> HTMLResponse:
+    """Validate and apply a configuration from the next cycle on; on error the running one is unchanged."""
+    service = web(request)
+    outcome = service.apply_config(config)
+    ctx = {
+        **_base(request, service, service.store.resource_version, "scheduler"),
+        "text": outcome.text,
+        "outcome": outcome,
+        "queue": service.queue_counts(),
+    }
+    if is_htmx(request):
+        return render("components/scheduler_form.html", **ctx)
+    return render("pages/scheduler.html", 200 if outcome.ok else 422, **ctx)
+
+
+# ---------------------------------------------------------------------------------------------- operations
+
+
+@router.get("/ui/operations")
+def operations_page(request: Request) -> HTMLResponse:
+    """Reset, export and import (when the operations service is present)."""
+    service = web(request)
+    ctx = {
+        **_base(request, service, service.store.resource_version, "operations"),
+        "message": "",
+        "error": "",
+        "problems": [],
+    }
+    return render("pages/operations.html", **ctx)
+
+
+@router.get("/ui/operations/export")
+def operations_export(request: Request, format: str = "yaml") -> Response:
+    """Download the whole cluster (and the scheduler configuration) as the operations service writes it."""
+    service = web(request)
+    ops = service.operations
+    if ops is None:
+        return _not_found(request, service, "the operations service")
+    fmt = "json" if format == "json" else "yaml"
+    text: str = ops.export(fmt)
+    media = "application/json" if fmt == "json" else "application/yaml"
+    return Response(text, media_type=media, headers={"Content-Disposition": f'attachment; filename="kss-export.{fmt}"'})
+
+
+@router.post("/ui/operations/import")
+async def operations_import(request: Request) -> HTMLResponse:
+    """Load an exported file or a kubectl YAML file (merge, or replace everything); all or nothing."""
+    service = web(request)
+    form = await request.form()
+    upload = form.get("file")
+    text = ""
+    if upload is not None and not isinstance(upload, str):
+        text = (await upload.read()).decode("utf-8", errors="replace")
+    if not text.strip():
+        text = str(form.get("text") or "")
+    replace = form.get("replace") in ("on", "true", "1")
+    unbind = form.get("unbind") in ("on", "true", "1")
+    ops = service.operations
+    message, error, problems = "", "", []
+    if ops is None:
+        error = "this build has no operations service"
+    elif not text.strip():
+        error = "choose a file or paste an export first"
+    else:
+        try:
+            report = await run_in_threadpool(lambda: ops.import_text(text, replace=replace, unbind=unbind))
+            message = "Imported: " + ", ".join(f"{k} {v}" for k, v in report.items())
+        except ApiError as exc:  # nothing was changed: the service checks everything before writing
+            error = exc.message
+            problems = [f"{c.get('field', '')}: {c.get('message', '')}" for c in (exc.details or {}).get("causes", [])]
+    ctx = {
+        **_base(request, service, service.store.resource_version, "operations"),
+        "message": message,
+        "error": error,
+        "problems": problems,
+    }
+    return render("pages/operations.html", 200 if not error else 422, **ctx)
+
+
+@router.post("/ui/operations/reset")
+def operations_reset(request: Request) -> Response:
+    """Forget every object and result (built-in namespaces and priority classes come back)."""
+    service = web(request)
+    ops = service.operations
+    if ops is None:
+        return _not_found(request, service, "the operations service")
+    ops.reset()
+    if is_htmx(request):
+        return Response(status_code=204, headers={"HX-Redirect": "/ui/cluster"})
+    return RedirectResponse("/ui/cluster", status_code=303)
+
+
+# ---------------------------------------------------------------------------------------------- live
+
+
+@router.get("/ui/events")
+async def events(
+    request: Request,
+    resource_version: Annotated[str | None, Query(alias="resourceVersion")] = None,
+    timeout_seconds: Annotated[float | None, Query(alias="timeoutSeconds", ge=0, le=3600)] = None,
+) -> StreamingResponse:
+    """Server-sent events of store changes, resumable with ``Last-Event-ID`` (see ``app.web.sse``)."""
+    store = web(request).store
+    start = sse.start_version(resource_version, request.headers.get("last-event-id"), store.resource_version)
+    lifetime = sse.DEFAULT_LIFETIME if timeout_seconds is None else timeout_seconds
+    return StreamingResponse(
+        sse.stream(store, start, lifetime=lifetime),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,223 @@
+"""UI render benchmark: the cluster and pods pages at 5,000 nodes / 50,000 pods, through the ASGI app.
+
+Usage: ``.venv/bin/python bench/ui_render.py [--nodes 5000] [--pods 50000] [--pending 5000] [--runs 5]``.
+Objects go straight into a memory-only ``ClusterStore`` (no HTTP for loading); the scheduler cache is filled
+from them without running the loop. Each page is then requested through ``httpx.ASGITransport`` (routing,
+view model, Jinja2 rendering; no network) with node allocation from the scheduler cache and, again, from
+summing the pods in the store (the scheduler off). Prints the median and worst time of each request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from app.cluster.store import ClusterStore  # noqa: E402
+from app.config import Settings  # noqa: E402
+from app.main import create_app  # noqa: E402
+from app.scheduler.nodeinfo import PodInfo  # noqa: E402
+from app.scheduling.service import SchedulerService  # noqa: E402
+
+ZONES = 10
+REASON = (
+    "0/{n} nodes are available: {n} Insufficient cpu. "
+    "preemption: 0/{n} nodes are available: {n} No preemption victims found for incoming pod."
+)
+
+
+def build_store(nodes: int, pods: int, pending: int) -> ClusterStore:
+    """``nodes`` nodes in ``ZONES`` zones; ``pods - pending`` pods bound round-robin, ``pending`` unschedulable."""
+    store = ClusterStore.open(None, watch_window=1000)
+    for i in range(nodes):
+        name = f"node-{i:05d}"
+        store.create(
+            "Node",
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": {
+                        "kubernetes.io/hostname": name,
+                        "topology.kubernetes.io/zone": f"zone-{i % ZONES}",
+                        "node.kubernetes.io/instance-type": "m5.4xlarge" if i % 3 else "p3.8xlarge",
+                    },
+                },
+                "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]} if i % 3 == 0 else {},
+                "status": {
+                    "capacity": {
+                        "cpu": "16",
+                        "memory": "64Gi",
+                        "pods": "110",
+                        **({"nvidia.com/gpu": "4"} if i % 3 == 0 else {}),
+                    },
+                },
+            },
+        )
+    for j in range(pods):
+        bound = j < pods - pending
+        spec: dict[str, Any] = {
+            "containers": [
+                {"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}}}
+            ]
+        }
+        if bound:
+            spec["nodeName"] = f"node-{j % nodes:05d}"
+        store.create(
+            "Pod",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"pod-{j:06d}", "namespace": f"team-{j % 20}", "labels": {"app": f"app-{j % 50}"}},
+                "spec": spec,
+            },
+        )
+        if not bound:
+            status = {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": REASON.format(n=nodes),
+                    }
+                ],
+            }
+            store.update_pod_status(f"team-{j % 20}", f"pod-{j:06d}", status)
+    return store
+
+
+def fill_cache(scheduler: SchedulerService, store: ClusterStore) -> None:
+    """What the scheduler's start() loads, without starting its loop (which would schedule the pending pods)."""
+    for node in store.list("Node")[0]:
+        scheduler.cache.add_node(node)
+    for pod in store.list("Pod")[0]:
+        if (pod.get("spec") or {}).get("nodeName"):
+            scheduler.cache.add_pod(PodInfo(pod))
+
+
+async def timed(label: str, runs: int, request: Callable[[], Awaitable[httpx.Response]]) -> None:
+    """Request ``runs`` times; print median and worst (ms) and the response size."""
+    times = []
+    size = 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        response = await request()
+        times.append((time.perf_counter() - start) * 1000)
+        if response.status_code != 200:
+            raise SystemExit(f"{label}: HTTP {response.status_code}")
+        size = len(response.content)
+    print(
+        f"  {label:<52} median {statistics.median(times):7.1f} ms   worst {max(times):7.1f} ms   {size / 1024:6.0f} KiB"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=50000)
+    parser.add_argument("--pending", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+
+    start = time.perf_counter()
+    store = build_store(args.nodes, args.pods, args.pending)
+    print(
+        f"store: {args.nodes:,} nodes, {args.pods:,} pods ({args.pending:,} pending) "
+        f"built in {time.perf_counter() - start:.1f} s"
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # The lifespan's own scheduler runs on its (empty) database store; the pages read the swapped-in ones.
+        settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'kss.db'}", scheduler_enabled=True)
+        app = create_app(settings)
+        async with app.router.lifespan_context(app):
+            scheduler = SchedulerService(store)
+            start = time.perf_counter()
+            fill_cache(scheduler, store)
+            print(f"scheduler cache filled in {time.perf_counter() - start:.1f} s")
+            app.state.store = store
+            app.state.scheduler = scheduler
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://kss.bench") as client:
+                fragment = {"HX-Request": "true"}
+
+                def get(path: str, **params: Any) -> Callable[[], Awaitable[httpx.Response]]:
+                    return lambda: client.get(path, params=params)
+
+                def frag(path: str, target: str, **params: Any) -> Callable[[], Awaitable[httpx.Response]]:
+                    return lambda: client.get(path, params=params, headers={**fragment, "HX-Target": target})
+
+                start = time.perf_counter()
+                await client.get("/ui/cluster")
+                print(f"first request (builds the pod index): {(time.perf_counter() - start) * 1000:.0f} ms")
+                for source, enabled in (("scheduler cache", True), ("pods in the store", False)):
+                    app.state.settings = settings.model_copy(update={"scheduler_enabled": enabled})
+                    if not enabled:
+                        start = time.perf_counter()
+                        await client.get("/ui/cluster")
+                        print(
+                            "first fallback request (sums every pod's requests once): "
+                            f"{(time.perf_counter() - start) * 1000:.0f} ms"
+                        )
+                    print(f"cluster page, allocation from the {source}:")
+                    await timed("/ui/cluster (first page, whole page)", args.runs, get("/ui/cluster"))
+                    await timed(
+                        "/ui/cluster?q=zone-7 (search, fragment)",
+                        args.runs,
+                        frag("/ui/cluster", "cluster-body", q="zone-7"),
+                    )
+                    await timed(
+                        "/ui/cluster?q=node-04 (search by name)",
+                        args.runs,
+                        frag("/ui/cluster", "cluster-body", q="node-04"),
+                    )
+                    await timed(
+                        "/ui/cluster?page=40 (a later page)", args.runs, frag("/ui/cluster", "cluster-body", page=40)
+                    )
+                    await timed(
+                        "/ui/cluster?sort=cpu (busiest first)",
+                        args.runs,
+                        frag("/ui/cluster", "cluster-body", sort="cpu"),
+                    )
+                print("pods page:")
+                await timed("/ui/pods (first page, whole page)", args.runs, get("/ui/pods"))
+                await timed(
+                    "/ui/pods?q=app=app-7 (search by label)", args.runs, frag("/ui/pods", "pod-table", q="app=app-7")
+                )
+                await timed(
+                    "/ui/pods?q=pod-0123 (search by name)", args.runs, frag("/ui/pods", "pod-table", q="pod-0123")
+                )
+                await timed("/ui/pods?page=400 (a later page)", args.runs, frag("/ui/pods", "pod-table", page=400))
+                await timed(
+                    "/ui/pods?state=pending (with reasons)", args.runs, frag("/ui/pods", "pod-table", state="pending")
+                )
+                await timed(
+                    "/ui/pods?sort=node&desc=true", args.runs, frag("/ui/pods", "pod-table", sort="node", desc="true")
+                )
+                await timed("/ui/nodes/node-00042", args.runs, get("/ui/nodes/node-00042"))
+
+                async def after_change() -> httpx.Response:
+                    # One pod changes between two requests: the index re-reads that pod only.
+                    store.patch("Pod", "team-1", "pod-000001", {"metadata": {"labels": {"touched": str(time.time())}}})
+                    return await client.get("/ui/pods", headers={**fragment, "HX-Target": "pod-table"})
+
+                await timed("/ui/pods after one pod changed (live refresh)", args.runs, after_change)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
