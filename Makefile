@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck contracts unit golden browser-deps
+.PHONY: serve test lint typecheck contracts unit golden browser-deps compose-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,postgres]'
 	touch $(STAMP)
 
 serve: $(STAMP)
@@ -30,10 +30,27 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
+# The store, results and durability tests run on SQLite and on a throwaway PostgreSQL (.ci/postgres.sh
+# installs Debian's postgresql when missing); KSS_TEST_POSTGRES_URL set by the caller is used as is.
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	@if [ -n "$$KSS_TEST_POSTGRES_URL" ]; then $(BIN)/pytest -q; exit $$?; fi; \
+	pg_dir=$$(mktemp -d /tmp/kss-pg.XXXXXX); \
+	pg_url=$$(.ci/postgres.sh start "$$pg_dir") || { echo "make: PostgreSQL could not be started" >&2; exit 1; }; \
+	KSS_TEST_POSTGRES_URL="$$pg_url" $(BIN)/pytest -q; status=$$?; \
+	.ci/postgres.sh stop "$$pg_dir"; exit $$status
+
+# `docker compose config` validates docker-compose.yml without a Docker engine; Debian's docker-compose
+# (v1, same file format) stands in where the compose plugin is missing.
+compose-check:
+	@if docker compose version >/dev/null 2>&1; then docker compose config -q; \
+	else command -v docker-compose >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null) || true; \
+	  if command -v docker-compose >/dev/null 2>&1; then docker-compose config -q; \
+	  else echo "warning: neither docker compose nor docker-compose available; tests/operations/test_compose.py checks the file"; fi; \
+	fi
+	@echo "docker-compose.yml: valid"
 
 golden: $(STAMP)
 	KSS_SIMULATE="$(BIN)/kss simulate" $(BIN)/python ../shared/golden/compare.py --show 0
 
-test: $(STAMP) browser-deps lint typecheck contracts unit
+test: $(STAMP) browser-deps lint typecheck contracts compose-check unit

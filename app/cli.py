@@ -33,10 +33,37 @@ def _add_kubeconfig(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=run_kubeconfig)
 
 
+def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from app.operations.cli import add_export_arguments, run_export
+
+    p = sub.add_parser("export", help="print the running simulator's snapshot (cluster + scheduler configuration)")
+    add_export_arguments(p)
+    p.set_defaults(func=run_export)
+
+
+def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from app.operations.cli import add_import_arguments, run_import
+
+    p = sub.add_parser(
+        "import",
+        help="load a snapshot into the running simulator (--snapshot FILE); --kubeconfig PATH copies a cluster",
+    )
+    add_import_arguments(p)
+    p.set_defaults(func=run_import)
+
+
+def _add_sync(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from syncer.__main__ import add_sync_arguments, run_sync
+
+    p = sub.add_parser("sync", help="keep the simulator in step with a real cluster (read-only there)")
+    add_sync_arguments(p)
+    p.set_defaults(func=run_sync)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kss", description="Kubernetes scheduler simulator")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_serve, _add_kubeconfig, _add_simulate):
+    for add in (_add_serve, _add_kubeconfig, _add_simulate, _add_export, _add_import, _add_sync):
         try:
             add(sub)
         except ImportError as exc:  # a feature not installed must not break the others
@@ -45,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["import"]:
+        from app.operations.cli import wants_cluster_import
+
+        if wants_cluster_import(argv[1:]):  # `kss import --kubeconfig`: the syncer copies a real cluster once
+            from syncer.__main__ import import_main
+
+            return import_main(argv[1:])
     args = build_parser().parse_args(argv)
     func: Command = args.func
     return func(args)

@@ -52,6 +52,14 @@ class Settings(BaseSettings):
         default=None,
         description="Bearer token required on API requests; None leaves the API open (it binds to loopback).",
     )
+    tls: bool = Field(
+        default=False,
+        description="Serve HTTPS with a self-signed certificate: kubectl sends a bearer token only over HTTPS.",
+    )
+    tls_dir: Path = Field(
+        default=Path(".kss-tls"),
+        description="Where the generated certificate and key are kept, so kubeconfigs stay valid across restarts.",
+    )
     auto_create_namespaces: bool = Field(
         default=True,
         description="Create a missing namespace on first use instead of rejecting (lets bare workload files load).",

@@ -40,6 +40,7 @@ def parser(description: str | None) -> argparse.ArgumentParser:
     p.add_argument("--record", action="store_true", help="record every plugin on every node (as --detail full)")
     p.add_argument("--save", type=Path, help="write the placements (pod -> node) to this JSON file")
     p.add_argument("--expect", type=Path, help="compare the placements with a file written by --save")
+    p.add_argument("--per-node", action="store_true", help="the per-node reference loop instead of the batch path")
     return p
 
 
@@ -113,6 +114,10 @@ def run(
     gc.collect()
     start = time.perf_counter()
     sr = ScenarioRun(scenario, record=args.record)
+    if args.per_node:
+        opts = sr.options()
+        opts.batch = False
+        sr.options = lambda: opts  # type: ignore[method-assign]
     build = time.perf_counter() - start
     runner: Callable[[], list[Any]] = sr.run
     if args.profile:

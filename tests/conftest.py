@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import Engine
+from sqlalchemy import Engine, create_engine, text
 
 from app.cluster.store import ClusterStore
 from app.config import Settings
@@ -24,6 +25,39 @@ from app.serve_cli import kubeconfig
 
 KSS = Path(sys.executable).with_name("kss")
 KUBECTL = "/usr/bin/kubectl"
+
+
+# When set (``make test`` starts one with .ci/postgres.sh), the store, results and durability tests also run on
+# PostgreSQL: each test gets its own database created from this URL.
+POSTGRES_URL = os.environ.get("KSS_TEST_POSTGRES_URL", "")
+BACKENDS = [
+    "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.skipif(not POSTGRES_URL, reason="KSS_TEST_POSTGRES_URL is not set")),
+]
+
+
+def backend_database(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database URL on ``backend``: a SQLite file, or a new PostgreSQL database dropped after."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'kss.db'}"
+        return
+    name = f"kss_{secrets.token_hex(6)}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        base, _, _ = POSTGRES_URL.rpartition("/")
+        yield f"{base}/{name}"
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database on each backend in turn (SQLite; PostgreSQL when KSS_TEST_POSTGRES_URL is set)."""
+    yield from backend_database(str(request.param), tmp_path)
 
 
 @pytest.fixture

@@ -259,6 +259,19 @@ class ClusterStore:
             self._log = []
             self._compacted = self._rv
 
+    def scratch_copy(self) -> ClusterStore:
+        """An in-memory store holding the same objects (no database, no listeners): a place to try a
+        batch of writes, such as an import, before doing them for real."""
+        with self._lock:
+            copy = ClusterStore(
+                None, watch_window=self._window, auto_create_namespaces=self._auto_create_namespaces, clock=self._clock
+            )
+            # StoredObjects are immutable, so sharing them is safe.
+            copy._objects = {kind: dict(entries) for kind, entries in self._objects.items()}
+            copy._rv = self._rv
+            copy._compacted = self._rv
+            return copy
+
     def ensure_builtins(self) -> None:
         """Create the namespaces and priority classes every cluster starts with, when missing."""
         with self._lock:

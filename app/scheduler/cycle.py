@@ -14,10 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from app.scheduler.cache import SchedulerCache
+from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
-from app.scheduler.runtime import Framework, status_text
+from app.scheduler.runtime import BatchFilterOutcome, Framework, status_text
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -90,6 +93,7 @@ class Attempt:
     unresolvable: dict[str, list[str]] = field(default_factory=dict)
     filter_fail: dict[str, str] = field(default_factory=dict)
     feasible: list[str] = field(default_factory=list)
+    feasible_count: int = 0
     evaluated_nodes: int = 0
     prescore: dict[str, str] | None = None
     score: dict[str, dict[str, int]] | None = None
@@ -121,6 +125,10 @@ class ScheduleOptions:
     tie_break: str = "random"  # "random" (reservoir sampling, seedable) or "name" (first by name)
     run_binding_cycle: bool = True  # PreBind/Bind/PostBind (off in golden runs)
     percentage_of_nodes_to_score: int | None = None  # overrides the configuration (golden: 100)
+    # Without record: evaluate nodes in batches (columns, vectorised plugins). Same decisions as the per-node
+    # loop; the attempt keeps the decision and ``feasible`` but no ``total``, and ``filter_fail`` only for a
+    # pod that fits nowhere. False: the per-node loop (the reference the batch path is checked against).
+    batch: bool = True
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -200,11 +208,20 @@ class Scheduler:
             att.message = ERR_NO_NODES_AVAILABLE
             return
         diagnosis = Diagnosis()
-        feasible, err = self._find_nodes_that_fit(fwk, state, pod, diagnosis, att, opts)
+        found, err = self._find_nodes_that_fit(fwk, state, pod, diagnosis, att, opts)
         if err is not None:
             att.result = "error"
             att.message = err.message()
             return
+        att.feasible_count = len(found)
+        if isinstance(found, NodeBatch):
+            att.feasible = found.names()
+            if not len(found):
+                self._handle_fit_error(fwk, state, pod, diagnosis, att)
+                return
+            self._score_and_bind_batch(fwk, state, pod, found, att, opts)
+            return
+        feasible = found
         att.feasible = [ni.name for ni in feasible]
         if not feasible:
             self._handle_fit_error(fwk, state, pod, diagnosis, att)
@@ -226,10 +243,55 @@ class Scheduler:
             att.bound_by = "single-feasible" if single else "score"
         self._assume_and_bind(fwk, state, pod, chosen, att, opts)
 
+    def _score_and_bind_batch(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, feasible: NodeBatch, att: Attempt, opts: ScheduleOptions
+    ) -> None:
+        """The rest of ``_schedule`` for feasible nodes found by the batch path."""
+        if len(feasible) == 1:
+            chosen = feasible.cols.names[int(feasible.idx[0])]
+            att.selected = [chosen]
+        else:
+            totals, st = self._prioritize_batch(fwk, state, pod, feasible, att)
+            if not st.is_success():
+                att.result = "error"
+                att.message = st.message()
+                return
+            names = feasible.cols.names
+            top_idx = feasible.idx[totals == totals.max()]
+            top = [names[i] for i in top_idx.tolist()]
+            att.selected = sorted(top)
+            chosen = att.selected[0] if opts.tie_break == "name" else self._pick(top, opts.tie_break)
+        if att.bound_by is None:
+            att.bound_by = "single-feasible" if len(feasible) == 1 else "score"
+        self._assume_and_bind(fwk, state, pod, chosen, att, opts)
+
+    def _prioritize_batch(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: NodeBatch, att: Attempt
+    ) -> tuple[IntArray, Status]:
+        """``prioritizeNodes`` on a batch: the totals per node (int64), nothing per node recorded."""
+        if not fwk.has_score_plugins():
+            return np.ones(len(nodes), np.int64), Status()
+        prescore: dict[str, str] = {}
+        st = fwk.run_pre_score_plugins(state, pod, nodes.nodes, prescore)
+        att.prescore = prescore
+        if not st.is_success():
+            return np.zeros(0, np.int64), st
+        _, _, weighted, st = fwk.run_score_plugins_batch(state, pod, nodes)
+        if not st.is_success():
+            return np.zeros(0, np.int64), st
+        totals = np.zeros(len(nodes), np.int64)
+        for scores in weighted.values():
+            totals += scores
+        return totals, st
+
     def _select_host(self, nodes: Sequence[NodeInfo], totals: list[int], tie_break: str) -> str:
         """``selectHost``: the best total; ties by name (reproducible) or reservoir sampling (seeded)."""
         best = max(totals)
         top = [ni.name for ni, t in zip(nodes, totals, strict=True) if t == best]
+        return self._pick(top, tie_break)
+
+    def _pick(self, top: list[str], tie_break: str) -> str:
+        """One of the best nodes (in evaluation order): the first by name, or reservoir sampling."""
         if tie_break == "name":
             return min(top)
         chosen = top[0]
@@ -247,7 +309,7 @@ class Scheduler:
         diagnosis: Diagnosis,
         att: Attempt,
         opts: ScheduleOptions,
-    ) -> tuple[list[NodeInfo], Status | None]:
+    ) -> tuple[list[NodeInfo] | NodeBatch, Status | None]:
         all_nodes = self.snapshot.node_info_list
         pre = fwk.run_pre_filter_plugins(state, pod, record=opts.record)
         att.prefilter = pre.per_plugin
@@ -287,6 +349,16 @@ class Scheduler:
             )
             if opts.record:
                 self._record_only(fwk, state, pod, [ni for ni in all_nodes if ni.name not in allowed], att)
+        if opts.batch and not opts.record:
+            found = self._filter_batch(fwk, state, pod, diagnosis, nodes, att, opts)
+            if found is not None:
+                batch, processed = found
+                if all_nodes:
+                    self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
+                return batch, None
+            # A plugin returned an error somewhere: the per-node loop decides where kube-scheduler stops.
+            diagnosis.node_to_status.statuses.clear()
+            diagnosis.unschedulable_plugins = set(pre.unscheduled_plugins)
         feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes, att, opts, sample=True)
         processed = len(feasible) + len(diagnosis.node_to_status)
         if all_nodes:
@@ -351,6 +423,118 @@ class Scheduler:
                 att.filter_fail[ni.name] = f"{st.plugin}: {st.message()}"
         return feasible
 
+    def _filter_batch(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        diagnosis: Diagnosis,
+        nodes: Sequence[NodeInfo],
+        att: Attempt,
+        opts: ScheduleOptions,
+    ) -> tuple[NodeBatch, int] | None:
+        """``findNodesThatPassFilters`` on all candidate nodes at once; the feasible nodes and how many were processed.
+
+        Every candidate is filtered (plugins are pure), then kube-scheduler's walk is replayed on the verdicts:
+        from ``next_start_node_index``, stopping at the feasible node after the ``numFeasibleNodesToFind``-th.
+        Statuses are materialised only for a pod that fits nowhere. None when a plugin returned an error.
+        """
+        cols = self.snapshot.columns()
+        n = len(nodes)
+        if n == 0:
+            return NodeBatch(cols, np.zeros(0, np.int64), []), 0
+        pct = opts.percentage_of_nodes_to_score
+        if pct is None:
+            pct = fwk.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.percentage_of_nodes_to_score
+        to_find = num_feasible_nodes_to_find(pct, n)
+        start = self.next_start_node_index % n
+        whole = nodes is cols.infos and start == 0
+        if whole:
+            positions = np.arange(n, dtype=np.int64)
+        else:
+            positions = np.fromiter((ni.column_index for ni in nodes), np.int64, n)
+            if start:
+                positions = np.roll(positions, -start)
+        if not fwk.filter:
+            return NodeBatch(cols, positions[:to_find]), to_find
+        # With sampling, filter the walk in chunks: usually the first one holds enough feasible nodes.
+        size = n if to_find >= n else min(n, max(2 * to_find, 256))
+        chunks: list[tuple[int, BatchFilterOutcome]] = []
+        offset = found = 0
+        while offset < n:
+            end = min(n, offset + size)
+            if whole and offset == 0 and end == n:
+                batch = NodeBatch.all(cols)
+            else:
+                batch = NodeBatch(cols, positions[offset:end])
+            out = fwk.run_filter_plugins_batch(state, pod, batch)
+            if out.has_error or self._nominated_override(fwk, state, pod, out):
+                return None
+            chunks.append((offset, out))
+            found += int(np.count_nonzero(out.ok))
+            offset = end
+            if found > to_find:
+                break
+            size *= 2
+        ok = chunks[0][1].ok if len(chunks) == 1 else np.concatenate([out.ok for _, out in chunks])
+        feasible_pos = np.flatnonzero(ok)
+        cutoff = n
+        if len(feasible_pos) > to_find:
+            # kube-scheduler stops at one more feasible node than it needs (not kept).
+            cutoff = int(feasible_pos[to_find])
+            feasible_pos = feasible_pos[:to_find]
+        att.evaluated_nodes += cutoff
+        if not len(feasible_pos):
+            names = cols.names
+            for offset, out in chunks:
+                for j in np.flatnonzero(~out.ok).tolist():
+                    st = fwk.batch_filter_status(state, pod, out, j)
+                    if st.code == Code.ERROR:
+                        return None
+                    name = names[int(positions[offset + j])]
+                    diagnosis.node_to_status.set(name, st)
+                    diagnosis.unschedulable_plugins.add(st.plugin)
+                    att.filter_fail[name] = f"{st.plugin}: {st.message()}"
+        if whole and len(feasible_pos) == n:
+            return NodeBatch.all(cols), cutoff
+        return NodeBatch(cols, positions[feasible_pos]), cutoff
+
+    def _nominated_override(self, fwk: Framework, state: CycleState, pod: PodInfo, out: BatchFilterOutcome) -> bool:
+        """Nodes with nominated pods of at least the pod's priority are filtered with those pods added.
+
+        Updates the batch verdicts in place; True when that gave an error (the per-node loop takes over).
+        """
+        nominated = fwk.handle.nominated_pods
+        if not nominated:
+            return False
+        batch = out.batch
+        where: dict[int, int] | None = None
+        for node_name, pods in nominated.items():
+            if not any(p.priority >= pod.priority and p.uid != pod.uid for p in pods):
+                continue
+            col = batch.cols.position.get(node_name)
+            if col is None:
+                continue
+            if where is None:
+                where = {c: j for j, c in enumerate(batch.idx.tolist())}
+            j = where.get(col)
+            if j is None:
+                continue
+            st = fwk.run_filter_plugins_with_nominated_pods(state, pod, batch.cols.infos[col])
+            if st.is_success():
+                out.ok[j] = True
+                out.fail_plugin[j] = -1
+                out.statuses.pop(j, None)
+            elif st.code == Code.ERROR:
+                return True
+            else:
+                out.ok[j] = False
+                out.fail_plugin[j] = 0
+                out.statuses[j] = st
+        return False
+
     def _record_only(
         self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], att: Attempt
     ) -> None:
@@ -411,6 +595,7 @@ class Scheduler:
         self, fwk: Framework, state: CycleState, pod: PodInfo, node_name: str, att: Attempt, opts: ScheduleOptions
     ) -> None:
         assumed = PodInfo(_with_node_name(pod.pod, node_name))
+        assumed.inherit(pod)
         if self.cache is not None:
             self.cache.add_pod(assumed)
         else:

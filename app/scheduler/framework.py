@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
 if TYPE_CHECKING:
@@ -254,6 +255,14 @@ class FilterPlugin(Plugin, ABC):
     @abstractmethod
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status: ...
 
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """Batch Filter: per node of ``batch``, whether ``filter`` would succeed; None when not vectorised.
+
+        Optional. The framework then calls ``filter`` per node; with a mask it asks ``filter`` only for the
+        status of nodes that fail (when it needs the message), so the two must agree exactly.
+        """
+        return None
+
 
 class PostFilterPlugin(Plugin, ABC):
     @abstractmethod
@@ -282,11 +291,23 @@ class ScorePlugin(Plugin, ABC):
             scores.append(s)
         return scores, success()
 
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Batch Score: the raw scores of every node of ``batch`` (int64), or None when not vectorised.
+
+        Optional; only called when the plugin's state is in order (PreScore ran). Errors are left to
+        ``score_nodes``: return None to have it called instead.
+        """
+        return None
+
     def has_normalize(self) -> bool:
         return False
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         return success()
+
+    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
+        """Batch NormalizeScore: a new array as ``normalize_score`` would leave the scores, or None."""
+        return None
 
 
 class ReservePlugin(Plugin, ABC):

@@ -9,11 +9,37 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+import orjson
+
+from app.scheduler.columns import NodeColumns
 from app.scheduler.resources import Resource, calculate_pod_resource
 
 T = TypeVar("T")
 
 DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+
+# Derived values shared by pods whose resource-relevant fields are equal (see ``PodInfo.resource_key``).
+_SHARED_LIMIT = 8192
+_shared: dict[tuple[str, bytes], Any] = {}
+
+
+def shared_by_resources(pod: PodInfo, kind: str, factory: Callable[[], T]) -> T:
+    """A value derived only from the pod's resource fields, computed once for every pod with the same ones.
+
+    The value must never be mutated (it is shared between pods).
+    """
+    key = pod.resource_key
+    if key is None:
+        return factory()
+    try:
+        return _shared[(kind, key)]  # type: ignore[no-any-return]
+    except KeyError:
+        if len(_shared) >= _SHARED_LIMIT:
+            _shared.clear()
+        value = factory()
+        _shared[(kind, key)] = value
+        return value
 
 
 class PodInfo:
@@ -23,6 +49,7 @@ class PodInfo:
         "_memo",
         "_non_zero",
         "_requests",
+        "_resource_key",
         "key",
         "labels",
         "name",
@@ -46,6 +73,38 @@ class PodInfo:
         self._requests: Resource | None = None
         self._non_zero: tuple[int, int] | None = None
         self._memo: dict[str, Any] = {}
+        self._resource_key: bytes | None = b""
+
+    @property
+    def resource_key(self) -> bytes | None:
+        """Everything ``pod_requests`` reads (containers' names, restart policies and requests, pod-level
+        requests, overhead, container statuses and conditions) serialised; None when it cannot be."""
+        if self._resource_key == b"":
+            spec = self.pod.get("spec") or {}
+            status = self.pod.get("status") or {}
+
+            def containers(key: str) -> list[Any]:
+                return [
+                    (c.get("name"), c.get("restartPolicy"), (c.get("resources") or {}).get("requests"))
+                    for c in spec.get(key) or []
+                ]
+
+            parts = (
+                containers("containers"),
+                containers("initContainers"),
+                spec.get("resources"),
+                spec.get("overhead"),
+                status.get("containerStatuses"),
+                status.get("initContainerStatuses"),
+                status.get("allocatedResources"),
+                status.get("resources"),
+                [c for c in status.get("conditions") or [] if c.get("type") == "PodResizePending"],
+            )
+            try:
+                self._resource_key = orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
+            except TypeError:
+                self._resource_key = None
+        return self._resource_key
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -60,17 +119,29 @@ class PodInfo:
     def requests(self) -> Resource:
         """Actual requests as NodeInfo.Requested counts them (``PodInfo.CalculateResource``, resizes included)."""
         if self._requests is None:
-            self._requests, cpu0, mem0 = calculate_pod_resource(self.pod)
-            self._non_zero = (cpu0, mem0)
+            self._calculate()
+        assert self._requests is not None
         return self._requests
 
     @property
     def non_zero_cpu_memory(self) -> tuple[int, int]:
         """(milli-CPU, memory) with 100m / 200Mi for each container lacking a request (``CalculateResource``)."""
         if self._non_zero is None:
-            self._requests, cpu0, mem0 = calculate_pod_resource(self.pod)
-            self._non_zero = (cpu0, mem0)
+            self._calculate()
+        assert self._non_zero is not None
         return self._non_zero
+
+    def _calculate(self) -> None:
+        requests, cpu0, mem0 = shared_by_resources(self, "calculate", lambda: calculate_pod_resource(self.pod))
+        self._requests = requests
+        self._non_zero = (cpu0, mem0)
+
+    def inherit(self, other: PodInfo) -> None:
+        """Reuse what was derived from ``other``, the same pod before ``spec.nodeName`` was set."""
+        self._requests = other._requests
+        self._non_zero = other._non_zero
+        self._resource_key = other._resource_key
+        self._memo = dict(other._memo)
 
     def memo(self, key: str, factory: Callable[[], T]) -> T:
         """Cache a value a plugin derives from the pod (parsed affinity terms, tolerations, ...)."""
@@ -173,7 +244,9 @@ class NodeInfo:
     """A node plus the pods assigned to it and their aggregate usage (``framework.NodeInfo``)."""
 
     __slots__ = (
+        "_columns",
         "allocatable",
+        "column_index",
         "generation",
         "image_states",
         "labels",
@@ -205,6 +278,14 @@ class NodeInfo:
         self.image_states: dict[str, ImageStateSummary] = {}
         self.pvc_ref_counts: dict[str, int] = {}
         self.generation = 0
+        # The snapshot's columns this NodeInfo reports its pod changes to (None for clones).
+        self._columns: NodeColumns | None = None
+        self.column_index = -1
+
+    def attach_columns(self, columns: NodeColumns, index: int) -> None:
+        """Report pod changes to ``columns`` (row ``index``) from now on."""
+        self._columns = columns
+        self.column_index = index
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -245,6 +326,8 @@ class NodeInfo:
                 else:
                     self.pvc_ref_counts[key] = n
         self.generation += 1
+        if self._columns is not None:
+            self._columns.mark(self)
 
     def add_pod(self, pi: PodInfo) -> None:
         """Account for a pod placed on this node."""
@@ -284,6 +367,8 @@ class NodeInfo:
         c.image_states = self.image_states
         c.pvc_ref_counts = dict(self.pvc_ref_counts)
         c.generation = self.generation
+        c._columns = None
+        c.column_index = -1
         return c
 
     def __repr__(self) -> str:
@@ -334,6 +419,7 @@ class Snapshot:
         self.node_info_list = node_infos
         self.node_info_map: dict[str, NodeInfo] = {ni.name: ni for ni in node_infos}
         self.generation = 0
+        self._columns: NodeColumns | None = None
         # The order nodes reached kube-scheduler's cache (file order): an image's size is the first node's.
         self.cache_order: list[str] = [ni.name for ni in node_infos]
 
@@ -379,16 +465,44 @@ class Snapshot:
                 for image_name in image.get("names") or []:
                     states[image_name] = summaries[image_name]
             ni.image_states = states
+        self._columns = None  # image-derived columns are stale
+
+    def columns(self) -> NodeColumns:
+        """The nodes as columns, in ``node_info_list`` order, synced with every pod change so far.
+
+        Built again when the node list itself changed (a new list object, or nodes added, removed, replaced).
+        """
+        cols = self._columns
+        infos = self.node_info_list
+        if cols is None or cols.infos is not infos or cols.n != len(infos):
+            cols = self._columns = NodeColumns(infos)
+        else:
+            cols.sync()
+        return cols
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
 
+    def _current_columns(self) -> NodeColumns | None:
+        """The columns when they match the node list (synced), without building them."""
+        cols = self._columns
+        if cols is None or cols.infos is not self.node_info_list or cols.n != len(self.node_info_list):
+            return None
+        cols.sync()
+        return cols
+
     @property
     def have_pods_with_affinity_list(self) -> list[NodeInfo]:
+        cols = self._current_columns()
+        if cols is not None:
+            return [cols.infos[i] for i in np.flatnonzero(cols.num_affinity_pods).tolist()]
         return [ni for ni in self.node_info_list if ni.pods_with_affinity]
 
     @property
     def have_pods_with_required_anti_affinity_list(self) -> list[NodeInfo]:
+        cols = self._current_columns()
+        if cols is not None:
+            return [cols.infos[i] for i in np.flatnonzero(cols.num_anti_affinity_pods).tolist()]
         return [ni for ni in self.node_info_list if ni.pods_with_required_anti_affinity]
 
     def num_nodes(self) -> int:

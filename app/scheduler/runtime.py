@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -60,6 +63,30 @@ class PreFilterOutcome:
         self.per_plugin: dict[str, str] = {}
         # Plugin -> the nodes its PreFilterResult allowed (only plugins that restricted nodes).
         self.per_plugin_nodes: dict[str, list[str]] = {}
+
+
+class BatchFilterOutcome:
+    """Filter verdicts for a batch of nodes: who passed, and for the others the first plugin that failed."""
+
+    __slots__ = ("batch", "fail_plugin", "has_error", "ok", "statuses")
+
+    def __init__(self, batch: NodeBatch) -> None:
+        self.batch = batch
+        n = len(batch)
+        self.ok: BoolArray = np.ones(n, np.bool_)
+        # Index into Framework.filter of the first plugin that rejected each node (-1: passed).
+        self.fail_plugin: IntArray = np.full(n, -1, np.int64)
+        # Statuses already known (per-node plugins), by batch position.
+        self.statuses: dict[int, Status] = {}
+        self.has_error = False
+
+
+def _filter_status(pl: FilterPlugin, st: Status) -> Status:
+    """A failing Filter status as RunFilterPlugins reports it (errors wrapped, plugin named)."""
+    if not st.is_rejected():
+        st = error(f"running {pl.name!r} filter plugin: {st.message()}")
+    st.plugin = pl.name
+    return st
 
 
 class Framework:
@@ -227,6 +254,56 @@ class Framework:
                     return st
         return first if first is not None else success()
 
+    def run_filter_plugins_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BatchFilterOutcome:
+        """``RunFilterPlugins`` on every node of ``batch`` at once (no nominated pods, no recording).
+
+        Plugins run in profile order on the nodes every earlier plugin passed, through ``filter_nodes`` when
+        they have it, else ``filter`` per node; the verdicts equal the per-node loop's.
+        """
+        out = BatchFilterOutcome(batch)
+        n = len(batch)
+        alive: IntArray = np.arange(n, dtype=np.int64)
+        for k, pl in enumerate(self.filter):
+            if pl.name in state.skip_filter_plugins:
+                continue
+            if not len(alive):
+                break
+            sub = batch if len(alive) == n else batch.subset(alive)
+            mask = pl.filter_nodes(state, pod, sub)
+            if mask is None:
+                verdicts: list[bool] = []
+                for j, ni in enumerate(sub.nodes):
+                    st = pl.filter(state, pod, ni)
+                    if st.is_success():
+                        verdicts.append(True)
+                        continue
+                    verdicts.append(False)
+                    st = _filter_status(pl, st)
+                    if st.code == Code.ERROR:
+                        out.has_error = True
+                    out.statuses[int(alive[j])] = st
+                mask = np.array(verdicts, dtype=np.bool_)
+            if mask.all():
+                continue
+            out.fail_plugin[alive[~mask]] = k
+            alive = alive[mask]
+        out.ok = out.fail_plugin < 0
+        return out
+
+    def batch_filter_status(self, state: CycleState, pod: PodInfo, outcome: BatchFilterOutcome, pos: int) -> Status:
+        """The status of a node the batch rejected (asked of the rejecting plugin's ``filter``)."""
+        st = outcome.statuses.get(pos)
+        if st is not None:
+            return st
+        pl = self.filter[int(outcome.fail_plugin[pos])]
+        ni = outcome.batch.nodes[pos]
+        st = pl.filter(state, pod, ni)
+        if st.is_success():
+            raise RuntimeError(f"{pl.name}: filter_nodes rejected node {ni.name!r} that filter accepts")
+        st = _filter_status(pl, st)
+        outcome.statuses[pos] = st
+        return st
+
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: PodInfo, node_info: NodeInfo, record: dict[str, Status] | None = None
     ) -> Status:
@@ -345,6 +422,56 @@ class Framework:
                 norm.append(ns.score)
             normalized[pl.name] = norm
             weighted[pl.name] = [s * weight for s in norm]
+        return raw, normalized, weighted, success()
+
+    def run_score_plugins_batch(
+        self, state: CycleState, pod: PodInfo, batch: NodeBatch
+    ) -> tuple[dict[str, IntArray], dict[str, IntArray], dict[str, IntArray], Status]:
+        """``run_score_plugins`` on a batch: raw, normalized and weighted scores per plugin as int64 arrays."""
+        raw: dict[str, IntArray] = {}
+        normalized: dict[str, IntArray] = {}
+        weighted: dict[str, IntArray] = {}
+        for pl in self.score:
+            if pl.name in state.skip_score_plugins:
+                continue
+            scores = pl.score_batch(state, pod, batch)
+            if scores is None:
+                listed, st = pl.score_nodes(state, pod, batch.nodes)
+                if not st.is_success():
+                    return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {st.message()}")
+                scores = np.array(listed, dtype=np.int64)
+            raw[pl.name] = scores
+            norm = scores
+            if pl.has_normalize():
+                batch_norm = pl.normalize_batch(state, pod, scores)
+                if batch_norm is None:
+                    node_scores = [
+                        NodeScore(name, int(s)) for name, s in zip(batch.names(), scores.tolist(), strict=True)
+                    ]
+                    st = pl.normalize_score(state, pod, node_scores)
+                    if not st.is_success():
+                        return (
+                            raw,
+                            normalized,
+                            weighted,
+                            error(f"running Normalize on Score plugin {pl.name!r}: {st.message()}"),
+                        )
+                    batch_norm = np.array([ns.score for ns in node_scores], dtype=np.int64)
+                norm = batch_norm
+            bad = (norm > MAX_NODE_SCORE) | (norm < MIN_NODE_SCORE)
+            if bad.any():
+                value = int(norm[int(np.argmax(bad))])
+                return (
+                    raw,
+                    normalized,
+                    weighted,
+                    error(
+                        f"plugin {pl.name!r} returns an invalid score {value}, it should in the range of "
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    ),
+                )
+            normalized[pl.name] = norm
+            weighted[pl.name] = norm * self.weights.get(pl.name, 1)
         return raw, normalized, weighted, success()
 
     def has_score_plugins(self) -> bool:

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -167,6 +167,8 @@ class SchedulerService:
         self._thread: threading.Thread | None = None
         self._pending: dict[str, Any] = {}  # queued pod key -> scheduling-relevant fingerprint
         self._idle = threading.Event()
+        self._holds = 0  # while > 0 the loop keeps its cache current but starts no cycle
+        self._holds_lock = threading.Lock()
         self.config = config or parse_config(None)
         self.queue = self._new_queue()
         self.scheduler = self._build(self.config)
@@ -262,6 +264,22 @@ class SchedulerService:
         self.queue.close()
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Start no scheduling cycle inside the block (changes are still taken in, pods still queued).
+
+        A bulk load (import, reset) holds the scheduler so pods are then scheduled in queue order
+        (priority, then arrival), not in whatever order the loop happened to catch them: reproducible.
+        """
+        with self._holds_lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._holds_lock:
+                self._holds -= 1
+            self._wake.set()
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until the inbox is drained and activeQ is empty (tests, benchmarks)."""
@@ -385,6 +403,11 @@ class SchedulerService:
         last_unschedulable_flush = 0.0
         while not self._stop.is_set():
             self._drain_inbox()
+            if self._holds:
+                self._idle.set()
+                self._wake.wait(timeout=0.05)
+                self._wake.clear()
+                continue
             now = time.monotonic()
             if now - last_backoff_flush >= 1.0:
                 self.queue.flush_backoff_completed()

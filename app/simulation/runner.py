@@ -201,7 +201,7 @@ def attempt_entry(att: Attempt, start_time: str | None, detail: str) -> dict[str
             selected=att.selected,
             boundTo=att.bound_to,
             boundBy=att.bound_by if att.bound_to else None,
-            feasibleCount=len(att.feasible),
+            feasibleCount=att.feasible_count,
             fitError=att.fit_error,
             postfilter=att.postfilter,
         )

@@ -28,8 +28,8 @@ URLS = {
 }
 
 
-def test_kill_9_loses_no_acknowledged_write(tmp_path: Path) -> None:
-    database_url = f"sqlite:///{tmp_path / 'kss.db'}"
+def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, backend_url: str) -> None:
+    database_url = backend_url  # SQLite, and PostgreSQL when KSS_TEST_POSTGRES_URL is set
     server = start_server(tmp_path, database_url, env=NO_SCHEDULER)
     acknowledged: dict[str, Any] = {}  # url -> last acknowledged body, or None when deleted
     try:

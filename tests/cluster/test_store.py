@@ -13,6 +13,12 @@ from app.cluster.store import ClusterStore
 from tests.cluster.factories import node, objects_of_every_kind, pod
 
 
+@pytest.fixture
+def database_url(backend_url: str) -> str:
+    """Every store test runs on SQLite and, when configured, on PostgreSQL."""
+    return backend_url
+
+
 def test_builtin_namespaces_and_priority_classes_exist_from_the_start(store: ClusterStore) -> None:
     names = {ns["metadata"]["name"] for ns in store.list("Namespace")[0]}
     assert {"default", "kube-system"} <= names

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
@@ -25,8 +24,9 @@ TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
 
 @pytest.fixture
-def results_engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'results.db'}")
+def results_engine(backend_url: str) -> Iterator[Engine]:
+    """A migrated database on SQLite and, when configured, on PostgreSQL."""
+    engine = make_engine(backend_url)
     upgrade_database(engine)
     yield engine
     engine.dispose()

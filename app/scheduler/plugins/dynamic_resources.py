@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
+from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
@@ -36,7 +39,7 @@ from app.scheduler.framework import (
     unschedulable,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins.taint_toleration import default_normalize_score
+from app.scheduler.plugins.taint_toleration import default_normalize_batch, default_normalize_score
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -181,8 +184,16 @@ class DynamicResources(
             return [], error(ERR_NOT_FOUND)
         return [0] * len(nodes), success()
 
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        if self._state(state) is None:
+            return None
+        return np.zeros(len(batch), np.int64)
+
     def has_normalize(self) -> bool:
         return True
+
+    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
+        return default_normalize_batch(MAX_NODE_SCORE, False, scores)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         default_normalize_score(MAX_NODE_SCORE, False, scores)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
+
+from app.scheduler.columns import IntArray, NodeBatch, NodeColumns
 from app.scheduler.framework import MAX_NODE_SCORE, CycleState, ScorePlugin, Status, success
 from app.scheduler.nodeinfo import ImageStateSummary, NodeInfo, PodInfo, normalized_image_name
 
@@ -58,6 +61,34 @@ class ImageLocality(ScorePlugin):
         images, num_containers = pod_images(pod)
         total = len(self.handle.snapshot.node_info_list)
         return [self._score(images, num_containers, ni, total) for ni in nodes], success()
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        images, num_containers = pod_images(pod)
+        if num_containers == 0:
+            return None
+        total = len(self.handle.snapshot.node_info_list)
+        cols = batch.cols
+        sums = np.zeros(len(batch), np.int64)
+        for image in images:
+            sums += batch.take(self._image_column(cols, image, total))
+        max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+        clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
+        scores: IntArray = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+        return scores
+
+    @staticmethod
+    def _image_column(cols: NodeColumns, image: str, total: int) -> IntArray:
+        """Per node, the image's ``scaled_image_score`` where the node holds it, else 0 (cached per columns)."""
+
+        def build() -> IntArray:
+            col = np.zeros(cols.n, np.int64)
+            for i, ni in enumerate(cols.infos):
+                st = ni.image_states.get(image)
+                if st is not None:
+                    col[i] = scaled_image_score(st, total)
+            return col
+
+        return cols.cached(f"ImageLocality:{total}:{image}", build)
 
     @staticmethod
     def _score(images: Sequence[str], num_containers: int, node_info: NodeInfo, total: int) -> int:

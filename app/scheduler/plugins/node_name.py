@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
+from app.scheduler.columns import BoolArray, NodeBatch
 from app.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 
@@ -25,3 +28,10 @@ class NodeName(FilterPlugin):
         if fits(pod, node_info):
             return success()
         return unresolvable(ERR_REASON)
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        wanted = pod.node_name
+        if not wanted:
+            return np.ones(len(batch), np.bool_)
+        ok: BoolArray = batch.idx == batch.cols.position.get(wanted, -1)
+        return ok

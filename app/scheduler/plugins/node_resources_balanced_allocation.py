@@ -12,6 +12,9 @@ import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+
+from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
@@ -132,6 +135,32 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if reqs is None:
             return 0, success()
         return self.scorer.score(node_info, reqs)
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """``balancedResourceScorer`` on columns (one or two resources; more go through ``score``)."""
+        reqs = self._pod_requests(state, pod)
+        n = len(batch)
+        if reqs is None:
+            return np.zeros(n, np.int64)
+        if not self.scorer.resources or len(self.scorer.resources) > 2:
+            return None
+        fractions = []
+        valid = []
+        for col in self.scorer.columns(batch, reqs):
+            if col is None:
+                continue
+            cap, req = col
+            ok = cap != 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f = np.minimum(req.astype(np.float64) / np.where(ok, cap, 1).astype(np.float64), 1.0)
+            fractions.append(f)
+            valid.append(ok)
+        std = np.zeros(n, np.float64)
+        if len(fractions) == 2:
+            both = valid[0] & valid[1]
+            std = np.where(both, np.abs((fractions[0] - fractions[1]) / 2), 0.0)
+        scores: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        return scores
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
         reqs = self._pod_requests(state, pod)

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+import numpy as np
+
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -29,7 +32,7 @@ from app.scheduler.framework import (
     error,
     success,
 )
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
+from app.scheduler.nodeinfo import NodeInfo, PodInfo, shared_by_resources
 from app.scheduler.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -173,7 +176,7 @@ class ResourceAllocationScorer:
                 out.append(math.ceil(q * 1000) if r.name == CPU else math.ceil(q))
             return out
 
-        return list(pod.memo(self._memo_key, compute))
+        return list(pod.memo(self._memo_key, lambda: shared_by_resources(pod, self._memo_key, compute)))
 
     def allocatable_and_requested(self, node_info: NodeInfo, resource: str, pod_request: int) -> tuple[int, int]:
         """``calculateResourceAllocatableRequest``; (0, 0) leaves the resource out of the score."""
@@ -190,6 +193,29 @@ class ResourceAllocationScorer:
         if resource in alloc.scalar_resources:
             return alloc.scalar_resources[resource], node_info.requested.scalar_resources.get(resource, 0) + pod_request
         return 0, 0
+
+    def columns(self, batch: NodeBatch, pod_requests_list: Sequence[int]) -> list[tuple[IntArray, IntArray] | None]:
+        """``allocatable_and_requested`` for every node of ``batch``: per resource (allocatable, requested)
+        arrays, None for a resource left out everywhere. A 0 allocatable leaves the resource out on that node."""
+        cols = batch.cols
+        out: list[tuple[IntArray, IntArray] | None] = []
+        for spec, pod_request in zip(self.resources, pod_requests_list, strict=True):
+            name = spec.name
+            if pod_request == 0 and is_scalar_resource_name(name):
+                out.append(None)
+            elif name == CPU:
+                req = cols.req_cpu if self.use_requested else cols.nz_cpu
+                out.append((batch.take(cols.alloc_cpu), batch.take(req) + pod_request))
+            elif name == MEMORY:
+                req = cols.req_mem if self.use_requested else cols.nz_mem
+                out.append((batch.take(cols.alloc_mem), batch.take(req) + pod_request))
+            elif name == EPHEMERAL_STORAGE:
+                out.append((batch.take(cols.alloc_eph), batch.take(cols.req_eph) + pod_request))
+            elif is_scalar_resource_name(name):
+                out.append((batch.take(cols.scalar_alloc(name)), batch.take(cols.scalar_req(name)) + pod_request))
+            else:
+                out.append(None)
+        return out
 
     def score(self, node_info: NodeInfo, pod_requests_list: Sequence[int]) -> tuple[int, Status]:
         if not self.resources:
@@ -239,6 +265,27 @@ def _weighted_mean_scorer(
         return node_score // weight_sum if weight_sum else 0
 
     return scorer
+
+
+def weighted_mean_batch(
+    resources: Sequence[ResourceSpec], columns: Sequence[tuple[IntArray, IntArray] | None], most: bool, n: int
+) -> IntArray:
+    """LeastAllocated / MostAllocated over arrays: the weighted mean of the per-resource scores of each node."""
+    node_score = np.zeros(n, np.int64)
+    weight_sum = np.zeros(n, np.int64)
+    for spec, col in zip(resources, columns, strict=True):
+        if col is None:
+            continue
+        cap, req = col
+        valid = cap != 0
+        safe_cap = np.where(valid, cap, 1)
+        if most:
+            per = np.minimum(req, safe_cap) * MAX_NODE_SCORE // safe_cap
+        else:
+            per = np.where(req > cap, 0, (safe_cap - req) * MAX_NODE_SCORE // safe_cap)
+        node_score += np.where(valid, per * spec.weight, 0)
+        weight_sum += np.where(valid, spec.weight, 0)
+    return np.where(weight_sum > 0, node_score // np.maximum(weight_sum, 1), 0)
 
 
 def least_resource_scorer(resources: Sequence[ResourceSpec]) -> Callable[[list[int], list[int]], int]:
@@ -331,7 +378,10 @@ def max_resource(rl: Mapping[str, Fraction]) -> Resource:
 
 def compute_pod_resource_request(pod: PodInfo) -> Resource:
     """``computePodResourceRequest``: the pod's requests as the Fit filter compares them."""
-    return pod.memo(f"{NAME}:request", lambda: max_resource(pod_requests(pod.pod)))
+    return pod.memo(
+        f"{NAME}:request",
+        lambda: shared_by_resources(pod, f"{NAME}:request", lambda: max_resource(pod_requests(pod.pod))),
+    )
 
 
 def fits_request(
@@ -568,6 +618,37 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
         return self.scorer.score(node_info, self._pod_requests(state, pod))
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """``fitsRequest`` on columns: room for the pod count and every requested resource."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        r = s.request
+        cols = batch.cols
+        ok: BoolArray = batch.take(cols.num_pods) + 1 <= batch.take(cols.alloc_pods)
+        if r.milli_cpu > 0:
+            ok &= r.milli_cpu <= batch.take(cols.alloc_cpu) - batch.take(cols.req_cpu)
+        if r.memory > 0:
+            ok &= r.memory <= batch.take(cols.alloc_mem) - batch.take(cols.req_mem)
+        if r.ephemeral_storage > 0:
+            ok &= r.ephemeral_storage <= batch.take(cols.alloc_eph) - batch.take(cols.req_eph)
+        for name, quant in r.scalar_resources.items():
+            if quant == 0:
+                continue
+            if is_extended_resource_name(name):
+                group = name.split("/")[0] if self.ignored_resource_groups else ""
+                if name in self.ignored_resources or group in self.ignored_resource_groups:
+                    continue
+            ok &= quant <= batch.take(cols.scalar_alloc(name)) - batch.take(cols.scalar_req(name))
+        return ok
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        if self.strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED) or not self.scorer.resources:
+            return None
+        reqs = self._pod_requests(state, pod)
+        columns = self.scorer.columns(batch, reqs)
+        return weighted_mean_batch(self.scorer.resources, columns, self.strategy == MOST_ALLOCATED, len(batch))
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
         reqs = self._pod_requests(state, pod)

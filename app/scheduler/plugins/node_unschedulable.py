@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import numpy as np
+
+from app.scheduler.columns import BoolArray, NodeBatch
 from app.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.plugins.taint_toleration import EFFECT_NO_SCHEDULE, pod_tolerations, tolerations_tolerate_taint
@@ -24,3 +27,9 @@ class NodeUnschedulable(FilterPlugin):
         if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
             return success()
         return unresolvable(ERR_REASON_UNSCHEDULABLE)
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
+            return np.ones(len(batch), np.bool_)
+        ok: BoolArray = ~batch.take(batch.cols.unschedulable)
+        return ok

@@ -16,7 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from app.kube.labels import RequiredNodeAffinity, label_key_errors
+from app.scheduler.columns import BoolArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -607,6 +610,25 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if match_num + self_match - min_match > c.max_skew:
                 return Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH)
         return success()
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """``filter`` on label columns: the node has every topology key and no constraint's skew is exceeded."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return None
+        ok: BoolArray = np.ones(len(batch), np.bool_)
+        for i, c in enumerate(s.constraints):
+            codes, table = batch.cols.label_codes(c.topology_key)
+            node_codes = batch.take(codes)
+            counts = np.zeros(len(table) + 1, np.int64)  # the last slot (code -1) is for nodes without the key
+            for value, num in s.tp_value_to_match_num[i].items():
+                code = table.get(value)
+                if code is not None:
+                    counts[code] = num
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            skew = counts[node_codes] + self_match - s.min_match_num(i, c.min_domains)
+            ok &= (node_codes >= 0) & (skew <= c.max_skew)
+        return ok
 
     # --- PreScore ---------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:

@@ -10,6 +10,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
@@ -108,6 +111,20 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
         s.score = max_priority - v if reverse else v
 
 
+def default_normalize_batch(max_priority: int, reverse: bool, scores: IntArray) -> IntArray | None:
+    """``default_normalize_score`` on an array (non-negative scores; None otherwise)."""
+    if not len(scores):
+        return scores.copy()
+    if int(scores.min()) < 0:
+        return None
+    max_count = int(scores.max())
+    if max_count == 0:
+        return np.full(len(scores), max_priority, np.int64) if reverse else scores.copy()
+    v = max_priority * scores // max_count
+    out: IntArray = max_priority - v if reverse else v
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     tolerations_prefer_no_schedule: tuple[Toleration, ...]
@@ -128,6 +145,35 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         if find_matching_untolerated_taint(taints, pod_tolerations(pod), DO_NOT_SCHEDULE_EFFECTS) is None:
             return success()
         return unresolvable(ERR_REASON_UNTOLERATED)
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """Decided once per distinct taint list (``NodeColumns.taint_group``)."""
+        tolerations = pod_tolerations(pod)
+        cols = batch.cols
+        per_group = np.array(
+            [
+                not taints or find_matching_untolerated_taint(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is None
+                for taints in cols.taint_sets
+            ],
+            dtype=np.bool_,
+        )
+        ok: BoolArray = per_group[batch.take(cols.taint_group)]
+        return ok
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return None
+        cols = batch.cols
+        per_group = np.array(
+            [_count_intolerable_prefer_no_schedule(t, s.tolerations_prefer_no_schedule) for t in cols.taint_sets],
+            dtype=np.int64,
+        )
+        scores: IntArray = per_group[batch.take(cols.taint_group)]
+        return scores
+
+    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
+        return default_normalize_batch(MAX_NODE_SCORE, True, scores)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         prefer = tuple(t for t in pod_tolerations(pod) if t.effect in ("", EFFECT_PREFER_NO_SCHEDULE))

@@ -1,0 +1,109 @@
+"""``kss export`` and ``kss import --snapshot``: the export/import API of a running simulator, from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import ssl
+import sys
+from pathlib import Path
+
+import httpx
+
+from app.config import Settings
+from app.operations.tls import CERT_FILE
+
+TIMEOUT = httpx.Timeout(600.0, connect=10.0)  # a large cluster takes a while to export or import
+
+
+def _add_server(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=None, help="simulator URL (default: http://KSS_HOST:KSS_PORT)")
+    parser.add_argument("--token", default=None, help="bearer token (default: KSS_API_TOKEN)")
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss export``."""
+    _add_server(parser)
+    parser.add_argument("--format", choices=("yaml", "json"), default="yaml", help="snapshot format (default yaml)")
+    parser.add_argument("-o", "--output", default=None, help="write to this file instead of standard output")
+
+
+def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss import --snapshot`` (``kss import --kubeconfig`` is the syncer's one-shot copy)."""
+    _add_server(parser)
+    parser.add_argument(
+        "--snapshot", required=True, help="snapshot (JSON/YAML), multi-document kubectl YAML or List; - for stdin"
+    )
+    parser.add_argument("--replace", action="store_true", help="delete everything not built-in first (default merge)")
+    parser.add_argument("--unbind", action="store_true", help="clear pods' nodeName so the scheduler places them")
+
+
+def _client(args: argparse.Namespace) -> httpx.Client:
+    settings = Settings()
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    server = args.server or f"{'https' if settings.tls else 'http'}://{host}:{settings.port}"
+    token = args.token or settings.api_token
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    cert = settings.tls_dir / CERT_FILE
+    # Trust our own self-signed certificate.
+    verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=cert) if settings.tls and cert.exists() else True
+    return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=TIMEOUT, verify=verify)
+
+
+def _failed(response: httpx.Response) -> int:
+    """Print a Status error (and each cause: the object and field at fault); exit code 1."""
+    try:
+        status = response.json()
+    except ValueError:
+        status = {}
+    print(f"kss: {response.status_code}: {status.get('message') or response.text}", file=sys.stderr)
+    for cause in (status.get("details") or {}).get("causes") or []:
+        print(f"  {cause.get('field')}: {cause.get('message')}", file=sys.stderr)
+    return 1
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Print (or write to ``-o``) the running simulator's snapshot."""
+    with _client(args) as client:
+        try:
+            response = client.get("/simulator/v1/export", params={"format": args.format})
+        except httpx.HTTPError as exc:
+            print(f"kss export: {exc}", file=sys.stderr)
+            return 1
+    if response.status_code != 200:
+        return _failed(response)
+    if args.output:
+        Path(args.output).write_text(response.text)
+    else:
+        sys.stdout.write(response.text)
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """Send a snapshot file to the running simulator; prints what was created, updated and deleted."""
+    text = sys.stdin.read() if args.snapshot == "-" else Path(args.snapshot).read_text()
+    params = {"mode": "replace" if args.replace else "merge", "unbind": str(args.unbind).lower()}
+    with _client(args) as client:
+        try:
+            response = client.post(
+                "/simulator/v1/import",
+                params=params,
+                content=text.encode(),
+                headers={"Content-Type": "application/yaml"},
+            )
+        except httpx.HTTPError as exc:
+            print(f"kss import: {exc}", file=sys.stderr)
+            return 1
+    if response.status_code != 200:
+        return _failed(response)
+    report = response.json()
+    print(
+        f"imported: {report['created']} created, {report['updated']} updated, {report['deleted']} deleted"
+        + ("; scheduler configuration applied" if report.get("schedulerConfigApplied") else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def wants_cluster_import(argv: list[str]) -> bool:
+    """Whether ``kss import`` arguments ask for the syncer's copy of a real cluster (``--kubeconfig``)."""
+    return any(a == "--kubeconfig" or a.startswith("--kubeconfig=") for a in argv)

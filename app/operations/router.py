@@ -1,0 +1,125 @@
+"""Operations over HTTP: export, import, reset, the scheduler configuration and ``/metrics``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+import yaml
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
+from app.operations.metrics import CONTENT_TYPE, Metrics
+from app.operations.service import OperationsService, scheduler_config_causes
+from app.scheduler.config import ConfigError
+from app.scheduling.service import SchedulerService
+
+router = APIRouter(prefix="/simulator/v1", tags=["operations"])
+metrics_router = APIRouter()
+
+IMPORT_PATH = "/simulator/v1/import"
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+
+
+def _operations(request: Request) -> OperationsService:
+    service: OperationsService = request.app.state.operations
+    return service
+
+
+def _scheduler(request: Request) -> SchedulerService:
+    scheduler: SchedulerService = request.app.state.scheduler
+    return scheduler
+
+
+def _wants_yaml(request: Request, fmt: str | None) -> bool:
+    if fmt is not None:
+        return fmt == "yaml"
+    accept = request.headers.get("accept", "")
+    return any(t in accept for t in YAML_TYPES)
+
+
+def _encode(body: Any, as_yaml: bool) -> Response:
+    if as_yaml:
+        return Response(yaml.safe_dump(body, sort_keys=False), media_type="application/yaml")
+    return Response(orjson.dumps(body), media_type="application/json")
+
+
+async def _text(request: Request) -> str:
+    body = await request.body()
+    if not body.strip():
+        raise BadRequest("the request body is empty")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the request body is not UTF-8 text") from None
+
+
+@router.get("/export")
+async def export(request: Request, format: Annotated[Literal["json", "yaml"] | None, Query()] = None) -> Response:
+    """The whole virtual cluster and the scheduler configuration (kube-scheduler-simulator's snapshot shape)."""
+    as_yaml = _wants_yaml(request, format)
+    text = await run_in_threadpool(_operations(request).export, "yaml" if as_yaml else "json")
+    return Response(text, media_type="application/yaml" if as_yaml else "application/json")
+
+
+@router.post("/import")
+async def import_snapshot(
+    request: Request,
+    mode: Annotated[Literal["merge", "replace"], Query()] = "merge",
+    unbind: Annotated[bool, Query()] = False,
+) -> Response:
+    """Load a snapshot, a multi-document kubectl YAML file or a List (JSON or YAML).
+
+    ``mode=replace`` first deletes everything that is not built-in; ``unbind=true`` clears pods' nodes so
+    the scheduler places them again. A bad document changes nothing: 422 names every bad object.
+    """
+    text = await _text(request)
+    service = _operations(request)
+    report = await run_in_threadpool(lambda: service.import_text(text, replace=mode == "replace", unbind=unbind))
+    return _encode(report, False)
+
+
+@router.post("/reset")
+async def reset(request: Request) -> Response:
+    """Back to the objects and scheduler configuration the simulator started with; results cleared."""
+    report = await run_in_threadpool(_operations(request).reset)
+    return _encode(report, False)
+
+
+@router.get("/schedulerconfiguration")
+async def get_scheduler_configuration(request: Request) -> Response:
+    """The running KubeSchedulerConfiguration (JSON, or YAML with ``Accept: application/yaml``)."""
+    return _encode(_scheduler(request).config_document(), _wants_yaml(request, None))
+
+
+@router.put("/schedulerconfiguration")
+async def put_scheduler_configuration(request: Request) -> Response:
+    """Replace the configuration from the next scheduling cycle on; an invalid one is refused (422, field named)."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in ("", "application/json", *YAML_TYPES):
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format ({content_type}) - accepted media types include: "
+            "application/json, application/yaml"
+        )
+    text = await _text(request)
+    try:
+        source: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"the configuration is neither JSON nor YAML: {exc}") from None
+    if not isinstance(source, dict):
+        raise BadRequest("the configuration must be a KubeSchedulerConfiguration object")
+    scheduler = _scheduler(request)
+    try:
+        await run_in_threadpool(scheduler.update_config, source)
+    except ConfigError as exc:
+        raise Invalid("KubeSchedulerConfiguration", "", scheduler_config_causes(exc)) from None
+    return _encode(scheduler.config_document(), _wants_yaml(request, None))
+
+
+@metrics_router.get("/metrics", include_in_schema=False)
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics: kube-scheduler's scheduling metrics and kube-apiserver's request metrics."""
+    registry: Metrics = request.app.state.metrics
+    return Response(registry.render(), media_type=CONTENT_TYPE)

@@ -1,0 +1,273 @@
+"""Day-to-day operations on the whole simulator: export, import, reset.
+
+An import is tried in full on a scratch copy of the store first, so a bad document changes nothing and
+every bad object is reported at once; only then is it carried out on the real store (and so through
+the scheduler, the watches and the database like any other write).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.cluster.errors import ApiError, Cause, Invalid, required
+from app.cluster.kinds import KINDS
+from app.cluster.store import ClusterStore
+from app.config import Settings
+from app.operations import snapshot
+from app.operations.snapshot import Item
+from app.results.service import ResultsService
+from app.scheduler.config import ConfigError
+from app.scheduling.service import SchedulerService
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+# Kinds whose status the server resets on create, so an import carries the snapshot's over (a Pod's only
+# while it stays bound); on replacing an existing object, a Node's status too (capacity, allocatable).
+_CREATE_STATUS_KINDS = frozenset({"Pod", "PersistentVolume", "PersistentVolumeClaim"})
+_UPDATE_STATUS_KINDS = frozenset({"Node", "PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget"})
+# Replace deletes dependents first so the scheduler never sees a pod outlive its node or namespace.
+_DELETE_ORDER = (*reversed(snapshot.CREATE_ORDER),)
+# The state a reset returns to leaves out Events: they describe what happened, not what is.
+_STATE_KINDS = tuple(k.kind for k in KINDS if k.kind != "Event")
+
+
+class InvalidSnapshot(Invalid):
+    """422: objects of the snapshot would be refused; ``causes`` name each one and its field."""
+
+    def __init__(self, causes: list[Cause]) -> None:
+        super().__init__("Snapshot", "", causes)
+        parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+        self.message = f"the snapshot is invalid, nothing was imported: {'; '.join(parts)}"
+
+
+class ImportFailed(ApiError):
+    """500: the import passed its trial run but the store refused part of it (a concurrent change)."""
+
+
+@dataclass(slots=True)
+class ImportReport:
+    """What an import did."""
+
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    scheduler_config: bool = False
+    errors: list[Cause] = field(default_factory=list)
+
+    def to_dict(self) -> Obj:
+        """The JSON answer of ``POST /simulator/v1/import``."""
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "deleted": self.deleted,
+            "schedulerConfigApplied": self.scheduler_config,
+        }
+
+
+class OperationsService:
+    """Export, import and reset over the store, the scheduler and the results."""
+
+    def __init__(
+        self,
+        store: ClusterStore,
+        scheduler: SchedulerService,
+        results: ResultsService | None,
+        settings: Settings,
+    ) -> None:
+        self.store = store
+        self.scheduler = scheduler
+        self.results = results
+        self.settings = settings
+        self._lock = threading.Lock()  # one import or reset at a time
+        self._initial_items: list[Item] = []
+        self._initial_config: Obj = scheduler.config_document()
+
+    # --- export ---------------------------------------------------------------------------------
+    def snapshot(self) -> Obj:
+        """The whole virtual cluster and the scheduler configuration in kube-scheduler-simulator's shape."""
+        objects: dict[str, list[Obj]] = {}
+        for key, kind in snapshot.SNAPSHOT_KINDS.items():
+            objects[key] = self.store.list(kind)[0]
+        config = self.scheduler.config_document()
+        return {
+            key: (config if key == snapshot.SCHEDULER_CONFIG_KEY else objects[key]) for key in snapshot.EXPORT_ORDER
+        }
+
+    def export(self, fmt: str = "json") -> str:
+        """:meth:`snapshot` as JSON or YAML text."""
+        return snapshot.dump(self.snapshot(), fmt)
+
+    # --- import ---------------------------------------------------------------------------------
+    def import_text(self, text: str, *, replace: bool = False, unbind: bool = False) -> Obj:
+        """Load a snapshot, a multi-document kubectl YAML file or a ``List``.
+
+        ``replace`` first deletes every object that is not built-in; otherwise objects are merged (created,
+        or replacing the object of the same kind, namespace and name). ``unbind`` clears pods' node and
+        status so the scheduler places them again. Raises ``BadRequest`` (unreadable) or ``Invalid`` naming
+        every bad object and field; then nothing was changed.
+        """
+        parsed = snapshot.parse(text)
+        if parsed.errors:
+            raise InvalidSnapshot(parsed.errors)
+        report = self._import(parsed.items, parsed.scheduler_config, replace=replace, unbind=unbind)
+        return report.to_dict()
+
+    def _import(
+        self,
+        items: list[Item],
+        config_doc: Obj | None,
+        *,
+        replace: bool,
+        unbind: bool,
+        before_create: Callable[[], None] | None = None,
+    ) -> ImportReport:
+        for item in items:
+            snapshot.clean(item, unbind=unbind)
+        items = snapshot.ordered(items)
+        causes: list[Cause] = []
+        config = None
+        if config_doc is not None:
+            try:
+                config = self.scheduler.check_config(copy.deepcopy(config_doc))
+            except ConfigError as exc:
+                causes.append(Cause(f"schedulerConfig.{exc.field}", "FieldValueInvalid", exc.detail))
+        with self._lock:
+            trial = self.store.scratch_copy()
+            causes += _apply(trial, copy.deepcopy(items), replace=replace, keep_going=True).errors
+            if causes:
+                raise InvalidSnapshot(causes)
+            report = ImportReport()
+            # Held, the scheduler takes the pods in queue order once all are in: placements are reproducible.
+            with self.scheduler.held():
+                if replace:
+                    report.deleted = _delete_all(self.store)
+                if before_create is not None:
+                    before_create()
+                if config is not None:
+                    self.scheduler.update_config(copy.deepcopy(config_doc) if config_doc is not None else {})
+                    report.scheduler_config = True
+                done = _apply(self.store, items, replace=False, keep_going=True)
+            report.created, report.updated = done.created, done.updated
+            if done.errors:
+                log.error("import partly failed after a clean trial: %s", [c.to_dict() for c in done.errors])
+                raise ImportFailed(
+                    "the import was only partly applied (the cluster changed meanwhile)",
+                    details={"causes": [c.to_dict() for c in done.errors]},
+                )
+            return report
+
+    # --- reset ----------------------------------------------------------------------------------
+    def capture_initial(self) -> None:
+        """Remember the current objects and scheduler configuration as what :meth:`reset` returns to."""
+        items: list[Item] = []
+        for kind in _STATE_KINDS:
+            for obj in self.store.list(kind)[0]:
+                items.append(Item(f"initial.{kind}", kind, obj))
+        self._initial_items = items
+        self._initial_config = self.scheduler.config_document()
+
+    def reset(self) -> Obj:
+        """Back to the state the simulator started with (objects and configuration); results cleared."""
+
+        def clear_results() -> None:
+            if self.settings.scheduler_enabled:
+                # Let an attempt that was under way finish, so its result is cleared with the rest.
+                self.scheduler.wait_idle(timeout=5.0)
+            if self.results is not None:
+                self.results.clear_all()
+
+        report = self._import(
+            copy.deepcopy(self._initial_items),
+            copy.deepcopy(self._initial_config),
+            replace=True,
+            unbind=False,
+            before_create=clear_results,
+        )
+        return report.to_dict()
+
+
+@dataclass(slots=True)
+class _Applied:
+    created: int = 0
+    updated: int = 0
+    errors: list[Cause] = field(default_factory=list)
+
+
+def _delete_all(store: ClusterStore) -> int:
+    """Delete every object that is not built-in; the built-in namespaces and classes are then ensured."""
+    deleted = 0
+    for kind in _DELETE_ORDER:
+        deleted += len(store.delete_collection(kind))
+    store.ensure_builtins()
+    return deleted
+
+
+def _apply(store: ClusterStore, items: list[Item], *, replace: bool, keep_going: bool) -> _Applied:
+    """Create (or replace) each item on ``store``; errors are collected per item."""
+    applied = _Applied()
+    if replace:
+        _delete_all(store)
+    for item in items:
+        try:
+            if _apply_one(store, item):
+                applied.created += 1
+            else:
+                applied.updated += 1
+        except Invalid as exc:
+            applied.errors += [
+                Cause(f"{item.path}.{c.field}" if c.field else item.path, c.reason, f"{item.label}: {c.message}")
+                for c in exc.causes
+            ]
+        except ApiError as exc:
+            applied.errors.append(Cause(item.path, "FieldValueInvalid", f"{item.label}: {exc.message}"))
+            if not keep_going:
+                break
+    return applied
+
+
+def _apply_one(store: ClusterStore, item: Item) -> bool:
+    """Write one item; True when it was created, False when it replaced an existing object."""
+    body = copy.deepcopy(item.obj)
+    namespace = item.namespace
+    if not item.name and not (body.get("metadata") or {}).get("generateName"):
+        raise Invalid(item.kind, "", [required("metadata.name", "name or generateName is required")])
+    existing = store.get(item.kind, namespace, item.name) if item.name else None
+    if existing is not None and item.kind != "Pod":
+        if namespace is not None:
+            body["metadata"]["namespace"] = namespace
+        store.update(item.kind, body)
+        _restore_status(store, item, store.get(item.kind, namespace, item.name), created=False)
+        return False
+    if existing is not None:
+        # A pod's spec is immutable: replacing it means deleting and creating it again.
+        store.delete("Pod", namespace, item.name)
+    created = store.create(item.kind, body, namespace)
+    _restore_status(store, item, created, created=True)
+    return existing is None
+
+
+def _restore_status(store: ClusterStore, item: Item, current: Obj | None, *, created: bool) -> None:
+    """Carry the snapshot's status over where the server would otherwise reset or keep its own."""
+    status = item.obj.get("status")
+    kinds = _CREATE_STATUS_KINDS if created else _UPDATE_STATUS_KINDS
+    if current is None or not isinstance(status, dict) or not status or item.kind not in kinds:
+        return
+    if item.kind == "Pod" and not (item.obj.get("spec") or {}).get("nodeName"):
+        return
+    # Fields the snapshot leaves out (a bare node's conditions, say) keep the server's values.
+    merged = {**(current.get("status") or {}), **status}
+    if current.get("status") == merged:
+        return
+    store.update(item.kind, {**current, "status": merged}, subresource="status")
+
+
+def scheduler_config_causes(exc: ConfigError) -> list[Cause]:
+    """The Status causes of a refused scheduler configuration: the field and what is wrong with it."""
+    return [Cause(exc.field, "FieldValueInvalid", exc.detail)]

@@ -1,0 +1,234 @@
+"""Snapshot documents: kube-scheduler-simulator's export shape, kubectl multi-document YAML and ``v1 List``.
+
+Parsing turns any of them into a flat list of :class:`Item` (kind, object, where it came from) plus an
+optional scheduler configuration; nothing here touches the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+
+from app.cluster.errors import BadRequest, Cause, invalid
+from app.cluster.kinds import BY_KIND
+
+Obj = dict[str, Any]
+
+# kube-scheduler-simulator's ResourcesForSnap keys (and two of ours for kinds it does not carry).
+SNAPSHOT_KINDS: dict[str, str] = {
+    "pods": "Pod",
+    "nodes": "Node",
+    "pvs": "PersistentVolume",
+    "pvcs": "PersistentVolumeClaim",
+    "storageClasses": "StorageClass",
+    "priorityClasses": "PriorityClass",
+    "namespaces": "Namespace",
+    "csiNodes": "CSINode",
+    "podDisruptionBudgets": "PodDisruptionBudget",
+}
+SCHEDULER_CONFIG_KEY = "schedulerConfig"
+# Export key order as kube-scheduler-simulator writes it; our extra kinds last.
+EXPORT_ORDER = (
+    "pods",
+    "nodes",
+    "pvs",
+    "pvcs",
+    "storageClasses",
+    "priorityClasses",
+    SCHEDULER_CONFIG_KEY,
+    "namespaces",
+    "csiNodes",
+    "podDisruptionBudgets",
+)
+# Creation order: what an object refers to exists before it (namespaces, classes, claims, nodes, pods).
+CREATE_ORDER = (
+    "Namespace",
+    "PriorityClass",
+    "StorageClass",
+    "PersistentVolumeClaim",
+    "Node",
+    "CSINode",
+    "PersistentVolume",
+    "PodDisruptionBudget",
+    "Pod",
+    "Event",
+)
+SCHEDULER_CONFIG_KIND = "KubeSchedulerConfiguration"
+# Fields the server sets; a snapshot's values for them would be refused or meaningless on another cluster.
+SERVER_MANAGED = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink")
+RESULT_ANNOTATION_PREFIX = "kube-scheduler-simulator.sigs.k8s.io/"
+
+
+@dataclass(slots=True)
+class Item:
+    """One object to import: its kind, body (ours to change) and a path naming it in error messages."""
+
+    path: str
+    kind: str
+    obj: Obj
+
+    @property
+    def namespace(self) -> str | None:
+        """``metadata.namespace`` of a namespaced kind (default "default"), else None."""
+        if not BY_KIND[self.kind].namespaced:
+            return None
+        return str((self.obj.get("metadata") or {}).get("namespace") or "default")
+
+    @property
+    def name(self) -> str:
+        """``metadata.name`` ("" when missing)."""
+        return str((self.obj.get("metadata") or {}).get("name") or "")
+
+    @property
+    def label(self) -> str:
+        """``Kind namespace/name`` for messages."""
+        ns = self.namespace
+        name = self.name or "<no name>"
+        return f"{self.kind} {ns}/{name}" if ns else f"{self.kind} {name}"
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What a document holds: objects, the scheduler configuration (if any), and what could not be read."""
+
+    items: list[Item]
+    scheduler_config: Obj | None
+    errors: list[Cause]
+
+
+def _load(text: str) -> list[Any]:
+    """Every document in ``text`` (JSON, or YAML with ``---`` separators), parsed safely."""
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return [orjson.loads(text)]
+        except orjson.JSONDecodeError:
+            pass  # YAML flow style also starts with "{"
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe either way: no arbitrary Python objects
+    try:
+        return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"the snapshot is neither JSON nor YAML: {exc}") from None
+
+
+def is_snapshot(doc: Any) -> bool:
+    """Whether ``doc`` has kube-scheduler-simulator's snapshot shape (no ``kind``, resource lists by key)."""
+    return isinstance(doc, dict) and "kind" not in doc and any(k in doc for k in (*SNAPSHOT_KINDS, "schedulerConfig"))
+
+
+def parse(text: str) -> Parsed:
+    """Read a snapshot, a multi-document kubectl YAML file or a ``List``; ``BadRequest`` if unreadable."""
+    docs = _load(text)
+    if len(docs) == 1 and isinstance(docs[0], list):  # a bare JSON/YAML array of objects
+        docs = docs[0]
+    if not docs:
+        raise BadRequest("the snapshot is empty")
+    parsed = Parsed([], None, [])
+    for index, doc in enumerate(docs):
+        path = f"[{index}]" if len(docs) > 1 else ""
+        if is_snapshot(doc):
+            _add_snapshot(parsed, doc, path)
+        else:
+            _add_object(parsed, doc, path or "[0]", None)
+    return parsed
+
+
+def _add_snapshot(parsed: Parsed, doc: Obj, path: str) -> None:
+    prefix = f"{path}." if path else ""
+    for key, value in doc.items():
+        if key == SCHEDULER_CONFIG_KEY:
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                parsed.errors.append(invalid(prefix + key, type(value).__name__, "must be an object"))
+            else:
+                _set_config(parsed, value, prefix + key)
+            continue
+        kind = SNAPSHOT_KINDS.get(key)
+        if kind is None:
+            parsed.errors.append(Cause(prefix + key, "FieldValueNotSupported", "unknown field in the snapshot"))
+            continue
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            parsed.errors.append(invalid(prefix + key, type(value).__name__, "must be a list"))
+            continue
+        for i, obj in enumerate(value):
+            _add_object(parsed, obj, f"{prefix}{key}[{i}]", kind)
+
+
+def _set_config(parsed: Parsed, config: Obj, path: str) -> None:
+    if parsed.scheduler_config is not None:
+        parsed.errors.append(Cause(path, "FieldValueDuplicate", "more than one scheduler configuration"))
+    parsed.scheduler_config = config
+
+
+def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
+    if not isinstance(obj, dict):
+        parsed.errors.append(invalid(path, type(obj).__name__, "must be a Kubernetes object"))
+        return
+    given = obj.get("kind")
+    if isinstance(given, str) and given.endswith("List") and isinstance(obj.get("items"), list):
+        item_kind = given[: -len("List")] or None
+        for i, item in enumerate(obj["items"]):
+            _add_object(parsed, item, f"{path}.items[{i}]", item_kind if item_kind in BY_KIND else None)
+        return
+    if given == SCHEDULER_CONFIG_KIND:
+        _set_config(parsed, obj, path)
+        return
+    kind = given if isinstance(given, str) and given else kind
+    if kind is None:
+        parsed.errors.append(Cause(f"{path}.kind", "FieldValueRequired", "Required value: the object has no kind"))
+        return
+    info = BY_KIND.get(kind)
+    if info is None:
+        parsed.errors.append(
+            Cause(f"{path}.kind", "FieldValueNotSupported", f"kind {kind!r} is not served by the virtual cluster")
+        )
+        return
+    # Typed Go exports omit apiVersion/kind on list elements; fill them in from where the object came from.
+    body = {"apiVersion": obj.get("apiVersion") or info.api_version, "kind": kind, **obj}
+    body["apiVersion"] = body["apiVersion"] or info.api_version
+    parsed.items.append(Item(path, kind, body))
+
+
+def clean(item: Item, *, unbind: bool) -> None:
+    """Drop server-managed fields; with ``unbind``, a pod loses its node, status and result annotations."""
+    meta = item.obj.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    for field in SERVER_MANAGED:
+        meta.pop(field, None)
+    if meta.get("deletionTimestamp") is not None:
+        meta.pop("deletionTimestamp", None)
+        meta.pop("deletionGracePeriodSeconds", None)
+    if unbind and item.kind == "Pod":
+        spec = item.obj.get("spec")
+        if isinstance(spec, dict):
+            spec.pop("nodeName", None)
+        item.obj.pop("status", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            kept = {k: v for k, v in annotations.items() if not str(k).startswith(RESULT_ANNOTATION_PREFIX)}
+            if kept:
+                meta["annotations"] = kept
+            else:
+                meta.pop("annotations", None)
+
+
+def ordered(items: list[Item]) -> list[Item]:
+    """``items`` in creation order (stable within a kind)."""
+    rank = {kind: i for i, kind in enumerate(CREATE_ORDER)}
+    return sorted(items, key=lambda it: rank.get(it.kind, len(rank)))
+
+
+def dump(snapshot: Obj, fmt: str) -> str:
+    """``snapshot`` as JSON (indented) or YAML."""
+    if fmt == "yaml":
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        return yaml.dump(snapshot, Dumper=dumper, sort_keys=False, allow_unicode=True)
+    if fmt == "json":
+        return orjson.dumps(snapshot, option=orjson.OPT_INDENT_2).decode()
+    raise BadRequest(f"unsupported format {fmt!r}: supported values: json, yaml")

@@ -1,0 +1,203 @@
+"""``kss sync`` / ``python -m syncer``: keep the simulator in step with a cluster; ``kss import``: copy it once.
+
+    kss sync --source-kubeconfig PATH [--source-context NAME] (--target-url URL | --target-kubeconfig PATH)
+    kss import --kubeconfig PATH [--context NAME] (--target-url URL | --target-kubeconfig PATH)
+               [--page-size N] [--qps Q] [--burst B]
+
+``python -m syncer import ...`` runs the import too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from syncer.backoff import Backoff
+from syncer.importer import run_import
+from syncer.kinds import parse_kinds
+from syncer.kube import KubeSource, KubeTarget, api_client
+from syncer.metrics import Metrics
+from syncer.progress import Progress
+from syncer.runner import Syncer, SyncOptions
+
+log = logging.getLogger("kss.syncer")
+
+
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--target-url", help="URL of the simulator's API (http://127.0.0.1:8000)")
+    group.add_argument("--target-kubeconfig", help="kubeconfig of the simulator (`kss kubeconfig` prints one)")
+    parser.add_argument("--target-context", help="context in --target-kubeconfig (default: its current context)")
+    parser.add_argument("--target-token", help="bearer token for --target-url (the simulator's KSS_API_TOKEN)")
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kinds",
+        help="comma-separated kinds to copy (default: Namespace, PriorityClass, StorageClass, "
+        "PersistentVolumeClaim, Node, CSINode, PersistentVolume, PodDisruptionBudget, Pod)",
+    )
+    parser.add_argument("--namespaces", help="comma-separated namespaces (default: all)")
+    parser.add_argument("--label-selector", help="label selector choosing which pods to copy (default: all)")
+
+
+def _add_common(parser: argparse.ArgumentParser, *, qps: float, burst: int, log_level: str) -> None:
+    parser.add_argument("--page-size", type=int, default=500, help="objects per list page (limit/continue)")
+    parser.add_argument(
+        "--qps", type=float, default=qps, help=f"requests per second to the source (default {qps:g}; 0: no limit)"
+    )
+    parser.add_argument("--burst", type=int, default=burst, help=f"requests to the source at once (default {burst})")
+    parser.add_argument(
+        "--target-qps", type=float, default=0, help="requests per second to the simulator (default 0: no limit)"
+    )
+    parser.add_argument("--target-burst", type=int, default=100, help="requests to the simulator at once")
+    parser.add_argument(
+        "--log-level", default=log_level, help=f"logging level (default {log_level}; INFO logs every action)"
+    )
+
+
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss sync`` / ``python -m syncer``."""
+    parser.add_argument("--source-kubeconfig", required=True, help="kubeconfig of the cluster to mirror (read only)")
+    parser.add_argument("--source-context", help="context in --source-kubeconfig (default: its current context)")
+    _add_target(parser)
+    _add_filters(parser)
+    _add_common(parser, qps=20, burst=50, log_level="INFO")
+    parser.add_argument("--watch-timeout", type=int, default=300, help="server-side timeoutSeconds of each watch")
+    parser.add_argument(
+        "--inactivity-timeout",
+        type=float,
+        default=75.0,
+        help="client-side read timeout of a watch; above the server's bookmark interval (default 75 s)",
+    )
+    parser.add_argument("--backoff-max", type=float, default=30.0, help="longest wait between reconnects (seconds)")
+    parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+
+
+def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss import --kubeconfig``."""
+    parser.add_argument("--kubeconfig", help="kubeconfig of the cluster to copy (read only)")
+    parser.add_argument("--context", help="context in --kubeconfig (default: its current context)")
+    _add_target(parser)
+    _add_filters(parser)
+    _add_common(parser, qps=20, burst=50, log_level="WARNING")
+    parser.add_argument("--workers", type=int, default=8, help="parallel writes into the simulator (default 8)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, only a line per kind")
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _split(text: str | None) -> tuple[str, ...]:
+    return tuple(s.strip() for s in (text or "").split(",") if s.strip())
+
+
+def _target(args: argparse.Namespace) -> KubeTarget:
+    api = api_client(
+        kubeconfig=args.target_kubeconfig, context=args.target_context, url=args.target_url, token=args.target_token
+    )
+    return KubeTarget(api, qps=args.target_qps, burst=args.target_burst, page_size=args.page_size)
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    """Run the syncer until SIGTERM or SIGINT."""
+    _logging(args.log_level)
+    try:
+        kinds = parse_kinds(args.kinds)
+    except ValueError as exc:
+        print(f"kss sync: {exc}", file=sys.stderr)
+        return 2
+    source = KubeSource(
+        api_client(kubeconfig=args.source_kubeconfig, context=args.source_context), qps=args.qps, burst=args.burst
+    )
+    options = SyncOptions(
+        kinds=kinds,
+        namespaces=_split(args.namespaces),
+        label_selector=args.label_selector,
+        page_size=args.page_size,
+        watch_timeout=args.watch_timeout,
+        inactivity_timeout=args.inactivity_timeout,
+        backoff=Backoff(cap=args.backoff_max),
+    )
+    metrics = Metrics()
+    if args.metrics_port:
+        metrics.serve(args.metrics_port)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+    Syncer(source, _target(args), options, metrics=metrics, stop=stop).run()
+    return 0
+
+
+def run_import_command(args: argparse.Namespace) -> int:
+    """Copy the cluster once; prints a line per kind and the total time."""
+    _logging(args.log_level)
+    if not args.kubeconfig:
+        print("kss import: one of --kubeconfig (copy a cluster) is required", file=sys.stderr)
+        return 2
+    try:
+        kinds = parse_kinds(args.kinds)
+    except ValueError as exc:
+        print(f"kss import: {exc}", file=sys.stderr)
+        return 2
+    source = KubeSource(api_client(kubeconfig=args.kubeconfig, context=args.context), qps=args.qps, burst=args.burst)
+    metrics = Metrics()
+    progress = Progress(live=False) if args.no_progress else Progress()
+    report = run_import(
+        source,
+        _target(args),
+        kinds=kinds,
+        namespaces=_split(args.namespaces),
+        label_selector=args.label_selector,
+        page_size=args.page_size,
+        workers=args.workers,
+        progress=progress,
+        metrics=metrics,
+    )
+    failed = int(metrics.total("failed"))
+    print(
+        f"imported {report.total} objects in {report.seconds:.1f} s"
+        + (f" ({report.total / report.seconds:.0f} objects/s)" if report.seconds > 0 else "")
+        + (f"; {failed} rejected" if failed else ""),
+        file=sys.stderr,
+    )
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``kss sync`` (and ``python -m syncer [sync|import] ...``)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["import"]:
+        return import_main(args_list[1:])
+    if args_list[:1] == ["sync"]:
+        args_list = args_list[1:]
+    parser = argparse.ArgumentParser(prog="kss sync", description="Keep the simulator in step with a cluster.")
+    add_sync_arguments(parser)
+    return run_sync(parser.parse_args(args_list))
+
+
+def import_main(argv: Sequence[str] | None = None) -> int:
+    """``kss import --kubeconfig PATH ...``: copy a cluster into the simulator once."""
+    parser = argparse.ArgumentParser(prog="kss import", description="Copy a cluster into the simulator once.")
+    add_import_arguments(parser)
+    return run_import_command(parser.parse_args(list(sys.argv[1:] if argv is None else argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

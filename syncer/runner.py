@@ -1,0 +1,142 @@
+"""The running syncer: one watcher per kind (and namespace), one ordered queue, one sink.
+
+Start-up lists the kinds one after the other in apply order (namespaces first, pods last), so the
+simulator receives the existing cluster in an order it can take; then every watcher follows its kind
+on its own thread, all feeding the same FIFO queue that the sink drains.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncer.backoff import Backoff
+from syncer.kinds import NAMESPACE, ORDER, POD, Kind
+from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi
+from syncer.metrics import Metrics
+from syncer.sink import Event, Sink, Stopped
+from syncer.watch import Watcher, start_thread
+
+Obj = dict[str, Any]
+log = logging.getLogger("kss.syncer")
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOptions:
+    """What to mirror and how to watch."""
+
+    kinds: tuple[Kind, ...] = ORDER
+    namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    label_selector: str | None = None  # applies to pods: which pods to mirror
+    page_size: int = 500
+    watch_timeout: int = 300
+    inactivity_timeout: float = 75.0
+    backoff: Backoff = field(default_factory=Backoff)
+
+
+def _namespace_filter(names: tuple[str, ...]) -> Callable[[Obj], bool]:
+    wanted = set(names)
+    return lambda obj: str((obj.get("metadata") or {}).get("name") or "") in wanted
+
+
+class Syncer:
+    """Keeps the simulator in step with the source until ``stop`` is set."""
+
+    def __init__(
+        self,
+        source: SourceApi,
+        target: TargetApi,
+        options: SyncOptions | None = None,
+        *,
+        metrics: Metrics | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.source = source
+        self.options = options or SyncOptions()
+        self.metrics = metrics or Metrics()
+        self.stop = stop or threading.Event()
+        self.queue: queue.Queue[Event] = queue.Queue()
+        self.sink = Sink(target, metrics=self.metrics, backoff=self.options.backoff, sleep=self._wait, stop=self.stop)
+        self.watchers = self._watchers()
+        self._threads: list[threading.Thread] = []
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep that ends early on shutdown."""
+        self.stop.wait(seconds)
+
+    def _watchers(self) -> list[Watcher]:
+        opts = self.options
+        watchers: list[Watcher] = []
+        for kind in opts.kinds:
+            scopes: tuple[str | None, ...] = opts.namespaces if (kind.namespaced and opts.namespaces) else (None,)
+            for namespace in scopes:
+                watchers.append(
+                    Watcher(
+                        self.source,
+                        kind,
+                        self.queue.put,
+                        namespace=namespace,
+                        label_selector=opts.label_selector if kind is POD else None,
+                        accept=_namespace_filter(opts.namespaces) if (kind is NAMESPACE and opts.namespaces) else None,
+                        page_size=opts.page_size,
+                        watch_timeout=opts.watch_timeout,
+                        inactivity_timeout=opts.inactivity_timeout,
+                        backoff=opts.backoff,
+                        sleep=self._wait,
+                        stop=self.stop,
+                        metrics=self.metrics,
+                    )
+                )
+        return watchers
+
+    def _initial_list(self, watcher: Watcher) -> None:
+        failures = 0
+        while not self.stop.is_set():
+            try:
+                watcher.relist()
+                return
+            except Gone:
+                continue
+            except ApiProblem as exc:
+                failures += 1
+                delay = self.options.backoff.delay(failures)
+                self.metrics.count(watcher.kind.name, "reconnected")
+                log.warning("cannot list %s in the source (%s); trying again in %.1fs", watcher.scope, exc, delay)
+                self.stop.wait(delay)
+
+    def start(self) -> None:
+        """Adopt earlier mirrors, list the source in apply order, then start the sink and watcher threads."""
+        try:
+            adopted = self.sink.seed(self.options.kinds)
+        except Stopped:
+            return
+        if adopted:
+            log.info("found %d objects mirrored by an earlier run", adopted)
+        sink = threading.Thread(target=self.sink.run, args=(self.queue,), name="sink", daemon=True)
+        sink.start()
+        self._threads.append(sink)
+        for watcher in self.watchers:
+            self._initial_list(watcher)
+        for watcher in self.watchers:
+            if not self.stop.is_set():
+                self._threads.append(start_thread(watcher))
+        log.info("syncing %d kinds; watching", len(self.options.kinds))
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop every loop and wait (briefly) for the threads."""
+        self.stop.set()
+        close = getattr(self.source, "close_watches", None)
+        if close is not None:
+            close()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def run(self) -> None:
+        """Start, then block until ``stop`` is set, then shut down."""
+        self.start()
+        self.stop.wait()
+        self.shutdown()

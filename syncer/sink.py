@@ -1,0 +1,300 @@
+"""Writes source events into the simulator, one at a time and in order, applying the mirroring rules.
+
+Each event is applied completely before the next one starts: while the simulator is unreachable the
+sink retries the same event with capped backoff, so nothing is lost or reordered. Rejections (invalid,
+forbidden) are logged and counted, then skipped: retrying the same request cannot help.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncer import translate
+from syncer.backoff import Backoff
+from syncer.kinds import POD, PVC, Kind
+from syncer.kube import AlreadyExists, ApiProblem, Conflict, NotFound, Rejected, TargetApi, Unavailable
+from syncer.metrics import Metrics
+from syncer.state import Mirror, MirrorState
+
+Obj = dict[str, Any]
+log = logging.getLogger("kss.syncer")
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+# Marks the end of a (re)list: mirrored objects of the scope that the list did not return are deleted.
+SYNCED = "SYNCED"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One change to apply: a source object ADDED/MODIFIED/DELETED, or the SYNCED end of a list."""
+
+    type: str
+    kind: Kind
+    obj: Obj = field(default_factory=dict)
+    # From the first list of this run: a pod the source already scheduled arrives bound (existing load).
+    initial: bool = False
+    # SYNCED: the list's scope and the source uids it returned.
+    namespace: str | None = None
+    present: frozenset[str] = frozenset()
+
+
+class Stopped(Exception):
+    """The syncer is shutting down while an event still waited for the simulator."""
+
+
+class Sink:
+    """Applies events to the simulator (``TargetApi``) and keeps ``MirrorState``."""
+
+    def __init__(
+        self,
+        target: TargetApi,
+        *,
+        state: MirrorState | None = None,
+        metrics: Metrics | None = None,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.target = target
+        self.state = state or MirrorState()
+        self.metrics = metrics or Metrics()
+        self.backoff = backoff or Backoff()
+        self._sleep = sleep
+        self._stop = stop or threading.Event()
+
+    # ------------------------------------------------------------------------------------------ loop
+
+    def run(self, events: queue.Queue[Event], *, max_events: int | None = None, poll: float = 0.2) -> int:
+        """Apply events from the queue until stopped (or ``max_events`` were applied); returns how many."""
+        applied = 0
+        while not self._stop.is_set() and (max_events is None or applied < max_events):
+            try:
+                event = events.get(timeout=poll)
+            except queue.Empty:
+                continue
+            self.metrics.queue_depth.set(events.qsize())
+            try:
+                self.apply(event)
+            except Stopped:
+                return applied
+            applied += 1
+        return applied
+
+    def apply(self, event: Event) -> None:
+        """Apply one event, retrying while the simulator is unreachable (raises ``Stopped`` on shutdown)."""
+        attempt = 0
+        while True:
+            try:
+                self._apply_once(event)
+                return
+            except Unavailable as exc:
+                attempt += 1
+                delay = self.backoff.delay(attempt)
+                self.metrics.count(event.kind.name, "retried")
+                log.warning("simulator unavailable (%s); retrying %s in %.1fs", exc, self._what(event), delay)
+                if self._stop.is_set():
+                    raise Stopped() from exc
+                self._sleep(delay)
+                if self._stop.is_set():
+                    raise Stopped() from exc
+            except ApiProblem as exc:
+                self.metrics.count(event.kind.name, "failed")
+                log.error("failed %s %s: %s", event.type.lower(), self._what(event), exc)
+                return
+
+    def seed(self, kinds: tuple[Kind, ...]) -> int:
+        """Adopt what an earlier run mirrored (objects carrying the source-uid annotation); returns how many.
+
+        After a restart this lets deletions that happened in the source meanwhile reach the simulator.
+        """
+        found = 0
+        for kind in kinds:
+            attempt = 0
+            while True:
+                try:
+                    objects = self.target.list(kind)
+                    break
+                except Unavailable as exc:
+                    attempt += 1
+                    log.warning("simulator unavailable (%s); listing %s again", exc, kind.name)
+                    if self._stop.is_set():
+                        raise Stopped() from exc
+                    self._sleep(self.backoff.delay(attempt))
+            for obj in objects:
+                m = translate.meta(obj)
+                uid = (m.get("annotations") or {}).get(translate.SOURCE_UID_ANNOTATION)
+                if uid and self.state.get(uid) is None:
+                    namespace, name = translate.key(obj)
+                    self.state.put(uid, Mirror(kind.name, namespace, name, m.get("uid")))
+                    found += 1
+        return found
+
+    # ------------------------------------------------------------------------------------------ rules
+
+    @staticmethod
+    def _what(event: Event) -> str:
+        if event.type == SYNCED:
+            return f"{event.kind.name} list" + (f" in {event.namespace}" if event.namespace else "")
+        return translate.describe(event.kind, event.obj)
+
+    def _apply_once(self, event: Event) -> None:
+        if event.type in (ADDED, MODIFIED):
+            self._upsert(event)
+        elif event.type == DELETED:
+            self._delete(event.kind, translate.source_uid(event.obj), "deleted in the source")
+        elif event.type == SYNCED:
+            for uid in self.state.uids(event.kind.name, event.namespace):
+                if uid not in event.present:
+                    self._delete(event.kind, uid, "gone from the source")
+
+    def _pvc_uid(self, namespace: str, name: str) -> str | None:
+        mirror = self.state.find(PVC.name, namespace, name)
+        if mirror is not None and mirror.simulator_uid:
+            return mirror.simulator_uid
+        try:
+            return translate.meta(self.target.get(PVC, namespace, name)).get("uid")
+        except NotFound:
+            return None
+
+    def _upsert(self, event: Event) -> None:
+        kind, source = event.kind, event.obj
+        uid = translate.source_uid(source)
+        what = translate.describe(kind, source)
+        mirror = self.state.get(uid)
+        if mirror is not None and mirror.deleted_in_simulator:
+            self.metrics.count(kind.name, "ignored_deleted_in_simulator")
+            log.info("ignored update of %s: deleted in the simulator", what)
+            return
+        scheduled_pod = kind is POD and translate.is_scheduled(source)
+        if mirror is not None and scheduled_pod:
+            self.metrics.count(kind.name, "ignored_scheduled")
+            log.info("ignored update of %s: scheduled in the source", what)
+            return
+        keep_binding = event.initial and mirror is None
+        want = translate.desired(kind, source, keep_binding=keep_binding, pvc_uid=self._pvc_uid)
+        namespace, name = translate.key(want)
+        if mirror is not None:
+            self._update(kind, uid, mirror, want, None)
+            return
+        try:
+            # Status goes along: servers that take it on create (nodes) need no second request.
+            created = self.target.create(kind, want)
+        except (AlreadyExists, Rejected) as exc:
+            # Rejected too: a create of a built-in object (system-* PriorityClasses) fails validation first.
+            try:
+                current = self.target.get(kind, namespace, name)
+            except NotFound:
+                if isinstance(exc, Rejected):
+                    raise exc from None
+                # Deleted between our create and get: the next event (or relist) creates it.
+                log.info("%s vanished while adopting it", what)
+                return
+            mirror = Mirror(kind.name, namespace, name, translate.meta(current).get("uid"))
+            self.state.put(uid, mirror)
+            self.metrics.count(kind.name, "adopted")
+            log.info("adopted %s: it already exists in the simulator", what)
+            if scheduled_pod:
+                self.metrics.count(kind.name, "ignored_scheduled")
+                log.info("ignored update of %s: scheduled in the source", what)
+                return
+            self._update(kind, uid, mirror, want, current)
+            return
+        mirror = Mirror(kind.name, namespace, name, translate.meta(created).get("uid"))
+        mirror.applied = {**translate.without_status(want), "status": created.get("status")}
+        self.state.put(uid, mirror)
+        self.metrics.count(kind.name, "created")
+        node = (want.get("spec") or {}).get("nodeName") if kind is POD else None
+        log.info("created %s%s", what, f" bound to {node} (existing load)" if node else "")
+        if kind.mirror_status or node:
+            self._sync_status(kind, uid, mirror, want)
+
+    def _update(self, kind: Kind, uid: str, mirror: Mirror, want: Obj, current: Obj | None) -> None:
+        what = translate.describe(kind, want)
+        if mirror.applied is None and current is None:
+            try:
+                current = self.target.get(kind, mirror.namespace, mirror.name)
+            except NotFound:
+                self._tombstone(kind, uid, what)
+                return
+        patch = translate.update_patch(kind, mirror.applied, want, current)
+        base_status = (mirror.applied or current or {}).get("status")
+        if patch:
+            try:
+                self.target.patch(kind, mirror.namespace, mirror.name, patch)
+            except NotFound:
+                self._tombstone(kind, uid, what)
+                return
+            except ApiProblem as exc:
+                if isinstance(exc, Unavailable):
+                    raise
+                # Keep going from the new version: resending a rejected change with every update would fail alike.
+                self.metrics.count(kind.name, "failed")
+                log.error("failed update of %s: %s", what, exc)
+            else:
+                self.metrics.count(kind.name, "updated")
+                log.info("updated %s (%s)", what, ", ".join(sorted(_paths(patch))))
+        else:
+            self.metrics.count(kind.name, "unchanged")
+            log.debug("unchanged %s", what)
+        mirror.applied = {**translate.without_status(want), "status": base_status}
+        if kind.mirror_status:
+            self._sync_status(kind, uid, mirror, want)
+
+    def _sync_status(self, kind: Kind, uid: str, mirror: Mirror, want: Obj) -> None:
+        applied = mirror.applied or {}
+        patch = translate.status_patch(applied.get("status"), want.get("status"))
+        if not patch:
+            return
+        what = translate.describe(kind, want)
+        try:
+            result = self.target.patch(kind, mirror.namespace, mirror.name, patch, status=True)
+        except NotFound:
+            self._tombstone(kind, uid, what)
+            return
+        applied["status"] = result.get("status", want.get("status"))
+        mirror.applied = applied
+        self.metrics.count(kind.name, "status_updated")
+        log.info("updated status of %s", what)
+
+    def _tombstone(self, kind: Kind, uid: str, what: str) -> None:
+        self.state.mark_deleted_in_simulator(uid)
+        self.metrics.count(kind.name, "tombstoned")
+        log.info("ignored update of %s: deleted in the simulator (will not be recreated)", what)
+
+    def _delete(self, kind: Kind, uid: str, why: str) -> None:
+        mirror = self.state.get(uid)
+        if mirror is None:
+            return
+        what = f"{kind.name} {mirror.namespace}/{mirror.name}" if mirror.namespace else f"{kind.name} {mirror.name}"
+        if mirror.deleted_in_simulator:
+            self.state.remove(uid)
+            log.info("forgot %s (%s; already deleted in the simulator)", what, why)
+            return
+        try:
+            self.target.delete(kind, mirror.namespace or None, mirror.name, uid=mirror.simulator_uid)
+        except NotFound:
+            log.info("deleted %s (%s): already gone from the simulator", what, why)
+        except Conflict:
+            log.info("kept %s (%s): the simulator's object of that name is another one", what, why)
+        else:
+            log.info("deleted %s (%s)", what, why)
+        self.state.remove(uid)
+        self.metrics.count(kind.name, "deleted")
+
+
+def _paths(patch: Obj, prefix: str = "") -> list[str]:
+    """Top-level-ish paths a patch touches, for the log line (``spec.schedulingGates``, ``metadata.labels``)."""
+    out: list[str] = []
+    for k, v in patch.items():
+        path = f"{prefix}{k}"
+        if isinstance(v, dict) and v and not prefix:
+            out += _paths(v, f"{path}.")
+        else:
+            out.append(path)
+    return out
