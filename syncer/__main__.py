@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
 from syncer.backoff import Backoff
@@ -24,6 +25,7 @@ from syncer.kube import KubeSource, KubeTarget, api_client
 from syncer.metrics import Metrics
 from syncer.progress import Progress
 from syncer.runner import Syncer, SyncOptions
+from syncer.state import MirrorState
 
 log = logging.getLogger("kss.syncer")
 
@@ -77,6 +79,11 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--backoff-max", type=float, default=30.0, help="longest wait between reconnects (seconds)")
     parser.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    parser.add_argument(
+        "--state-file",
+        type=Path,
+        help="remember objects deleted on the simulator side across restarts (JSON file, written atomically)",
+    )
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +148,8 @@ def run_sync(args: argparse.Namespace) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-    Syncer(source, _target(args), options, metrics=metrics, stop=stop).run()
+    state = MirrorState(args.state_file) if args.state_file else None
+    Syncer(source, _target(args), options, metrics=metrics, stop=stop, state=state).run()
     return 0
 
 

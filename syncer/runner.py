@@ -19,6 +19,7 @@ from syncer.kinds import NAMESPACE, ORDER, POD, Kind
 from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi
 from syncer.metrics import Metrics
 from syncer.sink import Event, Sink, Stopped
+from syncer.state import MirrorState
 from syncer.watch import Watcher, start_thread
 
 Obj = dict[str, Any]
@@ -54,13 +55,16 @@ class Syncer:
         *,
         metrics: Metrics | None = None,
         stop: threading.Event | None = None,
+        state: MirrorState | None = None,
     ) -> None:
         self.source = source
         self.options = options or SyncOptions()
         self.metrics = metrics or Metrics()
         self.stop = stop or threading.Event()
         self.queue: queue.Queue[Event] = queue.Queue()
-        self.sink = Sink(target, metrics=self.metrics, backoff=self.options.backoff, sleep=self._wait, stop=self.stop)
+        self.sink = Sink(
+            target, metrics=self.metrics, backoff=self.options.backoff, sleep=self._wait, stop=self.stop, state=state
+        )
         self.watchers = self._watchers()
         self._threads: list[threading.Thread] = []
 

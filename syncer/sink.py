@@ -62,7 +62,7 @@ class Sink:
         stop: threading.Event | None = None,
     ) -> None:
         self.target = target
-        self.state = state or MirrorState()
+        self.state = state if state is not None else MirrorState()  # an empty state is falsy (len 0)
         self.metrics = metrics or Metrics()
         self.backoff = backoff or Backoff()
         self._sleep = sleep

@@ -8,8 +8,11 @@ gone (``NotFound`` when it applies an update).
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 Obj = dict[str, Any]
@@ -30,12 +33,29 @@ class Mirror:
 
 
 class MirrorState:
-    """Thread-safe map of source uid -> Mirror, with a (kind, namespace, name) index."""
+    """Thread-safe map of source uid -> Mirror, with a (kind, namespace, name) index.
 
-    def __init__(self) -> None:
+    With ``tombstone_file`` the tombstones survive a restart of the syncer: objects the simulator deleted
+    stay deleted (the rest of the state is rebuilt from the simulator's ``source-uid`` annotations).
+    """
+
+    def __init__(self, tombstone_file: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._by_uid: dict[str, Mirror] = {}
         self._by_key: dict[tuple[str, str, str], str] = {}
+        self._tombstone_file = tombstone_file
+        if tombstone_file is not None and tombstone_file.exists():
+            for uid, (kind, namespace, name) in json.loads(tombstone_file.read_text()).items():
+                self._by_uid[uid] = Mirror(kind, namespace, name, None, deleted_in_simulator=True)
+
+    def _save_tombstones(self) -> None:
+        """Write the tombstones atomically (called with the lock held, only when they change)."""
+        if self._tombstone_file is None:
+            return
+        doc = {uid: [m.kind, m.namespace, m.name] for uid, m in self._by_uid.items() if m.deleted_in_simulator}
+        tmp = self._tombstone_file.with_name(self._tombstone_file.name + ".tmp")
+        tmp.write_text(json.dumps(doc, sort_keys=True))
+        os.replace(tmp, self._tombstone_file)
 
     def __len__(self) -> int:
         with self._lock:
@@ -61,6 +81,8 @@ class MirrorState:
             mirror = self._by_uid.pop(uid, None)
             if mirror is not None and self._by_key.get((mirror.kind, mirror.namespace, mirror.name)) == uid:
                 del self._by_key[(mirror.kind, mirror.namespace, mirror.name)]
+            if mirror is not None and mirror.deleted_in_simulator:
+                self._save_tombstones()
             return mirror
 
     def mark_deleted_in_simulator(self, uid: str) -> None:
@@ -70,6 +92,7 @@ class MirrorState:
             if mirror is not None:
                 mirror.deleted_in_simulator = True
                 mirror.applied = None
+                self._save_tombstones()
 
     def find(self, kind: str, namespace: str, name: str) -> Mirror | None:
         """The live (not tombstoned) mirror holding that simulator name, if any."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 from syncer import translate
 from syncer.backoff import Backoff
 from syncer.kinds import NODE, POD
 from syncer.metrics import Metrics
 from syncer.sink import ADDED, DELETED, MODIFIED, SYNCED, Event, Sink
+from syncer.state import MirrorState
 from tests.syncer.fakes import FakeTarget, node, pod
 
 
@@ -172,3 +174,23 @@ def test_seed_adopts_earlier_mirrors_so_deletions_during_downtime_reach_the_simu
     restarted.apply(Event(SYNCED, POD, present=frozenset({"src-stays"})))
     names = sorted(k[2] for k in target.objects)
     assert names == ["stays", "user-made"]
+
+
+def test_simulator_side_deletions_stay_deleted_across_a_syncer_restart(tmp_path: Path) -> None:
+    tombstones = tmp_path / "state.json"
+    target = FakeTarget()
+    first = Sink(target, metrics=Metrics(), backoff=Backoff(initial=1, cap=4), sleep=[].append,
+                 state=MirrorState(tombstones))  # fmt: skip
+    first.apply(Event(ADDED, POD, pod("web")))
+    del target.objects[("Pod", "default", "web")]  # a user deletes it in the simulator
+    first.apply(Event(MODIFIED, POD, pod("web", rv="2", labels={"x": "1"})))
+    assert tombstones.exists()
+
+    # A new syncer process re-lists the source: the pod is still there, but must not come back.
+    restarted = Sink(target, metrics=Metrics(), backoff=Backoff(initial=1, cap=4), sleep=[].append,
+                     state=MirrorState(tombstones))  # fmt: skip
+    restarted.apply(Event(ADDED, POD, pod("web", rv="3", labels={"x": "1"}), initial=True))
+    assert target.find("Pod", "web", "default") is None
+    # Once the source deletes it too, the tombstone is gone from the file as well.
+    restarted.apply(Event(DELETED, POD, pod("web", rv="4")))
+    assert MirrorState(tombstones).get("src-web") is None
