@@ -18,6 +18,7 @@ from app.scheduler.framework import ClusterObjects, Code, CycleState, Handle, No
 from app.scheduler.nodeinfo import PodInfo, Snapshot
 from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from app.scheduler.runtime import status_text
+from tests.scheduler.golden_replay import follow_kube_scheduler
 
 GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden"
 NAME = InterPodAffinity.name
@@ -126,15 +127,7 @@ def _replay(scenario_path: Path) -> list[str]:
                             want_value = ((entry.get(cat) or {}).get(ni.name) or {}).get(NAME)
                             if entry.get(cat) is not None and want_value != value:
                                 problems.append(f"{where} node {ni.name}: {cat} expected {want_value} got {value}")
-        # Follow kube-scheduler's decisions: victims leave, the pod binds where it went.
-        for victim in (entry.get("postfilter") or {}).get("victims") or []:
-            for ni in handle.snapshot.node_info_list:
-                for existing in list(ni.pods):
-                    if existing.key == victim:
-                        handle.snapshot.remove_pod(existing)
-        if entry.get("boundTo"):
-            raw["spec"]["nodeName"] = entry["boundTo"]
-            handle.snapshot.add_pod(PodInfo(raw), entry["boundTo"])
+        follow_kube_scheduler(handle.snapshot, entry, raw)
     return problems
 
 

@@ -21,6 +21,7 @@ from app.scheduler.plugins.node_resources_balanced_allocation import NodeResourc
 from app.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from app.scheduler.runtime import status_text
 from tests.scheduler.factories import make_handle
+from tests.scheduler.golden_replay import follow_kube_scheduler
 
 GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden"
 FIT = NodeResourcesFit.name
@@ -132,15 +133,7 @@ def _replay(scenario_path: Path) -> list[str]:
                 if want_score != s:
                     problems.append(f"{where} node {ni.name}: {plugin.name} score expected {want_score} got {s}")
 
-        # Follow kube-scheduler's decisions: victims leave, the pod binds where it went.
-        for victim in (entry.get("postfilter") or {}).get("victims") or []:
-            for ni in handle.snapshot.node_info_list:
-                for existing in list(ni.pods):
-                    if existing.key == victim:
-                        handle.snapshot.remove_pod(existing)
-        if entry.get("boundTo"):
-            raw["spec"]["nodeName"] = entry["boundTo"]
-            handle.snapshot.add_pod(PodInfo(raw), entry["boundTo"])
+        follow_kube_scheduler(handle.snapshot, entry, raw)
     return problems
 
 
