@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.cluster import openapi, tables, watch
+from app.cluster import openapi, protobuf, tables, watch
 from app.cluster.errors import (
     ApiError,
     BadRequest,
@@ -290,8 +290,15 @@ _BODY_TYPES = ("application/json", "application/yaml", "")
 
 
 def _parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
-    """Decode a create/update body: JSON or YAML (protobuf is not spoken: 415)."""
+    """Decode a create/update body: JSON, YAML, or protobuf for the kinds kubectl's generators create."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == protobuf.PROTOBUF:
+        try:
+            return protobuf.decode(body)
+        except protobuf.ProtobufError as exc:
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format ({content_type}): {exc}"
+            ) from None
     if content_type not in _BODY_TYPES:
         raise UnsupportedMediaType(
             f"the body of the request was in an unknown format ({content_type}) - accepted media types include: "
