@@ -76,9 +76,9 @@ def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, qu
         "nominated_node": att.nominated_node,
         "message": att.message,
         "node_count": att.num_nodes,
-        "feasible_count": len(att.feasible),
+        "feasible_count": att.feasible_count,
         "details": json.dumps(_details(att), separators=(",", ":")),
-        "matrices": encode_matrices(att) if (att.filter or att.score) else None,
+        "matrices": encode_matrices(att) if att.has_record() else None,
     }
 
 

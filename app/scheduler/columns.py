@@ -21,12 +21,14 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from app.scheduler.nodeinfo import NodeInfo
+    from app.scheduler.nodeinfo import NodeInfo, PodInfo
 
 T = TypeVar("T")
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+_JOURNAL_MAX = 200_000
 
 
 def _taint_key(taints: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str, str], ...]:
@@ -74,6 +76,11 @@ class NodeColumns:
         self.taint_group = gid
         self.derived: dict[str, Any] = {}
         self.dirty: set[NodeInfo] = set()
+        # Every pod change of these nodes, in order: (pod, node, +1 added / -1 removed). Plugins keep per-pod-shape
+        # aggregates in ``derived`` and bring them up to date by replaying the entries since they last looked
+        # (``journal_base`` + index is an entry's sequence number; the oldest entries are dropped now and then).
+        self.journal: list[tuple[PodInfo, NodeInfo, int]] = []
+        self.journal_base = 0
         for i, ni in enumerate(infos):
             ni.attach_columns(self, i)
             self._write(i, ni)
@@ -94,6 +101,26 @@ class NodeColumns:
     def mark(self, ni: NodeInfo) -> None:
         """A NodeInfo's pods changed: its row is rewritten at the next ``sync``."""
         self.dirty.add(ni)
+
+    def log(self, pod: PodInfo, ni: NodeInfo, sign: int) -> None:
+        """Record a pod added to (+1) or removed from (-1) one of these nodes."""
+        journal = self.journal
+        if len(journal) >= _JOURNAL_MAX:
+            # Aggregates older than what is kept are rebuilt from scratch (``changes_since`` returns None).
+            drop = len(journal) // 2
+            del journal[:drop]
+            self.journal_base += drop
+        journal.append((pod, ni, sign))
+
+    def journal_end(self) -> int:
+        """The sequence number the next pod change will get."""
+        return self.journal_base + len(self.journal)
+
+    def changes_since(self, seq: int) -> list[tuple[PodInfo, NodeInfo, int]] | None:
+        """The pod changes from sequence number ``seq`` on; None when they are no longer kept."""
+        if seq < self.journal_base:
+            return None
+        return self.journal[seq - self.journal_base :]
 
     def sync(self) -> None:
         """Rewrite the rows of the NodeInfos that changed since the last sync."""

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
-from app.scheduler.runtime import BatchFilterOutcome, Framework, status_text
+from app.scheduler.record import FilterMatrix, ScoreMatrix
+from app.scheduler.runtime import BatchFilterOutcome, Framework, ReasonTable, RecordFilterOutcome, status_text
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -110,10 +112,101 @@ class Attempt:
     started_at: float = 0.0
     duration: float = 0.0
     queued_for: float = 0.0
+    # The batch record path's matrices; ``filter``, ``unresolvable``, ``filter_fail`` and the score dicts are
+    # built from them when first read (entries written to those dicts directly are kept beside them).
+    filter_matrix: FilterMatrix | None = None
+    score_matrix: ScoreMatrix | None = None
 
     @property
     def fit_error(self) -> str | None:
         return self.message if self.result != "scheduled" and self.message else None
+
+    def has_record(self) -> bool:
+        """Whether per-node filter verdicts or scores were recorded (without building the dicts)."""
+        fm, sm = self.filter_matrix, self.score_matrix
+        if (fm is not None and len(fm)) or (sm is not None and len(sm)):
+            return True
+        return bool(self.__dict__.get("_filter")) or bool(self.__dict__.get("_score"))
+
+    def matrices_only(self) -> tuple[FilterMatrix | None, ScoreMatrix | None] | None:
+        """The record matrices when they hold every per-node entry of the record dicts; None otherwise (some
+        entries were written to the dicts directly, or no matrix was kept)."""
+        fm, sm = self.filter_matrix, self.score_matrix
+        if fm is None and sm is None:
+            return None
+        d = self.__dict__
+        for slot, matrix, rows in (
+            ("_filter", fm, len(fm) if fm is not None else 0),
+            ("_unresolvable", fm, -1),
+            ("_filter_fail", fm, fm.failing_count() if fm is not None else 0),
+        ):
+            current = d.get(slot)
+            if not current:
+                continue
+            if matrix is None or d.get(slot + "_from") is not matrix:
+                return None
+            if rows >= 0 and len(current) != rows:
+                return None
+        for slot in ("_score", "_normalized_score", "_final_score", "_total"):
+            if d.get(slot) is not None and (sm is None or d.get(slot + "_from") is not sm):
+                return None
+        return fm, sm
+
+    def set_feasible_lazy(self, build: Callable[[], list[str]]) -> None:
+        """``feasible`` is computed by ``build`` when first read (the batch path rarely needs the names)."""
+        self.__dict__["_feasible"] = None
+        self.__dict__["_feasible_build"] = build
+
+
+def _matrix_view(name: str, source: str, build: Callable[[Any], Any], merge: bool) -> property:
+    """A dict field of Attempt whose content also comes from a matrix, built when first read."""
+    slot = "_" + name
+    seen = "_" + name + "_from"
+
+    def get(self: Attempt) -> Any:
+        d = self.__dict__
+        matrix = getattr(self, source)
+        if matrix is not None and d.get(seen) is not matrix:
+            d[seen] = matrix
+            built = build(matrix)
+            current = d.get(slot)
+            if merge and current:
+                current.update(built)
+            else:
+                d[slot] = built
+        return d.get(slot)
+
+    def set_(self: Attempt, value: Any) -> None:
+        self.__dict__[slot] = value
+
+    return property(get, set_)
+
+
+def _feasible_get(self: Attempt) -> list[str]:
+    d = self.__dict__
+    value = d.get("_feasible")
+    if value is None:
+        build = d.pop("_feasible_build", None)
+        value = d["_feasible"] = build() if build is not None else []
+    return value
+
+
+def _feasible_set(self: Attempt, value: list[str]) -> None:
+    self.__dict__.pop("_feasible_build", None)
+    self.__dict__["_feasible"] = value
+
+
+for _name, _source, _build, _merge in (
+    ("filter", "filter_matrix", FilterMatrix.filter_dict, True),
+    ("unresolvable", "filter_matrix", FilterMatrix.unresolvable_dict, True),
+    ("filter_fail", "filter_matrix", FilterMatrix.filter_fail_dict, True),
+    ("score", "score_matrix", ScoreMatrix.score_dict, False),
+    ("normalized_score", "score_matrix", ScoreMatrix.normalized_dict, False),
+    ("final_score", "score_matrix", ScoreMatrix.final_dict, False),
+    ("total", "score_matrix", ScoreMatrix.total_dict, False),
+):
+    setattr(Attempt, _name, _matrix_view(_name, _source, _build, _merge))
+Attempt.feasible = property(_feasible_get, _feasible_set)  # type: ignore[assignment]
 
 
 @dataclass
@@ -125,9 +218,10 @@ class ScheduleOptions:
     tie_break: str = "random"  # "random" (reservoir sampling, seedable) or "name" (first by name)
     run_binding_cycle: bool = True  # PreBind/Bind/PostBind (off in golden runs)
     percentage_of_nodes_to_score: int | None = None  # overrides the configuration (golden: 100)
-    # Without record: evaluate nodes in batches (columns, vectorised plugins). Same decisions as the per-node
-    # loop; the attempt keeps the decision and ``feasible`` but no ``total``, and ``filter_fail`` only for a
-    # pod that fits nowhere. False: the per-node loop (the reference the batch path is checked against).
+    # Evaluate nodes in batches (columns, vectorised plugins). Same decisions as the per-node loop. Without record
+    # the attempt keeps the decision and ``feasible`` but no ``total``, and ``filter_fail`` only for a pod that fits
+    # nowhere; with record the verdicts and scores go to ``filter_matrix`` / ``score_matrix`` (same records as the
+    # per-node loop). False: the per-node loop (the reference the batch path is checked against).
     batch: bool = True
 
 
@@ -215,7 +309,7 @@ class Scheduler:
             return
         att.feasible_count = len(found)
         if isinstance(found, NodeBatch):
-            att.feasible = found.names()
+            att.set_feasible_lazy(found.names)
             if not len(found):
                 self._handle_fit_error(fwk, state, pod, diagnosis, att)
                 return
@@ -247,11 +341,12 @@ class Scheduler:
         self, fwk: Framework, state: CycleState, pod: PodInfo, feasible: NodeBatch, att: Attempt, opts: ScheduleOptions
     ) -> None:
         """The rest of ``_schedule`` for feasible nodes found by the batch path."""
-        if len(feasible) == 1:
+        single = len(feasible) == 1
+        if single and not (opts.record and opts.score_single_feasible):
             chosen = feasible.cols.names[int(feasible.idx[0])]
             att.selected = [chosen]
         else:
-            totals, st = self._prioritize_batch(fwk, state, pod, feasible, att)
+            totals, st = self._prioritize_batch(fwk, state, pod, feasible, att, opts.record)
             if not st.is_success():
                 att.result = "error"
                 att.message = st.message()
@@ -260,15 +355,19 @@ class Scheduler:
             top_idx = feasible.idx[totals == totals.max()]
             top = [names[i] for i in top_idx.tolist()]
             att.selected = sorted(top)
-            chosen = att.selected[0] if opts.tie_break == "name" else self._pick(top, opts.tie_break)
+            if single:
+                chosen = top[0]
+            else:
+                chosen = att.selected[0] if opts.tie_break == "name" else self._pick(top, opts.tie_break)
         if att.bound_by is None:
-            att.bound_by = "single-feasible" if len(feasible) == 1 else "score"
+            att.bound_by = "single-feasible" if single else "score"
         self._assume_and_bind(fwk, state, pod, chosen, att, opts)
 
     def _prioritize_batch(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: NodeBatch, att: Attempt
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: NodeBatch, att: Attempt, record: bool = False
     ) -> tuple[IntArray, Status]:
-        """``prioritizeNodes`` on a batch: the totals per node (int64), nothing per node recorded."""
+        """``prioritizeNodes`` on a batch: the totals per node (int64); with ``record`` the scores per node and
+        plugin go to ``att.score_matrix``."""
         if not fwk.has_score_plugins():
             return np.ones(len(nodes), np.int64), Status()
         prescore: dict[str, str] = {}
@@ -276,12 +375,32 @@ class Scheduler:
         att.prescore = prescore
         if not st.is_success():
             return np.zeros(0, np.int64), st
-        _, _, weighted, st = fwk.run_score_plugins_batch(state, pod, nodes)
+        raw, normalized, weighted, st = fwk.run_score_plugins_batch(state, pod, nodes)
         if not st.is_success():
             return np.zeros(0, np.int64), st
         totals = np.zeros(len(nodes), np.int64)
         for scores in weighted.values():
             totals += scores
+        if record:
+            plugins = list(raw)
+            n = len(nodes)
+
+            def stack(d: dict[str, IntArray], dtype: type[np.integer[Any]]) -> npt.NDArray[Any]:
+                if not plugins:
+                    return np.zeros((0, n), dtype)
+                return np.array([d[p] for p in plugins], dtype=dtype)
+
+            raw_kept = stack(raw, np.int64)
+            if len(raw_kept) and raw_kept.min() >= -(2**31) and raw_kept.max() < 2**31:
+                raw_kept = raw_kept.astype(np.int32)
+            att.score_matrix = ScoreMatrix(
+                nodes.cols.names,
+                nodes.idx.astype(np.int32),
+                plugins,
+                raw_kept,
+                stack(normalized, np.uint8),  # validated to be within [0, 100]
+                np.array([fwk.weights.get(p, 1) for p in plugins], dtype=np.int64),
+            )
         return totals, st
 
     def _select_host(self, nodes: Sequence[NodeInfo], totals: list[int], tie_break: str) -> str:
@@ -349,7 +468,7 @@ class Scheduler:
             )
             if opts.record:
                 self._record_only(fwk, state, pod, [ni for ni in all_nodes if ni.name not in allowed], att)
-        if opts.batch and not opts.record:
+        if opts.batch:
             found = self._filter_batch(fwk, state, pod, diagnosis, nodes, att, opts)
             if found is not None:
                 batch, processed = found
@@ -437,12 +556,17 @@ class Scheduler:
 
         Every candidate is filtered (plugins are pure), then kube-scheduler's walk is replayed on the verdicts:
         from ``next_start_node_index``, stopping at the feasible node after the ``numFeasibleNodesToFind``-th.
-        Statuses are materialised only for a pod that fits nowhere. None when a plugin returned an error.
+        Statuses are materialised only for a pod that fits nowhere. With ``opts.record`` every plugin runs on
+        every node and the visited nodes' verdicts go to ``att.filter_matrix``. None when a plugin returned an
+        error (or, recording, when nominated pods need the per-node loop).
         """
         cols = self.snapshot.columns()
         n = len(nodes)
         if n == 0:
             return NodeBatch(cols, np.zeros(0, np.int64), []), 0
+        record = opts.record
+        if record and self._has_relevant_nominated(fwk, pod):
+            return None
         pct = opts.percentage_of_nodes_to_score
         if pct is None:
             pct = fwk.percentage_of_nodes_to_score
@@ -450,18 +574,26 @@ class Scheduler:
             pct = self.percentage_of_nodes_to_score
         to_find = num_feasible_nodes_to_find(pct, n)
         start = self.next_start_node_index % n
-        whole = nodes is cols.infos and start == 0
-        if whole:
-            positions = np.arange(n, dtype=np.int64)
+        same_list = nodes is cols.infos
+        whole = same_list and start == 0
+        if same_list:
+            positions = _rolled_range(n, start)
         else:
             positions = np.fromiter((ni.column_index for ni in nodes), np.int64, n)
             if start:
                 positions = np.roll(positions, -start)
         if not fwk.filter:
+            if record:
+                take = positions[:to_find]
+                att.filter_matrix = FilterMatrix(
+                    cols.names, take, [], np.zeros((len(take), 0), np.int16), [], [], np.full(len(take), -1)
+                )
             return NodeBatch(cols, positions[:to_find]), to_find
         # With sampling, filter the walk in chunks: usually the first one holds enough feasible nodes.
         size = n if to_find >= n else min(n, max(2 * to_find, 256))
         chunks: list[tuple[int, BatchFilterOutcome]] = []
+        rec_chunks: list[RecordFilterOutcome] = []
+        table = ReasonTable()
         offset = found = 0
         while offset < n:
             end = min(n, offset + size)
@@ -469,24 +601,37 @@ class Scheduler:
                 batch = NodeBatch.all(cols)
             else:
                 batch = NodeBatch(cols, positions[offset:end])
-            out = fwk.run_filter_plugins_batch(state, pod, batch)
-            if out.has_error or self._nominated_override(fwk, state, pod, out):
-                return None
-            chunks.append((offset, out))
-            found += int(np.count_nonzero(out.ok))
+            if record:
+                rec = fwk.run_filter_plugins_record_batch(state, pod, batch, table)
+                if rec is None:
+                    return None
+                rec_chunks.append(rec)
+                ok_chunk = rec.ok
+            else:
+                out = fwk.run_filter_plugins_batch(state, pod, batch)
+                if out.has_error or self._nominated_override(fwk, state, pod, out):
+                    return None
+                chunks.append((offset, out))
+                ok_chunk = out.ok
+            found += int(np.count_nonzero(ok_chunk))
             offset = end
             if found > to_find:
                 break
             size *= 2
-        ok = chunks[0][1].ok if len(chunks) == 1 else np.concatenate([out.ok for _, out in chunks])
+        if record:
+            ok = rec_chunks[0].ok if len(rec_chunks) == 1 else np.concatenate([r.ok for r in rec_chunks])
+        else:
+            ok = chunks[0][1].ok if len(chunks) == 1 else np.concatenate([out.ok for _, out in chunks])
         feasible_pos = np.flatnonzero(ok)
-        cutoff = n
+        cutoff = offset
         if len(feasible_pos) > to_find:
             # kube-scheduler stops at one more feasible node than it needs (not kept).
             cutoff = int(feasible_pos[to_find])
             feasible_pos = feasible_pos[:to_find]
         att.evaluated_nodes += cutoff
-        if not len(feasible_pos):
+        if record:
+            self._keep_filter_matrix(fwk, rec_chunks, positions, cutoff, diagnosis, att, len(feasible_pos) == 0)
+        elif not len(feasible_pos):
             names = cols.names
             for offset, out in chunks:
                 for j in np.flatnonzero(~out.ok).tolist():
@@ -500,6 +645,52 @@ class Scheduler:
         if whole and len(feasible_pos) == n:
             return NodeBatch.all(cols), cutoff
         return NodeBatch(cols, positions[feasible_pos]), cutoff
+
+    def _keep_filter_matrix(
+        self,
+        fwk: Framework,
+        chunks: list[RecordFilterOutcome],
+        positions: IntArray,
+        cutoff: int,
+        diagnosis: Diagnosis,
+        att: Attempt,
+        fits_nowhere: bool,
+    ) -> None:
+        """The verdicts of the nodes the walk visited (the first ``cutoff``) as the attempt's filter matrix."""
+        if len(chunks) == 1:
+            cells, fail = chunks[0].cells, chunks[0].fail
+        else:
+            cells = np.concatenate([c.cells for c in chunks])
+            fail = np.concatenate([c.fail for c in chunks])
+        table = chunks[0].table
+        all_names = self.snapshot.columns().names
+        plugins = [p.name for p in fwk.filter]
+        # Kept for the attempt's lifetime (a run keeps every attempt): in the smallest types that hold them.
+        cells_kept = cells[:cutoff].astype(np.uint8) if len(table.reasons) < 250 else cells[:cutoff].copy()
+        fm = FilterMatrix(
+            all_names,
+            positions[:cutoff].astype(np.int32),
+            plugins,
+            cells_kept,
+            table.reasons,
+            table.unresolvable,
+            fail[:cutoff].astype(np.int8),
+        )
+        att.filter_matrix = fm
+        if not fits_nowhere:
+            return
+        # Diagnosis for the fit error and PostFilter: each rejected node's status (one object per reason).
+        for i in np.flatnonzero(fail >= 0).tolist():
+            k = int(fail[i])
+            st = table.statuses[(k, int(cells[i, k]))]
+            diagnosis.node_to_status.set(all_names[int(positions[i])], st)
+            diagnosis.unschedulable_plugins.add(st.plugin)
+
+    def _has_relevant_nominated(self, fwk: Framework, pod: PodInfo) -> bool:
+        """Pods nominated somewhere with at least this pod's priority (their nodes need the per-node loop)."""
+        return any(
+            p.priority >= pod.priority and p.uid != pod.uid for pods in fwk.handle.nominated_pods.values() for p in pods
+        )
 
     def _nominated_override(self, fwk: Framework, state: CycleState, pod: PodInfo, out: BatchFilterOutcome) -> bool:
         """Nodes with nominated pods of at least the pod's priority are filtered with those pods added.
@@ -647,6 +838,13 @@ class Scheduler:
             self.cache.remove_pod(assumed.uid)
         else:
             self.snapshot.remove_pod(assumed)
+
+
+def _rolled_range(n: int, start: int) -> IntArray:
+    """0..n-1 rotated to begin at ``start``."""
+    if not start:
+        return np.arange(n, dtype=np.int64)
+    return np.concatenate((np.arange(start, n, dtype=np.int64), np.arange(start, dtype=np.int64)))
 
 
 def _with_node_name(pod: dict[str, Any], node_name: str) -> dict[str, Any]:

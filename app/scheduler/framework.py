@@ -263,6 +263,14 @@ class FilterPlugin(Plugin, ABC):
         """
         return None
 
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """For nodes of ``batch`` that ``filter_nodes`` rejected: keys such that nodes with equal keys get equal
+        statuses (code and reasons) from ``filter``; None when unknown.
+
+        Optional. Recording asks ``filter`` for one node per distinct key instead of every rejected node.
+        """
+        return None
+
 
 class PostFilterPlugin(Plugin, ABC):
     @abstractmethod

@@ -101,7 +101,8 @@ class PodInfo:
                 [c for c in status.get("conditions") or [] if c.get("type") == "PodResizePending"],
             )
             try:
-                self._resource_key = orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
+                # A copy of exact size: orjson's own bytes object keeps a 4 KB buffer (kept per pod here).
+                self._resource_key = bytes(memoryview(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)))
             except TypeError:
                 self._resource_key = None
         return self._resource_key
@@ -328,6 +329,7 @@ class NodeInfo:
         self.generation += 1
         if self._columns is not None:
             self._columns.mark(self)
+            self._columns.log(pi, self, sign)
 
     def add_pod(self, pi: PodInfo) -> None:
         """Account for a pod placed on this node."""

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
@@ -40,6 +41,7 @@ from app.scheduler.framework import (
     success,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
+from app.scheduler.record import FIRST_REASON, SKIP
 
 
 def status_text(st: Status) -> str:
@@ -79,6 +81,53 @@ class BatchFilterOutcome:
         # Statuses already known (per-node plugins), by batch position.
         self.statuses: dict[int, Status] = {}
         self.has_error = False
+
+
+class ReasonTable:
+    """Distinct rejecting statuses met while recording: texts (with their unresolvable flag) numbered from
+    FIRST_REASON, and the status behind each (plugin index, cell) pair. Shared by the chunks of one walk."""
+
+    __slots__ = ("ids", "reasons", "statuses", "unresolvable")
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+        self.unresolvable: list[bool] = []
+        self.ids: dict[tuple[str, bool], int] = {}
+        self.statuses: dict[tuple[int, int], Status] = {}
+
+    def cell_for(self, k: int, pl: FilterPlugin, st: Status) -> int:
+        """The cell code of a rejecting status of plugin ``k`` (registered on first sight)."""
+        text = st.message()
+        unres = st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        rid = self.ids.get((text, unres))
+        if rid is None:
+            rid = self.ids[(text, unres)] = len(self.reasons)
+            self.reasons.append(text)
+            self.unresolvable.append(unres)
+        cell = FIRST_REASON + rid
+        if cell > np.iinfo(np.int16).max:
+            raise OverflowError("too many distinct filter statuses in one cycle")
+        if (k, cell) not in self.statuses:
+            st.plugin = pl.name
+            self.statuses[(k, cell)] = st
+        return cell
+
+
+class RecordFilterOutcome:
+    """Every filter plugin's verdict on every node of a batch (record mode).
+
+    ``cells[j, k]``: PASSED, SKIP or a reason cell of ``table``; ``fail[j]`` the first plugin that rejected
+    node j (-1: passed).
+    """
+
+    __slots__ = ("batch", "cells", "fail", "ok", "table")
+
+    def __init__(self, batch: NodeBatch, num_plugins: int, table: ReasonTable) -> None:
+        self.batch = batch
+        self.table = table
+        self.cells: npt.NDArray[np.int16] = np.zeros((len(batch), num_plugins), np.int16)
+        self.fail: IntArray = np.full(len(batch), -1, np.int64)
+        self.ok: BoolArray = np.ones(len(batch), np.bool_)
 
 
 def _filter_status(pl: FilterPlugin, st: Status) -> Status:
@@ -288,6 +337,60 @@ class Framework:
             out.fail_plugin[alive[~mask]] = k
             alive = alive[mask]
         out.ok = out.fail_plugin < 0
+        return out
+
+    def run_filter_plugins_record_batch(
+        self, state: CycleState, pod: PodInfo, batch: NodeBatch, table: ReasonTable | None = None
+    ) -> RecordFilterOutcome | None:
+        """``RunFilterPlugins`` with recording on every node of ``batch``: every plugin on every node.
+
+        Statuses of rejected nodes are asked of ``filter`` once per distinct ``filter_status_keys`` key (every
+        rejected node without keys). None when a plugin returned anything but success or a rejection (the
+        per-node loop then decides, as kube-scheduler stops at errors).
+        """
+        table = table if table is not None else ReasonTable()
+        out = RecordFilterOutcome(batch, len(self.filter), table)
+        cells = out.cells
+        for k, pl in enumerate(self.filter):
+            if pl.name in state.skip_filter_plugins:
+                cells[:, k] = SKIP
+                continue
+            mask = pl.filter_nodes(state, pod, batch)
+            if mask is None:
+                for j, ni in enumerate(batch.nodes):
+                    st = pl.filter(state, pod, ni)
+                    if st.is_success():
+                        continue
+                    if not st.is_rejected():
+                        return None
+                    cells[j, k] = table.cell_for(k, pl, st)
+                continue
+            if mask.all():
+                continue
+            bad = np.flatnonzero(~mask)
+            sub = batch.subset(bad)
+            keys = pl.filter_status_keys(state, pod, sub)
+            nodes = sub.nodes
+            if keys is None:
+                reps: list[int] = list(range(len(bad)))
+                inverse: IntArray = np.arange(len(bad), dtype=np.int64)
+            else:
+                _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+                reps = first.tolist()
+                inverse = inv.reshape(-1)
+            codes = np.empty(len(reps), np.int16)
+            for r, j in enumerate(reps):
+                st = pl.filter(state, pod, nodes[j])
+                if st.is_success():
+                    raise RuntimeError(f"{pl.name}: filter_nodes rejected node {nodes[j].name!r} that filter accepts")
+                if not st.is_rejected():
+                    return None
+                codes[r] = table.cell_for(k, pl, st)
+            cells[bad, k] = codes[inverse]
+        failing = cells >= FIRST_REASON
+        any_fail: BoolArray = np.asarray(failing.any(axis=1))
+        out.fail = np.where(any_fail, failing.argmax(axis=1), -1).astype(np.int64)
+        out.ok = ~any_fail
         return out
 
     def batch_filter_status(self, state: CycleState, pod: PodInfo, outcome: BatchFilterOutcome, pos: int) -> Status:

@@ -19,6 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+import orjson
+
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
@@ -428,6 +432,46 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         terms = pod_terms(pod)
         if terms.errors:
             return None, unresolvable(f"parsing pod: {terms.error_message()}")
+        s = self._cached_pre_filter_state(pod, nodes)
+        if s is None:
+            s = self._compute_pre_filter_state(pod, nodes, terms)
+        if not s.existing_anti_affinity_counts and not s.required_affinity and not s.required_anti_affinity:
+            return None, skip()
+        state.write(PRE_FILTER_STATE_KEY, s)
+        return None, success()
+
+    def _cached_pre_filter_state(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> PreFilterState | None:
+        """The PreFilter state of an earlier pod of the same shape, brought up to date with the pod changes since
+        (what AddPod/RemovePod do); None when there is none to reuse (it is computed and kept then)."""
+        key = _pre_filter_key(pod)
+        snapshot = self.handle.snapshot
+        if key is None or nodes is not snapshot.node_info_list:
+            return None
+        cols = snapshot.columns()
+        full_key = (key, tuple(sorted(self._namespace_labels(pod.namespace).items())))
+        cache: dict[Any, tuple[int, PreFilterState]] = cols.cached(f"{NAME}:preFilterStates", dict)
+        entry = cache.get(full_key)
+        base: PreFilterState | None = None
+        if entry is not None:
+            seq, base = entry
+            changes = cols.changes_since(seq)
+            if changes is None:
+                base = None
+            else:
+                for other, ni, sign in changes:
+                    base.update_with_pod(other, ni.labels, sign)
+        if base is None:
+            base = self._compute_pre_filter_state(pod, nodes, pod_terms(pod))
+        if len(cache) >= _STATE_CACHE_MAX and full_key not in cache:
+            cache.pop(next(iter(cache)))
+        cache[full_key] = (cols.journal_end(), base)
+        s = base.clone()
+        s.pod = pod
+        return s
+
+    def _compute_pre_filter_state(
+        self, pod: PodInfo, nodes: Sequence[NodeInfo], terms: PodAffinityTerms
+    ) -> PreFilterState:
         s = PreFilterState(
             pod,
             tuple(self._merge_namespaces(t) for t in terms.required_affinity),
@@ -448,13 +492,25 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     s.anti_affinity_counts.update_with_anti_affinity_terms(
                         s.required_anti_affinity, existing_pod, None, ni.labels, 1
                     )
-        if not existing and not s.required_affinity and not s.required_anti_affinity:
-            return None, skip()
-        state.write(PRE_FILTER_STATE_KEY, s)
-        return None, success()
+        return s
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return self._extensions
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """``filter`` on label columns and the PreFilter counts per topology pair."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return None
+        ok: BoolArray = _failure_kinds(s, batch) == 0
+        return ok
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Which of the three checks fails first (each has its own status)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return None
+        return _failure_kinds(s, batch)
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         s = _read_pre_filter_state(state)
@@ -482,78 +538,49 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return skip()
 
-        # Unless the incoming pod has preferred terms, only pods with affinity of their own can contribute.
-        snapshot = self.handle.snapshot
-        all_nodes = snapshot.node_info_list if has_constraints else snapshot.have_pods_with_affinity_list
-
         terms = pod_terms(pod)
         if terms.errors:
             return error(f"failed to parse pod: {terms.error_message()}")
-        preferred_affinity = [
-            WeightedAffinityTerm(self._merge_namespaces(w.term), w.weight) for w in terms.preferred_affinity
-        ]
-        preferred_anti_affinity = [
-            WeightedAffinityTerm(self._merge_namespaces(w.term), w.weight) for w in terms.preferred_anti_affinity
-        ]
-        ns_labels = self._namespace_labels(pod.namespace)
-        hard_weight = self.hard_pod_affinity_weight
-
+        scorer = _PreScoreCounter(self, pod, terms, has_constraints)
+        sums = self._cached_pre_score_sums(pod, scorer)
+        if sums is None:
+            sums = scorer.full()
+        # An entry exists as soon as a term matched, even if the weights sum to zero.
         topology_score: dict[str, dict[str, int]] = {}
-
-        def add(key: str, value: str, weight: int) -> None:
-            # An entry is created as soon as a term matches, even if the weights later sum to zero.
-            values = topology_score.setdefault(key, {})
-            values[value] = values.get(value, 0) + weight
-
-        # The incoming pod's preferred terms (namespaces merged; matched with no namespace labels, so
-        # whether the kept namespaceSelector admits every namespace is fixed per term).
-        incoming = [
-            (
-                w.term.topology_key,
-                sign * w.weight,
-                w.term.namespaces,
-                w.term.namespace_selector.matches(_NO_LABELS),
-                w.term.selector,
-            )
-            for sign, group in ((1, preferred_affinity), (-1, preferred_anti_affinity))
-            for w in group
-        ]
-
-        for ni in all_nodes:
-            node_labels = ni.labels
-            if not node_labels:
-                continue
-            if incoming:
-                # Every existing pod counts toward the incoming pod's preferred terms.
-                pods = ni.pods
-                for key, weight, namespaces, any_namespace, selector in incoming:
-                    tv = node_labels.get(key)
-                    if tv is None:
-                        continue
-                    n = 0
-                    for p in pods:
-                        if (any_namespace or p.namespace in namespaces) and selector.matches(p.labels):
-                            n += 1
-                    if n:
-                        add(key, tv, weight * n)
-            # Only pods with affinity of their own have terms toward the incoming pod.
-            for existing_pod in ni.pods_with_affinity:
-                existing_terms = pod_terms(existing_pod)
-                weighted: list[tuple[AffinityTerm, int]] = []
-                if hard_weight > 0:
-                    # Required affinity of an existing pod counts hardPodAffinityWeight.
-                    weighted.extend((t, hard_weight) for t in existing_terms.required_affinity)
-                weighted.extend((w.term, w.weight) for w in existing_terms.preferred_affinity)
-                weighted.extend((w.term, -w.weight) for w in existing_terms.preferred_anti_affinity)
-                for t, weight in weighted:
-                    tv = node_labels.get(t.topology_key)
-                    if tv is not None and t.matches(pod, ns_labels):
-                        add(t.topology_key, tv, weight)
-
+        for (key, value), (total, matches) in sums.items():
+            if matches > 0:
+                topology_score.setdefault(key, {})[value] = total
         if not topology_score:
             return skip()
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(topology_score))
         return success()
+
+    def _cached_pre_score_sums(self, pod: PodInfo, scorer: _PreScoreCounter) -> dict[TopologyPair, list[int]] | None:
+        """The PreScore sums of an earlier pod of the same shape, brought up to date with the pod changes since;
+        None when there is none to reuse (they are computed and kept then)."""
+        key = _pre_score_key(pod)
+        if key is None:
+            return None
+        cols = self.handle.snapshot.columns()
+        # hardPodAffinityWeight is the only plugin argument the sums depend on (profiles share the snapshot).
+        full_key = (key, tuple(sorted(scorer.ns_labels.items())), scorer.hard_weight)
+        cache: dict[Any, tuple[int, dict[TopologyPair, list[int]]]] = cols.cached(f"{NAME}:preScoreSums", dict)
+        entry = cache.get(full_key)
+        sums: dict[TopologyPair, list[int]] | None = None
+        if entry is not None:
+            seq, sums = entry
+            changes = cols.changes_since(seq)
+            if changes is None:
+                sums = None
+            else:
+                for other, ni, sign in changes:
+                    scorer.add_pod(sums, other, ni.labels, sign)
+        if sums is None:
+            sums = scorer.full()
+        if len(cache) >= _STATE_CACHE_MAX and full_key not in cache:
+            cache.pop(next(iter(cache)))
+        cache[full_key] = (cols.journal_end(), sums)
+        return sums
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
         s = _read_pre_score_state(state)
@@ -585,6 +612,182 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             f = float(MAX_NODE_SCORE) * ((ns.score - min_count) / diff) if diff > 0 else 0.0
             ns.score = int(f)
         return success()
+
+
+_STATE_CACHE_MAX = 64
+
+
+class _PreScoreCounter:
+    """PreScore's sums per topology pair, pod by pod: [summed weight, number of matching terms]."""
+
+    def __init__(self, plugin: InterPodAffinity, pod: PodInfo, terms: PodAffinityTerms, has_constraints: bool) -> None:
+        self.snapshot = plugin.handle.snapshot
+        self.pod = pod
+        self.has_constraints = has_constraints
+        self.hard_weight = plugin.hard_pod_affinity_weight
+        self.ns_labels = plugin._namespace_labels(pod.namespace)
+        preferred_affinity = [
+            WeightedAffinityTerm(plugin._merge_namespaces(w.term), w.weight) for w in terms.preferred_affinity
+        ]
+        preferred_anti_affinity = [
+            WeightedAffinityTerm(plugin._merge_namespaces(w.term), w.weight) for w in terms.preferred_anti_affinity
+        ]
+        # The incoming pod's preferred terms (namespaces merged; matched with no namespace labels, so whether the
+        # kept namespaceSelector admits every namespace is fixed per term).
+        self.incoming = [
+            (
+                w.term.topology_key,
+                sign * w.weight,
+                w.term.namespaces,
+                w.term.namespace_selector.matches(_NO_LABELS),
+                w.term.selector,
+            )
+            for sign, group in ((1, preferred_affinity), (-1, preferred_anti_affinity))
+            for w in group
+        ]
+
+    def full(self) -> dict[TopologyPair, list[int]]:
+        """The sums over every pod in the snapshot."""
+        sums: dict[TopologyPair, list[int]] = {}
+        snapshot = self.snapshot
+        if self.incoming:
+            for ni in snapshot.node_info_list:
+                if ni.labels:
+                    for p in ni.pods:
+                        self.add_pod(sums, p, ni.labels, 1)
+        else:
+            # Only pods with affinity of their own have terms toward the incoming pod.
+            for ni in snapshot.have_pods_with_affinity_list:
+                if ni.labels:
+                    for p in ni.pods_with_affinity:
+                        self.add_pod(sums, p, ni.labels, 1)
+        return sums
+
+    def add_pod(self, sums: dict[TopologyPair, list[int]], p: PodInfo, labels: Mapping[str, str], sign: int) -> None:
+        """Add (sign 1) or take away (-1) what pod ``p`` on a node with ``labels`` contributes."""
+        if not labels:
+            return
+
+        def add(key: str, value: str, weight: int) -> None:
+            entry = sums.get((key, value))
+            if entry is None:
+                entry = sums[(key, value)] = [0, 0]
+            entry[0] += sign * weight
+            entry[1] += sign
+
+        # Every existing pod counts toward the incoming pod's preferred terms.
+        for key, weight, namespaces, any_namespace, selector in self.incoming:
+            tv = labels.get(key)
+            if tv is not None and (any_namespace or p.namespace in namespaces) and selector.matches(p.labels):
+                add(key, tv, weight)
+        if not p.has_pod_affinity_or_anti_affinity:
+            return
+        existing_terms = pod_terms(p)
+        pod, ns_labels = self.pod, self.ns_labels
+        if self.hard_weight > 0:
+            # Required affinity of an existing pod counts hardPodAffinityWeight.
+            for t in existing_terms.required_affinity:
+                tv = labels.get(t.topology_key)
+                if tv is not None and t.matches(pod, ns_labels):
+                    add(t.topology_key, tv, self.hard_weight)
+        for w in existing_terms.preferred_affinity:
+            tv = labels.get(w.term.topology_key)
+            if tv is not None and w.term.matches(pod, ns_labels):
+                add(w.term.topology_key, tv, w.weight)
+        for w in existing_terms.preferred_anti_affinity:
+            tv = labels.get(w.term.topology_key)
+            if tv is not None and w.term.matches(pod, ns_labels):
+                add(w.term.topology_key, tv, -w.weight)
+
+
+def _pre_score_key(pod: PodInfo) -> str | None:
+    """What PreScore depends on besides the cluster's pods and the namespace's labels: the pod's namespace,
+    labels and pod (anti-)affinity. None when a term has a namespaceSelector."""
+
+    def build() -> str | None:
+        affinity = pod.affinity
+        groups = [affinity.get("podAffinity") or {}, affinity.get("podAntiAffinity") or {}]
+        for g in groups:
+            for t in g.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+                if t.get("namespaceSelector") is not None:
+                    return None
+            for t in g.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+                if (t.get("podAffinityTerm") or {}).get("namespaceSelector") is not None:
+                    return None
+        try:
+            return orjson.dumps(
+                (pod.namespace, pod.labels, groups), option=orjson.OPT_SORT_KEYS
+            ).decode()  # exact size (orjson's bytes keep a 4 KB buffer)
+        except TypeError:
+            return None
+
+    return pod.memo(f"{NAME}:preScoreKey", build)
+
+
+def _pre_filter_key(pod: PodInfo) -> str | None:
+    """What the PreFilter state depends on besides the cluster's pods and the namespace's labels: the pod's
+    namespace, labels and pod (anti-)affinity. None when a term has a namespaceSelector (it also depends on
+    the cluster's namespaces)."""
+
+    def build() -> str | None:
+        affinity = pod.affinity
+        groups = [affinity.get("podAffinity") or {}, affinity.get("podAntiAffinity") or {}]
+        for g in groups:
+            for t in g.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+                if t.get("namespaceSelector") is not None:
+                    return None
+        try:
+            return orjson.dumps(
+                (pod.namespace, pod.labels, groups), option=orjson.OPT_SORT_KEYS
+            ).decode()  # exact size (orjson's bytes keep a 4 KB buffer)
+        except TypeError:
+            return None
+
+    return pod.memo(f"{NAME}:preFilterKey", build)
+
+
+def _pair_counts(counts: TopologyCounts, key: str, table: Mapping[str, int]) -> IntArray:
+    """Counts of ``key``'s pairs by label value code; the last slot (code -1, no label) stays 0."""
+    out = np.zeros(len(table) + 1, np.int64)
+    for (k, v), num in counts.items():
+        if k == key:
+            code = table.get(v)
+            if code is not None:
+                out[code] = num
+    return out
+
+
+def _failure_kinds(s: PreFilterState, batch: NodeBatch) -> IntArray:
+    """Per node: 0 passes, 1 pod affinity fails, 2 pod anti-affinity fails, 3 existing pods' anti-affinity fails
+    (the first failing check, in ``filter``'s order)."""
+    cols = batch.cols
+    n = len(batch)
+    kinds: IntArray = np.zeros(n, np.int64)
+    if s.required_affinity:
+        present: BoolArray = np.ones(n, np.bool_)
+        exist: BoolArray = np.ones(n, np.bool_)
+        for term in s.required_affinity:
+            codes, table = cols.label_codes(term.topology_key)
+            c = batch.take(codes)
+            present &= c >= 0
+            exist &= _pair_counts(s.affinity_counts, term.topology_key, table)[c] > 0
+        fallback = not s.affinity_counts and pod_matches_all_affinity_terms(s.required_affinity, s.pod)
+        ok_affinity = present & (exist | fallback)
+        kinds[~ok_affinity] = 1
+    if s.anti_affinity_counts:
+        anti: BoolArray = np.zeros(n, np.bool_)
+        for term in s.required_anti_affinity:
+            codes, table = cols.label_codes(term.topology_key)
+            anti |= _pair_counts(s.anti_affinity_counts, term.topology_key, table)[batch.take(codes)] > 0
+        kinds[(kinds == 0) & anti] = 2
+    counts = s.existing_anti_affinity_counts
+    if counts:
+        existing: BoolArray = np.zeros(n, np.bool_)
+        for key in {k for (k, _), num in counts.items() if num > 0}:
+            codes, table = cols.label_codes(key)
+            existing |= _pair_counts(counts, key, table)[batch.take(codes)] > 0
+        kinds[(kinds == 0) & existing] = 3
+    return kinds
 
 
 def _node_score(topology_score: dict[str, dict[str, int]], node_labels: Mapping[str, str]) -> int:

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from app.scheduler.columns import BoolArray, NodeBatch
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 
@@ -28,6 +28,10 @@ class NodeName(FilterPlugin):
         if fits(pod, node_info):
             return success()
         return unresolvable(ERR_REASON)
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Every rejection has the same status."""
+        return np.zeros(len(batch), np.int64)
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
         wanted = pod.node_name

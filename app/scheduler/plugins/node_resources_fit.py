@@ -643,6 +643,37 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             ok &= quant <= batch.take(cols.scalar_alloc(name)) - batch.take(cols.scalar_req(name))
         return ok
 
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Which checks of ``fitsRequest`` fail, as bits (two per resource: short of room, over allocatable):
+        the status's reasons and code follow from them."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        r = s.request
+        cols = batch.cols
+        keys: IntArray = (batch.take(cols.num_pods) + 1 > batch.take(cols.alloc_pods)).astype(np.int64)
+        checks: list[tuple[int, IntArray, IntArray]] = []
+        if r.milli_cpu > 0:
+            checks.append((r.milli_cpu, batch.take(cols.alloc_cpu), batch.take(cols.req_cpu)))
+        if r.memory > 0:
+            checks.append((r.memory, batch.take(cols.alloc_mem), batch.take(cols.req_mem)))
+        if r.ephemeral_storage > 0:
+            checks.append((r.ephemeral_storage, batch.take(cols.alloc_eph), batch.take(cols.req_eph)))
+        for name, quant in r.scalar_resources.items():
+            if quant != 0:
+                # Ignored resources never fail: their bits stay 0 whatever the columns say, as in filter.
+                if is_extended_resource_name(name):
+                    group = name.split("/")[0] if self.ignored_resource_groups else ""
+                    if name in self.ignored_resources or group in self.ignored_resource_groups:
+                        continue
+                checks.append((quant, batch.take(cols.scalar_alloc(name)), batch.take(cols.scalar_req(name))))
+        if len(checks) > 30:
+            return None
+        for i, (quant, alloc, req) in enumerate(checks):
+            keys |= (quant > alloc - req).astype(np.int64) << (1 + 2 * i)
+            keys |= (quant > alloc).astype(np.int64) << (2 + 2 * i)
+        return keys
+
     def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
         if self.strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED) or not self.scorer.resources:
             return None

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from app.scheduler.columns import BoolArray, NodeBatch
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.plugins.taint_toleration import EFFECT_NO_SCHEDULE, pod_tolerations, tolerations_tolerate_taint
@@ -27,6 +27,10 @@ class NodeUnschedulable(FilterPlugin):
         if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
             return success()
         return unresolvable(ERR_REASON_UNSCHEDULABLE)
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Every rejection has the same status."""
+        return np.zeros(len(batch), np.int64)
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
         if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):

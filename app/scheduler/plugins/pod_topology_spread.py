@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import orjson
 
 from app.kube.labels import RequiredNodeAffinity, label_key_errors
-from app.scheduler.columns import BoolArray, NodeBatch
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -541,6 +542,21 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         constraints = self._constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
             return PreFilterState([], [], [])
+        tp_counts = self._cached_counts(pod, constraints, all_nodes)
+        if tp_counts is None:
+            tp_counts = self._count(pod, constraints, all_nodes)
+        paths: list[CriticalPaths] = []
+        for counts in tp_counts:
+            cp = CriticalPaths()
+            for value, num in counts.items():
+                cp.update(value, num)
+            paths.append(cp)
+        return PreFilterState(constraints, paths, tp_counts)
+
+    def _count(
+        self, pod: PodInfo, constraints: list[Constraint], all_nodes: Sequence[NodeInfo]
+    ) -> list[dict[str, int]]:
+        """Matching pods per domain of each constraint, over every eligible node (domains without pods count 0)."""
         tp_counts: list[dict[str, int]] = [{} for _ in constraints]
         affinity = required_node_affinity(pod)
         for ni in all_nodes:
@@ -553,13 +569,49 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 value = labels[c.topology_key]
                 count = count_pods_match_selector(ni.pods, c.selector, pod.namespace)
                 tp_counts[i][value] = tp_counts[i].get(value, 0) + count
-        paths: list[CriticalPaths] = []
-        for counts in tp_counts:
-            cp = CriticalPaths()
-            for value, num in counts.items():
-                cp.update(value, num)
-            paths.append(cp)
-        return PreFilterState(constraints, paths, tp_counts)
+        return tp_counts
+
+    def _cached_counts(
+        self, pod: PodInfo, constraints: list[Constraint], all_nodes: Sequence[NodeInfo]
+    ) -> list[dict[str, int]] | None:
+        """``_count`` of an earlier pod of the same shape, brought up to date with the pod changes since (the
+        domains depend on the nodes only; a change of nodes gives new columns and a fresh count); None when there
+        is none to reuse (it is computed and kept then)."""
+        key = _spread_key(pod)
+        snapshot = self.handle.snapshot
+        if key is None or all_nodes is not snapshot.node_info_list:
+            return None
+        cols = snapshot.columns()
+        cache: dict[str, tuple[int, list[dict[str, int]]]] = cols.cached(f"{NAME}:preFilterCounts", dict)
+        entry = cache.get(key)
+        counts: list[dict[str, int]] | None = None
+        if entry is not None:
+            seq, counts = entry
+            changes = cols.changes_since(seq)
+            if changes is None:
+                counts = None
+            else:
+                affinity = required_node_affinity(pod)
+                for other, ni, sign in changes:
+                    if other.namespace != pod.namespace or not node_labels_match_spread_constraints(
+                        ni.labels, constraints
+                    ):
+                        continue
+                    if (other.pod.get("metadata") or {}).get("deletionTimestamp") is not None:
+                        continue
+                    for i, c in enumerate(constraints):
+                        if c.selector.empty() or not c.selector.matches(other.labels):
+                            continue
+                        if not c.match_node_inclusion_policies(pod, ni, affinity):
+                            continue
+                        value = ni.labels[c.topology_key]
+                        counts[i][value] = counts[i].get(value, 0) + sign
+        if counts is None:
+            counts = self._count(pod, constraints, all_nodes)
+        if len(cache) >= 64 and key not in cache:
+            cache.pop(next(iter(cache)))
+        cache[key] = (cols.journal_end(), counts)
+        return [dict(m) for m in counts]
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return self
@@ -629,6 +681,28 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             skew = counts[node_codes] + self_match - s.min_match_num(i, c.min_domains)
             ok &= (node_codes >= 0) & (skew <= c.max_skew)
         return ok
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """1 where the first failing constraint lacks the node's topology label, else 0 (skew exceeded)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return None
+        keys: IntArray = np.zeros(len(batch), np.int64)
+        decided: BoolArray = np.zeros(len(batch), np.bool_)
+        for i, c in enumerate(s.constraints):
+            codes, table = batch.cols.label_codes(c.topology_key)
+            node_codes = batch.take(codes)
+            counts = np.zeros(len(table) + 1, np.int64)
+            for value, num in s.tp_value_to_match_num[i].items():
+                code = table.get(value)
+                if code is not None:
+                    counts[code] = num
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            missing = node_codes < 0
+            skewed = counts[node_codes] + self_match - s.min_match_num(i, c.min_domains) > c.max_skew
+            keys[~decided & missing] = 1
+            decided |= missing | skewed
+        return keys
 
     # --- PreScore ---------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
@@ -739,6 +813,35 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             else:
                 ns.score = MAX_NODE_SCORE * (max_score + min_score - ns.score) // max_score
         return success()
+
+
+def _spread_key(pod: PodInfo) -> str | None:
+    """What the PreFilter counts depend on besides the cluster's nodes and pods: the pod's namespace, labels,
+    own constraints, node selection and tolerations. None for pods without constraints of their own (the default
+    ones also depend on Services and controllers)."""
+
+    def build() -> str | None:
+        spec = pod.spec
+        own = spec.get("topologySpreadConstraints")
+        if not own:
+            return None
+        affinity = spec.get("affinity") or {}
+        parts = (
+            pod.namespace,
+            pod.labels,
+            own,
+            spec.get("nodeSelector"),
+            affinity.get("nodeAffinity"),
+            spec.get("tolerations"),
+        )
+        try:
+            return orjson.dumps(
+                parts, option=orjson.OPT_SORT_KEYS
+            ).decode()  # exact size (orjson's bytes keep a 4 KB buffer)
+        except TypeError:
+            return None
+
+    return pod.memo(f"{NAME}:spreadKey", build)
 
 
 def _read_pre_filter_state(state: CycleState) -> tuple[PreFilterState | None, Status]:

@@ -146,6 +146,10 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             return success()
         return unresolvable(ERR_REASON_UNTOLERATED)
 
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Every rejection has the same status."""
+        return np.zeros(len(batch), np.int64)
+
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
         """Decided once per distinct taint list (``NodeColumns.taint_group``)."""
         tolerations = pod_tolerations(pod)

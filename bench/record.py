@@ -1,0 +1,126 @@
+"""Recording benchmark: the trace scheduled placements-only, then with every attempt recorded into a database.
+
+Usage: ``.venv/bin/python bench/record.py [--nodes FILE] [--pods FILE] [--db FILE] [--profile] [--only MODE]``.
+The record run is what ``kss simulate --detail placements --record-db FILE`` does (every plugin's verdict on
+every node and every score kept, encoded and inserted by the results writer thread); its wall time includes
+waiting for the writer to finish. Each mode runs in its own process (peak RSS per mode). Prints both wall
+times, the overhead of recording, the database size and peak RSS.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import REPO, Result, machine, parser, peak_rss_mb
+
+# bench/trace.py by path: the name ``trace`` is also a standard library module.
+_spec = importlib.util.spec_from_file_location("bench_trace", REPO / "bench" / "trace.py")
+assert _spec is not None and _spec.loader is not None
+_trace = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_trace)
+TRACE: Path = _trace.TRACE
+scenario = _trace.scenario
+
+MODES = ("placements", "record-db")
+
+
+def run_mode(mode: str, sc: dict[str, Any], db: Path, profile: bool) -> dict[str, Any]:
+    """One timed run of ``mode`` in this process."""
+    from app.simulation.cli import _recorder
+    from app.simulation.runner import run_scenario
+
+    recorder = None
+    if mode == "record-db":
+        db.unlink(missing_ok=True)
+        recorder = _recorder(db)
+
+    attempts: list[Any] = []
+
+    def on_attempt(att: Any, pod: Any) -> None:
+        attempts.append((att, None))
+        if recorder is not None:
+            recorder.submit(att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid)
+
+    profiler = None
+    if profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.001)
+        profiler.start()
+    start = time.perf_counter()
+    run_scenario(sc, "placements", record_all=recorder is not None, on_attempt=on_attempt)
+    scheduled = time.perf_counter() - start
+    if recorder is not None:
+        recorder.stop()
+        if recorder.errors:
+            raise SystemExit(f"recording failed: {recorder.errors[0]}")
+    seconds = time.perf_counter() - start
+    if profiler is not None:
+        profiler.stop()
+        print(profiler.output_text(unicode=True, color=False, show_all=False))
+    res = Result(mode, attempts, seconds)
+    return {
+        "mode": mode,
+        "seconds": seconds,
+        "scheduling_seconds": scheduled,
+        "pods": res.pods,
+        "rss_mb": peak_rss_mb(),
+        "digest": res.digest(),
+        "db_bytes": db.stat().st_size if recorder is not None else 0,
+    }
+
+
+def main() -> int:
+    p = parser(__doc__)
+    p.add_argument("--nodes", type=Path, default=TRACE / "nodes-1200.yaml")
+    p.add_argument("--pods", type=Path, default=TRACE / "pods-1200.yaml")
+    p.add_argument("--db", type=Path, help="the results database to write (default: a temporary file)")
+    p.add_argument("--only", choices=MODES, help="run one mode in this process")
+    p.add_argument("--json", action="store_true", help=argparse_hidden())
+    args = p.parse_args()
+    if args.only:
+        db = args.db or Path(tempfile.gettempdir()) / "kss-bench-record.db"
+        sc = scenario(args.nodes, args.pods)
+        out = run_mode(args.only, sc, db, args.profile)
+        print(json.dumps(out) if args.json else out)
+        return 0
+    print(machine())
+    figures: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or Path(tmp) / "results.db"
+        for mode in MODES:
+            cmd = [sys.executable, __file__, "--only", mode, "--json", "--nodes", str(args.nodes)]
+            cmd += ["--pods", str(args.pods), "--db", str(db)]
+            done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            figures[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+            f = figures[mode]
+            print(
+                f"{mode}: {f['pods']} pods in {f['seconds']:.2f} s (scheduling {f['scheduling_seconds']:.2f} s) = "
+                f"{f['pods'] / f['seconds']:,.0f} pods/s; peak RSS {f['rss_mb']:,.0f} MB; placements {f['digest']}"
+            )
+    base, rec = figures["placements"], figures["record-db"]
+    overhead = (rec["seconds"] / base["seconds"] - 1) * 100
+    print(f"recording overhead: {overhead:+.0f} % ({rec['seconds']:.2f} s vs {base['seconds']:.2f} s)")
+    per_attempt = rec["db_bytes"] / max(rec["pods"], 1) / 1e3
+    print(f"database size: {rec['db_bytes'] / 1e6:,.1f} MB ({per_attempt:,.1f} KB/attempt)")
+    if base["digest"] != rec["digest"]:
+        print("placements differ between the two runs")
+        return 1
+    return 0
+
+
+def argparse_hidden() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

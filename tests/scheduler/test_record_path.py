@@ -1,0 +1,141 @@
+"""Recording through the batch path (matrices) keeps exactly what the per-node loop records, and the incremental
+per-pod-shape aggregates of InterPodAffinity / PodTopologySpread equal a count from scratch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.results.codec import _encode_v1, decode_matrices, encode_matrices
+from app.scheduler.cache import SchedulerCache
+from app.scheduler.config import build_framework, parse_config
+from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler, num_feasible_nodes_to_find
+from app.scheduler.framework import ClusterObjects, CycleState, Handle
+from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity, _PreScoreCounter, pod_terms
+from app.scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY, PodTopologySpread
+from app.simulation.runner import ScenarioRun
+from tests.scheduler.factories import make_node, make_pod
+
+GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
+SCENARIOS = sorted(p for p in GOLDEN.glob("*/*.scenario.json") if p.parent.name not in {"large", "sampling"})
+FIELDS = (
+    "result", "bound_to", "bound_by", "message", "nominated_node", "victims", "prefilter", "prefilter_status",
+    "filter", "unresolvable", "filter_fail", "feasible", "feasible_count", "evaluated_nodes", "prescore", "score",
+    "normalized_score", "final_score", "total", "selected", "postfilter",
+)  # fmt: skip
+
+
+def _record(att: Attempt) -> dict[str, Any]:
+    out = {f: getattr(att, f) for f in FIELDS}
+    out["feasible"] = sorted(out["feasible"])
+    return out
+
+
+def _run(scenario: dict[str, Any], batch: bool) -> list[Attempt]:
+    run = ScenarioRun(scenario, record=True)
+    opts = run.options()
+    opts.batch = batch
+    run.options = lambda: opts  # type: ignore[method-assign]
+    return [att for att, _ in run.run() if att.pre_enqueue is None]
+
+
+@pytest.mark.skipif(not SCENARIOS, reason="golden corpus ../shared/golden not present")
+@pytest.mark.parametrize("path", SCENARIOS[::7], ids=lambda p: f"{p.parent.name}/{p.name.split('.')[0]}")
+def test_batch_record_equals_the_per_node_record(path: Path) -> None:
+    scenario = json.loads(path.read_text())
+    batch, per_node = _run(scenario, True), _run(scenario, False)
+    assert [_record(a) for a in batch] == [_record(a) for a in per_node]
+    for att in batch:
+        if att.has_record():
+            assert decode_matrices(encode_matrices(att)) == decode_matrices(_encode_v1(att))
+
+
+def _scheduler(nodes: int, config: str | None = None) -> tuple[Scheduler, SchedulerCache]:
+    cache = SchedulerCache()
+    for i in range(nodes):
+        cache.add_node(make_node(name=f"n{i:03d}", labels={"topology.kubernetes.io/zone": f"z{i % 3}"}))
+    cfg = parse_config(config)
+    handle = Handle(ClusterObjects())
+    fwks = {p.scheduler_name: build_framework(p, handle) for p in cfg.profiles}
+    sched = Scheduler(fwks, cache.snapshot, percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score, cache=cache)
+    return sched, cache
+
+
+def test_sampled_walk_is_recorded_as_the_per_node_loop_records_it() -> None:
+    records = []
+    for batch in (True, False):
+        sched, _ = _scheduler(300)
+        atts = []
+        for i in range(4):
+            pod = PodInfo(make_pod(name=f"p{i}", requests={"cpu": "10m"}))
+            atts.append(
+                sched.schedule_one(pod, 1, ScheduleOptions(batch=batch, tie_break="name", run_binding_cycle=False))
+            )
+        records.append([_record(a) for a in atts])
+    assert records[0] == records[1]
+    # The walk stops after numFeasibleNodesToFind feasible nodes (every node fits here).
+    assert len(records[0][1]["filter"]) == num_feasible_nodes_to_find(0, 300) == 144
+
+
+def test_incremental_aggregates_equal_a_count_from_scratch() -> None:
+    sched, cache = _scheduler(12)
+    fwk = sched.frameworks["default-scheduler"]
+    ipa = fwk.plugins_by_name["InterPodAffinity"]
+    pts = fwk.plugins_by_name["PodTopologySpread"]
+    assert isinstance(ipa, InterPodAffinity) and isinstance(pts, PodTopologySpread)
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+            ],
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 5,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "a"}},
+                        "topologyKey": "topology.kubernetes.io/zone",
+                    },
+                }
+            ],
+        }
+    }
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "a"}},
+        }
+    ]
+
+    def shaped(name: str) -> PodInfo:
+        raw = make_pod(name=name, labels={"app": "a"}, requests={"cpu": "10m"})
+        raw["spec"]["affinity"] = anti
+        raw["spec"]["topologySpreadConstraints"] = spread
+        return PodInfo(raw)
+
+    placed = []
+    for i in range(8):
+        pod = shaped(f"a{i}")
+        att = sched.schedule_one(pod, 1, ScheduleOptions(record=False, run_binding_cycle=False))
+        assert att.result == "scheduled"
+        placed.append(pod.uid)
+        if i % 3 == 2:
+            cache.remove_pod(placed.pop(0))  # removals are replayed too
+    probe = shaped("probe")
+    nodes = sched.snapshot.node_info_list
+    cached = ipa._cached_pre_filter_state(probe, nodes)
+    fresh = ipa._compute_pre_filter_state(probe, nodes, pod_terms(probe))
+    assert cached is not None
+    assert dict(cached.existing_anti_affinity_counts) == dict(fresh.existing_anti_affinity_counts)
+    assert dict(cached.anti_affinity_counts) == dict(fresh.anti_affinity_counts)
+    scorer = _PreScoreCounter(ipa, probe, pod_terms(probe), has_constraints=True)
+    assert ipa._cached_pre_score_sums(probe, scorer) == scorer.full()
+    state = CycleState()
+    pts.pre_filter(state, probe, nodes)
+    counts = pts._count(probe, pts._constraints(probe, "DoNotSchedule"), nodes)
+    assert state.read(PRE_FILTER_STATE_KEY).tp_value_to_match_num == counts
