@@ -75,6 +75,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if settings.scheduler_enabled:
                 scheduler.stop()
             results.stop()
+            # Writes the scheduler queued but has not confirmed yet reach the database before it closes.
+            app.state.store.flush()
             engine.dispose()
 
     app = FastAPI(

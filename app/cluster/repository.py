@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from app.cluster.models import ClusterObject, ClusterState
 
@@ -53,12 +54,19 @@ def load_resource_version(conn: Connection) -> int:
 
 
 def write_changes(conn: Connection, changes: Iterable[Change], resource_version: int) -> None:
-    """Apply ``changes`` and record ``resource_version`` as the cluster's latest; the caller commits."""
-    inserts = []
+    """Apply ``changes`` in order and record ``resource_version`` as the cluster's latest; the caller commits.
+
+    Runs of the same operation go out as one executemany (a group commit carries many changes).
+    """
+    run: list[dict[str, Any]] = []
+    run_op = ""
     for change in changes:
+        if change.op != run_op:
+            _flush(conn, run_op, run)
+            run, run_op = [], change.op
         row = change.row
         if change.op == "insert":
-            inserts.append(
+            run.append(
                 {
                     "uid": row.uid,
                     "kind": row.kind,
@@ -68,21 +76,31 @@ def write_changes(conn: Connection, changes: Iterable[Change], resource_version:
                     "body": row.body,
                 }
             )
-            continue
-        if inserts:
-            conn.execute(insert(ClusterObject), inserts)
-            inserts = []
-        if change.op == "update":
-            conn.execute(
-                update(ClusterObject)
-                .where(ClusterObject.uid == row.uid)
-                .values(resource_version=row.resource_version, body=row.body)
-            )
+        elif change.op == "update":
+            run.append({"b_uid": row.uid, "resource_version": row.resource_version, "body": row.body})
         elif change.op == "delete":
-            conn.execute(delete(ClusterObject).where(ClusterObject.uid == row.uid))
+            run.append({"b_uid": row.uid})
         else:  # pragma: no cover - programming error
             raise ValueError(f"unknown change {change.op!r}")
-    if inserts:
-        conn.execute(insert(ClusterObject), inserts)
+    _flush(conn, run_op, run)
     # The migration seeds the single state row, so this is always an update.
     conn.execute(update(ClusterState).where(ClusterState.id == _STATE_ID).values(resource_version=resource_version))
+
+
+_UPDATE = (
+    update(ClusterObject)
+    .where(ClusterObject.uid == bindparam("b_uid"))
+    .values(resource_version=bindparam("resource_version"), body=bindparam("body"))
+)
+_DELETE = delete(ClusterObject).where(ClusterObject.uid == bindparam("b_uid"))
+
+
+def _flush(conn: Connection, op: str, params: list[dict[str, Any]]) -> None:
+    if not params:
+        return
+    if op == "insert":
+        conn.execute(insert(ClusterObject), params)
+    elif op == "update":
+        conn.execute(_UPDATE, params)
+    else:
+        conn.execute(_DELETE, params)

@@ -1,20 +1,30 @@
 """The virtual cluster's state: objects in memory, written through to SQL, with one resourceVersion sequence.
 
 ``ClusterStore`` is the in-process service API that the Kubernetes router, the scheduler loop, the results
-recorder and the web UI all use. It is thread-safe (one re-entrant lock serialises every operation); a write
-is committed to the database before it changes memory, so nothing acknowledged is lost and a failed write
-changes nothing. Objects handed out are fresh copies; the store's own dicts are never mutated in place.
+recorder and the web UI all use. It is thread-safe: one re-entrant lock guards memory, and is never held while
+the database works. Objects handed out are fresh copies; the store's own dicts are never mutated in place.
+
+Writes use group commit. A write is validated and given its resourceVersion under the lock against the *working*
+state (every staged change included, so later writes build on it), then staged into the open batch; a committer
+thread writes every staged change in one transaction (one fsync for all concurrent writers) and only then makes
+the batch *visible*: reads, lists, the watch log, listeners and wakers, in resourceVersion order. The writer is
+acknowledged (its call returns) after that. Reads see committed state only (``_shadow`` keeps the committed
+version of every key a staged change touched). If a batch's transaction fails, that batch and every change staged
+after it (they were computed on top of it) are dropped: the working state is restored from ``_shadow``, the
+resourceVersion counter goes back to the last committed one, and every writer concerned gets ``InternalError``;
+nothing of them was ever visible. Without a database (``engine=None``) a write is applied at once.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import threading
 import time
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -46,7 +56,7 @@ from app.cluster.patch import (
     strategic_merge_patch,
 )
 from app.cluster.selectors import Selector, make_selector
-from app.cluster.validation import VALIDATORS, check_decodable, validate_update
+from app.cluster.validation import VALIDATORS, check_decodable, validate_metadata, validate_update
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +154,48 @@ class _Change:
     event_obj: StoredObject  # what the watch event carries
 
 
+class _Batch:
+    """Changes staged for one transaction; ``done`` is set once they are durable and visible (or failed)."""
+
+    __slots__ = ("changes", "done", "error", "last_rv", "rows")
+
+    def __init__(self) -> None:
+        self.changes: list[_Change] = []
+        self.rows: list[repository.Change] = []
+        self.last_rv = 0
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+
+class PendingWrites:
+    """The writes a thread staged inside ``ClusterStore.deferred()``: ``wait()`` for their acknowledgement."""
+
+    def __init__(self) -> None:
+        self._batches: list[_Batch] = []
+
+    def _add(self, batch: _Batch) -> None:
+        if not self._batches or self._batches[-1] is not batch:
+            self._batches.append(batch)
+
+    def done(self) -> bool:
+        """True when every staged write is durable (or failed): ``wait()`` would not block."""
+        return all(b.done.is_set() for b in self._batches)
+
+    def wait(self) -> None:
+        """Block until every staged write is durable; ``InternalError`` if any of them was dropped."""
+        for batch in self._batches:
+            batch.done.wait()
+        for batch in self._batches:
+            if batch.error is not None:
+                exc = batch.error
+                raise InternalError(f"storage error: {exc.__class__.__name__}: {exc}") from exc
+
+
+_MISSING: Any = object()
+# The committer thread ends after this long without work and is started again by the next write.
+_COMMITTER_IDLE_SECONDS = 2.0
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -176,6 +228,21 @@ def _info(kind: str) -> KindInfo:
     if info is None:
         raise BadRequest(f"no kind {kind!r} is registered in the virtual cluster")
     return info
+
+
+def _merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
+    """Merge-patch ``metadata.annotations`` of ``obj`` in place (None removes a key)."""
+    meta = obj["metadata"]
+    merged = dict(meta.get("annotations") or {})
+    for key, value in annotations.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    if merged:
+        meta["annotations"] = merged
+    else:
+        meta.pop("annotations", None)
 
 
 def _encode_continue(resource_version: int, namespace: str, name: str) -> str:
@@ -221,9 +288,20 @@ class ClusterStore:
         self._rv = 0
         self._log: _Events = []
         self._compacted = 0  # events with resourceVersion <= this may no longer be in the log
-        self._listeners: list[Listener] = []
+        self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
         self._wakers: list[Callable[[], None]] = []
         self._event_seq = 0
+        # Group commit (see the module docstring). ``_rv`` is the last version handed out (staged changes
+        # included); ``_committed_rv`` the last visible one. ``_shadow[kind][key]`` is the committed entry (None:
+        # absent) of a key with ``_staged[(kind, key)]`` changes still staged.
+        self._committed_rv = 0
+        self._shadow: dict[str, dict[tuple[str, str], StoredObject | None]] = {k.kind: {} for k in KINDS}
+        self._staged: dict[tuple[str, tuple[str, str]], int] = {}
+        self._open: _Batch | None = None
+        self._work = threading.Condition(self._lock)
+        self._committer: threading.Thread | None = None
+        self._last: _Batch | None = None  # the latest batch staged
+        self._local = threading.local()
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -256,6 +334,7 @@ class ClusterStore:
                 objects[row.kind][(row.namespace, row.name)] = StoredObject(orjson.loads(raw), raw)
             self._objects = objects
             self._rv = repository.load_resource_version(conn)
+            self._committed_rv = self._rv
             self._log = []
             self._compacted = self._rv
 
@@ -266,10 +345,9 @@ class ClusterStore:
             copy = ClusterStore(
                 None, watch_window=self._window, auto_create_namespaces=self._auto_create_namespaces, clock=self._clock
             )
-            # StoredObjects are immutable, so sharing them is safe.
-            copy._objects = {kind: dict(entries) for kind, entries in self._objects.items()}
-            copy._rv = self._rv
-            copy._compacted = self._rv
+            # StoredObjects are immutable, so sharing them is safe. Only committed state is copied.
+            copy._objects = {kind: dict(self._view(kind)) for kind in self._objects}
+            copy._rv = copy._committed_rv = copy._compacted = self._committed_rv
             return copy
 
     def ensure_builtins(self) -> None:
@@ -289,29 +367,59 @@ class ClusterStore:
                     defaults.default_priority_class(obj)
                     rv += 1
                     changes.append(self._new_object_change("PriorityClass", obj, rv))
-            if changes:
-                self._commit(changes)
+            batch = self._stage(changes) if changes else None
+        self._await(batch)
 
     # ------------------------------------------------------------------------------------------ reads
 
     @property
     def resource_version(self) -> int:
-        """The latest resourceVersion handed out."""
+        """The latest committed (visible) resourceVersion."""
         with self._lock:
-            return self._rv
+            return self._committed_rv
 
     def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
         """A copy of one object, or None."""
         info = _info(kind)
         with self._lock:
-            entry = self._objects[kind].get((namespace or "" if info.namespaced else "", name))
+            entry = self._committed_entry(kind, ((namespace or "") if info.namespaced else "", name))
         return entry.copy() if entry is not None else None
 
     def read(self, kind: str, namespace: str | None, name: str) -> StoredObject:
         """The stored entry of one object (read-only), or ``NotFound``."""
         info = _info(kind)
         with self._lock:
-            entry = self._objects[kind].get(((namespace or "") if info.namespaced else "", name))
+            entry = self._committed_entry(kind, ((namespace or "") if info.namespaced else "", name))
+        if entry is None:
+            raise NotFound(info.plural, name, group=info.group)
+        return entry
+
+    def _committed_entry(self, kind: str, key: tuple[str, str]) -> StoredObject | None:
+        shadow = self._shadow[kind]
+        if shadow:
+            entry = shadow.get(key, _MISSING)
+            if entry is not _MISSING:
+                result: StoredObject | None = entry
+                return result
+        return self._objects[kind].get(key)
+
+    def _view(self, kind: str) -> Mapping[tuple[str, str], StoredObject]:
+        """The committed entries of ``kind`` (lock held): what readers may see."""
+        shadow = self._shadow[kind]
+        if not shadow:
+            return self._objects[kind]
+        merged = dict(self._objects[kind])
+        for key, entry in shadow.items():
+            if entry is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = entry
+        return merged
+
+    def _current(self, kind: str, namespace: str | None, name: str) -> StoredObject:
+        """The working entry of one object (staged changes included; lock held), or ``NotFound``."""
+        info = _info(kind)
+        entry = self._objects[kind].get(((namespace or "") if info.namespaced else "", name))
         if entry is None:
             raise NotFound(info.plural, name, group=info.group)
         return entry
@@ -337,14 +445,26 @@ class ClusterStore:
         continue_token: str | None = None,
     ) -> ListResult:
         """Stored entries (read-only) matching ``selector``, optionally one page of ``limit`` items."""
+        return self._select(kind, namespace, selector, limit=limit, continue_token=continue_token, working=False)
+
+    def _select(
+        self,
+        kind: str,
+        namespace: str | None,
+        selector: Selector | None,
+        *,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        working: bool,
+    ) -> ListResult:
         info = _info(kind)
         start: tuple[str, str] | None = _decode_continue(continue_token) if continue_token else None
         items: _Entries = []
         remaining = 0
         more_key: tuple[str, str] | None = None
         with self._lock:
-            rv = self._rv
-            entries = self._objects[kind]
+            rv = self._rv if working else self._committed_rv
+            entries = self._objects[kind] if working else self._view(kind)
             for key in sorted(entries):
                 if info.namespaced and namespace and key[0] != namespace:
                     continue
@@ -372,18 +492,18 @@ class ClusterStore:
 
     # ------------------------------------------------------------------------------------------ listeners
 
-    def add_listener(self, callback: Listener) -> None:
-        """Call ``callback(event_type, kind, obj)`` after each committed change, synchronously, in
-        resourceVersion order, with the store lock held: keep it quick and never wait there on a thread
-        that uses the store. ``obj`` is a copy the callback owns."""
+    def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None) -> None:
+        """Call ``callback(event_type, kind, obj)`` after each committed change (of ``kinds`` only, when
+        given), in resourceVersion order, with the store lock held, from the thread that made the change
+        visible (the committer): keep it quick, never wait there on a thread that uses the store, never
+        write to the store from it. ``obj`` is a copy the callback owns."""
         with self._lock:
-            self._listeners.append(callback)
+            self._listeners.append((callback, frozenset(kinds) if kinds is not None else None))
 
     def remove_listener(self, callback: Listener) -> None:
         """Stop calling ``callback``."""
         with self._lock:
-            if callback in self._listeners:
-                self._listeners.remove(callback)
+            self._listeners = [(cb, kinds) for cb, kinds in self._listeners if cb != callback]
 
     def add_waker(self, wake: Callable[[], None]) -> None:
         """Call ``wake()`` (no arguments, no copies) after each commit; the watch hub uses this."""
@@ -448,9 +568,10 @@ class ClusterStore:
                 return _own(body)
             change = self._new_object_change(kind, body, rv + 1)
             changes.append(change)
-            self._commit(changes)
-            assert change.new is not None
-            return change.new.copy()
+            batch = self._stage(changes)
+        self._await(batch)
+        assert change.new is not None
+        return change.new.copy()
 
     def update(self, kind: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False) -> Obj:
         """Replace an object (``PUT``); a stale ``metadata.resourceVersion`` raises ``Conflict``.
@@ -465,8 +586,10 @@ class ClusterStore:
         if not name:
             raise Invalid(kind, "", [invalid("metadata.name", "", "name is required")], group=info.group)
         with self._lock:
-            current = self.read(kind, namespace, name)
-            return self._update_locked(info, current, body, subresource, dry_run)
+            current = self._current(kind, namespace, name)
+            result, batch = self._update_locked(info, current, body, subresource, dry_run)
+        self._await(batch)
+        return result
 
     def patch(
         self,
@@ -485,7 +608,7 @@ class ClusterStore:
         if content_type is None:
             raise BadRequest(f"unsupported patch type {patch_type!r}")
         with self._lock:
-            current = self.read(kind, namespace, name)
+            current = self._current(kind, namespace, name)
             base = current.copy()
             try:
                 if content_type == JSON_PATCH:
@@ -510,7 +633,9 @@ class ClusterStore:
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
             body = self._decode(info, patched)
-            return self._update_locked(info, current, body, subresource, dry_run)
+            result, batch = self._update_locked(info, current, body, subresource, dry_run)
+        self._await(batch)
+        return result
 
     def delete(
         self,
@@ -525,7 +650,7 @@ class ClusterStore:
         """Delete one object (and, for a Namespace its contents, for a Node its pods); returns its last state."""
         info = _info(kind)
         with self._lock:
-            current = self.read(kind, namespace, name)
+            current = self._current(kind, namespace, name)
             meta = current.obj["metadata"]
             if uid and uid != meta.get("uid"):
                 raise Conflict(
@@ -547,8 +672,9 @@ class ClusterStore:
                 return current.copy()
             changes: _Changes = []
             self._delete_changes(info, current, changes, self._rv)
-            self._commit(changes)
-            return changes[-1].event_obj.copy()
+            batch = self._stage(changes)
+        self._await(batch)
+        return changes[-1].event_obj.copy()
 
     def delete_collection(
         self,
@@ -563,7 +689,7 @@ class ClusterStore:
         info = _info(kind)
         selector = make_selector(kind, label_selector, field_selector)
         with self._lock:
-            targets = self.select(kind, namespace, selector).items
+            targets = self._select(kind, namespace, selector, working=True).items
             targets = [t for t in targets if not self._protected(info, t)]
             if dry_run:
                 return [t.copy() for t in targets]
@@ -573,17 +699,27 @@ class ClusterStore:
                     c.kind == kind and c.key == (target.namespace, target.name) for c in changes
                 ):
                     self._delete_changes(info, target, changes, self._rv + len(changes))
-            if changes:
-                self._commit(changes)
-            return [c.event_obj.copy() for c in changes if c.kind == kind]
+            batch = self._stage(changes) if changes else None
+        self._await(batch)
+        return [c.event_obj.copy() for c in changes if c.kind == kind]
 
-    def bind_pod(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> Obj:
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        node_name: str,
+        *,
+        uid: str | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> Obj:
         """What ``POST pods/{name}/binding`` does: set ``spec.nodeName`` and the PodScheduled condition.
 
-        ``Conflict`` if the pod is already bound (or being deleted, or ``uid`` does not match).
+        ``annotations`` are merged in by the same change (a None value removes the key), so a scheduler can
+        bind and record its result in one write. ``Conflict`` if the pod is already bound (or being deleted,
+        or ``uid`` does not match); ``Invalid`` if the annotations are (nothing is changed then).
         """
         with self._lock:
-            current = self.read("Pod", namespace, name)
+            current = self._current("Pod", namespace, name)
             meta = current.obj["metadata"]
             if uid and uid != meta.get("uid"):
                 raise Conflict(
@@ -611,17 +747,38 @@ class ClusterStore:
                 }
             )
             status["conditions"] = conditions
-            return self._write_modified("Pod", current, pod)
+            if annotations:
+                _merge_annotations(pod, annotations)
+                causes = validate_metadata(pod, namespaced=True)
+                if causes:
+                    raise Invalid("Pod", name, causes)
+            result, batch = self._write_modified("Pod", current, pod)
+        self._await(batch)
+        return result
 
-    def update_pod_status(self, namespace: str, name: str, status: Obj, *, resource_version: str | None = None) -> Obj:
-        """Replace a pod's ``status`` (the ``pods/{name}/status`` subresource); ``Conflict`` on a stale version."""
+    def update_pod_status(
+        self,
+        namespace: str,
+        name: str,
+        status: Obj,
+        *,
+        resource_version: str | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> Obj:
+        """Replace a pod's ``status`` (the ``pods/{name}/status`` subresource); ``Conflict`` on a stale version.
+
+        ``annotations`` are merged in by the same change, as in ``bind_pod``.
+        """
         with self._lock:
-            current = self.read("Pod", namespace, name)
+            current = self._current("Pod", namespace, name)
             pod = current.copy()
             pod["status"] = status
             if resource_version is not None:
                 pod["metadata"]["resourceVersion"] = resource_version
-            return self._update_locked(BY_KIND["Pod"], current, self._decode(BY_KIND["Pod"], pod), "status", False)
+            body = self._decode(BY_KIND["Pod"], pod)
+            result, batch = self._update_locked(BY_KIND["Pod"], current, body, "status", False, annotations)
+        self._await(batch)
+        return result
 
     def create_event(
         self,
@@ -733,8 +890,15 @@ class ClusterStore:
                     )
 
     def _update_locked(
-        self, info: KindInfo, current: StoredObject, body: Obj, subresource: str | None, dry_run: bool
-    ) -> Obj:
+        self,
+        info: KindInfo,
+        current: StoredObject,
+        body: Obj,
+        subresource: str | None,
+        dry_run: bool,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> tuple[Obj, _Batch | None]:
+        """Validate and stage an update of ``current``; returns the result and the batch to await."""
         meta = _meta(body)
         old = current.obj
         old_meta = old["metadata"]
@@ -765,6 +929,8 @@ class ClusterStore:
                 else:
                     new.pop("status", None)
         new_meta = _meta(new)
+        if annotations:
+            _merge_annotations(new, annotations)
         for field in ("uid", "creationTimestamp", "namespace", "deletionTimestamp", "generation"):
             if field in old_meta:
                 new_meta[field] = old_meta[field]
@@ -778,16 +944,15 @@ class ClusterStore:
             raise Invalid(info.kind, name, causes, group=info.group)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         if new == old or dry_run:
-            return _own(new) if dry_run else current.copy()
+            return (_own(new) if dry_run else current.copy()), None
         return self._write_modified(info.kind, current, new)
 
-    def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> Obj:
+    def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, _Batch | None]:
         rv = self._rv + 1
         new["metadata"]["resourceVersion"] = str(rv)
         entry = StoredObject(new, _encode(new))
         change = _Change(MODIFIED, kind, (current.namespace, current.name), entry, current, entry)
-        self._commit([change])
-        return entry.copy()
+        return entry.copy(), self._stage([change])
 
     def _new_object_change(self, kind: str, obj: Obj, rv: int) -> _Change:
         meta = obj["metadata"]
@@ -861,37 +1026,168 @@ class ClusterStore:
     def _timestamp(self) -> str:
         return self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def _commit(self, changes: _Changes) -> None:
-        """Persist ``changes`` in one transaction, then apply them to memory, the log and the listeners."""
+    # ------------------------------------------------------------------------------------------ group commit
+
+    def _stage(self, changes: _Changes) -> _Batch | None:
+        """Apply ``changes`` to the working state and stage them for the committer (lock held).
+
+        Returns the batch to ``_await`` outside the lock; without a database the changes are visible at once.
+        """
         last_rv = max(c.event_obj.resource_version for c in changes)
-        if self._engine is not None:
-            rows = []
+        if self._engine is None:
+            self._rv = self._committed_rv = last_rv
             for c in changes:
-                source = c.new if c.new is not None else c.old
-                assert source is not None
-                row = repository.Row(
-                    uid=str(source.obj["metadata"]["uid"]),
-                    kind=c.kind,
-                    namespace=c.key[0],
-                    name=c.key[1],
-                    resource_version=c.event_obj.resource_version,
-                    body=source.raw.decode(),
-                )
-                op = "insert" if c.type == ADDED else ("update" if c.type == MODIFIED else "delete")
-                rows.append(repository.Change(op, row))
-            try:
-                with self._engine.begin() as conn:
-                    repository.write_changes(conn, rows, last_rv)
-            except Exception as exc:  # the database said no: memory stays as it was
-                log.exception("write-through failed")
-                raise InternalError(f"storage error: {exc.__class__.__name__}: {exc}") from exc
-        self._rv = last_rv
+                bucket = self._objects[c.kind]
+                if c.new is None:
+                    bucket.pop(c.key, None)
+                else:
+                    bucket[c.key] = c.new
+            self._publish(changes)
+            return None
+        batch = self._open
+        if batch is None:
+            batch = self._open = self._last = _Batch()
         for c in changes:
             bucket = self._objects[c.kind]
+            shadow = self._shadow[c.kind]
+            if c.key not in shadow:
+                shadow[c.key] = bucket.get(c.key)
+            staged_key = (c.kind, c.key)
+            self._staged[staged_key] = self._staged.get(staged_key, 0) + 1
             if c.new is None:
                 bucket.pop(c.key, None)
             else:
                 bucket[c.key] = c.new
+            source = c.new if c.new is not None else c.old
+            assert source is not None
+            row = repository.Row(
+                uid=str(source.obj["metadata"]["uid"]),
+                kind=c.kind,
+                namespace=c.key[0],
+                name=c.key[1],
+                resource_version=c.event_obj.resource_version,
+                body=source.raw.decode(),
+            )
+            op = "insert" if c.type == ADDED else ("update" if c.type == MODIFIED else "delete")
+            batch.rows.append(repository.Change(op, row))
+        batch.changes += changes
+        batch.last_rv = last_rv
+        self._rv = last_rv
+        if self._committer is None:
+            self._committer = threading.Thread(target=self._commit_loop, name="kss-store-committer", daemon=True)
+            self._committer.start()
+        else:
+            self._work.notify()
+        return batch
+
+    def _await(self, batch: _Batch | None) -> None:
+        """Return once ``batch`` is durable and visible; ``InternalError`` if it was dropped (lock not held)."""
+        if batch is None:
+            return
+        pending: PendingWrites | None = getattr(self._local, "pending", None)
+        if pending is not None:
+            pending._add(batch)
+            return
+        if threading.current_thread() is self._committer:
+            # A listener wrote to the store: it cannot wait for its own thread. The change goes out with
+            # the next batch; a listener must not write (see add_listener), this only avoids a deadlock.
+            log.warning("a cluster listener wrote to the store; its write is not awaited")
+            return
+        batch.done.wait()
+        if batch.error is not None:
+            exc = batch.error
+            raise InternalError(f"storage error: {exc.__class__.__name__}: {exc}") from exc
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[PendingWrites]:
+        """Writes of this thread inside the block return once staged (validated, versioned, seen by later
+        writes) instead of once durable; ``wait()`` on the yielded object for their acknowledgement.
+
+        What they return is provisional until then: a failed commit drops them (``wait()`` raises
+        ``InternalError``). The scheduler uses this to overlap its writes with the next cycle.
+        """
+        pending = PendingWrites()
+        outer = getattr(self._local, "pending", None)
+        self._local.pending = pending
+        try:
+            yield pending
+        finally:
+            self._local.pending = outer
+            if outer is not None:
+                for batch in pending._batches:
+                    outer._add(batch)
+
+    def flush(self) -> None:
+        """Block until every write staged so far is durable and visible (or dropped)."""
+        with self._lock:
+            batch = self._last
+        if batch is not None:
+            batch.done.wait()  # batches finish in order, so every earlier one has finished too
+
+    def _commit_loop(self) -> None:
+        """The committer: one transaction per batch of staged changes, then make them visible."""
+        engine = self._engine
+        assert engine is not None
+        while True:
+            with self._lock:
+                while self._open is None:
+                    if not self._work.wait(_COMMITTER_IDLE_SECONDS) and self._open is None:
+                        self._committer = None
+                        return
+                batch = self._open
+                self._open = None
+            error: BaseException | None = None
+            try:
+                with engine.begin() as conn:
+                    repository.write_changes(conn, batch.rows, batch.last_rv)
+            except Exception as exc:  # the database said no: drop the batch and what was built on it
+                log.exception("write-through failed")
+                error = exc
+            with self._lock:
+                if error is None:
+                    self._committed(batch)
+                    batch.done.set()
+                else:
+                    self._drop(batch, error)
+
+    def _committed(self, batch: _Batch) -> None:
+        """``batch`` is durable: make it visible (lock held)."""
+        for c in batch.changes:
+            staged_key = (c.kind, c.key)
+            left = self._staged[staged_key] - 1
+            if left:
+                self._staged[staged_key] = left
+                self._shadow[c.kind][c.key] = c.new  # committed now; later staged changes remain
+            else:
+                del self._staged[staged_key]
+                del self._shadow[c.kind][c.key]
+        self._committed_rv = batch.last_rv
+        self._publish(batch.changes)
+
+    def _drop(self, failed: _Batch, error: BaseException) -> None:
+        """``failed`` could not be written: undo it and everything staged after it (lock held)."""
+        dropped = [failed]
+        if self._open is not None:
+            dropped.append(self._open)
+            self._open = None
+        for kind, shadow in self._shadow.items():
+            bucket = self._objects[kind]
+            for key, entry in shadow.items():
+                if entry is None:
+                    bucket.pop(key, None)
+                else:
+                    bucket[key] = entry
+            shadow.clear()
+        self._staged.clear()
+        # The versions of dropped changes were never visible, so handing them out again keeps the sequence.
+        self._rv = self._committed_rv
+        for batch in dropped:
+            batch.error = error
+            batch.done.set()
+
+    def _publish(self, changes: _Changes) -> None:
+        """Append committed ``changes`` to the watch log and tell wakers and listeners (lock held)."""
+        for c in changes:
             self._log.append(
                 WatchEvent(
                     c.type,
@@ -916,7 +1212,7 @@ class ClusterStore:
         """Drop the whole watch log (as etcd compaction does): watches from older versions get 410."""
         with self._lock:
             self._log = []
-            self._compacted = self._rv
+            self._compacted = self._committed_rv
 
     def _notify(self, changes: Iterable[_Change]) -> None:
         for wake in list(self._wakers):
@@ -926,8 +1222,11 @@ class ClusterStore:
                 log.exception("watch waker failed")
         if not self._listeners:
             return
+        listeners = list(self._listeners)
         for c in changes:
-            for listener in list(self._listeners):
+            for listener, kinds in listeners:
+                if kinds is not None and c.kind not in kinds:
+                    continue
                 try:
                     listener(c.type, c.kind, c.event_obj.copy())
                 except Exception:

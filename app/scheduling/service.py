@@ -6,21 +6,30 @@ thread applies the inbox between cycles, so API requests never wait for a schedu
 Outcomes go back through the store like kube-scheduler's go through kube-apiserver: the binding
 subresource, pod status (PodScheduled condition, nominatedNodeName), Events, victim deletions,
 and the kube-scheduler-simulator result annotations. Every attempt is recorded by the results service.
+
+Writes per attempt are few and not waited for in the loop: the binding (or the PodScheduled=False status)
+carries the result annotations in the same change, the Event goes into the same group commit, and the loop
+starts the next cycle while they are made durable (``ClusterStore.deferred``), as kube-scheduler's binding
+cycle runs apart from its scheduling cycle. The bind is done after the cycle, so a bind the store refuses
+(the pod was deleted or bound meanwhile) is handled as kube-scheduler handles a failed binding cycle.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.cluster.errors import Invalid
 from app.results import annotations as result_annotations
 from app.results.service import ResultsService
 from app.scheduler import queue as q
@@ -48,6 +57,14 @@ _OBJECT_EVENTS = {
 WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS)
 
 
+class Pending(Protocol):
+    """Writes staged inside ``ClusterStoreLike.deferred()`` (app.cluster.store.PendingWrites)."""
+
+    def done(self) -> bool: ...
+
+    def wait(self) -> None: ...
+
+
 class ClusterStoreLike(Protocol):
     """What the scheduler needs from the cluster store (app.cluster.store.ClusterStore)."""
 
@@ -55,22 +72,61 @@ class ClusterStoreLike(Protocol):
 
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
 
-    def bind_pod(self, namespace: str, name: str, node_name: str) -> dict[str, Any]: ...
+    def bind_pod(
+        self, namespace: str, name: str, node_name: str, *, annotations: dict[str, str] | None = None
+    ) -> dict[str, Any]: ...
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Any: ...
 
-    def add_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
+    def add_listener(
+        self, callback: Callable[[str, str, dict[str, Any]], None], kinds: Iterable[str] | None = None
+    ) -> None: ...
 
     def remove_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
 
     def patch(self, kind: str, namespace: str | None, name: str, patch: Any, patch_type: str = "merge") -> Any: ...
 
-    def update_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> Any: ...
+    def update_pod_status(
+        self, namespace: str, name: str, status: dict[str, Any], *, annotations: dict[str, str] | None = None
+    ) -> Any: ...
+
+    def deferred(self) -> contextlib.AbstractContextManager[Pending]: ...
 
     def create_event(
         self, involved: dict[str, Any], reason: str, message: str, *, type: str = "Normal",
         component: str = "default-scheduler", action: str = "",
     ) -> Any: ...  # fmt: skip
+
+
+# Full collections of the cyclic garbage collector stop every thread for as long as it takes to walk every
+# tracked object: 100-200 ms once a few thousand pods (and their watch-log versions) are held, the whole of the
+# API's p99 while the scheduler runs. What survives a full collection is long-lived (objects, cache, log), so it
+# is frozen out of later ones (they then walk only what is new); when the scheduler has been idle for a while it
+# unfreezes and collects once, so cyclic garbage among frozen objects is not kept forever.
+_GC_RECLAIM_IDLE_SECONDS = 60.0
+_gc_lock = threading.Lock()
+_gc_installed = False
+
+
+def _freeze_survivors(phase: str, info: dict[str, Any]) -> None:
+    if phase == "stop" and info.get("generation") == 2:
+        gc.freeze()
+
+
+def install_gc_policy() -> None:
+    """Freeze the survivors of each full collection (once per process; see the comment above)."""
+    global _gc_installed
+    with _gc_lock:
+        if not _gc_installed:
+            gc.callbacks.append(_freeze_survivors)
+            _gc_installed = True
+
+
+def reclaim_frozen() -> None:
+    """One full collection over everything, frozen objects included, then freeze the survivors again."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def load_scheduler_config(settings: Any) -> SchedulerConfig:
@@ -95,17 +151,27 @@ def _scheduling_relevant(pod: dict[str, Any]) -> Any:
     return (meta.get("labels"), pod.get("spec"))
 
 
+@dataclass
+class _InFlight:
+    """One attempt's writes not yet acknowledged by the store."""
+
+    pending: Pending
+    key: str
+    uid: str
+    scheduled: bool
+
+
 class StoreActions(PodActions):
     """Pod actions of the engine carried out through the cluster store."""
 
     def __init__(self, service: SchedulerService) -> None:
         self.service = service
+        self.binding: tuple[str, str, str] | None = None  # (namespace, name, node) to bind after the cycle
 
     def bind(self, pod: PodInfo, node_name: str) -> Status:
-        try:
-            self.service.store.bind_pod(pod.namespace, pod.name, node_name)
-        except Exception as exc:  # the pod may be gone or bound meanwhile
-            return Status(Code.ERROR, f"binding rejected: {exc}")
+        # The binding is written after the cycle, with the result annotations, in one change
+        # (SchedulerService._bind); a refusal then is handled as a failed binding cycle.
+        self.binding = (pod.namespace, pod.name, node_name)
         return Status()
 
     def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
@@ -169,6 +235,7 @@ class SchedulerService:
         self._idle = threading.Event()
         self._holds = 0  # while > 0 the loop keeps its cache current but starts no cycle
         self._holds_lock = threading.Lock()
+        self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
         self.config = config or parse_config(None)
         self.queue = self._new_queue()
         self.scheduler = self._build(self.config)
@@ -247,8 +314,9 @@ class SchedulerService:
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
-        """Load the current cluster, subscribe to changes, start the loop."""
-        self.store.add_listener(self._on_change)
+        """Load the current cluster, subscribe to changes, start the loop (and the GC policy above)."""
+        install_gc_policy()
+        self.store.add_listener(self._on_change, WATCHED_KINDS)
         for kind in WATCHED_KINDS:
             listed = self.store.list(kind)
             items = listed[0] if isinstance(listed, tuple) else listed
@@ -293,8 +361,9 @@ class SchedulerService:
 
     # --- events ---------------------------------------------------------------------------------
     def _on_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        # Runs in the store's committer with its lock held: only append (``obj`` is already our own copy).
         if kind in WATCHED_KINDS:
-            self._inbox.append((event_type, kind, copy.deepcopy(obj)))
+            self._inbox.append((event_type, kind, obj))
             self._wake.set()
 
     def _drain_inbox(self) -> None:
@@ -401,9 +470,12 @@ class SchedulerService:
     def _run(self) -> None:
         last_backoff_flush = 0.0
         last_unschedulable_flush = 0.0
+        busy_since_reclaim = False
+        idle_since = time.monotonic()
         while not self._stop.is_set():
             self._drain_inbox()
             if self._holds:
+                self._settle(keep=0)
                 self._idle.set()
                 self._wake.wait(timeout=0.05)
                 self._wake.clear()
@@ -417,11 +489,20 @@ class SchedulerService:
                 last_unschedulable_flush = now
             qpi = self.queue.pop(timeout=0) if not self._inbox else None
             if qpi is None:
+                self._settle(keep=0)
+                if self._inbox:
+                    continue
+                if not self._idle.is_set():
+                    idle_since = time.monotonic()
+                elif busy_since_reclaim and time.monotonic() - idle_since >= _GC_RECLAIM_IDLE_SECONDS:
+                    reclaim_frozen()
+                    busy_since_reclaim = False
                 self._idle.set()
                 self._wake.wait(timeout=0.05)
                 self._wake.clear()
                 continue
             self._idle.clear()
+            busy_since_reclaim = True
             try:
                 self._schedule(qpi)
             except Exception:
@@ -431,6 +512,8 @@ class SchedulerService:
 
     def _schedule(self, qpi: q.QueuedPodInfo) -> None:
         pod = qpi.pod_info
+        if any(f.key == qpi.key for f in self._in_flight):
+            self._settle(keep=0)  # this pod's last outcome must be visible before it is tried again
         current = self.store.get("Pod", pod.namespace, pod.name)
         if current is None or (current.get("spec") or {}).get("nodeName"):
             self.queue.done(qpi.key)
@@ -443,23 +526,36 @@ class SchedulerService:
             self.results.next_attempt_number(pod.namespace, pod.name) if self.results is not None else qpi.attempts
         )
         queued_for = max(0.0, self.clock() - qpi.timestamp)
-        att = self.scheduler.schedule_one(pod, attempt_no, ScheduleOptions(record=True, tie_break="random"))
-        att.queued_for = queued_for
-        if att.result == "scheduled":
-            self.queue.done(qpi.key)
-            self._pending.pop(qpi.key, None)
-            self.record_event(
-                pod.pod, "Scheduled", f"Successfully assigned {pod.key} to {att.bound_to}", event_type="Normal"
-            )
-        else:
-            qpi.unschedulable_plugins = (
-                {text.split(":", 1)[0] for text in att.filter_fail.values()} if att.result == "unschedulable" else set()
-            )
-            if att.result == "unschedulable" and not qpi.unschedulable_plugins and att.prefilter_status != "success":
-                qpi.unschedulable_plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
-            self._mark_unschedulable(pod, att)
-            self.queue.add_unschedulable_if_not_present(qpi, cycle)
-        self._write_annotations(pod, att)
+        with self.store.deferred() as pending:
+            self.actions.binding = None
+            att = self.scheduler.schedule_one(pod, attempt_no, ScheduleOptions(record=True, tie_break="random"))
+            att.queued_for = queued_for
+            binding, self.actions.binding = self.actions.binding, None
+            if att.result == "scheduled" and binding is not None:
+                self._bind(pod, att, binding, current)
+            if att.result == "scheduled":
+                self.queue.done(qpi.key)
+                self._pending.pop(qpi.key, None)
+                self.record_event(
+                    pod.pod, "Scheduled", f"Successfully assigned {pod.key} to {att.bound_to}", event_type="Normal"
+                )
+            else:
+                qpi.unschedulable_plugins = (
+                    {text.split(":", 1)[0] for text in att.filter_fail.values()}
+                    if att.result == "unschedulable"
+                    else set()
+                )
+                if (
+                    att.result == "unschedulable"
+                    and not qpi.unschedulable_plugins
+                    and att.prefilter_status != "success"
+                ):
+                    qpi.unschedulable_plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
+                self._mark_unschedulable(pod, att)
+                self.queue.add_unschedulable_if_not_present(qpi, cycle)
+        self._in_flight.append(_InFlight(pending, qpi.key, pod.uid, att.result == "scheduled"))
+        # The previous attempt's writes were made durable while this cycle ran; wait for them now.
+        self._settle(keep=1)
         if self.results is not None:
             self.results.submit(
                 att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, queued_seconds=queued_for
@@ -467,11 +563,60 @@ class SchedulerService:
         if self.on_attempt is not None:
             self.on_attempt(att)
 
+    def _bind(self, pod: PodInfo, att: Attempt, binding: tuple[str, str, str], current: dict[str, Any]) -> None:
+        """Write the binding with the result annotations; a refusal turns the attempt into a binding error."""
+        namespace, name, node_name = binding
+        values = self._annotations(att, current)
+        try:
+            try:
+                self.store.bind_pod(namespace, name, node_name, annotations=values)
+            except Invalid:
+                if values is None:
+                    raise
+                log.exception("annotating %s failed; binding without the result annotations", pod.key)
+                self.store.bind_pod(namespace, name, node_name)
+        except Exception as exc:  # the pod was deleted or bound meanwhile: kube-scheduler's failed binding cycle
+            message = f"binding rejected: {exc}"
+            self.cache.remove_pod(pod.uid)  # forget the assumed pod
+            self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+            att.bind = {plugin: message for plugin in att.bind} or {"DefaultBinder": message}
+            att.result = "error"
+            att.message = message
+            att.bound_to = None
+
+    def _settle(self, *, keep: int) -> None:
+        """Wait for the writes of all but the newest ``keep`` attempts; undo what a failed commit dropped."""
+        while len(self._in_flight) > keep:
+            flight = self._in_flight.popleft()
+            try:
+                flight.pending.wait()
+            except Exception:
+                log.exception("the outcome of %s was not stored", flight.key)
+                if flight.scheduled:
+                    # The binding was dropped with its batch: forget the assumed pod and try the pod again.
+                    self.cache.remove_pod(flight.uid)
+                    self._pending.pop(flight.key, None)
+                    namespace, _, name = flight.key.partition("/")
+                    current = self.store.get("Pod", namespace, name)
+                    if current is not None:
+                        self._apply_pod("ADDED", current)
+
+    def _annotations(self, att: Attempt, current: dict[str, Any]) -> dict[str, str] | None:
+        """The result annotations of ``att`` for the pod as it was read (``current``), or None when off."""
+        if not self.write_annotations:
+            return None
+        existing = (current.get("metadata") or {}).get("annotations") or {}
+        per_node = self.per_node_annotations and (
+            self.per_node_annotations_max_nodes <= 0 or att.num_nodes <= self.per_node_annotations_max_nodes
+        )
+        return result_annotations.with_history(result_annotations.attempt_annotations(att, per_node=per_node), existing)
+
     def _mark_unschedulable(self, pod: PodInfo, att: Attempt) -> None:
-        """PodScheduled=False with kube-scheduler's message, the nomination, and a FailedScheduling event."""
+        """PodScheduled=False with kube-scheduler's message, the nomination, the result annotations, and a
+        FailedScheduling event."""
         reason = "Unschedulable" if att.result == "unschedulable" else "SchedulerError"
         current = self.store.get("Pod", pod.namespace, pod.name)
-        if current is None:
+        if current is None or (current.get("spec") or {}).get("nodeName"):
             return
         status: dict[str, Any] = dict(current.get("status") or {})
         condition = {
@@ -486,29 +631,18 @@ class SchedulerService:
         status["conditions"] = [*others, condition]
         if att.nominated_node:
             status["nominatedNodeName"] = att.nominated_node
+        values = self._annotations(att, current)
         try:
-            self.store.update_pod_status(pod.namespace, pod.name, status)
+            try:
+                self.store.update_pod_status(pod.namespace, pod.name, status, annotations=values)
+            except Invalid:
+                if values is None:
+                    raise
+                log.exception("annotating %s failed; updating its status without the result annotations", pod.key)
+                self.store.update_pod_status(pod.namespace, pod.name, status)
         except Exception:
             log.exception("updating status of %s failed", pod.key)
         self.record_event(pod.pod, "FailedScheduling", att.message, event_type="Warning")
-
-    def _write_annotations(self, pod: PodInfo, att: Attempt) -> None:
-        if not self.write_annotations:
-            return
-        current = self.store.get("Pod", pod.namespace, pod.name)
-        if current is None:
-            return
-        existing = (current.get("metadata") or {}).get("annotations") or {}
-        per_node = self.per_node_annotations and (
-            self.per_node_annotations_max_nodes <= 0 or att.num_nodes <= self.per_node_annotations_max_nodes
-        )
-        values = result_annotations.with_history(
-            result_annotations.attempt_annotations(att, per_node=per_node), existing
-        )
-        try:
-            self.store.patch("Pod", pod.namespace, pod.name, {"metadata": {"annotations": values}}, "merge")
-        except Exception:
-            log.exception("annotating %s failed", pod.key)
 
     def record_event(self, obj: dict[str, Any], reason: str, message: str, *, event_type: str) -> None:
         involved = obj if obj.get("kind") else {**obj, "kind": "Pod", "apiVersion": "v1"}
