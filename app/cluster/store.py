@@ -861,7 +861,9 @@ class ClusterStore:
         elif info.kind == "PodDisruptionBudget":
             defaults.prepare_pdb_create(body)
         elif info.kind == "PersistentVolume":
-            body["status"] = {"phase": "Pending"}
+            # No PV controller runs here: a new volume is Available at once, as the controller would make it
+            # (left Pending, no static volume could ever be chosen by VolumeBinding).
+            body["status"] = {"phase": "Available"}
         elif info.kind == "Namespace":
             body["status"] = {"phase": "Active"}
         elif info.kind == "Node":

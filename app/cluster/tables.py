@@ -157,6 +157,58 @@ def _q(value: Any) -> str:
     return NONE if value is None else str(value)
 
 
+_ACCESS_MODES = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+
+
+def _access_modes(modes: Any) -> str:
+    """GetAccessModesAsString: the short forms, in a fixed order, each once."""
+    given = set(modes or [])
+    return ",".join(short for mode, short in _ACCESS_MODES if mode in given)
+
+
+def _pvc_row(pvc: Obj, now: datetime) -> list[Any]:
+    spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
+    volume = spec.get("volumeName") or ""
+    # Capacity and access modes are the bound volume's: empty while the claim is unbound.
+    capacity = str((status.get("capacity") or {}).get("storage") or "") if volume else ""
+    modes = _access_modes(status.get("accessModes")) if volume else ""
+    return [
+        _name(pvc),
+        status.get("phase", ""),
+        volume,
+        capacity,
+        modes,
+        spec.get("storageClassName") or "",
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _age(pvc, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+def _pv_row(pv: Obj, now: datetime) -> list[Any]:
+    spec, status = pv.get("spec") or {}, pv.get("status") or {}
+    ref = spec.get("claimRef") or {}
+    phase = "Terminating" if (pv.get("metadata") or {}).get("deletionTimestamp") else status.get("phase", "")
+    return [
+        _name(pv),
+        str((spec.get("capacity") or {}).get("storage") or ""),
+        _access_modes(spec.get("accessModes")),
+        spec.get("persistentVolumeReclaimPolicy") or "",
+        phase,
+        f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
+        spec.get("storageClassName") or "",
+        spec.get("volumeAttributesClassName") or "<unset>",
+        status.get("reason") or "",
+        _age(pv, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
 _COLUMNS: dict[str, tuple[list[Column], Callable[[Obj, datetime], list[Any]]]] = {
     "Pod": (
         [
@@ -245,19 +297,29 @@ _COLUMNS: dict[str, tuple[list[Column], Callable[[Obj, datetime], list[Any]]]] =
             ("Status", "string", 0, "Phase of the claim."),
             ("Volume", "string", 0, "The bound volume."),
             ("Capacity", "string", 0, "Capacity of the bound volume."),
-            ("Access Modes", "string", 0, "Access modes of the claim."),
+            ("Access Modes", "string", 0, "Access modes of the bound volume."),
             ("StorageClass", "string", 0, "Storage class of the claim."),
+            ("VolumeAttributesClass", "string", 0, "Volume attributes class of the claim."),
             ("Age", "string", 0, "CreationTimestamp of the object."),
+            ("VolumeMode", "string", 1, "Volume mode of the claim."),
         ],
-        lambda o, now: [
-            _name(o),
-            (o.get("status") or {}).get("phase", ""),
-            (o.get("spec") or {}).get("volumeName", ""),
-            _q(((o.get("status") or {}).get("capacity") or {}).get("storage")),
-            ",".join((o.get("spec") or {}).get("accessModes") or []),
-            _q((o.get("spec") or {}).get("storageClassName")),
-            _age(o, now),
+        _pvc_row,
+    ),
+    "PersistentVolume": (
+        [
+            ("Name", "string", 0, "Name must be unique."),
+            ("Capacity", "string", 0, "Capacity of the volume."),
+            ("Access Modes", "string", 0, "Access modes of the volume."),
+            ("Reclaim Policy", "string", 0, "What happens to the volume when its claim is released."),
+            ("Status", "string", 0, "Phase of the volume."),
+            ("Claim", "string", 0, "The claim bound to the volume."),
+            ("StorageClass", "string", 0, "Storage class of the volume."),
+            ("VolumeAttributesClass", "string", 0, "Volume attributes class of the volume."),
+            ("Reason", "string", 0, "Why the volume is in this phase."),
+            ("Age", "string", 0, "CreationTimestamp of the object."),
+            ("VolumeMode", "string", 1, "Volume mode of the volume."),
         ],
+        _pv_row,
     ),
     "PodDisruptionBudget": (
         [

@@ -80,7 +80,11 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     """Send a snapshot file to the running simulator; prints what was created, updated and deleted."""
-    text = sys.stdin.read() if args.snapshot == "-" else Path(args.snapshot).read_text()
+    try:
+        text = sys.stdin.read() if args.snapshot == "-" else Path(args.snapshot).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"kss import: cannot read {args.snapshot}: {exc}", file=sys.stderr)
+        return 1
     params = {"mode": "replace" if args.replace else "merge", "unbind": str(args.unbind).lower()}
     with _client(args) as client:
         try:

@@ -114,9 +114,10 @@ class OperationsService:
         every bad object and field; then nothing was changed.
         """
         parsed = snapshot.parse(text)
-        if parsed.errors:
-            raise InvalidSnapshot(parsed.errors)
-        report = self._import(parsed.items, parsed.scheduler_config, replace=replace, unbind=unbind)
+        # Documents that could not be read are reported together with what the trial run finds in the rest.
+        report = self._import(
+            parsed.items, parsed.scheduler_config, replace=replace, unbind=unbind, parse_errors=parsed.errors
+        )
         return report.to_dict()
 
     def _import(
@@ -127,11 +128,12 @@ class OperationsService:
         replace: bool,
         unbind: bool,
         before_create: Callable[[], None] | None = None,
+        parse_errors: list[Cause] | None = None,
     ) -> ImportReport:
         for item in items:
             snapshot.clean(item, unbind=unbind)
         items = snapshot.ordered(items)
-        causes: list[Cause] = []
+        causes: list[Cause] = list(parse_errors or [])
         config = None
         if config_doc is not None:
             try:

@@ -96,9 +96,11 @@ class SchedulingQueue:
         self.max_in_unschedulable = max_in_unschedulable
         self._lock = threading.Condition()
         self._seq = itertools.count()
+        # Heap entries carry the QueuedPodInfo they were pushed for: an entry left behind by a deleted pod must
+        # not pop a re-created pod of the same name at the old pod's place (deletion is lazy).
         self._active: list[tuple[_SortKey, int, str]] = []
         self._active_items: dict[str, QueuedPodInfo] = {}
-        self._backoff: list[tuple[float, int, str]] = []
+        self._backoff: list[tuple[float, int, str, QueuedPodInfo]] = []
         self._backoff_items: dict[str, QueuedPodInfo] = {}
         self.unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
@@ -149,7 +151,7 @@ class SchedulingQueue:
 
     def _push_backoff(self, q: QueuedPodInfo) -> None:
         self._backoff_items[q.key] = q
-        heapq.heappush(self._backoff, (self.backoff_expiry(q), next(self._seq), q.key))
+        heapq.heappush(self._backoff, (self.backoff_expiry(q), next(self._seq), q.key, q))
 
     # --- popping --------------------------------------------------------------------------------
     def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
@@ -164,9 +166,10 @@ class SchedulingQueue:
             if self._closed and not self._active_items:
                 return None
             while True:
-                _, _, key = heapq.heappop(self._active)
-                q = self._active_items.pop(key, None)
-                if q is not None:
+                entry, _, key = heapq.heappop(self._active)
+                q = self._active_items.get(key)
+                if q is not None and q is entry.q:
+                    del self._active_items[key]
                     break
             q.attempts += 1
             if q.initial_attempt_timestamp is None:
@@ -222,10 +225,11 @@ class SchedulingQueue:
         with self._lock:
             now = self.clock()
             while self._backoff and self._backoff[0][0] <= now:
-                _, _, key = heapq.heappop(self._backoff)
-                q = self._backoff_items.pop(key, None)
-                if q is None:
+                _, _, key, pushed = heapq.heappop(self._backoff)
+                q = self._backoff_items.get(key)
+                if q is None or q is not pushed:
                     continue
+                del self._backoff_items[key]
                 self._push_active(q)
                 moved += 1
         return moved

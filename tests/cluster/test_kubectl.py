@@ -156,3 +156,36 @@ def test_errors_reach_kubectl_as_status_messages(kubectl: KubectlRunner) -> None
         check=False,
     )
     assert quantity.returncode != 0 and "quantities must match" in quantity.stderr
+
+
+def test_get_pv_and_pvc_print_kubectls_columns(kubectl: KubectlRunner) -> None:
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input="""
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: kc-pv}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteMany, ReadWriteOnce]
+  storageClassName: slow
+  hostPath: {path: /data}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: kc-claim, namespace: kc}
+spec: {storageClassName: slow, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+""",
+    )
+    pv = kubectl("get", "pv", "kc-pv").stdout.splitlines()
+    assert pv[0].split() == [
+        "NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM", "POLICY", "STATUS", "CLAIM", "STORAGECLASS",
+        "VOLUMEATTRIBUTESCLASS", "REASON", "AGE",
+    ]  # fmt: skip
+    assert pv[1].split()[:6] == ["kc-pv", "10Gi", "RWO,RWX", "Retain", "Available", "slow"]
+    pvc = kubectl("get", "pvc", "-n", "kc", "kc-claim").stdout.splitlines()
+    assert pvc[0].split()[:4] == ["NAME", "STATUS", "VOLUME", "CAPACITY"]
+    # Unbound: no volume, capacity or access modes yet, as kubectl shows a pending claim.
+    assert pvc[1].split()[:4] == ["kc-claim", "Pending", "slow", "<unset>"]

@@ -120,6 +120,12 @@ def test_storage_class_and_pvc_defaults(store: ClusterStore) -> None:
     assert pvc["status"]["phase"] == "Pending"
 
 
+def test_a_new_persistent_volume_is_available_as_the_pv_controller_would_make_it(store: ClusterStore) -> None:
+    pv = dict(objects_of_every_kind("avail"))["PersistentVolume"]
+    pv["status"] = {"phase": "Bound"}  # status is the controller's: ignored on create
+    assert store.create("PersistentVolume", pv)["status"] == {"phase": "Available"}
+
+
 def test_resource_versions_increase_across_kinds(store: ClusterStore) -> None:
     versions = [
         int(store.create(kind, obj)["metadata"]["resourceVersion"]) for kind, obj in objects_of_every_kind("rv")

@@ -73,3 +73,9 @@ def test_import_of_a_bad_file_names_the_object_and_exits_non_zero(tmp_path: Path
     assert result.returncode == 1
     assert "nodes[1].metadata.name" in result.stderr
     assert httpx.get(f"{server.url}/api/v1/nodes/ok", timeout=10).status_code == 404
+
+
+def test_import_of_a_missing_file_says_so_without_a_traceback(tmp_path: Path) -> None:
+    result = kss("import", "--server", "http://127.0.0.1:9", "--snapshot", str(tmp_path / "nope.yaml"))
+    assert result.returncode == 1
+    assert "nope.yaml" in result.stderr and "Traceback" not in result.stderr

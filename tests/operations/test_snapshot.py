@@ -222,6 +222,18 @@ async def test_a_bad_document_changes_nothing_and_names_every_bad_object(client:
     assert r.status_code == 400 and r.json()["kind"] == "Status"
 
 
+async def test_an_unknown_kind_is_reported_with_every_other_bad_object(client: httpx.AsyncClient) -> None:
+    bad_pod = pod("broken")
+    del bad_pod["spec"]["containers"]
+    docs = [node("fine"), bad_pod, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}]
+    text = yaml.safe_dump_all(docs)
+    r = await client.post("/simulator/v1/import", content=text, headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 422
+    fields = {c["field"] for c in r.json()["details"]["causes"]}
+    assert fields == {"[1].spec.containers", "[2].kind"}
+    assert (await client.get("/api/v1/nodes/fine")).status_code == 404
+
+
 async def test_reset_restores_the_starting_objects_and_configuration_and_clears_results(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'kss.db'}"
     engine = make_engine(url)

@@ -151,3 +151,35 @@ def test_pop_blocks_until_a_pod_arrives() -> None:
     queue.add(make_pod("late"))
     t.join(timeout=5)
     assert got == ["default/late"]
+
+
+def test_pod_deleted_in_active_queue_and_recreated_waits_its_new_turn() -> None:
+    # A reset or replace-import deletes and re-creates pods of the same names: the deleted pod's heap
+    # entry must not pop the new pod at the old pod's place.
+    clock = VirtualClock()
+    queue = SchedulingQueue(clock=clock)
+    queue.add(make_pod("z"))
+    clock.advance(1)
+    queue.delete("default/z")
+    for name in ("a", "b", "z"):
+        clock.advance(1)
+        queue.add(make_pod(name))
+    order = [queue.pop(timeout=0) for _ in range(3)]
+    assert [q.key for q in order if q] == ["default/a", "default/b", "default/z"]
+    assert queue.pop(timeout=0) is None
+
+
+def test_pod_deleted_in_backoff_and_recreated_keeps_its_own_backoff() -> None:
+    clock = VirtualClock()
+    queue = SchedulingQueue(clock=clock, initial_backoff=1, max_backoff=10)
+    queue.add(make_pod("p"))
+    fail(queue, set())  # an error: backoffQ until 1001
+    queue.delete("default/p")
+    queue.add(make_pod("p"))
+    clock.advance(0.5)
+    fail(queue, set())  # the new pod: backoffQ until 1001.5
+    clock.advance(0.6)  # past the deleted pod's expiry only
+    assert queue.flush_backoff_completed() == 0
+    assert queue.pending_counts()["backoff"] == 1
+    clock.advance(0.5)
+    assert queue.flush_backoff_completed() == 1

@@ -198,3 +198,39 @@ def test_openapi_documents_the_results_endpoints(sched_server: Server) -> None:
     assert "/simulator/v1/namespaces/{namespace}/pods/{name}/results/{attempt}" in paths
     example_source = json.dumps(spec["components"]["schemas"]["AttemptSummary"])
     assert "examples" in example_source
+
+
+def test_wait_for_first_consumer_claim_lands_the_pod_where_its_static_volume_is(kctl: KubectlRunner) -> None:
+    # Last in this module: it adds a node the other tests do not count.
+    apply(
+        kctl,
+        node_yaml("storage-node"),
+        """
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local-wffc}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+""",
+        """
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: local-pv}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: local-wffc
+  local: {path: /data}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [storage-node]}]}]
+""",
+        """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: local-claim, namespace: default}
+spec: {storageClassName: local-wffc, accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}}
+""",
+        pod_yaml("with-volume", extra="volumes: [{name: d, persistentVolumeClaim: {claimName: local-claim}}]"),
+    )
+    assert wait_for(lambda: pod_json(kctl, "with-volume")["spec"].get("nodeName")) == "storage-node"
