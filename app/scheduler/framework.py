@@ -388,6 +388,19 @@ class PodActions(ABC):
     @abstractmethod
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None: ...
 
+    def bind_volumes(
+        self,
+        pod: PodInfo,
+        node_name: str,
+        static: list[tuple[dict[str, Any], dict[str, Any]]],
+        dynamic: list[dict[str, Any]],
+    ) -> Status | None:
+        """Write VolumeBinding's decisions to the cluster: (PV, claim) pairs to bind, claims to provision.
+
+        ``None`` means these actions do not handle volumes (the plugin then keeps them in memory only).
+        """
+        return None
+
 
 class Handle:
     """What a plugin can reach: the cycle's snapshot, the listers, the nominator and the framework."""

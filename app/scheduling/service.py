@@ -39,6 +39,7 @@ from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Code, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.runtime import Framework
+from app.scheduling import volumes
 
 log = logging.getLogger("kss.scheduler")
 
@@ -192,6 +193,35 @@ class StoreActions(PodActions):
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         for h in self.service.handles:
             h.add_nominated_pod(pod, node_name)
+
+    def bind_volumes(
+        self,
+        pod: PodInfo,
+        node_name: str,
+        static: list[tuple[dict[str, Any], dict[str, Any]]],
+        dynamic: list[dict[str, Any]],
+    ) -> Status:
+        """VolumeBinding's PreBind: bind the chosen PVs, provision the rest, as the cluster's controllers would."""
+        store: Any = self.service.store
+        try:
+            for pv, claim in static:
+                claim_meta = claim.get("metadata") or {}
+                volumes.bind_claim(
+                    store, (pv.get("metadata") or {}).get("name", ""), pod.namespace, claim_meta.get("name", "")
+                )
+            for claim in dynamic:
+                pv, updated_claim = volumes.provision(store, claim, node_name)
+                volumes.bind_claim(
+                    store,
+                    pv["metadata"]["name"],
+                    pod.namespace,
+                    (claim.get("metadata") or {}).get("name", ""),
+                    pv=pv,
+                    pvc=updated_claim,
+                )
+        except Exception as exc:  # a claim or volume changed meanwhile: the binding cycle fails and retries
+            return Status(Code.ERROR, f"binding volumes: {exc}")
+        return Status()
 
 
 class SchedulerService:

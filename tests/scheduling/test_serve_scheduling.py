@@ -234,3 +234,56 @@ spec: {storageClassName: local-wffc, accessModes: [ReadWriteOnce], resources: {r
         pod_yaml("with-volume", extra="volumes: [{name: d, persistentVolumeClaim: {claimName: local-claim}}]"),
     )
     assert wait_for(lambda: pod_json(kctl, "with-volume")["spec"].get("nodeName")) == "storage-node"
+    # PreBind did what the volume binder and the PV controller do in a cluster: both sides Bound.
+    pvc = json.loads(kctl("get", "pvc", "local-claim", "-o", "json").stdout)
+    assert pvc["spec"]["volumeName"] == "local-pv" and pvc["status"]["phase"] == "Bound"
+    assert pvc["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"] == "yes"
+    pv = json.loads(kctl("get", "pv", "local-pv", "-o", "json").stdout)
+    assert pv["spec"]["claimRef"]["name"] == "local-claim" and pv["status"]["phase"] == "Bound"
+    # A second claim cannot take the same volume: its pod stays pending.
+    apply(
+        kctl,
+        """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: local-claim-2, namespace: default}
+spec: {storageClassName: local-wffc, accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}}
+""",
+        pod_yaml("with-volume-2", extra="volumes: [{name: d, persistentVolumeClaim: {claimName: local-claim-2}}]"),
+    )
+    cond = wait_for(
+        lambda: next(
+            (c for c in pod_json(kctl, "with-volume-2")["status"].get("conditions") or [] if c["status"] == "False"),
+            None,
+        )
+    )
+    assert "didn't find available persistent volumes to bind" in cond["message"]
+
+
+def test_dynamically_provisioned_claim_gets_a_volume_on_the_chosen_node(kctl: KubectlRunner) -> None:
+    apply(
+        kctl,
+        """
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: csi.example.com
+volumeBindingMode: WaitForFirstConsumer
+""",
+        """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: dyn-claim, namespace: default}
+spec: {storageClassName: fast, accessModes: [ReadWriteOnce], resources: {requests: {storage: 3Gi}}}
+""",
+        pod_yaml("with-dyn", extra="volumes: [{name: d, persistentVolumeClaim: {claimName: dyn-claim}}]"),
+    )
+    node = wait_for(lambda: pod_json(kctl, "with-dyn")["spec"].get("nodeName"))
+    pvc = json.loads(kctl("get", "pvc", "dyn-claim", "-o", "json").stdout)
+    assert pvc["status"]["phase"] == "Bound"
+    assert pvc["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == node
+    pv = json.loads(kctl("get", "pv", pvc["spec"]["volumeName"], "-o", "json").stdout)
+    assert pv["spec"]["capacity"]["storage"] == "3Gi" and pv["spec"]["storageClassName"] == "fast"
+    assert pv["spec"]["claimRef"]["name"] == "dyn-claim"
+    terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == [node]

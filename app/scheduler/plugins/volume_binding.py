@@ -531,9 +531,20 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         """``BindPodVolumes`` hook: write the assumed PVs and claims to the cluster.
 
         Upstream updates the API objects and then waits for the PV controller (and provisioners) to
-        finish binding. Here the assumed objects are stored in ``handle.cluster`` (the server's cluster
-        layer may override this method to go through its API and run a PV controller).
+        finish binding. The handle's actions do that when they can (``kss serve`` writes the bindings
+        through its API, acting as the PV controller and provisioner); otherwise the assumed objects
+        are kept in ``handle.cluster``.
         """
+        actions = self.handle.actions
+        if actions is not None:
+            st = actions.bind_volumes(
+                pod,
+                node_name,
+                [(b.pv, b.pvc) for b in pod_volumes.static_bindings],
+                [p.pvc for p in pod_volumes.dynamic_provisions],
+            )
+            if st is not None:
+                return st
         cluster = self.handle.cluster
         for binding in pod_volumes.static_bindings:
             cluster.pvs[vol.name_of(binding.pv)] = binding.pv
