@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,6 +25,7 @@ from app.operations.router import router as operations_router
 from app.operations.service import OperationsService
 from app.results.router import router as results_router
 from app.results.service import ResultsService
+from app.scheduling.repository import SchedulerConfigRepository
 from app.scheduling.service import SchedulerService, load_scheduler_config
 from app.web.router import router as web_router
 
@@ -64,9 +66,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.scheduler = scheduler
         operations = OperationsService(app.state.store, scheduler, results, settings)
-        # What POST /simulator/v1/reset returns to: the cluster and configuration as this server started.
+        # What POST /simulator/v1/reset returns to: the cluster as this server started and the configuration
+        # it was started with (file or defaults).
         operations.capture_initial()
         app.state.operations = operations
+        # A configuration applied at runtime before a restart is still the running one.
+        with session_scope(factory) as session:
+            saved_config = SchedulerConfigRepository(session).load()
+        if saved_config is not None:
+            scheduler.update_config(saved_config)
+            log.info("scheduler configuration restored from the database")
+
+        def save_config(document: dict[str, Any]) -> None:
+            with session_scope(factory) as session:
+                SchedulerConfigRepository(session).save(document)
+
+        scheduler.on_config_change = save_config
         if settings.scheduler_enabled:
             scheduler.start()
         try:

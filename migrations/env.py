@@ -9,6 +9,7 @@ from sqlalchemy import Connection
 
 import app.cluster.models  # registers the cluster tables on Base.metadata
 import app.results.models  # noqa: F401  (registers the results tables)
+import app.scheduling.models  # noqa: F401  (registers the saved scheduler configuration)
 from app.db import Base, make_engine
 
 config = context.config

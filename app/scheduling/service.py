@@ -249,6 +249,7 @@ class SchedulerService:
         self.write_annotations = write_annotations
         self.clock = clock
         self.on_attempt = on_attempt
+        self.on_config_change: Callable[[dict[str, Any]], None] | None = None
         self.on_plugin = on_plugin
         self.cluster = ClusterObjects()
         self.cache = SchedulerCache()
@@ -324,6 +325,9 @@ class SchedulerService:
         config = self.check_config(source)
         self.apply_config(config)
         self.config = config
+        if self.on_config_change is not None:
+            # Saved before the caller is answered: an acknowledged configuration survives a restart.
+            self.on_config_change(self.config_document())
         return config
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
