@@ -76,7 +76,7 @@ class Settings(BaseSettings):
         description="Write the per-node result annotations (filter/score maps); turn off for very large clusters.",
     )
     results_node_annotations_max_nodes: int = Field(
-        default=1000,
+        default=50,
         description="Skip the per-node annotations above this many nodes (they grow with the cluster); 0: no limit.",
     )
     results_annotations: bool = Field(

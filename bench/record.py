@@ -2,21 +2,22 @@
 
 Usage: ``.venv/bin/python bench/record.py [--nodes FILE] [--pods FILE] [--db FILE] [--profile] [--only MODE]``.
 The record run is what ``kss simulate --detail placements --record-db FILE`` does (every plugin's verdict on
-every node and every score kept, encoded and inserted by the results writer thread); its wall time includes
-waiting for the writer to finish. Each mode runs in its own process (peak RSS per mode). Prints both wall
-times, the overhead of recording, the database size and peak RSS.
+every node and every score kept, encoded and inserted by the results writer process); its wall time includes
+waiting for the writer to finish. Each mode runs in its own process (peak RSS per mode: the scheduling process;
+the writer's is printed apart). Prints both wall times, the overhead of recording, the database size and peak RSS.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from _common import REPO, Result, machine, parser, peak_rss_mb
 
@@ -29,6 +30,18 @@ TRACE: Path = _trace.TRACE
 scenario = _trace.scenario
 
 MODES = ("placements", "record-db")
+
+
+class _Placed(NamedTuple):
+    pod: str
+    attempt: int
+    result: str
+    bound_to: str | None
+    nominated_node: str | None
+
+
+def _children() -> resource.struct_rusage:
+    return resource.getrusage(resource.RUSAGE_CHILDREN)
 
 
 def run_mode(mode: str, sc: dict[str, Any], db: Path, profile: bool) -> dict[str, Any]:
@@ -44,7 +57,8 @@ def run_mode(mode: str, sc: dict[str, Any], db: Path, profile: bool) -> dict[str
     attempts: list[Any] = []
 
     def on_attempt(att: Any, pod: Any) -> None:
-        attempts.append((att, None))
+        # What the digest needs, not the attempt (the run frees each attempt once it is written).
+        attempts.append((_Placed(att.pod, att.attempt, att.result, att.bound_to, att.nominated_node), None))
         if recorder is not None:
             recorder.submit(att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid)
 
@@ -55,6 +69,7 @@ def run_mode(mode: str, sc: dict[str, Any], db: Path, profile: bool) -> dict[str
         profiler = Profiler(interval=0.001)
         profiler.start()
     start = time.perf_counter()
+    cpu = time.process_time()
     run_scenario(sc, "placements", record_all=recorder is not None, on_attempt=on_attempt)
     scheduled = time.perf_counter() - start
     if recorder is not None:
@@ -62,6 +77,7 @@ def run_mode(mode: str, sc: dict[str, Any], db: Path, profile: bool) -> dict[str
         if recorder.errors:
             raise SystemExit(f"recording failed: {recorder.errors[0]}")
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     if profiler is not None:
         profiler.stop()
         print(profiler.output_text(unicode=True, color=False, show_all=False))
@@ -70,6 +86,10 @@ def run_mode(mode: str, sc: dict[str, Any], db: Path, profile: bool) -> dict[str
         "mode": mode,
         "seconds": seconds,
         "scheduling_seconds": scheduled,
+        "cpu_seconds": cpu,
+        # The writer process, ended by recorder.stop(): its CPU time (startup included) and peak RSS.
+        "writer_cpu_seconds": _children().ru_utime + _children().ru_stime,
+        "writer_rss_mb": _children().ru_maxrss / 1024.0,
         "pods": res.pods,
         "rss_mb": peak_rss_mb(),
         "digest": res.digest(),
@@ -101,9 +121,13 @@ def main() -> int:
             done = subprocess.run(cmd, check=True, capture_output=True, text=True)
             figures[mode] = json.loads(done.stdout.strip().splitlines()[-1])
             f = figures[mode]
+            writer = ""
+            if f["writer_cpu_seconds"]:
+                writer = f"; writer process CPU {f['writer_cpu_seconds']:.2f} s, peak RSS {f['writer_rss_mb']:,.0f} MB"
             print(
-                f"{mode}: {f['pods']} pods in {f['seconds']:.2f} s (scheduling {f['scheduling_seconds']:.2f} s) = "
-                f"{f['pods'] / f['seconds']:,.0f} pods/s; peak RSS {f['rss_mb']:,.0f} MB; placements {f['digest']}"
+                f"{mode}: {f['pods']} pods in {f['seconds']:.2f} s (scheduling {f['scheduling_seconds']:.2f} s, "
+                f"CPU {f['cpu_seconds']:.2f} s) = {f['pods'] / f['seconds']:,.0f} pods/s; peak RSS "
+                f"{f['rss_mb']:,.0f} MB{writer}; placements {f['digest']}"
             )
     base, rec = figures["placements"], figures["record-db"]
     overhead = (rec["seconds"] / base["seconds"] - 1) * 100

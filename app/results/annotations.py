@@ -35,6 +35,8 @@ RESULT_KEYS = (
     FINALSCORE_RESULT, RESERVE_RESULT, PERMIT_RESULT, PERMIT_TIMEOUT, PREBIND_RESULT, BIND_RESULT, SELECTED_NODE,
 )  # fmt: skip
 HISTORY_LIMIT_BYTES = 256 * 1024
+# kube-apiserver's limit on all of an object's annotations together (keys and values); the store enforces it.
+TOTAL_ANNOTATIONS_LIMIT_BYTES = 256 * 1024
 POSTFILTER_NOMINATED_MESSAGE = "preemption victim"
 
 
@@ -89,7 +91,18 @@ def attempt_annotations(att: Attempt, *, per_node: bool = True) -> dict[str, str
 def with_history(
     current: dict[str, str], existing_annotations: dict[str, str] | None, *, limit_bytes: int = HISTORY_LIMIT_BYTES
 ) -> dict[str, str]:
-    """Add ``result-history``: earlier entries plus this one, oldest dropped while the value exceeds the limit."""
+    """Add ``result-history``: earlier entries plus this one, oldest dropped while the value exceeds the limit.
+
+    The limit is also what is left of the pod's 256 KiB annotation budget once the other annotations (the
+    user's and this attempt's) are counted, so the store does not refuse the write for being too long.
+    """
+    others = sum(len(k) + len(v) for k, v in current.items()) + len(RESULT_HISTORY)
+    others += sum(
+        len(k) + len(v)
+        for k, v in (existing_annotations or {}).items()
+        if k not in current and k != RESULT_HISTORY and isinstance(v, str)
+    )
+    limit_bytes = min(limit_bytes, TOTAL_ANNOTATIONS_LIMIT_BYTES - others)
     history: list[dict[str, str]] = []
     raw = (existing_annotations or {}).get(RESULT_HISTORY)
     if raw:

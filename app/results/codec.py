@@ -6,7 +6,9 @@ integer rows, and the whole is zlib-compressed: a few KB per attempt.
 
 Two layouts: version 1 (JSON document, built from the attempt's dicts) and version 2 (a short JSON header
 followed by the matrices as raw little-endian arrays, column by column, in the smallest integer type that
-holds them; built straight from the engine's ``FilterMatrix`` / ``ScoreMatrix``). Both decode alike.
+holds them; built straight from the engine's ``FilterMatrix`` / ``ScoreMatrix``). Both decode alike. Version 2
+headers may say ``scoredFeasible`` (the scored nodes are the filter rows that passed, in order: no index array)
+and give a normalized-score row as ``"="`` (equal to the plugin's raw row); older version 2 blobs have neither.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from app.scheduler.cycle import Attempt
 from app.scheduler.record import FilterMatrix, ScoreMatrix
@@ -35,7 +38,7 @@ def encode_matrices(att: Attempt) -> bytes:
     """The filter verdicts, where the loop stopped, and raw/normalized scores of ``att``."""
     pure = att.matrices_only()
     if pure is not None:
-        return _encode_v2(att, *pure)
+        return encode_record(att.filter_plugins, att.score_plugins, *pure)
     return _encode_v1(att)
 
 
@@ -84,37 +87,59 @@ def _encode_v1(att: Attempt) -> bytes:
     return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), _LEVEL)
 
 
-def _pack(rows: npt.NDArray[Any], parts: list[bytes]) -> list[int | str]:
-    """Each row of a 2-D array as a constant (an int: every value equal) or a dtype whose bytes go to ``parts``."""
+_SAME_AS_RAW = "="  # a normalized-score row equal to the plugin's raw row (stored once)
+
+
+def _pack(rows: npt.NDArray[Any], parts: list[bytes], same: list[bool] | None = None) -> list[int | str]:
+    """Each row of a 2-D array as a constant (an int: every value equal) or a dtype whose bytes go to ``parts``;
+    rows flagged in ``same`` as ``_SAME_AS_RAW`` (no bytes)."""
     if not rows.shape[0]:
         return []
     if not rows.shape[1]:
         return [0] * rows.shape[0]
-    lows, highs = rows.min(axis=1).tolist(), rows.max(axis=1).tolist()
+    if rows.dtype == np.uint8:
+        # Every non-constant row is stored as <u1: only which rows are constant matters (one comparison).
+        firsts = rows[:, 0].tolist()
+        constant = (rows == rows[:, :1]).all(axis=1).tolist()
+        lows = [v if c else 0 for v, c in zip(firsts, constant, strict=True)]
+        highs = [v if c else 255 for v, c in zip(firsts, constant, strict=True)]
+    else:
+        lows, highs = rows.min(axis=1).tolist(), rows.max(axis=1).tolist()
     spec: list[int | str] = []
     for k, (lo, hi) in enumerate(zip(lows, highs, strict=True)):
         if lo == hi:
             spec.append(int(lo))
-            continue
-        dt = _dtype_for(lo, hi)
-        spec.append(dt)
-        parts.append(rows[k].astype(dt).tobytes())
+        elif same is not None and same[k]:
+            spec.append(_SAME_AS_RAW)
+        else:
+            dt = _dtype_for(lo, hi)
+            spec.append(dt)
+            row = rows[k]
+            parts.append(row.tobytes() if row.dtype.str == dt else row.astype(dt).tobytes())
     return spec
 
 
+_BOUNDS = [(dt, int(np.iinfo(np.dtype(dt)).min), int(np.iinfo(np.dtype(dt)).max)) for dt in
+           ("<u1", "<i1", "<u2", "<i2", "<u4", "<i4")]  # fmt: skip
+
+
 def _dtype_for(lo: int, hi: int) -> str:
-    for dt in ("<u1", "<i1", "<u2", "<i2", "<u4", "<i4"):
-        info = np.iinfo(np.dtype(dt))
-        if info.min <= lo and hi <= info.max:
+    for dt, low, high in _BOUNDS:
+        if low <= lo and hi <= high:
             return dt
     return "<i8"
 
 
-def _unpack(spec: list[int | str], n: int, data: bytes, pos: int) -> tuple[npt.NDArray[np.int64], int]:
+def _unpack(
+    spec: list[int | str], n: int, data: bytes, pos: int, raw: npt.NDArray[np.int64] | None = None
+) -> tuple[npt.NDArray[np.int64], int]:
     out = np.empty((len(spec), n), np.int64)
     for k, s in enumerate(spec):
         if isinstance(s, int):
             out[k] = s
+        elif s == _SAME_AS_RAW:
+            assert raw is not None
+            out[k] = raw[k]
         else:
             dt = np.dtype(s)
             out[k] = np.frombuffer(data, dt, n, pos)
@@ -151,8 +176,11 @@ def _rotation_start(idx: npt.NDArray[Any], n: int) -> int | None:
     return start if np.array_equal(idx, expected) else None
 
 
-def _encode_v2(att: Attempt, fm: FilterMatrix | None, sm: ScoreMatrix | None) -> bytes:
-    plugins = list(att.filter_plugins)
+def encode_record(
+    filter_plugins: Sequence[str], score_plugins: Sequence[str], fm: FilterMatrix | None, sm: ScoreMatrix | None
+) -> bytes:
+    """Format 2 of an attempt's matrices (``Attempt.matrices_only``) and its profile's filter / score plugins."""
+    plugins = list(filter_plugins)
     reasons: list[str] = []
     unres: list[bool] = []
     cells: npt.NDArray[Any] = np.zeros((len(plugins), 0), np.int64)
@@ -164,7 +192,7 @@ def _encode_v2(att: Attempt, fm: FilterMatrix | None, sm: ScoreMatrix | None) ->
     block = _EMPTY_NAMES
     if fm is not None:
         row_count = len(fm)
-        start = _rotation_start(fm.idx, len(fm.all_names))
+        start = fm.rotation if fm.rotation is not None else _rotation_start(fm.idx, len(fm.all_names))
         if start is not None:
             rows_spec = {"start": start, "count": row_count}
             block = _names_block(fm.all_names)
@@ -173,22 +201,31 @@ def _encode_v2(att: Attempt, fm: FilterMatrix | None, sm: ScoreMatrix | None) ->
         reasons = list(fm.reasons)
         unres = [bool(u) for u in fm.unresolvable]
         if fm.plugins == plugins:
-            cells = fm.cells.T
-            stopped = fm.fail.astype(np.int64) + 1
+            cells = np.ascontiguousarray(fm.cells.T)  # plugin-major; row scans are much faster contiguous
+            if fm.fail.dtype == np.int8:  # -1 (passed) .. 126: the stored values 0 .. 127 as bytes
+                stopped = (fm.fail + 1).view(np.uint8)
+            else:
+                stopped = fm.fail.astype(np.int64) + 1
         else:  # a matrix without plugins (the profile has no filter): every verdict reads "skip"
             cells = np.full((len(plugins), row_count), SKIP, np.int64)
             stopped = np.zeros(row_count, np.int64)
     extra: list[str] = []
-    score_plugins: list[str] = []
+    kept: list[str] = []
     weights: list[int] = []
     scored_idx = np.zeros(0, np.int64)
+    scored_feasible = False  # the scored nodes are the filter rows that passed, in row order
     raw: npt.NDArray[Any] = np.zeros((0, 0), np.int64)
     norm: npt.NDArray[Any] = np.zeros((0, 0), np.int64)
     if sm is not None and len(sm):
-        score_plugins = [p for p in att.score_plugins if p in sm.plugins]
-        order = [sm.plugins.index(p) for p in score_plugins]
+        kept = [p for p in score_plugins if p in sm.plugins]
+        order = [sm.plugins.index(p) for p in kept]
         weights = [int(sm.weights[k]) for k in order]
-        if fm is not None and fm.all_names is sm.all_names and len(fm):
+        if fm is not None and fm.all_names is sm.all_names and len(fm) and fm.plugins == plugins:
+            passed = fm.fail < 0
+            scored_feasible = len(sm) == int(np.count_nonzero(passed)) and np.array_equal(sm.idx, fm.idx[passed])
+        if scored_feasible:
+            scored_idx = np.zeros(0, np.int64)
+        elif fm is not None and fm.all_names is sm.all_names and len(fm):
             # Both matrices name rows by positions in the same list: map score rows to filter rows.
             inverse = np.full(max(int(fm.idx.max()), int(sm.idx.max())) + 1, -1, np.int64)
             inverse[fm.idx] = np.arange(len(fm), dtype=np.int64)
@@ -206,8 +243,11 @@ def _encode_v2(att: Attempt, fm: FilterMatrix | None, sm: ScoreMatrix | None) ->
                     i = index[name] = row_count + len(extra)
                     extra.append(name)
                 scored_idx[j] = i
-        raw = sm.raw[order]
-        norm = sm.normalized[order]
+        if order == list(range(len(sm.plugins))):
+            raw, norm = sm.raw, sm.normalized
+        else:
+            raw, norm = sm.raw[order], sm.normalized[order]
+    same = (raw == norm).all(axis=1).tolist() if raw.shape[1] else None
     parts: list[bytes] = []
     header = {
         "v": 2,
@@ -217,16 +257,17 @@ def _encode_v2(att: Attempt, fm: FilterMatrix | None, sm: ScoreMatrix | None) ->
         "filterPlugins": plugins,
         "reasons": reasons,
         "reasonUnresolvable": unres,
-        "scorePlugins": score_plugins,
+        "scorePlugins": kept,
         "weights": weights,
-        "scored": len(scored_idx),
+        "scored": len(sm) if scored_feasible and sm is not None else len(scored_idx),
+        "scoredFeasible": scored_feasible,
         "cells": _pack(cells, parts),
         "stopped": _pack(stopped[None, :], parts),
-        "scoredNodes": _pack(scored_idx[None, :], parts),
+        "scoredNodes": [] if scored_feasible else _pack(scored_idx[None, :], parts),
         "raw": _pack(raw, parts),
-        "normalized": _pack(norm, parts),
+        "normalized": _pack(norm, parts, same),
     }
-    head = json.dumps(header, separators=(",", ":")).encode()
+    head = orjson.dumps(header)
     body = zlib.compress(b"".join([struct.pack("<I", len(head)), head, *parts]), _LEVEL)
     return b"".join([_V2_MAGIC, struct.pack("<I", len(block)), block, body])
 
@@ -330,9 +371,12 @@ def _decode_v2(blob: bytes) -> dict[str, Any]:
     rows, scored = h["filterRows"], h["scored"]
     cells_pm, pos = _unpack(h["cells"], rows, data, pos)
     stopped, pos = _unpack(h["stopped"], rows, data, pos)
-    scored_idx, pos = _unpack(h["scoredNodes"], scored, data, pos)
+    if h.get("scoredFeasible"):
+        scored_idx = np.flatnonzero(stopped[0] == 0)[None, :]
+    else:
+        scored_idx, pos = _unpack(h["scoredNodes"], scored, data, pos)
     raw, pos = _unpack(h["raw"], scored, data, pos)
-    norm, pos = _unpack(h["normalized"], scored, data, pos)
+    norm, pos = _unpack(h["normalized"], scored, data, pos, raw)
     unres_flags: list[bool] = h["reasonUnresolvable"]
     texts = ["passed", "skip", *h["reasons"]]
     filt: dict[str, dict[str, str]] = {}

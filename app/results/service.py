@@ -1,7 +1,10 @@
 """Recording scheduling attempts and reading them back.
 
 The scheduler hands each finished :class:`Attempt` to :meth:`ResultsService.submit`; a writer
-thread encodes and inserts them in batches, so recording costs the scheduling loop almost nothing.
+thread encodes and inserts them in batches, so recording costs the scheduling loop almost nothing. Given a
+``writer_url`` the service writes through a child process instead (:class:`app.results.writer.ProcessWriter`:
+encoding and inserting then run on another core, without the GIL of the scheduling process), which is what
+``kss simulate --record-db`` uses.
 Reads decode the compact matrices and page, sort and filter them for the API and the web UI.
 """
 
@@ -10,76 +13,17 @@ from __future__ import annotations
 import json
 import queue
 import threading
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy.orm import Session
-
-from app.results.codec import decode_matrices, encode_matrices
+from app.results.codec import decode_matrices
 from app.results.models import SchedulingAttempt
 from app.results.repository import ResultsRepository
+from app.results.writer import ProcessWriter, SessionFactory, attempt_row, rejection_histogram, write_rows
 from app.scheduler.cycle import Attempt
 
-SessionFactory = Callable[[], AbstractContextManager[Session]]
+__all__ = ["ResultsService", "SessionFactory", "attempt_row", "rejection_histogram"]
+
 SORT_KEYS = ("total", "name", "failing")
-
-
-def rejection_histogram(att: Attempt) -> dict[str, dict[str, int]]:
-    """Nodes rejected per plugin and reason, counting each node once at the plugin where the loop stopped."""
-    out: dict[str, dict[str, int]] = {}
-    for text in att.filter_fail.values():
-        plugin, _, reason = text.partition(": ")
-        per = out.setdefault(plugin, {})
-        per[reason] = per.get(reason, 0) + 1
-    return out
-
-
-def _details(att: Attempt) -> dict[str, Any]:
-    return {
-        "prefilter": att.prefilter,
-        "prefilterStatus": att.prefilter_status,
-        "prefilterNodes": att.prefilter_nodes,
-        "prefilterPluginNodes": att.prefilter_plugin_nodes,
-        "prescore": att.prescore,
-        "postfilter": att.postfilter,
-        "victims": att.victims,
-        "reserve": att.reserve,
-        "permit": att.permit,
-        "permitTimeout": att.permit_timeout,
-        "prebind": att.prebind,
-        "bind": att.bind,
-        "selected": att.selected,
-        "boundBy": att.bound_by,
-        "rejections": rejection_histogram(att),
-        "evaluatedNodes": att.evaluated_nodes,
-        "filterPlugins": att.filter_plugins,
-        "scorePlugins": att.score_plugins,
-        "weights": att.weights,
-    }
-
-
-def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> dict[str, Any]:
-    """The table row for one attempt."""
-    return {
-        "namespace": namespace,
-        "pod_name": pod_name,
-        "pod_uid": pod_uid,
-        "attempt": att.attempt,
-        "cycle": att.cycle,
-        "profile": att.profile,
-        "started_at": att.started_at,
-        "duration_seconds": att.duration,
-        "queued_seconds": queued_seconds,
-        "result": att.result,
-        "bound_to": att.bound_to,
-        "nominated_node": att.nominated_node,
-        "message": att.message,
-        "node_count": att.num_nodes,
-        "feasible_count": att.feasible_count,
-        "details": json.dumps(_details(att), separators=(",", ":")),
-        "matrices": encode_matrices(att) if att.has_record() else None,
-    }
 
 
 def _summary(row: SchedulingAttempt) -> dict[str, Any]:
@@ -111,23 +55,45 @@ class ResultsService:
         *,
         max_attempts_per_pod: int | None = None,
         batch_size: int = 256,
+        writer_url: str | None = None,
+        sqlite_synchronous: str = "FULL",
     ) -> None:
+        """``writer_url``: write through a child process connected to this database (the one ``session_scope``
+        opens, already migrated) instead of a thread."""
         self._session_scope = session_scope
         self.max_attempts_per_pod = max_attempts_per_pod
         self.batch_size = batch_size
+        self._process = (
+            ProcessWriter(writer_url, sqlite_synchronous=sqlite_synchronous, max_attempts_per_pod=max_attempts_per_pod)
+            if writer_url is not None
+            else None
+        )
         self._queue: queue.Queue[tuple[Attempt, str, str, str, float] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._counters: dict[tuple[str, str], int] | None = None
         self._counter_lock = threading.Lock()
-        self.errors: list[str] = []
+        self._errors: list[str] = []
 
     # --- writing --------------------------------------------------------------------------------
+    @property
+    def errors(self) -> list[str]:
+        """Errors of the writer (an attempt that could not be recorded), oldest first."""
+        if self._process is not None:
+            return self._errors + self._process.errors
+        return self._errors
+
     def start(self) -> None:
+        if self._process is not None:
+            self._process.start()
+            return
         if self._thread is None:
             self._thread = threading.Thread(target=self._writer, name="results-writer", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+            return
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join(timeout=30)
@@ -146,12 +112,18 @@ class ResultsService:
 
     def submit(self, att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float = 0.0) -> None:
         """Queue an attempt for recording (returns at once)."""
+        if self._process is not None:
+            self._process.submit(att, namespace, pod_name, pod_uid, queued_seconds)
+            return
         self._queue.put((att, namespace, pod_name, pod_uid, queued_seconds))
         if self._thread is None:
             self.start()
 
     def flush(self) -> None:
         """Block until everything submitted so far is written."""
+        if self._process is not None:
+            self._process.flush()
+            return
         self._queue.join()
 
     def _writer(self) -> None:
@@ -174,7 +146,7 @@ class ResultsService:
             try:
                 self._write(batch)
             except Exception as exc:  # keep recording alive; the error is visible via .errors and logs
-                self.errors.append(f"{type(exc).__name__}: {exc}")
+                self._errors.append(f"{type(exc).__name__}: {exc}")
             finally:
                 for _ in batch:
                     self._queue.task_done()
@@ -184,12 +156,7 @@ class ResultsService:
             attempt_row(att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued)
             for att, ns, name, uid, queued in batch
         ]
-        with self._session_scope() as session:
-            repo = ResultsRepository(session)
-            repo.add_many(rows)
-            if self.max_attempts_per_pod:
-                for ns, name in {(r["namespace"], r["pod_name"]) for r in rows}:
-                    repo.trim(ns, name, self.max_attempts_per_pod)
+        write_rows(self._session_scope, rows, self.max_attempts_per_pod)
 
     # --- reading --------------------------------------------------------------------------------
     def list_attempts(self, namespace: str, pod_name: str) -> list[dict[str, Any]]:

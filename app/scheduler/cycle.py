@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.columns import IntArray, NodeBatch
@@ -135,16 +134,16 @@ class Attempt:
         if fm is None and sm is None:
             return None
         d = self.__dict__
-        for slot, matrix, rows in (
-            ("_filter", fm, len(fm) if fm is not None else 0),
-            ("_unresolvable", fm, -1),
-            ("_filter_fail", fm, fm.failing_count() if fm is not None else 0),
-        ):
+        for slot in ("_filter", "_unresolvable", "_filter_fail"):
             current = d.get(slot)
             if not current:
                 continue
-            if matrix is None or d.get(slot + "_from") is not matrix:
+            if fm is None:
                 return None
+            matrix: FilterMatrix = fm
+            if d.get(slot + "_from") is not matrix:
+                return None
+            rows = len(matrix) if slot == "_filter" else matrix.failing_count() if slot == "_filter_fail" else -1
             if rows >= 0 and len(current) != rows:
                 return None
         for slot in ("_score", "_normalized_score", "_final_score", "_total"):
@@ -384,21 +383,26 @@ class Scheduler:
         if record:
             plugins = list(raw)
             n = len(nodes)
-
-            def stack(d: dict[str, IntArray], dtype: type[np.integer[Any]]) -> npt.NDArray[Any]:
-                if not plugins:
-                    return np.zeros((0, n), dtype)
-                return np.array([d[p] for p in plugins], dtype=dtype)
-
-            raw_kept = stack(raw, np.int64)
-            if len(raw_kept) and raw_kept.min() >= -(2**31) and raw_kept.max() < 2**31:
-                raw_kept = raw_kept.astype(np.int32)
+            # Filled row by row (cheaper than np.array over a list), in the smallest of uint8 / int32 / int64 that
+            # holds them (the matrices are copied to the results writer); normalized scores are validated to be
+            # within [0, 100].
+            raw_kept = np.empty((len(plugins), n), np.int64)
+            norm_kept = np.empty((len(plugins), n), np.uint8)
+            for k, p in enumerate(plugins):
+                raw_kept[k] = raw[p]
+                norm_kept[k] = normalized[p]
+            if n and plugins:
+                # One reduction in the usual case: as unsigned, negative scores are huge.
+                if int(raw_kept.view(np.uint64).max()) <= 255:
+                    raw_kept = raw_kept.astype(np.uint8)
+                elif int(raw_kept.min()) >= -(2**31) and int(raw_kept.max()) < 2**31:
+                    raw_kept = raw_kept.astype(np.int32)
             att.score_matrix = ScoreMatrix(
                 nodes.cols.names,
                 nodes.idx.astype(np.int32),
                 plugins,
                 raw_kept,
-                stack(normalized, np.uint8),  # validated to be within [0, 100]
+                norm_kept,
                 np.array([fwk.weights.get(p, 1) for p in plugins], dtype=np.int64),
             )
         return totals, st
@@ -630,7 +634,10 @@ class Scheduler:
             feasible_pos = feasible_pos[:to_find]
         att.evaluated_nodes += cutoff
         if record:
-            self._keep_filter_matrix(fwk, rec_chunks, positions, cutoff, diagnosis, att, len(feasible_pos) == 0)
+            rotation = start if same_list else None
+            self._keep_filter_matrix(
+                fwk, rec_chunks, positions, cutoff, diagnosis, att, len(feasible_pos) == 0, rotation
+            )
         elif not len(feasible_pos):
             names = cols.names
             for offset, out in chunks:
@@ -655,8 +662,10 @@ class Scheduler:
         diagnosis: Diagnosis,
         att: Attempt,
         fits_nowhere: bool,
+        rotation: int | None = None,
     ) -> None:
-        """The verdicts of the nodes the walk visited (the first ``cutoff``) as the attempt's filter matrix."""
+        """The verdicts of the nodes the walk visited (the first ``cutoff``) as the attempt's filter matrix;
+        ``rotation``: the walk's start when ``positions`` is the whole node list rotated."""
         if len(chunks) == 1:
             cells, fail = chunks[0].cells, chunks[0].fail
         else:
@@ -665,16 +674,17 @@ class Scheduler:
         table = chunks[0].table
         all_names = self.snapshot.columns().names
         plugins = [p.name for p in fwk.filter]
-        # Kept for the attempt's lifetime (a run keeps every attempt): in the smallest types that hold them.
+        # Cells in the smallest type that holds them (copied to the results writer, maybe kept by the caller).
         cells_kept = cells[:cutoff].astype(np.uint8) if len(table.reasons) < 250 else cells[:cutoff].copy()
         fm = FilterMatrix(
             all_names,
-            positions[:cutoff].astype(np.int32),
+            positions[:cutoff],
             plugins,
             cells_kept,
             table.reasons,
             table.unresolvable,
             fail[:cutoff].astype(np.int8),
+            rotation,
         )
         att.filter_matrix = fm
         if not fits_nowhere:

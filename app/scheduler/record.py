@@ -57,7 +57,7 @@ class FilterMatrix(_Rows):
     stopped kube-scheduler's loop on the node, -1 when it passed.
     """
 
-    __slots__ = ("cells", "fail", "plugins", "reasons", "unresolvable")
+    __slots__ = ("cells", "fail", "plugins", "reasons", "rotation", "unresolvable")
 
     def __init__(
         self,
@@ -68,6 +68,7 @@ class FilterMatrix(_Rows):
         reasons: list[str],
         unresolvable: list[bool],
         fail: AnyIntArray,
+        rotation: int | None = None,
     ) -> None:
         super().__init__(all_names, idx)
         self.plugins = plugins
@@ -75,6 +76,9 @@ class FilterMatrix(_Rows):
         self.reasons = reasons
         self.unresolvable = unresolvable
         self.fail = fail
+        # ``s`` when the rows are known to be ``all_names[s], all_names[s+1], ...`` (mod n), the walk's order
+        # over the whole node list: the results codec then stores the rotation, not the positions.
+        self.rotation = rotation
 
     def filter_dict(self) -> dict[str, dict[str, str]]:
         """``Attempt.filter``: node -> plugin -> "passed" | "skip" | message."""

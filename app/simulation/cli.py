@@ -30,14 +30,18 @@ def _result_name(path: Path) -> str:
 
 
 def _recorder(path: Path) -> Any:
-    """A results service writing into a results database at ``path`` (built by Alembic)."""
+    """A results service writing into a results database at ``path`` (built by Alembic).
+
+    Attempts are encoded and inserted by a writer process, on another core than the scheduling loop.
+    """
     from app.db import make_engine, make_session_factory, session_scope, upgrade_database
     from app.results.service import ResultsService
 
-    engine = make_engine(f"sqlite:///{path}", sqlite_synchronous="NORMAL")
+    url = f"sqlite:///{path}"
+    engine = make_engine(url, sqlite_synchronous="NORMAL")
     upgrade_database(engine)
     factory = make_session_factory(engine)
-    service = ResultsService(lambda: session_scope(factory))
+    service = ResultsService(lambda: session_scope(factory), writer_url=url, sqlite_synchronous="NORMAL")
     service.start()
     return service
 

@@ -32,13 +32,16 @@ def results_engine(backend_url: str) -> Iterator[Engine]:
     engine.dispose()
 
 
-@pytest.fixture
-def service(results_engine: Engine) -> Iterator[ResultsService]:
+@pytest.fixture(params=["thread", "process"])
+def service(request: pytest.FixtureRequest, results_engine: Engine, backend_url: str) -> Iterator[ResultsService]:
+    """The service with each writer: the thread (``kss serve``) and the process (``kss simulate --record-db``)."""
     factory = make_session_factory(results_engine)
-    svc = ResultsService(lambda: session_scope(factory))
+    writer_url = backend_url if request.param == "process" else None
+    svc = ResultsService(lambda: session_scope(factory), writer_url=writer_url)
     svc.start()
     yield svc
     svc.stop()
+    assert svc.errors == []
 
 
 def make_scheduler() -> tuple[Scheduler, SchedulerCache]:
@@ -125,9 +128,11 @@ def test_matrix_rows_can_be_filtered_by_plugin_and_node(service: ResultsService)
     assert paged["matrix"]["totalRows"] == 3
 
 
-def test_retention_keeps_the_newest_attempts(results_engine: Engine) -> None:
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_retention_keeps_the_newest_attempts(results_engine: Engine, backend_url: str, writer: str) -> None:
     factory = make_session_factory(results_engine)
-    svc = ResultsService(lambda: session_scope(factory), max_attempts_per_pod=2)
+    writer_url = backend_url if writer == "process" else None
+    svc = ResultsService(lambda: session_scope(factory), max_attempts_per_pod=2, writer_url=writer_url)
     first, second, pod = run_two_attempts()
     for n in range(1, 5):
         att = dataclasses.replace(first if n % 2 else second)
@@ -153,6 +158,31 @@ def test_codec_round_trip_keeps_every_verdict_and_score() -> None:
     assert decoded["score"] == second.score
     assert decoded["finalscore"] == second.final_score
     assert decoded["total"] == second.total
+
+
+# ``run_two_attempts()``'s second attempt as the codec of 434bd49 stored it (format 2 without ``scoredFeasible``
+# and ``"="`` rows): databases written before stay readable.
+BLOB_434BD49 = bytes.fromhex(
+    "4b5353021900000078018b56cacb4f49d54d54d2813092608c64a558007c68087c78016d524d4b0331102d16fc1d2527851c"
+    "baed45162f8a088248a9ad078b87984cb7816c66c987b596fe2affa0936c772d2865cb7cbc99bcf798efb3c160cf3e5839e1"
+    "cce1d6b372cf7c102eb072cc99c468299a1e3883cfe0c4132a20c8ea8db3b53601dc3c8f4cbb746662a56d42b0045d5a2f37"
+    "a0a211ef0618cfb52751a77021b40d0b34e044d0688fcd9bf55a5b1d76c774862ef8633c078fd149f0f73a50e9054dac818a"
+    "c169993674b8b6f1a86b9d47dbf4565ba56dd5cfbda24d2466a816d8a0c16af7dc38108a6a0f966451e384caddce8a5acb9e"
+    "0123f984f6e951526a49e985bf1c6d841a915dad2650a3902452232ff591a4490d368c64137f372cad2361e6233b54ae828b"
+    "c0d31f3de1253a3871f47fcb7a56ad2f7fb8b6aef7a85b618495a06e8c41d959ff508b0a1e2937c97b7a7a0bbada907fe56a"
+    "ca0b3ea1afe8082956167418604c6a8f395dc9752c58829c4429cbbf3416b06980e65619d92fea8e69421527b679db555a78"
+    "35e163aa59743531facaa3c598ea7df340573b1c0e86e7831f8ba9e8a2"
+)
+
+
+def test_blobs_of_the_earlier_format_2_still_decode() -> None:
+    _, second, _ = run_two_attempts()
+    decoded = decode_matrices(BLOB_434BD49)
+    assert decoded["filter"] == second.filter
+    assert decoded["score"] == second.score
+    assert decoded["normalizedscore"] == second.normalized_score
+    assert decoded["total"] == second.total
+    assert decode_matrices(encode_matrices(second)) == decoded
 
 
 def test_annotations_use_kube_scheduler_simulator_shapes() -> None:
@@ -184,4 +214,6 @@ def test_result_history_drops_oldest_entries_past_256_kib() -> None:
         existing = ann.with_history(current, existing)
     history = json.loads(existing[ann.RESULT_HISTORY])
     assert len(existing[ann.RESULT_HISTORY].encode()) <= ann.HISTORY_LIMIT_BYTES
-    assert [h[ann.SELECTED_NODE] for h in history] == ["node-3", "node-4"]
+    # The 100 KB current entry leaves room for one 100 KB history entry in the pod's 256 KiB of annotations.
+    assert sum(len(k) + len(v) for k, v in existing.items()) <= 256 * 1024
+    assert [h[ann.SELECTED_NODE] for h in history] == ["node-4"]

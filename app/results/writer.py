@@ -1,0 +1,548 @@
+"""Writing recorded attempts: the table row of an attempt, and a writer process for big offline runs.
+
+The results service's writer thread encodes and inserts attempts beside the scheduling thread, but both want the
+GIL: on a 1,200-node cluster encoding an attempt (~0.3 ms) and inserting it cost as much CPU as scheduling it.
+:class:`ProcessWriter` moves that work to a child process. The scheduling side only copies what the row needs:
+the attempt's scalars and small dicts (pickled, once per batch) and its record matrices as raw array bytes
+(written with ``os.writev`` straight from the arrays, no copy in Python); the node-name list the matrices index
+is sent once per list. The child rebuilds the matrices as views on what it read, encodes them
+(``codec.encode_record``), counts the rejections from them and inserts the rows, one transaction for whatever
+is waiting. The pipe is non-blocking: what does not fit stays queued in memory and is written as the child reads
+(topped up at every submit), so the scheduling side waits for the writer only at a flush or stop, or when more
+than ``_MAX_PENDING_BYTES`` are queued.
+
+Wire format, parent -> child: frames ``<II`` (meta length, body length), a pickled meta, then the body (the
+batch's arrays back to back). Child -> parent: acknowledgements ``(seq, errors)`` on a
+``multiprocessing`` pipe.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import fcntl
+import itertools
+import math
+import multiprocessing
+import operator
+import os
+import pickle
+import select
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+from sqlalchemy.orm import Session
+
+from app.results.codec import encode_matrices, encode_record
+from app.results.repository import ResultsRepository
+from app.scheduler.cycle import Attempt
+from app.scheduler.record import FIRST_REASON, FilterMatrix, ScoreMatrix
+
+SessionFactory = Callable[[], AbstractContextManager[Session]]
+_FRAME = struct.Struct("<II")
+_PIPE_BYTES = 4 << 20  # the pipe buffer we ask for (Linux allows /proc/sys/fs/pipe-max-size, 1 MB by default)
+# Bytes the scheduling side keeps queued (in memory) when the pipe is full before it waits for the writer.
+_MAX_PENDING_BYTES = 256 << 20
+_BATCH_ATTEMPTS = 32
+_BATCH_BYTES = 1 << 20
+_IOV_MAX = 512  # buffers per writev call (Linux allows 1,024)
+_NAME_LISTS = 4  # node-name lists the parent remembers (the child keeps twice as many)
+
+
+def rejection_histogram(att: Attempt) -> dict[str, dict[str, int]]:
+    """Nodes rejected per plugin and reason, counting each node once at the plugin where the loop stopped."""
+    out: dict[str, dict[str, int]] = {}
+    for text in att.filter_fail.values():
+        plugin, _, reason = text.partition(": ")
+        per = out.setdefault(plugin, {})
+        per[reason] = per.get(reason, 0) + 1
+    return out
+
+
+def matrix_rejections(fm: FilterMatrix | None) -> dict[str, dict[str, int]]:
+    """``rejection_histogram`` of an attempt whose record is ``fm`` alone (same counts, same order)."""
+    out: dict[str, dict[str, int]] = {}
+    if fm is None or not len(fm):
+        return out
+    rows = np.flatnonzero(fm.fail >= 0)
+    if not len(rows):
+        return out
+    ks = fm.fail[rows].astype(np.int64)
+    codes = fm.cells[rows, ks].astype(np.int64)
+    width = int(codes.max()) + 1
+    pairs = ks * width + codes
+    counts = np.bincount(pairs)
+    present = np.flatnonzero(counts).tolist()
+    if len(present) > 1:  # in the order the walk first met each (plugin, reason)
+        present.sort(key=lambda v: int(np.argmax(pairs == v)))
+    for v in present:
+        k, code = divmod(v, width)
+        text = f"{fm.plugins[k]}: {fm.reasons[code - FIRST_REASON]}"
+        plugin, _, reason = text.partition(": ")
+        per = out.setdefault(plugin, {})
+        per[reason] = per.get(reason, 0) + int(counts[v])
+    return out
+
+
+# Attempt fields of the ``details`` JSON column, in order, with their JSON names.
+_DETAIL_FIELDS = (
+    ("prefilter", "prefilter"),
+    ("prefilterStatus", "prefilter_status"),
+    ("prefilterNodes", "prefilter_nodes"),
+    ("prefilterPluginNodes", "prefilter_plugin_nodes"),
+    ("prescore", "prescore"),
+    ("postfilter", "postfilter"),
+    ("victims", "victims"),
+    ("reserve", "reserve"),
+    ("permit", "permit"),
+    ("permitTimeout", "permit_timeout"),
+    ("prebind", "prebind"),
+    ("bind", "bind"),
+    ("selected", "selected"),
+    ("boundBy", "bound_by"),
+)
+_DETAIL_TAIL = (("evaluatedNodes", "evaluated_nodes"), ("filterPlugins", "filter_plugins"))
+_DETAIL_TAIL2 = (("scorePlugins", "score_plugins"), ("weights", "weights"))
+
+
+_get_details = operator.attrgetter(*(attr for _, attr in (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)))
+
+
+def _detail_values(att: Attempt) -> tuple[Any, ...]:
+    values: tuple[Any, ...] = _get_details(att)
+    return values
+
+
+def _details_json(values: Sequence[Any], rejections: dict[str, dict[str, int]]) -> str:
+    head = len(_DETAIL_FIELDS)
+    doc = {key: v for (key, _), v in zip(_DETAIL_FIELDS, values[:head], strict=True)}
+    doc["rejections"] = rejections
+    for (key, _), v in zip((*_DETAIL_TAIL, *_DETAIL_TAIL2), values[head:], strict=True):
+        doc[key] = v
+    return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+# Row columns taken from the attempt as they are, after namespace, pod_name, pod_uid.
+_ROW_FIELDS = (
+    ("attempt", "attempt"),
+    ("cycle", "cycle"),
+    ("profile", "profile"),
+    ("started_at", "started_at"),
+    ("duration_seconds", "duration"),
+)
+_ROW_FIELDS2 = (
+    ("result", "result"),
+    ("bound_to", "bound_to"),
+    ("nominated_node", "nominated_node"),
+    ("message", "message"),
+    ("node_count", "num_nodes"),
+    ("feasible_count", "feasible_count"),
+)
+
+
+_get_row = operator.attrgetter(*(attr for _, attr in _ROW_FIELDS))
+_get_row2 = operator.attrgetter(*(attr for _, attr in _ROW_FIELDS2))
+
+
+def _row_values(att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> tuple[Any, ...]:
+    return (namespace, pod_name, pod_uid, *_get_row(att), queued_seconds, *_get_row2(att))
+
+
+_ROW_KEYS = (
+    "namespace",
+    "pod_name",
+    "pod_uid",
+    *(k for k, _ in _ROW_FIELDS),
+    "queued_seconds",
+    *(k for k, _ in _ROW_FIELDS2),
+)
+
+
+def _row(values: Sequence[Any], details: str, matrices: bytes | None) -> dict[str, Any]:
+    row = dict(zip(_ROW_KEYS, values, strict=True))
+    row["details"] = details
+    row["matrices"] = matrices
+    return row
+
+
+def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> dict[str, Any]:
+    """The table row for one attempt."""
+    return _row(
+        _row_values(att, namespace, pod_name, pod_uid, queued_seconds),
+        _details_json(_detail_values(att), rejection_histogram(att)),
+        encode_matrices(att) if att.has_record() else None,
+    )
+
+
+def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
+    """Insert ``rows`` in one transaction; keep each pod's newest ``max_attempts_per_pod`` attempts."""
+    with session_scope() as session:
+        repo = ResultsRepository(session)
+        repo.add_many(rows)
+        if max_attempts_per_pod:
+            for ns, name in {(r["namespace"], r["pod_name"]) for r in rows}:
+                repo.trim(ns, name, max_attempts_per_pod)
+
+
+# --- the scheduling side ------------------------------------------------------------------------------------
+AnyArray = npt.NDArray[Any]
+
+
+def _contiguous(a: AnyArray) -> AnyArray:
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+class ProcessWriter:
+    """Encodes and inserts attempts in a child process (spawned) writing to the database at ``url``."""
+
+    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL", max_attempts_per_pod: int | None = None) -> None:
+        self.url = url
+        self.sqlite_synchronous = sqlite_synchronous
+        self.max_attempts_per_pod = max_attempts_per_pod
+        self.errors: list[str] = []
+        self._proc: Any = None
+        self._data: Any = None
+        self._fd = -1
+        self._acks: Any = None
+        self._lock = threading.Lock()
+        self._metas: list[tuple[Any, ...]] = []
+        self._arrays: list[AnyArray] = []
+        self._bytes = 0
+        self._seq = 0
+        self._broken = False
+        # Frames written only in part (the pipe was full): the rest, as buffers (bytes, arrays, memoryviews).
+        self._pending: collections.deque[Any] = collections.deque()
+        self._pending_bytes = 0
+        # id(list) -> (the list, kept alive so the id stays its own; its token)
+        self._names: dict[int, tuple[Sequence[str], int]] = {}
+        self._next_token = 0
+
+    def start(self) -> None:
+        """Start the writer process (``submit`` starts it too)."""
+        with self._lock:
+            self._start()
+
+    def _start(self) -> None:
+        if self._proc is not None:
+            return
+        ctx = multiprocessing.get_context("spawn")
+        data_r, data_w = ctx.Pipe(duplex=False)
+        ack_r, ack_w = ctx.Pipe(duplex=False)
+        _widen_pipe(data_w.fileno())
+        self._proc = ctx.Process(
+            target=_child_main,
+            args=(data_r, ack_w, self.url, self.sqlite_synchronous, self.max_attempts_per_pod),
+            name="kss-results-writer",
+            daemon=True,
+        )
+        self._proc.start()
+        data_r.close()
+        ack_w.close()
+        self._data, self._fd, self._acks = data_w, data_w.fileno(), ack_r
+        os.set_blocking(self._fd, False)
+        self._broken = False
+
+    # Metas: ("names", token, list) | ("attempt", row values, detail values, filter plugins, score plugins,
+    # filter meta, score meta) | ("row", row dict) | ("flush", seq) | ("stop", seq). The arrays of "attempt"
+    # metas follow in the body, in order.
+    def submit(self, att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> None:
+        """Queue one attempt (sent with the next batch)."""
+        with self._lock:
+            if self._proc is None:
+                self._start()
+            try:
+                meta, arrays = self._pack(att, namespace, pod_name, pod_uid, queued_seconds)
+            except Exception as exc:  # like the thread writer: the attempt is not recorded, scheduling goes on
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                return
+            self._metas.append(meta)
+            self._arrays += arrays
+            self._bytes += sum(a.nbytes for a in arrays)
+            if len(self._metas) >= _BATCH_ATTEMPTS or self._bytes >= _BATCH_BYTES:
+                self._send()
+            elif self._pending:  # keep the pipe topped up: the writer may have read what was in it
+                self._drain(block=False)
+
+    def _pack(
+        self, att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float
+    ) -> tuple[tuple[Any, ...], list[AnyArray]]:
+        """The meta of one attempt and the arrays that go with it."""
+        pure = att.matrices_only() if att.has_record() else None
+        if pure is None:
+            # No matrices, or entries written to the record dicts directly: encoded here (rare).
+            row = attempt_row(
+                att, namespace=namespace, pod_name=pod_name, pod_uid=pod_uid, queued_seconds=queued_seconds
+            )
+            return ("row", row), []
+        fm, sm = pure
+        fm_meta = sm_meta = None
+        arrays: list[AnyArray] = []
+        if fm is not None:
+            rotation = fm.rotation
+            if rotation is None:
+                arrays.append(_contiguous(fm.idx))
+            arrays.append(_contiguous(fm.cells))
+            arrays.append(_contiguous(fm.fail))
+            fm_meta = (
+                self._token(fm.all_names), rotation, len(fm), fm.plugins, fm.reasons, fm.unresolvable,
+                None if rotation is not None else _spec(fm.idx), _spec(fm.cells), _spec(fm.fail),
+            )  # fmt: skip
+        if sm is not None:
+            arrays += (_contiguous(sm.idx), _contiguous(sm.raw), _contiguous(sm.normalized))
+            sm_meta = (
+                self._token(sm.all_names), sm.plugins, sm.weights.tolist(),
+                _spec(sm.idx), _spec(sm.raw), _spec(sm.normalized),
+            )  # fmt: skip
+        row_values = _row_values(att, namespace, pod_name, pod_uid, queued_seconds)
+        details = _get_details(att)
+        return ("attempt", row_values, details, att.filter_plugins, att.score_plugins, fm_meta, sm_meta), arrays
+
+    def _token(self, names: Sequence[str]) -> int:
+        hit = self._names.get(id(names))
+        if hit is not None and hit[0] is names:
+            return hit[1]
+        token = self._next_token
+        self._next_token += 1
+        if len(self._names) >= _NAME_LISTS:
+            self._names.pop(next(iter(self._names)))
+        self._names[id(names)] = (names, token)
+        self._metas.append(("names", token, list(names)))
+        return token
+
+    def _send(self, control: tuple[Any, ...] | None = None) -> None:
+        metas, arrays = self._metas, self._arrays
+        if control is not None:
+            metas.append(control)
+        self._metas, self._arrays, self._bytes = [], [], 0
+        if not metas or self._broken:
+            return
+        try:
+            meta = pickle.dumps(metas, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # something in a detail that cannot be copied: the batch is lost
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            self._names.clear()  # the lists it introduced never reach the writer
+            if control is None:
+                return
+            meta, arrays = pickle.dumps([control], protocol=pickle.HIGHEST_PROTOCOL), []
+        arrays = [a for a in arrays if a.nbytes]
+        body = sum(a.nbytes for a in arrays)
+        self._pending.append(_FRAME.pack(len(meta), body))
+        self._pending.append(meta)
+        self._pending.extend(arrays)
+        self._pending_bytes += _FRAME.size + len(meta) + body
+        # Write what the pipe takes now; wait for the writer only when it is far behind (or at a flush).
+        self._drain(block=control is not None or self._pending_bytes > _MAX_PENDING_BYTES)
+
+    def _drain(self, *, block: bool) -> None:
+        pending = self._pending
+        try:
+            while pending:
+                try:
+                    n = os.writev(self._fd, list(itertools.islice(pending, _IOV_MAX)))
+                except BlockingIOError:
+                    if not block:
+                        return
+                    if not self._proc.is_alive():
+                        raise BrokenPipeError("the writer process is gone") from None
+                    select.select([], [self._fd], [], 1.0)
+                    continue
+                self._pending_bytes -= n
+                while n:
+                    first = memoryview(pending[0]).cast("B")
+                    if n >= first.nbytes:
+                        n -= first.nbytes
+                        pending.popleft()
+                    else:
+                        pending[0] = first[n:]
+                        n = 0
+        except OSError as exc:  # the writer died: its own error (if any) comes with the acknowledgements
+            self._broken = True
+            pending.clear()
+            self._pending_bytes = 0
+            self.errors.append(f"results writer process: {type(exc).__name__}: {exc}")
+
+    def flush(self) -> None:
+        """Block until every attempt submitted so far is written."""
+        with self._lock:
+            if self._proc is None:
+                return
+            self._seq += 1
+            self._send(("flush", self._seq))
+            self._wait(self._seq)
+
+    def stop(self) -> None:
+        """Write what is queued and end the writer process."""
+        with self._lock:
+            if self._proc is None:
+                return
+            self._seq += 1
+            self._send(("stop", self._seq))
+            self._wait(self._seq)
+            self._proc.join(timeout=30)
+            self._data.close()
+            self._acks.close()
+            self._proc = None
+            self._names.clear()
+
+    def _wait(self, seq: int) -> None:
+        while not self._broken:
+            if self._acks.poll(0.2):
+                try:
+                    got, errors = self._acks.recv()
+                except EOFError:
+                    break
+                self.errors.extend(errors)
+                if got >= seq:
+                    return
+            elif not self._proc.is_alive() and not self._acks.poll(0):
+                break
+        self._broken = True
+        self.errors.append(f"results writer process exited (code {self._proc.exitcode}); attempts were lost")
+
+
+def _spec(a: AnyArray) -> tuple[str, tuple[int, ...]]:
+    """How the child reads ``a`` back: its type code (same machine) and shape."""
+    return a.dtype.char, a.shape
+
+
+def _widen_pipe(fd: int) -> None:
+    """As big a pipe buffer as allowed: the scheduling side then rarely finds it full (Linux only)."""
+    op = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if op is None:
+        return
+    try:
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            size = min(_PIPE_BYTES, int(f.read()))
+    except (OSError, ValueError):
+        size = 1 << 20
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, op, size)
+
+
+# --- the writer process -----------------------------------------------------------------------------------
+_ROWS_PER_TRANSACTION = 512
+
+
+def _read_exact(f: Any, n: int, buf: bytearray | None = None) -> memoryview | None:
+    """``n`` bytes from ``f`` (into ``buf`` when given, big enough); None at the end of the stream."""
+    view = memoryview(buf)[:n] if buf is not None else memoryview(bytearray(n))
+    got = 0
+    while got < n:
+        k = f.readinto(view[got:])
+        if not k:
+            return None
+        got += k
+    return view
+
+
+def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, max_attempts_per_pod: int | None) -> None:
+    """The writer process: read batches, encode, insert (one transaction while more batches are waiting)."""
+    from app.db import make_engine, make_session_factory, session_scope
+
+    engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
+    factory = make_session_factory(engine)
+
+    def scope() -> AbstractContextManager[Session]:
+        return session_scope(factory)
+
+    names: dict[int, list[str]] = {}
+    errors: list[str] = []
+    rows: list[dict[str, Any]] = []
+    body_buf = bytearray(_BATCH_BYTES * 2)
+    f = os.fdopen(data.fileno(), "rb", buffering=0, closefd=False)
+
+    def write() -> None:
+        if rows:
+            try:
+                write_rows(scope, rows, max_attempts_per_pod)
+            except Exception as exc:  # the batch is lost; later ones may still be written
+                errors.append(f"{type(exc).__name__}: {exc}")
+            rows.clear()
+
+    try:
+        while True:
+            head = _read_exact(f, _FRAME.size)
+            if head is None:
+                break
+            meta_len, body_len = _FRAME.unpack(head)
+            meta_view = _read_exact(f, meta_len)
+            if len(body_buf) < body_len:  # reused: a batch's arrays are done with before the next is read
+                body_buf = bytearray(body_len)
+            body = _read_exact(f, body_len, body_buf)
+            if meta_view is None or body is None:
+                break
+            metas: list[tuple[Any, ...]] = pickle.loads(meta_view)
+            pos = 0
+            control: tuple[Any, ...] | None = None
+            for m in metas:
+                kind = m[0]
+                try:
+                    if kind == "names":
+                        names[m[1]] = m[2]
+                        while len(names) > 2 * _NAME_LISTS:
+                            names.pop(next(iter(names)))
+                    elif kind == "row":
+                        rows.append(m[1])
+                    elif kind == "attempt":
+                        row, pos = _attempt_row(m, body, pos, names)
+                        rows.append(row)
+                    else:
+                        control = m
+                except Exception as exc:  # one bad attempt must not stop the rest
+                    errors.append(f"{type(exc).__name__}: {exc}")
+            # One transaction for everything already waiting (commits cost more than inserts).
+            if control is not None or len(rows) >= _ROWS_PER_TRANSACTION or not _readable(f):
+                write()
+            if control is not None:
+                acks.send((control[1], errors))
+                errors = []
+                if control[0] == "stop":
+                    break
+        write()
+    finally:
+        engine.dispose()
+
+
+def _readable(f: Any) -> bool:
+    ready, _, _ = select.select([f], [], [], 0)
+    return bool(ready)
+
+
+def _take(body: memoryview, pos: int, spec: tuple[str, tuple[int, ...]]) -> tuple[AnyArray, int]:
+    dtype = np.dtype(spec[0])
+    shape = spec[1]
+    count = math.prod(shape)
+    if not count:
+        return np.zeros(shape, dtype), pos
+    return np.frombuffer(body, dtype, count, pos).reshape(shape), pos + count * dtype.itemsize
+
+
+def _attempt_row(
+    m: tuple[Any, ...], body: memoryview, pos: int, names: dict[int, list[str]]
+) -> tuple[dict[str, Any], int]:
+    _, row, details, filter_plugins, score_plugins, fm_meta, sm_meta = m
+    fm = sm = None
+    if fm_meta is not None:
+        token, rotation, count, plugins, reasons, unresolvable, idx_spec, cells_spec, fail_spec = fm_meta
+        all_names = names[token]
+        if rotation is None:
+            idx, pos = _take(body, pos, idx_spec)
+        else:
+            idx = (np.arange(rotation, rotation + count, dtype=np.int64)) % max(len(all_names), 1)
+        cells, pos = _take(body, pos, cells_spec)
+        fail, pos = _take(body, pos, fail_spec)
+        fm = FilterMatrix(all_names, idx, plugins, cells, reasons, unresolvable, fail, rotation)
+    if sm_meta is not None:
+        token, plugins, weights, idx_spec, raw_spec, norm_spec = sm_meta
+        idx, pos = _take(body, pos, idx_spec)
+        raw, pos = _take(body, pos, raw_spec)
+        normalized, pos = _take(body, pos, norm_spec)
+        sm = ScoreMatrix(names[token], idx, plugins, raw, normalized, np.array(weights, np.int64))
+    blob = encode_record(filter_plugins, score_plugins, fm, sm)
+    return _row(row, _details_json(details, matrix_rejections(fm)), blob), pos

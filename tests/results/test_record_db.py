@@ -1,0 +1,103 @@
+"""``kss simulate --record-db``: every attempt of a run, written by the writer process, reads back complete."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import weakref
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.db import make_engine, make_session_factory, session_scope
+from app.results.service import ResultsService, rejection_histogram
+from app.results.writer import matrix_rejections
+from app.scheduler.cycle import Attempt
+from app.simulation import cli
+from app.simulation.runner import ScenarioRun, run_scenario
+from tests.scheduler.factories import make_node, make_pod
+
+TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+
+
+def scenario() -> dict[str, Any]:
+    """Nodes that reject pods for different reasons, pods that fit, tie, fit nowhere and preempt."""
+    nodes = [make_node(name=f"node-{i:02d}", allocatable={"cpu": str(1 + i % 4)}) for i in range(12)]
+    nodes += [make_node(name="tainted", taints=[TAINT]), make_node(name="cordoned", unschedulable=True)]
+    nodes.append(make_node(name="zone-a", labels={"zone": "a"}, allocatable={"cpu": "8"}))
+    pending = [make_pod(name=f"web-{i}", requests={"cpu": "900m"}) for i in range(20)]
+    pending.append(make_pod(name="huge", requests={"cpu": "64"}))
+    pending.append(make_pod(name="picky", requests={"cpu": "1"}, spec={"nodeSelector": {"zone": "a"}}))
+    pending.append(make_pod(name="vip", requests={"cpu": "3500m"}, priority=1000))
+    return {"meta": {"name": "record-db", "family": "trace"}, "nodes": nodes, "pending": pending}
+
+
+def reference_attempts(sc: dict[str, Any]) -> list[Attempt]:
+    return [att for att, _ in ScenarioRun(copy.deepcopy(sc), record=True).run() if att.pre_enqueue is None]
+
+
+def test_record_db_holds_every_verdict_and_score(tmp_path: Path) -> None:
+    sc = scenario()
+    path = tmp_path / "s.scenario.json"
+    path.write_text(json.dumps(sc))
+    db = tmp_path / "results.db"
+    args = argparse.Namespace(scenarios=[path], detail="placements", out_dir=tmp_path / "out", record_db=db)
+    assert cli.run(args) == 0
+
+    factory = make_session_factory(make_engine(f"sqlite:///{db}"))
+    svc = ResultsService(lambda: session_scope(factory))
+    attempts = reference_attempts(sc)
+    assert svc.count() == len(attempts) > len(sc["pending"])  # the preemptor's second attempt too
+    assert any(att.result != "scheduled" for att in attempts)
+    for att in attempts:
+        namespace, name = att.pod.split("/")
+        got = svc.get_attempt(namespace, name, att.attempt, page_size=1000)
+        assert got is not None
+        assert (got["result"], got["boundTo"], got["message"]) == (att.result, att.bound_to, att.message)
+        rows = {r["node"]: r for r in got["matrix"]["rows"]}
+        assert {n: r["filter"] for n, r in rows.items() if r["filter"]} == att.filter
+        assert {n: r["stoppedAt"] for n, r in rows.items() if r["stoppedAt"]} == {
+            n: text.split(":")[0] for n, text in att.filter_fail.items()
+        }
+        assert {n: r["unresolvable"] for n, r in rows.items() if r["unresolvable"]} == att.unresolvable
+        for key, want in (
+            ("score", att.score),
+            ("normalizedScore", att.normalized_score),
+            ("finalScore", att.final_score),
+            ("total", att.total),
+        ):
+            assert {n: r[key] for n, r in rows.items() if r[key] is not None} == (want or {}), key
+        listing = {a["attempt"]: a for a in svc.list_attempts(namespace, name)}
+        assert listing[att.attempt]["rejections"] == rejection_histogram(att)
+
+
+def test_rejections_from_the_matrix_equal_the_histogram_in_order() -> None:
+    for att in reference_attempts(scenario()):
+        pure = att.matrices_only()
+        if pure is None or pure[0] is None:
+            continue
+        want = rejection_histogram(att)
+        assert json.dumps(matrix_rejections(pure[0])) == json.dumps(want)
+
+
+def test_a_run_frees_each_attempt_once_its_entry_is_built() -> None:
+    refs: list[weakref.ref[Attempt]] = []
+    result = run_scenario(
+        scenario(), "placements", record_all=True, on_attempt=lambda att, _: refs.append(weakref.ref(att))
+    )
+    gc.collect()
+    assert len(refs) == len(result["results"])
+    assert all(r() is None for r in refs)
+
+
+def test_a_writer_that_cannot_write_reports_it(tmp_path: Path) -> None:
+    db = tmp_path / "missing" / "results.db"  # no such directory: the writer process cannot open it
+    svc = ResultsService(lambda: pytest.fail("not read"), writer_url=f"sqlite:///{db}")
+    for att in reference_attempts(scenario())[:3]:
+        namespace, name = att.pod.split("/")
+        svc.submit(att, namespace=namespace, pod_name=name, pod_uid="uid")
+    svc.stop()
+    assert svc.errors
