@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy import Connection
 
 import app.cluster.models  # registers the cluster tables on Base.metadata
-import app.results.models  # noqa: F401  (registers the results tables)
+import app.results.models  # registers the results tables
 import app.scheduling.models  # noqa: F401  (registers the saved scheduler configuration)
 from app.db import Base, make_engine
 
