@@ -18,7 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenarios", nargs="+", type=Path, help="scenario JSON files (golden format)")
     p.add_argument("--detail", choices=DETAIL_LEVELS, default="full", help="how much of each attempt to write")
     p.add_argument("--out-dir", type=Path, help="write DIR/<name>.result.json per scenario (default: stdout)")
-    p.add_argument("--record-db", type=Path, help="also record every attempt into this results database")
+    p.add_argument(
+        "--record-db", help="also record every attempt into this results database (a file, or a SQLAlchemy URL)"
+    )
 
 
 def _result_name(path: Path) -> str:
@@ -29,7 +31,26 @@ def _result_name(path: Path) -> str:
     return name
 
 
-def _recorder(path: Path) -> Any:
+def _database_url(target: str) -> str:
+    """``--record-db`` takes a file path or any SQLAlchemy URL."""
+    return target if "://" in target else f"sqlite:///{target}"
+
+
+def _check_scenario(doc: Any) -> dict[str, Any]:
+    """A scenario is an object with nodes and/or pods to schedule (not a result or expected file)."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"a scenario must be a JSON object, not {type(doc).__name__}")
+    if "results" in doc and "pending" not in doc:
+        raise ValueError("this is a result (or expected) file, not a scenario")
+    for key in ("nodes", "pods", "pending"):
+        if doc.get(key) is not None and not isinstance(doc[key], list):
+            raise ValueError(f"{key!r} must be a list")
+    if not doc.get("nodes") and not doc.get("pending"):
+        raise ValueError("the scenario has neither 'nodes' nor 'pending' pods")
+    return doc
+
+
+def _recorder(target: str) -> Any:
     """A results service writing into a results database at ``path`` (built by Alembic).
 
     Attempts are encoded and inserted by a writer process, on another core than the scheduling loop.
@@ -37,7 +58,7 @@ def _recorder(path: Path) -> Any:
     from app.db import make_engine, make_session_factory, session_scope, upgrade_database
     from app.results.service import ResultsService
 
-    url = f"sqlite:///{path}"
+    url = _database_url(target)
     engine = make_engine(url, sqlite_synchronous="NORMAL")
     upgrade_database(engine)
     factory = make_session_factory(engine)
@@ -48,7 +69,11 @@ def _recorder(path: Path) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     allow_missing = os.environ.get("KSS_ALLOW_MISSING_PLUGINS") == "1"
-    recorder = _recorder(args.record_db) if args.record_db else None
+    try:
+        recorder = _recorder(args.record_db) if args.record_db else None
+    except Exception as exc:  # a bad URL or an unwritable file: say so, no traceback
+        print(f"kss simulate: --record-db {args.record_db}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
 
     def on_attempt(att: Attempt, pod: PodInfo) -> None:
         if recorder is not None:
@@ -60,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     failures = 0
     for path in args.scenarios:
         try:
-            scenario = json.loads(path.read_text())
+            scenario = _check_scenario(json.loads(path.read_text()))
             result = run_scenario(
                 scenario,
                 args.detail,
