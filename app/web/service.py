@@ -19,7 +19,6 @@ import yaml
 
 from app.cluster.errors import ApiError, Invalid
 from app.cluster.kinds import BY_KIND, KINDS, KindInfo
-from app.kube.quantity import format_bytes
 from app.scheduler.config import ConfigError
 from app.scheduler.nodeinfo import NodeInfo
 from app.scheduler.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource, calculate_pod_resource
@@ -99,13 +98,10 @@ def _format(resource: str, amount: int) -> str:
 
 
 def human_bytes(n: int) -> str:
-    """Bytes in binary units with one decimal where needed (``31.5Gi``); exact values keep kubectl's form."""
-    exact = format_bytes(n)
-    if exact != str(n) or n < 1024:
-        return exact
-    for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f}{suffix}"
+    """Bytes in the largest binary unit they reach (``32Gi``, ``31.5Gi``), so used and total compare at a glance."""
+    for suffix, size in (("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if abs(n) >= size:
+            return f"{n // size}{suffix}" if n % size == 0 else f"{n / size:.1f}{suffix}"
     return str(n)
 
 

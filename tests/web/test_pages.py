@@ -447,3 +447,12 @@ async def test_operations_page_offers_export_import_and_reset(app: FastAPI, clie
     reset = await client.post("/ui/operations/reset", headers=HTMX)
     assert reset.headers["hx-redirect"] == "/ui/cluster"
     assert store_of(app).get("Node", None, "exported") is None
+
+
+def test_memory_bars_use_one_unit_scale_for_used_and_total() -> None:
+    from app.web.service import human_bytes
+
+    assert human_bytes(32 * 2**30) == "32Gi"
+    assert human_bytes(24478092 * 2**20) == "23.3Ti"  # not "24478092Mi" beside a total in Gi
+    assert human_bytes(1536 * 2**20) == "1.5Gi"
+    assert human_bytes(512) == "512"
