@@ -31,9 +31,10 @@ def _result_name(path: Path) -> str:
     return name
 
 
-def _database_url(target: str) -> str:
+def _database_url(target: str | Path) -> str:
     """``--record-db`` takes a file path or any SQLAlchemy URL."""
-    return target if "://" in target else f"sqlite:///{target}"
+    text = str(target)
+    return text if "://" in text else f"sqlite:///{text}"
 
 
 def _check_scenario(doc: Any) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def _check_scenario(doc: Any) -> dict[str, Any]:
     return doc
 
 
-def _recorder(target: str) -> Any:
+def _recorder(target: str | Path) -> Any:
     """A results service writing into a results database at ``path`` (built by Alembic).
 
     Attempts are encoded and inserted by a writer process, on another core than the scheduling loop.
