@@ -52,7 +52,7 @@ def run_mode(mode: str, sc: dict[str, Any], db: Path, profile: bool) -> dict[str
     recorder = None
     if mode == "record-db":
         db.unlink(missing_ok=True)
-        recorder = _recorder(db)
+        recorder = _recorder(str(db))
 
     attempts: list[Any] = []
 

@@ -53,7 +53,9 @@ def main() -> int:
     t0 = time.perf_counter()
     sc = scenario(args.nodes, args.pods)
     print(f"loaded {len(sc['nodes'])} nodes, {len(sc['pending'])} pods in {time.perf_counter() - t0:.2f} s")
+    cpu = time.process_time()
     res = run("trace", sc, args)
+    print(f"CPU {time.process_time() - cpu:.2f} s (scheduling process)")
     return check([res], args)
 
 

@@ -287,17 +287,42 @@ class ProcessWriter:
             rotation = fm.rotation
             if rotation is None:
                 arrays.append(_contiguous(fm.idx))
-            arrays.append(_contiguous(fm.cells))
-            arrays.append(_contiguous(fm.fail))
+            constant = fm.constant
+            if constant is None or fm.fail.dtype != np.int8:
+                arrays.append(_contiguous(fm.cells))
+                arrays.append(_contiguous(fm.fail))
+                cells_meta: Any = (_spec(fm.cells), _spec(fm.fail))
+            else:
+                # Fewer bytes: only the columns where some node was rejected (plugin-major); the child fills the
+                # constant ones and derives ``fail`` (the first column holding a reason).
+                varying = [k for k, c in enumerate(constant) if c < 0]
+                by_plugin = fm.cells.T  # the batch path's cells are plugin-major underneath: rows are contiguous
+                arrays += [_contiguous(by_plugin[k]) for k in varying]
+                cells_meta = (fm.cells.dtype.char, constant, (len(varying), len(fm)))
             fm_meta = (
                 self._token(fm.all_names), rotation, len(fm), fm.plugins, fm.reasons, fm.unresolvable,
-                None if rotation is not None else _spec(fm.idx), _spec(fm.cells), _spec(fm.fail),
+                None if rotation is not None else _spec(fm.idx), cells_meta,
             )  # fmt: skip
         if sm is not None:
-            arrays += (_contiguous(sm.idx), _contiguous(sm.raw), _contiguous(sm.normalized))
+            # Scored rows that are the filter rows that passed are rebuilt from the filter matrix; normalized rows
+            # equal to raw ones are not sent.
+            sm_idx = not (sm.feasible_rows and fm is not None and fm.constant is not None)
+            if sm_idx:
+                arrays.append(_contiguous(sm.idx))
+            arrays.append(_contiguous(sm.raw))
+            same = sm.norm_same
+            normalized = _contiguous(sm.normalized)
+            if same is None or not any(same):
+                arrays.append(normalized)
+                norm_spec = _spec(normalized)
+                same = None
+            else:
+                differ = [k for k, eq in enumerate(same) if not eq]
+                arrays += [normalized[k] for k in differ]  # rows of a C-contiguous array: no copy
+                norm_spec = (normalized.dtype.char, (len(differ), normalized.shape[1]))
             sm_meta = (
                 self._token(sm.all_names), sm.plugins, sm.weights.tolist(),
-                _spec(sm.idx), _spec(sm.raw), _spec(sm.normalized),
+                _spec(sm.idx) if sm_idx else None, _spec(sm.raw), norm_spec, same, normalized.dtype.char,
             )  # fmt: skip
         row_values = _row_values(att, namespace, pod_name, pod_uid, queued_seconds)
         details = _get_details(att)
@@ -523,26 +548,60 @@ def _take(body: memoryview, pos: int, spec: tuple[str, tuple[int, ...]]) -> tupl
     return np.frombuffer(body, dtype, count, pos).reshape(shape), pos + count * dtype.itemsize
 
 
+def _rebuild_cells(dtype: np.dtype[Any], count: int, constant: list[int], block: AnyArray) -> tuple[AnyArray, AnyArray]:
+    """A filter matrix's cells and ``fail`` from its constant columns and the varying ones (plugin-major)."""
+    by_plugin = np.empty((len(constant), count), dtype)  # plugin-major, as the scheduling side keeps them
+    by_plugin[:] = np.array([max(c, 0) for c in constant], dtype)[:, None]
+    fail = np.full(count, -1, np.int8)
+    varying = [k for k, c in enumerate(constant) if c < 0]
+    if varying:
+        by_plugin[varying] = block
+        # The first plugin (in order) holding a reason: assigned last to first so the first one wins.
+        for j in range(len(varying) - 1, -1, -1):
+            fail[block[j] >= FIRST_REASON] = varying[j]
+    return by_plugin.T, fail
+
+
 def _attempt_row(
     m: tuple[Any, ...], body: memoryview, pos: int, names: dict[int, list[str]]
 ) -> tuple[dict[str, Any], int]:
     _, row, details, filter_plugins, score_plugins, fm_meta, sm_meta = m
     fm = sm = None
     if fm_meta is not None:
-        token, rotation, count, plugins, reasons, unresolvable, idx_spec, cells_spec, fail_spec = fm_meta
+        token, rotation, count, plugins, reasons, unresolvable, idx_spec, cells_meta = fm_meta
         all_names = names[token]
         if rotation is None:
             idx, pos = _take(body, pos, idx_spec)
         else:
             idx = (np.arange(rotation, rotation + count, dtype=np.int64)) % max(len(all_names), 1)
-        cells, pos = _take(body, pos, cells_spec)
-        fail, pos = _take(body, pos, fail_spec)
-        fm = FilterMatrix(all_names, idx, plugins, cells, reasons, unresolvable, fail, rotation)
+        if len(cells_meta) == 2:
+            cells, pos = _take(body, pos, cells_meta[0])
+            fail, pos = _take(body, pos, cells_meta[1])
+            constant = None
+        else:
+            char, constant, block_shape = cells_meta
+            block, pos = _take(body, pos, (char, block_shape))
+            cells, fail = _rebuild_cells(np.dtype(char), count, constant, block)
+        fm = FilterMatrix(all_names, idx, plugins, cells, reasons, unresolvable, fail, rotation, constant)
     if sm_meta is not None:
-        token, plugins, weights, idx_spec, raw_spec, norm_spec = sm_meta
-        idx, pos = _take(body, pos, idx_spec)
+        token, plugins, weights, idx_spec, raw_spec, norm_spec, same, norm_char = sm_meta
+        if idx_spec is None:
+            assert fm is not None
+            idx = fm.idx[fm.fail < 0].astype(np.int32)
+        else:
+            idx, pos = _take(body, pos, idx_spec)
         raw, pos = _take(body, pos, raw_spec)
         normalized, pos = _take(body, pos, norm_spec)
+        if same is not None:
+            full = np.empty(raw.shape, np.dtype(norm_char))
+            j = 0
+            for k, eq in enumerate(same):
+                if eq:
+                    full[k] = raw[k]
+                else:
+                    full[k] = normalized[j]
+                    j += 1
+            normalized = full
         sm = ScoreMatrix(names[token], idx, plugins, raw, normalized, np.array(weights, np.int64))
     blob = encode_record(filter_plugins, score_plugins, fm, sm)
     return _row(row, _details_json(details, matrix_rejections(fm)), blob), pos

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.columns import IntArray, NodeBatch
@@ -350,6 +351,10 @@ class Scheduler:
                 att.result = "error"
                 att.message = st.message()
                 return
+            sm, fm = att.score_matrix, att.filter_matrix
+            if sm is not None and fm is not None and fm.constant is not None:
+                # The feasible batch is the filter matrix's passing rows (_filter_batch built both).
+                sm.feasible_rows = True
             names = feasible.cols.names
             top_idx = feasible.idx[totals == totals.max()]
             top = [names[i] for i in top_idx.tolist()]
@@ -382,21 +387,33 @@ class Scheduler:
             totals += scores
         if record:
             plugins = list(raw)
+            if plugins == att.score_plugins:
+                plugins = att.score_plugins  # one list per attempt (pickled once for the results writer)
             n = len(nodes)
             # Filled row by row (cheaper than np.array over a list), in the smallest of uint8 / int32 / int64 that
             # holds them (the matrices are copied to the results writer); normalized scores are validated to be
-            # within [0, 100].
-            raw_kept = np.empty((len(plugins), n), np.int64)
+            # within [0, 100], and so are the raw scores of plugins without NormalizeScore (the same array).
+            same = [normalized[p] is raw[p] for p in plugins]
             norm_kept = np.empty((len(plugins), n), np.uint8)
             for k, p in enumerate(plugins):
-                raw_kept[k] = raw[p]
                 norm_kept[k] = normalized[p]
-            if n and plugins:
-                # One reduction in the usual case: as unsigned, negative scores are huge.
-                if int(raw_kept.view(np.uint64).max()) <= 255:
-                    raw_kept = raw_kept.astype(np.uint8)
-                elif int(raw_kept.min()) >= -(2**31) and int(raw_kept.max()) < 2**31:
-                    raw_kept = raw_kept.astype(np.int32)
+            others = [raw[p] for p, eq in zip(plugins, same, strict=True) if not eq]
+            raw_kept: npt.NDArray[Any]
+            if n and plugins and all(r.dtype == np.int64 and int(r.view(np.uint64).max()) <= 255 for r in others):
+                # As unsigned, negative scores are huge: every row fits a byte, as the normalized ones do.
+                raw_kept = norm_kept.copy()
+                for k, p in enumerate(plugins):
+                    if not same[k]:
+                        raw_kept[k] = raw[p]
+            else:
+                raw_kept = np.empty((len(plugins), n), np.int64)
+                for k, p in enumerate(plugins):
+                    raw_kept[k] = raw[p]
+                if n and plugins:
+                    if int(raw_kept.view(np.uint64).max()) <= 255:
+                        raw_kept = raw_kept.astype(np.uint8)
+                    elif int(raw_kept.min()) >= -(2**31) and int(raw_kept.max()) < 2**31:
+                        raw_kept = raw_kept.astype(np.int32)
             att.score_matrix = ScoreMatrix(
                 nodes.cols.names,
                 nodes.idx.astype(np.int32),
@@ -405,6 +422,7 @@ class Scheduler:
                 norm_kept,
                 np.array([fwk.weights.get(p, 1) for p in plugins], dtype=np.int64),
             )
+            att.score_matrix.norm_same = same
         return totals, st
 
     def _select_host(self, nodes: Sequence[NodeInfo], totals: list[int], tie_break: str) -> str:
@@ -667,15 +685,25 @@ class Scheduler:
         """The verdicts of the nodes the walk visited (the first ``cutoff``) as the attempt's filter matrix;
         ``rotation``: the walk's start when ``positions`` is the whole node list rotated."""
         if len(chunks) == 1:
-            cells, fail = chunks[0].cells, chunks[0].fail
+            cells, fail, constant = chunks[0].cells, chunks[0].fail, chunks[0].constant
         else:
-            cells = np.concatenate([c.cells for c in chunks])
+            cells = np.concatenate([c.cells.T for c in chunks], axis=1).T  # plugin-major underneath, as each chunk
             fail = np.concatenate([c.fail for c in chunks])
+            constant = chunks[0].constant.copy()
+            for c in chunks[1:]:
+                constant[c.constant != constant] = -1
         table = chunks[0].table
         all_names = self.snapshot.columns().names
-        plugins = [p.name for p in fwk.filter]
-        # Cells in the smallest type that holds them (copied to the results writer, maybe kept by the caller).
-        cells_kept = cells[:cutoff].astype(np.uint8) if len(table.reasons) < 250 else cells[:cutoff].copy()
+        plugins = att.filter_plugins  # the profile's filter plugins (one list per attempt, pickled once)
+        # Cells in the smallest type that holds them (copied to the results writer, maybe kept by the caller): the
+        # batch built them so unless a later chunk met more reasons.
+        kept_type = np.uint8 if len(table.reasons) < 250 else np.int16
+        cells_kept = cells[:cutoff]
+        if cells_kept.dtype != kept_type:
+            cells_kept = cells_kept.astype(kept_type)
+        fail_kept = fail[:cutoff]
+        if fail_kept.dtype != np.int8:
+            fail_kept = fail_kept.astype(np.int8)
         fm = FilterMatrix(
             all_names,
             positions[:cutoff],
@@ -683,8 +711,9 @@ class Scheduler:
             cells_kept,
             table.reasons,
             table.unresolvable,
-            fail[:cutoff].astype(np.int8),
+            fail_kept,
             rotation,
+            constant.tolist(),
         )
         att.filter_matrix = fm
         if not fits_nowhere:

@@ -57,7 +57,7 @@ class FilterMatrix(_Rows):
     stopped kube-scheduler's loop on the node, -1 when it passed.
     """
 
-    __slots__ = ("cells", "fail", "plugins", "reasons", "rotation", "unresolvable")
+    __slots__ = ("cells", "constant", "fail", "plugins", "reasons", "rotation", "unresolvable")
 
     def __init__(
         self,
@@ -69,6 +69,7 @@ class FilterMatrix(_Rows):
         unresolvable: list[bool],
         fail: AnyIntArray,
         rotation: int | None = None,
+        constant: list[int] | None = None,
     ) -> None:
         super().__init__(all_names, idx)
         self.plugins = plugins
@@ -79,6 +80,9 @@ class FilterMatrix(_Rows):
         # ``s`` when the rows are known to be ``all_names[s], all_names[s+1], ...`` (mod n), the walk's order
         # over the whole node list: the results codec then stores the rotation, not the positions.
         self.rotation = rotation
+        # Per plugin, the cell every row holds (PASSED or SKIP), -1 where rows differ; set by the batch path, whose
+        # ``fail`` is then the first column holding a reason (the results writer sends only the varying columns).
+        self.constant = constant
 
     def filter_dict(self) -> dict[str, dict[str, str]]:
         """``Attempt.filter``: node -> plugin -> "passed" | "skip" | message."""
@@ -127,7 +131,7 @@ class ScoreMatrix(_Rows):
     """Raw and normalized scores of the scored nodes per score plugin that ran; ``raw[k]`` / ``normalized[k]``
     are plugin k's scores (plugin-major), ``weights[k]`` its weight."""
 
-    __slots__ = ("normalized", "plugins", "raw", "weights")
+    __slots__ = ("feasible_rows", "norm_same", "normalized", "plugins", "raw", "weights")
 
     def __init__(
         self,
@@ -143,6 +147,10 @@ class ScoreMatrix(_Rows):
         self.raw = raw
         self.normalized = normalized
         self.weights = weights
+        # Set by the batch path: the rows are the attempt's filter-matrix rows that passed, in order, and
+        # ``norm_same[k]`` says plugin k's normalized scores are its raw ones (it has no NormalizeScore).
+        self.feasible_rows = False
+        self.norm_same: list[bool] | None = None
 
     @property
     def weighted(self) -> IntArray:

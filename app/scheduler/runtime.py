@@ -105,7 +105,7 @@ class ReasonTable:
             self.reasons.append(text)
             self.unresolvable.append(unres)
         cell = FIRST_REASON + rid
-        if cell > np.iinfo(np.int16).max:
+        if cell > _INT16_MAX:
             raise OverflowError("too many distinct filter statuses in one cycle")
         if (k, cell) not in self.statuses:
             st.plugin = pl.name
@@ -116,18 +116,63 @@ class ReasonTable:
 class RecordFilterOutcome:
     """Every filter plugin's verdict on every node of a batch (record mode).
 
-    ``cells[j, k]``: PASSED, SKIP or a reason cell of ``table``; ``fail[j]`` the first plugin that rejected
-    node j (-1: passed).
+    ``cells[j, k]`` (the transpose of a plugin-major array): PASSED, SKIP or a reason cell of ``table`` (uint8
+    while the table has fewer than ``_UINT8_REASONS`` texts, else int16); ``fail[j]`` the first plugin that
+    rejected node j (-1: passed); ``constant[k]`` the cell of every node for plugin k (PASSED or SKIP), -1 where
+    some node was rejected.
     """
 
-    __slots__ = ("batch", "cells", "fail", "ok", "table")
+    __slots__ = ("batch", "cells", "constant", "fail", "ok", "table")
 
-    def __init__(self, batch: NodeBatch, num_plugins: int, table: ReasonTable) -> None:
+    def __init__(
+        self,
+        batch: NodeBatch,
+        cells: npt.NDArray[Any],
+        fail: npt.NDArray[Any],
+        table: ReasonTable,
+        constant: npt.NDArray[np.int16],
+    ) -> None:
         self.batch = batch
+        self.constant = constant
         self.table = table
-        self.cells: npt.NDArray[np.int16] = np.zeros((len(batch), num_plugins), np.int16)
-        self.fail: IntArray = np.full(len(batch), -1, np.int64)
-        self.ok: BoolArray = np.ones(len(batch), np.bool_)
+        self.cells = cells
+        self.fail = fail
+        self.ok: BoolArray = fail < 0
+
+
+# Reason tables shorter than this keep their cells in uint8 (FIRST_REASON + 249 < 256).
+_UINT8_REASONS = 250
+_INT16_MAX = int(np.iinfo(np.int16).max)
+# Distinct status keys looked for by scanning before falling back to np.unique (usually 1-3 keys).
+_SCAN_KEYS = 6
+
+
+def _distinct_keys(keys: IntArray) -> tuple[list[int], IntArray | None]:
+    """Positions of one element per distinct key (in ascending key order, the first of each key) and each
+    element's rank among the distinct keys (None when every key is equal). ``np.unique`` without its sort in
+    the usual case of a few distinct keys."""
+    m = len(keys)
+    first = keys[0]
+    eq = keys == first
+    if eq.all():
+        return [0], None
+    rest = np.flatnonzero(~eq)
+    found: list[tuple[int, int]] = [(int(first), 0)]  # (key, first position)
+    groups: list[IntArray] = [np.flatnonzero(eq)]
+    while len(rest):
+        if len(found) >= _SCAN_KEYS:
+            _, firsts, inv = np.unique(keys, return_index=True, return_inverse=True)
+            return firsts.tolist(), inv.reshape(-1).astype(np.int64)
+        pos = int(rest[0])
+        sub = keys[rest] == keys[pos]
+        found.append((int(keys[pos]), pos))
+        groups.append(rest[sub])
+        rest = rest[~sub]
+    order = sorted(range(len(found)), key=lambda g: found[g][0])
+    inverse: IntArray = np.empty(m, np.int64)
+    for rank, g in enumerate(order):
+        inverse[groups[g]] = rank
+    return [found[g][1] for g in order], inverse
 
 
 def _filter_status(pl: FilterPlugin, st: Status) -> Status:
@@ -349,49 +394,72 @@ class Framework:
         per-node loop then decides, as kube-scheduler stops at errors).
         """
         table = table if table is not None else ReasonTable()
-        out = RecordFilterOutcome(batch, len(self.filter), table)
-        cells = out.cells
+        n = len(batch)
+        num_plugins = len(self.filter)
+        # Cells are mostly constant per plugin (PASSED, or SKIP for skipped plugins): a template row, then the
+        # rejected nodes' cells per plugin; ``fail`` is set by the first plugin (in profile order) to reject.
+        row = np.zeros(num_plugins, np.int16)
+        rejected: list[tuple[int, IntArray, npt.NDArray[np.int16] | int]] = []
+        fail: npt.NDArray[np.signedinteger[Any]] = np.full(n, -1, np.int8 if num_plugins < 128 else np.int16)
+        skip_plugins = state.skip_filter_plugins
         for k, pl in enumerate(self.filter):
-            if pl.name in state.skip_filter_plugins:
-                cells[:, k] = SKIP
+            if pl.name in skip_plugins:
+                row[k] = SKIP
                 continue
             mask = pl.filter_nodes(state, pod, batch)
             if mask is None:
+                bad_list: list[int] = []
+                code_list: list[int] = []
                 for j, ni in enumerate(batch.nodes):
                     st = pl.filter(state, pod, ni)
                     if st.is_success():
                         continue
                     if not st.is_rejected():
                         return None
-                    cells[j, k] = table.cell_for(k, pl, st)
-                continue
-            if mask.all():
-                continue
-            bad = np.flatnonzero(~mask)
-            sub = batch.subset(bad)
-            keys = pl.filter_status_keys(state, pod, sub)
-            nodes = sub.nodes
-            if keys is None:
-                reps: list[int] = list(range(len(bad)))
-                inverse: IntArray = np.arange(len(bad), dtype=np.int64)
+                    bad_list.append(j)
+                    code_list.append(table.cell_for(k, pl, st))
+                if not bad_list:
+                    continue
+                bad: IntArray = np.array(bad_list, np.int64)
+                rejected.append((k, bad, np.array(code_list, np.int16)))
             else:
-                _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
-                reps = first.tolist()
-                inverse = inv.reshape(-1)
-            codes = np.empty(len(reps), np.int16)
-            for r, j in enumerate(reps):
-                st = pl.filter(state, pod, nodes[j])
-                if st.is_success():
-                    raise RuntimeError(f"{pl.name}: filter_nodes rejected node {nodes[j].name!r} that filter accepts")
-                if not st.is_rejected():
-                    return None
-                codes[r] = table.cell_for(k, pl, st)
-            cells[bad, k] = codes[inverse]
-        failing = cells >= FIRST_REASON
-        any_fail: BoolArray = np.asarray(failing.any(axis=1))
-        out.fail = np.where(any_fail, failing.argmax(axis=1), -1).astype(np.int64)
-        out.ok = ~any_fail
-        return out
+                if mask.all():
+                    continue
+                bad = np.flatnonzero(~mask)
+                if len(bad) == 1:
+                    reps: list[int] = [0]
+                    inverse: IntArray | None = None
+                else:
+                    keys = pl.filter_status_keys(state, pod, batch.subset(bad))
+                    if keys is None:
+                        reps = list(range(len(bad)))
+                        inverse = np.arange(len(bad), dtype=np.int64)
+                    else:
+                        reps, inverse = _distinct_keys(keys)
+                infos = batch.cols.infos
+                codes: list[int] = []
+                for j in reps:
+                    ni = infos[int(batch.idx[int(bad[j])])]
+                    st = pl.filter(state, pod, ni)
+                    if st.is_success():
+                        raise RuntimeError(f"{pl.name}: filter_nodes rejected node {ni.name!r} that filter accepts")
+                    if not st.is_rejected():
+                        return None
+                    codes.append(table.cell_for(k, pl, st))
+                if inverse is None:
+                    rejected.append((k, bad, codes[0]))
+                else:
+                    rejected.append((k, bad, np.array(codes, np.int16)[inverse]))
+            fresh = bad[fail[bad] < 0]
+            fail[fresh] = k
+        # Plugin-major underneath (each plugin's column contiguous: filled, sent and encoded by column), seen
+        # node-major through the transpose.
+        cells_t = np.empty((num_plugins, n), np.uint8 if len(table.reasons) < _UINT8_REASONS else np.int16)
+        cells_t[:] = row[:, None]
+        for k, bad, cell in rejected:
+            cells_t[k, bad] = cell
+            row[k] = -1
+        return RecordFilterOutcome(batch, cells_t.T, fail, table, row)
 
     def batch_filter_status(self, state: CycleState, pod: PodInfo, outcome: BatchFilterOutcome, pos: int) -> Status:
         """The status of a node the batch rejected (asked of the rejecting plugin's ``filter``)."""
