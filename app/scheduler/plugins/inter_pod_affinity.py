@@ -700,9 +700,10 @@ class _PreScoreCounter:
                 add(w.term.topology_key, tv, -w.weight)
 
 
-def _pre_score_key(pod: PodInfo) -> str | None:
-    """What PreScore depends on besides the cluster's pods and the namespace's labels: the pod's namespace,
-    labels and pod (anti-)affinity. None when a term has a namespaceSelector."""
+def _affinity_key(pod: PodInfo, *, with_preferred: bool) -> str | None:
+    """What the pod's PreFilter (required terms) or PreScore (also preferred terms) state depends on besides
+    the cluster's pods and the namespace's labels: its namespace, labels and pod (anti-)affinity. None when a
+    considered term has a namespaceSelector (the state then also depends on the cluster's namespaces)."""
 
     def build() -> str | None:
         affinity = pod.affinity
@@ -711,9 +712,10 @@ def _pre_score_key(pod: PodInfo) -> str | None:
             for t in g.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
                 if t.get("namespaceSelector") is not None:
                     return None
-            for t in g.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
-                if (t.get("podAffinityTerm") or {}).get("namespaceSelector") is not None:
-                    return None
+            if with_preferred:
+                for t in g.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+                    if (t.get("podAffinityTerm") or {}).get("namespaceSelector") is not None:
+                        return None
         try:
             return orjson.dumps(
                 (pod.namespace, pod.labels, groups), option=orjson.OPT_SORT_KEYS
@@ -721,29 +723,15 @@ def _pre_score_key(pod: PodInfo) -> str | None:
         except TypeError:
             return None
 
-    return pod.memo(f"{NAME}:preScoreKey", build)
+    return pod.memo(f"{NAME}:{'preScoreKey' if with_preferred else 'preFilterKey'}", build)
+
+
+def _pre_score_key(pod: PodInfo) -> str | None:
+    return _affinity_key(pod, with_preferred=True)
 
 
 def _pre_filter_key(pod: PodInfo) -> str | None:
-    """What the PreFilter state depends on besides the cluster's pods and the namespace's labels: the pod's
-    namespace, labels and pod (anti-)affinity. None when a term has a namespaceSelector (it also depends on
-    the cluster's namespaces)."""
-
-    def build() -> str | None:
-        affinity = pod.affinity
-        groups = [affinity.get("podAffinity") or {}, affinity.get("podAntiAffinity") or {}]
-        for g in groups:
-            for t in g.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
-                if t.get("namespaceSelector") is not None:
-                    return None
-        try:
-            return orjson.dumps(
-                (pod.namespace, pod.labels, groups), option=orjson.OPT_SORT_KEYS
-            ).decode()  # exact size (orjson's bytes keep a 4 KB buffer)
-        except TypeError:
-            return None
-
-    return pod.memo(f"{NAME}:preFilterKey", build)
+    return _affinity_key(pod, with_preferred=False)
 
 
 def _pair_counts(counts: TopologyCounts, key: str, table: Mapping[str, int]) -> IntArray:
