@@ -4,6 +4,11 @@ kubectl checks each group version's PATCH operations for the ``fieldValidation``
 is there, kubectl sends ``fieldValidation=Strict`` instead of downloading schemas to validate client-side.
 The PATCH operations carry no request body, so ``kubectl apply`` computes strategic merge patches from its
 compiled-in types, as it does against any server without schemas.
+
+For a kind the v3 documents do not list (a typo, a CRD that is not installed), kubectl falls back to the
+OpenAPI v2 document to validate client-side; ``/openapi/v2`` is an empty one (no definitions: nothing to
+validate against), so kubectl goes on to map the kind and reports ``no matches for kind "Foo" in version "v1"``
+as it does against kube-apiserver, instead of failing to download the schema.
 """
 
 from __future__ import annotations
@@ -68,3 +73,25 @@ def lookup(path: str) -> bytes | None:
             if gv_path(group, version) == path.strip("/"):
                 return group_version_document(group, version)
     return None
+
+
+# What kubectl asks /openapi/v2 for (gnostic's OpenAPI v2 Document message).
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+_TITLE, _VERSION = "Kubernetes", "v1.35.0"
+
+
+def _proto_string(field: int, text: str) -> bytes:
+    """A length-delimited protobuf field (all strings here are far shorter than 128 bytes)."""
+    data = text.encode()
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+@cache
+def v2_document(protobuf: bool) -> bytes:
+    """``/openapi/v2``: a document without paths or definitions, as JSON or as gnostic's protobuf message
+    (``Document``: swagger = 1, info = 2; ``Info``: title = 1, version = 2)."""
+    if not protobuf:
+        doc = {"swagger": "2.0", "info": {"title": _TITLE, "version": _VERSION}, "paths": {}, "definitions": {}}
+        return orjson.dumps(doc)
+    info = _proto_string(1, _TITLE) + _proto_string(2, _VERSION)
+    return _proto_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info

@@ -51,7 +51,7 @@ _PIPE_BYTES = 4 << 20  # the pipe buffer we ask for (Linux allows /proc/sys/fs/p
 _MAX_PENDING_BYTES = 256 << 20
 _BATCH_ATTEMPTS = 32
 _BATCH_BYTES = 1 << 20
-_IOV_MAX = 512  # buffers per writev call (Linux allows 1,024)
+_IOV_MAX = 128  # buffers per writev call (Linux allows 1,024; a full pipe takes fewer)
 _NAME_LISTS = 4  # node-name lists the parent remembers (the child keeps twice as many)
 
 
@@ -112,6 +112,19 @@ _DETAIL_TAIL2 = (("scorePlugins", "score_plugins"), ("weights", "weights"))
 
 
 _get_details = operator.attrgetter(*(attr for _, attr in (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)))
+# The same, around ``selected`` (the writer process may rebuild it from positions).
+_SELECTED = [key for key, _ in _DETAIL_FIELDS].index("selected")
+_get_head = operator.attrgetter(*(attr for _, attr in _DETAIL_FIELDS[:_SELECTED]))
+_DETAIL_KEYS = [key for key, _ in (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)]
+# Details most attempts share (sent once per batch, see ``ProcessWriter._shared``).
+_SHARED_DETAILS = [
+    _DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
+]
+_SHARED_SLOTS = 3 + len(_SHARED_DETAILS)  # the score matrix's plugins, weights and same-as-raw flags, then those
+_FILTER_PLUGINS, _SCORE_PLUGINS = _DETAIL_KEYS.index("filterPlugins"), _DETAIL_KEYS.index("scorePlugins")
+_get_tail = operator.attrgetter(
+    *(attr for _, attr in (*_DETAIL_FIELDS[_SELECTED + 1 :], *_DETAIL_TAIL, *_DETAIL_TAIL2))
+)
 
 
 def _detail_values(att: Attempt) -> tuple[Any, ...]:
@@ -209,6 +222,7 @@ class ProcessWriter:
         self._proc: Any = None
         self._data: Any = None
         self._fd = -1
+        self._poll: Any = None
         self._acks: Any = None
         self._lock = threading.Lock()
         self._metas: list[tuple[Any, ...]] = []
@@ -222,6 +236,8 @@ class ProcessWriter:
         # id(list) -> (the list, kept alive so the id stays its own; its token)
         self._names: dict[int, tuple[Sequence[str], int]] = {}
         self._next_token = 0
+        # The value last sent in each slot of ``_shared``.
+        self._last: list[Any] = [None] * _SHARED_SLOTS
 
     def start(self) -> None:
         """Start the writer process (``submit`` starts it too)."""
@@ -246,6 +262,8 @@ class ProcessWriter:
         ack_w.close()
         self._data, self._fd, self._acks = data_w, data_w.fileno(), ack_r
         os.set_blocking(self._fd, False)
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLOUT)
         self._broken = False
 
     # Metas: ("names", token, list) | ("attempt", row values, detail values, filter plugins, score plugins,
@@ -303,6 +321,8 @@ class ProcessWriter:
                 self._token(fm.all_names), rotation, len(fm), fm.plugins, fm.reasons, fm.unresolvable,
                 None if rotation is not None else _spec(fm.idx), cells_meta,
             )  # fmt: skip
+        selected_spec = None
+        shared = self._shared
         if sm is not None:
             # Scored rows that are the filter rows that passed are rebuilt from the filter matrix; normalized rows
             # equal to raw ones are not sent.
@@ -320,13 +340,36 @@ class ProcessWriter:
                 differ = [k for k, eq in enumerate(same) if not eq]
                 arrays += [normalized[k] for k in differ]  # rows of a C-contiguous array: no copy
                 norm_spec = (normalized.dtype.char, (len(differ), normalized.shape[1]))
+            # The best nodes (often hundreds on a cluster of alike nodes) as positions into the same name list.
+            positions = att.selected_positions()
+            if positions is not None and positions[0] is sm.all_names:
+                selected_idx = positions[1].astype(np.int32)
+                arrays.append(selected_idx)
+                selected_spec = _spec(selected_idx)
             sm_meta = (
-                self._token(sm.all_names), sm.plugins, sm.weights.tolist(),
-                _spec(sm.idx) if sm_idx else None, _spec(sm.raw), norm_spec, same, normalized.dtype.char,
+                self._token(sm.all_names), shared(0, sm.plugins), shared(1, sm.weights.tolist()),
+                _spec(sm.idx) if sm_idx else None, _spec(sm.raw), norm_spec, shared(2, same), normalized.dtype.char,
+                selected_spec,
             )  # fmt: skip
         row_values = _row_values(att, namespace, pod_name, pod_uid, queued_seconds)
-        details = _get_details(att)
-        return ("attempt", row_values, details, att.filter_plugins, att.score_plugins, fm_meta, sm_meta), arrays
+        details = [*_get_head(att), None if selected_spec is not None else att.selected, *_get_tail(att)]
+        for slot, i in enumerate(_SHARED_DETAILS, start=3):
+            details[i] = shared(slot, details[i])
+        plugins = details[_FILTER_PLUGINS], details[_SCORE_PLUGINS]
+        return ("attempt", row_values, tuple(details), *plugins, fm_meta, sm_meta), arrays
+
+    def _shared(self, slot: int, value: Any) -> Any:
+        """``value``, or the equal value sent before in the same slot: pickled once per batch then.
+
+        Most attempts carry the same plugin lists and the same PreFilter/PreScore/Reserve maps; pickle writes an
+        object it has already written in the same batch as a two-byte reference. The slots hold values of one
+        type by construction (lists of names or ints, name -> status text maps), so equal means the same JSON
+        once the order of a map's keys matches too."""
+        last = self._last[slot]
+        if value == last and (type(value) is not dict or list(value) == list(last)):
+            return last
+        self._last[slot] = value
+        return value
 
     def _token(self, names: Sequence[str]) -> int:
         hit = self._names.get(id(names))
@@ -365,11 +408,18 @@ class ProcessWriter:
         self._drain(block=control is not None or self._pending_bytes > _MAX_PENDING_BYTES)
 
     def _drain(self, *, block: bool) -> None:
+        """Write queued buffers to the pipe; without ``block``, only what it takes now.
+
+        While the writer is behind the pipe stays full: a cheap poll first, and a write that fell short ends the
+        round, so a full pipe costs one system call rather than a failed ``writev`` of hundreds of buffers."""
         pending = self._pending
         try:
             while pending:
+                if not block and not self._poll.poll(0):
+                    return
+                iov = list(itertools.islice(pending, _IOV_MAX))
                 try:
-                    n = os.writev(self._fd, list(itertools.islice(pending, _IOV_MAX)))
+                    n = os.writev(self._fd, iov)
                 except BlockingIOError:
                     if not block:
                         return
@@ -378,14 +428,18 @@ class ProcessWriter:
                     select.select([], [self._fd], [], 1.0)
                     continue
                 self._pending_bytes -= n
+                taken = 0
                 while n:
                     first = memoryview(pending[0]).cast("B")
                     if n >= first.nbytes:
                         n -= first.nbytes
                         pending.popleft()
+                        taken += 1
                     else:
                         pending[0] = first[n:]
                         n = 0
+                if taken < len(iov) and not block:
+                    return  # the pipe is full
         except OSError as exc:  # the writer died: its own error (if any) comes with the acknowledgements
             self._broken = True
             pending.clear()
@@ -477,6 +531,7 @@ def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, max_att
         return session_scope(factory)
 
     names: dict[int, list[str]] = {}
+    ranks: dict[int, npt.NDArray[np.int64]] = {}  # token -> each name's position in sorted order (on demand)
     errors: list[str] = []
     rows: list[dict[str, Any]] = []
     body_buf = bytearray(_BATCH_BYTES * 2)
@@ -511,11 +566,13 @@ def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, max_att
                     if kind == "names":
                         names[m[1]] = m[2]
                         while len(names) > 2 * _NAME_LISTS:
-                            names.pop(next(iter(names)))
+                            gone = next(iter(names))
+                            names.pop(gone)
+                            ranks.pop(gone, None)
                     elif kind == "row":
                         rows.append(m[1])
                     elif kind == "attempt":
-                        row, pos = _attempt_row(m, body, pos, names)
+                        row, pos = _attempt_row(m, body, pos, names, ranks)
                         rows.append(row)
                     else:
                         control = m
@@ -562,8 +619,24 @@ def _rebuild_cells(dtype: np.dtype[Any], count: int, constant: list[int], block:
     return by_plugin.T, fail
 
 
+def _sorted_names(all_names: list[str], idx: AnyArray, ranks: npt.NDArray[np.int64]) -> list[str]:
+    """``sorted(all_names[i] for i in idx)`` through the names' ranks (hundreds of names per attempt)."""
+    order = idx[np.argsort(ranks[idx], kind="stable")]
+    return [all_names[i] for i in order.tolist()]
+
+
+def _name_ranks(all_names: list[str]) -> npt.NDArray[np.int64]:
+    ranks = np.empty(len(all_names), np.int64)
+    ranks[sorted(range(len(all_names)), key=all_names.__getitem__)] = np.arange(len(all_names), dtype=np.int64)
+    return ranks
+
+
 def _attempt_row(
-    m: tuple[Any, ...], body: memoryview, pos: int, names: dict[int, list[str]]
+    m: tuple[Any, ...],
+    body: memoryview,
+    pos: int,
+    names: dict[int, list[str]],
+    ranks: dict[int, npt.NDArray[np.int64]],
 ) -> tuple[dict[str, Any], int]:
     _, row, details, filter_plugins, score_plugins, fm_meta, sm_meta = m
     fm = sm = None
@@ -584,7 +657,7 @@ def _attempt_row(
             cells, fail = _rebuild_cells(np.dtype(char), count, constant, block)
         fm = FilterMatrix(all_names, idx, plugins, cells, reasons, unresolvable, fail, rotation, constant)
     if sm_meta is not None:
-        token, plugins, weights, idx_spec, raw_spec, norm_spec, same, norm_char = sm_meta
+        token, plugins, weights, idx_spec, raw_spec, norm_spec, same, norm_char, selected_spec = sm_meta
         if idx_spec is None:
             assert fm is not None
             idx = fm.idx[fm.fail < 0].astype(np.int32)
@@ -603,5 +676,12 @@ def _attempt_row(
                     j += 1
             normalized = full
         sm = ScoreMatrix(names[token], idx, plugins, raw, normalized, np.array(weights, np.int64))
+        if selected_spec is not None:
+            selected, pos = _take(body, pos, selected_spec)
+            all_names = names[token]
+            rank = ranks.get(token)
+            if rank is None:
+                rank = ranks[token] = _name_ranks(all_names)
+            details = (*details[:_SELECTED], _sorted_names(all_names, selected, rank), *details[_SELECTED + 1 :])
     blob = encode_record(filter_plugins, score_plugins, fm, sm)
     return _row(row, _details_json(details, matrix_rejections(fm)), blob), pos

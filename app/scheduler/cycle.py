@@ -157,6 +157,17 @@ class Attempt:
         self.__dict__["_feasible"] = None
         self.__dict__["_feasible_build"] = build
 
+    def set_selected_lazy(self, names: Sequence[str], idx: IntArray) -> None:
+        """``selected`` is ``sorted(names[i] for i in idx)``, built when first read (the best nodes can be
+        hundreds of names; the results writer sends the positions instead)."""
+        self.__dict__["_selected"] = None
+        self.__dict__["_selected_src"] = (names, idx)
+
+    def selected_positions(self) -> tuple[Sequence[str], IntArray] | None:
+        """The node-name list and positions ``selected`` is made of, when it was set lazily."""
+        src: tuple[Sequence[str], IntArray] | None = self.__dict__.get("_selected_src")
+        return src
+
 
 def _matrix_view(name: str, source: str, build: Callable[[Any], Any], merge: bool) -> property:
     """A dict field of Attempt whose content also comes from a matrix, built when first read."""
@@ -207,6 +218,25 @@ for _name, _source, _build, _merge in (
 ):
     setattr(Attempt, _name, _matrix_view(_name, _source, _build, _merge))
 Attempt.feasible = property(_feasible_get, _feasible_set)  # type: ignore[assignment]
+
+
+def _selected_get(self: Attempt) -> list[str] | None:
+    d = self.__dict__
+    value: list[str] | None = d.get("_selected")
+    if value is None:
+        src = d.get("_selected_src")
+        if src is not None:
+            names, idx = src
+            value = d["_selected"] = sorted(names[i] for i in idx.tolist())
+    return value
+
+
+def _selected_set(self: Attempt, value: list[str] | None) -> None:
+    self.__dict__.pop("_selected_src", None)
+    self.__dict__["_selected"] = value
+
+
+Attempt.selected = property(_selected_get, _selected_set)  # type: ignore[assignment]
 
 
 @dataclass
@@ -261,6 +291,7 @@ class Scheduler:
         self.rng = random.Random(seed)
         self.clock = clock
         self.cycle = 0
+        self._names_by_framework: dict[Framework, tuple[list[str], list[str], dict[str, int]]] = {}
         for fwk in frameworks.values():
             fwk.handle.snapshot = snapshot
 
@@ -285,14 +316,27 @@ class Scheduler:
                 return att
             for f in self.frameworks.values():
                 f.handle.snapshot = self.snapshot
-            att.filter_plugins = [p.name for p in fwk.filter]
-            att.score_plugins = [p.name for p in fwk.score]
-            att.weights = {p.name: fwk.weights.get(p.name, 1) for p in fwk.score}
+            filter_names, score_names, weights = self._plugin_names(fwk)
+            att.filter_plugins = list(filter_names)
+            att.score_plugins = list(score_names)
+            att.weights = dict(weights)
             att.num_nodes = self.snapshot.num_nodes()
             self._schedule(fwk, pod, att, opts)
             return att
         finally:
             att.duration = time.perf_counter() - t0
+
+    def _plugin_names(self, fwk: Framework) -> tuple[list[str], list[str], dict[str, int]]:
+        """The profile's filter and score plugin names and score weights, as each attempt records them (built once
+        per framework: its plugins never change; each attempt gets its own copies)."""
+        names = self._names_by_framework.get(fwk)
+        if names is None:
+            names = self._names_by_framework[fwk] = (
+                [p.name for p in fwk.filter],
+                [p.name for p in fwk.score],
+                {p.name: fwk.weights.get(p.name, 1) for p in fwk.score},
+            )
+        return names
 
     def _schedule(self, fwk: Framework, pod: PodInfo, att: Attempt, opts: ScheduleOptions) -> None:
         state = CycleState()
@@ -357,12 +401,13 @@ class Scheduler:
                 sm.feasible_rows = True
             names = feasible.cols.names
             top_idx = feasible.idx[totals == totals.max()]
-            top = [names[i] for i in top_idx.tolist()]
-            att.selected = sorted(top)
+            att.set_selected_lazy(names, top_idx)
             if single:
-                chosen = top[0]
+                chosen = names[int(top_idx[0])]
+            elif opts.tie_break == "name":
+                chosen = min([names[i] for i in top_idx.tolist()])
             else:
-                chosen = att.selected[0] if opts.tie_break == "name" else self._pick(top, opts.tie_break)
+                chosen = self._pick([names[i] for i in top_idx.tolist()], opts.tie_break)
         if att.bound_by is None:
             att.bound_by = "single-feasible" if single else "score"
         self._assume_and_bind(fwk, state, pod, chosen, att, opts)

@@ -85,6 +85,25 @@ class Status:
         return f"Status({self.code.label}, {self.reasons!r}, plugin={self.plugin!r})"
 
 
+class _SharedStatus(Status):
+    """One status object handed to many callers, so it cannot be changed (``with_plugin`` and assignments raise)."""
+
+    __slots__ = ()
+
+    def __init__(self, code: Code) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "reasons", [])
+        object.__setattr__(self, "plugin", "")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a shared {self.code.label} status cannot be changed (set {name})")
+
+
+# Skip as PreFilter and PreScore plugins return it (the runtime only reads those); success() and skip() give
+# statuses of one's own.
+SKIP = _SharedStatus(Code.SKIP)
+
+
 def success() -> Status:
     return Status(Code.SUCCESS)
 

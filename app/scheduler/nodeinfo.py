@@ -219,18 +219,26 @@ class HostPortInfo:
         return c
 
 
-def pod_host_ports(pod: Mapping[str, Any]) -> Iterable[tuple[str, str, int]]:
+def pod_host_ports(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
     """Every (hostIP, protocol, hostPort) the pod asks for (``util.GetHostPorts``).
 
     Only init containers that run for the pod's whole life (sidecars, ``restartPolicy: Always``) count.
     """
     spec = pod.get("spec") or {}
-    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
-    for c in [*sidecars, *(spec.get("containers") or [])]:
-        for p in c.get("ports") or []:
+    containers = spec.get("containers") or []
+    init = spec.get("initContainers")
+    if init:
+        containers = [*(c for c in init if c.get("restartPolicy") == "Always"), *containers]
+    out: list[tuple[str, str, int]] = []
+    for c in containers:
+        ports = c.get("ports")
+        if not ports:
+            continue  # most containers: no ports at all
+        for p in ports:
             port = int(p.get("hostPort") or 0)
             if port > 0:
-                yield (p.get("hostIP") or "", p.get("protocol") or "TCP", port)
+                out.append((p.get("hostIP") or "", p.get("protocol") or "TCP", port))
+    return out
 
 
 @dataclass(slots=True)

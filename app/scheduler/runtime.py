@@ -175,6 +175,14 @@ def _distinct_keys(keys: IntArray) -> tuple[list[int], IntArray | None]:
     return [found[g][1] for g in order], inverse
 
 
+def _within_node_score(scores: IntArray) -> bool:
+    """Every score within [MIN_NODE_SCORE, MAX_NODE_SCORE] (0..100), in one pass for int64 scores: read as
+    unsigned, negative ones are huge. False also when unsure (other dtypes, empty): the caller checks in full."""
+    if scores.dtype.type is not np.int64 or not len(scores) or MIN_NODE_SCORE != 0:
+        return False
+    return int(np.maximum.reduce(scores.view(np.uint64))) <= MAX_NODE_SCORE
+
+
 def _filter_status(pl: FilterPlugin, st: Status) -> Status:
     """A failing Filter status as RunFilterPlugins reports it (errors wrapped, plugin named)."""
     if not st.is_rejected():
@@ -253,10 +261,13 @@ class Framework:
                 out.per_plugin[pl.name] = status_text(st)
                 if r is not None and r.node_names is not None:
                     out.per_plugin_nodes[pl.name] = sorted(r.node_names)
-            if st.is_skip():
+            code = st.code
+            if code == Code.SKIP:
                 skip_plugins.add(pl.name)
                 continue
-            if not st.is_success():
+            if code == Code.SUCCESS and r is None:
+                continue  # nothing to merge (the usual case)
+            if code != Code.SUCCESS:
                 st.plugin = pl.name
                 if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     out.status = st
@@ -450,12 +461,14 @@ class Framework:
                     rejected.append((k, bad, codes[0]))
                 else:
                     rejected.append((k, bad, np.array(codes, np.int16)[inverse]))
-            fresh = bad[fail[bad] < 0]
-            fail[fresh] = k
+        # ``fail``: the first plugin (in profile order) that rejected each node; assigned last to first so the
+        # first one wins.
+        for k, bad, _ in reversed(rejected):
+            fail[bad] = k
         # Plugin-major underneath (each plugin's column contiguous: filled, sent and encoded by column), seen
         # node-major through the transpose.
         cells_t = np.empty((num_plugins, n), np.uint8 if len(table.reasons) < _UINT8_REASONS else np.int16)
-        cells_t[:] = row[:, None]
+        cells_t[:] = row.astype(cells_t.dtype)[:, None]  # cast first: a casting broadcast is ~5x slower
         for k, bad, cell in rejected:
             cells_t[k, bad] = cell
             row[k] = -1
@@ -545,11 +558,13 @@ class Framework:
             st = pl.pre_score(state, pod, nodes)
             if record is not None:
                 record[pl.name] = status_text(st)
-            if st.is_skip():
+            code = st.code
+            if code == Code.SUCCESS:
+                continue
+            if code == Code.SKIP:
                 skip_plugins.add(pl.name)
                 continue
-            if not st.is_success():
-                return error(f"running PreScore plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+            return error(f"running PreScore plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
         state.skip_score_plugins = skip_plugins
         return success()
 
@@ -629,6 +644,10 @@ class Framework:
                         )
                     batch_norm = np.array([ns.score for ns in node_scores], dtype=np.int64)
                 norm = batch_norm
+            if _within_node_score(norm):
+                normalized[pl.name] = norm
+                weighted[pl.name] = norm * self.weights.get(pl.name, 1)
+                continue
             bad = (norm > MAX_NODE_SCORE) | (norm < MIN_NODE_SCORE)
             if bad.any():
                 value = int(norm[int(np.argmax(bad))])

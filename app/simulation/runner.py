@@ -21,6 +21,7 @@ from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo, Snapshot
 
 START_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
+_START_NAIVE = START_EPOCH.replace(tzinfo=None)
 DETAIL_LEVELS = ("full", "compact", "summary", "placements")
 ORACLE = "kss (Python port of kube-scheduler v1.35)"
 
@@ -53,6 +54,22 @@ def cluster_objects_from(scenario: dict[str, Any]) -> ClusterObjects:
     co.stateful_sets = list(scenario.get("statefulSets") or [])
     co.replication_controllers = list(scenario.get("replicationControllers") or [])
     return co
+
+
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
+def _copy_object(obj: Any) -> Any:
+    """A deep copy of a plain Kubernetes object (the engine writes into the pods and nodes it is given), ~2-3x
+    faster than ``copy.deepcopy``: dicts and lists copied, strings and numbers shared, anything else deep-copied."""
+    kind = type(obj)
+    if kind is dict:
+        return {k: v if type(v) in _ATOMS else _copy_object(v) for k, v in obj.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMS else _copy_object(v) for v in obj]
+    if kind in _ATOMS:
+        return obj
+    return copy.deepcopy(obj)
 
 
 def _visible(pod: dict[str, Any]) -> bool:
@@ -111,8 +128,8 @@ class ScenarioRun:
             self.frameworks[profile.scheduler_name] = build_framework(
                 profile, handle, allow_missing=allow_missing_plugins
             )
-        nodes = copy.deepcopy(scenario.get("nodes") or [])
-        bound = [PodInfo(p) for p in copy.deepcopy(scenario.get("pods") or []) if _visible(p)]
+        nodes = [_copy_object(n) for n in scenario.get("nodes") or []]
+        bound = [PodInfo(_copy_object(p)) for p in scenario.get("pods") or [] if _visible(p)]
         snapshot = Snapshot.build(nodes, bound)
         self.scheduler = Scheduler(
             self.frameworks,
@@ -134,7 +151,8 @@ class ScenarioRun:
 
     def run(self) -> list[tuple[Attempt, str | None]]:
         """Schedule every pending pod; returns each attempt with the startTime given to a bound pod."""
-        return list(self.attempts())
+        with _fewer_collections():
+            return list(self.attempts())
 
     def attempts(self) -> Iterator[tuple[Attempt, str | None]]:
         """Schedule every pending pod, yielding each attempt (with a bound pod's startTime) as it finishes.
@@ -143,8 +161,9 @@ class ScenarioRun:
         1,200-node cluster holds ~40 KB of matrices).
         """
         opts = self.options()
-        for raw in copy.deepcopy(self.scenario.get("pending") or []):
-            pod = PodInfo(raw)
+        # Each pending pod is copied as its turn comes (the scenario's own dicts are never written to).
+        for raw in list(self.scenario.get("pending") or []):
+            pod = PodInfo(_copy_object(raw))
             gated = self._pre_enqueue(pod)
             if gated is not None:
                 yield gated, None
@@ -182,7 +201,8 @@ class ScenarioRun:
         if att.result != "scheduled" or att.bound_to is None:
             return None
         self.bound_count += 1
-        start = (START_EPOCH + timedelta(seconds=self.bound_count)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        # "%Y-%m-%dT%H:%M:%SZ" (whole seconds, naive isoformat is the same text and cheaper than strftime).
+        start = (_START_NAIVE + timedelta(seconds=self.bound_count)).isoformat() + "Z"
         ni = self.scheduler.snapshot.get(att.bound_to)
         if ni is not None:
             for existing in ni.pods:

@@ -19,6 +19,7 @@ import numpy as np
 from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
+    SKIP,
     CycleState,
     FilterPlugin,
     NodeScore,
@@ -154,7 +155,7 @@ class DynamicResources(
         state.write(STATE_KEY, _StateData())
         if has_resource_claims(pod):
             return None, unresolvable(MSG_CLAIMS_UNSUPPORTED)
-        return None, skip()
+        return None, SKIP
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         s = self._state(state)

@@ -63,30 +63,46 @@ class ImageLocality(ScorePlugin):
         return [self._score(images, num_containers, ni, total) for ni in nodes], success()
 
     def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        cols = batch.cols
+        if not cols.cached("ImageLocality:anyImages", lambda: any(ni.image_states for ni in cols.infos)):
+            spec = pod.spec
+            if spec.get("containers") or spec.get("initContainers"):
+                # No node holds any image (image states are fixed for the columns' lifetime): every score is 0.
+                return np.zeros(len(batch), np.int64)
         images, num_containers = pod_images(pod)
         if num_containers == 0:
             return None
         total = len(self.handle.snapshot.node_info_list)
-        cols = batch.cols
+        by_images: dict[tuple[int, tuple[str, ...]], list[IntArray]] = cols.cached("ImageLocality:held", dict)
+        held = by_images.get((total, images))
+        if held is None:
+            held = [col for col in (self._image_column(cols, image, total) for image in images) if col is not None]
+            if len(by_images) >= 256:
+                by_images.pop(next(iter(by_images)))
+            by_images[(total, images)] = held
+        if not held:
+            # No node holds any of the images: every sum is 0, clamped to the minimum, which scores 0.
+            return np.zeros(len(batch), np.int64)
         sums = np.zeros(len(batch), np.int64)
-        for image in images:
-            sums += batch.take(self._image_column(cols, image, total))
+        for col in held:
+            sums += batch.take(col)
         max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
         clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
         scores: IntArray = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
         return scores
 
     @staticmethod
-    def _image_column(cols: NodeColumns, image: str, total: int) -> IntArray:
-        """Per node, the image's ``scaled_image_score`` where the node holds it, else 0 (cached per columns)."""
+    def _image_column(cols: NodeColumns, image: str, total: int) -> IntArray | None:
+        """Per node, the image's ``scaled_image_score`` where the node holds it, else 0; None when that is 0 on
+        every node (cached per columns)."""
 
-        def build() -> IntArray:
+        def build() -> IntArray | None:
             col = np.zeros(cols.n, np.int64)
             for i, ni in enumerate(cols.infos):
                 st = ni.image_states.get(image)
                 if st is not None:
                     col[i] = scaled_image_score(st, total)
-            return col
+            return col if col.any() else None
 
         return cols.cached(f"ImageLocality:{total}:{image}", build)
 

@@ -22,9 +22,10 @@ from typing import Any, ClassVar
 import numpy as np
 import orjson
 
-from app.scheduler.columns import BoolArray, IntArray, NodeBatch
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
+    SKIP,
     CycleState,
     FilterPlugin,
     Handle,
@@ -36,7 +37,6 @@ from app.scheduler.framework import (
     ScorePlugin,
     Status,
     error,
-    skip,
     success,
     unresolvable,
     unschedulable,
@@ -209,8 +209,13 @@ def _parse_terms(pod: PodInfo) -> PodAffinityTerms:
     return PodAffinityTerms(req_aff, req_anti, pref_aff, pref_anti, tuple(errors))
 
 
+_NO_TERMS = PodAffinityTerms((), (), (), (), ())
+
+
 def pod_terms(pod: PodInfo) -> PodAffinityTerms:
     """The pod's parsed affinity terms, cached on the PodInfo."""
+    if not pod.has_pod_affinity_or_anti_affinity:
+        return _NO_TERMS  # nothing to parse (most pods): one shared, immutable value
     return pod.memo("InterPodAffinity:terms", lambda: _parse_terms(pod))
 
 
@@ -432,13 +437,25 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         terms = pod_terms(pod)
         if terms.errors:
             return None, unresolvable(f"parsing pod: {terms.error_message()}")
+        if not terms.required_affinity and not terms.required_anti_affinity and not self._any_pod_with(anti=True):
+            # No terms of its own and no existing pod with required anti-affinity: every count is empty.
+            return None, SKIP
         s = self._cached_pre_filter_state(pod, nodes)
         if s is None:
             s = self._compute_pre_filter_state(pod, nodes, terms)
         if not s.existing_anti_affinity_counts and not s.required_affinity and not s.required_anti_affinity:
-            return None, skip()
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, success()
+
+    def _any_pod_with(self, *, anti: bool) -> bool:
+        """Whether some pod in the snapshot has required anti-affinity terms (``anti``) or any (anti-)affinity
+        terms: upstream's HavePodsWith(RequiredAnti)AffinityList is not empty."""
+        snapshot = self.handle.snapshot
+        if not snapshot.node_info_list:
+            return False
+        with_affinity, with_anti = _pods_with_terms(snapshot.columns())
+        return (with_anti if anti else with_affinity) > 0
 
     def _cached_pre_filter_state(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> PreFilterState | None:
         """The PreFilter state of an earlier pod of the same shape, brought up to date with the pod changes since
@@ -536,11 +553,14 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         )
         has_constraints = has_preferred_affinity or has_preferred_anti_affinity
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
-            return skip()
+            return SKIP
 
         terms = pod_terms(pod)
         if terms.errors:
             return error(f"failed to parse pod: {terms.error_message()}")
+        if not has_constraints and not self._any_pod_with(anti=False):
+            # No preferred terms of its own and no existing pod with (anti-)affinity terms: no topology scores.
+            return SKIP
         scorer = _PreScoreCounter(self, pod, terms, has_constraints)
         sums = self._cached_pre_score_sums(pod, scorer)
         if sums is None:
@@ -551,7 +571,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             if matches > 0:
                 topology_score.setdefault(key, {})[value] = total
         if not topology_score:
-            return skip()
+            return SKIP
         state.write(PRE_SCORE_STATE_KEY, PreScoreState(topology_score))
         return success()
 
@@ -615,6 +635,28 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
 
 _STATE_CACHE_MAX = 64
+
+
+def _pods_with_terms(cols: NodeColumns) -> tuple[int, int]:
+    """How many pods of the columns' nodes have (anti-)affinity terms and required anti-affinity terms: counted
+    once, then kept up to date from the pod changes since (``NodeColumns.journal``)."""
+    entry: list[int] | None = cols.derived.get(_PODS_WITH_TERMS)
+    changes = None if entry is None else cols.changes_since(entry[0])
+    if entry is None or changes is None:
+        cols.sync()
+        entry = [0, int(cols.num_affinity_pods.sum()), int(cols.num_anti_affinity_pods.sum())]
+        cols.derived[_PODS_WITH_TERMS] = entry
+    else:
+        for other, _, sign in changes:
+            if other.has_pod_affinity_or_anti_affinity:
+                entry[1] += sign
+                if other.has_required_anti_affinity:
+                    entry[2] += sign
+    entry[0] = cols.journal_end()
+    return entry[1], entry[2]
+
+
+_PODS_WITH_TERMS = f"{NAME}:podsWithTerms"
 
 
 class _PreScoreCounter:

@@ -19,6 +19,7 @@ from app.kube.labels import (
 )
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
+    SKIP,
     CycleState,
     FilterPlugin,
     Handle,
@@ -29,7 +30,6 @@ from app.scheduler.framework import (
     ScorePlugin,
     Status,
     error,
-    skip,
     success,
     unresolvable,
 )
@@ -167,7 +167,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         """Skip when nothing constrains the pod; restrict to the node names required terms all pin."""
         required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
         if required is None and self.added_node_selector is None and not pod.spec.get("nodeSelector"):
-            return None, skip()
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(_required_affinity(pod)))
         terms = (required or {}).get("nodeSelectorTerms") or []
         if not terms:
@@ -215,7 +215,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if errs:
             return error(aggregate_message(errs))
         if preferred is None and self.added_pref_terms is None:
-            return skip()
+            return SKIP
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(preferred))
         return success()
 

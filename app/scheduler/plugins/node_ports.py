@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from app.scheduler.framework import (
+    SKIP,
     CycleState,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
     Status,
     error,
-    skip,
     success,
     unschedulable,
 )
@@ -59,7 +59,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
     ) -> tuple[PreFilterResult | None, Status]:
         ports = host_ports(pod)
         if not ports:
-            return None, skip()
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(ports))
         return None, success()
 

@@ -17,11 +17,11 @@ import numpy as np
 from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
+    SKIP,
     CycleState,
     PreScorePlugin,
     ScorePlugin,
     Status,
-    skip,
     success,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -119,7 +119,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         reqs = self.scorer.pod_request_list(pod)
         if not any(reqs):
             # Best-effort pods would all pile onto the same node (kubernetes#129138).
-            return skip()
+            return SKIP
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(reqs))
         return success()
 
@@ -144,6 +144,14 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             return np.zeros(n, np.int64)
         if not self.scorer.resources or len(self.scorer.resources) > 2:
             return None
+        scorer = self.scorer
+        return scorer.score_columns.take(
+            batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), lambda ni: scorer.score(ni, reqs)[0]
+        )
+
+    def _score_columns(self, batch: NodeBatch, reqs: list[int]) -> IntArray:
+        """``balancedResourceScorer`` on columns (one or two resources)."""
+        n = len(batch)
         fractions = []
         valid = []
         for col in self.scorer.columns(batch, reqs):

@@ -11,14 +11,15 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
-from app.scheduler.columns import BoolArray, IntArray, NodeBatch
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -134,6 +135,63 @@ def resource_specs_type_errors(resources: Any, path: str) -> list[tuple[str, str
     return errs
 
 
+_D = TypeVar("_D", bound=np.generic)
+_K = TypeVar("_K", bound=Hashable)
+
+
+class NodeColumnCache(Generic[_K, _D]):
+    """Per-node values of a plugin that depend only on the node (fixed for a ``NodeColumns``' lifetime: a node
+    change gives new columns) and on its pods, kept per key (a pod shape) as a column of every node.
+
+    A column is computed once by ``whole`` on every node, then brought up to date from ``NodeColumns.journal``
+    by recomputing with ``one`` only the nodes whose pods changed since (many changes: ``whole`` again). So a
+    pod of a shape seen before costs one look-up instead of a pass over its nodes.
+    """
+
+    __slots__ = ("_cols", "_entries", "max_entries", "max_replay")
+
+    def __init__(self, max_entries: int = 32, max_replay: int = 32) -> None:
+        self._cols: NodeColumns | None = None
+        self._entries: dict[_K, tuple[int, npt.NDArray[_D]]] = {}
+        self.max_entries = max_entries
+        self.max_replay = max_replay
+
+    def take(
+        self,
+        batch: NodeBatch,
+        key: _K,
+        whole: Callable[[NodeBatch], npt.NDArray[_D]],
+        one: Callable[[NodeInfo], Any],
+    ) -> npt.NDArray[_D]:
+        """The values of ``batch``'s nodes (a new array: callers may keep or change it)."""
+        cols = batch.cols
+        if self._cols is not cols:
+            self._cols = cols
+            self._entries = {}
+        entries = self._entries
+        entry = entries.get(key)
+        full: npt.NDArray[_D] | None = None
+        if entry is not None:
+            seq, full = entry
+            changes = cols.changes_since(seq)
+            if changes is None or len(changes) > self.max_replay:
+                full = None
+            else:
+                infos, n = cols.infos, cols.n
+                for _, ni, _ in changes:
+                    i = ni.column_index
+                    if 0 <= i < n and infos[i] is ni:
+                        full[i] = one(ni)
+        if full is None:
+            cols.sync()
+            full = whole(NodeBatch.all(cols))
+            if len(entries) >= self.max_entries and key not in entries:
+                entries.pop(next(iter(entries)))
+        entries.pop(key, None)  # most recently used last: the first entry is the one to evict
+        entries[key] = (cols.journal_end(), full)
+        return full[batch.idx]
+
+
 class ResourceAllocationScorer:
     """``resourceAllocationScorer``: per resource (allocatable, requested) on a node, folded by ``scorer``.
 
@@ -159,6 +217,7 @@ class ResourceAllocationScorer:
         self.scorer = scorer
         self.use_requested = use_requested
         self._memo_key = f"{plugin}:requests:{','.join(r.name for r in self.resources)}"
+        self.score_columns: NodeColumnCache[tuple[int, ...], np.int64] = NodeColumnCache()
 
     def pod_request_list(self, pod: PodInfo) -> list[int]:
         """``calculatePodResourceRequestList``: the pod's request per configured resource (overhead included)."""
@@ -527,6 +586,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         else:
             scorer = least_resource_scorer(resources)
         self.scorer = ResourceAllocationScorer(NAME, resources, scorer, use_requested=False, feature_gates=False)
+        # Filter verdicts per pod request, for every node.
+        self.fit_columns: NodeColumnCache[tuple[Any, ...], np.bool_] = NodeColumnCache()
 
     # --- args ---
     @classmethod
@@ -620,11 +681,19 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return self.scorer.score(node_info, self._pod_requests(state, pod))
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
-        """``fitsRequest`` on columns: room for the pod count and every requested resource."""
+        """``fitsRequest`` on columns: room for the pod count and every requested resource (kept per request for
+        every node, see ``NodeColumnCache``)."""
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return None
         r = s.request
+        key = (r.milli_cpu, r.memory, r.ephemeral_storage, tuple(r.scalar_resources.items()))
+        ignored, groups = self.ignored_resources, self.ignored_resource_groups
+        return self.fit_columns.take(
+            batch, key, lambda nodes: self._fits_columns(r, nodes), lambda ni: not fits_request(r, ni, ignored, groups)
+        )
+
+    def _fits_columns(self, r: Resource, batch: NodeBatch) -> BoolArray:
         cols = batch.cols
         ok: BoolArray = batch.take(cols.num_pods) + 1 <= batch.take(cols.alloc_pods)
         if r.milli_cpu > 0:
@@ -678,8 +747,16 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if self.strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED) or not self.scorer.resources:
             return None
         reqs = self._pod_requests(state, pod)
-        columns = self.scorer.columns(batch, reqs)
-        return weighted_mean_batch(self.scorer.resources, columns, self.strategy == MOST_ALLOCATED, len(batch))
+        scorer = self.scorer
+        most = self.strategy == MOST_ALLOCATED
+
+        def whole(nodes: NodeBatch) -> IntArray:
+            return weighted_mean_batch(scorer.resources, scorer.columns(nodes, reqs), most, len(nodes))
+
+        def one(ni: NodeInfo) -> int:
+            return scorer.score(ni, reqs)[0]
+
+        return scorer.score_columns.take(batch, tuple(reqs), whole, one)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
         reqs = self._pod_requests(state, pod)

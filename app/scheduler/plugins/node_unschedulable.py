@@ -33,6 +33,10 @@ class NodeUnschedulable(FilterPlugin):
         return np.zeros(len(batch), np.int64)
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        cols = batch.cols
+        # Cordons are fixed for the columns' lifetime (a node change gives new columns).
+        if not cols.cached("NodeUnschedulable:any", lambda: bool(cols.unschedulable.any())):
+            return np.ones(len(batch), np.bool_)
         if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
             return np.ones(len(batch), np.bool_)
         ok: BoolArray = ~batch.take(batch.cols.unschedulable)

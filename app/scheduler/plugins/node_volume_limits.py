@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from app.scheduler import volumes as vol
 from app.scheduler.framework import (
+    SKIP,
     Code,
     CycleState,
     FilterPlugin,
@@ -21,7 +22,6 @@ from app.scheduler.framework import (
     PreFilterResult,
     Status,
     error,
-    skip,
     success,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -144,7 +144,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
                 or _in_tree_plugin_of(volume) is not None
             ):
                 return None, success()
-        return None, skip()
+        return None, SKIP
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         if not pod.spec.get("volumes"):

@@ -23,6 +23,7 @@ from app.kube.labels import RequiredNodeAffinity, label_key_errors
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
+    SKIP,
     Code,
     CycleState,
     FilterPlugin,
@@ -35,7 +36,6 @@ from app.scheduler.framework import (
     ScorePlugin,
     Status,
     error,
-    skip,
     success,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -396,6 +396,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self.default_constraints: list[dict[str, Any]] = (
             SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else list(a.get("defaultConstraints") or [])
         )
+        # The default constraints parsed per action: they carry no labelSelector (validated), so their selector is
+        # Nothing and matchLabelKeys never merge: the result is the same for every pod.
+        self._parsed_defaults: dict[str, list[Constraint]] = {}
 
     # --- args -------------------------------------------------------------------------------------
     @classmethod
@@ -474,7 +477,11 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def _build_default_constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
         """``buildDefaultConstraints``: the defaults for ``action`` with the pod's deduced selector."""
-        constraints = _filter_constraints(self.default_constraints, pod.labels, action)
+        constraints = self._parsed_defaults.get(action)
+        if constraints is None:
+            constraints = _filter_constraints(self.default_constraints, pod.labels, action)
+            if all(c.selector.nothing for c in constraints):
+                self._parsed_defaults[action] = constraints
         if not constraints:
             return []
         selector = self._default_selector(pod)
@@ -490,6 +497,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def _default_selector(self, pod: PodInfo) -> Selector:
         """``helper.DefaultSelector``: Services selecting the pod, plus its controlling RC / RS / StatefulSet."""
         cluster = self.handle.cluster
+        owner = _controller_of(pod)
+        if not cluster.services and owner is None:
+            return EVERYTHING  # no Service and no controller to take a selector from (labels.Set{}.AsSelector())
         label_set: dict[str, str] = {}
         for svc in cluster.services:
             if _namespace_of(svc) != pod.namespace:
@@ -500,7 +510,6 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if all(pod.labels.get(k) == v for k, v in sel.items()):
                 label_set.update(sel)
         selector = selector_from_set(label_set)
-        owner = _controller_of(pod)
         if owner is None:
             return selector
         api_version = str(owner.get("apiVersion") or "")
@@ -534,7 +543,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         except SelectorError as exc:
             return None, error(f"get constraints from pod: obtaining pod's hard topology spread constraints: {exc}")
         if not s.constraints:
-            return None, skip()
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, success()
 
@@ -708,7 +717,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         all_nodes = self.handle.snapshot.node_info_list
         if not all_nodes:
-            return skip()
+            return SKIP
         s = PreScoreState()
         # Only non-system-default rules require every topology label: with the system defaults a node
         # without a zone label is still spread by hostname.
@@ -718,7 +727,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         except SelectorError as exc:
             return error("calculating preScoreState: obtaining pod's soft topology spread constraints: " + str(exc))
         if not s.constraints:
-            return skip()
+            return SKIP
         affinity = required_node_affinity(pod)
         for ni in all_nodes:
             labels = ni.labels

@@ -6,11 +6,12 @@ which NodeUnschedulable (and anyone else matching tolerations) reuses.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
@@ -115,6 +116,9 @@ def default_normalize_batch(max_priority: int, reverse: bool, scores: IntArray) 
     """``default_normalize_score`` on an array (non-negative scores; None otherwise)."""
     if not len(scores):
         return scores.copy()
+    if not scores.any():
+        # Every score 0 (a common case, decided in one pass): max_count is 0.
+        return np.full(len(scores), max_priority, np.int64) if reverse else np.zeros(len(scores), np.int64)
     if int(scores.min()) < 0:
         return None
     max_count = int(scores.max())
@@ -153,27 +157,33 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
         """Decided once per distinct taint list (``NodeColumns.taint_group``)."""
         tolerations = pod_tolerations(pod)
-        cols = batch.cols
-        per_group = np.array(
-            [
+        per_group, same = _per_taint_group(
+            batch,
+            ("filter", tolerations),
+            lambda taints: (
                 not taints or find_matching_untolerated_taint(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS) is None
-                for taints in cols.taint_sets
-            ],
-            dtype=np.bool_,
+            ),
+            np.bool_,
         )
-        ok: BoolArray = per_group[batch.take(cols.taint_group)]
+        if same is not None:
+            return np.full(len(batch), same, np.bool_)
+        ok: BoolArray = per_group[batch.take(batch.cols.taint_group)]
         return ok
 
     def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
             return None
-        cols = batch.cols
-        per_group = np.array(
-            [_count_intolerable_prefer_no_schedule(t, s.tolerations_prefer_no_schedule) for t in cols.taint_sets],
-            dtype=np.int64,
+        tolerations = s.tolerations_prefer_no_schedule
+        per_group, same = _per_taint_group(
+            batch,
+            ("score", tolerations),
+            lambda taints: _count_intolerable_prefer_no_schedule(taints, tolerations),
+            np.int64,
         )
-        scores: IntArray = per_group[batch.take(cols.taint_group)]
+        if same is not None:
+            return np.full(len(batch), same, np.int64)
+        scores: IntArray = per_group[batch.take(batch.cols.taint_group)]
         return scores
 
     def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
@@ -203,6 +213,27 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
         return success()
+
+
+_GROUP_CACHE_MAX = 64
+_GROUPS_KEY = f"{NAME}:perTaintGroup"
+
+
+def _per_taint_group(
+    batch: NodeBatch, key: tuple[str, tuple[Toleration, ...]], decide: Callable[[list[dict[str, Any]]], Any], dtype: Any
+) -> tuple[npt.NDArray[Any], Any]:
+    """``decide`` per distinct taint list of the columns (taints are fixed for the columns' lifetime), kept per
+    tolerations; and the value every group shares, None when they differ."""
+    cols = batch.cols
+    cache: dict[tuple[str, tuple[Toleration, ...]], tuple[npt.NDArray[Any], Any]] = cols.cached(_GROUPS_KEY, dict)
+    entry = cache.get(key)
+    if entry is None:
+        per_group = np.array([decide(taints) for taints in cols.taint_sets], dtype=dtype)
+        same = per_group[0].item() if len(per_group) and (per_group == per_group[0]).all() else None
+        if len(cache) >= _GROUP_CACHE_MAX:
+            cache.pop(next(iter(cache)))
+        entry = cache[key] = (per_group, same)
+    return entry
 
 
 def _count_intolerable_prefer_no_schedule(

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from app.scheduler import volumes as vol
 from app.scheduler.framework import (
+    SKIP,
     Code,
     CycleState,
     FilterPlugin,
@@ -223,7 +224,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return None, unresolvable(problem)
         if not has_pvc:
             state.write(STATE_KEY, VolumeBindingState())
-            return None, skip()
+            return None, SKIP
         try:
             claims = self._get_pod_volume_claims(pod)
         except BinderError as exc:
@@ -435,7 +436,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
     # --- PreScore / Score -----------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         # No scorer without the StorageCapacityScoring gate (alpha, off in v1.35).
-        return skip()
+        return SKIP
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
         return 0, success()

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from app.scheduler import volumes as vol
 from app.scheduler.framework import (
+    SKIP,
     Code,
     CycleState,
     FilterPlugin,
@@ -15,7 +16,6 @@ from app.scheduler.framework import (
     PreFilterResult,
     Status,
     error,
-    skip,
     success,
     unresolvable,
 )
@@ -150,7 +150,7 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
             return None, unresolvable(missing)
         conflicts = sum(1 for name in pvcs if self._pvc_used_by_pods(vol.pvc_key(pod.namespace, name)))
         if not needs_check and conflicts == 0:
-            return None, skip()
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, VolumeRestrictionsState(pvcs, conflicts))
         return None, success()
 

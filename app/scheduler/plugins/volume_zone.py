@@ -8,12 +8,12 @@ from typing import Any, ClassVar
 
 from app.scheduler import volumes as vol
 from app.scheduler.framework import (
+    SKIP,
     CycleState,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
     Status,
-    skip,
     success,
     unresolvable,
 )
@@ -127,7 +127,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
         if not status.is_success():
             return None, status
         if not topologies:
-            return None, skip()
+            return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, VolumeZoneState(topologies))
         return None, success()
 

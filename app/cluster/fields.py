@@ -1,0 +1,122 @@
+"""The fields of every served kind, for kube-apiserver's field validation (``fieldValidation``).
+
+kube-apiserver decodes bodies into typed objects: a field the type does not have is reported (``Strict``: the
+request fails with ``strict decoding error: unknown field "spec.nodeSelecter"``; ``Warn``, the default: a
+``Warning`` header) and is not stored. For a scheduler simulator a silently kept typo in a scheduling field
+(``nodeSelecter``, ``tolerations[0].efect``) would place pods where the real cluster never would.
+
+The field tree comes from the official ``kubernetes`` client's models (the API types of a release at least as
+new as v1.35) and is kept in ``field_schema.json``: ``python -m app.cluster.fields`` regenerates it, and
+``tests/cluster/test_fields.py`` checks it matches the installed client.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+SCHEMA_FILE = Path(__file__).with_name("field_schema.json")
+
+# Served kind -> the client's model of it.
+ROOT_MODELS = {
+    "Namespace": "V1Namespace",
+    "Node": "V1Node",
+    "Pod": "V1Pod",
+    "PersistentVolume": "V1PersistentVolume",
+    "PersistentVolumeClaim": "V1PersistentVolumeClaim",
+    "Event": "CoreV1Event",
+    "StorageClass": "V1StorageClass",
+    "CSINode": "V1CSINode",
+    "PriorityClass": "V1PriorityClass",
+    "PodDisruptionBudget": "V1PodDisruptionBudget",
+}
+
+# A field's type in the schema: "" any value (scalars, maps of scalars, free-form JSON), "T" an object of model T,
+# "[T" a list of them, "{T" a map of them.
+_LIST = re.compile(r"^List\[(\w+)\]$")
+_MAP = re.compile(r"^Dict\[str, (\w+)\]$")
+
+
+def generate() -> dict[str, dict[str, str]]:
+    """The field tree of every model reachable from ``ROOT_MODELS``, from the installed ``kubernetes`` client."""
+    import kubernetes.client as models
+
+    out: dict[str, dict[str, str]] = {}
+    todo = list(ROOT_MODELS.values())
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        model = getattr(models, name)
+        fields: dict[str, str] = {}
+        for attr, type_name in model.openapi_types.items():
+            ref = ""
+            for pattern, prefix in ((_LIST, "["), (_MAP, "{")):
+                m = pattern.match(type_name)
+                if m and hasattr(models, m.group(1)):
+                    ref = prefix + m.group(1)
+                    todo.append(m.group(1))
+            if not ref and hasattr(models, type_name):
+                ref = type_name
+                todo.append(type_name)
+            fields[model.attribute_map[attr]] = ref
+        out[name] = dict(sorted(fields.items()))
+    return dict(sorted(out.items()))
+
+
+@cache
+def _schema() -> dict[str, dict[str, str]]:
+    schema: dict[str, dict[str, str]] = json.loads(SCHEMA_FILE.read_text())
+    return schema
+
+
+def unknown_fields(kind: str, obj: dict[str, Any], *, prune: bool) -> list[str]:
+    """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
+    with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. Kinds without a model
+    are not checked."""
+    root = ROOT_MODELS.get(kind)
+    if root is None:
+        return []
+    out: list[str] = []
+    _walk(_schema(), obj, root, "", out, prune)
+    return out
+
+
+def _walk(
+    schema: dict[str, dict[str, str]], obj: dict[str, Any], model: str, path: str, out: list[str], prune: bool
+) -> None:
+    fields = schema[model]
+    unknown: list[str] = []
+    for key, value in obj.items():
+        ref = fields.get(key)
+        if ref is None:
+            out.append(path + key)
+            unknown.append(key)
+            continue
+        if not ref or value is None:
+            continue
+        head = ref[0]
+        if head == "[":
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if isinstance(item, dict):
+                        _walk(schema, item, ref[1:], f"{path}{key}[{i}].", out, prune)
+        elif head == "{":
+            if isinstance(value, dict):
+                for name, item in value.items():
+                    if isinstance(item, dict):
+                        _walk(schema, item, ref[1:], f"{path}{key}[{name}].", out, prune)
+        elif isinstance(value, dict):
+            _walk(schema, value, ref, f"{path}{key}.", out, prune)
+    if prune:
+        for key in unknown:
+            del obj[key]
+
+
+if __name__ == "__main__":
+    SCHEMA_FILE.write_text(json.dumps(generate(), indent=0, separators=(",", ":")) + "\n")
+    print(f"wrote {SCHEMA_FILE}", file=sys.stderr)

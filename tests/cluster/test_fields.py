@@ -1,0 +1,79 @@
+"""Field validation's schema: which fields each served kind has, unknown ones found (and dropped) by path."""
+
+from __future__ import annotations
+
+import json
+
+from app.cluster import fields
+from app.cluster.kinds import KINDS
+
+
+def test_schema_file_matches_the_installed_kubernetes_client() -> None:
+    # Regenerate with `python -m app.cluster.fields` after upgrading the client.
+    assert json.loads(fields.SCHEMA_FILE.read_text()) == fields.generate()
+
+
+def test_every_served_kind_has_a_model() -> None:
+    assert {k.kind for k in KINDS} == set(fields.ROOT_MODELS)
+
+
+def test_unknown_fields_are_found_by_path_and_pruned() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "labels": {"any-key": "x"}, "annotations": {"a": "b"}, "owner": "me"},
+        "spec": {
+            "nodeSelecter": {"zone": "a"},
+            "containers": [
+                {"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "d", "image": "i", "imagePullPolicyy": "Never"},
+            ],
+            "tolerations": [{"key": "k", "efect": "NoSchedule"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"], "weight": 3}]}
+            ]}}},
+        },
+    }  # fmt: skip
+    found = fields.unknown_fields("Pod", pod, prune=True)
+    assert found == [
+        "metadata.owner",
+        "spec.nodeSelecter",
+        "spec.containers[1].imagePullPolicyy",
+        "spec.tolerations[0].efect",
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        ".matchExpressions[0].weight",
+    ]
+    # Dropped; maps of free keys (labels, annotations, requests) and known fields are kept.
+    assert "owner" not in pod["metadata"] and pod["metadata"]["labels"] == {"any-key": "x"}
+    assert "nodeSelecter" not in pod["spec"] and pod["spec"]["tolerations"] == [{"key": "k"}]
+    assert pod["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "1"}}
+    assert fields.unknown_fields("Pod", pod, prune=False) == []
+
+
+def test_known_objects_of_every_kind_have_no_unknown_fields() -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n"},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+        "status": {"capacity": {"cpu": "4"}, "allocatable": {"cpu": "4"}, "images": [{"names": ["a"], "sizeBytes": 1}]},
+    }
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "p"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"a": "b"}}},
+        "status": {"disruptionsAllowed": 0},
+    }
+    sc = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "s"},
+        "provisioner": "x",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowedTopologies": [{"matchLabelExpressions": [{"key": "z", "values": ["a"]}]}],
+    }
+    for kind, obj in (("Node", node), ("PodDisruptionBudget", pdb), ("StorageClass", sc)):
+        assert fields.unknown_fields(kind, obj, prune=False) == [], kind
+    assert fields.unknown_fields("StorageClass", {**sc, "provisoner": "y"}, prune=False) == ["provisoner"]
+    assert fields.unknown_fields("NotServed", {"x": 1}, prune=False) == []
