@@ -119,6 +119,16 @@ def _pack(rows: npt.NDArray[Any], parts: list[bytes], same: list[bool] | None = 
     return spec
 
 
+def _pack_cells(cells: npt.NDArray[Any], parts: list[bytes], constant: list[int] | None) -> list[int | str]:
+    """``_pack`` of the filter cells (plugin-major), told which plugins' rows are constant (the batch path knows)."""
+    if constant is None or cells.dtype != np.uint8 or not cells.shape[1] or len(constant) != cells.shape[0]:
+        return _pack(cells, parts)
+    spec: list[int | str] = []
+    for k, c in enumerate(constant):
+        spec += [c] if c >= 0 else _pack(cells[k : k + 1], parts)
+    return spec
+
+
 _BOUNDS = [(dt, int(np.iinfo(np.dtype(dt)).min), int(np.iinfo(np.dtype(dt)).max)) for dt in
            ("<u1", "<i1", "<u2", "<i2", "<u4", "<i4")]  # fmt: skip
 
@@ -261,7 +271,7 @@ def encode_record(
         "weights": weights,
         "scored": len(sm) if scored_feasible and sm is not None else len(scored_idx),
         "scoredFeasible": scored_feasible,
-        "cells": _pack(cells, parts),
+        "cells": _pack_cells(cells, parts, fm.constant if fm is not None and fm.plugins == plugins else None),
         "stopped": _pack(stopped[None, :], parts),
         "scoredNodes": [] if scored_feasible else _pack(scored_idx[None, :], parts),
         "raw": _pack(raw, parts),

@@ -3,13 +3,13 @@
 The results service's writer thread encodes and inserts attempts beside the scheduling thread, but both want the
 GIL: on a 1,200-node cluster encoding an attempt (~0.3 ms) and inserting it cost as much CPU as scheduling it.
 :class:`ProcessWriter` moves that work to a child process. The scheduling side only copies what the row needs:
-the attempt's scalars and small dicts (pickled, once per batch) and its record matrices as raw array bytes
-(written with ``os.writev`` straight from the arrays, no copy in Python); the node-name list the matrices index
-is sent once per list. The child rebuilds the matrices as views on what it read, encodes them
-(``codec.encode_record``), counts the rejections from them and inserts the rows, one transaction for whatever
-is waiting. The pipe is non-blocking: what does not fit stays queued in memory and is written as the child reads
-(topped up at every submit), so the scheduling side waits for the writer only at a flush or stop, or when more
-than ``_MAX_PENDING_BYTES`` are queued.
+the attempt's scalars and small dicts (pickled, once per batch; values most attempts share are sent once per
+batch) and its record matrices as raw array bytes (joined into one buffer per batch, one ``write``); the
+node-name list the matrices index is sent once per list, and the best nodes as positions into it. The child
+rebuilds the matrices as views on what it read, encodes them (``codec.encode_record``), counts the rejections
+from them and inserts the rows, one transaction for whatever is waiting. The pipe is non-blocking: what does
+not fit stays queued in memory and is written as the child reads (topped up at every submit), so the scheduling
+side waits for the writer only at a flush or stop, or when more than ``_MAX_PENDING_BYTES`` are queued.
 
 Wire format, parent -> child: frames ``<II`` (meta length, body length), a pickled meta, then the body (the
 batch's arrays back to back). Child -> parent: acknowledgements ``(seq, errors)`` on a
@@ -21,7 +21,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import fcntl
-import itertools
 import math
 import multiprocessing
 import operator
@@ -51,7 +50,6 @@ _PIPE_BYTES = 4 << 20  # the pipe buffer we ask for (Linux allows /proc/sys/fs/p
 _MAX_PENDING_BYTES = 256 << 20
 _BATCH_ATTEMPTS = 32
 _BATCH_BYTES = 1 << 20
-_IOV_MAX = 128  # buffers per writev call (Linux allows 1,024; a full pipe takes fewer)
 _NAME_LISTS = 4  # node-name lists the parent remembers (the child keeps twice as many)
 
 
@@ -69,6 +67,23 @@ def matrix_rejections(fm: FilterMatrix | None) -> dict[str, dict[str, int]]:
     """``rejection_histogram`` of an attempt whose record is ``fm`` alone (same counts, same order)."""
     out: dict[str, dict[str, int]] = {}
     if fm is None or not len(fm):
+        return out
+    constant = fm.constant
+    if constant is not None and fm.fail.dtype == np.int8 and constant.count(-1) == 1:
+        # One plugin rejected nodes (the usual case): every rejected node stopped there, on its cell.
+        k = constant.index(-1)
+        column = fm.cells[:, k]
+        codes = column[column >= FIRST_REASON]
+        if not len(codes):
+            return out
+        counts = np.bincount(codes)
+        present = np.flatnonzero(counts).tolist()
+        if len(present) > 1:  # in the order the walk first met each reason
+            present.sort(key=lambda v: int(np.argmax(codes == v)))
+        per = out.setdefault(fm.plugins[k], {})
+        for code in present:  # a text can have two codes (resolvable or not): one count
+            reason = fm.reasons[code - FIRST_REASON]
+            per[reason] = per.get(reason, 0) + int(counts[code])
         return out
     rows = np.flatnonzero(fm.fail >= 0)
     if not len(rows):
@@ -120,7 +135,7 @@ _DETAIL_KEYS = [key for key, _ in (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL
 _SHARED_DETAILS = [
     _DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
 ]
-_SHARED_SLOTS = 3 + len(_SHARED_DETAILS)  # the score matrix's plugins, weights and same-as-raw flags, then those
+_SHARED_SLOTS = 2 + len(_SHARED_DETAILS)  # the score matrix's plugins and same-as-raw flags, then those
 _FILTER_PLUGINS, _SCORE_PLUGINS = _DETAIL_KEYS.index("filterPlugins"), _DETAIL_KEYS.index("scorePlugins")
 _get_tail = operator.attrgetter(
     *(attr for _, attr in (*_DETAIL_FIELDS[_SELECTED + 1 :], *_DETAIL_TAIL, *_DETAIL_TAIL2))
@@ -236,6 +251,8 @@ class ProcessWriter:
         # id(list) -> (the list, kept alive so the id stays its own; its token)
         self._names: dict[int, tuple[Sequence[str], int]] = {}
         self._next_token = 0
+        # id(weights array) -> (the array, kept alive so the id stays its own; the same weights as a list)
+        self._weights: dict[int, tuple[AnyArray, list[int]]] = {}
         # The value last sent in each slot of ``_shared``.
         self._last: list[Any] = [None] * _SHARED_SLOTS
 
@@ -291,7 +308,9 @@ class ProcessWriter:
         self, att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float
     ) -> tuple[tuple[Any, ...], list[AnyArray]]:
         """The meta of one attempt and the arrays that go with it."""
-        pure = att.matrices_only() if att.has_record() else None
+        pure = att.matrices_only()
+        if pure is not None and not ((pure[0] is not None and len(pure[0])) or (pure[1] is not None and len(pure[1]))):
+            pure = None  # empty matrices: nothing per node to send
         if pure is None:
             # No matrices, or entries written to the record dicts directly: encoded here (rare).
             row = attempt_row(
@@ -343,17 +362,22 @@ class ProcessWriter:
             # The best nodes (often hundreds on a cluster of alike nodes) as positions into the same name list.
             positions = att.selected_positions()
             if positions is not None and positions[0] is sm.all_names:
-                selected_idx = positions[1].astype(np.int32)
+                selected_idx = _contiguous(positions[1])
                 arrays.append(selected_idx)
                 selected_spec = _spec(selected_idx)
+            weights = self._weights.get(id(sm.weights))
+            if weights is None or weights[0] is not sm.weights:  # the engine shares one array per plugin list
+                if len(self._weights) >= 64:
+                    self._weights.clear()
+                weights = self._weights[id(sm.weights)] = (sm.weights, sm.weights.tolist())
             sm_meta = (
-                self._token(sm.all_names), shared(0, sm.plugins), shared(1, sm.weights.tolist()),
-                _spec(sm.idx) if sm_idx else None, _spec(sm.raw), norm_spec, shared(2, same), normalized.dtype.char,
+                self._token(sm.all_names), shared(0, sm.plugins), weights[1],
+                _spec(sm.idx) if sm_idx else None, _spec(sm.raw), norm_spec, shared(1, same), normalized.dtype.char,
                 selected_spec,
             )  # fmt: skip
         row_values = _row_values(att, namespace, pod_name, pod_uid, queued_seconds)
         details = [*_get_head(att), None if selected_spec is not None else att.selected, *_get_tail(att)]
-        for slot, i in enumerate(_SHARED_DETAILS, start=3):
+        for slot, i in enumerate(_SHARED_DETAILS, start=2):
             details[i] = shared(slot, details[i])
         plugins = details[_FILTER_PLUGINS], details[_SCORE_PLUGINS]
         return ("attempt", row_values, tuple(details), *plugins, fm_meta, sm_meta), arrays
@@ -398,28 +422,25 @@ class ProcessWriter:
             if control is None:
                 return
             meta, arrays = pickle.dumps([control], protocol=pickle.HIGHEST_PROTOCOL), []
-        arrays = [a for a in arrays if a.nbytes]
         body = sum(a.nbytes for a in arrays)
-        self._pending.append(_FRAME.pack(len(meta), body))
-        self._pending.append(meta)
-        self._pending.extend(arrays)
-        self._pending_bytes += _FRAME.size + len(meta) + body
+        # One buffer per batch: copying ~300 KB once costs less than handing the pipe a hundred small buffers.
+        frame = b"".join([_FRAME.pack(len(meta), body), meta, *(a.data for a in arrays)])
+        self._pending.append(frame)
+        self._pending_bytes += len(frame)
         # Write what the pipe takes now; wait for the writer only when it is far behind (or at a flush).
         self._drain(block=control is not None or self._pending_bytes > _MAX_PENDING_BYTES)
 
     def _drain(self, *, block: bool) -> None:
-        """Write queued buffers to the pipe; without ``block``, only what it takes now.
-
-        While the writer is behind the pipe stays full: a cheap poll first, and a write that fell short ends the
-        round, so a full pipe costs one system call rather than a failed ``writev`` of hundreds of buffers."""
+        """Write queued batches to the pipe; without ``block``, only what it takes now (a cheap poll first: while
+        the writer is behind, the pipe stays full)."""
         pending = self._pending
         try:
             while pending:
                 if not block and not self._poll.poll(0):
                     return
-                iov = list(itertools.islice(pending, _IOV_MAX))
+                head = pending[0]
                 try:
-                    n = os.writev(self._fd, iov)
+                    n = os.write(self._fd, head)
                 except BlockingIOError:
                     if not block:
                         return
@@ -428,18 +449,12 @@ class ProcessWriter:
                     select.select([], [self._fd], [], 1.0)
                     continue
                 self._pending_bytes -= n
-                taken = 0
-                while n:
-                    first = memoryview(pending[0]).cast("B")
-                    if n >= first.nbytes:
-                        n -= first.nbytes
-                        pending.popleft()
-                        taken += 1
-                    else:
-                        pending[0] = first[n:]
-                        n = 0
-                if taken < len(iov) and not block:
-                    return  # the pipe is full
+                if n < len(head):
+                    pending[0] = memoryview(head)[n:]
+                    if not block:
+                        return  # the pipe is full
+                else:
+                    pending.popleft()
         except OSError as exc:  # the writer died: its own error (if any) comes with the acknowledgements
             self._broken = True
             pending.clear()
@@ -589,6 +604,9 @@ def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, max_att
         write()
     finally:
         engine.dispose()
+    # Everything is committed and acknowledged: skip the interpreter's teardown (tens of ms the caller would wait
+    # for in join()).
+    os._exit(0)
 
 
 def _readable(f: Any) -> bool:

@@ -135,6 +135,15 @@ class Attempt:
         if fm is None and sm is None:
             return None
         d = self.__dict__
+        get = d.get
+        if (
+            not (get("_filter") or get("_unresolvable") or get("_filter_fail"))
+            and get("_score") is None
+            and get("_normalized_score") is None
+            and get("_final_score") is None
+            and get("_total") is None
+        ):
+            return fm, sm  # no record dict was read or written (the usual case): the matrices hold everything
         for slot in ("_filter", "_unresolvable", "_filter_fail"):
             current = d.get(slot)
             if not current:
@@ -292,6 +301,7 @@ class Scheduler:
         self.clock = clock
         self.cycle = 0
         self._names_by_framework: dict[Framework, tuple[list[str], list[str], dict[str, int]]] = {}
+        self._weights_arrays: dict[tuple[Framework, tuple[str, ...]], IntArray] = {}
         for fwk in frameworks.values():
             fwk.handle.snapshot = snapshot
 
@@ -465,10 +475,21 @@ class Scheduler:
                 plugins,
                 raw_kept,
                 norm_kept,
-                np.array([fwk.weights.get(p, 1) for p in plugins], dtype=np.int64),
+                self._score_weights(fwk, plugins),
             )
             att.score_matrix.norm_same = same
         return totals, st
+
+    def _score_weights(self, fwk: Framework, plugins: list[str]) -> IntArray:
+        """The weights of ``plugins`` as an array, one object per profile and plugin list (read-only: shared by
+        every attempt's score matrix, and the results writer then sends it once per batch)."""
+        key = (fwk, tuple(plugins))
+        weights = self._weights_arrays.get(key)
+        if weights is None:
+            weights = np.array([fwk.weights.get(p, 1) for p in plugins], dtype=np.int64)
+            weights.flags.writeable = False
+            self._weights_arrays[key] = weights
+        return weights
 
     def _select_host(self, nodes: Sequence[NodeInfo], totals: list[int], tie_break: str) -> str:
         """``selectHost``: the best total; ties by name (reproducible) or reservoir sampling (seeded)."""

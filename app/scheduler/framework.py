@@ -290,6 +290,14 @@ class FilterPlugin(Plugin, ABC):
         """
         return None
 
+    def filter_status_of_key(self, state: CycleState, pod: PodInfo, key: int) -> Status | None:
+        """The status ``filter`` gives a node whose ``filter_status_keys`` key is ``key`` (a new object), when the
+        key alone decides it; None to ask ``filter`` on a node.
+
+        Optional. Recording then needs no node per distinct key.
+        """
+        return None
+
 
 class PostFilterPlugin(Plugin, ABC):
     @abstractmethod

@@ -437,6 +437,7 @@ class Framework:
                 if mask.all():
                     continue
                 bad = np.flatnonzero(~mask)
+                keys: IntArray | None = None
                 if len(bad) == 1:
                     reps: list[int] = [0]
                     inverse: IntArray | None = None
@@ -450,10 +451,14 @@ class Framework:
                 infos = batch.cols.infos
                 codes: list[int] = []
                 for j in reps:
-                    ni = infos[int(batch.idx[int(bad[j])])]
-                    st = pl.filter(state, pod, ni)
-                    if st.is_success():
-                        raise RuntimeError(f"{pl.name}: filter_nodes rejected node {ni.name!r} that filter accepts")
+                    known = pl.filter_status_of_key(state, pod, int(keys[j])) if keys is not None else None
+                    if known is not None:
+                        st = known
+                    else:
+                        ni = infos[int(batch.idx[int(bad[j])])]
+                        st = pl.filter(state, pod, ni)
+                        if st.is_success():
+                            raise RuntimeError(f"{pl.name}: filter_nodes rejected node {ni.name!r} that filter accepts")
                     if not st.is_rejected():
                         return None
                     codes.append(table.cell_for(k, pl, st))

@@ -10,12 +10,14 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from app.db import make_engine, make_session_factory, session_scope
 from app.results.service import ResultsService, rejection_histogram
 from app.results.writer import matrix_rejections
 from app.scheduler.cycle import Attempt
+from app.scheduler.record import FilterMatrix
 from app.simulation import cli
 from app.simulation.runner import ScenarioRun, run_scenario
 from tests.scheduler.factories import make_node, make_pod
@@ -85,6 +87,23 @@ def test_rejections_from_the_matrix_equal_the_histogram_in_order() -> None:
             continue
         want = rejection_histogram(att)
         assert json.dumps(matrix_rejections(pure[0])) == json.dumps(want)
+
+
+def test_rejections_of_one_rejecting_plugin_merge_texts_with_two_codes() -> None:
+    # One plugin rejects (the batch path's constant form); "Insufficient cpu" is there both resolvable and not.
+    plugins = ["NodeUnschedulable", "NodeResourcesFit", "TaintToleration"]
+    reasons = ["Insufficient cpu, Insufficient memory", "Insufficient cpu", "Insufficient cpu"]
+    column = [2, 0, 3, 4, 3, 2, 4, 0]
+    by_plugin = np.array([[0] * 8, column, [1] * 8], np.uint8)
+    fail = np.array([1 if c >= 2 else -1 for c in column], np.int8)
+    fm = FilterMatrix(
+        [f"n{i}" for i in range(8)], np.arange(8), plugins, by_plugin.T, reasons, [False, False, True], fail, 0,
+        [0, -1, 1],
+    )  # fmt: skip
+    want = {"NodeResourcesFit": {"Insufficient cpu, Insufficient memory": 2, "Insufficient cpu": 4}}
+    assert json.dumps(matrix_rejections(fm)) == json.dumps(want)
+    fm.constant = None  # the general path agrees
+    assert json.dumps(matrix_rejections(fm)) == json.dumps(want)
 
 
 def test_a_run_frees_each_attempt_once_its_entry_is_built() -> None:

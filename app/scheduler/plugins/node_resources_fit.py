@@ -586,8 +586,11 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         else:
             scorer = least_resource_scorer(resources)
         self.scorer = ResourceAllocationScorer(NAME, resources, scorer, use_requested=False, feature_gates=False)
-        # Filter verdicts per pod request, for every node.
+        # Filter verdicts per pod request, for every node; and which checks fail (recording: the status keys).
         self.fit_columns: NodeColumnCache[tuple[Any, ...], np.bool_] = NodeColumnCache()
+        self.key_columns: NodeColumnCache[tuple[Any, ...], np.int64] = NodeColumnCache()
+        # (checked resource names, key) -> (code, reasons) of the status: the same for every pod and node.
+        self._key_statuses: dict[tuple[tuple[str, ...], int], tuple[Code, tuple[str, ...]]] = {}
 
     # --- args ---
     @classmethod
@@ -712,22 +715,15 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             ok &= quant <= batch.take(cols.scalar_alloc(name)) - batch.take(cols.scalar_req(name))
         return ok
 
-    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
-        """Which checks of ``fitsRequest`` fail, as bits (two per resource: short of room, over allocatable):
-        the status's reasons and code follow from them."""
-        s = state.get(PRE_FILTER_STATE_KEY)
-        if not isinstance(s, _PreFilterState):
-            return None
-        r = s.request
-        cols = batch.cols
-        keys: IntArray = (batch.take(cols.num_pods) + 1 > batch.take(cols.alloc_pods)).astype(np.int64)
-        checks: list[tuple[int, IntArray, IntArray]] = []
+    def _checks(self, r: Resource) -> list[tuple[str, int]]:
+        """The resources ``fitsRequest`` compares, in its order, with the pod's amounts (ignored ones left out)."""
+        checks: list[tuple[str, int]] = []
         if r.milli_cpu > 0:
-            checks.append((r.milli_cpu, batch.take(cols.alloc_cpu), batch.take(cols.req_cpu)))
+            checks.append((CPU, r.milli_cpu))
         if r.memory > 0:
-            checks.append((r.memory, batch.take(cols.alloc_mem), batch.take(cols.req_mem)))
+            checks.append((MEMORY, r.memory))
         if r.ephemeral_storage > 0:
-            checks.append((r.ephemeral_storage, batch.take(cols.alloc_eph), batch.take(cols.req_eph)))
+            checks.append((EPHEMERAL_STORAGE, r.ephemeral_storage))
         for name, quant in r.scalar_resources.items():
             if quant != 0:
                 # Ignored resources never fail: their bits stay 0 whatever the columns say, as in filter.
@@ -735,13 +731,77 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     group = name.split("/")[0] if self.ignored_resource_groups else ""
                     if name in self.ignored_resources or group in self.ignored_resource_groups:
                         continue
-                checks.append((quant, batch.take(cols.scalar_alloc(name)), batch.take(cols.scalar_req(name))))
+                checks.append((name, quant))
+        return checks
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Which checks of ``fitsRequest`` fail, as bits (bit 0: too many pods; then two per checked resource:
+        short of room, over allocatable): the status's reasons and code follow from them. Kept per request for
+        every node, as the verdicts are (``NodeColumnCache``)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        r = s.request
+        checks = self._checks(r)
         if len(checks) > 30:
             return None
-        for i, (quant, alloc, req) in enumerate(checks):
+        key = (r.milli_cpu, r.memory, r.ephemeral_storage, tuple(r.scalar_resources.items()))
+        return self.key_columns.take(
+            batch, key, lambda nodes: self._key_columns(checks, nodes), lambda ni: self._node_key(checks, ni)
+        )
+
+    @staticmethod
+    def _key_columns(checks: list[tuple[str, int]], batch: NodeBatch) -> IntArray:
+        cols = batch.cols
+        keys: IntArray = (batch.take(cols.num_pods) + 1 > batch.take(cols.alloc_pods)).astype(np.int64)
+        for i, (name, quant) in enumerate(checks):
+            if name == CPU:
+                alloc, req = batch.take(cols.alloc_cpu), batch.take(cols.req_cpu)
+            elif name == MEMORY:
+                alloc, req = batch.take(cols.alloc_mem), batch.take(cols.req_mem)
+            elif name == EPHEMERAL_STORAGE:
+                alloc, req = batch.take(cols.alloc_eph), batch.take(cols.req_eph)
+            else:
+                alloc, req = batch.take(cols.scalar_alloc(name)), batch.take(cols.scalar_req(name))
             keys |= (quant > alloc - req).astype(np.int64) << (1 + 2 * i)
             keys |= (quant > alloc).astype(np.int64) << (2 + 2 * i)
         return keys
+
+    @staticmethod
+    def _node_key(checks: list[tuple[str, int]], ni: NodeInfo) -> int:
+        """``_key_columns`` of one node, from its NodeInfo (the columns may not be synced yet)."""
+        alloc, used = ni.allocatable, ni.requested
+        key = int(len(ni.pods) + 1 > alloc.allowed_pod_number)
+        for i, (name, quant) in enumerate(checks):
+            if name == CPU:
+                cap, in_use = alloc.milli_cpu, used.milli_cpu
+            elif name == MEMORY:
+                cap, in_use = alloc.memory, used.memory
+            elif name == EPHEMERAL_STORAGE:
+                cap, in_use = alloc.ephemeral_storage, used.ephemeral_storage
+            else:
+                cap, in_use = alloc.scalar_resources.get(name, 0), used.scalar_resources.get(name, 0)
+            key |= int(quant > cap - in_use) << (1 + 2 * i) | int(quant > cap) << (2 + 2 * i)
+        return key
+
+    def filter_status_of_key(self, state: CycleState, pod: PodInfo, key: int) -> Status | None:
+        """The status of ``fitsRequest``'s failures as ``filter_status_keys`` encodes them."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return None
+        checks = self._checks(s.request)
+        names = tuple(name for name, _ in checks)
+        hit = self._key_statuses.get((names, key))
+        if hit is None:
+            reasons = ["Too many pods"] if key & 1 else []
+            unresolvable = False
+            for i, name in enumerate(names):
+                if key >> (1 + 2 * i) & 1:
+                    reasons.append(f"Insufficient {name}")
+                    unresolvable = unresolvable or bool(key >> (2 + 2 * i) & 1)
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+            hit = self._key_statuses[(names, key)] = (code, tuple(reasons))
+        return Status(hit[0], *hit[1])
 
     def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
         if self.strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED) or not self.scorer.resources:
