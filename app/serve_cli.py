@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gc
 import sys
 
 import yaml
@@ -52,6 +53,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     app = create_app(settings)
+    # Everything imported and built so far lives as long as the process: freeze it out of the garbage collector,
+    # so the first full collection under load does not walk it (a 70-150 ms pause of every request, issue #9).
+    gc.collect()
+    gc.freeze()
     tls: dict[str, str] = {}
     if settings.tls:
         cert, key = ensure_certificate(settings.tls_dir, [settings.host])

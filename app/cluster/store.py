@@ -155,9 +155,13 @@ class _Change:
 
 
 class _Batch:
-    """Changes staged for one transaction; ``done`` is set once they are durable and visible (or failed)."""
+    """Changes staged for one transaction; ``done`` is set once they are durable and visible (or failed).
 
-    __slots__ = ("changes", "done", "error", "last_rv", "rows")
+    ``callbacks`` run right after ``done`` is set, in the committer thread with the store lock held; they are
+    added and run under that lock, so none is missed or run twice.
+    """
+
+    __slots__ = ("callbacks", "changes", "done", "error", "last_rv", "rows")
 
     def __init__(self) -> None:
         self.changes: list[_Change] = []
@@ -165,13 +169,26 @@ class _Batch:
         self.last_rv = 0
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.callbacks: list[Callable[[], None]] = []
+
+    def finish(self, error: BaseException | None) -> None:
+        """Mark the batch durable (``error`` None) or dropped, then run its callbacks (store lock held)."""
+        self.error = error
+        self.done.set()
+        callbacks, self.callbacks = self.callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                log.exception("write acknowledgement callback failed")
 
 
 class PendingWrites:
     """The writes a thread staged inside ``ClusterStore.deferred()``: ``wait()`` for their acknowledgement."""
 
-    def __init__(self) -> None:
+    def __init__(self, lock: threading.RLock | None = None) -> None:
         self._batches: list[_Batch] = []
+        self._lock = lock if lock is not None else threading.RLock()
 
     def _add(self, batch: _Batch) -> None:
         if not self._batches or self._batches[-1] is not batch:
@@ -180,6 +197,23 @@ class PendingWrites:
     def done(self) -> bool:
         """True when every staged write is durable (or failed): ``wait()`` would not block."""
         return all(b.done.is_set() for b in self._batches)
+
+    def add_done_callback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once every staged write is durable or dropped: at once if they already are, else
+        from the store's committer thread with the store lock held (so it must only hand off, e.g.
+        ``loop.call_soon_threadsafe``). Then ``wait()`` returns at once, or raises ``InternalError``.
+
+        This lets an event loop await durability without blocking a thread on ``wait()``.
+        """
+        with self._lock:
+            # Batches finish in order: the last one done means every earlier one is done too.
+            if not self._batches or self._batches[-1].done.is_set():
+                run_now = True
+            else:
+                self._batches[-1].callbacks.append(callback)
+                run_now = False
+        if run_now:
+            callback()
 
     def wait(self) -> None:
         """Block until every staged write is durable; ``InternalError`` if any of them was dropped."""
@@ -1108,7 +1142,7 @@ class ClusterStore:
         What they return is provisional until then: a failed commit drops them (``wait()`` raises
         ``InternalError``). The scheduler uses this to overlap its writes with the next cycle.
         """
-        pending = PendingWrites()
+        pending = PendingWrites(self._lock)
         outer = getattr(self._local, "pending", None)
         self._local.pending = pending
         try:
@@ -1148,7 +1182,7 @@ class ClusterStore:
             with self._lock:
                 if error is None:
                     self._committed(batch)
-                    batch.done.set()
+                    batch.finish(None)
                 else:
                     self._drop(batch, error)
 
@@ -1184,8 +1218,7 @@ class ClusterStore:
         # The versions of dropped changes were never visible, so handing them out again keeps the sequence.
         self._rv = self._committed_rv
         for batch in dropped:
-            batch.error = error
-            batch.done.set()
+            batch.finish(error)
 
     def _publish(self, changes: _Changes) -> None:
         """Append committed ``changes`` to the watch log and tell wakers and listeners (lock held)."""

@@ -1,0 +1,82 @@
+"""The scheduler yields to the API: ``api_busy`` is true exactly while resource requests (watches aside) are being
+answered, and the loop pauses after a cycle only then, still scheduling every pod."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.cluster import repository
+from app.scheduling import service
+from tests.cluster.factories import node, pod
+
+
+async def test_api_busy_counts_requests_being_answered_but_not_watches(
+    scheduling_app: FastAPI, sclient: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scheduler = scheduling_app.state.scheduler
+    assert scheduler.api_busy is not None and not scheduler.api_busy()
+    entered, release = threading.Event(), threading.Event()
+    original = repository.write_changes
+
+    def hang(conn: Any, changes: Iterable[repository.Change], resource_version: int) -> None:
+        changes = list(changes)
+        if any(c.row.name == "slow" for c in changes):
+            entered.set()
+            release.wait(10)
+        original(conn, changes, resource_version)
+
+    monkeypatch.setattr(repository, "write_changes", hang)
+    watching = asyncio.create_task(sclient.get("/api/v1/nodes", params={"watch": "true", "timeoutSeconds": "1"}))
+    await asyncio.sleep(0.2)
+    assert not scheduler.api_busy(), "an open watch is not API load"
+    creating = asyncio.create_task(sclient.post("/api/v1/nodes", json=node("slow")))
+    assert await asyncio.to_thread(entered.wait, 10)
+    assert scheduler.api_busy(), "a create waiting for its commit is"
+    release.set()
+    assert (await creating).status_code == 201
+    assert not scheduler.api_busy()
+    await watching
+
+
+async def test_the_loop_pauses_after_cycles_only_while_the_api_is_busy(
+    scheduling_app: FastAPI, sclient: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scheduler = scheduling_app.state.scheduler
+    marker = 0.00123  # a pause of this length is the loop's yield
+    monkeypatch.setattr(service, "API_YIELD_SECONDS", marker)
+    pauses: list[float] = []
+    real_sleep = service.time.sleep
+
+    def sleep(seconds: float) -> None:
+        if seconds == marker:
+            pauses.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(service.time, "sleep", sleep)
+    busy = [False]
+    asked: list[bool] = []
+
+    def api_busy() -> bool:
+        asked.append(busy[0])
+        return busy[0]
+
+    scheduler.api_busy = api_busy
+    await sclient.post("/api/v1/nodes", json=node("n1", cpu="8"))
+    for i in range(3):
+        await sclient.post("/api/v1/namespaces/default/pods", json=pod(f"quiet-{i}", cpu="100m"))
+    assert await asyncio.to_thread(scheduler.wait_idle, 20.0)
+    assert len(asked) >= 3 and pauses == [], "asked after each cycle; the API was idle: no pause"
+    busy[0] = True
+    for i in range(3):
+        await sclient.post("/api/v1/namespaces/default/pods", json=pod(f"busy-{i}", cpu="100m"))
+    assert await asyncio.to_thread(scheduler.wait_idle, 20.0)
+    assert len(pauses) >= 3, "one pause after each cycle while the API is busy"
+    listed = (await sclient.get("/api/v1/namespaces/default/pods")).json()["items"]
+    assert len(listed) == 6 and all(p["spec"].get("nodeName") == "n1" for p in listed), "every pod still scheduled"
