@@ -74,26 +74,35 @@ def _schema() -> dict[str, dict[str, str]]:
     return schema
 
 
-def unknown_fields(kind: str, obj: dict[str, Any], *, prune: bool) -> list[str]:
+def unknown_fields(kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False) -> list[str]:
     """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
-    with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. Kinds without a model
-    are not checked."""
+    with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. ``patch``: ``obj`` is a
+    merge or strategic merge patch, whose ``$``-directives (``$patch``, ``$setElementOrder/...``) are not fields.
+    Kinds without a model are not checked."""
     root = ROOT_MODELS.get(kind)
     if root is None:
         return []
     out: list[str] = []
-    _walk(_schema(), obj, root, "", out, prune)
+    _walk(_schema(), obj, root, "", out, prune, patch)
     return out
 
 
 def _walk(
-    schema: dict[str, dict[str, str]], obj: dict[str, Any], model: str, path: str, out: list[str], prune: bool
+    schema: dict[str, dict[str, str]],
+    obj: dict[str, Any],
+    model: str,
+    path: str,
+    out: list[str],
+    prune: bool,
+    patch: bool,
 ) -> None:
     fields = schema[model]
     unknown: list[str] = []
     for key, value in obj.items():
         ref = fields.get(key)
         if ref is None:
+            if patch and key.startswith("$"):
+                continue
             out.append(path + key)
             unknown.append(key)
             continue
@@ -104,14 +113,14 @@ def _walk(
             if isinstance(value, list):
                 for i, item in enumerate(value):
                     if isinstance(item, dict):
-                        _walk(schema, item, ref[1:], f"{path}{key}[{i}].", out, prune)
+                        _walk(schema, item, ref[1:], f"{path}{key}[{i}].", out, prune, patch)
         elif head == "{":
             if isinstance(value, dict):
                 for name, item in value.items():
                     if isinstance(item, dict):
-                        _walk(schema, item, ref[1:], f"{path}{key}[{name}].", out, prune)
+                        _walk(schema, item, ref[1:], f"{path}{key}[{name}].", out, prune, patch)
         elif isinstance(value, dict):
-            _walk(schema, value, ref, f"{path}{key}.", out, prune)
+            _walk(schema, value, ref, f"{path}{key}.", out, prune, patch)
     if prune:
         for key in unknown:
             del obj[key]

@@ -1,22 +1,31 @@
 """The Kubernetes API over HTTP: discovery, CRUD, patch, watch and Table output, mapped onto ``ClusterStore``.
 
-Routers stay thin: parse the path and query, call the store (in a worker thread, since it may wait on the
-database), and encode the answer. Every error leaves as a ``metav1.Status``.
+Routers stay thin: parse the path and query, call the store, and encode the answer. Every error leaves as a
+``metav1.Status``. Single-object writes run in the event loop's thread (validation and versioning are quick, under
+the store lock) and await their group commit through a future the committer completes, so no thread sits blocked
+on the fsync; lists and collection deletes, which may be long, run in a worker thread.
+
+The resource URLs (``/api/{version}/...``, ``/apis/{group}/{version}/...``) are the hot path: ``kube_app`` serves
+them as a plain ASGI app, which the application puts behind its own auth, body-limit and metrics middleware but in
+front of the framework's routing and dependency machinery (see ``app.main``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import yaml
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive, Scope, Send
 
-from app.cluster import openapi, protobuf, tables, watch
+from app.cluster import fields, openapi, protobuf, tables, watch
 from app.cluster.errors import (
     ApiError,
     BadRequest,
@@ -29,10 +38,11 @@ from app.cluster.errors import (
 from app.cluster.kinds import BY_KIND, GROUP_VERSIONS, VERBS, KindInfo, kinds_in, resource_info
 from app.cluster.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from app.cluster.selectors import make_selector
-from app.cluster.store import ClusterStore, StoredObject
+from app.cluster.store import ClusterStore, PendingWrites, StoredObject
 from app.config import Settings
 
 router = APIRouter()
+_T = TypeVar("_T")
 
 JSON = "application/json"
 SERVER_VERSION = {
@@ -76,6 +86,35 @@ def _authorize(request: Request) -> None:
     token = _settings(request).api_token
     if token and request.headers.get("authorization", "") != f"Bearer {token}":
         raise Unauthorized("Unauthorized")
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():  # the request may have been cancelled (client gone) meanwhile
+        future.set_result(None)
+
+
+async def durable(pending: PendingWrites) -> None:
+    """Wait, without blocking the event loop, until ``pending``'s writes are durable; ``InternalError`` (500)
+    if the commit failed (then none of them became visible)."""
+    if not pending.done():
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:  # the committer thread, store lock held: only hand off to the loop
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_resolve, future)
+
+        pending.add_done_callback(wake)
+        await future
+    pending.wait()
+
+
+async def _write(store: ClusterStore, write: Callable[[], _T]) -> _T:
+    """Run one store write in this thread and answer once it is committed (a 2xx means durable)."""
+    with store.deferred() as pending:
+        result = write()
+    await durable(pending)
+    return result
 
 
 # ---------------------------------------------------------------------------------------------- discovery
@@ -155,9 +194,19 @@ async def openapi_root(request: Request) -> Response:
     return _raw(openapi.root_document())
 
 
+@router.get("/openapi/v2")
+async def openapi_v2(request: Request) -> Response:
+    """``/openapi/v2``: an empty document (see ``openapi.py``), protobuf when asked for as kubectl does."""
+    _authorize(request)
+    protobuf = openapi.OPENAPI_V2_PROTOBUF in request.headers.get("accept", "")
+    # Not the protobuf media type itself: its "@" does not parse as a media type in client-go.
+    media_type = "application/octet-stream" if protobuf else JSON
+    return Response(openapi.v2_document(protobuf), media_type=media_type)
+
+
 @router.get("/openapi/v3/{path:path}")
 async def openapi_group_version(request: Request, path: str) -> Response:
-    """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``); /openapi/v2 is 404."""
+    """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``)."""
     _authorize(request)
     doc = openapi.lookup(path)
     if doc is None:
@@ -356,7 +405,45 @@ def _render(request: Request, info: KindInfo) -> Callable[[dict[str, Any], bytes
     return lambda _obj, raw: raw
 
 
+_FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
+
+
+def _field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = False) -> list[str]:
+    """kube-apiserver's ``fieldValidation`` on a create/update body or a merge patch: fields ``info.kind`` does
+    not have are dropped, and reported as warnings (``Warn``, the default), not at all (``Ignore``), or refused
+    (``Strict``, what kubectl sends: 400, nothing written)."""
+    mode = "Warn"
+    if request.scope.get("query_string"):
+        mode = request.query_params.get("fieldValidation") or "Warn"
+        if mode not in _FIELD_VALIDATION:
+            raise BadRequest(
+                f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"'
+            )
+    if not isinstance(obj, dict):
+        return []
+    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch)
+    if not unknown or mode == "Ignore":
+        return []
+    messages = [f'unknown field "{path}"' for path in unknown]
+    if mode == "Strict":
+        raise BadRequest(
+            f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: strict decoding error: '
+            + ", ".join(messages)
+        )
+    return messages
+
+
+def _warned(response: Response, warnings: list[str]) -> Response:
+    """``response`` with a ``Warning: 299 - "..."`` header per warning, as kube-apiserver sends them."""
+    for text in warnings:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.append("Warning", f'299 - "{escaped}"')
+    return response
+
+
 def _dry_run(request: Request) -> bool:
+    if not request.scope.get("query_string"):
+        return False  # the common case; parsing an empty query still costs (Starlette's lazy attribute)
     values = request.query_params.getlist("dryRun")
     if any(v not in ("All",) for v in values):
         raise BadRequest(f"unsupported dryRun value {values!r}: only 'All' is supported")
@@ -366,7 +453,7 @@ def _dry_run(request: Request) -> bool:
 async def _handle_get(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
     if target.name is not None:
-        entry = await run_in_threadpool(store.read, info.kind, target.namespace, target.name)
+        entry = store.read(info.kind, target.namespace, target.name)  # in memory, committed state: quick
         if _wants(request, "Table"):
             include = request.query_params.get("includeObject", "Metadata")
             return _json(tables.table(info, [entry.obj], entry.resource_version, include_object=include))
@@ -455,8 +542,9 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
         raise MethodNotAllowed("create")
     if not isinstance(body, dict):
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
-    created = await run_in_threadpool(lambda: store.create(info.kind, body, target.namespace, dry_run=dry_run))
-    return _json(created, 201)
+    warnings = _field_warnings(request, info, body)
+    created = await _write(store, lambda: store.create(info.kind, body, target.namespace, dry_run=dry_run))
+    return _warned(_json(created, 201), warnings)
 
 
 async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
@@ -468,7 +556,7 @@ async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
         raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})")
     node = str((body.get("target") or {}).get("name") or "")
     namespace = target.namespace or meta.get("namespace") or "default"
-    await run_in_threadpool(lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid")))
+    await _write(store, lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid")))
     return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 
 
@@ -494,8 +582,9 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     sub = target.subresource
     if sub is not None and sub not in _STATUS_SUBRESOURCES:
         raise MethodNotAllowed("update")
-    updated = await run_in_threadpool(lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run))
-    return _json(updated)
+    warnings = _field_warnings(request, info, body)
+    updated = await _write(store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run))
+    return _warned(_json(updated), warnings)
 
 
 async def _handle_patch(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -516,10 +605,13 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
     if sub is not None and sub not in _STATUS_SUBRESOURCES:
         raise MethodNotAllowed("patch")
     name = target.name
-    patched = await run_in_threadpool(
-        lambda: store.patch(info.kind, target.namespace, name, patch, content_type, subresource=sub, dry_run=dry_run)
+    # A merge patch has the object's shape; a JSON patch (a list of operations) is not checked.
+    warnings = _field_warnings(request, info, patch, patch=True) if content_type != JSON_PATCH else []
+    patched = await _write(
+        store,
+        lambda: store.patch(info.kind, target.namespace, name, patch, content_type, subresource=sub, dry_run=dry_run),
     )
-    return _json(patched)
+    return _warned(_json(patched), warnings)
 
 
 async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -544,7 +636,8 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
         return _json(_list_of(info, deleted, store.resource_version))
     preconditions = options.get("preconditions") or {}
     name = target.name
-    deleted_obj = await run_in_threadpool(
+    deleted_obj = await _write(
+        store,
         lambda: store.delete(
             info.kind,
             target.namespace,
@@ -552,7 +645,7 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
             uid=preconditions.get("uid"),
             resource_version=preconditions.get("resourceVersion"),
             dry_run=dry_run,
-        )
+        ),
     )
     return _json(deleted_obj)
 
@@ -565,6 +658,7 @@ _HANDLERS = {
     "DELETE": _handle_delete,
 }
 _METHODS = list(_HANDLERS)
+KUBE_METHODS = frozenset(_HANDLERS)
 
 
 async def _dispatch(request: Request, group: str, version: str, path: str) -> Response:
@@ -589,3 +683,43 @@ async def core_api(request: Request, version: str, path: str) -> Response:
 async def group_api(request: Request, group: str, version: str, path: str) -> Response:
     """Every named-group (``/apis/{group}/{version}``) resource URL."""
     return await _dispatch(request, group, version, path)
+
+
+def resource_route(path: str) -> tuple[str, str, str] | None:
+    """``(group, version, rest)`` when ``path`` is a resource URL, i.e. what ``core_api`` / ``group_api`` match;
+    None for anything else (discovery, OpenAPI, the simulator's own endpoints)."""
+    if path.startswith("/api/"):
+        group = ""
+        version, slash, rest = path[5:].partition("/")
+    elif path.startswith("/apis/"):
+        group, slash, tail = path[6:].partition("/")
+        if not group or not slash:
+            return None
+        version, slash, rest = tail.partition("/")
+    else:
+        return None
+    if not version or not slash:
+        return None
+    return group, version, rest
+
+
+async def kube_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The resource URLs as a plain ASGI app: the same handlers as ``core_api`` / ``group_api`` without the
+    framework's routing, dependency and exception layers. ``scope["app"]`` must be the application (its state
+    holds the store and settings); only paths ``resource_route`` accepts and methods in ``_HANDLERS`` come here.
+    """
+    route = resource_route(scope["path"])
+    if route is None:  # a caller's mistake; answer as the router would
+        await error_response(UnknownResource())(scope, receive, send)
+        return
+    request = Request(scope, receive, send)
+    try:
+        response = await _dispatch(request, *route)
+    except ApiError as exc:
+        response = error_response(exc)
+    except Exception:
+        # Nothing was sent yet (handlers return their response): answer a 500 Status, then let the server log
+        # the exception as it does for the framework's routes.
+        await error_response(ApiError("Internal error occurred"))(scope, receive, send)
+        raise
+    await response(scope, receive, send)

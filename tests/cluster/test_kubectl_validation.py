@@ -1,0 +1,113 @@
+"""What kubectl and API clients are told about bodies the simulator cannot take as they are, as kube-apiserver
+tells them: kinds it does not serve, and fields a kind does not have (``fieldValidation``)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import httpx
+import pytest
+
+from tests.conftest import KUBECTL, KubectlRunner, Server
+
+kubectl_only = pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")
+
+TYPO_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME, namespace: fv}
+spec:
+  nodeSelecter: {zone: a}
+  containers: [{name: c, image: nginx, imagePullPolicyy: Never}]
+"""
+
+
+@kubectl_only
+@pytest.mark.parametrize(
+    ("manifest", "kind", "version"),
+    [
+        ("apiVersion: v1\nkind: Foo\nmetadata: {name: x}\n", "Foo", "v1"),
+        (
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: x, namespace: default}\n",
+            "Widget",
+            "example.com/v1",
+        ),
+    ],
+)
+@pytest.mark.parametrize("verb", ["apply", "create"])
+def test_unknown_kind_is_reported_as_kube_apiserver_does(
+    kubectl: KubectlRunner, manifest: str, kind: str, version: str, verb: str
+) -> None:
+    out = kubectl(verb, "-f", "-", input=manifest, check=False)
+    assert out.returncode != 0
+    # kubectl validates client-side with the (empty) OpenAPI v2 document, then fails to map the kind.
+    assert f'no matches for kind "{kind}" in version "{version}"' in out.stderr, out.stderr
+    assert "openapi" not in out.stderr
+
+
+@kubectl_only
+@pytest.mark.parametrize("verb", ["apply", "create"])
+def test_kubectl_refuses_unknown_fields_and_writes_nothing(kubectl: KubectlRunner, verb: str) -> None:
+    name = f"typo-{verb}"
+    out = kubectl(verb, "-f", "-", input=TYPO_POD.replace("NAME", name), check=False)
+    assert out.returncode != 0
+    assert (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+        'unknown field "spec.containers[0].imagePullPolicyy", unknown field "spec.nodeSelecter"'
+    ) in out.stderr, out.stderr
+    missing = kubectl("get", "pod", name, "-n", "fv", check=False)
+    assert missing.returncode != 0 and "NotFound" in missing.stderr
+
+
+@kubectl_only
+def test_kubectl_warn_creates_without_the_unknown_fields(kubectl: KubectlRunner) -> None:
+    out = kubectl("apply", "--validate=warn", "-f", "-", input=TYPO_POD.replace("NAME", "typo-warn"))
+    assert "pod/typo-warn created" in out.stdout
+    assert 'Warning: unknown field "spec.nodeSelecter"' in out.stderr
+    pod = json.loads(kubectl("get", "pod", "typo-warn", "-n", "fv", "-o", "json").stdout)
+    assert "nodeSelecter" not in pod["spec"] and "imagePullPolicyy" not in pod["spec"]["containers"][0]
+    # A merge patch is checked too: the unknown field is dropped with a warning, the known one applied.
+    patched = kubectl(
+        "patch",
+        "pod",
+        "typo-warn",
+        "-n",
+        "fv",
+        "--type=merge",
+        "-p",
+        '{"spec": {"bogus": 1}, "metadata": {"labels": {"a": "b"}}}',
+    )
+    assert 'unknown field "spec.bogus"' in patched.stderr
+    pod = json.loads(kubectl("get", "pod", "typo-warn", "-n", "fv", "-o", "json").stdout)
+    assert pod["metadata"]["labels"] == {"a": "b"} and "bogus" not in pod["spec"]
+
+
+def test_field_validation_modes_over_the_api(server: Server) -> None:
+    url = f"{server.url}/api/v1/namespaces/fv/pods"
+
+    def pod(name: str) -> dict[str, object]:
+        return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i"}], "nodeSelecter": {}}}
+
+    strict = httpx.post(url, params={"fieldValidation": "Strict"}, json=pod("api-strict"))
+    assert strict.status_code == 400 and strict.json()["reason"] == "BadRequest"
+    assert httpx.get(f"{url}/api-strict").status_code == 404
+    # No parameter: kube-apiserver's default, Warn.
+    warned = httpx.post(url, json=pod("api-warn"))
+    assert warned.status_code == 201 and "nodeSelecter" not in warned.json()["spec"]
+    assert warned.headers.get_list("warning") == ['299 - "unknown field \\"spec.nodeSelecter\\""']
+    ignored = httpx.post(url, params={"fieldValidation": "Ignore"}, json=pod("api-ignore"))
+    assert ignored.status_code == 201 and "warning" not in ignored.headers
+    assert "nodeSelecter" not in httpx.get(f"{url}/api-ignore").json()["spec"]
+    bad = httpx.post(url, params={"fieldValidation": "Loud"}, json=pod("api-bad"))
+    assert bad.status_code == 400 and 'Unsupported value: "Loud"' in bad.json()["message"]
+    assert httpx.get(f"{url}/api-bad").status_code == 404
+
+
+def test_openapi_v2_is_served_as_json_and_protobuf(server: Server) -> None:
+    as_json = httpx.get(f"{server.url}/openapi/v2")
+    assert as_json.status_code == 200 and as_json.json()["swagger"] == "2.0"
+    accept = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    as_pb = httpx.get(f"{server.url}/openapi/v2", headers={"Accept": accept})
+    assert as_pb.status_code == 200 and as_pb.headers["content-type"] == "application/octet-stream"
+    assert as_pb.content.startswith(b"\x0a\x032.0")  # Document.swagger (field 1) = "2.0"
