@@ -41,6 +41,13 @@ _LIST = re.compile(r"^List\[(\w+)\]$")
 _MAP = re.compile(r"^Dict\[str, (\w+)\]$")
 
 
+def client_version() -> str:
+    """The installed ``kubernetes`` client's version (the schema file says which one it was generated from)."""
+    import kubernetes
+
+    return str(kubernetes.__version__)
+
+
 def generate() -> dict[str, dict[str, str]]:
     """The field tree of every model reachable from ``ROOT_MODELS``, from the installed ``kubernetes`` client."""
     import kubernetes.client as models
@@ -70,7 +77,7 @@ def generate() -> dict[str, dict[str, str]]:
 
 @cache
 def _schema() -> dict[str, dict[str, str]]:
-    schema: dict[str, dict[str, str]] = json.loads(SCHEMA_FILE.read_text())
+    schema: dict[str, dict[str, str]] = json.loads(SCHEMA_FILE.read_text())["models"]
     return schema
 
 
@@ -127,5 +134,6 @@ def _walk(
 
 
 if __name__ == "__main__":
-    SCHEMA_FILE.write_text(json.dumps(generate(), indent=0, separators=(",", ":")) + "\n")
+    doc = {"client": client_version(), "models": generate()}
+    SCHEMA_FILE.write_text(json.dumps(doc, indent=0, separators=(",", ":")) + "\n")
     print(f"wrote {SCHEMA_FILE}", file=sys.stderr)
