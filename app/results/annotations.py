@@ -7,11 +7,15 @@ selected node, and ``result-history``: a JSON list of earlier attempts' annotati
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
 from app.scheduler.cycle import Attempt
+from app.scheduler.record import FilterMatrix, ScoreMatrix
 
 PREFIX = "kube-scheduler-simulator.sigs.k8s.io/"
 PREFILTER_STATUS = PREFIX + "prefilter-result-status"
@@ -59,11 +63,82 @@ def _go_duration(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
+def _quoted(text: str) -> str:
+    return orjson.dumps(text).decode()
+
+
+# Per node-name list (the snapshot's, shared by every attempt until the nodes change): the names as JSON strings
+# and each name's rank in sorted order. id(list) -> (the list, kept alive so the id stays its own, quoted, ranks).
+_NAME_TABLES: dict[int, tuple[Sequence[str], list[str], npt.NDArray[np.int64]]] = {}
+_NAME_TABLES_MAX = 4
+
+
+def _name_table(names: Sequence[str]) -> tuple[list[str], npt.NDArray[np.int64]]:
+    hit = _NAME_TABLES.get(id(names))
+    if hit is not None and hit[0] is names:
+        return hit[1], hit[2]
+    ranks = np.empty(len(names), np.int64)
+    ranks[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names), dtype=np.int64)
+    quoted = [_quoted(name) for name in names]
+    if len(_NAME_TABLES) >= _NAME_TABLES_MAX:
+        _NAME_TABLES.pop(next(iter(_NAME_TABLES)))
+    _NAME_TABLES[id(names)] = (names, quoted, ranks)
+    return quoted, ranks
+
+
+def _by_name(matrix: FilterMatrix | ScoreMatrix) -> tuple[list[str], npt.NDArray[np.int64]]:
+    """The matrix's row names as JSON strings in sorted order, and the row indices in that order."""
+    quoted, ranks = _name_table(matrix.all_names)
+    positions = matrix.idx.astype(np.int64)
+    order = np.argsort(ranks[positions], kind="stable")
+    return [quoted[i] for i in positions[order].tolist()], order
+
+
+def _filter_json(fm: FilterMatrix) -> str:
+    """``_dump(att.filter)`` from the matrix: each distinct row's JSON once, nodes and plugins in sorted order."""
+    plugins = fm.plugins
+    order = sorted(range(len(plugins)), key=plugins.__getitem__)
+    texts = ["passed", "skip", *fm.reasons]
+    names, rows_order = _by_name(fm)
+    rows: dict[tuple[int, ...], str] = {}
+    parts = []
+    for name, row in zip(names, fm.cells[rows_order].tolist(), strict=True):
+        key = tuple(row)
+        fragment = rows.get(key)
+        if fragment is None:
+            fragment = rows[key] = _dump({plugins[k]: texts[row[k]] for k in order})
+        parts.append(f"{name}:{fragment}")
+    return "{" + ",".join(parts) + "}"
+
+
+def _scores_json(sm: ScoreMatrix, values: npt.NDArray[Any]) -> str:
+    """``_dump`` of node -> plugin -> str(score) from plugin-major ``values``: one format string per attempt."""
+    plugins = sm.plugins
+    order = sorted(range(len(plugins)), key=plugins.__getitem__)
+    row_format = "{" + ",".join(_quoted(plugins[k]).replace("%", "%%") + ':"%d"' for k in order) + "}"
+    names, rows_order = _by_name(sm)
+    # One format string for the whole map, filled in one go (a % per node costs more than the scores do).
+    whole = "{" + ",".join([name.replace("%", "%%") + ":" + row_format for name in names]) + "}"
+    return whole % (tuple(values[order][:, rows_order].T.ravel().tolist()) if order else ())
+
+
+def _per_node_json(att: Attempt) -> tuple[str, str, str] | None:
+    """filter-result, score-result and finalscore-result built from the record matrices, the same text as from the
+    dicts (several times faster on 100 nodes: the scheduler thread builds them for every pod); None when the
+    matrices do not hold everything."""
+    pure = att.matrices_only()
+    if pure is None:
+        return None
+    fm, sm = pure
+    if fm is None:
+        return None
+    if sm is None:
+        return _filter_json(fm), "{}", "{}"
+    return _filter_json(fm), _scores_json(sm, sm.raw), _scores_json(sm, sm.weighted)
+
+
 def attempt_annotations(att: Attempt, *, per_node: bool = True) -> dict[str, str]:
     """The result annotations for one attempt (without history)."""
-    filter_result = att.filter
-    score = {n: {p: str(v) for p, v in plugins.items()} for n, plugins in (att.score or {}).items()}
-    final = {n: {p: str(v) for p, v in plugins.items()} for n, plugins in (att.final_score or {}).items()}
     postfilter: dict[str, dict[str, str]] = {}
     if att.postfilter is not None:
         postfilter = {node: {} for node in att.filter}
@@ -81,10 +156,15 @@ def attempt_annotations(att: Attempt, *, per_node: bool = True) -> dict[str, str
         SELECTED_NODE: att.bound_to or "",
     }
     if per_node:
-        out[FILTER_RESULT] = _dump(filter_result)
+        fast = _per_node_json(att)
+        if fast is None:
+            score = {n: {p: str(v) for p, v in plugins.items()} for n, plugins in (att.score or {}).items()}
+            final = {n: {p: str(v) for p, v in plugins.items()} for n, plugins in (att.final_score or {}).items()}
+            fast = _dump(att.filter), _dump(score), _dump(final)
+        out[FILTER_RESULT] = fast[0]
         out[POSTFILTER_RESULT] = _dump(postfilter)
-        out[SCORE_RESULT] = _dump(score)
-        out[FINALSCORE_RESULT] = _dump(final)
+        out[SCORE_RESULT] = fast[1]
+        out[FINALSCORE_RESULT] = fast[2]
     return out
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from app.cluster.validation import TOTAL_ANNOTATION_BYTES
 from app.results import annotations as ann
+from app.simulation.runner import ScenarioRun
 
 
 def _total(annotations: dict[str, str]) -> int:
@@ -23,3 +27,20 @@ def test_history_leaves_room_for_the_other_annotations_of_the_pod() -> None:
     assert history[-1][ann.SELECTED_NODE] == "attempt-11"
     assert len(history) >= 3  # older entries are dropped only as far as needed
     assert pod_annotations["kubectl.kubernetes.io/last-applied-configuration"] == "y" * 20_000
+
+
+def _scenario_paths() -> list[Path]:
+    golden = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
+    # One scenario of each family (preemption, sampling, volumes, ...): fits, ties, failures, unresolvable statuses.
+    return [sorted(family.glob("*.scenario.json"))[0] for family in sorted(golden.iterdir()) if family.is_dir()]
+
+
+@pytest.mark.parametrize("path", _scenario_paths(), ids=lambda p: p.parent.name)
+def test_per_node_maps_from_the_matrices_equal_the_dict_path(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts = [a for a, _ in ScenarioRun(json.loads(path.read_text()), record=True).run() if a.pre_enqueue is None]
+    assert attempts
+    fast = [ann.attempt_annotations(a) for a in attempts]
+    assert any(ann._per_node_json(a) is not None for a in attempts)  # the matrices were used
+    monkeypatch.setattr(ann, "_per_node_json", lambda _att: None)
+    slow = [ann.attempt_annotations(a) for a in attempts]
+    assert [list(f.items()) for f in fast] == [list(s.items()) for s in slow]  # same text, same key order
