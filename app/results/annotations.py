@@ -15,7 +15,7 @@ import numpy.typing as npt
 import orjson
 
 from app.scheduler.cycle import Attempt
-from app.scheduler.record import FilterMatrix, ScoreMatrix
+from app.scheduler.record import FilterMatrix, ScoreMatrix, name_ranks
 
 PREFIX = "kube-scheduler-simulator.sigs.k8s.io/"
 PREFILTER_STATUS = PREFIX + "prefilter-result-status"
@@ -77,8 +77,7 @@ def _name_table(names: Sequence[str]) -> tuple[list[str], npt.NDArray[np.int64]]
     hit = _NAME_TABLES.get(id(names))
     if hit is not None and hit[0] is names:
         return hit[1], hit[2]
-    ranks = np.empty(len(names), np.int64)
-    ranks[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names), dtype=np.int64)
+    ranks = name_ranks(names)
     quoted = [_quoted(name) for name in names]
     if len(_NAME_TABLES) >= _NAME_TABLES_MAX:
         _NAME_TABLES.pop(next(iter(_NAME_TABLES)))

@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session
 from app.results.codec import encode_matrices, encode_record
 from app.results.repository import ResultsRepository
 from app.scheduler.cycle import Attempt
-from app.scheduler.record import FIRST_REASON, FilterMatrix, ScoreMatrix
+from app.scheduler.record import FIRST_REASON, FilterMatrix, ScoreMatrix, name_ranks
 
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 _FRAME = struct.Struct("<II")
@@ -643,12 +643,6 @@ def _sorted_names(all_names: list[str], idx: AnyArray, ranks: npt.NDArray[np.int
     return [all_names[i] for i in order.tolist()]
 
 
-def _name_ranks(all_names: list[str]) -> npt.NDArray[np.int64]:
-    ranks = np.empty(len(all_names), np.int64)
-    ranks[sorted(range(len(all_names)), key=all_names.__getitem__)] = np.arange(len(all_names), dtype=np.int64)
-    return ranks
-
-
 def _attempt_row(
     m: tuple[Any, ...],
     body: memoryview,
@@ -699,7 +693,7 @@ def _attempt_row(
             all_names = names[token]
             rank = ranks.get(token)
             if rank is None:
-                rank = ranks[token] = _name_ranks(all_names)
+                rank = ranks[token] = name_ranks(all_names)
             details = (*details[:_SELECTED], _sorted_names(all_names, selected, rank), *details[_SELECTED + 1 :])
     blob = encode_record(filter_plugins, score_plugins, fm, sm)
     return _row(row, _details_json(details, matrix_rejections(fm)), blob), pos

@@ -27,6 +27,13 @@ IntArray = npt.NDArray[np.int64]
 AnyIntArray = npt.NDArray[np.integer[Any]]
 
 
+def name_ranks(names: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Each name's position in sorted order: ``argsort`` of ``ranks[positions]`` sorts those names."""
+    ranks = np.empty(len(names), np.int64)
+    ranks[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names), dtype=np.int64)
+    return ranks
+
+
 class _Rows:
     """Rows named by positions into a shared list of node names."""
 

@@ -22,25 +22,9 @@ from app.cluster.store import ClusterStore, InternalError
 from app.config import Settings
 from app.main import create_app
 from tests.cluster.factories import node, pod
+from tests.cluster.test_group_commit import failing_on
 
 TOKEN = "lean-token"
-
-
-def hang_then_fail(
-    monkeypatch: pytest.MonkeyPatch, name: str, *, entered: threading.Event, release: threading.Event
-) -> None:
-    """Make the transaction carrying an object called ``name`` wait for ``release``, then fail."""
-    original = repository.write_changes
-
-    def write_changes(conn: Any, changes: Iterable[repository.Change], resource_version: int) -> None:
-        changes = list(changes)
-        if any(c.row.name == name for c in changes):
-            entered.set()
-            release.wait(10)
-            raise OSError("disk full")
-        original(conn, changes, resource_version)
-
-    monkeypatch.setattr(repository, "write_changes", write_changes)
 
 
 def count_lean(app: FastAPI) -> list[str]:
@@ -155,7 +139,7 @@ async def test_a_failed_commit_answers_500_and_nothing_is_visible(
     store: ClusterStore = app.state.store
     before_rv = store.resource_version
     entered, release = threading.Event(), threading.Event()
-    hang_then_fail(monkeypatch, "doomed", entered=entered, release=release)
+    failing_on(monkeypatch, "doomed", entered=entered, release=release)
     creating = asyncio.create_task(client.post("/api/v1/namespaces/default/pods", json=pod("doomed")))
     assert await asyncio.to_thread(entered.wait, 10)
     # The commit hangs, yet the event loop serves other requests: no thread or loop is blocked on it.
@@ -206,7 +190,7 @@ def test_done_callbacks_run_once_when_durable_or_dropped(store: ClusterStore, mo
     assert calls[-1] == "late", "already durable: called at once"
 
     entered, release = threading.Event(), threading.Event()
-    hang_then_fail(monkeypatch, "doomed", entered=entered, release=release)
+    failing_on(monkeypatch, "doomed", entered=entered, release=release)
     with store.deferred() as failing:
         store.create("Pod", pod("doomed"))
     assert entered.wait(10)

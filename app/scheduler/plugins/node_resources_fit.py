@@ -509,6 +509,23 @@ def fits(pod: PodInfo, node_info: NodeInfo) -> list[InsufficientResource]:
 # --- the plugin -----------------------------------------------------------------------------------
 
 
+def _request_key(r: Resource) -> tuple[Any, ...]:
+    """What NodeResourcesFit's verdicts and status keys depend on in a pod: its requests."""
+    return (r.milli_cpu, r.memory, r.ephemeral_storage, tuple(r.scalar_resources.items()))
+
+
+def _resource_columns(batch: NodeBatch, name: str) -> tuple[IntArray, IntArray]:
+    """Allocatable and requested amounts of resource ``name`` on the batch's nodes."""
+    cols = batch.cols
+    if name == CPU:
+        return batch.take(cols.alloc_cpu), batch.take(cols.req_cpu)
+    if name == MEMORY:
+        return batch.take(cols.alloc_mem), batch.take(cols.req_mem)
+    if name == EPHEMERAL_STORAGE:
+        return batch.take(cols.alloc_eph), batch.take(cols.req_eph)
+    return batch.take(cols.scalar_alloc(name)), batch.take(cols.scalar_req(name))
+
+
 class _PreFilterState:
     """The pod's requests; never mutated, so clones share it."""
 
@@ -690,29 +707,22 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not isinstance(s, _PreFilterState):
             return None
         r = s.request
-        key = (r.milli_cpu, r.memory, r.ephemeral_storage, tuple(r.scalar_resources.items()))
+        checks = self._checks(r)
         ignored, groups = self.ignored_resources, self.ignored_resource_groups
         return self.fit_columns.take(
-            batch, key, lambda nodes: self._fits_columns(r, nodes), lambda ni: not fits_request(r, ni, ignored, groups)
+            batch,
+            _request_key(r),
+            lambda nodes: self._fits_columns(checks, nodes),
+            lambda ni: not fits_request(r, ni, ignored, groups),
         )
 
-    def _fits_columns(self, r: Resource, batch: NodeBatch) -> BoolArray:
+    @staticmethod
+    def _fits_columns(checks: list[tuple[str, int]], batch: NodeBatch) -> BoolArray:
         cols = batch.cols
         ok: BoolArray = batch.take(cols.num_pods) + 1 <= batch.take(cols.alloc_pods)
-        if r.milli_cpu > 0:
-            ok &= r.milli_cpu <= batch.take(cols.alloc_cpu) - batch.take(cols.req_cpu)
-        if r.memory > 0:
-            ok &= r.memory <= batch.take(cols.alloc_mem) - batch.take(cols.req_mem)
-        if r.ephemeral_storage > 0:
-            ok &= r.ephemeral_storage <= batch.take(cols.alloc_eph) - batch.take(cols.req_eph)
-        for name, quant in r.scalar_resources.items():
-            if quant == 0:
-                continue
-            if is_extended_resource_name(name):
-                group = name.split("/")[0] if self.ignored_resource_groups else ""
-                if name in self.ignored_resources or group in self.ignored_resource_groups:
-                    continue
-            ok &= quant <= batch.take(cols.scalar_alloc(name)) - batch.take(cols.scalar_req(name))
+        for name, quant in checks:
+            alloc, req = _resource_columns(batch, name)
+            ok &= quant <= alloc - req
         return ok
 
     def _checks(self, r: Resource) -> list[tuple[str, int]]:
@@ -726,7 +736,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             checks.append((EPHEMERAL_STORAGE, r.ephemeral_storage))
         for name, quant in r.scalar_resources.items():
             if quant != 0:
-                # Ignored resources never fail: their bits stay 0 whatever the columns say, as in filter.
+                # Ignored resources never fail: left out of the checks whatever the columns say, as in filter.
                 if is_extended_resource_name(name):
                     group = name.split("/")[0] if self.ignored_resource_groups else ""
                     if name in self.ignored_resources or group in self.ignored_resource_groups:
@@ -745,9 +755,11 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         checks = self._checks(r)
         if len(checks) > 30:
             return None
-        key = (r.milli_cpu, r.memory, r.ephemeral_storage, tuple(r.scalar_resources.items()))
         return self.key_columns.take(
-            batch, key, lambda nodes: self._key_columns(checks, nodes), lambda ni: self._node_key(checks, ni)
+            batch,
+            _request_key(r),
+            lambda nodes: self._key_columns(checks, nodes),
+            lambda ni: self._node_key(checks, ni),
         )
 
     @staticmethod
@@ -755,14 +767,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         cols = batch.cols
         keys: IntArray = (batch.take(cols.num_pods) + 1 > batch.take(cols.alloc_pods)).astype(np.int64)
         for i, (name, quant) in enumerate(checks):
-            if name == CPU:
-                alloc, req = batch.take(cols.alloc_cpu), batch.take(cols.req_cpu)
-            elif name == MEMORY:
-                alloc, req = batch.take(cols.alloc_mem), batch.take(cols.req_mem)
-            elif name == EPHEMERAL_STORAGE:
-                alloc, req = batch.take(cols.alloc_eph), batch.take(cols.req_eph)
-            else:
-                alloc, req = batch.take(cols.scalar_alloc(name)), batch.take(cols.scalar_req(name))
+            alloc, req = _resource_columns(batch, name)
             keys |= (quant > alloc - req).astype(np.int64) << (1 + 2 * i)
             keys |= (quant > alloc).astype(np.int64) << (2 + 2 * i)
         return keys
