@@ -1,10 +1,12 @@
 """Recording benchmark: the trace scheduled placements-only, then with every attempt recorded into a database.
 
-Usage: ``.venv/bin/python bench/record.py [--nodes FILE] [--pods FILE] [--db FILE] [--profile] [--only MODE]``.
+Usage: ``.venv/bin/python bench/record.py [--nodes FILE] [--pods FILE] [--db FILE] [--rounds N] [--profile]
+[--only MODE]``.
 The record run is what ``kss simulate --detail placements --record-db FILE`` does (every plugin's verdict on
 every node and every score kept, encoded and inserted by the results writer process); its wall time includes
-waiting for the writer to finish. Each mode runs in its own process (peak RSS per mode: the scheduling process;
-the writer's is printed apart). Prints both wall times, the overhead of recording, the database size and peak RSS.
+waiting for the writer to finish. Each run is its own process (peak RSS per mode: the scheduling process; the
+writer's is printed apart); ``--rounds`` (3) alternate the modes. Prints each run's wall time, the overhead of
+recording from the medians, the database size and peak RSS.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,6 +106,7 @@ def main() -> int:
     p.add_argument("--pods", type=Path, default=TRACE / "pods-1200.yaml")
     p.add_argument("--db", type=Path, help="the results database to write (default: a temporary file)")
     p.add_argument("--only", choices=MODES, help="run one mode in this process")
+    p.add_argument("--rounds", type=int, default=3, help="alternating runs of both modes (median taken)")
     p.add_argument("--json", action="store_true", help=argparse_hidden())
     args = p.parse_args()
     if args.only:
@@ -112,30 +116,42 @@ def main() -> int:
         print(json.dumps(out) if args.json else out)
         return 0
     print(machine())
-    figures: dict[str, dict[str, Any]] = {}
+    # Rounds alternate the two modes, so that drift on a shared machine touches both alike; the overhead is
+    # taken from the medians (and shown per round).
+    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or Path(tmp) / "results.db"
-        for mode in MODES:
-            cmd = [sys.executable, __file__, "--only", mode, "--json", "--nodes", str(args.nodes)]
-            cmd += ["--pods", str(args.pods), "--db", str(db)]
-            done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-            figures[mode] = json.loads(done.stdout.strip().splitlines()[-1])
-            f = figures[mode]
-            writer = ""
-            if f["writer_cpu_seconds"]:
-                writer = f"; writer process CPU {f['writer_cpu_seconds']:.2f} s, peak RSS {f['writer_rss_mb']:,.0f} MB"
-            print(
-                f"{mode}: {f['pods']} pods in {f['seconds']:.2f} s (scheduling {f['scheduling_seconds']:.2f} s, "
-                f"CPU {f['cpu_seconds']:.2f} s) = {f['pods'] / f['seconds']:,.0f} pods/s; peak RSS "
-                f"{f['rss_mb']:,.0f} MB{writer}; placements {f['digest']}"
-            )
-    base, rec = figures["placements"], figures["record-db"]
-    overhead = (rec["seconds"] / base["seconds"] - 1) * 100
-    print(f"recording overhead: {overhead:+.0f} % ({rec['seconds']:.2f} s vs {base['seconds']:.2f} s)")
-    per_attempt = rec["db_bytes"] / max(rec["pods"], 1) / 1e3
-    print(f"database size: {rec['db_bytes'] / 1e6:,.1f} MB ({per_attempt:,.1f} KB/attempt)")
-    if base["digest"] != rec["digest"]:
-        print("placements differ between the two runs")
+        for _ in range(args.rounds):
+            for mode in MODES:
+                cmd = [sys.executable, __file__, "--only", mode, "--json", "--nodes", str(args.nodes)]
+                cmd += ["--pods", str(args.pods), "--db", str(db)]
+                done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                f = json.loads(done.stdout.strip().splitlines()[-1])
+                runs[mode].append(f)
+                writer = ""
+                if f["writer_cpu_seconds"]:
+                    writer = (
+                        f"; writer process CPU {f['writer_cpu_seconds']:.2f} s, peak RSS {f['writer_rss_mb']:,.0f} MB"
+                    )
+                print(
+                    f"{mode}: {f['pods']} pods in {f['seconds']:.2f} s (scheduling {f['scheduling_seconds']:.2f} s, "
+                    f"CPU {f['cpu_seconds']:.2f} s) = {f['pods'] / f['seconds']:,.0f} pods/s; peak RSS "
+                    f"{f['rss_mb']:,.0f} MB{writer}; placements {f['digest']}",
+                    flush=True,
+                )
+    base = statistics.median(f["seconds"] for f in runs["placements"])
+    rec = statistics.median(f["seconds"] for f in runs["record-db"])
+    pairs = zip(runs["placements"], runs["record-db"], strict=True)
+    rounds = [f"{(r['seconds'] / b['seconds'] - 1) * 100:+.0f} %" for b, r in pairs]
+    print(
+        f"recording overhead: {(rec / base - 1) * 100:+.0f} % (medians of {args.rounds} rounds: {rec:.2f} s vs "
+        f"{base:.2f} s; per round {', '.join(rounds)})"
+    )
+    last = runs["record-db"][-1]
+    per_attempt = last["db_bytes"] / max(last["pods"], 1) / 1e3
+    print(f"database size: {last['db_bytes'] / 1e6:,.1f} MB ({per_attempt:,.1f} KB/attempt)")
+    if len({f["digest"] for fs in runs.values() for f in fs}) != 1:
+        print("placements differ between the runs")
         return 1
     return 0
 

@@ -119,13 +119,19 @@ def _pack(rows: npt.NDArray[Any], parts: list[bytes], same: list[bool] | None = 
     return spec
 
 
-def _pack_cells(cells: npt.NDArray[Any], parts: list[bytes], constant: list[int] | None) -> list[int | str]:
-    """``_pack`` of the filter cells (plugin-major), told which plugins' rows are constant (the batch path knows)."""
-    if constant is None or cells.dtype != np.uint8 or not cells.shape[1] or len(constant) != cells.shape[0]:
-        return _pack(cells, parts)
+def _pack_cells(fm: FilterMatrix, parts: list[bytes]) -> list[int | str]:
+    """``_pack`` of the filter cells (plugin-major); by column when the batch path said which plugins' cells are
+    constant (the same spec and bytes)."""
+    constant, varying = fm.constant, fm.varying
+    if constant is None or not len(fm) or len(constant) != len(fm.plugins):
+        return _pack(np.ascontiguousarray(fm.cells.T), parts)  # plugin-major; row scans are much faster contiguous
+    if varying is None:
+        by_plugin = fm.cells.T
+        varying = [by_plugin[k] for k, c in enumerate(constant) if c < 0]
     spec: list[int | str] = []
-    for k, c in enumerate(constant):
-        spec += [c] if c >= 0 else _pack(cells[k : k + 1], parts)
+    columns = iter(varying)
+    for c in constant:
+        spec += [c] if c >= 0 else _pack(next(columns)[None, :], parts)
     return spec
 
 
@@ -193,7 +199,7 @@ def encode_record(
     plugins = list(filter_plugins)
     reasons: list[str] = []
     unres: list[bool] = []
-    cells: npt.NDArray[Any] = np.zeros((len(plugins), 0), np.int64)
+    cells_spec: list[int | str] | None = None  # packed below, after the node names' parts
     stopped: npt.NDArray[Any] = np.zeros(0, np.int64)
     # Node names: the rows of the filter matrix are usually a rotation of the snapshot's node list; that list
     # is stored (compressed once per list) with the rotation, else the row names themselves.
@@ -211,13 +217,12 @@ def encode_record(
         reasons = list(fm.reasons)
         unres = [bool(u) for u in fm.unresolvable]
         if fm.plugins == plugins:
-            cells = np.ascontiguousarray(fm.cells.T)  # plugin-major; row scans are much faster contiguous
             if fm.fail.dtype == np.int8:  # -1 (passed) .. 126: the stored values 0 .. 127 as bytes
                 stopped = (fm.fail + 1).view(np.uint8)
             else:
                 stopped = fm.fail.astype(np.int64) + 1
         else:  # a matrix without plugins (the profile has no filter): every verdict reads "skip"
-            cells = np.full((len(plugins), row_count), SKIP, np.int64)
+            cells_spec = [SKIP if row_count else 0] * len(plugins)
             stopped = np.zeros(row_count, np.int64)
     extra: list[str] = []
     kept: list[str] = []
@@ -271,7 +276,7 @@ def encode_record(
         "weights": weights,
         "scored": len(sm) if scored_feasible and sm is not None else len(scored_idx),
         "scoredFeasible": scored_feasible,
-        "cells": _pack_cells(cells, parts, fm.constant if fm is not None and fm.plugins == plugins else None),
+        "cells": cells_spec if cells_spec is not None else [0] * len(plugins) if fm is None else _pack_cells(fm, parts),
         "stopped": _pack(stopped[None, :], parts),
         "scoredNodes": [] if scored_feasible else _pack(scored_idx[None, :], parts),
         "raw": _pack(raw, parts),

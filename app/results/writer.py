@@ -72,7 +72,7 @@ def matrix_rejections(fm: FilterMatrix | None) -> dict[str, dict[str, int]]:
     if constant is not None and fm.fail.dtype == np.int8 and constant.count(-1) == 1:
         # One plugin rejected nodes (the usual case): every rejected node stopped there, on its cell.
         k = constant.index(-1)
-        column = fm.cells[:, k]
+        column = fm.column(k)
         codes = column[column >= FIRST_REASON]
         if not len(codes):
             return out
@@ -324,18 +324,17 @@ class ProcessWriter:
             rotation = fm.rotation
             if rotation is None:
                 arrays.append(_contiguous(fm.idx))
-            constant = fm.constant
-            if constant is None or fm.fail.dtype != np.int8:
+            constant, varying = fm.constant, fm.varying
+            if constant is None or varying is None or fm.fail.dtype != np.int8:
                 arrays.append(_contiguous(fm.cells))
                 arrays.append(_contiguous(fm.fail))
                 cells_meta: Any = (_spec(fm.cells), _spec(fm.fail))
             else:
-                # Fewer bytes: only the columns where some node was rejected (plugin-major); the child fills the
-                # constant ones and derives ``fail`` (the first column holding a reason).
-                varying = [k for k, c in enumerate(constant) if c < 0]
-                by_plugin = fm.cells.T  # the batch path's cells are plugin-major underneath: rows are contiguous
-                arrays += [_contiguous(by_plugin[k]) for k in varying]
-                cells_meta = (fm.cells.dtype.char, constant, (len(varying), len(fm)))
+                # Fewer bytes: only the columns where some node was rejected; the child derives ``fail`` (the first
+                # column holding a reason).
+                arrays += [_contiguous(c) for c in varying]
+                char = varying[0].dtype.char if varying else "B"
+                cells_meta = (char, constant, (len(varying), len(fm)))
             fm_meta = (
                 self._token(fm.all_names), rotation, len(fm), fm.plugins, fm.reasons, fm.unresolvable,
                 None if rotation is not None else _spec(fm.idx), cells_meta,
@@ -623,18 +622,15 @@ def _take(body: memoryview, pos: int, spec: tuple[str, tuple[int, ...]]) -> tupl
     return np.frombuffer(body, dtype, count, pos).reshape(shape), pos + count * dtype.itemsize
 
 
-def _rebuild_cells(dtype: np.dtype[Any], count: int, constant: list[int], block: AnyArray) -> tuple[AnyArray, AnyArray]:
-    """A filter matrix's cells and ``fail`` from its constant columns and the varying ones (plugin-major)."""
-    by_plugin = np.empty((len(constant), count), dtype)  # plugin-major, as the scheduling side keeps them
-    by_plugin[:] = np.array([max(c, 0) for c in constant], dtype)[:, None]
+def _first_rejections(count: int, constant: list[int], block: AnyArray) -> AnyArray:
+    """A filter matrix's ``fail`` from its varying columns (``block``, one row per plugin whose ``constant`` is
+    -1): the first plugin (in order) holding a reason."""
     fail = np.full(count, -1, np.int8)
     varying = [k for k, c in enumerate(constant) if c < 0]
-    if varying:
-        by_plugin[varying] = block
-        # The first plugin (in order) holding a reason: assigned last to first so the first one wins.
-        for j in range(len(varying) - 1, -1, -1):
-            fail[block[j] >= FIRST_REASON] = varying[j]
-    return by_plugin.T, fail
+    # Assigned last to first so the first one wins.
+    for j in range(len(varying) - 1, -1, -1):
+        fail[block[j] >= FIRST_REASON] = varying[j]
+    return fail
 
 
 def _sorted_names(all_names: list[str], idx: AnyArray, ranks: npt.NDArray[np.int64]) -> list[str]:
@@ -662,12 +658,13 @@ def _attempt_row(
         if len(cells_meta) == 2:
             cells, pos = _take(body, pos, cells_meta[0])
             fail, pos = _take(body, pos, cells_meta[1])
-            constant = None
+            fm = FilterMatrix(all_names, idx, plugins, cells, reasons, unresolvable, fail, rotation)
         else:
             char, constant, block_shape = cells_meta
             block, pos = _take(body, pos, (char, block_shape))
-            cells, fail = _rebuild_cells(np.dtype(char), count, constant, block)
-        fm = FilterMatrix(all_names, idx, plugins, cells, reasons, unresolvable, fail, rotation, constant)
+            fail = _first_rejections(count, constant, block)
+            columns = list(block)
+            fm = FilterMatrix(all_names, idx, plugins, None, reasons, unresolvable, fail, rotation, constant, columns)
     if sm_meta is not None:
         token, plugins, weights, idx_spec, raw_spec, norm_spec, same, norm_char, selected_spec = sm_meta
         if idx_spec is None:

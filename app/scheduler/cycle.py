@@ -22,7 +22,14 @@ from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 from app.scheduler.record import FilterMatrix, ScoreMatrix
-from app.scheduler.runtime import BatchFilterOutcome, Framework, ReasonTable, RecordFilterOutcome, status_text
+from app.scheduler.runtime import (
+    UINT8_REASONS,
+    BatchFilterOutcome,
+    Framework,
+    ReasonTable,
+    RecordFilterOutcome,
+    status_text,
+)
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -750,44 +757,53 @@ class Scheduler:
     ) -> None:
         """The verdicts of the nodes the walk visited (the first ``cutoff``) as the attempt's filter matrix;
         ``rotation``: the walk's start when ``positions`` is the whole node list rotated."""
-        if len(chunks) == 1:
-            cells, fail, constant = chunks[0].cells, chunks[0].fail, chunks[0].constant
-        else:
-            cells = np.concatenate([c.cells.T for c in chunks], axis=1).T  # plugin-major underneath, as each chunk
-            fail = np.concatenate([c.fail for c in chunks])
-            constant = chunks[0].constant.copy()
-            for c in chunks[1:]:
-                constant[c.constant != constant] = -1
         table = chunks[0].table
-        all_names = self.snapshot.columns().names
-        plugins = att.filter_plugins  # the profile's filter plugins (one list per attempt, pickled once)
         # Cells in the smallest type that holds them (copied to the results writer, maybe kept by the caller): the
         # batch built them so unless a later chunk met more reasons.
-        kept_type = np.uint8 if len(table.reasons) < 250 else np.int16
-        cells_kept = cells[:cutoff]
-        if cells_kept.dtype != kept_type:
-            cells_kept = cells_kept.astype(kept_type)
+        kept_type = np.uint8 if len(table.reasons) < UINT8_REASONS else np.int16
+        columns: dict[int, npt.NDArray[Any]]
+        if len(chunks) == 1:
+            fail, columns = chunks[0].fail, chunks[0].columns
+            constant: list[int] = chunks[0].constant.tolist()
+        else:
+            fail = np.concatenate([c.fail for c in chunks])
+            merged = chunks[0].constant.copy()
+            for c in chunks[1:]:
+                merged[c.constant != merged] = -1
+            constant = merged.tolist()
+            columns = {
+                k: np.concatenate(
+                    [c.columns[k] if k in c.columns else np.full(len(c.fail), c.constant[k], kept_type) for c in chunks]
+                )
+                for k, ck in enumerate(constant)
+                if ck < 0
+            }
+        varying = [columns[k][:cutoff] for k in sorted(columns)]  # plugin order, as ``constant``'s -1s
+        for j, column in enumerate(varying):
+            if column.dtype != kept_type:
+                varying[j] = column.astype(kept_type)
         fail_kept = fail[:cutoff]
         if fail_kept.dtype != np.int8:
             fail_kept = fail_kept.astype(np.int8)
-        fm = FilterMatrix(
+        all_names = self.snapshot.columns().names
+        att.filter_matrix = FilterMatrix(
             all_names,
             positions[:cutoff],
-            plugins,
-            cells_kept,
+            att.filter_plugins,  # the profile's filter plugins (one list per attempt, pickled once)
+            None,
             table.reasons,
             table.unresolvable,
             fail_kept,
             rotation,
-            constant.tolist(),
+            constant,
+            varying,
         )
-        att.filter_matrix = fm
         if not fits_nowhere:
             return
         # Diagnosis for the fit error and PostFilter: each rejected node's status (one object per reason).
         for i in np.flatnonzero(fail >= 0).tolist():
             k = int(fail[i])
-            st = table.statuses[(k, int(cells[i, k]))]
+            st = table.statuses[(k, int(columns[k][i]))]
             diagnosis.node_to_status.set(all_names[int(positions[i])], st)
             diagnosis.unschedulable_plugins.add(st.plugin)
 

@@ -282,16 +282,25 @@ class FilterPlugin(Plugin, ABC):
         """
         return None
 
+    def filter_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Batch Filter for recording: per node of ``batch``, 0 where ``filter`` succeeds, else a non-negative key
+        such that nodes with equal keys get equal statuses (code and reasons) from ``filter``, each given by
+        ``filter_status_of_key``; None when not vectorised that way.
+
+        Optional. Recording then needs one look-up per distinct key (usually a few) and no ``filter_nodes``.
+        """
+        return None
+
     def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
-        """For nodes of ``batch`` that ``filter_nodes`` rejected: keys such that nodes with equal keys get equal
-        statuses (code and reasons) from ``filter``; None when unknown.
+        """For nodes of ``batch`` that ``filter_nodes`` rejected: non-negative keys such that nodes with equal keys
+        get equal statuses (code and reasons) from ``filter``; None when unknown.
 
         Optional. Recording asks ``filter`` for one node per distinct key instead of every rejected node.
         """
         return None
 
     def filter_status_of_key(self, state: CycleState, pod: PodInfo, key: int) -> Status | None:
-        """The status ``filter`` gives a node whose ``filter_status_keys`` key is ``key`` (a new object), when the
+        """The status ``filter`` gives a node whose ``filter_keys`` key is ``key`` (a new object), when the
         key alone decides it; None to ask ``filter`` on a node.
 
         Optional. Recording then needs no node per distinct key.

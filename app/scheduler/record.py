@@ -62,34 +62,63 @@ class FilterMatrix(_Rows):
     ``cells[i, k]``: PASSED, SKIP, or FIRST_REASON + j for ``reasons[j]`` (a status text; ``unresolvable[j]``
     says whether that status was UnschedulableAndUnresolvable). ``fail[i]``: the plugin (column) whose status
     stopped kube-scheduler's loop on the node, -1 when it passed.
+
+    The batch path gives the cells by column instead: ``constant[k]`` the cell of every row for plugin k (PASSED
+    or SKIP), -1 where rows may differ, and ``varying`` the columns of those plugins (in plugin order, one dtype);
+    ``cells`` is then built on first read (the results writer sends and encodes the columns as they are).
     """
 
-    __slots__ = ("cells", "constant", "fail", "plugins", "reasons", "rotation", "unresolvable")
+    __slots__ = ("_cells", "constant", "fail", "plugins", "reasons", "rotation", "unresolvable", "varying")
 
     def __init__(
         self,
         all_names: Sequence[str],
         idx: AnyIntArray,
         plugins: list[str],
-        cells: AnyIntArray,
+        cells: AnyIntArray | None,
         reasons: list[str],
         unresolvable: list[bool],
         fail: AnyIntArray,
         rotation: int | None = None,
         constant: list[int] | None = None,
+        varying: list[AnyIntArray] | None = None,
     ) -> None:
         super().__init__(all_names, idx)
+        if cells is None and (constant is None or varying is None):
+            raise ValueError("a FilterMatrix needs its cells, or its constant and varying columns")
         self.plugins = plugins
-        self.cells = cells
+        self._cells = cells
         self.reasons = reasons
         self.unresolvable = unresolvable
         self.fail = fail
         # ``s`` when the rows are known to be ``all_names[s], all_names[s+1], ...`` (mod n), the walk's order
         # over the whole node list: the results codec then stores the rotation, not the positions.
         self.rotation = rotation
-        # Per plugin, the cell every row holds (PASSED or SKIP), -1 where rows differ; set by the batch path, whose
-        # ``fail`` is then the first column holding a reason (the results writer sends only the varying columns).
+        # Set by the batch path, whose ``fail`` is then the first column holding a reason.
         self.constant = constant
+        self.varying = varying
+
+    @property
+    def cells(self) -> AnyIntArray:
+        """Node-major cells (plugin-major underneath)."""
+        if self._cells is None:
+            assert self.constant is not None and self.varying is not None
+            dtype = self.varying[0].dtype if self.varying else np.dtype(np.uint8)
+            by_plugin = np.empty((len(self.constant), len(self.idx)), dtype)
+            by_plugin[:] = np.array([max(c, 0) for c in self.constant], dtype)[:, None]
+            if self.varying:
+                by_plugin[[k for k, c in enumerate(self.constant) if c < 0]] = self.varying
+            self._cells = by_plugin.T
+        return self._cells
+
+    def column(self, k: int) -> AnyIntArray:
+        """Plugin ``k``'s cells, one per row."""
+        if self._cells is None and self.constant is not None and self.varying is not None:
+            c = self.constant[k]
+            if c < 0:
+                return self.varying[self.constant[:k].count(-1)]
+            return np.full(len(self.idx), c, self.varying[0].dtype if self.varying else np.uint8)
+        return self.cells[:, k]
 
     def filter_dict(self) -> dict[str, dict[str, str]]:
         """``Attempt.filter``: node -> plugin -> "passed" | "skip" | message."""

@@ -41,7 +41,7 @@ from app.scheduler.framework import (
     success,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.record import FIRST_REASON, SKIP
+from app.scheduler.record import FIRST_REASON, PASSED, SKIP
 
 
 def status_text(st: Status) -> str:
@@ -114,20 +114,20 @@ class ReasonTable:
 
 
 class RecordFilterOutcome:
-    """Every filter plugin's verdict on every node of a batch (record mode).
+    """Every filter plugin's verdict on every node of a batch (record mode), by plugin.
 
-    ``cells[j, k]`` (the transpose of a plugin-major array): PASSED, SKIP or a reason cell of ``table`` (uint8
-    while the table has fewer than ``_UINT8_REASONS`` texts, else int16); ``fail[j]`` the first plugin that
-    rejected node j (-1: passed); ``constant[k]`` the cell of every node for plugin k (PASSED or SKIP), -1 where
-    some node was rejected.
+    ``constant[k]``: the cell of every node for plugin k (PASSED or SKIP), -1 where some node was rejected;
+    ``columns[k]`` for those plugins: each node's cell (PASSED or a reason cell of ``table``, uint8 while the
+    table has fewer than ``UINT8_REASONS`` texts, else int16). ``fail[j]``: the first plugin that rejected node
+    j (-1: passed).
     """
 
-    __slots__ = ("batch", "cells", "constant", "fail", "ok", "table")
+    __slots__ = ("batch", "columns", "constant", "fail", "ok", "table")
 
     def __init__(
         self,
         batch: NodeBatch,
-        cells: npt.NDArray[Any],
+        columns: dict[int, npt.NDArray[Any]],
         fail: npt.NDArray[Any],
         table: ReasonTable,
         constant: npt.NDArray[np.int16],
@@ -135,44 +135,89 @@ class RecordFilterOutcome:
         self.batch = batch
         self.constant = constant
         self.table = table
-        self.cells = cells
+        self.columns = columns
         self.fail = fail
         self.ok: BoolArray = fail < 0
 
 
 # Reason tables shorter than this keep their cells in uint8 (FIRST_REASON + 249 < 256).
-_UINT8_REASONS = 250
+UINT8_REASONS = 250
 _INT16_MAX = int(np.iinfo(np.int16).max)
-# Distinct status keys looked for by scanning before falling back to np.unique (usually 1-3 keys).
-_SCAN_KEYS = 6
+# A plugin's rejections in the record pass: its index, the rejected batch positions, and their cells (``whole``:
+# a column of every node of the batch, PASSED where it passed; else one cell per rejected node).
+_Rejected = tuple[int, IntArray, npt.NDArray[Any], bool]
+_NONE_REJECTED: _Rejected = (-1, np.zeros(0, np.int64), np.zeros(0, np.int16), False)
+# Largest key looked up through a table (a count per key value); bigger keys go through np.unique.
+_KEY_TABLE = 4096
 
 
-def _distinct_keys(keys: IntArray) -> tuple[list[int], IntArray | None]:
-    """Positions of one element per distinct key (in ascending key order, the first of each key) and each
-    element's rank among the distinct keys (None when every key is equal). ``np.unique`` without its sort in
-    the usual case of a few distinct keys."""
-    m = len(keys)
-    first = keys[0]
-    eq = keys == first
-    if eq.all():
-        return [0], None
-    rest = np.flatnonzero(~eq)
-    found: list[tuple[int, int]] = [(int(first), 0)]  # (key, first position)
-    groups: list[IntArray] = [np.flatnonzero(eq)]
-    while len(rest):
-        if len(found) >= _SCAN_KEYS:
-            _, firsts, inv = np.unique(keys, return_index=True, return_inverse=True)
-            return firsts.tolist(), inv.reshape(-1).astype(np.int64)
-        pos = int(rest[0])
-        sub = keys[rest] == keys[pos]
-        found.append((int(keys[pos]), pos))
-        groups.append(rest[sub])
-        rest = rest[~sub]
-    order = sorted(range(len(found)), key=lambda g: found[g][0])
-    inverse: IntArray = np.empty(m, np.int64)
-    for rank, g in enumerate(order):
-        inverse[groups[g]] = rank
-    return [found[g][1] for g in order], inverse
+def _keyed_cells(
+    k: int,
+    pl: FilterPlugin,
+    state: CycleState,
+    pod: PodInfo,
+    batch: NodeBatch,
+    keys: IntArray,
+    table: ReasonTable,
+    of_key: bool,
+) -> _Rejected | None:
+    """Plugin ``k``'s cells from keys of every node of ``batch`` (0: passed; equal keys, equal statuses): one
+    status per distinct key, of ``filter_status_of_key`` when ``of_key`` else of ``filter`` on the first node with
+    that key, spread to the nodes through a key -> cell table. ``_NONE_REJECTED`` when every node passed; None
+    when a status is neither success nor a rejection."""
+    top = int(keys.max()) if len(keys) else 0
+    if top == 0:
+        return _NONE_REJECTED
+    inverse: IntArray | None = None
+    firsts: list[int] | None = None
+    if of_key and top < _KEY_TABLE:
+        distinct: list[int] = np.flatnonzero(np.bincount(keys)).tolist()
+    else:
+        values, first_pos, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        distinct, firsts = values.tolist(), first_pos.tolist()
+    codes: list[int] = []
+    for i, key in enumerate(distinct):
+        if key == 0:
+            codes.append(PASSED)
+            continue
+        st = pl.filter_status_of_key(state, pod, key) if of_key else None
+        if st is None:
+            ni = batch.nodes[firsts[i] if firsts is not None else int(np.argmax(keys == key))]
+            st = pl.filter(state, pod, ni)
+            if st.is_success():
+                raise RuntimeError(f"{pl.name}: node {ni.name!r} was rejected in the batch but filter accepts it")
+        if not st.is_rejected():
+            return None
+        codes.append(table.cell_for(k, pl, st))
+    dtype = np.uint8 if max(codes) <= 255 else np.int16
+    cells: npt.NDArray[Any]
+    if inverse is None:
+        cell_of = np.zeros(top + 1, dtype)
+        cell_of[distinct] = codes
+        cells = cell_of[keys]
+    else:
+        cells = np.array(codes, dtype)[inverse.reshape(-1)]
+    bad: IntArray = np.flatnonzero(keys)
+    return k, bad, cells, True
+
+
+def _per_node_cells(
+    k: int, pl: FilterPlugin, state: CycleState, pod: PodInfo, batch: NodeBatch, table: ReasonTable
+) -> _Rejected | None:
+    """Plugin ``k``'s cells asked of ``filter`` node by node (plugins without a batch filter)."""
+    bad: list[int] = []
+    codes: list[int] = []
+    for j, ni in enumerate(batch.nodes):
+        st = pl.filter(state, pod, ni)
+        if st.is_success():
+            continue
+        if not st.is_rejected():
+            return None
+        bad.append(j)
+        codes.append(table.cell_for(k, pl, st))
+    if not bad:
+        return _NONE_REJECTED
+    return k, np.array(bad, np.int64), np.array(codes, np.int16), False
 
 
 def _within_node_score(scores: IntArray) -> bool:
@@ -400,84 +445,62 @@ class Framework:
     ) -> RecordFilterOutcome | None:
         """``RunFilterPlugins`` with recording on every node of ``batch``: every plugin on every node.
 
-        Statuses of rejected nodes are asked of ``filter`` once per distinct ``filter_status_keys`` key (every
-        rejected node without keys). None when a plugin returned anything but success or a rejection (the
-        per-node loop then decides, as kube-scheduler stops at errors).
+        Statuses of rejected nodes are asked once per distinct ``filter_keys`` key (of ``filter_status_of_key``
+        or ``filter``), of ``filter`` on every rejected node for plugins without keys. None when a plugin returned
+        anything but success or a rejection (the per-node loop then decides, as kube-scheduler stops at errors).
         """
         table = table if table is not None else ReasonTable()
         n = len(batch)
         num_plugins = len(self.filter)
-        # Cells are mostly constant per plugin (PASSED, or SKIP for skipped plugins): a template row, then the
-        # rejected nodes' cells per plugin; ``fail`` is set by the first plugin (in profile order) to reject.
+        # Cells are mostly constant per plugin (PASSED, or SKIP for skipped plugins): a row of those, and a column
+        # per plugin that rejected nodes.
         row = np.zeros(num_plugins, np.int16)
-        rejected: list[tuple[int, IntArray, npt.NDArray[np.int16] | int]] = []
-        fail: npt.NDArray[np.signedinteger[Any]] = np.full(n, -1, np.int8 if num_plugins < 128 else np.int16)
+        rejected: list[_Rejected] = []
         skip_plugins = state.skip_filter_plugins
         for k, pl in enumerate(self.filter):
             if pl.name in skip_plugins:
                 row[k] = SKIP
                 continue
-            mask = pl.filter_nodes(state, pod, batch)
-            if mask is None:
-                bad_list: list[int] = []
-                code_list: list[int] = []
-                for j, ni in enumerate(batch.nodes):
-                    st = pl.filter(state, pod, ni)
-                    if st.is_success():
-                        continue
-                    if not st.is_rejected():
+            keys = pl.filter_keys(state, pod, batch)
+            of_key = keys is not None
+            if keys is None:
+                mask = pl.filter_nodes(state, pod, batch)
+                if mask is None:
+                    got = _per_node_cells(k, pl, state, pod, batch, table)
+                    if got is None:
                         return None
-                    bad_list.append(j)
-                    code_list.append(table.cell_for(k, pl, st))
-                if not bad_list:
+                    if got is not _NONE_REJECTED:
+                        rejected.append(got)
                     continue
-                bad: IntArray = np.array(bad_list, np.int64)
-                rejected.append((k, bad, np.array(code_list, np.int16)))
-            else:
                 if mask.all():
                     continue
+                # Keys for the whole batch from the rejected nodes' status keys (+1: 0 is for passing nodes), or
+                # one key per rejected node.
                 bad = np.flatnonzero(~mask)
-                keys: IntArray | None = None
-                if len(bad) == 1:
-                    reps: list[int] = [0]
-                    inverse: IntArray | None = None
-                else:
-                    keys = pl.filter_status_keys(state, pod, batch.subset(bad))
-                    if keys is None:
-                        reps = list(range(len(bad)))
-                        inverse = np.arange(len(bad), dtype=np.int64)
-                    else:
-                        reps, inverse = _distinct_keys(keys)
-                infos = batch.cols.infos
-                codes: list[int] = []
-                for j in reps:
-                    known = pl.filter_status_of_key(state, pod, int(keys[j])) if keys is not None else None
-                    if known is not None:
-                        st = known
-                    else:
-                        ni = infos[int(batch.idx[int(bad[j])])]
-                        st = pl.filter(state, pod, ni)
-                        if st.is_success():
-                            raise RuntimeError(f"{pl.name}: filter_nodes rejected node {ni.name!r} that filter accepts")
-                    if not st.is_rejected():
-                        return None
-                    codes.append(table.cell_for(k, pl, st))
-                if inverse is None:
-                    rejected.append((k, bad, codes[0]))
-                else:
-                    rejected.append((k, bad, np.array(codes, np.int16)[inverse]))
+                sub = pl.filter_status_keys(state, pod, batch.subset(bad)) if len(bad) > 1 else None
+                keys = np.zeros(n, np.int64)
+                keys[bad] = sub + 1 if sub is not None else np.arange(1, len(bad) + 1)
+            got = _keyed_cells(k, pl, state, pod, batch, keys, table, of_key)
+            if got is None:
+                return None
+            if got is not _NONE_REJECTED:
+                rejected.append(got)
         # ``fail``: the first plugin (in profile order) that rejected each node; assigned last to first so the
         # first one wins.
-        for k, bad, _ in reversed(rejected):
+        fail: npt.NDArray[np.signedinteger[Any]] = np.empty(n, np.int8 if num_plugins < 128 else np.int16)
+        fail.fill(-1)
+        for k, bad, _, _ in reversed(rejected):
             fail[bad] = k
-        # Plugin-major underneath (each plugin's column contiguous: filled, sent and encoded by column), seen
-        # node-major through the transpose.
-        cells_t = np.empty((num_plugins, n), np.uint8 if len(table.reasons) < _UINT8_REASONS else np.int16)
-        cells_t[:] = row.astype(cells_t.dtype)[:, None]  # cast first: a casting broadcast is ~5x slower
-        for k, bad, cell in rejected:
-            cells_t[k, bad] = cell
+        dtype = np.uint8 if len(table.reasons) < UINT8_REASONS else np.int16
+        columns: dict[int, npt.NDArray[Any]] = {}
+        for k, bad, cells, whole in rejected:
+            if whole:
+                columns[k] = cells
+            else:
+                column = columns[k] = np.zeros(n, dtype)
+                column[bad] = cells
             row[k] = -1
-        return RecordFilterOutcome(batch, cells_t.T, fail, table, row)
+        return RecordFilterOutcome(batch, columns, fail, table, row)
 
     def batch_filter_status(self, state: CycleState, pod: PodInfo, outcome: BatchFilterOutcome, pos: int) -> Status:
         """The status of a node the batch rejected (asked of the rejecting plugin's ``filter``)."""

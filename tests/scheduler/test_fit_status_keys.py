@@ -1,5 +1,5 @@
-"""NodeResourcesFit's record keys: kept per request for every node, and the status a key stands for equals the
-one ``filter`` gives the node (reasons, their order, and the code), as pods come and go."""
+"""NodeResourcesFit's record keys: kept per request for every node, 0 exactly where the pod fits, and the status a
+key stands for equals the one ``filter`` gives the node (reasons, their order, and the code), as pods come and go."""
 
 from __future__ import annotations
 
@@ -40,11 +40,11 @@ def _check(plugin: NodeResourcesFit, handle: object, pod: PodInfo) -> int:
     cols = handle.snapshot.columns()  # type: ignore[attr-defined]
     batch = NodeBatch.all(cols)
     mask = plugin.filter_nodes(state, pod, batch)
-    assert mask is not None
+    all_keys = plugin.filter_keys(state, pod, batch)
+    assert mask is not None and all_keys is not None
+    assert ((all_keys == 0) == mask).all()  # key 0 exactly where the pod fits
     bad = np.flatnonzero(~mask)
-    keys = plugin.filter_status_keys(state, pod, batch.subset(bad))
-    assert keys is not None and len(keys) == len(bad)
-    assert (keys != 0).all()  # a rejected node always has a failing check
+    keys = all_keys[bad]
     for pos, key in zip(bad.tolist(), keys.tolist(), strict=True):
         want = plugin.filter(state, pod, cols.infos[pos])
         got = plugin.filter_status_of_key(state, pod, key)
@@ -86,6 +86,6 @@ def test_ignored_extended_resources_never_fail() -> None:
     assert _check(plugin, handle, pod) == 1
     state = CycleState()
     plugin.pre_filter(state, pod, handle.snapshot.node_info_list)
-    keys = plugin.filter_status_keys(state, pod, NodeBatch.all(handle.snapshot.columns()))
+    keys = plugin.filter_keys(state, pod, NodeBatch.all(handle.snapshot.columns()))
     st = plugin.filter_status_of_key(state, pod, int(keys[0]))  # type: ignore[index]
     assert st is not None and st.reasons == ["Insufficient cpu"]

@@ -527,12 +527,16 @@ def _resource_columns(batch: NodeBatch, name: str) -> tuple[IntArray, IntArray]:
 
 
 class _PreFilterState:
-    """The pod's requests; never mutated, so clones share it."""
+    """The pod's requests, what ``fitsRequest`` compares and the key of the cached columns; never mutated, so
+    clones share it."""
 
-    __slots__ = ("request",)
+    __slots__ = ("check_names", "checks", "key", "request")
 
-    def __init__(self, request: Resource) -> None:
+    def __init__(self, request: Resource, checks: list[tuple[str, int]]) -> None:
         self.request = request
+        self.checks = checks
+        self.check_names = tuple(name for name, _ in checks)
+        self.key = _request_key(request)
 
     def clone(self) -> _PreFilterState:
         return self
@@ -671,7 +675,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(compute_pod_resource_request(pod)))
+        request = compute_pod_resource_request(pod)
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request, self._checks(request)))
         return None, success()
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
@@ -706,12 +711,11 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return None
-        r = s.request
-        checks = self._checks(r)
+        r, checks = s.request, s.checks
         ignored, groups = self.ignored_resources, self.ignored_resource_groups
         return self.fit_columns.take(
             batch,
-            _request_key(r),
+            s.key,
             lambda nodes: self._fits_columns(checks, nodes),
             lambda ni: not fits_request(r, ni, ignored, groups),
         )
@@ -744,20 +748,19 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 checks.append((name, quant))
         return checks
 
-    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+    def filter_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
         """Which checks of ``fitsRequest`` fail, as bits (bit 0: too many pods; then two per checked resource:
-        short of room, over allocatable): the status's reasons and code follow from them. Kept per request for
-        every node, as the verdicts are (``NodeColumnCache``)."""
+        short of room, over allocatable), 0 where the pod fits: the status's reasons and code follow from them.
+        Kept per request for every node, as the verdicts are (``NodeColumnCache``)."""
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return None
-        r = s.request
-        checks = self._checks(r)
+        checks = s.checks
         if len(checks) > 30:
             return None
         return self.key_columns.take(
             batch,
-            _request_key(r),
+            s.key,
             lambda nodes: self._key_columns(checks, nodes),
             lambda ni: self._node_key(checks, ni),
         )
@@ -790,12 +793,11 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return key
 
     def filter_status_of_key(self, state: CycleState, pod: PodInfo, key: int) -> Status | None:
-        """The status of ``fitsRequest``'s failures as ``filter_status_keys`` encodes them."""
+        """The status of ``fitsRequest``'s failures as ``filter_keys`` encodes them."""
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return None
-        checks = self._checks(s.request)
-        names = tuple(name for name, _ in checks)
+        names = s.check_names
         hit = self._key_statuses.get((names, key))
         if hit is None:
             reasons = ["Too many pods"] if key & 1 else []
