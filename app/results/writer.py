@@ -131,12 +131,14 @@ _get_details = operator.attrgetter(*(attr for _, attr in (*_DETAIL_FIELDS, *_DET
 _SELECTED = [key for key, _ in _DETAIL_FIELDS].index("selected")
 _get_head = operator.attrgetter(*(attr for _, attr in _DETAIL_FIELDS[:_SELECTED]))
 _DETAIL_KEYS = [key for key, _ in (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)]
-# Details most attempts share (sent once per batch, see ``ProcessWriter._shared``).
+# Details most attempts share, sent apart (see ``ProcessWriter._pack``), and the others.
 _SHARED_DETAILS = [
     _DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
 ]
-_SHARED_SLOTS = 2 + len(_SHARED_DETAILS)  # the score matrix's plugins and same-as-raw flags, then those
-_FILTER_PLUGINS, _SCORE_PLUGINS = _DETAIL_KEYS.index("filterPlugins"), _DETAIL_KEYS.index("scorePlugins")
+_OWN_DETAILS = [i for i in range(len(_DETAIL_KEYS)) if i not in _SHARED_DETAILS]
+_get_shared_details = operator.itemgetter(*_SHARED_DETAILS)
+_get_own_details = operator.itemgetter(*_OWN_DETAILS)
+_FILTER_PLUGINS, _SCORE_PLUGINS = 3, 4  # their positions in the shared values
 _get_tail = operator.attrgetter(
     *(attr for _, attr in (*_DETAIL_FIELDS[_SELECTED + 1 :], *_DETAIL_TAIL, *_DETAIL_TAIL2))
 )
@@ -253,8 +255,8 @@ class ProcessWriter:
         self._next_token = 0
         # id(weights array) -> (the array, kept alive so the id stays its own; the same weights as a list)
         self._weights: dict[int, tuple[AnyArray, list[int]]] = {}
-        # The value last sent in each slot of ``_shared``.
-        self._last: list[Any] = [None] * _SHARED_SLOTS
+        # The shared values of the attempt sent last (see ``_pack``).
+        self._shared: tuple[Any, ...] = ()
 
     def start(self) -> None:
         """Start the writer process (``submit`` starts it too)."""
@@ -339,8 +341,7 @@ class ProcessWriter:
                 self._token(fm.all_names), rotation, len(fm), fm.plugins, fm.reasons, fm.unresolvable,
                 None if rotation is not None else _spec(fm.idx), cells_meta,
             )  # fmt: skip
-        selected_spec = None
-        shared = self._shared
+        selected_spec = same = None
         if sm is not None:
             # Scored rows that are the filter rows that passed are rebuilt from the filter matrix; normalized rows
             # equal to raw ones are not sent.
@@ -364,35 +365,30 @@ class ProcessWriter:
                 selected_idx = _contiguous(positions[1])
                 arrays.append(selected_idx)
                 selected_spec = _spec(selected_idx)
+        details = (*_get_head(att), None if selected_spec is not None else att.selected, *_get_tail(att))
+        # Values most attempts share (plugin lists, PreFilter/PreScore/Reserve maps, weights, which normalized rows
+        # are the raw ones): the tuple sent before when equal, which pickle writes once per batch and then as a
+        # two-byte reference. (The maps are built in profile order: equal maps give the same JSON.)
+        shared = (*_get_shared_details(details), same)
+        if shared == self._shared:
+            shared = self._shared
+        else:
+            self._shared = shared
+        if fm_meta is not None and fm_meta[3] is att.filter_plugins:
+            fm_meta = (*fm_meta[:3], shared[_FILTER_PLUGINS], *fm_meta[4:])
+        if sm is not None:
             weights = self._weights.get(id(sm.weights))
             if weights is None or weights[0] is not sm.weights:  # the engine shares one array per plugin list
                 if len(self._weights) >= 64:
                     self._weights.clear()
                 weights = self._weights[id(sm.weights)] = (sm.weights, sm.weights.tolist())
+            sm_plugins = shared[_SCORE_PLUGINS] if sm.plugins is att.score_plugins else sm.plugins
             sm_meta = (
-                self._token(sm.all_names), shared(0, sm.plugins), weights[1],
-                _spec(sm.idx) if sm_idx else None, _spec(sm.raw), norm_spec, shared(1, same), normalized.dtype.char,
-                selected_spec,
+                self._token(sm.all_names), sm_plugins, weights[1], _spec(sm.idx) if sm_idx else None, _spec(sm.raw),
+                norm_spec, normalized.dtype.char, selected_spec,
             )  # fmt: skip
         row_values = _row_values(att, namespace, pod_name, pod_uid, queued_seconds)
-        details = [*_get_head(att), None if selected_spec is not None else att.selected, *_get_tail(att)]
-        for slot, i in enumerate(_SHARED_DETAILS, start=2):
-            details[i] = shared(slot, details[i])
-        plugins = details[_FILTER_PLUGINS], details[_SCORE_PLUGINS]
-        return ("attempt", row_values, tuple(details), *plugins, fm_meta, sm_meta), arrays
-
-    def _shared(self, slot: int, value: Any) -> Any:
-        """``value``, or the equal value sent before in the same slot: pickled once per batch then.
-
-        Most attempts carry the same plugin lists and the same PreFilter/PreScore/Reserve maps; pickle writes an
-        object it has already written in the same batch as a two-byte reference. The slots hold values of one
-        type by construction (lists of names or ints, name -> status text maps), so equal means the same JSON
-        once the order of a map's keys matches too."""
-        last = self._last[slot]
-        if value == last and (type(value) is not dict or list(value) == list(last)):
-            return last
-        self._last[slot] = value
-        return value
+        return ("attempt", row_values, _get_own_details(details), shared, fm_meta, sm_meta), arrays
 
     def _token(self, names: Sequence[str]) -> int:
         hit = self._names.get(id(names))
@@ -407,7 +403,7 @@ class ProcessWriter:
         return token
 
     def _send(self, control: tuple[Any, ...] | None = None) -> None:
-        metas, arrays = self._metas, self._arrays
+        metas, arrays, body = self._metas, self._arrays, self._bytes
         if control is not None:
             metas.append(control)
         self._metas, self._arrays, self._bytes = [], [], 0
@@ -420,12 +416,25 @@ class ProcessWriter:
             self._names.clear()  # the lists it introduced never reach the writer
             if control is None:
                 return
-            meta, arrays = pickle.dumps([control], protocol=pickle.HIGHEST_PROTOCOL), []
-        body = sum(a.nbytes for a in arrays)
-        # One buffer per batch: copying ~300 KB once costs less than handing the pipe a hundred small buffers.
-        frame = b"".join([_FRAME.pack(len(meta), body), meta, *(a.data for a in arrays)])
-        self._pending.append(frame)
-        self._pending_bytes += len(frame)
+            meta, arrays, body = pickle.dumps([control], protocol=pickle.HIGHEST_PROTOCOL), [], 0
+        buffers: list[Any] = [_FRAME.pack(len(meta), body), meta, *arrays]
+        size = _FRAME.size + len(meta) + body
+        written = 0
+        if not self._pending and self._poll.poll(0):
+            # The pipe has room: the kernel copies straight from the arrays (no joined copy of the batch).
+            try:
+                written = os.writev(self._fd, buffers)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self._lost(exc)
+                return
+            if written == size:
+                return
+        # The rest waits, as one buffer (the pipe is full: the writer is behind).
+        rest = memoryview(b"".join(buffers))[written:]
+        self._pending.append(rest)
+        self._pending_bytes += len(rest)
         # Write what the pipe takes now; wait for the writer only when it is far behind (or at a flush).
         self._drain(block=control is not None or self._pending_bytes > _MAX_PENDING_BYTES)
 
@@ -454,11 +463,15 @@ class ProcessWriter:
                         return  # the pipe is full
                 else:
                     pending.popleft()
-        except OSError as exc:  # the writer died: its own error (if any) comes with the acknowledgements
-            self._broken = True
-            pending.clear()
-            self._pending_bytes = 0
-            self.errors.append(f"results writer process: {type(exc).__name__}: {exc}")
+        except OSError as exc:
+            self._lost(exc)
+
+    def _lost(self, exc: OSError) -> None:
+        """The writer died: what is queued is dropped (its own error, if any, comes with the acknowledgements)."""
+        self._broken = True
+        self._pending.clear()
+        self._pending_bytes = 0
+        self.errors.append(f"results writer process: {type(exc).__name__}: {exc}")
 
     def flush(self) -> None:
         """Block until every attempt submitted so far is written."""
@@ -646,7 +659,13 @@ def _attempt_row(
     names: dict[int, list[str]],
     ranks: dict[int, npt.NDArray[np.int64]],
 ) -> tuple[dict[str, Any], int]:
-    _, row, details, filter_plugins, score_plugins, fm_meta, sm_meta = m
+    _, row, own, shared, fm_meta, sm_meta = m
+    details: list[Any] = [None] * len(_DETAIL_KEYS)
+    for i, value in zip(_OWN_DETAILS, own, strict=True):
+        details[i] = value
+    for i, value in zip(_SHARED_DETAILS, shared, strict=False):  # the last shared value is the score matrix's
+        details[i] = value
+    filter_plugins, score_plugins, same = shared[_FILTER_PLUGINS], shared[_SCORE_PLUGINS], shared[-1]
     fm = sm = None
     if fm_meta is not None:
         token, rotation, count, plugins, reasons, unresolvable, idx_spec, cells_meta = fm_meta
@@ -666,7 +685,7 @@ def _attempt_row(
             columns = list(block)
             fm = FilterMatrix(all_names, idx, plugins, None, reasons, unresolvable, fail, rotation, constant, columns)
     if sm_meta is not None:
-        token, plugins, weights, idx_spec, raw_spec, norm_spec, same, norm_char, selected_spec = sm_meta
+        token, plugins, weights, idx_spec, raw_spec, norm_spec, norm_char, selected_spec = sm_meta
         if idx_spec is None:
             assert fm is not None
             idx = fm.idx[fm.fail < 0].astype(np.int32)
@@ -691,6 +710,6 @@ def _attempt_row(
             rank = ranks.get(token)
             if rank is None:
                 rank = ranks[token] = name_ranks(all_names)
-            details = (*details[:_SELECTED], _sorted_names(all_names, selected, rank), *details[_SELECTED + 1 :])
+            details[_SELECTED] = _sorted_names(all_names, selected, rank)
     blob = encode_record(filter_plugins, score_plugins, fm, sm)
     return _row(row, _details_json(details, matrix_rejections(fm)), blob), pos

@@ -142,6 +142,8 @@ class Attempt:
         if fm is None and sm is None:
             return None
         d = self.__dict__
+        if _DICTS_USED not in d:
+            return fm, sm  # no record dict was read or written (the usual case): the matrices hold everything
         get = d.get
         if (
             not (get("_filter") or get("_unresolvable") or get("_filter_fail"))
@@ -192,6 +194,7 @@ def _matrix_view(name: str, source: str, build: Callable[[Any], Any], merge: boo
 
     def get(self: Attempt) -> Any:
         d = self.__dict__
+        d[_DICTS_USED] = True  # the caller may change what it got
         matrix = getattr(self, source)
         if matrix is not None and d.get(seen) is not matrix:
             d[seen] = matrix
@@ -204,9 +207,16 @@ def _matrix_view(name: str, source: str, build: Callable[[Any], Any], merge: boo
         return d.get(slot)
 
     def set_(self: Attempt, value: Any) -> None:
-        self.__dict__[slot] = value
+        d = self.__dict__
+        if value:  # the dataclass's defaults (empty or None) leave the matrices the whole record
+            d[_DICTS_USED] = True
+        d[slot] = value
 
     return property(get, set_)
+
+
+# Set in an Attempt once a record dict was read or given entries (``matrices_only`` then checks them).
+_DICTS_USED = "_dicts_used"
 
 
 def _feasible_get(self: Attempt) -> list[str]:
@@ -785,7 +795,7 @@ class Scheduler:
         fail_kept = fail[:cutoff]
         if fail_kept.dtype != np.int8:
             fail_kept = fail_kept.astype(np.int8)
-        all_names = self.snapshot.columns().names
+        all_names = chunks[0].batch.cols.names
         att.filter_matrix = FilterMatrix(
             all_names,
             positions[:cutoff],

@@ -165,13 +165,14 @@ def _keyed_cells(
     status per distinct key, of ``filter_status_of_key`` when ``of_key`` else of ``filter`` on the first node with
     that key, spread to the nodes through a key -> cell table. ``_NONE_REJECTED`` when every node passed; None
     when a status is neither success nor a rejection."""
-    top = int(keys.max()) if len(keys) else 0
+    # (NumPy's ufuncs and methods directly: their Python wrappers cost as much as the work on ~1,000 nodes.)
+    top = int(np.maximum.reduce(keys)) if len(keys) else 0
     if top == 0:
         return _NONE_REJECTED
     inverse: IntArray | None = None
     firsts: list[int] | None = None
     if of_key and top < _KEY_TABLE:
-        distinct: list[int] = np.flatnonzero(np.bincount(keys)).tolist()
+        distinct: list[int] = np.bincount(keys).nonzero()[0].tolist()
     else:
         values, first_pos, inverse = np.unique(keys, return_index=True, return_inverse=True)
         distinct, firsts = values.tolist(), first_pos.tolist()
@@ -194,10 +195,10 @@ def _keyed_cells(
     if inverse is None:
         cell_of = np.zeros(top + 1, dtype)
         cell_of[distinct] = codes
-        cells = cell_of[keys]
+        cells = cell_of.take(keys)
     else:
         cells = np.array(codes, dtype)[inverse.reshape(-1)]
-    bad: IntArray = np.flatnonzero(keys)
+    bad: IntArray = (keys != 0).nonzero()[0]  # a mask's nonzero is ~3x faster than an int64 array's
     return k, bad, cells, True
 
 
