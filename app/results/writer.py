@@ -126,22 +126,19 @@ _DETAIL_TAIL = (("evaluatedNodes", "evaluated_nodes"), ("filterPlugins", "filter
 _DETAIL_TAIL2 = (("scorePlugins", "score_plugins"), ("weights", "weights"))
 
 
-_get_details = operator.attrgetter(*(attr for _, attr in (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)))
-# The same, around ``selected`` (the writer process may rebuild it from positions).
-_SELECTED = [key for key, _ in _DETAIL_FIELDS].index("selected")
-_get_head = operator.attrgetter(*(attr for _, attr in _DETAIL_FIELDS[:_SELECTED]))
-_DETAIL_KEYS = [key for key, _ in (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)]
-# Details most attempts share, sent apart (see ``ProcessWriter._pack``), and the others.
+_ALL_DETAILS = (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)
+_get_details = operator.attrgetter(*(attr for _, attr in _ALL_DETAILS))
+_DETAIL_KEYS = [key for key, _ in _ALL_DETAILS]
+_SELECTED = _DETAIL_KEYS.index("selected")
+# The writer process gets the details most attempts share apart (see ``ProcessWriter._pack``), the others, and
+# ``selected`` (maybe rebuilt there from positions).
 _SHARED_DETAILS = [
     _DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
 ]
-_OWN_DETAILS = [i for i in range(len(_DETAIL_KEYS)) if i not in _SHARED_DETAILS]
-_get_shared_details = operator.itemgetter(*_SHARED_DETAILS)
-_get_own_details = operator.itemgetter(*_OWN_DETAILS)
+_OWN_DETAILS = [i for i in range(len(_DETAIL_KEYS)) if i not in _SHARED_DETAILS and i != _SELECTED]
+_get_shared_details = operator.attrgetter(*(_ALL_DETAILS[i][1] for i in _SHARED_DETAILS))
+_get_own_details = operator.attrgetter(*(_ALL_DETAILS[i][1] for i in _OWN_DETAILS))
 _FILTER_PLUGINS, _SCORE_PLUGINS = 3, 4  # their positions in the shared values
-_get_tail = operator.attrgetter(
-    *(attr for _, attr in (*_DETAIL_FIELDS[_SELECTED + 1 :], *_DETAIL_TAIL, *_DETAIL_TAIL2))
-)
 
 
 def _detail_values(att: Attempt) -> tuple[Any, ...]:
@@ -158,7 +155,7 @@ def _details_json(values: Sequence[Any], rejections: dict[str, dict[str, int]]) 
     return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-# Row columns taken from the attempt as they are, after namespace, pod_name, pod_uid.
+# Row columns taken from the attempt as they are (after namespace, pod_name, pod_uid, queued_seconds).
 _ROW_FIELDS = (
     ("attempt", "attempt"),
     ("cycle", "cycle"),
@@ -176,22 +173,14 @@ _ROW_FIELDS2 = (
 )
 
 
-_get_row = operator.attrgetter(*(attr for _, attr in _ROW_FIELDS))
-_get_row2 = operator.attrgetter(*(attr for _, attr in _ROW_FIELDS2))
+_get_row = operator.attrgetter(*(attr for _, attr in (*_ROW_FIELDS, *_ROW_FIELDS2)))
 
 
 def _row_values(att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> tuple[Any, ...]:
-    return (namespace, pod_name, pod_uid, *_get_row(att), queued_seconds, *_get_row2(att))
+    return (namespace, pod_name, pod_uid, queued_seconds, *_get_row(att))
 
 
-_ROW_KEYS = (
-    "namespace",
-    "pod_name",
-    "pod_uid",
-    *(k for k, _ in _ROW_FIELDS),
-    "queued_seconds",
-    *(k for k, _ in _ROW_FIELDS2),
-)
+_ROW_KEYS = ("namespace", "pod_name", "pod_uid", "queued_seconds", *(k for k, _ in (*_ROW_FIELDS, *_ROW_FIELDS2)))
 
 
 def _row(values: Sequence[Any], details: str, matrices: bytes | None) -> dict[str, Any]:
@@ -253,6 +242,7 @@ class ProcessWriter:
         # id(list) -> (the list, kept alive so the id stays its own; its token)
         self._names: dict[int, tuple[Sequence[str], int]] = {}
         self._next_token = 0
+        self._last_names: tuple[Sequence[str] | None, int] = (None, -1)  # the last hit of ``_names``
         # id(weights array) -> (the array, kept alive so the id stays its own; the same weights as a list)
         self._weights: dict[int, tuple[AnyArray, list[int]]] = {}
         # The shared values of the attempt sent last (see ``_pack``).
@@ -365,11 +355,10 @@ class ProcessWriter:
                 selected_idx = _contiguous(positions[1])
                 arrays.append(selected_idx)
                 selected_spec = _spec(selected_idx)
-        details = (*_get_head(att), None if selected_spec is not None else att.selected, *_get_tail(att))
         # Values most attempts share (plugin lists, PreFilter/PreScore/Reserve maps, weights, which normalized rows
         # are the raw ones): the tuple sent before when equal, which pickle writes once per batch and then as a
         # two-byte reference. (The maps are built in profile order: equal maps give the same JSON.)
-        shared = (*_get_shared_details(details), same)
+        shared = (*_get_shared_details(att), same)
         if shared == self._shared:
             shared = self._shared
         else:
@@ -387,18 +376,23 @@ class ProcessWriter:
                 self._token(sm.all_names), sm_plugins, weights[1], _spec(sm.idx) if sm_idx else None, _spec(sm.raw),
                 norm_spec, normalized.dtype.char, selected_spec,
             )  # fmt: skip
-        row_values = _row_values(att, namespace, pod_name, pod_uid, queued_seconds)
-        return ("attempt", row_values, _get_own_details(details), shared, fm_meta, sm_meta), arrays
+        row_values = (namespace, pod_name, pod_uid, queued_seconds, *_get_row(att))
+        selected = None if selected_spec is not None else att.selected
+        return ("attempt", row_values, _get_own_details(att), selected, shared, fm_meta, sm_meta), arrays
 
     def _token(self, names: Sequence[str]) -> int:
+        """The number ``names`` goes by in the writer process (the list is sent with the first use)."""
+        if names is self._last_names[0]:
+            return self._last_names[1]
         hit = self._names.get(id(names))
         if hit is not None and hit[0] is names:
+            self._last_names = hit
             return hit[1]
         token = self._next_token
         self._next_token += 1
         if len(self._names) >= _NAME_LISTS:
             self._names.pop(next(iter(self._names)))
-        self._names[id(names)] = (names, token)
+        self._names[id(names)] = self._last_names = (names, token)
         self._metas.append(("names", token, list(names)))
         return token
 
@@ -414,6 +408,7 @@ class ProcessWriter:
         except Exception as exc:  # something in a detail that cannot be copied: the batch is lost
             self.errors.append(f"{type(exc).__name__}: {exc}")
             self._names.clear()  # the lists it introduced never reach the writer
+            self._last_names = (None, -1)
             if control is None:
                 return
             meta, arrays, body = pickle.dumps([control], protocol=pickle.HIGHEST_PROTOCOL), [], 0
@@ -495,6 +490,7 @@ class ProcessWriter:
             self._acks.close()
             self._proc = None
             self._names.clear()
+            self._last_names = (None, -1)
 
     def _wait(self, seq: int) -> None:
         while not self._broken:
@@ -659,10 +655,11 @@ def _attempt_row(
     names: dict[int, list[str]],
     ranks: dict[int, npt.NDArray[np.int64]],
 ) -> tuple[dict[str, Any], int]:
-    _, row, own, shared, fm_meta, sm_meta = m
+    _, row, own, selected, shared, fm_meta, sm_meta = m
     details: list[Any] = [None] * len(_DETAIL_KEYS)
     for i, value in zip(_OWN_DETAILS, own, strict=True):
         details[i] = value
+    details[_SELECTED] = selected
     for i, value in zip(_SHARED_DETAILS, shared, strict=False):  # the last shared value is the score matrix's
         details[i] = value
     filter_plugins, score_plugins, same = shared[_FILTER_PLUGINS], shared[_SCORE_PLUGINS], shared[-1]

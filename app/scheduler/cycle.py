@@ -451,50 +451,56 @@ class Scheduler:
         att.prescore = prescore
         if not st.is_success():
             return np.zeros(0, np.int64), st
-        raw, normalized, weighted, st = fwk.run_score_plugins_batch(state, pod, nodes)
+        if not record:
+            raw, normalized, weighted, st = fwk.run_score_plugins_batch(state, pod, nodes)
+            if not st.is_success():
+                return np.zeros(0, np.int64), st
+            summed = np.zeros(len(nodes), np.int64)
+            for scores in weighted.values():
+                summed += scores
+            return summed, st
+        # Recording: the normalized scores go straight to the matrix's rows, and the totals are one product with
+        # the weights (cheaper than weighting and adding plugin by plugin).
+        n = len(nodes)
+        rows = np.empty((len(fwk.score), n), np.uint8)
+        raw, normalized, _, st = fwk.run_score_plugins_batch(state, pod, nodes, rows)
         if not st.is_success():
             return np.zeros(0, np.int64), st
-        totals = np.zeros(len(nodes), np.int64)
-        for scores in weighted.values():
-            totals += scores
-        if record:
-            plugins = list(raw)
-            if plugins == att.score_plugins:
-                plugins = att.score_plugins  # one list per attempt (pickled once for the results writer)
-            n = len(nodes)
-            # Filled row by row (cheaper than np.array over a list), in the smallest of uint8 / int32 / int64 that
-            # holds them (the matrices are copied to the results writer); normalized scores are validated to be
-            # within [0, 100], and so are the raw scores of plugins without NormalizeScore (the same array).
-            same = [normalized[p] is raw[p] for p in plugins]
-            norm_kept = np.empty((len(plugins), n), np.uint8)
+        plugins = list(raw)
+        if plugins == att.score_plugins:
+            plugins = att.score_plugins  # one list per attempt (pickled once for the results writer)
+        weights = self._score_weights(fwk, plugins)
+        norm_kept = rows[: len(plugins)]
+        totals: IntArray = weights @ norm_kept if n else np.zeros(0, np.int64)
+        same = [normalized[p] is raw[p] for p in plugins]
+        # Raw scores in the smallest of uint8 / int32 / int64 that holds them (the matrices are copied to the
+        # results writer): those of plugins without NormalizeScore are the normalized ones; the others are checked.
+        others = [raw[p] for p, eq in zip(plugins, same, strict=True) if not eq]
+        raw_kept: npt.NDArray[Any]
+        if n and plugins and all(r.dtype == np.int64 and int(r.view(np.uint64).max()) <= 255 for r in others):
+            # As unsigned, negative scores are huge: every row fits a byte, as the normalized ones do.
+            raw_kept = norm_kept.copy()
             for k, p in enumerate(plugins):
-                norm_kept[k] = normalized[p]
-            others = [raw[p] for p, eq in zip(plugins, same, strict=True) if not eq]
-            raw_kept: npt.NDArray[Any]
-            if n and plugins and all(r.dtype == np.int64 and int(r.view(np.uint64).max()) <= 255 for r in others):
-                # As unsigned, negative scores are huge: every row fits a byte, as the normalized ones do.
-                raw_kept = norm_kept.copy()
-                for k, p in enumerate(plugins):
-                    if not same[k]:
-                        raw_kept[k] = raw[p]
-            else:
-                raw_kept = np.empty((len(plugins), n), np.int64)
-                for k, p in enumerate(plugins):
+                if not same[k]:
                     raw_kept[k] = raw[p]
-                if n and plugins:
-                    if int(raw_kept.view(np.uint64).max()) <= 255:
-                        raw_kept = raw_kept.astype(np.uint8)
-                    elif int(raw_kept.min()) >= -(2**31) and int(raw_kept.max()) < 2**31:
-                        raw_kept = raw_kept.astype(np.int32)
-            att.score_matrix = ScoreMatrix(
-                nodes.cols.names,
-                nodes.idx.astype(np.int32),
-                plugins,
-                raw_kept,
-                norm_kept,
-                self._score_weights(fwk, plugins),
-            )
-            att.score_matrix.norm_same = same
+        else:
+            raw_kept = np.empty((len(plugins), n), np.int64)
+            for k, p in enumerate(plugins):
+                raw_kept[k] = raw[p]
+            if n and plugins:
+                if int(raw_kept.view(np.uint64).max()) <= 255:
+                    raw_kept = raw_kept.astype(np.uint8)
+                elif int(raw_kept.min()) >= -(2**31) and int(raw_kept.max()) < 2**31:
+                    raw_kept = raw_kept.astype(np.int32)
+        att.score_matrix = ScoreMatrix(
+            nodes.cols.names,
+            nodes.idx.astype(np.int32),
+            plugins,
+            raw_kept,
+            norm_kept,
+            weights,
+        )
+        att.score_matrix.norm_same = same
         return totals, st
 
     def _score_weights(self, fwk: Framework, plugins: list[str]) -> IntArray:

@@ -46,11 +46,10 @@ from app.scheduler.record import FIRST_REASON, PASSED, SKIP
 
 def status_text(st: Status) -> str:
     """How the golden files and the results store render a plugin status."""
-    if st.code == Code.SUCCESS:
-        return "success"
-    if st.code == Code.SKIP:
-        return "skip"
-    return st.message()
+    return _STATUS_WORDS.get(st.code) or st.message()
+
+
+_STATUS_WORDS = {Code.SUCCESS: "success", Code.SKIP: "skip"}
 
 
 class PreFilterOutcome:
@@ -301,13 +300,16 @@ class Framework:
         plugins_with_nodes: set[str] = set()
         return_status = success()
         stopped_at: int | None = None
+        per_plugin = out.per_plugin
         for i, pl in enumerate(self.pre_filter):
             r, st = pl.pre_filter(state, pod, nodes)
-            if record:
-                out.per_plugin[pl.name] = status_text(st)
+            code = st.code
+            if record:  # status_text, inline (once per plugin and attempt)
+                per_plugin[pl.name] = (
+                    "success" if code == Code.SUCCESS else "skip" if code == Code.SKIP else st.message()
+                )
                 if r is not None and r.node_names is not None:
                     out.per_plugin_nodes[pl.name] = sorted(r.node_names)
-            code = st.code
             if code == Code.SKIP:
                 skip_plugins.add(pl.name)
                 continue
@@ -640,9 +642,13 @@ class Framework:
         return raw, normalized, weighted, success()
 
     def run_score_plugins_batch(
-        self, state: CycleState, pod: PodInfo, batch: NodeBatch
+        self, state: CycleState, pod: PodInfo, batch: NodeBatch, rows: npt.NDArray[np.uint8] | None = None
     ) -> tuple[dict[str, IntArray], dict[str, IntArray], dict[str, IntArray], Status]:
-        """``run_score_plugins`` on a batch: raw, normalized and weighted scores per plugin as int64 arrays."""
+        """``run_score_plugins`` on a batch: raw, normalized and weighted scores per plugin as int64 arrays.
+
+        With ``rows`` (recording; one row per score plugin, one column per node): each plugin that ran writes its
+        normalized scores (validated to be within [0, 100]) to the next row instead of weighted scores.
+        """
         raw: dict[str, IntArray] = {}
         normalized: dict[str, IntArray] = {}
         weighted: dict[str, IntArray] = {}
@@ -674,6 +680,10 @@ class Framework:
                     batch_norm = np.array([ns.score for ns in node_scores], dtype=np.int64)
                 norm = batch_norm
             if _within_node_score(norm):
+                if rows is not None:
+                    rows[len(normalized)] = norm
+                    normalized[pl.name] = norm
+                    continue
                 normalized[pl.name] = norm
                 weighted[pl.name] = norm * self.weights.get(pl.name, 1)
                 continue
@@ -689,8 +699,11 @@ class Framework:
                         f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                     ),
                 )
+            if rows is not None:
+                rows[len(normalized)] = norm
+            else:
+                weighted[pl.name] = norm * self.weights.get(pl.name, 1)
             normalized[pl.name] = norm
-            weighted[pl.name] = norm * self.weights.get(pl.name, 1)
         return raw, normalized, weighted, success()
 
     def has_score_plugins(self) -> bool:
