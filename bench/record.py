@@ -47,15 +47,20 @@ def _children() -> resource.struct_rusage:
     return resource.getrusage(resource.RUSAGE_CHILDREN)
 
 
-def run_mode(mode: str, sc: dict[str, Any], db: Path, profile: bool) -> dict[str, Any]:
-    """One timed run of ``mode`` in this process."""
+def start_recorder(mode: str, db: Path) -> Any:
+    """The results writer of a record run (None for placements), started as ``kss simulate --record-db`` starts
+    it: before the scenario is read, so that its process starts up while the scenario loads."""
+    if mode != "record-db":
+        return None
     from app.simulation.cli import _recorder
-    from app.simulation.runner import run_scenario
 
-    recorder = None
-    if mode == "record-db":
-        db.unlink(missing_ok=True)
-        recorder = _recorder(str(db))
+    db.unlink(missing_ok=True)
+    return _recorder(str(db))
+
+
+def run_mode(mode: str, sc: dict[str, Any], recorder: Any, db: Path, profile: bool) -> dict[str, Any]:
+    """One timed run of ``mode`` in this process (``recorder``: ``start_recorder``'s)."""
+    from app.simulation.runner import run_scenario
 
     attempts: list[Any] = []
 
@@ -111,8 +116,9 @@ def main() -> int:
     args = p.parse_args()
     if args.only:
         db = args.db or Path(tempfile.gettempdir()) / "kss-bench-record.db"
+        recorder = start_recorder(args.only, db)
         sc = scenario(args.nodes, args.pods)
-        out = run_mode(args.only, sc, db, args.profile)
+        out = run_mode(args.only, sc, recorder, db, args.profile)
         print(json.dumps(out) if args.json else out)
         return 0
     print(machine())
