@@ -331,7 +331,8 @@ class ProcessWriter:
                 self._token(fm.all_names), rotation, len(fm), fm.plugins, fm.reasons, fm.unresolvable,
                 None if rotation is not None else _spec(fm.idx), cells_meta,
             )  # fmt: skip
-        selected_spec = same = None
+        selected_from_scores = False
+        same = None
         if sm is not None:
             # Scored rows that are the filter rows that passed are rebuilt from the filter matrix; normalized rows
             # equal to raw ones are not sent.
@@ -349,12 +350,11 @@ class ProcessWriter:
                 differ = [k for k, eq in enumerate(same) if not eq]
                 arrays += [normalized[k] for k in differ]  # rows of a C-contiguous array: no copy
                 norm_spec = (normalized.dtype.char, (len(differ), normalized.shape[1]))
-            # The best nodes (often hundreds on a cluster of alike nodes) as positions into the same name list.
+            # The best nodes (often hundreds on a cluster of alike nodes), when the engine took them from these
+            # scores (positions into the same name list): the child finds them again (the best totals).
             positions = att.selected_positions()
             if positions is not None and positions[0] is sm.all_names:
-                selected_idx = _contiguous(positions[1])
-                arrays.append(selected_idx)
-                selected_spec = _spec(selected_idx)
+                selected_from_scores = True
         # Values most attempts share (plugin lists, PreFilter/PreScore/Reserve maps, weights, which normalized rows
         # are the raw ones): the tuple sent before when equal, which pickle writes once per batch and then as a
         # two-byte reference. (The maps are built in profile order: equal maps give the same JSON.)
@@ -374,10 +374,10 @@ class ProcessWriter:
             sm_plugins = shared[_SCORE_PLUGINS] if sm.plugins is att.score_plugins else sm.plugins
             sm_meta = (
                 self._token(sm.all_names), sm_plugins, weights[1], _spec(sm.idx) if sm_idx else None, _spec(sm.raw),
-                norm_spec, normalized.dtype.char, selected_spec,
+                norm_spec, normalized.dtype.char, selected_from_scores,
             )  # fmt: skip
         row_values = (namespace, pod_name, pod_uid, queued_seconds, *_get_row(att))
-        selected = None if selected_spec is not None else att.selected
+        selected = None if selected_from_scores else att.selected
         return ("attempt", row_values, _get_own_details(att), selected, shared, fm_meta, sm_meta), arrays
 
     def _token(self, names: Sequence[str]) -> int:
@@ -682,7 +682,7 @@ def _attempt_row(
             columns = list(block)
             fm = FilterMatrix(all_names, idx, plugins, None, reasons, unresolvable, fail, rotation, constant, columns)
     if sm_meta is not None:
-        token, plugins, weights, idx_spec, raw_spec, norm_spec, norm_char, selected_spec = sm_meta
+        token, plugins, weights, idx_spec, raw_spec, norm_spec, norm_char, selected_from_scores = sm_meta
         if idx_spec is None:
             assert fm is not None
             idx = fm.idx[fm.fail < 0].astype(np.int32)
@@ -701,8 +701,10 @@ def _attempt_row(
                     j += 1
             normalized = full
         sm = ScoreMatrix(names[token], idx, plugins, raw, normalized, np.array(weights, np.int64))
-        if selected_spec is not None:
-            selected, pos = _take(body, pos, selected_spec)
+        if selected_from_scores and len(idx):
+            # As the engine chose them: the scored nodes with the best total (normalized scores times weights).
+            totals = sm.weights @ normalized
+            selected = idx[totals == totals.max()]
             all_names = names[token]
             rank = ranks.get(token)
             if rank is None:
