@@ -477,7 +477,12 @@ class Scheduler:
         # results writer): those of plugins without NormalizeScore are the normalized ones; the others are checked.
         others = [raw[p] for p, eq in zip(plugins, same, strict=True) if not eq]
         raw_kept: npt.NDArray[Any]
-        if n and plugins and all(r.dtype == np.int64 and int(r.view(np.uint64).max()) <= 255 for r in others):
+        joined = np.concatenate(others) if others else None  # one reduction for them all
+        if (
+            n
+            and plugins
+            and (joined is None or (joined.dtype == np.int64 and int(np.maximum.reduce(joined.view(np.uint64))) <= 255))
+        ):
             # As unsigned, negative scores are huge: every row fits a byte, as the normalized ones do.
             raw_kept = norm_kept.copy()
             for k, p in enumerate(plugins):

@@ -59,7 +59,7 @@ def test_record_db_holds_every_verdict_and_score(tmp_path: Path) -> None:
         got = svc.get_attempt(namespace, name, att.attempt, page_size=1000)
         assert got is not None
         assert (got["result"], got["boundTo"], got["message"]) == (att.result, att.bound_to, att.message)
-        # Details the writer rebuilds (the best nodes from positions) or sends once per batch (shared maps).
+        # Details the writer rebuilds (the best nodes, from the scores) or sends once per batch (shared maps).
         assert got["selected"] == att.selected
         assert (got["prefilter"], got["prescore"], got["reserve"]) == (att.prefilter, att.prescore, att.reserve)
         assert got["filterPlugins"] == att.filter_plugins
