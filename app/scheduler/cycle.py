@@ -799,7 +799,7 @@ class Scheduler:
                 for k, ck in enumerate(constant)
                 if ck < 0
             }
-        varying = [columns[k][:cutoff] for k in sorted(columns)]  # plugin order, as ``constant``'s -1s
+        varying = [column[:cutoff] for column in columns.values()]  # in plugin order, as ``constant``'s -1s
         for j, column in enumerate(varying):
             if column.dtype != kept_type:
                 varying[j] = column.astype(kept_type)

@@ -116,9 +116,9 @@ class RecordFilterOutcome:
     """Every filter plugin's verdict on every node of a batch (record mode), by plugin.
 
     ``constant[k]``: the cell of every node for plugin k (PASSED or SKIP), -1 where some node was rejected;
-    ``columns[k]`` for those plugins: each node's cell (PASSED or a reason cell of ``table``, uint8 while the
-    table has fewer than ``UINT8_REASONS`` texts, else int16). ``fail[j]``: the first plugin that rejected node
-    j (-1: passed).
+    ``columns[k]`` for those plugins (inserted in plugin order): each node's cell (PASSED or a reason cell of
+    ``table``, uint8 while the table has fewer than ``UINT8_REASONS`` texts, else int16). ``fail[j]``: the first
+    plugin that rejected node j (-1: passed).
     """
 
     __slots__ = ("batch", "columns", "constant", "fail", "ok", "table")
@@ -197,7 +197,7 @@ def _keyed_cells(
         cells = cell_of.take(keys)
     else:
         cells = np.array(codes, dtype)[inverse.reshape(-1)]
-    bad: IntArray = (keys != 0).nonzero()[0]  # a mask's nonzero is ~3x faster than an int64 array's
+    bad: IntArray = cells.nonzero()[0]  # the rejected nodes' cells are reasons (PASSED is 0)
     return k, bad, cells, True
 
 

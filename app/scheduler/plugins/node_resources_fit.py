@@ -771,8 +771,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         keys: IntArray = (batch.take(cols.num_pods) + 1 > batch.take(cols.alloc_pods)).astype(np.int64)
         for i, (name, quant) in enumerate(checks):
             alloc, req = _resource_columns(batch, name)
-            keys |= (quant > alloc - req).astype(np.int64) << (1 + 2 * i)
-            keys |= (quant > alloc).astype(np.int64) << (2 + 2 * i)
+            # A comparison's booleans shifted are int64 already (the bits are distinct: adding sets them).
+            keys += (quant > alloc - req) << (1 + 2 * i)
+            keys += (quant > alloc) << (2 + 2 * i)
         return keys
 
     @staticmethod
