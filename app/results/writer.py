@@ -50,6 +50,7 @@ _PIPE_BYTES = 4 << 20  # the pipe buffer we ask for (Linux allows /proc/sys/fs/p
 _MAX_PENDING_BYTES = 256 << 20
 _BATCH_ATTEMPTS = 32
 _BATCH_BYTES = 1 << 20
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024  # buffers one writev takes
 _NAME_LISTS = 4  # node-name lists the parent remembers (the child keeps twice as many)
 
 
@@ -131,7 +132,7 @@ _get_details = operator.attrgetter(*(attr for _, attr in _ALL_DETAILS))
 _DETAIL_KEYS = [key for key, _ in _ALL_DETAILS]
 _SELECTED = _DETAIL_KEYS.index("selected")
 # The writer process gets the details most attempts share apart (see ``ProcessWriter._pack``), the others, and
-# ``selected`` (maybe rebuilt there from positions).
+# ``selected`` (unless it is found again there from the scores).
 _SHARED_DETAILS = [
     _DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
 ]
@@ -415,7 +416,7 @@ class ProcessWriter:
         buffers: list[Any] = [_FRAME.pack(len(meta), body), meta, *arrays]
         size = _FRAME.size + len(meta) + body
         written = 0
-        if not self._pending and self._poll.poll(0):
+        if not self._pending and len(buffers) <= _IOV_MAX and self._poll.poll(0):
             # The pipe has room: the kernel copies straight from the arrays (no joined copy of the batch).
             try:
                 written = os.writev(self._fd, buffers)

@@ -304,10 +304,8 @@ class Framework:
         for i, pl in enumerate(self.pre_filter):
             r, st = pl.pre_filter(state, pod, nodes)
             code = st.code
-            if record:  # status_text, inline (once per plugin and attempt)
-                per_plugin[pl.name] = (
-                    "success" if code == Code.SUCCESS else "skip" if code == Code.SKIP else st.message()
-                )
+            if record:
+                per_plugin[pl.name] = _STATUS_WORDS.get(code) or st.message()  # status_text, without the call
                 if r is not None and r.node_names is not None:
                     out.per_plugin_nodes[pl.name] = sorted(r.node_names)
             if code == Code.SKIP:

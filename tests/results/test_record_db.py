@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.db import make_engine, make_session_factory, session_scope
+from app.db import make_engine, make_session_factory, session_scope, upgrade_database
+from app.results import writer
 from app.results.service import ResultsService, rejection_histogram
 from app.results.writer import matrix_rejections
 from app.scheduler.cycle import Attempt
@@ -124,3 +125,28 @@ def test_a_writer_that_cannot_write_reports_it(tmp_path: Path) -> None:
         svc.submit(att, namespace=namespace, pod_name=name, pod_uid="uid")
     svc.stop()
     assert svc.errors
+
+
+def test_batches_of_more_buffers_than_one_writev_takes_arrive_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the system's limit of buffers per writev, a batch goes as one joined buffer: same rows.
+    monkeypatch.setattr(writer, "_IOV_MAX", 2)
+    db = tmp_path / "results.db"
+    engine = make_engine(f"sqlite:///{db}")
+    upgrade_database(engine)
+    factory = make_session_factory(engine)
+    svc = ResultsService(lambda: session_scope(factory), writer_url=f"sqlite:///{db}")
+    attempts = reference_attempts(scenario())
+    for att in attempts:
+        namespace, name = att.pod.split("/")
+        svc.submit(att, namespace=namespace, pod_name=name, pod_uid="uid")
+    svc.stop()
+    assert not svc.errors
+    assert svc.count() == len(attempts)
+    for att in attempts:
+        namespace, name = att.pod.split("/")
+        got = svc.get_attempt(namespace, name, att.attempt, page_size=1000)
+        assert got is not None and got["selected"] == att.selected
+        rows = {r["node"]: r for r in got["matrix"]["rows"]}
+        assert {n: r["filter"] for n, r in rows.items() if r["filter"]} == att.filter
