@@ -5,7 +5,7 @@ Usage: ``.venv/bin/python bench/record.py [--nodes FILE] [--pods FILE] [--db FIL
 The record run is what ``kss simulate --detail placements --record-db FILE`` does (every plugin's verdict on
 every node and every score kept, encoded and inserted by the results writer process); its wall time includes
 waiting for the writer to finish. Each run is its own process (peak RSS per mode: the scheduling process; the
-writer's is printed apart); ``--rounds`` (3) alternate the modes. Prints each run's wall time, the overhead of
+writer's is printed apart); ``--rounds`` (5) alternate the modes. Prints each run's wall time, the overhead of
 recording from the medians, the database size and peak RSS.
 """
 
@@ -111,7 +111,7 @@ def main() -> int:
     p.add_argument("--pods", type=Path, default=TRACE / "pods-1200.yaml")
     p.add_argument("--db", type=Path, help="the results database to write (default: a temporary file)")
     p.add_argument("--only", choices=MODES, help="run one mode in this process")
-    p.add_argument("--rounds", type=int, default=3, help="alternating runs of both modes (median taken)")
+    p.add_argument("--rounds", type=int, default=5, help="alternating runs of both modes (median taken)")
     p.add_argument("--json", action="store_true", help=argparse_hidden())
     args = p.parse_args()
     if args.only:
