@@ -98,6 +98,29 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
+API_TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+async def locked(tmp_path: Path) -> AsyncIterator[FastAPI]:
+    """The application behind a bearer token (``API_TOKEN``) and a 4 KiB body limit, scheduler off."""
+    application = create_app(
+        Settings(
+            database_url=f"sqlite:///{tmp_path / 'kss.db'}",
+            api_token=API_TOKEN,
+            scheduler_enabled=False,
+            max_body_bytes=4096,
+        )
+    )
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+def asgi_client(app: FastAPI, **headers: str) -> httpx.AsyncClient:
+    """An in-process HTTP client for ``app`` sending ``headers`` with every request."""
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kss.test", headers=headers)
+
+
 def free_port() -> int:
     """A TCP port nobody listens on right now."""
     with socket.socket() as s:

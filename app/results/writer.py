@@ -313,6 +313,17 @@ class ProcessWriter:
         fm, sm = pure
         fm_meta = sm_meta = None
         arrays: list[AnyArray] = []
+        same = sm.norm_same if sm is not None else None
+        if same is not None and not any(same):
+            same = None
+        # Values most attempts share (plugin lists, PreFilter/PreScore/Reserve maps, weights, which normalized rows
+        # are the raw ones): the tuple sent before when equal, which pickle writes once per batch and then as a
+        # two-byte reference. (The maps are built in profile order: equal maps give the same JSON.)
+        shared = (*_get_shared_details(att), same)
+        if shared == self._shared:
+            shared = self._shared
+        else:
+            self._shared = shared
         if fm is not None:
             rotation = fm.rotation
             if rotation is None:
@@ -328,12 +339,12 @@ class ProcessWriter:
                 arrays += [_contiguous(c) for c in varying]
                 char = varying[0].dtype.char if varying else "B"
                 cells_meta = (char, constant, (len(varying), len(fm)))
+            fm_plugins = shared[_FILTER_PLUGINS] if fm.plugins is att.filter_plugins else fm.plugins
             fm_meta = (
-                self._token(fm.all_names), rotation, len(fm), fm.plugins, fm.reasons, fm.unresolvable,
+                self._token(fm.all_names), rotation, len(fm), fm_plugins, fm.reasons, fm.unresolvable,
                 None if rotation is not None else _spec(fm.idx), cells_meta,
             )  # fmt: skip
         selected_from_scores = False
-        same = None
         if sm is not None:
             # Scored rows that are the filter rows that passed are rebuilt from the filter matrix; normalized rows
             # equal to raw ones are not sent.
@@ -341,12 +352,10 @@ class ProcessWriter:
             if sm_idx:
                 arrays.append(_contiguous(sm.idx))
             arrays.append(_contiguous(sm.raw))
-            same = sm.norm_same
             normalized = _contiguous(sm.normalized)
-            if same is None or not any(same):
+            if same is None:
                 arrays.append(normalized)
                 norm_spec = _spec(normalized)
-                same = None
             else:
                 differ = [k for k, eq in enumerate(same) if not eq]
                 arrays += [normalized[k] for k in differ]  # rows of a C-contiguous array: no copy
@@ -356,16 +365,6 @@ class ProcessWriter:
             positions = att.selected_positions()
             if positions is not None and positions[0] is sm.all_names:
                 selected_from_scores = True
-        # Values most attempts share (plugin lists, PreFilter/PreScore/Reserve maps, weights, which normalized rows
-        # are the raw ones): the tuple sent before when equal, which pickle writes once per batch and then as a
-        # two-byte reference. (The maps are built in profile order: equal maps give the same JSON.)
-        shared = (*_get_shared_details(att), same)
-        if shared == self._shared:
-            shared = self._shared
-        else:
-            self._shared = shared
-        if fm_meta is not None and fm_meta[3] is att.filter_plugins:
-            fm_meta = (*fm_meta[:3], shared[_FILTER_PLUGINS], *fm_meta[4:])
         if sm is not None:
             weights = self._weights.get(id(sm.weights))
             if weights is None or weights[0] is not sm.weights:  # the engine shares one array per plugin list
@@ -472,26 +471,28 @@ class ProcessWriter:
     def flush(self) -> None:
         """Block until every attempt submitted so far is written."""
         with self._lock:
-            if self._proc is None:
-                return
-            self._seq += 1
-            self._send(("flush", self._seq))
-            self._wait(self._seq)
+            self._round_trip("flush")
 
     def stop(self) -> None:
         """Write what is queued and end the writer process."""
         with self._lock:
-            if self._proc is None:
+            if not self._round_trip("stop"):
                 return
-            self._seq += 1
-            self._send(("stop", self._seq))
-            self._wait(self._seq)
             self._proc.join(timeout=30)
             self._data.close()
             self._acks.close()
             self._proc = None
             self._names.clear()
             self._last_names = (None, -1)
+
+    def _round_trip(self, kind: str) -> bool:
+        """Send a ``kind`` control after what is queued and wait for its acknowledgement (False: no writer)."""
+        if self._proc is None:
+            return False
+        self._seq += 1
+        self._send((kind, self._seq))
+        self._wait(self._seq)
+        return True
 
     def _wait(self, seq: int) -> None:
         while not self._broken:

@@ -747,9 +747,7 @@ class Scheduler:
         att.evaluated_nodes += cutoff
         if record:
             rotation = start if same_list else None
-            self._keep_filter_matrix(
-                fwk, rec_chunks, positions, cutoff, diagnosis, att, len(feasible_pos) == 0, rotation
-            )
+            self._keep_filter_matrix(rec_chunks, positions, cutoff, diagnosis, att, len(feasible_pos) == 0, rotation)
         elif not len(feasible_pos):
             names = cols.names
             for offset, out in chunks:
@@ -767,7 +765,6 @@ class Scheduler:
 
     def _keep_filter_matrix(
         self,
-        fwk: Framework,
         chunks: list[RecordFilterOutcome],
         positions: IntArray,
         cutoff: int,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,12 +18,9 @@ from starlette.types import Receive, Scope, Send
 from app.cluster import repository
 from app.cluster.router import resource_route
 from app.cluster.store import ClusterStore, InternalError
-from app.config import Settings
-from app.main import create_app
 from tests.cluster.factories import node, pod
 from tests.cluster.test_group_commit import failing_on
-
-TOKEN = "lean-token"
+from tests.conftest import API_TOKEN, asgi_client
 
 
 def count_lean(app: FastAPI) -> list[str]:
@@ -203,34 +199,16 @@ def test_done_callbacks_run_once_when_durable_or_dropped(store: ClusterStore, mo
         failing.wait()
 
 
-@pytest.fixture
-async def locked(tmp_path: Path) -> AsyncIterator[FastAPI]:
-    application = create_app(
-        Settings(
-            database_url=f"sqlite:///{tmp_path / 'kss.db'}",
-            api_token=TOKEN,
-            scheduler_enabled=False,
-            max_body_bytes=4096,
-        )
-    )
-    async with application.router.lifespan_context(application):
-        yield application
-
-
-def _client(app: FastAPI, **headers: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kss.test", headers=headers)
-
-
 JSON = "application/json"
 
 
 async def test_auth_body_limit_and_metrics_on_the_lean_path(locked: FastAPI) -> None:
     served = count_lean(locked)
-    async with _client(locked) as anonymous:
+    async with asgi_client(locked) as anonymous:
         r = await anonymous.post("/api/v1/nodes", json=node("n1"))
         assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
         assert r.headers["www-authenticate"] == 'Bearer realm="kss"'
-    async with _client(locked, Authorization=f"Bearer {TOKEN}") as c:
+    async with asgi_client(locked, Authorization=f"Bearer {API_TOKEN}") as c:
         assert (await c.post("/api/v1/nodes", json=node("n1"))).status_code == 201
         big = await c.post("/api/v1/nodes", content=b"x" * 5000, headers={"content-type": JSON})
         assert big.status_code == 413 and big.json()["reason"] == "RequestEntityTooLarge"

@@ -15,29 +15,8 @@ import yaml
 from fastapi import FastAPI
 
 from app.config import Settings
-from app.main import create_app
 from tests.cluster.factories import node
-from tests.conftest import KSS, KUBECTL, free_port
-
-TOKEN = "s3cret-token"
-
-
-@pytest.fixture
-async def locked(tmp_path: Path) -> AsyncIterator[FastAPI]:
-    application = create_app(
-        Settings(
-            database_url=f"sqlite:///{tmp_path / 'kss.db'}",
-            api_token=TOKEN,
-            scheduler_enabled=False,
-            max_body_bytes=4096,
-        )
-    )
-    async with application.router.lifespan_context(application):
-        yield application
-
-
-def _client(app: FastAPI, **headers: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kss.test", headers=headers)
+from tests.conftest import API_TOKEN, KSS, KUBECTL, asgi_client, free_port
 
 
 def test_the_server_listens_on_loopback_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,7 +25,7 @@ def test_the_server_listens_on_loopback_unless_told_otherwise(monkeypatch: pytes
 
 
 async def test_every_request_but_the_probes_needs_the_token(locked: FastAPI) -> None:
-    async with _client(locked) as anonymous:
+    async with asgi_client(locked) as anonymous:
         paths = ["/api/v1/nodes", "/apis", "/simulator/v1/export", "/simulator/v1/schedulerconfiguration", "/metrics"]
         for path in [*paths, "/", "/simulator/docs", "/simulator/v1/namespaces/default/pods/p/results"]:
             r = await anonymous.get(path)
@@ -55,17 +34,17 @@ async def test_every_request_but_the_probes_needs_the_token(locked: FastAPI) -> 
         assert (await anonymous.post("/simulator/v1/reset")).status_code == 401
         for probe in ("/healthz", "/readyz"):
             assert (await anonymous.get(probe)).status_code == 200
-    async with _client(locked, Authorization="Bearer wrong") as wrong:
+    async with asgi_client(locked, Authorization="Bearer wrong") as wrong:
         assert (await wrong.get("/api/v1/nodes")).status_code == 401
-    async with _client(locked, Authorization=f"Bearer {TOKEN}") as authorized:
+    async with asgi_client(locked, Authorization=f"Bearer {API_TOKEN}") as authorized:
         assert (await authorized.get("/api/v1/nodes")).status_code == 200
         assert (await authorized.get("/simulator/v1/export")).status_code == 200
         assert (await authorized.get("/metrics")).status_code == 200
 
 
 async def test_a_browser_signs_in_once_with_the_token_and_then_uses_a_cookie(locked: FastAPI) -> None:
-    async with _client(locked) as browser:
-        r = await browser.get("/simulator/v1/export", params={"token": TOKEN, "format": "json"})
+    async with asgi_client(locked) as browser:
+        r = await browser.get("/simulator/v1/export", params={"token": API_TOKEN, "format": "json"})
         assert r.status_code == 303
         assert r.headers["location"] == "/simulator/v1/export?format=json"  # the token leaves the address bar
         assert "httponly" in r.headers["set-cookie"].lower()
@@ -75,7 +54,7 @@ async def test_a_browser_signs_in_once_with_the_token_and_then_uses_a_cookie(loc
 
 async def test_bodies_above_the_limit_get_413_on_every_route(locked: FastAPI) -> None:
     big = b"x" * 5000
-    async with _client(locked, Authorization=f"Bearer {TOKEN}") as c:
+    async with asgi_client(locked, Authorization=f"Bearer {API_TOKEN}") as c:
         for method, path in (("PUT", "/simulator/v1/schedulerconfiguration"), ("POST", "/api/v1/nodes")):
             r = await c.request(method, path, content=big, headers={"content-type": "application/yaml"})
             assert r.status_code == 413, path
@@ -96,7 +75,7 @@ async def test_bodies_above_the_limit_get_413_on_every_route(locked: FastAPI) ->
 async def test_yaml_is_parsed_safely(locked: FastAPI, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     payload = f'!!python/object/apply:os.system ["touch {marker}"]\n'
-    async with _client(locked, Authorization=f"Bearer {TOKEN}") as c:
+    async with asgi_client(locked, Authorization=f"Bearer {API_TOKEN}") as c:
         r = await c.put(
             "/simulator/v1/schedulerconfiguration", content=payload, headers={"content-type": "application/yaml"}
         )
@@ -112,7 +91,7 @@ def test_kubectl_works_with_the_printed_kubeconfig_and_fails_without_the_token(t
     # kubectl sends a token only over HTTPS: KSS_TLS serves it with a self-signed certificate that
     # `kss kubeconfig` embeds as the cluster's CA.
     port = free_port()
-    env = {**os.environ, "KSS_API_TOKEN": TOKEN, "KSS_TLS": "true", "KSS_TLS_DIR": str(tmp_path / "tls"),
+    env = {**os.environ, "KSS_API_TOKEN": API_TOKEN, "KSS_TLS": "true", "KSS_TLS_DIR": str(tmp_path / "tls"),
            "KSS_PORT": str(port), "KSS_DATABASE_URL": f"sqlite:///{tmp_path / 'kss.db'}",
            "KSS_SCHEDULER_ENABLED": "false"}  # fmt: skip
     log = (tmp_path / "serve.log").open("wb")
@@ -120,7 +99,7 @@ def test_kubectl_works_with_the_printed_kubeconfig_and_fails_without_the_token(t
     try:
         printed = subprocess.run([str(KSS), "kubeconfig"], capture_output=True, text=True, env=env, check=True).stdout
         config = yaml.safe_load(printed)
-        assert config["users"][0]["user"]["token"] == TOKEN
+        assert config["users"][0]["user"]["token"] == API_TOKEN
         assert config["clusters"][0]["cluster"]["server"] == f"https://127.0.0.1:{port}"
         with_token = tmp_path / "with-token.kubeconfig"
         with_token.write_text(printed)
