@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -15,11 +14,10 @@ from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import Receive, Scope, Send
 
-from app.cluster import repository
 from app.cluster.router import resource_route
 from app.cluster.store import ClusterStore, InternalError
 from tests.cluster.factories import node, pod
-from tests.cluster.test_group_commit import failing_on
+from tests.cluster.test_group_commit import failing_on, first_commit_waits_for
 from tests.conftest import API_TOKEN, asgi_client
 
 
@@ -111,14 +109,8 @@ async def test_every_write_verb_answers_once_durable(app: FastAPI, client: httpx
 async def test_concurrent_creates_share_commits_and_are_all_acknowledged(
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    commits = [0]
-    original = repository.write_changes
-
-    def counting(conn: Any, changes: Iterable[repository.Change], resource_version: int) -> None:
-        commits[0] += 1
-        original(conn, changes, resource_version)
-
-    monkeypatch.setattr(repository, "write_changes", counting)
+    # Well under the threadpool's 40 workers, each of which holds one create until its commit.
+    commits = first_commit_waits_for(monkeypatch, staged_behind=20)
     answers = await asyncio.gather(
         *(client.post("/api/v1/namespaces/default/pods", json=pod(f"c{i}")) for i in range(60))
     )

@@ -31,11 +31,40 @@ def count_commits(engine: Engine) -> list[int]:
     return commits
 
 
-def test_concurrent_writers_are_all_acknowledged_durable_and_share_commits(engine: Engine) -> None:
+def first_commit_waits_for(monkeypatch: pytest.MonkeyPatch, staged_behind: int) -> list[int]:
+    """Count the transactions from now on; the first one waits (up to 10 s) until ``staged_behind`` further
+    writes were staged behind it, so whether writes share a transaction does not hang on this machine's speed
+    (a fast disk and a slow CPU otherwise commit every write before the next one arrives)."""
+    commits, staged = [0], [0]
+    arrived = threading.Condition()
+    original_stage, original_write = ClusterStore._stage, repository.write_changes
+
+    def stage(self: ClusterStore, changes: Any) -> Any:
+        batch = original_stage(self, changes)
+        with arrived:
+            staged[0] += 1
+            arrived.notify_all()
+        return batch
+
+    def write_changes(conn: Any, changes: Iterable[repository.Change], resource_version: int) -> None:
+        commits[0] += 1
+        if commits[0] == 1:
+            with arrived:
+                arrived.wait_for(lambda: staged[0] > staged_behind, timeout=10)
+        original_write(conn, changes, resource_version)
+
+    monkeypatch.setattr(ClusterStore, "_stage", stage)
+    monkeypatch.setattr(repository, "write_changes", write_changes)
+    return commits
+
+
+def test_concurrent_writers_are_all_acknowledged_durable_and_share_commits(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = ClusterStore.open(engine)
     heard: list[int] = []
     store.add_listener(lambda _t, _k, obj: heard.append(int(obj["metadata"]["resourceVersion"])), kinds=["Pod"])
-    commits = count_commits(engine)
+    commits = first_commit_waits_for(monkeypatch, staged_behind=WRITERS - 1)
     acknowledged: dict[str, dict[str, Any]] = {}
     versions: list[list[int]] = [[] for _ in range(WRITERS)]
     start = threading.Barrier(WRITERS)
