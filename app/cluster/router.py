@@ -38,7 +38,7 @@ from app.cluster.errors import (
 from app.cluster.kinds import BY_KIND, GROUP_VERSIONS, VERBS, KindInfo, kinds_in, resource_info
 from app.cluster.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from app.cluster.selectors import make_selector
-from app.cluster.store import ClusterStore, PendingWrites, StoredObject
+from app.cluster.store import ClusterStore, Obj, PendingWrites, StoredObject
 from app.config import Settings
 
 router = APIRouter()
@@ -408,29 +408,53 @@ def _render(request: Request, info: KindInfo) -> Callable[[dict[str, Any], bytes
 _FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
 
 
+def _field_validation(request: Request) -> str:
+    """The request's ``fieldValidation`` mode (``Warn`` unless given); 400 for an unknown one."""
+    if not request.scope.get("query_string"):
+        return "Warn"
+    mode = request.query_params.get("fieldValidation") or "Warn"
+    if mode not in _FIELD_VALIDATION:
+        raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"')
+    return mode
+
+
 def _field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = False) -> list[str]:
     """kube-apiserver's ``fieldValidation`` on a create/update body or a merge patch: fields ``info.kind`` does
     not have are dropped, and reported as warnings (``Warn``, the default), not at all (``Ignore``), or refused
     (``Strict``, what kubectl sends: 400, nothing written)."""
-    mode = "Warn"
-    if request.scope.get("query_string"):
-        mode = request.query_params.get("fieldValidation") or "Warn"
-        if mode not in _FIELD_VALIDATION:
-            raise BadRequest(
-                f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"'
-            )
+    mode = _field_validation(request)
     if not isinstance(obj, dict):
         return []
-    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch)
-    if not unknown or mode == "Ignore":
-        return []
-    messages = [f'unknown field "{path}"' for path in unknown]
-    if mode == "Strict":
+    messages = _unknown_field_messages(mode, info, obj, patch=patch)
+    if messages and mode == "Strict":
         raise BadRequest(
             f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: strict decoding error: '
             + ", ".join(messages)
         )
     return messages
+
+
+def _unknown_field_messages(mode: str, info: KindInfo, obj: dict[str, Any], *, patch: bool = False) -> list[str]:
+    """Drop from ``obj`` the fields ``info.kind`` does not have; what to report about them under ``mode``."""
+    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch)
+    if not unknown or mode == "Ignore":
+        return []
+    return [f'unknown field "{path}"' for path in unknown]
+
+
+def _json_patch_field_check(request: Request, info: KindInfo, warnings: list[str]) -> Callable[[Obj], None]:
+    """kube-apiserver checks a JSON patch's fields on the object it produces (the operations have no shape):
+    unknown ones are dropped from it, refused under ``Strict`` (400, with decoding's message) or added to
+    ``warnings``."""
+    mode = _field_validation(request)  # an unknown mode is refused before anything is patched
+
+    def check(patched: Obj) -> None:
+        messages = _unknown_field_messages(mode, info, patched)
+        if messages and mode == "Strict":
+            raise BadRequest("strict decoding error: " + ", ".join(messages))
+        warnings.extend(messages)
+
+    return check
 
 
 def _warned(response: Response, warnings: list[str]) -> Response:
@@ -605,11 +629,18 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
     if sub is not None and sub not in _STATUS_SUBRESOURCES:
         raise MethodNotAllowed("patch")
     name = target.name
-    # A merge patch has the object's shape; a JSON patch (a list of operations) is not checked.
-    warnings = _field_warnings(request, info, patch, patch=True) if content_type != JSON_PATCH else []
+    # A merge patch has the object's shape, so it is checked itself; a JSON patch through what it produces.
+    warnings: list[str] = []
+    check = None
+    if content_type == JSON_PATCH:
+        check = _json_patch_field_check(request, info, warnings)
+    else:
+        warnings = _field_warnings(request, info, patch, patch=True)
     patched = await _write(
         store,
-        lambda: store.patch(info.kind, target.namespace, name, patch, content_type, subresource=sub, dry_run=dry_run),
+        lambda: store.patch(
+            info.kind, target.namespace, name, patch, content_type, subresource=sub, dry_run=dry_run, check=check
+        ),
     )
     return _warned(_json(patched), warnings)
 

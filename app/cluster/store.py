@@ -635,8 +635,12 @@ class ClusterStore:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        check: Callable[[Obj], None] | None = None,
     ) -> Obj:
-        """Apply a patch (``patch_type``: "merge", "json", "strategic" or their content types)."""
+        """Apply a patch (``patch_type``: "merge", "json", "strategic" or their content types).
+
+        ``check`` sees (and may amend, or refuse by raising) the patched object before it is validated.
+        """
         info = _info(kind)
         content_type = PATCH_TYPES.get(patch_type)
         if content_type is None:
@@ -657,6 +661,8 @@ class ClusterStore:
                 raise Invalid(kind, name, [invalid("patch", "", str(exc))], group=info.group) from None
             if not isinstance(patched, dict):
                 raise BadRequest("the patch did not produce an object")
+            if check is not None:
+                check(patched)
             pmeta = _meta(patched)
             if pmeta.get("name") != name:
                 raise BadRequest(

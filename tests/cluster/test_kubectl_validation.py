@@ -83,6 +83,22 @@ def test_kubectl_warn_creates_without_the_unknown_fields(kubectl: KubectlRunner)
     assert pod["metadata"]["labels"] == {"a": "b"} and "bogus" not in pod["spec"]
 
 
+@kubectl_only
+def test_a_json_patch_is_checked_on_the_object_it_produces(kubectl: KubectlRunner) -> None:
+    clean = TYPO_POD.replace("NAME", "jp").replace("nodeSelecter", "nodeSelector")
+    kubectl("apply", "-f", "-", input=clean.replace("imagePullPolicyy", "imagePullPolicy"))
+    ops = json.dumps(
+        [
+            {"op": "add", "path": "/metadata/labels", "value": {"a": "b"}},
+            {"op": "add", "path": "/spec/bogus", "value": 1},
+        ]
+    )
+    patched = kubectl("patch", "pod", "jp", "-n", "fv", "--type=json", "-p", ops)
+    assert 'unknown field "spec.bogus"' in patched.stderr, patched.stderr
+    pod = json.loads(kubectl("get", "pod", "jp", "-n", "fv", "-o", "json").stdout)
+    assert pod["metadata"]["labels"] == {"a": "b"} and "bogus" not in pod["spec"]
+
+
 def test_field_validation_modes_over_the_api(server: Server) -> None:
     url = f"{server.url}/api/v1/namespaces/fv/pods"
 
@@ -102,6 +118,24 @@ def test_field_validation_modes_over_the_api(server: Server) -> None:
     bad = httpx.post(url, params={"fieldValidation": "Loud"}, json=pod("api-bad"))
     assert bad.status_code == 400 and 'Unsupported value: "Loud"' in bad.json()["message"]
     assert httpx.get(f"{url}/api-bad").status_code == 404
+    # A JSON patch: the fields of the object it produces, under the same three modes.
+    json_patch = {"content-type": "application/json-patch+json"}
+    ops = [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}, {"op": "add", "path": "/spec/x", "value": 1}]
+    before = httpx.get(f"{url}/api-warn").json()
+    refused = httpx.patch(f"{url}/api-warn", params={"fieldValidation": "Strict"}, json=ops, headers=json_patch)
+    assert refused.status_code == 400 and refused.json()["message"] == 'strict decoding error: unknown field "spec.x"'
+    assert httpx.get(f"{url}/api-warn").json() == before, "a refused patch changes nothing"
+    bad_mode = httpx.patch(f"{url}/api-warn", params={"fieldValidation": "Loud"}, json=ops, headers=json_patch)
+    assert bad_mode.status_code == 400 and httpx.get(f"{url}/api-warn").json() == before
+    ignored_patch = httpx.patch(f"{url}/api-warn", params={"fieldValidation": "Ignore"}, json=ops, headers=json_patch)
+    assert ignored_patch.status_code == 200 and "warning" not in ignored_patch.headers
+    stored = httpx.get(f"{url}/api-warn").json()
+    assert stored["metadata"]["labels"] == {"a": "b"} and "x" not in stored["spec"]
+    ops[0]["value"] = {"c": "d"}
+    warned_patch = httpx.patch(f"{url}/api-warn", json=ops, headers=json_patch)
+    assert warned_patch.status_code == 200
+    assert warned_patch.headers.get_list("warning") == ['299 - "unknown field \\"spec.x\\""']
+    assert warned_patch.json()["metadata"]["labels"] == {"c": "d"} and "x" not in warned_patch.json()["spec"]
 
 
 def test_openapi_v2_is_served_as_json_and_protobuf(server: Server) -> None:
