@@ -89,9 +89,20 @@ async def reset(request: Request) -> Response:
 
 
 @router.get("/schedulerconfiguration")
-async def get_scheduler_configuration(request: Request) -> Response:
+async def get_scheduler_configuration(
+    request: Request,
+    defaulted: Annotated[
+        bool,
+        Query(
+            description="kube-scheduler's defaulted form (what `--write-config-to` prints: default plugins merged, "
+            "every plugin's args) instead of the document as it was given"
+        ),
+    ] = False,
+) -> Response:
     """The running KubeSchedulerConfiguration (JSON, or YAML with ``Accept: application/yaml``)."""
-    return _encode(_scheduler(request).config_document(), _wants_yaml(request, None))
+    scheduler = _scheduler(request)
+    document = scheduler.defaulted_config_document() if defaulted else scheduler.config_document()
+    return _encode(document, _wants_yaml(request, None))
 
 
 @router.put("/schedulerconfiguration")

@@ -33,6 +33,7 @@ from app.scheduler.runtime import Framework
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
+_GROUP = API_VERSION.rpartition("/")[0]
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 # getDefaultPlugins() with the DynamicResourceAllocation gate on (DynamicResources before DefaultPreemption).
@@ -239,6 +240,7 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
             args = pc.get("args") or {}
             if not isinstance(args, dict):
                 raise ConfigError(f"{path}.args", "must be an object")
+            args = _untyped_args(pc["name"], args, f"{path}.args")
             cls = plugin_registry.plugin_class(pc["name"])
             args = cls.defaulted_args(args) if hasattr(cls, "defaulted_args") else dict(args)
             errors = cls.validate_args(args) if hasattr(cls, "validate_args") else []
@@ -260,6 +262,19 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
     )
 
 
+def _untyped_args(name: str, args: dict[str, Any], path: str) -> dict[str, Any]:
+    """``args`` without the ``apiVersion``/``kind`` a document may give them (as the defaulted one does), which
+    must then name the plugin's own args kind."""
+    if "apiVersion" not in args and "kind" not in args:
+        return args
+    rest = {k: v for k, v in args.items() if k not in ("apiVersion", "kind")}
+    group = str(args.get("apiVersion", API_VERSION)).rpartition("/")[0]
+    kind = args.get("kind", f"{name}Args")
+    if (group, kind) != (_GROUP, f"{name}Args"):
+        raise ConfigError(path, f"args for plugin {name} were not of type {name}Args.{_GROUP}, got {kind}.{group}")
+    return rest
+
+
 def _needed_plugins(plugins: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
     names: list[str] = []
     for point in [p for p, _ in EXTENSION_POINTS] + ["multiPoint"]:
@@ -274,6 +289,57 @@ def _without(plugins: dict[str, dict[str, list[dict[str, Any]]]], missing: set[s
         point: {"enabled": [p for p in pset["enabled"] if p["name"] not in missing], "disabled": pset["disabled"]}
         for point, pset in plugins.items()
     }
+
+
+def expand_points(
+    plugins: dict[str, dict[str, list[dict[str, Any]]]], classes: dict[str, type[Plugin]] | None = None
+) -> dict[str, list[str]]:
+    """The plugins each extension point runs, in order, with multiPoint expanded as ``NewFramework`` does:
+    a point's own enabled plugins that multiPoint also lists first, then multiPoint's, then the point's others.
+
+    ``classes`` maps names to plugin classes (looked up in the registry when not given).
+    """
+    if classes is None:
+        classes = {name: plugin_registry.plugin_class(name) for name in _needed_plugins(plugins)}
+    points: dict[str, list[str]] = {}
+    for point, iface in EXTENSION_POINTS:
+        pset = plugins[point]
+        enabled = [p["name"] for p in pset["enabled"]]
+        for n in enabled:
+            if not issubclass(classes[n], iface):
+                raise ConfigError(f"plugins.{point}", f"plugin {n!r} does not extend {point} plugin")
+        ordered = list(dict.fromkeys(enabled))
+        disabled = {d["name"] for d in pset["disabled"]}
+        if "*" not in disabled:
+            overrides: list[str] = []
+            multi: list[str] = []
+            for p in plugins["multiPoint"]["enabled"]:
+                n = p["name"]
+                if not issubclass(classes[n], iface) or n in disabled:
+                    continue
+                if n in enabled:
+                    overrides.append(n)
+                    continue
+                if n in multi:
+                    raise ConfigError("plugins.multiPoint", f"plugin {n!r} already registered as {point!r}")
+                multi.append(n)
+            ordered = list(dict.fromkeys([*overrides, *multi, *enabled]))
+        points[point] = ordered
+    return points
+
+
+def score_weights(
+    plugins: dict[str, dict[str, list[dict[str, Any]]]], classes: dict[str, type[Plugin]] | None = None
+) -> dict[str, int]:
+    """Each score plugin's weight: the score point's own entry first, then multiPoint's; unset or 0 means 1."""
+    if classes is None:
+        classes = {name: plugin_registry.plugin_class(name) for name in _needed_plugins(plugins)}
+    weights: dict[str, int] = {}
+    for p in [*plugins["score"]["enabled"], *plugins["multiPoint"]["enabled"]]:
+        if not issubclass(classes[p["name"]], ScorePlugin) or p["name"] in weights:
+            continue
+        weights[p["name"]] = int(p.get("weight") or 0) or 1
+    return weights
 
 
 def build_framework(profile: Profile, handle: Handle, *, allow_missing: bool = False) -> Framework:
@@ -297,30 +363,8 @@ def build_framework(profile: Profile, handle: Handle, *, allow_missing: bool = F
         if args is None:
             args = cls.defaulted_args({}) if hasattr(cls, "defaulted_args") else {}
         instances[name] = cls(handle, args)
-    points: dict[str, list[Plugin]] = {}
-    for point, iface in EXTENSION_POINTS:
-        pset = plugins[point]
-        enabled = [p["name"] for p in pset["enabled"]]
-        for n in enabled:
-            if not isinstance(instances[n], iface):
-                raise ConfigError(f"plugins.{point}", f"plugin {n!r} does not extend {point} plugin")
-        ordered = list(dict.fromkeys(enabled))
-        disabled = {d["name"] for d in pset["disabled"]}
-        if "*" not in disabled:
-            overrides: list[str] = []
-            multi: list[str] = []
-            for p in plugins["multiPoint"]["enabled"]:
-                n = p["name"]
-                if not isinstance(instances[n], iface) or n in disabled:
-                    continue
-                if n in enabled:
-                    overrides.append(n)
-                    continue
-                if n in multi:
-                    raise ConfigError("plugins.multiPoint", f"plugin {n!r} already registered as {point!r}")
-                multi.append(n)
-            ordered = list(dict.fromkeys([*overrides, *multi, *enabled]))
-        points[point] = [instances[n] for n in ordered]
+    classes = {name: type(plugin) for name, plugin in instances.items()}
+    points = {point: [instances[n] for n in names] for point, names in expand_points(plugins, classes).items()}
     if len(points["queueSort"]) != 1 and not allow_missing:
         raise ConfigError(
             "plugins.queueSort",
@@ -329,12 +373,101 @@ def build_framework(profile: Profile, handle: Handle, *, allow_missing: bool = F
         )
     if not points["bind"] and not allow_missing:
         raise ConfigError("plugins.bind", f"at least one bind plugin is needed for profile {profile.scheduler_name!r}")
-    weights: dict[str, int] = {}
-    for p in [*plugins["score"]["enabled"], *plugins["multiPoint"]["enabled"]]:
-        if not isinstance(instances[p["name"]], ScorePlugin) or p["name"] in weights:
-            continue
-        weights[p["name"]] = int(p.get("weight") or 0) or 1
+    weights = score_weights(plugins, classes)
     return Framework(profile.scheduler_name, handle, points, weights, profile.percentage_of_nodes_to_score)
+
+
+def plugins_in_effect(profile: Profile) -> list[tuple[str, list[tuple[str, int | None]]]]:
+    """Each extension point with the plugins it runs, in order (score plugins with their weight)."""
+    points = expand_points(profile.plugins)
+    weights = score_weights(profile.plugins)
+    return [
+        (point, [(name, weights[name] if point == "score" else None) for name in points[point]])
+        for point, _ in EXTENSION_POINTS
+    ]
+
+
+# The plugins kubescheduler.config.k8s.io/v1 has an ``<Name>Args`` kind for: defaulting appends their args.
+ARGS_KINDS = frozenset(
+    {
+        "DefaultPreemption", "DynamicResources", "InterPodAffinity", "NodeAffinity",
+        "NodeResourcesBalancedAllocation", "NodeResourcesFit", "PodTopologySpread", "VolumeBinding",
+    }
+)  # fmt: skip
+
+# SetDefaults_KubeSchedulerConfiguration's values for the fields the simulator takes but does not use.
+_COMPONENT_DEFAULTS: dict[str, Any] = {
+    "enableProfiling": True,
+    "enableContentionProfiling": True,
+    "leaderElection": {
+        "leaderElect": True,
+        "leaseDuration": "15s",
+        "renewDeadline": "10s",
+        "retryPeriod": "2s",
+        "resourceLock": "leases",
+        "resourceName": "kube-scheduler",
+        "resourceNamespace": "kube-system",
+    },
+    "clientConnection": {
+        "kubeconfig": "",
+        "acceptContentTypes": "",
+        "contentType": "application/vnd.kubernetes.protobuf",
+        "qps": 50,
+        "burst": 100,
+    },
+}
+
+
+def defaulted_document(config: SchedulerConfig) -> dict[str, Any]:
+    """The configuration as kube-scheduler holds it after v1 defaulting (what ``--write-config-to`` prints): every
+    profile's plugins merged with the default multiPoint set, args defaulted and appended (by name) for the
+    enabled plugins that have an args kind, and the top-level defaults filled in."""
+    raw = config.raw
+    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
+    doc["parallelism"] = config.parallelism
+    doc["percentageOfNodesToScore"] = config.percentage_of_nodes_to_score
+    doc["podInitialBackoffSeconds"] = int(config.pod_initial_backoff_seconds)
+    doc["podMaxBackoffSeconds"] = int(config.pod_max_backoff_seconds)
+    for key, default in _COMPONENT_DEFAULTS.items():
+        given = raw.get(key)
+        if isinstance(default, dict):
+            doc[key] = {**default, **given} if isinstance(given, dict) else dict(default)
+        else:
+            doc[key] = default if given is None else given
+    if doc["enableProfiling"] is False and raw.get("enableContentionProfiling") is None:
+        del doc["enableContentionProfiling"]  # defaulted only when profiling is on
+    for key in ("healthzBindAddress", "metricsBindAddress", "extenders", "delayCacheUntilActive"):
+        if key in raw:
+            doc[key] = copy.deepcopy(raw[key])
+    doc["profiles"] = [_defaulted_profile(profile) for profile in config.profiles]
+    return doc
+
+
+def _defaulted_profile(profile: Profile) -> dict[str, Any]:
+    plugins = {
+        point: {kind: copy.deepcopy(entries) for kind, entries in pset.items() if entries}
+        for point, pset in profile.plugins.items()
+    }
+    out: dict[str, Any] = {"schedulerName": profile.scheduler_name}
+    if profile.percentage_of_nodes_to_score is not None:
+        out["percentageOfNodesToScore"] = profile.percentage_of_nodes_to_score
+    out["plugins"] = {point: pset for point, pset in plugins.items() if pset}
+    plugin_config = [{"name": name, "args": _typed_args(name, args)} for name, args in profile.plugin_config.items()]
+    enabled = {p["name"] for pset in profile.plugins.values() for p in pset["enabled"]}
+    for name in sorted(enabled - profile.plugin_config.keys()):
+        if name in ARGS_KINDS:
+            plugin_config.append(
+                {"name": name, "args": _typed_args(name, plugin_registry.plugin_class(name).defaulted_args({}))}
+            )
+    out["pluginConfig"] = plugin_config
+    return out
+
+
+def _typed_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Args as the defaulted document shows them: with their kind (known kinds only, as decoding sets it)."""
+    if name not in ARGS_KINDS:
+        return copy.deepcopy(args)
+    return {"apiVersion": API_VERSION, "kind": f"{name}Args", **copy.deepcopy(args)}
 
 
 def default_config_yaml() -> str:

@@ -34,7 +34,13 @@ from app.results import annotations as result_annotations
 from app.results.service import ResultsService
 from app.scheduler import queue as q
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import SchedulerConfig, build_framework, parse_config
+from app.scheduler.config import (
+    SchedulerConfig,
+    build_framework,
+    defaulted_document,
+    parse_config,
+    plugins_in_effect,
+)
 from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Code, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo
@@ -353,6 +359,14 @@ class SchedulerService:
         raw.setdefault("kind", "KubeSchedulerConfiguration")
         raw.setdefault("profiles", [{"schedulerName": "default-scheduler"}])
         return raw
+
+    def defaulted_config_document(self) -> dict[str, Any]:
+        """The running configuration after kube-scheduler's v1 defaulting (plugins merged, args filled in)."""
+        return defaulted_document(self.config)
+
+    def plugins_in_effect(self) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]:
+        """Per profile (scheduler name): each extension point's plugins in the order they run, with weights."""
+        return [(profile.scheduler_name, plugins_in_effect(profile)) for profile in self.config.profiles]
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:

@@ -422,6 +422,7 @@ def scheduler_page(request: Request) -> HTMLResponse:
         "text": service.config_yaml(),
         "outcome": None,
         "queue": service.queue_counts(),
+        "in_effect": service.config_in_effect(),
     }
     return render("pages/scheduler.html", **ctx)
 
@@ -436,9 +437,11 @@ def scheduler_apply(request: Request, config: Annotated[str, Form()] = "") -> HT
         "text": outcome.text,
         "outcome": outcome,
         "queue": service.queue_counts(),
+        "in_effect": service.config_in_effect(),
     }
     if is_htmx(request):
-        return render("components/scheduler_form.html", **ctx)
+        # The form swaps itself; what is in effect follows out of band.
+        return render("components/scheduler_form.html", in_effect_oob=True, **ctx)
     return render("pages/scheduler.html", 200 if outcome.ok else 422, **ctx)
 
 

@@ -802,6 +802,15 @@ class ConfigOutcome:
     message: str = ""
 
 
+@dataclass(slots=True)
+class ConfigInEffect:
+    """Per profile (scheduler name), each extension point's plugins in run order with score weights; and the
+    defaulted document as YAML."""
+
+    profiles: list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]
+    defaulted_yaml: str
+
+
 # ---------------------------------------------------------------------------------------------- service
 
 
@@ -1205,6 +1214,14 @@ class WebService:
         if scheduler is None:
             return ""
         return to_yaml(scheduler.config_document())
+
+    def config_in_effect(self) -> ConfigInEffect | None:
+        """What the running configuration amounts to: each profile's plugins per extension point, and the
+        document after kube-scheduler's defaulting."""
+        scheduler = self.scheduler
+        if scheduler is None:
+            return None
+        return ConfigInEffect(scheduler.plugins_in_effect(), to_yaml(scheduler.defaulted_config_document()))
 
     def queue_counts(self) -> dict[str, int]:
         """Pods per scheduling queue."""

@@ -37,6 +37,36 @@ async def test_get_answers_json_or_yaml(client: httpx.AsyncClient) -> None:
     assert yaml.safe_load(r.text) == as_json
 
 
+async def test_get_defaulted_answers_kube_schedulers_form_and_takes_it_back(client: httpx.AsyncClient) -> None:
+    url = "/simulator/v1/schedulerconfiguration"
+    r = await client.put(url, content=TWO_PROFILES, headers={"content-type": "application/yaml"})
+    assert r.status_code == 200
+    given = (await client.get(url)).json()
+    assert [p for p in given["profiles"]] == [
+        {"schedulerName": "default-scheduler"},
+        {"schedulerName": "batch-scheduler"},
+    ]
+    defaulted = (await client.get(url, params={"defaulted": "true"})).json()
+    assert defaulted["parallelism"] == 16 and defaulted["podMaxBackoffSeconds"] == 10
+    for profile in defaulted["profiles"]:
+        enabled = {p["name"]: p.get("weight") for p in profile["plugins"]["multiPoint"]["enabled"]}
+        assert enabled["TaintToleration"] == 3 and "DefaultBinder" in enabled
+        fit = next(c for c in profile["pluginConfig"] if c["name"] == "NodeResourcesFit")
+        assert fit["args"]["kind"] == "NodeResourcesFitArgs"
+        assert fit["args"]["scoringStrategy"]["type"] == "LeastAllocated"
+    as_yaml = await client.get(url, params={"defaulted": "true"}, headers={"Accept": "application/yaml"})
+    assert yaml.safe_load(as_yaml.text) == defaulted
+    # The defaulted document is a configuration like any other: put back, it changes nothing in effect.
+    r = await client.put(url, json=defaulted)
+    assert r.status_code == 200, r.text
+    assert (await client.get(url, params={"defaulted": "true"})).json() == defaulted
+    unclear = await client.get(url, params={"defaulted": "maybe"})
+    assert unclear.status_code == 400 and unclear.json()["kind"] == "Status"
+    spec = (await client.get("/simulator/v1/openapi.json")).json()
+    parameters = spec["paths"][url]["get"]["parameters"]
+    assert [p["name"] for p in parameters] == ["defaulted"] and "write-config-to" in parameters[0]["description"]
+
+
 async def test_a_valid_configuration_applies_to_the_next_cycle(
     scheduling_app: FastAPI, sclient: httpx.AsyncClient
 ) -> None:

@@ -217,9 +217,16 @@ def test_switching_to_most_allocated_places_the_next_pod_on_the_fuller_node(page
     shot(page, "scheduler-config-error")
     page.goto(f"{ui_server.url}/ui/scheduler")
     assert "Sideways" not in page.input_value("#config-text")
+    defaulted = page.locator('[data-testid="defaulted-config"]')
+    assert "type: LeastAllocated" in (defaulted.text_content() or "")
     page.get_by_text("MostAllocated (bin packing)").click()
     page.get_by_role("button", name="Apply").click()
     page.locator('[data-testid="config-applied"]').wait_for()
+    # What is in effect follows without a reload (swapped out of band with the form's answer).
+    assert "type: MostAllocated" in (defaulted.text_content() or "")
+    page.get_by_text("Defaulted configuration").click()
+    assert defaulted.is_visible()
+    assert page.locator('tr[data-point="score"] td').inner_text().startswith("TaintToleration ×3")
     shot(page, "scheduler-config")
     try:
         # Under the default LeastAllocated this pod would go to the emptier node; bin packing picks the fuller one.

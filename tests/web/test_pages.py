@@ -411,6 +411,36 @@ async def test_scheduler_page_shows_and_applies_the_configuration(app: FastAPI, 
     assert "MostAllocated" in (await client.get("/ui/scheduler")).text
 
 
+def in_effect_row(html: str, point: str) -> str:
+    """The plugins cell of one extension point in the "In effect" table, tags stripped."""
+    match = re.search(rf'<tr data-point="{point}">\s*<th scope="row">{point}</th>\s*<td>(.*?)</td>', html, re.S)
+    assert match, f"no {point} row"
+    return re.sub(r"<[^>]+>", "", match.group(1))
+
+
+async def test_scheduler_page_shows_the_plugins_in_effect_and_follows_a_new_configuration(
+    client: httpx.AsyncClient,
+) -> None:
+    html = (await client.get("/ui/scheduler")).text
+    assert 'data-testid="plugins-in-effect"' in html and "hx-swap-oob" not in html
+    assert in_effect_row(html, "score").startswith("TaintToleration ×3, NodeAffinity ×2, NodeResourcesFit ×1")
+    assert in_effect_row(html, "queueSort") == "PrioritySort"
+    assert in_effect_row(html, "permit") == "none"
+    assert "kind: NodeResourcesFitArgs" in html and "type: LeastAllocated" in html
+    custom = MOST_ALLOCATED + "  plugins:\n    score:\n      disabled: [{name: ImageLocality}]\n"
+    applied = (await client.post("/ui/scheduler", data={"config": custom}, headers=HTMX)).text
+    # The form answers for itself; the plugins in effect come along out of band, already the new ones.
+    assert 'data-testid="config-applied"' in applied
+    assert (
+        '<section id="plugins-in-effect" class="card in-effect" data-testid="plugins-in-effect" hx-swap-oob="true">'
+        in applied
+    )
+    assert "ImageLocality" not in in_effect_row(applied, "score")
+    assert "type: MostAllocated" in applied
+    refused = (await client.post("/ui/scheduler", data={"config": "profiles: [\n"}, headers=HTMX)).text
+    assert "ImageLocality" not in in_effect_row(refused, "score"), "still the running configuration"
+
+
 async def test_invalid_scheduler_configuration_names_the_field_and_changes_nothing(
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
