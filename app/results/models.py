@@ -30,7 +30,8 @@ class SchedulingAttempt(Base):
     message: Mapped[str] = mapped_column(Text)
     node_count: Mapped[int] = mapped_column(Integer)
     feasible_count: Mapped[int] = mapped_column(Integer)
-    # PreFilter, PreScore, PostFilter, Reserve, Permit, PreBind and Bind results, selected nodes, ...
+    # PreFilter, PreScore, PostFilter, Reserve, Permit, PreBind and Bind results, selected nodes (or "bestTotal":
+    # the scored nodes with the best total, found again from the matrices), ...
     details: Mapped[str] = mapped_column(Text)
     # Filter verdicts and scores per node and plugin (app.results.codec).
     matrices: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)

@@ -18,7 +18,14 @@ from typing import Any
 from app.results.codec import decode_matrices
 from app.results.models import SchedulingAttempt
 from app.results.repository import ResultsRepository
-from app.results.writer import ProcessWriter, SessionFactory, attempt_row, rejection_histogram, write_rows
+from app.results.writer import (
+    ProcessWriter,
+    SessionFactory,
+    attempt_row,
+    rejection_histogram,
+    resolve_selected,
+    write_rows,
+)
 from app.scheduler.cycle import Attempt
 
 __all__ = ["ResultsService", "SessionFactory", "attempt_row", "rejection_histogram"]
@@ -238,7 +245,7 @@ class ResultsService:
             "permitTimeout": details.get("permitTimeout"),
             "prebind": details.get("prebind"),
             "bind": details.get("bind"),
-            "selected": details.get("selected"),
+            "selected": resolve_selected(details.get("selected"), totals),
             "filterPlugins": matrices["filterPlugins"] or details.get("filterPlugins") or [],
             "scorePlugins": matrices["scorePlugins"] or details.get("scorePlugins") or [],
             "weights": matrices["weights"] or details.get("weights") or {},

@@ -41,7 +41,7 @@ from sqlalchemy.orm import Session
 from app.results.codec import encode_matrices, encode_record
 from app.results.repository import ResultsRepository
 from app.scheduler.cycle import Attempt
-from app.scheduler.record import FIRST_REASON, FilterMatrix, ScoreMatrix, name_ranks
+from app.scheduler.record import FIRST_REASON, FilterMatrix, ScoreMatrix
 
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 _FRAME = struct.Struct("<II")
@@ -131,6 +131,10 @@ _ALL_DETAILS = (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)
 _get_details = operator.attrgetter(*(attr for _, attr in _ALL_DETAILS))
 _DETAIL_KEYS = [key for key, _ in _ALL_DETAILS]
 _SELECTED = _DETAIL_KEYS.index("selected")
+# Stored as ``selected`` when the best nodes are the scored nodes with the best total (the engine took them from
+# the scores): they are found again from the matrices when read (``resolve_selected``), instead of being stored
+# as hundreds of names in every row.
+BEST_TOTAL = "bestTotal"
 # The writer process gets the details most attempts share apart (see ``ProcessWriter._pack``), the others, and
 # ``selected`` (unless it is found again there from the scores).
 _SHARED_DETAILS = [
@@ -193,11 +197,35 @@ def _row(values: Sequence[Any], details: str, matrices: bytes | None) -> dict[st
 
 def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> dict[str, Any]:
     """The table row for one attempt."""
+    values = _detail_values(att)
+    if _selected_from_scores(att):
+        values = (*values[:_SELECTED], BEST_TOTAL, *values[_SELECTED + 1 :])
     return _row(
         _row_values(att, namespace, pod_name, pod_uid, queued_seconds),
-        _details_json(_detail_values(att), rejection_histogram(att)),
+        _details_json(values, rejection_histogram(att)),
         encode_matrices(att) if att.has_record() else None,
     )
+
+
+def _selected_from_scores(att: Attempt) -> bool:
+    """Whether ``att.selected`` is what ``resolve_selected`` finds again from the stored matrices: the engine took
+    the best nodes from the score matrix, and the matrices are stored as they are."""
+    positions = att.selected_positions()
+    if positions is None:
+        return False
+    pure = att.matrices_only()
+    sm = pure[1] if pure is not None else None
+    return sm is not None and len(sm) > 0 and positions[0] is sm.all_names
+
+
+def resolve_selected(selected: Any, totals: dict[str, int]) -> list[str] | None:
+    """A stored ``selected`` as names: ``BEST_TOTAL`` means the nodes with the best total, by name."""
+    if selected != BEST_TOTAL:
+        return selected  # type: ignore[no-any-return]
+    if not totals:
+        return []
+    best = max(totals.values())
+    return sorted(name for name, total in totals.items() if total == best)
 
 
 def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
@@ -364,7 +392,7 @@ class ProcessWriter:
             # scores (positions into the same name list): the child finds them again (the best totals).
             positions = att.selected_positions()
             if positions is not None and positions[0] is sm.all_names:
-                selected_from_scores = True
+                selected_from_scores = True  # stored as BEST_TOTAL
         if sm is not None:
             weights = self._weights.get(id(sm.weights))
             if weights is None or weights[0] is not sm.weights:  # the engine shares one array per plugin list
@@ -556,7 +584,6 @@ def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, max_att
         return session_scope(factory)
 
     names: dict[int, list[str]] = {}
-    ranks: dict[int, npt.NDArray[np.int64]] = {}  # token -> each name's position in sorted order (on demand)
     errors: list[str] = []
     rows: list[dict[str, Any]] = []
     body_buf = bytearray(_BATCH_BYTES * 2)
@@ -593,11 +620,10 @@ def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, max_att
                         while len(names) > 2 * _NAME_LISTS:
                             gone = next(iter(names))
                             names.pop(gone)
-                            ranks.pop(gone, None)
                     elif kind == "row":
                         rows.append(m[1])
                     elif kind == "attempt":
-                        row, pos = _attempt_row(m, body, pos, names, ranks)
+                        row, pos = _attempt_row(m, body, pos, names)
                         rows.append(row)
                     else:
                         control = m
@@ -644,18 +670,11 @@ def _first_rejections(count: int, constant: list[int], block: AnyArray) -> AnyAr
     return fail
 
 
-def _sorted_names(all_names: list[str], idx: AnyArray, ranks: npt.NDArray[np.int64]) -> list[str]:
-    """``sorted(all_names[i] for i in idx)`` through the names' ranks (hundreds of names per attempt)."""
-    order = idx[np.argsort(ranks[idx], kind="stable")]
-    return [all_names[i] for i in order.tolist()]
-
-
 def _attempt_row(
     m: tuple[Any, ...],
     body: memoryview,
     pos: int,
     names: dict[int, list[str]],
-    ranks: dict[int, npt.NDArray[np.int64]],
 ) -> tuple[dict[str, Any], int]:
     _, row, own, selected, shared, fm_meta, sm_meta = m
     details: list[Any] = [None] * len(_DETAIL_KEYS)
@@ -704,13 +723,6 @@ def _attempt_row(
             normalized = full
         sm = ScoreMatrix(names[token], idx, plugins, raw, normalized, np.array(weights, np.int64))
         if selected_from_scores and len(idx):
-            # As the engine chose them: the scored nodes with the best total (normalized scores times weights).
-            totals = sm.weights @ normalized
-            selected = idx[totals == totals.max()]
-            all_names = names[token]
-            rank = ranks.get(token)
-            if rank is None:
-                rank = ranks[token] = name_ranks(all_names)
-            details[_SELECTED] = _sorted_names(all_names, selected, rank)
+            details[_SELECTED] = BEST_TOTAL
     blob = encode_record(filter_plugins, score_plugins, fm, sm)
     return _row(row, _details_json(details, matrix_rejections(fm)), blob), pos

@@ -81,6 +81,42 @@ def test_record_db_holds_every_verdict_and_score(tmp_path: Path) -> None:
         assert listing[att.attempt]["rejections"] == rejection_histogram(att)
 
 
+def test_best_nodes_taken_from_the_scores_are_stored_as_a_marker_by_both_writers(tmp_path: Path) -> None:
+    db = tmp_path / "results.db"
+    engine = make_engine(f"sqlite:///{db}")
+    upgrade_database(engine)
+    factory = make_session_factory(engine)
+    svc = ResultsService(lambda: session_scope(factory), writer_url=f"sqlite:///{db}")
+    attempts = reference_attempts(scenario())
+    for att in attempts:
+        namespace, name = att.pod.split("/")
+        svc.submit(att, namespace=namespace, pod_name=name, pod_uid="uid")
+    svc.stop()
+    with engine.connect() as conn:
+        stored = dict(
+            ((ns, pod, attempt), json.loads(details))
+            for ns, pod, attempt, details in conn.exec_driver_sql(
+                "SELECT namespace, pod_name, attempt, details FROM scheduling_attempts"
+            )
+        )
+    marked = 0
+    for att in attempts:
+        namespace, name = att.pod.split("/")
+        details = stored[(namespace, name, att.attempt)]
+        # The thread writer (``kss serve``) stores the same details as the process writer.
+        thread_row = writer.attempt_row(att, namespace=namespace, pod_name=name, pod_uid="uid", queued_seconds=0.0)
+        assert json.loads(thread_row["details"]) == details
+        if details["selected"] == writer.BEST_TOTAL:
+            marked += 1
+            assert att.total and att.selected == sorted(n for n, t in att.total.items() if t == max(att.total.values()))
+        else:
+            assert details["selected"] == att.selected
+    ties = [att for att in attempts if att.selected and len(att.selected) > 1]
+    assert ties and marked >= len(ties), "every tie of several nodes is stored as the marker, not as names"
+    assert writer.resolve_selected(writer.BEST_TOTAL, {"a": 3, "b": 5, "c": 5}) == ["b", "c"]
+    assert writer.resolve_selected(["x"], {"a": 1}) == ["x"] and writer.resolve_selected(None, {}) is None
+
+
 def test_rejections_from_the_matrix_equal_the_histogram_in_order() -> None:
     for att in reference_attempts(scenario()):
         pure = att.matrices_only()
