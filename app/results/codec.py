@@ -9,12 +9,15 @@ followed by the matrices as raw little-endian arrays, column by column, in the s
 holds them; built straight from the engine's ``FilterMatrix`` / ``ScoreMatrix``). Both decode alike. Version 2
 headers may say ``scoredFeasible`` (the scored nodes are the filter rows that passed, in order: no index array)
 and give a normalized-score row as ``"="`` (equal to the plugin's raw row); older version 2 blobs have neither.
+Version 2 is written with zstd (magic ``KSS\x03``): five times faster than zlib at the same size, and the
+node-name list, in every row, a third of zlib's size; blobs written with zlib (``KSS\x02``) still decode.
 """
 
 from __future__ import annotations
 
 import json
 import struct
+import threading
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
+import zstandard
 
 from app.scheduler.cycle import Attempt
 from app.scheduler.record import FilterMatrix, ScoreMatrix
@@ -30,8 +34,31 @@ PASSED = 0
 SKIP = 1
 _FIRST_REASON = 2
 FORMAT_VERSION = 1
-_V2_MAGIC = b"KSS\x02"
-_LEVEL = 1  # level 6 saves ~2 % more at twice the CPU
+_V2_MAGIC = b"KSS\x02"  # version 2 with zlib (read only)
+_V2_ZSTD_MAGIC = b"KSS\x03"  # version 2 with zstd
+_LEVEL = 1  # zlib, version 1: level 6 saves ~2 % more at twice the CPU
+_ZSTD_LEVEL = 1  # the matrices: ~15 us for ~4 KB (zlib level 1: ~75 us), the same size
+_ZSTD_NAMES_LEVEL = 3  # a node-name list is compressed once and stored in every row: smaller is worth it
+_zstd = threading.local()  # a compressor is not safe to share between threads (the server's writer, ...)
+
+
+def _compress(data: bytes, level: int = _ZSTD_LEVEL) -> bytes:
+    compressors: dict[int, zstandard.ZstdCompressor] | None = getattr(_zstd, "compressors", None)
+    if compressors is None:
+        compressors = _zstd.compressors = {}
+    compressor = compressors.get(level)
+    if compressor is None:
+        compressor = compressors[level] = zstandard.ZstdCompressor(level=level)
+    return compressor.compress(data)
+
+
+def _decompress(data: bytes, zstd: bool) -> bytes:
+    if not zstd:
+        return zlib.decompress(data)
+    decompressor: zstandard.ZstdDecompressor | None = getattr(_zstd, "decompressor", None)
+    if decompressor is None:
+        decompressor = _zstd.decompressor = zstandard.ZstdDecompressor()
+    return decompressor.decompress(data)
 
 
 def encode_matrices(att: Attempt) -> bytes:
@@ -169,14 +196,14 @@ _NAME_BLOCKS: dict[int, tuple[Sequence[str], bytes]] = {}
 _NAME_BLOCKS_MAX = 4
 
 
-_EMPTY_NAMES = zlib.compress(b"[]", _LEVEL)
+_EMPTY_NAMES = _compress(b"[]", _ZSTD_NAMES_LEVEL)
 
 
 def _names_block(names: Sequence[str]) -> bytes:
     hit = _NAME_BLOCKS.get(id(names))
     if hit is not None and hit[0] is names:
         return hit[1]
-    block = zlib.compress(json.dumps(list(names), separators=(",", ":")).encode(), _LEVEL)
+    block = _compress(json.dumps(list(names), separators=(",", ":")).encode(), _ZSTD_NAMES_LEVEL)
     if len(_NAME_BLOCKS) >= _NAME_BLOCKS_MAX:
         _NAME_BLOCKS.pop(next(iter(_NAME_BLOCKS)))
     _NAME_BLOCKS[id(names)] = (names, block)
@@ -213,7 +240,7 @@ def encode_record(
             rows_spec = {"start": start, "count": row_count}
             block = _names_block(fm.all_names)
         else:
-            block = zlib.compress(json.dumps(fm.nodes, separators=(",", ":")).encode(), _LEVEL)
+            block = _compress(json.dumps(fm.nodes, separators=(",", ":")).encode(), _ZSTD_NAMES_LEVEL)
         reasons = list(fm.reasons)
         unres = [bool(u) for u in fm.unresolvable]
         if fm.plugins == plugins:
@@ -283,8 +310,8 @@ def encode_record(
         "normalized": _pack(norm, parts, same),
     }
     head = orjson.dumps(header)
-    body = zlib.compress(b"".join([struct.pack("<I", len(head)), head, *parts]), _LEVEL)
-    return b"".join([_V2_MAGIC, struct.pack("<I", len(block)), block, body])
+    body = _compress(b"".join([struct.pack("<I", len(head)), head, *parts]))
+    return b"".join([_V2_ZSTD_MAGIC, struct.pack("<I", len(block)), block, body])
 
 
 def _empty() -> dict[str, Any]:
@@ -296,8 +323,10 @@ def decode_matrices(blob: bytes | None) -> dict[str, Any]:
     """Back to readable matrices: ``filter`` node -> plugin -> text, ``stoppedAt``, ``score``, ``finalscore``."""
     if not blob:
         return _empty()
+    if blob.startswith(_V2_ZSTD_MAGIC):
+        return _decode_v2(blob, zstd=True)
     if blob.startswith(_V2_MAGIC):
-        return _decode_v2(blob)
+        return _decode_v2(blob, zstd=False)
     data = zlib.decompress(blob)
     doc = json.loads(data)
     reasons: list[str] = doc["reasons"]
@@ -365,12 +394,12 @@ def _with_scores(
     }
 
 
-def _decode_v2(blob: bytes) -> dict[str, Any]:
+def _decode_v2(blob: bytes, *, zstd: bool) -> dict[str, Any]:
     pos = len(_V2_MAGIC)
     (block_len,) = struct.unpack_from("<I", blob, pos)
     pos += 4
-    listed: list[str] = json.loads(zlib.decompress(blob[pos : pos + block_len]))
-    data = zlib.decompress(blob[pos + block_len :])
+    listed: list[str] = json.loads(_decompress(blob[pos : pos + block_len], zstd))
+    data = _decompress(blob[pos + block_len :], zstd)
     (head_len,) = struct.unpack_from("<I", data, 0)
     h = json.loads(data[4 : 4 + head_len])
     pos = 4 + head_len
