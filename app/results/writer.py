@@ -135,8 +135,9 @@ _SELECTED = _DETAIL_KEYS.index("selected")
 # the scores): they are found again from the matrices when read (``resolve_selected``), instead of being stored
 # as hundreds of names in every row.
 BEST_TOTAL = "bestTotal"
+_get_details_but_selected = operator.attrgetter(*(attr for i, (_, attr) in enumerate(_ALL_DETAILS) if i != _SELECTED))
 # The writer process gets the details most attempts share apart (see ``ProcessWriter._pack``), the others, and
-# ``selected`` (unless it is found again there from the scores).
+# ``selected`` (unless it is stored as ``BEST_TOTAL``).
 _SHARED_DETAILS = [
     _DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
 ]
@@ -197,9 +198,11 @@ def _row(values: Sequence[Any], details: str, matrices: bytes | None) -> dict[st
 
 def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> dict[str, Any]:
     """The table row for one attempt."""
-    values = _detail_values(att)
-    if _selected_from_scores(att):
-        values = (*values[:_SELECTED], BEST_TOTAL, *values[_SELECTED + 1 :])
+    if _selected_from_scores(att):  # the names are not built at all
+        rest = _get_details_but_selected(att)
+        values = (*rest[:_SELECTED], BEST_TOTAL, *rest[_SELECTED:])
+    else:
+        values = _detail_values(att)
     return _row(
         _row_values(att, namespace, pod_name, pod_uid, queued_seconds),
         _details_json(values, rejection_histogram(att)),
@@ -389,10 +392,10 @@ class ProcessWriter:
                 arrays += [normalized[k] for k in differ]  # rows of a C-contiguous array: no copy
                 norm_spec = (normalized.dtype.char, (len(differ), normalized.shape[1]))
             # The best nodes (often hundreds on a cluster of alike nodes), when the engine took them from these
-            # scores (positions into the same name list): the child finds them again (the best totals).
+            # scores (positions into the same name list): not sent, stored as BEST_TOTAL by the child.
             positions = att.selected_positions()
             if positions is not None and positions[0] is sm.all_names:
-                selected_from_scores = True  # stored as BEST_TOTAL
+                selected_from_scores = True
         if sm is not None:
             weights = self._weights.get(id(sm.weights))
             if weights is None or weights[0] is not sm.weights:  # the engine shares one array per plugin list

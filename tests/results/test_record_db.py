@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sqlalchemy import Engine
 
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.results import writer
@@ -81,7 +82,8 @@ def test_record_db_holds_every_verdict_and_score(tmp_path: Path) -> None:
         assert listing[att.attempt]["rejections"] == rejection_histogram(att)
 
 
-def test_best_nodes_taken_from_the_scores_are_stored_as_a_marker_by_both_writers(tmp_path: Path) -> None:
+def record_through_the_writer_process(tmp_path: Path) -> tuple[Engine, ResultsService, list[Attempt]]:
+    """The reference scenario's attempts recorded by a writer process into a fresh results database."""
     db = tmp_path / "results.db"
     engine = make_engine(f"sqlite:///{db}")
     upgrade_database(engine)
@@ -92,6 +94,11 @@ def test_best_nodes_taken_from_the_scores_are_stored_as_a_marker_by_both_writers
         namespace, name = att.pod.split("/")
         svc.submit(att, namespace=namespace, pod_name=name, pod_uid="uid")
     svc.stop()
+    return engine, svc, attempts
+
+
+def test_best_nodes_taken_from_the_scores_are_stored_as_a_marker_by_both_writers(tmp_path: Path) -> None:
+    engine, _, attempts = record_through_the_writer_process(tmp_path)
     with engine.connect() as conn:
         stored = dict(
             ((ns, pod, attempt), json.loads(details))
@@ -168,16 +175,7 @@ def test_batches_of_more_buffers_than_one_writev_takes_arrive_whole(
 ) -> None:
     # Past the system's limit of buffers per writev, a batch goes as one joined buffer: same rows.
     monkeypatch.setattr(writer, "_IOV_MAX", 2)
-    db = tmp_path / "results.db"
-    engine = make_engine(f"sqlite:///{db}")
-    upgrade_database(engine)
-    factory = make_session_factory(engine)
-    svc = ResultsService(lambda: session_scope(factory), writer_url=f"sqlite:///{db}")
-    attempts = reference_attempts(scenario())
-    for att in attempts:
-        namespace, name = att.pod.split("/")
-        svc.submit(att, namespace=namespace, pod_name=name, pod_uid="uid")
-    svc.stop()
+    _, svc, attempts = record_through_the_writer_process(tmp_path)
     assert not svc.errors
     assert svc.count() == len(attempts)
     for att in attempts:
