@@ -19,6 +19,8 @@ from app.cluster.router import router as cluster_router
 from app.cluster.store import ClusterStore
 from app.config import Settings
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
+from app.engine_host.repository import SchedulerConfigRepository
+from app.engine_host.service import SchedulerService, load_scheduler_config
 from app.operations.auth import BodyLimitMiddleware, TokenAuthMiddleware
 from app.operations.metrics import Metrics, RequestMetricsMiddleware
 from app.operations.router import IMPORT_PATH, metrics_router
@@ -26,8 +28,6 @@ from app.operations.router import router as operations_router
 from app.operations.service import OperationsService
 from app.results.router import router as results_router
 from app.results.service import ResultsService
-from app.scheduling.repository import SchedulerConfigRepository
-from app.scheduling.service import SchedulerService, load_scheduler_config
 from app.web.router import router as web_router
 
 log = logging.getLogger(__name__)

@@ -27,9 +27,9 @@ if str(REPO) not in sys.path:
 
 from app.cluster.store import ClusterStore  # noqa: E402
 from app.config import Settings  # noqa: E402
+from app.engine_host.service import SchedulerService  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.scheduler.nodeinfo import PodInfo  # noqa: E402
-from app.scheduling.service import SchedulerService  # noqa: E402
 
 ZONES = 10
 REASON = (

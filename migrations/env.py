@@ -7,9 +7,9 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
-import app.cluster.models  # registers the cluster tables on Base.metadata
-import app.results.models  # registers the results tables
-import app.scheduling.models  # noqa: F401  (registers the saved scheduler configuration)
+import app.cluster.models  # each models import registers its tables on Base.metadata
+import app.engine_host.models
+import app.results.models  # noqa: F401  (registers the results tables)
 from app.db import Base, make_engine
 
 config = context.config

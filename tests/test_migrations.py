@@ -7,8 +7,8 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 
 import app.cluster.models
-import app.results.models
-import app.scheduling.models  # noqa: F401
+import app.engine_host.models
+import app.results.models  # noqa: F401
 from app.db import Base
 
 

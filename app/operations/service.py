@@ -18,11 +18,11 @@ from app.cluster.errors import ApiError, Cause, Invalid, required
 from app.cluster.kinds import KINDS
 from app.cluster.store import ClusterStore
 from app.config import Settings
+from app.engine_host.service import SchedulerService
 from app.operations import snapshot
 from app.operations.snapshot import Item
 from app.results.service import ResultsService
 from app.scheduler.config import ConfigError
-from app.scheduling.service import SchedulerService
 
 log = logging.getLogger(__name__)
 

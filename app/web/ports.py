@@ -1,7 +1,7 @@
 """What the web layer needs from the other rooms, as structural types.
 
 ``app.web`` reads the services from ``app.state`` and types them with these protocols instead of importing
-``app.cluster.store``, ``app.results.service`` or ``app.scheduling.service``: those modules pull in SQLAlchemy,
+``app.cluster.store``, ``app.results.service`` or ``app.engine_host.service``: those modules pull in SQLAlchemy,
 and the import contract keeps the web layer free of it even indirectly. The real classes satisfy these
 protocols (tests/web checks it against the running app).
 """
@@ -117,7 +117,7 @@ class Queue(Protocol):
 
 
 class Scheduler(Protocol):
-    """``app.scheduling.service.SchedulerService``: configuration, queue and cache."""
+    """``app.engine_host.service.SchedulerService``: configuration, queue and cache."""
 
     @property
     def cache(self) -> SchedulerCache: ...

@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.cluster import repository
-from app.scheduling import service
+from app.engine_host import service
 from tests.cluster.factories import node, pod
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.scheduling.models import SchedulerConfigurationRecord
+from app.engine_host.models import SchedulerConfigurationRecord
 
 _ROW_ID = 1
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.cluster.errors import Invalid
+from app.engine_host import volumes
 from app.results import annotations as result_annotations
 from app.results.service import ResultsService
 from app.scheduler import queue as q
@@ -45,7 +46,6 @@ from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Code, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.runtime import Framework
-from app.scheduling import volumes
 
 log = logging.getLogger("kss.scheduler")
 
