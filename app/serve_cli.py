@@ -10,7 +10,7 @@ import sys
 import yaml
 
 from app.config import Settings
-from app.operations.tls import ensure_certificate
+from app.server.tls import ensure_certificate
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:

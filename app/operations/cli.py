@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from app.config import Settings
-from app.operations.tls import CERT_FILE
+from app.server.tls import CERT_FILE
 
 TIMEOUT = httpx.Timeout(600.0, connect=10.0)  # a large cluster takes a while to export or import
 

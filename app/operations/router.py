@@ -12,9 +12,9 @@ from starlette.concurrency import run_in_threadpool
 
 from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
 from app.engine_host.service import SchedulerService
-from app.operations.metrics import CONTENT_TYPE, Metrics
 from app.operations.service import OperationsService, scheduler_config_causes
 from app.scheduler.config import ConfigError
+from app.server.metrics import CONTENT_TYPE, Metrics
 
 router = APIRouter(prefix="/simulator/v1", tags=["operations"])
 metrics_router = APIRouter()
