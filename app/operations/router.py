@@ -1,4 +1,4 @@
-"""Operations over HTTP: export, import, reset, the scheduler configuration and ``/metrics``."""
+"""Operations over HTTP: export, import, reset and the scheduler configuration."""
 
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
 from app.engine_host.service import SchedulerService
 from app.operations.service import OperationsService, scheduler_config_causes
 from app.scheduler.config import ConfigError
-from app.server.metrics import CONTENT_TYPE, Metrics
 
 router = APIRouter(prefix="/simulator/v1", tags=["operations"])
-metrics_router = APIRouter()
 
 IMPORT_PATH = "/simulator/v1/import"
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
@@ -127,10 +125,3 @@ async def put_scheduler_configuration(request: Request) -> Response:
     except ConfigError as exc:
         raise Invalid("KubeSchedulerConfiguration", "", scheduler_config_causes(exc)) from None
     return _encode(scheduler.config_document(), _wants_yaml(request, None))
-
-
-@metrics_router.get("/metrics", include_in_schema=False)
-async def metrics(request: Request) -> Response:
-    """Prometheus metrics: kube-scheduler's scheduling metrics and kube-apiserver's request metrics."""
-    registry: Metrics = request.app.state.metrics
-    return Response(registry.render(), media_type=CONTENT_TYPE)
