@@ -2,7 +2,7 @@
 
 The scheduler hands each finished :class:`Attempt` to :meth:`ResultsService.submit`; a writer
 thread encodes and inserts them in batches, so recording costs the scheduling loop almost nothing. Given a
-``writer_url`` the service writes through a child process instead (:class:`app.results.writer.ProcessWriter`:
+``writer_url`` the service writes through a child process instead (:class:`app.results.process_writer.ProcessWriter`:
 encoding and inserting then run on another core, without the GIL of the scheduling process), which is what
 ``kss simulate --record-db`` uses.
 Reads decode the compact matrices and page, sort and filter them for the API and the web UI.
@@ -17,8 +17,7 @@ from typing import Any
 
 from app.results.codec import decode_matrices
 from app.results.models import SchedulingAttempt
-from app.results.repository import ResultsRepository
-from app.results.writer import (
+from app.results.process_writer import (
     ProcessWriter,
     SessionFactory,
     attempt_row,
@@ -26,6 +25,7 @@ from app.results.writer import (
     resolve_selected,
     write_rows,
 )
+from app.results.repository import ResultsRepository
 from app.scheduler.cycle import Attempt
 
 __all__ = ["ResultsService", "SessionFactory", "attempt_row", "rejection_histogram"]

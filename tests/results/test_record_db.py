@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import Engine
 
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
-from app.results import writer
+from app.results import process_writer as writer
+from app.results.process_writer import matrix_rejections
 from app.results.service import ResultsService, rejection_histogram
-from app.results.writer import matrix_rejections
 from app.scheduler.cycle import Attempt
 from app.scheduler.record import FilterMatrix
 from app.simulation import cli
