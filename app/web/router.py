@@ -22,18 +22,12 @@ from app.cluster.errors import ApiError
 from app.cluster.kinds import BY_KIND, KINDS
 from app.kube.quantity import format_milli_cpu
 from app.web import sse
-from app.web.service import (
-    NODE_SORTS,
-    POD_SORTS,
-    POD_STATES,
-    TEMPLATES,
-    EditOutcome,
-    Target,
-    WebService,
-    age,
-    human_bytes,
-    status_ok,
-)
+from app.web.formatting import age, human_bytes
+from app.web.service import WebService
+from app.web.views.cluster import NODE_SORTS
+from app.web.views.editor import TEMPLATES, EditOutcome, Target
+from app.web.views.pod import status_ok
+from app.web.views.pods import POD_SORTS, POD_STATES
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_DIR = ROOT / "templates"

@@ -1,0 +1,174 @@
+"""A pod's page: its YAML, the attempts timeline and the chosen attempt's statuses, filter matrix and scores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from app.web.pod_index import PodRow
+
+Obj = dict[str, Any]
+
+MATRIX_PAGE_SIZE = 50
+# Annotation values longer than this are elided on the pod page (the per-node result annotations of a
+# 5,000-node attempt are megabytes); the editor and the API always show them in full.
+ANNOTATION_PREVIEW_CHARS = 300
+MATRIX_SORTS = ("total", "name", "failing")  # what ResultsService.get_attempt sorts by
+
+
+@dataclass(slots=True)
+class Stage:
+    """One extension point's outcome for the attempt panel."""
+
+    name: str
+    statuses: dict[str, str]
+    note: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """Some plugin did not succeed (and did not skip)."""
+        return any(not status_ok(v) for v in self.statuses.values())
+
+
+def status_ok(status: Any) -> bool:
+    """A plugin status that is not a failure (success, skip, passed)."""
+    text = str(status).lower()
+    return text in ("success", "skip", "passed", "") or text.startswith("success")
+
+
+@dataclass(slots=True)
+class HeatCell:
+    """One cell of the final-score heat map."""
+
+    plugin: str
+    final: int
+    normalized: int
+    alpha: float  # 0..1, the colour's strength
+
+
+@dataclass(slots=True)
+class PluginBars:
+    """One plugin's final scores for the top nodes."""
+
+    plugin: str
+    weight: int
+    bars: list[tuple[str, int, float, bool]]  # node, final score, width percent, selected
+
+
+@dataclass(slots=True)
+class AttemptView:
+    """The chosen attempt: statuses per extension point, the filter matrix and the scores."""
+
+    number: int
+    summary: Obj
+    filter_page: Obj  # results' detail with the filter matrix page
+    score_page: Obj  # the same attempt, scored nodes sorted by total
+    stages: list[Stage]
+    postfilter: Obj | None
+    victims: list[str]
+    heat: list[tuple[str, bool, list[HeatCell], int]]  # node, selected, cells, total
+    plugin_bars: list[PluginBars]
+    fsort: str
+    fnode: str
+    fplugin: str
+
+    @property
+    def filter_plugins(self) -> list[str]:
+        """Filter plugins in the order they ran."""
+        plugins: list[str] = self.filter_page.get("filterPlugins") or []
+        return plugins
+
+    @property
+    def score_plugins(self) -> list[str]:
+        """Score plugins in profile order."""
+        plugins: list[str] = self.score_page.get("scorePlugins") or []
+        return plugins
+
+    @property
+    def weights(self) -> dict[str, int]:
+        """Plugin weights of the profile."""
+        weights: dict[str, int] = self.score_page.get("weights") or {}
+        return weights
+
+
+@dataclass(slots=True)
+class PodDetail:
+    """The pod page."""
+
+    row: PodRow
+    yaml: str
+    elided: int
+    attempts: list[Obj]
+    attempt: AttemptView | None
+    events: list[Obj]
+    waiting: bool  # the scheduler runs and nothing is recorded yet: poll
+    resource_version: int
+
+
+def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
+    meta = pod.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    elided = 0
+    short: dict[str, Any] = {}
+    for key, value in annotations.items():
+        if isinstance(value, str) and len(value) > ANNOTATION_PREVIEW_CHARS:
+            short[key] = f"{value[:ANNOTATION_PREVIEW_CHARS]}… ({len(value):,} characters, elided)"
+            elided += 1
+        else:
+            short[key] = value
+    if not elided:
+        return pod, 0
+    copy = dict(pod)
+    copy["metadata"] = {**meta, "annotations": short}
+    return copy, elided
+
+
+def _heat_and_bars(score_page: Obj) -> tuple[list[tuple[str, bool, list[HeatCell], int]], list[PluginBars]]:
+    plugins: list[str] = score_page.get("scorePlugins") or []
+    weights: dict[str, int] = score_page.get("weights") or {}
+    selected = score_page.get("boundTo") or ""
+    heat: list[tuple[str, bool, list[HeatCell], int]] = []
+    for row in score_page["matrix"]["rows"]:
+        final = row.get("finalScore")
+        if final is None:
+            continue
+        norm = row.get("normalizedScore") or {}
+        cells = []
+        for p in plugins:
+            top = 100 * max(weights.get(p, 1), 1)
+            value = int(final.get(p, 0))
+            cells.append(HeatCell(p, value, int(norm.get(p, 0)), max(0.0, min(1.0, value / top)) if top else 0.0))
+        heat.append((row["node"], bool(row.get("selected")), cells, int(row.get("total") or 0)))
+    bars: list[PluginBars] = []
+    top_nodes = score_page.get("topNodes") or []
+    for p in plugins:
+        scale = 100 * max(weights.get(p, 1), 1)
+        entries = []
+        for t in top_nodes:
+            value = int((t.get("finalScore") or {}).get(p, 0))
+            entries.append((str(t["node"]), value, max(0.0, min(100.0, value * 100.0 / scale)), t["node"] == selected))
+        bars.append(PluginBars(p, weights.get(p, 1), entries))
+    return heat, bars
+
+
+def _stages(detail: Obj) -> list[Stage]:
+    stages: list[Stage] = []
+    prefilter = detail.get("prefilter") or {}
+    note = ""
+    nodes = detail.get("prefilterNodes")
+    if nodes is not None:
+        shown = ", ".join(nodes[:10]) + (f" … (+{len(nodes) - 10})" if len(nodes) > 10 else "")
+        note = f"PreFilterResult narrowed the nodes to: {shown or 'none'}"
+    status = detail.get("prefilterStatus")
+    if status and status != "success":
+        note = f"{note}; status: {status}" if note else f"status: {status}"
+    stages.append(Stage("PreFilter", dict(prefilter), note))
+    for name, key in (("PreScore", "prescore"), ("Reserve", "reserve"), ("Permit", "permit")):
+        statuses = detail.get(key) or {}
+        extra = ""
+        if key == "permit" and detail.get("permitTimeout"):
+            extra = "waiting: " + ", ".join(f"{p} {t:g}s" for p, t in (detail.get("permitTimeout") or {}).items())
+        stages.append(Stage(name, dict(statuses), extra))
+    stages.append(Stage("PreBind", dict(detail.get("prebind") or {})))
+    stages.append(Stage("Bind", dict(detail.get("bind") or {})))
+    return stages
