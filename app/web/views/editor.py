@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from app.cluster.errors import ApiError, Invalid
@@ -43,121 +44,28 @@ class Target:
     name: str
 
 
-TEMPLATES: dict[str, str] = {
-    "Node": """apiVersion: v1
-kind: Node
-metadata:
-  name: node-1
-  labels:
-    kubernetes.io/hostname: node-1
-    topology.kubernetes.io/zone: zone-a
-spec: {}
-status:
-  capacity:
-    cpu: "4"
-    memory: 32Gi
-    pods: "110"
-  allocatable:
-    cpu: "4"
-    memory: 32Gi
-    pods: "110"
-""",
-    "Pod": """apiVersion: v1
-kind: Pod
-metadata:
-  name: web-1
-  namespace: default
-  labels:
-    app: web
-spec:
-  containers:
-  - name: app
-    image: nginx:1.27
-    resources:
-      requests:
-        cpu: 500m
-        memory: 1Gi
-""",
-    "Namespace": """apiVersion: v1
-kind: Namespace
-metadata:
-  name: team-a
-""",
-    "PriorityClass": """apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata:
-  name: high-priority
-value: 1000
-globalDefault: false
-description: Pods that may preempt others.
-""",
-    "PersistentVolume": """apiVersion: v1
-kind: PersistentVolume
-metadata:
-  name: pv-1
-spec:
-  capacity:
-    storage: 10Gi
-  accessModes: [ReadWriteOnce]
-  storageClassName: standard
-  hostPath:
-    path: /data/pv-1
-""",
-    "PersistentVolumeClaim": """apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: data-1
-  namespace: default
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: standard
-  resources:
-    requests:
-      storage: 5Gi
-""",
-    "StorageClass": """apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata:
-  name: standard
-provisioner: kubernetes.io/no-provisioner
-volumeBindingMode: WaitForFirstConsumer
-""",
-    "PodDisruptionBudget": """apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata:
-  name: web-pdb
-  namespace: default
-spec:
-  minAvailable: 1
-  selector:
-    matchLabels:
-      app: web
-""",
-    "CSINode": """apiVersion: storage.k8s.io/v1
-kind: CSINode
-metadata:
-  name: node-1
-spec:
-  drivers:
-  - name: ebs.csi.aws.com
-    nodeID: node-1
-    allocatable:
-      count: 25
-""",
-    "Event": """apiVersion: v1
-kind: Event
-metadata:
-  name: note-1
-  namespace: default
-involvedObject:
-  kind: Pod
-  name: web-1
-  namespace: default
-reason: Note
-message: Written from the web UI.
-type: Normal
-""",
-}
+STARTER_DIR = Path(__file__).resolve().parents[3] / "templates" / "starters"
+# The editor's tabs, in this order; each kind's starter manifest is templates/starters/<kind, lower case>.yaml.
+STARTER_KINDS = (
+    "Node",
+    "Pod",
+    "Namespace",
+    "PriorityClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "PodDisruptionBudget",
+    "CSINode",
+    "Event",
+)
+
+
+def load_starters(directory: Path = STARTER_DIR) -> dict[str, str]:
+    """Each starter kind's manifest, read from ``directory``."""
+    return {kind: (directory / f"{kind.lower()}.yaml").read_text(encoding="utf-8") for kind in STARTER_KINDS}
+
+
+TEMPLATES: dict[str, str] = load_starters()
 
 
 def editable_kinds() -> list[KindInfo]:
