@@ -1,4 +1,4 @@
-"""Writing recorded attempts: the table row of an attempt, and a writer process for big offline runs.
+"""The results writer process for big offline runs: attempts handed over a pipe, encoded and inserted by a child.
 
 The results service's writer thread encodes and inserts attempts beside the scheduling thread, but both want the
 GIL: on a 1,200-node cluster encoding an attempt (~0.3 ms) and inserting it cost as much CPU as scheduling it.
@@ -29,21 +29,30 @@ import pickle
 import select
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 from sqlalchemy.orm import Session
 
-from app.results.codec import encode_matrices, encode_record
-from app.results.repository import ResultsRepository
+from app.results.codec import encode_record
+from app.results.rows import (
+    BEST_TOTAL,
+    DETAIL_KEYS,
+    DETAILS,
+    SELECTED,
+    attempt_row,
+    details_json,
+    matrix_rejections,
+    row_values,
+    table_row,
+    write_rows,
+)
 from app.scheduler.cycle import Attempt
 from app.scheduler.record import FIRST_REASON, FilterMatrix, ScoreMatrix
 
-SessionFactory = Callable[[], AbstractContextManager[Session]]
 _FRAME = struct.Struct("<II")
 _PIPE_BYTES = 4 << 20  # the pipe buffer we ask for (Linux allows /proc/sys/fs/pipe-max-size, 1 MB by default)
 # Bytes the scheduling side keeps queued (in memory) when the pipe is full before it waits for the writer.
@@ -52,193 +61,15 @@ _BATCH_ATTEMPTS = 32
 _BATCH_BYTES = 1 << 20
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024  # buffers one writev takes
 _NAME_LISTS = 4  # node-name lists the parent remembers (the child keeps twice as many)
-
-
-def rejection_histogram(att: Attempt) -> dict[str, dict[str, int]]:
-    """Nodes rejected per plugin and reason, counting each node once at the plugin where the loop stopped."""
-    out: dict[str, dict[str, int]] = {}
-    for text in att.filter_fail.values():
-        plugin, _, reason = text.partition(": ")
-        per = out.setdefault(plugin, {})
-        per[reason] = per.get(reason, 0) + 1
-    return out
-
-
-def matrix_rejections(fm: FilterMatrix | None) -> dict[str, dict[str, int]]:
-    """``rejection_histogram`` of an attempt whose record is ``fm`` alone (same counts, same order)."""
-    out: dict[str, dict[str, int]] = {}
-    if fm is None or not len(fm):
-        return out
-    constant = fm.constant
-    if constant is not None and fm.fail.dtype == np.int8 and constant.count(-1) == 1:
-        # One plugin rejected nodes (the usual case): every rejected node stopped there, on its cell.
-        k = constant.index(-1)
-        column = fm.column(k)
-        codes = column[column >= FIRST_REASON]
-        if not len(codes):
-            return out
-        counts = np.bincount(codes)
-        present = np.flatnonzero(counts).tolist()
-        if len(present) > 1:  # in the order the walk first met each reason
-            present.sort(key=lambda v: int(np.argmax(codes == v)))
-        per = out.setdefault(fm.plugins[k], {})
-        for code in present:  # a text can have two codes (resolvable or not): one count
-            reason = fm.reasons[code - FIRST_REASON]
-            per[reason] = per.get(reason, 0) + int(counts[code])
-        return out
-    rows = np.flatnonzero(fm.fail >= 0)
-    if not len(rows):
-        return out
-    ks = fm.fail[rows].astype(np.int64)
-    codes = fm.cells[rows, ks].astype(np.int64)
-    width = int(codes.max()) + 1
-    pairs = ks * width + codes
-    counts = np.bincount(pairs)
-    present = np.flatnonzero(counts).tolist()
-    if len(present) > 1:  # in the order the walk first met each (plugin, reason)
-        present.sort(key=lambda v: int(np.argmax(pairs == v)))
-    for v in present:
-        k, code = divmod(v, width)
-        text = f"{fm.plugins[k]}: {fm.reasons[code - FIRST_REASON]}"
-        plugin, _, reason = text.partition(": ")
-        per = out.setdefault(plugin, {})
-        per[reason] = per.get(reason, 0) + int(counts[v])
-    return out
-
-
-# Attempt fields of the ``details`` JSON column, in order, with their JSON names.
-_DETAIL_FIELDS = (
-    ("prefilter", "prefilter"),
-    ("prefilterStatus", "prefilter_status"),
-    ("prefilterNodes", "prefilter_nodes"),
-    ("prefilterPluginNodes", "prefilter_plugin_nodes"),
-    ("prescore", "prescore"),
-    ("postfilter", "postfilter"),
-    ("victims", "victims"),
-    ("reserve", "reserve"),
-    ("permit", "permit"),
-    ("permitTimeout", "permit_timeout"),
-    ("prebind", "prebind"),
-    ("bind", "bind"),
-    ("selected", "selected"),
-    ("boundBy", "bound_by"),
-)
-_DETAIL_TAIL = (("evaluatedNodes", "evaluated_nodes"), ("filterPlugins", "filter_plugins"))
-_DETAIL_TAIL2 = (("scorePlugins", "score_plugins"), ("weights", "weights"))
-
-
-_ALL_DETAILS = (*_DETAIL_FIELDS, *_DETAIL_TAIL, *_DETAIL_TAIL2)
-_get_details = operator.attrgetter(*(attr for _, attr in _ALL_DETAILS))
-_DETAIL_KEYS = [key for key, _ in _ALL_DETAILS]
-_SELECTED = _DETAIL_KEYS.index("selected")
-# Stored as ``selected`` when the best nodes are the scored nodes with the best total (the engine took them from
-# the scores): they are found again from the matrices when read (``resolve_selected``), instead of being stored
-# as hundreds of names in every row.
-BEST_TOTAL = "bestTotal"
-_get_details_but_selected = operator.attrgetter(*(attr for i, (_, attr) in enumerate(_ALL_DETAILS) if i != _SELECTED))
 # The writer process gets the details most attempts share apart (see ``ProcessWriter._pack``), the others, and
 # ``selected`` (unless it is stored as ``BEST_TOTAL``).
 _SHARED_DETAILS = [
-    _DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
+    DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
 ]
-_OWN_DETAILS = [i for i in range(len(_DETAIL_KEYS)) if i not in _SHARED_DETAILS and i != _SELECTED]
-_get_shared_details = operator.attrgetter(*(_ALL_DETAILS[i][1] for i in _SHARED_DETAILS))
-_get_own_details = operator.attrgetter(*(_ALL_DETAILS[i][1] for i in _OWN_DETAILS))
+_OWN_DETAILS = [i for i in range(len(DETAIL_KEYS)) if i not in _SHARED_DETAILS and i != SELECTED]
+_get_shared_details = operator.attrgetter(*(DETAILS[i][1] for i in _SHARED_DETAILS))
+_get_own_details = operator.attrgetter(*(DETAILS[i][1] for i in _OWN_DETAILS))
 _FILTER_PLUGINS, _SCORE_PLUGINS = 3, 4  # their positions in the shared values
-
-
-def _detail_values(att: Attempt) -> tuple[Any, ...]:
-    values: tuple[Any, ...] = _get_details(att)
-    return values
-
-
-def _details_json(values: Sequence[Any], rejections: dict[str, dict[str, int]]) -> str:
-    head = len(_DETAIL_FIELDS)
-    doc = {key: v for (key, _), v in zip(_DETAIL_FIELDS, values[:head], strict=True)}
-    doc["rejections"] = rejections
-    for (key, _), v in zip((*_DETAIL_TAIL, *_DETAIL_TAIL2), values[head:], strict=True):
-        doc[key] = v
-    return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS).decode()
-
-
-# Row columns taken from the attempt as they are (after namespace, pod_name, pod_uid, queued_seconds).
-_ROW_FIELDS = (
-    ("attempt", "attempt"),
-    ("cycle", "cycle"),
-    ("profile", "profile"),
-    ("started_at", "started_at"),
-    ("duration_seconds", "duration"),
-)
-_ROW_FIELDS2 = (
-    ("result", "result"),
-    ("bound_to", "bound_to"),
-    ("nominated_node", "nominated_node"),
-    ("message", "message"),
-    ("node_count", "num_nodes"),
-    ("feasible_count", "feasible_count"),
-)
-
-
-_get_row = operator.attrgetter(*(attr for _, attr in (*_ROW_FIELDS, *_ROW_FIELDS2)))
-
-
-def _row_values(att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> tuple[Any, ...]:
-    return (namespace, pod_name, pod_uid, queued_seconds, *_get_row(att))
-
-
-_ROW_KEYS = ("namespace", "pod_name", "pod_uid", "queued_seconds", *(k for k, _ in (*_ROW_FIELDS, *_ROW_FIELDS2)))
-
-
-def _row(values: Sequence[Any], details: str, matrices: bytes | None) -> dict[str, Any]:
-    row = dict(zip(_ROW_KEYS, values, strict=True))
-    row["details"] = details
-    row["matrices"] = matrices
-    return row
-
-
-def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> dict[str, Any]:
-    """The table row for one attempt."""
-    if _selected_from_scores(att):  # the names are not built at all
-        rest = _get_details_but_selected(att)
-        values = (*rest[:_SELECTED], BEST_TOTAL, *rest[_SELECTED:])
-    else:
-        values = _detail_values(att)
-    return _row(
-        _row_values(att, namespace, pod_name, pod_uid, queued_seconds),
-        _details_json(values, rejection_histogram(att)),
-        encode_matrices(att) if att.has_record() else None,
-    )
-
-
-def _selected_from_scores(att: Attempt) -> bool:
-    """Whether ``att.selected`` is what ``resolve_selected`` finds again from the stored matrices: the engine took
-    the best nodes from the score matrix, and the matrices are stored as they are."""
-    positions = att.selected_positions()
-    if positions is None:
-        return False
-    pure = att.matrices_only()
-    sm = pure[1] if pure is not None else None
-    return sm is not None and len(sm) > 0 and positions[0] is sm.all_names
-
-
-def resolve_selected(selected: Any, totals: dict[str, int]) -> list[str] | None:
-    """A stored ``selected`` as names: ``BEST_TOTAL`` means the nodes with the best total, by name."""
-    if selected != BEST_TOTAL:
-        return selected  # type: ignore[no-any-return]
-    if not totals:
-        return []
-    best = max(totals.values())
-    return sorted(name for name, total in totals.items() if total == best)
-
-
-def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
-    """Insert ``rows`` in one transaction; keep each pod's newest ``max_attempts_per_pod`` attempts."""
-    with session_scope() as session:
-        repo = ResultsRepository(session)
-        repo.add_many(rows)
-        if max_attempts_per_pod:
-            for ns, name in {(r["namespace"], r["pod_name"]) for r in rows}:
-                repo.trim(ns, name, max_attempts_per_pod)
 
 
 # --- the scheduling side ------------------------------------------------------------------------------------
@@ -407,9 +238,9 @@ class ProcessWriter:
                 self._token(sm.all_names), sm_plugins, weights[1], _spec(sm.idx) if sm_idx else None, _spec(sm.raw),
                 norm_spec, normalized.dtype.char, selected_from_scores,
             )  # fmt: skip
-        row_values = (namespace, pod_name, pod_uid, queued_seconds, *_get_row(att))
+        row = row_values(att, namespace, pod_name, pod_uid, queued_seconds)
         selected = None if selected_from_scores else att.selected
-        return ("attempt", row_values, _get_own_details(att), selected, shared, fm_meta, sm_meta), arrays
+        return ("attempt", row, _get_own_details(att), selected, shared, fm_meta, sm_meta), arrays
 
     def _token(self, names: Sequence[str]) -> int:
         """The number ``names`` goes by in the writer process (the list is sent with the first use)."""
@@ -680,10 +511,10 @@ def _attempt_row(
     names: dict[int, list[str]],
 ) -> tuple[dict[str, Any], int]:
     _, row, own, selected, shared, fm_meta, sm_meta = m
-    details: list[Any] = [None] * len(_DETAIL_KEYS)
+    details: list[Any] = [None] * len(DETAIL_KEYS)
     for i, value in zip(_OWN_DETAILS, own, strict=True):
         details[i] = value
-    details[_SELECTED] = selected
+    details[SELECTED] = selected
     for i, value in zip(_SHARED_DETAILS, shared, strict=False):  # the last shared value is the score matrix's
         details[i] = value
     filter_plugins, score_plugins, same = shared[_FILTER_PLUGINS], shared[_SCORE_PLUGINS], shared[-1]
@@ -726,6 +557,6 @@ def _attempt_row(
             normalized = full
         sm = ScoreMatrix(names[token], idx, plugins, raw, normalized, np.array(weights, np.int64))
         if selected_from_scores and len(idx):
-            details[_SELECTED] = BEST_TOTAL
+            details[SELECTED] = BEST_TOTAL
     blob = encode_record(filter_plugins, score_plugins, fm, sm)
-    return _row(row, _details_json(details, matrix_rejections(fm)), blob), pos
+    return table_row(row, details_json(details, matrix_rejections(fm)), blob), pos

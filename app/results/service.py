@@ -17,18 +17,10 @@ from typing import Any
 
 from app.results.codec import decode_matrices
 from app.results.models import SchedulingAttempt
-from app.results.process_writer import (
-    ProcessWriter,
-    SessionFactory,
-    attempt_row,
-    rejection_histogram,
-    resolve_selected,
-    write_rows,
-)
+from app.results.process_writer import ProcessWriter
 from app.results.repository import ResultsRepository
+from app.results.rows import SessionFactory, attempt_row, resolve_selected, write_rows
 from app.scheduler.cycle import Attempt
-
-__all__ = ["ResultsService", "SessionFactory", "attempt_row", "rejection_histogram"]
 
 SORT_KEYS = ("total", "name", "failing")
 

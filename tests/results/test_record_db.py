@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import Engine
 
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
-from app.results import process_writer as writer
-from app.results.process_writer import matrix_rejections
-from app.results.service import ResultsService, rejection_histogram
+from app.results import process_writer
+from app.results.rows import BEST_TOTAL, attempt_row, matrix_rejections, rejection_histogram, resolve_selected
+from app.results.service import ResultsService
 from app.scheduler.cycle import Attempt
 from app.scheduler.record import FilterMatrix
 from app.simulation import cli
@@ -111,17 +111,17 @@ def test_best_nodes_taken_from_the_scores_are_stored_as_a_marker_by_both_writers
         namespace, name = att.pod.split("/")
         details = stored[(namespace, name, att.attempt)]
         # The thread writer (``kss serve``) stores the same details as the process writer.
-        thread_row = writer.attempt_row(att, namespace=namespace, pod_name=name, pod_uid="uid", queued_seconds=0.0)
+        thread_row = attempt_row(att, namespace=namespace, pod_name=name, pod_uid="uid", queued_seconds=0.0)
         assert json.loads(thread_row["details"]) == details
-        if details["selected"] == writer.BEST_TOTAL:
+        if details["selected"] == BEST_TOTAL:
             marked += 1
             assert att.total and att.selected == sorted(n for n, t in att.total.items() if t == max(att.total.values()))
         else:
             assert details["selected"] == att.selected
     ties = [att for att in attempts if att.selected and len(att.selected) > 1]
     assert ties and marked >= len(ties), "every tie of several nodes is stored as the marker, not as names"
-    assert writer.resolve_selected(writer.BEST_TOTAL, {"a": 3, "b": 5, "c": 5}) == ["b", "c"]
-    assert writer.resolve_selected(["x"], {"a": 1}) == ["x"] and writer.resolve_selected(None, {}) is None
+    assert resolve_selected(BEST_TOTAL, {"a": 3, "b": 5, "c": 5}) == ["b", "c"]
+    assert resolve_selected(["x"], {"a": 1}) == ["x"] and resolve_selected(None, {}) is None
 
 
 def test_rejections_from_the_matrix_equal_the_histogram_in_order() -> None:
@@ -174,7 +174,7 @@ def test_batches_of_more_buffers_than_one_writev_takes_arrive_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Past the system's limit of buffers per writev, a batch goes as one joined buffer: same rows.
-    monkeypatch.setattr(writer, "_IOV_MAX", 2)
+    monkeypatch.setattr(process_writer, "_IOV_MAX", 2)
     _, svc, attempts = record_through_the_writer_process(tmp_path)
     assert not svc.errors
     assert svc.count() == len(attempts)
