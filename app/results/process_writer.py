@@ -238,9 +238,9 @@ class ProcessWriter:
                 self._token(sm.all_names), sm_plugins, weights[1], _spec(sm.idx) if sm_idx else None, _spec(sm.raw),
                 norm_spec, normalized.dtype.char, selected_from_scores,
             )  # fmt: skip
-        row = row_values(att, namespace, pod_name, pod_uid, queued_seconds)
+        columns = row_values(att, namespace, pod_name, pod_uid, queued_seconds)
         selected = None if selected_from_scores else att.selected
-        return ("attempt", row, _get_own_details(att), selected, shared, fm_meta, sm_meta), arrays
+        return ("attempt", columns, _get_own_details(att), selected, shared, fm_meta, sm_meta), arrays
 
     def _token(self, names: Sequence[str]) -> int:
         """The number ``names`` goes by in the writer process (the list is sent with the first use)."""
