@@ -221,3 +221,7 @@ class NotAcceptable(ApiError):
 
     code = 406
     reason = "NotAcceptable"
+
+
+class InternalError(ApiError):
+    """500: the database refused a write; nothing was changed."""

@@ -4,27 +4,19 @@
 recorder and the web UI all use. It is thread-safe: one re-entrant lock guards memory, and is never held while
 the database works. Objects handed out are fresh copies; the store's own dicts are never mutated in place.
 
-Writes use group commit. A write is validated and given its resourceVersion under the lock against the *working*
-state (every staged change included, so later writes build on it), then staged into the open batch; a committer
-thread writes every staged change in one transaction (one fsync for all concurrent writers) and only then makes
-the batch *visible*: reads, lists, the watch log, listeners and wakers, in resourceVersion order. The writer is
-acknowledged (its call returns) after that. Reads see committed state only (``_shadow`` keeps the committed
-version of every key a staged change touched). If a batch's transaction fails, that batch and every change staged
-after it (they were computed on top of it) are dropped: the working state is restored from ``_shadow``, the
-resourceVersion counter goes back to the last committed one, and every writer concerned gets ``InternalError``;
-nothing of them was ever visible. Without a database (``engine=None``) a write is applied at once.
+Writes use group commit (``app.cluster.group_commit``): a write returns once durable and visible; reads see
+committed state only. The change log (``app.cluster.change_log``) replays committed changes to watches and
+tells listeners. The scheduler's own writes to pods are in ``app.cluster.pod_writes``.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import threading
 import time
 import uuid
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -33,18 +25,20 @@ import orjson
 from sqlalchemy import Engine
 
 from app.cluster import defaults, repository
+from app.cluster.change_log import ADDED, DELETED, MODIFIED, ChangeLog, Listener, WatchEvent
 from app.cluster.errors import (
     STALE,
     AlreadyExists,
-    ApiError,
     BadRequest,
     Conflict,
-    Expired,
     Forbidden,
     Invalid,
     NotFound,
     invalid,
 )
+from app.cluster.errors import InternalError as InternalError
+from app.cluster.group_commit import Batch, GroupCommit
+from app.cluster.group_commit import PendingWrites as PendingWrites
 from app.cluster.kinds import BY_KIND, KINDS, KindInfo
 from app.cluster.patch import (
     JSON_PATCH,
@@ -61,9 +55,7 @@ from app.cluster.validation import VALIDATORS, check_decodable, validate_metadat
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-Listener = Callable[[str, str, Obj], None]
 
-ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 PATCH_TYPES = {
     "merge": MERGE_PATCH,
     "json": JSON_PATCH,
@@ -79,10 +71,6 @@ _KINDS_WITH_SPEC = frozenset(
 )
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
-
-
-class InternalError(ApiError):
-    """500: the database refused a write; nothing was changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,27 +102,6 @@ class StoredObject:
 
 
 @dataclass(frozen=True, slots=True)
-class WatchEvent:
-    """One committed change, as replayed to watchers.
-
-    ``obj``/``old`` are the store's own dicts (read-only); ``object`` gives a copy.
-    """
-
-    type: str
-    kind: str
-    resource_version: int
-    obj: Obj
-    raw: bytes
-    old: Obj | None
-
-    @property
-    def object(self) -> Obj:
-        """A deep copy of the object after the change (for DELETED: its last state)."""
-        result: Obj = orjson.loads(self.raw)
-        return result
-
-
-@dataclass(frozen=True, slots=True)
 class ListResult:
     """One page of a list: entries in (namespace, name) order, the list's resourceVersion, paging state."""
 
@@ -145,89 +112,13 @@ class ListResult:
 
 
 @dataclass(slots=True)
-class _Change:
+class Change:
     type: str
     kind: str
     key: tuple[str, str]
     new: StoredObject | None  # None for deletions
     old: StoredObject | None
     event_obj: StoredObject  # what the watch event carries
-
-
-class _Batch:
-    """Changes staged for one transaction; ``done`` is set once they are durable and visible (or failed).
-
-    ``callbacks`` run right after ``done`` is set, in the committer thread with the store lock held; they are
-    added and run under that lock, so none is missed or run twice.
-    """
-
-    __slots__ = ("callbacks", "changes", "done", "error", "last_rv", "rows")
-
-    def __init__(self) -> None:
-        self.changes: list[_Change] = []
-        self.rows: list[repository.Change] = []
-        self.last_rv = 0
-        self.done = threading.Event()
-        self.error: BaseException | None = None
-        self.callbacks: list[Callable[[], None]] = []
-
-    def finish(self, error: BaseException | None) -> None:
-        """Mark the batch durable (``error`` None) or dropped, then run its callbacks (store lock held)."""
-        self.error = error
-        self.done.set()
-        callbacks, self.callbacks = self.callbacks, []
-        for callback in callbacks:
-            try:
-                callback()
-            except Exception:
-                log.exception("write acknowledgement callback failed")
-
-
-class PendingWrites:
-    """The writes a thread staged inside ``ClusterStore.deferred()``: ``wait()`` for their acknowledgement."""
-
-    def __init__(self, lock: threading.RLock | None = None) -> None:
-        self._batches: list[_Batch] = []
-        self._lock = lock if lock is not None else threading.RLock()
-
-    def _add(self, batch: _Batch) -> None:
-        if not self._batches or self._batches[-1] is not batch:
-            self._batches.append(batch)
-
-    def done(self) -> bool:
-        """True when every staged write is durable (or failed): ``wait()`` would not block."""
-        return all(b.done.is_set() for b in self._batches)
-
-    def add_done_callback(self, callback: Callable[[], None]) -> None:
-        """Call ``callback()`` once every staged write is durable or dropped: at once if they already are, else
-        from the store's committer thread with the store lock held (so it must only hand off, e.g.
-        ``loop.call_soon_threadsafe``). Then ``wait()`` returns at once, or raises ``InternalError``.
-
-        This lets an event loop await durability without blocking a thread on ``wait()``.
-        """
-        with self._lock:
-            # Batches finish in order: the last one done means every earlier one is done too.
-            if not self._batches or self._batches[-1].done.is_set():
-                run_now = True
-            else:
-                self._batches[-1].callbacks.append(callback)
-                run_now = False
-        if run_now:
-            callback()
-
-    def wait(self) -> None:
-        """Block until every staged write is durable; ``InternalError`` if any of them was dropped."""
-        for batch in self._batches:
-            batch.done.wait()
-        for batch in self._batches:
-            if batch.error is not None:
-                exc = batch.error
-                raise InternalError(f"storage error: {exc.__class__.__name__}: {exc}") from exc
-
-
-_MISSING: Any = object()
-# The committer thread ends after this long without work and is started again by the next write.
-_COMMITTER_IDLE_SECONDS = 2.0
 
 
 def _utcnow() -> datetime:
@@ -295,13 +186,13 @@ def _decode_continue(token: str) -> tuple[str, str]:
         ) from None
 
 
-_Changes = list[_Change]
+_Changes = list[Change]
 _Events = list[WatchEvent]
 _Objs = list[Obj]
 _Entries = list[StoredObject]
 
 
-class ClusterStore:
+class ClusterStore(GroupCommit):
     """Kubernetes objects in memory, written through to SQL; see the module docstring for the guarantees."""
 
     def __init__(
@@ -315,27 +206,15 @@ class ClusterStore:
         """An empty store; ``engine=None`` keeps everything in memory only (tests, offline simulation)."""
         self._lock = threading.RLock()
         self._engine = engine
-        self._window = max(1, watch_window)
         self._auto_create_namespaces = auto_create_namespaces
         self._clock = clock
         self._objects: dict[str, dict[tuple[str, str], StoredObject]] = {k.kind: {} for k in KINDS}
         self._rv = 0
-        self._log: _Events = []
-        self._compacted = 0  # events with resourceVersion <= this may no longer be in the log
-        self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
-        self._wakers: list[Callable[[], None]] = []
+        self._changes = ChangeLog(self._lock, watch_window)
         self._event_seq = 0
-        # Group commit (see the module docstring). ``_rv`` is the last version handed out (staged changes
-        # included); ``_committed_rv`` the last visible one. ``_shadow[kind][key]`` is the committed entry (None:
-        # absent) of a key with ``_staged[(kind, key)]`` changes still staged.
+        # ``_rv`` is the last version handed out (staged changes included); ``_committed_rv`` the last visible one.
         self._committed_rv = 0
-        self._shadow: dict[str, dict[tuple[str, str], StoredObject | None]] = {k.kind: {} for k in KINDS}
-        self._staged: dict[tuple[str, tuple[str, str]], int] = {}
-        self._open: _Batch | None = None
-        self._work = threading.Condition(self._lock)
-        self._committer: threading.Thread | None = None
-        self._last: _Batch | None = None  # the latest batch staged
-        self._local = threading.local()
+        self._init_group_commit()
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -369,19 +248,22 @@ class ClusterStore:
             self._objects = objects
             self._rv = repository.load_resource_version(conn)
             self._committed_rv = self._rv
-            self._log = []
-            self._compacted = self._rv
+            self._changes.reset(self._rv)
 
     def scratch_copy(self) -> ClusterStore:
         """An in-memory store holding the same objects (no database, no listeners): a place to try a
         batch of writes, such as an import, before doing them for real."""
         with self._lock:
             copy = ClusterStore(
-                None, watch_window=self._window, auto_create_namespaces=self._auto_create_namespaces, clock=self._clock
+                None,
+                watch_window=self._changes.window,
+                auto_create_namespaces=self._auto_create_namespaces,
+                clock=self._clock,
             )
             # StoredObjects are immutable, so sharing them is safe. Only committed state is copied.
             copy._objects = {kind: dict(self._view(kind)) for kind in self._objects}
-            copy._rv = copy._committed_rv = copy._compacted = self._committed_rv
+            copy._rv = copy._committed_rv = self._committed_rv
+            copy._changes.reset(self._committed_rv)
             return copy
 
     def ensure_builtins(self) -> None:
@@ -427,28 +309,6 @@ class ClusterStore:
         if entry is None:
             raise NotFound(info.plural, name, group=info.group)
         return entry
-
-    def _committed_entry(self, kind: str, key: tuple[str, str]) -> StoredObject | None:
-        shadow = self._shadow[kind]
-        if shadow:
-            entry = shadow.get(key, _MISSING)
-            if entry is not _MISSING:
-                result: StoredObject | None = entry
-                return result
-        return self._objects[kind].get(key)
-
-    def _view(self, kind: str) -> Mapping[tuple[str, str], StoredObject]:
-        """The committed entries of ``kind`` (lock held): what readers may see."""
-        shadow = self._shadow[kind]
-        if not shadow:
-            return self._objects[kind]
-        merged = dict(self._objects[kind])
-        for key, entry in shadow.items():
-            if entry is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = entry
-        return merged
 
     def _current(self, kind: str, namespace: str | None, name: str) -> StoredObject:
         """The working entry of one object (staged changes included; lock held), or ``NotFound``."""
@@ -518,37 +378,31 @@ class ClusterStore:
 
     def events_since(self, resource_version: int) -> _Events:
         """Every change after ``resource_version``, oldest first; ``Expired`` if some were already dropped."""
-        with self._lock:
-            if resource_version < self._compacted:
-                raise Expired(resource_version, self._compacted + 1)
-            idx = bisect_right(self._log, resource_version, key=lambda e: e.resource_version)
-            return self._log[idx:]
+        return self._changes.since(resource_version)
 
-    # ------------------------------------------------------------------------------------------ listeners
+    # ------------------------------------------------------------------------------------------ change log
 
     def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None) -> None:
         """Call ``callback(event_type, kind, obj)`` after each committed change (of ``kinds`` only, when
-        given), in resourceVersion order, with the store lock held, from the thread that made the change
-        visible (the committer): keep it quick, never wait there on a thread that uses the store, never
-        write to the store from it. ``obj`` is a copy the callback owns."""
-        with self._lock:
-            self._listeners.append((callback, frozenset(kinds) if kinds is not None else None))
+        given), in resourceVersion order: see ``ChangeLog.add_listener`` for what it may do there."""
+        self._changes.add_listener(callback, kinds)
 
     def remove_listener(self, callback: Listener) -> None:
         """Stop calling ``callback``."""
-        with self._lock:
-            self._listeners = [(cb, kinds) for cb, kinds in self._listeners if cb != callback]
+        self._changes.remove_listener(callback)
 
     def add_waker(self, wake: Callable[[], None]) -> None:
         """Call ``wake()`` (no arguments, no copies) after each commit; the watch hub uses this."""
-        with self._lock:
-            self._wakers.append(wake)
+        self._changes.add_waker(wake)
 
     def remove_waker(self, wake: Callable[[], None]) -> None:
         """Stop calling ``wake``."""
+        self._changes.remove_waker(wake)
+
+    def compact(self) -> None:
+        """Drop the whole watch log (as etcd compaction does): watches from older versions get 410."""
         with self._lock:
-            if wake in self._wakers:
-                self._wakers.remove(wake)
+            self._changes.reset(self._committed_rv)
 
     # ------------------------------------------------------------------------------------------ writes
 
@@ -939,7 +793,7 @@ class ClusterStore:
         subresource: str | None,
         dry_run: bool,
         annotations: Mapping[str, str | None] | None = None,
-    ) -> tuple[Obj, _Batch | None]:
+    ) -> tuple[Obj, Batch | None]:
         """Validate and stage an update of ``current``; returns the result and the batch to await."""
         meta = _meta(body)
         old = current.obj
@@ -989,22 +843,22 @@ class ClusterStore:
             return (_own(new) if dry_run else current.copy()), None
         return self._write_modified(info.kind, current, new)
 
-    def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, _Batch | None]:
+    def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, Batch | None]:
         rv = self._rv + 1
         new["metadata"]["resourceVersion"] = str(rv)
         entry = StoredObject(new, _encode(new))
-        change = _Change(MODIFIED, kind, (current.namespace, current.name), entry, current, entry)
+        change = Change(MODIFIED, kind, (current.namespace, current.name), entry, current, entry)
         return entry.copy(), self._stage([change])
 
-    def _new_object_change(self, kind: str, obj: Obj, rv: int) -> _Change:
+    def _new_object_change(self, kind: str, obj: Obj, rv: int) -> Change:
         meta = obj["metadata"]
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", self._timestamp())
         meta["resourceVersion"] = str(rv)
         entry = StoredObject(obj, _encode(obj))
-        return _Change(ADDED, kind, (entry.namespace, entry.name), entry, None, entry)
+        return Change(ADDED, kind, (entry.namespace, entry.name), entry, None, entry)
 
-    def _require_namespace(self, namespace: str, rv: int) -> _Change | None:
+    def _require_namespace(self, namespace: str, rv: int) -> Change | None:
         if ("", namespace) in self._objects["Namespace"]:
             return None
         if not self._auto_create_namespaces:
@@ -1054,7 +908,7 @@ class ClusterStore:
             last = dep.copy()
             last["metadata"]["resourceVersion"] = str(rv)
             last_entry = StoredObject(last, _encode(last))
-            changes.append(_Change(DELETED, dep_info.kind, key, None, dep, last_entry))
+            changes.append(Change(DELETED, dep_info.kind, key, None, dep, last_entry))
 
     def _generate_name(self, kind: str, namespace: str, prefix: str) -> str:
         import random
@@ -1067,208 +921,3 @@ class ClusterStore:
 
     def _timestamp(self) -> str:
         return self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    # ------------------------------------------------------------------------------------------ group commit
-
-    def _stage(self, changes: _Changes) -> _Batch | None:
-        """Apply ``changes`` to the working state and stage them for the committer (lock held).
-
-        Returns the batch to ``_await`` outside the lock; without a database the changes are visible at once.
-        """
-        last_rv = max(c.event_obj.resource_version for c in changes)
-        if self._engine is None:
-            self._rv = self._committed_rv = last_rv
-            for c in changes:
-                bucket = self._objects[c.kind]
-                if c.new is None:
-                    bucket.pop(c.key, None)
-                else:
-                    bucket[c.key] = c.new
-            self._publish(changes)
-            return None
-        batch = self._open
-        if batch is None:
-            batch = self._open = self._last = _Batch()
-        for c in changes:
-            bucket = self._objects[c.kind]
-            shadow = self._shadow[c.kind]
-            if c.key not in shadow:
-                shadow[c.key] = bucket.get(c.key)
-            staged_key = (c.kind, c.key)
-            self._staged[staged_key] = self._staged.get(staged_key, 0) + 1
-            if c.new is None:
-                bucket.pop(c.key, None)
-            else:
-                bucket[c.key] = c.new
-            source = c.new if c.new is not None else c.old
-            assert source is not None
-            row = repository.Row(
-                uid=str(source.obj["metadata"]["uid"]),
-                kind=c.kind,
-                namespace=c.key[0],
-                name=c.key[1],
-                resource_version=c.event_obj.resource_version,
-                body=source.raw.decode(),
-            )
-            op = "insert" if c.type == ADDED else ("update" if c.type == MODIFIED else "delete")
-            batch.rows.append(repository.Change(op, row))
-        batch.changes += changes
-        batch.last_rv = last_rv
-        self._rv = last_rv
-        if self._committer is None:
-            self._committer = threading.Thread(target=self._commit_loop, name="kss-store-committer", daemon=True)
-            self._committer.start()
-        else:
-            self._work.notify()
-        return batch
-
-    def _await(self, batch: _Batch | None) -> None:
-        """Return once ``batch`` is durable and visible; ``InternalError`` if it was dropped (lock not held)."""
-        if batch is None:
-            return
-        pending: PendingWrites | None = getattr(self._local, "pending", None)
-        if pending is not None:
-            pending._add(batch)
-            return
-        if threading.current_thread() is self._committer:
-            # A listener wrote to the store: it cannot wait for its own thread. The change goes out with
-            # the next batch; a listener must not write (see add_listener), this only avoids a deadlock.
-            log.warning("a cluster listener wrote to the store; its write is not awaited")
-            return
-        batch.done.wait()
-        if batch.error is not None:
-            exc = batch.error
-            raise InternalError(f"storage error: {exc.__class__.__name__}: {exc}") from exc
-
-    @contextlib.contextmanager
-    def deferred(self) -> Iterator[PendingWrites]:
-        """Writes of this thread inside the block return once staged (validated, versioned, seen by later
-        writes) instead of once durable; ``wait()`` on the yielded object for their acknowledgement.
-
-        What they return is provisional until then: a failed commit drops them (``wait()`` raises
-        ``InternalError``). The scheduler uses this to overlap its writes with the next cycle.
-        """
-        pending = PendingWrites(self._lock)
-        outer = getattr(self._local, "pending", None)
-        self._local.pending = pending
-        try:
-            yield pending
-        finally:
-            self._local.pending = outer
-            if outer is not None:
-                for batch in pending._batches:
-                    outer._add(batch)
-
-    def flush(self) -> None:
-        """Block until every write staged so far is durable and visible (or dropped)."""
-        with self._lock:
-            batch = self._last
-        if batch is not None:
-            batch.done.wait()  # batches finish in order, so every earlier one has finished too
-
-    def _commit_loop(self) -> None:
-        """The committer: one transaction per batch of staged changes, then make them visible."""
-        engine = self._engine
-        assert engine is not None
-        while True:
-            with self._lock:
-                while self._open is None:
-                    if not self._work.wait(_COMMITTER_IDLE_SECONDS) and self._open is None:
-                        self._committer = None
-                        return
-                batch = self._open
-                self._open = None
-            error: BaseException | None = None
-            try:
-                with engine.begin() as conn:
-                    repository.write_changes(conn, batch.rows, batch.last_rv)
-            except Exception as exc:  # the database said no: drop the batch and what was built on it
-                log.exception("write-through failed")
-                error = exc
-            with self._lock:
-                if error is None:
-                    self._committed(batch)
-                    batch.finish(None)
-                else:
-                    self._drop(batch, error)
-
-    def _committed(self, batch: _Batch) -> None:
-        """``batch`` is durable: make it visible (lock held)."""
-        for c in batch.changes:
-            staged_key = (c.kind, c.key)
-            left = self._staged[staged_key] - 1
-            if left:
-                self._staged[staged_key] = left
-                self._shadow[c.kind][c.key] = c.new  # committed now; later staged changes remain
-            else:
-                del self._staged[staged_key]
-                del self._shadow[c.kind][c.key]
-        self._committed_rv = batch.last_rv
-        self._publish(batch.changes)
-
-    def _drop(self, failed: _Batch, error: BaseException) -> None:
-        """``failed`` could not be written: undo it and everything staged after it (lock held)."""
-        dropped = [failed]
-        if self._open is not None:
-            dropped.append(self._open)
-            self._open = None
-        for kind, shadow in self._shadow.items():
-            bucket = self._objects[kind]
-            for key, entry in shadow.items():
-                if entry is None:
-                    bucket.pop(key, None)
-                else:
-                    bucket[key] = entry
-            shadow.clear()
-        self._staged.clear()
-        # The versions of dropped changes were never visible, so handing them out again keeps the sequence.
-        self._rv = self._committed_rv
-        for batch in dropped:
-            batch.finish(error)
-
-    def _publish(self, changes: _Changes) -> None:
-        """Append committed ``changes`` to the watch log and tell wakers and listeners (lock held)."""
-        for c in changes:
-            self._log.append(
-                WatchEvent(
-                    c.type,
-                    c.kind,
-                    c.event_obj.resource_version,
-                    c.event_obj.obj,
-                    c.event_obj.raw,
-                    c.old.obj if c.old is not None else None,
-                )
-            )
-        self._trim_log()
-        self._notify(changes)
-
-    def _trim_log(self) -> None:
-        # Trim in chunks so appends stay O(1) amortised; at least ``window`` events are always kept.
-        excess = len(self._log) - self._window
-        if excess > max(1, self._window // 10):
-            self._compacted = self._log[excess - 1].resource_version
-            del self._log[:excess]
-
-    def compact(self) -> None:
-        """Drop the whole watch log (as etcd compaction does): watches from older versions get 410."""
-        with self._lock:
-            self._log = []
-            self._compacted = self._committed_rv
-
-    def _notify(self, changes: Iterable[_Change]) -> None:
-        for wake in list(self._wakers):
-            try:
-                wake()
-            except Exception:
-                log.exception("watch waker failed")
-        if not self._listeners:
-            return
-        listeners = list(self._listeners)
-        for c in changes:
-            for listener, kinds in listeners:
-                if kinds is not None and c.kind not in kinds:
-                    continue
-                try:
-                    listener(c.type, c.kind, c.event_obj.copy())
-                except Exception:
-                    log.exception("cluster listener %r failed", listener)

@@ -14,10 +14,11 @@ from typing import Any
 
 import orjson
 
+from app.cluster.change_log import ADDED, DELETED, MODIFIED
 from app.cluster.errors import Expired
 from app.cluster.kinds import KindInfo
 from app.cluster.selectors import Selector
-from app.cluster.store import ADDED, DELETED, MODIFIED, ClusterStore, StoredObject
+from app.cluster.store import ClusterStore, StoredObject
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 # Renders one object for the stream (plain JSON, or a one-row Table); returns encoded JSON.

@@ -1,0 +1,141 @@
+"""The store's change log: every committed change in resourceVersion order, for watches and listeners.
+
+Watches replay it from a resourceVersion (``since``); it keeps at least ``window`` events, and a version older
+than what it still holds answers ``Expired`` (410), as after an etcd compaction. Publishing a batch wakes the
+wakers (a bare call each: the watch hub's bridge to its event loops) and hands each listener a copy of every
+change it asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from app.cluster.errors import Expired
+
+if TYPE_CHECKING:
+    from app.cluster.store import Change
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[str, str, dict[str, Any]], None]
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One committed change, as replayed to watchers.
+
+    ``obj``/``old`` are the store's own dicts (read-only); ``object`` gives a copy.
+    """
+
+    type: str
+    kind: str
+    resource_version: int
+    obj: dict[str, Any]
+    raw: bytes
+    old: dict[str, Any] | None
+
+    @property
+    def object(self) -> dict[str, Any]:
+        """A deep copy of the object after the change (for DELETED: its last state)."""
+        result: dict[str, Any] = orjson.loads(self.raw)
+        return result
+
+
+class ChangeLog:
+    """The committed changes of one store, its listeners and its wakers; guarded by the store's lock."""
+
+    def __init__(self, lock: threading.RLock, window: int) -> None:
+        """An empty log keeping at least ``window`` events."""
+        self._lock = lock
+        self.window = max(1, window)
+        self._log: list[WatchEvent] = []
+        self._compacted = 0  # events with resourceVersion <= this may no longer be in the log
+        self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
+        self._wakers: list[Callable[[], None]] = []
+
+    def reset(self, resource_version: int) -> None:
+        """Drop every event (lock held): the log starts again at ``resource_version``; older ones get 410."""
+        self._log = []
+        self._compacted = resource_version
+
+    def since(self, resource_version: int) -> list[WatchEvent]:
+        """Every change after ``resource_version``, oldest first; ``Expired`` if some were already dropped."""
+        with self._lock:
+            if resource_version < self._compacted:
+                raise Expired(resource_version, self._compacted + 1)
+            idx = bisect_right(self._log, resource_version, key=lambda e: e.resource_version)
+            return self._log[idx:]
+
+    def publish(self, changes: list[Change]) -> None:
+        """Append committed ``changes`` to the watch log and tell wakers and listeners (lock held)."""
+        for c in changes:
+            self._log.append(
+                WatchEvent(
+                    c.type,
+                    c.kind,
+                    c.event_obj.resource_version,
+                    c.event_obj.obj,
+                    c.event_obj.raw,
+                    c.old.obj if c.old is not None else None,
+                )
+            )
+        self._trim_log()
+        self._notify(changes)
+
+    def _trim_log(self) -> None:
+        # Trim in chunks so appends stay O(1) amortised; at least ``window`` events are always kept.
+        excess = len(self._log) - self.window
+        if excess > max(1, self.window // 10):
+            self._compacted = self._log[excess - 1].resource_version
+            del self._log[:excess]
+
+    def _notify(self, changes: Iterable[Change]) -> None:
+        for wake in list(self._wakers):
+            try:
+                wake()
+            except Exception:
+                log.exception("watch waker failed")
+        if not self._listeners:
+            return
+        listeners = list(self._listeners)
+        for c in changes:
+            for listener, kinds in listeners:
+                if kinds is not None and c.kind not in kinds:
+                    continue
+                try:
+                    listener(c.type, c.kind, c.event_obj.copy())
+                except Exception:
+                    log.exception("cluster listener %r failed", listener)
+
+    def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None) -> None:
+        """Call ``callback(event_type, kind, obj)`` after each committed change (of ``kinds`` only, when
+        given), in resourceVersion order, with the store lock held, from the thread that made the change
+        visible (the committer): keep it quick, never wait there on a thread that uses the store, never
+        write to the store from it. ``obj`` is a copy the callback owns."""
+        with self._lock:
+            self._listeners.append((callback, frozenset(kinds) if kinds is not None else None))
+
+    def remove_listener(self, callback: Listener) -> None:
+        """Stop calling ``callback``."""
+        with self._lock:
+            self._listeners = [(cb, kinds) for cb, kinds in self._listeners if cb != callback]
+
+    def add_waker(self, wake: Callable[[], None]) -> None:
+        """Call ``wake()`` (no arguments, no copies) after each commit; the watch hub uses this."""
+        with self._lock:
+            self._wakers.append(wake)
+
+    def remove_waker(self, wake: Callable[[], None]) -> None:
+        """Stop calling ``wake``."""
+        with self._lock:
+            if wake in self._wakers:
+                self._wakers.remove(wake)
