@@ -42,9 +42,10 @@ from app.scheduler.config import (
     parse_config,
     plugins_in_effect,
 )
-from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler
+from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Code, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.record import Attempt
 from app.scheduler.runtime import Framework
 
 log = logging.getLogger("kss.scheduler")

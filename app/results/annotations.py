@@ -14,8 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from app.scheduler.cycle import Attempt
-from app.scheduler.record import FilterMatrix, ScoreMatrix, name_ranks
+from app.scheduler.record import Attempt, FilterMatrix, ScoreMatrix, name_ranks
 
 PREFIX = "kube-scheduler-simulator.sigs.k8s.io/"
 PREFILTER_STATUS = PREFIX + "prefilter-result-status"

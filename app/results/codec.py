@@ -27,8 +27,7 @@ import numpy.typing as npt
 import orjson
 import zstandard
 
-from app.scheduler.cycle import Attempt
-from app.scheduler.record import FilterMatrix, ScoreMatrix
+from app.scheduler.record import Attempt, FilterMatrix, ScoreMatrix
 
 PASSED = 0
 SKIP = 1

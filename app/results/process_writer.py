@@ -50,8 +50,7 @@ from app.results.rows import (
     table_row,
     write_rows,
 )
-from app.scheduler.cycle import Attempt
-from app.scheduler.record import FIRST_REASON, FilterMatrix, ScoreMatrix
+from app.scheduler.record import FIRST_REASON, Attempt, FilterMatrix, ScoreMatrix
 
 _FRAME = struct.Struct("<II")
 _PIPE_BYTES = 4 << 20  # the pipe buffer we ask for (Linux allows /proc/sys/fs/pipe-max-size, 1 MB by default)

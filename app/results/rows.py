@@ -16,8 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.results.codec import encode_matrices
 from app.results.repository import ResultsRepository
-from app.scheduler.cycle import Attempt
-from app.scheduler.record import FIRST_REASON, FilterMatrix
+from app.scheduler.record import FIRST_REASON, Attempt, FilterMatrix
 
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 

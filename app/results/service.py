@@ -20,7 +20,7 @@ from app.results.models import SchedulingAttempt
 from app.results.process_writer import ProcessWriter
 from app.results.repository import ResultsRepository
 from app.results.rows import SessionFactory, attempt_row, resolve_selected, write_rows
-from app.scheduler.cycle import Attempt
+from app.scheduler.record import Attempt
 
 SORT_KEYS = ("total", "name", "failing")
 

@@ -1,4 +1,5 @@
-"""Array-backed records of one attempt: filter verdicts and scores per node and plugin.
+"""The record of one scheduling attempt (:class:`Attempt`: decision and every plugin's verdict), and its
+array-backed filter verdicts and scores per node and plugin.
 
 Recording every plugin on every node of a big cluster produces tens of thousands of cells per attempt. The
 batch record path keeps them as NumPy matrices (:class:`FilterMatrix`, :class:`ScoreMatrix`) instead of nested
@@ -11,7 +12,8 @@ mutated: the columns build a new list when the nodes change), so a record costs 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -216,3 +218,197 @@ class ScoreMatrix(_Rows):
 
     def total_dict(self) -> dict[str, int]:
         return dict(zip(self.nodes, self.totals().tolist(), strict=True))
+
+
+@dataclass
+class Attempt:
+    """The outcome and record of one scheduling attempt."""
+
+    pod: str
+    attempt: int
+    priority: int
+    profile: str
+    cycle: int = 0
+    # Decision
+    result: str = "unschedulable"  # scheduled | unschedulable | error
+    bound_to: str | None = None
+    bound_by: str | None = None
+    message: str = ""
+    nominated_node: str | None = None
+    victims: list[str] = field(default_factory=list)
+    # Record
+    pre_enqueue: str | None = None  # PreEnqueue rejection ("Plugin: message"), the pod never reached PreFilter
+    prefilter: dict[str, str] = field(default_factory=dict)
+    prefilter_status: str = "success"
+    prefilter_nodes: list[str] | None = None
+    prefilter_plugin_nodes: dict[str, list[str]] = field(default_factory=dict)
+    filter_plugins: list[str] = field(default_factory=list)
+    score_plugins: list[str] = field(default_factory=list)
+    weights: dict[str, int] = field(default_factory=dict)
+    num_nodes: int = 0
+    filter: dict[str, dict[str, str]] = field(default_factory=dict)
+    stopped_at: dict[str, str] = field(default_factory=dict)  # node -> plugin where kube-scheduler's loop stopped
+    unresolvable: dict[str, list[str]] = field(default_factory=dict)
+    filter_fail: dict[str, str] = field(default_factory=dict)
+    feasible: list[str] = field(default_factory=list)
+    feasible_count: int = 0
+    evaluated_nodes: int = 0
+    prescore: dict[str, str] | None = None
+    score: dict[str, dict[str, int]] | None = None
+    normalized_score: dict[str, dict[str, int]] | None = None
+    final_score: dict[str, dict[str, int]] | None = None
+    total: dict[str, int] | None = None
+    selected: list[str] | None = None
+    postfilter: dict[str, Any] | None = None
+    reserve: dict[str, str] = field(default_factory=dict)
+    permit: dict[str, str] = field(default_factory=dict)
+    permit_timeout: dict[str, float] = field(default_factory=dict)
+    prebind: dict[str, str] = field(default_factory=dict)
+    bind: dict[str, str] = field(default_factory=dict)
+    started_at: float = 0.0
+    duration: float = 0.0
+    queued_for: float = 0.0
+    # The batch record path's matrices; ``filter``, ``unresolvable``, ``filter_fail`` and the score dicts are
+    # built from them when first read (entries written to those dicts directly are kept beside them).
+    filter_matrix: FilterMatrix | None = None
+    score_matrix: ScoreMatrix | None = None
+
+    @property
+    def fit_error(self) -> str | None:
+        return self.message if self.result != "scheduled" and self.message else None
+
+    def has_record(self) -> bool:
+        """Whether per-node filter verdicts or scores were recorded (without building the dicts)."""
+        fm, sm = self.filter_matrix, self.score_matrix
+        if (fm is not None and len(fm)) or (sm is not None and len(sm)):
+            return True
+        return bool(self.__dict__.get("_filter")) or bool(self.__dict__.get("_score"))
+
+    def matrices_only(self) -> tuple[FilterMatrix | None, ScoreMatrix | None] | None:
+        """The record matrices when they hold every per-node entry of the record dicts; None otherwise (some
+        entries were written to the dicts directly, or no matrix was kept)."""
+        fm, sm = self.filter_matrix, self.score_matrix
+        if fm is None and sm is None:
+            return None
+        d = self.__dict__
+        if _DICTS_USED not in d:
+            return fm, sm  # no record dict was read or written (the usual case): the matrices hold everything
+        get = d.get
+        if (
+            not (get("_filter") or get("_unresolvable") or get("_filter_fail"))
+            and get("_score") is None
+            and get("_normalized_score") is None
+            and get("_final_score") is None
+            and get("_total") is None
+        ):
+            return fm, sm  # no record dict was read or written (the usual case): the matrices hold everything
+        for slot in ("_filter", "_unresolvable", "_filter_fail"):
+            current = d.get(slot)
+            if not current:
+                continue
+            if fm is None:
+                return None
+            matrix: FilterMatrix = fm
+            if d.get(slot + "_from") is not matrix:
+                return None
+            rows = len(matrix) if slot == "_filter" else matrix.failing_count() if slot == "_filter_fail" else -1
+            if rows >= 0 and len(current) != rows:
+                return None
+        for slot in ("_score", "_normalized_score", "_final_score", "_total"):
+            if d.get(slot) is not None and (sm is None or d.get(slot + "_from") is not sm):
+                return None
+        return fm, sm
+
+    def set_feasible_lazy(self, build: Callable[[], list[str]]) -> None:
+        """``feasible`` is computed by ``build`` when first read (the batch path rarely needs the names)."""
+        self.__dict__["_feasible"] = None
+        self.__dict__["_feasible_build"] = build
+
+    def set_selected_lazy(self, names: Sequence[str], idx: IntArray) -> None:
+        """``selected`` is ``sorted(names[i] for i in idx)``, built when first read (the best nodes can be
+        hundreds of names; the results writer sends the positions instead)."""
+        self.__dict__["_selected"] = None
+        self.__dict__["_selected_src"] = (names, idx)
+
+    def selected_positions(self) -> tuple[Sequence[str], IntArray] | None:
+        """The node-name list and positions ``selected`` is made of, when it was set lazily."""
+        src: tuple[Sequence[str], IntArray] | None = self.__dict__.get("_selected_src")
+        return src
+
+
+def _matrix_view(name: str, source: str, build: Callable[[Any], Any], merge: bool) -> property:
+    """A dict field of Attempt whose content also comes from a matrix, built when first read."""
+    slot = "_" + name
+    seen = "_" + name + "_from"
+
+    def get(self: Attempt) -> Any:
+        d = self.__dict__
+        d[_DICTS_USED] = True  # the caller may change what it got
+        matrix = getattr(self, source)
+        if matrix is not None and d.get(seen) is not matrix:
+            d[seen] = matrix
+            built = build(matrix)
+            current = d.get(slot)
+            if merge and current:
+                current.update(built)
+            else:
+                d[slot] = built
+        return d.get(slot)
+
+    def set_(self: Attempt, value: Any) -> None:
+        d = self.__dict__
+        if value:  # the dataclass's defaults (empty or None) leave the matrices the whole record
+            d[_DICTS_USED] = True
+        d[slot] = value
+
+    return property(get, set_)
+
+
+# Set in an Attempt once a record dict was read or given entries (``matrices_only`` then checks them).
+_DICTS_USED = "_dicts_used"
+
+
+def _feasible_get(self: Attempt) -> list[str]:
+    d = self.__dict__
+    value = d.get("_feasible")
+    if value is None:
+        build = d.pop("_feasible_build", None)
+        value = d["_feasible"] = build() if build is not None else []
+    return value
+
+
+def _feasible_set(self: Attempt, value: list[str]) -> None:
+    self.__dict__.pop("_feasible_build", None)
+    self.__dict__["_feasible"] = value
+
+
+for _name, _source, _build, _merge in (
+    ("filter", "filter_matrix", FilterMatrix.filter_dict, True),
+    ("unresolvable", "filter_matrix", FilterMatrix.unresolvable_dict, True),
+    ("filter_fail", "filter_matrix", FilterMatrix.filter_fail_dict, True),
+    ("score", "score_matrix", ScoreMatrix.score_dict, False),
+    ("normalized_score", "score_matrix", ScoreMatrix.normalized_dict, False),
+    ("final_score", "score_matrix", ScoreMatrix.final_dict, False),
+    ("total", "score_matrix", ScoreMatrix.total_dict, False),
+):
+    setattr(Attempt, _name, _matrix_view(_name, _source, _build, _merge))
+Attempt.feasible = property(_feasible_get, _feasible_set)  # type: ignore[assignment]
+
+
+def _selected_get(self: Attempt) -> list[str] | None:
+    d = self.__dict__
+    value: list[str] | None = d.get("_selected")
+    if value is None:
+        src = d.get("_selected_src")
+        if src is not None:
+            names, idx = src
+            value = d["_selected"] = sorted(names[i] for i in idx.tolist())
+    return value
+
+
+def _selected_set(self: Attempt, value: list[str] | None) -> None:
+    self.__dict__.pop("_selected_src", None)
+    self.__dict__["_selected"] = value
+
+
+Attempt.selected = property(_selected_get, _selected_set)  # type: ignore[assignment]

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.cluster.kinds import KINDS
-from app.scheduler.cycle import Attempt
+from app.scheduler.record import Attempt
 
 # kube-scheduler exposes no *_created series; leaving them out keeps the output comparable.
 disable_created_metrics()  # type: ignore[no-untyped-call]

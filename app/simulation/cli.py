@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.scheduler.cycle import Attempt
 from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.record import Attempt
 from app.simulation.runner import DETAIL_LEVELS, run_scenario
 
 

@@ -16,9 +16,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.scheduler.config import build_framework, parse_config
-from app.scheduler.cycle import Attempt, ScheduleOptions, Scheduler
+from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo, Snapshot
+from app.scheduler.record import Attempt
 
 START_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
 _START_NAIVE = START_EPOCH.replace(tzinfo=None)

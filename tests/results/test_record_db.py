@@ -18,8 +18,7 @@ from app.db import make_engine, make_session_factory, session_scope, upgrade_dat
 from app.results import process_writer
 from app.results.rows import BEST_TOTAL, attempt_row, matrix_rejections, rejection_histogram, resolve_selected
 from app.results.service import ResultsService
-from app.scheduler.cycle import Attempt
-from app.scheduler.record import FilterMatrix
+from app.scheduler.record import Attempt, FilterMatrix
 from app.simulation import cli
 from app.simulation.runner import ScenarioRun, run_scenario
 from tests.scheduler.factories import make_node, make_pod
