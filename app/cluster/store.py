@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -49,8 +48,9 @@ from app.cluster.patch import (
     json_patch,
     strategic_merge_patch,
 )
+from app.cluster.pod_writes import PodWrites, merge_annotations
 from app.cluster.selectors import Selector, make_selector
-from app.cluster.validation import VALIDATORS, check_decodable, validate_metadata, validate_update
+from app.cluster.validation import VALIDATORS, check_decodable, validate_update
 
 log = logging.getLogger(__name__)
 
@@ -155,21 +155,6 @@ def _info(kind: str) -> KindInfo:
     return info
 
 
-def _merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
-    """Merge-patch ``metadata.annotations`` of ``obj`` in place (None removes a key)."""
-    meta = obj["metadata"]
-    merged = dict(meta.get("annotations") or {})
-    for key, value in annotations.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    if merged:
-        meta["annotations"] = merged
-    else:
-        meta.pop("annotations", None)
-
-
 def _encode_continue(resource_version: int, namespace: str, name: str) -> str:
     token = orjson.dumps({"v": "meta.k8s.io/v1", "rv": resource_version, "start": [namespace, name]})
     return base64.urlsafe_b64encode(token).decode()
@@ -192,7 +177,7 @@ _Objs = list[Obj]
 _Entries = list[StoredObject]
 
 
-class ClusterStore(GroupCommit):
+class ClusterStore(GroupCommit, PodWrites):
     """Kubernetes objects in memory, written through to SQL; see the module docstring for the guarantees."""
 
     def __init__(
@@ -597,129 +582,6 @@ class ClusterStore(GroupCommit):
         self._await(batch)
         return [c.event_obj.copy() for c in changes if c.kind == kind]
 
-    def bind_pod(
-        self,
-        namespace: str,
-        name: str,
-        node_name: str,
-        *,
-        uid: str | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> Obj:
-        """What ``POST pods/{name}/binding`` does: set ``spec.nodeName`` and the PodScheduled condition.
-
-        ``annotations`` are merged in by the same change (a None value removes the key), so a scheduler can
-        bind and record its result in one write. ``Conflict`` if the pod is already bound (or being deleted,
-        or ``uid`` does not match); ``Invalid`` if the annotations are (nothing is changed then).
-        """
-        with self._lock:
-            current = self._current("Pod", namespace, name)
-            meta = current.obj["metadata"]
-            if uid and uid != meta.get("uid"):
-                raise Conflict(
-                    "pods/binding",
-                    name,
-                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}",
-                )
-            if meta.get("deletionTimestamp"):
-                raise Conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
-            bound = (current.obj.get("spec") or {}).get("nodeName")
-            if bound:
-                raise Conflict("pods/binding", name, f'pod {name} is already assigned to node "{bound}"')
-            if not node_name:
-                raise Invalid("Binding", name, [invalid("target.name", node_name, "must not be empty")])
-            pod = current.copy()
-            pod.setdefault("spec", {})["nodeName"] = node_name
-            status = pod.setdefault("status", {})
-            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-            conditions.append(
-                {
-                    "type": "PodScheduled",
-                    "status": "True",
-                    "lastProbeTime": None,
-                    "lastTransitionTime": self._timestamp(),
-                }
-            )
-            status["conditions"] = conditions
-            if annotations:
-                _merge_annotations(pod, annotations)
-                causes = validate_metadata(pod, namespaced=True)
-                if causes:
-                    raise Invalid("Pod", name, causes)
-            result, batch = self._write_modified("Pod", current, pod)
-        self._await(batch)
-        return result
-
-    def update_pod_status(
-        self,
-        namespace: str,
-        name: str,
-        status: Obj,
-        *,
-        resource_version: str | None = None,
-        annotations: Mapping[str, str | None] | None = None,
-    ) -> Obj:
-        """Replace a pod's ``status`` (the ``pods/{name}/status`` subresource); ``Conflict`` on a stale version.
-
-        ``annotations`` are merged in by the same change, as in ``bind_pod``.
-        """
-        with self._lock:
-            current = self._current("Pod", namespace, name)
-            pod = current.copy()
-            pod["status"] = status
-            if resource_version is not None:
-                pod["metadata"]["resourceVersion"] = resource_version
-            body = self._decode(BY_KIND["Pod"], pod)
-            result, batch = self._update_locked(BY_KIND["Pod"], current, body, "status", False, annotations)
-        self._await(batch)
-        return result
-
-    def create_event(
-        self,
-        involved: Obj,
-        reason: str,
-        message: str,
-        *,
-        type: str = "Normal",
-        component: str = "default-scheduler",
-        action: str = "",
-    ) -> Obj:
-        """Record a core/v1 Event about ``involved`` (what ``kubectl describe`` lists)."""
-        meta = involved.get("metadata") or {}
-        info = BY_KIND.get(str(involved.get("kind") or ""))
-        namespace = str(meta.get("namespace") or "default")
-        with self._lock:
-            self._event_seq += 1
-            suffix = f"{time.time_ns():x}{self._event_seq:04x}"
-        now = self._timestamp()
-        event: Obj = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta.get('name', 'unknown')}.{suffix}", "namespace": namespace},
-            "involvedObject": {
-                "kind": involved.get("kind") or "",
-                "namespace": meta.get("namespace") or "",
-                "name": meta.get("name") or "",
-                "uid": meta.get("uid") or "",
-                "apiVersion": involved.get("apiVersion") or (info.api_version if info else "v1"),
-                "resourceVersion": meta.get("resourceVersion") or "",
-            },
-            "reason": reason,
-            "message": message,
-            "type": type,
-            "source": {"component": component},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "reportingComponent": component,
-            "reportingInstance": component,
-        }
-        if action:
-            event["action"] = action
-        if not event["involvedObject"]["namespace"]:
-            del event["involvedObject"]["namespace"]
-        return self.create("Event", event, namespace)
-
     # ------------------------------------------------------------------------------------------ internals
 
     def _decode(self, info: KindInfo, obj: Any) -> Obj:
@@ -826,7 +688,7 @@ class ClusterStore(GroupCommit):
                     new.pop("status", None)
         new_meta = _meta(new)
         if annotations:
-            _merge_annotations(new, annotations)
+            merge_annotations(new, annotations)
         for field in ("uid", "creationTimestamp", "namespace", "deletionTimestamp", "generation"):
             if field in old_meta:
                 new_meta[field] = old_meta[field]

@@ -1,0 +1,192 @@
+"""The scheduler's writes to pods, as kube-scheduler makes them through the API: the binding (``pods/binding``),
+the status (``pods/status``) and core/v1 Events. Each can carry the scheduler's result annotations in the same
+change, so one attempt is one write.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from app.cluster.errors import Conflict, Invalid, invalid
+from app.cluster.kinds import BY_KIND, KindInfo
+from app.cluster.validation import validate_metadata
+
+if TYPE_CHECKING:
+    from app.cluster.group_commit import Batch
+    from app.cluster.store import StoredObject
+
+Obj = dict[str, Any]
+
+
+def merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
+    """Merge-patch ``metadata.annotations`` of ``obj`` in place (None removes a key)."""
+    meta = obj["metadata"]
+    merged = dict(meta.get("annotations") or {})
+    for key, value in annotations.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    if merged:
+        meta["annotations"] = merged
+    else:
+        meta.pop("annotations", None)
+
+
+class _Store(Protocol):
+    """What the pod writes use of ``ClusterStore``."""
+
+    _lock: threading.RLock
+    _event_seq: int
+
+    def _current(self, kind: str, namespace: str | None, name: str) -> StoredObject: ...
+
+    def _decode(self, info: KindInfo, obj: Any) -> Obj: ...
+
+    def _update_locked(
+        self,
+        info: KindInfo,
+        current: StoredObject,
+        body: Obj,
+        subresource: str | None,
+        dry_run: bool,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> tuple[Obj, Batch | None]: ...
+
+    def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, Batch | None]: ...
+
+    def _await(self, batch: Batch | None) -> None: ...
+
+    def _timestamp(self) -> str: ...
+
+    def create(self, kind: str, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj: ...
+
+
+class PodWrites:
+    """``bind_pod``, ``update_pod_status`` and ``create_event`` (a mixin of ``ClusterStore``)."""
+
+    def bind_pod(
+        self: _Store,
+        namespace: str,
+        name: str,
+        node_name: str,
+        *,
+        uid: str | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> Obj:
+        """What ``POST pods/{name}/binding`` does: set ``spec.nodeName`` and the PodScheduled condition.
+
+        ``annotations`` are merged in by the same change (a None value removes the key), so a scheduler can
+        bind and record its result in one write. ``Conflict`` if the pod is already bound (or being deleted,
+        or ``uid`` does not match); ``Invalid`` if the annotations are (nothing is changed then).
+        """
+        with self._lock:
+            current = self._current("Pod", namespace, name)
+            meta = current.obj["metadata"]
+            if uid and uid != meta.get("uid"):
+                raise Conflict(
+                    "pods/binding",
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}",
+                )
+            if meta.get("deletionTimestamp"):
+                raise Conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
+            bound = (current.obj.get("spec") or {}).get("nodeName")
+            if bound:
+                raise Conflict("pods/binding", name, f'pod {name} is already assigned to node "{bound}"')
+            if not node_name:
+                raise Invalid("Binding", name, [invalid("target.name", node_name, "must not be empty")])
+            pod = current.copy()
+            pod.setdefault("spec", {})["nodeName"] = node_name
+            status = pod.setdefault("status", {})
+            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            conditions.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": self._timestamp(),
+                }
+            )
+            status["conditions"] = conditions
+            if annotations:
+                merge_annotations(pod, annotations)
+                causes = validate_metadata(pod, namespaced=True)
+                if causes:
+                    raise Invalid("Pod", name, causes)
+            result, batch = self._write_modified("Pod", current, pod)
+        self._await(batch)
+        return result
+
+    def update_pod_status(
+        self: _Store,
+        namespace: str,
+        name: str,
+        status: Obj,
+        *,
+        resource_version: str | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> Obj:
+        """Replace a pod's ``status`` (the ``pods/{name}/status`` subresource); ``Conflict`` on a stale version.
+
+        ``annotations`` are merged in by the same change, as in ``bind_pod``.
+        """
+        with self._lock:
+            current = self._current("Pod", namespace, name)
+            pod = current.copy()
+            pod["status"] = status
+            if resource_version is not None:
+                pod["metadata"]["resourceVersion"] = resource_version
+            body = self._decode(BY_KIND["Pod"], pod)
+            result, batch = self._update_locked(BY_KIND["Pod"], current, body, "status", False, annotations)
+        self._await(batch)
+        return result
+
+    def create_event(
+        self: _Store,
+        involved: Obj,
+        reason: str,
+        message: str,
+        *,
+        type: str = "Normal",
+        component: str = "default-scheduler",
+        action: str = "",
+    ) -> Obj:
+        """Record a core/v1 Event about ``involved`` (what ``kubectl describe`` lists)."""
+        meta = involved.get("metadata") or {}
+        info = BY_KIND.get(str(involved.get("kind") or ""))
+        namespace = str(meta.get("namespace") or "default")
+        with self._lock:
+            self._event_seq += 1
+            suffix = f"{time.time_ns():x}{self._event_seq:04x}"
+        now = self._timestamp()
+        event: Obj = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta.get('name', 'unknown')}.{suffix}", "namespace": namespace},
+            "involvedObject": {
+                "kind": involved.get("kind") or "",
+                "namespace": meta.get("namespace") or "",
+                "name": meta.get("name") or "",
+                "uid": meta.get("uid") or "",
+                "apiVersion": involved.get("apiVersion") or (info.api_version if info else "v1"),
+                "resourceVersion": meta.get("resourceVersion") or "",
+            },
+            "reason": reason,
+            "message": message,
+            "type": type,
+            "source": {"component": component},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": component,
+            "reportingInstance": component,
+        }
+        if action:
+            event["action"] = action
+        if not event["involvedObject"]["namespace"]:
+            del event["involvedObject"]["namespace"]
+        return self.create("Event", event, namespace)
