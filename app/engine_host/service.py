@@ -23,14 +23,14 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from app.cluster.errors import Invalid
-from app.engine_host import volumes
+from app.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
 from app.results import annotations as result_annotations
 from app.results.service import ResultsService
 from app.scheduler import queue as q
@@ -43,7 +43,7 @@ from app.scheduler.config import (
     plugins_in_effect,
 )
 from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Code, Handle, PodActions, Status
+from app.scheduler.framework import ClusterObjects, Handle, Status
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
 from app.scheduler.runtime import Framework
@@ -63,47 +63,6 @@ _OBJECT_EVENTS = {
     "PodDisruptionBudget": None,
 }
 WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS)
-
-
-class Pending(Protocol):
-    """Writes staged inside ``ClusterStoreLike.deferred()`` (app.cluster.store.PendingWrites)."""
-
-    def done(self) -> bool: ...
-
-    def wait(self) -> None: ...
-
-
-class ClusterStoreLike(Protocol):
-    """What the scheduler needs from the cluster store (app.cluster.store.ClusterStore)."""
-
-    def list(self, kind: str, namespace: str | None = None) -> Any: ...
-
-    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
-
-    def bind_pod(
-        self, namespace: str, name: str, node_name: str, *, annotations: dict[str, str] | None = None
-    ) -> dict[str, Any]: ...
-
-    def delete(self, kind: str, namespace: str | None, name: str) -> Any: ...
-
-    def add_listener(
-        self, callback: Callable[[str, str, dict[str, Any]], None], kinds: Iterable[str] | None = None
-    ) -> None: ...
-
-    def remove_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
-
-    def patch(self, kind: str, namespace: str | None, name: str, patch: Any, patch_type: str = "merge") -> Any: ...
-
-    def update_pod_status(
-        self, namespace: str, name: str, status: dict[str, Any], *, annotations: dict[str, str] | None = None
-    ) -> Any: ...
-
-    def deferred(self) -> contextlib.AbstractContextManager[Pending]: ...
-
-    def create_event(
-        self, involved: dict[str, Any], reason: str, message: str, *, type: str = "Normal",
-        component: str = "default-scheduler", action: str = "",
-    ) -> Any: ...  # fmt: skip
 
 
 # Full collections of the cyclic garbage collector stop every thread for as long as it takes to walk every
@@ -173,68 +132,6 @@ class _InFlight:
     key: str
     uid: str
     scheduled: bool
-
-
-class StoreActions(PodActions):
-    """Pod actions of the engine carried out through the cluster store."""
-
-    def __init__(self, service: SchedulerService) -> None:
-        self.service = service
-        self.binding: tuple[str, str, str] | None = None  # (namespace, name, node) to bind after the cycle
-
-    def bind(self, pod: PodInfo, node_name: str) -> Status:
-        # The binding is written after the cycle, with the result annotations, in one change
-        # (SchedulerService._bind); a refusal then is handled as a failed binding cycle.
-        self.binding = (pod.namespace, pod.name, node_name)
-        return Status()
-
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
-        svc = self.service
-        try:
-            svc.store.delete("Pod", victim.namespace, victim.name)
-        except Exception as exc:
-            return Status(Code.ERROR, f"deleting victim {victim.key}: {exc}")
-        svc.record_event(
-            victim.pod,
-            "Preempted",
-            f"Preempted by pod {preemptor.uid} on node {victim.node_name}",
-            event_type="Normal",
-        )
-        svc.preemption_victims.append(victim.key)
-        return Status()
-
-    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
-        for h in self.service.handles:
-            h.add_nominated_pod(pod, node_name)
-
-    def bind_volumes(
-        self,
-        pod: PodInfo,
-        node_name: str,
-        static: list[tuple[dict[str, Any], dict[str, Any]]],
-        dynamic: list[dict[str, Any]],
-    ) -> Status:
-        """VolumeBinding's PreBind: bind the chosen PVs, provision the rest, as the cluster's controllers would."""
-        store: Any = self.service.store
-        try:
-            for pv, claim in static:
-                claim_meta = claim.get("metadata") or {}
-                volumes.bind_claim(
-                    store, (pv.get("metadata") or {}).get("name", ""), pod.namespace, claim_meta.get("name", "")
-                )
-            for claim in dynamic:
-                pv, updated_claim = volumes.provision(store, claim, node_name)
-                volumes.bind_claim(
-                    store,
-                    pv["metadata"]["name"],
-                    pod.namespace,
-                    (claim.get("metadata") or {}).get("name", ""),
-                    pv=pv,
-                    pvc=updated_claim,
-                )
-        except Exception as exc:  # a claim or volume changed meanwhile: the binding cycle fails and retries
-            return Status(Code.ERROR, f"binding volumes: {exc}")
-        return Status()
 
 
 class SchedulerService:
