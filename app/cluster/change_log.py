@@ -13,18 +13,15 @@ import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from app.cluster.errors import Expired
-
-if TYPE_CHECKING:
-    from app.cluster.store import Change
+from app.cluster.stored import Change, Obj
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[str, str, dict[str, Any]], None]
+Listener = Callable[[str, str, Obj], None]
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
@@ -39,14 +36,14 @@ class WatchEvent:
     type: str
     kind: str
     resource_version: int
-    obj: dict[str, Any]
+    obj: Obj
     raw: bytes
-    old: dict[str, Any] | None
+    old: Obj | None
 
     @property
-    def object(self) -> dict[str, Any]:
+    def object(self) -> Obj:
         """A deep copy of the object after the change (for DELETED: its last state)."""
-        result: dict[str, Any] = orjson.loads(self.raw)
+        result: Obj = orjson.loads(self.raw)
         return result
 
 

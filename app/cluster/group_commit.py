@@ -17,7 +17,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -25,9 +25,7 @@ from app.cluster import repository
 from app.cluster.change_log import ADDED, MODIFIED, ChangeLog
 from app.cluster.errors import InternalError
 from app.cluster.kinds import KINDS
-
-if TYPE_CHECKING:
-    from app.cluster.store import Change, StoredObject
+from app.cluster.stored import Change, StoredObject
 
 log = logging.getLogger(__name__)
 

@@ -8,17 +8,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from app.cluster.errors import Conflict, Invalid, invalid
+from app.cluster.group_commit import Batch
 from app.cluster.kinds import BY_KIND, KindInfo
+from app.cluster.stored import Obj, StoredObject
 from app.cluster.validation import validate_metadata
-
-if TYPE_CHECKING:
-    from app.cluster.group_commit import Batch
-    from app.cluster.store import StoredObject
-
-Obj = dict[str, Any]
 
 
 def merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:

@@ -50,11 +50,12 @@ from app.cluster.patch import (
 )
 from app.cluster.pod_writes import PodWrites, merge_annotations
 from app.cluster.selectors import Selector, make_selector
+from app.cluster.stored import Change
+from app.cluster.stored import Obj as Obj
+from app.cluster.stored import StoredObject as StoredObject
 from app.cluster.validation import VALIDATORS, check_decodable, validate_update
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 PATCH_TYPES = {
     "merge": MERGE_PATCH,
@@ -74,34 +75,6 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vo
 
 
 @dataclass(frozen=True, slots=True)
-class StoredObject:
-    """An object as stored: its dict (read-only: never mutate) and its JSON encoding."""
-
-    obj: Obj
-    raw: bytes
-
-    @property
-    def namespace(self) -> str:
-        """``metadata.namespace`` or "" for cluster-scoped objects."""
-        return str(self.obj["metadata"].get("namespace") or "")
-
-    @property
-    def name(self) -> str:
-        """``metadata.name``."""
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def resource_version(self) -> int:
-        """``metadata.resourceVersion`` as an integer."""
-        return int(self.obj["metadata"]["resourceVersion"])
-
-    def copy(self) -> Obj:
-        """A deep copy the caller owns."""
-        result: Obj = orjson.loads(self.raw)
-        return result
-
-
-@dataclass(frozen=True, slots=True)
 class ListResult:
     """One page of a list: entries in (namespace, name) order, the list's resourceVersion, paging state."""
 
@@ -109,16 +82,6 @@ class ListResult:
     resource_version: int
     continue_token: str
     remaining: int | None
-
-
-@dataclass(slots=True)
-class Change:
-    type: str
-    kind: str
-    key: tuple[str, str]
-    new: StoredObject | None  # None for deletions
-    old: StoredObject | None
-    event_obj: StoredObject  # what the watch event carries
 
 
 def _utcnow() -> datetime:
