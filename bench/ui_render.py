@@ -28,6 +28,7 @@ if str(REPO) not in sys.path:
 from app.cluster.store import ClusterStore  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.engine_host.service import SchedulerService  # noqa: E402
+from app.engine_host.view import EngineView  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.scheduler.nodeinfo import PodInfo  # noqa: E402
 
@@ -152,6 +153,7 @@ async def main() -> None:
             print(f"scheduler cache filled in {time.perf_counter() - start:.1f} s")
             app.state.store = store
             app.state.scheduler = scheduler
+            app.state.scheduler_view = EngineView(scheduler)
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://kss.bench") as client:
                 fragment = {"HX-Request": "true"}

@@ -9,11 +9,16 @@ from typing import Any, Generic, TypeVar
 
 import yaml
 
-from app.scheduler.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
+from app.web.ports import ResourceAmounts
 
 T = TypeVar("T")
 
 PAGE_SIZE = 100
+# Resource names as Kubernetes spells them.
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
 
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -86,12 +91,12 @@ def make_bar(resource: str, used: int, total: int) -> Bar:
     return Bar(resource, used, total, _format(resource, used), _format(resource, total))
 
 
-def resource_bars(requested: Resource, allocatable: Resource, pod_count: int) -> list[Bar]:
+def resource_bars(requested: ResourceAmounts, allocatable: ResourceAmounts, pod_count: int) -> list[Bar]:
     """cpu, memory, pods, then ephemeral storage and extended resources when the node has or uses them."""
     bars = [
         make_bar(CPU, requested.milli_cpu, allocatable.milli_cpu),
         make_bar(MEMORY, requested.memory, allocatable.memory),
-        make_bar(PODS, pod_count, allocatable.allowed_pod_number),
+        make_bar(PODS, pod_count, allocatable.pods),
     ]
     if allocatable.ephemeral_storage or requested.ephemeral_storage:
         bars.append(make_bar(EPHEMERAL_STORAGE, requested.ephemeral_storage, allocatable.ephemeral_storage))

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left, insort
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.cluster.errors import ApiError
-from app.scheduler.resources import Resource, calculate_pod_resource
-from app.web.ports import Store
+from app.web.ports import ResourceAmounts, Store
 
 Obj = dict[str, Any]
+# What a pod adds to its node's requested resources (``SchedulerView.pod_requests``).
+RequestsOf = Callable[[Obj], ResourceAmounts]
 
 
 @dataclass(slots=True)
@@ -35,7 +37,8 @@ class PodRow:
     labels: dict[str, str]
     resource_version: str
     obj: Obj  # the store's own dict: read-only
-    _requests: Resource | None = None
+    requests_of: RequestsOf = field(repr=False, compare=False)
+    _requests: ResourceAmounts | None = None
 
     @property
     def key(self) -> str:
@@ -48,10 +51,10 @@ class PodRow:
         return bool(self.node)
 
     @property
-    def requests(self) -> Resource:
-        """What the pod adds to its node's requested resources (``PodInfo.CalculateResource``)."""
+    def requests(self) -> ResourceAmounts:
+        """What the pod adds to its node's requested resources (``PodInfo.CalculateResource``), computed once."""
         if self._requests is None:
-            self._requests = calculate_pod_resource(self.obj)[0]
+            self._requests = self.requests_of(self.obj)
         return self._requests
 
 
@@ -63,7 +66,7 @@ def pending_reason(pod: Obj) -> str:
     return ""
 
 
-def pod_row(obj: Obj) -> PodRow:
+def pod_row(obj: Obj, requests_of: RequestsOf) -> PodRow:
     """A list row for a stored pod (``obj`` is the store's read-only dict)."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -83,6 +86,7 @@ def pod_row(obj: Obj) -> PodRow:
         labels=dict(meta.get("labels") or {}),
         resource_version=str(meta.get("resourceVersion") or ""),
         obj=obj,
+        requests_of=requests_of,
     )
 
 
@@ -93,20 +97,20 @@ class PodSnapshot:
     resource_version: int
     rows: list[PodRow]
     by_node: dict[str, list[PodRow]]
-    _requested: dict[str, Resource] | None = None
+    _requested: dict[str, ResourceAmounts] | None = None
 
-    def requested(self, node: str) -> Resource:
+    def requested(self, node: str) -> ResourceAmounts:
         """What the pods bound to ``node`` request (summed once per snapshot; the scheduler-off fallback)."""
         sums = self._requested
         if sums is None:
             sums = {}
             for name, rows in self.by_node.items():
-                total = Resource()
+                total = ResourceAmounts()
                 for row in rows:
                     total.add(row.requests)
                 sums[name] = total
             self._requested = sums
-        return sums.get(node) or Resource()
+        return sums.get(node) or ResourceAmounts()
 
 
 class PodIndex:
@@ -117,7 +121,8 @@ class PodIndex:
     reaches back (410 Expired) or another store means a full relist.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, requests_of: RequestsOf) -> None:
+        self._requests_of = requests_of
         self._lock = threading.Lock()
         self._store_id = 0
         self._rv = -1
@@ -150,7 +155,7 @@ class PodIndex:
         listing = store.select("Pod")
         self._rows = {}
         for entry in listing.items:
-            row = pod_row(entry.obj)
+            row = pod_row(entry.obj, self._requests_of)
             self._rows[(row.namespace, row.name)] = row
         self._keys = sorted(self._rows)
         self._rv = listing.resource_version
@@ -172,7 +177,7 @@ class PodIndex:
                     del self._rows[key]
                     del self._keys[bisect_left(self._keys, key)]
                 continue
-            self._rows[key] = pod_row(change.obj)
+            self._rows[key] = pod_row(change.obj, self._requests_of)
             if not present:
                 insort(self._keys, key)
         return True

@@ -1,19 +1,22 @@
 """What the web layer needs from the other rooms, as structural types.
 
-``app.web`` reads the services from ``app.state`` and types them with these protocols instead of importing
-``app.cluster.store``, ``app.results.service`` or ``app.engine_host.service``: those modules pull in SQLAlchemy,
-and the import contract keeps the web layer free of it even indirectly. The real classes satisfy these
-protocols (tests/web checks it against the running app).
+``app.web`` types the services it is given with these protocols instead of importing ``app.cluster.store``,
+``app.results.service`` or ``app.operations.service``: those modules pull in SQLAlchemy, and the import contract
+keeps the web layer free of it even indirectly. The scheduler is read through ``SchedulerView``, which answers
+plain data (``app.engine_host.view.EngineView`` implements it over the scheduler service), so the pages never
+see the engine's cache, ``NodeInfo`` or ``Resource``. The real classes satisfy these protocols (tests/web checks
+it against the running app).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.scheduler.cache import SchedulerCache
-
 Obj = dict[str, Any]
+# One profile (scheduler name) with, per extension point, its plugins in run order and their score weights.
+ProfilePlugins = tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]
 
 
 class StoredEntry(Protocol):
@@ -110,28 +113,63 @@ class Results(Protocol):
     ) -> Obj | None: ...
 
 
-class Queue(Protocol):
-    """The scheduling queue's counters."""
+@dataclass(slots=True)
+class ResourceAmounts:
+    """Amounts of resources as the scheduler counts them: milli-CPU, bytes, pod slots, extended resources by name."""
 
-    def pending_counts(self) -> dict[str, int]: ...
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    pods: int = 0
+    scalar_resources: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: ResourceAmounts) -> None:
+        """Add ``other`` into these amounts."""
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.pods += other.pods
+        for name, amount in other.scalar_resources.items():
+            self.scalar_resources[name] = self.scalar_resources.get(name, 0) + amount
 
 
-class Scheduler(Protocol):
-    """``app.engine_host.service.SchedulerService``: configuration, queue and cache."""
+@dataclass(slots=True)  # not frozen: built for every node on every cluster page, and frozen __init__ is slower
+class NodeAllocation:
+    """One node in the scheduler's cache: what its pods request, what it can hold, and how many pods it holds."""
 
-    @property
-    def cache(self) -> SchedulerCache: ...
+    requested: ResourceAmounts
+    allocatable: ResourceAmounts
+    pod_count: int
 
-    @property
-    def queue(self) -> Queue: ...
+
+@dataclass(frozen=True, slots=True)
+class ConfigRejection:
+    """Why a KubeSchedulerConfiguration was refused: the offending field path and the message."""
+
+    field: str
+    message: str
+
+
+class SchedulerView(Protocol):
+    """The scheduler as the pages read it (``app.engine_host.view.EngineView``): plain data, never its internals."""
+
+    def node_allocations(self) -> dict[str, NodeAllocation]: ...
+
+    def node_pods(self, name: str) -> list[str]: ...
+
+    def pod_requests(self, pod: Obj) -> ResourceAmounts: ...
+
+    def node_allocatable(self, node: Obj) -> ResourceAmounts: ...
+
+    def queue_counts(self) -> dict[str, int]: ...
 
     def config_document(self) -> Obj: ...
 
     def defaulted_config_document(self) -> Obj: ...
 
-    def plugins_in_effect(self) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]: ...
+    def plugins_in_effect(self) -> list[ProfilePlugins]: ...
 
-    def update_config(self, source: str | Obj) -> Any: ...
+    def apply_config(self, text: str) -> ConfigRejection | None: ...
 
 
 class Operations(Protocol):

@@ -20,10 +20,12 @@ from starlette.concurrency import run_in_threadpool
 
 from app.cluster.errors import ApiError
 from app.cluster.kinds import BY_KIND, KINDS
+from app.config import Settings
 from app.kube.quantity import format_milli_cpu
 from app.web import sse
 from app.web.formatting import age, human_bytes
-from app.web.service import WebService
+from app.web.ports import Operations, Results, SchedulerView, Store
+from app.web.service import WebCaches, WebService
 from app.web.views.cluster import NODE_SORTS
 from app.web.views.editor import TEMPLATES, EditOutcome, Target
 from app.web.views.pod import status_ok
@@ -107,13 +109,24 @@ def hx_target(request: Request) -> str:
 
 
 def web(request: Request) -> WebService:
-    """The app's ``WebService`` (created on first use; it keeps per-pod caches between requests)."""
+    """A ``WebService`` over the services on ``app.state``; its caches (``state.web_caches``) outlive the request."""
     state = request.app.state
-    service: WebService | None = getattr(state, "web", None)
-    if service is None:
-        service = WebService(state)
-        state.web = service
-    return service
+    store: Store = state.store
+    results: Results = state.results
+    scheduler: SchedulerView = state.scheduler_view
+    operations: Operations | None = getattr(state, "operations", None)
+    settings: Settings = state.settings
+    caches: WebCaches | None = getattr(state, "web_caches", None)
+    if caches is None:
+        caches = state.web_caches = WebCaches.over(scheduler)
+    return WebService(
+        store=store,
+        results=results,
+        scheduler=scheduler,
+        operations=operations,
+        scheduler_running=settings.scheduler_enabled,
+        caches=caches,
+    )
 
 
 def _base(request: Request, service: WebService, rv: int, active: str) -> dict[str, Any]:

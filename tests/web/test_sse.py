@@ -88,7 +88,7 @@ def test_web_ports_match_the_real_services(app: FastAPI) -> None:
     pairs = [
         (ports.Store, app.state.store),
         (ports.Results, app.state.results),
-        (ports.Scheduler, app.state.scheduler),
+        (ports.SchedulerView, app.state.scheduler_view),
         (ports.Operations, app.state.operations),
     ]
     for protocol, instance in pairs:

@@ -1,12 +1,14 @@
-"""The cluster page (and a node's page): the summary strip and the nodes with their allocation."""
+"""The cluster page: the summary strip and the nodes with their allocation (also what a node's page shows of it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.web.formatting import Bar, Page
-from app.web.ports import StoredEntry
+from app.web.formatting import CPU, MEMORY, PODS, Bar, Page, make_bar, paginate, resource_bars
+from app.web.pod_index import PodSnapshot
+from app.web.ports import NodeAllocation, ResourceAmounts, SchedulerView, Store, StoredEntry
 
 Obj = dict[str, Any]
 
@@ -86,3 +88,125 @@ def node_matches(entry: StoredEntry, terms: list[str]) -> bool:
             continue
         return False
     return True
+
+
+class NodeAllocatables:
+    """Nodes' allocatable resources, parsed once per version of each node (kept between requests)."""
+
+    def __init__(self, parse: Callable[[Obj], ResourceAmounts]) -> None:
+        self._parse = parse
+        self._cache: dict[str, tuple[Obj, ResourceAmounts]] = {}
+
+    def get(self, entry: StoredEntry) -> ResourceAmounts:
+        """A node's allocatable resources, parsed once per version of the node."""
+        cached = self._cache.get(entry.name)
+        if cached is not None and cached[0] is entry.obj:
+            return cached[1]
+        value = self._parse(entry.obj)
+        self._cache[entry.name] = (entry.obj, value)
+        return value
+
+
+class Allocations:
+    """Each node's requested and allocatable resources and its pods, read once per request: from the scheduler's
+    cache when it has the node, else summed from the pods in the store."""
+
+    def __init__(
+        self,
+        scheduler: SchedulerView,
+        cached: Mapping[str, NodeAllocation],
+        pods: PodSnapshot,
+        allocatables: NodeAllocatables,
+    ) -> None:
+        self._scheduler = scheduler
+        self.cached = cached
+        self.pods = pods
+        self._allocatables = allocatables
+
+    @property
+    def from_cache(self) -> bool:
+        """The scheduler's cache answered (it runs and holds nodes)."""
+        return bool(self.cached)
+
+    def totals(self, entry: StoredEntry) -> tuple[ResourceAmounts, ResourceAmounts, int]:
+        """(requested, allocatable, pod count) of one node without listing its pods."""
+        found = self.cached.get(entry.name)
+        if found is not None:
+            return found.requested, found.allocatable, found.pod_count
+        pods = self.pods
+        return pods.requested(entry.name), self._allocatables.get(entry), len(pods.by_node.get(entry.name, ()))
+
+    def pod_keys(self, entry: StoredEntry) -> list[str]:
+        """``namespace/name`` of the pods on one node."""
+        if entry.name in self.cached:
+            return self._scheduler.node_pods(entry.name)
+        return [r.key for r in self.pods.by_node.get(entry.name, [])]
+
+    def node_row(self, entry: StoredEntry) -> NodeRow:
+        """A node with its allocation bars and a preview of its pods."""
+        requested, allocatable, count = self.totals(entry)
+        keys = self.pod_keys(entry)
+        obj = entry.obj
+        spec = obj.get("spec") or {}
+        return NodeRow(
+            name=entry.name,
+            labels=dict((obj.get("metadata") or {}).get("labels") or {}),
+            taints=list(spec.get("taints") or []),
+            unschedulable=bool(spec.get("unschedulable")),
+            ready=node_ready(obj),
+            bars=resource_bars(requested, allocatable, count),
+            pod_count=count,
+            pod_keys=sorted(keys)[:NODE_POD_PREVIEW],
+            obj=obj,
+        )
+
+
+def cluster_view(
+    store: Store, read_allocations: Callable[[], Allocations], *, q: str = "", page: int = 1, sort: str = "name"
+) -> ClusterView:
+    """Summary strip and one page of nodes matching ``q`` (name or label), sorted by name or usage."""
+    rv = store.resource_version
+    sort = sort if sort in NODE_SORTS else "name"
+    nodes = store.select("Node").items
+    allocations = read_allocations()
+    index = allocations.pods
+    terms = q.split()
+    matching = [e for e in nodes if node_matches(e, terms)] if terms else nodes
+
+    summary_req = ResourceAmounts()
+    summary_alloc = ResourceAmounts()
+    pods_on_nodes = 0
+    unschedulable = 0
+    usage: dict[str, tuple[float, float, float]] = {}
+    for entry in nodes:
+        requested, allocatable, count = allocations.totals(entry)
+        summary_req.add(requested)
+        summary_alloc.add(allocatable)
+        pods_on_nodes += count
+        if (entry.obj.get("spec") or {}).get("unschedulable"):
+            unschedulable += 1
+        if sort != "name":
+            usage[entry.name] = (
+                requested.milli_cpu / allocatable.milli_cpu if allocatable.milli_cpu else 0.0,
+                requested.memory / allocatable.memory if allocatable.memory else 0.0,
+                count / allocatable.pods if allocatable.pods else 0.0,
+            )
+    if sort != "name":
+        slot = NODE_SORTS.index(sort) - 1
+        matching = sorted(matching, key=lambda e: (-usage[e.name][slot], e.name))
+    window = paginate(matching, page)
+    rows = Page([allocations.node_row(e) for e in window.items], window.page, window.page_size, window.total)
+    bound = sum(1 for r in index.rows if r.bound and not r.terminal)
+    pending = sum(1 for r in index.rows if not r.bound and not r.terminal)
+    summary = Summary(
+        nodes=len(nodes),
+        unschedulable_nodes=unschedulable,
+        pods=len(index.rows),
+        bound=bound,
+        pending=pending,
+        cpu=make_bar(CPU, summary_req.milli_cpu, summary_alloc.milli_cpu),
+        memory=make_bar(MEMORY, summary_req.memory, summary_alloc.memory),
+        pod_slots=make_bar(PODS, pods_on_nodes, summary_alloc.pods),
+        source="scheduler cache" if allocations.from_cache else "pods in the store",
+    )
+    return ClusterView(summary, rows, q, sort, rv)

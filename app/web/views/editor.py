@@ -6,10 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from app.cluster.errors import ApiError, Invalid
-from app.cluster.kinds import KINDS, KindInfo
+from app.cluster.kinds import BY_KIND, KINDS, KindInfo
+from app.web.formatting import to_yaml
+from app.web.ports import Store
 
 Obj = dict[str, Any]
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(slots=True)
@@ -87,3 +93,71 @@ def _failure(exc: ApiError, kind: str = "", namespace: str = "", name: str = "")
 def _bad(message: str, field_path: str = "", reason: str = "BadRequest") -> EditOutcome:
     problems = [FieldProblem(field_path, message)] if field_path else []
     return EditOutcome(False, message=message, reason=reason, code=400, problems=problems)
+
+
+def object_yaml(store: Store, kind: str, namespace: str, name: str) -> str | None:
+    """An object's full YAML for the editor, or None."""
+    obj = store.get(kind, namespace or None, name)
+    if obj is None:
+        return None
+    obj.get("metadata", {}).pop("managedFields", None)
+    return to_yaml(obj)
+
+
+def save_yaml(store: Store, text: str, *, target: Target | None = None) -> EditOutcome:
+    """Create the object in ``text`` (or replace ``target`` with it) through the store, as the API would.
+
+    On any error nothing is saved and the outcome carries the Status message and the field causes.
+    """
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        return _bad(f"the YAML could not be parsed{where}: {problem}", "<document>")
+    if not docs:
+        return _bad("the document is empty: write one Kubernetes object", "<document>")
+    if len(docs) > 1:
+        return _bad(f"found {len(docs)} documents: submit one object at a time", "<document>")
+    obj = docs[0]
+    if not isinstance(obj, dict):
+        return _bad("the document must be a Kubernetes object (a mapping)", "<document>")
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        return _bad("Required value: every object needs a kind", "kind")
+    info = BY_KIND.get(kind)
+    if info is None:
+        supported = ", ".join(k.kind for k in KINDS)
+        return _bad(f'Unsupported value: "{kind}": supported values: {supported}', "kind")
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    assert isinstance(meta, dict)
+    namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
+    name = str(meta.get("name") or "")
+    try:
+        if target is None:
+            saved = store.create(kind, obj)
+        else:
+            if (kind, name) != (target.kind, target.name) or (info.namespaced and namespace != target.namespace):
+                shown = f"{namespace}/{name}" if info.namespaced else name
+                return _bad(
+                    f"the object in the editor ({kind} {shown}) is not the one being edited "
+                    f"({target.kind} {target.namespace + '/' if target.namespace else ''}{target.name})",
+                    "metadata.name",
+                )
+            saved = store.update(kind, obj)
+    except ApiError as exc:
+        return _failure(exc, kind, namespace, name)
+    smeta = saved.get("metadata") or {}
+    return EditOutcome(True, kind, str(smeta.get("namespace") or ""), str(smeta.get("name") or ""), obj=saved)
+
+
+def delete(store: Store, kind: str, namespace: str, name: str) -> EditOutcome:
+    """Delete one object (a node takes its pods with it, as in the store)."""
+    if kind not in BY_KIND:
+        return _bad(f'Unsupported value: "{kind}"', "kind")
+    try:
+        store.delete(kind, namespace or None, name)
+    except ApiError as exc:
+        return _failure(exc, kind, namespace, name)
+    return EditOutcome(True, kind, namespace, name)

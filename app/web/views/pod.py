@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.web.pod_index import PodRow
+from app.cluster.errors import ApiError
+from app.web.formatting import to_yaml
+from app.web.pod_index import PodRow, RequestsOf, pod_row
+from app.web.ports import Results, Store
+from app.web.views.events import events_for
 
 Obj = dict[str, Any]
 
@@ -172,3 +176,92 @@ def _stages(detail: Obj) -> list[Stage]:
     stages.append(Stage("PreBind", dict(detail.get("prebind") or {})))
     stages.append(Stage("Bind", dict(detail.get("bind") or {})))
     return stages
+
+
+def pod_view(
+    store: Store,
+    results: Results,
+    requests_of: RequestsOf,
+    namespace: str,
+    name: str,
+    *,
+    scheduler_running: bool,
+    attempt: int | None = None,
+    fpage: int = 1,
+    fsort: str = "failing",
+    fnode: str = "",
+    fplugin: str = "",
+    spage: int = 1,
+) -> PodDetail | None:
+    """A pod: its YAML, attempts timeline and the chosen (default: latest) attempt in full."""
+    rv = store.resource_version
+    try:
+        entry = store.read("Pod", namespace, name)
+    except ApiError:
+        return None
+    row = pod_row(entry.obj, requests_of)
+    shown, elided = _elide_annotations(entry.obj)
+    results.flush()  # attempts are written off-thread: show what was submitted before this request
+    attempts = results.list_attempts(namespace, name)
+    chosen = attempt if attempt is not None else (attempts[0]["attempt"] if attempts else None)
+    view = (
+        attempt_view(
+            results, namespace, name, chosen, fpage=fpage, fsort=fsort, fnode=fnode, fplugin=fplugin, spage=spage
+        )
+        if chosen is not None
+        else None
+    )
+    events = events_for(store, "Pod", namespace, name)
+    waiting = scheduler_running and not attempts and not row.bound and not row.terminal
+    return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv)
+
+
+def attempt_view(
+    results: Results,
+    namespace: str,
+    name: str,
+    number: int,
+    *,
+    fpage: int = 1,
+    fsort: str = "failing",
+    fnode: str = "",
+    fplugin: str = "",
+    spage: int = 1,
+) -> AttemptView | None:
+    """One attempt: the filter matrix page (sorted/filtered) and the scores page (sorted by total)."""
+    fsort = fsort if fsort in MATRIX_SORTS else "failing"
+    filter_page = results.get_attempt(
+        namespace,
+        name,
+        number,
+        page=fpage,
+        page_size=MATRIX_PAGE_SIZE,
+        sort=fsort,
+        node=fnode or None,
+        plugin=fplugin or None,
+        top=0,
+    )
+    if filter_page is None:
+        return None
+    score_page = results.get_attempt(
+        namespace, name, number, page=spage, page_size=MATRIX_PAGE_SIZE, sort="total", node=fnode or None, top=8
+    )
+    assert score_page is not None
+    # Nodes that were never scored (filtered out) sort last by total; the score table skips them.
+    score_page["matrix"]["rows"] = [r for r in score_page["matrix"]["rows"] if r.get("total") is not None]
+    heat, bars = _heat_and_bars(score_page)
+    postfilter = filter_page.get("postfilter")
+    return AttemptView(
+        number=number,
+        summary=filter_page,
+        filter_page=filter_page,
+        score_page=score_page,
+        stages=_stages(filter_page),
+        postfilter=postfilter,
+        victims=list(filter_page.get("victims") or []),
+        heat=heat,
+        plugin_bars=bars,
+        fsort=fsort,
+        fnode=fnode,
+        fplugin=fplugin,
+    )

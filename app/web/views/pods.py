@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from app.web.formatting import Page
-from app.web.pod_index import PodRow
+from app.web.formatting import Page, paginate
+from app.web.pod_index import PodIndex, PodRow
+from app.web.ports import Results, Store
 
 POD_SORTS = ("name", "namespace", "node", "phase", "priority", "attempts", "age")
 POD_STATES = ("all", "pending", "bound")
@@ -47,3 +50,67 @@ class PodsView:
     def attempts_of(self, row: PodRow) -> int:
         """Recorded attempts of one pod."""
         return self.attempts.get((row.namespace, row.name), 0)
+
+
+def pods_view(
+    store: Store,
+    results: Results,
+    pod_index: PodIndex,
+    *,
+    q: str = "",
+    state: str = "all",
+    node: str = "",
+    namespace: str = "",
+    sort: str = "name",
+    desc: bool = False,
+    page: int = 1,
+) -> PodsView:
+    """One page of pods: searched, filtered, sorted, with attempt counts and pending reasons."""
+    index = pod_index.get(store)
+    state = state if state in POD_STATES else "all"
+    sort = sort if sort in POD_SORTS else "name"
+    attempts = results.attempt_counts()  # one query per request
+    rows: Iterable[PodRow] = index.rows
+    if namespace:
+        rows = (r for r in rows if r.namespace == namespace)
+    if node:
+        rows = (r for r in rows if r.node == node or r.nominated == node)
+    if state == "pending":
+        rows = (r for r in rows if not r.bound and not r.terminal)
+    elif state == "bound":
+        rows = (r for r in rows if r.bound)
+    terms = q.split()
+    if terms:
+        rows = (r for r in rows if pod_matches(r, terms))
+    selected = list(rows)
+    keys: dict[str, Callable[[PodRow], Any]] = {
+        "namespace": lambda r: (r.namespace, r.name),
+        "node": lambda r: (r.node == "", r.node, r.namespace, r.name),
+        "phase": lambda r: (r.phase, r.namespace, r.name),
+        "priority": lambda r: (r.priority, r.namespace, r.name),
+        "attempts": lambda r: (attempts.get((r.namespace, r.name), 0), r.namespace, r.name),
+        "age": lambda r: (r.created, r.namespace, r.name),
+    }
+    if sort == "name":
+        selected.sort(key=lambda r: (r.name, r.namespace), reverse=desc)
+    else:
+        selected.sort(key=keys[sort], reverse=desc)
+    counts = {
+        "all": len(index.rows),
+        "pending": sum(1 for r in index.rows if not r.bound and not r.terminal),
+        "bound": sum(1 for r in index.rows if r.bound),
+    }
+    namespaces = [e.name for e in store.select("Namespace").items]
+    return PodsView(
+        paginate(selected, page),
+        attempts,
+        q,
+        state,
+        node,
+        namespace,
+        sort,
+        desc,
+        namespaces,
+        counts,
+        index.resource_version,
+    )
