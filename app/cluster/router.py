@@ -40,6 +40,7 @@ from app.cluster.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_ME
 from app.cluster.selectors import make_selector
 from app.cluster.store import ClusterStore, Obj, PendingWrites, StoredObject
 from app.config import Settings
+from app.state import state_accessor
 
 router = APIRouter()
 _T = TypeVar("_T")
@@ -72,14 +73,8 @@ def error_response(exc: ApiError) -> Response:
     return _json(exc.to_status(), exc.code)
 
 
-def _store(request: Request) -> ClusterStore:
-    store: ClusterStore = request.app.state.store
-    return store
-
-
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
+_store = state_accessor("store", ClusterStore)
+_settings = state_accessor("settings", Settings)
 
 
 def _authorize(request: Request) -> None:

@@ -1,1 +1,1 @@
-"""Operations: export, import and reset of the virtual cluster, and the server plumbing around them."""
+"""Operations: export, import and reset of the virtual cluster, and the scheduler configuration over HTTP."""

@@ -14,6 +14,7 @@ from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
 from app.engine_host.service import SchedulerService
 from app.operations.service import OperationsService, scheduler_config_causes
 from app.scheduler.config import ConfigError
+from app.state import state_accessor
 
 router = APIRouter(prefix="/simulator/v1", tags=["operations"])
 
@@ -21,14 +22,8 @@ IMPORT_PATH = "/simulator/v1/import"
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 
 
-def _operations(request: Request) -> OperationsService:
-    service: OperationsService = request.app.state.operations
-    return service
-
-
-def _scheduler(request: Request) -> SchedulerService:
-    scheduler: SchedulerService = request.app.state.scheduler
-    return scheduler
+_operations = state_accessor("operations", OperationsService)
+_scheduler = state_accessor("scheduler", SchedulerService)
 
 
 def _wants_yaml(request: Request, fmt: str | None) -> bool:

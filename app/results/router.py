@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request
 from app.cluster.errors import ApiError, BadRequest
 from app.results.schemas import AttemptDetail, AttemptList, Cleared
 from app.results.service import SORT_KEYS, ResultsService
+from app.state import state_accessor
 
 router = APIRouter(prefix="/simulator/v1", tags=["results"])
 
@@ -18,9 +19,7 @@ class _NoAttempt(ApiError):
     reason = "NotFound"
 
 
-def _service(request: Request) -> ResultsService:
-    service: ResultsService = request.app.state.results
-    return service
+_service = state_accessor("results", ResultsService)
 
 
 @router.get("/namespaces/{namespace}/pods/{name}/results", response_model=AttemptList)

@@ -6,12 +6,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from app.server.metrics import CONTENT_TYPE, Metrics
+from app.state import state_accessor
 
 metrics_router = APIRouter()
+_metrics = state_accessor("metrics", Metrics)
 
 
 @metrics_router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
     """Prometheus metrics: kube-scheduler's scheduling metrics and kube-apiserver's request metrics."""
-    registry: Metrics = request.app.state.metrics
-    return Response(registry.render(), media_type=CONTENT_TYPE)
+    return Response(_metrics(request).render(), media_type=CONTENT_TYPE)
