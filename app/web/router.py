@@ -26,10 +26,15 @@ from app.web import sse
 from app.web.formatting import age, human_bytes
 from app.web.ports import Operations, Results, SchedulerView, Store
 from app.web.service import WebCaches, WebService
-from app.web.views.cluster import NODE_SORTS
+from app.web.views import editor
+from app.web.views.cluster import NODE_SORTS, cluster_view
 from app.web.views.editor import TEMPLATES, EditOutcome, Target
-from app.web.views.pod import status_ok
-from app.web.views.pods import POD_SORTS, POD_STATES
+from app.web.views.events import events_for
+from app.web.views.node import node_view
+from app.web.views.objects import objects_view
+from app.web.views.pod import pod_view, status_ok
+from app.web.views.pods import POD_SORTS, POD_STATES, pods_view
+from app.web.views.scheduler import apply_config, config_in_effect, config_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_DIR = ROOT / "templates"
@@ -182,7 +187,7 @@ def cluster_page(
 ) -> HTMLResponse:
     """Every node with its allocation, searchable and paged, under a cluster summary."""
     service = web(request)
-    view = service.cluster(q=q.strip(), page=page, sort=sort)
+    view = cluster_view(service, q=q.strip(), page=page, sort=sort)
     ctx = {
         **_base(request, service, view.resource_version, "cluster"),
         "view": view,
@@ -199,11 +204,11 @@ def node_page(request: Request, name: str) -> HTMLResponse:
     """One node: allocation, labels, taints, conditions, images and its pods."""
     service = web(request)
     rv = service.store.resource_version
-    found = service.node(name)
+    found = node_view(service, name)
     if found is None:
         return _not_found(request, service, f'node "{name}"')
     node, pods = found
-    events = service.events_for("Node", None, name)
+    events = events_for(service.store, "Node", None, name)
     ctx = {**_base(request, service, rv, "cluster"), "node": node, "pods": pods, "events": events}
     if hx_target(request) == "node-body":
         return render("components/node_body.html", **ctx)
@@ -226,8 +231,8 @@ def pods_page(
 ) -> HTMLResponse:
     """Pods with phase, node, priority, attempts and the pending reason; search, filters, sort, paging."""
     service = web(request)
-    view = service.pods(
-        q=q.strip(), state=state, node=node.strip(), namespace=namespace, sort=sort, desc=desc, page=page
+    view = pods_view(
+        service, q=q.strip(), state=state, node=node.strip(), namespace=namespace, sort=sort, desc=desc, page=page
     )
     params = {
         "q": view.q,
@@ -264,8 +269,16 @@ def pod_page(
 ) -> HTMLResponse:
     """One pod: YAML, attempts timeline, and the chosen attempt's filter matrix, scores and statuses."""
     service = web(request)
-    detail = service.pod(
-        namespace, name, attempt=attempt, fpage=fpage, fsort=fsort, fnode=fnode.strip(), fplugin=fplugin, spage=spage
+    detail = pod_view(
+        service,
+        namespace,
+        name,
+        attempt=attempt,
+        fpage=fpage,
+        fsort=fsort,
+        fnode=fnode.strip(),
+        fplugin=fplugin,
+        spage=spage,
     )
     if detail is None:
         return _not_found(request, service, f'pod "{namespace}/{name}"')
@@ -318,7 +331,7 @@ def objects_page(
     service = web(request)
     kind = _kind_or_default(kind)
     rv = service.store.resource_version
-    objects = service.objects(kind, q=q, page=page)
+    objects = objects_view(service.store, kind, q=q, page=page)
     ctx = {
         **_base(request, service, rv, "objects"),
         "kind": kind,
@@ -356,7 +369,7 @@ def edit_page(request: Request, kind: str, name: str, namespace: str = "") -> HT
     service = web(request)
     if kind not in BY_KIND:
         return _not_found(request, service, f"kind {kind}")
-    text = service.object_yaml(kind, namespace, name)
+    text = editor.object_yaml(service.store, kind, namespace, name)
     if text is None:
         return _not_found(request, service, f'{kind} "{namespace + "/" if namespace else ""}{name}"')
     target = Target(kind, namespace if BY_KIND[kind].namespaced else "", name)
@@ -382,7 +395,7 @@ def save_object(
     """Create (or, with a target, replace) the object in the editor; errors come back inline, nothing saved."""
     service = web(request)
     target = Target(target_kind, target_namespace, target_name) if target_kind and target_name else None
-    outcome = service.save_yaml(yaml_text, target=target)
+    outcome = editor.save_yaml(service.store, yaml_text, target=target)
     if outcome.ok:
         url = _object_url(outcome)
         if is_htmx(request):
@@ -408,7 +421,7 @@ def save_object(
 def delete_object(request: Request, kind: str, name: str, namespace: str = "") -> Response:
     """Delete one object, then go to its list (a node's page goes back to the cluster)."""
     service = web(request)
-    outcome = service.delete(kind, namespace, name)
+    outcome = editor.delete(service.store, kind, namespace, name)
     if not outcome.ok:
         return render("components/flash_error.html", 200 if is_htmx(request) else outcome.code, outcome=outcome)
     url = {"Pod": "/ui/pods", "Node": "/ui/cluster"}.get(kind, f"/ui/objects?kind={kind}")
@@ -426,10 +439,10 @@ def scheduler_page(request: Request) -> HTMLResponse:
     service = web(request)
     ctx = {
         **_base(request, service, service.store.resource_version, "scheduler"),
-        "text": service.config_yaml(),
+        "text": config_yaml(service.scheduler),
         "outcome": None,
-        "queue": service.queue_counts(),
-        "in_effect": service.config_in_effect(),
+        "queue": service.scheduler.queue_counts(),
+        "in_effect": config_in_effect(service.scheduler),
     }
     return render("pages/scheduler.html", **ctx)
 
@@ -438,13 +451,13 @@ def scheduler_page(request: Request) -> HTMLResponse:
 def scheduler_apply(request: Request, config: Annotated[str, Form()] = "") -> HTMLResponse:
     """Validate and apply a configuration from the next cycle on; on error the running one is unchanged."""
     service = web(request)
-    outcome = service.apply_config(config)
+    outcome = apply_config(service.scheduler, config)
     ctx = {
         **_base(request, service, service.store.resource_version, "scheduler"),
         "text": outcome.text,
         "outcome": outcome,
-        "queue": service.queue_counts(),
-        "in_effect": service.config_in_effect(),
+        "queue": service.scheduler.queue_counts(),
+        "in_effect": config_in_effect(service.scheduler),
     }
     if is_htmx(request):
         # The form swaps itself; what is in effect follows out of band.

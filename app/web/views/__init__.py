@@ -1,1 +1,1 @@
-"""View models of the web pages, one module per page; ``app.web.service.WebService`` builds them."""
+"""View models of the web pages, one module per page, built from the services a ``WebService`` holds."""

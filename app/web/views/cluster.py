@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.web.allocation import Allocations
 from app.web.formatting import CPU, MEMORY, PODS, Bar, Page, make_bar, paginate, resource_bars
-from app.web.pod_index import PodSnapshot
-from app.web.ports import NodeAllocation, ResourceAmounts, SchedulerView, Store, StoredEntry
+from app.web.ports import ResourceAmounts, StoredEntry
+from app.web.service import WebService
 
 Obj = dict[str, Any]
 
@@ -90,85 +90,32 @@ def node_matches(entry: StoredEntry, terms: list[str]) -> bool:
     return True
 
 
-class NodeAllocatables:
-    """Nodes' allocatable resources, parsed once per version of each node (kept between requests)."""
-
-    def __init__(self, parse: Callable[[Obj], ResourceAmounts]) -> None:
-        self._parse = parse
-        self._cache: dict[str, tuple[Obj, ResourceAmounts]] = {}
-
-    def get(self, entry: StoredEntry) -> ResourceAmounts:
-        """A node's allocatable resources, parsed once per version of the node."""
-        cached = self._cache.get(entry.name)
-        if cached is not None and cached[0] is entry.obj:
-            return cached[1]
-        value = self._parse(entry.obj)
-        self._cache[entry.name] = (entry.obj, value)
-        return value
-
-
-class Allocations:
-    """Each node's requested and allocatable resources and its pods, read once per request: from the scheduler's
-    cache when it has the node, else summed from the pods in the store."""
-
-    def __init__(
-        self,
-        scheduler: SchedulerView,
-        cached: Mapping[str, NodeAllocation],
-        pods: PodSnapshot,
-        allocatables: NodeAllocatables,
-    ) -> None:
-        self._scheduler = scheduler
-        self.cached = cached
-        self.pods = pods
-        self._allocatables = allocatables
-
-    @property
-    def from_cache(self) -> bool:
-        """The scheduler's cache answered (it runs and holds nodes)."""
-        return bool(self.cached)
-
-    def totals(self, entry: StoredEntry) -> tuple[ResourceAmounts, ResourceAmounts, int]:
-        """(requested, allocatable, pod count) of one node without listing its pods."""
-        found = self.cached.get(entry.name)
-        if found is not None:
-            return found.requested, found.allocatable, found.pod_count
-        pods = self.pods
-        return pods.requested(entry.name), self._allocatables.get(entry), len(pods.by_node.get(entry.name, ()))
-
-    def pod_keys(self, entry: StoredEntry) -> list[str]:
-        """``namespace/name`` of the pods on one node."""
-        if entry.name in self.cached:
-            return self._scheduler.node_pods(entry.name)
-        return [r.key for r in self.pods.by_node.get(entry.name, [])]
-
-    def node_row(self, entry: StoredEntry) -> NodeRow:
-        """A node with its allocation bars and a preview of its pods."""
-        requested, allocatable, count = self.totals(entry)
-        keys = self.pod_keys(entry)
-        obj = entry.obj
-        spec = obj.get("spec") or {}
-        return NodeRow(
-            name=entry.name,
-            labels=dict((obj.get("metadata") or {}).get("labels") or {}),
-            taints=list(spec.get("taints") or []),
-            unschedulable=bool(spec.get("unschedulable")),
-            ready=node_ready(obj),
-            bars=resource_bars(requested, allocatable, count),
-            pod_count=count,
-            pod_keys=sorted(keys)[:NODE_POD_PREVIEW],
-            obj=obj,
-        )
+def node_row(allocations: Allocations, entry: StoredEntry) -> NodeRow:
+    """A node with its allocation bars and a preview of its pods."""
+    requested, allocatable, count = allocations.totals(entry)
+    keys = allocations.pod_keys(entry)
+    obj = entry.obj
+    spec = obj.get("spec") or {}
+    return NodeRow(
+        name=entry.name,
+        labels=dict((obj.get("metadata") or {}).get("labels") or {}),
+        taints=list(spec.get("taints") or []),
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=node_ready(obj),
+        bars=resource_bars(requested, allocatable, count),
+        pod_count=count,
+        pod_keys=sorted(keys)[:NODE_POD_PREVIEW],
+        obj=obj,
+    )
 
 
-def cluster_view(
-    store: Store, read_allocations: Callable[[], Allocations], *, q: str = "", page: int = 1, sort: str = "name"
-) -> ClusterView:
+def cluster_view(web: WebService, *, q: str = "", page: int = 1, sort: str = "name") -> ClusterView:
     """Summary strip and one page of nodes matching ``q`` (name or label), sorted by name or usage."""
+    store = web.store
     rv = store.resource_version
     sort = sort if sort in NODE_SORTS else "name"
     nodes = store.select("Node").items
-    allocations = read_allocations()
+    allocations = web.allocations()
     index = allocations.pods
     terms = q.split()
     matching = [e for e in nodes if node_matches(e, terms)] if terms else nodes
@@ -195,7 +142,7 @@ def cluster_view(
         slot = NODE_SORTS.index(sort) - 1
         matching = sorted(matching, key=lambda e: (-usage[e.name][slot], e.name))
     window = paginate(matching, page)
-    rows = Page([allocations.node_row(e) for e in window.items], window.page, window.page_size, window.total)
+    rows = Page([node_row(allocations, e) for e in window.items], window.page, window.page_size, window.total)
     bound = sum(1 for r in index.rows if r.bound and not r.terminal)
     pending = sum(1 for r in index.rows if not r.bound and not r.terminal)
     summary = Summary(

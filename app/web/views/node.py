@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from app.cluster.errors import ApiError
 from app.web.pod_index import PodRow
-from app.web.ports import Store
-from app.web.views.cluster import Allocations, NodeRow
+from app.web.service import WebService
+from app.web.views.cluster import NodeRow, node_row
 
 
-def node_view(
-    store: Store, read_allocations: Callable[[], Allocations], name: str
-) -> tuple[NodeRow, list[PodRow]] | None:
+def node_view(web: WebService, name: str) -> tuple[NodeRow, list[PodRow]] | None:
     """A node with its allocation and the pods bound to it; None when there is no such node."""
     try:
-        entry = store.read("Node", None, name)
+        entry = web.store.read("Node", None, name)
     except ApiError:
         return None
-    allocations = read_allocations()
-    row = allocations.node_row(entry)
+    allocations = web.allocations()
+    row = node_row(allocations, entry)
     pods = sorted(allocations.pods.by_node.get(name, []), key=lambda r: (r.namespace, r.name))
     return row, pods

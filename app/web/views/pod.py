@@ -7,8 +7,9 @@ from typing import Any
 
 from app.cluster.errors import ApiError
 from app.web.formatting import to_yaml
-from app.web.pod_index import PodRow, RequestsOf, pod_row
-from app.web.ports import Results, Store
+from app.web.pod_index import PodRow, pod_row
+from app.web.ports import Results
+from app.web.service import WebService
 from app.web.views.events import events_for
 
 Obj = dict[str, Any]
@@ -179,13 +180,10 @@ def _stages(detail: Obj) -> list[Stage]:
 
 
 def pod_view(
-    store: Store,
-    results: Results,
-    requests_of: RequestsOf,
+    web: WebService,
     namespace: str,
     name: str,
     *,
-    scheduler_running: bool,
     attempt: int | None = None,
     fpage: int = 1,
     fsort: str = "failing",
@@ -194,12 +192,13 @@ def pod_view(
     spage: int = 1,
 ) -> PodDetail | None:
     """A pod: its YAML, attempts timeline and the chosen (default: latest) attempt in full."""
+    store, results = web.store, web.results
     rv = store.resource_version
     try:
         entry = store.read("Pod", namespace, name)
     except ApiError:
         return None
-    row = pod_row(entry.obj, requests_of)
+    row = pod_row(entry.obj, web.scheduler.pod_requests)
     shown, elided = _elide_annotations(entry.obj)
     results.flush()  # attempts are written off-thread: show what was submitted before this request
     attempts = results.list_attempts(namespace, name)
@@ -212,7 +211,7 @@ def pod_view(
         else None
     )
     events = events_for(store, "Pod", namespace, name)
-    waiting = scheduler_running and not attempts and not row.bound and not row.terminal
+    waiting = web.scheduler_running and not attempts and not row.bound and not row.terminal
     return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv)
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.web.formatting import Page, paginate
-from app.web.pod_index import PodIndex, PodRow
-from app.web.ports import Results, Store
+from app.web.pod_index import PodRow
+from app.web.service import WebService
 
 POD_SORTS = ("name", "namespace", "node", "phase", "priority", "attempts", "age")
 POD_STATES = ("all", "pending", "bound")
@@ -53,9 +53,7 @@ class PodsView:
 
 
 def pods_view(
-    store: Store,
-    results: Results,
-    pod_index: PodIndex,
+    web: WebService,
     *,
     q: str = "",
     state: str = "all",
@@ -66,10 +64,11 @@ def pods_view(
     page: int = 1,
 ) -> PodsView:
     """One page of pods: searched, filtered, sorted, with attempt counts and pending reasons."""
-    index = pod_index.get(store)
+    store = web.store
+    index = web.pod_index.get(store)
     state = state if state in POD_STATES else "all"
     sort = sort if sort in POD_SORTS else "name"
-    attempts = results.attempt_counts()  # one query per request
+    attempts = web.results.attempt_counts()  # one query per request
     rows: Iterable[PodRow] = index.rows
     if namespace:
         rows = (r for r in rows if r.namespace == namespace)
