@@ -8,8 +8,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
+from app.cluster import admission
 from app.cluster.errors import Conflict, Invalid, invalid
 from app.cluster.group_commit import Batch
 from app.cluster.kinds import BY_KIND, KindInfo
@@ -39,8 +40,6 @@ class _Store(Protocol):
     _event_seq: int
 
     def _current(self, kind: str, namespace: str | None, name: str) -> StoredObject: ...
-
-    def _decode(self, info: KindInfo, obj: Any) -> Obj: ...
 
     def _update_locked(
         self,
@@ -136,7 +135,7 @@ class PodWrites:
             pod["status"] = status
             if resource_version is not None:
                 pod["metadata"]["resourceVersion"] = resource_version
-            body = self._decode(BY_KIND["Pod"], pod)
+            body = admission.decode(BY_KIND["Pod"], pod)
             result, batch = self._update_locked(BY_KIND["Pod"], current, body, "status", False, annotations)
         self._await(batch)
         return result

@@ -23,14 +23,13 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine
 
-from app.cluster import defaults, repository
+from app.cluster import admission, defaults, repository
 from app.cluster.change_log import ADDED, DELETED, MODIFIED, ChangeLog, Listener, WatchEvent
 from app.cluster.errors import (
     STALE,
     AlreadyExists,
     BadRequest,
     Conflict,
-    Forbidden,
     Invalid,
     NotFound,
     invalid,
@@ -53,7 +52,7 @@ from app.cluster.selectors import Selector, make_selector
 from app.cluster.stored import Change
 from app.cluster.stored import Obj as Obj
 from app.cluster.stored import StoredObject as StoredObject
-from app.cluster.validation import VALIDATORS, check_decodable, validate_update
+from app.cluster.validation import VALIDATORS, validate_update
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +66,6 @@ PATCH_TYPES = {
 }
 # Kinds whose metadata.generation tracks spec changes.
 _GENERATION_KINDS = frozenset({"Pod", "PodDisruptionBudget"})
-_KINDS_WITH_SPEC = frozenset(
-    {"Namespace", "Node", "Pod", "PersistentVolume", "PersistentVolumeClaim", "CSINode", "PodDisruptionBudget"}
-)
-_PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
 
 
@@ -86,17 +81,6 @@ class ListResult:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _own(obj: Any) -> Obj:
-    """A private deep copy of a JSON-like object (and proof that it is JSON)."""
-    if not isinstance(obj, dict):
-        raise BadRequest("the body of the request must be a JSON object")
-    try:
-        result: Obj = orjson.loads(orjson.dumps(obj))
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise BadRequest(f"the object is not valid JSON: {exc}") from None
-    return result
 
 
 def _encode(obj: Obj) -> bytes:
@@ -227,7 +211,7 @@ class ClusterStore(GroupCommit, PodWrites):
                     changes.append(self._new_object_change("Namespace", obj, rv))
             for pc in defaults.SYSTEM_PRIORITY_CLASSES:
                 if ("", pc["metadata"]["name"]) not in self._objects["PriorityClass"]:
-                    obj = _own(pc)
+                    obj = admission.own(pc)
                     defaults.default_priority_class(obj)
                     rv += 1
                     changes.append(self._new_object_change("PriorityClass", obj, rv))
@@ -360,7 +344,7 @@ class ClusterStore(GroupCommit, PodWrites):
         Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = _info(kind)
-        body = self._decode(info, obj)
+        body = admission.decode(info, obj)
         meta = _meta(body)
         if info.namespaced:
             if namespace and meta.get("namespace") and meta["namespace"] != namespace:
@@ -389,7 +373,7 @@ class ClusterStore(GroupCommit, PodWrites):
                 if ns_change is not None:
                     changes.append(ns_change)
                     rv += 1
-            self._prepare_create(info, body)
+            admission.prepare_create(info, body, self._objects, self._timestamp)
             causes = VALIDATORS[kind](body)
             if causes:
                 raise Invalid(kind, str(meta.get("name") or ""), causes, group=info.group)
@@ -401,7 +385,7 @@ class ClusterStore(GroupCommit, PodWrites):
             if kind in _GENERATION_KINDS:
                 meta["generation"] = 1
             if dry_run:
-                return _own(body)
+                return admission.own(body)
             change = self._new_object_change(kind, body, rv + 1)
             changes.append(change)
             batch = self._stage(changes)
@@ -415,7 +399,7 @@ class ClusterStore(GroupCommit, PodWrites):
         ``subresource="status"`` replaces only the status; otherwise the status is kept as stored.
         """
         info = _info(kind)
-        body = self._decode(info, obj)
+        body = admission.decode(info, obj)
         meta = _meta(body)
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
@@ -474,7 +458,7 @@ class ClusterStore(GroupCommit, PodWrites):
                 raise BadRequest(
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
-            body = self._decode(info, patched)
+            body = admission.decode(info, patched)
             result, batch = self._update_locked(info, current, body, subresource, dry_run)
         self._await(batch)
         return result
@@ -509,7 +493,7 @@ class ClusterStore(GroupCommit, PodWrites):
                     f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
                     group=info.group,
                 )
-            self._check_deletable(info, current)
+            admission.check_deletable(info, current)
             if dry_run:
                 return current.copy()
             changes: _Changes = []
@@ -532,7 +516,7 @@ class ClusterStore(GroupCommit, PodWrites):
         selector = make_selector(kind, label_selector, field_selector)
         with self._lock:
             targets = self._select(kind, namespace, selector, working=True).items
-            targets = [t for t in targets if not self._protected(info, t)]
+            targets = [t for t in targets if not admission.protected(info, t)]
             if dry_run:
                 return [t.copy() for t in targets]
             changes: _Changes = []
@@ -546,69 +530,6 @@ class ClusterStore(GroupCommit, PodWrites):
         return [c.event_obj.copy() for c in changes if c.kind == kind]
 
     # ------------------------------------------------------------------------------------------ internals
-
-    def _decode(self, info: KindInfo, obj: Any) -> Obj:
-        body = _own(obj)
-        api_version, kind = body.get("apiVersion"), body.get("kind")
-        if kind is not None and kind != info.kind:
-            raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind}): kind {kind!r}")
-        if api_version is not None and api_version != info.api_version:
-            raise BadRequest(
-                f"the API version in the data ({api_version}) does not match the expected API version "
-                f"({info.api_version})"
-            )
-        body.pop("apiVersion", None)
-        body.pop("kind", None)
-        # Field order as kube-apiserver prints it: apiVersion, kind, metadata first.
-        body = {"apiVersion": info.api_version, "kind": info.kind, "metadata": body.pop("metadata", {}), **body}
-        check_decodable(info.kind, body)
-        # Go renders non-pointer structs even when empty, so these keys are always present in kube's JSON.
-        if info.kind in _KINDS_WITH_SPEC:
-            body.setdefault("spec", {})
-        if info.has_status:
-            body.setdefault("status", {})
-        defaulter = defaults.DEFAULTERS.get(info.kind)
-        if defaulter is not None:
-            defaulter(body)
-        return body
-
-    def _prepare_create(self, info: KindInfo, body: Obj) -> None:
-        if info.kind == "Pod":
-            defaults.prepare_pod_create(body, [e.obj for e in self._objects["PriorityClass"].values()])
-        elif info.kind == "PersistentVolumeClaim":
-            defaults.prepare_pvc_create(body, [e.obj for e in self._objects["StorageClass"].values()])
-        elif info.kind == "PodDisruptionBudget":
-            defaults.prepare_pdb_create(body)
-        elif info.kind == "PersistentVolume":
-            # No PV controller runs here: a new volume is Available at once, as the controller would make it
-            # (left Pending, no static volume could ever be chosen by VolumeBinding).
-            body["status"] = {"phase": "Available"}
-        elif info.kind == "Namespace":
-            body["status"] = {"phase": "Active"}
-        elif info.kind == "Node":
-            status = body.setdefault("status", {})
-            if not status.get("conditions"):
-                # Simulated nodes have no kubelet; they report Ready so tools show them as usable.
-                now = self._timestamp()
-                status["conditions"] = [
-                    {
-                        "type": "Ready",
-                        "status": "True",
-                        "lastHeartbeatTime": now,
-                        "lastTransitionTime": now,
-                        "reason": "KubeletReady",
-                        "message": "simulated node is ready",
-                    }
-                ]
-        elif info.kind == "PriorityClass" and body.get("globalDefault"):
-            for pc in self._objects["PriorityClass"].values():
-                if pc.obj.get("globalDefault"):
-                    raise Forbidden(
-                        "priorityclasses",
-                        str(body["metadata"].get("name", "")),
-                        f"PriorityClass {pc.name} is already marked as default. Only one default can exist",
-                        group="scheduling.k8s.io",
-                    )
 
     def _update_locked(
         self,
@@ -665,7 +586,7 @@ class ClusterStore(GroupCommit, PodWrites):
             raise Invalid(info.kind, name, causes, group=info.group)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         if new == old or dry_run:
-            return (_own(new) if dry_run else current.copy()), None
+            return (admission.own(new) if dry_run else current.copy()), None
         return self._write_modified(info.kind, current, new)
 
     def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, Batch | None]:
@@ -694,19 +615,6 @@ class ClusterStore(GroupCommit, PodWrites):
         if causes:
             raise Invalid("Namespace", namespace, causes)
         return self._new_object_change("Namespace", obj, rv + 1)
-
-    def _protected(self, info: KindInfo, entry: StoredObject) -> bool:
-        if info.kind == "Namespace":
-            return entry.name in _PROTECTED_NAMESPACES
-        return info.kind == "PriorityClass" and entry.name in {
-            pc["metadata"]["name"] for pc in defaults.SYSTEM_PRIORITY_CLASSES
-        }
-
-    def _check_deletable(self, info: KindInfo, entry: StoredObject) -> None:
-        if not self._protected(info, entry):
-            return
-        detail = "this namespace may not be deleted" if info.kind == "Namespace" else "this is a built-in class"
-        raise Forbidden(info.plural, entry.name, detail, group=info.group)
 
     def _delete_changes(self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int) -> None:
         """Append the deletions of ``entry`` and of what depends on it (resourceVersions after ``base_rv``)."""
