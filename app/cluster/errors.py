@@ -73,6 +73,11 @@ class ApiError(Exception):
         return status
 
 
+def _qualified(resource: str, group: str) -> str:
+    """The resource as kube-apiserver names it in messages: ``pods``, ``priorityclasses.scheduling.k8s.io``."""
+    return f"{resource}.{group}" if group else resource
+
+
 def _details(name: str, group: str, kind: str) -> dict[str, Any]:
     d: dict[str, Any] = {}
     if name:
@@ -104,7 +109,7 @@ class Forbidden(ApiError):
     reason = "Forbidden"
 
     def __init__(self, resource: str, name: str, detail: str, *, group: str = "") -> None:
-        qualified = f"{resource}.{group}" if group else resource
+        qualified = _qualified(resource, group)
         subject = f'{qualified} "{name}"' if name else qualified
         super().__init__(f"{subject} is forbidden: {detail}", details=_details(name, group, resource))
 
@@ -116,8 +121,7 @@ class NotFound(ApiError):
     reason = "NotFound"
 
     def __init__(self, resource: str, name: str, *, group: str = "") -> None:
-        qualified = f"{resource}.{group}" if group else resource
-        super().__init__(f'{qualified} "{name}" not found', details=_details(name, group, resource))
+        super().__init__(f'{_qualified(resource, group)} "{name}" not found', details=_details(name, group, resource))
 
 
 class UnknownResource(ApiError):
@@ -147,8 +151,9 @@ class AlreadyExists(ApiError):
     reason = "AlreadyExists"
 
     def __init__(self, resource: str, name: str, *, group: str = "") -> None:
-        qualified = f"{resource}.{group}" if group else resource
-        super().__init__(f'{qualified} "{name}" already exists', details=_details(name, group, resource))
+        super().__init__(
+            f'{_qualified(resource, group)} "{name}" already exists', details=_details(name, group, resource)
+        )
 
 
 class Conflict(ApiError):
@@ -158,9 +163,9 @@ class Conflict(ApiError):
     reason = "Conflict"
 
     def __init__(self, resource: str, name: str, detail: str, *, group: str = "") -> None:
-        qualified = f"{resource}.{group}" if group else resource
         super().__init__(
-            f'Operation cannot be fulfilled on {qualified} "{name}": {detail}', details=_details(name, group, resource)
+            f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {detail}',
+            details=_details(name, group, resource),
         )
 
 
