@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -37,6 +37,27 @@ class WatchRequest:
     allow_bookmarks: bool
     timeout_seconds: float
     bookmark_seconds: float
+
+
+class Wakeable(Protocol):
+    """A store that calls its wakers after each commit (``ClusterStore``, or the web layer's port of it)."""
+
+    def add_waker(self, wake: Callable[[], None]) -> None: ...
+
+    def remove_waker(self, wake: Callable[[], None]) -> None: ...
+
+
+def wake_on_commit(store: Wakeable) -> tuple[asyncio.Event, Callable[[], None]]:
+    """An ``asyncio.Event`` of the running loop that is set after each commit of ``store``, from whichever thread
+    made it visible, and the function that stops this (call it when done, in a ``finally``)."""
+    loop = asyncio.get_running_loop()
+    wakeup = asyncio.Event()
+
+    def wake() -> None:
+        loop.call_soon_threadsafe(wakeup.set)
+
+    store.add_waker(wake)
+    return wakeup, lambda: store.remove_waker(wake)
 
 
 def event_line(event_type: str, payload: bytes) -> bytes:
@@ -73,12 +94,7 @@ def classify(req: WatchRequest, event_type: str, obj: dict[str, Any], old: dict[
 async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> AsyncIterator[bytes]:
     """Yield watch event lines until ``timeout_seconds`` pass or the client goes away."""
     loop = asyncio.get_running_loop()
-    wakeup = asyncio.Event()
-
-    def wake() -> None:
-        loop.call_soon_threadsafe(wakeup.set)
-
-    store.add_waker(wake)
+    wakeup, stop_waking = wake_on_commit(store)
     try:
         last = req.resource_version
         if last is None:
@@ -115,4 +131,4 @@ async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> Asyn
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wakeup.wait(), timeout=max(wait, 0.001))
     finally:
-        store.remove_waker(wake)
+        stop_waking()

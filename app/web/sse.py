@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from app.cluster.errors import Expired
+from app.cluster.watch import wake_on_commit
 from app.web.ports import Change, Store
 
 # Events are written by the scheduler for every attempt; no page shows them live.
@@ -102,12 +103,7 @@ async def stream(
 ) -> AsyncIterator[bytes]:
     """Yield SSE records from ``resource_version`` on, for ``lifetime`` seconds (0: the backlog only)."""
     loop = asyncio.get_running_loop()
-    wakeup = asyncio.Event()
-
-    def wake() -> None:
-        loop.call_soon_threadsafe(wakeup.set)
-
-    store.add_waker(wake)
+    wakeup, stop_waking = wake_on_commit(store)
     try:
         yield f"retry: {RETRY_MS}\n\n".encode()
         last = resource_version
@@ -142,4 +138,4 @@ async def stream(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wakeup.wait(), timeout=max(wait, 0.001))
     finally:
-        store.remove_waker(wake)
+        stop_waking()
