@@ -1,6 +1,6 @@
 """Group commit: the store's writes share transactions, and each is acknowledged once durable and visible.
 
-Writes use group commit. A write is validated and given its resourceVersion under the lock against the *working*
+A write is validated and given its resourceVersion under the lock against the *working*
 state (every staged change included, so later writes build on it), then staged into the open batch; a committer
 thread writes every staged change in one transaction (one fsync for all concurrent writers) and only then makes
 the batch *visible*: reads, lists, the watch log, listeners and wakers, in resourceVersion order. The writer is
