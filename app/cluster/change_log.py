@@ -8,11 +8,13 @@ change it asked for.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 
@@ -136,3 +138,24 @@ class ChangeLog:
         with self._lock:
             if wake in self._wakers:
                 self._wakers.remove(wake)
+
+
+class Wakeable(Protocol):
+    """A store that calls its wakers after each commit (``ClusterStore``, or the web layer's port of it)."""
+
+    def add_waker(self, wake: Callable[[], None]) -> None: ...
+
+    def remove_waker(self, wake: Callable[[], None]) -> None: ...
+
+
+def wake_on_commit(store: Wakeable) -> tuple[asyncio.Event, Callable[[], None]]:
+    """An ``asyncio.Event`` of the running loop that is set after each commit of ``store``, from whichever thread
+    made it visible, and the function that stops this (call it when done, in a ``finally``)."""
+    loop = asyncio.get_running_loop()
+    wakeup = asyncio.Event()
+
+    def wake() -> None:
+        loop.call_soon_threadsafe(wakeup.set)
+
+    store.add_waker(wake)
+    return wakeup, lambda: store.remove_waker(wake)

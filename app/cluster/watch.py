@@ -10,11 +10,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
-from app.cluster.change_log import ADDED, DELETED, MODIFIED
+from app.cluster.change_log import ADDED, DELETED, MODIFIED, wake_on_commit
 from app.cluster.errors import Expired
 from app.cluster.kinds import KindInfo
 from app.cluster.selectors import Selector
@@ -37,27 +37,6 @@ class WatchRequest:
     allow_bookmarks: bool
     timeout_seconds: float
     bookmark_seconds: float
-
-
-class Wakeable(Protocol):
-    """A store that calls its wakers after each commit (``ClusterStore``, or the web layer's port of it)."""
-
-    def add_waker(self, wake: Callable[[], None]) -> None: ...
-
-    def remove_waker(self, wake: Callable[[], None]) -> None: ...
-
-
-def wake_on_commit(store: Wakeable) -> tuple[asyncio.Event, Callable[[], None]]:
-    """An ``asyncio.Event`` of the running loop that is set after each commit of ``store``, from whichever thread
-    made it visible, and the function that stops this (call it when done, in a ``finally``)."""
-    loop = asyncio.get_running_loop()
-    wakeup = asyncio.Event()
-
-    def wake() -> None:
-        loop.call_soon_threadsafe(wakeup.set)
-
-    store.add_waker(wake)
-    return wakeup, lambda: store.remove_waker(wake)
 
 
 def event_line(event_type: str, payload: bytes) -> bytes:

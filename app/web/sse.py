@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
+from app.cluster.change_log import wake_on_commit
 from app.cluster.errors import Expired
-from app.cluster.watch import wake_on_commit
 from app.web.ports import Change, Store
 
 # Events are written by the scheduler for every attempt; no page shows them live.
