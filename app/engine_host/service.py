@@ -46,11 +46,9 @@ from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, Status
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
-from app.scheduler.runtime import Framework
+from app.scheduler.runtime import Framework, PluginObserver
 
 log = logging.getLogger("kss.scheduler")
-
-PluginObserver = Callable[[str, str, str, float], None]  # (plugin, extension point, status code, seconds)
 
 # Kinds whose objects plugins read through ClusterObjects, with the queue event their change raises.
 _OBJECT_EVENTS = {
@@ -211,9 +209,7 @@ class SchedulerService:
             handle = Handle(self.cluster, self.actions)
             handle.nominated_pods = self.nominated
             handles.append(handle)
-            frameworks[profile.scheduler_name] = build_framework(profile, handle)
-            if self.on_plugin is not None:
-                time_plugins(frameworks[profile.scheduler_name], self.on_plugin)
+            frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=self.on_plugin)
         self.handles = handles
         self.frameworks = frameworks
         return Scheduler(
@@ -607,60 +603,6 @@ class SchedulerService:
                                     action="Scheduling" if reason != "Preempted" else "Preempting")  # fmt: skip
         except Exception:
             log.exception("recording event %s failed", reason)
-
-
-# Extension points run once per cycle per plugin, so timing them costs nothing noticeable. Filter runs once
-# per node per plugin and is left out: a timer around every call would slow big clusters down.
-_TIMED_POINTS = {
-    "preFilter": "pre_filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score_nodes",
-    "reserve": "reserve",
-    "permit": "permit",
-    "preBind": "pre_bind",
-    "bind": "bind",
-}
-_POINT_LABELS = {
-    "preFilter": "PreFilter",
-    "postFilter": "PostFilter",
-    "preScore": "PreScore",
-    "score": "Score",
-    "reserve": "Reserve",
-    "permit": "Permit",
-    "preBind": "PreBind",
-    "bind": "Bind",
-}
-
-
-def time_plugins(fwk: Framework, observe: PluginObserver) -> None:
-    """Wrap the per-cycle extension points of ``fwk``'s plugins to report (plugin, point, status, seconds)."""
-    for point, method_name in _TIMED_POINTS.items():
-        for plugin in fwk.points.get(point, []):
-            method = getattr(plugin, method_name, None)
-            if method is None or getattr(method, "_kss_timed", False):
-                continue
-            with contextlib.suppress(AttributeError):  # a plugin with __slots__ stays untimed
-                setattr(plugin, method_name, _timed(method, plugin.name, _POINT_LABELS[point], observe))
-
-
-def _timed(method: Callable[..., Any], plugin: str, point: str, observe: PluginObserver) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
-        result = method(*args, **kwargs)
-        elapsed = time.perf_counter() - t0
-        status = result if isinstance(result, Status) else None
-        if status is None and isinstance(result, tuple):
-            status = next((r for r in result if isinstance(r, Status)), None)
-        code = status.code.label if status is not None else "Success"
-        try:
-            observe(plugin, point, code, elapsed)
-        except Exception:  # metrics must never break scheduling
-            log.exception("plugin timing observer failed")
-        return result
-
-    wrapper._kss_timed = True  # type: ignore[attr-defined]
-    return wrapper
 
 
 def _put(table: dict[str, dict[str, Any]], key: str, obj: dict[str, Any], deleted: bool) -> None:

@@ -29,7 +29,7 @@ from app.scheduler.framework import (
     ReservePlugin,
     ScorePlugin,
 )
-from app.scheduler.runtime import Framework
+from app.scheduler.runtime import Framework, PluginObserver
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -342,10 +342,17 @@ def score_weights(
     return weights
 
 
-def build_framework(profile: Profile, handle: Handle, *, allow_missing: bool = False) -> Framework:
+def build_framework(
+    profile: Profile,
+    handle: Handle,
+    *,
+    allow_missing: bool = False,
+    plugin_observer: PluginObserver | None = None,
+) -> Framework:
     """``NewFramework``: instantiate the profile's plugins and expand multiPoint as kube-scheduler does.
 
-    ``allow_missing`` drops plugins whose module cannot be imported (development only).
+    ``allow_missing`` drops plugins whose module cannot be imported (development only); ``plugin_observer``
+    is told of each plugin's run at the per-cycle extension points (``Framework.plugin_observer``).
     """
     plugins = profile.plugins
     if allow_missing:
@@ -374,7 +381,9 @@ def build_framework(profile: Profile, handle: Handle, *, allow_missing: bool = F
     if not points["bind"] and not allow_missing:
         raise ConfigError("plugins.bind", f"at least one bind plugin is needed for profile {profile.scheduler_name!r}")
     weights = score_weights(plugins, classes)
-    return Framework(profile.scheduler_name, handle, points, weights, profile.percentage_of_nodes_to_score)
+    return Framework(
+        profile.scheduler_name, handle, points, weights, profile.percentage_of_nodes_to_score, plugin_observer
+    )
 
 
 def plugins_in_effect(profile: Profile) -> list[tuple[str, list[tuple[str, int | None]]]]:

@@ -1,13 +1,17 @@
 """The framework runtime: one profile's plugins, run extension point by extension point.
 
 ``Framework`` mirrors ``frameworkImpl`` in kube-scheduler's runtime package. Recording hooks let the
-cycle keep every plugin's verdict without changing what kube-scheduler itself would decide.
+cycle keep every plugin's verdict without changing what kube-scheduler itself would decide. With a plugin
+observer set, each plugin's run at the per-cycle extension points is timed and reported, as kube-scheduler's
+metrics recorder observes ``plugin_execution_duration_seconds``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +46,14 @@ from app.scheduler.framework import (
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.record import FIRST_REASON, PASSED, SKIP
+
+log = logging.getLogger("kss.scheduler")
+
+# One plugin's run at one extension point: (plugin, extension point, status code, seconds). Observed at PreFilter,
+# PostFilter, PreScore, Score, Reserve, Permit, PreBind and Bind (kube-scheduler's labels); Filter runs once per
+# node per plugin and is left out: a timer around every call would slow big clusters down.
+PluginObserver = Callable[[str, str, str, float], None]
+_R = TypeVar("_R")
 
 
 def status_text(st: Status) -> str:
@@ -228,6 +240,15 @@ def _within_node_score(scores: IntArray) -> bool:
     return int(np.maximum.reduce(scores.view(np.uint64))) <= MAX_NODE_SCORE
 
 
+def _batch_scores(pl: ScorePlugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[IntArray, Status | None]:
+    """A plugin's Score on a batch: ``score_batch``, else ``score_nodes`` (then with its status; None: success)."""
+    scores = pl.score_batch(state, pod, batch)
+    if scores is not None:
+        return scores, None
+    listed, st = pl.score_nodes(state, pod, batch.nodes)
+    return np.array(listed, dtype=np.int64), st
+
+
 def _filter_status(pl: FilterPlugin, st: Status) -> Status:
     """A failing Filter status as RunFilterPlugins reports it (errors wrapped, plugin named)."""
     if not st.is_rejected():
@@ -246,8 +267,10 @@ class Framework:
         plugins: dict[str, list[Plugin]],
         weights: dict[str, int],
         percentage_of_nodes_to_score: int | None = None,
+        plugin_observer: PluginObserver | None = None,
     ) -> None:
         self.profile_name = profile_name
+        self.plugin_observer = plugin_observer
         self.handle = handle
         handle.framework = self
         self.points = plugins
@@ -278,6 +301,24 @@ class Framework:
             for p in group:
                 self.plugins_by_name[p.name] = p
 
+    def _observed(self, point: str, pl: Plugin, run: Callable[..., _R], *args: Any) -> _R:
+        """``run(*args)``, ``pl``'s method at ``point``, timed and reported to the plugin observer."""
+        t0 = time.perf_counter()
+        result = run(*args)
+        elapsed = time.perf_counter() - t0
+        status: Status | None = None
+        if isinstance(result, Status):
+            status = result
+        elif isinstance(result, tuple):  # (result, status), (status, timeout), (scores, status)
+            status = next((r for r in result if isinstance(r, Status)), None)
+        observe = self.plugin_observer
+        if observe is not None:
+            try:
+                observe(pl.name, point, status.code.label if status is not None else "Success", elapsed)
+            except Exception:  # metrics must never break scheduling
+                log.exception("plugin observer failed")
+        return result
+
     def plugin_names(self) -> dict[str, list[str]]:
         """Enabled plugin names per extension point, in order."""
         return {point: [p.name for p in group] for point, group in self.points.items()}
@@ -301,8 +342,12 @@ class Framework:
         return_status = success()
         stopped_at: int | None = None
         per_plugin = out.per_plugin
+        observed = self.plugin_observer is not None
         for i, pl in enumerate(self.pre_filter):
-            r, st = pl.pre_filter(state, pod, nodes)
+            if observed:
+                r, st = self._observed("PreFilter", pl, pl.pre_filter, state, pod, nodes)
+            else:
+                r, st = pl.pre_filter(state, pod, nodes)
             code = st.code
             if record:
                 per_plugin[pl.name] = _STATUS_WORDS.get(code) or st.message()  # status_text, without the call
@@ -344,7 +389,10 @@ class Framework:
             if record:
                 scratch = state.clone()
                 for pl in self.pre_filter[stopped_at + 1 :]:
-                    _, st = pl.pre_filter(scratch, pod, nodes)
+                    if observed:
+                        _, st = self._observed("PreFilter", pl, pl.pre_filter, scratch, pod, nodes)
+                    else:
+                        _, st = pl.pre_filter(scratch, pod, nodes)
                     out.per_plugin[pl.name] = status_text(st)
             return out
         state.skip_filter_plugins = skip_plugins
@@ -564,7 +612,10 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         for pl in self.post_filter:
-            r, st = pl.post_filter(state, pod, statuses)
+            if self.plugin_observer is not None:
+                r, st = self._observed("PostFilter", pl, pl.post_filter, state, pod, statuses)
+            else:
+                r, st = pl.post_filter(state, pod, statuses)
             if st.is_success():
                 return r, st
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -584,7 +635,10 @@ class Framework:
     ) -> Status:
         skip_plugins: set[str] = set()
         for pl in self.pre_score:
-            st = pl.pre_score(state, pod, nodes)
+            if self.plugin_observer is not None:
+                st = self._observed("PreScore", pl, pl.pre_score, state, pod, nodes)
+            else:
+                st = pl.pre_score(state, pod, nodes)
             if record is not None:
                 record[pl.name] = status_text(st)
             code = st.code
@@ -607,7 +661,10 @@ class Framework:
         for pl in self.score:
             if pl.name in state.skip_score_plugins:
                 continue
-            scores, st = pl.score_nodes(state, pod, nodes)
+            if self.plugin_observer is not None:
+                scores, st = self._observed("Score", pl, pl.score_nodes, state, pod, nodes)
+            else:
+                scores, st = pl.score_nodes(state, pod, nodes)
             if not st.is_success():
                 return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {st.message()}")
             raw[pl.name] = list(scores)
@@ -653,12 +710,12 @@ class Framework:
         for pl in self.score:
             if pl.name in state.skip_score_plugins:
                 continue
-            scores = pl.score_batch(state, pod, batch)
-            if scores is None:
-                listed, st = pl.score_nodes(state, pod, batch.nodes)
-                if not st.is_success():
-                    return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {st.message()}")
-                scores = np.array(listed, dtype=np.int64)
+            if self.plugin_observer is not None:
+                scores, failed = self._observed("Score", pl, _batch_scores, pl, state, pod, batch)
+            else:
+                scores, failed = _batch_scores(pl, state, pod, batch)
+            if failed is not None and not failed.is_success():
+                return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {failed.message()}")
             raw[pl.name] = scores
             norm = scores
             if pl.has_normalize():
@@ -713,7 +770,10 @@ class Framework:
     # --- Reserve / Permit / Bind ------------------------------------------------------------------
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for pl in self.reserve:
-            st = pl.reserve(state, pod, node_name)
+            if self.plugin_observer is not None:
+                st = self._observed("Reserve", pl, pl.reserve, state, pod, node_name)
+            else:
+                st = pl.reserve(state, pod, node_name)
             if not st.is_success():
                 if st.is_rejected():
                     return st.with_plugin(pl.name)
@@ -727,7 +787,10 @@ class Framework:
     def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         wait = 0.0
         for pl in self.permit:
-            st, timeout = pl.permit(state, pod, node_name)
+            if self.plugin_observer is not None:
+                st, timeout = self._observed("Permit", pl, pl.permit, state, pod, node_name)
+            else:
+                st, timeout = pl.permit(state, pod, node_name)
             if st.is_wait():
                 wait = max(wait, min(timeout, 15 * 60.0))
                 continue
@@ -744,7 +807,10 @@ class Framework:
                 continue
             if not st.is_success():
                 return st.with_plugin(pl.name)
-            st = pl.pre_bind(state, pod, node_name)
+            if self.plugin_observer is not None:
+                st = self._observed("PreBind", pl, pl.pre_bind, state, pod, node_name)
+            else:
+                st = pl.pre_bind(state, pod, node_name)
             if not st.is_success():
                 return st.with_plugin(pl.name)
         return success()
@@ -754,7 +820,10 @@ class Framework:
             return error("no bind plugin")
         st = success()
         for pl in self.bind:
-            st = pl.bind(state, pod, node_name)
+            if self.plugin_observer is not None:
+                st = self._observed("Bind", pl, pl.bind, state, pod, node_name)
+            else:
+                st = pl.bind(state, pod, node_name)
             if st.is_skip():
                 continue
             if not st.is_success():

@@ -1,0 +1,71 @@
+"""The framework's plugin observer: each plugin's run at the per-cycle extension points, timed and reported."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.scheduler.cache import SchedulerCache
+from app.scheduler.config import build_framework, parse_config
+from app.scheduler.cycle import ScheduleOptions, Scheduler
+from app.scheduler.framework import ClusterObjects, Handle
+from app.scheduler.nodeinfo import PodInfo
+from tests.scheduler.factories import make_node, make_pod
+
+Observed = list[tuple[str, str, str, float]]
+
+
+def schedule(*, batch: bool, observe: Observed | None, pod_cpu: str = "100m") -> str:
+    cache = SchedulerCache()
+    for i in range(3):
+        cache.add_node(make_node(name=f"n{i}"))
+    handle = Handle(ClusterObjects())
+
+    def observer(plugin: str, point: str, status: str, seconds: float) -> None:
+        assert observe is not None
+        observe.append((plugin, point, status, seconds))
+
+    profile = parse_config(None).profiles[0]
+    fwk = build_framework(profile, handle, plugin_observer=observer if observe is not None else None)
+    scheduler = Scheduler({profile.scheduler_name: fwk}, cache.snapshot, cache=cache)
+    opts = ScheduleOptions(record=True, tie_break="name", run_binding_cycle=False, batch=batch)
+    att = scheduler.schedule_one(PodInfo(make_pod(name="p", requests={"cpu": pod_cpu})), 1, opts)
+    return att.result
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_every_per_cycle_plugin_run_is_reported_but_filter_is_not(batch: bool) -> None:
+    observed: Observed = []
+    assert schedule(batch=batch, observe=observed) == "scheduled"
+    points = {(plugin, point) for plugin, point, _, _ in observed}
+    fwk = build_framework(parse_config(None).profiles[0], Handle(ClusterObjects()))
+    assert {(p.name, "PreFilter") for p in fwk.pre_filter} <= points
+    skipped = {plugin for plugin, point, status, _ in observed if (point, status) == ("PreScore", "Skip")}
+    scored = {p.name for p in fwk.score} - skipped
+    assert {(name, "Score") for name in scored} == {(plugin, point) for plugin, point in points if point == "Score"}
+    assert "TaintToleration" in scored, "a plugin with a vectorised Score is timed as well"
+    assert {(p.name, "Reserve") for p in fwk.reserve} <= points
+    assert not any(point == "Filter" for _, point in points)
+    assert all(seconds >= 0 for *_, seconds in observed)
+    fit = [status for plugin, point, status, _ in observed if (plugin, point) == ("NodeResourcesFit", "PreFilter")]
+    assert fit == ["Success"]
+
+
+def test_the_status_label_is_the_plugins_code_and_no_observer_changes_nothing() -> None:
+    observed: Observed = []
+    assert schedule(batch=True, observe=observed, pod_cpu="640") == "unschedulable"
+    post = [status for plugin, point, status, _ in observed if (plugin, point) == ("DefaultPreemption", "PostFilter")]
+    assert post == ["Unschedulable"], "DefaultPreemption found no victims"
+    assert schedule(batch=True, observe=None, pod_cpu="640") == "unschedulable"
+
+
+def test_an_observer_that_raises_does_not_break_scheduling() -> None:
+    def broken(plugin: str, point: str, status: str, seconds: float) -> None:
+        raise RuntimeError("metrics down")
+
+    cache = SchedulerCache()
+    cache.add_node(make_node(name="n0"))
+    profile = parse_config(None).profiles[0]
+    fwk = build_framework(profile, Handle(ClusterObjects()), plugin_observer=broken)
+    scheduler = Scheduler({profile.scheduler_name: fwk}, cache.snapshot, cache=cache)
+    att = scheduler.schedule_one(PodInfo(make_pod(name="p")), 1, ScheduleOptions(run_binding_cycle=False))
+    assert att.result == "scheduled"
