@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import gc
 import logging
 import threading
 import time
@@ -63,41 +62,15 @@ _OBJECT_EVENTS = {
 WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS)
 
 
-# Full collections of the cyclic garbage collector stop every thread for as long as it takes to walk every
-# tracked object: 100-200 ms once a few thousand pods (and their watch-log versions) are held, the whole of the
-# API's p99 while the scheduler runs. What survives a full collection is long-lived (objects, cache, log), so it
-# is frozen out of later ones (they then walk only what is new); when the scheduler has been idle for a while it
-# unfreezes and collects once, so cyclic garbage among frozen objects is not kept forever.
-_GC_RECLAIM_IDLE_SECONDS = 60.0
+# After scheduling, the loop calls ``on_idle`` once it has had nothing to do for this long (``kss serve`` then
+# reclaims the garbage its GC policy froze, app.serve_cli).
+IDLE_HOOK_SECONDS = 60.0
 # While the API is answering requests the loop pauses this long after each scheduling cycle. The server is one core
 # of Python (GIL): without the pause a busy scheduler takes the GIL back at every system call of the event loop,
 # and 50 clients creating pods got ~25 % less throughput and a ~45 % higher p99 (issue #9; 1 ms paid about half
 # of that). The scheduler still binds faster than before under that load; with the API idle (watches aside) it
 # never pauses.
 API_YIELD_SECONDS = 0.002
-_gc_lock = threading.Lock()
-_gc_installed = False
-
-
-def _freeze_survivors(phase: str, info: dict[str, Any]) -> None:
-    if phase == "stop" and info.get("generation") == 2:
-        gc.freeze()
-
-
-def install_gc_policy() -> None:
-    """Freeze the survivors of each full collection (once per process; see the comment above)."""
-    global _gc_installed
-    with _gc_lock:
-        if not _gc_installed:
-            gc.callbacks.append(_freeze_survivors)
-            _gc_installed = True
-
-
-def reclaim_frozen() -> None:
-    """One full collection over everything, frozen objects included, then freeze the survivors again."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
 
 
 def load_scheduler_config(settings: Any) -> SchedulerConfig:
@@ -148,6 +121,8 @@ class SchedulerService:
         clock: Callable[[], float] = time.monotonic,
         on_attempt: Callable[[Attempt], None] | None = None,
         on_plugin: PluginObserver | None = None,
+        api_busy: Callable[[], bool] | None = None,
+        on_idle: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.results = results
@@ -172,8 +147,9 @@ class SchedulerService:
         self._thread: threading.Thread | None = None
         self._pending: dict[str, Any] = {}  # queued pod key -> scheduling-relevant fingerprint
         self._idle = threading.Event()
-        # Set by the application: True while API requests (watches aside) are being answered.
-        self.api_busy: Callable[[], bool] | None = None
+        # True while API requests (watches aside) are being answered: the loop then yields after each cycle.
+        self.api_busy = api_busy
+        self.on_idle = on_idle
         self._holds = 0  # while > 0 the loop keeps its cache current but starts no cycle
         self._holds_lock = threading.Lock()
         self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
@@ -264,8 +240,7 @@ class SchedulerService:
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
-        """Load the current cluster, subscribe to changes, start the loop (and the GC policy above)."""
-        install_gc_policy()
+        """Load the current cluster, subscribe to changes, start the loop."""
         self.store.add_listener(self._on_change, WATCHED_KINDS)
         for kind in WATCHED_KINDS:
             listed = self.store.list(kind)
@@ -420,7 +395,7 @@ class SchedulerService:
     def _run(self) -> None:
         last_backoff_flush = 0.0
         last_unschedulable_flush = 0.0
-        busy_since_reclaim = False
+        busy_since_idle_hook = False
         idle_since = time.monotonic()
         while not self._stop.is_set():
             self._drain_inbox()
@@ -444,15 +419,16 @@ class SchedulerService:
                     continue
                 if not self._idle.is_set():
                     idle_since = time.monotonic()
-                elif busy_since_reclaim and time.monotonic() - idle_since >= _GC_RECLAIM_IDLE_SECONDS:
-                    reclaim_frozen()
-                    busy_since_reclaim = False
+                elif busy_since_idle_hook and time.monotonic() - idle_since >= IDLE_HOOK_SECONDS:
+                    if self.on_idle is not None:
+                        self.on_idle()
+                    busy_since_idle_hook = False
                 self._idle.set()
                 self._wake.wait(timeout=0.05)
                 self._wake.clear()
                 continue
             self._idle.clear()
-            busy_since_reclaim = True
+            busy_since_idle_hook = True
             try:
                 self._schedule(qpi)
             except Exception:
