@@ -404,29 +404,29 @@ class Framework:
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo
     ) -> Status:
-        for pl in self.pre_filter:
-            if pl.name in state.skip_filter_plugins:
-                continue
-            ext = pl.pre_filter_extensions()
-            if ext is None:
-                continue
-            st = ext.add_pod(state, pod, pod_to_add, node_info)
-            if not st.is_success():
-                return error(f"running AddPod on PreFilter plugin {pl.name!r}: {st.message()}")
-        return success()
+        return self._run_pre_filter_extension("AddPod", state, pod, pod_to_add, node_info)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo
     ) -> Status:
+        return self._run_pre_filter_extension("RemovePod", state, pod, pod_to_remove, node_info)
+
+    def _run_pre_filter_extension(
+        self, which: str, state: CycleState, pod: PodInfo, other: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """The PreFilter plugins' ``AddPod`` or ``RemovePod`` (``which``) for ``other`` on ``node_info``."""
         for pl in self.pre_filter:
             if pl.name in state.skip_filter_plugins:
                 continue
             ext = pl.pre_filter_extensions()
             if ext is None:
                 continue
-            st = ext.remove_pod(state, pod, pod_to_remove, node_info)
+            if which == "AddPod":
+                st = ext.add_pod(state, pod, other, node_info)
+            else:
+                st = ext.remove_pod(state, pod, other, node_info)
             if not st.is_success():
-                return error(f"running RemovePod on PreFilter plugin {pl.name!r}: {st.message()}")
+                return error(f"running {which} on PreFilter plugin {pl.name!r}: {st.message()}")
         return success()
 
     # --- Filter -----------------------------------------------------------------------------------
