@@ -6,12 +6,11 @@ import argparse
 import base64
 import gc
 import sys
-import threading
-from typing import Any
 
 import yaml
 
 from app.config import Settings
+from app.server.gc_policy import install_gc_policy
 from app.server.tls import ensure_certificate
 
 
@@ -50,35 +49,6 @@ SHUTDOWN_GRACE_SECONDS = 3
 # Young collections every 20,000 allocations instead of 700 (one per ~40 requests instead of one per request):
 # each collection pauses every request in flight, and the rarer they are, the fewer requests see one.
 SERVE_GC_THRESHOLDS = (20_000, 20, 10)
-# Full collections of the cyclic garbage collector stop every thread for as long as it takes to walk every
-# tracked object: 100-200 ms once a few thousand pods (and their watch-log versions) are held, the whole of the
-# API's p99 while the scheduler runs. What survives a full collection is long-lived (objects, cache, log), so it
-# is frozen out of later ones (they then walk only what is new); when the scheduler has been idle for a while it
-# unfreezes and collects once (``reclaim_frozen``, its ``on_idle``), so cyclic garbage among frozen objects is not
-# kept forever.
-_gc_lock = threading.Lock()
-_gc_installed = False
-
-
-def _freeze_survivors(phase: str, info: dict[str, Any]) -> None:
-    if phase == "stop" and info.get("generation") == 2:
-        gc.freeze()
-
-
-def install_gc_policy() -> None:
-    """Freeze the survivors of each full collection (once per process; see the comment above)."""
-    global _gc_installed
-    with _gc_lock:
-        if not _gc_installed:
-            gc.callbacks.append(_freeze_survivors)
-            _gc_installed = True
-
-
-def reclaim_frozen() -> None:
-    """One full collection over everything, frozen objects included, then freeze the survivors again."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
 
 
 def run_serve(args: argparse.Namespace) -> int:

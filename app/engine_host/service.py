@@ -63,7 +63,7 @@ WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS)
 
 
 # After scheduling, the loop calls ``on_idle`` once it has had nothing to do for this long (``kss serve`` then
-# reclaims the garbage its GC policy froze, app.serve_cli).
+# reclaims the garbage its GC policy froze, app.server.gc_policy).
 IDLE_HOOK_SECONDS = 60.0
 # While the API is answering requests the loop pauses this long after each scheduling cycle. The server is one core
 # of Python (GIL): without the pause a busy scheduler takes the GIL back at every system call of the event loop,
