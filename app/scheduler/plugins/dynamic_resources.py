@@ -40,7 +40,7 @@ from app.scheduler.framework import (
     unschedulable,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins.taint_toleration import default_normalize_batch, default_normalize_score
+from app.scheduler.plugins.helper import default_normalize_batch, default_normalize_score
 
 NAME = "DynamicResources"
 STATE_KEY = NAME

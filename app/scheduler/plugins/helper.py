@@ -1,0 +1,40 @@
+"""Helpers shared by plugins (upstream's ``pkg/scheduler/framework/plugins/helper``): score normalization."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.scheduler.columns import IntArray
+from app.scheduler.framework import NodeScore
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
+    """``helper.DefaultNormalizeScore``: scale to ``max_priority`` by the highest score, optionally reversed."""
+    max_count = max((s.score for s in scores), default=0)
+    max_count = max(max_count, 0)
+    if max_count == 0:
+        if reverse:
+            for s in scores:
+                s.score = max_priority
+        return
+    for s in scores:
+        # Scores are non-negative here, so floor division equals Go's truncating division.
+        v = max_priority * s.score // max_count
+        s.score = max_priority - v if reverse else v
+
+
+def default_normalize_batch(max_priority: int, reverse: bool, scores: IntArray) -> IntArray | None:
+    """``default_normalize_score`` on an array (non-negative scores; None otherwise)."""
+    if not len(scores):
+        return scores.copy()
+    if not scores.any():
+        # Every score 0 (a common case, decided in one pass): max_count is 0.
+        return np.full(len(scores), max_priority, np.int64) if reverse else np.zeros(len(scores), np.int64)
+    if int(scores.min()) < 0:
+        return None
+    max_count = int(scores.max())
+    if max_count == 0:
+        return np.full(len(scores), max_priority, np.int64) if reverse else scores.copy()
+    v = max_priority * scores // max_count
+    out: IntArray = max_priority - v if reverse else v
+    return out
