@@ -10,6 +10,7 @@ from app.scheduler.framework import NodeScore
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
     """``helper.DefaultNormalizeScore``: scale to ``max_priority`` by the highest score, optionally reversed."""
+    # The maximum starts at 0, so all-negative scores (NodeAffinity's negative added weights) stay as they are.
     max_count = max((s.score for s in scores), default=0)
     max_count = max(max_count, 0)
     if max_count == 0:
@@ -18,8 +19,9 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
                 s.score = max_priority
         return
     for s in scores:
-        # Scores are non-negative here, so floor division equals Go's truncating division.
-        v = max_priority * s.score // max_count
+        product = max_priority * s.score
+        # Go's int64 division truncates toward zero (floor division differs for negative scores).
+        v = product // max_count if product >= 0 else -(-product // max_count)
         s.score = max_priority - v if reverse else v
 
 

@@ -34,6 +34,7 @@ from app.scheduler.framework import (
     unresolvable,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
+from app.scheduler.plugins.helper import default_normalize_score
 
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -122,18 +123,6 @@ def _validate_added_affinity(
             return None, None, [(path, "Invalid value: must be a list of PreferredSchedulingTerm objects")]
         errs.extend(pref_errs)
     return selector, preferred, errs
-
-
-def _default_normalize(scores: list[NodeScore]) -> None:
-    """``helper.DefaultNormalizeScore(MaxNodeScore, false, scores)``: scale to 0..100 by the maximum."""
-    # The maximum starts at 0, so all-negative scores (negative added weights) stay as they are.
-    max_count = max([0, *(s.score for s in scores)])
-    if max_count == 0:
-        return
-    for s in scores:
-        product = MAX_NODE_SCORE * s.score
-        # Go's int64 division truncates toward zero.
-        s.score = product // max_count if product >= 0 else -(-product // max_count)
 
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
@@ -246,5 +235,5 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         """Default normalization, not reversed: the best node gets 100."""
-        _default_normalize(scores)
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
         return success()
