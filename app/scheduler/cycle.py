@@ -19,17 +19,11 @@ import numpy.typing as npt
 
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.columns import IntArray, NodeBatch
+from app.scheduler.filter_record import UINT8_REASONS, ReasonTable, RecordFilterOutcome
 from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 from app.scheduler.record import Attempt, FilterMatrix, ScoreMatrix
-from app.scheduler.runtime import (
-    UINT8_REASONS,
-    BatchFilterOutcome,
-    Framework,
-    ReasonTable,
-    RecordFilterOutcome,
-    status_text,
-)
+from app.scheduler.runtime import BatchFilterOutcome, Framework, status_text
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"

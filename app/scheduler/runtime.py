@@ -17,6 +17,15 @@ import numpy as np
 import numpy.typing as npt
 
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
+from app.scheduler.filter_record import (
+    NONE_REJECTED,
+    UINT8_REASONS,
+    ReasonTable,
+    RecordFilterOutcome,
+    Rejected,
+    keyed_cells,
+    per_node_cells,
+)
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -45,7 +54,7 @@ from app.scheduler.framework import (
     success,
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.record import FIRST_REASON, PASSED, SKIP
+from app.scheduler.record import SKIP
 
 log = logging.getLogger("kss.scheduler")
 
@@ -92,144 +101,6 @@ class BatchFilterOutcome:
         # Statuses already known (per-node plugins), by batch position.
         self.statuses: dict[int, Status] = {}
         self.has_error = False
-
-
-class ReasonTable:
-    """Distinct rejecting statuses met while recording: texts (with their unresolvable flag) numbered from
-    FIRST_REASON, and the status behind each (plugin index, cell) pair. Shared by the chunks of one walk."""
-
-    __slots__ = ("ids", "reasons", "statuses", "unresolvable")
-
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-        self.unresolvable: list[bool] = []
-        self.ids: dict[tuple[str, bool], int] = {}
-        self.statuses: dict[tuple[int, int], Status] = {}
-
-    def cell_for(self, k: int, pl: FilterPlugin, st: Status) -> int:
-        """The cell code of a rejecting status of plugin ``k`` (registered on first sight)."""
-        text = st.message()
-        unres = st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        rid = self.ids.get((text, unres))
-        if rid is None:
-            rid = self.ids[(text, unres)] = len(self.reasons)
-            self.reasons.append(text)
-            self.unresolvable.append(unres)
-        cell = FIRST_REASON + rid
-        if cell > _INT16_MAX:
-            raise OverflowError("too many distinct filter statuses in one cycle")
-        if (k, cell) not in self.statuses:
-            st.plugin = pl.name
-            self.statuses[(k, cell)] = st
-        return cell
-
-
-class RecordFilterOutcome:
-    """Every filter plugin's verdict on every node of a batch (record mode), by plugin.
-
-    ``constant[k]``: the cell of every node for plugin k (PASSED or SKIP), -1 where some node was rejected;
-    ``columns[k]`` for those plugins (inserted in plugin order): each node's cell (PASSED or a reason cell of
-    ``table``, uint8 while the table has fewer than ``UINT8_REASONS`` texts, else int16). ``fail[j]``: the first
-    plugin that rejected node j (-1: passed).
-    """
-
-    __slots__ = ("batch", "columns", "constant", "fail", "ok", "table")
-
-    def __init__(
-        self,
-        batch: NodeBatch,
-        columns: dict[int, npt.NDArray[Any]],
-        fail: npt.NDArray[Any],
-        table: ReasonTable,
-        constant: npt.NDArray[np.int16],
-    ) -> None:
-        self.batch = batch
-        self.constant = constant
-        self.table = table
-        self.columns = columns
-        self.fail = fail
-        self.ok: BoolArray = fail < 0
-
-
-# Reason tables shorter than this keep their cells in uint8 (FIRST_REASON + 249 < 256).
-UINT8_REASONS = 250
-_INT16_MAX = int(np.iinfo(np.int16).max)
-# A plugin's rejections in the record pass: its index, the rejected batch positions, and their cells (``whole``:
-# a column of every node of the batch, PASSED where it passed; else one cell per rejected node).
-_Rejected = tuple[int, IntArray, npt.NDArray[Any], bool]
-_NONE_REJECTED: _Rejected = (-1, np.zeros(0, np.int64), np.zeros(0, np.int16), False)
-# Largest key looked up through a table (a count per key value); bigger keys go through np.unique.
-_KEY_TABLE = 4096
-
-
-def _keyed_cells(
-    k: int,
-    pl: FilterPlugin,
-    state: CycleState,
-    pod: PodInfo,
-    batch: NodeBatch,
-    keys: IntArray,
-    table: ReasonTable,
-    of_key: bool,
-) -> _Rejected | None:
-    """Plugin ``k``'s cells from keys of every node of ``batch`` (0: passed; equal keys, equal statuses): one
-    status per distinct key, of ``filter_status_of_key`` when ``of_key`` else of ``filter`` on the first node with
-    that key, spread to the nodes through a key -> cell table. ``_NONE_REJECTED`` when every node passed; None
-    when a status is neither success nor a rejection."""
-    # (NumPy's ufuncs and methods directly: their Python wrappers cost as much as the work on ~1,000 nodes.)
-    top = int(np.maximum.reduce(keys)) if len(keys) else 0
-    if top == 0:
-        return _NONE_REJECTED
-    inverse: IntArray | None = None
-    firsts: list[int] | None = None
-    if of_key and top < _KEY_TABLE:
-        distinct: list[int] = np.bincount(keys).nonzero()[0].tolist()
-    else:
-        values, first_pos, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        distinct, firsts = values.tolist(), first_pos.tolist()
-    codes: list[int] = []
-    for i, key in enumerate(distinct):
-        if key == 0:
-            codes.append(PASSED)
-            continue
-        st = pl.filter_status_of_key(state, pod, key) if of_key else None
-        if st is None:
-            ni = batch.nodes[firsts[i] if firsts is not None else int(np.argmax(keys == key))]
-            st = pl.filter(state, pod, ni)
-            if st.is_success():
-                raise RuntimeError(f"{pl.name}: node {ni.name!r} was rejected in the batch but filter accepts it")
-        if not st.is_rejected():
-            return None
-        codes.append(table.cell_for(k, pl, st))
-    dtype = np.uint8 if max(codes) <= 255 else np.int16
-    cells: npt.NDArray[Any]
-    if inverse is None:
-        cell_of = np.zeros(top + 1, dtype)
-        cell_of[distinct] = codes
-        cells = cell_of.take(keys)
-    else:
-        cells = np.array(codes, dtype)[inverse.reshape(-1)]
-    bad: IntArray = cells.nonzero()[0]  # the rejected nodes' cells are reasons (PASSED is 0)
-    return k, bad, cells, True
-
-
-def _per_node_cells(
-    k: int, pl: FilterPlugin, state: CycleState, pod: PodInfo, batch: NodeBatch, table: ReasonTable
-) -> _Rejected | None:
-    """Plugin ``k``'s cells asked of ``filter`` node by node (plugins without a batch filter)."""
-    bad: list[int] = []
-    codes: list[int] = []
-    for j, ni in enumerate(batch.nodes):
-        st = pl.filter(state, pod, ni)
-        if st.is_success():
-            continue
-        if not st.is_rejected():
-            return None
-        bad.append(j)
-        codes.append(table.cell_for(k, pl, st))
-    if not bad:
-        return _NONE_REJECTED
-    return k, np.array(bad, np.int64), np.array(codes, np.int16), False
 
 
 def _within_node_score(scores: IntArray) -> bool:
@@ -504,7 +375,7 @@ class Framework:
         # Cells are mostly constant per plugin (PASSED, or SKIP for skipped plugins): a row of those, and a column
         # per plugin that rejected nodes.
         row = np.zeros(num_plugins, np.int16)
-        rejected: list[_Rejected] = []
+        rejected: list[Rejected] = []
         skip_plugins = state.skip_filter_plugins
         for k, pl in enumerate(self.filter):
             if pl.name in skip_plugins:
@@ -515,10 +386,10 @@ class Framework:
             if keys is None:
                 mask = pl.filter_nodes(state, pod, batch)
                 if mask is None:
-                    got = _per_node_cells(k, pl, state, pod, batch, table)
+                    got = per_node_cells(k, pl, state, pod, batch, table)
                     if got is None:
                         return None
-                    if got is not _NONE_REJECTED:
+                    if got is not NONE_REJECTED:
                         rejected.append(got)
                     continue
                 if mask.all():
@@ -529,10 +400,10 @@ class Framework:
                 sub = pl.filter_status_keys(state, pod, batch.subset(bad)) if len(bad) > 1 else None
                 keys = np.zeros(n, np.int64)
                 keys[bad] = sub + 1 if sub is not None else np.arange(1, len(bad) + 1)
-            got = _keyed_cells(k, pl, state, pod, batch, keys, table, of_key)
+            got = keyed_cells(k, pl, state, pod, batch, keys, table, of_key)
             if got is None:
                 return None
-            if got is not _NONE_REJECTED:
+            if got is not NONE_REJECTED:
                 rejected.append(got)
         # ``fail``: the first plugin (in profile order) that rejected each node; assigned last to first so the
         # first one wins.
