@@ -21,13 +21,16 @@ from app.config import Settings
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.engine_host.repository import SchedulerConfigRepository
 from app.engine_host.service import SchedulerService, load_scheduler_config
-from app.operations.auth import BodyLimitMiddleware, TokenAuthMiddleware
-from app.operations.metrics import Metrics, RequestMetricsMiddleware
-from app.operations.router import IMPORT_PATH, metrics_router
+from app.engine_host.view import EngineView
+from app.operations.router import IMPORT_PATH
 from app.operations.router import router as operations_router
 from app.operations.service import OperationsService
 from app.results.router import router as results_router
 from app.results.service import ResultsService
+from app.server.auth import BodyLimitMiddleware, TokenAuthMiddleware
+from app.server.gc_policy import reclaim_frozen
+from app.server.metrics import Metrics, RequestMetricsMiddleware
+from app.server.router import metrics_router
 from app.web.router import router as web_router
 
 log = logging.getLogger(__name__)
@@ -109,10 +112,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             write_annotations=settings.results_annotations,
             on_attempt=metrics.observe_attempt,
             on_plugin=metrics.observe_plugin,
+            api_busy=app.api_busy if isinstance(app, _Application) else None,
+            on_idle=reclaim_frozen,
         )
         app.state.scheduler = scheduler
-        if isinstance(app, _Application):
-            scheduler.api_busy = app.api_busy
+        # The web pages read the scheduler through this port (plain view data, none of the engine's internals).
+        app.state.scheduler_view = EngineView(scheduler)
         operations = OperationsService(app.state.store, scheduler, results, settings)
         # What POST /simulator/v1/reset returns to: the cluster as this server started and the configuration
         # it was started with (file or defaults).
