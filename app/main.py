@@ -13,8 +13,10 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.cluster.discovery import router as discovery_router
 from app.cluster.errors import ApiError, BadRequest, MethodNotAllowed, UnknownResource
-from app.cluster.router import KUBE_METHODS, error_response, kube_app, resource_route
+from app.cluster.responses import error_response
+from app.cluster.router import KUBE_METHODS, kube_app, resource_route
 from app.cluster.router import router as cluster_router
 from app.cluster.store import ClusterStore
 from app.config import Settings
@@ -200,5 +202,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(operations_router)
     app.include_router(metrics_router)
     app.include_router(web_router)
+    app.include_router(discovery_router, include_in_schema=False)
     app.include_router(cluster_router, include_in_schema=False)
     return app

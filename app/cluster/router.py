@@ -1,4 +1,5 @@
-"""The Kubernetes API over HTTP: discovery, CRUD, patch, watch and Table output, mapped onto ``ClusterStore``.
+"""The Kubernetes API's resources over HTTP: CRUD, patch, watch and Table output, mapped onto ``ClusterStore``
+(discovery is ``discovery.py``).
 
 Routers stay thin: parse the path and query, call the store, and encode the answer. Every error leaves as a
 ``metav1.Status``. Single-object writes run in the event loop's thread (validation and versioning are quick, under
@@ -25,18 +26,19 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from app.cluster import fields, openapi, protobuf, tables, watch
+from app.cluster import fields, protobuf, tables, watch
+from app.cluster.discovery import STATUS_SUBRESOURCES
 from app.cluster.errors import (
     ApiError,
     BadRequest,
     MethodNotAllowed,
     RequestEntityTooLarge,
-    Unauthorized,
     UnknownResource,
     UnsupportedMediaType,
 )
-from app.cluster.kinds import BY_KIND, GROUP_VERSIONS, VERBS, KindInfo, kinds_in, resource_info
+from app.cluster.kinds import BY_KIND, KindInfo, resource_info
 from app.cluster.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
+from app.cluster.responses import JSON, authorize, error_response, json_response, raw_response
 from app.cluster.selectors import make_selector
 from app.cluster.store import ClusterStore, Obj, PendingWrites, StoredObject
 from app.config import Settings
@@ -45,42 +47,9 @@ from app.state import state_accessor
 router = APIRouter()
 _T = TypeVar("_T")
 
-JSON = "application/json"
-SERVER_VERSION = {
-    "major": "1",
-    "minor": "35",
-    "gitVersion": "v1.35.0-kss",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2025-11-01T00:00:00Z",
-    "goVersion": "go1.24.0",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
-_STATUS_SUBRESOURCES = {"status"}
-
-
-def _json(body: Any, status_code: int = 200) -> Response:
-    return Response(orjson.dumps(body), status_code=status_code, media_type=JSON)
-
-
-def _raw(body: bytes, status_code: int = 200) -> Response:
-    return Response(body, status_code=status_code, media_type=JSON)
-
-
-def error_response(exc: ApiError) -> Response:
-    """The Status body and HTTP code of an API error."""
-    return _json(exc.to_status(), exc.code)
-
 
 _store = state_accessor("store", ClusterStore)
 _settings = state_accessor("settings", Settings)
-
-
-def _authorize(request: Request) -> None:
-    token = _settings(request).api_token
-    if token and request.headers.get("authorization", "") != f"Bearer {token}":
-        raise Unauthorized("Unauthorized")
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
@@ -110,150 +79,6 @@ async def _write(store: ClusterStore, write: Callable[[], _T]) -> _T:
         result = write()
     await durable(pending)
     return result
-
-
-# ---------------------------------------------------------------------------------------------- discovery
-
-
-def _resource_list(group: str, version: str) -> dict[str, Any]:
-    resources: list[dict[str, Any]] = []
-    for info in kinds_in(group, version):
-        entry: dict[str, Any] = {
-            "name": info.plural,
-            "singularName": info.singular,
-            "namespaced": info.namespaced,
-            "kind": info.kind,
-            "verbs": VERBS,
-        }
-        if info.short_names:
-            entry["shortNames"] = list(info.short_names)
-        if info.categories:
-            entry["categories"] = list(info.categories)
-        resources.append(entry)
-        for sub in info.subresources:
-            if sub == "binding":
-                resources.append(
-                    {
-                        "name": f"{info.plural}/binding",
-                        "singularName": "",
-                        "namespaced": True,
-                        "kind": "Binding",
-                        "verbs": ["create"],
-                    }
-                )
-            elif sub in _STATUS_SUBRESOURCES:
-                resources.append(
-                    {
-                        "name": f"{info.plural}/{sub}",
-                        "singularName": "",
-                        "namespaced": info.namespaced,
-                        "kind": info.kind,
-                        "verbs": ["get", "patch", "update"],
-                    }
-                )
-    if group == "":
-        resources.append(
-            {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding", "verbs": ["create"]}
-        )
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": f"{group}/{version}" if group else version,
-        "resources": resources,
-    }
-
-
-def _group(name: str) -> dict[str, Any]:
-    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in GROUP_VERSIONS[name]]
-    return {"name": name, "versions": versions, "preferredVersion": versions[0]}
-
-
-@router.get("/version")
-async def version() -> Response:
-    """``/version``: the Kubernetes version this simulator mirrors."""
-    return _json(SERVER_VERSION)
-
-
-@router.get("/healthz")
-@router.get("/livez")
-@router.get("/readyz")
-async def healthz() -> Response:
-    """Health probes, answered ``ok`` as kube-apiserver does."""
-    return Response(b"ok", media_type="text/plain")
-
-
-@router.get("/openapi/v3")
-async def openapi_root(request: Request) -> Response:
-    """``/openapi/v3``: the index of per-group-version documents."""
-    _authorize(request)
-    return _raw(openapi.root_document())
-
-
-@router.get("/openapi/v2")
-async def openapi_v2(request: Request) -> Response:
-    """``/openapi/v2``: an empty document (see ``openapi.py``), protobuf when asked for as kubectl does."""
-    _authorize(request)
-    protobuf = openapi.OPENAPI_V2_PROTOBUF in request.headers.get("accept", "")
-    # Not the protobuf media type itself: its "@" does not parse as a media type in client-go.
-    media_type = "application/octet-stream" if protobuf else JSON
-    return Response(openapi.v2_document(protobuf), media_type=media_type)
-
-
-@router.get("/openapi/v3/{path:path}")
-async def openapi_group_version(request: Request, path: str) -> Response:
-    """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``)."""
-    _authorize(request)
-    doc = openapi.lookup(path)
-    if doc is None:
-        raise UnknownResource()
-    return _raw(doc)
-
-
-@router.get("/api")
-async def api_versions(request: Request) -> Response:
-    """``/api``: the core group's versions."""
-    _authorize(request)
-    server = f"{request.url.hostname}:{request.url.port or 80}"
-    return _json(
-        {
-            "kind": "APIVersions",
-            "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}],
-        }
-    )
-
-
-@router.get("/apis")
-async def api_groups(request: Request) -> Response:
-    """``/apis``: every named group served."""
-    _authorize(request)
-    groups = [_group(g) for g in GROUP_VERSIONS if g]
-    return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
-
-
-@router.get("/apis/{group}")
-async def api_group(request: Request, group: str) -> Response:
-    """``/apis/{group}``: one group's versions."""
-    _authorize(request)
-    if group not in GROUP_VERSIONS or not group:
-        raise UnknownResource()
-    return _json({"kind": "APIGroup", "apiVersion": "v1", **_group(group)})
-
-
-@router.get("/api/v1")
-async def core_resources(request: Request) -> Response:
-    """``/api/v1``: the core resources."""
-    _authorize(request)
-    return _json(_resource_list("", "v1"))
-
-
-@router.get("/apis/{group}/{version}")
-async def group_resources(request: Request, group: str, version: str) -> Response:
-    """``/apis/{group}/{version}``: one group version's resources."""
-    _authorize(request)
-    if version not in GROUP_VERSIONS.get(group, []) or not group:
-        raise UnknownResource()
-    return _json(_resource_list(group, version))
 
 
 # ---------------------------------------------------------------------------------------------- resources
@@ -475,8 +300,8 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
         entry = store.read(info.kind, target.namespace, target.name)  # in memory, committed state: quick
         if _wants(request, "Table"):
             include = request.query_params.get("includeObject", "Metadata")
-            return _json(tables.table(info, [entry.obj], entry.resource_version, include_object=include))
-        return _raw(_render(request, info)(entry.obj, entry.raw))
+            return json_response(tables.table(info, [entry.obj], entry.resource_version, include_object=include))
+        return raw_response(_render(request, info)(entry.obj, entry.raw))
     selector = make_selector(
         info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
     )
@@ -493,7 +318,7 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
     )
     if _wants(request, "Table"):
         include = request.query_params.get("includeObject", "Metadata")
-        return _json(
+        return json_response(
             tables.table(
                 info,
                 [e.obj for e in result.items],
@@ -504,7 +329,7 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
             )
         )
     if _wants(request, "PartialObjectMetadataList"):
-        return _json(
+        return json_response(
             {
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
@@ -515,7 +340,9 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
                 ],
             }
         )
-    return _raw(_list_body(info, result.items, result.resource_version, result.continue_token, result.remaining))
+    return raw_response(
+        _list_body(info, result.items, result.resource_version, result.continue_token, result.remaining)
+    )
 
 
 def _watch(request: Request, store: ClusterStore, target: Target, selector: Any) -> Response:
@@ -563,7 +390,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
     warnings = _field_warnings(request, info, body)
     created = await _write(store, lambda: store.create(info.kind, body, target.namespace, dry_run=dry_run))
-    return _warned(_json(created, 201), warnings)
+    return _warned(json_response(created, 201), warnings)
 
 
 async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
@@ -576,7 +403,7 @@ async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
     node = str((body.get("target") or {}).get("name") or "")
     namespace = target.namespace or meta.get("namespace") or "default"
     await _write(store, lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid")))
-    return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 
 
 async def _handle_update(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -599,11 +426,11 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
         meta["namespace"] = target.namespace
     meta["name"] = target.name
     sub = target.subresource
-    if sub is not None and sub not in _STATUS_SUBRESOURCES:
+    if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("update")
     warnings = _field_warnings(request, info, body)
     updated = await _write(store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run))
-    return _warned(_json(updated), warnings)
+    return _warned(json_response(updated), warnings)
 
 
 async def _handle_patch(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -621,7 +448,7 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
     dry_run = _dry_run(request)
     patch = _parse_json(None, await _read_body(request))
     sub = target.subresource
-    if sub is not None and sub not in _STATUS_SUBRESOURCES:
+    if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("patch")
     name = target.name
     # A merge patch has the object's shape, so it is checked itself; a JSON patch through what it produces.
@@ -637,7 +464,7 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
             info.kind, target.namespace, name, patch, content_type, subresource=sub, dry_run=dry_run, check=check
         ),
     )
-    return _warned(_json(patched), warnings)
+    return _warned(json_response(patched), warnings)
 
 
 async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -659,7 +486,7 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
         deleted = await run_in_threadpool(
             lambda: store.delete_collection(info.kind, target.namespace, label, field, dry_run=dry_run)
         )
-        return _json(_list_of(info, deleted, store.resource_version))
+        return json_response(_list_of(info, deleted, store.resource_version))
     preconditions = options.get("preconditions") or {}
     name = target.name
     deleted_obj = await _write(
@@ -673,7 +500,7 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
             dry_run=dry_run,
         ),
     )
-    return _json(deleted_obj)
+    return json_response(deleted_obj)
 
 
 _HANDLERS = {
@@ -688,7 +515,7 @@ KUBE_METHODS = frozenset(_HANDLERS)
 
 
 async def _dispatch(request: Request, group: str, version: str, path: str) -> Response:
-    _authorize(request)
+    authorize(request)
     segments = path.split("/")
     if group == "" and segments and segments[0] == "namespaces" and len(segments) == 3 and segments[2] == "bindings":
         if request.method != "POST":
