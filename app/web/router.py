@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import jinja2
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response, StreamingResponse
 from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
@@ -33,7 +33,7 @@ from app.web.views.events import events_for
 from app.web.views.node import node_view
 from app.web.views.objects import objects_view
 from app.web.views.pod import pod_view, status_ok
-from app.web.views.pods import POD_SORTS, POD_STATES, pods_view
+from app.web.views.pods import POD_SORTS, POD_STATES, PodsQuery, pods_view
 from app.web.views.scheduler import apply_config, config_in_effect, config_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,21 +219,10 @@ def node_page(request: Request, name: str) -> HTMLResponse:
 
 
 @router.get("/ui/pods")
-def pods_page(
-    request: Request,
-    q: str = "",
-    state: str = "all",
-    node: str = "",
-    namespace: str = "",
-    sort: str = "name",
-    desc: bool = False,
-    page: Annotated[int, Query(ge=1)] = 1,
-) -> HTMLResponse:
+def pods_page(request: Request, query: Annotated[PodsQuery, Depends()]) -> HTMLResponse:
     """Pods with phase, node, priority, attempts and the pending reason; search, filters, sort, paging."""
     service = web(request)
-    view = pods_view(
-        service, q=q.strip(), state=state, node=node.strip(), namespace=namespace, sort=sort, desc=desc, page=page
-    )
+    view = pods_view(service, query)
     params = {
         "q": view.q,
         "state": view.state if view.state != "all" else "",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from fastapi import Query
 
 from app.web.formatting import Page, paginate
 from app.web.pod_index import PodRow
@@ -52,22 +54,26 @@ class PodsView:
         return self.attempts.get((row.namespace, row.name), 0)
 
 
-def pods_view(
-    web: WebService,
-    *,
-    q: str = "",
-    state: str = "all",
-    node: str = "",
-    namespace: str = "",
-    sort: str = "name",
-    desc: bool = False,
-    page: int = 1,
-) -> PodsView:
+@dataclass(frozen=True, slots=True)
+class PodsQuery:
+    """What the pods page was asked for: its URL's query (the route takes it as one dependency)."""
+
+    q: str = ""
+    state: str = "all"
+    node: str = ""
+    namespace: str = ""
+    sort: str = "name"
+    desc: bool = False
+    page: Annotated[int, Query(ge=1)] = 1
+
+
+def pods_view(web: WebService, query: PodsQuery) -> PodsView:
     """One page of pods: searched, filtered, sorted, with attempt counts and pending reasons."""
     store = web.store
     index = web.pod_index.get(store)
-    state = state if state in POD_STATES else "all"
-    sort = sort if sort in POD_SORTS else "name"
+    q, node, namespace, desc = query.q.strip(), query.node.strip(), query.namespace, query.desc
+    state = query.state if query.state in POD_STATES else "all"
+    sort = query.sort if query.sort in POD_SORTS else "name"
     attempts = web.results.attempt_counts()  # one query per request
     rows: Iterable[PodRow] = index.rows
     if namespace:
@@ -101,7 +107,7 @@ def pods_view(
     }
     namespaces = [e.name for e in store.select("Namespace").items]
     return PodsView(
-        paginate(selected, page),
+        paginate(selected, query.page),
         attempts,
         q,
         state,
