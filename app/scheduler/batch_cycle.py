@@ -1,14 +1,15 @@
 """The batch path of a scheduling attempt: ``findNodesThatFitPod`` and ``prioritizeNodes`` over node columns.
 
-Vectorised equivalent of the per-node loop in ``cycle.py`` (a port of kube-scheduler's ``schedule_one.go``): every
-candidate node is filtered at once by the plugins' batch forms (NumPy arrays over ``columns.NodeBatch``), then
-kube-scheduler's walk is replayed on the verdicts (start index, stop after ``numFeasibleNodesToFind``), and the
-feasible nodes are scored as arrays. It exists for speed (docs/performance.md): it makes the same decisions, records
-and fit-error messages as the per-node loop, which stays as the reference it is checked against
-(``ScheduleOptions.batch``) and takes over where a plugin errs or nominated pods need filtering node by node.
+The vectorised equivalent of ``cycle.py``'s per-node loop (kube-scheduler's ``schedule_one.go``), there for speed
+(docs/performance.md): the plugins' batch forms filter every candidate node at once (``columns.NodeBatch``), the
+walk kube-scheduler would take (start index, stop past ``numFeasibleNodesToFind``) is replayed on the verdicts, and
+the feasible nodes are scored as arrays. It must agree with the per-node loop, the reference it is checked against
+(``ScheduleOptions.batch`` off): same decisions, fit errors and, with ``record``, the same records. Where a plugin
+returns an error (or, recording, nominated pods weigh in) it hands the attempt back to that loop.
 
-``BatchCycle`` is a mixin of ``cycle.Scheduler``: it shares its walk start, snapshot and weights cache, and binds,
-reports fit errors and breaks ties with its methods (declared below for the type checker only).
+``BatchCycle`` is a mixin of ``cycle.Scheduler``: it uses the scheduler's snapshot, walk start and weights cache,
+and its ``_nodes_to_find``, ``_pick``, ``_handle_fit_error`` and ``_assume_and_bind`` (declared here for the type
+checker only).
 """
 
 from __future__ import annotations

@@ -93,7 +93,10 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 
 
 class Scheduler(BatchCycle):
-    """Schedules pods against a live snapshot with a set of profiles (frameworks)."""
+    """Schedules pods against a live snapshot with a set of profiles (frameworks).
+
+    The per-node path is here; the batch path (``ScheduleOptions.batch``) is ``BatchCycle``'s (``batch_cycle.py``).
+    """
 
     def __init__(
         self,
@@ -311,12 +314,7 @@ class Scheduler(BatchCycle):
         n = len(nodes)
         if n == 0:
             return []
-        pct = opts.percentage_of_nodes_to_score
-        if pct is None:
-            pct = fwk.percentage_of_nodes_to_score
-        if pct is None:
-            pct = self.percentage_of_nodes_to_score
-        to_find = num_feasible_nodes_to_find(pct, n)
+        to_find = self._nodes_to_find(fwk, opts, n)
         start = self.next_start_node_index if sample else 0
         feasible: list[NodeInfo] = []
         if not fwk.filter:
