@@ -37,6 +37,8 @@ class Diagnosis:
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
     post_filter_code: Code = Code.SUCCESS
+    # A Filter plugin's error on some node: the attempt fails with it (findNodesThatPassFilters' errCh).
+    error: Status | None = None
 
 
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
@@ -143,6 +145,7 @@ class Scheduler(BatchCycle):
                 return att
             for f in self.frameworks.values():
                 f.handle.snapshot = self.snapshot
+            fwk.begin_cycle()
             filter_names, score_names, weights = self._plugin_names(fwk)
             att.filter_plugins = list(filter_names)
             att.score_plugins = list(score_names)
@@ -267,6 +270,8 @@ class Scheduler(BatchCycle):
             ni = self.snapshot.get(nominated)
             if ni is not None:
                 feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [ni], att, opts, sample=False)
+                if diagnosis.error is not None:
+                    return [], diagnosis.error
                 if feasible:
                     att.bound_by = "nominated-node"
                     if opts.record:
@@ -294,6 +299,8 @@ class Scheduler(BatchCycle):
             diagnosis.node_to_status.statuses.clear()
             diagnosis.unschedulable_plugins = set(pre.unscheduled_plugins)
         feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes, att, opts, sample=True)
+        if diagnosis.error is not None:
+            return [], diagnosis.error
         processed = len(feasible) + len(diagnosis.node_to_status)
         if all_nodes:
             self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
@@ -345,6 +352,7 @@ class Scheduler(BatchCycle):
             elif st.code == Code.ERROR:
                 diagnosis.node_to_status.set(ni.name, st)
                 att.filter_fail[ni.name] = f"{st.plugin}: {st.message()}"
+                diagnosis.error = st
                 break
             else:
                 diagnosis.node_to_status.set(ni.name, st)

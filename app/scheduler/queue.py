@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from typing import Any
 
 from app.scheduler.framework import Status
 from app.scheduler.nodeinfo import PodInfo
+
+log = logging.getLogger("kss.scheduler")
 
 Clock = Callable[[], float]
 
@@ -318,6 +321,18 @@ def _interested(plugins: set[str], event: str) -> bool:
     return any(event in PLUGIN_EVENTS.get(p, {event}) for p in plugins)
 
 
+_less_failed = False
+
+
+def _log_less_failure() -> None:
+    """The QueueSort plugin's first failure is logged with its traceback; the queue then orders by PrioritySort's
+    rule wherever ``less`` fails."""
+    global _less_failed
+    if not _less_failed:
+        _less_failed = True
+        log.exception("QueueSort plugin's less failed; ordering those pods by priority, then queue time")
+
+
 def _priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
     """PrioritySort: higher priority first, then earlier queue time."""
     if a.pod_info.priority != b.pod_info.priority:
@@ -335,4 +350,8 @@ class _SortKey:
         self.less = less
 
     def __lt__(self, other: _SortKey) -> bool:
-        return self.less(self.q, other.q)
+        try:
+            return self.less(self.q, other.q)
+        except Exception:  # a QueueSort plugin that raises (or returns no bool) must not break the heap
+            _log_less_failure()
+            return _priority_less(self.q, other.q)

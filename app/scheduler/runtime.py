@@ -53,6 +53,7 @@ from app.scheduler.framework import (
     error,
     success,
 )
+from app.scheduler.guard import PluginResultError, describe, guard
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.record import SKIP
 
@@ -71,6 +72,7 @@ def status_text(st: Status) -> str:
 
 
 _STATUS_WORDS = {Code.SUCCESS: "success", Code.SKIP: "skip"}
+_SNAKE = {"AddPod": "add_pod", "RemovePod": "remove_pod"}
 
 
 class PreFilterOutcome:
@@ -129,7 +131,12 @@ def _filter_status(pl: FilterPlugin, st: Status) -> Status:
 
 
 class Framework:
-    """A scheduling profile: its plugins per extension point and their score weights."""
+    """A scheduling profile: its plugins per extension point and their score weights.
+
+    A plugin that raises, or (out-of-tree) returns a value of the wrong type, fails its extension point with an
+    Error status, as a plugin returning ``Error`` would (kube-scheduler's plugins cannot raise; a panic would stop
+    it): the cycle ends as upstream's does for that point's error, and the exception is logged once per cycle.
+    """
 
     def __init__(
         self,
@@ -170,7 +177,27 @@ class Framework:
         self.plugins_by_name: dict[str, Plugin] = {}
         for group in plugins.values():
             for p in group:
+                guard(p)
                 self.plugins_by_name[p.name] = p
+        # (plugin, extension point) whose exception was logged this cycle (cleared by ``begin_cycle``).
+        self.logged_failures: set[tuple[str, str]] = set()
+
+    def begin_cycle(self) -> None:
+        """A new scheduling cycle: a plugin's exception is logged again (with its traceback)."""
+        if self.logged_failures:
+            self.logged_failures.clear()
+
+    def failure(self, point: str, pl: Plugin, exc: Exception) -> Status:
+        """An exception out of ``pl`` at ``point`` as a plain Error status (the caller wraps it as that point wraps
+        a plugin's error). A wrong return type is said as such; other exceptions are logged with their traceback."""
+        if isinstance(exc, PluginResultError):
+            return error(str(exc))
+        key = (pl.name, point)
+        if key not in self.logged_failures:
+            self.logged_failures.add(key)
+            log.error("%s plugin %r raised", point, pl.name, exc_info=exc)
+        text = str(exc)
+        return error(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
 
     def _observed(self, point: str, pl: Plugin, run: Callable[..., _R], *args: Any) -> _R:
         """``run(*args)``, ``pl``'s method at ``point``, timed and reported to the plugin observer."""
@@ -197,9 +224,14 @@ class Framework:
     # --- PreEnqueue -------------------------------------------------------------------------------
     def run_pre_enqueue_plugins(self, pod: PodInfo) -> Status:
         for pl in self.pre_enqueue:
-            st = pl.pre_enqueue(pod)
-            if not st.is_success():
-                return st.with_plugin(pl.name)
+            try:
+                st = pl.pre_enqueue(pod)
+                if st.is_success():
+                    continue
+            except Exception as exc:
+                st = self.failure("PreEnqueue", pl, exc)
+                return error(f"running PreEnqueue plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+            return st.with_plugin(pl.name)
         return success()
 
     # --- PreFilter --------------------------------------------------------------------------------
@@ -215,11 +247,15 @@ class Framework:
         per_plugin = out.per_plugin
         observed = self.plugin_observer is not None
         for i, pl in enumerate(self.pre_filter):
-            if observed:
-                r, st = self._observed("PreFilter", pl, pl.pre_filter, state, pod, nodes)
-            else:
-                r, st = pl.pre_filter(state, pod, nodes)
-            code = st.code
+            try:
+                if observed:
+                    r, st = self._observed("PreFilter", pl, pl.pre_filter, state, pod, nodes)
+                else:
+                    r, st = pl.pre_filter(state, pod, nodes)
+                code = st.code
+            except Exception as exc:
+                r, st = None, self.failure("PreFilter", pl, exc)
+                code = st.code
             if record:
                 per_plugin[pl.name] = _STATUS_WORDS.get(code) or st.message()  # status_text, without the call
                 if r is not None and r.node_names is not None:
@@ -260,11 +296,15 @@ class Framework:
             if record:
                 scratch = state.clone()
                 for pl in self.pre_filter[stopped_at + 1 :]:
-                    if observed:
-                        _, st = self._observed("PreFilter", pl, pl.pre_filter, scratch, pod, nodes)
-                    else:
-                        _, st = pl.pre_filter(scratch, pod, nodes)
-                    out.per_plugin[pl.name] = status_text(st)
+                    try:
+                        if observed:
+                            _, st = self._observed("PreFilter", pl, pl.pre_filter, scratch, pod, nodes)
+                        else:
+                            _, st = pl.pre_filter(scratch, pod, nodes)
+                        text = status_text(st)
+                    except Exception as exc:
+                        text = self.failure("PreFilter", pl, exc).message()
+                    out.per_plugin[pl.name] = text
             return out
         state.skip_filter_plugins = skip_plugins
         out.result = result
@@ -289,13 +329,18 @@ class Framework:
         for pl in self.pre_filter:
             if pl.name in state.skip_filter_plugins:
                 continue
-            ext = pl.pre_filter_extensions()
-            if ext is None:
-                continue
-            if which == "AddPod":
-                st = ext.add_pod(state, pod, other, node_info)
-            else:
-                st = ext.remove_pod(state, pod, other, node_info)
+            try:
+                ext = pl.pre_filter_extensions()
+                if ext is None:
+                    continue
+                if which == "AddPod":
+                    st = ext.add_pod(state, pod, other, node_info)
+                else:
+                    st = ext.remove_pod(state, pod, other, node_info)
+                if not isinstance(st, Status):
+                    raise PluginResultError(f"{_SNAKE[which]} returned {describe(st)}, want a Status")
+            except Exception as exc:
+                st = self.failure("PreFilterExtensions", pl, exc)
             if not st.is_success():
                 return error(f"running {which} on PreFilter plugin {pl.name!r}: {st.message()}")
         return success()
@@ -311,10 +356,14 @@ class Framework:
                 if record is not None:
                     record[pl.name] = Status(Code.SKIP)
                 continue
-            st = pl.filter(state, pod, node_info)
+            try:
+                st = pl.filter(state, pod, node_info)
+                passed = st.is_success()
+            except Exception as exc:
+                st, passed = self.failure("Filter", pl, exc), False
             if record is not None:
                 record[pl.name] = st
-            if not st.is_success():
+            if not passed:
                 if not st.is_rejected():
                     st = error(f"running {pl.name!r} filter plugin: {st.message()}")
                 st.plugin = pl.name
@@ -333,30 +382,35 @@ class Framework:
         out = BatchFilterOutcome(batch)
         n = len(batch)
         alive: IntArray = np.arange(n, dtype=np.int64)
-        for k, pl in enumerate(self.filter):
-            if pl.name in state.skip_filter_plugins:
-                continue
-            if not len(alive):
-                break
-            sub = batch if len(alive) == n else batch.subset(alive)
-            mask = pl.filter_nodes(state, pod, sub)
-            if mask is None:
-                verdicts: list[bool] = []
-                for j, ni in enumerate(sub.nodes):
-                    st = pl.filter(state, pod, ni)
-                    if st.is_success():
-                        verdicts.append(True)
-                        continue
-                    verdicts.append(False)
-                    st = _filter_status(pl, st)
-                    if st.code == Code.ERROR:
-                        out.has_error = True
-                    out.statuses[int(alive[j])] = st
-                mask = np.array(verdicts, dtype=np.bool_)
-            if mask.all():
-                continue
-            out.fail_plugin[alive[~mask]] = k
-            alive = alive[mask]
+        try:
+            for k, pl in enumerate(self.filter):
+                if pl.name in state.skip_filter_plugins:
+                    continue
+                if not len(alive):
+                    break
+                sub = batch if len(alive) == n else batch.subset(alive)
+                mask = pl.filter_nodes(state, pod, sub)
+                if mask is None:
+                    verdicts: list[bool] = []
+                    for j, ni in enumerate(sub.nodes):
+                        st = pl.filter(state, pod, ni)
+                        if st.is_success():
+                            verdicts.append(True)
+                            continue
+                        verdicts.append(False)
+                        st = _filter_status(pl, st)
+                        if st.code == Code.ERROR:
+                            out.has_error = True
+                        out.statuses[int(alive[j])] = st
+                    mask = np.array(verdicts, dtype=np.bool_)
+                if mask.all():
+                    continue
+                out.fail_plugin[alive[~mask]] = k
+                alive = alive[mask]
+        except Exception as exc:  # the per-node loop decides (and reports the error)
+            self.failure("Filter", pl, exc)
+            out.has_error = True
+            return out
         out.ok = out.fail_plugin < 0
         return out
 
@@ -377,34 +431,38 @@ class Framework:
         row = np.zeros(num_plugins, np.int16)
         rejected: list[Rejected] = []
         skip_plugins = state.skip_filter_plugins
-        for k, pl in enumerate(self.filter):
-            if pl.name in skip_plugins:
-                row[k] = SKIP
-                continue
-            keys = pl.filter_keys(state, pod, batch)
-            of_key = keys is not None
-            if keys is None:
-                mask = pl.filter_nodes(state, pod, batch)
-                if mask is None:
-                    got = per_node_cells(k, pl, state, pod, batch, table)
-                    if got is None:
-                        return None
-                    if got is not NONE_REJECTED:
-                        rejected.append(got)
+        try:
+            for k, pl in enumerate(self.filter):
+                if pl.name in skip_plugins:
+                    row[k] = SKIP
                     continue
-                if mask.all():
-                    continue
-                # Keys for the whole batch from the rejected nodes' status keys (+1: 0 is for passing nodes), or
-                # one key per rejected node.
-                bad = np.flatnonzero(~mask)
-                sub = pl.filter_status_keys(state, pod, batch.subset(bad)) if len(bad) > 1 else None
-                keys = np.zeros(n, np.int64)
-                keys[bad] = sub + 1 if sub is not None else np.arange(1, len(bad) + 1)
-            got = keyed_cells(k, pl, state, pod, batch, keys, table, of_key)
-            if got is None:
-                return None
-            if got is not NONE_REJECTED:
-                rejected.append(got)
+                keys = pl.filter_keys(state, pod, batch)
+                of_key = keys is not None
+                if keys is None:
+                    mask = pl.filter_nodes(state, pod, batch)
+                    if mask is None:
+                        got = per_node_cells(k, pl, state, pod, batch, table)
+                        if got is None:
+                            return None
+                        if got is not NONE_REJECTED:
+                            rejected.append(got)
+                        continue
+                    if mask.all():
+                        continue
+                    # Keys for the whole batch from the rejected nodes' status keys (+1: 0 is for passing nodes), or
+                    # one key per rejected node.
+                    bad = np.flatnonzero(~mask)
+                    sub = pl.filter_status_keys(state, pod, batch.subset(bad)) if len(bad) > 1 else None
+                    keys = np.zeros(n, np.int64)
+                    keys[bad] = sub + 1 if sub is not None else np.arange(1, len(bad) + 1)
+                got = keyed_cells(k, pl, state, pod, batch, keys, table, of_key)
+                if got is None:
+                    return None
+                if got is not NONE_REJECTED:
+                    rejected.append(got)
+        except Exception as exc:  # the per-node loop decides (and reports the error)
+            self.failure("Filter", pl, exc)
+            return None
         # ``fail``: the first plugin (in profile order) that rejected each node; assigned last to first so the
         # first one wins.
         fail: npt.NDArray[np.signedinteger[Any]] = np.empty(n, np.int8 if num_plugins < 128 else np.int16)
@@ -429,9 +487,12 @@ class Framework:
             return st
         pl = self.filter[int(outcome.fail_plugin[pos])]
         ni = outcome.batch.nodes[pos]
-        st = pl.filter(state, pod, ni)
-        if st.is_success():
-            raise RuntimeError(f"{pl.name}: filter_nodes rejected node {ni.name!r} that filter accepts")
+        try:
+            st = pl.filter(state, pod, ni)
+            if st.is_success():  # the plugin's batch and per-node verdicts differ: the per-node loop decides
+                st = error(f"filter_nodes rejected node {ni.name!r} that filter accepts")
+        except Exception as exc:
+            st = self.failure("Filter", pl, exc)
         st = _filter_status(pl, st)
         outcome.statuses[pos] = st
         return st
@@ -483,11 +544,16 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         for pl in self.post_filter:
-            if self.plugin_observer is not None:
-                r, st = self._observed("PostFilter", pl, pl.post_filter, state, pod, statuses)
-            else:
-                r, st = pl.post_filter(state, pod, statuses)
-            if st.is_success():
+            try:
+                if self.plugin_observer is not None:
+                    r, st = self._observed("PostFilter", pl, pl.post_filter, state, pod, statuses)
+                else:
+                    r, st = pl.post_filter(state, pod, statuses)
+                passed = st.is_success()
+            except Exception as exc:
+                st = self.failure("PostFilter", pl, exc)
+                return None, error(f"running PostFilter plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+            if passed:
                 return r, st
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return r, st.with_plugin(pl.name)
@@ -506,13 +572,17 @@ class Framework:
     ) -> Status:
         skip_plugins: set[str] = set()
         for pl in self.pre_score:
-            if self.plugin_observer is not None:
-                st = self._observed("PreScore", pl, pl.pre_score, state, pod, nodes)
-            else:
-                st = pl.pre_score(state, pod, nodes)
+            try:
+                if self.plugin_observer is not None:
+                    st = self._observed("PreScore", pl, pl.pre_score, state, pod, nodes)
+                else:
+                    st = pl.pre_score(state, pod, nodes)
+                code = st.code
+            except Exception as exc:
+                st = self.failure("PreScore", pl, exc)
+                code = st.code
             if record is not None:
                 record[pl.name] = status_text(st)
-            code = st.code
             if code == Code.SUCCESS:
                 continue
             if code == Code.SKIP:
@@ -532,17 +602,26 @@ class Framework:
         for pl in self.score:
             if pl.name in state.skip_score_plugins:
                 continue
-            if self.plugin_observer is not None:
-                scores, st = self._observed("Score", pl, pl.score_nodes, state, pod, nodes)
-            else:
-                scores, st = pl.score_nodes(state, pod, nodes)
-            if not st.is_success():
+            try:
+                if self.plugin_observer is not None:
+                    scores, st = self._observed("Score", pl, pl.score_nodes, state, pod, nodes)
+                else:
+                    scores, st = pl.score_nodes(state, pod, nodes)
+                passed = st.is_success()
+                if passed:
+                    node_scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, scores, strict=True)]
+            except Exception as exc:
+                st, passed = self.failure("Score", pl, exc), False
+            if not passed:
                 return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {st.message()}")
             raw[pl.name] = list(scores)
-            node_scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, scores, strict=True)]
             if pl.has_normalize():
-                st = pl.normalize_score(state, pod, node_scores)
-                if not st.is_success():
+                try:
+                    st = pl.normalize_score(state, pod, node_scores)
+                    passed = st.is_success()
+                except Exception as exc:
+                    st, passed = self.failure("NormalizeScore", pl, exc), False
+                if not passed:
                     return (
                         raw,
                         normalized,
@@ -581,29 +660,37 @@ class Framework:
         for pl in self.score:
             if pl.name in state.skip_score_plugins:
                 continue
-            if self.plugin_observer is not None:
-                scores, failed = self._observed("Score", pl, _batch_scores, pl, state, pod, batch)
-            else:
-                scores, failed = _batch_scores(pl, state, pod, batch)
-            if failed is not None and not failed.is_success():
+            try:
+                if self.plugin_observer is not None:
+                    scores, failed = self._observed("Score", pl, _batch_scores, pl, state, pod, batch)
+                else:
+                    scores, failed = _batch_scores(pl, state, pod, batch)
+                passed = failed is None or failed.is_success()
+            except Exception as exc:
+                failed, passed = self.failure("Score", pl, exc), False
+            if not passed and failed is not None:
                 return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {failed.message()}")
             raw[pl.name] = scores
             norm = scores
             if pl.has_normalize():
-                batch_norm = pl.normalize_batch(state, pod, scores)
+                try:
+                    batch_norm = pl.normalize_batch(state, pod, scores)
+                    if batch_norm is None:
+                        node_scores = [
+                            NodeScore(name, int(s)) for name, s in zip(batch.names(), scores.tolist(), strict=True)
+                        ]
+                        st = pl.normalize_score(state, pod, node_scores)
+                        if st.is_success():
+                            batch_norm = np.array([ns.score for ns in node_scores], dtype=np.int64)
+                except Exception as exc:
+                    st, batch_norm = self.failure("NormalizeScore", pl, exc), None
                 if batch_norm is None:
-                    node_scores = [
-                        NodeScore(name, int(s)) for name, s in zip(batch.names(), scores.tolist(), strict=True)
-                    ]
-                    st = pl.normalize_score(state, pod, node_scores)
-                    if not st.is_success():
-                        return (
-                            raw,
-                            normalized,
-                            weighted,
-                            error(f"running Normalize on Score plugin {pl.name!r}: {st.message()}"),
-                        )
-                    batch_norm = np.array([ns.score for ns in node_scores], dtype=np.int64)
+                    return (
+                        raw,
+                        normalized,
+                        weighted,
+                        error(f"running Normalize on Score plugin {pl.name!r}: {st.message()}"),
+                    )
                 norm = batch_norm
             if _within_node_score(norm):
                 if rows is not None:
@@ -641,11 +728,15 @@ class Framework:
     # --- Reserve / Permit / Bind ------------------------------------------------------------------
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for pl in self.reserve:
-            if self.plugin_observer is not None:
-                st = self._observed("Reserve", pl, pl.reserve, state, pod, node_name)
-            else:
-                st = pl.reserve(state, pod, node_name)
-            if not st.is_success():
+            try:
+                if self.plugin_observer is not None:
+                    st = self._observed("Reserve", pl, pl.reserve, state, pod, node_name)
+                else:
+                    st = pl.reserve(state, pod, node_name)
+                passed = st.is_success()
+            except Exception as exc:
+                st, passed = self.failure("Reserve", pl, exc), False
+            if not passed:
                 if st.is_rejected():
                     return st.with_plugin(pl.name)
                 return error(f"running Reserve plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
@@ -653,16 +744,24 @@ class Framework:
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for pl in reversed(self.reserve):
-            pl.unreserve(state, pod, node_name)
+            try:
+                pl.unreserve(state, pod, node_name)
+            except Exception as exc:  # Unreserve cannot fail: the others still run
+                self.failure("Unreserve", pl, exc)
 
     def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         wait = 0.0
         for pl in self.permit:
-            if self.plugin_observer is not None:
-                st, timeout = self._observed("Permit", pl, pl.permit, state, pod, node_name)
-            else:
-                st, timeout = pl.permit(state, pod, node_name)
-            if st.is_wait():
+            try:
+                if self.plugin_observer is not None:
+                    st, timeout = self._observed("Permit", pl, pl.permit, state, pod, node_name)
+                else:
+                    st, timeout = pl.permit(state, pod, node_name)
+                waits = st.is_wait()
+            except Exception as exc:
+                st = self.failure("Permit", pl, exc)
+                return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), 0.0
+            if waits:
                 wait = max(wait, min(timeout, 15 * 60.0))
                 continue
             if not st.is_success():
@@ -673,17 +772,21 @@ class Framework:
 
     def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for pl in self.pre_bind:
-            st = pl.pre_bind_pre_flight(state, pod, node_name)
-            if st.is_skip():
-                continue
-            if not st.is_success():
-                return st.with_plugin(pl.name)
-            if self.plugin_observer is not None:
-                st = self._observed("PreBind", pl, pl.pre_bind, state, pod, node_name)
-            else:
-                st = pl.pre_bind(state, pod, node_name)
-            if not st.is_success():
-                return st.with_plugin(pl.name)
+            try:
+                st = pl.pre_bind_pre_flight(state, pod, node_name)
+                if st.is_skip():
+                    continue
+                if not st.is_success():
+                    return st.with_plugin(pl.name)
+                if self.plugin_observer is not None:
+                    st = self._observed("PreBind", pl, pl.pre_bind, state, pod, node_name)
+                else:
+                    st = pl.pre_bind(state, pod, node_name)
+                if not st.is_success():
+                    return st.with_plugin(pl.name)
+            except Exception as exc:
+                st = self.failure("PreBind", pl, exc)
+                return error(f"running PreBind plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
         return success()
 
     def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -691,11 +794,16 @@ class Framework:
             return error("no bind plugin")
         st = success()
         for pl in self.bind:
-            if self.plugin_observer is not None:
-                st = self._observed("Bind", pl, pl.bind, state, pod, node_name)
-            else:
-                st = pl.bind(state, pod, node_name)
-            if st.is_skip():
+            try:
+                if self.plugin_observer is not None:
+                    st = self._observed("Bind", pl, pl.bind, state, pod, node_name)
+                else:
+                    st = pl.bind(state, pod, node_name)
+                skipped = st.is_skip()
+            except Exception as exc:
+                st = self.failure("Bind", pl, exc)
+                return error(f"running Bind plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+            if skipped:
                 continue
             if not st.is_success():
                 return st.with_plugin(pl.name)
@@ -704,7 +812,10 @@ class Framework:
 
     def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for pl in self.post_bind:
-            pl.post_bind(state, pod, node_name)
+            try:
+                pl.post_bind(state, pod, node_name)
+            except Exception as exc:  # PostBind cannot fail: the others still run
+                self.failure("PostBind", pl, exc)
 
     def describe(self) -> dict[str, Any]:
         return {"profile": self.profile_name, "plugins": self.plugin_names(), "weights": dict(self.weights)}
