@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -28,6 +28,13 @@ class Settings(BaseSettings):
     )
     scheduler_config: Path | None = Field(
         default=None, description="KubeSchedulerConfiguration file for the scheduler; None runs the default profile."
+    )
+    plugin_modules: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Python modules of your own scheduler plugins, comma-separated (`--plugin-module`): imported at "
+        "start-up with the current directory on the path, each registers its classes (`register` decorator or a "
+        "module-level `PLUGINS = [...]`) for a KubeSchedulerConfiguration to enable by name; re-imported when a "
+        "configuration is applied at runtime.",
     )
     max_body_bytes: int = Field(
         default=3 * 1024 * 1024,
@@ -83,3 +90,11 @@ class Settings(BaseSettings):
         default=True,
         description="Mirror results as kube-scheduler-simulator annotations on pods (the database keeps everything).",
     )
+
+    @field_validator("plugin_modules", mode="before")
+    @classmethod
+    def _split_modules(cls, value: Any) -> Any:
+        """``KSS_PLUGIN_MODULES=a.b,c`` is a list of module names."""
+        if isinstance(value, str):
+            return [name.strip() for name in value.split(",") if name.strip()]
+        return value

@@ -29,6 +29,7 @@ from app.operations.router import router as operations_router
 from app.operations.service import OperationsService
 from app.results.router import router as results_router
 from app.results.service import ResultsService
+from app.scheduler.plugins import load_plugin_modules
 from app.server.auth import BodyLimitMiddleware, TokenAuthMiddleware
 from app.server.gc_policy import reclaim_frozen
 from app.server.metrics import Metrics, RequestMetricsMiddleware
@@ -86,6 +87,9 @@ class _Wrapped:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application; its lifespan migrates the database and loads the cluster store."""
     settings = settings or Settings()
+    # The user's plugin modules, before any configuration (a file's, or the one saved) names their plugins;
+    # PluginLoadError names the module that failed.
+    load_plugin_modules(settings.plugin_modules)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

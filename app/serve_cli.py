@@ -22,6 +22,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scheduler-config", default=None, help="KubeSchedulerConfiguration file (KSS_SCHEDULER_CONFIG)"
     )
+    parser.add_argument(
+        "--plugin-module",
+        action="append",
+        dest="plugin_modules",
+        metavar="MODULE",
+        help="a Python module of your own scheduler plugins, imported at start-up; repeatable (KSS_PLUGIN_MODULES)",
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level")
     parser.add_argument(
         "--tls", action="store_true", default=None, help="serve HTTPS with a self-signed certificate (KSS_TLS)"
@@ -37,6 +44,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             ("database_url", getattr(args, "database_url", None)),
             ("scheduler_config", getattr(args, "scheduler_config", None)),
             ("tls", getattr(args, "tls", None)),
+            ("plugin_modules", getattr(args, "plugin_modules", None)),
         )
         if value is not None
     }
@@ -56,9 +64,14 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.main import create_app
+    from app.scheduler.plugins import PluginLoadError
 
     settings = _settings(args)
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except PluginLoadError as exc:  # the user's plugin module: one clear line, no traceback
+        print(f"kss serve: {exc}", file=sys.stderr)
+        return 2
     # Everything imported and built so far lives as long as the process: freeze it out of the garbage collector,
     # so the first full collection under load does not walk it (a 70-150 ms pause of every request, issue #9).
     gc.collect()

@@ -14,6 +14,7 @@ from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
 from app.engine_host.service import SchedulerService
 from app.operations.service import OperationsService, scheduler_config_causes
 from app.scheduler.config import ConfigError
+from app.scheduler.plugins import PluginLoadError, reload_plugin_modules
 from app.state import state_accessor
 
 router = APIRouter(prefix="/simulator/v1", tags=["operations"])
@@ -100,7 +101,10 @@ async def get_scheduler_configuration(
 
 @router.put("/schedulerconfiguration")
 async def put_scheduler_configuration(request: Request) -> Response:
-    """Replace the configuration from the next scheduling cycle on; an invalid one is refused (422, field named)."""
+    """Replace the configuration from the next scheduling cycle on; an invalid one is refused (422, field named).
+
+    The plugin modules (``--plugin-module``) are imported again first; one that fails to is refused (400).
+    """
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type not in ("", "application/json", *YAML_TYPES):
         raise UnsupportedMediaType(
@@ -115,6 +119,11 @@ async def put_scheduler_configuration(request: Request) -> Response:
     if not isinstance(source, dict):
         raise BadRequest("the configuration must be a KubeSchedulerConfiguration object")
     scheduler = _scheduler(request)
+    try:
+        # The user's plugin modules again, so an edited file is what this configuration runs.
+        await run_in_threadpool(reload_plugin_modules)
+    except PluginLoadError as exc:
+        raise BadRequest(f"{exc}; the running configuration is kept") from None
     try:
         await run_in_threadpool(scheduler.update_config, source)
     except ConfigError as exc:

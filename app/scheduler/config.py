@@ -223,8 +223,8 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
                     path = f"{base}.plugins.{point}.{kind}[{j}]"
                     if not isinstance(p, dict) or not p.get("name"):
                         raise ConfigError(f"{path}.name", "Required value")
-                    if kind == "enabled" and p["name"] not in known:
-                        raise ConfigError(f"{path}.name", f"Invalid value: {p['name']!r}: plugin does not exist")
+                    if kind == "enabled":
+                        _check_plugin(p["name"], known, f"{path}.name")
                     if "weight" in p and p["weight"] is not None:
                         _check_int(p["weight"], f"{path}.weight", 0)
         plugins = merge_plugins(custom)
@@ -235,8 +235,7 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
                 raise ConfigError(f"{path}.name", "Required value")
             if pc["name"] in plugin_config:
                 raise ConfigError(f"{path}.name", f"Duplicate value: {pc['name']!r}")
-            if pc["name"] not in known:
-                raise ConfigError(f"{path}.name", f"Invalid value: {pc['name']!r}: plugin does not exist")
+            _check_plugin(pc["name"], known, f"{path}.name")
             args = pc.get("args") or {}
             if not isinstance(args, dict):
                 raise ConfigError(f"{path}.args", "must be an object")
@@ -260,6 +259,18 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
         parallelism=parallelism,
         raw=raw,
     )
+
+
+def _check_plugin(name: Any, known: set[str], path: str) -> None:
+    """An enabled or configured plugin must exist, and an out-of-tree one must load (its entry point)."""
+    if name not in known:
+        raise ConfigError(path, f"Invalid value: {name!r}: plugin does not exist")
+    if name in plugin_registry.REGISTRY:
+        return
+    try:
+        plugin_registry.plugin_class(name)
+    except plugin_registry.PluginLoadError as exc:
+        raise ConfigError(path, f"Invalid value: {name!r}: {exc}") from None
 
 
 def _untyped_args(name: str, args: dict[str, Any], path: str) -> dict[str, Any]:

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.config import Settings
 from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.plugins import PluginLoadError, load_plugin_modules
 from app.scheduler.record import Attempt
 from app.simulation.runner import DETAIL_LEVELS, run_scenario
 
@@ -18,6 +20,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenarios", nargs="+", type=Path, help="scenario JSON files (golden format)")
     p.add_argument("--detail", choices=DETAIL_LEVELS, default="full", help="how much of each attempt to write")
     p.add_argument("--out-dir", type=Path, help="write DIR/<name>.result.json per scenario (default: stdout)")
+    p.add_argument(
+        "--plugin-module",
+        action="append",
+        dest="plugin_modules",
+        metavar="MODULE",
+        help="a Python module of your own scheduler plugins, imported first; repeatable (KSS_PLUGIN_MODULES)",
+    )
     p.add_argument(
         "--record-db", help="also record every attempt into this results database (a file, or a SQLAlchemy URL)"
     )
@@ -70,6 +79,11 @@ def _recorder(target: str | Path) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     allow_missing = os.environ.get("KSS_ALLOW_MISSING_PLUGINS") == "1"
+    try:
+        load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
+    except PluginLoadError as exc:  # the user's plugin module: one clear line, no traceback
+        print(f"kss simulate: {exc}", file=sys.stderr)
+        return 2
     try:
         recorder = _recorder(args.record_db) if args.record_db else None
     except Exception as exc:  # a bad URL or an unwritable file: say so, no traceback

@@ -5,6 +5,23 @@ from __future__ import annotations
 import importlib
 
 from app.scheduler.framework import Plugin
+from app.scheduler.plugins import out_of_tree
+from app.scheduler.plugins.out_of_tree import (
+    PluginLoadError,
+    load_plugin_modules,
+    register,
+    reload_plugin_modules,
+)
+
+__all__ = [
+    "REGISTRY",
+    "PluginLoadError",
+    "known_plugins",
+    "load_plugin_modules",
+    "plugin_class",
+    "register",
+    "reload_plugin_modules",
+]
 
 # Plugin name -> "module:Class"; imported lazily so a broken plugin cannot break the others.
 REGISTRY: dict[str, str] = {
@@ -29,20 +46,13 @@ REGISTRY: dict[str, str] = {
     "DefaultBinder": "default_binder:DefaultBinder",
 }
 
-_extra: dict[str, type[Plugin]] = {}
-
-
-def register(cls: type[Plugin]) -> type[Plugin]:
-    """Register an out-of-tree plugin class under its ``name`` (usable as a decorator)."""
-    _extra[cls.name] = cls
-    return cls
-
 
 def plugin_class(name: str) -> type[Plugin]:
-    """The class implementing plugin ``name``; KeyError when unknown."""
-    if name in _extra:
-        return _extra[name]
-    target = REGISTRY[name]
+    """The class implementing plugin ``name``: in-tree, else out-of-tree (``out_of_tree``); KeyError when unknown,
+    ``PluginLoadError`` when an entry point of that name fails to load."""
+    target = REGISTRY.get(name)
+    if target is None:
+        return out_of_tree.plugin_class(name)
     module_name, _, class_name = target.partition(":")
     module = importlib.import_module(f"{__name__}.{module_name}")
     cls: type[Plugin] = getattr(module, class_name)
@@ -50,4 +60,5 @@ def plugin_class(name: str) -> type[Plugin]:
 
 
 def known_plugins() -> list[str]:
-    return [*REGISTRY, *_extra]
+    """Every plugin name a configuration may use: in-tree, registered, and installed entry points'."""
+    return [*REGISTRY, *(name for name in out_of_tree.known_plugins() if name not in REGISTRY)]
