@@ -21,8 +21,8 @@ browser-deps:
 	  || echo "warning: could not install chromium; browser tests will be skipped"; }
 
 lint: $(STAMP)
-	$(BIN)/ruff check app syncer tests bench migrations
-	$(BIN)/ruff format --check app syncer tests bench migrations
+	$(BIN)/ruff check app syncer kss tests bench migrations examples
+	$(BIN)/ruff format --check app syncer kss tests bench migrations examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -11,8 +11,7 @@ from typing import Any
 # A Filter plugin rejecting nodes labelled ``kss.test/reject`` (registered by decorator) and a Score plugin
 # preferring nodes labelled ``kss.test/fast`` (listed in PLUGINS). {reason} lets a test edit the verdict.
 PLUGIN_MODULE = """\
-from app.scheduler.framework import FilterPlugin, ScorePlugin, success, unschedulable
-from app.scheduler.plugins import register
+from kss.framework import FilterPlugin, ScorePlugin, register, success, unschedulable
 
 
 @register
@@ -36,7 +35,7 @@ PLUGINS = [PreferFast]
 """
 
 ENTRY_POINT_MODULE = """\
-from app.scheduler.framework import FilterPlugin, success, unschedulable
+from kss.framework import FilterPlugin, success, unschedulable
 
 
 class OnlyFast(FilterPlugin):

@@ -1,0 +1,1 @@
+"""Example kss scheduler plugins (see docs/plugins.md in the kss repository)."""
