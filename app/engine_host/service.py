@@ -42,10 +42,11 @@ from app.scheduler.config import (
     plugins_in_effect,
 )
 from app.scheduler.cycle import ScheduleOptions, Scheduler
+from app.scheduler.filter_timing import PluginObserver
 from app.scheduler.framework import ClusterObjects, Handle, Status
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
-from app.scheduler.runtime import Framework, PluginObserver
+from app.scheduler.runtime import Framework
 
 log = logging.getLogger("kss.scheduler")
 

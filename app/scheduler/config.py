@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from app.scheduler import plugins as plugin_registry
+from app.scheduler.filter_timing import PluginObserver
 from app.scheduler.framework import (
     BindPlugin,
     FilterPlugin,
@@ -29,7 +30,7 @@ from app.scheduler.framework import (
     ReservePlugin,
     ScorePlugin,
 )
-from app.scheduler.runtime import Framework, PluginObserver
+from app.scheduler.runtime import Framework
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"

@@ -26,6 +26,7 @@ from app.scheduler.filter_record import (
     keyed_cells,
     per_node_cells,
 )
+from app.scheduler.filter_timing import PluginObserver, TimedFilter
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -53,7 +54,7 @@ from app.scheduler.framework import (
     error,
     success,
 )
-from app.scheduler.guard import PluginResultError, describe, guard
+from app.scheduler.guard import PluginResultError, describe, guard, is_in_tree
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.record import SKIP
 
@@ -61,8 +62,8 @@ log = logging.getLogger("kss.scheduler")
 
 # One plugin's run at one extension point: (plugin, extension point, status code, seconds). Observed at PreFilter,
 # PostFilter, PreScore, Score, Reserve, Permit, PreBind and Bind (kube-scheduler's labels); Filter runs once per
-# node per plugin and is left out: a timer around every call would slow big clusters down.
-PluginObserver = Callable[[str, str, str, float], None]
+# node per plugin and is left out for kss's own plugins (a timer around every call would slow big clusters
+# down); users' Filter plugins are timed (filter_timing.py).
 _R = TypeVar("_R")
 
 
@@ -162,6 +163,8 @@ class Framework:
             p for p in plugins.get("preFilter", []) if isinstance(p, PreFilterPlugin)
         ]
         self.filter: list[FilterPlugin] = [p for p in plugins.get("filter", []) if isinstance(p, FilterPlugin)]
+        if plugin_observer is not None:  # users' Filter plugins timed too (see filter_timing.py)
+            self.filter = [p if is_in_tree(p) else TimedFilter(p, plugin_observer) for p in self.filter]
         self.post_filter: list[PostFilterPlugin] = [
             p for p in plugins.get("postFilter", []) if isinstance(p, PostFilterPlugin)
         ]

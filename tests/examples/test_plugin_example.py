@@ -185,6 +185,15 @@ async def test_kss_serve_records_and_shows_the_example_plugins(app: FastAPI) -> 
         assert score_result["fast"]["PreferNodeLabel"] == "100"
         assert stored["spec"]["nodeName"] == "fast"
 
+        metrics = (await client.get("/metrics")).text
+        timed = [
+            line
+            for line in metrics.splitlines()
+            if line.startswith("scheduler_plugin_execution_duration_seconds_count")
+        ]
+        for plugin, point in (("MaxPodsPerNode", "Filter"), ("PreferNodeLabel", "Score")):
+            assert any(f'plugin="{plugin}"' in line and f'extension_point="{point}"' in line for line in timed), timed
+
         page = await client.get("/ui/pods/default/p0")
         assert page.status_code == 200
         assert "MaxPodsPerNode" in page.text and "PreferNodeLabel" in page.text

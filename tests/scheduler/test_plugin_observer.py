@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Handle
-from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Status, success, unschedulable
+from app.scheduler.nodeinfo import NodeInfo, PodInfo
+from app.scheduler.plugins import out_of_tree, register
 from tests.scheduler.factories import make_node, make_pod
 
 Observed = list[tuple[str, str, str, float]]
@@ -69,3 +72,46 @@ def test_an_observer_that_raises_does_not_break_scheduling() -> None:
     scheduler = Scheduler({profile.scheduler_name: fwk}, cache.snapshot, cache=cache)
     att = scheduler.schedule_one(PodInfo(make_pod(name="p")), 1, ScheduleOptions(run_binding_cycle=False))
     assert att.result == "scheduled"
+
+
+class SlowFilter(FilterPlugin):
+    """A user's Filter plugin (defined outside app.scheduler.plugins): rejects n0, takes a moment per node."""
+
+    name = "SlowFilter"
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        time.sleep(0.002)
+        return unschedulable("too slow for n0") if node_info.name == "n0" else success()
+
+
+@pytest.mark.parametrize(("batch", "record"), [(True, True), (True, False), (False, True), (False, False)])
+def test_a_users_filter_plugin_is_timed_on_every_node(
+    batch: bool, record: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(out_of_tree, "_registered", {})
+    register(SlowFilter)
+    cache = SchedulerCache()
+    for i in range(3):
+        cache.add_node(make_node(name=f"n{i}"))
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {"schedulerName": "default-scheduler", "plugins": {"filter": {"enabled": [{"name": "SlowFilter"}]}}}
+        ],
+    }
+    profile = parse_config(config).profiles[0]
+    observed: Observed = []
+    fwk = build_framework(profile, Handle(ClusterObjects()), plugin_observer=lambda *o: observed.append(o))
+    scheduler = Scheduler({profile.scheduler_name: fwk}, cache.snapshot, cache=cache)
+    opts = ScheduleOptions(record=record, tie_break="name", run_binding_cycle=False, batch=batch)
+    att = scheduler.schedule_one(PodInfo(make_pod(name="p")), 1, opts)
+    assert att.result == "scheduled" and att.bound_to != "n0"
+    filters = [(status, seconds) for plugin, point, status, seconds in observed if point == "Filter"]
+    assert {plugin for plugin, point, *_ in observed if point == "Filter"} == {"SlowFilter"}, "in-tree Filter untimed"
+    assert sorted(status for status, _ in filters)[:1] == ["Success"]
+    assert "Unschedulable" in {status for status, _ in filters}
+    assert len(filters) >= 3 and all(seconds >= 0.002 for _, seconds in filters)
+    # Without an observer the plugin runs as it is (no timing wrapper in the framework's Filter list).
+    plain = build_framework(profile, Handle(ClusterObjects()))
+    assert any(type(p) is SlowFilter for p in plain.filter)
