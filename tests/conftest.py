@@ -21,6 +21,7 @@ from app.cluster.store import ClusterStore
 from app.config import Settings
 from app.db import make_engine, upgrade_database
 from app.main import create_app
+from app.scheduler.plugins import out_of_tree
 from app.serve_cli import kubeconfig
 
 KSS = Path(sys.executable).with_name("kss")
@@ -217,3 +218,16 @@ class KubectlRunner:
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc
+
+
+@pytest.fixture
+def fresh_plugin_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No users' plugins registered and entry points read afresh (tests that load plugins put new ones on the
+    path); bytecode written, so a plugin module's reload is tested as users' machines run it."""
+    monkeypatch.setattr(out_of_tree, "_registered", {})
+    monkeypatch.setattr(out_of_tree, "_registered_by", {})
+    monkeypatch.setattr(out_of_tree, "_modules", [])
+    monkeypatch.setattr(out_of_tree, "_entry_points", None)
+    monkeypatch.setattr(out_of_tree, "_entry_point_classes", {})
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    yield

@@ -5,9 +5,8 @@ to backoffQ and is bound once the plugin behaves again."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from fastapi import FastAPI
 
 from app.config import Settings
 from app.main import create_app
-from app.scheduler.plugins import out_of_tree
 from tests.cluster.factories import node, pod
 from tests.plugin_sources import config_enabling, unique_module_name
 
@@ -53,16 +51,7 @@ class ReturnsString(FilterPlugin):
 PLUGINS = [Explodes, ReturnsString]
 """
 
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(out_of_tree, "_registered", {})
-    monkeypatch.setattr(out_of_tree, "_registered_by", {})
-    monkeypatch.setattr(out_of_tree, "_modules", [])
-    monkeypatch.setattr(out_of_tree, "_entry_points", None)
-    monkeypatch.setattr(out_of_tree, "_entry_point_classes", {})
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_plugin_registry")
 
 
 @pytest.fixture

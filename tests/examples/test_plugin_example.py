@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,6 @@ from fastapi import FastAPI
 
 from app.config import Settings
 from app.main import create_app
-from app.scheduler.plugins import out_of_tree
 from tests.cluster.factories import node, pod
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kss-plugin-example"
@@ -45,12 +45,17 @@ CONFIG: dict[str, Any] = {
 }
 
 
+pytestmark = pytest.mark.usefixtures("fresh_plugin_registry")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example package installed by pip (its own build, entry points and all) into a directory of its own."""
     target = tmp_path_factory.mktemp("site")
+    source = tmp_path_factory.mktemp("src") / EXAMPLE.name  # a copy: the build leaves files beside the sources
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(EXAMPLE)],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(source)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -58,14 +63,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert proc.returncode == 0, proc.stderr
     assert list(target.glob("kss_plugin_example-*.dist-info/entry_points.txt"))
     return target
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Entry points read afresh: this test puts a new distribution on the path."""
-    monkeypatch.setattr(out_of_tree, "_entry_points", None)
-    monkeypatch.setattr(out_of_tree, "_entry_point_classes", {})
-    yield
 
 
 def _node(name: str, **labels: str) -> dict[str, Any]:

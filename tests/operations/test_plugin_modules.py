@@ -4,8 +4,7 @@ recorded; the modules re-imported on each PUT (an edit is picked up, a broken fi
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,7 @@ from tests.plugin_sources import config_enabling, unique_module_name, write_dist
 URL = "/simulator/v1/schedulerconfiguration"
 
 
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(out_of_tree, "_registered", {})
-    monkeypatch.setattr(out_of_tree, "_registered_by", {})
-    monkeypatch.setattr(out_of_tree, "_modules", [])
-    monkeypatch.setattr(out_of_tree, "_entry_points", None)
-    monkeypatch.setattr(out_of_tree, "_entry_point_classes", {})
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_plugin_registry")
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ from app.scheduler import plugins as registry
 from app.scheduler.config import ConfigError, parse_config
 from app.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Plugin, success
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins import out_of_tree
 from tests.plugin_sources import (
     config_enabling,
     labelled_node,
@@ -28,15 +26,7 @@ from tests.plugin_sources import (
 KSS = Path(sys.executable).with_name("kss")
 
 
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts with no out-of-tree plugins and rediscovers entry points."""
-    monkeypatch.setattr(out_of_tree, "_registered", {})
-    monkeypatch.setattr(out_of_tree, "_registered_by", {})
-    monkeypatch.setattr(out_of_tree, "_modules", [])
-    monkeypatch.setattr(out_of_tree, "_entry_points", None)
-    monkeypatch.setattr(out_of_tree, "_entry_point_classes", {})
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_plugin_registry")
 
 
 def simulate(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,1 +1,0 @@
-"""Example kss scheduler plugins (see docs/plugins.md in the kss repository)."""
