@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from app.config import Settings
 from app.main import create_app
 from tests.cluster.factories import node, pod
+from tests.plugin_sources import labelled_node
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kss-plugin-example"
 KSS = Path(sys.executable).with_name("kss")
@@ -65,19 +66,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def _node(name: str, **labels: str) -> dict[str, Any]:
-    return {
-        "kind": "Node",
-        "apiVersion": "v1",
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": {"kubernetes.io/hostname": name, **labels}},
-        "spec": {},
-        "status": {
-            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-        },
-    }
-
-
 def _pod(name: str, node_name: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "100m"}}}],
@@ -106,9 +94,9 @@ def test_kss_simulate_runs_the_installed_example_by_its_entry_points(site: Path,
                 "config": CONFIG,
                 # full-fast already runs a pod (maxPods 1); fast and plain are empty, only fast has the label.
                 "nodes": [
-                    _node("full-fast", **{"example.com/fast": "true"}),
-                    _node("fast", **{"example.com/fast": "true"}),
-                    _node("plain"),
+                    labelled_node("full-fast", **{"example.com/fast": "true"}),
+                    labelled_node("fast", **{"example.com/fast": "true"}),
+                    labelled_node("plain"),
                 ],
                 "pods": [_pod("running", "full-fast")],
                 "pending": [_pod("p0")],
