@@ -47,7 +47,11 @@ def test_record_db_holds_every_verdict_and_score(tmp_path: Path) -> None:
     path = tmp_path / "s.scenario.json"
     path.write_text(json.dumps(sc))
     db = tmp_path / "results.db"
-    args = argparse.Namespace(scenarios=[path], detail="placements", out_dir=tmp_path / "out", record_db=db)
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)  # as `kss simulate` parses its command line
+    args = parser.parse_args(
+        [str(path), "--detail", "placements", "--out-dir", str(tmp_path / "out"), "--record-db", str(db)]
+    )
     assert cli.run(args) == 0
 
     factory = make_session_factory(make_engine(f"sqlite:///{db}"))
