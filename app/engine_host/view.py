@@ -10,6 +10,7 @@ from typing import Any
 
 from app.engine_host.service import SchedulerService
 from app.scheduler.config import ConfigError
+from app.scheduler.plugins import out_of_tree
 from app.scheduler.resources import Resource, calculate_pod_resource
 from app.web.ports import ConfigRejection, NodeAllocation, ProfilePlugins, ResourceAmounts
 
@@ -70,6 +71,10 @@ class EngineView:
     def plugins_in_effect(self) -> list[ProfilePlugins]:
         """Per profile, each extension point's plugins in run order with their score weights."""
         return self._service.plugins_in_effect()
+
+    def out_of_tree_plugins(self) -> frozenset[str]:
+        """Users' plugins: registered from their modules or offered by installed packages' entry points."""
+        return frozenset(out_of_tree.known_plugins())
 
     def apply_config(self, text: str) -> ConfigRejection | None:
         """Validate and apply a configuration; None when applied, else the field that is wrong (nothing changed)."""

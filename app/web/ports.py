@@ -171,6 +171,10 @@ class SchedulerView(Protocol):
 
     def apply_config(self, text: str) -> ConfigRejection | None: ...
 
+    def out_of_tree_plugins(self) -> frozenset[str]:
+        """Names of the plugins that are users' own, not kube-scheduler's in-tree ones (marked on the pages)."""
+        ...
+
 
 class Operations(Protocol):
     """``app.operations.service.OperationsService``: export, import and reset."""

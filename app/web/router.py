@@ -141,6 +141,7 @@ def _base(request: Request, service: WebService, rv: int, active: str) -> dict[s
         "active": active,
         "has_operations": service.operations is not None,
         "scheduler_running": service.scheduler_running,
+        "out_of_tree": service.scheduler.out_of_tree_plugins(),  # users' plugins, marked where plugins are named
     }
 
 

@@ -187,11 +187,17 @@ def _import(name: str, module: ModuleType | None) -> None:
     try:
         with _cwd_on_path():
             importlib.invalidate_caches()
+            first = module is None
             if module is None:
                 module = importlib.import_module(name)
             else:
                 _reexecute(module)
         _register_listed(module)
+        if first and not _registered_by.get(name):  # most likely a class defined but never registered
+            raise PluginLoadError(
+                "it registers no plugin: decorate each plugin class with @register (from kss.framework) "
+                "or list the classes in PLUGINS = [...]"
+            )
     finally:
         _loading.pop()
 
