@@ -76,6 +76,11 @@ def test_without_the_module_the_plugin_does_not_exist(tmp_path: Path) -> None:
     [
         ("def broken(:\n", "SyntaxError"),
         ("import no_such_module_for_kss\n", "No module named 'no_such_module_for_kss'"),
+        (
+            "from kss.framework import FilterPlugin, success\n\n\nclass Unregistered(FilterPlugin):\n"
+            "    name = 'Unregistered'\n\n    def filter(self, state, pod, node_info):\n        return success()\n",
+            "it registers no plugin: decorate each plugin class with @register",
+        ),
     ],
 )
 def test_a_module_that_fails_to_import_stops_start_up_clearly(tmp_path: Path, source: str, message: str) -> None:
