@@ -30,6 +30,7 @@ from typing import Any
 
 from app.cluster.errors import Invalid
 from app.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
+from app.extender_http import extenders_for
 from app.results import annotations as result_annotations
 from app.results.service import ResultsService
 from app.scheduler import queue as q
@@ -195,6 +196,7 @@ class SchedulerService:
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             seed=self.seed,
             cache=self.cache,
+            extenders=extenders_for(config.extenders),
         )
 
     def apply_config(self, config: SchedulerConfig) -> None:

@@ -91,6 +91,8 @@ def _encode_v1(att: Attempt) -> bytes:
         rows.append(row)
         fail = att.filter_fail.get(node)
         stop_plugin = fail.split(":", 1)[0] if fail else None
+        if fail and stop_plugin not in plugins:  # a name holding ":" (an extender's, "Extender(<urlPrefix>)")
+            stop_plugin = next((p for p in plugins if fail.startswith(p + ": ")), None)
         stopped.append(plugins.index(stop_plugin) if stop_plugin in plugins else -1)
     score_plugins = [p for p in att.score_plugins if att.score and any(p in s for s in att.score.values())]
     scored = [n for n in nodes if att.score and n in att.score]

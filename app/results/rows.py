@@ -89,6 +89,7 @@ _DETAIL_FIELDS = (
     ("bind", "bind"),
     ("selected", "selected"),
     ("boundBy", "bound_by"),
+    ("extenders", "extenders"),
 )
 _DETAIL_TAIL = (("evaluatedNodes", "evaluated_nodes"), ("filterPlugins", "filter_plugins"))
 _DETAIL_TAIL2 = (("scorePlugins", "score_plugins"), ("weights", "weights"))

@@ -70,6 +70,12 @@ class AttemptDetail(AttemptSummary):
     permitTimeout: dict[str, float] | None
     prebind: dict[str, str] | None
     bind: dict[str, str] | None
+    extenders: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Scheduler extenders' calls: Extender(<urlPrefix>) -> verb -> success | error: ... | "
+        "ignored error: ... (their verdicts and scores are in the matrix beside the plugins')",
+        examples=[{"Extender(http://127.0.0.1:8888/scheduler)": {"filter": "success", "prioritize": "success"}}],
+    )
     selected: list[str] | None
     filterPlugins: list[str]
     scorePlugins: list[str]

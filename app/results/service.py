@@ -237,6 +237,7 @@ class ResultsService:
             "permitTimeout": details.get("permitTimeout"),
             "prebind": details.get("prebind"),
             "bind": details.get("bind"),
+            "extenders": details.get("extenders") or {},
             "selected": resolve_selected(details.get("selected"), totals),
             "filterPlugins": matrices["filterPlugins"] or details.get("filterPlugins") or [],
             "scorePlugins": matrices["scorePlugins"] or details.get("scorePlugins") or [],

@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 
 from app.scheduler import plugins as plugin_registry
+from app.scheduler.extender import ExtenderConfig
+from app.scheduler.extender_config import ExtenderConfigError, parse_extenders
 from app.scheduler.filter_timing import PluginObserver
 from app.scheduler.framework import (
     BindPlugin,
@@ -106,6 +108,7 @@ class SchedulerConfig:
     pod_max_in_unschedulable_pods_duration: float = 300.0
     parallelism: int = 16
     raw: dict[str, Any] = field(default_factory=dict)
+    extenders: list[ExtenderConfig] = field(default_factory=list)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:
@@ -197,6 +200,10 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
             f"Invalid value: {maximum}: must be greater than or equal to podInitialBackoffSeconds",
         )
     parallelism = _check_int(raw.get("parallelism", 16), "parallelism", 1)
+    try:
+        extenders = parse_extenders(raw.get("extenders"))
+    except ExtenderConfigError as exc:
+        raise ConfigError(exc.field, exc.detail) from exc
     raw_profiles = raw.get("profiles") or [{"schedulerName": DEFAULT_SCHEDULER_NAME}]
     if not isinstance(raw_profiles, list):
         raise ConfigError("profiles", "must be a list")
@@ -259,6 +266,7 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
         pod_max_backoff_seconds=float(maximum),
         parallelism=parallelism,
         raw=raw,
+        extenders=extenders,
     )
 
 

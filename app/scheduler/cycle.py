@@ -17,6 +17,14 @@ from typing import Any
 from app.scheduler.batch_cycle import BatchCycle
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.columns import IntArray, NodeBatch
+from app.scheduler.extender import (
+    EXTENDER_NAME,
+    MAX_EXTENDER_PRIORITY,
+    MAX_NODE_SCORE,
+    Extender,
+    ExtenderError,
+    extender_score,
+)
 from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 from app.scheduler.record import Attempt
@@ -109,8 +117,12 @@ class Scheduler(BatchCycle):
         seed: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         cache: SchedulerCache | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self.frameworks = frameworks
+        # Scheduler extenders (KubeSchedulerConfiguration's ``extenders``), in configuration order: every profile
+        # uses them, as kube-scheduler's ``sched.Extenders``.
+        self.extenders: list[Extender] = list(extenders)
         self.snapshot = snapshot
         # With a cache (server mode) assumed pods are tracked by uid so their binding event replaces them.
         self.cache = cache
@@ -150,6 +162,12 @@ class Scheduler(BatchCycle):
             att.filter_plugins = list(filter_names)
             att.score_plugins = list(score_names)
             att.weights = dict(weights)
+            if self.extenders:
+                att.filter_plugins += [e.record_name for e in self.extenders if e.is_filter()]
+                for e in self.extenders:
+                    if e.is_prioritizer():
+                        att.score_plugins.append(e.record_name)
+                        att.weights[e.record_name] = e.weight
             att.num_nodes = self.snapshot.num_nodes()
             self._schedule(fwk, pod, att, opts)
             return att
@@ -199,7 +217,7 @@ class Scheduler(BatchCycle):
             chosen = feasible[0].name
             att.selected = [chosen]
         else:
-            totals, st = self._prioritize(fwk, state, pod, feasible, att, opts.record)
+            totals, st = self._prioritize(fwk, state, pod, feasible, att, opts.record, extenders=not single)
             if not st.is_success():
                 att.result = "error"
                 att.message = st.message()
@@ -272,6 +290,9 @@ class Scheduler(BatchCycle):
                 feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [ni], att, opts, sample=False)
                 if diagnosis.error is not None:
                     return [], diagnosis.error
+                if self.extenders:
+                    # evaluateNominatedNode: an extender's error here is only logged; all nodes are tried next.
+                    feasible, _ = self._find_nodes_that_pass_extenders(pod, feasible, diagnosis, att, opts.record)
                 if feasible:
                     att.bound_by = "nominated-node"
                     if opts.record:
@@ -288,7 +309,7 @@ class Scheduler(BatchCycle):
             )
             if opts.record:
                 self._record_only(fwk, state, pod, [ni for ni in all_nodes if ni.name not in allowed], att)
-        if opts.batch:
+        if opts.batch and not self.extenders:
             found = self._filter_batch(fwk, state, pod, diagnosis, nodes, att, opts)
             if found is not None:
                 batch, processed = found
@@ -304,6 +325,59 @@ class Scheduler(BatchCycle):
         processed = len(feasible) + len(diagnosis.node_to_status)
         if all_nodes:
             self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
+        if self.extenders:
+            return self._find_nodes_that_pass_extenders(pod, feasible, diagnosis, att, opts.record)
+        return feasible, None
+
+    def _find_nodes_that_pass_extenders(
+        self, pod: PodInfo, feasible: list[NodeInfo], diagnosis: Diagnosis, att: Attempt, record: bool
+    ) -> tuple[list[NodeInfo], Status | None]:
+        """``findNodesThatPassExtenders``: each interested extender, in order, filters what the previous one kept;
+        its failedNodes become Unschedulable, failedAndUnresolvableNodes UnschedulableAndUnresolvable (taking
+        precedence). An error fails the attempt, unless the extender is ignorable (then it is skipped)."""
+        before = len(feasible)
+        for ext in self.extenders:
+            if not feasible:
+                break
+            if not ext.is_interested(pod):
+                continue
+            key = ext.record_name
+            try:
+                res = ext.filter(pod, feasible)
+            except ExtenderError as exc:
+                if ext.is_ignorable():
+                    att.extenders.setdefault(key, {})["filter"] = f"ignored error: {exc}"
+                    continue
+                att.extenders.setdefault(key, {})["filter"] = f"error: {exc}"
+                return [], Status(Code.ERROR, str(exc), plugin=key)
+            if ext.is_filter():
+                att.extenders.setdefault(key, {})["filter"] = "success"
+            unresolvable = res.failed_and_unresolvable
+            for name, msg in unresolvable.items():
+                diagnosis.node_to_status.set(name, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=key))
+            for name, msg in res.failed.items():
+                if name not in unresolvable:
+                    diagnosis.node_to_status.set(name, Status(Code.UNSCHEDULABLE, msg, plugin=key))
+            if record and ext.is_filter():
+                kept = {ni.name for ni in res.nodes}
+                for ni in feasible:
+                    verdicts = att.filter.setdefault(ni.name, {})
+                    if ni.name in kept:
+                        verdicts[key] = "passed"
+                        continue
+                    msg = unresolvable.get(ni.name) or res.failed.get(ni.name) or "not returned by the extender"
+                    verdicts[key] = msg
+                    if ni.name in unresolvable:
+                        att.unresolvable.setdefault(ni.name, []).append(key)
+            kept_names = {ni.name for ni in res.nodes}
+            for ni in feasible:
+                if ni.name not in kept_names:
+                    msg = unresolvable.get(ni.name) or res.failed.get(ni.name) or "not returned by the extender"
+                    att.filter_fail[ni.name] = f"{key}: {msg}"
+            feasible = res.nodes
+        if len(feasible) != before:
+            # Extenders have no queueing hints: a pod they rejected is retried on any cluster event.
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
         return feasible, None
 
     def _find_nodes_that_pass_filters(
@@ -377,9 +451,19 @@ class Scheduler(BatchCycle):
 
     # ------------------------------------------------------------------------------------------
     def _prioritize(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], att: Attempt, record: bool
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        att: Attempt,
+        record: bool,
+        *,
+        extenders: bool = True,
     ) -> tuple[list[int], Status]:
-        if not fwk.has_score_plugins():
+        """``prioritizeNodes``: PreScore, Score (weighted) and, unless ``extenders`` is off (a lone feasible node
+        scored for display only: kube-scheduler calls no one then), each interested extender's scores."""
+        if not fwk.has_score_plugins() and not self.extenders:
             return [1] * len(nodes), Status()
         prescore: dict[str, str] = {}
         st = fwk.run_pre_score_plugins(state, pod, nodes, prescore)
@@ -397,8 +481,45 @@ class Scheduler(BatchCycle):
             att.score = {ni.name: {p: raw[p][i] for p in raw} for i, ni in enumerate(nodes)}
             att.normalized_score = {ni.name: {p: normalized[p][i] for p in normalized} for i, ni in enumerate(nodes)}
             att.final_score = {ni.name: {p: weighted[p][i] for p in weighted} for i, ni in enumerate(nodes)}
+        if self.extenders and extenders:
+            self._prioritize_extenders(pod, nodes, totals, att, record)
         att.total = {ni.name: totals[i] for i, ni in enumerate(nodes)}
         return totals, st
+
+    def _prioritize_extenders(
+        self, pod: PodInfo, nodes: list[NodeInfo], totals: list[int], att: Attempt, record: bool
+    ) -> None:
+        """The extenders' part of ``prioritizeNodes``: each interested extender's score times its weight, scaled by
+        MaxNodeScore / MaxExtenderPriority, added to the node's total. A failed call gives no score (ignored, as
+        kube-scheduler does, ignorable or not)."""
+        index = {ni.name: i for i, ni in enumerate(nodes)}
+        scale = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
+        for ext in self.extenders:
+            if not ext.is_interested(pod) or not ext.is_prioritizer():
+                continue  # a non-prioritizing extender scores 0 with weight 0 and is not called
+            key = ext.record_name
+            try:
+                scores = ext.prioritize(pod, nodes)
+            except ExtenderError as exc:
+                att.extenders.setdefault(key, {})["prioritize"] = f"ignored error: {exc}"
+                continue
+            att.extenders.setdefault(key, {})["prioritize"] = "success"
+            weight = ext.weight
+            raw: dict[str, int] = {}
+            for host, score in scores:
+                i = index.get(host)
+                if i is None:
+                    continue
+                totals[i] += extender_score(score, weight)
+                raw[host] = raw.get(host, 0) + score
+            if record:
+                if att.score is None or att.normalized_score is None or att.final_score is None:
+                    att.score, att.normalized_score, att.final_score = {}, {}, {}
+                for ni in nodes:
+                    s = raw.get(ni.name, 0)
+                    att.score.setdefault(ni.name, {})[key] = s
+                    att.normalized_score.setdefault(ni.name, {})[key] = s * scale
+                    att.final_score.setdefault(ni.name, {})[key] = s * scale * weight
 
     # ------------------------------------------------------------------------------------------
     def _handle_fit_error(
@@ -452,9 +573,11 @@ class Scheduler(BatchCycle):
                     "success" if st.is_success() or st.plugin != prebind_pl.name else st.message()
                 )
             if st.is_success():
-                st = fwk.run_bind_plugins(state, assumed, node_name)
-                if fwk.bind:
-                    att.bind[st.plugin or fwk.bind[0].name] = status_text(st)
+                bound, st = self._extenders_binding(fwk, assumed, node_name, att) if self.extenders else (False, st)
+                if not bound:
+                    st = fwk.run_bind_plugins(state, assumed, node_name)
+                    if fwk.bind:
+                        att.bind[st.plugin or fwk.bind[0].name] = status_text(st)
             if not st.is_success():
                 self._forget(fwk, state, assumed, node_name)
                 att.result = "error"
@@ -465,6 +588,30 @@ class Scheduler(BatchCycle):
         att.bound_to = node_name
         for f in self.frameworks.values():
             f.handle.delete_nominated_pod(pod)
+
+    def _extenders_binding(self, fwk: Framework, pod: PodInfo, node_name: str, att: Attempt) -> tuple[bool, Status]:
+        """``extendersBinding``: the first binder extender interested in the pod binds it instead of the Bind plugins
+        (an ignorable one that fails is skipped). The simulator then writes the binding the extender accepted
+        through the cluster's pod actions, as an extender would through the API server."""
+        for ext in self.extenders:
+            if not ext.is_binder() or not ext.is_interested(pod):
+                continue
+            key = ext.record_name
+            try:
+                ext.bind(pod, node_name)
+            except ExtenderError as exc:
+                if ext.is_ignorable():
+                    att.extenders.setdefault(key, {})["bind"] = f"ignored error: {exc}"
+                    continue
+                att.bind[key] = str(exc)
+                att.extenders.setdefault(key, {})["bind"] = f"error: {exc}"
+                return True, Status(Code.ERROR, str(exc), plugin=key)
+            att.extenders.setdefault(key, {})["bind"] = "success"
+            actions = fwk.handle.actions
+            st = actions.bind(pod, node_name) if actions is not None else Status()
+            att.bind[key] = status_text(st)
+            return True, st
+        return False, Status()
 
     def _forget(self, fwk: Framework, state: CycleState, assumed: PodInfo, node_name: str) -> None:
         fwk.run_reserve_plugins_unreserve(state, assumed, node_name)

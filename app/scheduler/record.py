@@ -265,6 +265,9 @@ class Attempt:
     permit_timeout: dict[str, float] = field(default_factory=dict)
     prebind: dict[str, str] = field(default_factory=dict)
     bind: dict[str, str] = field(default_factory=dict)
+    # Scheduler extenders' calls: record name ("Extender(<urlPrefix>)") -> verb -> "success" | "error: ..." |
+    # "ignored error: ..." (their verdicts and scores are in the filter/score records beside the plugins').
+    extenders: dict[str, dict[str, str]] = field(default_factory=dict)
     started_at: float = 0.0
     duration: float = 0.0
     queued_for: float = 0.0

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from app.extender_http import extenders_for
 from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
@@ -136,6 +137,7 @@ class ScenarioRun:
             self.frameworks,
             snapshot,
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+            extenders=extenders_for(config.extenders),
         )
         self.actions.scheduler = self.scheduler
         self.bound_count = 0

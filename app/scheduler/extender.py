@@ -1,0 +1,244 @@
+"""Scheduler extenders: kube-scheduler's ``HTTPExtender`` (``pkg/scheduler/extender.go``) over an injected transport.
+
+An extender is a webhook kube-scheduler calls after its Filter plugins (``filterVerb``: it may drop nodes), beside
+its Score plugins (``prioritizeVerb``: scores 0..10, times ``weight``, scaled to MaxNodeScore) and instead of the
+Bind plugins (``bindVerb``). The engine stays pure: the HTTP call is a :class:`ExtenderTransport` built for each
+extender by a factory the host passes in (``app/extender_http`` in ``kss serve`` and ``kss simulate``).
+
+The wire format is ``k8s.io/kube-scheduler/extender/v1``: ExtenderArgs (``pod``, ``nodes`` a v1 NodeList, or
+``nodenames`` for a ``nodeCacheCapable`` extender), ExtenderFilterResult (``nodes`` / ``nodenames``,
+``failedNodes``, ``failedAndUnresolvableNodes``, ``error``), HostPriorityList (``[{host, score}]``),
+ExtenderBindingArgs (``podName``, ``podNamespace``, ``podUID``, ``node``) and ExtenderBindingResult (``error``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.scheduler.nodeinfo import NodeInfo, PodInfo
+
+# extenderv1.MaxExtenderPriority; an extender's score is scaled by MaxNodeScore / MaxExtenderPriority.
+MAX_EXTENDER_PRIORITY = 10
+MAX_NODE_SCORE = 100
+# extender.go's DefaultExtenderTimeout, used when httpTimeout is unset or zero.
+DEFAULT_EXTENDER_TIMEOUT_SECONDS = 5.0
+# framework.ExtenderName: put among a pod's unschedulable plugins when an extender dropped nodes.
+EXTENDER_NAME = "Extender"
+
+
+@dataclass(frozen=True)
+class ManagedResource:
+    name: str
+    ignored_by_scheduler: bool = False
+
+
+@dataclass(frozen=True)
+class ExtenderConfig:
+    """One entry of KubeSchedulerConfiguration's ``extenders`` (validated by ``config.parse_config``)."""
+
+    url_prefix: str
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    bind_verb: str = ""
+    weight: int = 0
+    enable_https: bool = False
+    tls_config: dict[str, Any] | None = None
+    http_timeout: float = DEFAULT_EXTENDER_TIMEOUT_SECONDS  # seconds
+    node_cache_capable: bool = False
+    managed_resources: tuple[ManagedResource, ...] = field(default_factory=tuple)
+    ignorable: bool = False
+
+    @property
+    def record_name(self) -> str:
+        """The column the extender's verdicts and scores are recorded under, beside the plugins'."""
+        return f"Extender({self.url_prefix})"
+
+
+class ExtenderError(Exception):
+    """A failed call: no answer, a timeout, a non-200 code, an undecodable body, or the answer's ``error``."""
+
+
+class ExtenderTransport(Protocol):
+    """POSTs ``body`` as JSON to ``<urlPrefix>/<verb>`` and returns the decoded answer; raises ExtenderError."""
+
+    def post(self, verb: str, body: dict[str, Any], timeout: float) -> Any: ...
+
+
+TransportFactory = Callable[[ExtenderConfig], ExtenderTransport]
+
+
+@dataclass
+class FilterResult:
+    """An extender's Filter answer: the nodes it kept (in its order) and the ones it failed, with reasons."""
+
+    nodes: list[NodeInfo]
+    failed: dict[str, str]
+    failed_and_unresolvable: dict[str, str]
+
+
+class Extender(Protocol):
+    """``framework.Extender``, as the cycle uses it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def record_name(self) -> str: ...
+
+    @property
+    def weight(self) -> int: ...
+
+    def is_ignorable(self) -> bool: ...
+
+    def is_interested(self, pod: PodInfo) -> bool: ...
+
+    def is_filter(self) -> bool: ...
+
+    def is_prioritizer(self) -> bool: ...
+
+    def is_binder(self) -> bool: ...
+
+    def supports_preemption(self) -> bool: ...
+
+    def filter(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> FilterResult: ...
+
+    def prioritize(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]: ...
+
+    def bind(self, pod: PodInfo, node_name: str) -> None: ...
+
+
+class HTTPExtender:
+    """``HTTPExtender``: the verbs of one configured extender, sent through its transport."""
+
+    def __init__(self, config: ExtenderConfig, transport: ExtenderTransport) -> None:
+        self.config = config
+        self.transport = transport
+        self.managed = frozenset(r.name for r in config.managed_resources)
+
+    @property
+    def name(self) -> str:
+        return self.config.url_prefix
+
+    @property
+    def record_name(self) -> str:
+        return self.config.record_name
+
+    @property
+    def weight(self) -> int:
+        return self.config.weight
+
+    def is_ignorable(self) -> bool:
+        return self.config.ignorable
+
+    def is_filter(self) -> bool:
+        return bool(self.config.filter_verb)
+
+    def is_prioritizer(self) -> bool:
+        return bool(self.config.prioritize_verb)
+
+    def is_binder(self) -> bool:
+        return bool(self.config.bind_verb)
+
+    def supports_preemption(self) -> bool:
+        return bool(self.config.preempt_verb)
+
+    def is_interested(self, pod: PodInfo) -> bool:
+        """Without managedResources every pod; else a pod whose containers or init containers request or limit one
+        of them."""
+        if not self.managed:
+            return True
+        spec = pod.spec
+        for key in ("containers", "initContainers"):
+            for c in spec.get(key) or []:
+                res = c.get("resources") or {}
+                for kind in ("requests", "limits"):
+                    if any(name in self.managed for name in res.get(kind) or {}):
+                        return True
+        return False
+
+    def _args(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> dict[str, Any]:
+        if self.config.node_cache_capable:
+            return {"pod": pod.pod, "nodes": None, "nodenames": [ni.name for ni in nodes]}
+        node_list = {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": [ni.node for ni in nodes]}
+        return {"pod": pod.pod, "nodes": node_list, "nodenames": None}
+
+    def _send(self, verb: str, body: dict[str, Any]) -> Any:
+        return self.transport.post(verb, body, self.config.http_timeout)
+
+    def filter(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> FilterResult:
+        if not self.config.filter_verb:
+            return FilterResult(list(nodes), {}, {})
+        result = self._send(self.config.filter_verb, self._args(pod, nodes))
+        if not isinstance(result, dict):
+            raise ExtenderError(f"extender {self.name!r} answered filter with {type(result).__name__}, not an object")
+        if result.get("error"):
+            raise ExtenderError(str(result["error"]))
+        by_name = {ni.name: ni for ni in nodes}
+        kept: list[NodeInfo] = []
+        names = result.get("nodenames")
+        if self.config.node_cache_capable and names is not None:
+            for name in names:
+                ni = by_name.get(name)
+                if ni is None:
+                    raise ExtenderError(
+                        f"extender {self.name!r} claims a filtered node {name!r} which is not found in the input "
+                        "node list"
+                    )
+                kept.append(ni)
+        elif result.get("nodes") is not None:
+            # kube-scheduler keeps the Node objects the extender sent back; the simulator keeps its own NodeInfo
+            # for each (an extender that is not node-cache capable echoes the nodes it was given).
+            for item in (result["nodes"] or {}).get("items") or []:
+                name = ((item or {}).get("metadata") or {}).get("name")
+                ni = by_name.get(name or "")
+                if ni is None:
+                    raise ExtenderError(f"extender {self.name!r} returned node {name!r} which it was not given")
+                kept.append(ni)
+        return FilterResult(
+            kept,
+            {str(k): str(v) for k, v in (result.get("failedNodes") or {}).items()},
+            {str(k): str(v) for k, v in (result.get("failedAndUnresolvableNodes") or {}).items()},
+        )
+
+    def prioritize(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]:
+        if not self.config.prioritize_verb:
+            return [(ni.name, 0) for ni in nodes]
+        result = self._send(self.config.prioritize_verb, self._args(pod, nodes))
+        if not isinstance(result, list):
+            raise ExtenderError(f"extender {self.name!r} answered prioritize with {type(result).__name__}, not a list")
+        out: list[tuple[str, int]] = []
+        for entry in result:
+            if not isinstance(entry, dict):
+                raise ExtenderError(f"extender {self.name!r}: a HostPriority must be an object")
+            score = entry.get("score", 0)
+            if isinstance(score, bool) or not isinstance(score, int):
+                raise ExtenderError(f"extender {self.name!r}: score {score!r} of host {entry.get('host')!r}")
+            out.append((str(entry.get("host", "")), score))
+        return out
+
+    def bind(self, pod: PodInfo, node_name: str) -> None:
+        if not self.config.bind_verb:
+            raise ExtenderError("unexpected empty bindVerb in extender")
+        meta = pod.pod.get("metadata") or {}
+        body = {
+            "podName": meta.get("name", ""),
+            "podNamespace": meta.get("namespace", ""),
+            "podUID": meta.get("uid", ""),
+            "node": node_name,
+        }
+        result = self._send(self.config.bind_verb, body)
+        if isinstance(result, dict) and result.get("error"):
+            raise ExtenderError(str(result["error"]))
+
+
+def build_extenders(configs: Sequence[ExtenderConfig], transport_for: TransportFactory) -> list[Extender]:
+    """``NewHTTPExtender`` for each configured extender, in configuration order."""
+    return [HTTPExtender(c, transport_for(c)) for c in configs]
+
+
+def extender_score(score: int, weight: int) -> int:
+    """An extender's contribution to a node's total: ``score * weight * (MaxNodeScore / MaxExtenderPriority)``."""
+    return score * weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)

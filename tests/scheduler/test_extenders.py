@@ -1,0 +1,324 @@
+"""Scheduler extenders over real HTTP (a server on 127.0.0.1): filter, prioritize, bind, errors, timeouts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.extender_http.transport import http_transport
+from app.scheduler.cache import SchedulerCache
+from app.scheduler.config import ConfigError, build_framework, parse_config
+from app.scheduler.cycle import ScheduleOptions, Scheduler
+from app.scheduler.extender import build_extenders
+from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
+from app.scheduler.nodeinfo import PodInfo
+from app.simulation.runner import ScenarioRun
+from tests.extender_server import extender_server, node_names, sleeping
+from tests.scheduler.factories import make_node, make_pod
+
+NODES = ["n0", "n1", "n2"]
+OPTS = ScheduleOptions(record=True, tie_break="name", run_binding_cycle=False)
+
+
+class Binds(PodActions):
+    def __init__(self) -> None:
+        self.bound: list[tuple[str, str]] = []
+
+    def bind(self, pod: PodInfo, node_name: str) -> Status:
+        self.bound.append((pod.key, node_name))
+        return Status()
+
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+        return Status()
+
+    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        pass
+
+
+def scheduler(extenders: list[dict[str, Any]], actions: PodActions | None = None) -> Scheduler:
+    cache = SchedulerCache()
+    for name in NODES:
+        cache.add_node(make_node(name=name))
+    cfg = parse_config({"extenders": extenders})
+    handle = Handle(ClusterObjects(), actions)
+    fwks = {p.scheduler_name: build_framework(p, handle) for p in cfg.profiles}
+    return Scheduler(fwks, cache.snapshot, cache=cache, extenders=build_extenders(cfg.extenders, http_transport))
+
+
+def filtering(body: dict[str, Any]) -> tuple[int, Any]:
+    """Keeps n2; n0 fails (retryable), n1 fails for good."""
+    names = node_names(body)
+    kept = [n for n in names if n == "n2"]
+    result: dict[str, Any] = {
+        "failedNodes": {"n0": "n0 is busy"},
+        "failedAndUnresolvableNodes": {"n1": "n1 is the wrong kind"},
+        "error": "",
+    }
+    if body.get("nodenames") is not None:
+        result["nodenames"] = kept
+    else:
+        items = [n for n in body["nodes"]["items"] if n["metadata"]["name"] in kept]
+        result["nodes"] = {"kind": "NodeList", "apiVersion": "v1", "items": items}
+    return 200, result
+
+
+def rejecting_all(body: dict[str, Any]) -> tuple[int, Any]:
+    return 200, {
+        "nodenames": [],
+        "failedNodes": {"n0": "n0 is busy", "n2": "n2 is busy"},
+        "failedAndUnresolvableNodes": {"n1": "n1 is the wrong kind", "n2": "n2 is gone"},
+        "error": "",
+    }
+
+
+@pytest.mark.parametrize("node_cache_capable", [True, False])
+def test_a_filter_extender_drops_nodes_and_is_sent_names_or_the_node_list(node_cache_capable: bool) -> None:
+    with extender_server({"filter": filtering}) as ext:
+        s = scheduler([{"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": node_cache_capable}])
+        att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+    assert att.result == "scheduled" and att.bound_to == "n2"
+    assert ext.verbs() == ["filter"]
+    body = ext.calls[0][1]
+    assert body["pod"]["metadata"]["name"] == "p"
+    if node_cache_capable:
+        assert sorted(body["nodenames"]) == NODES and body.get("nodes") is None
+    else:
+        assert body.get("nodenames") is None
+        assert body["nodes"]["kind"] == "NodeList"
+        assert sorted(n["metadata"]["name"] for n in body["nodes"]["items"]) == NODES
+        assert all("status" in n for n in body["nodes"]["items"])  # whole Node objects
+    key = f"Extender({ext.url})"
+    assert att.filter_plugins[-1] == key
+    assert att.filter["n2"][key] == "passed"
+    assert att.filter["n0"][key] == "n0 is busy" and att.filter["n1"][key] == "n1 is the wrong kind"
+    assert att.unresolvable["n1"] == [key] and "n0" not in att.unresolvable
+    assert att.filter_fail["n0"] == f"{key}: n0 is busy"
+    assert att.feasible == ["n2"]
+    assert att.extenders == {key: {"filter": "success"}}
+
+
+def test_failed_and_unresolvable_nodes_make_the_fit_error_and_take_precedence() -> None:
+    with extender_server({"filter": rejecting_all}) as ext:
+        s = scheduler([{"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": True}])
+        att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+    assert att.result == "unschedulable"
+    # n2 is in both maps: failedAndUnresolvableNodes wins.
+    assert att.message.startswith("0/3 nodes are available: 1 n0 is busy, 1 n1 is the wrong kind, 1 n2 is gone. ")
+    # Preemption sees the verdicts: only n0 (Unschedulable) is worth trying.
+    assert "1 No preemption victims found for incoming pod, 2 Preemption is not helpful" in att.message
+    key = f"Extender({ext.url})"
+    assert att.unresolvable == {"n1": [key], "n2": [key]}
+
+
+def test_prioritize_scores_times_weight_scaled_to_max_node_score_are_added_to_the_plugins_totals() -> None:
+    first = {"n0": 1, "n1": 5, "n2": 3}
+    second = {"n0": 10, "n1": 0, "n2": 4}
+
+    def scores(table: dict[str, int]) -> Any:
+        return lambda body: (200, [{"host": n, "score": table[n]} for n in node_names(body)])
+
+    with extender_server({"prioritize": scores(first)}) as a, extender_server({"prioritize": scores(second)}) as b:
+        s = scheduler(
+            [
+                {"urlPrefix": a.url, "prioritizeVerb": "prioritize", "weight": 2},
+                {"urlPrefix": b.url, "prioritizeVerb": "prioritize", "weight": 3, "nodeCacheCapable": True},
+            ]
+        )
+        att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+    ka, kb = f"Extender({a.url})", f"Extender({b.url})"
+    assert att.score_plugins[-2:] == [ka, kb] and att.weights[ka] == 2 and att.weights[kb] == 3
+    assert att.final_score is not None and att.total is not None and att.score is not None
+    for n in NODES:
+        plugins = sum(v for p, v in att.final_score[n].items() if p not in (ka, kb))
+        assert att.final_score[n][ka] == first[n] * 2 * 10
+        assert att.final_score[n][kb] == second[n] * 3 * 10
+        assert att.score[n][ka] == first[n]
+        assert att.total[n] == plugins + first[n] * 20 + second[n] * 30
+    # Equal nodes: the plugins tie, the extenders decide (n0: 20+300, n1: 100+0, n2: 60+120).
+    assert att.bound_to == "n0"
+    assert att.extenders == {ka: {"prioritize": "success"}, kb: {"prioritize": "success"}}
+
+
+def test_a_prioritize_error_gives_no_score_and_does_not_fail_the_attempt() -> None:
+    with extender_server({"prioritize": lambda body: (500, {})}) as ext:
+        s = scheduler([{"urlPrefix": ext.url, "prioritizeVerb": "prioritize", "weight": 1}])
+        att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+    key = f"Extender({ext.url})"
+    assert att.result == "scheduled"
+    assert att.extenders[key]["prioritize"].startswith("ignored error: failed prioritize with extender at URL")
+    assert att.final_score is not None and all(key not in v for v in att.final_score.values())
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        sleeping(2.0, (200, {"nodenames": ["n0"]})),
+        lambda body: (500, {}),
+        lambda body: (200, {"error": "the extender is broken"}),
+    ],
+    ids=["timeout", "http-500", "error-field"],
+)
+@pytest.mark.parametrize("ignorable", [False, True])
+def test_a_failing_filter_extender_fails_the_attempt_unless_ignorable(route: Any, ignorable: bool) -> None:
+    with extender_server({"filter": route}) as ext:
+        s = scheduler(
+            [
+                {
+                    "urlPrefix": ext.url,
+                    "filterVerb": "filter",
+                    "nodeCacheCapable": True,
+                    "httpTimeout": "200ms",
+                    "ignorable": ignorable,
+                }
+            ]
+        )
+        att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+    key = f"Extender({ext.url})"
+    if ignorable:
+        assert att.result == "scheduled" and att.feasible == NODES
+        assert att.extenders[key]["filter"].startswith("ignored error: ")
+    else:
+        assert att.result == "error"
+        assert att.extenders[key]["filter"] == f"error: {att.message}"
+    assert ext.verbs() == ["filter"]
+
+
+def test_error_messages_name_the_failure() -> None:
+    cases = {
+        "500": (lambda body: (500, {}), "failed filter with extender at URL {url}/filter, code 500"),
+        "field": (lambda body: (200, {"error": "the extender is broken"}), "the extender is broken"),
+    }
+    for route, expected in cases.values():
+        with extender_server({"filter": route}) as ext:
+            s = scheduler([{"urlPrefix": ext.url, "filterVerb": "filter"}])
+            att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+        assert att.result == "error" and att.message == expected.format(url=ext.url)
+    with extender_server({"filter": sleeping(2.0, (200, {}))}) as ext:
+        s = scheduler([{"urlPrefix": ext.url, "filterVerb": "filter", "httpTimeout": "0.2s"}])
+        att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+    assert att.result == "error" and "timed out after 0.2s" in att.message
+
+
+def test_managed_resources_call_the_extender_only_for_pods_requesting_them() -> None:
+    with extender_server({"filter": filtering}) as ext:
+        s = scheduler(
+            [
+                {
+                    "urlPrefix": ext.url,
+                    "filterVerb": "filter",
+                    "nodeCacheCapable": True,
+                    "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True}],
+                }
+            ]
+        )
+        plain = s.schedule_one(PodInfo(make_pod(name="plain")), 1, OPTS)
+        assert ext.calls == [] and plain.result == "scheduled" and plain.extenders == {}
+        limits = make_pod(name="gpu")
+        limits["spec"]["initContainers"] = [
+            {"name": "i", "image": "x", "resources": {"limits": {"example.com/gpu": "1"}}}
+        ]
+        gpu = s.schedule_one(PodInfo(limits), 1, OPTS)
+    assert ext.verbs() == ["filter"] and gpu.bound_to == "n2"
+
+
+def test_the_bind_extender_binds_instead_of_the_bind_plugins() -> None:
+    def bind(body: dict[str, Any]) -> tuple[int, Any]:
+        return 200, {"error": ""}
+
+    actions = Binds()
+    with extender_server({"bind": bind}) as ext:
+        s = scheduler([{"urlPrefix": ext.url, "bindVerb": "bind"}], actions)
+        opts = ScheduleOptions(record=True, tie_break="name", run_binding_cycle=True)
+        att = s.schedule_one(PodInfo(make_pod(name="p", namespace="team")), 1, opts)
+    assert att.result == "scheduled" and att.bound_to == "n0"
+    assert ext.calls == [("bind", {"podName": "p", "podNamespace": "team", "podUID": "uid-team-p", "node": "n0"})]
+    key = f"Extender({ext.url})"
+    assert att.bind == {key: "success"} and att.extenders == {key: {"bind": "success"}}
+    assert actions.bound == [("team/p", "n0")]  # the binding the extender accepted is written once
+
+
+@pytest.mark.parametrize("ignorable", [False, True])
+def test_a_failing_bind_extender_fails_the_binding_unless_ignorable(ignorable: bool) -> None:
+    actions = Binds()
+    with extender_server({"bind": lambda body: (200, {"error": "no room"})}) as ext:
+        s = scheduler([{"urlPrefix": ext.url, "bindVerb": "bind", "ignorable": ignorable}], actions)
+        opts = ScheduleOptions(record=True, tie_break="name", run_binding_cycle=True)
+        att = s.schedule_one(PodInfo(make_pod(name="p")), 1, opts)
+    if ignorable:  # skipped: DefaultBinder binds
+        assert att.result == "scheduled" and att.bind == {"DefaultBinder": "success"}
+    else:
+        assert att.result == "error" and att.message == "no room"
+    assert actions.bound == ([("default/p", "n0")] if ignorable else [])
+
+
+def test_no_extender_is_called_for_a_lone_feasible_node_and_filters_come_first() -> None:
+    with extender_server({"filter": filtering, "prioritize": lambda body: (200, [])}) as ext:
+        s = scheduler(
+            [{"urlPrefix": ext.url, "filterVerb": "filter", "prioritizeVerb": "prioritize", "weight": 1,
+              "nodeCacheCapable": True}]
+        )  # fmt: skip
+        att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+    assert att.bound_to == "n2" and ext.verbs() == ["filter"]  # one feasible node: no prioritize call
+
+
+def _cfg_error(extenders: Any) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"extenders": extenders})
+    return info.value
+
+
+def test_configuration_defaults_and_validation() -> None:
+    cfg = parse_config({"extenders": [{"urlPrefix": "http://e", "filterVerb": "filter"}]})
+    e = cfg.extenders[0]
+    assert e.http_timeout == 5.0 and e.weight == 0 and not e.ignorable and not e.node_cache_capable
+    assert (
+        parse_config({"extenders": [{"urlPrefix": "http://e", "httpTimeout": "1m30s"}]}).extenders[0].http_timeout == 90
+    )
+    assert _cfg_error([{"filterVerb": "f"}]).field == "extenders[0].urlPrefix"
+    err = _cfg_error([{"urlPrefix": "http://e", "prioritizeVerb": "p"}])
+    assert err.field == "extenders[0].weight" and "must have a positive weight" in err.detail
+    err = _cfg_error([{"urlPrefix": "http://a", "bindVerb": "b"}, {"urlPrefix": "http://b", "bindVerb": "b"}])
+    assert err.field == "extenders" and "only one extender can implement bind" in err.detail
+    err = _cfg_error([{"urlPrefix": "http://a", "managedResources": [{"name": "kubernetes.io/foo"}]}])
+    assert err.field == "extenders[0].managedResources[0].name" and "invalid extended resource name" in err.detail
+    err = _cfg_error(
+        [
+            {"urlPrefix": "http://a", "managedResources": [{"name": "example.com/gpu"}]},
+            {"urlPrefix": "http://b", "managedResources": [{"name": "example.com/gpu"}]},
+        ]
+    )
+    assert err.field == "extenders[1].managedResources[0].name" and "duplicate" in err.detail
+    assert _cfg_error([{"urlPrefix": "http://a", "httpTimeout": "soon"}]).field == "extenders[0].httpTimeout"
+    assert _cfg_error([{"urlPrefix": "http://a", "verb": "x"}]).field == "extenders[0].verb"
+    assert _cfg_error([{"urlPrefix": "http://a", "tlsConfig": {"ca": "x"}}]).field == "extenders[0].tlsConfig.ca"
+
+
+def test_no_extenders_keep_the_batch_path() -> None:
+    s = scheduler([])
+    assert s.extenders == []
+    att = s.schedule_one(PodInfo(make_pod(name="p")), 1, OPTS)
+    assert att.result == "scheduled" and att.extenders == {}
+    assert att.filter_matrix is not None  # the batch record path
+
+
+def test_the_nominated_node_goes_through_the_extenders_too() -> None:
+    with extender_server({"filter": filtering}) as ext:
+        s = scheduler([{"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": True}])
+        nominated = make_pod(name="p")
+        nominated["status"] = {"nominatedNodeName": "n0"}
+        att = s.schedule_one(PodInfo(nominated), 1, OPTS)
+    # n0 passes the plugins but the extender fails it: every node is evaluated next, and n2 is kept.
+    assert [body["nodenames"] for _, body in ext.calls] == [["n0"], NODES]
+    assert att.bound_to == "n2"
+
+
+def test_kss_simulate_calls_the_configured_extenders() -> None:
+    with extender_server({"filter": filtering}) as ext:
+        scenario = {
+            "config": {"extenders": [{"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": True}]},
+            "nodes": [make_node(name=n) for n in NODES],
+            "pending": [make_pod(name="p")],
+        }
+        attempts = ScenarioRun(scenario).run()
+    assert [att.bound_to for att, _ in attempts] == ["n2"] and ext.verbs() == ["filter"]
