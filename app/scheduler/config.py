@@ -259,6 +259,7 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
         if prof_pct is not None:
             _check_int(prof_pct, f"{base}.percentageOfNodesToScore", 0, 100)
         profiles.append(Profile(name, plugins, plugin_config, prof_pct))
+    _ignore_extender_resources(profiles, extenders)
     return SchedulerConfig(
         profiles=profiles,
         percentage_of_nodes_to_score=pct,
@@ -268,6 +269,22 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
         raw=raw,
         extenders=extenders,
     )
+
+
+def _ignore_extender_resources(profiles: list[Profile], extenders: list[ExtenderConfig]) -> None:
+    """Extended resources an extender manages with ``ignoredByScheduler`` are left to it: NodeResourcesFit ignores
+    them in every profile (kube-scheduler appends them to NodeResourcesFitArgs.ignoredResources when it builds
+    the profiles)."""
+    ignored = [r.name for e in extenders for r in e.managed_resources if r.ignored_by_scheduler]
+    if not ignored:
+        return
+    cls = plugin_registry.plugin_class("NodeResourcesFit")
+    for profile in profiles:
+        args = profile.plugin_config.get("NodeResourcesFit")
+        args = dict(args) if args is not None else cls.defaulted_args({})
+        given = list(args.get("ignoredResources") or [])
+        args["ignoredResources"] = given + [r for r in ignored if r not in given]  # a document read back: once
+        profile.plugin_config["NodeResourcesFit"] = args
 
 
 def _check_plugin(name: Any, known: set[str], path: str) -> None:

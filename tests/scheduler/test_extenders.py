@@ -322,3 +322,42 @@ def test_kss_simulate_calls_the_configured_extenders() -> None:
         }
         attempts = ScenarioRun(scenario).run()
     assert [att.bound_to for att, _ in attempts] == ["n2"] and ext.verbs() == ["filter"]
+
+
+@pytest.mark.parametrize("ignored", [True, False])
+def test_resources_an_extender_manages_with_ignored_by_scheduler_are_not_checked_by_node_resources_fit(
+    ignored: bool,
+) -> None:
+    with extender_server({"filter": filtering}) as ext:
+        s = scheduler(
+            [
+                {
+                    "urlPrefix": ext.url,
+                    "filterVerb": "filter",
+                    "nodeCacheCapable": True,
+                    "managedResources": [{"name": "example.com/fpga", "ignoredByScheduler": ignored}],
+                }
+            ]
+        )
+        att = s.schedule_one(PodInfo(make_pod(name="fpga", requests={"example.com/fpga": "1"})), 1, OPTS)
+    if ignored:  # no node has the resource, but the extender decides: it keeps n2
+        assert att.result == "scheduled" and att.bound_to == "n2" and ext.verbs() == ["filter"]
+    else:  # NodeResourcesFit rejects every node before the extenders run
+        assert att.result == "unschedulable" and ext.calls == []
+        assert "Insufficient example.com/fpga" in att.message
+    fit_args = (
+        parse_config(
+            {
+                "extenders": [
+                    {
+                        "urlPrefix": "http://127.0.0.1:1",
+                        "managedResources": [{"name": "example.com/fpga", "ignoredByScheduler": ignored}],
+                    }
+                ]
+            }
+        )
+        .profiles[0]
+        .plugin_config.get("NodeResourcesFit")
+        or {}
+    )
+    assert ("example.com/fpga" in (fit_args.get("ignoredResources") or [])) is ignored
