@@ -21,6 +21,7 @@ from app.scheduler.extender import (
     EXTENDER_NAME,
     MAX_EXTENDER_PRIORITY,
     MAX_NODE_SCORE,
+    PREEMPT_CALLS_STATE_KEY,
     Extender,
     ExtenderError,
     extender_score,
@@ -135,6 +136,7 @@ class Scheduler(BatchCycle):
         self._weights_arrays: dict[tuple[Framework, tuple[str, ...]], IntArray] = {}
         for fwk in frameworks.values():
             fwk.handle.snapshot = snapshot
+            fwk.handle.extenders = self.extenders
 
     def framework_for(self, pod: PodInfo) -> Framework | None:
         name = pod.spec.get("schedulerName") or "default-scheduler"
@@ -532,6 +534,8 @@ class Scheduler(BatchCycle):
             diagnosis.post_filter_msg = st.message()
             diagnosis.post_filter_code = st.code
             att.postfilter = _postfilter_record(result, st)
+            for key, outcome in (state.get(PREEMPT_CALLS_STATE_KEY) or {}).items():
+                att.extenders.setdefault(key, {})["preempt"] = outcome
             if result is not None and result.nominated_node_name:
                 att.nominated_node = result.nominated_node_name
                 att.victims = list(result.victims)

@@ -8,7 +8,11 @@ extender by a factory the host passes in (``app/extender_http`` in ``kss serve``
 The wire format is ``k8s.io/kube-scheduler/extender/v1``: ExtenderArgs (``pod``, ``nodes`` a v1 NodeList, or
 ``nodenames`` for a ``nodeCacheCapable`` extender), ExtenderFilterResult (``nodes`` / ``nodenames``,
 ``failedNodes``, ``failedAndUnresolvableNodes``, ``error``), HostPriorityList (``[{host, score}]``),
-ExtenderBindingArgs (``podName``, ``podNamespace``, ``podUID``, ``node``) and ExtenderBindingResult (``error``).
+ExtenderBindingArgs (``podName``, ``podNamespace``, ``podUID``, ``node``), ExtenderBindingResult (``error``),
+ExtenderPreemptionArgs (``pod``, ``nodeNameToVictims`` of full pods, or ``nodeNameToMetaVictims`` of pod UIDs for a
+``nodeCacheCapable`` extender) and ExtenderPreemptionResult (``nodeNameToMetaVictims``). Upstream's extender/v1 types
+carry no JSON tags, so Go writes ``NodeNameToMetaVictims`` and reads keys case-insensitively; the answer is read the
+same way.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
+from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
 # extenderv1.MaxExtenderPriority; an extender's score is scaled by MaxNodeScore / MaxExtenderPriority.
 MAX_EXTENDER_PRIORITY = 10
@@ -26,6 +30,8 @@ MAX_NODE_SCORE = 100
 DEFAULT_EXTENDER_TIMEOUT_SECONDS = 5.0
 # framework.ExtenderName: put among a pod's unschedulable plugins when an extender dropped nodes.
 EXTENDER_NAME = "Extender"
+# The CycleState key under which preemption leaves its preempt calls (record name -> outcome) for the attempt record.
+PREEMPT_CALLS_STATE_KEY = "kss/extenders/preempt"
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,14 @@ class FilterResult:
     failed_and_unresolvable: dict[str, str]
 
 
+@dataclass
+class Victims:
+    """``extenderv1.Victims``: the pods to evict on a node (most important first) and how many violate a PDB."""
+
+    pods: list[PodInfo]
+    num_pdb_violations: int = 0
+
+
 class Extender(Protocol):
     """``framework.Extender``, as the cycle uses it."""
 
@@ -108,6 +122,23 @@ class Extender(Protocol):
     def prioritize(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]: ...
 
     def bind(self, pod: PodInfo, node_name: str) -> None: ...
+
+    def process_preemption(
+        self, pod: PodInfo, node_to_victims: dict[str, Victims], snapshot: Snapshot
+    ) -> dict[str, Victims]: ...
+
+
+def _field(obj: Any, name: str) -> Any:
+    """A field of a decoded Go struct: the key matched case-insensitively, as encoding/json does (exact first)."""
+    if not isinstance(obj, dict):
+        return None
+    if name in obj:
+        return obj[name]
+    lower = name.lower()
+    for k, v in obj.items():
+        if isinstance(k, str) and k.lower() == lower:
+            return v
+    return None
 
 
 class HTTPExtender:
@@ -232,6 +263,53 @@ class HTTPExtender:
         result = self._send(self.config.bind_verb, body)
         if isinstance(result, dict) and result.get("error"):
             raise ExtenderError(str(result["error"]))
+
+    def process_preemption(
+        self, pod: PodInfo, node_to_victims: dict[str, Victims], snapshot: Snapshot
+    ) -> dict[str, Victims]:
+        """``ProcessPreemption``: send the candidates' victims (UIDs only to a node-cache-capable extender), read
+        back ``nodeNameToMetaVictims`` and map each UID to the pod on that node in ``snapshot``
+        (``convertToVictims``). A node missing from the snapshot or a UID not on its node is an error."""
+        if not self.config.preempt_verb:
+            raise ExtenderError(f"preempt verb is not defined for extender {self.name} but run into ProcessPreemption")
+        if self.config.node_cache_capable:
+            meta = {
+                name: {"pods": [{"uid": p.uid} for p in v.pods], "numPDBViolations": v.num_pdb_violations}
+                for name, v in node_to_victims.items()
+            }
+            body: dict[str, Any] = {"pod": pod.pod, "nodeNameToVictims": None, "nodeNameToMetaVictims": meta}
+        else:
+            full = {
+                name: {"pods": [p.pod for p in v.pods], "numPDBViolations": v.num_pdb_violations}
+                for name, v in node_to_victims.items()
+            }
+            body = {"pod": pod.pod, "nodeNameToVictims": full, "nodeNameToMetaVictims": None}
+        result = self._send(self.config.preempt_verb, body)
+        if not isinstance(result, dict):
+            raise ExtenderError(f"extender {self.name!r} answered preempt with {type(result).__name__}, not an object")
+        returned = _field(result, "nodeNameToMetaVictims") or {}
+        if not isinstance(returned, dict):
+            raise ExtenderError(f"extender {self.name!r}: nodeNameToMetaVictims must be an object")
+        out: dict[str, Victims] = {}
+        for node_name, meta_victims in returned.items():
+            node_info = snapshot.get(str(node_name))
+            if node_info is None:
+                raise ExtenderError(f'nodeinfo not found for node name "{node_name}"')
+            num = _field(meta_victims, "numPDBViolations") or 0
+            if isinstance(num, bool) or not isinstance(num, int):
+                raise ExtenderError(f"extender {self.name!r}: numPDBViolations {num!r} on node {node_name!r}")
+            pods: list[PodInfo] = []
+            for meta_pod in _field(meta_victims, "pods") or []:
+                uid = str(_field(meta_pod, "uid") or "")
+                found = next((p for p in node_info.pods if p.uid == uid), None)
+                if found is None:
+                    raise ExtenderError(
+                        f"extender: {self.name} claims to preempt pod (UID: {uid}) on node: {node_name}, but the pod "
+                        "is not found on that node"
+                    )
+                pods.append(found)
+            out[str(node_name)] = Victims(pods, num)
+        return out
 
 
 def build_extenders(configs: Sequence[ExtenderConfig], transport_for: TransportFactory) -> list[Extender]:

@@ -14,6 +14,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
+from app.scheduler.extender import Extender
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
 if TYPE_CHECKING:
@@ -446,6 +447,9 @@ class Handle:
         self.actions = actions
         self.snapshot: Snapshot = Snapshot([])
         self.framework: Framework | None = None
+        # The scheduler's extenders (``Handle.Extenders()``), set by the Scheduler; preemption offers them its
+        # candidates.
+        self.extenders: Sequence[Extender] = ()
         # Pods nominated to nodes (by preemption): node name -> pods.
         self.nominated_pods: dict[str, list[PodInfo]] = {}
 

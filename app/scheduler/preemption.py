@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from app.scheduler.extender import PREEMPT_CALLS_STATE_KEY, ExtenderError, Victims
 from app.scheduler.framework import (
     Code,
     CycleState,
@@ -198,7 +199,12 @@ class Evaluator:
             # An empty nomination clears any nominatedNodeName the pod had.
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, fit_error_message(len(all_nodes), node_statuses))
 
-        # 3) No extenders. 4) The best candidate.
+        # 3) Extenders that support preemption may drop candidate nodes or victims.
+        candidates, st = self.call_extenders(state, pod, candidates)
+        if not st.is_success():
+            return None, st
+
+        # 4) The best candidate.
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return None, Status(Code.UNSCHEDULABLE, "no candidate node for preemption")
@@ -260,6 +266,56 @@ class Evaluator:
                 errs.append(st.message())
             node_statuses.set(node_copy.name, st)
         return non_violating + violating, node_statuses, errs
+
+    def call_extenders(
+        self, state: CycleState, pod: PodInfo, candidates: list[Candidate]
+    ) -> tuple[list[Candidate], Status]:
+        """``callExtenders``: each extender that supports preemption and is interested in the pod, in order, gets
+        the victims per candidate node and answers with the nodes and victims it accepts, which the next one gets.
+
+        An error fails preemption unless the extender is ignorable (then it is skipped); so does a node returned
+        without victims (an ignorable extender's such node is dropped). An empty answer ends the loop: no
+        preemption can happen. The candidates are rebuilt from the last answer. Each call's outcome is left in
+        ``state`` for the attempt record.
+        """
+        extenders = self.handle.extenders
+        if not extenders or not candidates:
+            return candidates, success()
+        victims_map = {c.name: Victims(list(c.victims), c.num_pdb_violations) for c in candidates}
+        calls: dict[str, str] = {}
+        called = False
+        try:
+            for ext in extenders:
+                if not ext.supports_preemption() or not ext.is_interested(pod):
+                    continue
+                try:
+                    returned = ext.process_preemption(pod, victims_map, self.handle.snapshot)
+                except ExtenderError as exc:
+                    if ext.is_ignorable():
+                        calls[ext.record_name] = f"ignored error: {exc}"
+                        continue
+                    calls[ext.record_name] = f"error: {exc}"
+                    return [], error(str(exc))
+                for name, victims in list(returned.items()):
+                    if victims.pods:
+                        continue
+                    if ext.is_ignorable():
+                        del returned[name]
+                        continue
+                    msg = f'expected at least one victim pod on node "{name}"'
+                    calls[ext.record_name] = f"error: {msg}"
+                    return [], error(msg)
+                calls[ext.record_name] = "success"
+                called = True
+                victims_map = returned
+                if not victims_map:
+                    break
+        finally:
+            if calls:
+                state.write(PREEMPT_CALLS_STATE_KEY, calls)
+        if not called:
+            return candidates, success()
+        return [Candidate(name, v.pods, v.num_pdb_violations) for name, v in victims_map.items()], success()
 
     def select_candidate(self, candidates: list[Candidate]) -> Candidate | None:
         """``SelectCandidate``: the only one, or the best by ``pickOneNodeForPreemption``."""

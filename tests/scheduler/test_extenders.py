@@ -361,3 +361,180 @@ def test_resources_an_extender_manages_with_ignored_by_scheduler_are_not_checked
         or {}
     )
     assert ("example.com/fpga" in (fit_args.get("ignoredResources") or [])) is ignored
+
+
+# --- preemptVerb (ProcessPreemption) -----------------------------------------------------------------------------
+
+
+class Evicts(Binds):
+    """Records the victims preemption deletes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted: list[str] = []
+
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+        self.deleted.append(victim.key)
+        return Status()
+
+
+def preempting_scheduler(extenders: list[dict[str, Any]], actions: PodActions) -> Scheduler:
+    """n0 and n1 each hold lower-priority pods a preemptor of 3 CPUs can evict (a0 on n0; b1 and c1 on n1); n2's pod
+    has a higher priority. Without extenders the preemptor is nominated to n0 (one victim of the lowest priority)."""
+    s = scheduler(extenders, actions)
+    assert s.cache is not None
+    for name, node, cpu, priority in (
+        ("a0", "n0", "3", 1),
+        ("b1", "n1", "2", 1),
+        ("c1", "n1", "2", 2),
+        ("z2", "n2", "4", 100),
+    ):
+        s.cache.add_pod(PodInfo(make_pod(name=name, node_name=node, priority=priority, requests={"cpu": cpu})))
+    return s
+
+
+def preemptor(**kwargs: Any) -> PodInfo:
+    return PodInfo(make_pod(name="high", priority=10, requests={"cpu": "3"}, **kwargs))
+
+
+def sent_victims(body: dict[str, Any]) -> dict[str, list[str]]:
+    """Node -> victim UIDs of an ExtenderPreemptionArgs, from full pods or meta victims."""
+    if body.get("nodeNameToMetaVictims") is not None:
+        return {n: [p["uid"] for p in v["pods"]] for n, v in body["nodeNameToMetaVictims"].items()}
+    return {n: [p["metadata"]["uid"] for p in v["pods"]] for n, v in body["nodeNameToVictims"].items()}
+
+
+def answering(change: Any) -> Any:
+    """A preempt verb answering with ``change(node -> victim UIDs)`` as nodeNameToMetaVictims."""
+
+    def handle(body: dict[str, Any]) -> tuple[int, Any]:
+        kept = change(sent_victims(body))
+        meta = {n: {"pods": [{"uid": u} for u in uids], "numPDBViolations": 0} for n, uids in kept.items()}
+        return 200, {"nodeNameToMetaVictims": meta}
+
+    return handle
+
+
+def test_without_a_preempt_extender_preemption_is_unchanged() -> None:
+    actions = Evicts()
+    s = preempting_scheduler([], actions)
+    att = s.schedule_one(preemptor(), 1, OPTS)
+    assert att.nominated_node == "n0" and att.victims == ["default/a0"] and actions.deleted == ["default/a0"]
+    assert att.extenders == {}
+
+
+@pytest.mark.parametrize("node_cache_capable", [False, True])
+def test_a_preempt_extender_that_drops_a_candidate_node_moves_the_nomination(node_cache_capable: bool) -> None:
+    with extender_server({"preempt": answering(lambda v: {n: u for n, u in v.items() if n != "n0"})}) as ext:
+        actions = Evicts()
+        cfg = {"urlPrefix": ext.url, "preemptVerb": "preempt", "nodeCacheCapable": node_cache_capable}
+        s = preempting_scheduler([cfg], actions)
+        att = s.schedule_one(preemptor(), 1, OPTS)
+    assert ext.verbs() == ["preempt"]
+    body = ext.calls[0][1]
+    assert body["pod"]["metadata"]["name"] == "high"
+    assert sent_victims(body) == {"n0": ["uid-default-a0"], "n1": ["uid-default-c1", "uid-default-b1"]}
+    if node_cache_capable:
+        # Only UIDs (meta victims), as a node-cache-capable extender knows the pods.
+        assert body["nodeNameToVictims"] is None
+        assert body["nodeNameToMetaVictims"]["n0"] == {"pods": [{"uid": "uid-default-a0"}], "numPDBViolations": 0}
+    else:
+        assert body["nodeNameToMetaVictims"] is None
+        full = body["nodeNameToVictims"]["n0"]
+        assert full["numPDBViolations"] == 0 and full["pods"][0]["spec"]["nodeName"] == "n0"
+    assert att.nominated_node == "n1"
+    assert att.victims == ["default/c1", "default/b1"] and actions.deleted == att.victims
+    assert att.extenders == {f"Extender({ext.url})": {"preempt": "success"}}
+
+
+def test_a_preempt_extender_may_drop_a_victim() -> None:
+    # Keep only n1, and there only c1: the preemptor is nominated to n1 and only c1 is evicted.
+    with extender_server({"preempt": answering(lambda v: {"n1": ["uid-default-c1"]})}) as ext:
+        actions = Evicts()
+        s = preempting_scheduler([{"urlPrefix": ext.url, "preemptVerb": "preempt", "nodeCacheCapable": True}], actions)
+        att = s.schedule_one(preemptor(), 1, OPTS)
+    assert att.nominated_node == "n1" and att.victims == ["default/c1"] and actions.deleted == ["default/c1"]
+
+
+def test_the_answer_is_read_as_go_reads_it_case_insensitively() -> None:
+    def upper(body: dict[str, Any]) -> tuple[int, Any]:
+        return 200, {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "uid-default-b1"}], "NumPDBViolations": 1}}}
+
+    with extender_server({"preempt": upper}) as ext:
+        actions = Evicts()
+        s = preempting_scheduler([{"urlPrefix": ext.url, "preemptVerb": "preempt"}], actions)
+        att = s.schedule_one(preemptor(), 1, OPTS)
+    assert att.nominated_node == "n1" and att.victims == ["default/b1"]
+
+
+def test_extenders_are_chained_and_an_empty_answer_ends_preemption() -> None:
+    with (
+        extender_server({"preempt": answering(lambda v: {})}) as first,
+        extender_server({"preempt": answering(lambda v: v)}) as second,
+    ):
+        actions = Evicts()
+        cfgs = [{"urlPrefix": e.url, "preemptVerb": "preempt"} for e in (first, second)]
+        s = preempting_scheduler(cfgs, actions)
+        att = s.schedule_one(preemptor(), 1, OPTS)
+    assert first.verbs() == ["preempt"] and second.verbs() == []
+    assert att.nominated_node is None and actions.deleted == []
+    assert att.postfilter is not None and "no candidate node for preemption" in att.message
+
+
+def test_a_later_extender_gets_what_the_earlier_one_kept() -> None:
+    with (
+        extender_server({"preempt": answering(lambda v: {n: u for n, u in v.items() if n == "n1"})}) as first,
+        extender_server({"preempt": answering(lambda v: v)}) as second,
+    ):
+        cfgs = [{"urlPrefix": e.url, "preemptVerb": "preempt"} for e in (first, second)]
+        att = preempting_scheduler(cfgs, Evicts()).schedule_one(preemptor(), 1, OPTS)
+    assert sent_victims(second.calls[0][1]) == {"n1": ["uid-default-c1", "uid-default-b1"]}
+    assert att.nominated_node == "n1"
+
+
+@pytest.mark.parametrize(
+    ("route", "message"),
+    [
+        (lambda body: (500, {}), "code 500"),
+        (answering(lambda v: {"n0": []}), 'expected at least one victim pod on node "n0"'),
+        (answering(lambda v: {"n0": ["uid-default-b1"]}), "claims to preempt pod (UID: uid-default-b1) on node: n0"),
+        (answering(lambda v: {"nowhere": ["x"]}), 'nodeinfo not found for node name "nowhere"'),
+    ],
+)
+@pytest.mark.parametrize("ignorable", [False, True])
+def test_a_failing_preempt_extender_fails_preemption_unless_ignorable(
+    route: Any, message: str, ignorable: bool
+) -> None:
+    with extender_server({"preempt": route}) as ext:
+        actions = Evicts()
+        cfg = {"urlPrefix": ext.url, "preemptVerb": "preempt", "ignorable": ignorable}
+        s = preempting_scheduler([cfg], actions)
+        att = s.schedule_one(preemptor(), 1, OPTS)
+    outcome = att.extenders[f"Extender({ext.url})"]["preempt"]
+    if not ignorable:
+        assert outcome.startswith("error: ") and message in outcome
+        assert att.nominated_node is None and actions.deleted == []
+        assert att.postfilter is not None and message in att.message
+    elif "expected at least one victim" in message:
+        # An ignorable extender's node without victims is dropped (the call succeeded); none is left here.
+        assert outcome == "success" and att.nominated_node is None and actions.deleted == []
+    else:
+        assert outcome.startswith("ignored error: ") and message in outcome
+        assert att.nominated_node == "n0" and actions.deleted == ["default/a0"]
+
+
+def test_an_ignorable_extender_s_node_without_victims_is_dropped() -> None:
+    with extender_server({"preempt": answering(lambda v: {**v, "n0": []})}) as ext:
+        cfg = {"urlPrefix": ext.url, "preemptVerb": "preempt", "ignorable": True}
+        att = preempting_scheduler([cfg], Evicts()).schedule_one(preemptor(), 1, OPTS)
+    assert att.nominated_node == "n1" and att.victims == ["default/c1", "default/b1"]
+
+
+def test_a_pod_the_preempt_extender_is_not_interested_in_does_not_call_it() -> None:
+    with extender_server({"preempt": answering(lambda v: {})}) as ext:
+        actions = Evicts()
+        cfg = {"urlPrefix": ext.url, "preemptVerb": "preempt", "managedResources": [{"name": "example.com/gpu"}]}
+        s = preempting_scheduler([cfg], actions)
+        att = s.schedule_one(preemptor(), 1, OPTS)
+    assert ext.verbs() == []
+    assert att.nominated_node == "n0" and actions.deleted == ["default/a0"] and att.extenders == {}
