@@ -64,10 +64,11 @@ def extender_server(routes: dict[str, Handler]) -> Iterator[ExtenderServer]:
 
 
 def node_names(body: dict[str, Any]) -> list[str]:
-    """The nodes an ExtenderArgs names (nodenames, or the NodeList's items)."""
-    if body.get("nodenames") is not None:
-        return list(body["nodenames"])
-    return [n["metadata"]["name"] for n in (body.get("nodes") or {}).get("items") or []]
+    """The nodes an ExtenderArgs names (NodeNames, or the NodeList's items; Go's field names, as kube-scheduler
+    sends them)."""
+    if body.get("NodeNames") is not None:
+        return list(body["NodeNames"])
+    return [n["metadata"]["name"] for n in (body.get("Nodes") or {}).get("items") or []]
 
 
 def sleeping(seconds: float, answer: tuple[int, Any]) -> Handler:

@@ -5,14 +5,13 @@ its Score plugins (``prioritizeVerb``: scores 0..10, times ``weight``, scaled to
 Bind plugins (``bindVerb``). The engine stays pure: the HTTP call is a :class:`ExtenderTransport` built for each
 extender by a factory the host passes in (``app/extender_http`` in ``kss serve`` and ``kss simulate``).
 
-The wire format is ``k8s.io/kube-scheduler/extender/v1``: ExtenderArgs (``pod``, ``nodes`` a v1 NodeList, or
-``nodenames`` for a ``nodeCacheCapable`` extender), ExtenderFilterResult (``nodes`` / ``nodenames``,
-``failedNodes``, ``failedAndUnresolvableNodes``, ``error``), HostPriorityList (``[{host, score}]``),
-ExtenderBindingArgs (``podName``, ``podNamespace``, ``podUID``, ``node``), ExtenderBindingResult (``error``),
-ExtenderPreemptionArgs (``pod``, ``nodeNameToVictims`` of full pods, or ``nodeNameToMetaVictims`` of pod UIDs for a
-``nodeCacheCapable`` extender) and ExtenderPreemptionResult (``nodeNameToMetaVictims``). Upstream's extender/v1 types
-carry no JSON tags, so Go writes ``NodeNameToMetaVictims`` and reads keys case-insensitively; the answer is read the
-same way.
+The wire format is ``k8s.io/kube-scheduler/extender/v1``, whose Go structs carry no JSON tags: kube-scheduler
+sends the field names as they are (``Pod``, ``Nodes`` a v1 NodeList or ``NodeNames`` for a ``nodeCacheCapable``
+extender; ``PodName``, ``PodNamespace``, ``PodUID``, ``Node`` to bind; ``Pod``, ``NodeNameToVictims`` or
+``NodeNameToMetaVictims`` (``Pods``, ``NumPDBViolations``, ``UID``) to preempt), and reads answers
+(ExtenderFilterResult ``NodeNames`` / ``Nodes``, ``FailedNodes``, ``FailedAndUnresolvableNodes``, ``Error``;
+HostPriorityList ``[{Host, Score}]``; ExtenderBindingResult ``Error``; ExtenderPreemptionResult) matching keys
+case-insensitively, as encoding/json does. kss does the same, so an extender written for kube-scheduler works here.
 """
 
 from __future__ import annotations
@@ -192,9 +191,9 @@ class HTTPExtender:
 
     def _args(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> dict[str, Any]:
         if self.config.node_cache_capable:
-            return {"pod": pod.pod, "nodes": None, "nodenames": [ni.name for ni in nodes]}
+            return {"Pod": pod.pod, "Nodes": None, "NodeNames": [ni.name for ni in nodes]}
         node_list = {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": [ni.node for ni in nodes]}
-        return {"pod": pod.pod, "nodes": node_list, "nodenames": None}
+        return {"Pod": pod.pod, "Nodes": node_list, "NodeNames": None}
 
     def _send(self, verb: str, body: dict[str, Any]) -> Any:
         return self.transport.post(verb, body, self.config.http_timeout)
@@ -205,11 +204,11 @@ class HTTPExtender:
         result = self._send(self.config.filter_verb, self._args(pod, nodes))
         if not isinstance(result, dict):
             raise ExtenderError(f"extender {self.name!r} answered filter with {type(result).__name__}, not an object")
-        if result.get("error"):
-            raise ExtenderError(str(result["error"]))
+        if _field(result, "Error"):
+            raise ExtenderError(str(_field(result, "Error")))
         by_name = {ni.name: ni for ni in nodes}
         kept: list[NodeInfo] = []
-        names = result.get("nodenames")
+        names = _field(result, "NodeNames")
         if self.config.node_cache_capable and names is not None:
             for name in names:
                 ni = by_name.get(name)
@@ -219,10 +218,10 @@ class HTTPExtender:
                         "node list"
                     )
                 kept.append(ni)
-        elif result.get("nodes") is not None:
+        elif _field(result, "Nodes") is not None:
             # kube-scheduler keeps the Node objects the extender sent back; the simulator keeps its own NodeInfo
             # for each (an extender that is not node-cache capable echoes the nodes it was given).
-            for item in (result["nodes"] or {}).get("items") or []:
+            for item in _field(_field(result, "Nodes"), "Items") or []:
                 name = ((item or {}).get("metadata") or {}).get("name")
                 ni = by_name.get(name or "")
                 if ni is None:
@@ -230,8 +229,8 @@ class HTTPExtender:
                 kept.append(ni)
         return FilterResult(
             kept,
-            {str(k): str(v) for k, v in (result.get("failedNodes") or {}).items()},
-            {str(k): str(v) for k, v in (result.get("failedAndUnresolvableNodes") or {}).items()},
+            {str(k): str(v) for k, v in (_field(result, "FailedNodes") or {}).items()},
+            {str(k): str(v) for k, v in (_field(result, "FailedAndUnresolvableNodes") or {}).items()},
         )
 
     def prioritize(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]:
@@ -244,10 +243,10 @@ class HTTPExtender:
         for entry in result:
             if not isinstance(entry, dict):
                 raise ExtenderError(f"extender {self.name!r}: a HostPriority must be an object")
-            score = entry.get("score", 0)
+            score = _field(entry, "Score") or 0
             if isinstance(score, bool) or not isinstance(score, int):
-                raise ExtenderError(f"extender {self.name!r}: score {score!r} of host {entry.get('host')!r}")
-            out.append((str(entry.get("host", "")), score))
+                raise ExtenderError(f"extender {self.name!r}: score {score!r} of host {_field(entry, 'Host')!r}")
+            out.append((str(_field(entry, "Host") or ""), score))
         return out
 
     def bind(self, pod: PodInfo, node_name: str) -> None:
@@ -255,14 +254,14 @@ class HTTPExtender:
             raise ExtenderError("unexpected empty bindVerb in extender")
         meta = pod.pod.get("metadata") or {}
         body = {
-            "podName": meta.get("name", ""),
-            "podNamespace": meta.get("namespace", ""),
-            "podUID": meta.get("uid", ""),
-            "node": node_name,
+            "PodName": meta.get("name", ""),
+            "PodNamespace": meta.get("namespace", ""),
+            "PodUID": meta.get("uid", ""),
+            "Node": node_name,
         }
         result = self._send(self.config.bind_verb, body)
-        if isinstance(result, dict) and result.get("error"):
-            raise ExtenderError(str(result["error"]))
+        if isinstance(result, dict) and _field(result, "Error"):
+            raise ExtenderError(str(_field(result, "Error")))
 
     def process_preemption(
         self, pod: PodInfo, node_to_victims: dict[str, Victims], snapshot: Snapshot
@@ -274,16 +273,16 @@ class HTTPExtender:
             raise ExtenderError(f"preempt verb is not defined for extender {self.name} but run into ProcessPreemption")
         if self.config.node_cache_capable:
             meta = {
-                name: {"pods": [{"uid": p.uid} for p in v.pods], "numPDBViolations": v.num_pdb_violations}
+                name: {"Pods": [{"UID": p.uid} for p in v.pods], "NumPDBViolations": v.num_pdb_violations}
                 for name, v in node_to_victims.items()
             }
-            body: dict[str, Any] = {"pod": pod.pod, "nodeNameToVictims": None, "nodeNameToMetaVictims": meta}
+            body: dict[str, Any] = {"Pod": pod.pod, "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
         else:
             full = {
-                name: {"pods": [p.pod for p in v.pods], "numPDBViolations": v.num_pdb_violations}
+                name: {"Pods": [p.pod for p in v.pods], "NumPDBViolations": v.num_pdb_violations}
                 for name, v in node_to_victims.items()
             }
-            body = {"pod": pod.pod, "nodeNameToVictims": full, "nodeNameToMetaVictims": None}
+            body = {"Pod": pod.pod, "NodeNameToVictims": full, "NodeNameToMetaVictims": None}
         result = self._send(self.config.preempt_verb, body)
         if not isinstance(result, dict):
             raise ExtenderError(f"extender {self.name!r} answered preempt with {type(result).__name__}, not an object")

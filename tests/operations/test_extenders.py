@@ -53,12 +53,12 @@ async def test_filter_prioritize_and_bind_extenders_take_part_in_serve(
     bound = (await sclient.get("/api/v1/namespaces/default/pods/web")).json()
     assert bound["spec"].get("nodeName") == "n3"
     assert ext.verbs() == ["filter", "prioritize", "bind"]
-    assert sorted(ext.calls[0][1]["nodenames"]) == ["n1", "n2", "n3"]
+    assert sorted(ext.calls[0][1]["NodeNames"]) == ["n1", "n2", "n3"]
     assert ext.calls[2][1] == {
-        "podName": "web",
-        "podNamespace": "default",
-        "podUID": bound["metadata"]["uid"],
-        "node": "n3",
+        "PodName": "web",
+        "PodNamespace": "default",
+        "PodUID": bound["metadata"]["uid"],
+        "Node": "n3",
     }
     scheduling_app.state.results.flush()
     detail = (await sclient.get("/simulator/v1/namespaces/default/pods/web/results/1")).json()

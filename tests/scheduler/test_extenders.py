@@ -55,11 +55,11 @@ def filtering(body: dict[str, Any]) -> tuple[int, Any]:
         "failedAndUnresolvableNodes": {"n1": "n1 is the wrong kind"},
         "error": "",
     }
-    if body.get("nodenames") is not None:
-        result["nodenames"] = kept
+    if body.get("NodeNames") is not None:
+        result["NodeNames"] = kept
     else:
-        items = [n for n in body["nodes"]["items"] if n["metadata"]["name"] in kept]
-        result["nodes"] = {"kind": "NodeList", "apiVersion": "v1", "items": items}
+        items = [n for n in body["Nodes"]["items"] if n["metadata"]["name"] in kept]
+        result["Nodes"] = {"kind": "NodeList", "apiVersion": "v1", "items": items}
     return 200, result
 
 
@@ -80,14 +80,15 @@ def test_a_filter_extender_drops_nodes_and_is_sent_names_or_the_node_list(node_c
     assert att.result == "scheduled" and att.bound_to == "n2"
     assert ext.verbs() == ["filter"]
     body = ext.calls[0][1]
-    assert body["pod"]["metadata"]["name"] == "p"
+    assert set(body) == {"Pod", "Nodes", "NodeNames"}  # Go's field names: extender/v1 has no JSON tags
+    assert body["Pod"]["metadata"]["name"] == "p"
     if node_cache_capable:
-        assert sorted(body["nodenames"]) == NODES and body.get("nodes") is None
+        assert sorted(body["NodeNames"]) == NODES and body.get("Nodes") is None
     else:
-        assert body.get("nodenames") is None
-        assert body["nodes"]["kind"] == "NodeList"
-        assert sorted(n["metadata"]["name"] for n in body["nodes"]["items"]) == NODES
-        assert all("status" in n for n in body["nodes"]["items"])  # whole Node objects
+        assert body.get("NodeNames") is None
+        assert body["Nodes"]["kind"] == "NodeList"
+        assert sorted(n["metadata"]["name"] for n in body["Nodes"]["items"]) == NODES
+        assert all("status" in n for n in body["Nodes"]["items"])  # whole Node objects
     key = f"Extender({ext.url})"
     assert att.filter_plugins[-1] == key
     assert att.filter["n2"][key] == "passed"
@@ -232,7 +233,7 @@ def test_the_bind_extender_binds_instead_of_the_bind_plugins() -> None:
         opts = ScheduleOptions(record=True, tie_break="name", run_binding_cycle=True)
         att = s.schedule_one(PodInfo(make_pod(name="p", namespace="team")), 1, opts)
     assert att.result == "scheduled" and att.bound_to == "n0"
-    assert ext.calls == [("bind", {"podName": "p", "podNamespace": "team", "podUID": "uid-team-p", "node": "n0"})]
+    assert ext.calls == [("bind", {"PodName": "p", "PodNamespace": "team", "PodUID": "uid-team-p", "Node": "n0"})]
     key = f"Extender({ext.url})"
     assert att.bind == {key: "success"} and att.extenders == {key: {"bind": "success"}}
     assert actions.bound == [("team/p", "n0")]  # the binding the extender accepted is written once
@@ -309,7 +310,7 @@ def test_the_nominated_node_goes_through_the_extenders_too() -> None:
         nominated["status"] = {"nominatedNodeName": "n0"}
         att = s.schedule_one(PodInfo(nominated), 1, OPTS)
     # n0 passes the plugins but the extender fails it: every node is evaluated next, and n2 is kept.
-    assert [body["nodenames"] for _, body in ext.calls] == [["n0"], NODES]
+    assert [body["NodeNames"] for _, body in ext.calls] == [["n0"], NODES]
     assert att.bound_to == "n2"
 
 
@@ -399,9 +400,9 @@ def preemptor(**kwargs: Any) -> PodInfo:
 
 def sent_victims(body: dict[str, Any]) -> dict[str, list[str]]:
     """Node -> victim UIDs of an ExtenderPreemptionArgs, from full pods or meta victims."""
-    if body.get("nodeNameToMetaVictims") is not None:
-        return {n: [p["uid"] for p in v["pods"]] for n, v in body["nodeNameToMetaVictims"].items()}
-    return {n: [p["metadata"]["uid"] for p in v["pods"]] for n, v in body["nodeNameToVictims"].items()}
+    if body.get("NodeNameToMetaVictims") is not None:
+        return {n: [p["UID"] for p in v["Pods"]] for n, v in body["NodeNameToMetaVictims"].items()}
+    return {n: [p["metadata"]["uid"] for p in v["Pods"]] for n, v in body["NodeNameToVictims"].items()}
 
 
 def answering(change: Any) -> Any:
@@ -432,16 +433,16 @@ def test_a_preempt_extender_that_drops_a_candidate_node_moves_the_nomination(nod
         att = s.schedule_one(preemptor(), 1, OPTS)
     assert ext.verbs() == ["preempt"]
     body = ext.calls[0][1]
-    assert body["pod"]["metadata"]["name"] == "high"
+    assert body["Pod"]["metadata"]["name"] == "high"
     assert sent_victims(body) == {"n0": ["uid-default-a0"], "n1": ["uid-default-c1", "uid-default-b1"]}
     if node_cache_capable:
         # Only UIDs (meta victims), as a node-cache-capable extender knows the pods.
-        assert body["nodeNameToVictims"] is None
-        assert body["nodeNameToMetaVictims"]["n0"] == {"pods": [{"uid": "uid-default-a0"}], "numPDBViolations": 0}
+        assert body["NodeNameToVictims"] is None
+        assert body["NodeNameToMetaVictims"]["n0"] == {"Pods": [{"UID": "uid-default-a0"}], "NumPDBViolations": 0}
     else:
-        assert body["nodeNameToMetaVictims"] is None
-        full = body["nodeNameToVictims"]["n0"]
-        assert full["numPDBViolations"] == 0 and full["pods"][0]["spec"]["nodeName"] == "n0"
+        assert body["NodeNameToMetaVictims"] is None
+        full = body["NodeNameToVictims"]["n0"]
+        assert full["NumPDBViolations"] == 0 and full["Pods"][0]["spec"]["nodeName"] == "n0"
     assert att.nominated_node == "n1"
     assert att.victims == ["default/c1", "default/b1"] and actions.deleted == att.victims
     assert att.extenders == {f"Extender({ext.url})": {"preempt": "success"}}
