@@ -73,12 +73,6 @@ async def app(tmp_path: Path, flag: Path) -> AsyncIterator[FastAPI]:
         yield application
 
 
-@pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kss.test") as c:
-        yield c
-
-
 async def _attempts(app: FastAPI, client: httpx.AsyncClient, name: str) -> list[dict[str, Any]]:
     """The recorded attempts of pod ``name``, latest first."""
     app.state.results.flush()

@@ -41,12 +41,6 @@ async def app(tmp_path: Path, module: str) -> AsyncIterator[FastAPI]:
         yield application
 
 
-@pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kss.test") as c:
-        yield c
-
-
 async def _schedule(app: FastAPI, client: httpx.AsyncClient, name: str) -> dict[str, Any]:
     """Create pod ``name``, wait for the scheduler, and answer its latest recorded attempt."""
     assert (await client.post("/api/v1/namespaces/default/pods", json=pod(name, cpu="100m"))).status_code == 201
