@@ -36,6 +36,13 @@ class Settings(BaseSettings):
         "module-level `PLUGINS = [...]`) for a KubeSchedulerConfiguration to enable by name; re-imported when a "
         "configuration is applied at runtime.",
     )
+    feature_gates: Annotated[dict[str, bool], NoDecode] = Field(
+        default_factory=dict,
+        description="Alpha Kubernetes features, as `--feature-gates` takes them (`GenericWorkload=true,"
+        "GangScheduling=true`): GenericWorkload serves the Workload kind and the pod field spec.workloadRef, "
+        "GangScheduling adds kube-scheduler's GangScheduling plugin (it needs GenericWorkload). Off by default, as in "
+        "v1.35.",
+    )
     max_body_bytes: int = Field(
         default=3 * 1024 * 1024,
         description="Largest request body accepted, as kube-apiserver's 3 MiB limit (413 above).",
@@ -91,6 +98,20 @@ class Settings(BaseSettings):
         description="Mirror results as kube-scheduler-simulator annotations on pods (the database keeps everything).",
     )
 
+    @field_validator("feature_gates", mode="before")
+    @classmethod
+    def _parse_gates(cls, value: Any) -> Any:
+        """``KSS_FEATURE_GATES=GenericWorkload=true,GangScheduling=true`` as kube components parse it."""
+        if isinstance(value, str):
+            return parse_feature_gates(value)
+        return value
+
+    @field_validator("feature_gates")
+    @classmethod
+    def _known_gates(cls, value: dict[str, bool]) -> dict[str, bool]:
+        check_feature_gates(value)
+        return value
+
     @field_validator("plugin_modules", mode="before")
     @classmethod
     def _split_modules(cls, value: Any) -> Any:
@@ -98,3 +119,36 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [name.strip() for name in value.split(",") if name.strip()]
         return value
+
+
+# The alpha gates kss implements (v1.35 names); others are refused rather than silently ignored.
+FEATURE_GATES: dict[str, bool] = {"GenericWorkload": False, "GangScheduling": False}
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``Name=true,Other=false`` -> {Name: True, Other: False}; ValueError naming a malformed pair."""
+    gates: dict[str, bool] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, raw = part.partition("=")
+        value = raw.strip().lower()
+        if not sep or value not in ("true", "false"):
+            raise ValueError(f"invalid value of {part}, the form is Name=true|false")
+        gates[name.strip()] = value == "true"
+    return gates
+
+
+def check_feature_gates(gates: dict[str, bool]) -> None:
+    """Unknown gates and GangScheduling without GenericWorkload are refused (ValueError)."""
+    for name in gates:
+        if name not in FEATURE_GATES:
+            raise ValueError(f"unrecognized feature gate: {name} (known: {', '.join(sorted(FEATURE_GATES))})")
+    if gates.get("GangScheduling") and not gates.get("GenericWorkload"):
+        raise ValueError("feature gate GangScheduling requires GenericWorkload=true")
+
+
+def gate_enabled(gates: dict[str, bool], name: str) -> bool:
+    """A gate's value, its v1.35 default when not given."""
+    return gates.get(name, FEATURE_GATES[name])

@@ -29,6 +29,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE",
         help="a Python module of your own scheduler plugins, imported at start-up; repeatable (KSS_PLUGIN_MODULES)",
     )
+    parser.add_argument(
+        "--feature-gates",
+        default=None,
+        metavar="GATES",
+        help="alpha features, e.g. GenericWorkload=true,GangScheduling=true (KSS_FEATURE_GATES)",
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level")
     parser.add_argument(
         "--tls", action="store_true", default=None, help="serve HTTPS with a self-signed certificate (KSS_TLS)"
@@ -45,6 +51,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             ("scheduler_config", getattr(args, "scheduler_config", None)),
             ("tls", getattr(args, "tls", None)),
             ("plugin_modules", getattr(args, "plugin_modules", None)),
+            ("feature_gates", getattr(args, "feature_gates", None)),
         )
         if value is not None
     }

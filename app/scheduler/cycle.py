@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.scheduler.batch_cycle import BatchCycle
+from app.scheduler.binding_cycle import BindingCycle
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.extender import (
@@ -29,7 +30,8 @@ from app.scheduler.extender import (
 from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 from app.scheduler.record import Attempt
-from app.scheduler.runtime import Framework, status_text
+from app.scheduler.runtime import Framework
+from app.scheduler.waiting import WaitingPods
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -103,10 +105,11 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return num
 
 
-class Scheduler(BatchCycle):
+class Scheduler(BatchCycle, BindingCycle):
     """Schedules pods against a live snapshot with a set of profiles (frameworks).
 
-    The per-node path is here; the batch path (``ScheduleOptions.batch``) is ``BatchCycle``'s (``batch_cycle.py``).
+    The per-node path is here; the batch path (``ScheduleOptions.batch``) is ``BatchCycle``'s (``batch_cycle.py``),
+    Reserve to Bind and the pods waiting in Permit ``BindingCycle``'s (``binding_cycle.py``).
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class Scheduler(BatchCycle):
         clock: Callable[[], float] = time.monotonic,
         cache: SchedulerCache | None = None,
         extenders: Sequence[Extender] = (),
+        waiting_pods: WaitingPods | None = None,
     ) -> None:
         self.frameworks = frameworks
         # Scheduler extenders (KubeSchedulerConfiguration's ``extenders``), in configuration order: every profile
@@ -134,9 +138,13 @@ class Scheduler(BatchCycle):
         self.cycle = 0
         self._names_by_framework: dict[Framework, tuple[list[str], list[str], dict[str, int]]] = {}
         self._weights_arrays: dict[tuple[Framework, tuple[str, ...]], IntArray] = {}
+        # Pods held in Permit; a host that rebuilds its scheduler (a new configuration) passes the same map on.
+        self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
         for fwk in frameworks.values():
             fwk.handle.snapshot = snapshot
             fwk.handle.extenders = self.extenders
+            fwk.handle.waiting_pods = self.waiting_pods
+            fwk.handle.clock = clock
 
     def framework_for(self, pod: PodInfo) -> Framework | None:
         name = pod.spec.get("schedulerName") or "default-scheduler"
@@ -540,96 +548,6 @@ class Scheduler(BatchCycle):
                 att.nominated_node = result.nominated_node_name
                 att.victims = list(result.victims)
         att.message = fit_error_message(num_all, diagnosis)
-
-    def _assume_and_bind(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, node_name: str, att: Attempt, opts: ScheduleOptions
-    ) -> None:
-        assumed = PodInfo(_with_node_name(pod.pod, node_name))
-        assumed.inherit(pod)
-        if self.cache is not None:
-            self.cache.add_pod(assumed)
-        else:
-            self.snapshot.add_pod(assumed, node_name)
-        st = fwk.run_reserve_plugins_reserve(state, assumed, node_name)
-        for reserve_pl in fwk.reserve:
-            att.reserve[reserve_pl.name] = (
-                "success" if st.is_success() or st.plugin != reserve_pl.name else st.message()
-            )
-        if not st.is_success():
-            self._forget(fwk, state, assumed, node_name)
-            att.result = "error" if st.code == Code.ERROR else "unschedulable"
-            att.message = st.message()
-            return
-        st, timeout = fwk.run_permit_plugins(state, assumed, node_name)
-        for pl in fwk.permit:
-            att.permit[pl.name] = status_text(st) if st.plugin in ("", pl.name) else "success"
-            if st.is_wait():
-                att.permit_timeout[pl.name] = timeout
-        if not st.is_success() and not st.is_wait():
-            self._forget(fwk, state, assumed, node_name)
-            att.result = "unschedulable" if st.is_rejected() else "error"
-            att.message = st.message()
-            return
-        if opts.run_binding_cycle:
-            st = fwk.run_pre_bind_plugins(state, assumed, node_name)
-            for prebind_pl in fwk.pre_bind:
-                att.prebind[prebind_pl.name] = (
-                    "success" if st.is_success() or st.plugin != prebind_pl.name else st.message()
-                )
-            if st.is_success():
-                bound, st = self._extenders_binding(fwk, assumed, node_name, att) if self.extenders else (False, st)
-                if not bound:
-                    st = fwk.run_bind_plugins(state, assumed, node_name)
-                    if fwk.bind:
-                        att.bind[st.plugin or fwk.bind[0].name] = status_text(st)
-            if not st.is_success():
-                self._forget(fwk, state, assumed, node_name)
-                att.result = "error"
-                att.message = st.message()
-                return
-            fwk.run_post_bind_plugins(state, assumed, node_name)
-        att.result = "scheduled"
-        att.bound_to = node_name
-        for f in self.frameworks.values():
-            f.handle.delete_nominated_pod(pod)
-
-    def _extenders_binding(self, fwk: Framework, pod: PodInfo, node_name: str, att: Attempt) -> tuple[bool, Status]:
-        """``extendersBinding``: the first binder extender interested in the pod binds it instead of the Bind plugins
-        (an ignorable one that fails is skipped). The simulator then writes the binding the extender accepted
-        through the cluster's pod actions, as an extender would through the API server."""
-        for ext in self.extenders:
-            if not ext.is_binder() or not ext.is_interested(pod):
-                continue
-            key = ext.record_name
-            try:
-                ext.bind(pod, node_name)
-            except ExtenderError as exc:
-                if ext.is_ignorable():
-                    att.extenders.setdefault(key, {})["bind"] = f"ignored error: {exc}"
-                    continue
-                att.bind[key] = str(exc)
-                att.extenders.setdefault(key, {})["bind"] = f"error: {exc}"
-                return True, Status(Code.ERROR, str(exc), plugin=key)
-            att.extenders.setdefault(key, {})["bind"] = "success"
-            actions = fwk.handle.actions
-            st = actions.bind(pod, node_name) if actions is not None else Status()
-            att.bind[key] = status_text(st)
-            return True, st
-        return False, Status()
-
-    def _forget(self, fwk: Framework, state: CycleState, assumed: PodInfo, node_name: str) -> None:
-        fwk.run_reserve_plugins_unreserve(state, assumed, node_name)
-        if self.cache is not None:
-            self.cache.remove_pod(assumed.uid)
-        else:
-            self.snapshot.remove_pod(assumed)
-
-
-def _with_node_name(pod: dict[str, Any], node_name: str) -> dict[str, Any]:
-    out = dict(pod)
-    out["spec"] = dict(pod.get("spec") or {})
-    out["spec"]["nodeName"] = node_name
-    return out
 
 
 def _filter_text(st: Status) -> str:

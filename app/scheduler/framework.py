@@ -7,8 +7,9 @@ extension points they implement; the runtime (``runtime.py``) calls them in prof
 from __future__ import annotations
 
 import copy
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.extender import Extender
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from app.scheduler.waiting import WaitingPod, WaitingPods
 
 if TYPE_CHECKING:
     from app.scheduler.runtime import Framework
@@ -230,6 +232,12 @@ class Plugin:
         """Problems with ``args`` as (field path under args, message); empty when valid."""
         return []
 
+    def events_to_register(self) -> list[str] | None:
+        """``EnqueueExtensions``: the cluster events that may make a pod this plugin rejected schedulable again
+        ("Node/Add", "Pod/Add", "AssignedPod/Delete", "PodGroup/Update", ... see docs/plugins.md). None, the
+        default, means every event (the safe choice for a plugin that does not say)."""
+        return None
+
 
 class QueueSortPlugin(Plugin, ABC):
     @abstractmethod
@@ -407,10 +415,107 @@ class ClusterObjects:
         self.stateful_sets: list[dict[str, Any]] = []
         self.replication_controllers: list[dict[str, Any]] = []
 
+        # The scheduler's pod lister: every pod it knows that has not finished, pending or bound ("ns/name" -> pod),
+        # with indexes for the gang plugins (the pod-group label, the workload reference).
+        self.pods: dict[str, dict[str, Any]] = {}
+        self._by_pod_group: dict[tuple[str, str], set[str]] = {}
+        self._by_workload: dict[tuple[str, str, str, str], set[str]] = {}
+        # Objects of kinds without a typed table above (PodGroup, Workload): kind -> "namespace/name" -> object.
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {}
+
+    # --- pods -------------------------------------------------------------------------------------
+    def put_pod(self, pod: dict[str, Any]) -> None:
+        """Add or replace a pod in the lister (the host calls this on every pod event)."""
+        key = _key(pod)
+        old = self.pods.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self.pods[key] = pod
+        group = _pod_group_of(pod)
+        if group is not None:
+            self._by_pod_group.setdefault(group, set()).add(key)
+        ref = workload_key(pod)
+        if ref is not None:
+            self._by_workload.setdefault(ref, set()).add(key)
+
+    def delete_pod(self, pod: dict[str, Any]) -> None:
+        key = _key(pod)
+        old = self.pods.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+
+    def _unindex(self, key: str, pod: dict[str, Any]) -> None:
+        group = _pod_group_of(pod)
+        if group is not None:
+            _discard(self._by_pod_group, group, key)
+        ref = workload_key(pod)
+        if ref is not None:
+            _discard(self._by_workload, ref, key)
+
+    def pods_in_pod_group(self, namespace: str, group: str) -> list[dict[str, Any]]:
+        """Pods labelled ``scheduling.x-k8s.io/pod-group=<group>`` in ``namespace`` (Coscheduling's lister query)."""
+        return [self.pods[k] for k in sorted(self._by_pod_group.get((namespace, group), ()))]
+
+    def pods_of_workload(self, namespace: str, ref: dict[str, Any]) -> list[dict[str, Any]]:
+        """Pods whose ``spec.workloadRef`` equals ``ref`` (name, podGroup, podGroupReplicaKey) in ``namespace``."""
+        index_key = (namespace, str(ref.get("name") or ""), str(ref.get("podGroup") or ""),
+                     str(ref.get("podGroupReplicaKey") or ""))  # fmt: skip
+        return [self.pods[k] for k in sorted(self._by_workload.get(index_key, ()))]
+
+    # --- other kinds ------------------------------------------------------------------------------
+    def put_object(self, kind: str, obj: dict[str, Any]) -> None:
+        self.objects.setdefault(kind, {})[_key(obj)] = obj
+
+    def delete_object(self, kind: str, obj: dict[str, Any]) -> None:
+        self.objects.get(kind, {}).pop(_key(obj), None)
+
+    def get_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A PodGroup, Workload, ... by namespace and name (None when absent)."""
+        return self.objects.get(kind, {}).get(f"{namespace or 'default'}/{name}")
+
+    def list_objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        objs = self.objects.get(kind, {})
+        if namespace is None:
+            return list(objs.values())
+        prefix = f"{namespace}/"
+        return [obj for key, obj in objs.items() if key.startswith(prefix)]
+
     def namespace_labels(self, name: str) -> dict[str, str]:
         ns = self.namespaces.get(name) or {}
         labels: dict[str, str] = (ns.get("metadata") or {}).get("labels") or {}
         return labels
+
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def _discard(index: dict[Any, set[str]], index_key: Any, key: str) -> None:
+    keys = index.get(index_key)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[index_key]
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def _pod_group_of(pod: dict[str, Any]) -> tuple[str, str] | None:
+    meta = pod.get("metadata") or {}
+    group = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+    return (meta.get("namespace") or "default", group) if group else None
+
+
+def workload_key(pod: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    """(namespace, workload, pod group, replica key) of a pod's ``spec.workloadRef``; None without one."""
+    ref = (pod.get("spec") or {}).get("workloadRef")
+    if not ref:
+        return None
+    namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+    return (namespace, str(ref.get("name") or ""), str(ref.get("podGroup") or ""),
+            str(ref.get("podGroupReplicaKey") or ""))  # fmt: skip
 
 
 class PodActions(ABC):
@@ -452,6 +557,38 @@ class Handle:
         self.extenders: Sequence[Extender] = ()
         # Pods nominated to nodes (by preemption): node name -> pods.
         self.nominated_pods: dict[str, list[PodInfo]] = {}
+        # Pods held in Permit, shared by every profile of a scheduler (set by the Scheduler).
+        self.waiting_pods = WaitingPods()
+        # The scheduler's clock (seconds; virtual in offline runs) and where activated pods go (set by the host).
+        self.clock: Callable[[], float] = time.monotonic
+        self.activator: Callable[[list[PodInfo]], None] | None = None
+        # Enabled feature gates (GenericWorkload, GangScheduling), as the host was started with.
+        self.feature_gates: dict[str, bool] = {}
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        """``GetWaitingPod``: the pod with this uid if it is waiting in Permit."""
+        return self.waiting_pods.get(uid)
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        """``IterateOverWaitingPods``: call ``callback`` with each pod waiting in Permit (it may allow or reject)."""
+        self.waiting_pods.iterate(callback)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """``RejectWaitingPod``: reject the pod if it waits (as when it is deleted); True if it was waiting."""
+        wp = self.waiting_pods.get(uid)
+        if wp is None:
+            return False
+        wp.reject("", "removed")
+        return True
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """``Activate``: move these pending pods to activeQ now (e.g. a gang's siblings); no-op offline."""
+        if self.activator is not None:
+            self.activator(list(pods))
+
+    def now(self) -> float:
+        """The scheduler's clock, in seconds (the virtual clock offline)."""
+        return self.clock()
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return self.nominated_pods.get(node_name, [])

@@ -39,6 +39,7 @@ PVC_CHANGE = "PersistentVolumeClaim/AddOrUpdate"
 STORAGE_CLASS_CHANGE = "StorageClass/AddOrUpdate"
 CSI_NODE_CHANGE = "CSINode/AddOrUpdate"
 NAMESPACE_CHANGE = "Namespace/AddOrUpdate"
+UNSCHEDULED_POD_ADD = "UnscheduledPod/Add"
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 FORCE_ACTIVATE = "ForceActivate"
 
@@ -58,7 +59,25 @@ PLUGIN_EVENTS: dict[str, set[str]] = {
     "PodTopologySpread": {*_NODE, NODE_DELETE, POD_ADD, POD_UPDATE, POD_DELETE},
     "InterPodAffinity": {*_NODE, POD_ADD, POD_UPDATE, POD_DELETE, NAMESPACE_CHANGE},
     "DynamicResources": _NODE,
+    "SchedulingGates": set(),  # a gate is lifted by the pod's own update, which re-runs PreEnqueue
 }
+
+
+# "Pod/<action>" as a plugin registers it matches the assigned and the unscheduled pod's event (upstream's Pod
+# resource covers both).
+_POD_EVENT_ALIASES = {
+    "Pod/Add": (POD_ADD, UNSCHEDULED_POD_ADD),
+    "Pod/Update": (POD_UPDATE,),
+    "Pod/Delete": (POD_DELETE,),
+}
+
+
+def expand_events(events: list[str]) -> set[str]:
+    """A plugin's registered events in the queue's vocabulary."""
+    out: set[str] = set()
+    for event in events:
+        out.update(_POD_EVENT_ALIASES.get(event, (event,)))
+    return out
 
 
 @dataclass
@@ -110,6 +129,14 @@ class SchedulingQueue:
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
         self._closed = False
+        # Which events wake a pod each plugin rejected: the in-tree table plus what out-of-tree plugins register.
+        self.plugin_events: dict[str, set[str]] = dict(PLUGIN_EVENTS)
+
+    def register_plugin_events(self, events_by_plugin: dict[str, list[str]]) -> None:
+        """Out-of-tree plugins' ``events_to_register()`` (a plugin that declares none is woken by every event)."""
+        with self._lock:
+            for name, events in events_by_plugin.items():
+                self.plugin_events[name] = expand_events(events)
 
     # --- sizes ----------------------------------------------------------------------------------
     def pending_counts(self) -> dict[str, int]:
@@ -263,11 +290,36 @@ class SchedulingQueue:
             moved = 0
             for q in list(self.unschedulable.values()):
                 if q.gated:
+                    # A gated pod is checked again when its gating plugin registered the event (GangScheduling
+                    # waits for its gang's pods and Workload); SchedulingGates only on the pod's own update.
+                    gate = q.gating_status.plugin if q.gating_status is not None else ""
+                    if gate and _interested(self.plugin_events, {gate}, event):
+                        self._move_to_active_or_gate(q)
                     continue
-                if event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE) or _interested(q.unschedulable_plugins, event):
+                if event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE) or _interested(
+                    self.plugin_events, q.unschedulable_plugins, event
+                ):
                     self._requeue_unschedulable(q)
                     moved += 1
             self.move_request_cycle = self.scheduling_cycle
+            return moved
+
+    def activate(self, keys: list[str]) -> int:
+        """``Activate``: these pods leave the unschedulable pool or backoffQ for activeQ now (a gang plugin wakes a
+        group's siblings); pods in flight or gated stay where they are."""
+        with self._lock:
+            moved = 0
+            for key in keys:
+                q = self.unschedulable.get(key)
+                if q is not None and not q.gated:
+                    del self.unschedulable[key]
+                    self._push_active(q)
+                    moved += 1
+                    continue
+                q = self._backoff_items.pop(key, None)
+                if q is not None:
+                    self._push_active(q)
+                    moved += 1
             return moved
 
     def update(self, pod: PodInfo) -> None:
@@ -315,10 +367,10 @@ class SchedulingQueue:
             }
 
 
-def _interested(plugins: set[str], event: str) -> bool:
+def _interested(table: dict[str, set[str]], plugins: set[str], event: str) -> bool:
     if not plugins:
         return True
-    return any(event in PLUGIN_EVENTS.get(p, {event}) for p in plugins)
+    return any(event in table.get(p, {event}) for p in plugins)
 
 
 _less_failed = False

@@ -230,7 +230,7 @@ class Attempt:
     profile: str
     cycle: int = 0
     # Decision
-    result: str = "unschedulable"  # scheduled | unschedulable | error
+    result: str = "unschedulable"  # scheduled | unschedulable | error | waiting (held in Permit) | gated
     bound_to: str | None = None
     bound_by: str | None = None
     message: str = ""
@@ -263,6 +263,11 @@ class Attempt:
     reserve: dict[str, str] = field(default_factory=dict)
     permit: dict[str, str] = field(default_factory=dict)
     permit_timeout: dict[str, float] = field(default_factory=dict)
+    # Waiting in Permit: the node the pod is held on while it waits (result "waiting"), then how the wait ended
+    # (node, waitedSeconds, outcome allowed|rejected, plugin, message) and which plugin rejected it.
+    waiting_on: str | None = None
+    permit_wait: dict[str, Any] | None = None
+    rejected_by: str | None = None
     prebind: dict[str, str] = field(default_factory=dict)
     bind: dict[str, str] = field(default_factory=dict)
     # Scheduler extenders' calls: record name ("Extender(<urlPrefix>)") -> verb -> "success" | "error: ..." |

@@ -57,6 +57,7 @@ from app.scheduler.framework import (
 from app.scheduler.guard import PluginResultError, describe, guard, is_in_tree
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.record import SKIP
+from app.scheduler.waiting import MAX_PERMIT_TIMEOUT
 
 log = logging.getLogger("kss.scheduler")
 
@@ -219,6 +220,20 @@ class Framework:
             except Exception:  # metrics must never break scheduling
                 log.exception("plugin observer failed")
         return result
+
+    def events_by_plugin(self) -> dict[str, list[str]]:
+        """Each plugin's ``events_to_register()``, for the plugins that declare theirs (in-tree ones are in the
+        queue's table)."""
+        out: dict[str, list[str]] = {}
+        for name, pl in self.plugins_by_name.items():
+            try:
+                events = pl.events_to_register()
+            except Exception:
+                log.exception("events_to_register of plugin %r failed; it is woken by every event", name)
+                continue
+            if events is not None:
+                out[name] = [str(e) for e in events]
+        return out
 
     def plugin_names(self) -> dict[str, list[str]]:
         """Enabled plugin names per extension point, in order."""
@@ -752,26 +767,31 @@ class Framework:
             except Exception as exc:  # Unreserve cannot fail: the others still run
                 self.failure("Unreserve", pl, exc)
 
-    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        wait = 0.0
+    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, dict[str, float]]:
+        """``RunPermitPlugins``: a rejection or error ends the run; plugins answering Wait give their timeouts
+        (capped at 15 minutes), returned per plugin for the waiting pod."""
+        waits: dict[str, float] = {}
         for pl in self.permit:
             try:
                 if self.plugin_observer is not None:
                     st, timeout = self._observed("Permit", pl, pl.permit, state, pod, node_name)
                 else:
                     st, timeout = pl.permit(state, pod, node_name)
-                waits = st.is_wait()
+                waiting = st.is_wait()
             except Exception as exc:
                 st = self.failure("Permit", pl, exc)
-                return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), 0.0
-            if waits:
-                wait = max(wait, min(timeout, 15 * 60.0))
+                return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
+            if waiting:
+                waits[pl.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
                 continue
             if not st.is_success():
-                return st.with_plugin(pl.name), 0.0
-        if wait > 0:
-            return Status(Code.WAIT, "one or more plugins asked to wait"), wait
-        return success(), 0.0
+                if st.is_rejected():
+                    return st.with_plugin(pl.name), {}
+                return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
+        if waits:
+            msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
+            return Status(Code.WAIT, msg), waits
+        return success(), {}
 
     def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for pl in self.pre_bind:
