@@ -46,6 +46,7 @@ from app.scheduler.framework import (
 )
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.plugins import register
+from app.scheduler.waiting import WaitingPod
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -75,6 +76,7 @@ __all__ = [
     "ReservePlugin",
     "ScorePlugin",
     "Status",
+    "WaitingPod",
     "error",
     "register",
     "skip",

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cluster.errors import Invalid
+from app.config import gate_enabled
 from app.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
 from app.extender_http import extenders_for
 from app.results import annotations as result_annotations
@@ -48,6 +49,7 @@ from app.scheduler.framework import ClusterObjects, Handle, Status
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
 from app.scheduler.runtime import Framework
+from app.scheduler.waiting import WaitingPods
 
 log = logging.getLogger("kss.scheduler")
 
@@ -61,7 +63,9 @@ _OBJECT_EVENTS = {
     "PriorityClass": None,
     "PodDisruptionBudget": None,
 }
-WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS)
+# Kinds plugins read by name through ClusterObjects.get_object (the gang plugins): (add event, update event).
+_GANG_KINDS = {"PodGroup": ("PodGroup/Add", "PodGroup/Update"), "Workload": ("Workload/Add", "Workload/Update")}
+WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS, *_GANG_KINDS)
 
 
 # After scheduling, the loop calls ``on_idle`` once it has had nothing to do for this long (``kss serve`` then
@@ -125,6 +129,7 @@ class SchedulerService:
         on_plugin: PluginObserver | None = None,
         api_busy: Callable[[], bool] | None = None,
         on_idle: Callable[[], None] | None = None,
+        feature_gates: dict[str, bool] | None = None,
     ) -> None:
         self.store = store
         self.results = results
@@ -155,6 +160,11 @@ class SchedulerService:
         self._holds = 0  # while > 0 the loop keeps its cache current but starts no cycle
         self._holds_lock = threading.Lock()
         self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
+        self.feature_gates = dict(feature_gates or {})
+        # Pods held in Permit survive a configuration swap (the new scheduler takes the same map over); the host
+        # keeps what it needs to finish each one's attempt: uid -> (queued pod, its cycle).
+        self.waiting_pods = WaitingPods()
+        self._waiting: dict[str, tuple[q.QueuedPodInfo, int]] = {}
         self.config = config or parse_config(None)
         self.queue = self._new_queue()
         self.scheduler = self._build(self.config)
@@ -186,10 +196,14 @@ class SchedulerService:
         for profile in config.profiles:
             handle = Handle(self.cluster, self.actions)
             handle.nominated_pods = self.nominated
+            handle.activator = self._activate
+            handle.feature_gates = self.feature_gates
             handles.append(handle)
             frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=self.on_plugin)
         self.handles = handles
         self.frameworks = frameworks
+        for fwk in frameworks.values():
+            self.queue.register_plugin_events(fwk.events_by_plugin())
         return Scheduler(
             frameworks,
             self.cache.snapshot,
@@ -197,6 +211,8 @@ class SchedulerService:
             seed=self.seed,
             cache=self.cache,
             extenders=extenders_for(config.extenders),
+            clock=self.clock,
+            waiting_pods=self.waiting_pods,
         )
 
     def apply_config(self, config: SchedulerConfig) -> None:
@@ -331,7 +347,19 @@ class SchedulerService:
         if kind == "Pod":
             self._apply_pod(event_type, obj)
             return
+        if kind in _GANG_KINDS:
+            self._apply_gang_object(event_type, kind, obj)
+            return
         self._apply_object(event_type, kind, obj)
+
+    def _apply_gang_object(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        """A PodGroup or Workload: kept for the gang plugins, and its change wakes the pods they rejected."""
+        if event_type == "DELETED":
+            self.cluster.delete_object(kind, obj)
+            return
+        self.cluster.put_object(kind, obj)
+        add, update = _GANG_KINDS[kind]
+        self.queue.move_all_to_active_or_backoff(add if event_type == "ADDED" else update)
 
     def _apply_object(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -362,7 +390,13 @@ class SchedulerService:
     def _apply_pod(self, event_type: str, pod: dict[str, Any]) -> None:
         pi = PodInfo(pod)
         key = pi.key
+        if event_type == "DELETED" or _is_terminal(pod):
+            self.cluster.delete_pod(pod)
+        else:
+            self.cluster.put_pod(pod)
         if event_type == "DELETED":
+            if self.scheduler.reject_waiting_pod(pi.uid):
+                self._resolve_waiting()
             self.queue.delete(key)
             self._pending.pop(key, None)
             if self.cache.remove_pod(pi.uid) is not None:
@@ -390,6 +424,9 @@ class SchedulerService:
         if key not in self._pending:
             self._pending[key] = fingerprint
             self.queue.add(pi)
+            if gate_enabled(self.feature_gates, "GangScheduling"):
+                # As kube-scheduler with the gate: a new pending pod may complete a gang others wait for.
+                self.queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD)
         elif self._pending[key] != fingerprint:
             self._pending[key] = fingerprint
             self.queue.update(pi)
@@ -415,6 +452,9 @@ class SchedulerService:
             if now - last_unschedulable_flush >= 30.0:
                 self.queue.flush_unschedulable_left_over()
                 last_unschedulable_flush = now
+            deadline = self.scheduler.next_permit_deadline()
+            if deadline is not None and self.clock() >= deadline:
+                self._resolve_waiting()
             qpi = self.queue.pop(timeout=0) if not self._inbox else None
             if qpi is None:
                 self._settle(keep=0)
@@ -458,41 +498,81 @@ class SchedulerService:
         )
         queued_for = max(0.0, self.clock() - qpi.timestamp)
         with self.store.deferred() as pending:
-            self.actions.binding = None
             att = self.scheduler.schedule_one(pod, attempt_no, ScheduleOptions(record=True, tie_break="random"))
             att.queued_for = queued_for
-            binding, self.actions.binding = self.actions.binding, None
-            if att.result == "scheduled" and binding is not None:
-                self._bind(pod, att, binding, current)
-            if att.result == "scheduled":
-                self.queue.done(qpi.key)
-                self._pending.pop(qpi.key, None)
-                self.record_event(
-                    pod.pod, "Scheduled", f"Successfully assigned {pod.key} to {att.bound_to}", event_type="Normal"
-                )
+            if att.result == "waiting":
+                # Held in Permit: still in flight in the queue, its attempt finished when the wait ends.
+                self._waiting[pod.uid] = (qpi, cycle)
             else:
-                qpi.unschedulable_plugins = (
-                    {text.split(":", 1)[0] for text in att.filter_fail.values()}
-                    if att.result == "unschedulable"
-                    else set()
-                )
-                if (
-                    att.result == "unschedulable"
-                    and not qpi.unschedulable_plugins
-                    and att.prefilter_status != "success"
-                ):
-                    qpi.unschedulable_plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
-                self._mark_unschedulable(pod, att)
-                self.queue.add_unschedulable_if_not_present(qpi, cycle)
+                self._conclude(qpi, pod, att, current, cycle)
         self._in_flight.append(_InFlight(pending, qpi.key, pod.uid, att.result == "scheduled"))
         # The previous attempt's writes were made durable while this cycle ran; wait for them now.
         self._settle(keep=1)
+        if att.result != "waiting":
+            self._submit(pod, att)
+        if len(self.waiting_pods):
+            self._resolve_waiting()
+
+    def _conclude(self, qpi: q.QueuedPodInfo, pod: PodInfo, att: Attempt, current: dict[str, Any], cycle: int) -> None:
+        """Write an attempt's outcome: the binding and Scheduled event, or PodScheduled=False and back to the queue."""
+        binding = self.actions.bindings.pop(pod.uid, None)
+        if att.result == "scheduled" and binding is not None:
+            self._bind(pod, att, binding, current)
+        if att.result == "scheduled":
+            self.queue.done(qpi.key)
+            self._pending.pop(qpi.key, None)
+            self.record_event(
+                pod.pod, "Scheduled", f"Successfully assigned {pod.key} to {att.bound_to}", event_type="Normal"
+            )
+            return
+        if att.rejected_by:
+            qpi.unschedulable_plugins = {att.rejected_by}
+        elif att.result == "unschedulable":
+            qpi.unschedulable_plugins = {text.split(":", 1)[0] for text in att.filter_fail.values()}
+            if not qpi.unschedulable_plugins and att.prefilter_status != "success":
+                qpi.unschedulable_plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
+        else:
+            qpi.unschedulable_plugins = set()
+        self._mark_unschedulable(pod, att)
+        self.queue.add_unschedulable_if_not_present(qpi, cycle)
+
+    def _submit(self, pod: PodInfo, att: Attempt) -> None:
         if self.results is not None:
             self.results.submit(
-                att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, queued_seconds=queued_for
+                att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, queued_seconds=att.queued_for
             )
         if self.on_attempt is not None:
             self.on_attempt(att)
+
+    def _resolve_waiting(self) -> None:
+        """Finish the attempts of pods whose wait in Permit ended (allowed: bind; rejected or timed out: back to the
+        queue, the reservation released as a deleted assigned pod's)."""
+        settled = self.scheduler.resolve_waiting()
+        if not settled:
+            return
+        with self.store.deferred() as pending:
+            for done in settled:
+                att, pod = done.attempt, done.pod
+                entry = self._waiting.pop(pod.uid, None)
+                current = self.store.get("Pod", pod.namespace, pod.name)
+                if entry is None or current is None:
+                    self.actions.bindings.pop(pod.uid, None)
+                    continue  # the pod was deleted while it waited
+                qpi, cycle = entry
+                if att.result != "scheduled":
+                    self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+                self._conclude(qpi, pod, att, current, cycle)
+        self._in_flight.append(_InFlight(pending, "", "", False))
+        for done in settled:
+            self._submit(done.pod, done.attempt)
+
+    def _activate(self, pods: list[PodInfo]) -> None:
+        """``handle.Activate``: pending pods to activeQ (called from a plugin, on the scheduler thread)."""
+        self.queue.activate([p.key for p in pods])
+
+    def waiting(self) -> list[dict[str, Any]]:
+        """Pods held in Permit now (pod, node, pending plugins, waited and remaining seconds)."""
+        return self.scheduler.waiting()
 
     def _bind(self, pod: PodInfo, att: Attempt, binding: tuple[str, str, str], current: dict[str, Any]) -> None:
         """Write the binding with the result annotations; a refusal turns the attempt into a binding error."""

@@ -66,12 +66,13 @@ class StoreActions(PodActions):
 
     def __init__(self, service: SchedulerService) -> None:
         self.service = service
-        self.binding: tuple[str, str, str] | None = None  # (namespace, name, node) to bind after the cycle
+        # pod uid -> (namespace, name, node) to bind after the cycle (or after the pod's wait in Permit ends).
+        self.bindings: dict[str, tuple[str, str, str]] = {}
 
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         # The binding is written after the cycle, with the result annotations, in one change
         # (SchedulerService._bind); a refusal then is handled as a failed binding cycle.
-        self.binding = (pod.namespace, pod.name, node_name)
+        self.bindings[pod.uid] = (pod.namespace, pod.name, node_name)
         return Status()
 
     def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:

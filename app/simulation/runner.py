@@ -3,6 +3,9 @@
 The rules of a run: pending pods in file order, each placed before the next; ties broken by node
 name; every node evaluated unless the scenario is about sampling; the k-th bound pod starts at
 2025-01-12T13:46:40Z + k s; a pod that fits nowhere may preempt and is then retried once at once.
+A pod a Permit plugin holds is reported when its wait ends: allowed (bound, in the order it was allowed) or
+rejected; the run's clock stands still while pods are scheduled, so a wait that nothing ends times out after the
+last pod, the clock jumping to each deadline in turn.
 """
 
 from __future__ import annotations
@@ -55,6 +58,15 @@ def cluster_objects_from(scenario: dict[str, Any]) -> ClusterObjects:
     co.replica_sets = list(scenario.get("replicaSets") or [])
     co.stateful_sets = list(scenario.get("statefulSets") or [])
     co.replication_controllers = list(scenario.get("replicationControllers") or [])
+    for kind, field_name in (("PodGroup", "podGroups"), ("Workload", "workloads")):
+        for obj in scenario.get(field_name) or []:
+            co.put_object(kind, obj)
+    # The pod lister (the gang plugins' query) sees every pod of the run from the start: all are created before
+    # scheduling begins. Filled only for scenarios with groups, which are the only ones that read it.
+    if co.objects:
+        for pod in [*(scenario.get("pods") or []), *(scenario.get("pending") or [])]:
+            if _visible(pod):
+                co.put_pod(pod)
     return co
 
 
@@ -109,6 +121,16 @@ class OfflineActions(PodActions):
             h.add_nominated_pod(pod, node_name)
 
 
+class VirtualClock:
+    """The offline run's clock: it stands still while pods are scheduled and jumps to Permit deadlines."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class ScenarioRun:
     """Runs one scenario through the engine."""
 
@@ -119,7 +141,7 @@ class ScenarioRun:
         family = (scenario.get("meta") or {}).get("family")
         self.sampling = family == "sampling"
         self.config = config
-        cluster = cluster_objects_from(scenario)
+        cluster = self.cluster = cluster_objects_from(scenario)
         self.actions = OfflineActions()
         nominated: dict[str, list[PodInfo]] = {}
         self.frameworks = {}
@@ -133,11 +155,13 @@ class ScenarioRun:
         nodes = [_copy_object(n) for n in scenario.get("nodes") or []]
         bound = [PodInfo(_copy_object(p)) for p in scenario.get("pods") or [] if _visible(p)]
         snapshot = Snapshot.build(nodes, bound)
+        self.clock = VirtualClock()
         self.scheduler = Scheduler(
             self.frameworks,
             snapshot,
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             extenders=extenders_for(config.extenders),
+            clock=self.clock,
         )
         self.actions.scheduler = self.scheduler
         self.bound_count = 0
@@ -172,12 +196,24 @@ class ScenarioRun:
                 yield gated, None
                 continue
             att = self.scheduler.schedule_one(pod, 1, opts)
-            yield att, self._after(pod, att)
-            if att.result != "scheduled" and att.nominated_node:
+            if att.result != "waiting":
+                yield att, self._after(pod, att)
+            if att.result not in ("scheduled", "waiting") and att.nominated_node:
                 self._clear_lower_nominations(pod, att.nominated_node)
                 self.actions.set_nominated_node(pod, att.nominated_node)
                 att2 = self.scheduler.schedule_one(pod, 2, opts)
-                yield att2, self._after(pod, att2)
+                if att2.result != "waiting":
+                    yield att2, self._after(pod, att2)
+            yield from self._settled()
+        # Pods still held in Permit time out: the clock jumps to each next deadline.
+        while (deadline := self.scheduler.next_permit_deadline()) is not None:
+            self.clock.now = max(self.clock.now, deadline)
+            yield from self._settled()
+
+    def _settled(self) -> Iterator[tuple[Attempt, str | None]]:
+        """The attempts of pods whose wait in Permit ended, each reported as it is now final."""
+        for done in self.scheduler.resolve_waiting():
+            yield done.attempt, self._after(done.pod, done.attempt)
 
     def _pre_enqueue(self, pod: PodInfo) -> Attempt | None:
         """A pod that PreEnqueue rejects (scheduling gates) never enters a scheduling cycle."""
@@ -212,6 +248,8 @@ class ScenarioRun:
                 if existing.uid == pod.uid:
                     existing.pod.setdefault("status", {})["startTime"] = start
                     existing.pod["status"].pop("nominatedNodeName", None)
+                    if self.cluster.objects:
+                        self.cluster.put_pod(existing.pod)  # bound now, as the informer would tell
         for h in self.actions.handles:
             h.delete_nominated_pod(pod)
         return start
