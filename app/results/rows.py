@@ -85,6 +85,7 @@ _DETAIL_FIELDS = (
     ("reserve", "reserve"),
     ("permit", "permit"),
     ("permitTimeout", "permit_timeout"),
+    ("permitWait", "permit_wait"),
     ("prebind", "prebind"),
     ("bind", "bind"),
     ("selected", "selected"),

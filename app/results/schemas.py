@@ -68,6 +68,7 @@ class AttemptDetail(AttemptSummary):
     reserve: dict[str, str] | None
     permit: dict[str, str] | None
     permitTimeout: dict[str, float] | None
+    permitWait: dict[str, Any] | None = None
     prebind: dict[str, str] | None
     bind: dict[str, str] | None
     extenders: dict[str, dict[str, str]] = Field(

@@ -235,6 +235,7 @@ class ResultsService:
             "reserve": details.get("reserve"),
             "permit": details.get("permit"),
             "permitTimeout": details.get("permitTimeout"),
+            "permitWait": details.get("permitWait"),
             "prebind": details.get("prebind"),
             "bind": details.get("bind"),
             "extenders": details.get("extenders") or {},

@@ -49,6 +49,21 @@ class _PendingPods(Collector):
         yield family
 
 
+class _WaitingPods(Collector):
+    """``kss_permit_waiting_pods``: pods held in Permit now (kube-scheduler has no gauge for them)."""
+
+    def __init__(self, count: Callable[[], int]) -> None:
+        self._count = count
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "kss_permit_waiting_pods",
+            "Number of pods waiting in Permit, holding their reservation (a gang waiting for its quorum).",
+        )
+        family.add_metric([], self._count())
+        yield family
+
+
 class Metrics:
     """The application's metrics; ``observe_*`` are the hooks, :meth:`render` the ``/metrics`` body."""
 
@@ -74,6 +89,13 @@ class Metrics:
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
             buckets=_exponential(0.00001, 1.5, 20),
+            registry=r,
+        )
+        self.permit_wait_duration = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"],
+            buckets=_exponential(0.001, 2, 15),
             registry=r,
         )
         self.preemption_victims = Histogram(
@@ -103,10 +125,18 @@ class Metrics:
         """Report ``scheduler_pending_pods`` from ``counts()`` at every scrape."""
         self.registry.register(_PendingPods(counts))
 
+    def watch_waiting(self, count: Callable[[], int]) -> None:
+        """Report ``kss_permit_waiting_pods`` from ``count()`` at every scrape."""
+        self.registry.register(_WaitingPods(count))
+
     def observe_attempt(self, att: Attempt) -> None:
-        """``SchedulerService.on_attempt``: count and time one scheduling attempt."""
+        """``SchedulerService.on_attempt``: count and time one scheduling attempt (and its wait in Permit)."""
         self.schedule_attempts.labels(att.result, att.profile).inc()
         self.attempt_duration.labels(att.result, att.profile).observe(att.duration)
+        wait = att.permit_wait
+        if wait is not None:
+            result = "Success" if wait.get("outcome") == "allowed" else "Unschedulable"
+            self.permit_wait_duration.labels(result).observe(float(wait.get("waitedSeconds") or 0.0))
         if att.postfilter is not None and att.result != "scheduled":
             self.preemption_attempts.inc()
             if att.victims:
