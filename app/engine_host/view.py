@@ -12,7 +12,7 @@ from app.engine_host.service import SchedulerService
 from app.scheduler.config import ConfigError
 from app.scheduler.plugins import out_of_tree
 from app.scheduler.resources import Resource, calculate_pod_resource
-from app.web.ports import ConfigRejection, NodeAllocation, ProfilePlugins, ResourceAmounts
+from app.web.ports import ConfigRejection, NodeAllocation, ProfilePlugins, ResourceAmounts, WaitingPodRow
 
 Obj = dict[str, Any]
 
@@ -75,6 +75,15 @@ class EngineView:
     def out_of_tree_plugins(self) -> frozenset[str]:
         """Users' plugins: registered from their modules or offered by installed packages' entry points."""
         return frozenset(out_of_tree.known_plugins())
+
+    def waiting_pods(self) -> list[WaitingPodRow]:
+        """Pods waiting in Permit, oldest first (read from the scheduler thread's map: a copy, so a stable view)."""
+        return [
+            WaitingPodRow(
+                row["pod"], row["node"], tuple(row["pendingPlugins"]), row["waitingSeconds"], row["remainingSeconds"]
+            )
+            for row in self._service.waiting()
+        ]
 
     def apply_config(self, text: str) -> ConfigRejection | None:
         """Validate and apply a configuration; None when applied, else the field that is wrong (nothing changed)."""

@@ -150,6 +150,17 @@ class ConfigRejection:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class WaitingPodRow:
+    """A pod held in Permit now: where it is reserved, which plugins still hold it, for how long."""
+
+    pod: str  # namespace/name
+    node: str
+    pending_plugins: tuple[str, ...]
+    waiting_seconds: float
+    remaining_seconds: float  # until the earliest pending plugin's timeout
+
+
 class SchedulerView(Protocol):
     """The scheduler as the pages read it (``app.engine_host.view.EngineView``): plain data, never its internals."""
 
@@ -173,6 +184,10 @@ class SchedulerView(Protocol):
 
     def out_of_tree_plugins(self) -> frozenset[str]:
         """Names of the plugins that are users' own, not kube-scheduler's in-tree ones (marked on the pages)."""
+        ...
+
+    def waiting_pods(self) -> list[WaitingPodRow]:
+        """Pods waiting in Permit (a gang short of its quorum), oldest first."""
         ...
 
 
