@@ -559,9 +559,11 @@ class SchedulerService:
                     self.actions.bindings.pop(pod.uid, None)
                     continue  # the pod was deleted while it waited
                 qpi, cycle = entry
-                if att.result != "scheduled":
-                    self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
                 self._conclude(qpi, pod, att, current, cycle)
+                if att.result != "scheduled":
+                    # The released reservation is an assigned pod's deletion to the others; after the pod is back
+                    # in the queue, so the event does not send it to backoffQ itself (handleBindingCycleError).
+                    self.queue.move_all_to_active_or_backoff(q.POD_DELETE, skip=frozenset({pod.key}))
         self._in_flight.append(_InFlight(pending, "", "", False))
         for done in settled:
             self._submit(done.pod, done.attempt)

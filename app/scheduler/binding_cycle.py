@@ -187,6 +187,8 @@ class BindingCycle:
         binding cycle gives (``0/1 nodes are available: 1 <reason>.``). Repeats until no outcome is left.
         """
         settled: list[Settled] = []
+        if not self.waiting_pods:
+            return settled
         while True:
             now = self.clock()
             done = self.waiting_pods.settled(now)

@@ -284,11 +284,13 @@ class SchedulingQueue:
         else:
             self._push_active(q)
 
-    def move_all_to_active_or_backoff(self, event: str) -> int:
-        """A cluster event: unschedulable pods whose rejecting plugins care move on."""
+    def move_all_to_active_or_backoff(self, event: str, skip: frozenset[str] = frozenset()) -> int:
+        """A cluster event: unschedulable pods whose rejecting plugins care move on (but the pods in ``skip``)."""
         with self._lock:
             moved = 0
             for q in list(self.unschedulable.values()):
+                if skip and q.key in skip:
+                    continue
                 if q.gated:
                     # A gated pod is checked again when its gating plugin registered the event (GangScheduling
                     # waits for its gang's pods and Workload); SchedulingGates only on the pod's own update.

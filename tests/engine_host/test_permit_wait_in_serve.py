@@ -1,0 +1,166 @@
+"""Waiting in Permit inside ``kss serve``: held pods keep their node reserved and are not bound until their quorum
+is reached; a wait that times out leaves every pod pending with kube-scheduler's message, the nodes free again."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.config import Settings
+from app.main import create_app
+from app.scheduler.framework import Code, CycleState, PermitPlugin, ReservePlugin, Status
+from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.plugins import register
+from app.scheduler.waiting import WaitingPod
+from tests.cluster.factories import node, pod
+
+URL = "/simulator/v1/schedulerconfiguration"
+
+
+@register
+class KssTestQuorum(PermitPlugin, ReservePlugin):
+    """Holds pods labelled ``team`` until ``quorum`` of one team are reserved, then lets them all go; Unreserve
+    rejects the team's waiting pods (as Coscheduling does)."""
+
+    name = "KssTestQuorum"
+
+    def events_to_register(self) -> list[str]:
+        return ["Pod/Add"]
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return Status()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        team = pod.labels.get("team")
+        self.handle.iterate_over_waiting_pods(
+            lambda wp: wp.reject(self.name, "team member left") if wp.get_pod().labels.get("team") == team else None
+        )
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        team = pod.labels.get("team")
+        if team is None:
+            return Status(), 0
+        mates: list[WaitingPod] = []
+        self.handle.iterate_over_waiting_pods(
+            lambda wp: mates.append(wp) if wp.get_pod().labels.get("team") == team else None
+        )
+        if len(mates) + 1 >= int(self.args.get("quorum", 3)):
+            for wp in mates:
+                wp.allow(self.name)
+            return Status(), 0
+        return Status(Code.WAIT), float(self.args.get("timeout", 30))
+
+
+def _config(quorum: int, timeout: float) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {"multiPoint": {"enabled": [{"name": "KssTestQuorum"}]}},
+                "pluginConfig": [{"name": "KssTestQuorum", "args": {"quorum": quorum, "timeout": timeout}}],
+            }
+        ],
+    }
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
+    application = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=3))
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+def _member(name: str, team: str | None = "red") -> dict[str, Any]:
+    body = pod(name, cpu="600m")
+    if team:
+        body["metadata"]["labels"] = {"team": team}
+    return body
+
+
+async def _node_of(client: httpx.AsyncClient, name: str) -> str | None:
+    got = (await client.get(f"/api/v1/namespaces/default/pods/{name}")).json()
+    value: str | None = got["spec"].get("nodeName")
+    return value
+
+
+async def _settle(app: FastAPI) -> None:
+    assert await asyncio.to_thread(app.state.scheduler.wait_idle, 20.0)
+
+
+async def test_a_team_waits_with_its_nodes_reserved_then_binds_together(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    for i in range(3):
+        await client.post("/api/v1/nodes", json=node(f"n{i}", cpu="1"))
+    assert (await client.put(URL, json=_config(quorum=3, timeout=60))).status_code == 200
+    for name in ("a", "b"):
+        assert (await client.post("/api/v1/namespaces/default/pods", json=_member(name))).status_code == 201
+    await _settle(app)
+    assert [await _node_of(client, n) for n in ("a", "b")] == [None, None]
+    waiting = app.state.scheduler.waiting()
+    assert sorted(row["pod"] for row in waiting) == ["default/a", "default/b"]
+    assert all(row["pendingPlugins"] == ["KssTestQuorum"] for row in waiting)
+    # Their nodes are reserved: a 600m pod of no team fits only on the third node.
+    assert (await client.post("/api/v1/namespaces/default/pods", json=_member("loner", team=None))).status_code == 201
+    await _settle(app)
+    held = {row["node"] for row in waiting}
+    loner_node = await _node_of(client, "loner")
+    assert loner_node is not None and loner_node not in held
+    metrics = (await client.get("/metrics")).text
+    assert "kss_permit_waiting_pods 2.0" in metrics
+
+    # With the loner gone, the third member takes the free node and the quorum is reached.
+    await client.delete("/api/v1/namespaces/default/pods/loner")
+    await _settle(app)
+    assert (await client.post("/api/v1/namespaces/default/pods", json=_member("c"))).status_code == 201
+    await _settle(app)
+    nodes = [await _node_of(client, n) for n in ("a", "b", "c")]
+    assert None not in nodes and len(set(nodes)) == 3
+    assert app.state.scheduler.waiting() == []
+    app.state.results.flush()
+    attempts = (await client.get("/simulator/v1/namespaces/default/pods/a/results")).json()["attempts"]
+    assert attempts[0]["result"] == "scheduled"
+    detail = (await client.get("/simulator/v1/namespaces/default/pods/a/results/1")).json()
+    assert detail["permit"] == {"KssTestQuorum": "wait"}
+    assert detail["permitWait"]["outcome"] == "allowed" and detail["permitWait"]["node"] == nodes[0]
+    metrics = (await client.get("/metrics")).text
+    assert 'scheduler_permit_wait_duration_seconds_count{result="Success"} 2.0' in metrics
+
+
+async def test_a_wait_that_times_out_leaves_the_team_pending_and_the_nodes_free(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    for i in range(2):
+        await client.post("/api/v1/nodes", json=node(f"n{i}", cpu="1"))
+    assert (await client.put(URL, json=_config(quorum=3, timeout=1))).status_code == 200
+    for name in ("a", "b"):
+        await client.post("/api/v1/namespaces/default/pods", json=_member(name))
+    await _settle(app)
+    assert len(app.state.scheduler.waiting()) == 2
+    deadline = time.monotonic() + 10
+    while app.state.scheduler.waiting() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert app.state.scheduler.waiting() == []
+    await _settle(app)
+    app.state.results.flush()
+    for name in ("a", "b"):
+        got = (await client.get(f"/api/v1/namespaces/default/pods/{name}")).json()
+        assert got["spec"].get("nodeName") is None
+        condition = next(c for c in got["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert condition["reason"] == "Unschedulable"
+        assert condition["message"] in (
+            "0/1 nodes are available: 1 rejected due to timeout after waiting 1s at plugin KssTestQuorum.",
+            "0/1 nodes are available: 1 team member left.",
+        )
+    # The reservations are gone: a plain pod fits on either node.
+    assert app.state.scheduler.cache.snapshot.get("n0").requested.milli_cpu == 0
+    assert app.state.scheduler.cache.snapshot.get("n1").requested.milli_cpu == 0
