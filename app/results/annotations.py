@@ -30,6 +30,7 @@ PERMIT_TIMEOUT = PREFIX + "permit-result-timeout"
 PREBIND_RESULT = PREFIX + "prebind-result"
 BIND_RESULT = PREFIX + "bind-result"
 SELECTED_NODE = PREFIX + "selected-node"
+EXTENDER_RESULTS = {verb: PREFIX + f"extender-{verb}-result" for verb in ("filter", "prioritize", "preempt", "bind")}
 RESULT_HISTORY = PREFIX + "result-history"
 
 PER_NODE_KEYS = (FILTER_RESULT, POSTFILTER_RESULT, SCORE_RESULT, FINALSCORE_RESULT)
@@ -153,6 +154,9 @@ def attempt_annotations(att: Attempt, *, per_node: bool = True) -> dict[str, str
         BIND_RESULT: _dump(att.bind),
         SELECTED_NODE: att.bound_to or "",
     }
+    if att.extender_results:  # only when extenders took part, all four as kube-scheduler-simulator writes them
+        for verb, key in EXTENDER_RESULTS.items():
+            out[key] = _dump(att.extender_results.get(verb, {}))
     if per_node:
         fast = _per_node_json(att)
         if fast is None:

@@ -146,6 +146,7 @@ class BindingCycle:
             try:
                 ext.bind(pod, node_name)
             except ExtenderError as exc:
+                att.extender_results.setdefault("bind", {})[ext.name] = {"Error": str(exc)}
                 if ext.is_ignorable():
                     att.extenders.setdefault(key, {})["bind"] = f"ignored error: {exc}"
                     continue
@@ -153,6 +154,7 @@ class BindingCycle:
                 att.extenders.setdefault(key, {})["bind"] = f"error: {exc}"
                 return True, Status(Code.ERROR, str(exc), plugin=key)
             att.extenders.setdefault(key, {})["bind"] = "success"
+            att.extender_results.setdefault("bind", {})[ext.name] = {"Error": ""}
             actions = fwk.handle.actions
             st = actions.bind(pod, node_name) if actions is not None else Status()
             att.bind[key] = status_text(st)

@@ -22,6 +22,7 @@ from app.scheduler.extender import (
     EXTENDER_NAME,
     MAX_EXTENDER_PRIORITY,
     MAX_NODE_SCORE,
+    PREEMPT_ANSWERS_STATE_KEY,
     PREEMPT_CALLS_STATE_KEY,
     Extender,
     ExtenderError,
@@ -355,14 +356,22 @@ class Scheduler(BatchCycle, BindingCycle):
             try:
                 res = ext.filter(pod, feasible)
             except ExtenderError as exc:
+                if ext.is_filter():
+                    att.extender_results.setdefault("filter", {})[ext.name] = {"Error": str(exc)}
                 if ext.is_ignorable():
                     att.extenders.setdefault(key, {})["filter"] = f"ignored error: {exc}"
                     continue
                 att.extenders.setdefault(key, {})["filter"] = f"error: {exc}"
                 return [], Status(Code.ERROR, str(exc), plugin=key)
+            unresolvable = res.failed_and_unresolvable
             if ext.is_filter():
                 att.extenders.setdefault(key, {})["filter"] = "success"
-            unresolvable = res.failed_and_unresolvable
+                att.extender_results.setdefault("filter", {})[ext.name] = {
+                    "NodeNames": [ni.name for ni in res.nodes],
+                    "FailedNodes": dict(res.failed),
+                    "FailedAndUnresolvableNodes": dict(unresolvable),
+                    "Error": "",
+                }
             for name, msg in unresolvable.items():
                 diagnosis.node_to_status.set(name, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=key))
             for name, msg in res.failed.items():
@@ -514,6 +523,9 @@ class Scheduler(BatchCycle, BindingCycle):
                 att.extenders.setdefault(key, {})["prioritize"] = f"ignored error: {exc}"
                 continue
             att.extenders.setdefault(key, {})["prioritize"] = "success"
+            att.extender_results.setdefault("prioritize", {})[ext.name] = [
+                {"Host": host, "Score": score} for host, score in scores
+            ]
             weight = ext.weight
             raw: dict[str, int] = {}
             for host, score in scores:
@@ -544,6 +556,9 @@ class Scheduler(BatchCycle, BindingCycle):
             att.postfilter = _postfilter_record(result, st)
             for key, outcome in (state.get(PREEMPT_CALLS_STATE_KEY) or {}).items():
                 att.extenders.setdefault(key, {})["preempt"] = outcome
+            answers = state.get(PREEMPT_ANSWERS_STATE_KEY)
+            if answers:
+                att.extender_results["preempt"] = dict(answers)
             if result is not None and result.nominated_node_name:
                 att.nominated_node = result.nominated_node_name
                 att.victims = list(result.victims)

@@ -31,6 +31,8 @@ DEFAULT_EXTENDER_TIMEOUT_SECONDS = 5.0
 EXTENDER_NAME = "Extender"
 # The CycleState key under which preemption leaves its preempt calls (record name -> outcome) for the attempt record.
 PREEMPT_CALLS_STATE_KEY = "kss/extenders/preempt"
+# ... and each extender's answer (urlPrefix -> {"NodeNameToMetaVictims": ...}) for the extender-preempt-result.
+PREEMPT_ANSWERS_STATE_KEY = "kss/extenders/preempt-answers"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from app.scheduler.extender import PREEMPT_CALLS_STATE_KEY, ExtenderError, Victims
+from app.scheduler.extender import PREEMPT_ANSWERS_STATE_KEY, PREEMPT_CALLS_STATE_KEY, ExtenderError, Victims
 from app.scheduler.framework import (
     Code,
     CycleState,
@@ -283,6 +283,7 @@ class Evaluator:
             return candidates, success()
         victims_map = {c.name: Victims(list(c.victims), c.num_pdb_violations) for c in candidates}
         calls: dict[str, str] = {}
+        answers: dict[str, Any] = {}
         called = False
         try:
             for ext in extenders:
@@ -306,6 +307,7 @@ class Evaluator:
                     calls[ext.record_name] = f"error: {msg}"
                     return [], error(msg)
                 calls[ext.record_name] = "success"
+                answers[ext.name] = {"NodeNameToMetaVictims": _meta_victims(returned)}
                 called = True
                 victims_map = returned
                 if not victims_map:
@@ -313,6 +315,7 @@ class Evaluator:
         finally:
             if calls:
                 state.write(PREEMPT_CALLS_STATE_KEY, calls)
+                state.write(PREEMPT_ANSWERS_STATE_KEY, answers)
         if not called:
             return candidates, success()
         return [Candidate(name, v.pods, v.num_pdb_violations) for name, v in victims_map.items()], success()
@@ -347,3 +350,11 @@ class Evaluator:
     def lower_priority_nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
         """``getLowerPriorityNominatedPods``: pods nominated to ``node_name`` with lower priority."""
         return [p for p in self.handle.nominated_pods_for_node(node_name) if p.priority < pod.priority]
+
+
+def _meta_victims(victims: dict[str, Victims]) -> dict[str, Any]:
+    """An extender's accepted victims as ``MetaVictims`` (UIDs), how kube-scheduler-simulator shows its answer."""
+    return {
+        name: {"Pods": [{"UID": p.uid} for p in v.pods], "NumPDBViolations": v.num_pdb_violations}
+        for name, v in victims.items()
+    }

@@ -273,6 +273,9 @@ class Attempt:
     # Scheduler extenders' calls: record name ("Extender(<urlPrefix>)") -> verb -> "success" | "error: ..." |
     # "ignored error: ..." (their verdicts and scores are in the filter/score records beside the plugins').
     extenders: dict[str, dict[str, str]] = field(default_factory=dict)
+    # What each extender answered, per verb (filter, prioritize, preempt, bind) and urlPrefix, as
+    # kube-scheduler-simulator's extender-*-result annotations show it.
+    extender_results: dict[str, dict[str, Any]] = field(default_factory=dict)
     started_at: float = 0.0
     duration: float = 0.0
     queued_for: float = 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
@@ -70,6 +71,15 @@ async def test_filter_prioritize_and_bind_extenders_take_part_in_serve(
     assert rows["n1"]["filter"][key] == "n1 is reserved" and rows["n1"]["stoppedAt"] == key
     assert rows["n3"]["finalScore"][key] == 7 * 5 * 10 and rows["n2"]["finalScore"][key] == 1 * 5 * 10
     assert rows["n3"]["total"] - rows["n2"]["total"] >= 300
+    # kube-scheduler-simulator's extender-*-result annotations: each extender's answer, per verb, by urlPrefix.
+    notes = bound["metadata"]["annotations"]
+    prefix = "kube-scheduler-simulator.sigs.k8s.io/extender-"
+    filtered = json.loads(notes[prefix + "filter-result"])[ext.url]
+    assert sorted(filtered["NodeNames"]) == ["n2", "n3"] and filtered["FailedNodes"] == {"n1": "n1 is reserved"}
+    prioritized = {e["Host"]: e["Score"] for e in json.loads(notes[prefix + "prioritize-result"])[ext.url]}
+    assert prioritized == {"n2": 1, "n3": 7}
+    assert json.loads(notes[prefix + "bind-result"]) == {ext.url: {"Error": ""}}
+    assert json.loads(notes[prefix + "preempt-result"]) == {}
 
 
 async def test_an_invalid_extender_is_refused_with_the_field(sclient: httpx.AsyncClient) -> None:

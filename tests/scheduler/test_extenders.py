@@ -455,6 +455,10 @@ def test_a_preempt_extender_may_drop_a_victim() -> None:
         s = preempting_scheduler([{"urlPrefix": ext.url, "preemptVerb": "preempt", "nodeCacheCapable": True}], actions)
         att = s.schedule_one(preemptor(), 1, OPTS)
     assert att.nominated_node == "n1" and att.victims == ["default/c1"] and actions.deleted == ["default/c1"]
+    # The answer as kube-scheduler-simulator's extender-preempt-result shows it (UIDs per node).
+    assert att.extender_results["preempt"] == {
+        ext.url: {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "uid-default-c1"}], "NumPDBViolations": 0}}}
+    }
 
 
 def test_the_answer_is_read_as_go_reads_it_case_insensitively() -> None:
