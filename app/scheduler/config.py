@@ -2,11 +2,15 @@
 
 Defaults equal kube-scheduler v1.35's: the multiPoint plugin list and weights below, plugin args
 defaulted by each plugin class, percentageOfNodesToScore 0 (adaptive), backoff 1 s to 10 s.
+
+Feature gates reach this module as a plain ``{name: enabled}`` dict (the host's ``--feature-gates``); they change
+the defaults as upstream's ``getDefaultPlugins`` does (GangScheduling joins multiPoint), not which plugins exist.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +66,16 @@ DEFAULT_MULTI_POINT: list[dict[str, Any]] = [
     {"name": "DefaultBinder"},
 ]
 
+
+def default_multi_point(feature_gates: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
+    """``getDefaultPlugins``' multiPoint under ``feature_gates``: with GangScheduling on, GangScheduling is appended
+    (``applyGangScheduling``). Gates not given take their v1.35 default: off, both being alpha."""
+    plugins = copy.deepcopy(DEFAULT_MULTI_POINT)
+    if (feature_gates or {}).get("GangScheduling", False):
+        plugins.append({"name": "GangScheduling"})
+    return plugins
+
+
 # Extension points in config order, with the interface a plugin needs to take part.
 EXTENSION_POINTS: list[tuple[str, type[Plugin]]] = [
     ("preEnqueue", PreEnqueuePlugin),
@@ -109,6 +123,8 @@ class SchedulerConfig:
     parallelism: int = 16
     raw: dict[str, Any] = field(default_factory=dict)
     extenders: list[ExtenderConfig] = field(default_factory=list)
+    # The feature gates the configuration was defaulted under (parse it again with these to get the same plugins).
+    feature_gates: dict[str, bool] = field(default_factory=dict)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:
@@ -142,9 +158,12 @@ def _merge_plugin_set(
     return {"enabled": enabled, "disabled": disabled}
 
 
-def merge_plugins(custom: dict[str, Any] | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def merge_plugins(
+    custom: dict[str, Any] | None, feature_gates: Mapping[str, bool] | None = None
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """A profile's plugins: the defaults under ``feature_gates`` merged with ``custom`` (``mergePlugins``)."""
     defaults: dict[str, dict[str, list[dict[str, Any]]]] = {p: {"enabled": [], "disabled": []} for p in ALL_POINTS}
-    defaults["multiPoint"]["enabled"] = copy.deepcopy(DEFAULT_MULTI_POINT)
+    defaults["multiPoint"]["enabled"] = default_multi_point(feature_gates)
     if custom is None:
         return defaults
     return {p: _merge_plugin_set(defaults[p], custom.get(p) or {}) for p in ALL_POINTS}
@@ -160,8 +179,13 @@ def _check_int(value: Any, path: str, lo: int | None = None, hi: int | None = No
     return value
 
 
-def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
-    """Parse, default and validate a configuration (YAML text or a dict); ``None`` gives the defaults."""
+def parse_config(
+    source: str | dict[str, Any] | None, feature_gates: Mapping[str, bool] | None = None
+) -> SchedulerConfig:
+    """Parse, default and validate a configuration (YAML text or a dict); ``None`` gives the defaults.
+
+    ``feature_gates`` (name -> enabled, as the host was started with) decide the default plugins.
+    """
     if source is None:
         raw: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
     elif isinstance(source, str):
@@ -235,7 +259,7 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
                         _check_plugin(p["name"], known, f"{path}.name")
                     if "weight" in p and p["weight"] is not None:
                         _check_int(p["weight"], f"{path}.weight", 0)
-        plugins = merge_plugins(custom)
+        plugins = merge_plugins(custom, feature_gates)
         plugin_config: dict[str, dict[str, Any]] = {}
         for j, pc in enumerate(rp.get("pluginConfig") or []):
             path = f"{base}.pluginConfig[{j}]"
@@ -268,6 +292,7 @@ def parse_config(source: str | dict[str, Any] | None) -> SchedulerConfig:
         parallelism=parallelism,
         raw=raw,
         extenders=extenders,
+        feature_gates=dict(feature_gates or {}),
     )
 
 

@@ -44,6 +44,9 @@ REGISTRY: dict[str, str] = {
     "DynamicResources": "dynamic_resources:DynamicResources",
     "DefaultPreemption": "default_preemption:DefaultPreemption",
     "DefaultBinder": "default_binder:DefaultBinder",
+    # Registered whatever the feature gates say, as upstream's NewInTreeRegistry does; the GangScheduling gate
+    # only adds it to the default plugins (config.default_multi_point).
+    "GangScheduling": "gang_scheduling:GangScheduling",
 }
 
 
