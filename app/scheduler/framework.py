@@ -253,6 +253,11 @@ class QueuedPodInfoLike(Protocol):
     @property
     def timestamp(self) -> float: ...
 
+    @property
+    def initial_attempt_timestamp(self) -> float | None:
+        """When the pod first entered activeQ (scheduler clock); None before it has."""
+        ...
+
 
 class PreEnqueuePlugin(Plugin, ABC):
     @abstractmethod

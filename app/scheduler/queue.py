@@ -175,6 +175,8 @@ class SchedulingQueue:
         self._push_active(q)
 
     def _push_active(self, q: QueuedPodInfo) -> None:
+        if q.initial_attempt_timestamp is None:  # upstream sets it when the pod first enters activeQ
+            q.initial_attempt_timestamp = self.clock()
         self._active_items[q.key] = q
         heapq.heappush(self._active, (_SortKey(q, self._less), next(self._seq), q.key))
         self._lock.notify_all()
