@@ -100,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine,
             watch_window=settings.watch_window,
             auto_create_namespaces=settings.auto_create_namespaces,
+            feature_gates=settings.feature_gates,
         )
         log.info("cluster store loaded at resourceVersion %s", app.state.store.resource_version)
         factory = make_session_factory(engine)

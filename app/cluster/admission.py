@@ -12,12 +12,22 @@ import orjson
 
 from app.cluster import defaults
 from app.cluster.errors import BadRequest, Forbidden
-from app.cluster.kinds import KindInfo
+from app.cluster.kinds import Gates, KindInfo
 from app.cluster.stored import Obj, StoredObject
 from app.cluster.validation import check_decodable
+from app.config import gate_enabled
 
 _KINDS_WITH_SPEC = frozenset(
-    {"Namespace", "Node", "Pod", "PersistentVolume", "PersistentVolumeClaim", "CSINode", "PodDisruptionBudget"}
+    {
+        "Namespace",
+        "Node",
+        "Pod",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "CSINode",
+        "PodDisruptionBudget",
+        "Workload",
+    }
 )
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
@@ -48,11 +58,12 @@ def decode(info: KindInfo, obj: Any) -> Obj:
     body.pop("kind", None)
     # Field order as kube-apiserver prints it: apiVersion, kind, metadata first.
     body = {"apiVersion": info.api_version, "kind": info.kind, "metadata": body.pop("metadata", {}), **body}
-    check_decodable(info.kind, body)
-    # Go renders non-pointer structs even when empty, so these keys are always present in kube's JSON.
+    check_decodable(info.kind, body, version=info.version, custom=info.custom)
+    # Go renders non-pointer structs even when empty, so these keys are always present in kube's JSON (not in a
+    # custom resource's: it is kept as sent).
     if info.kind in _KINDS_WITH_SPEC:
         body.setdefault("spec", {})
-    if info.has_status:
+    if info.has_status and not info.custom:
         body.setdefault("status", {})
     defaulter = defaults.DEFAULTERS.get(info.kind)
     if defaulter is not None:
@@ -80,6 +91,9 @@ def prepare_create(
         body["status"] = {"phase": "Available"}
     elif info.kind == "Namespace":
         body["status"] = {"phase": "Active"}
+    elif info.custom and "status" in info.subresources:
+        # A custom resource with a status subresource ignores the status sent on create.
+        body.pop("status", None)
     elif info.kind == "Node":
         status = body.setdefault("status", {})
         if not status.get("conditions"):
@@ -104,6 +118,19 @@ def prepare_create(
                     f"PriorityClass {pc.name} is already marked as default. Only one default can exist",
                     group="scheduling.k8s.io",
                 )
+
+
+def drop_disabled_fields(info: KindInfo, body: Obj, old: Obj | None, gates: Gates) -> None:
+    """kube-apiserver's dropDisabledFields, in place: a pod's ``spec.workloadRef`` is kept only while the
+    GenericWorkload gate is on, or when the pod being updated already has one."""
+    if info.kind != "Pod" or gate_enabled(dict(gates), "GenericWorkload"):
+        return
+    spec = body.get("spec")
+    if not isinstance(spec, dict) or "workloadRef" not in spec:
+        return
+    if old is not None and (old.get("spec") or {}).get("workloadRef") is not None:
+        return
+    del spec["workloadRef"]
 
 
 def protected(info: KindInfo, entry: StoredObject) -> bool:

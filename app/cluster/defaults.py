@@ -104,6 +104,11 @@ def default_pod(pod: dict[str, Any]) -> None:
         requests = _dict(pod_resources, "requests")
         for name, quantity in pod_resources["limits"].items():
             requests.setdefault(name, quantity)
+    ref = spec.get("workloadRef")
+    if isinstance(ref, dict):
+        # WorkloadReference's name and podGroup have no omitempty: Go always renders them.
+        ref.setdefault("name", "")
+        ref.setdefault("podGroup", "")
 
 
 def prepare_pod_create(pod: dict[str, Any], priority_classes: list[dict[str, Any]]) -> None:
@@ -318,6 +323,33 @@ def prepare_pdb_create(pdb: dict[str, Any]) -> None:
     pdb["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
 
 
+def default_pod_group(pg: dict[str, Any]) -> None:
+    """A custom resource's decoding: ``null`` values of fields the schema does not make nullable are pruned."""
+    for part in ("spec", "status"):
+        if part in pg and pg[part] is None:
+            del pg[part]
+        section = pg.get(part)
+        if isinstance(section, dict):
+            for key in [k for k, v in section.items() if v is None]:
+                del section[key]
+
+
+def default_workload(workload: dict[str, Any]) -> None:
+    """What the typed decoder renders for a v1alpha1 Workload: fields without omitempty are always there."""
+    spec = _dict(workload, "spec")
+    ref = spec.get("controllerRef")
+    if isinstance(ref, dict):
+        ref.setdefault("kind", "")
+        ref.setdefault("name", "")
+    for group in spec.get("podGroups") or []:
+        if isinstance(group, dict):
+            group.setdefault("name", "")
+            policy = _dict(group, "policy")
+            gang = policy.get("gang")
+            if isinstance(gang, dict):
+                gang.setdefault("minCount", 0)
+
+
 # Defaulting that decoding applies to every create and update body.
 DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "Pod": default_pod,
@@ -327,4 +359,6 @@ DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "PersistentVolumeClaim": default_persistent_volume_claim,
     "StorageClass": default_storage_class,
     "PriorityClass": default_priority_class,
+    "PodGroup": default_pod_group,
+    "Workload": default_workload,
 }

@@ -10,10 +10,19 @@ from fastapi.responses import Response
 
 from app.cluster import openapi
 from app.cluster.errors import UnknownResource
-from app.cluster.kinds import GROUP_VERSIONS, VERBS, kinds_in
+from app.cluster.kinds import VERBS, Gates, group_versions, kinds_in
 from app.cluster.responses import JSON, authorize, json_response, raw_response
+from app.config import Settings
+from app.state import state_accessor
 
 router = APIRouter()
+_settings = state_accessor("settings", Settings)
+
+
+def _gates(request: Request) -> Gates:
+    """The feature gates the server runs with (what it serves depends on them)."""
+    return _settings(request).feature_gates
+
 
 SERVER_VERSION = {
     "major": "1",
@@ -30,9 +39,9 @@ SERVER_VERSION = {
 STATUS_SUBRESOURCES = {"status"}
 
 
-def _resource_list(group: str, version: str) -> dict[str, Any]:
+def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
-    for info in kinds_in(group, version):
+    for info in kinds_in(group, version, gates):
         entry: dict[str, Any] = {
             "name": info.plural,
             "singularName": info.singular,
@@ -78,8 +87,8 @@ def _resource_list(group: str, version: str) -> dict[str, Any]:
     }
 
 
-def _group(name: str) -> dict[str, Any]:
-    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in GROUP_VERSIONS[name]]
+def _group(name: str, gates: Gates) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in group_versions(gates)[name]]
     return {"name": name, "versions": versions, "preferredVersion": versions[0]}
 
 
@@ -101,7 +110,7 @@ async def healthz() -> Response:
 async def openapi_root(request: Request) -> Response:
     """``/openapi/v3``: the index of per-group-version documents."""
     authorize(request)
-    return raw_response(openapi.root_document())
+    return raw_response(openapi.root_document(openapi.gates_key(_gates(request))))
 
 
 @router.get("/openapi/v2")
@@ -118,7 +127,7 @@ async def openapi_v2(request: Request) -> Response:
 async def openapi_group_version(request: Request, path: str) -> Response:
     """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``)."""
     authorize(request)
-    doc = openapi.lookup(path)
+    doc = openapi.lookup(path, _gates(request))
     if doc is None:
         raise UnknownResource()
     return raw_response(doc)
@@ -142,7 +151,8 @@ async def api_versions(request: Request) -> Response:
 async def api_groups(request: Request) -> Response:
     """``/apis``: every named group served."""
     authorize(request)
-    groups = [_group(g) for g in GROUP_VERSIONS if g]
+    gates = _gates(request)
+    groups = [_group(g, gates) for g in group_versions(gates) if g]
     return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
 
@@ -150,22 +160,24 @@ async def api_groups(request: Request) -> Response:
 async def api_group(request: Request, group: str) -> Response:
     """``/apis/{group}``: one group's versions."""
     authorize(request)
-    if group not in GROUP_VERSIONS or not group:
+    gates = _gates(request)
+    if group not in group_versions(gates) or not group:
         raise UnknownResource()
-    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group)})
+    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, gates)})
 
 
 @router.get("/api/v1")
 async def core_resources(request: Request) -> Response:
     """``/api/v1``: the core resources."""
     authorize(request)
-    return json_response(_resource_list("", "v1"))
+    return json_response(_resource_list("", "v1", _gates(request)))
 
 
 @router.get("/apis/{group}/{version}")
 async def group_resources(request: Request, group: str, version: str) -> Response:
     """``/apis/{group}/{version}``: one group version's resources."""
     authorize(request)
-    if version not in GROUP_VERSIONS.get(group, []) or not group:
+    gates = _gates(request)
+    if version not in group_versions(gates).get(group, []) or not group:
         raise UnknownResource()
-    return json_response(_resource_list(group, version))
+    return json_response(_resource_list(group, version, gates))

@@ -7,7 +7,9 @@ request fails with ``strict decoding error: unknown field "spec.nodeSelecter"``;
 
 The field tree comes from the official ``kubernetes`` client's models (the API types of a release at least as
 new as v1.35) and is kept in ``field_schema.json``: ``python -m app.cluster.fields`` regenerates it, and
-``tests/cluster/test_fields.py`` checks it matches the installed client.
+``tests/cluster/test_fields.py`` checks it matches the installed client. What the client has no model for is
+written here (``EXTRA_MODELS``, ``EXTRA_FIELDS``): the PodGroup CRD of scheduler-plugins, v1.35's alpha
+scheduling.k8s.io/v1alpha1 Workload and the pod's ``spec.workloadRef`` (later clients carry newer versions).
 """
 
 from __future__ import annotations
@@ -33,7 +35,44 @@ ROOT_MODELS = {
     "CSINode": "V1CSINode",
     "PriorityClass": "V1PriorityClass",
     "PodDisruptionBudget": "V1PodDisruptionBudget",
+    "PodGroup": "scheduling.x-k8s.io/v1alpha1.PodGroup",
+    "Workload": "scheduling.k8s.io/v1alpha1.Workload",
 }
+
+# Models the installed client lacks, in the schema's notation (see below); keys name the API type.
+_OBJECT_ROOT = {"apiVersion": "", "kind": "", "metadata": "V1ObjectMeta"}
+EXTRA_MODELS: dict[str, dict[str, str]] = {
+    "scheduling.x-k8s.io/v1alpha1.PodGroup": {
+        **_OBJECT_ROOT,
+        "spec": "scheduling.x-k8s.io/v1alpha1.PodGroupSpec",
+        "status": "scheduling.x-k8s.io/v1alpha1.PodGroupStatus",
+    },
+    "scheduling.x-k8s.io/v1alpha1.PodGroupSpec": {"minMember": "", "minResources": "", "scheduleTimeoutSeconds": ""},
+    "scheduling.x-k8s.io/v1alpha1.PodGroupStatus": {
+        "failed": "",
+        "occupiedBy": "",
+        "phase": "",
+        "running": "",
+        "scheduleStartTime": "",
+        "succeeded": "",
+    },
+    "scheduling.k8s.io/v1alpha1.Workload": {**_OBJECT_ROOT, "spec": "scheduling.k8s.io/v1alpha1.WorkloadSpec"},
+    "scheduling.k8s.io/v1alpha1.WorkloadSpec": {
+        "controllerRef": "scheduling.k8s.io/v1alpha1.TypedLocalObjectReference",
+        "podGroups": "[scheduling.k8s.io/v1alpha1.PodGroup",
+    },
+    "scheduling.k8s.io/v1alpha1.TypedLocalObjectReference": {"apiGroup": "", "kind": "", "name": ""},
+    "scheduling.k8s.io/v1alpha1.PodGroup": {"name": "", "policy": "scheduling.k8s.io/v1alpha1.PodGroupPolicy"},
+    "scheduling.k8s.io/v1alpha1.PodGroupPolicy": {
+        "basic": "scheduling.k8s.io/v1alpha1.BasicSchedulingPolicy",
+        "gang": "scheduling.k8s.io/v1alpha1.GangSchedulingPolicy",
+    },
+    "scheduling.k8s.io/v1alpha1.BasicSchedulingPolicy": {},
+    "scheduling.k8s.io/v1alpha1.GangSchedulingPolicy": {"minCount": ""},
+    "core/v1.WorkloadReference": {"name": "", "podGroup": "", "podGroupReplicaKey": ""},
+}
+# Fields of the client's models that v1.35 has and the installed client may not.
+EXTRA_FIELDS: dict[str, dict[str, str]] = {"V1PodSpec": {"workloadRef": "core/v1.WorkloadReference"}}
 
 # A field's type in the schema: "" any value (scalars, maps of scalars, free-form JSON), "T" an object of model T,
 # "[T" a list of them, "{T" a map of them.
@@ -53,7 +92,7 @@ def generate() -> dict[str, dict[str, str]]:
     import kubernetes.client as models
 
     out: dict[str, dict[str, str]] = {}
-    todo = list(ROOT_MODELS.values())
+    todo = [m for m in ROOT_MODELS.values() if m not in EXTRA_MODELS]
     while todo:
         name = todo.pop()
         if name in out:
@@ -78,6 +117,9 @@ def generate() -> dict[str, dict[str, str]]:
 @cache
 def _schema() -> dict[str, dict[str, str]]:
     schema: dict[str, dict[str, str]] = json.loads(SCHEMA_FILE.read_text())["models"]
+    for model, extra in EXTRA_FIELDS.items():
+        schema[model] = {**schema[model], **extra}
+    schema.update(EXTRA_MODELS)
     return schema
 
 

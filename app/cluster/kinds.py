@@ -1,8 +1,17 @@
-"""The kinds the virtual cluster serves: API group/version, plural, short names, scope and subresources."""
+"""The kinds the virtual cluster serves: API group/version, plural, short names, scope and subresources.
+
+Two kinds are not always there, as on a real cluster: ``PodGroup`` (scheduling.x-k8s.io) is served as the
+scheduler-plugins CustomResourceDefinition would be (``custom``), and ``Workload`` (scheduling.k8s.io/v1alpha1)
+only while its feature gate, GenericWorkload, is on (``feature_gate``; ``served`` says which kinds a set of gates
+serves). The registry itself lists every kind, so the store keeps a place for each whatever the gates.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from app.config import gate_enabled
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -21,6 +30,11 @@ class KindInfo:
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     has_status: bool = field(default=False)
+    # Served as a CustomResourceDefinition: no empty spec/status rendered, status dropped on create (the status
+    # subresource), fields checked against its OpenAPI schema (422 for wrong types too).
+    custom: bool = False
+    # The alpha feature gate that must be on for the kind to be served (None: always served).
+    feature_gate: str | None = None
 
     @property
     def api_version(self) -> str:
@@ -79,15 +93,43 @@ KINDS: tuple[KindInfo, ...] = (
         ("status",),
         has_status=True,
     ),
+    KindInfo(
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "PodGroup",
+        "podgroups",
+        "podgroup",
+        True,
+        ("pg", "pgs"),
+        ("status",),
+        has_status=True,
+        custom=True,
+    ),
+    KindInfo(
+        "scheduling.k8s.io", "v1alpha1", "Workload", "workloads", "workload", True, feature_gate="GenericWorkload"
+    ),
 )
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 BY_RESOURCE: dict[tuple[str, str, str], KindInfo] = {(k.group, k.version, k.plural): k for k in KINDS}
-GROUP_VERSIONS: dict[str, list[str]] = {}
-for _k in KINDS:
-    versions = GROUP_VERSIONS.setdefault(_k.group, [])
-    if _k.version not in versions:
-        versions.append(_k.version)
+Gates = Mapping[str, bool]
+NO_GATES: Gates = {}
+
+
+def served(info: KindInfo, gates: Gates) -> bool:
+    """Whether ``info`` is served with these feature gates (an alpha kind only while its gate is on)."""
+    return info.feature_gate is None or gate_enabled(dict(gates), info.feature_gate)
+
+
+def group_versions(gates: Gates) -> dict[str, list[str]]:
+    """Every served group and its versions, in registry order (the first one is the preferred version)."""
+    out: dict[str, list[str]] = {}
+    for info in KINDS:
+        if served(info, gates):
+            versions = out.setdefault(info.group, [])
+            if info.version not in versions:
+                versions.append(info.version)
+    return out
 
 
 def kind_info(kind: str) -> KindInfo:
@@ -95,11 +137,12 @@ def kind_info(kind: str) -> KindInfo:
     return BY_KIND[kind]
 
 
-def resource_info(group: str, version: str, plural: str) -> KindInfo | None:
-    """The kind served at ``/apis/{group}/{version}/{plural}`` (group "" is the core ``/api/v1``)."""
-    return BY_RESOURCE.get((group, version, plural))
+def resource_info(group: str, version: str, plural: str, gates: Gates = NO_GATES) -> KindInfo | None:
+    """The kind served at ``/apis/{group}/{version}/{plural}`` (group "" is the core ``/api/v1``) with ``gates``."""
+    info = BY_RESOURCE.get((group, version, plural))
+    return info if info is not None and served(info, gates) else None
 
 
-def kinds_in(group: str, version: str) -> list[KindInfo]:
-    """Every kind served in one group/version, in registry order."""
-    return [k for k in KINDS if k.group == group and k.version == version]
+def kinds_in(group: str, version: str, gates: Gates = NO_GATES) -> list[KindInfo]:
+    """Every kind served in one group/version with ``gates``, in registry order."""
+    return [k for k in KINDS if k.group == group and k.version == version and served(k, gates)]

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from app.cluster.kinds import GROUP_VERSIONS, kinds_in
+from app.cluster.kinds import Gates, group_versions, kinds_in
 
 
 def gv_path(group: str, version: str) -> str:
@@ -27,12 +27,17 @@ def gv_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
+def gates_key(gates: Gates) -> frozenset[tuple[str, bool]]:
+    """The feature gates as a hashable key for the cached documents."""
+    return frozenset(gates.items())
+
+
 @cache
-def group_version_document(group: str, version: str) -> bytes:
-    """The OpenAPI v3 document of one group version, encoded."""
+def group_version_document(group: str, version: str, gates: frozenset[tuple[str, bool]] = frozenset()) -> bytes:
+    """The OpenAPI v3 document of one group version (its kinds served with ``gates``), encoded."""
     prefix = "/" + gv_path(group, version)
     paths: dict[str, Any] = {}
-    for info in kinds_in(group, version):
+    for info in kinds_in(group, version, dict(gates)):
         path = (
             f"{prefix}/namespaces/{{namespace}}/{info.plural}/{{name}}"
             if info.namespaced
@@ -55,23 +60,23 @@ def group_version_document(group: str, version: str) -> bytes:
 
 
 @cache
-def root_document() -> bytes:
+def root_document(gates: frozenset[tuple[str, bool]] = frozenset()) -> bytes:
     """``/openapi/v3``: where each group version's document lives (with a content hash, as kube-apiserver)."""
     paths: dict[str, Any] = {}
-    for group, versions in GROUP_VERSIONS.items():
+    for group, versions in group_versions(dict(gates)).items():
         for version in versions:
-            digest = hashlib.sha512(group_version_document(group, version)).hexdigest()[:32].upper()
+            digest = hashlib.sha512(group_version_document(group, version, gates)).hexdigest()[:32].upper()
             key = gv_path(group, version)
             paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
     return orjson.dumps({"paths": paths})
 
 
-def lookup(path: str) -> bytes | None:
-    """The document served at ``/openapi/v3/{path}``, or None."""
-    for group, versions in GROUP_VERSIONS.items():
+def lookup(path: str, gates: Gates) -> bytes | None:
+    """The document served at ``/openapi/v3/{path}`` with ``gates``, or None."""
+    for group, versions in group_versions(gates).items():
         for version in versions:
             if gv_path(group, version) == path.strip("/"):
-                return group_version_document(group, version)
+                return group_version_document(group, version, gates_key(gates))
     return None
 
 

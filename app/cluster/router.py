@@ -36,7 +36,7 @@ from app.cluster.errors import (
     UnknownResource,
     UnsupportedMediaType,
 )
-from app.cluster.kinds import BY_KIND, KindInfo, resource_info
+from app.cluster.kinds import BY_KIND, NO_GATES, Gates, KindInfo, resource_info
 from app.cluster.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from app.cluster.responses import JSON, authorize, error_response, json_response, raw_response
 from app.cluster.selectors import make_selector
@@ -94,21 +94,22 @@ class Target:
     subresource: str | None
 
 
-def parse_target(group: str, version: str, segments: list[str]) -> Target:
-    """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}``."""
+def parse_target(group: str, version: str, segments: list[str], gates: Gates = NO_GATES) -> Target:
+    """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}`` (only kinds served
+    with the feature gates ``gates``)."""
     segments = [s for s in segments if s]
     namespace: str | None = None
     if (
         len(segments) >= 3
         and segments[0] == "namespaces"
-        and resource_info(group, version, segments[2]) is not None
+        and resource_info(group, version, segments[2], gates) is not None
         and segments[2] != "namespaces"
     ):
         namespace = segments[1]
         segments = segments[2:]
     if not segments:
         raise UnknownResource()
-    info = resource_info(group, version, segments[0])
+    info = resource_info(group, version, segments[0], gates)
     if info is None or len(segments) > 3:
         raise UnknownResource()
     if namespace is not None and not info.namespaced:
@@ -445,6 +446,13 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
             f"the body of the request was in an unknown format - accepted media types include: "
             f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
         )
+    if content_type == STRATEGIC_MERGE_PATCH and info.custom:
+        # A custom resource has no Go type to take patch strategies from: kube-apiserver refuses (kubectl patch
+        # needs --type merge or json there).
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON_PATCH}, {MERGE_PATCH}"
+        )
     dry_run = _dry_run(request)
     patch = _parse_json(None, await _read_body(request))
     sub = target.subresource
@@ -522,7 +530,7 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
             raise MethodNotAllowed(request.method.lower())
         body = _parse_body(request, None, await _read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
-    target = parse_target(group, version, segments)
+    target = parse_target(group, version, segments, _settings(request).feature_gates)
     return await _HANDLERS[request.method](request, _store(request), target)
 
 

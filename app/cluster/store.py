@@ -37,7 +37,7 @@ from app.cluster.errors import (
 from app.cluster.errors import InternalError as InternalError
 from app.cluster.group_commit import Batch, GroupCommit
 from app.cluster.group_commit import PendingWrites as PendingWrites
-from app.cluster.kinds import BY_KIND, KINDS, KindInfo
+from app.cluster.kinds import BY_KIND, KINDS, KindInfo, served
 from app.cluster.patch import (
     JSON_PATCH,
     MERGE_PATCH,
@@ -64,8 +64,8 @@ PATCH_TYPES = {
     JSON_PATCH: JSON_PATCH,
     STRATEGIC_MERGE_PATCH: STRATEGIC_MERGE_PATCH,
 }
-# Kinds whose metadata.generation tracks spec changes.
-_GENERATION_KINDS = frozenset({"Pod", "PodDisruptionBudget"})
+# Kinds whose metadata.generation tracks spec changes (custom resources always have one).
+_GENERATION_KINDS = frozenset({"Pod", "PodDisruptionBudget", "PodGroup"})
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
 
 
@@ -134,12 +134,18 @@ class ClusterStore(GroupCommit, PodWrites):
         watch_window: int = 10000,
         auto_create_namespaces: bool = True,
         clock: Callable[[], datetime] = _utcnow,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
-        """An empty store; ``engine=None`` keeps everything in memory only (tests, offline simulation)."""
+        """An empty store; ``engine=None`` keeps everything in memory only (tests, offline simulation).
+
+        ``feature_gates`` (``Settings.feature_gates``) decide what is served as on kube-apiserver: the Workload
+        kind and a pod's ``spec.workloadRef`` only with GenericWorkload on.
+        """
         self._lock = threading.RLock()
         self._engine = engine
         self._auto_create_namespaces = auto_create_namespaces
         self._clock = clock
+        self._gates: dict[str, bool] = dict(feature_gates or {})
         self._objects: dict[str, dict[tuple[str, str], StoredObject]] = {k.kind: {} for k in KINDS}
         self._rv = 0
         self._changes = ChangeLog(self._lock, watch_window)
@@ -158,9 +164,16 @@ class ClusterStore(GroupCommit, PodWrites):
         watch_window: int = 10000,
         auto_create_namespaces: bool = True,
         clock: Callable[[], datetime] = _utcnow,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> ClusterStore:
         """Load every object from ``engine``'s database (already migrated) and add the built-in objects."""
-        store = cls(engine, watch_window=watch_window, auto_create_namespaces=auto_create_namespaces, clock=clock)
+        store = cls(
+            engine,
+            watch_window=watch_window,
+            auto_create_namespaces=auto_create_namespaces,
+            clock=clock,
+            feature_gates=feature_gates,
+        )
         store.load()
         store.ensure_builtins()
         return store
@@ -191,6 +204,7 @@ class ClusterStore(GroupCommit, PodWrites):
                 watch_window=self._changes.window,
                 auto_create_namespaces=self._auto_create_namespaces,
                 clock=self._clock,
+                feature_gates=self._gates,
             )
             # StoredObjects are immutable, so sharing them is safe. Only committed state is copied.
             copy._objects = {kind: dict(self._view(kind)) for kind in self._objects}
@@ -219,6 +233,26 @@ class ClusterStore(GroupCommit, PodWrites):
         self._await(batch)
 
     # ------------------------------------------------------------------------------------------ reads
+
+    @property
+    def feature_gates(self) -> dict[str, bool]:
+        """The feature gates the store was opened with (a copy)."""
+        return dict(self._gates)
+
+    def serves(self, kind: str) -> bool:
+        """Whether the API serves ``kind`` with these feature gates. Reads and deletes work for every registered
+        kind (objects may remain from a run with the gate on); creates, updates and patches only for served ones.
+        """
+        info = BY_KIND.get(kind)
+        return info is not None and served(info, self._gates)
+
+    def _writable(self, kind: str) -> KindInfo:
+        info = _info(kind)
+        if not served(info, self._gates):
+            raise BadRequest(
+                f"the kind {kind} ({info.api_version}) is not served: feature gate {info.feature_gate} is off"
+            )
+        return info
 
     @property
     def resource_version(self) -> int:
@@ -343,8 +377,9 @@ class ClusterStore(GroupCommit, PodWrites):
 
         Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
-        info = _info(kind)
+        info = self._writable(kind)
         body = admission.decode(info, obj)
+        admission.drop_disabled_fields(info, body, None, self._gates)
         meta = _meta(body)
         if info.namespaced:
             if namespace and meta.get("namespace") and meta["namespace"] != namespace:
@@ -398,7 +433,7 @@ class ClusterStore(GroupCommit, PodWrites):
 
         ``subresource="status"`` replaces only the status; otherwise the status is kept as stored.
         """
-        info = _info(kind)
+        info = self._writable(kind)
         body = admission.decode(info, obj)
         meta = _meta(body)
         name = str(meta.get("name") or "")
@@ -427,7 +462,7 @@ class ClusterStore(GroupCommit, PodWrites):
 
         ``check`` sees (and may amend, or refuse by raising) the patched object before it is validated.
         """
-        info = _info(kind)
+        info = self._writable(kind)
         content_type = PATCH_TYPES.get(patch_type)
         if content_type is None:
             raise BadRequest(f"unsupported patch type {patch_type!r}")
@@ -541,6 +576,7 @@ class ClusterStore(GroupCommit, PodWrites):
         annotations: Mapping[str, str | None] | None = None,
     ) -> tuple[Obj, Batch | None]:
         """Validate and stage an update of ``current``; returns the result and the batch to await."""
+        admission.drop_disabled_fields(info, body, current.obj, self._gates)
         meta = _meta(body)
         old = current.obj
         old_meta = old["metadata"]

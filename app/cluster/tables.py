@@ -209,6 +209,24 @@ def _pv_row(pv: Obj, now: datetime) -> list[Any]:
     ]
 
 
+def _field(obj: Obj, part: str, name: str) -> Any:
+    """A custom resource column's JSONPath value (``.status.phase``), None (an empty cell) when absent."""
+    section = obj.get(part)
+    return section.get(name) if isinstance(section, dict) else None
+
+
+def _pod_group_row(pg: Obj, now: datetime) -> list[Any]:
+    return [
+        _name(pg),
+        _field(pg, "status", "phase"),
+        _field(pg, "spec", "minMember"),
+        _field(pg, "status", "running"),
+        _field(pg, "status", "succeeded"),
+        _field(pg, "status", "failed"),
+        _age(pg, now),
+    ]
+
+
 _COLUMNS: dict[str, tuple[list[Column], Callable[[Obj, datetime], list[Any]]]] = {
     "Pod": (
         [
@@ -337,7 +355,22 @@ _COLUMNS: dict[str, tuple[list[Column], Callable[[Obj, datetime], list[Any]]]] =
             _age(o, now),
         ],
     ),
+    # The PodGroup CRD's additionalPrinterColumns (scheduler-plugins), as kube-apiserver renders a custom resource:
+    # a missing value is an empty cell, a ``date`` column an age.
+    "PodGroup": (
+        [
+            ("Name", "string", 0, "Name must be unique within a namespace."),
+            ("Phase", "string", 0, "Current phase of PodGroup."),
+            ("MinMember", "integer", 0, "MinMember defines the minimal number of members/tasks to run the pod group."),
+            ("Running", "integer", 0, "The number of actively running pods."),
+            ("Succeeded", "integer", 0, "The number of pods which reached phase Succeeded."),
+            ("Failed", "integer", 0, "The number of pods which reached phase Failed."),
+            ("Age", "date", 0, "Age is the time PodGroup was created."),
+        ],
+        _pod_group_row,
+    ),
 }
+
 _GENERIC: tuple[list[Column], Callable[[Obj, datetime], list[Any]]] = (
     [("Name", "string", 0, "Name must be unique."), ("Age", "string", 0, "CreationTimestamp of the object.")],
     lambda o, now: [_name(o), _age(o, now)],

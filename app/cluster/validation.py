@@ -6,6 +6,7 @@ bodies get ``BadRequest``; ``validate_*`` return ``Cause`` lists for ``Invalid``
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -46,23 +47,23 @@ HIGHEST_USER_PRIORITY = 1_000_000_000
 # ---------------------------------------------------------------------------------------------- decoding (400)
 
 
-def _type_error(kind: str, path: str, want: str, value: Any) -> BadRequest:
+def _type_error(kind: str, path: str, want: str, value: Any, version: str = "v1") -> BadRequest:
     got = {str: "string", int: "number", float: "number", bool: "bool", list: "array", dict: "object"}.get(
         type(value), "null"
     )
     return BadRequest(
-        f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct field '
-        f"{path} of type {want}"
+        f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct '
+        f"field {path} of type {want}"
     )
 
 
-def _expect(kind: str, path: str, value: Any, want: type | tuple[type, ...], go_type: str) -> None:
+def _expect(kind: str, path: str, value: Any, want: type | tuple[type, ...], go_type: str, version: str = "v1") -> None:
     if value is None:
         return
     if isinstance(value, bool) and bool not in (want if isinstance(want, tuple) else (want,)):
-        raise _type_error(kind, path, go_type, value)
+        raise _type_error(kind, path, go_type, value, version)
     if not isinstance(value, want):
-        raise _type_error(kind, path, go_type, value)
+        raise _type_error(kind, path, go_type, value, version)
 
 
 def _string_map(kind: str, path: str, value: Any) -> None:
@@ -83,20 +84,25 @@ def _quantity_map(kind: str, path: str, value: Any) -> None:
             raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: {exc}') from None
 
 
-def check_decodable(kind: str, obj: dict[str, Any]) -> None:
-    """Raise ``BadRequest`` where the typed decoder of kube-apiserver would fail."""
+def check_decodable(kind: str, obj: dict[str, Any], *, version: str = "v1", custom: bool = False) -> None:
+    """Raise ``BadRequest`` where the typed decoder of kube-apiserver would fail (``version``: the kind's API
+    version; a ``custom`` kind is decoded as unstructured, so only its metadata can fail here)."""
     meta = obj.get("metadata")
-    _expect(kind, "metadata", meta, dict, "v1.ObjectMeta")
+    _expect(kind, "metadata", meta, dict, "v1.ObjectMeta", version)
     meta = meta or {}
     for field in ("name", "namespace", "generateName", "resourceVersion", "uid"):
-        _expect(kind, f"metadata.{field}", meta.get(field), str, "string")
+        _expect(kind, f"metadata.{field}", meta.get(field), str, "string", version)
     _string_map(kind, "metadata.labels", meta.get("labels"))
     _string_map(kind, "metadata.annotations", meta.get("annotations"))
-    _expect(kind, "metadata.finalizers", meta.get("finalizers"), list, "[]string")
+    _expect(kind, "metadata.finalizers", meta.get("finalizers"), list, "[]string", version)
+    if custom:
+        return  # the schema says what is wrong with the rest, as a 422 (validate_pod_group)
     spec = obj.get("spec")
-    _expect(kind, "spec", spec, dict, f"v1.{kind}Spec")
-    _expect(kind, "status", obj.get("status"), dict, f"v1.{kind}Status")
+    _expect(kind, "spec", spec, dict, f"{version}.{kind}Spec", version)
+    _expect(kind, "status", obj.get("status"), dict, f"{version}.{kind}Status", version)
     spec = spec or {}
+    if kind == "Workload":
+        _check_workload_decodable(spec)
     if kind == "Pod":
         for field in ("containers", "initContainers", "tolerations", "volumes", "topologySpreadConstraints"):
             _expect(kind, f"spec.{field}", spec.get(field), list, "[]v1.Container")
@@ -116,6 +122,10 @@ def check_decodable(kind: str, obj: dict[str, Any]) -> None:
             for part in ("requests", "limits"):
                 _quantity_map(kind, f"spec.resources.{part}", pod_resources.get(part))
         _quantity_map(kind, "spec.overhead", spec.get("overhead"))
+        ref = spec.get("workloadRef")
+        _expect(kind, "spec.workloadRef", ref, dict, "v1.WorkloadReference")
+        for field in ("name", "podGroup", "podGroupReplicaKey"):
+            _expect(kind, f"spec.workloadRef.{field}", (ref or {}).get(field), str, "string")
     elif kind == "Node":
         status = obj.get("status") or {}
         for part in ("capacity", "allocatable"):
@@ -130,6 +140,29 @@ def check_decodable(kind: str, obj: dict[str, Any]) -> None:
         value = obj.get("value")
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise _type_error(kind, "value", "int32", value)
+
+
+def _check_workload_decodable(spec: dict[str, Any]) -> None:
+    """The typed decoder's view of a v1alpha1 WorkloadSpec."""
+
+    def expect(path: str, value: Any, want: type | tuple[type, ...], go_type: str) -> None:
+        _expect("Workload", path, value, want, go_type, "v1alpha1")
+
+    ref = spec.get("controllerRef")
+    expect("spec.controllerRef", ref, dict, "v1alpha1.TypedLocalObjectReference")
+    for field in ("apiGroup", "kind", "name"):
+        expect(f"spec.controllerRef.{field}", (ref or {}).get(field), str, "string")
+    groups = spec.get("podGroups")
+    expect("spec.podGroups", groups, list, "[]v1alpha1.PodGroup")
+    for group in groups or []:
+        expect("spec.podGroups", group, dict, "v1alpha1.PodGroup")
+        expect("spec.podGroups.name", group.get("name"), str, "string")
+        policy = group.get("policy")
+        expect("spec.podGroups.policy", policy, dict, "v1alpha1.PodGroupPolicy")
+        expect("spec.podGroups.policy.basic", (policy or {}).get("basic"), dict, "v1alpha1.BasicSchedulingPolicy")
+        gang = (policy or {}).get("gang")
+        expect("spec.podGroups.policy.gang", gang, dict, "v1alpha1.GangSchedulingPolicy")
+        expect("spec.podGroups.policy.gang.minCount", (gang or {}).get("minCount"), int, "int32")
 
 
 # ---------------------------------------------------------------------------------------------- field errors (422)
@@ -403,6 +436,17 @@ def validate_pod(pod: dict[str, Any]) -> list[Cause]:
         gates.add(name)
     if isinstance(spec.get("resources"), dict):
         causes += _resource_errors("spec.resources", spec["resources"])
+    if isinstance(spec.get("workloadRef"), dict):
+        causes += _workload_reference_errors("spec.workloadRef", spec["workloadRef"])
+    return causes
+
+
+def _workload_reference_errors(path: str, ref: dict[str, Any]) -> list[Cause]:
+    """validateWorkloadReference: a Workload's name (DNS subdomain), a pod group and a replica key (DNS labels)."""
+    causes = _name_errors(f"{path}.name", str(ref.get("name") or ""))
+    causes += _name_errors(f"{path}.podGroup", str(ref.get("podGroup") or ""), label=True)
+    if ref.get("podGroupReplicaKey"):
+        causes += _name_errors(f"{path}.podGroupReplicaKey", str(ref["podGroupReplicaKey"]), label=True)
     return causes
 
 
@@ -610,6 +654,186 @@ def validate_namespace(ns: dict[str, Any]) -> list[Cause]:
     return validate_metadata(ns, namespaced=False, label_name=True)
 
 
+# ---------------------------------------------------------------------------------------------- PodGroup (a CRD)
+
+# The quantity pattern of the scheduler-plugins CRD (controller-gen's for resource.Quantity).
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+_QUANTITY = re.compile(QUANTITY_PATTERN)
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _go_value(value: Any) -> str:
+    """A bad value as ``field.Error`` prints it (strings quoted, numbers and booleans bare)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _schema_type(path: str, value: Any, type_name: str) -> Cause:
+    """kube-openapi's type failure as the CRD handler reports it (``field.TypeInvalid``)."""
+    detail = f"{path} in body must be of type {type_name}"
+    if isinstance(value, str):
+        detail += f": {json.dumps(value)}"
+    return Cause(path, "FieldValueTypeInvalid", f"Invalid value: {_go_value(value)}: {detail}")
+
+
+def _schema_invalid(path: str, value: Any, detail: str) -> Cause:
+    return Cause(path, "FieldValueInvalid", f"Invalid value: {_go_value(value)}: {path} in body {detail}")
+
+
+def _schema_integer(path: str, value: Any, *, minimum: int | None = None) -> list[Cause]:
+    if value is None:
+        return []
+    if isinstance(value, bool) or not isinstance(value, int):
+        return [_schema_type(path, value, "integer")]
+    if minimum is not None and value < minimum:
+        return [_schema_invalid(path, value, f"should be greater than or equal to {minimum}")]
+    return []
+
+
+def _schema_string(path: str, value: Any, *, date_time: bool = False) -> list[Cause]:
+    if value is None:
+        return []
+    if not isinstance(value, str):
+        return [_schema_type(path, value, "string")]
+    if date_time and not _DATE_TIME.match(value):
+        return [_schema_type(path, value, "date-time")]
+    return []
+
+
+def _schema_object(path: str, value: Any) -> dict[str, Any] | Cause:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        return _schema_type(path, value, "object")
+    return value
+
+
+def validate_pod_group(pg: dict[str, Any]) -> list[Cause]:
+    """The PodGroup CRD's OpenAPI schema (scheduling.x-k8s.io/v1alpha1), as kube-apiserver checks a custom
+    resource: minMember at least 1, minResources quantities (integers or the quantity pattern), integer counts."""
+    causes = validate_metadata(pg, namespaced=True)
+    spec = _schema_object("spec", pg.get("spec"))
+    if isinstance(spec, Cause):
+        causes.append(spec)
+    else:
+        causes += _schema_integer("spec.minMember", spec.get("minMember"), minimum=1)
+        causes += _schema_integer("spec.scheduleTimeoutSeconds", spec.get("scheduleTimeoutSeconds"))
+        resources = _schema_object("spec.minResources", spec.get("minResources"))
+        if isinstance(resources, Cause):
+            causes.append(resources)
+        else:
+            for name, quantity in resources.items():
+                path = f"spec.minResources.{name}"
+                if isinstance(quantity, str):
+                    if not _QUANTITY.fullmatch(quantity):
+                        causes.append(_schema_invalid(path, quantity, f"should match '{QUANTITY_PATTERN}'"))
+                elif isinstance(quantity, bool) or not isinstance(quantity, int):
+                    causes.append(_schema_type(path, quantity, "integer"))
+    status = _schema_object("status", pg.get("status"))
+    if isinstance(status, Cause):
+        causes.append(status)
+    else:
+        for field in ("phase", "occupiedBy"):
+            causes += _schema_string(f"status.{field}", status.get(field))
+        for field in ("running", "succeeded", "failed"):
+            causes += _schema_integer(f"status.{field}", status.get(field))
+        causes += _schema_string("status.scheduleStartTime", status.get("scheduleStartTime"), date_time=True)
+    return causes
+
+
+# ---------------------------------------------------------------------------------------------- Workload (alpha)
+
+WORKLOAD_MAX_POD_GROUPS = 8
+
+
+def _path_segment_errors(value: str) -> list[str]:
+    """``path.IsValidPathSegmentName``."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
+def _controller_ref_errors(path: str, ref: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    group = ref.get("apiGroup") or ""
+    if group:
+        causes += _name_errors(f"{path}.apiGroup", group)
+    for field in ("kind", "name"):
+        value = ref.get(field) or ""
+        if not value:
+            causes.append(required(f"{path}.{field}"))
+        else:
+            causes += [invalid(f"{path}.{field}", value, msg) for msg in _path_segment_errors(value)]
+    return causes
+
+
+def _pod_group_policy_errors(path: str, policy: dict[str, Any]) -> list[Cause]:
+    chosen = [f"`{name}`" for name in ("basic", "gang") if policy.get(name) is not None]
+    if not chosen:
+        return [required(path, "exactly one of `basic`, `gang` is required")]
+    if len(chosen) > 1:
+        detail = "exactly one of `basic`, `gang` is required, but multiple fields are set"
+        return [invalid(path, "{" + ", ".join(chosen) + "}", detail)]
+    gang = policy.get("gang")
+    if isinstance(gang, dict):
+        count = gang.get("minCount") or 0
+        if count <= 0:
+            return [invalid(f"{path}.gang.minCount", count, "must be greater than zero")]
+    return []
+
+
+def validate_workload(workload: dict[str, Any]) -> list[Cause]:
+    """ValidateWorkload (v1.35): a controllerRef that names its object, one to eight pod groups with unique
+    DNS-label names, each with exactly one policy (``basic``, or ``gang`` with a positive minCount)."""
+    causes = validate_metadata(workload, namespaced=True)
+    spec = workload.get("spec") or {}
+    if isinstance(spec.get("controllerRef"), dict):
+        causes += _controller_ref_errors("spec.controllerRef", spec["controllerRef"])
+    groups = spec.get("podGroups") or []
+    if not groups:
+        causes.append(required("spec.podGroups", "must have at least one item"))
+    elif len(groups) > WORKLOAD_MAX_POD_GROUPS:
+        causes.append(
+            Cause(
+                "spec.podGroups",
+                "FieldValueTooMany",
+                f"Too many: {len(groups)}: must have at most {WORKLOAD_MAX_POD_GROUPS} items",
+            )
+        )
+    else:
+        seen: set[str] = set()
+        for i, group in enumerate(groups):
+            path = f"spec.podGroups[{i}]"
+            name = str(group.get("name") or "")
+            causes += _name_errors(f"{path}.name", name, label=True)
+            if name in seen:
+                causes.append(duplicate(f"{path}.name", name))
+            seen.add(name)
+            causes += _pod_group_policy_errors(f"{path}.policy", group.get("policy") or {})
+    return causes
+
+
+def validate_workload_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """ValidateWorkloadUpdate (v1.35): the create rules, a controllerRef fixed once set, podGroups immutable
+    (reported at ``controllerRef`` and ``podGroups``, the paths v1.35 uses)."""
+    causes = validate_workload(new)
+    new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+    for field in ("controllerRef", "podGroups"):
+        if field == "controllerRef" and old_spec.get(field) is None:
+            continue  # may be set later, then never changed
+        if new_spec.get(field) != old_spec.get(field):
+            shown = _go_value(new_spec.get(field))
+            causes.append(Cause(field, "FieldValueInvalid", f"Invalid value: {shown}: field is immutable"))
+    return causes
+
+
 VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Pod": validate_pod,
     "Node": validate_node,
@@ -621,6 +845,8 @@ VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "PodDisruptionBudget": validate_pdb,
     "Event": validate_event,
     "CSINode": validate_csinode,
+    "PodGroup": validate_pod_group,
+    "Workload": validate_workload,
 }
 
 
@@ -628,6 +854,8 @@ def validate_update(kind: str, new: dict[str, Any], old: dict[str, Any]) -> list
     """Validation on update: the create rules plus the kind's immutable fields."""
     if kind == "Pod":
         return validate_pod_update(new, old)
+    if kind == "Workload":
+        return validate_workload_update(new, old)
     if kind == "PriorityClass":
         builtin = (old.get("metadata") or {}).get("name", "").startswith("system-")
         causes = validate_priority_class(new, builtin=builtin)

@@ -30,8 +30,10 @@ Obj = dict[str, Any]
 
 # Kinds whose status the server resets on create, so an import carries the snapshot's over (a Pod's only
 # while it stays bound); on replacing an existing object, a Node's status too (capacity, allocatable).
-_CREATE_STATUS_KINDS = frozenset({"Pod", "PersistentVolume", "PersistentVolumeClaim"})
-_UPDATE_STATUS_KINDS = frozenset({"Node", "PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget"})
+_CREATE_STATUS_KINDS = frozenset({"Pod", "PersistentVolume", "PersistentVolumeClaim", "PodGroup"})
+_UPDATE_STATUS_KINDS = frozenset(
+    {"Node", "PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "PodGroup"}
+)
 # Replace deletes dependents first so the scheduler never sees a pod outlive its node or namespace.
 _DELETE_ORDER = (*reversed(snapshot.CREATE_ORDER),)
 # The state a reset returns to leaves out Events: they describe what happened, not what is.
@@ -94,10 +96,15 @@ class OperationsService:
         """The whole virtual cluster and the scheduler configuration in kube-scheduler-simulator's shape."""
         objects: dict[str, list[Obj]] = {}
         for key, kind in snapshot.SNAPSHOT_KINDS.items():
-            objects[key] = self.store.list(kind)[0]
+            # A kind the feature gates do not serve (Workload without GenericWorkload) is left out, as on export
+            # from a cluster without it.
+            if self.store.serves(kind):
+                objects[key] = self.store.list(kind)[0]
         config = self.scheduler.config_document()
         return {
-            key: (config if key == snapshot.SCHEDULER_CONFIG_KEY else objects[key]) for key in snapshot.EXPORT_ORDER
+            key: (config if key == snapshot.SCHEDULER_CONFIG_KEY else objects[key])
+            for key in snapshot.EXPORT_ORDER
+            if key == snapshot.SCHEDULER_CONFIG_KEY or key in objects
         }
 
     def export(self, fmt: str = "json") -> str:

@@ -28,6 +28,8 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "namespaces": "Namespace",
     "csiNodes": "CSINode",
     "podDisruptionBudgets": "PodDisruptionBudget",
+    "podGroups": "PodGroup",
+    "workloads": "Workload",
 }
 SCHEDULER_CONFIG_KEY = "schedulerConfig"
 # Export key order as kube-scheduler-simulator writes it; our extra kinds last.
@@ -42,6 +44,8 @@ EXPORT_ORDER = (
     "namespaces",
     "csiNodes",
     "podDisruptionBudgets",
+    "podGroups",
+    "workloads",
 )
 # Creation order: what an object refers to exists before it (namespaces, classes, claims, nodes, pods).
 CREATE_ORDER = (
@@ -53,6 +57,8 @@ CREATE_ORDER = (
     "CSINode",
     "PersistentVolume",
     "PodDisruptionBudget",
+    "PodGroup",
+    "Workload",
     "Pod",
     "Event",
 )
