@@ -42,7 +42,8 @@ def _add_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kinds",
         help="comma-separated kinds to copy (default: Namespace, PriorityClass, StorageClass, "
-        "PersistentVolumeClaim, Node, CSINode, PersistentVolume, PodDisruptionBudget, Pod)",
+        "PersistentVolumeClaim, Node, CSINode, PersistentVolume, PodDisruptionBudget, PodGroup, Workload, Pod; "
+        "PodGroup and Workload where both ends serve them)",
     )
     parser.add_argument("--namespaces", help="comma-separated namespaces (default: all)")
     parser.add_argument("--label-selector", help="label selector choosing which pods to copy (default: all)")

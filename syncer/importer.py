@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from syncer.backoff import Backoff
+from syncer.discovery import available_kinds
 from syncer.kinds import NAMESPACE, ORDER, POD, Kind
 from syncer.kube import SourceApi, TargetApi
 from syncer.metrics import Metrics
@@ -50,7 +51,9 @@ def run_import(
     metrics: Metrics | None = None,
     backoff: Backoff | None = None,
 ) -> ImportReport:
-    """Copy every object of ``kinds`` from the source into the simulator once; returns the counts."""
+    """Copy every object of ``kinds`` from the source into the simulator once (optional kinds only where both
+    ends serve them); returns the counts."""
+    kinds = available_kinds(source, target, kinds)
     metrics = metrics or Metrics()
     sink = Sink(target, metrics=metrics, backoff=backoff or Backoff())
     report = ImportReport()

@@ -1,4 +1,8 @@
-"""The kinds the syncer mirrors, in the order they are applied, and where the API serves them."""
+"""The kinds the syncer mirrors, in the order they are applied, and where the API serves them.
+
+Some kinds are ``optional``: a cluster serves them only with a CRD installed (PodGroup, from scheduler-plugins) or
+an alpha feature gate on (Workload, GenericWorkload). They are mirrored when both ends serve them (discovery).
+"""
 
 from __future__ import annotations
 
@@ -15,10 +19,16 @@ class Kind:
     plural: str  # resource name in URLs ("persistentvolumeclaims")
     namespaced: bool
     mirror_status: bool  # status comes from the source too (nodes' allocatable, PV/PVC phases, PDB budgets)
+    optional: bool = False  # not every cluster serves it: mirrored only when discovery finds it on both ends
+
+    @property
+    def group_version_path(self) -> str:
+        """The discovery document listing this kind's resources (``/api/v1``, ``/apis/group/version``)."""
+        return "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
 
     def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
         """The REST path: the collection (in ``namespace``, or everywhere), one object, or its subresource."""
-        parts = ["/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"]
+        parts = [self.group_version_path]
         if self.namespaced and namespace:
             parts.append(f"namespaces/{quote(namespace, safe='')}")
         parts.append(self.plural)
@@ -37,10 +47,27 @@ NODE = Kind("Node", "v1", "nodes", False, True)
 CSI_NODE = Kind("CSINode", "storage.k8s.io/v1", "csinodes", False, False)
 PV = Kind("PersistentVolume", "v1", "persistentvolumes", False, True)
 PDB = Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True, True)
+# A PodGroup's status is its controller's account of the source's pods; the simulator's pods are placed anew, so
+# the status is not copied.
+POD_GROUP = Kind("PodGroup", "scheduling.x-k8s.io/v1alpha1", "podgroups", True, False, optional=True)
+WORKLOAD = Kind("Workload", "scheduling.k8s.io/v1alpha1", "workloads", True, False, optional=True)
 POD = Kind("Pod", "v1", "pods", True, False)
 
-# Applied in this order, so what an object refers to exists before it (classes before pods, PVCs before PVs).
-ORDER: tuple[Kind, ...] = (NAMESPACE, PRIORITY_CLASS, STORAGE_CLASS, PVC, NODE, CSI_NODE, PV, PDB, POD)
+# Applied in this order, so what an object refers to exists before it (classes before pods, PVCs before PVs,
+# pod groups and workloads before their pods).
+ORDER: tuple[Kind, ...] = (
+    NAMESPACE,
+    PRIORITY_CLASS,
+    STORAGE_CLASS,
+    PVC,
+    NODE,
+    CSI_NODE,
+    PV,
+    PDB,
+    POD_GROUP,
+    WORKLOAD,
+    POD,
+)
 BY_NAME: dict[str, Kind] = {k.name: k for k in ORDER}
 # Accepted spellings on the command line: Kind, lower-case kind, plural, short name.
 _ALIASES: dict[str, str] = {
@@ -59,6 +86,10 @@ _ALIASES: dict[str, str] = {
     "persistentvolumes": "PersistentVolume",
     "pdb": "PodDisruptionBudget",
     "poddisruptionbudgets": "PodDisruptionBudget",
+    "pg": "PodGroup",
+    "pgs": "PodGroup",
+    "podgroups": "PodGroup",
+    "workloads": "Workload",
     "po": "Pod",
     "pods": "Pod",
 }

@@ -268,9 +268,13 @@ class SourceApi(Protocol):
 
     def close_watches(self) -> None: ...
 
+    def serves(self, kind: Kind) -> bool: ...
+
 
 class TargetApi(Protocol):
     """What the syncer does to the simulator."""
+
+    def serves(self, kind: Kind) -> bool: ...
 
     def list(self, kind: Kind) -> list[Obj]: ...
 
@@ -291,6 +295,16 @@ def _with_kind(kind: Kind, items: list[Any]) -> list[Obj]:
             item.setdefault("apiVersion", kind.api_version)
             out.append(item)
     return out
+
+
+def _serves(rest: Rest, kind: Kind, timeout: float) -> bool:
+    """Whether the server lists ``kind`` in its discovery (a 404 group version: no)."""
+    try:
+        body = rest.json("GET", kind.group_version_path, timeout=timeout)
+    except NotFound:
+        return False
+    resources = body.get("resources") or []
+    return any(isinstance(r, dict) and r.get("name") == kind.plural for r in resources)
 
 
 def _list_page(
@@ -328,6 +342,10 @@ class KubeSource:
         self._request_timeout = request_timeout
         self._open: set[Any] = set()
         self._lock = threading.Lock()
+
+    def serves(self, kind: Kind) -> bool:
+        """Whether the source serves ``kind`` (its CRD is installed, its feature gate on)."""
+        return _serves(self._rest, kind, self._request_timeout)
 
     def list(
         self,
@@ -422,6 +440,10 @@ class KubeTarget:
         self._rest = Rest(api, TokenBucket(qps, burst))
         self._timeout = request_timeout
         self._page_size = page_size
+
+    def serves(self, kind: Kind) -> bool:
+        """Whether the simulator serves ``kind`` (Workload: only with its GenericWorkload gate on)."""
+        return _serves(self._rest, kind, self._timeout)
 
     def list(self, kind: Kind) -> list[Obj]:
         """Every object of ``kind`` in the simulator (all pages)."""

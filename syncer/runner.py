@@ -1,8 +1,9 @@
 """The running syncer: one watcher per kind (and namespace), one ordered queue, one sink.
 
-Start-up lists the kinds one after the other in apply order (namespaces first, pods last), so the
-simulator receives the existing cluster in an order it can take; then every watcher follows its kind
-on its own thread, all feeding the same FIFO queue that the sink drains.
+Start-up first asks both ends which optional kinds they serve (``discovery``), then lists the kinds one after
+the other in apply order (namespaces first, pods last), so the simulator receives the existing cluster in an
+order it can take; then every watcher follows its kind on its own thread, all feeding the same FIFO queue that
+the sink drains.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.backoff import Backoff
+from syncer.discovery import available_kinds
 from syncer.kinds import NAMESPACE, ORDER, POD, Kind
-from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi
+from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
 from syncer.sink import Event, Sink, Stopped
 from syncer.state import MirrorState
@@ -58,6 +60,7 @@ class Syncer:
         state: MirrorState | None = None,
     ) -> None:
         self.source = source
+        self.target = target
         self.options = options or SyncOptions()
         self.metrics = metrics or Metrics()
         self.stop = stop or threading.Event()
@@ -65,17 +68,19 @@ class Syncer:
         self.sink = Sink(
             target, metrics=self.metrics, backoff=self.options.backoff, sleep=self._wait, stop=self.stop, state=state
         )
-        self.watchers = self._watchers()
+        # What is mirrored: the kinds asked for that both ends serve (known once ``start`` asked discovery).
+        self.kinds: tuple[Kind, ...] = ()
+        self.watchers: list[Watcher] = []
         self._threads: list[threading.Thread] = []
 
     def _wait(self, seconds: float) -> None:
         """Sleep that ends early on shutdown."""
         self.stop.wait(seconds)
 
-    def _watchers(self) -> list[Watcher]:
+    def _watchers(self, kinds: tuple[Kind, ...]) -> list[Watcher]:
         opts = self.options
         watchers: list[Watcher] = []
-        for kind in opts.kinds:
+        for kind in kinds:
             scopes: tuple[str | None, ...] = opts.namespaces if (kind.namespaced and opts.namespaces) else (None,)
             for namespace in scopes:
                 watchers.append(
@@ -112,10 +117,22 @@ class Syncer:
                 log.warning("cannot list %s in the source (%s); trying again in %.1fs", watcher.scope, exc, delay)
                 self.stop.wait(delay)
 
+    def _retry_discovery(self, exc: Unavailable, failures: int) -> bool:
+        delay = self.options.backoff.delay(failures)
+        log.warning("cannot ask which kinds are served (%s); trying again in %.1fs", exc, delay)
+        self.stop.wait(delay)
+        return not self.stop.is_set()
+
     def start(self) -> None:
-        """Adopt earlier mirrors, list the source in apply order, then start the sink and watcher threads."""
+        """Ask which kinds both ends serve, adopt earlier mirrors, list the source in apply order, then start the
+        sink and watcher threads."""
         try:
-            adopted = self.sink.seed(self.options.kinds)
+            self.kinds = available_kinds(self.source, self.target, self.options.kinds, retry=self._retry_discovery)
+        except Unavailable:
+            return  # stopped while an end was unreachable
+        self.watchers = self._watchers(self.kinds)
+        try:
+            adopted = self.sink.seed(self.kinds)
         except Stopped:
             return
         if adopted:
@@ -128,7 +145,7 @@ class Syncer:
         for watcher in self.watchers:
             if not self.stop.is_set():
                 self._threads.append(start_thread(watcher))
-        log.info("syncing %d kinds; watching", len(self.options.kinds))
+        log.info("syncing %d kinds; watching", len(self.kinds))
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop every loop and wait (briefly) for the threads."""

@@ -78,6 +78,7 @@ class FakeTarget:
         self.calls: list[tuple[str, str, str]] = []  # (verb, kind, name)
         self.down = 0  # the next N calls fail with Unavailable
         self.reject: set[str] = set()  # names whose create is rejected
+        self.unserved: set[str] = set()  # kinds its discovery does not list
         self._rv = itertools.count(100)
 
     def _gate(self, verb: str, kind: Kind, name: str) -> None:
@@ -89,6 +90,10 @@ class FakeTarget:
     @staticmethod
     def _key(kind: Kind, namespace: str | None, name: str) -> tuple[str, str, str]:
         return kind.name, (namespace or "") if kind.namespaced else "", name
+
+    def serves(self, kind: Kind) -> bool:
+        self._gate("discover", kind, "")
+        return kind.name not in self.unserved
 
     def list(self, kind: Kind) -> list[Obj]:
         self._gate("list", kind, "")
@@ -146,7 +151,7 @@ class FakeTarget:
         return self.objects.get((kind, namespace, name))
 
     def writes(self) -> list[tuple[str, str, str]]:
-        return [c for c in self.calls if c[0] not in ("get", "list")]
+        return [c for c in self.calls if c[0] not in ("get", "list", "discover")]
 
 
 @dataclass
@@ -161,6 +166,14 @@ class FakeSource:
     watches: dict[str, list[Any]] = field(default_factory=dict)
     list_calls: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     watch_calls: list[tuple[str, str]] = field(default_factory=list)
+    unserved: set[str] = field(default_factory=set)  # kinds its discovery does not list
+    discovery_failures: int = 0  # the next N discovery requests fail with Unavailable
+
+    def serves(self, kind: Kind) -> bool:
+        if self.discovery_failures:
+            self.discovery_failures -= 1
+            raise Unavailable("connection refused")
+        return kind.name not in self.unserved
 
     def list(
         self,

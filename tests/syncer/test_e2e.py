@@ -298,7 +298,8 @@ def test_forced_410_relists_and_mirrors_deletions_from_the_gap(mirror: Mirror) -
 
     # Every watch ends within --watch-timeout; their next requests are parked at the proxy...
     mirror.proxy.hold_watches()
-    eventually(lambda: mirror.proxy.held >= 9, timeout=20, what="all nine watches to be parked")
+    # Nine kinds and PodGroup (both ends serve it; Workload needs the GenericWorkload gate, off here).
+    eventually(lambda: mirror.proxy.held >= 10, timeout=20, what="all ten watches to be parked")
     # ...while the source changes more than its watch window (20 events) keeps: those versions are gone.
     for i in range(3):
         mirror.src.delete_namespaced_pod(f"old-{i}", "default")

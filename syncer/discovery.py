@@ -1,0 +1,52 @@
+"""Which of the kinds asked for both ends serve: optional kinds (a CRD, an alpha kind) are checked in discovery.
+
+A source without the PodGroup CRD, or a simulator without the GenericWorkload gate, is not an error: the kind is
+left out of the run, with one log line saying why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+
+from syncer.kinds import Kind
+from syncer.kube import SourceApi, TargetApi, Unavailable
+
+log = logging.getLogger("kss.syncer")
+# Called when a discovery request could not be answered (the problem, how many times so far): True to ask again
+# (after waiting), False to give up and raise it.
+Retry = Callable[[Unavailable, int], bool]
+
+
+def _ask(question: Callable[[], bool], retry: Retry | None) -> bool:
+    failures = 0
+    while True:
+        try:
+            return question()
+        except Unavailable as exc:
+            failures += 1
+            if retry is None or not retry(exc, failures):
+                raise
+
+
+def available_kinds(
+    source: SourceApi, target: TargetApi, kinds: tuple[Kind, ...], *, retry: Retry | None = None
+) -> tuple[Kind, ...]:
+    """``kinds`` without the optional ones the source or the simulator does not serve, in the same order."""
+    out: list[Kind] = []
+    for kind in kinds:
+        if not kind.optional:
+            out.append(kind)
+        elif not _ask(partial(source.serves, kind), retry):
+            log.info("the source does not serve %s (%s): not mirroring them", kind.plural, kind.api_version)
+        elif not _ask(partial(target.serves, kind), retry):
+            log.warning(
+                "the simulator does not serve %s (%s): not mirroring them%s",
+                kind.plural,
+                kind.api_version,
+                " (start it with --feature-gates=GenericWorkload=true)" if kind.name == "Workload" else "",
+            )
+        else:
+            out.append(kind)
+    return tuple(out)

@@ -1,0 +1,153 @@
+"""PodGroups and Workloads over fakes: mirrored like any kind where both ends serve them, skipped (logged once)
+where one does not, discovery retried while an end is unreachable."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+
+from syncer.backoff import Backoff
+from syncer.discovery import available_kinds
+from syncer.importer import run_import
+from syncer.kinds import ORDER, POD, POD_GROUP, WORKLOAD, parse_kinds
+from syncer.kube import Unavailable
+from syncer.runner import Syncer, SyncOptions
+from syncer.sink import ADDED, DELETED, MODIFIED, Event, Sink
+from syncer.translate import SOURCE_UID_ANNOTATION
+from tests.syncer.fakes import FakeSource, FakeTarget, page, pod
+
+Obj = dict[str, Any]
+
+
+def pod_group(name: str, *, rv: str = "1", min_member: int = 2, phase: str = "Running") -> Obj:
+    """A source PodGroup as the API returns it, status filled in by its controller."""
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"src-{name}",
+            "resourceVersion": rv,
+            "generation": 1,
+            "creationTimestamp": "2025-01-01T00:00:00Z",
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u"}],
+        },
+        "spec": {"minMember": min_member, "minResources": {"cpu": "2"}},
+        "status": {"phase": phase, "running": min_member},
+    }
+
+
+def workload(name: str) -> Obj:
+    """A source Workload."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha1",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default", "uid": f"src-{name}", "resourceVersion": "1"},
+        "spec": {
+            "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": name},
+            "podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}}],
+        },
+    }
+
+
+def test_the_new_kinds_come_before_pods_and_have_their_names() -> None:
+    assert [k.name for k in ORDER][-3:] == ["PodGroup", "Workload", "Pod"]
+    assert parse_kinds("pg,workloads,pods") == (POD_GROUP, WORKLOAD, POD)
+    assert parse_kinds("pgs") == parse_kinds("podgroups") == parse_kinds("PodGroup") == (POD_GROUP,)
+    assert POD_GROUP.path("ns", "g", "status") == "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups/g/status"
+    assert WORKLOAD.group_version_path == "/apis/scheduling.k8s.io/v1alpha1"
+    assert POD_GROUP.optional and WORKLOAD.optional and not POD.optional
+
+
+def test_pod_groups_and_workloads_are_mirrored_with_the_usual_rules() -> None:
+    target = FakeTarget()
+    sink = Sink(target)
+    sink.apply(Event(ADDED, POD_GROUP, pod_group("gang"), initial=True))
+    sink.apply(Event(ADDED, WORKLOAD, workload("train"), initial=True))
+    mirrored = target.find("PodGroup", "gang", "default")
+    assert mirrored is not None
+    assert mirrored["metadata"]["annotations"] == {SOURCE_UID_ANNOTATION: "src-gang"}
+    assert mirrored["spec"] == {"minMember": 2, "minResources": {"cpu": "2"}}
+    assert [c[0] for c in target.writes()] == ["create", "create"], "a PodGroup's status is not copied"
+    assert target.find("Workload", "train", "default") is not None
+
+    # An update of the spec is patched through; a status-only change in the source writes nothing.
+    sink.apply(Event(MODIFIED, POD_GROUP, pod_group("gang", rv="2", min_member=3)))
+    sink.apply(Event(MODIFIED, POD_GROUP, pod_group("gang", rv="3", min_member=3, phase="Finished")))
+    assert [c[0] for c in target.writes()] == ["create", "create", "patch"]
+    assert target.find("PodGroup", "gang", "default")["spec"]["minMember"] == 3  # type: ignore[index]
+
+    # Deleted in the simulator: left alone, not recreated by later source updates.
+    del target.objects[("PodGroup", "default", "gang")]
+    sink.apply(Event(MODIFIED, POD_GROUP, pod_group("gang", rv="4", min_member=4)))
+    sink.apply(Event(MODIFIED, POD_GROUP, pod_group("gang", rv="5", min_member=5)))
+    assert target.find("PodGroup", "gang", "default") is None
+    # Deleted in the source: deleted in the simulator.
+    sink.apply(Event(DELETED, WORKLOAD, workload("train")))
+    assert target.find("Workload", "train", "default") is None
+
+
+def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="kss.syncer")
+    source = FakeSource(unserved={"PodGroup"})
+    target = FakeTarget()
+    target.unserved = {"Workload"}
+    assert available_kinds(source, target, ORDER) == tuple(k for k in ORDER if not k.optional)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        "the source does not serve podgroups (scheduling.x-k8s.io/v1alpha1): not mirroring them",
+        "the simulator does not serve workloads (scheduling.k8s.io/v1alpha1): not mirroring them "
+        "(start it with --feature-gates=GenericWorkload=true)",
+    ]
+    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING"]
+    # Kinds every cluster serves are never asked about.
+    assert [c for c in target.calls if c[0] == "discover"] == [("discover", "Workload", "")]
+
+
+def test_discovery_is_retried_while_the_source_is_unreachable() -> None:
+    source = FakeSource(discovery_failures=2)
+    waits: list[int] = []
+
+    def retry(_exc: Unavailable, failures: int) -> bool:
+        waits.append(failures)
+        return True
+
+    assert available_kinds(source, FakeTarget(), (POD_GROUP, POD), retry=retry) == (POD_GROUP, POD)
+    assert waits == [1, 2]
+    with pytest.raises(Unavailable):
+        available_kinds(FakeSource(discovery_failures=1), FakeTarget(), (POD_GROUP,))
+
+
+def test_the_syncer_lists_and_watches_only_what_both_ends_serve() -> None:
+    lists = {k.name: [[page(rv="9")]] for k in ORDER}
+    lists["PodGroup"] = [[page(pod_group("gang"), rv="9")]]
+    lists["Pod"] = [[page(pod("worker", labels={"scheduling.x-k8s.io/pod-group": "gang"}), rv="9")]]
+    source = FakeSource(lists=lists, unserved={"Workload"}, discovery_failures=1)
+    target = FakeTarget()
+    syncer = Syncer(source, target, SyncOptions(backoff=Backoff(initial=0.01)))
+    syncer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while target.find("Pod", "worker", "default") is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        syncer.shutdown()
+    assert WORKLOAD not in syncer.kinds and POD_GROUP in syncer.kinds
+    assert "Workload" not in {c[0] for c in source.list_calls} | {c[0] for c in source.watch_calls}
+    creates = [(kind, name) for verb, kind, name in target.calls if verb == "create"]
+    assert creates == [("PodGroup", "gang"), ("Pod", "worker")], "the group before its pods"
+    labels = target.find("Pod", "worker", "default")["metadata"]["labels"]  # type: ignore[index]
+    assert labels == {"scheduling.x-k8s.io/pod-group": "gang"}
+
+
+def test_the_one_shot_import_skips_what_the_simulator_does_not_serve() -> None:
+    source = FakeSource(lists={"PodGroup": [[page(pod_group("gang"))]], "Workload": [[page(workload("train"))]]})
+    target = FakeTarget()
+    target.unserved = {"Workload"}
+    report = run_import(source, target, kinds=(POD_GROUP, WORKLOAD))
+    assert report.objects == {"PodGroup": 1}
+    assert target.find("PodGroup", "gang", "default") is not None
