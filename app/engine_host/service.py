@@ -82,9 +82,10 @@ API_YIELD_SECONDS = 0.002
 def load_scheduler_config(settings: Any) -> SchedulerConfig:
     """The starting configuration: ``KSS_SCHEDULER_CONFIG`` / ``--scheduler-config`` file, or the defaults."""
     path = getattr(settings, "scheduler_config", None)
+    gates = getattr(settings, "feature_gates", None)
     if path is None:
-        return parse_config(None)
-    return parse_config(Path(path).read_text())
+        return parse_config(None, gates)
+    return parse_config(Path(path).read_text(), gates)
 
 
 def _now_rfc3339() -> str:
@@ -165,7 +166,7 @@ class SchedulerService:
         # keeps what it needs to finish each one's attempt: uid -> (queued pod, its cycle).
         self.waiting_pods = WaitingPods()
         self._waiting: dict[str, tuple[q.QueuedPodInfo, int]] = {}
-        self.config = config or parse_config(None)
+        self.config = config or parse_config(None, self.feature_gates)
         self.queue = self._new_queue()
         self.scheduler = self._build(self.config)
 
@@ -235,7 +236,7 @@ class SchedulerService:
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
         """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
-        config = parse_config(source)
+        config = parse_config(source, self.feature_gates)
         # Instantiating every profile catches what only the framework can see (e.g. two queue sorts).
         for profile in config.profiles:
             build_framework(profile, Handle(ClusterObjects()))

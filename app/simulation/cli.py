@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.config import Settings
+from app.config import Settings, check_feature_gates, parse_feature_gates
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.plugins import PluginLoadError, load_plugin_modules
 from app.scheduler.record import Attempt
@@ -26,6 +26,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         dest="plugin_modules",
         metavar="MODULE",
         help="a Python module of your own scheduler plugins, imported first; repeatable (KSS_PLUGIN_MODULES)",
+    )
+    p.add_argument(
+        "--feature-gates",
+        default=None,
+        metavar="GATES",
+        help="alpha features, e.g. GenericWorkload=true,GangScheduling=true (KSS_FEATURE_GATES)",
     )
     p.add_argument(
         "--record-db", help="also record every attempt into this results database (a file, or a SQLAlchemy URL)"
@@ -80,6 +86,12 @@ def _recorder(target: str | Path) -> Any:
 def run(args: argparse.Namespace) -> int:
     allow_missing = os.environ.get("KSS_ALLOW_MISSING_PLUGINS") == "1"
     try:
+        gates = parse_feature_gates(args.feature_gates) if args.feature_gates else Settings().feature_gates
+        check_feature_gates(gates)
+    except ValueError as exc:
+        print(f"kss simulate: --feature-gates: {exc}", file=sys.stderr)
+        return 2
+    try:
         load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
     except PluginLoadError as exc:  # the user's plugin module: one clear line, no traceback
         print(f"kss simulate: {exc}", file=sys.stderr)
@@ -106,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 args.detail,
                 allow_missing_plugins=allow_missing,
                 record_all=recorder is not None,
+                feature_gates=gates,
                 on_attempt=on_attempt if recorder is not None else None,
             )
         except Exception as exc:  # one bad scenario must not stop the batch

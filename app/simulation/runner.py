@@ -134,10 +134,17 @@ class VirtualClock:
 class ScenarioRun:
     """Runs one scenario through the engine."""
 
-    def __init__(self, scenario: dict[str, Any], *, record: bool = True, allow_missing_plugins: bool = False) -> None:
+    def __init__(
+        self,
+        scenario: dict[str, Any],
+        *,
+        record: bool = True,
+        allow_missing_plugins: bool = False,
+        feature_gates: dict[str, bool] | None = None,
+    ) -> None:
         self.scenario = scenario
         self.record = record
-        config = parse_config(scenario.get("config"))
+        config = parse_config(scenario.get("config"), feature_gates)
         family = (scenario.get("meta") or {}).get("family")
         self.sampling = family == "sampling"
         self.config = config
@@ -329,6 +336,7 @@ def run_scenario(
     allow_missing_plugins: bool = False,
     record_all: bool = False,
     on_attempt: Callable[[Attempt, PodInfo], None] | None = None,
+    feature_gates: dict[str, bool] | None = None,
 ) -> dict[str, Any]:
     """Run a scenario and return the result document (same shape as an ``.expected.json``).
 
@@ -338,7 +346,10 @@ def run_scenario(
     if detail not in DETAIL_LEVELS:
         raise ValueError(f"unknown detail level {detail!r}; use one of {', '.join(DETAIL_LEVELS)}")
     run = ScenarioRun(
-        scenario, record=record_all or detail != "placements", allow_missing_plugins=allow_missing_plugins
+        scenario,
+        record=record_all or detail != "placements",
+        allow_missing_plugins=allow_missing_plugins,
+        feature_gates=feature_gates,
     )
     run.on_attempt = on_attempt
     # Each entry is built as its attempt finishes, so the attempt (and its record) is freed at once.
