@@ -121,6 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             on_plugin=metrics.observe_plugin,
             api_busy=app.api_busy if isinstance(app, _Application) else None,
             on_idle=reclaim_frozen,
+            feature_gates=settings.feature_gates,
         )
         app.state.scheduler = scheduler
         # The web pages read the scheduler through this port (plain view data, none of the engine's internals).
@@ -172,6 +173,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return scheduler.queue.pending_counts() if scheduler is not None else {}
 
     metrics.watch_queue(pending_counts)
+
+    def waiting_count() -> int:
+        scheduler = getattr(app.state, "scheduler", None)
+        return len(scheduler.waiting_pods) if scheduler is not None else 0
+
+    metrics.watch_waiting(waiting_count)
 
     # Outermost last: metrics see every answer (401 and 413 included), auth runs before any body is read.
     # The framework's stack and the resource URLs' lean one get the same three, in the same order.
