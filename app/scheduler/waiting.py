@@ -130,10 +130,16 @@ class WaitingPods:
         return min(deadlines) if deadlines else None
 
     def settled(self, now: float) -> list[WaitingPod]:
-        """Expire what timed out, then hand out (and forget) every pod with an outcome, in arrival order."""
-        for wp in self._pods.values():
-            wp.expire(now)
+        """Hand out (and forget) every pod with an outcome, in arrival order; when none has one, the pod whose timeout
+        passed first, alone: its failure (Unreserve) may decide its siblings before their own timers do."""
         done = [wp for wp in self._pods.values() if wp.outcome is not None]
+        if not done:
+            expired = [wp for wp in self._pods.values() if (d := wp.next_deadline()) is not None and d <= now]
+            if not expired:
+                return []
+            first = min(expired, key=lambda wp: wp.next_deadline() or now)
+            first.expire(now)
+            done = [first]
         for wp in done:
             del self._pods[wp.pod.uid]
         return done
