@@ -1,4 +1,4 @@
-"""Operations over HTTP: export, import, reset and the scheduler configuration."""
+"""Operations over HTTP: export, import, reset, the scheduler configuration and the pods waiting in Permit."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
 from app.engine_host.service import SchedulerService
+from app.engine_host.view import EngineView
 from app.operations.service import OperationsService, scheduler_config_causes
 from app.scheduler.config import ConfigError
 from app.scheduler.plugins import PluginLoadError, reload_plugin_modules
@@ -25,6 +26,7 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 
 _operations = state_accessor("operations", OperationsService)
 _scheduler = state_accessor("scheduler", SchedulerService)
+_scheduler_view = state_accessor("scheduler_view", EngineView)
 
 
 def _wants_yaml(request: Request, fmt: str | None) -> bool:
@@ -129,3 +131,20 @@ async def put_scheduler_configuration(request: Request) -> Response:
     except ConfigError as exc:
         raise Invalid("KubeSchedulerConfiguration", "", scheduler_config_causes(exc)) from None
     return _encode(scheduler.config_document(), _wants_yaml(request, None))
+
+
+@router.get("/waitingpods")
+async def waiting_pods(request: Request) -> Response:
+    """The pods waiting in Permit now, oldest first: the node each holds, the plugins that have not allowed it yet,
+    how long it has waited and the seconds left until the earliest of those plugins' timeouts."""
+    items = [
+        {
+            "pod": row.pod,
+            "node": row.node,
+            "pendingPlugins": list(row.pending_plugins),
+            "waitingSeconds": row.waiting_seconds,
+            "remainingSeconds": row.remaining_seconds,
+        }
+        for row in _scheduler_view(request).waiting_pods()
+    ]
+    return _encode({"items": items}, False)

@@ -123,6 +123,21 @@ def age(timestamp: str | None, now: datetime | None = None) -> str:
     return f"{seconds // 86400}d"
 
 
+def duration_text(seconds: float) -> str:
+    """A wait or a time left as people read it: ``52 s``, ``4 min 10 s``, ``1 h 5 min`` (static/js/app.js's
+    countdowns print the same)."""
+    total = max(0, int(seconds))  # whole seconds gone by (a countdown shows 0 s only once it is over)
+    if total == 0 and seconds > 0:
+        return "<1 s"
+    if total < 120:
+        return f"{total} s"
+    if total < 3600:
+        minutes, secs = divmod(total, 60)
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, rest = divmod(total, 3600)
+    return f"{hours} h {rest // 60} min" if rest // 60 else f"{hours} h"
+
+
 @dataclass(slots=True)
 class Page(Generic[T]):
     """One page of a longer list."""

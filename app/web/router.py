@@ -23,13 +23,14 @@ from app.cluster.kinds import BY_KIND, KINDS
 from app.config import Settings
 from app.kube.quantity import format_milli_cpu
 from app.web import sse
-from app.web.formatting import age, human_bytes
+from app.web.formatting import age, duration_text, human_bytes
 from app.web.ports import Operations, Results, SchedulerView, Store
 from app.web.service import WebCaches, WebService
 from app.web.views import editor
 from app.web.views.cluster import NODE_SORTS, cluster_view
 from app.web.views.editor import TEMPLATES, EditOutcome, Target
 from app.web.views.events import events_for
+from app.web.views.groups import GROUP_KINDS, group_page, groups_view
 from app.web.views.node import node_view
 from app.web.views.objects import objects_view
 from app.web.views.pod import pod_view, status_ok
@@ -85,6 +86,7 @@ def _environment() -> jinja2.Environment:
     env.filters["bytes"] = human_bytes
     env.filters["age"] = age
     env.filters["wrap"] = _camel_wrap
+    env.filters["duration"] = duration_text
     env.tests["status_ok"] = status_ok
     env.globals["query"] = _query
     env.globals["static"] = _static_url
@@ -210,7 +212,9 @@ def node_page(request: Request, name: str) -> HTMLResponse:
         return _not_found(request, service, f'node "{name}"')
     node, pods = found
     events = events_for(service.store, "Node", None, name)
-    ctx = {**_base(request, service, rv, "cluster"), "node": node, "pods": pods, "events": events}
+    # Pods reserving this node while they wait in Permit (counted in its allocation, not bound yet).
+    held = [w for w in service.scheduler.waiting_pods() if w.node == name]
+    ctx = {**_base(request, service, rv, "cluster"), "node": node, "pods": pods, "events": events, "held": held}
     if hx_target(request) == "node-body":
         return render("components/node_body.html", **ctx)
     return render("pages/node.html", **ctx)
@@ -298,6 +302,47 @@ def pod_page(
     return render("pages/pod.html", **ctx)
 
 
+# ---------------------------------------------------------------------------------------------- gangs
+
+
+@router.get("/ui/groups")
+def groups_page(request: Request, page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
+    """Every PodGroup and Workload gang: quorum, members bound / waiting in Permit / pending, state in words."""
+    service = web(request)
+    view = groups_view(service, page=page)
+    ctx = {**_base(request, service, view.resource_version, "groups"), "view": view, "params": {"page": page}}
+    if hx_target(request) == "groups-body":
+        return render("components/groups_body.html", **ctx)
+    return render("pages/groups.html", **ctx)
+
+
+@router.get("/ui/groups/{namespace}/{kind}/{name}")
+def group_detail_page(
+    request: Request,
+    namespace: str,
+    kind: str,
+    name: str,
+    pod_group: Annotated[str, Query(alias="podGroup")] = "",
+    replica_key: Annotated[str | None, Query(alias="replicaKey")] = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    """One gang (a Workload: each of its gangs): members with their state and last attempt, and why it did not fit."""
+    service = web(request)
+    detail = group_page(service, namespace, kind, name, pod_group=pod_group, replica_key=replica_key, page=page)
+    if detail is None:
+        return _not_found(request, service, f'{kind} "{namespace}/{name}"')
+    params = {"podGroup": pod_group, "replicaKey": replica_key, "page": page}
+    ctx = {
+        **_base(request, service, detail.resource_version, "groups"),
+        "group": detail,
+        "params": params,
+        "base_url": f"/ui/groups/{namespace}/{kind}/{name}",
+    }
+    if hx_target(request) == "group-body":
+        return render("components/group_body.html", **ctx)
+    return render("pages/group.html", **ctx)
+
+
 # ---------------------------------------------------------------------------------------------- objects
 
 
@@ -310,6 +355,8 @@ def _object_url(outcome: EditOutcome) -> str:
         return f"/ui/pods/{outcome.namespace}/{outcome.name}"
     if outcome.kind == "Node":
         return f"/ui/nodes/{outcome.name}"
+    if outcome.kind in GROUP_KINDS:
+        return f"/ui/groups/{outcome.namespace}/{outcome.kind}/{outcome.name}"
     return f"/ui/objects?kind={outcome.kind}"
 
 
@@ -343,7 +390,7 @@ def new_page(request: Request, kind: str = "Pod") -> HTMLResponse:
     ctx = {
         **_base(request, service, service.store.resource_version, "new"),
         "kind": kind,
-        "text": TEMPLATES[kind],
+        "text": editor.starter(kind),
         "target": None,
         "outcome": None,
         "templates": TEMPLATES,
@@ -542,11 +589,14 @@ async def events(
     timeout_seconds: Annotated[float | None, Query(alias="timeoutSeconds", ge=0, le=3600)] = None,
 ) -> StreamingResponse:
     """Server-sent events of store changes, resumable with ``Last-Event-ID`` (see ``app.web.sse``)."""
-    store = web(request).store
+    service = web(request)
+    store = service.store
     start = sse.start_version(resource_version, request.headers.get("last-event-id"), store.resource_version)
     lifetime = sse.DEFAULT_LIFETIME if timeout_seconds is None else timeout_seconds
+    # Pods start waiting in Permit without a store change: the stream looks at them while the scheduler runs.
+    waiting = service.scheduler.waiting_pods if service.scheduler_running else None
     return StreamingResponse(
-        sse.stream(store, start, lifetime=lifetime),
+        sse.stream(store, start, lifetime=lifetime, waiting=waiting),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -7,20 +7,25 @@ that id and, when the connection drops, reconnects with ``Last-Event-ID``, which
 query, so nothing is missed. A resourceVersion older than the store's window gets ``event: expired``: the
 page reloads its lists. Batches are at most a few per second, so a burst of 1,000 bindings costs the browser
 a handful of refreshes rather than 1,000.
+
+A pod that starts waiting in Permit changes nothing in the store (its node is only reserved in the scheduler), so
+the stream also looks at the scheduler's waiting pods once a second and, when they change, sends
+``event: waiting`` whose data names the pods that started or stopped waiting and their nodes (no id: it is not
+a store change and is not replayed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
 
 from app.cluster.change_log import wake_on_commit
 from app.cluster.errors import Expired
-from app.web.ports import Change, Store
+from app.web.ports import Change, Store, WaitingPodRow
 
 # Events are written by the scheduler for every attempt; no page shows them live.
 IGNORED_KINDS = frozenset({"Event"})
@@ -29,6 +34,9 @@ MIN_INTERVAL = 0.5  # seconds between two batches: bursts coalesce, a lone chang
 HEARTBEAT = 15.0  # a comment line keeps proxies from closing an idle stream and reveals dead clients
 RETRY_MS = 2000  # the browser's reconnection delay
 DEFAULT_LIFETIME = 300.0  # the stream ends; the browser reconnects with Last-Event-ID (and resumes)
+WAITING_POLL = 1.0  # seconds between two looks at the pods waiting in Permit
+
+WaitingPods = Callable[[], Sequence[WaitingPodRow]]
 
 
 def sse_message(*, event: str | None = None, data: str | None = None, id: int | None = None) -> bytes:
@@ -84,6 +92,21 @@ def batch_messages(events: Iterable[Change], last: int) -> list[bytes]:
     return out
 
 
+def waiting_message(before: dict[str, str], now: dict[str, str]) -> bytes | None:
+    """``event: waiting`` for the pods (pod -> node) that started or stopped waiting in Permit; None if none did."""
+    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+    if not changed:
+        return None
+    nodes = sorted({n for k in changed for n in (before.get(k), now.get(k)) if n})
+    data = {
+        "count": len(now),
+        "keys": changed[:MAX_KEYS],
+        "nodes": nodes[:MAX_KEYS],
+        "truncated": len(changed) > MAX_KEYS or len(nodes) > MAX_KEYS,
+    }
+    return sse_message(event="waiting", data=orjson.dumps(data).decode())
+
+
 def start_version(query: str | None, last_event_id: str | None, current: int) -> int:
     """Where to resume: the browser's Last-Event-ID, else the page's resourceVersion, else now."""
     for text in (last_event_id, query):
@@ -100,8 +123,11 @@ async def stream(
     lifetime: float = DEFAULT_LIFETIME,
     min_interval: float = MIN_INTERVAL,
     heartbeat: float = HEARTBEAT,
+    waiting: WaitingPods | None = None,
+    waiting_poll: float = WAITING_POLL,
 ) -> AsyncIterator[bytes]:
-    """Yield SSE records from ``resource_version`` on, for ``lifetime`` seconds (0: the backlog only)."""
+    """Yield SSE records from ``resource_version`` on, for ``lifetime`` seconds (0: the backlog only); with
+    ``waiting``, also ``event: waiting`` when the pods held in Permit change."""
     loop = asyncio.get_running_loop()
     wakeup, stop_waking = wake_on_commit(store)
     try:
@@ -110,6 +136,9 @@ async def stream(
         deadline = loop.time() + lifetime
         last_sent = loop.time()
         last_batch = 0.0
+        # Nothing assumed held at first: a pod that began to wait after the page was drawn is announced too.
+        held: dict[str, str] = {}
+        next_look = loop.time() + waiting_poll
         while True:
             wakeup.clear()
             try:
@@ -124,6 +153,13 @@ async def stream(
                     yield record
                 last_sent = last_batch = loop.time()
             now = loop.time()
+            if waiting is not None and now >= next_look:
+                current = {row.pod: row.node for row in waiting()}
+                message = waiting_message(held, current)
+                held, next_look = current, now + waiting_poll
+                if message is not None:
+                    yield message
+                    last_sent = now
             if now >= deadline:
                 return
             if now - last_sent >= heartbeat:
@@ -135,6 +171,8 @@ async def stream(
                 await asyncio.sleep(min(pause, deadline - now))
                 continue
             wait = min(deadline - now, heartbeat - (now - last_sent))
+            if waiting is not None:
+                wait = min(wait, next_look - now)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wakeup.wait(), timeout=max(wait, 0.001))
     finally:

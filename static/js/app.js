@@ -38,6 +38,30 @@
     setLive(false, "Live updates: reconnecting");
   });
 
+  // Waits in Permit: "52 s left" counts down and "waiting for 8 s" up between refreshes (data-seconds as rendered,
+  // data-step up|down), printed as app/web/formatting.py's duration_text prints them.
+  function durationText(seconds) {
+    var total = Math.max(0, Math.floor(seconds));
+    if (total === 0 && seconds > 0) return "<1 s";
+    if (total < 120) return total + " s";
+    if (total < 3600) {
+      var secs = total % 60;
+      return Math.floor(total / 60) + " min" + (secs ? " " + secs + " s" : "");
+    }
+    var minutes = Math.floor((total % 3600) / 60);
+    return Math.floor(total / 3600) + " h" + (minutes ? " " + minutes + " min" : "");
+  }
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll(".ticking[data-seconds]").forEach(function (el) {
+      if (el.kssSince === undefined) el.kssSince = now; // a swapped-in element starts from what it says
+      var elapsed = (now - el.kssSince) / 1000;
+      var value = parseFloat(el.dataset.seconds) + (el.dataset.step === "up" ? elapsed : -elapsed);
+      el.textContent = durationText(value);
+    });
+  }
+  window.setInterval(tick, 1000);
+
   // Scheduler presets fill the editor (nothing is applied until "Apply").
   document.addEventListener("click", function (evt) {
     var link = evt.target.closest("[data-preset]");

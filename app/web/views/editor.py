@@ -61,6 +61,7 @@ STARTER_KINDS = (
     "PersistentVolumeClaim",
     "StorageClass",
     "PodDisruptionBudget",
+    "PodGroup",
     "CSINode",
     "Event",
 )
@@ -72,6 +73,16 @@ def load_starters(directory: Path = STARTER_DIR) -> dict[str, str]:
 
 
 TEMPLATES: dict[str, str] = load_starters()
+
+
+def starter(kind: str) -> str:
+    """The editor's text for a new object of ``kind``: its starter, else a bare manifest of the kind."""
+    text = TEMPLATES.get(kind)
+    if text is not None:
+        return text
+    info = BY_KIND[kind]
+    namespace = "\n  namespace: default" if info.namespaced else ""
+    return f"apiVersion: {info.api_version}\nkind: {kind}\nmetadata:\n  name: example{namespace}\nspec: {{}}\n"
 
 
 def editable_kinds() -> list[KindInfo]:

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.cluster.errors import ApiError
-from app.web.formatting import to_yaml
+from app.web.formatting import duration_text, to_yaml
 from app.web.pod_index import PodRow, pod_row
-from app.web.ports import Results
+from app.web.ports import Results, WaitingPodRow
 from app.web.service import WebService
 from app.web.views.events import events_for
 
@@ -108,6 +108,7 @@ class PodDetail:
     events: list[Obj]
     waiting: bool  # the scheduler runs and nothing is recorded yet: poll
     resource_version: int
+    permit: WaitingPodRow | None = None  # held in Permit now: the node it holds, the plugins, how long
 
 
 def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
@@ -173,10 +174,23 @@ def _stages(detail: Obj) -> list[Stage]:
         extra = ""
         if key == "permit" and detail.get("permitTimeout"):
             extra = "waiting: " + ", ".join(f"{p} {t:g}s" for p, t in (detail.get("permitTimeout") or {}).items())
+            wait = detail.get("permitWait")
+            if wait:
+                extra += "; " + permit_wait_text(wait)
         stages.append(Stage(name, dict(statuses), extra))
     stages.append(Stage("PreBind", dict(detail.get("prebind") or {})))
     stages.append(Stage("Bind", dict(detail.get("bind") or {})))
     return stages
+
+
+def permit_wait_text(wait: Obj) -> str:
+    """How a wait in Permit ended: ``waited 10 s on node-a, rejected by Coscheduling: <message>``."""
+    text = f"waited {duration_text(float(wait.get('waitedSeconds') or 0.0))} on {wait.get('node') or '?'}, "
+    if wait.get("outcome") == "allowed":
+        return text + "allowed"
+    plugin = f" by {wait['plugin']}" if wait.get("plugin") else ""
+    message = f": {wait['message']}" if wait.get("message") else ""
+    return f"{text}rejected{plugin}{message}"
 
 
 def pod_view(
@@ -211,8 +225,10 @@ def pod_view(
         else None
     )
     events = events_for(store, "Pod", namespace, name)
-    waiting = web.scheduler_running and not attempts and not row.bound and not row.terminal
-    return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv)
+    permit = None if row.bound else next((w for w in web.scheduler.waiting_pods() if w.pod == row.key), None)
+    # Held in Permit: the stream says when the wait ends (the binding, or the pod back to pending); no poll.
+    waiting = web.scheduler_running and not attempts and not row.bound and not row.terminal and permit is None
+    return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv, permit)
 
 
 def attempt_view(

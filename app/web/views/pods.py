@@ -10,10 +10,11 @@ from fastapi import Query
 
 from app.web.formatting import Page, paginate
 from app.web.pod_index import PodRow
+from app.web.ports import WaitingPodRow
 from app.web.service import WebService
 
 POD_SORTS = ("name", "namespace", "node", "phase", "priority", "attempts", "age")
-POD_STATES = ("all", "pending", "bound")
+POD_STATES = ("all", "pending", "waiting", "bound")
 
 
 def pod_matches(row: PodRow, terms: list[str]) -> bool:
@@ -48,10 +49,15 @@ class PodsView:
     namespaces: list[str]
     counts: dict[str, int]
     resource_version: int
+    waiting: dict[str, WaitingPodRow]  # namespace/name -> held in Permit now
 
     def attempts_of(self, row: PodRow) -> int:
         """Recorded attempts of one pod."""
         return self.attempts.get((row.namespace, row.name), 0)
+
+    def permit_of(self, row: PodRow) -> WaitingPodRow | None:
+        """Where and for how long the pod is held in Permit (None: it is not)."""
+        return self.waiting.get(row.key) if not row.bound else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +81,20 @@ def pods_view(web: WebService, query: PodsQuery) -> PodsView:
     state = query.state if query.state in POD_STATES else "all"
     sort = query.sort if query.sort in POD_SORTS else "name"
     attempts = web.results.attempt_counts()  # one query per request
+    waiting = {w.pod: w for w in web.scheduler.waiting_pods()}  # held in Permit: not bound, not pending either
+
+    def pending(r: PodRow) -> bool:
+        return not r.bound and not r.terminal and r.key not in waiting
+
     rows: Iterable[PodRow] = index.rows
     if namespace:
         rows = (r for r in rows if r.namespace == namespace)
     if node:
         rows = (r for r in rows if r.node == node or r.nominated == node)
     if state == "pending":
-        rows = (r for r in rows if not r.bound and not r.terminal)
+        rows = (r for r in rows if pending(r))
+    elif state == "waiting":
+        rows = (r for r in rows if not r.bound and r.key in waiting)
     elif state == "bound":
         rows = (r for r in rows if r.bound)
     terms = q.split()
@@ -102,7 +115,8 @@ def pods_view(web: WebService, query: PodsQuery) -> PodsView:
         selected.sort(key=keys[sort], reverse=desc)
     counts = {
         "all": len(index.rows),
-        "pending": sum(1 for r in index.rows if not r.bound and not r.terminal),
+        "pending": sum(1 for r in index.rows if pending(r)),
+        "waiting": sum(1 for r in index.rows if not r.bound and r.key in waiting),
         "bound": sum(1 for r in index.rows if r.bound),
     }
     namespaces = [e.name for e in store.select("Namespace").items]
@@ -118,4 +132,5 @@ def pods_view(web: WebService, query: PodsQuery) -> PodsView:
         namespaces,
         counts,
         index.resource_version,
+        waiting,
     )
