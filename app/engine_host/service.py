@@ -455,7 +455,9 @@ class SchedulerService:
                 last_unschedulable_flush = now
             deadline = self.scheduler.next_permit_deadline()
             if deadline is not None and self.clock() >= deadline:
+                self._idle.clear()  # not idle while the outcome is written (wait_idle callers expect to see it)
                 self._resolve_waiting()
+                self._settle(keep=0)
             qpi = self.queue.pop(timeout=0) if not self._inbox else None
             if qpi is None:
                 self._settle(keep=0)
