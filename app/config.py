@@ -82,6 +82,11 @@ class Settings(BaseSettings):
     scheduler_enabled: bool = Field(
         default=True, description="Run the scheduler inside kss serve; off leaves pods pending (API-only use, imports)."
     )
+    controllers: bool = Field(
+        default=True,
+        description="Run the controllers inside kss serve (the PodGroup controller keeps PodGroup status current, as "
+        "scheduler-plugins' controller does on a real cluster); off leaves every status as clients write it.",
+    )
     results_max_attempts_per_pod: int | None = Field(
         default=None, description="Keep at most this many recorded attempts per pod (None keeps every attempt)."
     )
