@@ -85,8 +85,10 @@ def store(engine: Engine) -> ClusterStore:
 @pytest.fixture
 async def app(database_url: str) -> AsyncIterator[FastAPI]:
     """The application with its lifespan run (migrations applied, store loaded)."""
-    # The scheduler stays off so API tests see exactly the objects they wrote.
-    application = create_app(Settings(database_url=database_url, watch_window=50, scheduler_enabled=False))
+    # The scheduler and the controllers stay off so API tests see exactly the objects they wrote.
+    application = create_app(
+        Settings(database_url=database_url, watch_window=50, scheduler_enabled=False, controllers=False)
+    )
     async with application.router.lifespan_context(application):
         yield application
 
@@ -110,6 +112,7 @@ async def locked(tmp_path: Path) -> AsyncIterator[FastAPI]:
             database_url=f"sqlite:///{tmp_path / 'kss.db'}",
             api_token=API_TOKEN,
             scheduler_enabled=False,
+            controllers=False,
             max_body_bytes=4096,
         )
     )
@@ -184,7 +187,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(
         workdir,
         f"sqlite:///{workdir / 'kss.db'}",
-        env={"KSS_WATCH_WINDOW": "200", "KSS_SCHEDULER_ENABLED": "false"},
+        env={"KSS_WATCH_WINDOW": "200", "KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false"},
     )
     yield srv
     srv.stop()

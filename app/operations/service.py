@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.cluster.errors import ApiError, Cause, Invalid, required
+from app.cluster.errors import ApiError, Cause, Conflict, Invalid, required
 from app.cluster.kinds import KINDS
 from app.cluster.store import ClusterStore
 from app.config import Settings
@@ -274,7 +274,14 @@ def _restore_status(store: ClusterStore, item: Item, current: Obj | None, *, cre
     merged = {**(current.get("status") or {}), **status}
     if current.get("status") == merged:
         return
-    store.update(item.kind, {**current, "status": merged}, subresource="status")
+    try:
+        store.update(item.kind, {**current, "status": merged}, subresource="status")
+    except Conflict:
+        # A controller wrote the status since the create (the PodGroup controller does, and its write may still be
+        # in the import's commit): the snapshot's status is what the import promises, so it is written
+        # unconditionally; the controller then recomputes it from the pods, as on a cluster.
+        meta = {k: v for k, v in (current.get("metadata") or {}).items() if k != "resourceVersion"}
+        store.update(item.kind, {**current, "metadata": meta, "status": merged}, subresource="status")
 
 
 def scheduler_config_causes(exc: ConfigError) -> list[Cause]:

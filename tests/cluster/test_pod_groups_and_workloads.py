@@ -69,7 +69,12 @@ def causes(response: httpx.Response) -> list[tuple[str, str, str]]:
 async def gated_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     """An in-process client of an application started with GenericWorkload on (scheduler off)."""
     application: FastAPI = create_app(
-        Settings(database_url=f"sqlite:///{tmp_path / 'gated.db'}", scheduler_enabled=False, feature_gates=GATES_ON)
+        Settings(
+            database_url=f"sqlite:///{tmp_path / 'gated.db'}",
+            scheduler_enabled=False,
+            controllers=False,
+            feature_gates=GATES_ON,
+        )
     )
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)

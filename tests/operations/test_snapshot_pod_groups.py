@@ -23,7 +23,9 @@ MERGE = {"content-type": "application/merge-patch+json"}
 
 async def _client(tmp_path: Path, name: str, gates: dict[str, bool]) -> AsyncIterator[httpx.AsyncClient]:
     application: FastAPI = create_app(
-        Settings(database_url=f"sqlite:///{tmp_path / name}", scheduler_enabled=False, feature_gates=gates)
+        Settings(
+            database_url=f"sqlite:///{tmp_path / name}", scheduler_enabled=False, controllers=False, feature_gates=gates
+        )
     )
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
@@ -112,3 +114,25 @@ async def test_without_the_gate_export_leaves_workloads_out_and_import_refuses_t
     pods = (await client.get("/api/v1/namespaces/team/pods")).json()["items"]
     assert len(pods) == 2 and all("workloadRef" not in p["spec"] for p in pods), "dropped, as the gate is off"
     assert (await client.get(f"{PG_PATH}/gang")).json()["status"]["phase"] == "Running"
+
+
+async def test_an_import_succeeds_while_the_pod_group_controller_writes_status(
+    gated: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """The PodGroup controller may write a status between the import's create and its status update: the import
+    reads again and still carries the snapshot's status over (the controller then recomputes it, as on a cluster)."""
+    await _load(gated)
+    exported = (await gated.get("/simulator/v1/export")).text
+    application: FastAPI = create_app(
+        Settings(database_url=f"sqlite:///{tmp_path / 'live.db'}", feature_gates={"GenericWorkload": True})
+    )
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://kss.test") as live:
+            for _ in range(5):
+                r = await live.post("/simulator/v1/import", content=exported, params={"replace": "true"})
+                assert r.status_code == 200, r.text
+            assert application.state.podgroup_controller.wait_idle(10.0)
+            got = (await live.get(f"{PG_PATH}/gang")).json()
+            # Two members exist (minMember 2) and neither runs: the controller says Scheduling.
+            assert got["status"]["phase"] == "Scheduling"
