@@ -14,14 +14,10 @@ import httpx
 import pytest
 
 from tests.conftest import Server, start_server
-from tests.web.test_browser import ARGS, CHROMIUM, TIMEOUT, shot
+from tests.web.chromium import MARKS, fresh_page, launched, shot
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium: make browser-deps"),
-]
+pytestmark = MARKS
 
-sync_api = pytest.importorskip("playwright.sync_api")
 pytest.importorskip("kss.plugins.coscheduling")
 
 COSCHEDULING = """apiVersion: kubescheduler.config.k8s.io/v1
@@ -94,22 +90,14 @@ def gang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def browser(gang_server: Server) -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with launched() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT)
-    errors: list[str] = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield pg
-    context.close()
-    assert errors == [], errors
+    with fresh_page(browser) as pg:
+        yield pg
 
 
 def post(server: Server, path: str, body: dict[str, Any]) -> None:
