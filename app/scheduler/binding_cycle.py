@@ -175,11 +175,7 @@ class BindingCycle:
 
     def reject_waiting_pod(self, uid: str) -> bool:
         """``RejectWaitingPod`` (the pod was deleted): resolved by the next :meth:`resolve_waiting`."""
-        wp = self.waiting_pods.get(uid)
-        if wp is None:
-            return False
-        wp.reject("", "removed")
-        return True
+        return self.waiting_pods.reject_pod(uid)
 
     def resolve_waiting(self) -> list[Settled]:
         """Finish every waiting pod whose wait ended (allowed, rejected, timed out), in the order they began to wait.

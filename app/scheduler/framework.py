@@ -580,11 +580,7 @@ class Handle:
 
     def reject_waiting_pod(self, uid: str) -> bool:
         """``RejectWaitingPod``: reject the pod if it waits (as when it is deleted); True if it was waiting."""
-        wp = self.waiting_pods.get(uid)
-        if wp is None:
-            return False
-        wp.reject("", "removed")
-        return True
+        return self.waiting_pods.reject_pod(uid)
 
     def activate(self, pods: Iterable[PodInfo]) -> None:
         """``Activate``: move these pending pods to activeQ now (e.g. a gang's siblings); no-op offline."""

@@ -113,6 +113,14 @@ class WaitingPods:
     def get(self, uid: str) -> WaitingPod | None:
         return self._pods.get(uid)
 
+    def reject_pod(self, uid: str) -> bool:
+        """``RejectWaitingPod``: reject the pod if it waits (it was deleted); True if it was waiting."""
+        wp = self._pods.get(uid)
+        if wp is None:
+            return False
+        wp.reject("", "removed")
+        return True
+
     def iterate(self, callback: Callable[[WaitingPod], None]) -> None:
         """``IterateOverWaitingPods``: the callback may allow or reject (the map is not changed while iterating)."""
         for wp in list(self._pods.values()):
