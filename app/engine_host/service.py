@@ -198,7 +198,6 @@ class SchedulerService:
             handle = Handle(self.cluster, self.actions)
             handle.nominated_pods = self.nominated
             handle.activator = self._activate
-            handle.feature_gates = self.feature_gates
             handles.append(handle)
             frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=self.on_plugin)
         self.handles = handles

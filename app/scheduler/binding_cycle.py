@@ -218,7 +218,7 @@ class BindingCycle:
                 settled.append(Settled(att, held.pod, waited))
 
     def waiting(self) -> list[dict[str, Any]]:
-        """The pods waiting in Permit now, for the UI and the API: pod, node, plugins pending, since, deadline.
+        """The pods waiting in Permit now, for the UI and the API: pod, node, plugins pending, waited and remaining s.
 
         Read from other threads: each pod's deadlines are copied once (a dict copy is atomic under the GIL) and
         everything is computed from the copy."""
@@ -230,11 +230,9 @@ class BindingCycle:
             rows.append(
                 {
                     "pod": wp.pod.key,
-                    "uid": wp.pod.uid,
                     "node": wp.node_name,
                     "pendingPlugins": pending,
                     "waitingSeconds": max(0.0, now - wp.since),
-                    "timeoutSeconds": {p: wp.timeouts[p] for p in pending},
                     "remainingSeconds": max(0.0, min(deadlines.values()) - now) if deadlines else 0.0,
                 }
             )

@@ -567,8 +567,6 @@ class Handle:
         # The scheduler's clock (seconds; virtual in offline runs) and where activated pods go (set by the host).
         self.clock: Callable[[], float] = time.monotonic
         self.activator: Callable[[list[PodInfo]], None] | None = None
-        # Enabled feature gates (GenericWorkload, GangScheduling), as the host was started with.
-        self.feature_gates: dict[str, bool] = {}
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         """``GetWaitingPod``: the pod with this uid if it is waiting in Permit."""
