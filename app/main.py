@@ -20,7 +20,7 @@ from app.cluster.router import KUBE_METHODS, kube_app, resource_route
 from app.cluster.router import router as cluster_router
 from app.cluster.store import ClusterStore
 from app.config import Settings
-from app.controllers.podgroup import PodGroupController
+from app.controllers.manager import ControllerManager
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.engine_host.repository import SchedulerConfigRepository
 from app.engine_host.service import SchedulerService, load_scheduler_config
@@ -146,16 +146,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scheduler.on_config_change = save_config
         if settings.scheduler_enabled:
             scheduler.start()
-        # scheduler-plugins' PodGroup controller: keeps PodGroup status current, as on a real cluster.
-        podgroup_controller = PodGroupController(app.state.store)
-        app.state.podgroup_controller = podgroup_controller
+        # What kube-controller-manager (and scheduler-plugins' controller) keep current on a real cluster.
+        controllers = ControllerManager(app.state.store)
+        app.state.controllers = controllers
         if settings.controllers:
-            podgroup_controller.start()
+            controllers.start()
         try:
             yield
         finally:
             if settings.controllers:
-                podgroup_controller.stop()
+                controllers.stop()
             if settings.scheduler_enabled:
                 scheduler.stop()
             results.stop()

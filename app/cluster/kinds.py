@@ -108,6 +108,39 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo(
         "scheduling.k8s.io", "v1alpha1", "Workload", "workloads", "workload", True, feature_gate="GenericWorkload"
     ),
+    # The workload kinds kube-controller-manager's controllers own (app/controllers/ plays that part here).
+    KindInfo(
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "deployment",
+        True,
+        ("deploy",),
+        ("scale", "status"),
+        ("all",),
+        has_status=True,
+    ),
+    KindInfo(
+        "apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), ("scale", "status"), ("all",), True
+    ),
+    KindInfo(
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        "statefulset",
+        True,
+        ("sts",),
+        ("scale", "status"),
+        ("all",),
+        has_status=True,
+    ),
+    KindInfo("apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, ("ds",), ("status",), ("all",), True),
+    KindInfo("batch", "v1", "Job", "jobs", "job", True, (), ("status",), ("all",), has_status=True),
+    KindInfo("batch", "v1", "CronJob", "cronjobs", "cronjob", True, ("cj",), ("status",), ("all",), True),
+    # Node heartbeats (kube-node-lease), renewed by the simulated kubelet.
+    KindInfo("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
 )
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}

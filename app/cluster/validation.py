@@ -847,6 +847,11 @@ VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "CSINode": validate_csinode,
     "PodGroup": validate_pod_group,
     "Workload": validate_workload,
+    # Metadata only for now: the workload kinds' own rules are being added.
+    **{
+        kind: (lambda obj: validate_metadata(obj, namespaced=True))
+        for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "Lease")
+    },
 }
 
 

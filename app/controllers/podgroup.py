@@ -19,29 +19,24 @@ A group's pods are those labelled ``scheduling.x-k8s.io/pod-group=<name>`` in ev
 them without a namespace, so kss counts the same pods a real cluster's controller would. "The first pod" is the
 first in the API's order (namespace, name); upstream takes whichever its informer cache lists first.
 
-What runs: a listener on the store (PodGroup and Pod changes) that only notes each change; a thread that keeps
-an index of labelled pods, queues the groups to reconcile (a group once however many changes wait for it, a pod
-change queueing the group it left as well as the one it joined) and reconciles them one at a time. Every group
-is reconciled at start, so a restart leaves things as they were: the status is written only when it differs
-(a merge patch of the ``status`` subresource carrying the resourceVersion it was computed from, recomputed on
-a conflict), and the Timeout Event is recorded once per group (one already recorded is found after a restart).
-A reconcile that fails is retried with exponential backoff, as controller-runtime's rate-limited queue does.
+It runs as every controller here does (``loop.ReconcileLoop``), keeping an index of labelled pods (a pod change
+queues the group it left as well as the one it joined). The status is written only when it differs (a merge
+patch of the ``status`` subresource carrying the resourceVersion it was computed from, recomputed on a
+conflict), and the Timeout Event is recorded once per group (one already recorded is found after a restart).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from app.cluster.change_log import DELETED
 from app.cluster.errors import Conflict, NotFound
 from app.cluster.store import ClusterStore, Obj
+from app.controllers.loop import Clock, ReconcileLoop, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -193,112 +188,53 @@ def next_status(pg: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Gro
     return replace(current, phase=phase, running=running, succeeded=succeeded, failed=failed)
 
 
-class _Note(NamedTuple):
-    """One committed change, as the listener notes it."""
-
-    event_type: str
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-    group: str | None  # a pod's pod-group label (None when deleted or unlabelled)
-
-
-class PodGroupController:
+class PodGroupController(ReconcileLoop[_Key]):
     """Keeps every PodGroup's status current (see the module docstring); ``start``/``stop`` with the app."""
+
+    name = "podgroup-controller"
+    watched_kinds = WATCHED_KINDS
 
     def __init__(
         self,
         store: ClusterStore,
         *,
+        clock: Clock = utc_now,
         conflict_retries: int = 5,
         retry_base_seconds: float = 0.005,
         retry_max_seconds: float = 60.0,
     ) -> None:
-        """A stopped controller over ``store``.
-
-        ``conflict_retries``: how many times one reconcile recomputes after a resourceVersion conflict before it
-        is put back with backoff; ``retry_*``: the backoff of a failed reconcile (doubling from base to max).
-        """
-        self._store = store
+        """A stopped controller over ``store``; ``conflict_retries``: how many times one reconcile recomputes
+        after a resourceVersion conflict before it is put back with backoff."""
+        super().__init__(store, clock=clock, retry_base_seconds=retry_base_seconds, retry_max_seconds=retry_max_seconds)
         self._conflict_retries = max(1, conflict_retries)
-        self._retry_base = retry_base_seconds
-        self._retry_max = retry_max_seconds
-        self._inbox: deque[_Note] = deque()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._idle = threading.Event()
-        self._thread: threading.Thread | None = None
-        # The worker's own state (touched by its thread only).
-        self._ready: dict[_Key, None] = {}  # groups to reconcile, in order, each once
-        self._retry_at: dict[_Key, float] = {}
-        self._failures: dict[_Key, int] = {}
         self._group_of: dict[_Key, str] = {}  # labelled pod -> its pod-group label
         self._members: dict[str, set[_Key]] = {}  # pod-group label -> labelled pods, every namespace
         self._timeouts_recorded: set[str] = set()  # uids of groups whose Timeout Event exists
 
-    # --- lifecycle ------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Subscribe to PodGroup and Pod changes and start the worker, which first reconciles every group."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._idle.clear()
-        # A restart begins from the store as it is now, not from what an earlier run saw.
-        self._inbox.clear()
-        for state in (self._ready, self._retry_at, self._failures, self._group_of, self._members):
-            state.clear()
+    def reset(self) -> None:
+        self._group_of.clear()
+        self._members.clear()
         self._timeouts_recorded.clear()
-        self._store.add_listener(self._on_change, WATCHED_KINDS)
-        self._thread = threading.Thread(target=self._run, name="podgroup-controller", daemon=True)
-        self._thread.start()
 
-    def stop(self) -> None:
-        """Unsubscribe and stop the worker (a reconcile under way finishes first)."""
-        self._store.remove_listener(self._on_change)
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-
-    def wait_idle(self, timeout: float = 10.0) -> bool:
-        """Block until every change seen so far is reconciled (tests, benchmarks); False on timeout."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._idle.is_set() and not self._inbox:
-                return True
-            time.sleep(0.005)
-        return False
-
-    # --- events ---------------------------------------------------------------------------------
-    def _on_change(self, event_type: str, kind: str, obj: Obj) -> None:
-        # Runs in the store's committer with its lock held: note the change and wake the worker, nothing more.
+    def observe(self, event_type: str, kind: str, obj: Obj) -> list[_Key]:
         meta = obj.get("metadata") or {}
-        group = None
-        if kind == "Pod" and event_type != DELETED:
-            group = (meta.get("labels") or {}).get(POD_GROUP_LABEL) or None
-        self._inbox.append(
-            _Note(event_type, kind, _str(meta.get("namespace")), _str(meta.get("name")), _str(meta.get("uid")), group)
-        )
-        self._idle.clear()
-        self._wake.set()
+        namespace, name = _str(meta.get("namespace")), _str(meta.get("name"))
+        if kind == "PodGroup":
+            if event_type == DELETED:
+                self._timeouts_recorded.discard(_str(meta.get("uid")))
+            return [(namespace, name)]
+        group = None if event_type == DELETED else ((meta.get("labels") or {}).get(POD_GROUP_LABEL) or None)
+        before = self._index_pod((namespace, name), group)
+        # A relabelled pod concerns both groups, as controller-runtime maps an update's old and new objects.
+        return [(namespace, g) for g in {before, group} if g is not None]
 
-    def _drain(self) -> None:
-        """Apply the noted changes to the pod index and queue the groups they concern."""
-        while self._inbox:
-            note = self._inbox.popleft()
-            if note.kind == "PodGroup":
-                if note.event_type == DELETED:
-                    self._timeouts_recorded.discard(note.uid)
-                self._enqueue((note.namespace, note.name))
-                continue
-            key = (note.namespace, note.name)
-            before = self._index_pod(key, note.group)
-            # A relabelled pod concerns both groups, as controller-runtime maps an update's old and new objects.
-            for group in {before, note.group}:
-                if group is not None:
-                    self._enqueue((note.namespace, group))
+    def resync(self) -> list[_Key]:
+        """Index every labelled pod and queue every group."""
+        for entry in self.store.select("Pod").items:
+            group = (entry.obj["metadata"].get("labels") or {}).get(POD_GROUP_LABEL)
+            if group:
+                self._index_pod((entry.namespace, entry.name), group)
+        return [(entry.namespace, entry.name) for entry in self.store.select("PodGroup").items]
 
     def _index_pod(self, key: _Key, group: str | None) -> str | None:
         """Record ``key``'s pod-group label (None: unlabelled or gone); returns the one it had."""
@@ -316,67 +252,15 @@ class PodGroupController:
             self._members.setdefault(group, set()).add(key)
         return before
 
-    def _enqueue(self, key: _Key) -> None:
-        self._retry_at.pop(key, None)
-        self._ready[key] = None
-
-    # --- the worker -----------------------------------------------------------------------------
-    def _run(self) -> None:
-        try:
-            self._resync()
-        except Exception:  # the queue still fills from changes
-            log.exception("PodGroup controller: initial listing failed")
-        while not self._stop.is_set():
-            self._wake.clear()
-            self._idle.clear()
-            self._drain()
-            key = self._next_ready()
-            if key is None:
-                if not self._retry_at:
-                    self._idle.set()
-                wait = min(self._retry_at.values()) - time.monotonic() if self._retry_at else None
-                self._wake.wait(max(0.0, wait) if wait is not None else None)
-                continue
-            try:
-                self._reconcile(*key)
-            except Exception as exc:
-                failures = self._failures.get(key, 0) + 1
-                self._failures[key] = failures
-                delay = min(self._retry_base * 2 ** min(failures - 1, 32), self._retry_max)
-                if isinstance(exc, Conflict):
-                    log.info("PodGroup %s/%s: still conflicting, retried in %.3fs", *key, delay)
-                else:
-                    log.exception("PodGroup %s/%s: reconcile failed, retried in %.3fs", *key, delay)
-                self._retry_at[key] = time.monotonic() + delay
-            else:
-                self._failures.pop(key, None)
-
-    def _resync(self) -> None:
-        """Index every labelled pod and queue every group (changes noted meanwhile are applied after)."""
-        for entry in self._store.select("Pod").items:
-            group = (entry.obj["metadata"].get("labels") or {}).get(POD_GROUP_LABEL)
-            if group:
-                self._index_pod((entry.namespace, entry.name), group)
-        for entry in self._store.select("PodGroup").items:
-            self._enqueue((entry.namespace, entry.name))
-
-    def _next_ready(self) -> _Key | None:
-        now = time.monotonic()
-        for key in [k for k, at in self._retry_at.items() if at <= now]:
-            del self._retry_at[key]
-            self._ready[key] = None
-        if not self._ready:
-            return None
-        key = next(iter(self._ready))
-        del self._ready[key]
-        return key
+    def reconcile(self, key: _Key) -> None:
+        self._reconcile(*key)
 
     def _reconcile(self, namespace: str, name: str) -> None:
         """One reconcile of a group (module docstring); a conflict recomputes from the group as it is now."""
         conflict: Conflict | None = None
         for _ in range(self._conflict_retries):
             try:
-                pg = self._store.read("PodGroup", namespace, name).obj  # read-only
+                pg = self.store.read("PodGroup", namespace, name).obj  # read-only
             except NotFound:
                 return  # deleted
             if is_final(pg):
@@ -391,7 +275,7 @@ class PodGroupController:
                 return
             body = {"metadata": {"resourceVersion": pg["metadata"]["resourceVersion"]}, "status": patch}
             try:
-                self._store.patch("PodGroup", namespace, name, body, "merge", subresource="status")
+                self.store.patch("PodGroup", namespace, name, body, "merge", subresource="status")
             except NotFound:
                 return
             except Conflict as exc:
@@ -408,7 +292,7 @@ class PodGroupController:
         pods: list[Obj] = []
         for namespace, name in sorted(self._members.get(group, ())):
             try:
-                pod = self._store.read("Pod", namespace, name).obj
+                pod = self.store.read("Pod", namespace, name).obj
             except NotFound:
                 continue  # its deletion is in the inbox: the group comes round again
             if (pod["metadata"].get("labels") or {}).get(POD_GROUP_LABEL) == group:
@@ -422,13 +306,13 @@ class PodGroupController:
         if uid in self._timeouts_recorded:
             return
         if not self._timeout_recorded(pg):
-            self._store.create_event(pg, TIMEOUT_REASON, TIMEOUT_MESSAGE, type="Warning", component=COMPONENT)
+            self.store.create_event(pg, TIMEOUT_REASON, TIMEOUT_MESSAGE, type="Warning", component=COMPONENT)
             log.info("PodGroup %s/%s: %s", meta.get("namespace"), meta.get("name"), TIMEOUT_MESSAGE)
         self._timeouts_recorded.add(uid)
 
     def _timeout_recorded(self, pg: Obj) -> bool:
         meta = pg["metadata"]
-        for entry in self._store.select("Event", _str(meta.get("namespace"))).items:
+        for entry in self.store.select("Event", _str(meta.get("namespace"))).items:
             event = entry.obj
             if (
                 event.get("reason") == TIMEOUT_REASON

@@ -22,7 +22,15 @@ async def test_discovery_lists_kinds_with_short_names_and_scope(client: httpx.As
     assert core["pods/binding"]["verbs"] == ["create"]
     assert "watch" in core["events"]["verbs"]
     groups = {g["name"] for g in (await client.get("/apis")).json()["groups"]}
-    assert groups == {"storage.k8s.io", "scheduling.k8s.io", "policy", "scheduling.x-k8s.io"}
+    assert groups == {
+        "storage.k8s.io",
+        "scheduling.k8s.io",
+        "policy",
+        "scheduling.x-k8s.io",
+        "apps",
+        "batch",
+        "coordination.k8s.io",
+    }
     short = {
         r["name"]: r.get("shortNames")
         for gv in ("storage.k8s.io/v1", "scheduling.k8s.io/v1", "policy/v1")

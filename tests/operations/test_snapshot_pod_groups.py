@@ -132,7 +132,7 @@ async def test_an_import_succeeds_while_the_pod_group_controller_writes_status(
             for _ in range(5):
                 r = await live.post("/simulator/v1/import", content=exported, params={"replace": "true"})
                 assert r.status_code == 200, r.text
-            assert application.state.podgroup_controller.wait_idle(10.0)
+            assert application.state.controllers.wait_idle(10.0)
             got = (await live.get(f"{PG_PATH}/gang")).json()
             # Two members exist (minMember 2) and neither runs: the controller says Scheduling.
             assert got["status"]["phase"] == "Scheduling"

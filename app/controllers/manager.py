@@ -1,0 +1,39 @@
+"""The controllers ``kss serve`` runs, started and stopped together (kube-controller-manager's part)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from app.cluster.store import ClusterStore
+from app.controllers.loop import Clock, ReconcileLoop, utc_now
+from app.controllers.podgroup import PodGroupController
+
+
+class ControllerManager:
+    """Every controller over one store; ``start``/``stop`` with the app, ``wait_idle`` for tests and tools."""
+
+    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
+        """The controllers of a cluster (stopped)."""
+        self.controllers: list[ReconcileLoop[Any]] = [PodGroupController(store, clock=clock)]
+
+    def start(self) -> None:
+        """Start every controller (each first reconciles everything it owns)."""
+        for controller in self.controllers:
+            controller.start()
+
+    def stop(self) -> None:
+        """Stop every controller (a reconcile under way finishes first)."""
+        for controller in reversed(self.controllers):
+            controller.stop()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Block until every controller has reconciled what it saw, also what one's writes made another see."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not all(c.wait_idle(max(0.0, deadline - time.monotonic())) for c in self.controllers):
+                return False
+            # One controller's writes wake another (its listener runs before the write returns): all idle at
+            # once, after each has been waited for, means nothing is in flight.
+            if all(c.is_idle() for c in self.controllers):
+                return True
