@@ -8,10 +8,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Protocol
 
 from app.cluster import admission
 from app.cluster.errors import Conflict, Invalid, invalid
+from app.cluster.event_series import RecentEvents, event_key, repeated
 from app.cluster.group_commit import Batch
 from app.cluster.kinds import BY_KIND, KindInfo
 from app.cluster.stored import Obj, StoredObject
@@ -38,6 +40,10 @@ class _Store(Protocol):
 
     _lock: threading.RLock
     _event_seq: int
+    _recent_events: RecentEvents
+    _objects: dict[str, dict[tuple[str, str], StoredObject]]
+
+    def _clock(self) -> datetime: ...
 
     def _current(self, kind: str, namespace: str | None, name: str) -> StoredObject: ...
 
@@ -150,7 +156,8 @@ class PodWrites:
         component: str = "default-scheduler",
         action: str = "",
     ) -> Obj:
-        """Record a core/v1 Event about ``involved`` (what ``kubectl describe`` lists)."""
+        """Record a core/v1 Event about ``involved`` (what ``kubectl describe`` lists); a repeat of one recorded
+        lately counts on it instead (``event_series``)."""
         meta = involved.get("metadata") or {}
         info = BY_KIND.get(str(involved.get("kind") or ""))
         namespace = str(meta.get("namespace") or "default")
@@ -184,4 +191,18 @@ class PodWrites:
             event["action"] = action
         if not event["involvedObject"]["namespace"]:
             del event["involvedObject"]["namespace"]
-        return self.create("Event", event, namespace)
+        key = event_key(event)
+        moment = self._clock()
+        with self._lock:
+            seen = self._recent_events.find(key, moment)
+            current = self._objects["Event"].get(seen) if seen is not None else None
+            if current is not None:
+                result, batch = self._write_modified("Event", current, repeated(current.copy(), moment, now))
+                self._recent_events.remember(key, current.namespace, current.name, moment)
+        if current is not None:
+            self._await(batch)
+            return result
+        created = self.create("Event", event, namespace)
+        with self._lock:
+            self._recent_events.remember(key, namespace, created["metadata"]["name"], moment)
+        return created
