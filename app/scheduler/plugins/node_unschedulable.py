@@ -6,10 +6,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from app.kube.taints import EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins.taint_toleration import EFFECT_NO_SCHEDULE, pod_tolerations, tolerations_tolerate_taint
+from app.scheduler.plugins.taint_toleration import pod_tolerations
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"

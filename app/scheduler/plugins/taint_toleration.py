@@ -1,7 +1,7 @@
 """TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints score (``tainttoleration``).
 
-Also holds the toleration matching of ``v1helper.TolerationsTolerateTaint`` / ``Toleration.ToleratesTaint``,
-which NodeUnschedulable (and anyone else matching tolerations) reuses.
+Toleration matching (``v1helper.TolerationsTolerateTaint`` / ``Toleration.ToleratesTaint``) lives in
+``app.kube.taints``, shared with NodeUnschedulable and the DaemonSet controller.
 """
 
 from __future__ import annotations
@@ -13,6 +13,14 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from app.kube.taints import (
+    EFFECT_NO_EXECUTE,
+    EFFECT_NO_SCHEDULE,
+    EFFECT_PREFER_NO_SCHEDULE,
+    Toleration,
+    find_matching_untolerated_taint,
+    tolerations_tolerate_taint,
+)
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -33,40 +41,6 @@ NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
-EFFECT_NO_SCHEDULE = "NoSchedule"
-EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
-EFFECT_NO_EXECUTE = "NoExecute"
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    """A pod toleration with absent fields read as empty strings."""
-
-    key: str = ""
-    operator: str = ""
-    value: str = ""
-    effect: str = ""
-
-    @classmethod
-    def from_dict(cls, t: Mapping[str, Any]) -> Toleration:
-        return cls(
-            key=str(t.get("key") or ""),
-            operator=str(t.get("operator") or ""),
-            value=str(t.get("value") or ""),
-            effect=str(t.get("effect") or ""),
-        )
-
-    def tolerates(self, taint: Mapping[str, Any]) -> bool:
-        """``Toleration.ToleratesTaint`` with the TaintTolerationComparisonOperators gate off (v1.35 default)."""
-        if self.effect and self.effect != (taint.get("effect") or ""):
-            return False
-        if self.key and self.key != (taint.get("key") or ""):
-            return False
-        if self.operator in ("", "Equal"):
-            return self.value == (taint.get("value") or "")
-        # Lt/Gt only match behind the alpha gate; unknown operators never match.
-        return self.operator == "Exists"
-
 
 def pod_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
     """The pod's tolerations, parsed once per pod."""
@@ -75,24 +49,6 @@ def pod_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
         return tuple(Toleration.from_dict(t) for t in pod.spec.get("tolerations") or [])
 
     return pod.memo("TaintToleration:tolerations", parse)
-
-
-def tolerations_tolerate_taint(tolerations: Iterable[Toleration], taint: Mapping[str, Any]) -> bool:
-    """``v1helper.TolerationsTolerateTaint``: some toleration tolerates the taint."""
-    return any(t.tolerates(taint) for t in tolerations)
-
-
-def find_matching_untolerated_taint(
-    taints: Iterable[Mapping[str, Any]], tolerations: Sequence[Toleration], effects: Iterable[str] | None = None
-) -> Mapping[str, Any] | None:
-    """``v1helper.FindMatchingUntoleratedTaint``: the first taint (with one of ``effects``) no toleration tolerates."""
-    wanted = None if effects is None else frozenset(effects)
-    for taint in taints:
-        if wanted is not None and (taint.get("effect") or "") not in wanted:
-            continue
-        if not tolerations_tolerate_taint(tolerations, taint):
-            return taint
-    return None
 
 
 DO_NOT_SCHEDULE_EFFECTS = (EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE)
