@@ -1,4 +1,4 @@
-"""The ``kss`` command: serve, kubeconfig, simulate, export, import, sync."""
+"""The ``kss`` command: serve, kubeconfig, simulate, export, import, reset, sync."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
                "print the running simulator's snapshot (cluster + scheduler configuration)"),
     "import": ("app.operations.cli", "add_import_arguments", "run_import",
                "load a snapshot into the running simulator (--snapshot FILE); --kubeconfig PATH copies a cluster"),
+    "reset": ("app.operations.cli", "add_reset_arguments", "run_reset",
+              "put the running simulator back as it started (--empty: to an empty cluster); results cleared"),
     "sync": ("syncer.__main__", "add_sync_arguments", "run_sync",
              "keep the simulator in step with a real cluster (read-only there)"),
 }  # fmt: skip

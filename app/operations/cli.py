@@ -1,4 +1,5 @@
-"""``kss export`` and ``kss import --snapshot``: the export/import API of a running simulator, from the shell."""
+"""``kss export``, ``kss import --snapshot`` and ``kss reset``: the operations API of a running simulator, from the
+shell."""
 
 from __future__ import annotations
 
@@ -111,3 +112,33 @@ def run_import(args: argparse.Namespace) -> int:
 def wants_cluster_import(argv: list[str]) -> bool:
     """Whether ``kss import`` arguments ask for the syncer's copy of a real cluster (``--kubeconfig``)."""
     return any(a == "--kubeconfig" or a.startswith("--kubeconfig=") for a in argv)
+
+
+def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss reset``."""
+    _add_server(parser)
+    parser.add_argument(
+        "--empty",
+        action="store_true",
+        help="to an empty cluster (built-in namespaces and priority classes only) instead of the objects the server "
+        "had when it (last) started",
+    )
+
+
+def run_reset(args: argparse.Namespace) -> int:
+    """Reset the running simulator; prints what was deleted and created."""
+    with _client(args) as client:
+        try:
+            response = client.post("/simulator/v1/reset", params={"to": "empty" if args.empty else "start"})
+        except httpx.HTTPError as exc:
+            print(f"kss reset: {exc}", file=sys.stderr)
+            return 1
+    if response.status_code != 200:
+        return _failed(response)
+    report = response.json()
+    print(
+        f"reset {'to an empty cluster' if args.empty else 'to the start state'}: "
+        f"{report['deleted']} deleted, {report['created']} created",
+        file=sys.stderr,
+    )
+    return 0

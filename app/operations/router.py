@@ -78,9 +78,21 @@ async def import_snapshot(
 
 
 @router.post("/reset")
-async def reset(request: Request) -> Response:
-    """Back to the objects and scheduler configuration the simulator started with; results cleared."""
-    report = await run_in_threadpool(_operations(request).reset)
+async def reset(
+    request: Request,
+    to: Annotated[
+        Literal["start", "empty"],
+        Query(
+            description="`start`: the objects the server had when it started (after a restart: at that restart); "
+            "`empty`: no objects but the built-in namespaces and priority classes. The scheduler configuration "
+            "goes back to the one the server started with either way."
+        ),
+    ] = "start",
+) -> Response:
+    """Back to the objects and scheduler configuration the simulator started with, or to an empty cluster;
+    results cleared."""
+    service = _operations(request)
+    report = await run_in_threadpool(lambda: service.reset(empty=to == "empty"))
     return _encode(report, False)
 
 

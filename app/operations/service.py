@@ -182,8 +182,10 @@ class OperationsService:
         self._initial_items = items
         self._initial_config = self.scheduler.config_document()
 
-    def reset(self) -> Obj:
-        """Back to the state the simulator started with (objects and configuration); results cleared."""
+    def reset(self, *, empty: bool = False) -> Obj:
+        """Back to the state the simulator started with (objects and configuration), or with ``empty`` to an
+        empty cluster (built-in namespaces and priority classes only) with that configuration; results cleared.
+        """
 
         def clear_results() -> None:
             if self.settings.scheduler_enabled:
@@ -193,7 +195,7 @@ class OperationsService:
                 self.results.clear_all()
 
         report = self._import(
-            copy.deepcopy(self._initial_items),
+            [] if empty else copy.deepcopy(self._initial_items),
             copy.deepcopy(self._initial_config),
             replace=True,
             unbind=False,
