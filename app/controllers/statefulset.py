@@ -18,7 +18,8 @@ from v1.35.4):
 - a RollingUpdate then deletes the highest-ordinal replica not at the update revision, at or above the
   partition, one at a time, waiting for each replacement to be healthy (OnDelete leaves them);
 - claims carry the ownerReferences ``persistentVolumeClaimRetentionPolicy`` asks for (the garbage collector acts
-  on them); a claim whose pod owner is an earlier pod of that name ("stale") holds the pod back;
+  on them); a claim whose pod owner is an earlier pod of that name ("stale") holds the pod back until it is
+  deleted (claims' deletions are watched for that);
 - the status (``replicas``, ``readyReplicas``, ``currentReplicas``, ``updatedReplicas``, ``availableReplicas``,
   ``currentRevision``, ``updateRevision``, ``observedGeneration``, ``collisionCount``) is written when it changed;
   a rollout completes (current := update) when every replica is updated and ready, so
