@@ -225,7 +225,7 @@ def test_a_restart_reconciles_everything_and_changes_nothing_that_is_right(
 
 def test_a_template_the_api_refuses_is_a_replica_failure(store: ClusterStore, rsc: ReplicaSetController) -> None:
     body = replica_set("bad", 2, LABELS)
-    body["spec"]["template"]["spec"]["containers"][0]["image"] = ""  # pods need an image
+    body["spec"]["template"]["spec"]["priorityClassName"] = "missing"  # pod admission refuses it, not the RS
     store.create("ReplicaSet", body)
     settle(rsc)
     current = status(store, "bad")
