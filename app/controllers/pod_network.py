@@ -1,0 +1,156 @@
+"""Where a simulated pod lives on the network: its node's IPs and an address of its own.
+
+- Host IPs: the node's ``InternalIP`` addresses, else its ``ExternalIP`` ones (the first, and the first of the
+  other family for a dual-stack node), as the kubelet reports its node IPs; a node without addresses gets a
+  stable made-up one in 172.16.0.0/12, from its name.
+- Pod IPs: one per range of the node's ``spec.podCIDRs`` (``spec.podCIDR``), from the range's third address on
+  (the first is the bridge's, as with the bridge/host-local CNI plugins), the lowest free one; a node without a
+  pod range gets a stable made-up one in 10.0.0.0/8 from its name (a /24, larger when the node takes more than
+  250 pods). Two nodes' made-up ranges may coincide on a large cluster: addresses are unique on each node.
+  ``hostNetwork`` pods take their node's IPs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.kube.quantity import parse_quantity
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Key = tuple[str, str]  # (namespace, name)
+
+_HOST_RANGE = ipaddress.ip_network("172.16.0.0/12")
+_POD_SPACE = ipaddress.ip_network("10.0.0.0/8")
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def _family(address: str) -> int | None:
+    try:
+        return ipaddress.ip_address(address).version
+    except ValueError:
+        return None
+
+
+def host_ips(node: Mapping[str, Any]) -> list[str]:
+    """The node's IPs as the kubelet reports them for its pods' ``hostIPs`` (see the module docstring)."""
+    addresses = [a for a in (node.get("status") or {}).get("addresses") or [] if isinstance(a, dict)]
+    name = str((node.get("metadata") or {}).get("name") or "")
+    for kind in ("InternalIP", "ExternalIP"):
+        found = [str(a.get("address")) for a in addresses if a.get("type") == kind and _family(str(a.get("address")))]
+        if found:
+            primary = found[0]
+            other = next((ip for ip in found[1:] if _family(ip) != _family(primary)), None)
+            return [primary, other] if other else [primary]
+    offset = 1 + _hash(name) % (_HOST_RANGE.num_addresses - 2)
+    return [str(_HOST_RANGE.network_address + offset)]
+
+
+def _max_pods(node: Mapping[str, Any]) -> int:
+    status = node.get("status") or {}
+    value = (status.get("allocatable") or {}).get("pods") or (status.get("capacity") or {}).get("pods")
+    try:
+        return int(parse_quantity(str(value))) if value is not None else 110
+    except (ValueError, ArithmeticError):
+        return 110
+
+
+def pod_ranges(node: Mapping[str, Any]) -> list[Network]:
+    """The node's pod ranges: ``spec.podCIDRs`` (else ``spec.podCIDR``), else a stable made-up one."""
+    spec = node.get("spec") or {}
+    cidrs = [str(c) for c in spec.get("podCIDRs") or [] if c] or ([str(spec["podCIDR"])] if spec.get("podCIDR") else [])
+    ranges: list[Network] = []
+    for cidr in cidrs[:2]:
+        try:
+            ranges.append(ipaddress.ip_network(cidr, strict=False))
+        except ValueError:
+            continue
+    if ranges:
+        return ranges
+    name = str((node.get("metadata") or {}).get("name") or "")
+    prefix = min(24, 32 - math.ceil(math.log2(_max_pods(node) + 3)))
+    prefix = max(prefix, 16)
+    count = 2 ** (prefix - _POD_SPACE.prefixlen)
+    index = _hash(name) % count
+    size = 2 ** (32 - prefix)
+    return [ipaddress.ip_network((int(_POD_SPACE.network_address) + index * size, prefix))]
+
+
+def _usable(network: Network) -> tuple[int, int]:
+    """First and last address a pod may take: from the third address to the one before the broadcast."""
+    first = int(network.network_address) + 2
+    last = int(network.network_address) + network.num_addresses - 2
+    return first, max(first - 1, last)
+
+
+def range_text(network: Network) -> str:
+    """``first-last`` as host-local IPAM names a range set in its errors (from the bridge address on)."""
+    first, last = _usable(network)
+    return f"{ipaddress.ip_address(first - 1)}-{ipaddress.ip_address(last)}"
+
+
+class PodAddresses:
+    """Which pod holds which address on each node: fed with every running pod's ``podIPs``, asked for free ones."""
+
+    def __init__(self) -> None:
+        """Nothing known."""
+        self._on_node: dict[str, dict[str, Key]] = {}  # node -> ip -> pod
+        self._of: dict[Key, tuple[str, tuple[str, ...]]] = {}  # pod -> (node, ips)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._on_node.clear()
+        self._of.clear()
+
+    def holds(self, key: Key) -> bool:
+        """Whether ``key`` holds addresses."""
+        return key in self._of
+
+    def record(self, key: Key, node: str, ips: Sequence[str]) -> None:
+        """``key`` runs on ``node`` with ``ips`` (as its status says)."""
+        held = (node, tuple(ips))
+        if self._of.get(key) == held:
+            return
+        self.release(key)
+        self._of[key] = held
+        taken = self._on_node.setdefault(node, {})
+        for ip in ips:
+            taken[ip] = key
+
+    def release(self, key: Key) -> str | None:
+        """``key``'s addresses are free again; returns the node they were on."""
+        held = self._of.pop(key, None)
+        if held is None:
+            return None
+        node, ips = held
+        taken = self._on_node.get(node, {})
+        for ip in ips:
+            if taken.get(ip) == key:
+                del taken[ip]
+        if not taken:
+            self._on_node.pop(node, None)
+        return node
+
+    def forget_node(self, node: str) -> None:
+        """The node is gone (its pods with it)."""
+        for key in list(self._on_node.pop(node, {}).values()):
+            self._of.pop(key, None)
+
+    def allocate(self, key: Key, node: str, ranges: Sequence[Network]) -> list[str] | None:
+        """The lowest free address of each range for ``key`` (recorded), or None when a range is full."""
+        taken = self._on_node.get(node, {})
+        ips: list[str] = []
+        for network in ranges:
+            first, last = _usable(network)
+            address = next((a for a in range(first, last + 1) if str(ipaddress.ip_address(a)) not in taken), None)
+            if address is None:
+                return None
+            ips.append(str(ipaddress.ip_address(address)))
+        self.record(key, node, ips)
+        return ips
