@@ -87,6 +87,12 @@ class Settings(BaseSettings):
         description="Run the controllers inside kss serve (the PodGroup controller keeps PodGroup status current, as "
         "scheduler-plugins' controller does on a real cluster); off leaves every status as clients write it.",
     )
+    kubelet: bool = Field(
+        default=True,
+        description="Simulate every node's kubelet inside kss serve: bound pods start Running (ready, with IPs), "
+        "end after their kss.sigs.k8s.io/run-duration annotation, and nodes keep heartbeat Leases in "
+        "kube-node-lease; off leaves bound pods as they are.",
+    )
     results_max_attempts_per_pod: int | None = Field(
         default=None, description="Keep at most this many recorded attempts per pod (None keeps every attempt)."
     )
