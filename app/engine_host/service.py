@@ -48,6 +48,7 @@ from app.scheduler.filter_timing import PluginObserver
 from app.scheduler.framework import ClusterObjects, Handle, Status
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
+from app.scheduler.resources import Resource
 from app.scheduler.runtime import Framework
 from app.scheduler.waiting import WaitingPods
 
@@ -94,6 +95,24 @@ def _now_rfc3339() -> str:
 
 def _is_terminal(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _assigned_pod_update(old: PodInfo, new: PodInfo) -> str:
+    """The cluster event of a bound pod's update, as ``PodSchedulingPropertiesChange`` tells them apart: a label
+    change or requests scaled down wake the plugins that registered those; anything else (the kubelet's status
+    writes) only plugins registering every pod update."""
+    if old.labels != new.labels:
+        return q.POD_UPDATE
+    if old.resource_key != new.resource_key and _scaled_down(old.requests, new.requests):
+        return q.POD_UPDATE
+    return q.POD_UPDATE_OTHER
+
+
+def _scaled_down(old: Resource, new: Resource) -> bool:
+    """``extractPodScaleDown``: some request of the old pod is gone or smaller."""
+    if new.milli_cpu < old.milli_cpu or new.memory < old.memory or new.ephemeral_storage < old.ephemeral_storage:
+        return True
+    return any(new.scalar_resources.get(name, 0) < amount for name, amount in old.scalar_resources.items())
 
 
 def _scheduling_relevant(pod: dict[str, Any]) -> Any:
@@ -412,11 +431,11 @@ class SchedulerService:
                 if self.cache.remove_pod(pi.uid) is not None:
                     self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
                 return
-            known = self.cache.get_pod(pi.uid) is not None
+            known = self.cache.get_pod(pi.uid)
             self.cache.add_pod(pi)
             for h in self.handles:
                 h.delete_nominated_pod(pi)
-            self.queue.move_all_to_active_or_backoff(q.POD_UPDATE if known else q.POD_ADD)
+            self.queue.move_all_to_active_or_backoff(q.POD_ADD if known is None else _assigned_pod_update(known, pi))
             return
         if _is_terminal(pod) or (pi.spec.get("schedulerName") or "default-scheduler") not in self.frameworks:
             return

@@ -33,7 +33,8 @@ NODE_UPDATE = "Node/Update"
 NODE_DELETE = "Node/Delete"
 POD_DELETE = "AssignedPod/Delete"
 POD_ADD = "AssignedPod/Add"
-POD_UPDATE = "AssignedPod/Update"
+POD_UPDATE = "AssignedPod/Update"  # its labels changed or its requests went down (what in-tree plugins register)
+POD_UPDATE_OTHER = "AssignedPod/UpdateOther"  # any other change (its status, say): only "Pod/Update" registrants
 PV_CHANGE = "PersistentVolume/AddOrUpdate"
 PVC_CHANGE = "PersistentVolumeClaim/AddOrUpdate"
 STORAGE_CLASS_CHANGE = "StorageClass/AddOrUpdate"
@@ -67,7 +68,7 @@ PLUGIN_EVENTS: dict[str, set[str]] = {
 # resource covers both).
 _POD_EVENT_ALIASES = {
     "Pod/Add": (POD_ADD, UNSCHEDULED_POD_ADD),
-    "Pod/Update": (POD_UPDATE,),
+    "Pod/Update": (POD_UPDATE, POD_UPDATE_OTHER),
     "Pod/Delete": (POD_DELETE,),
 }
 

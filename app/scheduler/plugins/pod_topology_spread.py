@@ -20,6 +20,7 @@ import numpy as np
 import orjson
 
 from app.kube.labels import RequiredNodeAffinity, label_key_errors
+from app.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, find_matching_untolerated_taint
 from app.scheduler.columns import BoolArray, IntArray, NodeBatch
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -156,27 +157,14 @@ def required_node_affinity(pod: PodInfo) -> RequiredNodeAffinity:
     return pod.memo(f"{NAME}:requiredNodeAffinity", lambda: RequiredNodeAffinity(pod.spec))
 
 
-def _toleration_tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """``Toleration.ToleratesTaint`` (the Lt/Gt comparison operators are alpha and off in v1.35)."""
-    effect = tol.get("effect") or ""
-    if effect and effect != (taint.get("effect") or ""):
-        return False
-    key = tol.get("key") or ""
-    if key and key != (taint.get("key") or ""):
-        return False
-    op = tol.get("operator") or ""
-    if op in ("", "Equal"):
-        return (tol.get("value") or "") == (taint.get("value") or "")
-    return op == "Exists"
+def _tolerations(pod: PodInfo) -> list[Toleration]:
+    """The pod's tolerations, parsed once per pod."""
+    return pod.memo(f"{NAME}:tolerations", lambda: [Toleration.from_dict(t) for t in pod.spec.get("tolerations") or []])
 
 
-def _has_untolerated_do_not_schedule_taint(node_info: NodeInfo, tolerations: list[dict[str, Any]]) -> bool:
-    for taint in node_info.taints:
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(_toleration_tolerates(t, taint) for t in tolerations):
-            return True
-    return False
+def _has_untolerated_do_not_schedule_taint(node_info: NodeInfo, tolerations: list[Toleration]) -> bool:
+    effects = (EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE)
+    return find_matching_untolerated_taint(node_info.taints, tolerations, effects) is not None
 
 
 # --- constraints -----------------------------------------------------------------------------------
@@ -198,8 +186,7 @@ class Constraint:
         if self.node_affinity_policy == HONOR and not affinity.matches(node_info.labels, node_info.name):
             return False
         if self.node_taints_policy == HONOR:
-            tolerations: list[dict[str, Any]] = pod.spec.get("tolerations") or []
-            if _has_untolerated_do_not_schedule_taint(node_info, tolerations):
+            if _has_untolerated_do_not_schedule_taint(node_info, _tolerations(pod)):
                 return False
         return True
 
