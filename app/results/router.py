@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from app.cluster.errors import ApiError, BadRequest
+from app.cluster.errors import ApiError, BadRequest, NotFound
+from app.cluster.store import ClusterStore
 from app.results.schemas import AttemptDetail, AttemptList, Cleared
 from app.results.service import SORT_KEYS, ResultsService
 from app.state import state_accessor
@@ -20,6 +21,15 @@ class _NoAttempt(ApiError):
 
 
 _service = state_accessor("results", ResultsService)
+_store = state_accessor("store", ClusterStore)
+
+
+def _pod_not_found(request: Request, namespace: str, name: str) -> NotFound | None:
+    """kube-apiserver's NotFound for a pod that neither exists nor left recorded attempts (a deleted pod's
+    attempts stay readable until they are cleared)."""
+    if _store(request).get("Pod", namespace, name) is not None:
+        return None
+    return NotFound("pods", name)
 
 
 @router.get("/namespaces/{namespace}/pods/{name}/results", response_model=AttemptList)
@@ -27,9 +37,10 @@ def list_results(namespace: str, name: str, request: Request) -> AttemptList:
     """Every recorded scheduling attempt of a pod, newest first, with outcome and summary."""
     service = _service(request)
     service.flush()
-    return AttemptList.model_validate(
-        {"pod": f"{namespace}/{name}", "attempts": service.list_attempts(namespace, name)}
-    )
+    attempts = service.list_attempts(namespace, name)
+    if not attempts and (missing := _pod_not_found(request, namespace, name)) is not None:
+        raise missing
+    return AttemptList.model_validate({"pod": f"{namespace}/{name}", "attempts": attempts})
 
 
 @router.get("/namespaces/{namespace}/pods/{name}/results/{attempt}", response_model=AttemptDetail)
@@ -54,6 +65,8 @@ def get_result(
         namespace, name, attempt, page=page, page_size=page_size, sort=sort, node=node, plugin=plugin, top=top
     )
     if found is None:
+        if not service.list_attempts(namespace, name) and (missing := _pod_not_found(request, namespace, name)):
+            raise missing
         raise _NoAttempt(f"no attempt {attempt} recorded for pod {namespace}/{name}")
     return AttemptDetail.model_validate(found)
 
@@ -61,4 +74,7 @@ def get_result(
 @router.delete("/namespaces/{namespace}/pods/{name}/results", response_model=Cleared)
 def clear_results(namespace: str, name: str, request: Request) -> Cleared:
     """Forget a pod's recorded attempts."""
-    return Cleared(deleted=_service(request).clear_pod(namespace, name))
+    deleted = _service(request).clear_pod(namespace, name)
+    if not deleted and (missing := _pod_not_found(request, namespace, name)) is not None:
+        raise missing
+    return Cleared(deleted=deleted)

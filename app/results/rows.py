@@ -91,6 +91,8 @@ _DETAIL_FIELDS = (
     ("selected", "selected"),
     ("boundBy", "bound_by"),
     ("extenders", "extenders"),
+    ("suggestedHost", "suggested_host"),
+    ("tieBreak", "tie_break"),
 )
 _DETAIL_TAIL = (("evaluatedNodes", "evaluated_nodes"), ("filterPlugins", "filter_plugins"))
 _DETAIL_TAIL2 = (("scorePlugins", "score_plugins"), ("weights", "weights"))

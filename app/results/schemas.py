@@ -38,7 +38,12 @@ class MatrixRow(BaseModel):
     normalizedScore: dict[str, int] | None = Field(examples=[{"NodeResourcesFit": 62, "TaintToleration": 100}])
     finalScore: dict[str, int] | None = Field(examples=[{"NodeResourcesFit": 62, "TaintToleration": 300}])
     total: int | None = Field(examples=[362])
-    selected: bool = Field(examples=[True])
+    selected: bool = Field(description="The node selectHost picked (the one bound, when the pod was)", examples=[True])
+    tied: bool = Field(
+        default=False,
+        description="The node shared the best total with other nodes, among which the winner was drawn",
+        examples=[False],
+    )
 
 
 class Matrix(BaseModel):
@@ -77,7 +82,25 @@ class AttemptDetail(AttemptSummary):
         "ignored error: ... (their verdicts and scores are in the matrix beside the plugins')",
         examples=[{"Extender(http://127.0.0.1:8888/scheduler)": {"filter": "success", "prioritize": "success"}}],
     )
-    selected: list[str] | None
+    selected: list[str] | None = Field(
+        description="The node selectHost picked, alone (null: no node was selected; empty: a record from before the "
+        "pick was kept, whose winner was never bound)",
+        examples=[["node-c"]],
+    )
+    tiedNodes: list[str] | None = Field(
+        default=None,
+        description="Every node that had the best total, by name: selectHost drew the winner among them "
+        "(kube-scheduler's reservoir sampling)",
+        examples=[["node-a", "node-c", "node-d"]],
+    )
+    tiedCount: int = Field(default=0, description="How many nodes had the best total", examples=[3])
+    tieBreak: str | None = Field(
+        default=None,
+        description="How a tie of several nodes was broken: random (kss serve, as kube-scheduler) or name "
+        "(kss simulate, reproducible); null without a tie",
+        examples=["random"],
+    )
+    bestTotal: int | None = Field(default=None, description="The best total score", examples=[362])
     filterPlugins: list[str]
     scorePlugins: list[str]
     weights: dict[str, int]

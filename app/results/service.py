@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from app.results.codec import decode_matrices
@@ -43,6 +44,39 @@ def _summary(row: SchedulingAttempt) -> dict[str, Any]:
         "feasibleNodes": row.feasible_count,
         "rejections": details.get("rejections") or {},
     }
+
+
+@dataclass(frozen=True, slots=True)
+class _Tie:
+    """selectHost's choice in an attempt: the nodes that shared the best total and the one it picked."""
+
+    nodes: list[str] | None  # every node with the best total, by name (None: no node was selected)
+    winner: str | None
+    rule: str | None  # how a tie was broken: "random" (kube-scheduler's reservoir sampling) or "name"
+    best_total: int | None
+
+    @property
+    def selected(self) -> list[str] | None:
+        """The API's ``selected``: the picked node alone (empty when an older record does not say which)."""
+        if self.nodes is None and self.winner is None:
+            return None
+        return [self.winner] if self.winner else []
+
+    @property
+    def shared(self) -> frozenset[str]:
+        """The nodes that tied with others for the best total (none when one node had it alone)."""
+        return frozenset(self.nodes) if self.nodes and len(self.nodes) > 1 else frozenset()
+
+
+def _tie(details: dict[str, Any], totals: dict[str, int], bound_to: str | None) -> _Tie:
+    nodes = resolve_selected(details.get("selected"), totals)
+    # Records from before suggestedHost was kept name the pick only where it was bound or held in Permit.
+    winner = details.get("suggestedHost") or bound_to or (details.get("permitWait") or {}).get("node")
+    if winner is None and nodes is not None and len(nodes) == 1:
+        winner = nodes[0]
+    # kss serve always draws at random; older records did not say (kss simulate breaks ties by name).
+    rule = (details.get("tieBreak") or "random") if nodes and len(nodes) > 1 else None
+    return _Tie(nodes, winner, rule, totals.get(nodes[0]) if nodes else None)
 
 
 class ResultsService:
@@ -205,6 +239,7 @@ class ResultsService:
             nodes.sort(key=lambda n: (-(totals.get(n, -1)), n))
         elif sort == "failing":
             nodes.sort(key=lambda n: (matrices["stoppedAt"].get(n) is None, matrices["stoppedAt"].get(n, ""), n))
+        tie = _tie(details, totals, row.bound_to)
         page = max(page, 1)
         page_size = max(1, min(page_size, 1000))
         window = nodes[(page - 1) * page_size : page * page_size]
@@ -218,7 +253,8 @@ class ResultsService:
                 "normalizedScore": matrices["normalizedscore"].get(n),
                 "finalScore": matrices["finalscore"].get(n),
                 "total": totals.get(n),
-                "selected": n == row.bound_to,
+                "selected": n == tie.winner,
+                "tied": n in tie.shared,
             }
             for n in window
         ]
@@ -239,7 +275,11 @@ class ResultsService:
             "prebind": details.get("prebind"),
             "bind": details.get("bind"),
             "extenders": details.get("extenders") or {},
-            "selected": resolve_selected(details.get("selected"), totals),
+            "selected": tie.selected,
+            "tiedNodes": tie.nodes,
+            "tiedCount": len(tie.nodes or ()),
+            "tieBreak": tie.rule,
+            "bestTotal": tie.best_total,
             "filterPlugins": matrices["filterPlugins"] or details.get("filterPlugins") or [],
             "scorePlugins": matrices["scorePlugins"] or details.get("scorePlugins") or [],
             "weights": matrices["weights"] or details.get("weights") or {},

@@ -62,6 +62,8 @@ class BindingCycle:
     def _assume_and_bind(
         self, fwk: Framework, state: CycleState, pod: PodInfo, node_name: str, att: Attempt, opts: ScheduleOptions
     ) -> None:
+        att.suggested_host = node_name
+        att.tie_break = opts.tie_break
         assumed = PodInfo(_with_node_name(pod.pod, node_name))
         assumed.inherit(pod)
         if self.cache is not None:

@@ -258,7 +258,11 @@ class Attempt:
     normalized_score: dict[str, dict[str, int]] | None = None
     final_score: dict[str, dict[str, int]] | None = None
     total: dict[str, int] | None = None
-    selected: list[str] | None = None
+    selected: list[str] | None = None  # the nodes sharing the best total (selectHost's candidates), by name
+    # selectHost's pick (``ScheduleResult.SuggestedHost``), kept when Reserve, Permit or Bind then fail on it, and how
+    # a tie among ``selected`` was broken ("random": reservoir sampling as kube-scheduler; "name": the first by name).
+    suggested_host: str | None = None
+    tie_break: str | None = None
     postfilter: dict[str, Any] | None = None
     reserve: dict[str, str] = field(default_factory=dict)
     permit: dict[str, str] = field(default_factory=dict)

@@ -65,10 +65,14 @@ def test_record_db_holds_every_verdict_and_score(tmp_path: Path) -> None:
         assert got is not None
         assert (got["result"], got["boundTo"], got["message"]) == (att.result, att.bound_to, att.message)
         # Details the writer rebuilds (the best nodes, from the scores) or sends once per batch (shared maps).
-        assert got["selected"] == att.selected
+        assert got["tiedNodes"] == att.selected and got["tiedCount"] == len(att.selected or ())
+        assert got["selected"] == ([att.suggested_host] if att.suggested_host else None)
+        assert got["tieBreak"] == ("name" if len(att.selected or ()) > 1 else None)  # kss simulate breaks ties by name
         assert (got["prefilter"], got["prescore"], got["reserve"]) == (att.prefilter, att.prescore, att.reserve)
         assert got["filterPlugins"] == att.filter_plugins
         rows = {r["node"]: r for r in got["matrix"]["rows"]}
+        assert [n for n, r in rows.items() if r["selected"]] == [n for n in [att.suggested_host] if n in rows]
+        assert {n for n, r in rows.items() if r["tied"]} == (set(att.selected or ()) if got["tiedCount"] > 1 else set())
         assert {n: r["filter"] for n, r in rows.items() if r["filter"]} == att.filter
         assert {n: r["stoppedAt"] for n, r in rows.items() if r["stoppedAt"]} == {
             n: text.split(":")[0] for n, text in att.filter_fail.items()
@@ -184,6 +188,7 @@ def test_batches_of_more_buffers_than_one_writev_takes_arrive_whole(
     for att in attempts:
         namespace, name = att.pod.split("/")
         got = svc.get_attempt(namespace, name, att.attempt, page_size=1000)
-        assert got is not None and got["selected"] == att.selected
+        assert got is not None and got["tiedNodes"] == att.selected
+        assert got["selected"] == ([att.suggested_host] if att.suggested_host else None)
         rows = {r["node"]: r for r in got["matrix"]["rows"]}
         assert {n: r["filter"] for n, r in rows.items() if r["filter"]} == att.filter
