@@ -147,15 +147,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.scheduler_enabled:
             scheduler.start()
         # What kube-controller-manager (and scheduler-plugins' controller) keep current on a real cluster.
-        controllers = ControllerManager(app.state.store)
+        controllers = ControllerManager(app.state.store, controllers=settings.controllers, kubelet=settings.kubelet)
         app.state.controllers = controllers
-        if settings.controllers:
-            controllers.start()
+        controllers.start()
         try:
             yield
         finally:
-            if settings.controllers:
-                controllers.stop()
+            controllers.stop()
             if settings.scheduler_enabled:
                 scheduler.stop()
             results.stop()

@@ -87,7 +87,7 @@ async def app(database_url: str) -> AsyncIterator[FastAPI]:
     """The application with its lifespan run (migrations applied, store loaded)."""
     # The scheduler and the controllers stay off so API tests see exactly the objects they wrote.
     application = create_app(
-        Settings(database_url=database_url, watch_window=50, scheduler_enabled=False, controllers=False)
+        Settings(database_url=database_url, watch_window=50, scheduler_enabled=False, controllers=False, kubelet=False)
     )
     async with application.router.lifespan_context(application):
         yield application
@@ -113,6 +113,7 @@ async def locked(tmp_path: Path) -> AsyncIterator[FastAPI]:
             api_token=API_TOKEN,
             scheduler_enabled=False,
             controllers=False,
+            kubelet=False,
             max_body_bytes=4096,
         )
     )
@@ -187,7 +188,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(
         workdir,
         f"sqlite:///{workdir / 'kss.db'}",
-        env={"KSS_WATCH_WINDOW": "200", "KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false"},
+        env={
+            "KSS_WATCH_WINDOW": "200",
+            "KSS_SCHEDULER_ENABLED": "false",
+            "KSS_CONTROLLERS": "false",
+            "KSS_KUBELET": "false",
+        },
     )
     yield srv
     srv.stop()

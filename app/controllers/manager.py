@@ -6,16 +6,38 @@ import time
 from typing import Any
 
 from app.cluster.store import ClusterStore
+from app.controllers.daemonset import DaemonSetController
+from app.controllers.deployment import DeploymentController
+from app.controllers.kubelet import KubeletController
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
+from app.controllers.node_lease import NodeLeaseController
 from app.controllers.podgroup import PodGroupController
+from app.controllers.replicaset import ReplicaSetController
+from app.controllers.statefulset import StatefulSetController
 
 
 class ControllerManager:
     """Every controller over one store; ``start``/``stop`` with the app, ``wait_idle`` for tests and tools."""
 
-    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
-        """The controllers of a cluster (stopped)."""
-        self.controllers: list[ReconcileLoop[Any]] = [PodGroupController(store, clock=clock)]
+    def __init__(
+        self, store: ClusterStore, *, clock: Clock = utc_now, controllers: bool = True, kubelet: bool = True
+    ) -> None:
+        """The controllers of a cluster, stopped: with ``controllers`` kube-controller-manager's (and the PodGroup
+        one), with ``kubelet`` the simulated kubelet and its node Leases (``KSS_CONTROLLERS``, ``KSS_KUBELET``)."""
+        self.controllers: list[ReconcileLoop[Any]] = []
+        if controllers:
+            self.controllers += [
+                controller(store, clock=clock)
+                for controller in (
+                    DeploymentController,
+                    ReplicaSetController,
+                    StatefulSetController,
+                    DaemonSetController,
+                    PodGroupController,
+                )
+            ]
+        if kubelet:
+            self.controllers += [KubeletController(store, clock=clock), NodeLeaseController(store, clock=clock)]
 
     def start(self) -> None:
         """Start every controller (each first reconciles everything it owns)."""

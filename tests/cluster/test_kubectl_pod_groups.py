@@ -64,7 +64,12 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(
         workdir,
         f"sqlite:///{workdir / 'kss.db'}",
-        env={"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_FEATURE_GATES": "GenericWorkload=true"},
+        env={
+            "KSS_SCHEDULER_ENABLED": "false",
+            "KSS_CONTROLLERS": "false",
+            "KSS_KUBELET": "false",
+            "KSS_FEATURE_GATES": "GenericWorkload=true",
+        },
     )
     yield srv
     srv.stop()

@@ -36,7 +36,7 @@ def _start(tmp_path: Path, simulator_env: dict[str, str]) -> Mirror:
         env={"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_WATCH_BOOKMARK_SECONDS": "1", **GATE},
     )
     # The simulator's own PodGroup controller off: the test checks what the syncer writes, nothing else.
-    simulator_env = {"KSS_CONTROLLERS": "false", **simulator_env}
+    simulator_env = {"KSS_CONTROLLERS": "false", "KSS_KUBELET": "false", **simulator_env}
     simulator = start_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}", env=simulator_env)
     proxy = RecordingProxy(source.url).start()
     return Mirror(tmp_path, source, simulator, proxy, core(source.url), core(simulator.url), free_port())
