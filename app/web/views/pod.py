@@ -11,6 +11,7 @@ from app.web.pod_index import PodRow, pod_row
 from app.web.ports import Results, WaitingPodRow
 from app.web.service import WebService
 from app.web.views.events import events_for
+from app.web.views.pending import PendingDiagnosis, why_pending
 
 Obj = dict[str, Any]
 
@@ -76,6 +77,7 @@ class AttemptView:
     fsort: str
     fnode: str
     fplugin: str
+    selection: str = ""  # how selectHost chose the node (``selection_text``)
 
     @property
     def filter_plugins(self) -> list[str]:
@@ -109,6 +111,7 @@ class PodDetail:
     waiting: bool  # the scheduler runs and nothing is recorded yet: poll
     resource_version: int
     permit: WaitingPodRow | None = None  # held in Permit now: the node it holds, the plugins, how long
+    pending: PendingDiagnosis | None = None  # not placed after an attempt: its requests and obstacles in amounts
 
 
 def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
@@ -132,7 +135,7 @@ def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
 def _heat_and_bars(score_page: Obj) -> tuple[list[tuple[str, bool, list[HeatCell], int]], list[PluginBars]]:
     plugins: list[str] = score_page.get("scorePlugins") or []
     weights: dict[str, int] = score_page.get("weights") or {}
-    selected = score_page.get("boundTo") or ""
+    selected = (score_page.get("selected") or [""])[0]
     heat: list[tuple[str, bool, list[HeatCell], int]] = []
     for row in score_page["matrix"]["rows"]:
         final = row.get("finalScore")
@@ -228,7 +231,27 @@ def pod_view(
     permit = None if row.bound else next((w for w in web.scheduler.waiting_pods() if w.pod == row.key), None)
     # Held in Permit: the stream says when the wait ends (the binding, or the pod back to pending); no poll.
     waiting = web.scheduler_running and not attempts and not row.bound and not row.terminal and permit is None
-    return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv, permit)
+    pending = None
+    if attempts and not row.bound and not row.terminal and permit is None and attempts[0]["result"] != "scheduled":
+        pending = why_pending(entry.obj, row.requests, store.select("Node").items, web.allocations().totals)
+    return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv, permit, pending)
+
+
+def selection_text(detail: Obj) -> str:
+    """How selectHost chose the node: ``drawn at random among 4 nodes tied at total 187``, ``the only feasible
+    node``, ``its nominated node``, ``the best total, 187``."""
+    by = detail.get("boundBy")
+    if by == "nominated-node":
+        return "its nominated node"
+    if by == "single-feasible":
+        return "the only feasible node"
+    tied = int(detail.get("tiedCount") or 0)
+    best = detail.get("bestTotal")
+    at = f" at total {best}" if best is not None else ""
+    if tied > 1:
+        how = "the first by name" if detail.get("tieBreak") == "name" else "drawn at random"
+        return f"{how} among {tied} nodes tied{at}"
+    return f"the best total, {best}" if best is not None else "the only feasible node"
 
 
 def attempt_view(
@@ -279,4 +302,5 @@ def attempt_view(
         fsort=fsort,
         fnode=fnode,
         fplugin=fplugin,
+        selection=selection_text(filter_page),
     )
