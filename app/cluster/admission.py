@@ -10,11 +10,13 @@ from typing import Any
 
 import orjson
 
-from app.cluster import defaults
+from app.cluster import defaults, defaults_workloads
 from app.cluster.errors import BadRequest, Forbidden
 from app.cluster.kinds import Gates, KindInfo
+from app.cluster.quantities import canonicalize_quantities
 from app.cluster.stored import Obj, StoredObject
 from app.cluster.validation import check_decodable
+from app.cluster.validation_workloads import check_workload_decodable
 from app.config import gate_enabled
 
 _KINDS_WITH_SPEC = frozenset(
@@ -27,6 +29,7 @@ _KINDS_WITH_SPEC = frozenset(
         "CSINode",
         "PodDisruptionBudget",
         "Workload",
+        *defaults_workloads.DEFAULTERS,
     }
 )
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -59,15 +62,19 @@ def decode(info: KindInfo, obj: Any) -> Obj:
     # Field order as kube-apiserver prints it: apiVersion, kind, metadata first.
     body = {"apiVersion": info.api_version, "kind": info.kind, "metadata": body.pop("metadata", {}), **body}
     check_decodable(info.kind, body, version=info.version, custom=info.custom)
+    if info.kind in defaults_workloads.DEFAULTERS:
+        check_workload_decodable(info.kind, info.version, body)
     # Go renders non-pointer structs even when empty, so these keys are always present in kube's JSON (not in a
     # custom resource's: it is kept as sent).
     if info.kind in _KINDS_WITH_SPEC:
         body.setdefault("spec", {})
     if info.has_status and not info.custom:
         body.setdefault("status", {})
-    defaulter = defaults.DEFAULTERS.get(info.kind)
+    defaulter = defaults.DEFAULTERS.get(info.kind) or defaults_workloads.DEFAULTERS.get(info.kind)
     if defaulter is not None:
         defaulter(body)
+    # Quantities are stored as Quantity.String() renders them (64000m -> 64), as kube-apiserver re-encodes them.
+    canonicalize_quantities(info.kind, body)
     return body
 
 
@@ -91,6 +98,8 @@ def prepare_create(
         body["status"] = {"phase": "Available"}
     elif info.kind == "Namespace":
         body["status"] = {"phase": "Active"}
+    elif info.kind in defaults_workloads.WORKLOAD_KINDS:
+        defaults_workloads.prepare_workload_create(info.kind, body)
     elif info.custom and "status" in info.subresources:
         # A custom resource with a status subresource ignores the status sent on create.
         body.pop("status", None)

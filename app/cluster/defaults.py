@@ -64,7 +64,26 @@ def _image_pull_policy(image: str) -> str:
     return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
-def _default_container(c: dict[str, Any], host_network: bool) -> None:
+def _default_probe(probe: Any) -> None:
+    """SetDefaults_Probe and SetDefaults_HTTPGetAction."""
+    if not isinstance(probe, dict):
+        return
+    for field, value in (
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ):
+        if not probe.get(field):
+            probe[field] = value
+    http = probe.get("httpGet")
+    if isinstance(http, dict):
+        http.setdefault("path", "/")
+        http.setdefault("scheme", "HTTP")
+
+
+def _default_container(c: dict[str, Any]) -> None:
+    """SetDefaults_Container (and its ports', probes' and env's defaults): what any PodSpec gets."""
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
     if isinstance(c.get("image"), str) and c["image"]:
@@ -72,8 +91,19 @@ def _default_container(c: dict[str, Any], host_network: bool) -> None:
     for port in c.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
-            if host_network and not port.get("hostPort"):
-                port["hostPort"] = port.get("containerPort")
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        _default_probe(c.get(probe))
+    for env in c.get("env") or []:
+        field_ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
+        if isinstance(field_ref, dict):
+            field_ref.setdefault("apiVersion", "v1")
+
+
+def _default_pod_container(c: dict[str, Any], host_network: bool) -> None:
+    """SetDefaults_Pod's part for each container: host ports on the host network, requests from limits."""
+    for port in c.get("ports") or []:
+        if isinstance(port, dict) and host_network and not port.get("hostPort"):
+            port["hostPort"] = port.get("containerPort")
     resources = c.get("resources")
     if isinstance(resources, dict) and isinstance(resources.get("limits"), dict) and resources["limits"]:
         # SetDefaults_Pod: a resource with only a limit gets the limit as its request.
@@ -82,23 +112,31 @@ def _default_container(c: dict[str, Any], host_network: bool) -> None:
             requests.setdefault(name, quantity)
 
 
-def default_pod(pod: dict[str, Any]) -> None:
-    """SetDefaults_Pod / PodSpec / Container: what decoding fills in on every create and update."""
-    spec = _dict(pod, "spec")
-    host_network = bool(spec.get("hostNetwork"))
+def default_pod_spec(spec: dict[str, Any]) -> None:
+    """SetDefaults_PodSpec with its containers' and volumes' defaults: what a pod template gets too (the rest of
+    a pod's defaults, SetDefaults_Pod, materialise only in pods)."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
-    spec.setdefault("enableServiceLinks", True)
     for c in _containers(spec):
-        _default_container(c, host_network)
+        _default_container(c)
     for volume in spec.get("volumes") or []:
         if isinstance(volume, dict):
             for source in ("secret", "configMap", "projected", "downwardAPI"):
                 if isinstance(volume.get(source), dict):
                     volume[source].setdefault("defaultMode", 420)
+
+
+def default_pod(pod: dict[str, Any]) -> None:
+    """SetDefaults_Pod / PodSpec / Container: what decoding fills in on every create and update."""
+    spec = _dict(pod, "spec")
+    host_network = bool(spec.get("hostNetwork"))
+    default_pod_spec(spec)
+    spec.setdefault("enableServiceLinks", True)
+    for c in _containers(spec):
+        _default_pod_container(c, host_network)
     pod_resources = spec.get("resources")
     if isinstance(pod_resources, dict) and isinstance(pod_resources.get("limits"), dict):
         requests = _dict(pod_resources, "requests")

@@ -65,6 +65,19 @@ def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
                         "verbs": ["create"],
                     }
                 )
+            elif sub == "scale":
+                # Served as autoscaling/v1 Scale whatever the object's own group (ScaleREST's GroupVersionKind).
+                resources.append(
+                    {
+                        "name": f"{info.plural}/scale",
+                        "singularName": "",
+                        "namespaced": info.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
             elif sub in STATUS_SUBRESOURCES:
                 resources.append(
                     {

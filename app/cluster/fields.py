@@ -37,6 +37,13 @@ ROOT_MODELS = {
     "PodDisruptionBudget": "V1PodDisruptionBudget",
     "PodGroup": "scheduling.x-k8s.io/v1alpha1.PodGroup",
     "Workload": "scheduling.k8s.io/v1alpha1.Workload",
+    "Deployment": "V1Deployment",
+    "ReplicaSet": "V1ReplicaSet",
+    "StatefulSet": "V1StatefulSet",
+    "DaemonSet": "V1DaemonSet",
+    "Job": "V1Job",
+    "CronJob": "V1CronJob",
+    "Lease": "V1Lease",
 }
 
 # Models the installed client lacks, in the schema's notation (see below); keys name the API type.

@@ -1,6 +1,6 @@
 """Just enough of Kubernetes' protobuf encoding to read what kubectl's typed clients send.
 
-``kubectl create namespace|priorityclass|poddisruptionbudget`` post protobuf bodies
+``kubectl create namespace|priorityclass|poddisruptionbudget|deployment|job|cronjob`` post protobuf bodies
 (``application/vnd.kubernetes.protobuf``): the magic ``k8s\\x00`` then a ``runtime.Unknown`` whose ``raw``
 field holds the object. This module decodes the protobuf wire format with small schemas of the
 messages those commands build (field numbers from k8s.io/api's generated.proto) into the same JSON
@@ -80,6 +80,10 @@ def _bool(raw: Any) -> bool:
     return bool(raw)
 
 
+# What a decoder returns for a zero value that Go writes in protobuf but its JSON (omitempty) leaves out.
+_OMIT = object()
+
+
 def _message(schema: Schema) -> Decoder:
     def decode(raw: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -89,8 +93,8 @@ def _message(schema: Schema) -> Decoder:
                 continue  # a field kubectl's commands never set for these kinds
             name, decoder, repeated = spec
             decoded = decoder(value)
-            if decoded == "" and not repeated:
-                continue  # Go writes empty strings; their JSON form omits them
+            if (decoded == "" and not repeated) or decoded is _OMIT:
+                continue  # Go writes empty strings and zero values of non-pointer fields; JSON omits them
             if repeated:
                 out.setdefault(name, []).append(decoded)
             else:
@@ -118,13 +122,23 @@ def _int_or_string(raw: Any) -> int | str:
     return str(v.get("strVal", "")) if v.get("type") == 1 else int(v.get("intVal", 0))
 
 
+def _int_omitempty(raw: Any) -> Any:
+    """A non-pointer integer (``minReadySeconds``, ``containerPort``): written as 0 in protobuf, omitted in JSON."""
+    return _int(raw) or _OMIT
+
+
+def _bool_omitempty(raw: Any) -> Any:
+    """A non-pointer boolean (``paused``, ``hostNetwork``, ``stdin``)."""
+    return True if raw else _OMIT
+
+
 _OWNER_REFERENCE = _message({
     1: ("kind", _string, False), 3: ("name", _string, False), 4: ("uid", _string, False),
     5: ("apiVersion", _string, False), 6: ("controller", _bool, False), 7: ("blockOwnerDeletion", _bool, False),
 })  # fmt: skip
 _OBJECT_META_FIELDS: Schema = {
     1: ("name", _string, False), 2: ("generateName", _string, False), 3: ("namespace", _string, False),
-    5: ("uid", _string, False), 6: ("resourceVersion", _string, False), 7: ("generation", _int, False),
+    5: ("uid", _string, False), 6: ("resourceVersion", _string, False), 7: ("generation", _int_omitempty, False),
     8: ("creationTimestamp", _time, False), 11: ("labels", _map, True), 12: ("annotations", _map, True),
     13: ("ownerReferences", _OWNER_REFERENCE, True), 14: ("finalizers", _string, True),
 }  # fmt: skip
@@ -148,6 +162,116 @@ def _label_selector(raw: Any) -> dict[str, Any]:
     return sel
 
 
+def _quantity(raw: Any) -> str:
+    return str(_message({1: ("string", _string, False)})(raw).get("string", ""))
+
+
+def _quantity_map_entry(raw: Any) -> tuple[str, str]:
+    entry = _message({1: ("key", _string, False), 2: ("value", _quantity, False)})(raw)
+    return str(entry.get("key", "")), str(entry.get("value", ""))
+
+
+def _mapped(schema: Schema, *maps: str) -> Decoder:
+    """A message whose ``maps`` fields are protobuf maps (repeated entries) turned into JSON objects."""
+    message = _message(schema)
+
+    def decode(raw: Any) -> dict[str, Any]:
+        out: dict[str, Any] = message(raw)
+        for key in maps:
+            if key in out:
+                out[key] = dict(out[key])
+        return out
+
+    return decode
+
+
+# core/v1 PodTemplateSpec as kubectl's generators and `create job --from=cronjob/...` fill it (k8s.io/api
+# core/v1/generated.proto); fields beyond these are not read.
+_RESOURCES = _mapped(
+    {1: ("limits", _quantity_map_entry, True), 2: ("requests", _quantity_map_entry, True)}, "limits", "requests"
+)
+_CONTAINER = _message(
+    {
+        1: ("name", _string, False),
+        2: ("image", _string, False),
+        3: ("command", _string, True),
+        4: ("args", _string, True),
+        5: ("workingDir", _string, False),
+        6: (
+            "ports",
+            _message(
+                {
+                    1: ("name", _string, False),
+                    2: ("hostPort", _int_omitempty, False),
+                    3: ("containerPort", _int, False),
+                    4: ("protocol", _string, False),
+                    5: ("hostIP", _string, False),
+                }
+            ),
+            True,
+        ),
+        7: ("env", _message({1: ("name", _string, False), 2: ("value", _string, False)}), True),
+        8: ("resources", _RESOURCES, False),
+        13: ("terminationMessagePath", _string, False),
+        14: ("imagePullPolicy", _string, False),
+        16: ("stdin", _bool_omitempty, False),
+        17: ("stdinOnce", _bool_omitempty, False),
+        18: ("tty", _bool_omitempty, False),
+        20: ("terminationMessagePolicy", _string, False),
+    }
+)
+_TOLERATION = _message(
+    {
+        1: ("key", _string, False),
+        2: ("operator", _string, False),
+        3: ("value", _string, False),
+        4: ("effect", _string, False),
+        5: ("tolerationSeconds", _int, False),
+    }
+)
+_POD_SPEC = _mapped(
+    {
+        2: ("containers", _CONTAINER, True),
+        3: ("restartPolicy", _string, False),
+        4: ("terminationGracePeriodSeconds", _int, False),
+        5: ("activeDeadlineSeconds", _int, False),
+        6: ("dnsPolicy", _string, False),
+        7: ("nodeSelector", _map, True),
+        8: ("serviceAccountName", _string, False),
+        10: ("nodeName", _string, False),
+        11: ("hostNetwork", _bool_omitempty, False),
+        14: ("securityContext", _message({}), False),
+        19: ("schedulerName", _string, False),
+        20: ("initContainers", _CONTAINER, True),
+        22: ("tolerations", _TOLERATION, True),
+        24: ("priorityClassName", _string, False),
+        25: ("priority", _int, False),
+        30: ("enableServiceLinks", _bool, False),
+        31: ("preemptionPolicy", _string, False),
+    },
+    "nodeSelector",
+)
+_POD_TEMPLATE = _message({1: ("metadata", _object_meta, False), 2: ("spec", _POD_SPEC, False)})
+_JOB_SPEC = _message(
+    {
+        1: ("parallelism", _int, False),
+        2: ("completions", _int, False),
+        3: ("activeDeadlineSeconds", _int, False),
+        4: ("selector", _label_selector, False),
+        5: ("manualSelector", _bool, False),
+        6: ("template", _POD_TEMPLATE, False),
+        7: ("backoffLimit", _int, False),
+        8: ("ttlSecondsAfterFinished", _int, False),
+        9: ("completionMode", _string, False),
+        10: ("suspend", _bool, False),
+        12: ("backoffLimitPerIndex", _int, False),
+        13: ("maxFailedIndexes", _int, False),
+        14: ("podReplacementPolicy", _string, False),
+        15: ("managedBy", _string, False),
+    }
+)
+_JOB_TEMPLATE = _message({1: ("metadata", _object_meta, False), 2: ("spec", _JOB_SPEC, False)})
+
 # apiVersion/kind -> schema of the top-level object.
 _KINDS: dict[tuple[str, str], Schema] = {
     ("v1", "Namespace"): {
@@ -163,6 +287,32 @@ _KINDS: dict[tuple[str, str], Schema] = {
         2: ("spec", _message({
             1: ("minAvailable", _int_or_string, False), 2: ("selector", _label_selector, False),
             3: ("maxUnavailable", _int_or_string, False), 4: ("unhealthyPodEvictionPolicy", _string, False),
+        }), False),
+    },
+    ("apps/v1", "Deployment"): {
+        1: ("metadata", _object_meta, False),
+        2: ("spec", _message({
+            1: ("replicas", _int, False), 2: ("selector", _label_selector, False),
+            3: ("template", _POD_TEMPLATE, False),
+            4: ("strategy", _message({
+                1: ("type", _string, False),
+                2: ("rollingUpdate", _message({
+                    1: ("maxUnavailable", _int_or_string, False), 2: ("maxSurge", _int_or_string, False),
+                }), False),
+            }), False),
+            5: ("minReadySeconds", _int_omitempty, False), 6: ("revisionHistoryLimit", _int, False),
+            7: ("paused", _bool_omitempty, False), 9: ("progressDeadlineSeconds", _int, False),
+        }), False),
+    },
+    ("batch/v1", "Job"): {1: ("metadata", _object_meta, False), 2: ("spec", _JOB_SPEC, False)},
+    ("batch/v1", "CronJob"): {
+        1: ("metadata", _object_meta, False),
+        2: ("spec", _message({
+            1: ("schedule", _string, False), 2: ("startingDeadlineSeconds", _int, False),
+            3: ("concurrencyPolicy", _string, False), 4: ("suspend", _bool, False),
+            5: ("jobTemplate", _JOB_TEMPLATE, False),
+            6: ("successfulJobsHistoryLimit", _int, False), 7: ("failedJobsHistoryLimit", _int, False),
+            8: ("timeZone", _string, False),
         }), False),
     },
 }  # fmt: skip

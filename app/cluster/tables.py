@@ -428,3 +428,12 @@ def table(
         ],
         "rows": rows,
     }
+
+
+def register(columns: dict[str, tuple[list[Column], Callable[[Obj, datetime], list[Any]]]]) -> None:
+    """Add the columns of more kinds (a module of printers per family of kinds registers its own)."""
+    _COLUMNS.update(columns)
+
+
+# The workload kinds' printers live in their own module, which registers them here.
+from app.cluster import tables_workloads  # noqa: E402, F401

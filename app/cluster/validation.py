@@ -847,12 +847,10 @@ VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "CSINode": validate_csinode,
     "PodGroup": validate_pod_group,
     "Workload": validate_workload,
-    # Metadata only for now: the workload kinds' own rules are being added.
-    **{
-        kind: (lambda obj: validate_metadata(obj, namespaced=True))
-        for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "Lease")
-    },
 }
+# Update rules of kinds whose module registers them (validation_workloads.py: apps/v1, batch/v1, Lease); that
+# module builds on this one and adds its kinds to both tables when imported (admission imports it).
+UPDATE_VALIDATORS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[Cause]]] = {}
 
 
 def validate_update(kind: str, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
@@ -861,6 +859,8 @@ def validate_update(kind: str, new: dict[str, Any], old: dict[str, Any]) -> list
         return validate_pod_update(new, old)
     if kind == "Workload":
         return validate_workload_update(new, old)
+    if kind in UPDATE_VALIDATORS:
+        return UPDATE_VALIDATORS[kind](new, old)
     if kind == "PriorityClass":
         builtin = (old.get("metadata") or {}).get("name", "").startswith("system-")
         causes = validate_priority_class(new, builtin=builtin)

@@ -17,7 +17,8 @@ from app.cluster.kinds import BY_KIND
 
 Obj = dict[str, Any]
 
-# kube-scheduler-simulator's ResourcesForSnap keys (and two of ours for kinds it does not carry).
+# kube-scheduler-simulator's ResourcesForSnap keys (and ours for kinds it does not carry). Leases are left out: a
+# node's heartbeat is runtime state its kubelet renews, not part of what the cluster is.
 SNAPSHOT_KINDS: dict[str, str] = {
     "pods": "Pod",
     "nodes": "Node",
@@ -30,6 +31,12 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "podDisruptionBudgets": "PodDisruptionBudget",
     "podGroups": "PodGroup",
     "workloads": "Workload",
+    "deployments": "Deployment",
+    "replicaSets": "ReplicaSet",
+    "statefulSets": "StatefulSet",
+    "daemonSets": "DaemonSet",
+    "jobs": "Job",
+    "cronJobs": "CronJob",
 }
 SCHEDULER_CONFIG_KEY = "schedulerConfig"
 # Export key order as kube-scheduler-simulator writes it; our extra kinds last.
@@ -46,8 +53,15 @@ EXPORT_ORDER = (
     "podDisruptionBudgets",
     "podGroups",
     "workloads",
+    "deployments",
+    "replicaSets",
+    "statefulSets",
+    "daemonSets",
+    "jobs",
+    "cronJobs",
 )
-# Creation order: what an object refers to exists before it (namespaces, classes, claims, nodes, pods).
+# Creation order: what an object refers to exists before it (namespaces, classes, claims, nodes, owners before
+# what they own: CronJob > Job > Pod, Deployment > ReplicaSet > Pod).
 CREATE_ORDER = (
     "Namespace",
     "PriorityClass",
@@ -59,12 +73,21 @@ CREATE_ORDER = (
     "PodDisruptionBudget",
     "PodGroup",
     "Workload",
+    "CronJob",
+    "Job",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
     "Pod",
     "Event",
+    "Lease",
 )
 SCHEDULER_CONFIG_KIND = "KubeSchedulerConfiguration"
 # Fields the server sets; a snapshot's values for them would be refused or meaningless on another cluster.
 SERVER_MANAGED = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink")
+# A Job's generated selector and template labels name its uid, which a new cluster gives anew.
+JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 RESULT_ANNOTATION_PREFIX = "kube-scheduler-simulator.sigs.k8s.io/"
 
 
@@ -210,6 +233,8 @@ def clean(item: Item, *, unbind: bool) -> None:
     if meta.get("deletionTimestamp") is not None:
         meta.pop("deletionTimestamp", None)
         meta.pop("deletionGracePeriodSeconds", None)
+    if item.kind == "Job":
+        _forget_job_uid(item.obj)
     if unbind and item.kind == "Pod":
         spec = item.obj.get("spec")
         if isinstance(spec, dict):
@@ -222,6 +247,33 @@ def clean(item: Item, *, unbind: bool) -> None:
                 meta["annotations"] = kept
             else:
                 meta.pop("annotations", None)
+
+
+def _without_uid_labels(labels: Any) -> Any:
+    if not isinstance(labels, dict):
+        return labels
+    return {k: v for k, v in labels.items() if k not in JOB_UID_LABELS}
+
+
+def _forget_job_uid(job: Obj) -> None:
+    """A Job whose selector was generated loses the uid labels of its old self, so the server generates them for
+    the uid it gets now (kept, they would contradict it and be refused)."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector"):
+        return
+    meta = job.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("labels"), dict):
+        meta["labels"] = _without_uid_labels(meta["labels"])
+    template_meta = (spec.get("template") or {}).get("metadata") if isinstance(spec.get("template"), dict) else None
+    if isinstance(template_meta, dict) and isinstance(template_meta.get("labels"), dict):
+        template_meta["labels"] = _without_uid_labels(template_meta["labels"])
+    selector = spec.get("selector")
+    if isinstance(selector, dict):
+        match_labels = _without_uid_labels(selector.get("matchLabels"))
+        if match_labels or selector.get("matchExpressions"):
+            selector["matchLabels"] = match_labels
+        else:
+            spec.pop("selector")
 
 
 def ordered(items: list[Item]) -> list[Item]:

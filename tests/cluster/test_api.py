@@ -431,7 +431,7 @@ BAD_INPUT: list[tuple[str, str, str | bytes | dict[str, Any] | list[Any], int, s
     ("unknown kind", "/api/v1/namespaces/default/widgets", pod("x"), 404, "NotFound", None),
     (
         "unknown group",
-        "/apis/apps/v1/namespaces/default/deployments",
+        "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
         {"metadata": {"name": "d"}},
         404,
         "NotFound",

@@ -175,7 +175,8 @@ def test_indexed_job_names_pods_by_index_and_tracks_completed_indexes(
     assert env == [
         {
             "name": "JOB_COMPLETION_INDEX",
-            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}},
+            # The API server defaults the field selector's apiVersion (SetDefaults_ObjectFieldSelector).
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']", "apiVersion": "v1"}},
         }
     ]
     finish(store, pods[2], "Succeeded")

@@ -214,7 +214,9 @@ async def test_a_bad_document_changes_nothing_and_names_every_bad_object(client:
     assert (await client.get("/api/v1/nodes/fine")).status_code == 404
     assert (await client.get("/simulator/v1/schedulerconfiguration")).json() == config_before
 
-    r = await client.post("/simulator/v1/import", content=json.dumps([{"apiVersion": "apps/v1", "kind": "Deployment"}]))
+    r = await client.post(
+        "/simulator/v1/import", content=json.dumps([{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress"}])
+    )
     assert r.status_code == 422 and r.json()["details"]["causes"][0]["field"] == "[0].kind"
     r = await client.post("/simulator/v1/import", content="{not: [valid")
     assert r.status_code == 400 and r.json()["reason"] == "BadRequest"
@@ -225,7 +227,7 @@ async def test_a_bad_document_changes_nothing_and_names_every_bad_object(client:
 async def test_an_unknown_kind_is_reported_with_every_other_bad_object(client: httpx.AsyncClient) -> None:
     bad_pod = pod("broken")
     del bad_pod["spec"]["containers"]
-    docs = [node("fine"), bad_pod, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}]
+    docs = [node("fine"), bad_pod, {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "d"}}]
     text = yaml.safe_dump_all(docs)
     r = await client.post("/simulator/v1/import", content=text, headers={"Content-Type": "application/yaml"})
     assert r.status_code == 422
