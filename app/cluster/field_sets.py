@@ -16,8 +16,6 @@ list types is.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -122,16 +120,29 @@ ZERO_VALUE_FIELDS = frozenset(
 STRUCT, MAP, LEAF, LIST_MAP, SET = "struct", "map", "leaf", "list-map", "set"
 
 
-@dataclass(frozen=True, slots=True)
 class Shape:
     """How one field's value is tracked and merged: a struct (``model`` when its fields are known), a granular
-    map of ``item``s, a leaf (scalars and atomic values), a keyed list of ``item``s or a set of scalars."""
+    map of ``item``s, a leaf (scalars and atomic values), a keyed list of ``item``s or a set of scalars.
 
-    form: str
-    model: str | None = None
-    keys: tuple[str, ...] = ()
-    item: Shape | None = None
-    custom: bool = False
+    Each shape remembers its fields' shapes once resolved (``child_shape``): the write path asks for them per field.
+    """
+
+    __slots__ = ("custom", "fields", "form", "item", "keys", "model")
+
+    def __init__(
+        self,
+        form: str,
+        model: str | None = None,
+        keys: tuple[str, ...] = (),
+        item: Shape | None = None,
+        custom: bool = False,
+    ) -> None:
+        self.form = form
+        self.model = model
+        self.keys = keys
+        self.item = item
+        self.custom = custom
+        self.fields: dict[tuple[str, str], Shape] = {}
 
 
 _LEAF = Shape(LEAF)
@@ -155,21 +166,34 @@ def _by_name_keys() -> dict[str, tuple[str, ...]]:
 _KEYS_BY_NAME = _by_name_keys()
 
 
+_ROOTS: dict[str, Shape] = {}
+_STRUCTS: dict[str, Shape] = {}
+
+
 def root_shape(info: KindInfo) -> Shape:
     """The shape of a whole object of ``info``'s kind."""
     if info.custom:
         return _CUSTOM_STRUCT
-    return Shape(STRUCT, fields.ROOT_MODELS.get(info.kind))
+    shape = _ROOTS.get(info.kind)
+    if shape is None:
+        shape = _ROOTS[info.kind] = Shape(STRUCT, fields.ROOT_MODELS.get(info.kind))
+    return shape
 
 
 def _models() -> dict[str, dict[str, str]]:
     return fields._schema()
 
 
-@lru_cache(maxsize=4096)
 def child_shape(parent: Shape, name: str, category: str) -> Shape:
     """The shape of field ``name`` of a ``parent`` struct or map whose value is a ``category`` ("dict", "list" or
     "scalar")."""
+    known = parent.fields.get((name, category))
+    if known is None:
+        known = parent.fields[(name, category)] = _resolve(parent, name, category)
+    return known
+
+
+def _resolve(parent: Shape, name: str, category: str) -> Shape:
     if category == "scalar":
         return _LEAF
     if parent.form == MAP:
@@ -202,7 +226,12 @@ def child_shape(parent: Shape, name: str, category: str) -> Shape:
 
 
 def _struct(model: str) -> Shape:
-    return _LEAF if model in ATOMIC_STRUCTS else Shape(STRUCT, model)
+    if model in ATOMIC_STRUCTS:
+        return _LEAF
+    shape = _STRUCTS.get(model)
+    if shape is None:
+        shape = _STRUCTS[model] = Shape(STRUCT, model)
+    return shape
 
 
 def _unknown(parent: Shape, name: str, category: str) -> Shape:
@@ -218,9 +247,10 @@ def _unknown(parent: Shape, name: str, category: str) -> Shape:
 
 def category(value: Any) -> str:
     """ "dict", "list" or "scalar": what ``child_shape`` needs to know of a value."""
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is dict:
         return "dict"
-    if isinstance(value, list):
+    if kind is list:
         return "list"
     return "scalar"
 
@@ -408,6 +438,8 @@ def compare(old: Any, new: Any, shape: Shape, zero: bool = False) -> tuple[Node 
     struct, present (empty) whenever absent."""
     if old is new or (old is not _MISSING and new is not _MISSING and old == new):
         return None, None
+    if old is _MISSING and new is not _MISSING:
+        return all_added(new, shape, zero), None
     form = shape.form
     container = dict if form in (STRUCT, MAP) else list if form in (LIST_MAP, SET) else None
     old_ok = old is _MISSING or isinstance(old, container or ())
@@ -452,6 +484,32 @@ def compare(old: Any, new: Any, shape: Shape, zero: bool = False) -> tuple[Node 
     return _make(added, changed_children), _make(removed, removed_children)
 
 
+def all_added(value: Any, shape: Shape, zero: bool = False) -> Node:
+    """``compare`` of nothing with ``value``: every path in it is added (but a ``zero`` value-type struct, and
+    those within it, which were there empty)."""
+    form = shape.form
+    if form in (STRUCT, MAP) and type(value) is dict:
+        fixed = form == STRUCT and not shape.custom
+        children: Node = {}
+        for name in sorted(value):
+            child = value[name]
+            children["f:" + name] = all_added(
+                child, child_shape(shape, name, category(child)), zero and fixed and name in ZERO_VALUE_FIELDS
+            )
+        if zero:
+            return children
+        return {MEMBER: {}, **children} if children else {}
+    if form in (LIST_MAP, SET) and type(value) is list:
+        items: Node = {}
+        item_shape = shape.item if form == LIST_MAP and shape.item is not None else _LEAF
+        for index, item in enumerate(value):
+            items[item_element(shape, item) or f"i:{index}"] = all_added(item, item_shape)
+        if zero:
+            return dict(sorted(items.items()))
+        return {MEMBER: {}, **dict(sorted(items.items()))} if items else {}
+    return {}
+
+
 def _index_items(shape: Shape, items: list[Any]) -> dict[str, Any]:
     """A stored list's items by path element (an unkeyable item, which validation keeps out, by position)."""
     out: dict[str, Any] = {}
@@ -463,5 +521,5 @@ def _index_items(shape: Shape, items: list[Any]) -> dict[str, Any]:
 def object_changes(old: Any, new: Any, shape: Shape) -> tuple[Node | None, Node | None]:
     """``compare`` of two whole objects (``old`` None: a create, compared with the kind's empty object)."""
     if old is None:
-        old = {}
+        return all_added(new, shape, zero=True), None
     return compare(old, new, shape)

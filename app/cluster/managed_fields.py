@@ -180,8 +180,8 @@ def track_update(
     what it added or changed (taken from the others), what it removed leaves every set. ``entries`` is unchanged
     (returned as is) when nothing tracked changed."""
     shape = field_sets.root_shape(info)
-    changed, removed = field_sets.object_changes(old, new, shape)
     skip = untracked(info, subresource)
+    changed, removed = field_sets.object_changes(_tracked_view(old, skip), _tracked_view(new, skip), shape)
     changed = field_sets.without_subtrees(changed, skip)
     removed = field_sets.without_subtrees(removed, skip)
     if changed is None and removed is None:
@@ -202,6 +202,18 @@ def track_update(
     if mine is not None:
         out.append(make_entry(me, mine, time))
     return sorted_entries(cap_update_managers(out, time))
+
+
+def _tracked_view(obj: Mapping[str, Any] | None, skip: Node) -> dict[str, Any] | None:
+    """``obj`` without the top-level fields ``skip`` drops whole and without managedFields (shallow copies): what
+    an update is compared on, so a status write never walks the spec, nor the main resource the status."""
+    if obj is None:
+        return None
+    view = {k: v for k, v in obj.items() if skip.get("f:" + k) != {}}
+    meta = view.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        view["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return view
 
 
 def same_ignoring_times(a: Any, b: Any) -> bool:
