@@ -4,6 +4,9 @@
     kss import --kubeconfig PATH [--context NAME] (--target-url URL | --target-kubeconfig PATH)
                [--page-size N] [--qps Q] [--burst B]
 
+Both take ``--kinds`` and ``--workloads`` (also copy Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and
+CronJobs for the simulator's controllers to run).
+
 ``python -m syncer import ...`` runs the import too.
 """
 
@@ -43,7 +46,14 @@ def _add_filters(parser: argparse.ArgumentParser) -> None:
         "--kinds",
         help="comma-separated kinds to copy (default: Namespace, PriorityClass, StorageClass, "
         "PersistentVolumeClaim, Node, CSINode, PersistentVolume, PodDisruptionBudget, PodGroup, Workload, Pod; "
-        "PodGroup and Workload where both ends serve them)",
+        "PodGroup and Workload where both ends serve them); workload kinds by name too: "
+        "deploy, rs, sts, ds, job, cronjob (a Deployment brings ReplicaSets, a CronJob Jobs)",
+    )
+    parser.add_argument(
+        "--workloads",
+        action="store_true",
+        help="also copy Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs, which the "
+        "simulator's controllers then run (adopting the copied pods); by default only their pods are copied",
     )
     parser.add_argument("--namespaces", help="comma-separated namespaces (default: all)")
     parser.add_argument("--label-selector", help="label selector choosing which pods to copy (default: all)")
@@ -121,7 +131,7 @@ def run_sync(args: argparse.Namespace) -> int:
     """Run the syncer until SIGTERM or SIGINT."""
     _logging(args.log_level)
     try:
-        kinds = parse_kinds(args.kinds)
+        kinds = parse_kinds(args.kinds, workloads=args.workloads)
     except ValueError as exc:
         print(f"kss sync: {exc}", file=sys.stderr)
         return 2
@@ -161,7 +171,7 @@ def run_import_command(args: argparse.Namespace) -> int:
         print("kss import: one of --kubeconfig (copy a cluster) is required", file=sys.stderr)
         return 2
     try:
-        kinds = parse_kinds(args.kinds)
+        kinds = parse_kinds(args.kinds, workloads=args.workloads)
     except ValueError as exc:
         print(f"kss import: {exc}", file=sys.stderr)
         return 2

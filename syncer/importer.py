@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
-from syncer.kinds import NAMESPACE, ORDER, POD, Kind
+from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
 from syncer.kube import SourceApi, TargetApi
 from syncer.metrics import Metrics
 from syncer.progress import Progress
@@ -42,7 +42,7 @@ def run_import(
     source: SourceApi,
     target: TargetApi,
     *,
-    kinds: tuple[Kind, ...] = ORDER,
+    kinds: tuple[Kind, ...] = DEFAULT,
     namespaces: tuple[str, ...] = (),
     label_selector: str | None = None,
     page_size: int = 500,
@@ -56,6 +56,7 @@ def run_import(
     kinds = available_kinds(source, target, kinds)
     metrics = metrics or Metrics()
     sink = Sink(target, metrics=metrics, backoff=backoff or Backoff())
+    sink.mirrored_kinds = frozenset(k.name for k in kinds)
     report = ImportReport()
     started = time.perf_counter()
     failures_before = metrics.total("failed")

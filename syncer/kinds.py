@@ -2,6 +2,11 @@
 
 Some kinds are ``optional``: a cluster serves them only with a CRD installed (PodGroup, from scheduler-plugins) or
 an alpha feature gate on (Workload, GenericWorkload). They are mirrored when both ends serve them (discovery).
+
+The ``workload`` kinds (apps/v1 Deployments, ReplicaSets, StatefulSets, DaemonSets, batch/v1 Jobs, CronJobs) are
+mirrored only when asked for (``--workloads`` or by name in ``--kinds``): the simulator's own controllers then run
+them. They come after pods in the apply order, so that a mirrored controller finds the pods (ReplicaSets) it
+adopts already there instead of creating its own.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ class Kind:
     namespaced: bool
     mirror_status: bool  # status comes from the source too (nodes' allocatable, PV/PVC phases, PDB budgets)
     optional: bool = False  # not every cluster serves it: mirrored only when discovery finds it on both ends
+    workload: bool = False  # a controller's object: mirrored only when asked for, run by the simulator's controllers
 
     @property
     def group_version_path(self) -> str:
@@ -52,9 +58,17 @@ PDB = Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True, Tru
 POD_GROUP = Kind("PodGroup", "scheduling.x-k8s.io/v1alpha1", "podgroups", True, False, optional=True)
 WORKLOAD = Kind("Workload", "scheduling.k8s.io/v1alpha1", "workloads", True, False, optional=True)
 POD = Kind("Pod", "v1", "pods", True, False)
+# Workloads: their status is the simulator's controllers' account of the simulator's pods, never copied.
+REPLICA_SET = Kind("ReplicaSet", "apps/v1", "replicasets", True, False, optional=True, workload=True)
+DEPLOYMENT = Kind("Deployment", "apps/v1", "deployments", True, False, optional=True, workload=True)
+STATEFUL_SET = Kind("StatefulSet", "apps/v1", "statefulsets", True, False, optional=True, workload=True)
+DAEMON_SET = Kind("DaemonSet", "apps/v1", "daemonsets", True, False, optional=True, workload=True)
+JOB = Kind("Job", "batch/v1", "jobs", True, False, optional=True, workload=True)
+CRON_JOB = Kind("CronJob", "batch/v1", "cronjobs", True, False, optional=True, workload=True)
 
 # Applied in this order, so what an object refers to exists before it (classes before pods, PVCs before PVs,
-# pod groups and workloads before their pods).
+# pod groups and workloads before their pods), and a controller after what it adopts (pods before ReplicaSets,
+# StatefulSets and DaemonSets, ReplicaSets before Deployments, Jobs before CronJobs).
 ORDER: tuple[Kind, ...] = (
     NAMESPACE,
     PRIORITY_CLASS,
@@ -67,8 +81,20 @@ ORDER: tuple[Kind, ...] = (
     POD_GROUP,
     WORKLOAD,
     POD,
+    REPLICA_SET,
+    DEPLOYMENT,
+    STATEFUL_SET,
+    DAEMON_SET,
+    JOB,
+    CRON_JOB,
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in ORDER}
+# Mirrored by default: everything but the workloads.
+DEFAULT: tuple[Kind, ...] = tuple(k for k in ORDER if not k.workload)
+WORKLOADS: tuple[Kind, ...] = tuple(k for k in ORDER if k.workload)
+# A controller mirrored without the kind it manages would be run beside copies it cannot adopt or would duplicate
+# (a Deployment creating its own ReplicaSets next to the mirrored ones' pods), so asking for it brings that kind.
+_BRINGS: dict[str, str] = {"Deployment": "ReplicaSet", "CronJob": "Job"}
 # Accepted spellings on the command line: Kind, lower-case kind, plural, short name.
 _ALIASES: dict[str, str] = {
     "ns": "Namespace",
@@ -92,16 +118,30 @@ _ALIASES: dict[str, str] = {
     "workloads": "Workload",
     "po": "Pod",
     "pods": "Pod",
+    "rs": "ReplicaSet",
+    "replicasets": "ReplicaSet",
+    "deploy": "Deployment",
+    "deployments": "Deployment",
+    "sts": "StatefulSet",
+    "statefulsets": "StatefulSet",
+    "ds": "DaemonSet",
+    "daemonsets": "DaemonSet",
+    "jobs": "Job",
+    "cj": "CronJob",
+    "cronjobs": "CronJob",
 }
 
 
-def parse_kinds(spec: str | None) -> tuple[Kind, ...]:
-    """Kinds named in a comma-separated list (any spelling), in apply order; all of them for None or ""."""
+def parse_kinds(spec: str | None, *, workloads: bool = False) -> tuple[Kind, ...]:
+    """Kinds named in a comma-separated list (any spelling), in apply order; ``DEFAULT`` for None or "".
+
+    ``workloads`` adds every workload kind; a Deployment brings ReplicaSets and a CronJob brings Jobs.
+    """
+    wanted: set[str] = {k.name for k in WORKLOADS} if workloads else set()
     if not spec:
-        return ORDER
-    wanted: set[str] = set()
+        wanted |= {k.name for k in DEFAULT}
     lower = {k.name.lower(): k.name for k in ORDER}
-    for raw in spec.split(","):
+    for raw in (spec or "").split(","):
         word = raw.strip()
         if not word:
             continue
@@ -109,4 +149,5 @@ def parse_kinds(spec: str | None) -> tuple[Kind, ...]:
         if name is None:
             raise ValueError(f"unknown kind {word!r}; known: {', '.join(k.name for k in ORDER)}")
         wanted.add(name)
+    wanted |= {_BRINGS[name] for name in wanted if name in _BRINGS}
     return tuple(k for k in ORDER if k.name in wanted)

@@ -475,4 +475,7 @@ class KubeTarget:
         body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if uid:
             body["preconditions"] = {"uid": uid}
+        if kind.workload:
+            # As kubectl deletes: the dependents go too (batch/v1 Jobs would otherwise orphan their pods).
+            body["propagationPolicy"] = "Background"
         self._rest.json("DELETE", kind.path(namespace, name), body=body, timeout=self._timeout)

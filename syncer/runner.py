@@ -17,7 +17,7 @@ from typing import Any
 
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
-from syncer.kinds import NAMESPACE, ORDER, POD, Kind
+from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
 from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
 from syncer.sink import Event, Sink, Stopped
@@ -32,7 +32,7 @@ log = logging.getLogger("kss.syncer")
 class SyncOptions:
     """What to mirror and how to watch."""
 
-    kinds: tuple[Kind, ...] = ORDER
+    kinds: tuple[Kind, ...] = DEFAULT
     namespaces: tuple[str, ...] = ()  # empty: all namespaces
     label_selector: str | None = None  # applies to pods: which pods to mirror
     page_size: int = 500
@@ -130,6 +130,7 @@ class Syncer:
             self.kinds = available_kinds(self.source, self.target, self.options.kinds, retry=self._retry_discovery)
         except Unavailable:
             return  # stopped while an end was unreachable
+        self.sink.mirrored_kinds = frozenset(k.name for k in self.kinds)
         self.watchers = self._watchers(self.kinds)
         try:
             adopted = self.sink.seed(self.kinds)

@@ -17,7 +17,7 @@ from typing import Any
 
 from syncer import translate
 from syncer.backoff import Backoff
-from syncer.kinds import POD, PVC, Kind
+from syncer.kinds import BY_NAME, JOB, POD, PVC, Kind
 from syncer.kube import AlreadyExists, ApiProblem, Conflict, NotFound, Rejected, TargetApi, Unavailable
 from syncer.metrics import Metrics
 from syncer.state import Mirror, MirrorState
@@ -28,6 +28,10 @@ log = logging.getLogger("kss.syncer")
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 # Marks the end of a (re)list: mirrored objects of the scope that the list did not return are deleted.
 SYNCED = "SYNCED"
+# Dependents a simulator controller cannot adopt: a Job's pods select the Job's uid (a new one in the simulator),
+# and the CronJob controller adopts no Jobs. With their controller's kind mirrored, they are never copied: the
+# simulator's controller makes its own.
+_NEVER_ADOPTED = {("Pod", "Job"), ("Job", "CronJob")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,8 @@ class Sink:
         self.backoff = backoff or Backoff()
         self._sleep = sleep
         self._stop = stop or threading.Event()
+        # The kinds this run mirrors (the workload rules depend on which controllers the simulator runs for it).
+        self.mirrored_kinds: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------------------------------ loop
 
@@ -114,6 +120,9 @@ class Sink:
         After a restart this lets deletions that happened in the source meanwhile reach the simulator.
         """
         found = 0
+        # The simulator's controller of each copy: once every kind is read, the source uid it mirrors is known.
+        controlled: list[tuple[Mirror, tuple[str, str, str]]] = []
+        source_uid_of: dict[str, str] = {}
         for kind in kinds:
             attempt = 0
             while True:
@@ -131,8 +140,16 @@ class Sink:
                 uid = (m.get("annotations") or {}).get(translate.SOURCE_UID_ANNOTATION)
                 if uid and self.state.get(uid) is None:
                     namespace, name = translate.key(obj)
-                    self.state.put(uid, Mirror(kind.name, namespace, name, m.get("uid")))
+                    mirror = Mirror(kind.name, namespace, name, m.get("uid"))
+                    self.state.put(uid, mirror)
+                    source_uid_of[str(m.get("uid"))] = uid
+                    controller = translate.controller_of(obj)
+                    if controller is not None:
+                        controlled.append((mirror, controller))
                     found += 1
+        for mirror, (api_version, controller_kind, simulator_uid) in controlled:
+            if simulator_uid in source_uid_of:
+                mirror.controller = (api_version, controller_kind, source_uid_of[simulator_uid])
         return found
 
     # ------------------------------------------------------------------------------------------ rules
@@ -147,11 +164,32 @@ class Sink:
         if event.type in (ADDED, MODIFIED):
             self._upsert(event)
         elif event.type == DELETED:
-            self._delete(event.kind, translate.source_uid(event.obj), "deleted in the source")
+            self._delete(event.kind, translate.source_uid(event.obj), "deleted in the source", event.obj)
         elif event.type == SYNCED:
             for uid in self.state.uids(event.kind.name, event.namespace):
                 if uid not in event.present:
                     self._delete(event.kind, uid, "gone from the source")
+
+    def _run_by_simulator(self, kind: Kind, controller: tuple[str, str, str] | None) -> str | None:
+        """Why the object whose source controller is ``controller`` belongs to a controller of the simulator (its
+        copy of that controller decides what exists, as kube-controller-manager does in the source), or None."""
+        if controller is None:
+            return None
+        api_version, controller_kind, uid = controller
+        workload = BY_NAME.get(controller_kind)
+        if (
+            workload is None
+            or not workload.workload
+            or workload.api_version != api_version
+            or controller_kind not in self.mirrored_kinds
+        ):
+            return None
+        if (kind.name, controller_kind) in _NEVER_ADOPTED:
+            return f"its {controller_kind} runs in the simulator, which makes its own"
+        mirror = self.state.get(uid)
+        if mirror is None or mirror.deleted_in_simulator:
+            return None  # not mirrored (yet): this object is copied, and adopted when its controller arrives
+        return f"its {controller_kind} {mirror.namespace}/{mirror.name} is run by the simulator's controller"
 
     def _pvc_uid(self, namespace: str, name: str) -> str | None:
         mirror = self.state.find(PVC.name, namespace, name)
@@ -170,6 +208,17 @@ class Sink:
         if mirror is not None and mirror.deleted_in_simulator:
             self.metrics.count(kind.name, "ignored_deleted_in_simulator")
             log.info("ignored update of %s: deleted in the simulator", what)
+            return
+        controller = translate.controller_of(source)
+        run_by = self._run_by_simulator(kind, controller)
+        if run_by is not None:
+            self.metrics.count(kind.name, "left_to_controller")
+            log.info("%s %s: %s", "ignored update of" if mirror is not None else "left out", what, run_by)
+            return
+        if mirror is None and kind is JOB and translate.is_finished_job(source):
+            # Its status is not copied: the simulator's Job controller would run it all over again.
+            self.metrics.count(kind.name, "ignored_finished")
+            log.info("left out %s: finished in the source", what)
             return
         scheduled_pod = kind is POD and translate.is_scheduled(source)
         if mirror is not None and scheduled_pod:
@@ -196,6 +245,7 @@ class Sink:
                 log.info("%s vanished while adopting it", what)
                 return
             mirror = Mirror(kind.name, namespace, name, translate.meta(current).get("uid"))
+            mirror.controller = controller
             self.state.put(uid, mirror)
             self.metrics.count(kind.name, "adopted")
             log.info("adopted %s: it already exists in the simulator", what)
@@ -206,6 +256,7 @@ class Sink:
             self._update(kind, uid, mirror, want, current)
             return
         mirror = Mirror(kind.name, namespace, name, translate.meta(created).get("uid"))
+        mirror.controller = controller
         mirror.applied = {**translate.without_status(want), "status": created.get("status")}
         self.state.put(uid, mirror)
         self.metrics.count(kind.name, "created")
@@ -267,7 +318,7 @@ class Sink:
         self.metrics.count(kind.name, "tombstoned")
         log.info("ignored update of %s: deleted in the simulator (will not be recreated)", what)
 
-    def _delete(self, kind: Kind, uid: str, why: str) -> None:
+    def _delete(self, kind: Kind, uid: str, why: str, source: Obj | None = None) -> None:
         mirror = self.state.get(uid)
         if mirror is None:
             return
@@ -275,6 +326,15 @@ class Sink:
         if mirror.deleted_in_simulator:
             self.state.remove(uid)
             log.info("forgot %s (%s; already deleted in the simulator)", what, why)
+            return
+        # Gone during a watch gap (no object): the controller it had when mirrored.
+        controller = translate.controller_of(source) if source is not None else mirror.controller
+        run_by = self._run_by_simulator(kind, controller)
+        if run_by is not None:
+            # The source's controller removed it (a scale-down, a replacement): the simulator's decides alike.
+            self.state.remove(uid)
+            self.metrics.count(kind.name, "left_to_controller")
+            log.info("forgot %s (%s): %s", what, why, run_by)
             return
         try:
             self.target.delete(kind, mirror.namespace or None, mirror.name, uid=mirror.simulator_uid)

@@ -30,6 +30,9 @@ class Mirror:
     # None when unknown (adopted after AlreadyExists or found by annotation after a restart).
     applied: Obj | None = None
     deleted_in_simulator: bool = False
+    # The source object's controller when it was mirrored, (apiVersion, kind, source uid), as a ReplicaSet for its
+    # pods: once that controller is mirrored too, the simulator's copy of it decides about this object.
+    controller: tuple[str, str, str] | None = None
 
 
 class MirrorState:

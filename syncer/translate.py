@@ -1,9 +1,12 @@
 """The mirroring rules as pure functions: what to create in the simulator, and what an update changes.
 
-- Create: server-owned metadata (``uid``, ``resourceVersion``, ``generation``, timestamps, ``managedFields``)
-  and finalizers are cleared, the source's uid is kept in an annotation; pods lose ``ownerReferences`` (no
-  controller in the simulator owns them), their service account fields and token volume, and their
-  ``nodeName`` unless they arrive as the existing load. A bound PV's ``claimRef.uid`` names the simulator's PVC.
+- Create: server-owned metadata (``uid``, ``resourceVersion``, ``generation``, timestamps, ``managedFields``),
+  finalizers and ``ownerReferences`` (they name source uids; the simulator's garbage collector would delete an
+  object whose owners it cannot find) are cleared, the source's uid is kept in an annotation; pods lose their
+  service account fields and token volume, and their ``nodeName`` unless they arrive as the existing load. A bound
+  PV's ``claimRef.uid`` names the simulator's PVC. Workloads (Deployments, Jobs, ...) lose their status (the
+  simulator's controllers write it), and a Job its generated selector and the source uid in its template's
+  labels (the simulator generates them again for the new uid).
 - Update: a JSON merge patch of what the source changed. Updates of pods already scheduled in the source are
   ignored, so the source scheduler's decision never overwrites the simulator's own; annotations the
   simulator writes (scheduling results) are never copied from the source nor removed.
@@ -38,6 +41,15 @@ _SERVER_METADATA = (
 )
 _SERVICE_ACCOUNT_FIELDS = ("serviceAccountName", "serviceAccount", "automountServiceAccountToken")
 _TOKEN_VOLUME_PREFIX = "kube-api-access-"
+# What kube-apiserver's Job strategy (generateSelector) adds to a Job without a manual selector: the selector on
+# the Job's uid and these labels on its template. A new Job may not carry them (the selector is refused unless
+# manualSelector is true), and the uid is the source Job's.
+_JOB_GENERATED_LABELS = (
+    "batch.kubernetes.io/controller-uid",
+    "controller-uid",
+    "batch.kubernetes.io/job-name",
+    "job-name",
+)
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
@@ -105,6 +117,38 @@ def _clear_service_account(spec: Obj) -> None:
                     container.pop("volumeMounts", None)
 
 
+def controller_of(obj: Obj) -> tuple[str, str, str] | None:
+    """(apiVersion, kind, uid) of the object's controller (the ownerReference with ``controller: true``), or None."""
+    for ref in meta(obj).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""), str(ref.get("uid") or "")
+    return None
+
+
+def is_finished_job(job: Obj) -> bool:
+    """Whether a Job has its ``Complete`` or ``Failed`` condition (it runs no more pods)."""
+    return any(
+        isinstance(c, dict) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
+
+
+def _drop_generated_job_selector(job: Obj) -> None:
+    """Remove what the Job strategy generated from the source Job's uid (nothing with a manual selector)."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector") is True:
+        return
+    spec.pop("selector", None)
+    template_meta = (spec.get("template") or {}).get("metadata")
+    if not isinstance(template_meta, dict) or not isinstance(template_meta.get("labels"), dict):
+        return
+    labels = template_meta["labels"]
+    for label in _JOB_GENERATED_LABELS:
+        labels.pop(label, None)
+    if not labels:
+        del template_meta["labels"]
+
+
 def desired(kind: Kind, source: Obj, *, keep_binding: bool, pvc_uid: PvcUid) -> Obj:
     """The object the simulator should hold for ``source``: the create body, and the base of update diffs.
 
@@ -121,8 +165,12 @@ def desired(kind: Kind, source: Obj, *, keep_binding: bool, pvc_uid: PvcUid) -> 
     annotations = {k: v for k, v in (m.get("annotations") or {}).items() if not is_simulator_annotation(k)}
     annotations[SOURCE_UID_ANNOTATION] = source_uid(source)
     m["annotations"] = annotations
+    m.pop("ownerReferences", None)
+    if kind.workload:
+        obj.pop("status", None)
+    if kind.name == "Job":
+        _drop_generated_job_selector(obj)
     if kind.name == "Pod":
-        m.pop("ownerReferences", None)
         spec = obj.setdefault("spec", {})
         _clear_service_account(spec)
         if not keep_binding:
@@ -186,6 +234,8 @@ def source_owned(kind: Kind, obj: Obj) -> Obj:
         spec = owned.get("spec")
         if isinstance(spec, dict):
             spec.pop("nodeName", None)
+    elif kind.name == "Job":
+        _drop_generated_job_selector(owned)  # the simulator's copy carries its own
     return owned
 
 

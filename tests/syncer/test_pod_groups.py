@@ -12,7 +12,7 @@ import pytest
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
 from syncer.importer import run_import
-from syncer.kinds import ORDER, POD, POD_GROUP, WORKLOAD, parse_kinds
+from syncer.kinds import DEFAULT, POD, POD_GROUP, WORKLOAD, parse_kinds
 from syncer.kube import Unavailable
 from syncer.runner import Syncer, SyncOptions
 from syncer.sink import ADDED, DELETED, MODIFIED, Event, Sink
@@ -55,7 +55,7 @@ def workload(name: str) -> Obj:
 
 
 def test_the_new_kinds_come_before_pods_and_have_their_names() -> None:
-    assert [k.name for k in ORDER][-3:] == ["PodGroup", "Workload", "Pod"]
+    assert [k.name for k in DEFAULT][-3:] == ["PodGroup", "Workload", "Pod"]
     assert parse_kinds("pg,workloads,pods") == (POD_GROUP, WORKLOAD, POD)
     assert parse_kinds("pgs") == parse_kinds("podgroups") == parse_kinds("PodGroup") == (POD_GROUP,)
     assert POD_GROUP.path("ns", "g", "status") == "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups/g/status"
@@ -96,7 +96,7 @@ def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.L
     source = FakeSource(unserved={"PodGroup"})
     target = FakeTarget()
     target.unserved = {"Workload"}
-    assert available_kinds(source, target, ORDER) == tuple(k for k in ORDER if not k.optional)
+    assert available_kinds(source, target, DEFAULT) == tuple(k for k in DEFAULT if not k.optional)
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [
         "the source does not serve podgroups (scheduling.x-k8s.io/v1alpha1): not mirroring them",
@@ -123,7 +123,7 @@ def test_discovery_is_retried_while_the_source_is_unreachable() -> None:
 
 
 def test_the_syncer_lists_and_watches_only_what_both_ends_serve() -> None:
-    lists = {k.name: [[page(rv="9")]] for k in ORDER}
+    lists = {k.name: [[page(rv="9")]] for k in DEFAULT}
     lists["PodGroup"] = [[page(pod_group("gang"), rv="9")]]
     lists["Pod"] = [[page(pod("worker", labels={"scheduling.x-k8s.io/pod-group": "gang"}), rv="9")]]
     source = FakeSource(lists=lists, unserved={"Workload"}, discovery_failures=1)
