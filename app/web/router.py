@@ -27,7 +27,7 @@ from app.web.formatting import age, duration_text, human_bytes
 from app.web.ports import Operations, Results, SchedulerView, Store
 from app.web.service import WebCaches, WebService
 from app.web.views import editor
-from app.web.views.cluster import NODE_SORTS, cluster_view
+from app.web.views.cluster import NODE_SORTS, NODE_STATES, cluster_view
 from app.web.views.editor import TEMPLATES, EditOutcome, Target
 from app.web.views.events import events_for
 from app.web.views.groups import GROUP_KINDS, group_page, groups_view
@@ -187,15 +187,27 @@ def cluster_page(
     q: str = "",
     page: Annotated[int, Query(ge=1)] = 1,
     sort: str = "name",
+    resource: str = "cpu",
+    state: str = "",
+    band: str = "",
 ) -> HTMLResponse:
-    """Every node with its allocation, searchable and paged, under a cluster summary."""
+    """Every node at a glance (coloured by one resource), then one page of them with their allocation."""
     service = web(request)
-    view = cluster_view(service, q=q.strip(), page=page, sort=sort)
+    view = cluster_view(service, q=q.strip(), page=page, sort=sort, resource=resource, state=state, band=band)
+    params = {
+        "q": view.q,
+        "resource": view.resource if view.resource != "cpu" else "",
+        "state": view.state,
+        "band": view.overview.band,
+        "sort": view.sort if view.sort != "name" else "",
+        "page": view.nodes.page,
+    }
     ctx = {
         **_base(request, service, view.resource_version, "cluster"),
         "view": view,
         "sorts": NODE_SORTS,
-        "params": {"q": view.q, "sort": view.sort if view.sort != "name" else "", "page": view.nodes.page},
+        "states": NODE_STATES,
+        "params": params,
     }
     if hx_target(request) == "cluster-body":
         return render("components/cluster_body.html", **ctx)
@@ -233,7 +245,7 @@ def pods_page(request: Request, query: Annotated[PodsQuery, Depends()]) -> HTMLR
         "state": view.state if view.state != "all" else "",
         "node": view.node,
         "namespace": view.namespace,
-        "sort": view.sort if view.sort != "name" else "",
+        "sort": view.sort if view.sort != "state" else "",
         "desc": "true" if view.desc else "",
         "page": view.pods.page,
     }

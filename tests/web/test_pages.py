@@ -117,15 +117,19 @@ async def test_cluster_search_by_label_answers_htmx_with_the_fragment_only(
     assert "<html" in restore.text
 
 
-async def test_cluster_pages_nodes_a_hundred_at_a_time(app: FastAPI, client: httpx.AsyncClient) -> None:
+async def test_cluster_lists_nodes_25_at_a_time_under_an_overview_of_all(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
     store = store_of(app)
-    for i in range(250):
+    for i in range(260):
         store.create("Node", node(f"n-{i:03d}"))
     html = (await client.get("/ui/cluster", params={"page": 3})).text
     names = re.findall(r'id="node-(n-\d+)"', html)
-    assert names == [f"n-{i:03d}" for i in range(200, 250)]
-    assert "201–250 of 250" in html
-    assert (await client.get("/ui/cluster", params={"page": 99})).text.count('id="node-n-') == 50  # clamped
+    assert names == [f"n-{i:03d}" for i in range(50, 75)]
+    assert "51–75 of 260" in html
+    assert len(re.findall(r'<a href="/ui/nodes/n-\d+" class="h0"', html)) == 260  # every node in the overview
+    last = (await client.get("/ui/cluster", params={"page": 99})).text  # clamped to the last page
+    assert re.findall(r'id="node-(n-\d+)"', last) == [f"n-{i:03d}" for i in range(250, 260)]
 
 
 async def test_cluster_sort_by_cpu_puts_the_busiest_node_first(app: FastAPI, client: httpx.AsyncClient) -> None:

@@ -9,11 +9,15 @@ from app.web.allocation import Allocations
 from app.web.formatting import CPU, MEMORY, PODS, Bar, Page, make_bar, paginate, resource_bars
 from app.web.ports import ResourceAmounts, StoredEntry
 from app.web.service import WebService
+from app.web.views.node_map import BAND_LEVELS, NodeCell, NodeMap, amounts, node_cell, node_map, resource_names, share
 
 Obj = dict[str, Any]
 
 NODE_POD_PREVIEW = 6
-NODE_SORTS = ("name", "cpu", "memory", "pods")
+NODE_PAGE_SIZE = 25  # node rows are tall; the overview above shows every node
+# "allocated": most requested first of the chosen resource; "free": least first.
+NODE_SORTS = ("name", "allocated", "free")
+NODE_STATES = ("", "schedulable", "cordoned", "notready", "tainted")
 
 
 @dataclass(slots=True)
@@ -56,9 +60,13 @@ class ClusterView:
     """The cluster page: summary and one page of nodes."""
 
     summary: Summary
+    overview: NodeMap
     nodes: Page[NodeRow]
     q: str
     sort: str
+    resource: str
+    resources: list[str]  # what the overview can be coloured by: cpu, memory, pods and what the nodes offer
+    state: str
     resource_version: int
 
 
@@ -109,39 +117,80 @@ def node_row(allocations: Allocations, entry: StoredEntry) -> NodeRow:
     )
 
 
-def cluster_view(web: WebService, *, q: str = "", page: int = 1, sort: str = "name") -> ClusterView:
-    """Summary strip and one page of nodes matching ``q`` (name or label), sorted by name or usage."""
+def node_state_matches(entry: StoredEntry, state: str) -> bool:
+    """The node is in ``state``: schedulable (Ready, not cordoned, no NoSchedule/NoExecute taint), cordoned,
+    notready, tainted (any taint), or any when empty."""
+    if not state:
+        return True
+    spec = entry.obj.get("spec") or {}
+    if state == "cordoned":
+        return bool(spec.get("unschedulable"))
+    if state == "notready":
+        return not node_ready(entry.obj)
+    taints = spec.get("taints") or []
+    if state == "tainted":
+        return bool(taints)
+    hard = any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints)
+    return not hard and not spec.get("unschedulable") and node_ready(entry.obj)
+
+
+def cluster_view(
+    web: WebService,
+    *,
+    q: str = "",
+    page: int = 1,
+    sort: str = "name",
+    resource: str = CPU,
+    state: str = "",
+    band: str = "",
+) -> ClusterView:
+    """Summary strip, the overview of every matching node coloured by ``resource``, and one page of them.
+
+    Nodes match ``q`` (name or label) and ``state``; ``band`` narrows overview and list to one colour of the
+    legend. The list is sorted by name or by the share of ``resource`` requested."""
     store = web.store
     rv = store.resource_version
+    if sort in (CPU, MEMORY, PODS):  # the sorts of earlier links: by that resource, busiest first
+        resource, sort = sort, "allocated"
     sort = sort if sort in NODE_SORTS else "name"
+    state = state if state in NODE_STATES else ""
+    band = band if band in BAND_LEVELS else ""
     nodes = store.select("Node").items
     allocations = web.allocations()
     index = allocations.pods
+    totals = {e.name: allocations.totals(e) for e in nodes}
+    resources = resource_names(alloc for _, alloc, _ in totals.values())
+    resource = resource if resource in resources else CPU
     terms = q.split()
-    matching = [e for e in nodes if node_matches(e, terms)] if terms else nodes
 
     summary_req = ResourceAmounts()
     summary_alloc = ResourceAmounts()
     pods_on_nodes = 0
     unschedulable = 0
-    usage: dict[str, tuple[float, float, float]] = {}
+    cells: list[NodeCell] = []
+    shares: dict[str, float] = {}
+    matching: list[StoredEntry] = []
     for entry in nodes:
-        requested, allocatable, count = allocations.totals(entry)
+        requested, allocatable, count = totals[entry.name]
         summary_req.add(requested)
         summary_alloc.add(allocatable)
         pods_on_nodes += count
-        if (entry.obj.get("spec") or {}).get("unschedulable"):
-            unschedulable += 1
-        if sort != "name":
-            usage[entry.name] = (
-                requested.milli_cpu / allocatable.milli_cpu if allocatable.milli_cpu else 0.0,
-                requested.memory / allocatable.memory if allocatable.memory else 0.0,
-                count / allocatable.pods if allocatable.pods else 0.0,
-            )
+        cordoned = bool((entry.obj.get("spec") or {}).get("unschedulable"))
+        unschedulable += cordoned
+        if (terms and not node_matches(entry, terms)) or not node_state_matches(entry, state):
+            continue
+        used, total = amounts(resource, requested, allocatable, count)
+        cells.append(node_cell(entry.name, resource, used, total, cordoned=cordoned, ready=node_ready(entry.obj)))
+        shares[entry.name] = share(used, total)
+        matching.append(entry)
+    overview = node_map(resource, cells, band)
+    if band:
+        shown = {c.name for c in overview.cells}
+        matching = [e for e in matching if e.name in shown]
     if sort != "name":
-        slot = NODE_SORTS.index(sort) - 1
-        matching = sorted(matching, key=lambda e: (-usage[e.name][slot], e.name))
-    window = paginate(matching, page)
+        sign = -1 if sort == "allocated" else 1
+        matching.sort(key=lambda e: (sign * shares[e.name], e.name))
+    window = paginate(matching, page, NODE_PAGE_SIZE)
     rows = Page([node_row(allocations, e) for e in window.items], window.page, window.page_size, window.total)
     bound = sum(1 for r in index.rows if r.bound and not r.terminal)
     pending = sum(1 for r in index.rows if not r.bound and not r.terminal)
@@ -156,4 +205,4 @@ def cluster_view(web: WebService, *, q: str = "", page: int = 1, sort: str = "na
         pod_slots=make_bar(PODS, pods_on_nodes, summary_alloc.pods),
         source="scheduler cache" if allocations.from_cache else "pods in the store",
     )
-    return ClusterView(summary, rows, q, sort, rv)
+    return ClusterView(summary, overview, rows, q, sort, resource, resources, state, rv)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -13,8 +13,10 @@ from app.web.pod_index import PodRow
 from app.web.ports import WaitingPodRow
 from app.web.service import WebService
 
-POD_SORTS = ("name", "namespace", "node", "phase", "priority", "attempts", "age")
-POD_STATES = ("all", "pending", "waiting", "bound")
+# "state" (the default) puts what needs a look first: unschedulable, pending, waiting in Permit, then bound, finished.
+POD_SORTS = ("state", "name", "namespace", "node", "phase", "priority", "attempts", "age")
+# Each pod is in exactly one of pending, waiting, bound, finished; unschedulable and gated are kinds of pending.
+POD_STATES = ("all", "unschedulable", "gated", "pending", "waiting", "bound", "finished")
 
 
 def pod_matches(row: PodRow, terms: list[str]) -> bool:
@@ -50,6 +52,11 @@ class PodsView:
     counts: dict[str, int]
     resource_version: int
     waiting: dict[str, WaitingPodRow]  # namespace/name -> held in Permit now
+    states: dict[str, str]  # namespace/name -> the state (``pod_state``) of each pod on this page
+
+    def state_of(self, row: PodRow) -> str:
+        """unschedulable, pending, gated, waiting, bound or finished."""
+        return self.states.get(row.key, "pending")
 
     def attempts_of(self, row: PodRow) -> int:
         """Recorded attempts of one pod."""
@@ -68,39 +75,67 @@ class PodsQuery:
     state: str = "all"
     node: str = ""
     namespace: str = ""
-    sort: str = "name"
+    sort: str = "state"
     desc: bool = False
     page: Annotated[int, Query(ge=1)] = 1
 
 
+def gated(row: PodRow) -> bool:
+    """The pod has scheduling gates: the scheduler does not try it until they are removed."""
+    return bool((row.obj.get("spec") or {}).get("schedulingGates"))
+
+
+def pod_state(row: PodRow, waiting: Container[str]) -> str:
+    """The one state a pod is counted and ordered in (``POD_STATES`` less "all" and "pending")."""
+    if row.terminal:
+        return "finished"
+    if row.bound:
+        return "bound"
+    if waiting and row.key in waiting:
+        return "waiting"
+    if gated(row):
+        return "gated"
+    return "unschedulable" if row.reason else "pending"
+
+
+# The default order: what the scheduler could not place first, then what it has not tried, then the rest.
+STATE_RANK = {"unschedulable": 0, "pending": 1, "gated": 2, "waiting": 3, "bound": 4, "finished": 5}
+PENDING_STATES = frozenset({"unschedulable", "pending", "gated"})
+
+
+def in_state(state: str, wanted: str) -> bool:
+    """A pod in ``state`` shows under the filter ``wanted`` ("pending" takes unschedulable and gated pods too)."""
+    return wanted == "all" or state == wanted or (wanted == "pending" and state in PENDING_STATES)
+
+
 def pods_view(web: WebService, query: PodsQuery) -> PodsView:
-    """One page of pods: searched, filtered, sorted, with attempt counts and pending reasons."""
+    """One page of pods: searched, filtered, sorted (pods that need a look first), with counts per state."""
     store = web.store
     index = web.pod_index.get(store)
     q, node, namespace, desc = query.q.strip(), query.node.strip(), query.namespace, query.desc
     state = query.state if query.state in POD_STATES else "all"
-    sort = query.sort if query.sort in POD_SORTS else "name"
+    sort = query.sort if query.sort in POD_SORTS else "state"
     attempts = web.results.attempt_counts()  # one query per request
     waiting = {w.pod: w for w in web.scheduler.waiting_pods()}  # held in Permit: not bound, not pending either
-
-    def pending(r: PodRow) -> bool:
-        return not r.bound and not r.terminal and r.key not in waiting
 
     rows: Iterable[PodRow] = index.rows
     if namespace:
         rows = (r for r in rows if r.namespace == namespace)
     if node:
         rows = (r for r in rows if r.node == node or r.nominated == node)
-    if state == "pending":
-        rows = (r for r in rows if pending(r))
-    elif state == "waiting":
-        rows = (r for r in rows if not r.bound and r.key in waiting)
-    elif state == "bound":
-        rows = (r for r in rows if r.bound)
     terms = q.split()
     if terms:
         rows = (r for r in rows if pod_matches(r, terms))
-    selected = list(rows)
+    # Each kept pod with its state, bucketed by state: the index is in (namespace, name) order, so the default
+    # order (state, then namespace and name) needs no sort at 50,000 pods.
+    by_state: dict[str, list[PodRow]] = {s: [] for s in STATE_RANK}
+    for r in rows:
+        by_state[pod_state(r, waiting)].append(r)
+    # The chips count the pods the other filters keep, so each says what clicking it shows.
+    counts = {s: len(bucket) for s, bucket in by_state.items()}
+    counts["pending"] = sum(counts[s] for s in PENDING_STATES)
+    counts["all"] = sum(len(bucket) for bucket in by_state.values())
+    selected = [r for s, bucket in by_state.items() if in_state(s, state) for r in bucket]  # in STATE_RANK order
     keys: dict[str, Callable[[PodRow], Any]] = {
         "namespace": lambda r: (r.namespace, r.name),
         "node": lambda r: (r.node == "", r.node, r.namespace, r.name),
@@ -109,19 +144,18 @@ def pods_view(web: WebService, query: PodsQuery) -> PodsView:
         "attempts": lambda r: (attempts.get((r.namespace, r.name), 0), r.namespace, r.name),
         "age": lambda r: (r.created, r.namespace, r.name),
     }
-    if sort == "name":
+    if sort == "state":
+        if desc:
+            selected.reverse()
+    elif sort == "name":
         selected.sort(key=lambda r: (r.name, r.namespace), reverse=desc)
     else:
         selected.sort(key=keys[sort], reverse=desc)
-    counts = {
-        "all": len(index.rows),
-        "pending": sum(1 for r in index.rows if pending(r)),
-        "waiting": sum(1 for r in index.rows if not r.bound and r.key in waiting),
-        "bound": sum(1 for r in index.rows if r.bound),
-    }
+    window = paginate(selected, query.page)
+    states = {r.key: pod_state(r, waiting) for r in window.items}
     namespaces = [e.name for e in store.select("Namespace").items]
     return PodsView(
-        paginate(selected, query.page),
+        window,
         attempts,
         q,
         state,
@@ -133,4 +167,5 @@ def pods_view(web: WebService, query: PodsQuery) -> PodsView:
         counts,
         index.resource_version,
         waiting,
+        states,
     )
