@@ -6,14 +6,18 @@ import time
 from typing import Any
 
 from app.cluster.store import ClusterStore
+from app.controllers.cronjob import CronJobController
 from app.controllers.daemonset import DaemonSetController
 from app.controllers.deployment import DeploymentController
+from app.controllers.garbage_collector import GarbageCollector
+from app.controllers.job import JobController
 from app.controllers.kubelet import KubeletController
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.node_lease import NodeLeaseController
 from app.controllers.podgroup import PodGroupController
 from app.controllers.replicaset import ReplicaSetController
 from app.controllers.statefulset import StatefulSetController
+from app.controllers.ttl_after_finished import TTLAfterFinishedController
 
 
 class ControllerManager:
@@ -33,6 +37,10 @@ class ControllerManager:
                     ReplicaSetController,
                     StatefulSetController,
                     DaemonSetController,
+                    JobController,
+                    CronJobController,
+                    TTLAfterFinishedController,
+                    GarbageCollector,
                     PodGroupController,
                 )
             ]
