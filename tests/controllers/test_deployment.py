@@ -397,7 +397,9 @@ def test_kubectl_apply_scale_and_rollout_status_against_a_live_app(tmp_path: Pat
     # The app's controller manager is off: this test runs both controllers around the app's store, and plays
     # the kubelet by making bound pods Ready (the scheduler is off too: it binds them itself).
     app = create_app(
-        Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", scheduler_enabled=False, controllers=False)
+        Settings(
+            database_url=f"sqlite:///{tmp_path / 'kss.db'}", scheduler_enabled=False, controllers=False, kubelet=False
+        )
     )
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))

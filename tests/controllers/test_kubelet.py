@@ -636,7 +636,7 @@ def _eventually(check: Callable[[], bool], what: str, timeout: float = 30.0) -> 
 def test_live_app_pods_run_finish_and_free_their_node_with_kubectl(tmp_path: Path) -> None:
     # The app's scheduler on, its controllers off: the test runs the kubelet and the node leases around the app's
     # store, as the controller manager will.
-    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", controllers=False))
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", controllers=False, kubelet=False))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
