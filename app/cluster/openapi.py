@@ -3,7 +3,8 @@
 kubectl checks each group version's PATCH operations for the ``fieldValidation`` query parameter; when it
 is there, kubectl sends ``fieldValidation=Strict`` instead of downloading schemas to validate client-side.
 The PATCH operations carry no request body, so ``kubectl apply`` computes strategic merge patches from its
-compiled-in types, as it does against any server without schemas.
+compiled-in types, as it does against any server without schemas. The documents' ``components.schemas``
+(``openapi_schemas.py``) are there for ``kubectl explain``.
 
 For a kind the v3 documents do not list (a typo, a CRD that is not installed), kubectl falls back to the
 OpenAPI v2 document to validate client-side; ``/openapi/v2`` is an empty one (no definitions: nothing to
@@ -20,6 +21,7 @@ from typing import Any
 import orjson
 
 from app.cluster.kinds import Gates, group_versions, kinds_in
+from app.cluster.openapi_schemas import component_schemas
 
 
 def gv_path(group: str, version: str) -> str:
@@ -55,7 +57,15 @@ def group_version_document(group: str, version: str, gates: frozenset[tuple[str,
                 "responses": {"200": {"description": "OK"}},
             }
         }
-    doc = {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths, "components": {}}
+    # The schemas serve `kubectl explain`; the PATCH operations still carry no request body, so `kubectl apply`
+    # keeps computing strategic merge patches from its compiled-in types (it only uses schemas offered there).
+    components = {"schemas": component_schemas(kinds_in(group, version, dict(gates)))}
+    doc = {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.35.0"},
+        "paths": paths,
+        "components": components,
+    }
     return orjson.dumps(doc)
 
 

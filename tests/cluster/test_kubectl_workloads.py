@@ -171,3 +171,15 @@ def test_official_client_status_scale_and_canonical_node_capacity(server: Server
     read_node = core.read_node("kwl-node")
     assert read_node.status.capacity == {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8"}
     assert read_node.status.allocatable == read_node.status.capacity
+
+
+def test_explain_reads_the_served_schemas(kubectl: KubectlRunner) -> None:
+    out = kubectl("explain", "deployment.spec").stdout
+    assert "GROUP:      apps\nKIND:       Deployment\nVERSION:    v1" in out
+    assert "FIELD: spec <DeploymentSpec>" in out
+    assert "replicas\t<integer>" in out and "Number of desired pods." in out
+    assert "selector\t<LabelSelector> -required-" in out
+    out = kubectl("explain", "cronjob.spec.jobTemplate.spec.template.spec.containers.image").stdout
+    assert "FIELD: image <string>" in out
+    result = kubectl("explain", "deployment.spec.replicaz", check=False)
+    assert result.returncode != 0 and 'field "replicaz" does not exist' in result.stderr
