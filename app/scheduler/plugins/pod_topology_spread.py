@@ -185,10 +185,9 @@ class Constraint:
         """Whether the node counts for this constraint under nodeAffinityPolicy / nodeTaintsPolicy."""
         if self.node_affinity_policy == HONOR and not affinity.matches(node_info.labels, node_info.name):
             return False
-        if self.node_taints_policy == HONOR:
-            if _has_untolerated_do_not_schedule_taint(node_info, _tolerations(pod)):
-                return False
-        return True
+        return not (
+            self.node_taints_policy == HONOR and _has_untolerated_do_not_schedule_taint(node_info, _tolerations(pod))
+        )
 
 
 def _filter_constraints(
