@@ -19,6 +19,10 @@ from app.cluster.kinds import BY_KIND, KindInfo
 from app.cluster.stored import Obj, StoredObject
 from app.cluster.validation import validate_metadata
 
+# kube-scheduler's User-Agent prefix: the manager of its status writes and Events in managedFields (a binding
+# records none, as kube-apiserver's binding subresource writes without the field manager).
+SCHEDULER_MANAGER = "kube-scheduler"
+
 
 def merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
     """Merge-patch ``metadata.annotations`` of ``obj`` in place (None removes a key)."""
@@ -55,6 +59,8 @@ class _Store(Protocol):
         subresource: str | None,
         dry_run: bool,
         annotations: Mapping[str, str | None] | None = None,
+        *,
+        manager: str = ...,
     ) -> tuple[Obj, Batch | None]: ...
 
     def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, Batch | None]: ...
@@ -63,11 +69,13 @@ class _Store(Protocol):
 
     def _timestamp(self) -> str: ...
 
-    def create(self, kind: str, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj: ...
+    def create(
+        self, kind: str, obj: Obj, namespace: str | None = None, *, dry_run: bool = False, manager: str = ...
+    ) -> Obj: ...
 
 
 class PodWrites:
-    """``bind_pod``, ``update_pod_status`` and ``create_event`` (a mixin of ``ClusterStore``)."""
+    """``bind_pod``, ``update_pod_status``, ``update_status`` and ``create_event`` (a mixin of ``ClusterStore``)."""
 
     def bind_pod(
         self: _Store,
@@ -142,7 +150,36 @@ class PodWrites:
             if resource_version is not None:
                 pod["metadata"]["resourceVersion"] = resource_version
             body = admission.decode(BY_KIND["Pod"], pod)
-            result, batch = self._update_locked(BY_KIND["Pod"], current, body, "status", False, annotations)
+            result, batch = self._update_locked(
+                BY_KIND["Pod"], current, body, "status", False, annotations, manager=SCHEDULER_MANAGER
+            )
+        self._await(batch)
+        return result
+
+    def update_status(
+        self: _Store,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        status: Obj,
+        *,
+        resource_version: str | None = None,
+        annotations: Mapping[str, str | None] | None = None,
+    ) -> Obj:
+        """Replace any object's ``status`` (its ``status`` subresource); ``Conflict`` on a stale version.
+
+        ``annotations`` are merged in by the same change: a controller's UpdateStatus keeps the annotations it
+        changed (the Deployment controller's revision), as the workload kinds' status strategies do.
+        """
+        info = BY_KIND[kind]
+        with self._lock:
+            current = self._current(kind, namespace, name)
+            body = current.copy()
+            body["status"] = status
+            if resource_version is not None:
+                body["metadata"]["resourceVersion"] = resource_version
+            body = admission.decode(info, body)
+            result, batch = self._update_locked(info, current, body, "status", False, annotations)
         self._await(batch)
         return result
 
@@ -202,7 +239,8 @@ class PodWrites:
         if current is not None:
             self._await(batch)
             return result
-        created = self.create("Event", event, namespace)
+        manager = SCHEDULER_MANAGER if component == "default-scheduler" else component
+        created = self.create("Event", event, namespace, manager=manager)
         with self._lock:
             self._recent_events.remember(key, namespace, created["metadata"]["name"], moment)
         return created

@@ -26,17 +26,21 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from app.cluster import fields, protobuf, tables, watch
+from app.cluster import deletion, fields, protobuf, scale, tables, watch
 from app.cluster.discovery import STATUS_SUBRESOURCES
 from app.cluster.errors import (
     ApiError,
     BadRequest,
+    Invalid,
     MethodNotAllowed,
     RequestEntityTooLarge,
     UnknownResource,
     UnsupportedMediaType,
+    forbidden,
+    required,
 )
 from app.cluster.kinds import BY_KIND, NO_GATES, Gates, KindInfo, resource_info
+from app.cluster.managed_fields import manager_name, validate_field_manager
 from app.cluster.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from app.cluster.responses import JSON, authorize, error_response, json_response, raw_response
 from app.cluster.selectors import make_selector
@@ -390,7 +394,10 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     if not isinstance(body, dict):
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
     warnings = _field_warnings(request, info, body)
-    created = await _write(store, lambda: store.create(info.kind, body, target.namespace, dry_run=dry_run))
+    manager = _field_manager(request)
+    created = await _write(
+        store, lambda: store.create(info.kind, body, target.namespace, dry_run=dry_run, manager=manager)
+    )
     return _warned(json_response(created, 201), warnings)
 
 
@@ -430,7 +437,10 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("update")
     warnings = _field_warnings(request, info, body)
-    updated = await _write(store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run))
+    manager = _field_manager(request)
+    updated = await _write(
+        store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run, manager=manager)
+    )
     return _warned(json_response(updated), warnings)
 
 
@@ -440,18 +450,22 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
         raise MethodNotAllowed("patch")
     content_type = request.headers.get("content-type", "").split(";")[0].strip()
     if content_type == APPLY_PATCH:
-        raise UnsupportedMediaType("server-side apply is not supported; use client-side `kubectl apply`")
+        return await _handle_apply(request, store, target)
+    if request.scope.get("query_string") and "force" in request.query_params:
+        raise Invalid(
+            "PatchOptions", "", [forbidden("force", "may not be specified for non-apply patch")], group="meta.k8s.io"
+        )
     if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH):
         raise UnsupportedMediaType(
             f"the body of the request was in an unknown format - accepted media types include: "
-            f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+            f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}, {APPLY_PATCH}"
         )
     if content_type == STRATEGIC_MERGE_PATCH and info.custom:
         # A custom resource has no Go type to take patch strategies from: kube-apiserver refuses (kubectl patch
         # needs --type merge or json there).
         raise UnsupportedMediaType(
             f"the body of the request was in an unknown format - accepted media types include: "
-            f"{JSON_PATCH}, {MERGE_PATCH}"
+            f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}"
         )
     dry_run = _dry_run(request)
     patch = _parse_json(None, await _read_body(request))
@@ -466,13 +480,71 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
         check = _json_patch_field_check(request, info, warnings)
     else:
         warnings = _field_warnings(request, info, patch, patch=True)
+    manager = _field_manager(request)
     patched = await _write(
         store,
         lambda: store.patch(
-            info.kind, target.namespace, name, patch, content_type, subresource=sub, dry_run=dry_run, check=check
+            info.kind,
+            target.namespace,
+            name,
+            patch,
+            content_type,
+            subresource=sub,
+            dry_run=dry_run,
+            check=check,
+            manager=manager,
         ),
     )
     return _warned(json_response(patched), warnings)
+
+
+def _field_manager(request: Request) -> str:
+    """The managedFields manager of a create, update or patch: ``fieldManager``, else the User-Agent's prefix."""
+    given = request.query_params.get("fieldManager") if request.scope.get("query_string") else None
+    if given:
+        validate_field_manager(given)
+    return manager_name(given, request.headers.get("user-agent", ""))
+
+
+async def _handle_apply(request: Request, store: ClusterStore, target: Target) -> Response:
+    """Server-side apply (``app.cluster.apply``): a YAML or JSON configuration, ``fieldManager`` required,
+    ``force`` to take fields from other managers; creates the object when there is none (201)."""
+    info = target.info
+    assert target.name is not None
+    manager = request.query_params.get("fieldManager") or ""
+    if not manager:
+        raise Invalid(
+            "PatchOptions", "", [required("fieldManager", "is required for apply patch")], group="meta.k8s.io"
+        )
+    validate_field_manager(manager)
+    force = _query_bool(request, "force")
+    dry_run = _dry_run(request)
+    sub = target.subresource
+    if sub is not None and sub not in STATUS_SUBRESOURCES:
+        raise MethodNotAllowed("patch")
+    raw = await _read_body(request)
+    try:
+        configuration = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"error decoding YAML: {exc}") from None
+    if not isinstance(configuration, dict):
+        raise BadRequest("error decoding YAML: the applied configuration must be an object")
+    warnings = _field_warnings(request, info, configuration)
+    name = target.name
+    applied, created = await _write(
+        store,
+        lambda: store.apply(
+            info.kind,
+            target.namespace,
+            name,
+            configuration,
+            manager=manager,
+            force=force,
+            subresource=sub,
+            dry_run=dry_run,
+        ),
+    )
+    return _warned(json_response(applied, 201 if created else 200), warnings)
 
 
 async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -488,13 +560,18 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
         dry_run = dry_run or "All" in (options.get("dryRun") or [])
     if target.subresource is not None:
         raise MethodNotAllowed("delete")
+    delete_options = deletion.parse_delete_options(options, request.query_params)
+    # batch/v1 Jobs orphan their pods unless told otherwise; kube-apiserver warns a client that did not choose.
+    warnings = [deletion.JOB_DELETE_WARNING] if info.kind == "Job" and not delete_options.chosen else []
     if target.name is None:
         label = request.query_params.get("labelSelector")
         field = request.query_params.get("fieldSelector")
         deleted = await run_in_threadpool(
-            lambda: store.delete_collection(info.kind, target.namespace, label, field, dry_run=dry_run)
+            lambda: store.delete_collection(
+                info.kind, target.namespace, label, field, dry_run=dry_run, options=delete_options
+            )
         )
-        return json_response(_list_of(info, deleted, store.resource_version))
+        return _warned(json_response(_list_of(info, deleted, store.resource_version)), warnings)
     preconditions = options.get("preconditions") or {}
     name = target.name
     deleted_obj = await _write(
@@ -506,9 +583,10 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
             uid=preconditions.get("uid"),
             resource_version=preconditions.get("resourceVersion"),
             dry_run=dry_run,
+            options=delete_options,
         ),
     )
-    return json_response(deleted_obj)
+    return _warned(json_response(deleted_obj), warnings)
 
 
 _HANDLERS = {
@@ -531,7 +609,40 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         body = _parse_body(request, None, await _read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
     target = parse_target(group, version, segments, _settings(request).feature_gates)
+    if target.subresource == "scale":
+        return await _handle_scale(request, _store(request), target)
     return await _HANDLERS[request.method](request, _store(request), target)
+
+
+async def _handle_scale(request: Request, store: ClusterStore, target: Target) -> Response:
+    """``.../{name}/scale`` (apps/v1 Deployments, ReplicaSets, StatefulSets): an autoscaling/v1 Scale to read,
+    replace or patch (see ``scale.py``)."""
+    info, namespace, name = target.info, target.namespace, target.name
+    if name is None:
+        raise UnknownResource()
+    if request.method == "GET":
+        return json_response(scale.read_scale(store, info, namespace, name))
+    dry_run = _dry_run(request)
+    if request.method == "PUT":
+        body = _parse_body(request, None, await _read_body(request))
+        return json_response(
+            await _write(store, lambda: scale.write_scale(store, info, namespace, name, body, dry_run=dry_run))
+        )
+    if request.method == "PATCH":
+        content_type = request.headers.get("content-type", "").split(";")[0].strip()
+        if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH):
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+            )
+        patch = _parse_json(None, await _read_body(request))
+        return json_response(
+            await _write(
+                store,
+                lambda: scale.patch_scale(store, info, namespace, name, patch, content_type, dry_run=dry_run),
+            )
+        )
+    raise MethodNotAllowed(request.method.lower())
 
 
 @router.api_route("/api/{version}/{path:path}", methods=_METHODS)

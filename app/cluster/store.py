@@ -23,8 +23,11 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine
 
-from app.cluster import admission, defaults, repository
+from app.cluster import admission, defaults, deletion, managed_fields, repository
+from app.cluster.apply import apply as apply_configuration
+from app.cluster.apply import check_configuration
 from app.cluster.change_log import ADDED, DELETED, MODIFIED, ChangeLog, Listener, WatchEvent
+from app.cluster.deletion import DeleteOptions
 from app.cluster.errors import (
     STALE,
     AlreadyExists,
@@ -35,6 +38,7 @@ from app.cluster.errors import (
     invalid,
 )
 from app.cluster.errors import InternalError as InternalError
+from app.cluster.event_series import RecentEvents
 from app.cluster.group_commit import Batch, GroupCommit
 from app.cluster.group_commit import PendingWrites as PendingWrites
 from app.cluster.kinds import BY_KIND, KINDS, KindInfo, served
@@ -54,6 +58,8 @@ from app.cluster.stored import Obj as Obj
 from app.cluster.stored import StoredObject as StoredObject
 from app.cluster.validation import VALIDATORS, validate_update
 
+_NO_OPTIONS = deletion.DeleteOptions()
+
 log = logging.getLogger(__name__)
 
 PATCH_TYPES = {
@@ -65,8 +71,12 @@ PATCH_TYPES = {
     STRATEGIC_MERGE_PATCH: STRATEGIC_MERGE_PATCH,
 }
 # Kinds whose metadata.generation tracks spec changes (custom resources always have one).
-_GENERATION_KINDS = frozenset({"Pod", "PodDisruptionBudget", "PodGroup"})
+_GENERATION_KINDS = frozenset(
+    {"Pod", "PodDisruptionBudget", "PodGroup", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
+)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
+# The managedFields manager of writes made in-process without one (the web UI's editor, imports).
+DEFAULT_MANAGER = "kss"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +160,7 @@ class ClusterStore(GroupCommit, PodWrites):
         self._rv = 0
         self._changes = ChangeLog(self._lock, watch_window)
         self._event_seq = 0
+        self._recent_events = RecentEvents()
         # ``_rv`` is the last version handed out (staged changes included); ``_committed_rv`` the last visible one.
         self._committed_rv = 0
         self._init_group_commit()
@@ -372,10 +383,21 @@ class ClusterStore(GroupCommit, PodWrites):
 
     # ------------------------------------------------------------------------------------------ writes
 
-    def create(self, kind: str, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj:
+    def create(
+        self,
+        kind: str,
+        obj: Obj,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        manager: str = DEFAULT_MANAGER,
+        managed: managed_fields.Entries | None = None,
+    ) -> Obj:
         """Create ``obj`` (defaults and admission applied, then validated); returns the stored copy.
 
-        Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
+        ``manager`` owns the fields it set (an Update entry in managedFields) unless ``managed`` gives the entries
+        (a server-side apply that creates). Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound``
+        (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
         body = admission.decode(info, obj)
@@ -394,6 +416,7 @@ class ClusterStore(GroupCommit, PodWrites):
             "resourceVersion",
             "creationTimestamp",
             "deletionTimestamp",
+            "deletionGracePeriodSeconds",
             "generation",
             "managedFields",
         ):
@@ -408,14 +431,19 @@ class ClusterStore(GroupCommit, PodWrites):
                 if ns_change is not None:
                     changes.append(ns_change)
                     rv += 1
+            # Fields are owned as the client sent them (defaults included), before admission adds its own.
+            if managed is None:
+                managed = managed_fields.track_update(info, None, body, [], manager, None, self._timestamp())
             admission.prepare_create(info, body, self._objects, self._timestamp)
+            if managed:
+                meta["managedFields"] = managed
             causes = VALIDATORS[kind](body)
             if causes:
                 raise Invalid(kind, str(meta.get("name") or ""), causes, group=info.group)
             key = (str(meta.get("namespace") or ""), str(meta["name"]))
             if key in self._objects[kind]:
                 raise AlreadyExists(info.plural, key[1], group=info.group)
-            meta["uid"] = str(uuid.uuid4())
+            meta.setdefault("uid", str(uuid.uuid4()))  # a Job's is chosen in admission, for its selector
             meta["creationTimestamp"] = self._timestamp()
             if kind in _GENERATION_KINDS:
                 meta["generation"] = 1
@@ -428,10 +456,19 @@ class ClusterStore(GroupCommit, PodWrites):
         assert change.new is not None
         return change.new.copy()
 
-    def update(self, kind: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False) -> Obj:
+    def update(
+        self,
+        kind: str,
+        obj: Obj,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        manager: str = DEFAULT_MANAGER,
+    ) -> Obj:
         """Replace an object (``PUT``); a stale ``metadata.resourceVersion`` raises ``Conflict``.
 
-        ``subresource="status"`` replaces only the status; otherwise the status is kept as stored.
+        ``subresource="status"`` replaces only the status; otherwise the status is kept as stored. ``manager``
+        takes the fields the update changes (managedFields).
         """
         info = self._writable(kind)
         body = admission.decode(info, obj)
@@ -442,7 +479,7 @@ class ClusterStore(GroupCommit, PodWrites):
             raise Invalid(kind, "", [invalid("metadata.name", "", "name is required")], group=info.group)
         with self._lock:
             current = self._current(kind, namespace, name)
-            result, batch = self._update_locked(info, current, body, subresource, dry_run)
+            result, batch = self._update_locked(info, current, body, subresource, dry_run, manager=manager)
         self._await(batch)
         return result
 
@@ -457,10 +494,12 @@ class ClusterStore(GroupCommit, PodWrites):
         subresource: str | None = None,
         dry_run: bool = False,
         check: Callable[[Obj], None] | None = None,
+        manager: str = DEFAULT_MANAGER,
     ) -> Obj:
         """Apply a patch (``patch_type``: "merge", "json", "strategic" or their content types).
 
         ``check`` sees (and may amend, or refuse by raising) the patched object before it is validated.
+        ``manager`` takes the fields the patch changes (managedFields); for server-side apply see ``apply``.
         """
         info = self._writable(kind)
         content_type = PATCH_TYPES.get(patch_type)
@@ -494,9 +533,59 @@ class ClusterStore(GroupCommit, PodWrites):
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
             body = admission.decode(info, patched)
-            result, batch = self._update_locked(info, current, body, subresource, dry_run)
+            result, batch = self._update_locked(info, current, body, subresource, dry_run, manager=manager)
         self._await(batch)
         return result
+
+    def apply(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        configuration: Any,
+        *,
+        manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> tuple[Obj, bool]:
+        """Server-side apply of ``configuration`` by ``manager`` (``app.cluster.apply``): merged into the object,
+        or creating it when there is none; returns the result and whether it was created. ``ApplyConflict`` (409)
+        when it would change fields other managers own, unless ``force``.
+        """
+        info = self._writable(kind)
+        namespace = (namespace or "default") if info.namespaced else None
+        config = check_configuration(info, admission.own(configuration), namespace, name)
+        for _ in range(2):  # a create that lost a race with another becomes an apply to what it created
+            with self._lock:
+                current = self._objects[kind].get((namespace or "", name))
+                if current is not None:
+                    merged = apply_configuration(
+                        info,
+                        current.copy(),
+                        config,
+                        manager=manager,
+                        force=force,
+                        subresource=subresource,
+                        time=self._timestamp(),
+                    )
+                    managed = merged["metadata"]["managedFields"]
+                    body = admission.decode(info, merged)
+                    result, batch = self._update_locked(info, current, body, subresource, dry_run, managed=managed)
+            if current is not None:
+                self._await(batch)
+                return result, False
+            if subresource is not None:
+                raise NotFound(info.plural, name, group=info.group)
+            merged = apply_configuration(
+                info, None, config, manager=manager, force=force, subresource=None, time=self._timestamp()
+            )
+            managed = merged["metadata"].pop("managedFields")
+            try:
+                return self.create(kind, merged, namespace, dry_run=dry_run, managed=managed), True
+            except AlreadyExists:
+                continue
+        raise Conflict(info.plural, name, STALE, group=info.group)
 
     def delete(
         self,
@@ -507,8 +596,13 @@ class ClusterStore(GroupCommit, PodWrites):
         uid: str | None = None,
         resource_version: str | None = None,
         dry_run: bool = False,
+        options: DeleteOptions | None = None,
     ) -> Obj:
-        """Delete one object (and, for a Namespace its contents, for a Node its pods); returns its last state."""
+        """Delete one object (and, for a Namespace its contents, for a Node its pods); returns its last state.
+
+        An object left with finalizers after ``options`` (``app.cluster.deletion``) is only marked as being deleted
+        and returned as it now is; it goes when an update removes its last finalizer.
+        """
         info = _info(kind)
         with self._lock:
             current = self._current(kind, namespace, name)
@@ -529,13 +623,22 @@ class ClusterStore(GroupCommit, PodWrites):
                     group=info.group,
                 )
             admission.check_deletable(info, current)
+            finalizers = deletion.finalizers_on_delete(kind, list(meta.get("finalizers") or []), options or _NO_OPTIONS)
             if dry_run:
                 return current.copy()
-            changes: _Changes = []
-            self._delete_changes(info, current, changes, self._rv)
-            batch = self._stage(changes)
+            marked: Obj | None = None
+            if finalizers:
+                marked = current.copy()
+                deletion.mark_deleting(marked, finalizers, self._timestamp())
+                if marked == current.obj:
+                    return current.copy()
+                result, batch = self._write_modified(kind, current, marked)
+            else:
+                changes: _Changes = []
+                self._delete_changes(info, current, changes, self._rv)
+                batch = self._stage(changes)
         self._await(batch)
-        return changes[-1].event_obj.copy()
+        return result if marked is not None else changes[-1].event_obj.copy()
 
     def delete_collection(
         self,
@@ -545,8 +648,10 @@ class ClusterStore(GroupCommit, PodWrites):
         field_selector: str | None = None,
         *,
         dry_run: bool = False,
+        options: DeleteOptions | None = None,
     ) -> _Objs:
-        """Delete every matching object in one transaction; returns their last states."""
+        """Delete every matching object in one transaction; returns their last states (as ``delete``, one left
+        with finalizers is only marked as being deleted)."""
         info = _info(kind)
         selector = make_selector(kind, label_selector, field_selector)
         with self._lock:
@@ -559,6 +664,18 @@ class ClusterStore(GroupCommit, PodWrites):
                 if self._objects[kind].get((target.namespace, target.name)) is target and not any(
                     c.kind == kind and c.key == (target.namespace, target.name) for c in changes
                 ):
+                    finalizers = deletion.finalizers_on_delete(
+                        kind, list(target.obj["metadata"].get("finalizers") or []), options or _NO_OPTIONS
+                    )
+                    if finalizers:
+                        marked = target.copy()
+                        deletion.mark_deleting(marked, finalizers, self._timestamp())
+                        if marked != target.obj:
+                            marked["metadata"]["resourceVersion"] = str(self._rv + len(changes) + 1)
+                            entry = StoredObject(marked, _encode(marked))
+                            key = (target.namespace, target.name)
+                            changes.append(Change(MODIFIED, kind, key, entry, target, entry))
+                        continue
                     self._delete_changes(info, target, changes, self._rv + len(changes))
             batch = self._stage(changes) if changes else None
         self._await(batch)
@@ -574,8 +691,15 @@ class ClusterStore(GroupCommit, PodWrites):
         subresource: str | None,
         dry_run: bool,
         annotations: Mapping[str, str | None] | None = None,
+        *,
+        manager: str = DEFAULT_MANAGER,
+        managed: managed_fields.Entries | None = None,
     ) -> tuple[Obj, Batch | None]:
-        """Validate and stage an update of ``current``; returns the result and the batch to await."""
+        """Validate and stage an update of ``current``; returns the result and the batch to await.
+
+        ``manager`` takes the fields the update changes (an Update entry in managedFields), unless ``managed``
+        gives the entries (a server-side apply).
+        """
         admission.drop_disabled_fields(info, body, current.obj, self._gates)
         meta = _meta(body)
         old = current.obj
@@ -609,21 +733,68 @@ class ClusterStore(GroupCommit, PodWrites):
         new_meta = _meta(new)
         if annotations:
             merge_annotations(new, annotations)
-        for field in ("uid", "creationTimestamp", "namespace", "deletionTimestamp", "generation"):
+        for field in (
+            "uid",
+            "creationTimestamp",
+            "namespace",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
             if field in old_meta:
                 new_meta[field] = old_meta[field]
             else:
                 new_meta.pop(field, None)
-        new_meta.pop("managedFields", None)
-        if info.kind in _GENERATION_KINDS and new.get("spec") != old.get("spec"):
+        sent_managed = new_meta.pop("managedFields", None)
+        if info.kind in _GENERATION_KINDS and (
+            new.get("spec") != old.get("spec")
+            # A Deployment's annotations are copied to its ReplicaSets, so changing them is a new generation too
+            # (not through the status subresource: the Deployment controller's UpdateStatus carries its revision).
+            or (
+                info.kind == "Deployment"
+                and subresource != "status"
+                and new_meta.get("annotations") != old_meta.get("annotations")
+            )
+        ):
             new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        causes = validate_update(info.kind, new, old)
+        self._track_fields(info, old, new, subresource, manager, managed, sent_managed)
+        causes = validate_update(info.kind, new, old) + deletion.update_causes(old, new)
         if causes:
             raise Invalid(info.kind, name, causes, group=info.group)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         if new == old or dry_run:
             return (admission.own(new) if dry_run else current.copy()), None
+        if deletion.deletes_on_update(old, new):
+            # The last finalizer of an object being deleted is gone: it is removed now, in its updated state.
+            changes: _Changes = []
+            self._delete_changes(info, StoredObject(new, _encode(new)), changes, self._rv)
+            return changes[-1].event_obj.copy(), self._stage(changes)
         return self._write_modified(info.kind, current, new)
+
+    def _track_fields(
+        self,
+        info: KindInfo,
+        old: Obj,
+        new: Obj,
+        subresource: str | None,
+        manager: str,
+        managed: managed_fields.Entries | None,
+        sent_managed: Any,
+    ) -> None:
+        """Set ``new``'s managedFields: ``managed`` as given (an apply), else ``manager``'s update tracked over
+        the entries the client sent (through the main resource only) or, without any, the stored ones."""
+        old_managed = old["metadata"].get("managedFields") or []
+        if managed is None:
+            base = managed_fields.decoded(sent_managed) if subresource is None else None
+            managed = managed_fields.track_update(
+                info, old, new, old_managed if base is None else base, manager, subresource, self._timestamp()
+            )
+        elif managed != old_managed and managed_fields.same_ignoring_times(managed, old_managed):
+            managed = old_managed  # an apply that changes nothing keeps the old times, so nothing is written
+        if managed:
+            new["metadata"]["managedFields"] = managed
+        else:
+            new["metadata"].pop("managedFields", None)
 
     def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, Batch | None]:
         rv = self._rv + 1

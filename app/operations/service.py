@@ -30,14 +30,17 @@ Obj = dict[str, Any]
 
 # Kinds whose status the server resets on create, so an import carries the snapshot's over (a Pod's only
 # while it stays bound); on replacing an existing object, a Node's status too (capacity, allocatable).
-_CREATE_STATUS_KINDS = frozenset({"Pod", "PersistentVolume", "PersistentVolumeClaim", "PodGroup"})
+# The workload kinds' status is their controllers' account of their pods: carried over, then kept current by them.
+_WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"})
+_CREATE_STATUS_KINDS = frozenset({"Pod", "PersistentVolume", "PersistentVolumeClaim", "PodGroup", *_WORKLOAD_KINDS})
 _UPDATE_STATUS_KINDS = frozenset(
-    {"Node", "PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "PodGroup"}
+    {"Node", "PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "PodGroup", *_WORKLOAD_KINDS}
 )
 # Replace deletes dependents first so the scheduler never sees a pod outlive its node or namespace.
 _DELETE_ORDER = (*reversed(snapshot.CREATE_ORDER),)
-# The state a reset returns to leaves out Events: they describe what happened, not what is.
-_STATE_KINDS = tuple(k.kind for k in KINDS if k.kind != "Event")
+# The state a reset returns to leaves out Events (they describe what happened, not what is) and Leases (node
+# heartbeats, renewed by the simulated kubelet).
+_STATE_KINDS = tuple(k.kind for k in KINDS if k.kind not in ("Event", "Lease"))
 
 
 class InvalidSnapshot(Invalid):
@@ -99,7 +102,9 @@ class OperationsService:
             # A kind the feature gates do not serve (Workload without GenericWorkload) is left out, as on export
             # from a cluster without it.
             if self.store.serves(kind):
-                objects[key] = self.store.list(kind)[0]
+                # Without managedFields, as ``kubectl get -o yaml`` shows objects: who wrote which field here
+                # means nothing on the cluster a snapshot is loaded into (import drops them too).
+                objects[key] = [_without_managed_fields(o) for o in self.store.list(kind)[0]]
         config = self.scheduler.config_document()
         return {
             key: (config if key == snapshot.SCHEDULER_CONFIG_KEY else objects[key])
@@ -249,6 +254,7 @@ def _apply_one(store: ClusterStore, item: Item) -> bool:
     namespace = item.namespace
     if not item.name and not (body.get("metadata") or {}).get("generateName"):
         raise Invalid(item.kind, "", [required("metadata.name", "name or generateName is required")])
+    _relink_owners(store, body, namespace)
     existing = store.get(item.kind, namespace, item.name) if item.name else None
     if existing is not None and item.kind != "Pod":
         if namespace is not None:
@@ -262,6 +268,35 @@ def _apply_one(store: ClusterStore, item: Item) -> bool:
     created = store.create(item.kind, body, namespace)
     _restore_status(store, item, created, created=True)
     return existing is None
+
+
+def _without_managed_fields(obj: Obj) -> Obj:
+    obj.get("metadata", {}).pop("managedFields", None)
+    return obj
+
+
+def _relink_owners(store: ClusterStore, body: Obj, namespace: str | None) -> None:
+    """Point ``ownerReferences`` at the owners as they are here (created earlier in the import, with new uids), so
+    controllers keep their pods; a pod of a Job also carries its Job's uid in the labels the Job selects by."""
+    meta = body.get("metadata")
+    if not isinstance(meta, dict) or namespace is None:
+        return
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return
+    for ref in refs:
+        if not isinstance(ref, dict) or not store.serves(str(ref.get("kind") or "")):
+            continue
+        owner = store.get(str(ref["kind"]), namespace, str(ref.get("name") or ""))
+        if owner is None:
+            continue
+        uid = owner["metadata"]["uid"]
+        ref["uid"] = uid
+        labels = meta.get("labels")
+        if ref.get("controller") and ref["kind"] == "Job" and isinstance(labels, dict):
+            for key in snapshot.JOB_UID_LABELS:
+                if key in labels:
+                    labels[key] = uid
 
 
 def _restore_status(store: ClusterStore, item: Item, current: Obj | None, *, created: bool) -> None:
