@@ -27,7 +27,9 @@ def _names(items: list[dict[str, Any]]) -> set[str]:
 
 
 async def _wait_idle(app: FastAPI) -> None:
+    """The scheduler and then the controllers (the kubelet starting bound pods) have done what they saw."""
     assert await asyncio.to_thread(app.state.scheduler.wait_idle, 20.0)
+    assert await asyncio.to_thread(app.state.controllers.wait_idle, 20.0)
 
 
 async def _placements(client: httpx.AsyncClient) -> dict[str, str | None]:
@@ -110,6 +112,7 @@ async def test_round_trip_export_reset_import_gives_same_objects_and_placements(
     await sclient.post("/simulator/v1/reset")
     r = await sclient.post("/simulator/v1/import", content=json.dumps(snap))
     assert r.status_code == 200, r.text
+    await _wait_idle(scheduling_app)
     again = (await sclient.get("/simulator/v1/export")).json()
     for key in ("pods", "nodes", "pvs", "pvcs", "storageClasses", "priorityClasses", "namespaces"):
         assert _comparable(again[key]) == _comparable(snap[key]), key
@@ -177,7 +180,10 @@ async def test_a_kube_scheduler_simulator_export_imports_with_its_configuration(
     # Go's typed lists omit apiVersion/kind on items; server-managed fields come along and are dropped.
     n = node("ksim-node")
     del n["apiVersion"], n["kind"]
-    n["metadata"].update(uid="0a0a0a0a-0000-0000-0000-000000000000", resourceVersion="123", managedFields=[])
+    foreign = [
+        {"manager": "kube-scheduler-simulator", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1"}
+    ]
+    n["metadata"].update(uid="0a0a0a0a-0000-0000-0000-000000000000", resourceVersion="123", managedFields=foreign)
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -189,7 +195,9 @@ async def test_a_kube_scheduler_simulator_export_imports_with_its_configuration(
     assert r.json()["schedulerConfigApplied"] is True
     stored = (await client.get("/api/v1/nodes/ksim-node")).json()
     assert stored["metadata"]["uid"] != "0a0a0a0a-0000-0000-0000-000000000000"
-    assert "managedFields" not in stored["metadata"]
+    # The snapshot's managedFields are dropped; the server records the import's own write, as for any create.
+    assert [m["manager"] for m in stored["metadata"].get("managedFields") or []] != ["kube-scheduler-simulator"]
+    assert all(m["manager"] != "kube-scheduler-simulator" for m in stored["metadata"].get("managedFields") or [])
     profiles = (await client.get("/simulator/v1/schedulerconfiguration")).json()["profiles"]
     assert [p["schedulerName"] for p in profiles] == ["default-scheduler", "second"]
 

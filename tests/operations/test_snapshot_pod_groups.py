@@ -123,8 +123,11 @@ async def test_an_import_succeeds_while_the_pod_group_controller_writes_status(
     reads again and still carries the snapshot's status over (the controller then recomputes it, as on a cluster)."""
     await _load(gated)
     exported = (await gated.get("/simulator/v1/export")).text
+    # No kubelet: the members stay as imported (not Running), so the controller's own verdict is Scheduling.
     application: FastAPI = create_app(
-        Settings(database_url=f"sqlite:///{tmp_path / 'live.db'}", feature_gates={"GenericWorkload": True})
+        Settings(
+            database_url=f"sqlite:///{tmp_path / 'live.db'}", feature_gates={"GenericWorkload": True}, kubelet=False
+        )
     )
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)

@@ -157,7 +157,14 @@ def mirror(tmp_path: Path) -> Iterator[Mirror]:
         tmp_path,
         f"sqlite:///{tmp_path / 'source.db'}",
         # The source plays production: its own scheduler is off so the tests decide when pods get bound there.
-        env={"KSS_SCHEDULER_ENABLED": "false", "KSS_WATCH_WINDOW": "20", "KSS_WATCH_BOOKMARK_SECONDS": "1"},
+        # The source plays a real cluster whose controllers are the test: its pods name owners it does not serve.
+        env={
+            "KSS_SCHEDULER_ENABLED": "false",
+            "KSS_CONTROLLERS": "false",
+            "KSS_KUBELET": "false",
+            "KSS_WATCH_WINDOW": "20",
+            "KSS_WATCH_BOOKMARK_SECONDS": "1",
+        },
     )
     simulator = start_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}")
     proxy = RecordingProxy(source.url).start()
@@ -277,7 +284,14 @@ def test_source_stopped_mid_stream_and_started_again_ends_in_step(mirror: Mirror
         mirror.workdir,
         mirror.source.database_url,
         port=mirror.source.port,
-        env={"KSS_SCHEDULER_ENABLED": "false", "KSS_WATCH_WINDOW": "20", "KSS_WATCH_BOOKMARK_SECONDS": "1"},
+        # The source plays a real cluster whose controllers are the test: its pods name owners it does not serve.
+        env={
+            "KSS_SCHEDULER_ENABLED": "false",
+            "KSS_CONTROLLERS": "false",
+            "KSS_KUBELET": "false",
+            "KSS_WATCH_WINDOW": "20",
+            "KSS_WATCH_BOOKMARK_SECONDS": "1",
+        },
     )
     mirror.source = restarted
     for name in created[:3]:
