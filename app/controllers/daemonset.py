@@ -161,7 +161,6 @@ class DaemonSetController(ReconcileLoop[Key]):
         failed-pod backoff."""
         super().__init__(store, clock=clock, retry_base_seconds=retry_base_seconds, retry_max_seconds=retry_max_seconds)
         self._pods = OwnedIndex()  # pod -> uid of its controlling DaemonSet
-        self._orphans: dict[str, set[Key]] = {}  # namespace -> pods without a controller
         self._sets: dict[str, Key] = {}  # DaemonSet uid -> key
         self._node_shape: dict[str, str] = {}  # node -> its labels and taints (what placement reads)
         self._failed_backoff: dict[tuple[str, str], tuple[datetime, timedelta]] = {}  # (ds uid, node)
@@ -169,7 +168,6 @@ class DaemonSetController(ReconcileLoop[Key]):
     # --- indexes ------------------------------------------------------------------------------------------------
     def reset(self) -> None:
         self._pods.clear()
-        self._orphans.clear()
         self._sets.clear()
         self._node_shape.clear()
         self._failed_backoff.clear()
@@ -216,16 +214,7 @@ class DaemonSetController(ReconcileLoop[Key]):
 
     def _index_pod(self, pod: Obj, *, deleted: bool) -> tuple[str | None, str | None]:
         """Record the pod's controlling DaemonSet (or orphanhood); returns (controller before, controller now)."""
-        key = key_of(pod)
-        ref = None if deleted else controller_ref(pod)
-        owner = str(ref.get("uid")) if ref is not None and ref.get("kind") == "DaemonSet" else None
-        before = self._pods.update(key, owner)
-        orphans = self._orphans.setdefault(key[0], set())
-        if ref is None and not deleted:
-            orphans.add(key)
-        else:
-            orphans.discard(key)
-        return before, owner
+        return self._pods.track(pod, deleted=deleted, owner_kind="DaemonSet")
 
     # --- reconcile ----------------------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> None:
@@ -268,7 +257,7 @@ class DaemonSetController(ReconcileLoop[Key]):
                 claimed.append(pod)
             elif not is_deleting(pod):
                 self._release(pod, uid)
-        for pod_key in sorted(self._orphans.get(namespace, ())):
+        for pod_key in self._pods.orphans_in(namespace):
             pod = self._read_pod(pod_key)
             if pod is None or controller_ref(pod) is not None or is_deleting(pod):
                 continue

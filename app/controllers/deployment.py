@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from app.cluster.change_log import DELETED
 from app.cluster.errors import AlreadyExists, ApiError, NotFound
@@ -40,6 +40,7 @@ from app.controllers import deployment_util as du
 from app.controllers.deployment_rollout import DeploymentRollouts, RolloutSync, labels_of, quoted
 from app.controllers.loop import Clock, utc_now
 from app.controllers.owned import (
+    Controllers,
     Key,
     adoption_patch,
     controller_ref,
@@ -75,30 +76,15 @@ class DeploymentController(DeploymentRollouts):
     ) -> None:
         """A stopped controller over ``store``."""
         super().__init__(store, clock=clock, retry_base_seconds=retry_base_seconds, retry_max_seconds=retry_max_seconds)
-        self._deployments_in: dict[str, set[str]] = {}
-        self._deployment_by_uid: dict[str, Key] = {}
-        self._uid_of_deployment: dict[Key, str] = {}
+        self._deployments = Controllers("Deployment")
         self._sets_in: dict[str, set[str]] = {}
         self._set_owner: dict[Key, str] = {}  # ReplicaSet -> its controller's uid
 
     # --- indexes ------------------------------------------------------------------------------------------
     def reset(self) -> None:
-        self._deployments_in.clear()
-        self._deployment_by_uid.clear()
-        self._uid_of_deployment.clear()
+        self._deployments.clear()
         self._sets_in.clear()
         self._set_owner.clear()
-
-    def _index_deployment(self, key: Key, uid: str | None) -> None:
-        before = self._uid_of_deployment.pop(key, None)
-        if before is not None:
-            self._deployment_by_uid.pop(before, None)
-        if uid is None:
-            self._deployments_in.get(key[0], set()).discard(key[1])
-            return
-        self._deployments_in.setdefault(key[0], set()).add(key[1])
-        self._uid_of_deployment[key] = uid
-        self._deployment_by_uid[uid] = key
 
     def _index_set(self, key: Key, rs: Obj | None) -> str | None:
         """Record a ReplicaSet (None: gone); returns the controller uid it had."""
@@ -115,20 +101,12 @@ class DeploymentController(DeploymentRollouts):
     def observe(self, event_type: str, kind: str, obj: Obj) -> list[Key]:
         key = key_of(obj)
         if kind == "Deployment":
-            self._index_deployment(key, None if event_type == DELETED else str(meta(obj).get("uid") or ""))
+            self._deployments.put(key, None if event_type == DELETED else str(meta(obj).get("uid") or ""))
             return [key]
         before = self._index_set(key, None if event_type == DELETED else obj)
-        keys = [self._deployment_by_uid[uid] for uid in {before, controller_uid(obj)} if uid in self._deployment_by_uid]
+        keys = self._deployments.keys_of((before, controller_uid(obj)))
         if controller_ref(obj) is None and event_type != DELETED:
-            keys += self._deployments_selecting(key[0], labels_of(obj))  # an orphan to adopt
-        return keys
-
-    def _deployments_selecting(self, namespace: str, labels: Mapping[str, str]) -> list[Key]:
-        keys: list[Key] = []
-        for name in sorted(self._deployments_in.get(namespace, ())):
-            d = self.store.get("Deployment", namespace, name)
-            if d is not None and selector_matches(d, labels):
-                keys.append((namespace, name))
+            keys += self._deployments.selecting(self.store, key[0], labels_of(obj))  # an orphan to adopt
         return keys
 
     def resync(self) -> list[Key]:
@@ -137,7 +115,7 @@ class DeploymentController(DeploymentRollouts):
             self._index_set((entry.namespace, entry.name), entry.obj)
         keys: list[Key] = []
         for entry in self.store.select("Deployment").items:
-            self._index_deployment((entry.namespace, entry.name), str(entry.obj["metadata"].get("uid") or ""))
+            self._deployments.put((entry.namespace, entry.name), str(entry.obj["metadata"].get("uid") or ""))
             keys.append((entry.namespace, entry.name))
         return keys
 

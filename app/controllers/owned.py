@@ -12,7 +12,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.cluster.store import Obj
+from app.cluster.store import ClusterStore, Obj
 from app.kube.labels import label_selector_matches
 
 Key = tuple[str, str]  # (namespace, name)
@@ -153,11 +153,13 @@ class OwnedIndex:
         """An empty index."""
         self._owner_of: dict[Key, str] = {}
         self._owned: dict[str, set[Key]] = {}
+        self._orphans: dict[str, set[Key]] = {}  # namespace -> objects without a controller (``track``)
 
     def clear(self) -> None:
         """Forget everything."""
         self._owner_of.clear()
         self._owned.clear()
+        self._orphans.clear()
 
     def update(self, key: Key, owner_uid: str | None) -> str | None:
         """Record ``key``'s controller (None: orphan or deleted); returns the one it had."""
@@ -182,3 +184,69 @@ class OwnedIndex:
     def owners(self) -> Iterable[str]:
         """Every owner uid with at least one dependent."""
         return list(self._owned)
+
+    def track(
+        self, obj: Mapping[str, Any], *, deleted: bool, owner_kind: str | None = None
+    ) -> tuple[str | None, str | None]:
+        """Record ``obj``'s controller (only one of ``owner_kind`` counts, when given) and whether it is an orphan
+        (no controller at all); returns (controller uid before, controller uid now)."""
+        key = key_of(obj)
+        ref = None if deleted else controller_ref(obj)
+        owner = str(ref.get("uid")) if ref is not None and owner_kind in (None, ref.get("kind")) else None
+        before = self.update(key, owner)
+        orphans = self._orphans.setdefault(key[0], set())
+        if ref is None and not deleted:
+            orphans.add(key)
+        else:
+            orphans.discard(key)
+        return before, owner
+
+    def orphans_in(self, namespace: str) -> list[Key]:
+        """The objects of ``namespace`` with no controller, sorted (``track`` feeds this)."""
+        return sorted(self._orphans.get(namespace, ()))
+
+
+class Controllers:
+    """A controller's own objects (Deployments, ReplicaSets...): by namespace and by uid, fed from ``observe``."""
+
+    def __init__(self, kind: str) -> None:
+        """An empty index of objects of ``kind``."""
+        self.kind = kind
+        self._names_in: dict[str, set[str]] = {}
+        self._key_of_uid: dict[str, Key] = {}
+        self._uid_of_key: dict[Key, str] = {}
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._names_in.clear()
+        self._key_of_uid.clear()
+        self._uid_of_key.clear()
+
+    def put(self, key: Key, uid: str | None) -> None:
+        """Record the object at ``key`` with ``uid`` (None: it is gone)."""
+        before = self._uid_of_key.pop(key, None)
+        if before is not None:
+            self._key_of_uid.pop(before, None)
+        if uid is None:
+            self._names_in.get(key[0], set()).discard(key[1])
+            return
+        self._names_in.setdefault(key[0], set()).add(key[1])
+        self._uid_of_key[key] = uid
+        self._key_of_uid[uid] = key
+
+    def keys_of(self, uids: Iterable[str | None]) -> list[Key]:
+        """The keys of those of ``uids`` that are known."""
+        return [self._key_of_uid[uid] for uid in set(uids) if uid is not None and uid in self._key_of_uid]
+
+    def names_in(self, namespace: str) -> list[str]:
+        """The names in ``namespace``, sorted."""
+        return sorted(self._names_in.get(namespace, ()))
+
+    def selecting(self, store: ClusterStore, namespace: str, labels: Mapping[str, str]) -> list[Key]:
+        """Those of ``namespace`` whose selector matches ``labels`` (who may adopt an orphan so labelled)."""
+        keys: list[Key] = []
+        for name in self.names_in(namespace):
+            obj = store.get(self.kind, namespace, name)
+            if obj is not None and selector_matches(obj, labels):
+                keys.append((namespace, name))
+        return keys

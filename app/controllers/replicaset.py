@@ -32,6 +32,7 @@ from app.cluster.errors import ApiError, NotFound
 from app.cluster.store import ClusterStore, Obj
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import (
+    Controllers,
     Key,
     OwnedIndex,
     adoption_patch,
@@ -139,28 +140,13 @@ class ReplicaSetController(ReconcileLoop[Key]):
         super().__init__(store, clock=clock, retry_base_seconds=retry_base_seconds, retry_max_seconds=retry_max_seconds)
         self._pods_in: dict[str, set[str]] = {}  # namespace -> pod names
         self._pod_owner = OwnedIndex()  # pod -> its controller's uid
-        self._sets_in: dict[str, set[str]] = {}  # namespace -> ReplicaSet names
-        self._set_by_uid: dict[str, Key] = {}
-        self._uid_of_set: dict[Key, str] = {}
+        self._sets = Controllers("ReplicaSet")
 
     # --- indexes ------------------------------------------------------------------------------------------
     def reset(self) -> None:
         self._pods_in.clear()
         self._pod_owner.clear()
-        self._sets_in.clear()
-        self._set_by_uid.clear()
-        self._uid_of_set.clear()
-
-    def _index_set(self, key: Key, uid: str | None) -> None:
-        before = self._uid_of_set.pop(key, None)
-        if before is not None:
-            self._set_by_uid.pop(before, None)
-        if uid is None:
-            self._sets_in.get(key[0], set()).discard(key[1])
-            return
-        self._sets_in.setdefault(key[0], set()).add(key[1])
-        self._uid_of_set[key] = uid
-        self._set_by_uid[uid] = key
+        self._sets.clear()
 
     def _index_pod(self, key: Key, pod: Obj | None) -> str | None:
         """Record a pod (None: gone); returns the controller uid it had."""
@@ -173,23 +159,12 @@ class ReplicaSetController(ReconcileLoop[Key]):
     def observe(self, event_type: str, kind: str, obj: Obj) -> list[Key]:
         key = key_of(obj)
         if kind == "ReplicaSet":
-            self._index_set(key, None if event_type == DELETED else str(meta(obj).get("uid") or ""))
+            self._sets.put(key, None if event_type == DELETED else str(meta(obj).get("uid") or ""))
             return [key]
         before = self._index_pod(key, None if event_type == DELETED else obj)
-        keys: list[Key] = []
-        for uid in {before, controller_uid(obj)}:
-            if uid is not None and uid in self._set_by_uid:
-                keys.append(self._set_by_uid[uid])
+        keys = self._sets.keys_of((before, controller_uid(obj)))
         if controller_ref(obj) is None and event_type != DELETED:
-            keys += self._sets_selecting(key[0], _labels(obj))  # an orphan to adopt
-        return keys
-
-    def _sets_selecting(self, namespace: str, labels: Mapping[str, str]) -> list[Key]:
-        keys: list[Key] = []
-        for name in sorted(self._sets_in.get(namespace, ())):
-            rs = self.store.get("ReplicaSet", namespace, name)
-            if rs is not None and selector_matches(rs, labels):
-                keys.append((namespace, name))
+            keys += self._sets.selecting(self.store, key[0], _labels(obj))  # an orphan to adopt
         return keys
 
     def resync(self) -> list[Key]:
@@ -198,7 +173,7 @@ class ReplicaSetController(ReconcileLoop[Key]):
             self._index_pod((entry.namespace, entry.name), entry.obj)
         keys: list[Key] = []
         for entry in self.store.select("ReplicaSet").items:
-            self._index_set((entry.namespace, entry.name), str(entry.obj["metadata"].get("uid") or ""))
+            self._sets.put((entry.namespace, entry.name), str(entry.obj["metadata"].get("uid") or ""))
             keys.append((entry.namespace, entry.name))
         return keys
 
@@ -348,7 +323,7 @@ class ReplicaSetController(ReconcileLoop[Key]):
         owner = controller_uid(rs)
         uids: list[str] = [str(meta(rs).get("uid") or "")]
         if owner is not None:
-            for name in sorted(self._sets_in.get(namespace, ())):
+            for name in self._sets.names_in(namespace):
                 other = self.store.get("ReplicaSet", namespace, name)
                 if other is not None and controller_uid(other) == owner:
                     uids.append(str(meta(other).get("uid") or ""))

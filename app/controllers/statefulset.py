@@ -146,14 +146,12 @@ class StatefulSetController(ReconcileLoop[Key]):
         """A stopped controller over ``store``; ``clock`` decides availability (``minReadySeconds``)."""
         super().__init__(store, clock=clock, retry_base_seconds=retry_base_seconds, retry_max_seconds=retry_max_seconds)
         self._pods = OwnedIndex()  # pod -> uid of its controlling StatefulSet
-        self._orphans: dict[str, set[Key]] = {}  # namespace -> pods without a controller
         self._sets: dict[str, Key] = {}  # StatefulSet uid -> key
         self._templates: dict[Key, dict[str, Obj]] = {}  # set -> revision name -> template, oldest first
 
     # --- indexes ------------------------------------------------------------------------------------------------
     def reset(self) -> None:
         self._pods.clear()
-        self._orphans.clear()
         self._sets.clear()
         self._templates.clear()
 
@@ -211,16 +209,8 @@ class StatefulSetController(ReconcileLoop[Key]):
             del history[next(iter(history))]
 
     def _index_pod(self, pod: Obj, *, deleted: bool) -> tuple[str | None, str | None]:
-        key = key_of(pod)
-        ref = None if deleted else controller_ref(pod)
-        owner = str(ref.get("uid")) if ref is not None and ref.get("kind") == "StatefulSet" else None
-        before = self._pods.update(key, owner)
-        orphans = self._orphans.setdefault(key[0], set())
-        if ref is None and not deleted:
-            orphans.add(key)
-        else:
-            orphans.discard(key)
-        return before, owner
+        """Record the pod's controlling StatefulSet (or orphanhood); returns (controller before, controller now)."""
+        return self._pods.track(pod, deleted=deleted, owner_kind="StatefulSet")
 
     # --- reconcile ----------------------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> None:
@@ -256,7 +246,7 @@ class StatefulSetController(ReconcileLoop[Key]):
                 body = {"metadata": {"ownerReferences": refs or None, "resourceVersion": meta(pod)["resourceVersion"]}}
                 with contextlib.suppress(NotFound, Conflict):  # its change brings the set back
                     self.store.patch("Pod", *pod_key, body, "merge")
-        for pod_key in sorted(self._orphans.get(namespace, ())):
+        for pod_key in self._pods.orphans_in(namespace):
             pod = self._read("Pod", pod_key)
             if pod is None or controller_ref(pod) is not None or is_deleting(pod):
                 continue
