@@ -132,8 +132,23 @@ class Settings(BaseSettings):
         return value
 
 
-# The alpha gates kss implements (v1.35 names); others are refused rather than silently ignored.
-FEATURE_GATES: dict[str, bool] = {"GenericWorkload": False, "GangScheduling": False}
+# The gates kss implements (v1.35 names and defaults); others are refused rather than silently ignored.
+FEATURE_GATES: dict[str, bool] = {
+    "GenericWorkload": False,
+    "GangScheduling": False,
+    # Dynamic Resource Allocation (resource.k8s.io/v1): GA and beta gates on, alpha ones off, as in v1.35.
+    "DynamicResourceAllocation": True,
+    "DRAAdminAccess": True,
+    "DRAPrioritizedList": True,
+    "DRAResourceClaimDeviceStatus": True,
+    "DRASchedulerFilterTimeout": True,
+    "DRAPartitionableDevices": False,
+    "DRADeviceTaints": False,
+    "DRADeviceTaintRules": False,
+    "DRAConsumableCapacity": False,
+    "DRAExtendedResource": False,
+    "DRADeviceBindingConditions": False,
+}
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
