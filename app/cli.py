@@ -1,4 +1,4 @@
-"""The ``kss`` command: serve, kubeconfig, simulate, export, import, reset, sync."""
+"""The ``kss`` command: serve, kubeconfig, simulate, convert, export, import, reset, sync."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
                    "print a kubeconfig that points kubectl at the simulator"),
     "simulate": ("app.simulation.cli", "add_arguments", "run",
                  "run scheduling scenarios offline (golden format results)"),
+    "convert": ("app.simulation.convert_cli", "add_arguments", "run",
+                "turn Alibaba's 2023 GPU trace into a scenario or manifests (--form dra|extended)"),
     "export": ("app.operations.cli", "add_export_arguments", "run_export",
                "print the running simulator's snapshot (cluster + scheduler configuration)"),
     "import": ("app.operations.cli", "add_import_arguments", "run_import",
