@@ -1,0 +1,63 @@
+"""The allocator's optional behaviours (``structured/internal.Features``) and the feature gates that set them.
+
+Upstream keeps three allocator implementations and picks the most stable one whose supported features cover the
+enabled ones: ``stable`` (no feature), ``incubating`` (admin access, prioritized list, partitionable devices,
+device taints; the one v1.35's defaults select) and ``experimental`` (all). kss has one port of ``experimental``;
+:func:`allocator_variant` names the implementation upstream would run, for the few places where they differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+# kube-scheduler v1.35's defaults for the gates the allocator reads (pkg/features/kube_features.go).
+DRA_GATE_DEFAULTS: Mapping[str, bool] = {
+    "DRAAdminAccess": True,
+    "DRAPrioritizedList": True,
+    "DRAResourceClaimDeviceStatus": True,
+    "DRAPartitionableDevices": False,
+    "DRADeviceTaints": False,
+    "DRADeviceBindingConditions": False,
+    "DRAConsumableCapacity": False,
+}
+
+Variant = Literal["stable", "incubating", "experimental"]
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """``internal.Features``: each field switches one control-flow change of the allocator."""
+
+    admin_access: bool = False
+    consumable_capacity: bool = False
+    device_binding: bool = False  # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
+    device_taints: bool = False
+    partitionable_devices: bool = False
+    prioritized_list: bool = False
+
+
+def features_from_gates(gates: Mapping[str, bool]) -> Features:
+    """``dynamicresources.AllocatorFeatures``: the allocator's features from feature gates (absent = v1.35 default)."""
+
+    def on(name: str) -> bool:
+        return bool(gates.get(name, DRA_GATE_DEFAULTS[name]))
+
+    return Features(
+        admin_access=on("DRAAdminAccess"),
+        consumable_capacity=on("DRAConsumableCapacity"),
+        device_binding=on("DRADeviceBindingConditions") and on("DRAResourceClaimDeviceStatus"),
+        device_taints=on("DRADeviceTaints"),
+        partitionable_devices=on("DRAPartitionableDevices"),
+        prioritized_list=on("DRAPrioritizedList"),
+    )
+
+
+def allocator_variant(features: Features) -> Variant:
+    """Which of upstream's implementations ``structured.NewAllocator`` picks for these features."""
+    if features.consumable_capacity or features.device_binding:
+        return "experimental"
+    if features.admin_access or features.prioritized_list or features.partitionable_devices or features.device_taints:
+        return "incubating"
+    return "stable"
