@@ -316,3 +316,53 @@ def test_the_whole_gpuspec33_trace_asks_for_the_same_gpus_in_both_forms() -> Non
     assert sum(count for count, _ in demands) == 6989 + 8 * 44 + 2 * 16 + 4 * 15
     assert sum(1 for _, models in demands if models) == 2360 + 12 + 9 + 7  # gpu_spec rows (all have GPUs)
     assert sum(len(s["spec"]["devices"]) for s in dra.resource_slices) == sum(n.gpus for n in trace.nodes)
+
+
+def _node_admits_extended(pod: dict[str, Any], node: dict[str, Any]) -> bool:
+    """The GPU part of the extended form's verdict: enough nvidia.com/gpu and, if constrained, an allowed model."""
+    count, models = _extended_demand(pod)
+    if int(node["status"]["allocatable"].get(EXTENDED_RESOURCE, "0")) < count:
+        return False
+    return not models or node["metadata"]["labels"].get(MODEL_LABEL) in models
+
+
+def test_the_dra_allocator_picks_exactly_the_nodes_the_extended_form_allows(trace_dir: Path) -> None:
+    """Per pod and node, DRA's structured allocator finds devices for the claim iff the extended form fits."""
+    pytest.importorskip("app.kube.dra.cel", reason="the CEL module of issue #18 is not there yet")
+    from app.scheduler.dra import (
+        AllocatedState,
+        Allocator,
+        DeviceMatchCache,
+        NodeAllocationError,
+        features_from_gates,
+    )
+
+    extended, dra = _both(trace_dir)
+    scenario = dra.scenario()
+    claims = {c["metadata"]["name"]: c for c in scenario["resourceClaims"]}
+    classes = {c["metadata"]["name"]: c for c in scenario["deviceClasses"]}
+    allocator = Allocator(
+        features_from_gates({}), AllocatedState(), classes, scenario["resourceSlices"], DeviceMatchCache()
+    )
+    ext_nodes = _by_name(extended.nodes)
+    ext_pods = _by_name(extended.pods)
+    verdicts = 0
+    for pod in scenario["pending"]:
+        statuses = pod["status"].get("resourceClaimStatuses")
+        if not statuses:
+            continue
+        claim = claims[statuses[0]["resourceClaimName"]]
+        for node in scenario["nodes"]:
+            try:
+                results = allocator.allocate(node, [claim])
+            except NodeAllocationError:
+                results = None
+            name = node["metadata"]["name"]
+            assert (results is not None) == _node_admits_extended(ext_pods[pod["metadata"]["name"]], ext_nodes[name])
+            if results is not None:
+                (result,) = results
+                devices = result["devices"]["results"]
+                assert len(devices) == claim["spec"]["devices"]["requests"][0]["exactly"]["count"]
+                assert {(d["driver"], d["pool"]) for d in devices} == {(DRIVER, name)}
+            verdicts += 1
+    assert verdicts == 4 * 4  # four GPU pods on four nodes
