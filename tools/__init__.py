@@ -1,0 +1,1 @@
+"""Developer tools of the project (generators, oracles); not shipped with the app."""

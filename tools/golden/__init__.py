@@ -1,0 +1,1 @@
+"""Golden scenario generators (see README.md)."""
