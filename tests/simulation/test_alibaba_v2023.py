@@ -366,3 +366,27 @@ def test_the_dra_allocator_picks_exactly_the_nodes_the_extended_form_allows(trac
                 assert {(d["driver"], d["pool"]) for d in devices} == {(DRIVER, name)}
             verdicts += 1
     assert verdicts == 4 * 4  # four GPU pods on four nodes
+
+
+def test_the_dra_manifests_are_stored_as_the_scenario_has_them(trace_dir: Path, store: ClusterStore) -> None:
+    from app.cluster.kinds import BY_KIND
+
+    if "ResourceClaimTemplate" not in BY_KIND:
+        pytest.skip("the cluster does not serve resource.k8s.io/v1 yet")
+    _, dra = _both(trace_dir)
+    for doc in yaml.safe_load_all(yaml.safe_dump_all(dra.manifests())):
+        store.create(doc["kind"], doc, doc["metadata"].get("namespace"))
+    scenario = dra.scenario()
+    for key, kind in (
+        ("deviceClasses", "DeviceClass"),
+        ("resourceSlices", "ResourceSlice"),
+        ("resourceClaimTemplates", "ResourceClaimTemplate"),
+    ):
+        for obj in scenario[key]:
+            stored = store.get(kind, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+            assert stored is not None and stored["spec"] == obj["spec"], (kind, obj["metadata"]["name"])
+    for pod in scenario["pending"]:
+        stored = store.get("Pod", "paib-gpu", pod["metadata"]["name"])
+        assert stored is not None
+        assert stored["spec"].get("resourceClaims") == pod["spec"].get("resourceClaims")
+        assert stored["spec"]["containers"] == pod["spec"]["containers"]
