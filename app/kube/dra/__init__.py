@@ -1,0 +1,1 @@
+"""Dynamic Resource Allocation helpers shared by the cluster and the scheduler: CEL device selectors."""
