@@ -10,12 +10,13 @@ from typing import Any
 
 import orjson
 
-from app.cluster import defaults, defaults_workloads
+from app.cluster import defaults, defaults_dra, defaults_workloads
 from app.cluster.errors import BadRequest, Forbidden
 from app.cluster.kinds import Gates, KindInfo
 from app.cluster.quantities import canonicalize_quantities
 from app.cluster.stored import Obj, StoredObject
 from app.cluster.validation import check_decodable
+from app.cluster.validation_dra import check_dra_decodable
 from app.cluster.validation_workloads import check_workload_decodable
 from app.config import gate_enabled
 
@@ -30,6 +31,7 @@ _KINDS_WITH_SPEC = frozenset(
         "PodDisruptionBudget",
         "Workload",
         *defaults_workloads.DEFAULTERS,
+        *defaults_dra.DEFAULTERS,
     }
 )
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -64,13 +66,19 @@ def decode(info: KindInfo, obj: Any) -> Obj:
     check_decodable(info.kind, body, version=info.version, custom=info.custom)
     if info.kind in defaults_workloads.DEFAULTERS:
         check_workload_decodable(info.kind, info.version, body)
+    elif info.kind in defaults_dra.DRA_KINDS:
+        check_dra_decodable(info.kind, body)
     # Go renders non-pointer structs even when empty, so these keys are always present in kube's JSON (not in a
     # custom resource's: it is kept as sent).
     if info.kind in _KINDS_WITH_SPEC:
         body.setdefault("spec", {})
     if info.has_status and not info.custom:
         body.setdefault("status", {})
-    defaulter = defaults.DEFAULTERS.get(info.kind) or defaults_workloads.DEFAULTERS.get(info.kind)
+    defaulter = (
+        defaults.DEFAULTERS.get(info.kind)
+        or defaults_workloads.DEFAULTERS.get(info.kind)
+        or defaults_dra.DEFAULTERS.get(info.kind)
+    )
     if defaulter is not None:
         defaulter(body)
     # Quantities are stored as Quantity.String() renders them (64000m -> 64), as kube-apiserver re-encodes them.
@@ -100,6 +108,8 @@ def prepare_create(
         body["status"] = {"phase": "Active"}
     elif info.kind in defaults_workloads.WORKLOAD_KINDS:
         defaults_workloads.prepare_workload_create(info.kind, body)
+    elif info.kind in defaults_dra.DRA_KINDS:
+        defaults_dra.prepare_create(info.kind, body)
     elif info.custom and "status" in info.subresources:
         # A custom resource with a status subresource ignores the status sent on create.
         body.pop("status", None)
@@ -131,7 +141,11 @@ def prepare_create(
 
 def drop_disabled_fields(info: KindInfo, body: Obj, old: Obj | None, gates: Gates) -> None:
     """kube-apiserver's dropDisabledFields, in place: a pod's ``spec.workloadRef`` is kept only while the
-    GenericWorkload gate is on, or when the pod being updated already has one."""
+    GenericWorkload gate is on, or when the pod being updated already has one; the DRA kinds' gated fields as
+    their strategies drop them (defaults_dra)."""
+    if info.kind in defaults_dra.DRA_KINDS:
+        defaults_dra.drop_disabled_fields(info.kind, body, old, gates)
+        return
     if info.kind != "Pod" or gate_enabled(dict(gates), "GenericWorkload"):
         return
     spec = body.get("spec")

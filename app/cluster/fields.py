@@ -44,6 +44,10 @@ ROOT_MODELS = {
     "Job": "V1Job",
     "CronJob": "V1CronJob",
     "Lease": "V1Lease",
+    "DeviceClass": "V1DeviceClass",
+    "ResourceSlice": "V1ResourceSlice",
+    "ResourceClaim": "ResourceV1ResourceClaim",
+    "ResourceClaimTemplate": "V1ResourceClaimTemplate",
 }
 
 # Models the installed client lacks, in the schema's notation (see below); keys name the API type.
@@ -80,6 +84,15 @@ EXTRA_MODELS: dict[str, dict[str, str]] = {
 }
 # Fields of the client's models that v1.35 has and the installed client may not.
 EXTRA_FIELDS: dict[str, dict[str, str]] = {"V1PodSpec": {"workloadRef": "core/v1.WorkloadReference"}}
+# Fields of the client's models that v1.35 does not have yet (a newer client's DRA additions): unknown there.
+ABSENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "V1ExactDeviceRequest": ("derivedAttributes",),
+    "V1DeviceSubRequest": ("derivedAttributes",),
+    "V1Device": ("nodeAllocatableResources",),
+    "V1ResourceSliceSpec": ("partitionTypeAttribute", "skipNodeOperations"),
+    "V1DeviceAttribute": ("bools", "ints", "strings", "versions"),
+    "V1DeviceRequestAllocationResult": ("skipNodeOperations",),
+}
 
 # A field's type in the schema: "" any value (scalars, maps of scalars, free-form JSON), "T" an object of model T,
 # "[T" a list of them, "{T" a map of them.
@@ -126,6 +139,8 @@ def _schema() -> dict[str, dict[str, str]]:
     schema: dict[str, dict[str, str]] = json.loads(SCHEMA_FILE.read_text())["models"]
     for model, extra in EXTRA_FIELDS.items():
         schema[model] = {**schema[model], **extra}
+    for model, absent in ABSENT_FIELDS.items():
+        schema[model] = {k: v for k, v in schema[model].items() if k not in absent}
     schema.update(EXTRA_MODELS)
     return schema
 

@@ -141,6 +141,20 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("batch", "v1", "CronJob", "cronjobs", "cronjob", True, ("cj",), ("status",), ("all",), True),
     # Node heartbeats (kube-node-lease), renewed by the simulated kubelet.
     KindInfo("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
+    # Dynamic Resource Allocation (GA in v1.34): no short names or categories, as `kubectl api-resources` lists them.
+    KindInfo("resource.k8s.io", "v1", "DeviceClass", "deviceclasses", "deviceclass", False),
+    KindInfo("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", "resourceslice", False),
+    KindInfo(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        "resourceclaims",
+        "resourceclaim",
+        True,
+        subresources=("status",),
+        has_status=True,
+    ),
+    KindInfo("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", "resourceclaimtemplate", True),
 )
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}

@@ -13,7 +13,7 @@ import re
 from functools import cache
 from typing import Any
 
-from app.cluster.fields import ROOT_MODELS
+from app.cluster.fields import ABSENT_FIELDS, ROOT_MODELS
 from app.cluster.kinds import KindInfo
 
 _LIST = re.compile(r"^[Ll]ist\[(.+)\]$")
@@ -70,8 +70,11 @@ def _model_schema(cls: Any, todo: list[str]) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
     fields = getattr(cls, "model_fields", {})
+    absent = ABSENT_FIELDS.get(cls.__name__, ())
     for attr, type_name in cls.openapi_types.items():
         json_name = cls.attribute_map[attr]
+        if json_name in absent:
+            continue  # newer than v1.35
         prop = _type_schema(type_name, todo)
         info = fields.get(attr)
         if info is not None and info.description:

@@ -67,6 +67,8 @@ FIELDS: dict[str, dict[str, Callable[[dict[str, Any]], str]]] = {
         "source": _source,
         "type": _field("type"),
     },
+    # The resourceslice strategy's selectable fields (kubelets and drivers list their node's slices by them).
+    "ResourceSlice": {"spec.nodeName": _field("spec", "nodeName"), "spec.driver": _field("spec", "driver")},
 }
 
 

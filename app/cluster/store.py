@@ -73,6 +73,7 @@ PATCH_TYPES = {
 # Kinds whose metadata.generation tracks spec changes (custom resources always have one).
 _GENERATION_KINDS = frozenset(
     {"Pod", "PodDisruptionBudget", "PodGroup", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
+    | {"DeviceClass", "ResourceSlice"}  # their strategies set generation 1 and bump it on spec changes
 )
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
 # The managedFields manager of writes made in-process without one (the web UI's editor, imports).

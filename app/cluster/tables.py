@@ -435,5 +435,5 @@ def register(columns: dict[str, tuple[list[Column], Callable[[Obj, datetime], li
     _COLUMNS.update(columns)
 
 
-# The workload kinds' printers live in their own module, which registers them here.
-from app.cluster import tables_workloads  # noqa: E402, F401
+# The workload kinds' and the DRA kinds' printers live in their own modules, which register them here.
+from app.cluster import tables_dra, tables_workloads  # noqa: E402, F401

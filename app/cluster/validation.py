@@ -438,6 +438,73 @@ def validate_pod(pod: dict[str, Any]) -> list[Cause]:
         causes += _resource_errors("spec.resources", spec["resources"])
     if isinstance(spec.get("workloadRef"), dict):
         causes += _workload_reference_errors("spec.workloadRef", spec["workloadRef"])
+    causes += _pod_resource_claims_errors(spec)
+    return causes
+
+
+def _pod_resource_claims_errors(spec: dict[str, Any]) -> list[Cause]:
+    """validatePodResourceClaims (DNS-label names, unique, exactly one source) and, per container,
+    validateResourceClaimNames (each ``resources.claims`` entry names one of them, once per request)."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, claim in enumerate(c if isinstance(c, dict) else {} for c in spec.get("resourceClaims") or []):
+        p = f"spec.resourceClaims[{i}]"
+        name = str(claim.get("name") or "")
+        if not name:
+            causes.append(required(f"{p}.name"))
+        elif name in names:
+            causes.append(duplicate(f"{p}.name", name))
+        else:
+            causes += [invalid(f"{p}.name", name, m) for m in _dns_label_messages(name)]
+            names.add(name)
+        shown = "core.PodResourceClaim{...}"
+        sources = [f for f in ("resourceClaimName", "resourceClaimTemplateName") if claim.get(f) is not None]
+        if len(sources) == 2:
+            detail = "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"
+            causes.append(Cause(p, "FieldValueInvalid", f"Invalid value: {shown}: {detail}"))
+        if not sources:
+            detail = "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"
+            causes.append(Cause(p, "FieldValueInvalid", f"Invalid value: {shown}: {detail}"))
+        for source in sources:
+            value = str(claim[source])
+            causes += [invalid(f"{p}.{source}", value, m) for m in _subdomain_messages(value)]
+    for field in ("containers", "initContainers"):
+        for i, container in enumerate(c if isinstance(c, dict) else {} for c in spec.get(field) or []):
+            claims = (container.get("resources") or {}).get("claims") or []
+            causes += _container_claim_errors(claims, names, f"spec.{field}[{i}].resources.claims")
+    return causes
+
+
+def _dns_label_messages(value: str) -> list[str]:
+    out = ["must be no more than 63 characters"] if len(value) > 63 else []
+    return out + ([] if DNS1123_LABEL.match(value) else [LABEL_MSG])
+
+
+def _subdomain_messages(value: str) -> list[str]:
+    out = ["must be no more than 253 characters"] if len(value) > 253 else []
+    return out + ([] if DNS1123_SUBDOMAIN.match(value) else [SUBDOMAIN_MSG])
+
+
+def _container_claim_errors(claims: list[Any], pod_claims: set[str], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for i, claim in enumerate(c if isinstance(c, dict) else {} for c in claims):
+        p = f"{path}[{i}]"
+        name, request = str(claim.get("name") or ""), str(claim.get("request") or "")
+        key = name
+        if request:
+            causes += [invalid(f"{p}.request", request, m) for m in _dns_label_messages(request)]
+            key += "/" + request
+        if not name:
+            causes.append(required(p))
+            continue
+        if key in seen:
+            causes.append(duplicate(p, key))
+        seen.add(key)
+        if name not in pod_claims:
+            listed = f": {', '.join(sorted(pod_claims))}" if pod_claims else " which is empty"
+            detail = f"must be one of the names in pod.spec.resourceClaims{listed}"
+            causes.append(Cause(p, "FieldValueNotFound", f'Not found: "{name}": {detail}'))
     return causes
 
 

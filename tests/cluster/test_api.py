@@ -30,6 +30,7 @@ async def test_discovery_lists_kinds_with_short_names_and_scope(client: httpx.As
         "apps",
         "batch",
         "coordination.k8s.io",
+        "resource.k8s.io",
     }
     short = {
         r["name"]: r.get("shortNames")
