@@ -365,3 +365,14 @@ def test_too_long_expression() -> None:
     expression = "true && " * 2000 + "true"
     problems = selector_problems(expression)
     assert [p.reason for p in problems] == ["TooLong"]
+
+
+def test_verdicts_are_kept_per_device_and_errors_repeat() -> None:
+    device = _device(DRIVER, {"model": {"string": "a100"}})
+    good = compile_selector('device.attributes["dra.example.com"].model == "a100"')
+    bad = compile_selector('device.attributes["dra.example.com"].memory > 1')
+    for _ in range(2):
+        assert good.matches(device) is True
+        with pytest.raises(CelEvaluationError, match=r"^no such key: memory$"):
+            bad.matches(device)
+    assert good.matches(_device(DRIVER, {"model": {"string": "h100"}})) is False

@@ -56,13 +56,13 @@ class CelEvaluationError(RuntimeError):
 @dataclass(frozen=True)
 class DeviceView:
     """What a selector sees of one device: names are fully qualified (``domain/name``) or, as upstream accepts,
-    bare (then in the driver's domain)."""
+    bare (then in the driver's domain). Treat it as immutable: it keeps its CEL input and verdicts once asked."""
 
     driver: str
     attributes: Mapping[str, AttributeValue]
     capacity: Mapping[str, Mapping[str, Any]]
     allow_multiple_allocations: bool = False
-    # The CEL input built from this device, kept for its next selector.
+    # The CEL input built from this device and the verdicts of the selectors run on it.
     _input: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -248,31 +248,52 @@ class CompiledSelector:
         self._program = program
 
     def matches(self, device: DeviceView) -> bool:
-        """DeviceMatches: True or False, or CelEvaluationError with upstream's message."""
-        envs = _Environments.get()
-        data = device._input.get("data")
-        if data is None:
-            data = _device_input(device)
-            device._input["data"] = data
-            device._input["activation"] = envs.run.Activation(data)
-        result = self._program.eval(device._input["activation"])
+        """DeviceMatches: True or False, or CelEvaluationError with upstream's message.
+
+        A device does not change and a selector has no other input, so each device keeps its verdicts: the
+        scheduler asks the same question for every pod and cycle, and a call into CEL costs microseconds."""
+        verdicts: dict[str, bool | str] = device._input.setdefault("verdicts", {})
+        verdict = verdicts.get(self.expression)
+        if verdict is None:
+            try:
+                verdict = self._evaluate(device)
+            except CelEvaluationError as exc:
+                verdict = str(exc)
+            verdicts[self.expression] = verdict
+        if type(verdict) is bool:
+            return verdict
+        raise CelEvaluationError(verdict)
+
+    def _evaluate(self, device: DeviceView) -> bool:
+        activation = device._input.get("activation")
+        if activation is None:
+            device._input["data"] = _device_input(device)
+            activation = device._input["activation"] = _Environments.get().run.Activation(device._input["data"])
+        result = self._program.eval(activation)
+        value = result.value()
+        if type(value) is bool:  # the common case first: only a CEL bool comes back as a Python bool
+            return value
+        return self._slow_result(device, result)
+
+    def _slow_result(self, device: DeviceView, result: Any) -> bool:
+        """Errors and non-bool results; an unknown domain is retried (see below)."""
         added: set[str] = set()
+        original = device._input["data"]["device"]
         while result.type().name() == "ERROR":
             message = _runtime_error(result.value())
             # Upstream's outer attribute and capacity maps answer any unknown domain with an empty map; a plain
             # map cannot, so an unknown domain is added as empty and the expression run again.
             missing = message.removeprefix("no such key: ") if message.startswith("no such key: ") else None
-            device_map = data["device"]
-            if missing is None or missing in device_map["attributes"] or missing in device_map["capacity"]:
+            if missing is None or missing in original["attributes"] or missing in original["capacity"]:
                 raise CelEvaluationError(message)
             if missing in added or len(added) >= 16:
                 raise CelEvaluationError(message)
             added.add(missing)
             empty: dict[str, dict[str, Any]] = {key: {} for key in added}
             device_map = {
-                **device_map,
-                "attributes": {**device_map["attributes"], **empty},
-                "capacity": {**device_map["capacity"], **empty},
+                **original,
+                "attributes": {**original["attributes"], **empty},
+                "capacity": {**original["capacity"], **empty},
             }
             result = self._program.eval(data={"device": device_map})
         if result.type().name() != "BOOL":
