@@ -66,7 +66,14 @@ _OBJECT_EVENTS = {
 }
 # Kinds plugins read by name through ClusterObjects.get_object (the gang plugins): (add event, update event).
 _GANG_KINDS = {"PodGroup": ("PodGroup/Add", "PodGroup/Update"), "Workload": ("Workload/Add", "Workload/Update")}
-WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS, *_GANG_KINDS)
+# DRA kinds DynamicResources reads through ClusterObjects, with the event an add or update raises (upstream registers
+# no deletions: a claim is deallocated, an update, before it goes).
+_DRA_KINDS = {
+    "DeviceClass": "DeviceClass/AddOrUpdate",
+    "ResourceSlice": "ResourceSlice/AddOrUpdate",
+    "ResourceClaim": "ResourceClaim/AddOrUpdate",
+}
+WATCHED_KINDS = ("Node", "Pod", *_OBJECT_EVENTS, *_GANG_KINDS, *_DRA_KINDS)
 
 
 # After scheduling, the loop calls ``on_idle`` once it has had nothing to do for this long (``kss serve`` then
@@ -116,9 +123,10 @@ def _scaled_down(old: Resource, new: Resource) -> bool:
 
 
 def _scheduling_relevant(pod: dict[str, Any]) -> Any:
-    """What of a pending pod matters to scheduling (annotation or status changes do not requeue it)."""
+    """What of a pending pod matters to scheduling (annotation or status changes do not requeue it, but the claims
+    the resourceclaim controller generated for it do: ``UpdatePodGeneratedResourceClaim``)."""
     meta = pod.get("metadata") or {}
-    return (meta.get("labels"), pod.get("spec"))
+    return (meta.get("labels"), pod.get("spec"), (pod.get("status") or {}).get("resourceClaimStatuses"))
 
 
 @dataclass
@@ -217,6 +225,7 @@ class SchedulerService:
             handle = Handle(self.cluster, self.actions)
             handle.nominated_pods = self.nominated
             handle.activator = self._activate
+            handle.feature_gates = dict(self.feature_gates)
             handles.append(handle)
             frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=self.on_plugin)
         self.handles = handles
@@ -369,7 +378,19 @@ class SchedulerService:
         if kind in _GANG_KINDS:
             self._apply_gang_object(event_type, kind, obj)
             return
+        if kind in _DRA_KINDS:
+            self._apply_dra_object(event_type, kind, obj)
+            return
         self._apply_object(event_type, kind, obj)
+
+    def _apply_dra_object(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        """A DeviceClass, ResourceSlice or ResourceClaim: kept for DynamicResources; an add or update wakes the pods
+        it rejected."""
+        if event_type == "DELETED":
+            self.cluster.delete_object(kind, obj)
+            return
+        self.cluster.put_object(kind, obj)
+        self.queue.move_all_to_active_or_backoff(_DRA_KINDS[kind])
 
     def _apply_gang_object(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
         """A PodGroup or Workload: kept for the gang plugins, and its change wakes the pods they rejected."""

@@ -12,7 +12,10 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.cluster.errors import Conflict
+from app.cluster.pod_writes import SCHEDULER_MANAGER
 from app.engine_host import volumes
+from app.scheduler.dra.dra_manager import ClaimConflict
 from app.scheduler.framework import Code, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo
 
@@ -122,3 +125,19 @@ class StoreActions(PodActions):
         except Exception as exc:  # a claim or volume changed meanwhile: the binding cycle fails and retries
             return Status(Code.ERROR, f"binding volumes: {exc}")
         return Status()
+
+    def update_resource_claim(self, claim: dict[str, Any], *, status: bool) -> dict[str, Any]:
+        """DynamicResources' claim writes (PreBind's allocation and reservedFor, Unreserve, PostFilter's
+        deallocation) through the store, as kube-scheduler's client makes them; a stale resourceVersion is a
+        ClaimConflict the plugin retries."""
+        store: Any = self.service.store
+        try:
+            written: dict[str, Any] = store.update(
+                "ResourceClaim", claim, subresource="status" if status else None, manager=SCHEDULER_MANAGER
+            )
+        except Conflict as exc:
+            raise ClaimConflict(str(exc)) from exc
+        return written
+
+    def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.service.store.get("ResourceClaim", namespace, name)

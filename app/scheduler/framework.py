@@ -427,6 +427,9 @@ class ClusterObjects:
         self._by_workload: dict[tuple[str, str, str, str], set[str]] = {}
         # Objects of kinds without a typed table above (PodGroup, Workload): kind -> "namespace/name" -> object.
         self.objects: dict[str, dict[str, dict[str, Any]]] = {}
+        # Told (kind, old, new) of every put_object/delete_object (None for absent): informer event handlers,
+        # such as DynamicResources' allocated-devices tracker.
+        self.object_listeners: list[Callable[[str, dict[str, Any] | None, dict[str, Any] | None], None]] = []
 
     # --- pods -------------------------------------------------------------------------------------
     def put_pod(self, pod: dict[str, Any]) -> None:
@@ -469,10 +472,18 @@ class ClusterObjects:
 
     # --- other kinds ------------------------------------------------------------------------------
     def put_object(self, kind: str, obj: dict[str, Any]) -> None:
-        self.objects.setdefault(kind, {})[_key(obj)] = obj
+        table = self.objects.setdefault(kind, {})
+        key = _key(obj)
+        old = table.get(key)
+        table[key] = obj
+        for listener in self.object_listeners:
+            listener(kind, old, obj)
 
     def delete_object(self, kind: str, obj: dict[str, Any]) -> None:
-        self.objects.get(kind, {}).pop(_key(obj), None)
+        old = self.objects.get(kind, {}).pop(_key(obj), None)
+        if old is not None:
+            for listener in self.object_listeners:
+                listener(kind, old, None)
 
     def get_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """A PodGroup, Workload, ... by namespace and name (None when absent)."""
@@ -548,6 +559,17 @@ class PodActions(ABC):
         """
         return None
 
+    def update_resource_claim(self, claim: dict[str, Any], *, status: bool) -> dict[str, Any] | None:
+        """Write a ResourceClaim as DynamicResources' client does (its ``status`` subresource with ``status``),
+        guarded by its resourceVersion: the stored object back. Raises ``app.scheduler.dra.dra_manager.ClaimConflict``
+        on a conflict, another exception for any other refusal. ``None``: these actions do not write claims (the
+        plugin then keeps them in memory only)."""
+        return None
+
+    def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ResourceClaim as the API has it now (a GET after a conflict); None when gone or not handled."""
+        return None
+
 
 class Handle:
     """What a plugin can reach: the cycle's snapshot, the listers, the nominator and the framework."""
@@ -567,6 +589,8 @@ class Handle:
         # The scheduler's clock (seconds; virtual in offline runs) and where activated pods go (set by the host).
         self.clock: Callable[[], float] = time.monotonic
         self.activator: Callable[[list[PodInfo]], None] | None = None
+        # The feature gates the scheduler runs with (name -> on; absent: the v1.35 default), set by the host.
+        self.feature_gates: dict[str, bool] = {}
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         """``GetWaitingPod``: the pod with this uid if it is waiting in Permit."""

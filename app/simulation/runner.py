@@ -23,6 +23,7 @@ from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo, Snapshot
+from app.scheduler.plugins import dynamic_resources as dra_plugin
 from app.scheduler.record import Attempt
 
 START_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
@@ -63,11 +64,28 @@ def cluster_objects_from(scenario: dict[str, Any]) -> ClusterObjects:
             co.put_object(kind, obj)
     # The pod lister (the gang plugins' query) sees every pod of the run from the start: all are created before
     # scheduling begins. Filled only for scenarios with groups, which are the only ones that read it.
-    if co.objects:
+    if _uses_pod_lister(co):
         for pod in [*(scenario.get("pods") or []), *(scenario.get("pending") or [])]:
             if _visible(pod):
                 co.put_pod(pod)
+    # DRA objects (kss issue #18's golden keys); claims are copied, since the run writes their status.
+    for kind, field_name in _DRA_KEYS:
+        for obj in scenario.get(field_name) or []:
+            co.put_object(kind, _copy_object(obj) if kind == "ResourceClaim" else obj)
     return co
+
+
+_DRA_KEYS = (
+    ("DeviceClass", "deviceClasses"),
+    ("ResourceSlice", "resourceSlices"),
+    ("ResourceClaim", "resourceClaims"),
+    ("ResourceClaimTemplate", "resourceClaimTemplates"),
+)
+
+
+def _uses_pod_lister(co: ClusterObjects) -> bool:
+    """Scenarios with pod groups or workloads: their plugins read the pod lister."""
+    return bool(co.objects.get("PodGroup") or co.objects.get("Workload"))
 
 
 _ATOMS = frozenset((str, int, float, bool, type(None)))
@@ -113,6 +131,9 @@ class OfflineActions(PodActions):
         for h in self.handles:
             h.delete_nominated_pod(victim)
         self.deleted.append(victim.key)
+        if self.handles:
+            # R5-DRA: the resourceclaim controller drops the victim from its claims' reservedFor at once.
+            dra_plugin.release_claims_of_deleted_pod(self.handles[0], victim)
         return Status()
 
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
@@ -155,6 +176,7 @@ class ScenarioRun:
         for profile in config.profiles:
             handle = Handle(cluster, self.actions)
             handle.nominated_pods = nominated
+            handle.feature_gates = dict(feature_gates or {})
             self.actions.handles.append(handle)
             self.frameworks[profile.scheduler_name] = build_framework(
                 profile, handle, allow_missing=allow_missing_plugins
@@ -173,6 +195,8 @@ class ScenarioRun:
         self.actions.scheduler = self.scheduler
         self.bound_count = 0
         self.on_attempt: Callable[[Attempt, PodInfo], None] | None = None
+        # What PreBind wrote into each bound pod's claims (R6-DRA), by attempt: the golden ``allocations`` key.
+        self.claim_allocations: dict[int, dict[str, Any]] = {}
 
     def options(self) -> ScheduleOptions:
         return ScheduleOptions(
@@ -246,6 +270,7 @@ class ScenarioRun:
             self.on_attempt(att, pod)
         if att.result != "scheduled" or att.bound_to is None:
             return None
+        self._write_claims(pod, att)
         self.bound_count += 1
         # "%Y-%m-%dT%H:%M:%SZ" (whole seconds, naive isoformat is the same text and cheaper than strftime).
         start = (_START_NAIVE + timedelta(seconds=self.bound_count)).isoformat() + "Z"
@@ -255,15 +280,30 @@ class ScenarioRun:
                 if existing.uid == pod.uid:
                     existing.pod.setdefault("status", {})["startTime"] = start
                     existing.pod["status"].pop("nominatedNodeName", None)
-                    if self.cluster.objects:
+                    if _uses_pod_lister(self.cluster):
                         self.cluster.put_pod(existing.pod)  # bound now, as the informer would tell
         for h in self.actions.handles:
             h.delete_nominated_pod(pod)
         return start
 
+    def _write_claims(self, pod: PodInfo, att: Attempt) -> None:
+        """R6-DRA: a bound pod's claims stored as DynamicResources' PreBind writes them (the binding cycle does not
+        run offline)."""
+        if not dra_plugin.has_resource_claims(pod):
+            return
+        fwk = self.frameworks.get(att.profile)
+        plugin = fwk.plugins_by_name.get(dra_plugin.NAME) if fwk is not None else None
+        if isinstance(plugin, dra_plugin.DynamicResources):
+            written = plugin.bind_claims_after_reserve(pod)
+            if written:
+                self.claim_allocations[id(att)] = written
 
-def attempt_entry(att: Attempt, start_time: str | None, detail: str) -> dict[str, Any]:
-    """One ``results`` entry of the golden format at the given detail level."""
+
+def attempt_entry(
+    att: Attempt, start_time: str | None, detail: str, allocations: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One ``results`` entry of the golden format at the given detail level (``allocations``: what PreBind wrote
+    into the bound pod's claims, kss issue #18's key)."""
     base: dict[str, Any] = {"pod": att.pod, "attempt": att.attempt, "priority": att.priority}
     if att.pre_enqueue is not None:
         base.update(
@@ -281,6 +321,8 @@ def attempt_entry(att: Attempt, start_time: str | None, detail: str) -> dict[str
             fitError=att.fit_error,
             postfilter=att.postfilter,
         )
+        if allocations:
+            base["allocations"] = allocations
         return base
     # Summary files keep only the overall PreFilter status.
     base.update(
@@ -314,6 +356,8 @@ def attempt_entry(att: Attempt, start_time: str | None, detail: str) -> dict[str
         fitError=att.fit_error,
         postfilter=att.postfilter,
     )
+    if allocations:
+        base["allocations"] = allocations
     return base
 
 
@@ -354,7 +398,9 @@ def run_scenario(
     run.on_attempt = on_attempt
     # Each entry is built as its attempt finishes, so the attempt (and its record) is freed at once.
     with _fewer_collections():
-        results = [attempt_entry(att, start, detail) for att, start in run.attempts()]
+        results = [
+            attempt_entry(att, start, detail, run.claim_allocations.pop(id(att), None)) for att, start in run.attempts()
+        ]
     first = next(iter(run.frameworks.values()))
     names = first.plugin_names()
     return {
