@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -24,7 +24,7 @@ from app.scheduler.dra.capacity import CapacityRequestError, consumed_from_reque
 from app.scheduler.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
 from app.scheduler.dra.devices import JSON, DeviceInfo, SliceInfo
 from app.scheduler.dra.features import Features, allocator_variant
-from app.scheduler.dra.pools import Pool, PoolGatherError, SliceIndex, gather_pools, node_matches
+from app.scheduler.dra.pools import Pool, PoolGatherError, gather_pools, node_matches
 from app.scheduler.dra.requests import (
     ALLOCATION_RESULTS_MAX_SIZE,
     MODE_ALL,
@@ -59,6 +59,7 @@ class _Indices(NamedTuple):
 
 
 RequestKey = tuple[int, int, int]  # requestIndices: claim, request, subrequest
+ConstraintSpec = tuple[type[MatchAttributeConstraint] | type[DistinctAttributeConstraint], list[str], str]
 
 
 def kobj(obj: Mapping[str, Any]) -> str:
@@ -84,10 +85,12 @@ class Allocator:
         self.allocated_state = allocated_state
         self.classes = classes
         self.cel_cache = cel_cache if cel_cache is not None else DeviceMatchCache()
-        self.index = SliceIndex(self.cel_cache.slices(slices))
+        self.index = self.cel_cache.slice_index(slices)
         # Counters left per pool name once allocated devices are subtracted (computed once, as upstream caches it).
         self.available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
         self.num_allocate_one_invocations = 0
+        # Checked claims by identity (the dict held): request data and constraint specs that no node changes.
+        self.checked_claims: dict[int, tuple[JSON, list[tuple[RequestKey, RequestData]], list[ConstraintSpec]]] = {}
 
     def allocate(self, node: JSON, claims: Sequence[JSON]) -> list[JSON] | None:
         """``Allocate``: one AllocationResult per claim, or None when they cannot all be allocated on ``node``."""
@@ -136,6 +139,7 @@ class _Run:
         self.allocating_devices: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, ConsumedCapacity] = {}
         self.results: list[list[DeviceResult]] = [[] for _ in self.claims]
+        self.searching = False
 
     # --- Allocate ---------------------------------------------------------------------------------------------
 
@@ -145,9 +149,12 @@ class _Run:
         except PoolGatherError as exc:
             raise AllocationError(f"gather pool information: {exc}") from None
         for claim_index, claim in enumerate(self.claims):
-            self._check_claim(claim_index, claim)
-        # Verdicts gathered while checking requests are not reused for the search (upstream starts afresh).
+            if not self._reuse_check(claim_index, claim):
+                self._check_claim(claim_index, claim)
+        # Verdicts gathered while checking requests are not reused for the search (upstream starts afresh); from
+        # here on they are the same whenever asked, so the search reads the per-device verdicts directly.
         self.device_matches = {}
+        self.searching = True
         try:
             done = self._allocate_one(_Indices(0, 0, 0, 0), False)
         except _ResultsMaxSizeExceeded:
@@ -180,6 +187,25 @@ class _Run:
         if data.parent is not None:
             data = self.request_data[(claim_index, request_index, data.selected_sub_index)]
         return data
+
+    def _reuse_check(self, claim_index: int, claim: JSON) -> bool:
+        """Take the checked requests of a claim seen on an earlier node, when nothing in them depends on the node.
+
+        Requests for "all" devices depend on the node's pools and are checked again on every node.
+        """
+        seen = self.owner.checked_claims.get(id(claim))
+        if seen is None or seen[0] is not claim:
+            return False
+        for (_, request_index, sub_index), data in seen[1]:
+            self.request_data[(claim_index, request_index, sub_index)] = replace(data, all_devices=[])
+        self.constraints[claim_index] = [kind(names, attribute) for kind, names, attribute in seen[2]]
+        return True
+
+    def _remember_check(self, claim_index: int, claim: JSON, specs: list[ConstraintSpec]) -> None:
+        entries = [((0, key[1], key[2]), data) for key, data in self.request_data.items() if key[0] == claim_index]
+        if any(data.request.allocation_mode == MODE_ALL for _, data in entries):
+            return
+        self.owner.checked_claims[id(claim)] = (claim, [(k, replace(d)) for k, d in entries], specs)
 
     def _check_claim(self, claim_index: int, claim: JSON) -> None:
         """The first loop of ``Allocate``: request data, the devices a claim needs at least, its constraints."""
@@ -226,17 +252,16 @@ class _Run:
                 f"claim {name}: number of requested devices {min_devices} exceeds the claim limit of "
                 f"{ALLOCATION_RESULTS_MAX_SIZE}"
             )
-        constraints: list[Constraint] = []
+        specs: list[ConstraintSpec] = []
         for i, c in enumerate(((claim.get("spec") or {}).get("devices") or {}).get("constraints") or []):
             if c.get("matchAttribute") is not None:
-                constraints.append(MatchAttributeConstraint(list(c.get("requests") or []), str(c["matchAttribute"])))
+                specs.append((MatchAttributeConstraint, list(c.get("requests") or []), str(c["matchAttribute"])))
             elif c.get("distinctAttribute") is not None and self.variant == "experimental":
-                constraints.append(
-                    DistinctAttributeConstraint(list(c.get("requests") or []), str(c["distinctAttribute"]))
-                )
+                specs.append((DistinctAttributeConstraint, list(c.get("requests") or []), str(c["distinctAttribute"])))
             else:
                 raise AllocationError(f"claim {name}, constraint #{i}: empty constraint (unsupported constraint type?)")
-        self.constraints[claim_index] = constraints
+        self.constraints[claim_index] = [kind(names, attribute) for kind, names, attribute in specs]
+        self._remember_check(claim_index, claim, specs)
 
     def _check_request(self, request: RequestView, parent: RequestView | None, key: RequestKey) -> RequestData:
         """``validateDeviceRequest``."""
@@ -400,9 +425,10 @@ class _Run:
         if not self.features.device_binding and dev.binding_conditions:
             return False
         match_key = (dev.id, key)
-        known = self.device_matches.get(match_key)
-        if known is not None:
-            return known
+        if not self.searching:
+            known = self.device_matches.get(match_key)
+            if known is not None:
+                return known
         verdict = True
         if data.device_class is not None:
             class_selectors = ((data.device_class.get("spec") or {}).get("selectors")) or []
@@ -421,7 +447,8 @@ class _Run:
                 )
             except PoolGatherError as exc:
                 raise AllocationError(str(exc)) from None
-        self.device_matches[match_key] = verdict
+        if not self.searching:
+            self.device_matches[match_key] = verdict
         return verdict
 
     def _selectors_match(
@@ -434,18 +461,22 @@ class _Run:
         """``selectorsMatch``: every selector true; errors name the class or the claim."""
         for i, selector in enumerate(selectors):
             expression = str((selector.get("cel") or {}).get("expression") or "")
-            owner = (
-                f"class {(device_class.get('metadata') or {}).get('name') or ''}"
-                if device_class is not None
-                else f"claim {kobj(self.claims[key[0]])}"
-            )
+            verdict = dev.verdicts.get(expression)
+            if verdict is True:
+                continue
+            if verdict is False:
+                return False
             try:
                 if not self.cache.matches(expression, dev.id.driver, dev):
                     return False
-            except SelectorCompileError as exc:
-                raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {exc}") from None
-            except SelectorRuntimeError as exc:
-                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {exc}") from None
+            except (SelectorCompileError, SelectorRuntimeError) as exc:
+                owner = (
+                    f"class {(device_class.get('metadata') or {}).get('name') or ''}"
+                    if device_class is not None
+                    else f"claim {kobj(self.claims[key[0]])}"
+                )
+                kind = "compile" if isinstance(exc, SelectorCompileError) else "runtime"
+                raise AllocationError(f"{owner}: selector #{i}: CEL {kind} error: {exc}") from None
         return True
 
     def _allocate_device(self, r: _Indices, cand: Candidate, *, must: bool) -> _Undo | None:

@@ -110,7 +110,7 @@ def node_matches(
 class SliceIndex:
     """The allocator's slices filed for :func:`gather_pools`: by node name, by pool, and those to check per node."""
 
-    __slots__ = ("by_node", "by_pool", "per_node", "slices")
+    __slots__ = ("by_node", "by_pool", "gathered", "per_node", "slices")
 
     def __init__(self, slices: Sequence[SliceInfo]) -> None:
         self.slices = list(slices)
@@ -123,6 +123,8 @@ class SliceIndex:
                 self.by_node.setdefault(s.node_name, []).append(i)
             else:
                 self.per_node.append(i)
+        # gather_pools results by (node name, node labels when some slice selects by label, features, variant).
+        self.gathered: dict[tuple[Any, ...], list[Pool]] = {}
 
     def candidates(self, node_name: str) -> list[SliceInfo]:
         """The slices that may concern the node, in their original order."""
@@ -151,8 +153,24 @@ def _add_slice(pools: dict[PoolID, list[SliceInfo]], s: SliceInfo) -> None:
 def gather_pools(
     index: SliceIndex, node: Mapping[str, Any], features: Features, variant: Variant = "experimental"
 ) -> list[Pool]:
-    """``GatherPools``: the pools with devices reachable from ``node``, incomplete and invalid ones flagged."""
-    node_name = str((node.get("metadata") or {}).get("name") or "")
+    """``GatherPools``: the pools with devices reachable from ``node``, incomplete and invalid ones flagged.
+
+    The result depends on the slices, the node's name and labels and the features alone, so the index keeps it
+    (pools are never modified by the allocator).
+    """
+    meta = node.get("metadata") or {}
+    node_name = str(meta.get("name") or "")
+    labels = tuple(sorted((meta.get("labels") or {}).items())) if index.per_node else ()
+    key = (node_name, labels, features, variant)
+    pools = index.gathered.get(key)
+    if pools is None:
+        pools = index.gathered[key] = _gather_pools(index, node, node_name, features, variant)
+    return pools
+
+
+def _gather_pools(
+    index: SliceIndex, node: Mapping[str, Any], node_name: str, features: Features, variant: Variant
+) -> list[Pool]:
     pools: dict[PoolID, list[SliceInfo]] = {}
     with_binding_conditions: list[SliceInfo] = []
     # Only the experimental variant moves slices with binding conditions behind the others.

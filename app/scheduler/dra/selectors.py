@@ -4,6 +4,7 @@ Upstream compiles through a small LRU cache and evaluates every (request, device
 ``Allocate`` call (one per node, per pod). kss keeps, in one :class:`DeviceMatchCache` shared by every allocator
 the plugin builds:
 
+- the slice index and, per node, the pools gathered from it, while the same slice objects are handed in;
 - each slice parsed once (:class:`~app.scheduler.dra.devices.SliceInfo`, keyed by the identity of its dict, the
   dict itself held so the identity cannot be reused), and each device's CEL view (``DeviceView``) built once;
 - compiled expressions, and compile errors, by expression text;
@@ -17,11 +18,13 @@ selectors, then the request's, stopping at the first false or error), so which e
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from app.scheduler.dra.devices import JSON, DeviceInfo, SliceInfo, parse_slice
+from app.scheduler.dra.pools import SliceIndex
 
 
 class CompiledSelector(Protocol):
@@ -41,26 +44,32 @@ class SelectorRuntimeError(Exception):
 class DeviceMatchCache:
     """Parsed slices, compiled selectors and per-device verdicts, shared by allocators (the ``cel_cache``).
 
-    ``compile_selector`` and ``device_view`` default to :mod:`app.kube.dra.cel`'s; tests may pass their own.
+    ``compile_selector`` and ``device_view`` default to :mod:`app.kube.dra.cel`'s (with the ``device`` of
+    DRAConsumableCapacity when ``consumable_capacity``, as the plugin's ``cel.NewCache`` has it); tests may pass
+    their own.
     """
 
     def __init__(
         self,
+        *,
+        consumable_capacity: bool = False,
         compile_selector: Callable[[str], CompiledSelector] | None = None,
         device_view: Callable[[str, JSON], Any] | None = None,
     ) -> None:
+        self.consumable_capacity = consumable_capacity
         self._compile_fn = compile_selector
         self._view_fn = device_view
         self._compile_errors: tuple[type[Exception], ...] = (SelectorCompileError,)
         self._eval_errors: tuple[type[Exception], ...] = (SelectorRuntimeError,)
         self._compiled: dict[str, CompiledSelector | SelectorCompileError] = {}
         self._slices: dict[int, SliceInfo] = {}
+        self._index: SliceIndex | None = None
 
     def _bind_cel(self) -> None:
         """Resolve the CEL library on first use (the allocator works without it for selector-free requests)."""
         cel = importlib.import_module("app.kube.dra.cel")
         if self._compile_fn is None:
-            self._compile_fn = cel.compile_selector
+            self._compile_fn = functools.partial(cel.compile_selector, consumable_capacity=self.consumable_capacity)
         if self._view_fn is None:
             self._view_fn = cel.device_view
         self._compile_errors += (cel.CelCompileError,)
@@ -78,6 +87,18 @@ class DeviceMatchCache:
         if len(cache) > 2 * len(out) + 64:
             self._slices = {id(s.obj): s for s in out}
         return out
+
+    def slice_index(self, objs: Sequence[JSON]) -> SliceIndex:
+        """The slices' :class:`SliceIndex`, reused (with the pools it gathered per node) while they stay the same."""
+        last = self._index
+        if (
+            last is not None
+            and len(last.slices) == len(objs)
+            and all(s.obj is o for s, o in zip(last.slices, objs, strict=True))
+        ):
+            return last
+        self._index = SliceIndex(self.slices(objs))
+        return self._index
 
     def compiled(self, expression: str) -> CompiledSelector:
         """The compiled selector (raises :class:`SelectorCompileError`)."""
