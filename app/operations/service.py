@@ -32,9 +32,20 @@ Obj = dict[str, Any]
 # while it stays bound); on replacing an existing object, a Node's status too (capacity, allocatable).
 # The workload kinds' status is their controllers' account of their pods: carried over, then kept current by them.
 _WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"})
-_CREATE_STATUS_KINDS = frozenset({"Pod", "PersistentVolume", "PersistentVolumeClaim", "PodGroup", *_WORKLOAD_KINDS})
+# A ResourceClaim's status (allocation, reservedFor) too, its consumers pointed at the pods as they are here.
+_CREATE_STATUS_KINDS = frozenset(
+    {"Pod", "PersistentVolume", "PersistentVolumeClaim", "PodGroup", "ResourceClaim", *_WORKLOAD_KINDS}
+)
 _UPDATE_STATUS_KINDS = frozenset(
-    {"Node", "PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "PodGroup", *_WORKLOAD_KINDS}
+    {
+        "Node",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "PodDisruptionBudget",
+        "PodGroup",
+        "ResourceClaim",
+        *_WORKLOAD_KINDS,
+    }
 )
 # Replace deletes dependents first so the scheduler never sees a pod outlive its node or namespace.
 _DELETE_ORDER = (*reversed(snapshot.CREATE_ORDER),)
@@ -299,6 +310,23 @@ def _relink_owners(store: ClusterStore, body: Obj, namespace: str | None) -> Non
                     labels[key] = uid
 
 
+def _relink_consumers(store: ClusterStore, status: Obj, namespace: str | None) -> Obj:
+    """A claim's ``reservedFor`` names its pods by uid: point each at the pod of that name here (imported before the
+    claim, with a new uid); a consumer that is not here is dropped, as the claim controller would drop it."""
+    reserved = status.get("reservedFor")
+    if not isinstance(reserved, list) or namespace is None:
+        return status
+    kept = []
+    for ref in reserved:
+        if not isinstance(ref, dict) or ref.get("resource") != "pods" or ref.get("apiGroup"):
+            kept.append(ref)
+            continue
+        pod = store.get("Pod", namespace, str(ref.get("name") or ""))
+        if pod is not None:
+            kept.append({**ref, "uid": pod["metadata"]["uid"]})
+    return {**status, "reservedFor": kept} if kept else {k: v for k, v in status.items() if k != "reservedFor"}
+
+
 def _restore_status(store: ClusterStore, item: Item, current: Obj | None, *, created: bool) -> None:
     """Carry the snapshot's status over where the server would otherwise reset or keep its own."""
     status = item.obj.get("status")
@@ -307,6 +335,8 @@ def _restore_status(store: ClusterStore, item: Item, current: Obj | None, *, cre
         return
     if item.kind == "Pod" and not (item.obj.get("spec") or {}).get("nodeName"):
         return
+    if item.kind == "ResourceClaim":
+        status = _relink_consumers(store, status, item.namespace)
     # Fields the snapshot leaves out (a bare node's conditions, say) keep the server's values.
     merged = {**(current.get("status") or {}), **status}
     if current.get("status") == merged:

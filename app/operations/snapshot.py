@@ -37,6 +37,10 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "daemonSets": "DaemonSet",
     "jobs": "Job",
     "cronJobs": "CronJob",
+    "deviceClasses": "DeviceClass",
+    "resourceSlices": "ResourceSlice",
+    "resourceClaimTemplates": "ResourceClaimTemplate",
+    "resourceClaims": "ResourceClaim",
 }
 SCHEDULER_CONFIG_KEY = "schedulerConfig"
 # Export key order as kube-scheduler-simulator writes it; our extra kinds last.
@@ -59,16 +63,24 @@ EXPORT_ORDER = (
     "daemonSets",
     "jobs",
     "cronJobs",
+    "deviceClasses",
+    "resourceSlices",
+    "resourceClaimTemplates",
+    "resourceClaims",
 )
 # Creation order: what an object refers to exists before it (namespaces, classes, claims, nodes, owners before
-# what they own: CronJob > Job > Pod, Deployment > ReplicaSet > Pod).
+# what they own: CronJob > Job > Pod, Deployment > ReplicaSet > Pod; device classes and slices before the pods that
+# use them, ResourceClaims after the pods that own them so their ownerReferences point at the new pods).
 CREATE_ORDER = (
     "Namespace",
     "PriorityClass",
     "StorageClass",
+    "DeviceClass",
     "PersistentVolumeClaim",
     "Node",
     "CSINode",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
     "PersistentVolume",
     "PodDisruptionBudget",
     "PodGroup",
@@ -80,6 +92,7 @@ CREATE_ORDER = (
     "StatefulSet",
     "DaemonSet",
     "Pod",
+    "ResourceClaim",
     "Event",
     "Lease",
 )
@@ -224,7 +237,8 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
 
 
 def clean(item: Item, *, unbind: bool) -> None:
-    """Drop server-managed fields; with ``unbind``, a pod loses its node, status and result annotations."""
+    """Drop server-managed fields; with ``unbind``, a pod loses its node, status and result annotations, and a
+    ResourceClaim its allocation."""
     meta = item.obj.get("metadata")
     if not isinstance(meta, dict):
         return
@@ -235,6 +249,9 @@ def clean(item: Item, *, unbind: bool) -> None:
         meta.pop("deletionGracePeriodSeconds", None)
     if item.kind == "Job":
         _forget_job_uid(item.obj)
+    if unbind and item.kind == "ResourceClaim":
+        # Its allocation names devices on the node its pods left: allocated again when they are placed.
+        item.obj.pop("status", None)
     if unbind and item.kind == "Pod":
         spec = item.obj.get("spec")
         if isinstance(spec, dict):
