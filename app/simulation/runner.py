@@ -165,6 +165,8 @@ class ScenarioRun:
     ) -> None:
         self.scenario = scenario
         self.record = record
+        # A scenario may name the gates of its run (the dra family's ``featureGates``); they win over the caller's.
+        feature_gates = {**(feature_gates or {}), **(scenario.get("featureGates") or {})}
         config = parse_config(scenario.get("config"), feature_gates)
         family = (scenario.get("meta") or {}).get("family")
         self.sampling = family == "sampling"

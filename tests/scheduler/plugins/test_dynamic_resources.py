@@ -405,3 +405,17 @@ def test_dynamic_resource_allocation_gate_off_ignores_claims() -> None:
     (entry,) = run_scenario(scenario, "full", feature_gates={"DynamicResourceAllocation": False})["results"]
     assert entry["prefilter"]["DynamicResources"] == "skip"
     assert entry["boundTo"] is not None
+
+
+def test_a_scenarios_feature_gates_reach_the_plugin() -> None:
+    scenario = _scenario(
+        featureGates={"DRAPrioritizedList": False},
+        deviceClasses=[_device_class()],
+        resourceSlices=[_slice("node-a", [("gpu-0", "a100")])],
+        resourceClaims=[_claim("c", first_available=True)],
+        pending=[_pod("p", "c")],
+    )
+    (entry,) = _entries(scenario)
+    assert entry["prefilter"]["DynamicResources"] == (
+        "resource claim default/c, request gpu: has subrequests, but the DRAPrioritizedList feature is disabled"
+    )
