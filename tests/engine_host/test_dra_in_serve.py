@@ -127,3 +127,19 @@ def test_a_pod_with_a_claim_is_bound_and_the_claim_allocated_and_reserved(api: c
     )
     assert core.read_namespaced_pod("waiting", NS).spec.node_name is None
     assert resource.read_namespaced_resource_claim("h100", NS).status.allocation is None
+
+
+def test_a_pod_created_before_its_claim_waits_and_is_scheduled_once_the_claim_appears(api: client.ApiClient) -> None:
+    core, resource = client.CoreV1Api(api), client.ResourceV1Api(api)
+    if not core.list_node().items:  # the module's first test made them; alone, this test makes its own
+        for name in ("node-a", "node-b"):
+            core.create_node(node(name, cpu="8"))
+        resource.create_device_class({"metadata": {"name": "gpu.example.com"}, "spec": {}})
+        resource.create_resource_slice(_slice("node-a", ["t4", "t4"]))
+    core.create_namespaced_pod(NS, _pod("early", "t4-late"))
+    time.sleep(1.5)  # PreEnqueue keeps it out of the queue: 'could not find ResourceClaim "default/t4-late"'
+    assert core.read_namespaced_pod("early", NS).spec.node_name is None
+    resource.create_namespaced_resource_claim(NS, _claim("t4-late", "t4"))
+    assert _wait(lambda: core.read_namespaced_pod("early", NS).spec.node_name) in ("node-a", "node-b")
+    claim = resource.read_namespaced_resource_claim("t4-late", NS)
+    assert [r.name for r in claim.status.reserved_for] == ["early"]
