@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from app.cluster.store import ClusterStore
+from app.config import gate_enabled
 from app.controllers.cronjob import CronJobController
 from app.controllers.daemonset import DaemonSetController
 from app.controllers.deployment import DeploymentController
@@ -16,6 +17,7 @@ from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.node_lease import NodeLeaseController
 from app.controllers.podgroup import PodGroupController
 from app.controllers.replicaset import ReplicaSetController
+from app.controllers.resourceclaim import ResourceClaimController
 from app.controllers.statefulset import StatefulSetController
 from app.controllers.ttl_after_finished import TTLAfterFinishedController
 
@@ -44,6 +46,9 @@ class ControllerManager:
                     PodGroupController,
                 )
             ]
+            # kube-controller-manager starts the resourceclaim controller only with DRA on.
+            if gate_enabled(store.feature_gates, "DynamicResourceAllocation"):
+                self.controllers.append(ResourceClaimController(store, clock=clock))
         if kubelet:
             self.controllers += [KubeletController(store, clock=clock), NodeLeaseController(store, clock=clock)]
 
