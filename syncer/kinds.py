@@ -57,6 +57,15 @@ PDB = Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True, Tru
 # the status is not copied.
 POD_GROUP = Kind("PodGroup", "scheduling.x-k8s.io/v1alpha1", "podgroups", True, False, optional=True)
 WORKLOAD = Kind("Workload", "scheduling.k8s.io/v1alpha1", "workloads", True, False, optional=True)
+# Dynamic Resource Allocation (resource.k8s.io/v1, v1.34+): optional, mirrored where both ends serve it. A claim's
+# status is not copied (the simulator's scheduler allocates); claims a pod owns (made from its template by the
+# source's resourceclaim controller) are left to the simulator's controller, which makes them from the template.
+DEVICE_CLASS = Kind("DeviceClass", "resource.k8s.io/v1", "deviceclasses", False, False, optional=True)
+RESOURCE_SLICE = Kind("ResourceSlice", "resource.k8s.io/v1", "resourceslices", False, False, optional=True)
+RESOURCE_CLAIM_TEMPLATE = Kind(
+    "ResourceClaimTemplate", "resource.k8s.io/v1", "resourceclaimtemplates", True, False, optional=True
+)
+RESOURCE_CLAIM = Kind("ResourceClaim", "resource.k8s.io/v1", "resourceclaims", True, False, optional=True)
 POD = Kind("Pod", "v1", "pods", True, False)
 # Workloads: their status is the simulator's controllers' account of the simulator's pods, never copied.
 REPLICA_SET = Kind("ReplicaSet", "apps/v1", "replicasets", True, False, optional=True, workload=True)
@@ -73,13 +82,17 @@ ORDER: tuple[Kind, ...] = (
     NAMESPACE,
     PRIORITY_CLASS,
     STORAGE_CLASS,
+    DEVICE_CLASS,
     PVC,
     NODE,
     CSI_NODE,
+    RESOURCE_SLICE,
     PV,
     PDB,
     POD_GROUP,
     WORKLOAD,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_CLAIM,
     POD,
     REPLICA_SET,
     DEPLOYMENT,
@@ -129,6 +142,10 @@ _ALIASES: dict[str, str] = {
     "jobs": "Job",
     "cj": "CronJob",
     "cronjobs": "CronJob",
+    "deviceclasses": "DeviceClass",
+    "resourceslices": "ResourceSlice",
+    "resourceclaimtemplates": "ResourceClaimTemplate",
+    "resourceclaims": "ResourceClaim",
 }
 
 

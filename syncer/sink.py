@@ -17,7 +17,7 @@ from typing import Any
 
 from syncer import translate
 from syncer.backoff import Backoff
-from syncer.kinds import BY_NAME, JOB, POD, PVC, Kind
+from syncer.kinds import BY_NAME, JOB, POD, PVC, RESOURCE_CLAIM, Kind
 from syncer.kube import AlreadyExists, ApiProblem, Conflict, NotFound, Rejected, TargetApi, Unavailable
 from syncer.metrics import Metrics
 from syncer.state import Mirror, MirrorState
@@ -211,6 +211,8 @@ class Sink:
             return
         controller = translate.controller_of(source)
         run_by = self._run_by_simulator(kind, controller)
+        if kind is RESOURCE_CLAIM and controller is not None and controller[1] == "Pod":
+            run_by = "its pod's claim is made by the simulator's resourceclaim controller from the pod's template"
         if run_by is not None:
             self.metrics.count(kind.name, "left_to_controller")
             log.info("%s %s: %s", "ignored update of" if mirror is not None else "left out", what, run_by)

@@ -55,7 +55,7 @@ def workload(name: str) -> Obj:
 
 
 def test_the_new_kinds_come_before_pods_and_have_their_names() -> None:
-    assert [k.name for k in DEFAULT][-3:] == ["PodGroup", "Workload", "Pod"]
+    assert [k.name for k in DEFAULT][-5:] == ["PodGroup", "Workload", "ResourceClaimTemplate", "ResourceClaim", "Pod"]
     assert parse_kinds("pg,workloads,pods") == (POD_GROUP, WORKLOAD, POD)
     assert parse_kinds("pgs") == parse_kinds("podgroups") == parse_kinds("PodGroup") == (POD_GROUP,)
     assert POD_GROUP.path("ns", "g", "status") == "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups/g/status"
@@ -96,7 +96,8 @@ def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.L
     source = FakeSource(unserved={"PodGroup"})
     target = FakeTarget()
     target.unserved = {"Workload"}
-    assert available_kinds(source, target, DEFAULT) == tuple(k for k in DEFAULT if not k.optional)
+    dra = {"DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim"}  # served by both fakes
+    assert available_kinds(source, target, DEFAULT) == tuple(k for k in DEFAULT if not k.optional or k.name in dra)
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [
         "the source does not serve podgroups (scheduling.x-k8s.io/v1alpha1): not mirroring them",
@@ -105,7 +106,8 @@ def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.L
     ]
     assert [r.levelname for r in caplog.records] == ["INFO", "WARNING"]
     # Kinds every cluster serves are never asked about.
-    assert [c for c in target.calls if c[0] == "discover"] == [("discover", "Workload", "")]
+    discovered = [c[1] for c in target.calls if c[0] == "discover"]
+    assert discovered == ["DeviceClass", "ResourceSlice", "Workload", "ResourceClaimTemplate", "ResourceClaim"]
 
 
 def test_discovery_is_retried_while_the_source_is_unreachable() -> None:

@@ -124,4 +124,4 @@ def test_kinds_parse_in_apply_order_with_any_spelling() -> None:
         "PersistentVolume",
         "Pod",
     ]
-    assert len(parse_kinds(None)) == 11
+    assert len(parse_kinds(None)) == 15  # with the four optional DRA kinds
