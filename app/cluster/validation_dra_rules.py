@@ -4,17 +4,19 @@ selectors compiled through ``app.kube.dra.cel``, node selectors and quantities t
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from typing import Any
 
 from app.cluster import validation as core
+from app.cluster.defaults_dra import gate_on
 from app.cluster.errors import BadRequest, Cause, duplicate, invalid, required
+from app.cluster.kinds import NO_GATES
 from app.cluster.validation import (
     _type_error,
     _validate_node_selector_terms,
 )
+from app.kube.dra.cel import CelCompileError, compile_selector
 from app.kube.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
@@ -223,16 +225,13 @@ def _string_set(values: list[Any], limit: int, path: str, each: Callable[[str, s
 
 
 def cel_expression_errors(path: str, expression: str) -> list[Cause]:
-    """validateCELExpression: at most 10 KiB, and it must compile in the DRA environment (the compiler's words)."""
+    """validateCELExpression: at most 10 KiB, and it must compile in the DRA environment (the compiler's words,
+    with the consumable-capacity extensions as the gate's configured default has them)."""
     if len(expression) > CEL_EXPRESSION_MAX_LENGTH:
         return [too_long(path, CEL_EXPRESSION_MAX_LENGTH)]
     try:
-        cel = importlib.import_module("app.kube.dra.cel")
-    except ImportError:
-        return []  # the DRA CEL environment is not there: expressions are then checked only when evaluated
-    try:
-        cel.compile_selector(expression)
-    except cel.CelCompileError as exc:
+        compile_selector(expression, consumable_capacity=gate_on(NO_GATES, "DRAConsumableCapacity"))
+    except CelCompileError as exc:
         return [invalid(path, expression, str(exc))]
     return []
 

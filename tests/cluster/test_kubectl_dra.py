@@ -209,6 +209,30 @@ def test_bad_quantity_and_unknown_field_are_refused(applied: KubectlRunner) -> N
     assert "NotFound" in applied("get", "resourceslice", "bad-slice", check=False).stderr
 
 
+def test_cel_syntax_errors_are_named_by_field(applied: KubectlRunner) -> None:
+    selector = {"cel": {"expression": "device.driver =="}}
+    exactly = {"deviceClassName": "gpu.example.com", "selectors": [selector]}
+    doc = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "bad-cel", "namespace": NS},
+        "spec": {"devices": {"requests": [{"name": "g", "exactly": exactly}]}},
+    }
+    result = applied("apply", "-f", "-", input=json.dumps(doc), check=False)
+    assert (
+        'spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: "device.driver ==": '
+        "compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>'" in result.stderr
+    )
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "bad-cel"},
+                    "spec": {"selectors": [{"cel": {"expression": "device.attributes"}}]}}  # fmt: skip
+    result = applied("apply", "-f", "-", input=json.dumps(device_class), check=False)
+    assert (
+        'spec.selectors[0].cel.expression: Invalid value: "device.attributes": must evaluate to bool or the unknown '
+        "type, not map" in result.stderr
+    ), result.stderr
+    assert "NotFound" in applied("get", "deviceclass", "bad-cel", check=False).stderr
+
+
 def test_slice_needs_exactly_one_node_field(applied: KubectlRunner) -> None:
     doc = {
         "apiVersion": "resource.k8s.io/v1",
