@@ -35,6 +35,7 @@ from app.server.auth import BodyLimitMiddleware, TokenAuthMiddleware
 from app.server.gc_policy import reclaim_frozen
 from app.server.metrics import Metrics, RequestMetricsMiddleware
 from app.server.router import metrics_router
+from app.web.dra_routes import router as dra_web_router
 from app.web.router import router as web_router
 
 log = logging.getLogger(__name__)
@@ -220,6 +221,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(operations_router)
     app.include_router(metrics_router)
     app.include_router(web_router)
+    app.include_router(dra_web_router)
     app.include_router(discovery_router, include_in_schema=False)
     app.include_router(cluster_router, include_in_schema=False)
     return app

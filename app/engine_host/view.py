@@ -6,13 +6,23 @@ never reads the engine's cache, ``NodeInfo`` or ``Resource`` and never catches t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from app.engine_host.dra_explain import DraListers, explain_on_node
 from app.engine_host.service import SchedulerService
 from app.scheduler.config import ConfigError
+from app.scheduler.dra.dra_manager import ClaimNotFound, dra_manager_for
 from app.scheduler.plugins import out_of_tree
 from app.scheduler.resources import Resource, calculate_pod_resource
-from app.web.ports import ConfigRejection, NodeAllocation, ProfilePlugins, ResourceAmounts, WaitingPodRow
+from app.web.ports import (
+    ConfigRejection,
+    DraRequestExplanation,
+    NodeAllocation,
+    ProfilePlugins,
+    ResourceAmounts,
+    WaitingPodRow,
+)
 
 Obj = dict[str, Any]
 
@@ -84,6 +94,34 @@ class EngineView:
             )
             for row in self._service.waiting()
         ]
+
+    def explain_dra(self, pod: Obj, nodes: Sequence[str]) -> dict[str, list[DraRequestExplanation]]:
+        """Per node (those in the scheduler's cache), the pod's claim requests against its devices, read from the DRA
+        manager's listers and allocated devices as they are now."""
+        manager = dra_manager_for(self._service.cluster)
+
+        def claim(namespace: str, name: str) -> Obj | None:
+            try:
+                return manager.get_claim(namespace, name)
+            except ClaimNotFound:
+                return None
+
+        for _ in range(3):  # the scheduler thread may change the in-flight allocations while they are copied
+            try:
+                allocated = manager.list_all_allocated_devices()
+                break
+            except RuntimeError:
+                continue
+        else:
+            allocated = set()
+        listers = DraListers(claim, manager.device_classes(), manager.resource_slices(), allocated)
+        node_infos = self._service.cache.snapshot.node_info_map
+        out: dict[str, list[DraRequestExplanation]] = {}
+        for name in nodes:
+            ni = node_infos.get(name)
+            if ni is not None:
+                out[name] = explain_on_node(pod, ni.node, listers)
+        return out
 
     def apply_config(self, text: str) -> ConfigRejection | None:
         """Validate and apply a configuration; None when applied, else the field that is wrong (nothing changed)."""

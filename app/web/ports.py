@@ -161,6 +161,23 @@ class WaitingPodRow:
     remaining_seconds: float  # until the earliest pending plugin's timeout
 
 
+@dataclass(frozen=True, slots=True)
+class DraRequestExplanation:
+    """The simulator's account of one claim request on one node (not kube-scheduler's words): the devices the node
+    can use, how many the class's and the request's selectors take, how many of those are free."""
+
+    claim: str  # namespace/name
+    request: str  # the request's name (``request/subrequest`` for a firstAvailable alternative)
+    device_class: str
+    wanted: str  # "1", "2", "all", or "-" for an allocated claim
+    on_node: int  # devices the node can use (its slices and network-attached ones)
+    of_class: int  # of those, matching the device class's selectors
+    matching: int  # of those, matching the request's selectors too
+    free: int  # of those, not allocated to any claim (nor in flight)
+    sentence: str  # the verdict in words ("only 1 of 2 matching devices free, 2 wanted")
+    fits: bool  # this request alone could be satisfied here
+
+
 class SchedulerView(Protocol):
     """The scheduler as the pages read it (``app.engine_host.view.EngineView``): plain data, never its internals."""
 
@@ -188,6 +205,11 @@ class SchedulerView(Protocol):
 
     def waiting_pods(self) -> list[WaitingPodRow]:
         """Pods waiting in Permit (a gang short of its quorum), oldest first."""
+        ...
+
+    def explain_dra(self, pod: Obj, nodes: Sequence[str]) -> dict[str, list[DraRequestExplanation]]:
+        """Per node, each request of each of the pod's claims against the devices there, as the scheduler's listers
+        have them now (the simulator's explanation of a DynamicResources rejection)."""
         ...
 
 

@@ -28,6 +28,7 @@ from app.web.ports import Operations, Results, SchedulerView, Store
 from app.web.service import WebCaches, WebService
 from app.web.views import editor
 from app.web.views.cluster import NODE_SORTS, NODE_STATES, cluster_view
+from app.web.views.dra import node_devices
 from app.web.views.editor import TEMPLATES, EditOutcome, Target
 from app.web.views.events import events_for
 from app.web.views.groups import GROUP_KINDS, group_page, groups_view
@@ -226,7 +227,11 @@ def node_page(request: Request, name: str) -> HTMLResponse:
     events = events_for(service.store, "Node", None, name)
     # Pods reserving this node while they wait in Permit (counted in its allocation, not bound yet).
     held = [w for w in service.scheduler.waiting_pods() if w.node == name]
-    ctx = {**_base(request, service, rv, "cluster"), "node": node, "pods": pods, "events": events, "held": held}
+    devices = node_devices(service.store, node.obj)  # from ResourceSlices (DRA), with the claims holding them
+    ctx = {
+        **_base(request, service, rv, "cluster"),
+        **{"node": node, "pods": pods, "events": events, "held": held, "devices": devices},
+    }
     if hx_target(request) == "node-body":
         return render("components/node_body.html", **ctx)
     return render("pages/node.html", **ctx)

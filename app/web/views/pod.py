@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.cluster.errors import ApiError
@@ -10,6 +10,7 @@ from app.web.formatting import duration_text, to_yaml
 from app.web.pod_index import PodRow, pod_row
 from app.web.ports import Results, WaitingPodRow
 from app.web.service import WebService
+from app.web.views.dra import DraRejection, PodClaimRow, dra_rejections, pod_claims
 from app.web.views.events import events_for
 from app.web.views.pending import PendingDiagnosis, why_pending
 
@@ -78,6 +79,8 @@ class AttemptView:
     fnode: str
     fplugin: str
     selection: str = ""  # how selectHost chose the node (``selection_text``)
+    # Nodes of the matrix page DynamicResources refused, with the simulator's explanation beneath its message.
+    dra: list[DraRejection] = field(default_factory=list)
 
     @property
     def filter_plugins(self) -> list[str]:
@@ -112,6 +115,7 @@ class PodDetail:
     resource_version: int
     permit: WaitingPodRow | None = None  # held in Permit now: the node it holds, the plugins, how long
     pending: PendingDiagnosis | None = None  # not placed after an attempt: its requests and obstacles in amounts
+    claims: list[PodClaimRow] = field(default_factory=list)  # its ResourceClaims (spec.resourceClaims)
 
 
 def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
@@ -234,7 +238,11 @@ def pod_view(
     pending = None
     if attempts and not row.bound and not row.terminal and permit is None and attempts[0]["result"] != "scheduled":
         pending = why_pending(entry.obj, row.requests, store.select("Node").items, web.allocations().totals)
-    return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv, permit, pending)
+    if view is not None and not row.bound:
+        rows = view.filter_page["matrix"]["rows"]
+        view.dra = dra_rejections(web.scheduler, entry.obj, rows, running=web.scheduler_running)
+    claims = pod_claims(store, entry.obj)
+    return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv, permit, pending, claims)
 
 
 def selection_text(detail: Obj) -> str:
