@@ -21,8 +21,8 @@ browser-deps:
 	  || echo "warning: could not install chromium; browser tests will be skipped"; }
 
 lint: $(STAMP)
-	$(BIN)/ruff check app syncer kss tests bench migrations examples
-	$(BIN)/ruff format --check app syncer kss tests bench migrations examples
+	$(BIN)/ruff check app syncer kss tests bench migrations examples tools
+	$(BIN)/ruff format --check app syncer kss tests bench migrations examples tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
