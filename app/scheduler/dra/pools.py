@@ -110,7 +110,7 @@ def node_matches(
 class SliceIndex:
     """The allocator's slices filed for :func:`gather_pools`: by node name, by pool, and those to check per node."""
 
-    __slots__ = ("by_node", "by_pool", "gathered", "per_node", "slices")
+    __slots__ = ("by_node", "by_pool", "derived", "gathered", "per_node", "slices")
 
     def __init__(self, slices: Sequence[SliceInfo]) -> None:
         self.slices = list(slices)
@@ -125,6 +125,8 @@ class SliceIndex:
                 self.per_node.append(i)
         # gather_pools results by (node name, node labels when some slice selects by label, features, variant).
         self.gathered: dict[tuple[Any, ...], list[Pool]] = {}
+        # What other modules derive from these slices alone (app.scheduler.dra.quick's candidates), by their key.
+        self.derived: dict[str, Any] = {}
 
     def candidates(self, node_name: str) -> list[SliceInfo]:
         """The slices that may concern the node, in their original order."""

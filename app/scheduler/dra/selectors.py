@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -64,6 +65,7 @@ class DeviceMatchCache:
         self._compiled: dict[str, CompiledSelector | SelectorCompileError] = {}
         self._slices: dict[int, SliceInfo] = {}
         self._index: SliceIndex | None = None
+        self._index_objs: list[JSON] = []  # the slices ``_index`` was built from
 
     def _bind_cel(self) -> None:
         """Resolve the CEL library on first use (the allocator works without it for selector-free requests)."""
@@ -91,13 +93,10 @@ class DeviceMatchCache:
     def slice_index(self, objs: Sequence[JSON]) -> SliceIndex:
         """The slices' :class:`SliceIndex`, reused (with the pools it gathered per node) while they stay the same."""
         last = self._index
-        if (
-            last is not None
-            and len(last.slices) == len(objs)
-            and all(s.obj is o for s, o in zip(last.slices, objs, strict=True))
-        ):
+        if last is not None and len(self._index_objs) == len(objs) and all(map(operator.is_, self._index_objs, objs)):
             return last
         self._index = SliceIndex(self.slices(objs))
+        self._index_objs = list(objs)
         return self._index
 
     def compiled(self, expression: str) -> CompiledSelector:

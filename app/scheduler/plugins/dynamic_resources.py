@@ -26,7 +26,7 @@ import numpy as np
 
 from app.config import gate_enabled
 from app.kube.labels import NodeSelector, aggregate_message
-from app.scheduler.columns import IntArray, NodeBatch
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from app.scheduler.dra import (
     AllocatedState,
     AllocationError,
@@ -36,6 +36,7 @@ from app.scheduler.dra import (
     features_from_gates,
 )
 from app.scheduler.dra import dra_manager as dm
+from app.scheduler.dra.quick import QuickCheck
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     SKIP,
@@ -169,6 +170,15 @@ class _StateData:
     unavailable_on_node: dict[str, list[int]] = field(default_factory=dict)
     informations: list[_ClaimInfo] = field(default_factory=list)
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # The claims to allocate (fixed for the cycle), the count-based verdict for them, and where that verdict said
+    # "fits" without asking the allocator (its results are computed when Score or Reserve need them): node dicts
+    # by name, and node lists (NodeColumns) of batch verdicts.
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    quick: QuickCheck | None = None
+    quick_nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    quick_columns: list[NodeColumns] = field(default_factory=list)
+    # Some claim has a firstAvailable request: scores need the allocation results.
+    score_needs_results: bool = False
 
     def clone(self) -> _StateData:
         # Shared between clones, as upstream's.
@@ -328,6 +338,14 @@ class DynamicResources(
             except Exception as exc:  # NewAllocator's error
                 return None, error(str(exc))
         s.claims = claims
+        if s.allocator is not None:
+            s.pending = [c for _, c in s.to_allocate()]
+            s.quick = QuickCheck.for_claims(s.allocator, s.pending)
+        s.score_needs_results = any(
+            request.get("exactly") is None and request.get("firstAvailable")
+            for claim in claims
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+        )
         return None, success()
 
     def _check_requests(self, claim: dict[str, Any], manager: dm.DraManager) -> Status | None:
@@ -383,25 +401,82 @@ class DynamicResources(
         for index, info in enumerate(s.informations):
             if info.available_on_nodes is not None and not info.available_on_nodes.matches_node(node):
                 unavailable.append(index)
-        allocations: list[dict[str, Any]] = []
+        allocations: list[dict[str, Any]] | None = None
         if s.allocator is not None:
-            to_allocate = [c for _, c in s.to_allocate()]
-            try:
-                result = s.allocator.allocate(node, to_allocate)
-            except NodeAllocationError as exc:
-                # Not fatal: other nodes may do; the reason is shown only if all fail.
-                return unresolvable(str(exc))
-            except AllocationError as exc:
-                return error(str(exc))
-            if result is None or len(result) != len(to_allocate):
+            verdict = s.quick.node_verdict(node) if s.quick is not None else None
+            if verdict is False:
                 return unresolvable(MSG_CANNOT_ALLOCATE_ALL)
-            allocations = list(result)
+            if verdict is None:
+                try:
+                    result = s.allocator.allocate(node, s.pending)
+                except NodeAllocationError as exc:
+                    # Not fatal: other nodes may do; the reason is shown only if all fail.
+                    return unresolvable(str(exc))
+                except AllocationError as exc:
+                    return error(str(exc))
+                if result is None or len(result) != len(s.pending):
+                    return unresolvable(MSG_CANNOT_ALLOCATE_ALL)
+                allocations = list(result)
         if unavailable:
             s.unavailable_on_node[node_info.name] = unavailable
             return unresolvable(MSG_NOT_AVAILABLE_ON_NODE)
-        if s.allocator is not None:
+        if allocations is not None:
             s.node_allocations[node_info.name] = allocations
+        elif s.allocator is not None:
+            s.quick_nodes[node_info.name] = node
         return success()
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """``filter``'s verdicts on a batch: counts where they decide (``app.scheduler.dra.quick``), the allocator
+        on the other nodes; None (the per-node loop) for an allocator error or claims allocated already with a
+        node selector."""
+        if not self.enabled:
+            return np.ones(len(batch), np.bool_)
+        s = self._state(state)
+        if s is None:
+            return None
+        if not s.claims or (s.allocator is None and all(i.available_on_nodes is None for i in s.informations)):
+            return np.ones(len(batch), np.bool_)
+        if s.quick is None or any(i.available_on_nodes is not None for i in s.informations):
+            return None
+        decided, fits = s.quick.column_verdicts(batch.cols, batch.idx)
+        mask = decided & fits
+        if batch.cols not in s.quick_columns:
+            s.quick_columns.append(batch.cols)
+        nodes = batch.nodes
+        for j in np.flatnonzero(~decided).tolist():
+            node_info = nodes[j]
+            try:
+                result = s.allocator.allocate(node_info.node, s.pending) if s.allocator is not None else None
+            except NodeAllocationError:
+                continue  # rejected; ``filter`` gives the message
+            except AllocationError:
+                return None
+            if result is not None and len(result) == len(s.pending):
+                s.node_allocations[node_info.name] = list(result)
+                mask[j] = True
+        return mask
+
+    def _allocations_on(self, s: _StateData, node_name: str) -> list[dict[str, Any]] | None:
+        """The allocation results for a node Filter accepted: kept, or asked of the allocator now where the counts
+        said the claims fit (the allocator gives the same answer whenever asked during the cycle)."""
+        got = s.node_allocations.get(node_name)
+        if got is not None or s.allocator is None:
+            return got
+        node = s.quick_nodes.get(node_name)
+        if node is None:
+            for cols in s.quick_columns:
+                position = cols.position.get(node_name)
+                if position is not None:
+                    node = cols.infos[position].node
+                    break
+        if node is None:
+            return None
+        result = s.allocator.allocate(node, s.pending)
+        if result is None:
+            return None
+        s.node_allocations[node_name] = list(result)
+        return s.node_allocations[node_name]
 
     # --- PostFilter ---------------------------------------------------------------------------------
     def post_filter(
@@ -442,7 +517,15 @@ class DynamicResources(
             return 0, error(ERR_NOT_FOUND)
         if not s.claims:
             return 0, success()
-        allocations = s.node_allocations.get(node_info.name)
+        if s.allocator is None:
+            return 0, success()
+        if not s.score_needs_results and node_info.name not in s.node_allocations:
+            # Without firstAvailable requests only the number of results counts (one per claim to allocate).
+            return _compute_score(s.claims, [{} for _ in s.pending])
+        try:
+            allocations = self._allocations_on(s, node_info.name)
+        except AllocationError as exc:
+            return 0, error(str(exc))
         if allocations is None:
             return 0, success()
         return _compute_score(s.claims, allocations)
@@ -458,7 +541,10 @@ class DynamicResources(
             return None
         if s is None or not s.claims:
             return np.zeros(len(batch), np.int64)
-        return None  # claims: per node (score_nodes), errors included
+        if s.allocator is None or (not s.score_needs_results and len(s.claims) <= len(s.pending)):
+            # No results or no firstAvailable request: every node scores 0 (see ``score``).
+            return np.zeros(len(batch), np.int64)
+        return None  # per node (score_nodes), errors included
 
     def has_normalize(self) -> bool:
         return True
@@ -485,7 +571,10 @@ class DynamicResources(
             return success()
         if s.allocator is None:
             return success()
-        allocations = s.node_allocations.get(node_name)
+        try:
+            allocations = self._allocations_on(s, node_name)
+        except AllocationError as exc:
+            return error(str(exc))
         if not allocations:
             return error("claim allocation not found for node")
         if len(allocations) != len(pending):
