@@ -300,7 +300,9 @@ class Scheduler(BatchCycle, BindingCycle):
             if ni is not None:
                 feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [ni], att, opts, sample=False)
                 if diagnosis.error is not None:
-                    return [], diagnosis.error
+                    # evaluateNominatedNode's error is only logged (the diagnosis keeps nothing); all nodes follow.
+                    diagnosis.error = None
+                    diagnosis.node_to_status.statuses.pop(nominated, None)
                 if self.extenders:
                     # evaluateNominatedNode: an extender's error here is only logged; all nodes are tried next.
                     feasible, _ = self._find_nodes_that_pass_extenders(pod, feasible, diagnosis, att, opts.record)
@@ -332,6 +334,9 @@ class Scheduler(BatchCycle, BindingCycle):
             diagnosis.unschedulable_plugins = set(pre.unscheduled_plugins)
         feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes, att, opts, sample=True)
         if diagnosis.error is not None:
+            if opts.record:
+                # kube-scheduler stops at the error; the record still holds every node's verdicts (FORMAT.md).
+                self._record_only(fwk, state, pod, [ni for ni in nodes if ni.name not in att.filter], att)
             return [], diagnosis.error
         processed = len(feasible) + len(diagnosis.node_to_status)
         if all_nodes:

@@ -127,7 +127,7 @@ def _batch_scores(pl: ScorePlugin, state: CycleState, pod: PodInfo, batch: NodeB
 def _filter_status(pl: FilterPlugin, st: Status) -> Status:
     """A failing Filter status as RunFilterPlugins reports it (errors wrapped, plugin named)."""
     if not st.is_rejected():
-        st = error(f"running {pl.name!r} filter plugin: {st.message()}")
+        st = error(f'running "{pl.name}" filter plugin: {st.message()}')
     st.plugin = pl.name
     return st
 
@@ -383,7 +383,7 @@ class Framework:
                 record[pl.name] = st
             if not passed:
                 if not st.is_rejected():
-                    st = error(f"running {pl.name!r} filter plugin: {st.message()}")
+                    st = error(f'running "{pl.name}" filter plugin: {st.message()}')
                 st.plugin = pl.name
                 if first is None:
                     first = st
@@ -606,7 +606,7 @@ class Framework:
             if code == Code.SKIP:
                 skip_plugins.add(pl.name)
                 continue
-            return error(f"running PreScore plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+            return error(f'running PreScore plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
         state.skip_score_plugins = skip_plugins
         return success()
 
@@ -631,7 +631,12 @@ class Framework:
             except Exception as exc:
                 st, passed = self.failure("Score", pl, exc), False
             if not passed:
-                return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {st.message()}")
+                return (
+                    raw,
+                    normalized,
+                    weighted,
+                    error(f'running Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
+                )
             raw[pl.name] = list(scores)
             if pl.has_normalize():
                 try:
@@ -644,7 +649,7 @@ class Framework:
                         raw,
                         normalized,
                         weighted,
-                        error(f"running Normalize on Score plugin {pl.name!r}: {st.message()}"),
+                        error(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
                     )
             weight = self.weights.get(pl.name, 1)
             norm: list[int] = []
@@ -655,7 +660,8 @@ class Framework:
                         normalized,
                         weighted,
                         error(
-                            f"plugin {pl.name!r} returns an invalid score {ns.score}, it should in the range of "
+                            "applying score defaultWeights on Score plugins: "
+                            f'plugin "{pl.name}" returns an invalid score {ns.score}, it should in the range of '
                             f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                         ),
                     )
@@ -687,7 +693,12 @@ class Framework:
             except Exception as exc:
                 failed, passed = self.failure("Score", pl, exc), False
             if not passed and failed is not None:
-                return raw, normalized, weighted, error(f"running Score plugin {pl.name!r}: {failed.message()}")
+                return (
+                    raw,
+                    normalized,
+                    weighted,
+                    error(f'running Score plugins: plugin "{pl.name}" failed with: {failed.message()}'),
+                )
             raw[pl.name] = scores
             norm = scores
             if pl.has_normalize():
@@ -707,7 +718,7 @@ class Framework:
                         raw,
                         normalized,
                         weighted,
-                        error(f"running Normalize on Score plugin {pl.name!r}: {st.message()}"),
+                        error(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
                     )
                 norm = batch_norm
             if _within_node_score(norm):
@@ -726,7 +737,8 @@ class Framework:
                     normalized,
                     weighted,
                     error(
-                        f"plugin {pl.name!r} returns an invalid score {value}, it should in the range of "
+                        "applying score defaultWeights on Score plugins: "
+                        f'plugin "{pl.name}" returns an invalid score {value}, it should in the range of '
                         f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                     ),
                 )

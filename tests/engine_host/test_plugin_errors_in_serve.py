@@ -95,7 +95,7 @@ async def _fail_once(app: FastAPI, client: httpx.AsyncClient, plugin: str, name:
     assert attempt["result"] == "error", attempt
     assert attempt["boundTo"] is None
     message: str = attempt["message"]
-    assert message.startswith(f"running '{plugin}' filter plugin: "), message
+    assert message.startswith(f'running "{plugin}" filter plugin: '), message
 
     current = (await client.get(f"/api/v1/namespaces/default/pods/{name}")).json()
     assert "nodeName" not in current["spec"]
@@ -119,7 +119,7 @@ async def test_a_filter_that_raises_is_an_error_attempt_and_the_pod_is_retried_o
     app: FastAPI, client: httpx.AsyncClient, flag: Path
 ) -> None:
     error = await _fail_once(app, client, "Explodes", "p0")
-    assert error["message"] == "running 'Explodes' filter plugin: RuntimeError: boom"
+    assert error["message"] == 'running "Explodes" filter plugin: RuntimeError: boom'
 
     # The plugin behaves again: the pod leaves backoffQ (1 s, flushed by the engine's loop every second) and binds.
     flag.unlink()
@@ -146,4 +146,4 @@ async def test_a_filter_that_returns_a_string_is_an_error_attempt_saying_what_it
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
     error = await _fail_once(app, client, "ReturnsString", "p1")
-    assert error["message"] == "running 'ReturnsString' filter plugin: filter returned str 'ok', want a Status"
+    assert error["message"] == "running \"ReturnsString\" filter plugin: filter returned str 'ok', want a Status"

@@ -154,10 +154,13 @@ def attempt(sched: Scheduler, *, batch: bool, cpu: str = "100m", record: bool = 
 
 ERRORS = [
     ("PreFilter", "running PreFilter plugin 'KssTestFlaky': RuntimeError: boom at PreFilter"),
-    ("Filter", "running 'KssTestFlaky' filter plugin: RuntimeError: boom at Filter"),
-    ("PreScore", "running PreScore plugin 'KssTestFlaky': RuntimeError: boom at PreScore"),
-    ("Score", "running Score plugin 'KssTestFlaky': RuntimeError: boom at Score"),
-    ("NormalizeScore", "running Normalize on Score plugin 'KssTestFlaky': RuntimeError: boom at NormalizeScore"),
+    ("Filter", 'running "KssTestFlaky" filter plugin: RuntimeError: boom at Filter'),
+    ("PreScore", 'running PreScore plugin "KssTestFlaky": RuntimeError: boom at PreScore'),
+    ("Score", 'running Score plugins: plugin "KssTestFlaky" failed with: RuntimeError: boom at Score'),
+    (
+        "NormalizeScore",
+        'running Normalize on Score plugins: plugin "KssTestFlaky" failed with: RuntimeError: boom at NormalizeScore',
+    ),
     ("Reserve", "running Reserve plugin 'KssTestFlaky': RuntimeError: boom at Reserve"),
     ("Permit", "running Permit plugin 'KssTestFlaky': RuntimeError: boom at Permit"),
     ("PreBind", "running PreBind plugin 'KssTestFlaky': RuntimeError: boom at PreBind"),
@@ -185,12 +188,22 @@ def test_a_raising_plugin_errors_the_attempt_logs_once_and_the_next_attempt_sche
 
 WRONG = [
     ("PreFilter", "none", "running PreFilter plugin 'KssTestFlaky': pre_filter returned None, want a "),
-    ("Filter", "none", "running 'KssTestFlaky' filter plugin: filter returned None, want a Status"),
-    ("Filter", "str", "running 'KssTestFlaky' filter plugin: filter returned str 'ok', want a Status"),
-    ("PreScore", "str", "running PreScore plugin 'KssTestFlaky': pre_score returned str 'ok', want a Status"),
-    ("Score", "none", "running Score plugin 'KssTestFlaky': score returned None, want an (int score, Status) pair"),
-    ("Score", "float", "running Score plugin 'KssTestFlaky': score returned tuple (1.5, "),
-    ("NormalizeScore", "range", "plugin 'KssTestFlaky' returns an invalid score 101, it should in the range of "),
+    ("Filter", "none", 'running "KssTestFlaky" filter plugin: filter returned None, want a Status'),
+    ("Filter", "str", "running \"KssTestFlaky\" filter plugin: filter returned str 'ok', want a Status"),
+    ("PreScore", "str", "running PreScore plugin \"KssTestFlaky\": pre_score returned str 'ok', want a Status"),
+    (
+        "Score",
+        "none",
+        'running Score plugins: plugin "KssTestFlaky" failed with: '
+        "score returned None, want an (int score, Status) pair",
+    ),
+    ("Score", "float", 'running Score plugins: plugin "KssTestFlaky" failed with: score returned tuple (1.5, '),
+    (
+        "NormalizeScore",
+        "range",
+        "applying score defaultWeights on Score plugins: "
+        'plugin "KssTestFlaky" returns an invalid score 101, it should in the range of ',
+    ),
     ("Reserve", "none", "running Reserve plugin 'KssTestFlaky': reserve returned None, want a Status"),
     ("Permit", "str", "running Permit plugin 'KssTestFlaky': permit returned str 'ok', want a (Status, timeout"),
     ("PreBind", "none", "running PreBind plugin 'KssTestFlaky': pre_bind returned None, want a Status"),
@@ -215,7 +228,8 @@ def test_normalize_out_of_range_keeps_upstreams_words() -> None:
     Flaky.broken, Flaky.how = "NormalizeScore", "range"
     att = attempt(sched, batch=True, record=False)
     assert att.message == (
-        "plugin 'KssTestFlaky' returns an invalid score 101, it should in the range of [0, 100] after normalizing"
+        "applying score defaultWeights on Score plugins: "
+        'plugin "KssTestFlaky" returns an invalid score 101, it should in the range of [0, 100] after normalizing'
     )
 
 
@@ -290,5 +304,5 @@ def test_simulate_completes_with_the_error_recorded(tmp_path: Any) -> None:
     assert proc.returncode == 0, proc.stderr
     (result,) = json.loads(proc.stdout)["results"]
     assert result["boundTo"] is None
-    assert result["fitError"] == "running 'RaisesInFilter' filter plugin: ValueError: user bug"
+    assert result["fitError"] == 'running "RaisesInFilter" filter plugin: ValueError: user bug'
     assert proc.stderr.count("Traceback") <= 1
