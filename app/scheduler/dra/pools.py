@@ -63,7 +63,7 @@ def _go_requirements(reqs: Sequence[Mapping[str, Any]]) -> str:
         f"Values:[{' '.join(str(v) for v in r.get('values') or [])}],}}"
         for r in reqs
     ]
-    return "[]NodeSelectorRequirement{" + ",".join(parts) + "}"
+    return "[]NodeSelectorRequirement{" + "".join(part + "," for part in parts) + "}"  # Go ends each with ","
 
 
 def _go_node_selector(selector: Mapping[str, Any]) -> str:
@@ -73,7 +73,7 @@ def _go_node_selector(selector: Mapping[str, Any]) -> str:
         f"MatchFields:{_go_requirements(t.get('matchFields') or [])},}}"
         for t in selector.get("nodeSelectorTerms") or []
     ]
-    return "&NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{" + ",".join(terms) + "},}"
+    return "&NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{" + "".join(term + "," for term in terms) + "},}"
 
 
 def _parsed_selector(cache: dict[int, NodeSelector], key: int, selector: Mapping[str, Any]) -> NodeSelector:
