@@ -254,6 +254,21 @@ def test_evaluation_errors(expression: str, device: DeviceView, message: str) ->
             "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, "
             "IDENTIFIER}\n | device.driver == \n | .................^",
         ),
+        # The quantity library declares sign(q) as a global overload only: a method call finds no overload.
+        (
+            'device.capacity["gpu.example.com"].memory.sign() == 1',
+            "compilation failed: ERROR: <input>:1:47: found no matching overload for 'sign' applied to "
+            "'kubernetes.Quantity.()'\n"
+            ' | device.capacity["gpu.example.com"].memory.sign() == 1\n'
+            " | ..............................................^",
+        ),
+        (
+            'device.attributes["x"].y.semver(true) == 1',
+            "compilation failed: ERROR: <input>:1:32: found no matching overload for 'semver' applied to "
+            "'dyn.(bool)'\n"
+            ' | device.attributes["x"].y.semver(true) == 1\n'
+            " | ...............................^",
+        ),
     ],
 )
 def test_compile_errors(expression: str, message: str) -> None:

@@ -28,6 +28,7 @@ from app.kube.dra.cel_library import (
     DEVICE_TYPE_NAME_CONSUMABLE,
     ORDERING_EXCLUDED,
     POOL,
+    QUANTITY_TYPE_NAME,
     checking_functions,
     quantity_message,
     runtime_functions,
@@ -146,11 +147,117 @@ def _status_text(error: BaseException | str) -> str:
     return _STATUS_PREFIX.sub("", text, count=1)
 
 
-def _compile_issues(error: BaseException) -> str:
+def _compile_issues(error: BaseException, expression: str = "", checker: Any = None) -> str:
     text = _status_text(error)
+    if checker is not None:
+        text = _UNDECLARED_AT.sub(lambda m: _member_call_of_global(m, expression, checker), text)
     text = _UNDEFINED_FIELD.sub(r"undefined field '\1'", text)
     text = _SELECT_ON.sub(r"type '\1' does not support field selection", text)
     return text.replace(DEVICE_TYPE_NAME_CONSUMABLE, DEVICE_TYPE_NAME)
+
+
+# Functions that exist only as global overloads (upstream's quantity library declares sign(q) so); called as a
+# method, cel-go names the overload it could not find where the C++ checker says the name is undeclared.
+_GLOBAL_ONLY_FUNCTIONS = frozenset(
+    {"sign", "quantity", "isQuantity", "semver", "isSemver", "int", "uint", "double", "string", "bytes", "bool", "dyn"}
+)
+_UNDECLARED_AT = re.compile(r"<input>:(\d+):(\d+): undeclared reference to '(\w+)' \(in container ''\)")
+# A capacity value read by name (device.capacity["domain"].name): a Quantity in upstream's declared device type,
+# a dynamic Struct value in ours.
+_CAPACITY_READ = re.compile(r'^device\.capacity(\[\s*"[^"]*"\s*\]|\.\w+)(\.\w+|\[\s*"[^"]*"\s*\])$')
+
+
+def _member_call_of_global(match: re.Match[str], expression: str, checker: Any) -> str:
+    """cel-go's "found no matching overload" for `receiver.f(args)` where f has global overloads only."""
+    line, column, name = int(match.group(1)), int(match.group(2)), match.group(3)
+    lines = expression.split("\n")
+    if name not in _GLOBAL_ONLY_FUNCTIONS or line > len(lines):
+        return match.group(0)
+    text, paren = lines[line - 1], column - 1
+    head = text[:paren].rstrip()
+    if paren >= len(text) or text[paren] != "(" or not head.endswith(name):
+        return match.group(0)
+    head = head[: -len(name)].rstrip()
+    if not head.endswith("."):
+        return match.group(0)
+    receiver = _trailing_operand(head[:-1].rstrip())
+    close = _closing_paren(text, paren)
+    if not receiver or close is None:
+        return match.group(0)
+    types = [_checked_type(receiver, checker)]
+    types += [_checked_type(arg, checker) for arg in _top_level_args(text[paren + 1 : close])]
+    if None in types:
+        return match.group(0)
+    signature = f"{types[0]}.({', '.join(t for t in types[1:] if t)})"
+    where = match.group(0).split(" undeclared", 1)[0]
+    return f"{where} found no matching overload for '{name}' applied to '{signature}'"
+
+
+def _checked_type(operand: str, checker: Any) -> str | None:
+    if _CAPACITY_READ.match(operand.strip()):
+        return QUANTITY_TYPE_NAME
+    try:
+        return _cel_go_type(checker.compile(operand).return_type().name())
+    except RuntimeError:
+        return None
+
+
+def _trailing_operand(text: str) -> str:
+    """The member-call receiver ending `text`: identifiers, selections, indexes, calls and parenthesized groups."""
+    i, depth = len(text), 0
+    while i > 0:
+        char = text[i - 1]
+        if depth == 0 and char in "\"'":
+            start = text.rfind(char, 0, i - 1)
+            if start < 0:
+                return ""
+            i = start
+            continue
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and not (char.isalnum() or char in "_."):
+            break
+        i -= 1
+    return text[i:].strip()
+
+
+def _closing_paren(text: str, start: int) -> int | None:
+    depth, quote = 0, ""
+    for i in range(start, len(text)):
+        char = text[i]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _top_level_args(text: str) -> list[str]:
+    args, depth, quote, start = [], 0, "", 0
+    for i, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            args.append(text[start:i])
+            start = i
+    args.append(text[start:])
+    return [a.strip().lstrip(",").strip() for a in args if a.strip().lstrip(",").strip()]
 
 
 def _runtime_error(text: str) -> str:
@@ -350,7 +457,7 @@ def _compile(expression: str, consumable_capacity: bool) -> CompiledSelector:
     try:
         checked = checker.compile(expression)
     except RuntimeError as exc:
-        raise CelCompileError("compilation failed: " + _compile_issues(exc)) from None
+        raise CelCompileError("compilation failed: " + _compile_issues(exc, expression, checker)) from None
     output = checked.return_type().name()
     if output not in ("BOOL", "DYN"):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {_cel_go_type(output)}")
