@@ -585,7 +585,7 @@ class DynamicResources(
         manager = self.manager
         for (index, claim), allocation in zip(pending, allocations, strict=True):
             s.informations[index].allocation = allocation
-            allocated = copy.deepcopy(claim)
+            allocated = json_copy(claim)
             finalizers = allocated.setdefault("metadata", {}).setdefault("finalizers", [])
             if FINALIZER not in finalizers:
                 finalizers.append(FINALIZER)
@@ -648,13 +648,13 @@ class DynamicResources(
         uid = str((claim.get("metadata") or {}).get("uid") or "")
         written: dict[str, Any] | None = None
         try:
-            current = copy.deepcopy(claim)
+            current = json_copy(claim)
             for attempt in range(CONFLICT_RETRIES):
                 if attempt:
                     fresh = self._read_claim(current)
                     if fresh is None:
                         raise LookupError(f"get updated claim {_kobj(current)} after conflict: not found")
-                    current = copy.deepcopy(fresh)
+                    current = json_copy(fresh)
                 try:
                     written = self._reserve_once(current, allocation, pod)
                     return written
@@ -681,7 +681,7 @@ class DynamicResources(
             if FINALIZER not in finalizers:
                 meta["finalizers"] = [*finalizers, FINALIZER]
                 try:
-                    claim = copy.deepcopy(self._write_claim(claim, status=False))
+                    claim = json_copy(self._write_claim(claim, status=False))
                 except dm.ClaimConflict:
                     raise
                 except Exception as exc:
@@ -740,10 +740,24 @@ class DynamicResources(
         return self.handle.cluster.get_object(dm.RESOURCE_CLAIM, namespace, name)
 
 
+def json_copy(obj: Any) -> Any:
+    """A deep copy of a JSON tree (dicts, lists, scalars), as ``copy.deepcopy`` makes it at a third of the cost:
+    claims are copied several times per bound pod."""
+    kind = type(obj)
+    if kind is dict:
+        return {k: json_copy(v) for k, v in obj.items()}
+    if kind is list:
+        return [json_copy(v) for v in obj]
+    return copy.deepcopy(obj) if kind not in _SCALARS else obj
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def store_claim_in_memory(handle: Handle, claim: dict[str, Any]) -> dict[str, Any]:
     """A claim write kept in the scheduler's listers (offline runs): the next resourceVersion, as the informer
     would bring the written object."""
-    written = copy.deepcopy(claim)
+    written: dict[str, Any] = json_copy(claim)
     meta = written.setdefault("metadata", {})
     meta["resourceVersion"] = str(dm.resource_version(written) + 1)
     handle.cluster.put_object(dm.RESOURCE_CLAIM, written)
