@@ -22,7 +22,8 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.scheduler.dra.allocated import DeviceID
+from app.kube.quantity import parse_quantity
+from app.scheduler.dra.allocated import AllocatedState, DeviceID, SharedDeviceID, insert_consumed
 from app.scheduler.framework import ClusterObjects
 
 DEVICE_CLASS = "DeviceClass"
@@ -77,6 +78,32 @@ def allocated_devices_of(claim: Mapping[str, Any]) -> frozenset[DeviceID]:
         out.add(DeviceID(str(result.get("driver") or ""), str(result.get("pool") or ""),
                                 str(result.get("device") or "")))  # fmt: skip
     return frozenset(out)
+
+
+def _gather_claim(claim: Mapping[str, Any], state: AllocatedState, *, shared_ids: bool) -> None:
+    """``foreachAllocatedDevice`` with DRAConsumableCapacity on: a result with a shareID is a share of the device
+    (its consumedCapacity added to the device's aggregate; its SharedDeviceID noted only when ``shared_ids``), any
+    other result holds the device; results with admin access are not counted."""
+    allocation = allocation_of(claim)
+    if not allocation:
+        return
+    for result in (allocation.get("devices") or {}).get("results") or []:
+        if result.get("adminAccess"):
+            continue
+        device = DeviceID(
+            str(result.get("driver") or ""), str(result.get("pool") or ""), str(result.get("device") or "")
+        )
+        share_id = result.get("shareID")
+        if share_id is None:
+            state.allocated_devices.add(device)  # type: ignore[union-attr]
+            continue
+        if shared_ids:
+            state.allocated_shared_device_ids.add(SharedDeviceID(*device, str(share_id)))  # type: ignore[union-attr]
+        consumed = result.get("consumedCapacity")
+        if consumed is not None:
+            insert_consumed(
+                state.aggregated_capacity, device, {name: parse_quantity(str(q)) for name, q in consumed.items()}
+            )
 
 
 class DraManager:
@@ -166,6 +193,17 @@ class DraManager:
         return self.in_flight.pop(uid, None) is not None
 
     # --- allocated devices ----------------------------------------------------------------------
+    def gather_allocated_state(self) -> AllocatedState:
+        """``GatherAllocatedState`` (DRAConsumableCapacity on): devices held whole, and the capacity consumed per
+        shared device, by allocated claims and allocations in flight. As in v1.35, the SharedDeviceIDs are those
+        of allocations in flight only (the tracker's own set of them is not passed on)."""
+        state = AllocatedState(allocated_devices=set(), allocated_shared_device_ids=set(), aggregated_capacity={})
+        for claim in self.list_claims():
+            _gather_claim(claim, state, shared_ids=False)
+        for claim in self.in_flight.values():
+            _gather_claim(claim, state, shared_ids=True)
+        return state
+
     def list_all_allocated_devices(self) -> set[DeviceID]:
         """``ListAllDeviceIDs``: devices of allocated claims and of allocations in flight (a new set)."""
         allocated = set(self._allocated)

@@ -382,7 +382,10 @@ class DynamicResources(
 
     def _new_allocator(self, manager: dm.DraManager) -> Allocator:
         """``structured.NewAllocator`` over the devices allocated now (in flight included), classes and slices."""
-        allocated = AllocatedState(allocated_devices=manager.list_all_allocated_devices())
+        if self.allocator_features.consumable_capacity:
+            allocated = manager.gather_allocated_state()
+        else:
+            allocated = AllocatedState(allocated_devices=manager.list_all_allocated_devices())
         return Allocator(
             self.allocator_features, allocated, manager.device_classes(), manager.resource_slices(), self.match_cache
         )
