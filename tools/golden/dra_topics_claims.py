@@ -350,9 +350,11 @@ def pools() -> Iterator[Scenario]:
                     )
                 )
         if i == 6:
+            # By hostname label (matchFields may name one node only; dra-network-003 covers that error): each node
+            # sees one slice of the pool, so neither devices nor messages depend on the slices' order.
             for half in range(2):
                 names = [f"node-{n:02d}" for n in range(nodes) if n % 2 == half]
-                term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]}
+                term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": names}]}
                 devices = [gpu_device(half * 2 + j, "a100") for j in range(2)]
                 s.slices.append(
                     k.resource_slice(
@@ -362,6 +364,10 @@ def pools() -> Iterator[Scenario]:
         s.device_classes.append(gpu_class())
         for p in range(s.rng.randint(2, 6)):
             selector = [f'{attr("model")} == "{"h100" if p % 2 else "a100"}"'] if i == 4 else []
+            if i in (0, 5):
+                # A pool in several slices: the allocator walks them in the lister's (map) order, so each pod
+                # asks for one device index and the device it gets does not depend on that order.
+                selector = [f"{attr('index')} == {p % (3 if i == 0 else 2)}"]
             s.claim(f"claim-p{p:02d}", k.exactly("gpu", GPU_CLASS, *selector))
             s.pending_pod(f"p{p:02d}", f"claim-p{p:02d}")
         yield s
