@@ -218,5 +218,6 @@ def test_kss_import_workloads_copies_a_deployment_and_a_job_for_the_simulator_to
     assert job["metadata"]["annotations"][SOURCE_UID_ANNOTATION] == source_uid
     assert "train-x7k2p" not in mirror.sim_pods(), "the source Job's pods are its own, the simulator's Job makes its"
     assert not any(source_uid in str(p["metadata"].get("labels")) for p in mirror.sim_pods().values())
-    assert "left out Pod default/train-x7k2p: its Job runs in the simulator" in done.stderr
+    # The whole log on failure: this check failed once in about ten runs, cause not yet known.
+    assert "left out Pod default/train-x7k2p: its Job runs in the simulator" in done.stderr, done.stderr
     assert mirror.proxy.mutating() == []
