@@ -305,14 +305,8 @@ class _Run:
                     )
                 for s in pool.slices:
                     for dev in s.devices:
-                        if not self._is_selectable(key, data, s, dev):
+                        if not self._eligible(key, data, s, dev):
                             continue
-                        if self.features.consumable_capacity:
-                            try:
-                                if not self._capacity_fits(request, dev):
-                                    continue
-                            except CapacityRequestError:
-                                continue
                         # Upstream leaves the pool out here, and would crash counting counters against it.
                         data.all_devices.append(Candidate(dev, s, pool))
             data.num_devices = len(data.all_devices)
@@ -383,14 +377,8 @@ class _Run:
                             continue
                     elif self._in_use(dev.id):
                         continue
-                    if not self._is_selectable(key, data, s, dev):
+                    if not self._eligible(key, data, s, dev):
                         continue
-                    if self.features.consumable_capacity:
-                        try:
-                            if not self._capacity_fits(request, dev):
-                                continue
-                        except CapacityRequestError:
-                            continue
                     undo = self._allocate_device(r, Candidate(dev, s, pool), must=False)
                     if undo is None:
                         continue
@@ -419,6 +407,17 @@ class _Run:
         """``CmpRequestOverCapacity`` with what allocated claims and this search hold of the device."""
         held = self.owner.allocated_state.aggregated_capacity.get(dev.id) or {}
         return request_fits(held, request.capacity, dev.capacity, self.allocating_capacity.get(dev.id))
+
+    def _eligible(self, key: RequestKey, data: RequestData, s: SliceInfo, dev: DeviceInfo) -> bool:
+        """A device the request may take: selectable, and (with consumable capacity) room for what it asks."""
+        if not self._is_selectable(key, data, s, dev):
+            return False
+        if not self.features.consumable_capacity:
+            return True
+        try:
+            return self._capacity_fits(data.request, dev)
+        except CapacityRequestError:
+            return False
 
     def _is_selectable(self, key: RequestKey, data: RequestData, s: SliceInfo, dev: DeviceInfo) -> bool:
         """``isSelectable``: the class's and the request's selectors, and per-device node selection."""
