@@ -1,4 +1,5 @@
-"""The ``kss`` command: serve, kubeconfig, simulate, convert, export, import, reset, sync."""
+"""The ``kss`` command: serve, kubeconfig, simulate, replay, compare, capacity, sweep, convert, export, import,
+reset, sync."""
 
 from __future__ import annotations
 
@@ -19,6 +20,14 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
                    "print a kubeconfig that points kubectl at the simulator"),
     "simulate": ("app.simulation.cli", "add_arguments", "run",
                  "run scheduling scenarios offline (golden format results)"),
+    "replay": ("app.replay.cli", "add_arguments", "run",
+               "replay a timed workload on a virtual clock (or drive a running simulator with --target-url)"),
+    "compare": ("app.whatif.compare_cli", "add_arguments", "run",
+                "replay one workload under two or more configurations and compare the runs"),
+    "capacity": ("app.whatif.capacity_cli", "add_arguments", "run",
+                 "how many more replicas of a pod fit, or how many nodes to add for a workload"),
+    "sweep": ("app.whatif.sweep_cli", "add_arguments", "run",
+              "a grid of replays (configurations x workloads x node shapes x seeds) on Dask"),
     "convert": ("app.simulation.convert_cli", "add_arguments", "run",
                 "turn Alibaba's 2023 GPU trace into a scenario or manifests (--form dra|extended)"),
     "export": ("app.operations.cli", "add_export_arguments", "run_export",

@@ -1,0 +1,1 @@
+"""Replay timed workloads on a virtual clock: the engine, its reports, importers and the live driver."""

@@ -1,0 +1,1 @@
+"""What-if questions over replays: compare configurations, plan capacity, sweep a grid on Dask."""
