@@ -140,13 +140,21 @@ class ProcessWriter:
     # Metas: ("names", token, list) | ("attempt", row values, detail values, filter plugins, score plugins,
     # filter meta, score meta) | ("row", row dict) | ("flush", seq) | ("stop", seq). The arrays of "attempt"
     # metas follow in the body, in order.
-    def submit(self, att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> None:
-        """Queue one attempt (sent with the next batch)."""
+    def submit(
+        self,
+        att: Attempt,
+        namespace: str,
+        pod_name: str,
+        pod_uid: str,
+        queued_seconds: float,
+        run_id: int | None = None,
+    ) -> None:
+        """Queue one attempt (sent with the next batch); ``run_id``: the replay run it belongs to."""
         with self._lock:
             if self._proc is None:
                 self._start()
             try:
-                meta, arrays = self._pack(att, namespace, pod_name, pod_uid, queued_seconds)
+                meta, arrays = self._pack(att, namespace, pod_name, pod_uid, queued_seconds, run_id)
             except Exception as exc:  # like the thread writer: the attempt is not recorded, scheduling goes on
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 return
@@ -159,7 +167,7 @@ class ProcessWriter:
                 self._drain(block=False)
 
     def _pack(
-        self, att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float
+        self, att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float, run_id: int | None
     ) -> tuple[tuple[Any, ...], list[AnyArray]]:
         """The meta of one attempt and the arrays that go with it."""
         pure = att.matrices_only()
@@ -168,7 +176,12 @@ class ProcessWriter:
         if pure is None:
             # No matrices, or entries written to the record dicts directly: encoded here (rare).
             row = attempt_row(
-                att, namespace=namespace, pod_name=pod_name, pod_uid=pod_uid, queued_seconds=queued_seconds
+                att,
+                namespace=namespace,
+                pod_name=pod_name,
+                pod_uid=pod_uid,
+                queued_seconds=queued_seconds,
+                run_id=run_id,
             )
             return ("row", row), []
         fm, sm = pure
@@ -237,7 +250,7 @@ class ProcessWriter:
                 self._token(sm.all_names), sm_plugins, weights[1], _spec(sm.idx) if sm_idx else None, _spec(sm.raw),
                 norm_spec, normalized.dtype.char, selected_from_scores,
             )  # fmt: skip
-        columns = row_values(att, namespace, pod_name, pod_uid, queued_seconds)
+        columns = row_values(att, namespace, pod_name, pod_uid, queued_seconds, run_id)
         selected = None if selected_from_scores else att.selected
         return ("attempt", columns, _get_own_details(att), selected, shared, fm_meta, sm_meta), arrays
 

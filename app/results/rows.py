@@ -145,12 +145,17 @@ _ROW_FIELDS2 = (
 _get_row = operator.attrgetter(*(attr for _, attr in (*_ROW_FIELDS, *_ROW_FIELDS2)))
 
 
-def row_values(att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> tuple[Any, ...]:
-    """The row's plain columns, in ``table_row`` order."""
-    return (namespace, pod_name, pod_uid, queued_seconds, *_get_row(att))
+def row_values(
+    att: Attempt, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float, run_id: int | None = None
+) -> tuple[Any, ...]:
+    """The row's plain columns, in ``table_row`` order (``run_id``: the replay run, None for the live cluster)."""
+    return (namespace, pod_name, pod_uid, queued_seconds, run_id, *_get_row(att))
 
 
-_ROW_KEYS = ("namespace", "pod_name", "pod_uid", "queued_seconds", *(k for k, _ in (*_ROW_FIELDS, *_ROW_FIELDS2)))
+_ROW_KEYS = (
+    *("namespace", "pod_name", "pod_uid", "queued_seconds", "run_id"),
+    *(k for k, _ in (*_ROW_FIELDS, *_ROW_FIELDS2)),
+)
 
 
 def table_row(values: Sequence[Any], details: str, matrices: bytes | None) -> dict[str, Any]:
@@ -161,7 +166,9 @@ def table_row(values: Sequence[Any], details: str, matrices: bytes | None) -> di
     return row
 
 
-def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float) -> dict[str, Any]:
+def attempt_row(
+    att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float, run_id: int | None = None
+) -> dict[str, Any]:
     """The table row for one attempt."""
     if _selected_from_scores(att):  # the names are not built at all
         rest = _get_details_but_selected(att)
@@ -169,7 +176,7 @@ def attempt_row(att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, qu
     else:
         values = _detail_values(att)
     return table_row(
-        row_values(att, namespace, pod_name, pod_uid, queued_seconds),
+        row_values(att, namespace, pod_name, pod_uid, queued_seconds, run_id),
         details_json(values, rejection_histogram(att)),
         encode_matrices(att) if att.has_record() else None,
     )
@@ -197,10 +204,10 @@ def resolve_selected(selected: Any, totals: dict[str, int]) -> list[str] | None:
 
 
 def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
-    """Insert ``rows`` in one transaction; keep each pod's newest ``max_attempts_per_pod`` attempts."""
+    """Insert ``rows`` in one transaction; keep each live pod's newest ``max_attempts_per_pod`` attempts."""
     with session_scope() as session:
         repo = ResultsRepository(session)
         repo.add_many(rows)
         if max_attempts_per_pod:
-            for ns, name in {(r["namespace"], r["pod_name"]) for r in rows}:
+            for ns, name in {(r["namespace"], r["pod_name"]) for r in rows if r["run_id"] is None}:
                 repo.trim(ns, name, max_attempts_per_pod)

@@ -101,7 +101,7 @@ class ResultsService:
             if writer_url is not None
             else None
         )
-        self._queue: queue.Queue[tuple[Attempt, str, str, str, float] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Attempt, str, str, str, float, int | None] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._counters: dict[tuple[str, str], int] | None = None
         self._counter_lock = threading.Lock()
@@ -143,12 +143,22 @@ class ResultsService:
             self._counters[key] = n
             return n
 
-    def submit(self, att: Attempt, *, namespace: str, pod_name: str, pod_uid: str, queued_seconds: float = 0.0) -> None:
-        """Queue an attempt for recording (returns at once)."""
+    def submit(
+        self,
+        att: Attempt,
+        *,
+        namespace: str,
+        pod_name: str,
+        pod_uid: str,
+        queued_seconds: float = 0.0,
+        run_id: int | None = None,
+    ) -> None:
+        """Queue an attempt for recording (returns at once); ``run_id``: the replay run it belongs to (None: the
+        live cluster)."""
         if self._process is not None:
-            self._process.submit(att, namespace, pod_name, pod_uid, queued_seconds)
+            self._process.submit(att, namespace, pod_name, pod_uid, queued_seconds, run_id)
             return
-        self._queue.put((att, namespace, pod_name, pod_uid, queued_seconds))
+        self._queue.put((att, namespace, pod_name, pod_uid, queued_seconds, run_id))
         if self._thread is None:
             self.start()
 
@@ -184,22 +194,24 @@ class ResultsService:
                 for _ in batch:
                     self._queue.task_done()
 
-    def _write(self, batch: list[tuple[Attempt, str, str, str, float]]) -> None:
+    def _write(self, batch: list[tuple[Attempt, str, str, str, float, int | None]]) -> None:
         rows = [
-            attempt_row(att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued)
-            for att, ns, name, uid, queued in batch
+            attempt_row(att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued, run_id=run_id)
+            for att, ns, name, uid, queued, run_id in batch
         ]
         write_rows(self._session_scope, rows, self.max_attempts_per_pod)
 
     # --- reading --------------------------------------------------------------------------------
-    def list_attempts(self, namespace: str, pod_name: str) -> list[dict[str, Any]]:
-        """A pod's attempts, newest first, each with outcome and summary."""
+    def list_attempts(self, namespace: str, pod_name: str, *, run_id: int | None = None) -> list[dict[str, Any]]:
+        """A pod's attempts (in the live cluster, or in replay run ``run_id``), newest first, with outcome and
+        summary."""
         with self._session_scope() as session:
-            return [_summary(r) for r in ResultsRepository(session).list_for_pod(namespace, pod_name)]
+            rows = ResultsRepository(session).list_for_pod(namespace, pod_name, run_id=run_id)
+            return [_summary(r) for r in rows]
 
-    def attempt_counts(self) -> dict[tuple[str, str], int]:
+    def attempt_counts(self, *, run_id: int | None = None) -> dict[tuple[str, str], int]:
         with self._session_scope() as session:
-            return ResultsRepository(session).attempt_counts()
+            return ResultsRepository(session).attempt_counts(run_id=run_id)
 
     def get_attempt(
         self,
@@ -213,10 +225,12 @@ class ResultsService:
         node: str | None = None,
         plugin: str | None = None,
         top: int = 10,
+        run_id: int | None = None,
     ) -> dict[str, Any] | None:
-        """One attempt in full; the node rows of its matrices paged, sorted and filtered."""
+        """One attempt in full (of the live cluster, or of replay run ``run_id``); the node rows of its matrices
+        paged, sorted and filtered."""
         with self._session_scope() as session:
-            row = ResultsRepository(session).get(namespace, pod_name, attempt)
+            row = ResultsRepository(session).get(namespace, pod_name, attempt, run_id=run_id)
             if row is None:
                 return None
             summary = _summary(row)
@@ -304,6 +318,7 @@ class ResultsService:
         with self._counter_lock:
             self._counters = {}
 
-    def count(self) -> int:
+    def count(self, *, run_id: int | None = None) -> int:
+        """Attempts recorded for the live cluster (or for replay run ``run_id``)."""
         with self._session_scope() as session:
-            return ResultsRepository(session).count()
+            return ResultsRepository(session).count(run_id=run_id)
