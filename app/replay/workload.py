@@ -14,7 +14,9 @@ The format (docs/replay.md) is ours: a ``TimedWorkload`` document whose ``spec.e
 ``spec.start`` is the cluster at time 0: a ``kss export`` snapshot file (path relative to the workload file) or a
 list of objects; bound pods in it are running, the others pending. A plain stream of Kubernetes manifests is a
 workload too: each object arrives at its ``replay.kss.sigs.k8s.io/at`` annotation (0 without one) and a pod runs for
-``replay.kss.sigs.k8s.io/run-for`` / ends at ``replay.kss.sigs.k8s.io/end-at``.
+``replay.kss.sigs.k8s.io/run-for`` / ends at ``replay.kss.sigs.k8s.io/end-at``. A ``.jsonl`` file is an event
+stream (what ``kss sync --record`` appends to): its first line the TimedWorkload document without events, every
+further line one event.
 
 Nothing here runs anything: :func:`load_workload` checks a document and returns :class:`TimedWorkload`, with
 every problem reported as a path and a message (:class:`WorkloadError`).
@@ -23,7 +25,7 @@ every problem reported as a path and a message (:class:`WorkloadError`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,14 +136,17 @@ def _load_documents(text: str) -> list[Any]:
 
 
 def load_workload(path: Path | str, *, start: Path | str | None = None) -> TimedWorkload:
-    """Read a workload file (TimedWorkload, or a stream of annotated manifests); ``start`` (a ``kss export``
-    snapshot) replaces the document's own ``spec.start``."""
+    """Read a workload file (TimedWorkload, a ``.jsonl`` event stream, or a stream of annotated manifests);
+    ``start`` (a ``kss export`` snapshot) replaces the document's own ``spec.start``."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         raise WorkloadError([f"{path}: {exc.strerror or exc}"]) from None
-    workload = parse_workload(text, name=path.stem, base=path.parent)
+    if path.suffix == ".jsonl":
+        workload = parse_event_stream(text, name=path.stem, base=path.parent)
+    else:
+        workload = parse_workload(text, name=path.stem, base=path.parent)
     workload.source = str(path)
     if start is not None:
         workload.start, config = read_snapshot(Path(start))
@@ -393,31 +398,84 @@ _SNAPSHOT_KINDS = {
 }
 
 
-def to_document(workload: TimedWorkload) -> Obj:
-    """The TimedWorkload document of ``workload`` (what importers write and :func:`parse_workload` reads back)."""
-    events: list[Obj] = []
-    for e in workload.events:
-        entry: Obj = {"at": e.at}
-        if e.action in ("create", "update", "applyConfig"):
-            entry[e.action] = e.obj
-        elif e.action == "delete":
-            target = {"kind": e.kind, "name": e.name}
-            if e.namespace:
-                target["namespace"] = e.namespace
-            entry["delete"] = target
-        elif e.action in ("cordon", "uncordon"):
-            entry[e.action] = e.name
-        else:
-            entry[e.action] = {"node": e.name, **(e.taint or {})}
-        if e.run_for is not None:
-            entry["runFor"] = e.run_for
-        if e.end_at is not None:
-            entry["endAt"] = e.end_at
-        events.append(entry)
+def event_document(e: Event) -> Obj:
+    """One event as the document's ``spec.events`` entry (and a ``.jsonl`` line) holds it."""
+    entry: Obj = {"at": e.at}
+    if e.action in ("create", "update", "applyConfig"):
+        entry[e.action] = e.obj
+    elif e.action == "delete":
+        target = {"kind": e.kind, "name": e.name}
+        if e.namespace:
+            target["namespace"] = e.namespace
+        entry["delete"] = target
+    elif e.action in ("cordon", "uncordon"):
+        entry[e.action] = e.name
+    else:
+        entry[e.action] = {"node": e.name, **(e.taint or {})}
+    if e.run_for is not None:
+        entry["runFor"] = e.run_for
+    if e.end_at is not None:
+        entry["endAt"] = e.end_at
+    return entry
+
+
+def header_document(workload: TimedWorkload) -> Obj:
+    """The TimedWorkload document of ``workload`` without its events (a ``.jsonl`` stream's first line)."""
     spec: Obj = {"epoch": workload.epoch.isoformat().replace("+00:00", "Z")}
     if workload.scheduler_config is not None:
         spec["schedulerConfig"] = workload.scheduler_config
     if workload.start:
         spec["start"] = workload.start
-    spec["events"] = events
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": workload.name}, "spec": spec}
+
+
+def to_document(workload: TimedWorkload) -> Obj:
+    """The TimedWorkload document of ``workload`` (what importers write and :func:`parse_workload` reads back)."""
+    doc = header_document(workload)
+    doc["spec"]["events"] = [event_document(e) for e in workload.events]
+    return doc
+
+
+def to_event_stream(workload: TimedWorkload) -> Iterator[bytes]:
+    """``workload`` as ``.jsonl`` lines (each ending in a newline): the header, then one event a line."""
+    yield orjson.dumps(header_document(workload)) + b"\n"
+    for e in workload.events:
+        yield orjson.dumps(event_document(e)) + b"\n"
+
+
+def parse_event_stream(text: str, *, name: str = "workload", base: Path | None = None) -> TimedWorkload:
+    """A ``.jsonl`` event stream: the first line a TimedWorkload document without events (its ``spec.start``,
+    ``epoch``, ``schedulerConfig``), every further line one event object, in time order or not (file order breaks
+    ties). Blank lines are skipped; problems name the line."""
+    problems: list[str] = []
+    workload: TimedWorkload | None = None
+    seq = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            problems.append(f"line {number}: not a JSON object ({exc})")
+            continue
+        if workload is None:
+            if not isinstance(raw, dict) or raw.get("kind") != KIND:
+                raise WorkloadError([f"line {number}: the first line must be a {KIND} document (the header)"])
+            if (raw.get("spec") or {}).get("events"):
+                problems.append(f"line {number}: spec.events: the header holds no events (one event a line)")
+            try:
+                workload = _from_document({**raw, "spec": {**(raw.get("spec") or {}), "events": []}}, name, base)
+            except WorkloadError as exc:
+                problems += [f"line {number}: {p}" for p in exc.problems]
+                workload = TimedWorkload(name=name)
+            continue
+        event = _event(raw, seq, f"line {number}", problems)
+        if event is not None:
+            workload.events.append(event)
+            seq += 1
+    if workload is None:
+        raise WorkloadError(["the event stream is empty (its first line is the TimedWorkload header)"])
+    if problems:
+        raise WorkloadError(problems)
+    workload.sort()
+    return workload

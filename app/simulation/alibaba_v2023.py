@@ -114,9 +114,9 @@ def _rows(path: Path, required: Iterable[str]) -> Iterable[tuple[str, dict[str, 
         reader = csv.DictReader(f)
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
-            raise TraceError(f"{path.name}: missing column(s) {', '.join(missing)}")
+            raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
         for row in reader:
-            yield f"{path.name}:{reader.line_num}", row
+            yield f"{path}:{reader.line_num}", row
 
 
 def read_nodes(path: Path) -> list[TraceNode]:
