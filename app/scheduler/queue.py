@@ -6,6 +6,10 @@
   may help it (node added/changed, pod deleted, volume objects changed) or 5 minutes pass;
 - a pod that failed while the cluster changed (``moveRequestCycle >= its cycle``) goes to backoffQ;
 - gated pods (PreEnqueue rejects them) wait until an update lets them through.
+With ``pop_from_backoff`` (the SchedulerPopFromBackoffQ gate, beta and on by default since v1.33) backoff expiries
+are truncated to whole seconds (the 1 s ordering window), backoffQ orders a window by the QueueSort plugin, a pod
+is backing off while its window is not over, and an empty activeQ pops the head of backoffQ at once; pods that
+failed with an error (no rejecting plugin) wait in a backoffQ of their own that is never popped early.
 Time comes from an injectable clock so simulations can run on virtual time.
 """
 
@@ -14,6 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -92,6 +97,8 @@ class QueuedPodInfo:
     unschedulable_plugins: set[str] = field(default_factory=set)
     gated: bool = False
     gating_status: Status | None = None
+    # BackoffExpiration: computed when the pod enters backoffQ, forgotten when it is popped (attempts change then).
+    backoff_expiration: float | None = None
 
     @property
     def key(self) -> str:
@@ -110,6 +117,7 @@ class SchedulingQueue:
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         max_in_unschedulable: float = 300.0,
+        pop_from_backoff: bool = False,
     ) -> None:
         self._less = less or _priority_less
         self._pre_enqueue = pre_enqueue
@@ -117,14 +125,18 @@ class SchedulingQueue:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
+        self.pop_from_backoff = pop_from_backoff
         self._lock = threading.Condition()
         self._seq = itertools.count()
         # Heap entries carry the QueuedPodInfo they were pushed for: an entry left behind by a deleted pod must
         # not pop a re-created pod of the same name at the old pod's place (deletion is lazy).
         self._active: list[tuple[_SortKey, int, str]] = []
         self._active_items: dict[str, QueuedPodInfo] = {}
-        self._backoff: list[tuple[float, int, str, QueuedPodInfo]] = []
+        # podBackoffQ and podErrorBackoffQ: (expiry, order within a window, seq, key, pushed entry).
+        self._backoff: list[tuple[float, Any, int, str, QueuedPodInfo]] = []
         self._backoff_items: dict[str, QueuedPodInfo] = {}
+        self._error_backoff: list[tuple[float, Any, int, str, QueuedPodInfo]] = []
+        self._error_backoff_items: dict[str, QueuedPodInfo] = {}
         self.unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
         self.scheduling_cycle = 0
@@ -146,14 +158,19 @@ class SchedulingQueue:
             gated = sum(1 for q in self.unschedulable.values() if q.gated)
             return {
                 "active": len(self._active_items),
-                "backoff": len(self._backoff_items),
+                "backoff": len(self._backoff_items) + len(self._error_backoff_items),
                 "unschedulable": len(self.unschedulable) - gated,
                 "gated": gated,
             }
 
     def __contains__(self, key: str) -> bool:
         with self._lock:
-            return key in self._active_items or key in self._backoff_items or key in self.unschedulable
+            return (
+                key in self._active_items
+                or key in self._backoff_items
+                or key in self._error_backoff_items
+                or key in self.unschedulable
+            )
 
     # --- adding ---------------------------------------------------------------------------------
     def add(self, pod: PodInfo) -> None:
@@ -183,33 +200,62 @@ class SchedulingQueue:
         self._lock.notify_all()
 
     def _push_backoff(self, q: QueuedPodInfo) -> None:
+        expiry = self.backoff_expiry(q)
+        if not q.unschedulable_plugins:  # an error: podErrorBackoffQ, ordered by expiry alone
+            self._error_backoff_items[q.key] = q
+            heapq.heappush(self._error_backoff, (expiry, 0, next(self._seq), q.key, q))
+            return
         self._backoff_items[q.key] = q
-        heapq.heappush(self._backoff, (self.backoff_expiry(q), next(self._seq), q.key, q))
+        # With the gate a window's pods are ordered as activeQ orders them (lessBackoffCompletedWithPriority).
+        order: Any = _SortKey(q, self._less) if self.pop_from_backoff else 0
+        heapq.heappush(self._backoff, (expiry, order, next(self._seq), q.key, q))
+
+    def _pop_backoff_head(self) -> QueuedPodInfo | None:
+        """``popBackoff``: the head of podBackoffQ (never podErrorBackoffQ), whether its backoff is over or not."""
+        while self._backoff:
+            *_, key, pushed = heapq.heappop(self._backoff)
+            q = self._backoff_items.get(key)
+            if q is not None and q is pushed:
+                del self._backoff_items[key]
+                return q
+        return None
 
     # --- popping --------------------------------------------------------------------------------
     def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
         """Block until a pod is in activeQ (or ``timeout`` / close); the pod is then in flight."""
         with self._lock:
             deadline = None if timeout is None else time.monotonic() + timeout
-            while not self._active_items and not self._closed:
+            while not self._active_items and not self._backoff_poppable() and not self._closed:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
                 self._lock.wait(remaining)
             if self._closed and not self._active_items:
                 return None
-            while True:
+            popped: QueuedPodInfo | None = None
+            while self._active_items:
                 entry, _, key = heapq.heappop(self._active)
-                q = self._active_items.get(key)
-                if q is not None and q is entry.q:
+                candidate = self._active_items.get(key)
+                if candidate is not None and candidate is entry.q:
                     del self._active_items[key]
+                    popped = candidate
                     break
+            if popped is None:
+                popped = self._pop_backoff_head()
+                if popped is None:
+                    return None
+            q = popped
+            key = q.key
+            q.backoff_expiration = None
             q.attempts += 1
             if q.initial_attempt_timestamp is None:
                 q.initial_attempt_timestamp = self.clock()
             self.scheduling_cycle += 1
             self._in_flight[key] = q
             return q
+
+    def _backoff_poppable(self) -> bool:
+        return self.pop_from_backoff and bool(self._backoff_items)
 
     def done(self, key: str) -> None:
         """The pod left the scheduling cycle (bound or re-queued)."""
@@ -234,18 +280,36 @@ class SchedulingQueue:
         return min(duration, self.max_backoff)
 
     def backoff_expiry(self, q: QueuedPodInfo) -> float:
-        return q.timestamp + self.backoff_duration(q)
+        """``getBackoffTime``: queue time plus the backoff, truncated to its 1 s window with the gate (cached)."""
+        if q.attempts == 0:
+            return 0.0
+        if q.backoff_expiration is None:
+            expiry = q.timestamp + self.backoff_duration(q)
+            q.backoff_expiration = float(math.floor(expiry)) if self.pop_from_backoff else expiry
+        return q.backoff_expiration
 
     def is_backing_off(self, q: QueuedPodInfo) -> bool:
-        return self.backoff_expiry(q) > self.clock()
+        return self._backing_off(self.backoff_expiry(q), self.clock())
+
+    def _backing_off(self, expiry: float, now: float) -> bool:
+        if self.pop_from_backoff:
+            # A pod whose window is the current one is still backing off (isPodBackingoff: !expiry.Before(window)).
+            return expiry >= math.floor(now)
+        return expiry > now
 
     def add_unschedulable_if_not_present(self, q: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """A failed pod goes back: backoffQ if the cluster moved meanwhile (or it errored), else unschedulable."""
         with self._lock:
             self._in_flight.pop(q.key, None)
-            if q.key in self._active_items or q.key in self._backoff_items or q.key in self.unschedulable:
+            if (
+                q.key in self._active_items
+                or q.key in self._backoff_items
+                or q.key in self._error_backoff_items
+                or q.key in self.unschedulable
+            ):
                 return
             q.timestamp = self.clock()
+            q.backoff_expiration = None
             if self.move_request_cycle >= pod_scheduling_cycle or not q.unschedulable_plugins:
                 self._push_backoff(q)
             else:
@@ -257,15 +321,41 @@ class SchedulingQueue:
         moved = 0
         with self._lock:
             now = self.clock()
-            while self._backoff and self._backoff[0][0] <= now:
-                _, _, key, pushed = heapq.heappop(self._backoff)
-                q = self._backoff_items.get(key)
-                if q is None or q is not pushed:
-                    continue
-                del self._backoff_items[key]
-                self._push_active(q)
-                moved += 1
+            for heap, items in ((self._backoff, self._backoff_items), (self._error_backoff, self._error_backoff_items)):
+                while heap and not self._backing_off(heap[0][0], now):
+                    *_, key, pushed = heapq.heappop(heap)
+                    q = items.get(key)
+                    if q is None or q is not pushed:
+                        continue
+                    del items[key]
+                    self._push_active(q)
+                    moved += 1
         return moved
+
+    def next_backoff_flush(self, now: float) -> float | None:
+        """The first tick of the 1 s flush (ticks on whole seconds) after ``now`` that moves a pod, or None."""
+        with self._lock:
+            expiry = None
+            for heap, items in ((self._backoff, self._backoff_items), (self._error_backoff, self._error_backoff_items)):
+                while heap and items.get(heap[0][3]) is not heap[0][4]:
+                    heapq.heappop(heap)  # left behind by a pod that moved on
+                if heap and (expiry is None or heap[0][0] < expiry):
+                    expiry = heap[0][0]
+            if expiry is None:
+                return None
+            # Gate on: done once the tick's window is past the expiry's; off: at the first tick at or after it.
+            tick = math.floor(expiry) + 1.0 if self.pop_from_backoff else float(math.ceil(expiry))
+            return max(tick, math.floor(now) + 1.0)
+
+    def next_unschedulable_flush(self, now: float, interval: float = 30.0) -> float | None:
+        """The first tick of the unschedulable flush (every ``interval`` s from 0) after ``now`` that moves a pod
+        (one unschedulable for longer than podMaxInUnschedulablePodsDuration), or None."""
+        with self._lock:
+            oldest = min((q.timestamp for q in self.unschedulable.values() if not q.gated), default=None)
+            if oldest is None:
+                return None
+            tick = (math.floor((oldest + self.max_in_unschedulable) / interval) + 1) * interval
+            return max(tick, (math.floor(now / interval) + 1) * interval)
 
     def flush_unschedulable_left_over(self) -> int:
         """Pods stuck longer than podMaxInUnschedulablePodsDuration (5 min) get another chance."""
@@ -321,7 +411,7 @@ class SchedulingQueue:
                     self._push_active(q)
                     moved += 1
                     continue
-                q = self._backoff_items.pop(key, None)
+                q = self._backoff_items.pop(key, None) or self._error_backoff_items.pop(key, None)
                 if q is not None:
                     self._push_active(q)
                     moved += 1
@@ -334,9 +424,10 @@ class SchedulingQueue:
             if key in self._active_items:
                 self._active_items[key].pod_info = pod
                 return
-            if key in self._backoff_items:
-                self._backoff_items[key].pod_info = pod
-                return
+            for items in (self._backoff_items, self._error_backoff_items):
+                if key in items:
+                    items[key].pod_info = pod
+                    return
             q = self.unschedulable.get(key)
             if q is not None:
                 q.pod_info = pod
@@ -354,6 +445,7 @@ class SchedulingQueue:
         with self._lock:
             self._active_items.pop(key, None)
             self._backoff_items.pop(key, None)
+            self._error_backoff_items.pop(key, None)
             self.unschedulable.pop(key, None)
             self._in_flight.pop(key, None)
 
@@ -366,7 +458,7 @@ class SchedulingQueue:
 
             return {
                 "active": [row(q) for q in self._active_items.values()],
-                "backoff": [row(q) for q in self._backoff_items.values()],
+                "backoff": [row(q) for q in (*self._backoff_items.values(), *self._error_backoff_items.values())],
                 "unschedulable": [row(q) for q in self.unschedulable.values() if not q.gated],
                 "gated": [row(q) for q in self.unschedulable.values() if q.gated],
             }
