@@ -1,0 +1,160 @@
+"""The workload kinds in a replay: what the engine hands over and to which controller it goes.
+
+The engine (``app/replay/engine.py``) gives every create/update/delete of a Deployment, ReplicaSet, StatefulSet,
+DaemonSet, Job or CronJob to :class:`WorkloadControllers` and tells it when a pod it made is bound or gone and when
+nodes come, change or go; the controllers make and delete pods through :class:`ReplayActions` only.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from datetime import datetime
+
+from app.replay.controllers.base import Hub, Key, Obj, Owner, ReplayActions, WorkloadError
+from app.replay.controllers.cronjob import CronJobOwner, parse_schedule
+from app.replay.controllers.daemonset import DaemonSetOwner
+from app.replay.controllers.deployment import DeploymentOwner
+from app.replay.controllers.job import JobOwner
+from app.replay.controllers.replicaset import ReplicaSetOwner
+from app.replay.controllers.statefulset import StatefulSetOwner
+
+_OWNERS: dict[str, Callable[[Hub, Obj, float | None], Owner]] = {
+    "Deployment": DeploymentOwner,
+    "ReplicaSet": ReplicaSetOwner,
+    "StatefulSet": StatefulSetOwner,
+    "DaemonSet": DaemonSetOwner,
+    "Job": JobOwner,
+    "CronJob": CronJobOwner,
+}
+
+
+def check_workload_object(obj: Obj) -> list[str]:
+    """What keeps a workload object from running in a replay, each as ``path: message`` (empty: it runs). The
+    engine or a loader can ask before the run; :meth:`WorkloadControllers.apply` raises the first one."""
+    kind = obj.get("kind")
+    spec = obj.get("spec")
+    if kind not in _OWNERS:
+        return [f"kind: {kind!r} is not a workload kind ({', '.join(sorted(_OWNERS))})"]
+    if not isinstance(spec, dict):
+        return ["spec: Required value"]
+    problems: list[str] = []
+    template_path = "spec.jobTemplate.spec.template" if kind == "CronJob" else "spec.template"
+    holder = ((spec.get("jobTemplate") or {}).get("spec") or {}) if kind == "CronJob" else spec
+    template = holder.get("template") if isinstance(holder, dict) else None
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        problems.append(f"{template_path}.spec: Required value: a pod template")
+    elif not template["spec"].get("containers"):
+        problems.append(f"{template_path}.spec.containers: Required value")
+    for field in ("replicas", "parallelism", "completions", "backoffLimit", "activeDeadlineSeconds"):
+        value = holder.get(field) if isinstance(holder, dict) else None
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            problems.append(f"{field}: Invalid value: {value!r}: must be a non-negative integer")
+    indexed = isinstance(holder, dict) and holder.get("completionMode") == "Indexed"
+    if indexed and not isinstance(holder.get("completions"), int):
+        problems.append("completions: Required value: when completion mode is Indexed")
+    if kind == "CronJob":
+        try:
+            parse_schedule(obj)
+        except WorkloadError as exc:
+            problems += exc.problems
+    return problems
+
+
+class WorkloadControllers:
+    """Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and CronJob controllers on the replay's virtual clock."""
+
+    KINDS: frozenset[str] = frozenset(_OWNERS)
+
+    def __init__(self, actions: ReplayActions, epoch: datetime) -> None:
+        self._hub = Hub(actions, epoch)
+        self._owners: dict[tuple[str, str, str], Owner] = {}  # (kind, namespace, name)
+
+    # --- events ---------------------------------------------------------------------------------------------
+    def apply(self, action: str, kind: str, namespace: str, name: str, obj: Obj | None, run_for: float | None) -> None:
+        """A create, update or delete of a workload object (an update of an unknown one creates it; a create of a
+        known one updates it, as ``kubectl apply``). :class:`WorkloadError` lists what keeps it from running."""
+        if kind not in _OWNERS:
+            raise WorkloadError([f"{kind}: not a workload kind"])
+        key = (kind, namespace or "default", name)
+        if action == "delete":
+            owner = self._owners.pop(key, None)
+            if owner is not None:
+                owner.delete()
+            return
+        if action not in ("create", "update") or obj is None:
+            raise WorkloadError([f"{kind} {key[1]}/{name}: unknown action {action!r}"])
+        problems = check_workload_object(obj)
+        if problems:
+            raise WorkloadError([f"{kind} {key[1]}/{name}: {p}" for p in problems])
+        existing = self._owners.get(key)
+        if existing is not None:
+            existing.update(copy.deepcopy(obj))
+            return
+        owner = _OWNERS[kind](self._hub, copy.deepcopy(obj), run_for)
+        self._owners[key] = owner
+        self._hub.mark(owner)
+
+    def pod_bound(self, pod: Obj, node: str) -> None:
+        """A pod was bound to ``node`` (it runs from now on)."""
+        tracked = self._hub.pods.get(_key(pod))
+        if tracked is None:
+            return
+        tracked.node = node
+        tracked.bound_at = self._hub.now
+        tracked.owner.pod_bound(tracked)
+
+    def pod_finished(self, pod: Obj, *, succeeded: bool) -> None:
+        """A pod left: it ran its runFor (``succeeded``) or was deleted, preempted or evicted (not)."""
+        tracked = self._hub.pods.get(_key(pod))
+        if tracked is None:
+            return
+        self._hub.forget(tracked)
+        tracked.owner.pod_gone(tracked, succeeded=succeeded)
+
+    def node_added(self, node: Obj) -> None:
+        """A node came (or changed: labels, taints, unschedulable): DaemonSets look again."""
+        self._nodes_changed()
+
+    node_updated = node_added
+
+    def node_removed(self, name: str) -> None:
+        """A node went (its pods are deleted by the engine, as PodGC does)."""
+        self._nodes_changed()
+
+    def _nodes_changed(self) -> None:
+        for owner in self._owners.values():
+            if isinstance(owner, DaemonSetOwner):
+                self._hub.mark(owner)
+
+    # --- reading ----------------------------------------------------------------------------------------------
+    def objects(self) -> list[Obj]:
+        """Every workload object the controllers hold, with the status its controller would write (the Deployments'
+        ReplicaSets and the CronJobs' Jobs included), in kind, namespace, name order."""
+        owners: list[Owner] = []
+        for owner in self._owners.values():
+            owners.append(owner)
+            if isinstance(owner, DeploymentOwner):
+                owners.extend(owner.sets)
+            elif isinstance(owner, CronJobOwner):
+                owners.extend(owner.jobs)
+        owners.sort(key=lambda o: (o.kind, o.namespace, o.name))
+        return [owner.status() for owner in owners]
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """One object of :meth:`objects`, or None."""
+        for obj in self.objects():
+            meta = obj["metadata"]
+            if obj["kind"] == kind and meta["namespace"] == namespace and meta["name"] == name:
+                return obj
+        return None
+
+    @property
+    def pods_created(self) -> int:
+        """How many pods the controllers have made."""
+        return self._hub.pods_created
+
+
+def _key(pod: Obj) -> Key:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
