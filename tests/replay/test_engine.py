@@ -1,0 +1,300 @@
+"""The replay engine on small timed workloads: the virtual clock, the queue's timers, preemption, node events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from app.replay.engine import Replay
+from app.replay.model import DELETED, PENDING, PREEMPTED, RUNNING, SUCCEEDED, NullObserver, ReplayState
+from app.replay.workload import TimedWorkload, parse_workload
+from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.record import Attempt
+from tests.replay import replay_plugins  # noqa: F401  (registers the test plugins)
+
+Obj = dict[str, Any]
+
+
+def node(name: str, cpu: str = "4", labels: dict[str, str] | None = None) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def pod(name: str, cpu: str = "1", memory: str | None = None, **spec: Any) -> Obj:
+    labels = spec.pop("labels", None)
+    requests = {"cpu": cpu, **({"memory": memory} if memory else {})}
+    body: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, **({"labels": labels} if labels else {})},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}], **spec},
+    }
+    return body
+
+
+def workload(events: list[Obj], start: list[Obj] | None = None, config: Obj | None = None) -> TimedWorkload:
+    spec: Obj = {"start": start or [node("n1")], "events": events}
+    if config is not None:
+        spec["schedulerConfig"] = config
+    doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "t"}, "spec": spec}
+    return parse_workload(orjson.dumps(doc).decode())
+
+
+class Attempts(NullObserver):
+    """Every finished attempt with the virtual time it finished at, and the sample times."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[float, str, str, str]] = []  # (time, pod key, result, message)
+        self.samples: list[float] = []
+
+    def on_attempt(self, state: ReplayState, attempt: Attempt, pod: PodInfo) -> None:
+        self.seen.append((state.now, pod.key, attempt.result, attempt.message))
+
+    def on_sample(self, state: ReplayState) -> None:
+        self.samples.append(state.now)
+
+    def times(self, key: str) -> list[float]:
+        return [t for t, k, _, _ in self.seen if k == key]
+
+
+def by_name(result: Any) -> dict[str, Any]:
+    return {p.key.split("/", 1)[1]: p for p in result.pods}
+
+
+def test_a_pods_end_frees_its_node_and_the_next_pod_binds_at_that_virtual_time() -> None:
+    w = workload(
+        [
+            {"at": 0, "runFor": "100s", "create": pod("a", "3")},
+            {"at": 10, "runFor": "1m", "create": pod("b", "3")},
+        ]
+    )
+    result = Replay(w).run()
+    a, b = by_name(result)["a"], by_name(result)["b"]
+    assert (a.bound_at, a.finished_at, a.outcome) == (0.0, 100.0, SUCCEEDED)
+    assert (b.arrival, b.first_attempt, b.bound_at, b.node) == (10.0, 10.0, 100.0, "n1")
+    assert b.wait == 90.0
+    assert (b.finished_at, b.outcome) == (160.0, SUCCEEDED)
+    assert b.attempts == 2 and "Insufficient cpu" in b.last_message
+    assert result.virtual_seconds == 160.0
+
+
+def _error_config() -> Obj:
+    return {"profiles": [{"schedulerName": "default-scheduler",
+                          "plugins": {"filter": {"enabled": [{"name": "KssReplayError"}]}}}]}  # fmt: skip
+
+
+def test_error_retries_follow_the_backoff_windows_of_pop_from_backoffq() -> None:
+    # SchedulerPopFromBackoffQ (on in v1.35): expiry = floor(queued + 1 s * 2^(n-1), capped at 10 s), done once the
+    # flush tick's window is past it: 0 -> 2 (expiry 1) -> 5 (4) -> 10 (9) -> 19 (18) -> 30 (29) -> 41 (40).
+    w = workload([{"at": 0, "create": pod("e", labels={"error": "yes"})}], config=_error_config())
+    seen = Attempts()
+    Replay(w, until=45, observers=[seen]).run()
+    assert seen.times("default/e") == [0, 2, 5, 10, 19, 30, 41]
+    assert {result for _, _, result, _ in seen.seen} == {"error"}
+
+
+def test_error_retries_without_the_gate_come_at_the_first_tick_after_the_backoff() -> None:
+    w = workload([{"at": 0.5, "create": pod("e", labels={"error": "yes"})}], config=_error_config())
+    seen = Attempts()
+    Replay(w, until=40, observers=[seen], feature_gates={"SchedulerPopFromBackoffQ": False}).run()
+    # 0.5 + 1 -> tick 2; 2 + 2 -> 4; 4 + 4 -> 8; 8 + 8 -> 16; 16 + 10 -> 26; 26 + 10 -> 36
+    assert seen.times("default/e") == [0.5, 2, 4, 8, 16, 26, 36]
+
+
+def test_an_unschedulable_pod_with_nothing_changing_is_retried_at_the_first_30s_tick_after_5_minutes() -> None:
+    w = workload([{"at": 7, "create": pod("big", "8")}])
+    seen = Attempts()
+    result = Replay(w, until=700, observers=[seen]).run()
+    # queued at 7: unschedulable for > 300 s at the 330 s tick; queued again at 330: > 300 s at 660.
+    assert seen.times("default/big") == [7, 330, 660]
+    record = by_name(result)["big"]
+    assert record.outcome == PENDING and record.attempts == 3 and result.virtual_seconds == 700
+
+
+def test_a_cluster_event_retries_an_unschedulable_pod_at_once() -> None:
+    w = workload([{"at": 7, "create": pod("big", "8")}, {"at": 50, "create": node("n2", "16")}])
+    seen = Attempts()
+    result = Replay(w, observers=[seen]).run()
+    assert seen.times("default/big") == [7, 50]
+    assert by_name(result)["big"].node == "n2"
+
+
+def test_a_pod_held_in_permit_times_out_at_its_virtual_deadline() -> None:
+    config = {
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "plugins": {"permit": {"enabled": [{"name": "KssReplayHold"}]}},
+                "pluginConfig": [{"name": "KssReplayHold", "args": {"timeout": 12}}],
+            }
+        ]
+    }
+    w = workload([{"at": 5, "create": pod("held", labels={"hold": "yes"})}, {"at": 6, "create": pod("free")}],
+                 config=config)  # fmt: skip
+    seen = Attempts()
+    result = Replay(w, until=20, observers=[seen]).run()
+    held = [(t, r, m) for t, k, r, m in seen.seen if k == "default/held"]
+    assert held[0] == (
+        17.0,
+        "unschedulable",
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 12s at plugin KssReplayHold.",
+    )
+    assert by_name(result)["free"].bound_at == 6.0
+    assert by_name(result)["held"].bound_at is None
+
+
+def _priority_class(name: str, value: int) -> Obj:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+@pytest.mark.parametrize(("grace", "leaves_at"), [(None, 40.0), (5, 15.0), (0, 10.0)])
+def test_a_preemption_victim_terminates_for_its_grace_period_then_the_preemptor_binds(
+    grace: int | None, leaves_at: float
+) -> None:
+    low = pod("low", "3") if grace is None else pod("low", "3", terminationGracePeriodSeconds=grace)
+    w = workload(
+        [{"at": 0, "create": low}, {"at": 10, "create": pod("high", "3", priorityClassName="high")}],
+        start=[node("n1"), _priority_class("high", 1000)],
+    )
+    result = Replay(w).run()
+    low_rec, high_rec = by_name(result)["low"], by_name(result)["high"]
+    assert (low_rec.preemptions, low_rec.finished_at, low_rec.outcome) == (1, leaves_at, PREEMPTED)
+    assert (high_rec.priority, high_rec.bound_at, high_rec.node) == (1000, leaves_at, "n1")
+
+
+def test_removing_a_node_deletes_its_pods_and_their_controllerless_pods_are_gone() -> None:
+    w = workload(
+        [
+            {"at": 0, "create": pod("a")},
+            {"at": 50, "delete": {"kind": "Node", "name": "n1"}},
+            {"at": 60, "create": pod("b")},
+            {"at": 70, "create": node("n2")},
+        ]
+    )
+    result = Replay(w).run()
+    a, b = by_name(result)["a"], by_name(result)["b"]
+    assert (a.finished_at, a.outcome) == (50.0, DELETED)
+    assert (b.bound_at, b.node, b.outcome) == (70.0, "n2", RUNNING)
+
+
+def test_cordon_keeps_new_pods_off_until_uncordon() -> None:
+    w = workload(
+        [
+            {"at": 0, "create": pod("before")},
+            {"at": 5, "cordon": "n1"},
+            {"at": 10, "create": pod("during")},
+            {"at": 100, "uncordon": "n1"},
+        ]
+    )
+    result = Replay(w).run()
+    assert by_name(result)["before"].outcome == RUNNING  # cordon does not evict
+    during = by_name(result)["during"]
+    assert during.bound_at == 100.0 and "node(s) were unschedulable" in during.last_message
+
+
+def test_a_noexecute_taint_evicts_pods_that_do_not_tolerate_it_after_their_toleration_seconds() -> None:
+    toleration = {"key": "maintenance", "operator": "Exists", "effect": "NoExecute"}
+    w = workload(
+        [
+            {"at": 0, "create": pod("plain")},
+            {"at": 0, "create": pod("thirty", tolerations=[{**toleration, "tolerationSeconds": 30}])},
+            {"at": 0, "create": pod("forever", tolerations=[toleration])},
+            {"at": 20, "taint": {"node": "n1", "key": "maintenance", "effect": "NoExecute"}},
+            {"at": 25, "create": pod("late")},
+            {"at": 80, "untaint": {"node": "n1", "key": "maintenance"}},
+        ]
+    )
+    result = Replay(w).run()
+    pods = by_name(result)
+    assert (pods["plain"].finished_at, pods["plain"].outcome) == (20.0, DELETED)
+    assert (pods["thirty"].finished_at, pods["thirty"].outcome) == (50.0, DELETED)
+    assert pods["forever"].outcome == RUNNING
+    assert pods["late"].bound_at == 80.0  # NoExecute also keeps new pods off until the taint goes
+
+
+def test_a_toleration_window_ends_early_when_the_taint_goes() -> None:
+    toleration = {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+    w = workload(
+        [
+            {"at": 0, "create": pod("p", tolerations=[toleration])},
+            {"at": 10, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}},
+            {"at": 20, "untaint": {"node": "n1", "key": "k"}},
+        ]
+    )
+    assert by_name(Replay(w).run())["p"].outcome == RUNNING
+
+
+def test_apply_config_mid_run_changes_the_scoring_from_the_next_cycle_on() -> None:
+    most = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
+        {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}  # fmt: skip
+    w = workload(
+        [
+            {"at": 0, "create": pod("big", "2", "8Gi")},  # requests in the nodes' proportions: balance is equal
+            {"at": 1, "create": pod("small", "1", "4Gi")},
+            {"at": 100, "applyConfig": most},
+            {"at": 101, "create": pod("most", "1", "4Gi")},
+        ],
+        start=[node("n1"), node("n2")],
+    )
+    pods = by_name(Replay(w).run())
+    assert pods["small"].node != pods["big"].node  # LeastAllocated spreads
+    assert pods["most"].node == pods["big"].node  # MostAllocated packs onto the fuller node
+
+
+def test_two_runs_with_the_same_seed_give_equal_records_and_other_seeds_may_differ() -> None:
+    events = [{"at": i * 3, "runFor": 50 + (i % 7) * 10, "create": pod(f"p{i}", "1")} for i in range(60)]
+    start = [node(f"n{i}") for i in range(8)]
+
+    def run(seed: int) -> bytes:
+        result = Replay(workload(events, start=start), seed=seed).run()
+        return orjson.dumps([p.__dict__ if hasattr(p, "__dict__") else _fields(p) for p in result.pods])
+
+    first, second = run(1), run(1)
+    assert first == second
+    assert len({run(s) for s in range(1, 6)}) > 1  # the tie-break is the seeded reservoir sampling
+
+
+def _fields(record: Any) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in record.__slots__}
+
+
+def test_until_stops_the_clock_and_later_arrivals_never_come() -> None:
+    w = workload([{"at": 0, "runFor": 500, "create": pod("a")}, {"at": 200, "create": pod("b")}])
+    seen = Attempts()
+    result = Replay(w, until=150, sample_interval=60, observers=[seen]).run()
+    assert result.virtual_seconds == 150.0
+    assert [p.key for p in result.pods] == ["default/a"] and result.pods[0].outcome == RUNNING
+    assert seen.samples == [0, 60, 120, 150]
+
+
+def test_end_at_deletes_a_pod_bound_or_pending() -> None:
+    w = workload([{"at": 0, "endAt": 30, "create": pod("bound")}, {"at": 0, "endAt": 40, "create": pod("huge", "9")}])
+    pods = by_name(Replay(w).run())
+    assert (pods["bound"].finished_at, pods["bound"].outcome) == (30.0, DELETED)
+    assert (pods["huge"].finished_at, pods["huge"].outcome, pods["huge"].bound_at) == (40.0, DELETED, None)
+
+
+def test_samples_come_at_every_interval_and_once_at_the_end() -> None:
+    w = workload([{"at": 0, "runFor": 250, "create": pod("a")}])
+    seen = Attempts()
+    Replay(w, sample_interval=100, observers=[seen]).run()
+    assert seen.samples == [0, 100, 200, 250]
+
+
+def test_pods_get_apiserver_defaults_priority_and_deterministic_uids() -> None:
+    start = [node("n1"), {**_priority_class("default-high", 7), "globalDefault": True}]
+    w = workload([{"at": 0, "create": pod("a")}], start=start)
+    run = Replay(w)
+    result = run.run()
+    record = result.pods[0]
+    assert record.priority == 7
+    bound = run.bound["default/a"].pod
+    assert bound["spec"]["schedulerName"] == "default-scheduler"
+    assert bound["metadata"]["creationTimestamp"] == "2025-01-12T13:46:40Z"
+    assert record.uid == Replay(workload([{"at": 0, "create": pod("a")}], start=start)).run().pods[0].uid
