@@ -409,6 +409,30 @@ def test_daemonset_puts_one_pod_per_eligible_node_and_follows_nodes() -> None:
     assert sorted(engine.node_of.values()) == ["n3"]
 
 
+def test_daemonset_rolling_update_replaces_one_node_at_a_time() -> None:
+    engine = FakeEngine(["n1", "n2", "n3"], auto_bind=False)
+    engine.apply("create", daemonset("agent"))
+    engine.run()
+    for name in engine.names():
+        engine.bind(name, _daemon_node(engine.pods[name]) or "")
+    engine.run()
+    old = set(engine.names())
+    updated = daemonset("agent")
+    updated["spec"]["template"]["spec"]["containers"][0]["image"] = "v2"
+    engine.apply("update", updated)
+    engine.run()
+    order: list[str | None] = []
+    for _ in range(3):  # maxUnavailable 1: the next old pod goes only once the new one runs
+        assert len(old & set(engine.names())) == 2 - len(order)
+        new = [n for n in engine.names() if n not in old and n not in engine.node_of]
+        assert len(new) == 1
+        order.append(_daemon_node(engine.pods[new[0]]))
+        engine.bind(new[0], order[-1] or "")
+        engine.run()
+    assert order == ["n1", "n2", "n3"]
+    assert not old & set(engine.names())
+
+
 def test_daemonset_node_selector_limits_nodes() -> None:
     engine = FakeEngine([])
     engine.nodes = {"a": node("a", labels={"role": "edge"}), "b": node("b")}
