@@ -1,6 +1,7 @@
 """``kss sync`` / ``python -m syncer``: keep the simulator in step with a cluster; ``kss import``: copy it once.
 
     kss sync --source-kubeconfig PATH [--source-context NAME] (--target-url URL | --target-kubeconfig PATH)
+             [--record FILE.jsonl]
     kss import --kubeconfig PATH [--context NAME] (--target-url URL | --target-kubeconfig PATH)
                [--page-size N] [--qps Q] [--burst B]
 
@@ -27,6 +28,7 @@ from syncer.kinds import parse_kinds
 from syncer.kube import KubeSource, KubeTarget, api_client
 from syncer.metrics import Metrics
 from syncer.progress import Progress
+from syncer.recording import Recorder, RecordingError
 from syncer.runner import Syncer, SyncOptions
 from syncer.state import MirrorState
 
@@ -95,6 +97,12 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="remember objects deleted on the simulator side across restarts (JSON file, written atomically)",
     )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE",
+        help="also record what the source does, with times, as a workload `kss replay` replays (a new .jsonl file)",
+    )
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,6 +143,14 @@ def run_sync(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"kss sync: {exc}", file=sys.stderr)
         return 2
+    recorder = None
+    if args.record:
+        recorder = Recorder(args.record)
+        try:
+            recorder.check()
+        except RecordingError as exc:
+            print(f"kss sync: --record: {exc}", file=sys.stderr)
+            return 2
     source = KubeSource(
         api_client(kubeconfig=args.source_kubeconfig, context=args.source_context), qps=args.qps, burst=args.burst
     )
@@ -160,7 +176,14 @@ def run_sync(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
     state = MirrorState(args.state_file) if args.state_file else None
-    Syncer(source, _target(args), options, metrics=metrics, stop=stop, state=state).run()
+    target = _target(args)
+    if recorder is not None:
+        try:
+            recorder.open()
+        except (RecordingError, OSError) as exc:
+            print(f"kss sync: --record: {exc}", file=sys.stderr)
+            return 2
+    Syncer(source, target, options, metrics=metrics, stop=stop, state=state, recorder=recorder).run()
     return 0
 
 

@@ -20,6 +20,7 @@ from syncer.discovery import available_kinds
 from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
 from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
+from syncer.recording import Recorder
 from syncer.sink import Event, Sink, Stopped
 from syncer.state import MirrorState
 from syncer.watch import Watcher, start_thread
@@ -58,8 +59,10 @@ class Syncer:
         metrics: Metrics | None = None,
         stop: threading.Event | None = None,
         state: MirrorState | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.source = source
+        self.recorder = recorder  # ``--record``: sees every source event before the sink applies it
         self.target = target
         self.options = options or SyncOptions()
         self.metrics = metrics or Metrics()
@@ -72,6 +75,11 @@ class Syncer:
         self.kinds: tuple[Kind, ...] = ()
         self.watchers: list[Watcher] = []
         self._threads: list[threading.Thread] = []
+
+    def _emit(self, event: Event) -> None:
+        if self.recorder is not None:
+            self.recorder.record(event)
+        self.queue.put(event)
 
     def _wait(self, seconds: float) -> None:
         """Sleep that ends early on shutdown."""
@@ -87,7 +95,7 @@ class Syncer:
                     Watcher(
                         self.source,
                         kind,
-                        self.queue.put,
+                        self._emit,
                         namespace=namespace,
                         label_selector=opts.label_selector if kind is POD else None,
                         accept=_namespace_filter(opts.namespaces) if (kind is NAMESPACE and opts.namespaces) else None,
@@ -131,6 +139,8 @@ class Syncer:
         except Unavailable:
             return  # stopped while an end was unreachable
         self.sink.mirrored_kinds = frozenset(k.name for k in self.kinds)
+        if self.recorder is not None:
+            self.recorder.kinds = self.sink.mirrored_kinds
         self.watchers = self._watchers(self.kinds)
         try:
             adopted = self.sink.seed(self.kinds)
@@ -156,6 +166,8 @@ class Syncer:
             close()
         for thread in self._threads:
             thread.join(timeout)
+        if self.recorder is not None:
+            self.recorder.close()
 
     def run(self) -> None:
         """Start, then block until ``stop`` is set, then shut down."""

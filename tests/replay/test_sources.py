@@ -12,6 +12,7 @@ import httpx
 import pytest
 import yaml
 
+from app.replay.engine import Replay
 from app.replay.sources import load_source, write_workload
 from app.replay.workload import TimedWorkload, WorkloadError, load_workload, parse_event_stream, to_document
 from tests.conftest import Server
@@ -216,3 +217,18 @@ def test_a_kss_export_snapshot_with_bound_and_pending_pods_is_the_start(server: 
         assert w.scheduler_config is not None and w.scheduler_config["kind"] == "KubeSchedulerConfiguration"
         assert len(w.events) == 5
     assert by_spec.start == by_flag.start
+
+    # The snapshot replays: the bound pod keeps running where it is, the pending one and a later arrival get placed.
+    later = _pod("later")
+    later["metadata"]["namespace"] = ns
+    timed = {"kind": "TimedWorkload", "spec": {"start": "snap.yaml", "events": [{"at": "10s", "create": later}]}}
+    (tmp_path / "later.yaml").write_text(yaml.safe_dump(timed))
+    result = Replay(load_source([tmp_path / "later.yaml"])).run()
+    records = {r.key: r for r in result.pods if r.key.startswith(f"{ns}/")}
+    assert {k: (r.arrival, r.outcome, r.node) for k, r in records.items()} == {
+        f"{ns}/bound": (0.0, "running", "replay-start-node"),
+        f"{ns}/waiting": (0.0, "running", records[f"{ns}/waiting"].node),
+        f"{ns}/later": (10.0, "running", records[f"{ns}/later"].node),
+    }
+    assert records[f"{ns}/bound"].attempts == 0, "already bound in the snapshot: never scheduled again"
+    assert records[f"{ns}/waiting"].node is not None and records[f"{ns}/later"].bound_at == 10.0
