@@ -246,6 +246,15 @@ class Replay:
                 ]
             )
         self.controllers = controllers(self, self.workload.epoch)
+        # Objects the controllers cannot run are refused before the run, each named (a bad schedule, no template).
+        from app.replay.controllers import check_workload_object
+
+        objects = [(f"spec.events[{e.seq}].{e.action}", e.obj) for e in self._events if e.kind in WORKLOAD_KINDS]
+        start = enumerate(self.workload.start)
+        objects += [(f"spec.start[{i}]", o) for i, o in start if o.get("kind") in WORKLOAD_KINDS]
+        problems = [f"{path}: {p}" for path, obj in objects if obj is not None for p in check_workload_object(obj)]
+        if problems:
+            raise WorkloadError(problems)
 
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> ReplayResult:

@@ -585,6 +585,14 @@ def _replay(events: list[Obj], *, start: list[Obj] | None = None, until: float |
     return Replay(parse_workload(json.dumps(doc)), until=until)
 
 
+def test_replay_refuses_a_bad_workload_object_before_running() -> None:
+    with pytest.raises(WorkloadError) as info:
+        _replay([{"at": 0, "create": node("n1")}, {"at": "5m", "create": cronjob("c", "@sometimes")}])
+    assert info.value.problems == [
+        "spec.events[1].create: spec.schedule: Invalid value: '@sometimes': unrecognized descriptor: @sometimes"
+    ]
+
+
 def test_replay_deployment_spreads_and_is_recreated_after_a_node_removal() -> None:
     spread = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
                "labelSelector": {"matchLabels": {"app": "web"}}}]  # fmt: skip
