@@ -142,7 +142,7 @@
       });
     });
     return [
-      {id: "allocation", title: "Allocation (requested / allocatable)", unit: "%",
+      {id: "allocation", title: "Allocation (requested / allocatable, %)", unit: "%",
         lines: resources.map(function (r) {
           return {label: r, values: function (cols) {
             return cols[r + "_allocatable"] ? percentOf(cols, r) : null;
@@ -150,10 +150,10 @@
         })},
       {id: "pods", title: "Pods", unit: "pods",
         lines: plain(["pods_pending", "pods_running", "pods_unschedulable"], ["pending", "running", "unschedulable"])},
-      {id: "queue", title: "Scheduling queue", unit: "pods",
+      {id: "queue", title: "Scheduling queue (pods)", unit: "pods",
         lines: plain(["queue_active", "queue_backoff", "queue_unschedulable", "queue_gated"],
           ["activeQ", "backoffQ", "unschedulablePods", "gated"])},
-      {id: "fragmentation", title: "GPU fragmentation (FGD)", unit: "GPUs",
+      {id: "fragmentation", title: "GPU fragmentation (FGD, GPUs)", unit: "GPUs",
         lines: [
           {label: "fragmented GPUs", values: function (cols) {
             return cols.gpu_fragmentation;
@@ -239,7 +239,7 @@
       });
     });
     if (data.length < 2 || axis.xs.length === 0) return null;
-    var fig = figure(element, spec.id, spec.title + " · " + spec.unit);
+    var fig = figure(element, spec.id, spec.title);
     var opts = {
       width: widthOf(element),
       height: 240,
@@ -311,7 +311,7 @@
         },
       });
     });
-    var fig = figure(element, "waits", "Wait from arrival to binding (cumulative share of bound pods) · %");
+    var fig = figure(element, "waits", "Wait from arrival to binding (share of bound pods that waited at most that long, %)");
     return new global.uPlot({
       width: widthOf(element),
       height: 240,
