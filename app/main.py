@@ -29,6 +29,7 @@ from app.operations.router import IMPORT_PATH
 from app.operations.router import router as operations_router
 from app.operations.service import OperationsService
 from app.results.router import router as results_router
+from app.results.runs import RunsService
 from app.results.service import ResultsService
 from app.scheduler.plugins import load_plugin_modules
 from app.server.auth import BodyLimitMiddleware, TokenAuthMiddleware
@@ -37,6 +38,7 @@ from app.server.metrics import Metrics, RequestMetricsMiddleware
 from app.server.router import metrics_router
 from app.web.dra_routes import router as dra_web_router
 from app.web.router import router as web_router
+from app.web.runs_routes import router as runs_web_router
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         results.start()
         app.state.results = results
+        # Replay runs recorded into this database (kss replay --record-db), for the Runs and Compare pages.
+        app.state.runs = RunsService(lambda: session_scope(factory))
         scheduler = SchedulerService(
             app.state.store,
             results=results,
@@ -222,6 +226,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(metrics_router)
     app.include_router(web_router)
     app.include_router(dra_web_router)
+    app.include_router(runs_web_router)
     app.include_router(discovery_router, include_in_schema=False)
     app.include_router(cluster_router, include_in_schema=False)
     return app

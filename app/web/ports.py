@@ -113,6 +113,35 @@ class Results(Protocol):
     ) -> Obj | None: ...
 
 
+class Runs(Protocol):
+    """``app.results.runs.RunsService``: replay runs recorded into the results database, with their attempts."""
+
+    def list_runs(self, *, ids: Sequence[int] | None = None) -> list[Obj]: ...
+
+    def compare_group(self, group: str) -> list[Obj]: ...
+
+    def get_run(self, run_id: int) -> Obj | None: ...
+
+    def attempt_counts(self, run_id: int) -> dict[tuple[str, str], int]: ...
+
+    def list_attempts(self, run_id: int, namespace: str, pod_name: str) -> list[Obj]: ...
+
+    def get_attempt(
+        self,
+        run_id: int,
+        namespace: str,
+        pod_name: str,
+        attempt: int,
+        *,
+        page: int = 1,
+        page_size: int = 100,
+        sort: str = "total",
+        node: str | None = None,
+        plugin: str | None = None,
+        top: int = 10,
+    ) -> Obj | None: ...
+
+
 @dataclass(slots=True)
 class ResourceAmounts:
     """Amounts of resources as the scheduler counts them: milli-CPU, bytes, pod slots, extended resources by name."""

@@ -20,6 +20,7 @@ from app.scheduler.framework import ClusterObjects
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.record import Attempt
 from app.simulation.runner import ScenarioRun
+from app.web.ports import Results, Runs
 from tests.results.test_record_db import scenario
 
 
@@ -91,6 +92,8 @@ def stores(tmp_path: Path) -> Iterator[tuple[Path, ResultsService, RunsService]]
     db = tmp_path / "results.db"
     upgrade_database(make_engine(f"sqlite:///{db}"))
     for results, runs in services(db):
+        ports: tuple[Results, Runs] = (results, runs)  # what the web pages read them as (mypy checks the shapes)
+        assert ports
         yield db, results, runs
 
 
