@@ -99,7 +99,8 @@ def test_bad_options_exit_2_before_anything_runs(tmp_path: Path) -> None:
     w = _write(tmp_path / "w.yaml", _events())
     config = tmp_path / "c.yaml"
     config.write_text("profiles: [{schedulerName: default-scheduler, plugins: {score: {enabled: [{name: Nope}]}}}]\n")
-    done = _kss("replay", str(w), "--until", "later", "--feature-gates", "Bogus=true", "--scheduler-config", str(config))
+    gates = ("--feature-gates", "Bogus=true")
+    done = _kss("replay", str(w), "--until", "later", *gates, "--scheduler-config", str(config))
     assert done.returncode == 2
     lines = _replay_lines(done.stderr)
     assert lines[0] == "kss replay: --until: 'later' is not a duration (seconds, or e.g. 90s, 5m, 1h30m, 2d)"
