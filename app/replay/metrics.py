@@ -25,8 +25,17 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from app.replay.fragmentation import MILLI, NodeRoom, TargetWorkload, TaskShape, target_workload
-from app.replay.gpus import DeviceIndex, is_gpu_resource, node_model, objects_by_kind, task_shape
+from app.replay.gpus import (
+    GPU_SPEC_ANNOTATION,
+    DeviceIndex,
+    is_gpu_resource,
+    node_model,
+    objects_by_kind,
+    task_shape,
+)
 from app.replay.model import NullObserver, PodRecord, ReplayResult, ReplayState
 from app.replay.workload import TimedWorkload
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -90,23 +99,53 @@ def workload_shapes(workload: TimedWorkload) -> list[TaskShape]:
     """One FGD task shape per pod the workload makes."""
     objs = list(workload.start) + [e.obj for e in workload.events if e.obj is not None]
     objects = objects_by_kind(objs)
-    return [task_shape(pod, objects) for pod in workload_pods(workload)]
+    # Traces repeat a few shapes thousands of times: compute each from the fields it depends on once.
+    shapes: dict[bytes, TaskShape] = {}
+    out: list[TaskShape] = []
+    for pod in workload_pods(workload):
+        key = _shape_key(pod)
+        shape = shapes.get(key) if key is not None else None
+        if shape is None:
+            shape = task_shape(pod, objects)
+            if key is not None:
+                shapes[key] = shape
+        out.append(shape)
+    return out
+
+
+def _shape_key(pod: Mapping[str, Any]) -> bytes | None:
+    """Everything ``task_shape`` reads of a pod, serialised (None when it cannot be)."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    parts = (
+        meta.get("namespace"),
+        (meta.get("annotations") or {}).get(GPU_SPEC_ANNOTATION),
+        [(c.get("name"), c.get("restartPolicy"), c.get("resources")) for c in spec.get("containers") or []],
+        [(c.get("name"), c.get("restartPolicy"), c.get("resources")) for c in spec.get("initContainers") or []],
+        spec.get("resources"),
+        spec.get("overhead"),
+        spec.get("resourceClaims"),
+        spec.get("affinity"),
+        pod.get("status"),
+    )
+    try:
+        return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return None
 
 
 class _NodeEntry:
     """A node's share of the totals, and what it was computed from (the objects kept, so they stay comparable by
     identity: the engine replaces a NodeInfo or a node object when the node changes)."""
 
-    __slots__ = ("info", "key", "node", "values")
+    __slots__ = ("generation", "info", "node", "used", "values")
 
-    def __init__(self, info: NodeInfo, key: tuple[int, int], values: dict[str, float]) -> None:
+    def __init__(self, info: NodeInfo, used: int, values: dict[str, float]) -> None:
         self.info = info
         self.node = info.node
-        self.key = key
+        self.generation = info.generation
+        self.used = used
         self.values = values
-
-    def current(self, info: NodeInfo, key: tuple[int, int]) -> bool:
-        return self.info is info and self.node is info.node and self.key == key
 
 
 class Metrics(NullObserver):
@@ -191,23 +230,29 @@ class Metrics(NullObserver):
     def _refresh_nodes(self, state: ReplayState) -> None:
         self._devices.refresh(state.cluster)
         held = self._devices.allocated_per_node(state.cluster)
-        seen = 0
-        for ni in state.nodes:
-            seen += 1
-            used = held.get(ni.name, 0)
-            key = (ni.generation, used)
-            entry = self._nodes.get(ni.name)
-            if entry is not None and entry.current(ni, key):
+        cache = self._nodes
+        nodes = list(state.nodes)
+        # The hot loop of a sample (every node, every sample): plain attribute tests, no calls for unchanged nodes.
+        for ni in nodes:
+            used = held.get(ni.name, 0) if held else 0
+            entry = cache.get(ni.name)
+            if (
+                entry is not None
+                and entry.info is ni
+                and entry.generation == ni.generation
+                and entry.node is ni.node
+                and entry.used == used
+            ):
                 continue
             values = self._node_values(ni, used)
             if entry is not None:
                 self._add(entry.values, -1)
             self._add(values, +1)
-            self._nodes[ni.name] = _NodeEntry(ni, key, values)
-        if seen != len(self._nodes):
-            present = {ni.name for ni in state.nodes}
-            for name in [n for n in self._nodes if n not in present]:
-                self._add(self._nodes.pop(name).values, -1)
+            cache[ni.name] = _NodeEntry(ni, used, values)
+        if len(nodes) != len(cache):
+            present = {ni.name for ni in nodes}
+            for name in [n for n in cache if n not in present]:
+                self._add(cache.pop(name).values, -1)
 
     def _add(self, values: Mapping[str, float], sign: int) -> None:
         totals = self._totals
