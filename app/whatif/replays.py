@@ -13,15 +13,11 @@ from typing import Any
 
 from app.replay.engine import Replay
 from app.replay.metrics import Metrics, summarize
-from app.replay.model import Observer, PodRecord, ReplayResult
+from app.replay.model import Observer, ReplayResult
+from app.replay.outputs import pod_row
 from app.replay.workload import TimedWorkload
 
 Obj = dict[str, Any]
-
-POD_COLUMNS = (
-    "pod", "uid", "owner", "priority", "arrival", "firstAttempt", "bound", "wait", "node", "attempts",
-    "preemptions", "finished", "outcome", "lastMessage",
-)  # fmt: skip
 
 
 @dataclass
@@ -33,33 +29,6 @@ class ReplayOutcome:
     summary: Obj
     timeseries: list[Obj]
     pods: list[Obj]
-
-
-def _time(value: float | None) -> float | str:
-    if value is None:
-        return ""
-    return int(value) if value == int(value) else round(value, 6)
-
-
-def pod_row(rec: PodRecord) -> Obj:
-    """A pod's row of ``pods.csv`` (empty strings where it has no value: never bound, not finished)."""
-    wait = rec.wait
-    return {
-        "pod": rec.key,
-        "uid": rec.uid,
-        "owner": rec.owner,
-        "priority": rec.priority,
-        "arrival": _time(rec.arrival),
-        "firstAttempt": _time(rec.first_attempt),
-        "bound": _time(rec.bound_at),
-        "wait": _time(wait),
-        "node": rec.node or "",
-        "attempts": rec.attempts,
-        "preemptions": rec.preemptions,
-        "finished": _time(rec.finished_at),
-        "outcome": rec.outcome,
-        "lastMessage": rec.last_message,
-    }
 
 
 def replay_once(

@@ -4,16 +4,14 @@ summary.json, timeseries.csv and pods.csv under ``cells/<config>__<workload>__<s
 
 from __future__ import annotations
 
-import csv
 import html
-import io
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from app.whatif.replays import POD_COLUMNS
+from app.replay.outputs import POD_COLUMNS, csv_text
 
 Obj = dict[str, Any]
 
@@ -63,15 +61,6 @@ def table(rows: Sequence[Obj]) -> tuple[list[str], list[Obj]]:
     return columns, out
 
 
-def _csv(columns: Sequence[str], rows: Iterable[Obj]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(row)
-    return buf.getvalue()
-
-
 def cell_dir_name(row: Obj) -> str:
     return f"{row['config']}__{row['workload']}__{row['nodeShape']}__seed-{row['seed']}"
 
@@ -81,7 +70,7 @@ def write_sweep(out_dir: Path, name: str, rows: Sequence[Obj], *, spec_path: str
     out_dir.mkdir(parents=True, exist_ok=True)
     columns, flat = table(rows)
     paths = {"csv": out_dir / "sweep.csv", "json": out_dir / "sweep.json", "html": out_dir / "sweep.html"}
-    paths["csv"].write_text(_csv(columns, flat))
+    paths["csv"].write_text(csv_text(columns, flat))
     doc = {
         "sweep": name,
         "spec": spec_path,
@@ -98,8 +87,8 @@ def write_sweep(out_dir: Path, name: str, rows: Sequence[Obj], *, spec_path: str
         (cell / "summary.json").write_bytes(orjson.dumps(row["summary"], option=orjson.OPT_INDENT_2))
         series = row.get("timeseries") or []
         if series:
-            (cell / "timeseries.csv").write_text(_csv(list(series[0]), series))
-        (cell / "pods.csv").write_text(_csv(POD_COLUMNS, row.get("pods") or []))
+            (cell / "timeseries.csv").write_text(csv_text(list(series[0]), series))
+        (cell / "pods.csv").write_text(csv_text(POD_COLUMNS, row.get("pods") or []))
     return paths
 
 
