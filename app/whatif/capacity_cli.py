@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.replay.workload import TimedWorkload, WorkloadError, load_workload, parse_duration, read_snapshot
+from app.replay.sources import load_source
+from app.replay.workload import TimedWorkload, WorkloadError, parse_duration, read_snapshot
 from app.whatif import inputs
 from app.whatif.capacity import (
     CapacityReport,
@@ -61,7 +62,7 @@ def _cluster(args: argparse.Namespace) -> tuple[list[Obj], Obj | None]:
     if args.snapshot is not None:
         return read_snapshot(args.snapshot)
     if args.workload is not None:
-        workload = load_workload(args.workload)
+        workload = load_source([args.workload])
         return workload.start, workload.scheduler_config
     return [], None
 
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         template = read_node_template(inputs.read_yaml(args.add_nodes)) if args.add_nodes else None
         if args.for_workload is not None:
             assert template is not None
-            workload = load_workload(args.for_workload)
+            workload = load_source([args.for_workload])
             config = _config(args, workload.scheduler_config, gates)
             return _for_workload(args, workload, template, config, gates)
         objects, own_config = _cluster(args)
@@ -151,6 +152,8 @@ def _print_search(args: argparse.Namespace, search: NodeSearch, report: Capacity
         return
     if search.nodes is None:
         print(f"Even {search.max_nodes} added node(s) of the shape {search.template} are not enough for {goal}.")
+    elif search.nodes == 0:
+        print(f"No node needs to be added for {goal}.")
     else:
         print(f"{search.nodes} node(s) of the shape {search.template} must be added for {goal}.")
     tried = ", ".join(f"{k}: {'enough' if ok else 'not enough'}" for k, ok in sorted(search.tried.items()))

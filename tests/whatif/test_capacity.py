@@ -10,17 +10,20 @@ import pytest
 import yaml
 
 from app.cli import main
-from app.replay.workload import WorkloadError
+from app.replay.workload import WorkloadError, parse_workload
 from app.whatif.capacity import (
     LIMIT_REACHED,
     UNSCHEDULABLE,
     count_replicas,
     nodes_for_replicas,
+    nodes_for_workload,
     prepare_pod,
     read_node_template,
     smallest_enough,
 )
 from tests.scheduler.factories import make_node, make_pod
+from tests.whatif.workloads import node as wl_node
+from tests.whatif.workloads import queue_behind
 
 # kube-scheduler v1.35's default profile ends every FitError with its two PostFilter plugins' words.
 POSTFILTER_TAIL = (
@@ -238,3 +241,36 @@ def test_cli_bad_input_is_one_line_and_exit_2(
     lines = [line for line in captured.err.splitlines() if line.startswith("kss capacity:")]
     assert len(lines) == 1 and message in lines[0], captured.err
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+# ---- nodes for a timed workload (replays) -------------------------------------------------------------------
+
+
+def test_nodes_for_a_workload_whose_last_pod_never_fits() -> None:
+    # queue_behind without run times: the third 3-CPU pod never finds room on two 4-CPU nodes; one node more does.
+    doc = queue_behind()
+    for event in doc["spec"]["events"]:
+        event.pop("runFor")
+    search = nodes_for_workload(parse_workload(json.dumps(doc)), read_node_template(wl_node("big")))
+    assert search.nodes == 1
+    assert search.detail[0] == {"pods": 3, "neverScheduled": 1, "waitP95": None}
+    assert search.detail[1] == {"pods": 3, "neverScheduled": 0, "waitP95": 0.0}
+
+
+def test_cli_nodes_for_a_workloads_p95_wait(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Every pod of queue_behind is placed without help, but the third waits 480 s (p95 of three = the largest).
+    workload, shape = write(tmp_path / "q.yaml", queue_behind()), write(tmp_path / "s.yaml", wl_node("big"))
+    args = ["capacity", "--add-nodes", str(shape), "--for-workload", str(workload)]
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("No node needs to be added for every pod of queue-behind scheduled.")
+    assert main([*args, "--p95-wait-under", "1m", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["nodes"] == 1
+    assert [(t["nodes"], t["enough"], t["waitP95"]) for t in doc["tried"]] == [(0, False, 480.0), (1, True, 0.0)]
+
+
+def test_cli_takes_the_cluster_from_a_workloads_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # queue_behind starts with two empty 4-CPU nodes (its pods arrive later): two 1.5-CPU copies on each.
+    workload, pod = write(tmp_path / "q.yaml", queue_behind()), write(tmp_path / "pod.yaml", capacity_pod())
+    assert main(["capacity", str(pod), "--workload", str(workload), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["perNode"] == {"n1": 2, "n2": 2}
