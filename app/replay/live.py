@@ -22,28 +22,21 @@ summary counts them. Ctrl-C stops the run (the objects stay on the server).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import heapq
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
-import orjson
-import yaml
-
-from app.replay.live_api import SERVER_MANAGED, ApiError, Connection, Obj, Target, list_pods, watch_pods
-from app.replay.workload import RUN_FOR_ANNOTATION, Event, TimedWorkload, WorkloadError, load_workload, parse_duration
+from app.replay.live_api import SERVER_MANAGED, ApiError, Obj, Target, list_pods, watch_pods
+from app.replay.workload import RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
 
 KUBELET_RUN_DURATION = "kss.sigs.k8s.io/run-duration"
 JOB_KINDS = frozenset({"Job", "CronJob"})
-EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 _CONFLICT_RETRIES = 3
 
 
@@ -195,8 +188,8 @@ class LiveReplay:
 
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> LiveSummary:
-        """Play the workload; returns when every event is applied and every runFor/endAt deletion done (or at
-        ``until``, or on Ctrl-C)."""
+        """Play the workload; returns at ``until`` if given, else once every event is applied and every runFor
+        and endAt deletion of the workload's own pods done (or on Ctrl-C)."""
         watcher: threading.Thread | None = None
         try:
             self.target.discover()
@@ -263,8 +256,8 @@ class LiveReplay:
         return max(0.0, min(due) / self.speed)
 
     def _finished(self, now: float) -> bool:
-        if self.until is not None and now >= self.until:
-            return True
+        if self.until is not None:  # the run lasts until then, whatever is left
+            return now >= self.until
         if self._next_event < len(self._events) or any(holds for _, _, holds, _ in self._timers):
             return False
         waiting = any(
@@ -294,13 +287,10 @@ class LiveReplay:
 
     # --- events ---------------------------------------------------------------------------------
     def _apply(self, event: Event) -> None:
-        what = f"{event.kind} {event.namespace + '/' if event.namespace else ''}{event.name}".strip()
-        if event.action == "applyConfig":
-            what = "scheduler configuration"
         try:
             getattr(self, "_" + event.action)(event)
         except ApiError as exc:
-            self._error(f"at {clock_text(event.at)}: {event.action} {what}: {exc}")
+            self._error(f"at {clock_text(event.at)}: {event.action} {self._named(event)}: {exc}")
             return
         self.summary.events_applied += 1
         self._last_activity = self.clock()
@@ -398,6 +388,18 @@ class LiveReplay:
     def _applyConfig(self, event: Event) -> None:  # named after the action
         assert event.obj is not None
         self.target.put_scheduler_config(event.obj)
+
+    def _named(self, event: Event) -> str:
+        """The event's object as an error names it: ``Pod default/web``, ``Node n1``."""
+        if event.action == "applyConfig":
+            return "scheduler configuration"
+        namespace = event.namespace
+        if not namespace:
+            try:
+                namespace = self._default_namespace(event.kind)
+            except ApiError:  # a kind the server does not serve: named as written
+                namespace = ""
+        return f"{event.kind} {namespace + '/' if namespace else ''}{event.name or '(generateName)'}"
 
     def _default_namespace(self, kind: str) -> str:
         return "default" if self.target.resource(kind).namespaced else ""
@@ -544,134 +546,3 @@ def _run_for(pod: Obj) -> float | None:
         return parse_duration(value, RUN_FOR_ANNOTATION)
     except ValueError:
         return None
-
-
-# ------------------------------------------------------------------------------------------ command line
-
-
-def add_live_arguments(parser: argparse.ArgumentParser) -> None:
-    """The live driver's options (``kss replay`` takes them; ``--target-url`` or ``--target-kubeconfig`` makes a
-    replay live)."""
-    group = parser.add_argument_group("live replay against a running kss serve")
-    group.add_argument("--target-url", help="the simulator's URL (http://127.0.0.1:8000): replay live against it")
-    group.add_argument("--target-kubeconfig", help="or a kubeconfig for it (`kss kubeconfig` prints one)")
-    group.add_argument("--target-context", help="context in --target-kubeconfig (default: its current context)")
-    group.add_argument("--target-token", help="bearer token for the simulator (its KSS_API_TOKEN)")
-    group.add_argument(
-        "--speed",
-        type=float,
-        default=1.0,
-        help="virtual seconds per wall second (default 1: real time; 60: a minute a second)",
-    )
-
-
-def wants_live(args: argparse.Namespace) -> bool:
-    """Whether the options ask for a live replay."""
-    return bool(getattr(args, "target_url", None) or getattr(args, "target_kubeconfig", None))
-
-
-def run_live(args: argparse.Namespace, workload: TimedWorkload | None = None) -> int:
-    """Run a live replay from ``kss replay``'s options; ``workload`` when the caller loaded it already (else
-    ``args.workload``, one workload file, with ``args.start``). Exit 0; 1 if the server refused anything or
-    cannot be reached; 2 on bad input; 130 on Ctrl-C."""
-    problems: list[str] = []
-    until = _option_seconds(args, "until", problems)
-    speed = float(getattr(args, "speed", 1.0) or 0)
-    if speed <= 0:
-        problems.append(f"--speed: {speed:g} must be more than 0")
-    config = _config(getattr(args, "scheduler_config", None), problems)
-    if workload is None and not problems:
-        paths = getattr(args, "workload", None)
-        paths = [paths] if isinstance(paths, str | Path) else list(paths or [])
-        if len(paths) != 1:
-            problems.append("a live replay takes one workload file")
-        else:
-            try:
-                workload = load_workload(paths[0], start=getattr(args, "start", None))
-            except WorkloadError as exc:
-                problems += exc.problems
-    try:
-        connection = Connection.from_options(
-            getattr(args, "target_url", None),
-            token=getattr(args, "target_token", None),
-            kubeconfig=getattr(args, "target_kubeconfig", None),
-            context=getattr(args, "target_context", None),
-        )
-    except ValueError as exc:
-        problems.append(str(exc))
-    if problems or workload is None:
-        for problem in problems:
-            print(f"kss replay: {problem}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    target = Target(connection)
-    quiet = bool(getattr(args, "quiet", False))
-    live = LiveReplay(
-        workload,
-        target,
-        speed=speed,
-        until=until,
-        scheduler_config=config,
-        progress=None if quiet else Progress(sys.stderr),
-        errors=sys.stderr,
-    )
-    try:
-        summary = live.run()
-    except ApiError as exc:  # the server cannot be reached or refuses discovery: nothing was done
-        print(f"kss replay: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
-    finally:
-        target.close()
-    for line in summary.lines():
-        print(line)
-    if summary.interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_REFUSED if summary.errors else EXIT_OK
-
-
-def _option_seconds(args: argparse.Namespace, name: str, problems: list[str]) -> float | None:
-    value = getattr(args, name, None)
-    if value is None:
-        return None
-    try:
-        return parse_duration(value, f"--{name}")
-    except ValueError as exc:
-        problems.append(str(exc))
-        return None
-
-
-def _config(path: str | None, problems: list[str]) -> Obj | None:
-    if not path:
-        return None
-    try:
-        text = Path(path).read_text()
-        doc = orjson.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        problems.append(f"{path}: {exc}")
-        return None
-    if not isinstance(doc, dict):
-        problems.append(f"{path}: must be a KubeSchedulerConfiguration object")
-        return None
-    return doc
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``python -m app.replay.live``: the live driver on its own (``kss replay --target-url`` is the same)."""
-    parser.add_argument("workload", help="a timed workload file")
-    parser.add_argument("--start", help="a `kss export` snapshot as the starting state")
-    parser.add_argument("--until", help="stop at this virtual time (seconds or a duration: 90s, 5m, 1h30m, 2d)")
-    parser.add_argument("--scheduler-config", help="a KubeSchedulerConfiguration applied before the run")
-    parser.add_argument("--quiet", action="store_true", help="no progress line")
-    add_live_arguments(parser)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app.replay.live", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    if not wants_live(args):
-        parser.error("--target-url or --target-kubeconfig is required")
-    return run_live(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

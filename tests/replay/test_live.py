@@ -257,7 +257,7 @@ def test_node_updates_taints_deletes_and_configurations_happen_and_refusals_are_
 
 
 def run_cli(server: Server, path: Path, *args: str, **kwargs: Any) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "app.replay.live", str(path), *args]
+    command = [sys.executable, "-m", "app.replay.live_cli", str(path), *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
@@ -297,9 +297,22 @@ def test_bad_options_are_refused_before_anything_is_sent(tmp_path: Path) -> None
     path = tmp_path / "w.yaml"
     path.write_text(workload([], [{"at": 0, "cordon": "n1"}]))
     proc = subprocess.run(
-        [sys.executable, "-m", "app.replay.live", str(path), "--target-url", "http://127.0.0.1:9", "--speed", "0"],
+        [sys.executable, "-m", "app.replay.live_cli", str(path), "--target-url", "http://127.0.0.1:9", "--speed", "0"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == 2 and proc.stderr.strip() == "kss replay: --speed: 0 must be more than 0"
+
+
+def test_until_ends_the_run_at_that_virtual_time(server: Server, tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(workload([node("n1")], [{"at": "30s", "create": pod("early")}, {"at": "1h", "create": pod("x")}]))
+    began = time.monotonic()
+    proc = run_cli(server, path, "--target-url", server.url, "--speed", "60", "--until", "2m", "--quiet")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert 2.0 <= time.monotonic() - began < 2.0 + 10  # 2 virtual minutes at 60x, plus starting Python
+    assert "live replay done at day 0 00:02:00" in out and "events: 1 of 1 applied" in out
+    names = [p["metadata"]["name"] for p in httpx.get(f"{server.url}/api/v1/pods").json()["items"]]
+    assert names == ["early"]
