@@ -16,6 +16,14 @@ from app.replay.sources import load_source
 from app.replay.workload import TimedWorkload, WorkloadError, parse_duration
 
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+# kss replay's options that only an offline run honours
+_OFFLINE_ONLY = (
+    ("--out", "out"),
+    ("--record-db", "record_db"),
+    ("--feature-gates", "feature_gates"),
+    ("--plugin-module", "plugin_modules"),
+    ("--write-workload", "write_workload"),
+)
 
 
 def add_live_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +53,9 @@ def run_live(args: argparse.Namespace, workload: TimedWorkload | None = None) ->
     ``--pods``, ``--form``, ``--start``, ``--limit``). Exit 0; 1 if the server refused anything or cannot be
     reached; 2 on bad input; 130 on Ctrl-C."""
     problems: list[str] = []
+    for option, attribute in _OFFLINE_ONLY:  # the server's own settings and UI take their place
+        if getattr(args, attribute, None):
+            problems.append(f"{option}: not for a live replay (the server's settings and UI apply)")
     until = _option_seconds(args, "until", problems)
     speed = float(getattr(args, "speed", 1.0) or 0)
     if speed <= 0:

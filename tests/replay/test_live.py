@@ -23,7 +23,7 @@ from kubernetes import client, config, watch
 from app.replay.live import KUBELET_RUN_DURATION, LiveReplay, LiveSummary, go_duration
 from app.replay.live_api import Connection, Target
 from app.replay.workload import parse_workload
-from tests.conftest import Server, start_server
+from tests.conftest import KSS, Server, start_server
 
 SPEED = 60.0
 # How late the server (and this 2-core machine) may be; nothing may happen early.
@@ -257,7 +257,7 @@ def test_node_updates_taints_deletes_and_configurations_happen_and_refusals_are_
 
 
 def run_cli(server: Server, path: Path, *args: str, **kwargs: Any) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "app.replay.live_cli", str(path), *args]
+    command = [str(KSS), "replay", str(path), *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
@@ -303,6 +303,10 @@ def test_bad_options_are_refused_before_anything_is_sent(tmp_path: Path) -> None
         timeout=60,
     )
     assert proc.returncode == 2 and proc.stderr.strip() == "kss replay: --speed: 0 must be more than 0"
+    offline_only = [str(KSS), "replay", str(path), "--target-url", "http://127.0.0.1:9", "--out", str(tmp_path)]
+    proc = subprocess.run(offline_only, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == "kss replay: --out: not for a live replay (the server's settings and UI apply)"
 
 
 def test_until_ends_the_run_at_that_virtual_time(server: Server, tmp_path: Path) -> None:
