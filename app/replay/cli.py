@@ -24,7 +24,7 @@ from app.replay.metrics import Metrics, summarize
 from app.replay.model import Observer, ReplayResult
 from app.replay.outputs import pod_row, write_outputs
 from app.replay.progress import Progress, virtual_clock_text
-from app.replay.sources import load_source
+from app.replay.sources import load_source, write_workload
 from app.replay.workload import TimedWorkload, WorkloadError, parse_duration
 from app.scheduler.config import ConfigError, parse_config
 from app.scheduler.plugins import PluginLoadError, load_plugin_modules
@@ -54,6 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record-db", metavar="F", help="record the run and every attempt in this results database")
     p.add_argument("--out", type=Path, metavar="DIR", help="write summary.json, pods.csv, timeseries.csv, report.html")
     p.add_argument("--name", help="the run's name (default: the workload's)")
+    p.add_argument("--write-workload", type=Path, metavar="FILE",
+                   help="also write the loaded workload as FILE (.yaml, .json, .jsonl)")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress line")
     add_live_arguments(p)
 
@@ -146,6 +148,12 @@ def run(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"kss replay: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.write_workload is not None:
+        try:
+            write_workload(workload, args.write_workload)
+        except OSError as exc:
+            print(f"kss replay: --write-workload {args.write_workload}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     name = args.name or workload.name
     recorder = None
     if args.record_db:
@@ -158,10 +166,13 @@ def run(args: argparse.Namespace) -> int:
         replay.observers.append(Progress(sys.stderr))
     try:
         result = replay.run()
-    except Exception as exc:
+    except BaseException as exc:  # Ctrl-C too: a recorded run ends failed, never left "running"
         if recorder is not None:
-            recorder.fail(f"{type(exc).__name__}: {exc}")
+            recorder.fail(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             recorder.close()
+        if isinstance(exc, KeyboardInterrupt):
+            print("kss replay: interrupted", file=sys.stderr)
+            return 130
         raise
     summary = summarize(result, metrics)
     try:

@@ -1,7 +1,7 @@
 """The files of ``kss replay --out DIR``: ``summary.json``, ``pods.csv``, ``timeseries.csv`` and ``report.html``.
 
-Every file is a function of the run alone (no wall-clock time but ``wallSeconds`` in the summary), so the same
-workload, configuration and seed write the same bytes, ``summary.json``'s ``wallSeconds`` aside.
+Every file is a function of the run alone (the wall-clock time a run took is printed and recorded, never written
+here), so the same workload, configuration and seed write the same bytes.
 """
 
 from __future__ import annotations
@@ -53,6 +53,11 @@ def pod_row(rec: PodRecord) -> Obj:
     }
 
 
+def file_summary(summary: Mapping[str, Any]) -> Obj:
+    """The summary as ``summary.json`` holds it: without ``wallSeconds``, which differs from run to run."""
+    return {k: v for k, v in summary.items() if k != "wallSeconds"}
+
+
 def csv_text(columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
     """RFC 4180 CSV (``\\r\\n`` line ends, fields quoted when needed) with a header line."""
     out = io.StringIO()
@@ -74,7 +79,7 @@ def write_outputs(
     samples = metrics.table() if metrics is not None else []
     columns = metrics.columns() if metrics is not None else ["t"]
     texts = {
-        "summary.json": orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n",
+        "summary.json": orjson.dumps(file_summary(document), option=orjson.OPT_INDENT_2).decode() + "\n",
         "pods.csv": csv_text(POD_COLUMNS, pods),
         "timeseries.csv": csv_text(columns, samples),
         "report.html": render_report(document, samples, pods),

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 import orjson
 
+from app.replay.outputs import file_summary
 from app.replay.report import (
     CHARTS_SCRIPT,
     UPLOT_DIR,
@@ -197,7 +198,9 @@ def compare_document(
     doc: Obj = {
         "workload": workload.name,
         "seed": seed,
-        "sides": [{"name": r.side.name, "config": r.side.source, "summary": r.outcome.summary} for r in runs],
+        "sides": [
+            {"name": r.side.name, "config": r.side.source, "summary": file_summary(r.outcome.summary)} for r in runs
+        ],
         "figures": [{"figure": label, "values": values} for label, _, values in figure_rows(summaries)],
         "differentPods": len(diffs),
         "differences": list(diffs),
