@@ -34,6 +34,8 @@ from typing import Any
 import orjson
 import yaml
 
+from app.operations.snapshot import SNAPSHOT_KINDS
+
 API_VERSION = "kss.sigs.k8s.io/v1alpha1"
 KIND = "TimedWorkload"
 ANNOTATION_PREFIX = "replay.kss.sigs.k8s.io/"
@@ -357,7 +359,7 @@ def read_snapshot(path: Path) -> tuple[list[Obj], Obj | None]:
                     continue
                 for j, obj in enumerate(value or []):
                     if isinstance(obj, dict) and "kind" not in obj:
-                        kind = _SNAPSHOT_KINDS.get(key)
+                        kind = SNAPSHOT_KINDS.get(key)
                         obj = {"kind": kind, **obj} if kind else obj
                     if _is_object(obj, f"{path}: {key}[{j}]", problems):
                         objects.append(obj)
@@ -370,32 +372,6 @@ def read_snapshot(path: Path) -> tuple[list[Obj], Obj | None]:
     if problems:
         raise WorkloadError(problems)
     return objects, config
-
-
-# kube-scheduler-simulator's snapshot keys whose typed Go exports leave ``kind`` out of the list elements.
-_SNAPSHOT_KINDS = {
-    "pods": "Pod",
-    "nodes": "Node",
-    "pvs": "PersistentVolume",
-    "pvcs": "PersistentVolumeClaim",
-    "storageClasses": "StorageClass",
-    "priorityClasses": "PriorityClass",
-    "namespaces": "Namespace",
-    "csiNodes": "CSINode",
-    "podDisruptionBudgets": "PodDisruptionBudget",
-    "podGroups": "PodGroup",
-    "workloads": "Workload",
-    "deployments": "Deployment",
-    "replicaSets": "ReplicaSet",
-    "statefulSets": "StatefulSet",
-    "daemonSets": "DaemonSet",
-    "jobs": "Job",
-    "cronJobs": "CronJob",
-    "deviceClasses": "DeviceClass",
-    "resourceSlices": "ResourceSlice",
-    "resourceClaimTemplates": "ResourceClaimTemplate",
-    "resourceClaims": "ResourceClaim",
-}
 
 
 def event_document(e: Event) -> Obj:
