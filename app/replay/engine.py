@@ -72,6 +72,14 @@ class _Actions(PodActions):
         for h in self.run.handles:
             h.add_nominated_pod(pod, node_name)
 
+    def bind_volumes(
+        self, pod: PodInfo, node_name: str, static: list[tuple[dict[str, Any], dict[str, Any]]], dynamic: list[Any]
+    ) -> Status:
+        # VolumeBinding's PreBind and what the PV controller and a provisioner then do (app/replay/volumes.py).
+        from app.replay.volumes import bind_pod_volumes
+
+        return bind_pod_volumes(self.run, pod, node_name, static, dynamic)
+
 
 class Replay:
     """One replay of a timed workload (``ReplayState`` for observers, ``ReplayActions`` for the controllers)."""
@@ -160,6 +168,11 @@ class Replay:
 
     def node_objects(self) -> list[dict[str, Any]]:
         return [ni.node for ni in self.cache.snapshot.node_info_list]
+
+    def create_object(self, obj: dict[str, Any]) -> bool:
+        """An object a controller makes (a StatefulSet's claim), entering as a create event's would (its queue
+        event raised); False, and nothing done, when one of that kind and name exists (AlreadyExists)."""
+        return self.objects.create_if_absent(intake.copy_object(obj))
 
     # --- set-up ---------------------------------------------------------------------------------
     def _new_queue(self, config: SchedulerConfig) -> q.SchedulingQueue:
@@ -486,6 +499,8 @@ class Replay:
         )
         self._run_for[pi.uid] = run_for
         self.cluster.put_pod(pod)
+        if not owner and self.controllers is not None:
+            self.controllers.pod_arrived(pod)  # a snapshot's or an event's pod: its controller adopts it
         if end_at is not None:
             uid = pi.uid
             self.call_at(end_at, lambda: self._delete_pod(key, DELETED, uid=uid))

@@ -14,7 +14,15 @@ from typing import Any
 
 import orjson
 
-from app.cluster.defaults import default_node, default_pod, prepare_pod_create
+from app.cluster.defaults import (
+    default_node,
+    default_persistent_volume,
+    default_persistent_volume_claim,
+    default_pod,
+    default_storage_class,
+    prepare_pod_create,
+    prepare_pvc_create,
+)
 from app.scheduler.framework import ClusterObjects
 from app.scheduler.nodeinfo import PodInfo
 from app.simulation.alibaba_v2023 import generated_claim_name
@@ -64,6 +72,20 @@ def admit_pod(pod: Obj, cluster: ClusterObjects, *, bound: bool) -> None:
     prepare_pod_create(pod, list(cluster.priority_classes.values()))
     if bound and isinstance(status, dict):
         pod["status"] = {**status, "phase": status.get("phase") or "Running"}
+
+
+def admit_storage(kind: str, obj: Obj, cluster: ClusterObjects) -> None:
+    """The API server's defaults for a new PV, claim or StorageClass (a claim without a class gets the default
+    class); a PV without a phase is Available, as the PV controller makes a new volume (``kss serve`` does the
+    same at create): without it no static volume could ever be chosen by VolumeBinding."""
+    if kind == "PersistentVolume":
+        obj.setdefault("status", {}).setdefault("phase", "Available")
+        default_persistent_volume(obj)
+    elif kind == "PersistentVolumeClaim":
+        prepare_pvc_create(obj, list(cluster.storage_classes.values()))
+        default_persistent_volume_claim(obj)
+    elif kind == "StorageClass":
+        default_storage_class(obj)
 
 
 def stamp(obj: Obj, *, kind: str, seq: int, epoch: datetime, now: float) -> None:

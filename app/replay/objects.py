@@ -114,7 +114,38 @@ class ObjectIntake:
                 return
             self._add_node(intake.new_node(obj))
             return
+        intake.admit_storage(kind, obj, run.cluster)
         self.put(kind, obj, added=True)
+
+    def create_if_absent(self, obj: Obj) -> bool:
+        """:meth:`create` unless an object of that kind, namespace and name exists (False then)."""
+        kind = str(obj.get("kind"))
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if kind not in _TABLES and kind not in _NAMED and kind not in _LISTS:
+            self._ignore(kind)
+            return False
+        if (
+            self.find(kind, "" if kind in intake.CLUSTER_SCOPED else meta.get("namespace") or "default", name)
+            is not None
+        ):
+            return False
+        self.create(obj, run_for=None, end_at=None, seq=None)
+        return True
+
+    def find(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """The stored object of a kind in ClusterObjects' tables, lists or named kinds, or None."""
+        co = self.run.cluster
+        if kind in _TABLES:
+            attr, namespaced, _ = _TABLES[kind]
+            found: Obj | None = getattr(co, attr).get(f"{namespace or 'default'}/{name}" if namespaced else name)
+            return found
+        if kind in _LISTS:
+            key = f"{namespace or 'default'}/{name}"
+            return next((o for o in getattr(co, _LISTS[kind]) if _key(o, True) == key), None)
+        if kind in _NAMED:
+            return co.get_object(kind, namespace, name)
+        return None
 
     def update(self, obj: Obj) -> None:
         run = self.run

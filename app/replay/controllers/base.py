@@ -2,10 +2,13 @@
 made deterministically, and a work queue drained on the virtual clock.
 
 The controllers of ``kss serve`` (``app/controllers``) read and write a store; these keep their own state and act
-only through :class:`ReplayActions`. A change (an event, a pod bound or gone, a node) marks its owner dirty; the
-dirty owners are synced by one timer at the current virtual time, so everything that happens at one instant (a
-snapshot's objects, a node removal and its pods' deletions) is seen before any controller acts, as an informer's
-work queue would batch it.
+only through :class:`ReplayActions`. Pods that reach the replay otherwise (a start snapshot's, a workload event's) are
+adopted as kube-controller-manager's ControllerRefManager claims them: by their controller ownerReference, or, for
+an orphan, by the first owner whose selector matches; a pod nobody claims yet waits in :attr:`Hub.arrived`.
+
+A change (an event, a pod bound or gone, a node) marks its owner dirty; the dirty owners are synced by one timer
+at the current virtual time, so everything that happens at one instant (a snapshot's objects, a node removal and
+its pods' deletions) is seen before any controller acts, as an informer's work queue would batch it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from app.controllers.job_parts import rfc3339
-from app.controllers.owned import owner_reference
+from app.controllers.owned import controller_ref, owner_reference, selector_matches
 from app.replay.workload import WorkloadError
 
 __all__ = ["WorkloadError"]  # raised for objects the controllers cannot run
@@ -32,7 +35,9 @@ _UID_NAMESPACE = uuid.UUID("6f1c1b43-5a0e-4c7e-9d3b-2f3c4b5a6d7e")
 
 
 class ReplayActions(Protocol):
-    """What the engine does for the controllers (``app/replay/engine.py`` implements it)."""
+    """What the engine does for the controllers (``app/replay/engine.py`` implements it). An engine may also offer
+    ``create_object(obj) -> bool`` (an object such as a StatefulSet's claim, created as a create event would; False
+    when one of that kind and name exists); the StatefulSet controller uses it when it is there."""
 
     @property
     def now(self) -> float: ...
@@ -70,6 +75,22 @@ class TrackedPod:
         return self.bound_at is not None and now >= self.bound_at + min_ready_seconds
 
 
+@dataclass(slots=True, eq=False)
+class ArrivedPod:
+    """A pod that reached the replay otherwise than through the controllers, not (yet) claimed by an owner."""
+
+    namespace: str
+    name: str
+    obj: Obj
+    arrived: float
+    node: str | None = None
+    bound_at: float | None = None
+
+    @property
+    def key(self) -> Key:
+        return self.namespace, self.name
+
+
 class Hub:
     """The controllers' shared context: the engine's actions, the epoch, which owner made each live pod, names
     handed out, and the dirty owners waiting for a sync."""
@@ -78,6 +99,8 @@ class Hub:
         self.actions = actions
         self.epoch = epoch
         self.pods: dict[Key, TrackedPod] = {}
+        self.arrived: dict[Key, ArrivedPod] = {}  # pods no owner has claimed yet, in arrival order
+        self._claimers: dict[Owner, None] = {}  # owners of pods (not Deployments, CronJobs), in creation order
         self._dirty: dict[Owner, None] = {}  # insertion-ordered: owners sync in the order they were touched
         self._flush_scheduled = False
         self._name_counters: dict[str, int] = {}
@@ -119,7 +142,7 @@ class Hub:
             digest = hashlib.blake2b(f"{prefix}#{count}".encode(), digest_size=8).digest()
             count += 1
             name = prefix + "".join(_NAME_ALPHABET[b % len(_NAME_ALPHABET)] for b in digest[:5])
-            if (namespace, name) not in self.pods:
+            if (namespace, name) not in self.pods and (namespace, name) not in self.arrived:
                 self._name_counters[prefix] = count
                 return name
 
@@ -152,6 +175,42 @@ class Hub:
             del self.pods[pod.key]
         if pod.owner.pods.get(pod.name) is pod:
             del pod.owner.pods[pod.name]
+
+    # --- adoption ----------------------------------------------------------------------------------------------
+    def register(self, owner: Owner) -> None:
+        """``owner`` controls pods from now on: it claims the waiting pods that are its own."""
+        self._claimers[owner] = None
+        for arrived in [a for a in self.arrived.values() if a.namespace == owner.namespace]:
+            if owner.claims(arrived.obj):
+                self._adopt(owner, arrived)
+
+    def arrive(self, arrived: ArrivedPod) -> None:
+        """A pod reached the replay otherwise than through the controllers: its owner claims it now, or it waits
+        for one (an orphan is taken by the first owner, in creation order, that selects it)."""
+        for owner in list(self._claimers):
+            if not owner.alive:
+                del self._claimers[owner]
+            elif owner.namespace == arrived.namespace and owner.claims(arrived.obj):
+                self._adopt(owner, arrived)
+                return
+        self.arrived[arrived.key] = arrived
+
+    def _adopt(self, owner: Owner, arrived: ArrivedPod) -> None:
+        self.arrived.pop(arrived.key, None)
+        meta = arrived.obj.get("metadata") or {}
+        tracked = TrackedPod(
+            namespace=arrived.namespace,
+            name=arrived.name,
+            owner=owner,
+            created=arrived.arrived,
+            annotations=dict(meta.get("annotations") or {}),
+            node=arrived.node,
+            bound_at=arrived.bound_at,
+            **owner.adoption_facts(arrived.obj),
+        )
+        self.pods[tracked.key] = tracked
+        owner.pods[tracked.name] = tracked
+        owner.pod_adopted(tracked)
 
     # --- the work queue -----------------------------------------------------------------------------------------
     def mark(self, owner: Owner) -> None:
@@ -188,6 +247,7 @@ class Owner:
         self.namespace = str(meta.get("namespace") or "default")
         self.name = str(meta.get("name") or "")
         meta["namespace"] = self.namespace
+        self.uid_given = bool(meta.get("uid"))  # a snapshot's owner: its pods name it by this uid
         meta.setdefault("uid", hub.uid(self.kind, self.namespace, self.name))
         meta.setdefault("creationTimestamp", hub.stamp(hub.now))
         meta.setdefault("generation", 1)
@@ -212,6 +272,43 @@ class Owner:
 
     def owner_reference(self) -> Obj:
         return owner_reference(self.obj)
+
+    # --- adoption (``ClaimPods``) ---------------------------------------------------------------------------------
+    def selector(self) -> Obj | None:
+        """The label selector its pods are claimed by (``spec.selector``)."""
+        selector = self.spec.get("selector")
+        return selector if isinstance(selector, dict) else None
+
+    def refers_to_me(self, ref: Obj) -> bool:
+        """Whether a controller ownerReference names this owner: by uid, or by kind and name when the workload gave
+        the owner no uid (a hand-written start whose pods name their owner)."""
+        if ref.get("kind") != self.kind:
+            return False
+        if ref.get("uid") and self.uid_given:
+            return bool(ref.get("uid") == self.obj["metadata"]["uid"])
+        return ref.get("name") == self.name
+
+    def claims(self, pod: Obj) -> bool:
+        """Whether this owner takes ``pod``: its controller reference names it, or the pod is an orphan its
+        selector matches; either way only a pod it could have made (:meth:`may_own`)."""
+        ref = controller_ref(pod)
+        if ref is not None:
+            return self.refers_to_me(ref) and self.may_own(pod)
+        selector = self.selector()
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        return selector is not None and selector_matches({"spec": {"selector": selector}}, labels) and self.may_own(pod)
+
+    def may_own(self, pod: Obj) -> bool:
+        """Kind-specific membership (a StatefulSet's pod is named ``<set>-<ordinal>``)."""
+        return True
+
+    def adoption_facts(self, pod: Obj) -> dict[str, Any]:
+        """What the owner tracks of an adopted pod (an ordinal, a revision, a target node)."""
+        return {}
+
+    def pod_adopted(self, pod: TrackedPod) -> None:
+        """A pod was adopted: look again."""
+        self.hub.mark(self)
 
     def update(self, obj: Obj) -> None:
         """The object replaced by an update event: spec, labels and annotations taken, identity kept; the

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.cluster.cron import CronError, parse_standard
 from app.controllers.cronjob import SCHEDULED_TIMESTAMP, Schedule, job_name, most_recent_schedule_time
-from app.controllers.job_parts import rfc3339
+from app.controllers.job_parts import parse_time, rfc3339
 from app.replay.controllers.base import Hub, Obj, Owner, WorkloadError, int_spec
 from app.replay.controllers.job import COMPLETE, JobOwner
 
@@ -51,7 +51,8 @@ class CronJobOwner(Owner):
         self.schedule, self.zone = parse_schedule(obj)
         super().__init__(hub, obj, run_for)
         self.jobs: list[JobOwner] = []
-        self.last_schedule: datetime | None = None
+        # A snapshot's CronJob goes on from its last scheduled time, not from its creation.
+        self.last_schedule: datetime | None = parse_time((obj.get("status") or {}).get("lastScheduleTime"))
         self.started: list[tuple[float, str]] = []  # (virtual time, Job name): every Job it made
 
     def update(self, obj: Obj) -> None:
@@ -115,7 +116,18 @@ class CronJobOwner(Owner):
         self.jobs.append(job)
         self.started.append((self.hub.now, job.name))
         self.last_schedule = scheduled
+        self.hub.register(job)
         self.hub.mark(job)
+
+    def adopt_job(self, job: JobOwner) -> None:
+        """A Job this CronJob started before the replay (a start snapshot's): it joins, oldest first, and counts
+        for concurrencyPolicy and the history limits."""
+        job.parent = self
+        self.jobs.append(job)
+        self.jobs.sort(key=lambda j: str(j.obj["metadata"].get("creationTimestamp") or ""))
+        self.hub.register(job)
+        self.hub.mark(job)
+        self.hub.mark(self)
 
     def _cleanup(self) -> None:
         """``cleanupFinishedJobs``: the oldest finished Jobs beyond the history limits are deleted."""

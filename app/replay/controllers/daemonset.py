@@ -12,9 +12,11 @@ gone is deleted, a pod that finished or was deleted is made again. RollingUpdate
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.controllers import daemon_placement as dp
 from app.controllers.owned import pod_from_template
-from app.controllers.rollout import scaled_value, template_hash
+from app.controllers.rollout import CONTROLLER_REVISION_HASH_LABEL, scaled_value, template_hash
 from app.replay.controllers.base import Hub, Obj, Owner, TrackedPod, int_spec
 
 
@@ -31,6 +33,16 @@ class DaemonSetOwner(Owner):
     def min_ready_seconds(self) -> int:
         return int_spec(self.spec, "minReadySeconds", 0)
 
+    # --- adoption ---------------------------------------------------------------------------------------------
+    def may_own(self, pod: Obj) -> bool:
+        """Only a pod with a node (``GetTargetNodeName``: its nodeName or its node-name affinity)."""
+        return dp.target_node_name(pod) is not None
+
+    def adoption_facts(self, pod: Obj) -> dict[str, Any]:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        revision = str(labels.get(CONTROLLER_REVISION_HASH_LABEL) or "")
+        return {"target_node": dp.target_node_name(pod) or "", "revision": revision}
+
     def _by_node(self) -> dict[str, TrackedPod]:
         return {pod.target_node: pod for pod in self.pods.values()}
 
@@ -38,6 +50,7 @@ class DaemonSetOwner(Owner):
         placement = dp.DaemonPlacement.of(self.obj)
         revision = template_hash(self.spec.get("template"))
         nodes = {str((n.get("metadata") or {}).get("name") or ""): n for n in self.hub.actions.node_objects()}
+        self._delete_duplicates()
         pods = self._by_node()
         eligible: list[str] = []
         for name in sorted(nodes):
@@ -55,6 +68,15 @@ class DaemonSetOwner(Owner):
                 self.hub.delete_pod(pod)
         if (self.spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate":
             self._rolling_update(eligible, revision)
+
+    def _delete_duplicates(self) -> None:
+        """``podsShouldBeOnNode``: more than one pod for a node (adopted ones), the oldest stays."""
+        kept: dict[str, TrackedPod] = {}
+        for pod in sorted(self.pods.values(), key=lambda p: (p.bound_at is None, p.created, p.name)):
+            if pod.target_node in kept:
+                self.hub.delete_pod(pod)
+            else:
+                kept[pod.target_node] = pod
 
     def _create(self, node: str, revision: str) -> None:
         template = dp.daemon_pod_template(self.obj, revision, dp.template_generation(self.obj))

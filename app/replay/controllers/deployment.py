@@ -28,7 +28,7 @@ class DeploymentOwner(Owner):
     def __init__(self, hub: Hub, obj: Obj, run_for: float | None) -> None:
         super().__init__(hub, obj, run_for)
         self.sets: list[ReplicaSetOwner] = []
-        self.collision_count = 0
+        self.collision_count = int((obj.get("status") or {}).get("collisionCount") or 0)
 
     # --- one sync ---------------------------------------------------------------------------------------------
     def sync(self) -> None:
@@ -120,8 +120,19 @@ class DeploymentOwner(Owner):
         rs_obj["spec"]["replicas"] = du.new_rs_new_replicas(d, all_objs, rs_obj)
         du.set_new_replica_set_annotations(d, rs_obj, revision, False)
         self.sets.append(rs)
+        self.hub.register(rs)
         self.hub.mark(rs)
         return rs
+
+    def adopt_set(self, rs: ReplicaSetOwner) -> None:
+        """A ReplicaSet of this Deployment that arrived on its own (a start snapshot's): it joins, in revision
+        order, and keeps its pods and size; the next sync reads it as ``getReplicaSetsForDeployment`` would."""
+        rs.parent = self
+        self.sets.append(rs)
+        self.sets.sort(key=lambda r: du.revision(r.obj))  # stable: equal revisions keep their arrival order
+        self.hub.register(rs)
+        self.hub.mark(rs)
+        self.hub.mark(self)
 
     # --- rollouts ---------------------------------------------------------------------------------------------
     def _rolling(self, new_rs: ReplicaSetOwner | None, old: list[ReplicaSetOwner]) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 from datetime import timedelta
+from typing import Any
 
 from app.controllers import job_parts as jp
 from app.controllers.owned import pod_from_template
@@ -43,6 +44,32 @@ class JobOwner(Owner):
         self.reason = ""
         self.backoff = jp.BackoffRecord()
         self._deadline_timer: float | None = None
+        self._resume(obj.get("status") or {})
+
+    def _resume(self, status: Obj) -> None:
+        """A snapshot's Job goes on from its status: the pods it counted, the indexes done, finished or not (a
+        workload's own Job has no status: it starts afresh)."""
+        self.succeeded = int(status.get("succeeded") or 0)
+        self.failed = int(status.get("failed") or 0)
+        if self.job_spec.indexed:
+            self.completed_indexes = jp.parse_indexes(status.get("completedIndexes"), self.job_spec.completions or 0)
+        started = jp.parse_time(status.get("startTime"))
+        if started is not None:
+            self.start_time = self.hub.virtual(started)
+        for kind in (COMPLETE, FAILED):
+            condition = jp.condition(status, kind)
+            if condition is not None and condition.get("status") == "True":
+                self.finished, self.reason = kind, str(condition.get("reason") or "")
+                when = jp.parse_time(condition.get("lastTransitionTime"))
+                self.finished_at = self.hub.virtual(when) if when is not None else self.hub.now
+
+    # --- adoption ---------------------------------------------------------------------------------------------
+    def selector(self) -> Obj | None:
+        """``spec.selector``, or the one the API server generates (the Job's uid) when it has none."""
+        return super().selector() or {"matchLabels": {jp.CONTROLLER_UID_LABEL: str(self.obj["metadata"]["uid"])}}
+
+    def adoption_facts(self, pod: Obj) -> dict[str, Any]:
+        return {"index": jp.completion_index(pod)} if self.job_spec.indexed else {}
 
     @property
     def job_spec(self) -> jp.JobSpec:

@@ -2,7 +2,9 @@
 
 The engine (``app/replay/engine.py``) gives every create/update/delete of a Deployment, ReplicaSet, StatefulSet,
 DaemonSet, Job or CronJob to :class:`WorkloadControllers` and tells it when a pod it made is bound or gone and when
-nodes come, change or go; the controllers make and delete pods through :class:`ReplayActions` only.
+nodes come, change or go; the controllers make and delete pods through :class:`ReplayActions` only. Pods the engine
+received otherwise (``pod_arrived``: a start snapshot's, an event's) are adopted by their owners, and a ReplicaSet or
+Job that names a Deployment or CronJob as its controller (a snapshot holds both) joins it instead of running alone.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import copy
 from collections.abc import Callable
 from datetime import datetime
 
-from app.replay.controllers.base import Hub, Key, Obj, Owner, ReplayActions, WorkloadError
+from app.controllers.owned import controller_ref, selector_matches
+from app.replay.controllers.base import ArrivedPod, Hub, Key, Obj, Owner, ReplayActions, WorkloadError
 from app.replay.controllers.cronjob import CronJobOwner, parse_schedule
 from app.replay.controllers.daemonset import DaemonSetOwner
 from app.replay.controllers.deployment import DeploymentOwner
@@ -91,14 +94,74 @@ class WorkloadControllers:
         if existing is not None:
             existing.update(copy.deepcopy(obj))
             return
-        owner = _OWNERS[kind](self._hub, copy.deepcopy(obj), run_for)
+        obj = copy.deepcopy(obj)
+        parent = self._parent_of(kind, obj)
+        if isinstance(parent, DeploymentOwner):
+            parent.adopt_set(ReplicaSetOwner(self._hub, obj, run_for, parent=parent))
+            return
+        if isinstance(parent, CronJobOwner):
+            parent.adopt_job(JobOwner(self._hub, obj, run_for, parent=parent))
+            return
+        owner = _OWNERS[kind](self._hub, obj, run_for)
         self._owners[key] = owner
+        if isinstance(owner, DeploymentOwner | CronJobOwner):
+            self._adopt_children(owner)
+        else:
+            self._hub.register(owner)
         self._hub.mark(owner)
+
+    # --- adoption of ReplicaSets by Deployments, Jobs by CronJobs -------------------------------------------------
+    def _parent_of(self, kind: str, obj: Obj) -> Owner | None:
+        """The Deployment a ReplicaSet belongs to (its controller reference, or an orphan the Deployment selects),
+        the CronJob a Job belongs to (its controller reference: CronJobs adopt no orphans)."""
+        parent_kind = {"ReplicaSet": "Deployment", "Job": "CronJob"}.get(kind)
+        if parent_kind is None:
+            return None
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+        ref = controller_ref(obj)
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        for (k, ns, _), owner in self._owners.items():
+            if k != parent_kind or ns != namespace or not owner.alive:
+                continue
+            if ref is not None and owner.refers_to_me(ref):
+                return owner
+            if ref is None and parent_kind == "Deployment" and selector_matches(owner.obj, labels):
+                return owner
+        return None
+
+    def _adopt_children(self, owner: DeploymentOwner | CronJobOwner) -> None:
+        """A Deployment or CronJob arrived: the ReplicaSets or Jobs already running alone that are its own join it."""
+        child_kind = "ReplicaSet" if isinstance(owner, DeploymentOwner) else "Job"
+        for key, child in list(self._owners.items()):
+            if key[0] != child_kind or key[1] != owner.namespace or self._parent_of(child_kind, child.obj) is not owner:
+                continue
+            del self._owners[key]
+            child.parent = owner
+            if isinstance(owner, DeploymentOwner) and isinstance(child, ReplicaSetOwner):
+                owner.adopt_set(child)
+            elif isinstance(owner, CronJobOwner) and isinstance(child, JobOwner):
+                owner.adopt_job(child)
+
+    def pod_arrived(self, pod: Obj) -> None:
+        """A pod the controllers did not make entered the replay (a start snapshot's, bound or not, or an event's):
+        its owner adopts it, now or when the owner arrives. Terminated or deleting pods are not active: nobody
+        counts them."""
+        meta = pod.get("metadata") or {}
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
+            return
+        node = (pod.get("spec") or {}).get("nodeName") or None
+        now = self._hub.now
+        namespace, name = _key(pod)
+        self._hub.arrive(ArrivedPod(namespace, name, pod, now, node, now if node else None))
 
     def pod_bound(self, pod: Obj, node: str) -> None:
         """A pod was bound to ``node`` (it runs from now on)."""
         tracked = self._hub.pods.get(_key(pod))
         if tracked is None:
+            arrived = self._hub.arrived.get(_key(pod))
+            if arrived is not None:
+                arrived.node, arrived.bound_at = node, self._hub.now
             return
         tracked.node = node
         tracked.bound_at = self._hub.now
@@ -108,6 +171,7 @@ class WorkloadControllers:
         """A pod left: it ran its runFor (``succeeded``) or was deleted, preempted or evicted (not)."""
         tracked = self._hub.pods.get(_key(pod))
         if tracked is None:
+            self._hub.arrived.pop(_key(pod), None)
             return
         self._hub.forget(tracked)
         tracked.owner.pod_gone(tracked, succeeded=succeeded)

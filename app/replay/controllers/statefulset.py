@@ -8,9 +8,10 @@ makes them (``app/controllers/statefulset_pods.py``: identity labels, hostname a
 - RollingUpdate: once every pod runs, the highest ordinal at or above the partition that is not at the update
   revision is deleted (and so made again from the new template), one at a time; OnDelete leaves pods as they are.
 
-``volumeClaimTemplates``: the claims ``<template>-<sts>-<ordinal>`` are created before the pod when the engine can
-create objects (``create_object``), kept when the set shrinks (Retain); otherwise the pod is made without those
-volumes.
+``volumeClaimTemplates``: the claims ``<template>-<sts>-<ordinal>`` (the template's labels and the selector's
+matchLabels; an ownerReference to the set under ``persistentVolumeClaimRetentionPolicy.whenDeleted: Delete``) are
+created before the pod when the engine can create objects (``create_object``: the replay's engine can); one that
+exists is used as it is. Without ``create_object`` the pod is made without those volumes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,20 @@ class StatefulSetOwner(Owner):
         self.templates: dict[str, Obj] = {}  # revision -> the template it makes pods from
         self.current_revision = sp.revision_name(self.obj)
         self.templates[self.current_revision] = copy.deepcopy(self.spec.get("template") or {})
-        self.claims_made: set[int] = set()
+
+    # --- adoption ---------------------------------------------------------------------------------------------
+    def may_own(self, pod: Obj) -> bool:
+        """``isMemberOf``: only a pod named ``<set>-<ordinal>`` (a claimed pod outside the ordinals is condemned)."""
+        return sp.is_member(self.obj, pod)
+
+    def adoption_facts(self, pod: Obj) -> dict[str, Any]:
+        revision = sp.pod_revision(pod)
+        status = self.obj.get("status") or {}
+        if revision and revision == status.get("updateRevision") == status.get("currentRevision"):
+            # The snapshot says this pod is up to date: it is at the revision as this replay names it (another
+            # cluster's revision names may be hashed otherwise).
+            revision = sp.revision_name(self.obj)
+        return {"index": sp.ordinal_of(pod), "revision": revision}
 
     def _by_ordinal(self) -> dict[int, TrackedPod]:
         return {pod.index: pod for pod in self.pods.values() if pod.index is not None}
@@ -83,10 +97,13 @@ class StatefulSetOwner(Owner):
         create_object = getattr(self.hub.actions, "create_object", None)
         claims = sp.claims_for(self.obj, ordinal)
         if claims and create_object is not None:
-            if ordinal not in self.claims_made:
-                for claim in claims.values():
-                    create_object(claim)
-                self.claims_made.add(ordinal)
+            # ``createPersistentVolumeClaims``: each missing claim before the pod (an existing one, a snapshot's or
+            # one kept from an earlier pod of this ordinal, is used as it is), owned as the retention policy says.
+            for claim in claims.values():
+                refs = sp.wanted_claim_refs(claim, self.obj, pod)
+                if refs:
+                    claim["metadata"]["ownerReferences"] = refs
+                create_object(claim)
         elif claims:
             volumes: list[Any] = [v for v in pod["spec"].get("volumes") or [] if v.get("name") not in claims]
             if volumes:
