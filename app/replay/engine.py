@@ -174,6 +174,11 @@ class Replay:
         event raised); False, and nothing done, when one of that kind and name exists (AlreadyExists)."""
         return self.objects.create_if_absent(intake.copy_object(obj))
 
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """An object a controller's owner takes with it (a StatefulSet's claim under its retention policy), deleted
+        as a delete event would delete it."""
+        self.objects.delete(kind, namespace, name)
+
     # --- set-up ---------------------------------------------------------------------------------
     def _new_queue(self, config: SchedulerConfig) -> q.SchedulingQueue:
         def less(a: q.QueuedPodInfo, b: q.QueuedPodInfo) -> bool:

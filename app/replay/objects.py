@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.replay import intake
 from app.replay.model import DELETED
+from app.replay.volumes import release_volume_of
 from app.replay.workload import Event
 from app.scheduler import queue as q
 
@@ -189,7 +190,9 @@ class ObjectIntake:
         co = run.cluster
         if kind in _TABLES:
             attr, namespaced, _ = _TABLES[kind]
-            getattr(co, attr).pop(f"{namespace}/{name}" if namespaced else name, None)
+            gone = getattr(co, attr).pop(f"{namespace}/{name}" if namespaced else name, None)
+            if kind == "PersistentVolumeClaim" and gone is not None:
+                release_volume_of(run, gone)
         elif kind in _LISTS:
             attr = _LISTS[kind]
             setattr(co, attr, [o for o in getattr(co, attr) if _key(o, True) != f"{namespace}/{name}"])

@@ -101,3 +101,20 @@ def bind_pod_volumes(
         if "PersistentVolumeClaim" in store.changed:
             run.queue.move_all_to_active_or_backoff(q.PVC_CHANGE)
     return Status()
+
+
+def release_volume_of(run: Replay, claim: Obj) -> None:
+    """The PV controller when a bound claim is deleted: its volume is deleted (reclaimPolicy Delete, a provisioned
+    volume's usual policy) or Released (Retain: kept for its data, never bound to another claim)."""
+    name = str((claim.get("spec") or {}).get("volumeName") or "")
+    volume = run.cluster.pvs.get(name)
+    if volume is None:
+        return
+    if (volume.get("spec") or {}).get("persistentVolumeReclaimPolicy") == "Delete":
+        del run.cluster.pvs[name]
+    else:
+        store = ReplayVolumeStore(run)
+        released = copy.deepcopy(volume)
+        released["status"] = {**(released.get("status") or {}), "phase": "Released"}
+        store.update("PersistentVolume", released, subresource="status")
+    run.queue.move_all_to_active_or_backoff(q.PV_CHANGE)

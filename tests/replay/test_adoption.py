@@ -302,3 +302,45 @@ def test_statefulset_claims_are_provisioned_on_the_chosen_node() -> None:
         terms = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
         assert terms[0]["matchExpressions"][0]["values"] == [nodes[f"{NS}/db-{ordinal}"]]
         assert (claim["status"]["phase"], volume["status"]["phase"]) == ("Bound", "Bound")
+
+
+def test_claim_retention_policy_deletes_claims_and_the_pv_controller_reclaims_their_volumes() -> None:
+    """whenScaled: Delete takes db-1's claim with it when the set shrinks (its provisioned volume, reclaimPolicy
+    Delete, goes too); scaled up again, db-1 gets a new claim and volume. whenDeleted: Delete takes db-0's claim
+    with the set; a Retain volume is then Released, not offered to a new claim."""
+    start = [_node("n1"), _class("fast", "csi.example.com"), _class("local", "kubernetes.io/no-provisioner"),
+             _local_pv("pv-local", "n1")]  # fmt: skip
+    policy = {"whenScaled": "Delete", "whenDeleted": "Delete"}
+    scaled = _stateful(2, "fast", persistentVolumeClaimRetentionPolicy=policy)
+    one = copy.deepcopy(scaled)
+    one["spec"]["replicas"] = 1
+    kept = _stateful(1, "local", persistentVolumeClaimRetentionPolicy={"whenDeleted": "Delete"})
+    kept["metadata"]["name"] = "cache"
+    kept["spec"]["selector"] = {"matchLabels": {"app": "cache"}}
+    kept["spec"]["template"] = _template("cache")
+    run = _replay(start, [{"at": 0, "create": scaled}, {"at": 0, "create": kept}])
+    run.run()
+    first = run.cluster.pvcs[f"{NS}/data-db-1"]
+    first_volume = first["spec"]["volumeName"]
+    assert first_volume in run.cluster.pvs and run.cluster.pvs["pv-local"]["status"]["phase"] == "Bound"
+
+    run = _replay(
+        start,
+        [
+            {"at": 0, "create": scaled},
+            {"at": 0, "create": kept},
+            {"at": "1h", "update": one},
+            {"at": "2h", "update": scaled},
+            {"at": "3h", "delete": {"kind": "StatefulSet", "namespace": NS, "name": "cache"}},
+        ],
+    )
+    result = run.run()
+    db1 = [(r.arrival, r.outcome) for r in result.pods if r.key == f"{NS}/db-1"]
+    assert db1 == [(0.0, DELETED), (7200.0, RUNNING)]
+    again = run.cluster.pvcs[f"{NS}/data-db-1"]
+    assert again["metadata"]["uid"] != first["metadata"]["uid"], "a new claim, not the deleted one"
+    assert first_volume not in run.cluster.pvs, "the deleted claim's volume (reclaimPolicy Delete) is gone"
+    assert again["spec"]["volumeName"] in run.cluster.pvs
+    assert f"{NS}/data-db-0" in run.cluster.pvcs, "ordinal 0 was never condemned: its claim stays"
+    assert f"{NS}/data-cache-0" not in run.cluster.pvcs
+    assert run.cluster.pvs["pv-local"]["status"]["phase"] == "Released"

@@ -37,7 +37,8 @@ _UID_NAMESPACE = uuid.UUID("6f1c1b43-5a0e-4c7e-9d3b-2f3c4b5a6d7e")
 class ReplayActions(Protocol):
     """What the engine does for the controllers (``app/replay/engine.py`` implements it). An engine may also offer
     ``create_object(obj) -> bool`` (an object such as a StatefulSet's claim, created as a create event would; False
-    when one of that kind and name exists); the StatefulSet controller uses it when it is there."""
+    when one of that kind and name exists) and ``delete_object(kind, namespace, name)``; the StatefulSet controller
+    uses them when they are there."""
 
     @property
     def now(self) -> float: ...

@@ -11,7 +11,9 @@ makes them (``app/controllers/statefulset_pods.py``: identity labels, hostname a
 ``volumeClaimTemplates``: the claims ``<template>-<sts>-<ordinal>`` (the template's labels and the selector's
 matchLabels; an ownerReference to the set under ``persistentVolumeClaimRetentionPolicy.whenDeleted: Delete``) are
 created before the pod when the engine can create objects (``create_object``: the replay's engine can); one that
-exists is used as it is. Without ``create_object`` the pod is made without those volumes.
+exists is used as it is. ``whenScaled: Delete`` deletes a condemned pod's claims with it, ``whenDeleted: Delete``
+every claim with the set (``delete_object``); Retain keeps them. Without ``create_object`` the pod is made without
+those volumes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class StatefulSetOwner(Owner):
         self.templates: dict[str, Obj] = {}  # revision -> the template it makes pods from
         self.current_revision = sp.revision_name(self.obj)
         self.templates[self.current_revision] = copy.deepcopy(self.spec.get("template") or {})
+        self.claim_ordinals: set[int] = set()  # ordinals whose claims exist (made here or a snapshot's)
 
     # --- adoption ---------------------------------------------------------------------------------------------
     def may_own(self, pod: Obj) -> bool:
@@ -48,6 +51,11 @@ class StatefulSetOwner(Owner):
             # cluster's revision names may be hashed otherwise).
             revision = sp.revision_name(self.obj)
         return {"index": sp.ordinal_of(pod), "revision": revision}
+
+    def pod_adopted(self, pod: TrackedPod) -> None:
+        if pod.index is not None and sp.claims_for(self.obj, pod.index):
+            self.claim_ordinals.add(pod.index)  # a snapshot's pod: its claims are the snapshot's
+        super().pod_adopted(pod)
 
     def _by_ordinal(self) -> dict[int, TrackedPod]:
         return {pod.index: pod for pod in self.pods.values() if pod.index is not None}
@@ -76,6 +84,8 @@ class StatefulSetOwner(Owner):
                 return
             for ordinal in condemned if not ordered else condemned[:1]:
                 self.hub.delete_pod(pods[ordinal])
+                if sp.retention_policy(self.obj)[1] == sp.DELETE:
+                    self._delete_claims(ordinal)  # whenScaled: Delete: the claims go with the pod
             self.hub.mark(self)  # the next condemned one, or the update, once this one is gone
             return
         pods = self._by_ordinal()
@@ -104,6 +114,7 @@ class StatefulSetOwner(Owner):
                 if refs:
                     claim["metadata"]["ownerReferences"] = refs
                 create_object(claim)
+            self.claim_ordinals.add(ordinal)
         elif claims:
             volumes: list[Any] = [v for v in pod["spec"].get("volumes") or [] if v.get("name") not in claims]
             if volumes:
@@ -111,6 +122,21 @@ class StatefulSetOwner(Owner):
             else:
                 pod["spec"].pop("volumes", None)
         self.hub.create_pod(self, pod, index=ordinal, revision=revision)
+
+    def _delete_claims(self, ordinal: int) -> None:
+        delete_object = getattr(self.hub.actions, "delete_object", None)
+        if delete_object is None:
+            return
+        for claim in sp.claims_for(self.obj, ordinal).values():
+            delete_object("PersistentVolumeClaim", self.namespace, claim["metadata"]["name"])
+        self.claim_ordinals.discard(ordinal)
+
+    def delete(self) -> None:
+        """Deleted: its pods go; under ``whenDeleted: Delete`` the claims it made go too (owned by the set)."""
+        super().delete()
+        if sp.retention_policy(self.obj)[0] == sp.DELETE:
+            for ordinal in sorted(self.claim_ordinals):
+                self._delete_claims(ordinal)
 
     def status(self) -> Obj:
         pods = list(self.pods.values())
