@@ -344,3 +344,32 @@ def test_claim_retention_policy_deletes_claims_and_the_pv_controller_reclaims_th
     assert f"{NS}/data-db-0" in run.cluster.pvcs, "ordinal 0 was never condemned: its claim stays"
     assert f"{NS}/data-cache-0" not in run.cluster.pvcs
     assert run.cluster.pvs["pv-local"]["status"]["phase"] == "Released"
+
+
+def test_a_mirrored_deployment_without_owner_references_adopts_its_replicaset_and_pods() -> None:
+    """As the syncer mirrors a cluster (ownerReferences stripped): the Deployment adopts the orphan ReplicaSet its
+    selector matches, the ReplicaSet its pods; nothing new is made, and a template change rolls out from it."""
+    deployment = _workload("Deployment", "web", {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                                                 "template": _template("web")})  # fmt: skip
+    rs_template = _template("web")
+    rs_template["metadata"]["labels"]["pod-template-hash"] = "5d8c9"
+    selector = {"matchLabels": {"app": "web", "pod-template-hash": "5d8c9"}}
+    rs = _workload("ReplicaSet", "web-5d8c9", {"replicas": 2, "template": rs_template, "selector": selector})
+    rs["metadata"]["labels"] = dict(rs_template["metadata"]["labels"])
+    rs["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "1"}
+    pods = []
+    for name in ("web-5d8c9-aaaaa", "web-5d8c9-bbbbb"):
+        pod = _pod(name, "web", "n1")
+        pod["metadata"]["labels"]["pod-template-hash"] = "5d8c9"
+        pods.append(pod)
+    rolled = copy.deepcopy(deployment)
+    rolled["spec"]["template"]["spec"]["containers"][0]["image"] = "busybox:2"
+    run = _replay([_node("n1"), *pods, rs, deployment], [{"at": "1h", "update": rolled}])
+    result = run.run()
+    assert [r.key for r in result.pods if r.arrival == 0.0] == [f"{NS}/web-5d8c9-aaaaa", f"{NS}/web-5d8c9-bbbbb"]
+    assert run.controllers is not None
+    sets = [o for o in run.controllers.objects() if o["kind"] == "ReplicaSet"]
+    sizes = {s["metadata"]["name"]: s["spec"]["replicas"] for s in sets}
+    assert sizes.pop("web-5d8c9") == 0, "the rollout scaled the adopted ReplicaSet down"
+    assert list(sizes.values()) == [2], "and one new ReplicaSet up"
+    assert {r.outcome for r in result.pods if r.arrival == 0.0} == {DELETED}
