@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from app.scheduler.columns import IntArray, NodeBatch
 from app.scheduler.filter_record import UINT8_REASONS, ReasonTable, RecordFilterOutcome
-from app.scheduler.framework import Code, CycleState, Status
+from app.scheduler.framework import Code, CycleState, FilterPlugin, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 from app.scheduler.record import Attempt, FilterMatrix, ScoreMatrix
 from app.scheduler.runtime import BatchFilterOutcome, Framework
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from app.scheduler.cycle import Diagnosis, ScheduleOptions
+
+
+# Largest filter key mapped to its status through a table (as ``filter_record`` does); bigger ones via np.unique.
+_KEY_TABLE = 4096
 
 
 class BatchCycle:
@@ -140,18 +144,120 @@ class BatchCycle:
             self._keep_filter_matrix(rec_chunks, positions, cutoff, diagnosis, att, len(feasible_pos) == 0, rotation)
         elif not len(feasible_pos):
             names = cols.names
+            node_to_status, filter_fail = diagnosis.node_to_status.statuses, att.filter_fail
+            add_plugin = diagnosis.unschedulable_plugins.add
             for offset, out in chunks:
-                for j in np.flatnonzero(~out.ok).tolist():
-                    st = fwk.batch_filter_status(state, pod, out, j)
-                    if st.code == Code.ERROR:
-                        return None
-                    name = names[int(positions[offset + j])]
-                    diagnosis.node_to_status.set(name, st)
-                    diagnosis.unschedulable_plugins.add(st.plugin)
-                    att.filter_fail[name] = f"{st.plugin}: {st.message()}"
+                rejected = self._rejected_statuses(fwk, state, pod, out)
+                if rejected is None:
+                    return None
+                at, statuses, texts = rejected
+                chunk_positions = positions[offset : offset + len(out.ok)]
+                rejected_names = list(map(names.__getitem__, chunk_positions.take(at).tolist())) if at else []
+                node_to_status.update(zip(rejected_names, statuses, strict=True))
+                filter_fail.update(zip(rejected_names, texts, strict=True))
+                for st in dict.fromkeys(statuses):
+                    add_plugin(st.plugin)
         if whole and len(feasible_pos) == n:
             return NodeBatch.all(cols), cutoff
         return NodeBatch(cols, positions[feasible_pos]), cutoff
+
+    def _rejected_statuses(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, out: BatchFilterOutcome
+    ) -> tuple[list[int], list[Status], list[str]] | None:
+        """The nodes of ``out`` the filters rejected (batch positions, in order), their statuses and ``filter_fail``
+        texts, for a pod that fits nowhere; None when a status is an error.
+
+        Nodes whose rejecting plugin has ``filter_keys`` share one status per key, as the record pass does
+        (``filter_record.keyed_cells``): ``filter_status_of_key``'s, else the first such node's ``filter``. The
+        others are asked one by one (``batch_filter_status``). On a full cluster every node is rejected in every
+        failed attempt, so the usual case (one plugin rejected them all, with keys) is done on arrays."""
+        rejected: IntArray = np.flatnonzero(~out.ok)
+        if not len(rejected):
+            return [], [], []
+        fail = out.fail_plugin.take(rejected)
+        first = int(fail[0])
+        if not out.statuses and bool((fail == first).all()):
+            pl = fwk.filter[first]
+            keys = self._filter_keys(pl, state, pod, out.batch)
+            if keys is not None:
+                node_keys = keys.take(rejected)
+                if int(node_keys.min()) > 0:  # a 0 would be a node the plugin's keys pass: asked alone below
+                    if int(node_keys.max()) < _KEY_TABLE:
+                        distinct = np.bincount(node_keys).nonzero()[0]
+                        index_of = np.zeros(int(distinct[-1]) + 1, np.intp)
+                        index_of[distinct] = np.arange(len(distinct))
+                        picks = index_of.take(node_keys).tolist()
+                    else:
+                        distinct, inverse = np.unique(node_keys, return_inverse=True)
+                        picks = inverse.reshape(-1).tolist()
+                    shared: list[Status] = []
+                    for key in distinct.tolist():
+                        st = self._status_of_key(pl, state, pod, key)
+                        if st is None:
+                            at = int(np.flatnonzero(node_keys == key)[0])
+                            st = fwk.batch_filter_status(state, pod, out, int(rejected[at]))
+                        if st.code == Code.ERROR:
+                            return None
+                        shared.append(st)
+                    shared_texts = [f"{st.plugin}: {st.message()}" for st in shared]
+                    return (
+                        rejected.tolist(),
+                        list(map(shared.__getitem__, picks)),
+                        list(map(shared_texts.__getitem__, picks)),
+                    )
+        positions: list[int] = []
+        statuses: list[Status] = []
+        texts: list[str] = []
+        keys_of: dict[int, list[int] | None] = {}
+        by_key: dict[tuple[int, int], tuple[Status, str]] = {}
+        for j, k in zip(rejected.tolist(), fail.tolist(), strict=True):
+            st = out.statuses.get(j)
+            key = 0
+            if st is None:
+                if k not in keys_of:
+                    got = self._filter_keys(fwk.filter[k], state, pod, out.batch)
+                    keys_of[k] = None if got is None else got.tolist()
+                node_keys_list = keys_of[k]
+                key = node_keys_list[j] if node_keys_list is not None else 0
+                hit = by_key.get((k, key)) if key else None
+                if hit is not None:
+                    positions.append(j)
+                    statuses.append(hit[0])
+                    texts.append(hit[1])
+                    continue
+                st = self._status_of_key(fwk.filter[k], state, pod, key) if key else None
+                if st is None:
+                    st = fwk.batch_filter_status(state, pod, out, j)
+            if st.code == Code.ERROR:
+                return None
+            text = f"{st.plugin}: {st.message()}"
+            if key:
+                by_key[(k, key)] = (st, text)
+            positions.append(j)
+            statuses.append(st)
+            texts.append(text)
+        return positions, statuses, texts
+
+    @staticmethod
+    def _filter_keys(pl: FilterPlugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """The plugin's ``filter_keys`` of the batch's nodes, None without them (or when they fail: the nodes are
+        then asked one by one)."""
+        try:
+            return pl.filter_keys(state, pod, batch)
+        except Exception:
+            return None
+
+    @staticmethod
+    def _status_of_key(pl: FilterPlugin, state: CycleState, pod: PodInfo, key: int) -> Status | None:
+        """The rejection ``filter_status_of_key`` gives (as RunFilterPlugins reports it), None when it gives none."""
+        try:
+            st = pl.filter_status_of_key(state, pod, key)
+        except Exception:
+            return None
+        if st is None or not st.is_rejected():
+            return None
+        st.plugin = pl.name
+        return st
 
     def _keep_filter_matrix(
         self,

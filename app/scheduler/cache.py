@@ -21,13 +21,39 @@ class SchedulerCache:
         self._pods: dict[str, PodInfo] = {}  # uid -> bound (or assumed) pod
         # Bound pods whose node is not known yet (pods may arrive before their node).
         self._orphans: dict[str, PodInfo] = {}
+        # Nodes per zone key, and the nodes listing images: with one zone the node tree is the arrival order, and
+        # without images no summary changes, so adding the nodes of a large cluster one by one stays linear.
+        self._zone_sizes: dict[str, int] = {}
+        self._with_images: set[str] = set()
 
     # --- nodes ----------------------------------------------------------------------------------
     def _reorder(self) -> None:
-        order = node_tree_order(self._nodes.values())
-        infos = self.snapshot.node_info_map
-        self.snapshot.node_info_list = [infos[name] for name in order]
+        if len(self._zone_sizes) <= 1:
+            order: list[str] = list(self._nodes)
+        else:
+            order = node_tree_order(self._nodes.values())
+        self.snapshot.node_info_list = list(map(self.snapshot.node_info_map.__getitem__, order))
         self.snapshot.generation += 1
+
+    def _count_node(self, name: str, node: dict[str, Any], sign: int) -> bool:
+        """Keep the zone sizes and the nodes with images in step (``sign`` +1: ``node`` comes, -1: it goes); True
+        when some node listed images before or after, i.e. the image summaries need a refresh."""
+        zone = zone_key(node)
+        left = self._zone_sizes.get(zone, 0) + sign
+        if left > 0:
+            self._zone_sizes[zone] = left
+        else:
+            self._zone_sizes.pop(zone, None)
+        had_images = bool(self._with_images)
+        if sign > 0 and (node.get("status") or {}).get("images"):
+            self._with_images.add(name)
+        elif sign < 0:
+            self._with_images.discard(name)
+        return had_images or bool(self._with_images)
+
+    def _refresh_images(self, needed: bool) -> None:
+        if needed:
+            self.snapshot.refresh_image_states()
 
     def add_node(self, node: dict[str, Any]) -> None:
         name = (node.get("metadata") or {}).get("name") or ""
@@ -35,6 +61,7 @@ class SchedulerCache:
             self.update_node(node)
             return
         self._nodes[name] = node
+        images = self._count_node(name, node, +1)
         ni = NodeInfo(node)
         self.snapshot.node_info_map[name] = ni
         for uid, pi in list(self._orphans.items()):
@@ -42,7 +69,7 @@ class SchedulerCache:
                 ni.add_pod(pi)
                 del self._orphans[uid]
         self._reorder()
-        self.snapshot.refresh_image_states()
+        self._refresh_images(images)
 
     def update_node(self, node: dict[str, Any]) -> None:
         name = (node.get("metadata") or {}).get("name") or ""
@@ -54,22 +81,26 @@ class SchedulerCache:
             # kube-scheduler's node tree removes and re-adds a node whose zone changed.
             del self._nodes[name]
         self._nodes[name] = node
+        images = self._count_node(name, old, -1)
+        images = self._count_node(name, node, +1) or images
         prev = self.snapshot.node_info_map[name]
         ni = NodeInfo(node)
         for pi in prev.pods:
             ni.add_pod(pi)
         self.snapshot.node_info_map[name] = ni
         self._reorder()
-        self.snapshot.refresh_image_states()
+        self._refresh_images(images)
 
     def remove_node(self, name: str) -> None:
-        if self._nodes.pop(name, None) is None:
+        node = self._nodes.pop(name, None)
+        if node is None:
             return
+        images = self._count_node(name, node, -1)
         ni = self.snapshot.node_info_map.pop(name)
         for pi in ni.pods:
             self._orphans[pi.uid] = pi
         self._reorder()
-        self.snapshot.refresh_image_states()
+        self._refresh_images(images)
 
     # --- pods -----------------------------------------------------------------------------------
     def add_pod(self, pod: PodInfo) -> None:

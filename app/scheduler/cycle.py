@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,9 +62,10 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
     else:
         counts: dict[str, int] = {}
         nts = diagnosis.node_to_status
-        for st in nts.statuses.values():
+        # Nodes often share a status object (one per distinct rejection): each object's reasons counted once.
+        for st, times in Counter(nts.statuses.values()).items():
             for reason in st.reasons:
-                counts[reason] = counts.get(reason, 0) + 1
+                counts[reason] = counts.get(reason, 0) + times
         absent = num_all_nodes - len(nts)
         if absent > 0:
             for reason in nts.absent.reasons:

@@ -210,7 +210,8 @@ class NodeToStatus:
 
     def nodes_for_codes(self, snapshot: Snapshot, *codes: Code) -> list[NodeInfo]:
         """Nodes whose status has one of ``codes`` (absent nodes use the default status)."""
-        return [ni for ni in snapshot.node_info_list if self.get(ni.name).code in codes]
+        statuses, absent = self.statuses, self.absent
+        return [ni for ni in snapshot.node_info_list if statuses.get(ni.name, absent).code in codes]
 
 
 class Plugin:

@@ -8,9 +8,11 @@ from offset 0, and the last tie between equally good nodes goes to the smallest 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any, Protocol
 
 from app.scheduler.extender import PREEMPT_ANSWERS_STATE_KEY, PREEMPT_CALLS_STATE_KEY, ExtenderError, Victims
@@ -147,9 +149,10 @@ def pick_one_node_for_preemption(
 def fit_error_message(num_all_nodes: int, statuses: NodeToStatus) -> str:
     """``FitError.Error()`` without PreFilter/PostFilter parts: "0/N nodes are available: <histogram>."."""
     counts: dict[str, int] = {}
-    for st in statuses.statuses.values():
+    # Nodes often share a status object (the dry run's "no victims"): each object's reasons counted once.
+    for st, times in Counter(statuses.statuses.values()).items():
         for reason in st.reasons:
-            counts[reason] = counts.get(reason, 0) + 1
+            counts[reason] = counts.get(reason, 0) + times
     absent = num_all_nodes - len(statuses)
     if absent > 0:
         for reason in statuses.absent.reasons:
@@ -224,7 +227,7 @@ class Evaluator:
         if not potential:
             return [], NodeToStatus(), []
         # Golden rule 5: candidates are walked in name order (upstream: node-list or map order).
-        potential.sort(key=lambda ni: ni.name)
+        potential.sort(key=_node_name)
         pdbs = self.handle.cluster.pdbs
         offset, num_candidates = self.interface.get_offset_and_num_candidates(len(potential))
         return self.dry_run_preemption(state, pod, potential, pdbs, offset, num_candidates)
@@ -248,8 +251,24 @@ class Evaluator:
         node_statuses = NodeToStatus()
         errs: list[str] = []
         n = len(potential)
-        for i in range(n):
-            node_copy = potential[(offset + i) % n].clone()
+        start = offset % n if n else 0
+        walk = [*potential[start:], *potential[:start]]
+        # Optional in the interface (``nodes_without_victims``): the nodes where no victim can be found are answered
+        # without copies (on a full cluster of equal priorities: every node, in every failed attempt).
+        shortcut = getattr(self.interface, "nodes_without_victims", None)
+        quick: tuple[list[bool], Status] | None = shortcut(pod, walk) if shortcut is not None else None
+        to_try: Sequence[int] = range(n) if quick is None else [i for i, without in enumerate(quick[0]) if not without]
+        statuses = node_statuses.statuses
+        answered = 0  # the walk's nodes before this one without victims have their status
+
+        def answer_up_to(end: int) -> None:
+            if quick is not None and end > answered:
+                statuses.update(dict.fromkeys([ni.name for ni in walk[answered:end]], quick[1]))
+
+        for i in to_try:
+            answer_up_to(i)
+            answered = i + 1
+            node_copy = walk[i].clone()
             state_copy = state.clone()
             victims, num_violations, st = self.interface.select_victims_on_node(state_copy, pod, node_copy, pdbs)
             if st.is_success() and victims:
@@ -258,13 +277,14 @@ class Evaluator:
                 if len(target) < num_candidates:
                     target.append(c)
                 if non_violating and len(non_violating) + len(violating) >= num_candidates:
-                    break
+                    return non_violating + violating, node_statuses, errs
                 continue
             if st.is_success():
                 st = error(f'expected at least one victim pod on node "{node_copy.name}"')
             if st.code == Code.ERROR:
                 errs.append(st.message())
             node_statuses.set(node_copy.name, st)
+        answer_up_to(n)
         return non_violating + violating, node_statuses, errs
 
     def call_extenders(
@@ -350,6 +370,9 @@ class Evaluator:
     def lower_priority_nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
         """``getLowerPriorityNominatedPods``: pods nominated to ``node_name`` with lower priority."""
         return [p for p in self.handle.nominated_pods_for_node(node_name) if p.priority < pod.priority]
+
+
+_node_name = attrgetter("name")
 
 
 def _meta_victims(victims: dict[str, Victims]) -> dict[str, Any]:

@@ -66,6 +66,7 @@ def qualified_name_errors(value: str) -> list[str]:
     return label_key_errors(value)
 
 
+@lru_cache(maxsize=1024)
 def is_extended_resource_name(name: str) -> bool:
     """``v1helper.IsExtendedResourceName``: not native, not ``requests.``-prefixed, and a valid quota name."""
     if is_native_resource(name) or name.startswith("requests."):
