@@ -404,7 +404,8 @@ class Replay:
             if att.rejected_by:
                 qpi.unschedulable_plugins = {att.rejected_by}
             elif att.result == "unschedulable":
-                qpi.unschedulable_plugins = {text.split(":", 1)[0] for text in att.filter_fail.values()}
+                # (Distinct texts first: on a full cluster every node has one, mostly the same few.)
+                qpi.unschedulable_plugins = {text.split(":", 1)[0] for text in set(att.filter_fail.values())}
                 if not qpi.unschedulable_plugins and att.prefilter_status != "success":
                     qpi.unschedulable_plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
             else:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -148,6 +149,9 @@ class _NodeEntry:
         self.values = values
 
 
+_generation = attrgetter("generation")
+
+
 class Metrics(NullObserver):
     """Samples the run into rows (see the module's docstring); ``rows`` and ``columns()`` after the run."""
 
@@ -168,6 +172,9 @@ class Metrics(NullObserver):
         self._devices = DeviceIndex()
         self._failed: set[str] = set()  # uids whose last attempt failed and that may still be pending
         self._resources: dict[str, None] = {}  # scalar resources seen, in order of appearance
+        # The node list of the last node scan and (its length, the sum of its generations, the devices held).
+        self._scanned_list: object = None
+        self._scanned: tuple[int, int, dict[str, int] | None] | None = None
 
     # --- observer -------------------------------------------------------------------------------------------------
     def on_start(self, state: ReplayState) -> None:
@@ -231,7 +238,14 @@ class Metrics(NullObserver):
         self._devices.refresh(state.cluster)
         held = self._devices.allocated_per_node(state.cluster)
         cache = self._nodes
-        nodes = list(state.nodes)
+        source = state.nodes
+        nodes = list(source)
+        # Nothing changed since the last scan (the same node list, whose NodeInfos' generations only grow, and the
+        # same DRA devices held): every node would be skipped below. Most samples of a long run are such.
+        seen = (len(nodes), sum(map(_generation, nodes)), dict(held) if held else None)
+        if source is self._scanned_list and seen == self._scanned:
+            return
+        self._scanned_list, self._scanned = source, seen
         # The hot loop of a sample (every node, every sample): plain attribute tests, no calls for unchanged nodes.
         for ni in nodes:
             used = held.get(ni.name, 0) if held else 0
