@@ -4,7 +4,8 @@ Usage: ``.venv/bin/python bench/replay_trace.py [--pods default|gpuspec33|multig
 [--limit N] [--record] [--profile] [--seed N]``.
 Pods arrive at their creation times and run for deletion - scheduled time (app/replay/alibaba.py); the default
 v1.35 profile. Prints wall time, attempts, pods/s, virtual days, peak RSS and a digest of the placements (equal
-digests: equal decisions).
+digests: equal decisions). ``--pods multigpu50`` is the filling cluster: 9,061 pods on 1,523 nodes, 1,973 never fit,
+14,381 attempts, most of them failed ones that see every node rejected (docs/performance.md).
 """
 
 from __future__ import annotations
