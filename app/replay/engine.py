@@ -484,6 +484,10 @@ class Replay:
         if key in self.pending or key in self.bound:
             log.warning("pod %s already exists; the create at %gs is ignored", key, self._now)
             return
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            # A finished pod (a snapshot's completed Job pod) holds nothing: kube-scheduler's informer filters it out.
+            log.info("pod %s has finished (%s); left out", key, pod["status"]["phase"])
+            return
         bound_already = bool((pod.get("spec") or {}).get("nodeName"))
         try:
             intake.admit_pod(pod, self.cluster, bound=bound_already)

@@ -298,3 +298,11 @@ def test_pods_get_apiserver_defaults_priority_and_deterministic_uids() -> None:
     assert bound["spec"]["schedulerName"] == "default-scheduler"
     assert bound["metadata"]["creationTimestamp"] == "2025-01-12T13:46:40Z"
     assert record.uid == Replay(workload([{"at": 0, "create": pod("a")}], start=start)).run().pods[0].uid
+
+
+def test_a_finished_pod_in_the_start_holds_nothing() -> None:
+    done = {**pod("done", "3", nodeName="n1"), "status": {"phase": "Succeeded"}}
+    w = workload([{"at": 5, "create": pod("new", "3")}], start=[node("n1"), done])
+    result = Replay(w).run()
+    assert set(by_name(result)) == {"new"}
+    assert (by_name(result)["new"].bound_at, by_name(result)["new"].node) == (5.0, "n1")
