@@ -45,7 +45,7 @@ from app.scheduler.config import (
 )
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.filter_timing import PluginObserver
-from app.scheduler.framework import ClusterObjects, Handle, Status
+from app.scheduler.framework import ClusterObjects, Handle
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
 from app.scheduler.resources import Resource
@@ -199,24 +199,7 @@ class SchedulerService:
 
     # --- configuration --------------------------------------------------------------------------
     def _new_queue(self) -> q.SchedulingQueue:
-        def less(a: q.QueuedPodInfo, b: q.QueuedPodInfo) -> bool:
-            fwk = self.frameworks.get(a.pod_info.spec.get("schedulerName") or "default-scheduler")
-            if fwk is not None and fwk.queue_sort:
-                return fwk.queue_sort[0].less(a, b)
-            return q._priority_less(a, b)
-
-        def pre_enqueue(pod: PodInfo) -> Status:
-            fwk = self.frameworks.get(pod.spec.get("schedulerName") or "default-scheduler")
-            return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else Status()
-
-        return q.SchedulingQueue(
-            less,
-            pre_enqueue,
-            clock=self.clock,
-            initial_backoff=self.config.pod_initial_backoff_seconds,
-            max_backoff=self.config.pod_max_backoff_seconds,
-            max_in_unschedulable=self.config.pod_max_in_unschedulable_pods_duration,
-        )
+        return q.queue_for_profiles(lambda: self.frameworks, self.config, clock=self.clock)
 
     def _build(self, config: SchedulerConfig) -> Scheduler:
         handles: list[Handle] = []

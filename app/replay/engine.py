@@ -181,23 +181,10 @@ class Replay:
 
     # --- set-up ---------------------------------------------------------------------------------
     def _new_queue(self, config: SchedulerConfig) -> q.SchedulingQueue:
-        def less(a: q.QueuedPodInfo, b: q.QueuedPodInfo) -> bool:
-            fwk = self.frameworks.get(a.pod_info.spec.get("schedulerName") or "default-scheduler")
-            if fwk is not None and fwk.queue_sort:
-                return fwk.queue_sort[0].less(a, b)
-            return q._priority_less(a, b)
-
-        def pre_enqueue(pod: PodInfo) -> Status:
-            fwk = self.frameworks.get(pod.spec.get("schedulerName") or "default-scheduler")
-            return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else Status()
-
-        return q.SchedulingQueue(
-            less,
-            pre_enqueue,
+        return q.queue_for_profiles(
+            lambda: self.frameworks,
+            config,
             clock=lambda: self._now,
-            initial_backoff=config.pod_initial_backoff_seconds,
-            max_backoff=config.pod_max_backoff_seconds,
-            max_in_unschedulable=config.pod_max_in_unschedulable_pods_duration,
             pop_from_backoff=gate_enabled(self.feature_gates, "SchedulerPopFromBackoffQ"),
         )
 

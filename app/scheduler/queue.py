@@ -23,10 +23,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.scheduler.framework import Status
 from app.scheduler.nodeinfo import PodInfo
+
+if TYPE_CHECKING:
+    from app.scheduler.config import SchedulerConfig
+    from app.scheduler.runtime import Framework
 
 log = logging.getLogger("kss.scheduler")
 
@@ -504,3 +508,37 @@ class _SortKey:
         except Exception:  # a QueueSort plugin that raises (or returns no bool) must not break the heap
             _log_less_failure()
             return _priority_less(self.q, other.q)
+
+
+def queue_for_profiles(
+    frameworks: Callable[[], dict[str, Framework]],
+    config: SchedulerConfig,
+    *,
+    clock: Clock,
+    pop_from_backoff: bool = False,
+) -> SchedulingQueue:
+    """The queue of a scheduler running these profiles: a pod is ordered by its profile's QueueSort plugin and let in
+    by its PreEnqueue plugins; ``frameworks`` is asked at each call, since a new configuration swaps them."""
+
+    def profile_of(pod: PodInfo) -> Framework | None:
+        return frameworks().get(pod.spec.get("schedulerName") or "default-scheduler")
+
+    def less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        fwk = profile_of(a.pod_info)
+        if fwk is not None and fwk.queue_sort:
+            return fwk.queue_sort[0].less(a, b)
+        return _priority_less(a, b)
+
+    def pre_enqueue(pod: PodInfo) -> Status:
+        fwk = profile_of(pod)
+        return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else Status()
+
+    return SchedulingQueue(
+        less,
+        pre_enqueue,
+        clock=clock,
+        initial_backoff=config.pod_initial_backoff_seconds,
+        max_backoff=config.pod_max_backoff_seconds,
+        max_in_unschedulable=config.pod_max_in_unschedulable_pods_duration,
+        pop_from_backoff=pop_from_backoff,
+    )
