@@ -125,6 +125,8 @@ class Replay:
         self._run_for: dict[str, float | None] = {}  # uid -> seconds it runs once bound
         self._waiting: dict[str, tuple[q.QueuedPodInfo, int]] = {}  # uid -> held in Permit
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        # Timers that end by themselves; a CronJob's next schedule is not one (it would keep a run going forever).
+        self._holding: set[int] = set()
         self._seq = itertools.count()
         self._arrivals = itertools.count()
         self._events: list[Event] = list(workload.events)
@@ -163,8 +165,13 @@ class Replay:
     def delete_pod(self, namespace: str, name: str) -> None:
         self._delete_pod(f"{namespace or 'default'}/{name}", DELETED)
 
-    def call_at(self, at: float, callback: Callable[[], None]) -> None:
-        heapq.heappush(self._timers, (max(at, self._now), next(self._seq), callback))
+    def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
+        """``callback`` at virtual time ``at``; without ``holds_run`` the timer alone does not keep the run going
+        (without ``until`` the run ends when only such timers are left)."""
+        seq = next(self._seq)
+        if holds_run:
+            self._holding.add(seq)
+        heapq.heappush(self._timers, (max(at, self._now), seq, callback))
 
     def node_objects(self) -> list[dict[str, Any]]:
         return [ni.node for ni in self.cache.snapshot.node_info_list]
@@ -322,13 +329,15 @@ class Replay:
         candidates: list[float] = []
         if self._next_event < len(self._events):
             candidates.append(self._events[self._next_event].at)
-        if self._timers:
+        if self._holding:
             candidates.append(self._timers[0][0])
         deadline = self.scheduler.next_permit_deadline()
         if deadline is not None:
             candidates.append(deadline)
         if not candidates and self.until is None:
-            return None  # the workload is over: only the queue's own retries could follow
+            return None  # the workload is over: only the queue's own retries (and CronJob schedules) could follow
+        if self._timers:
+            candidates.append(self._timers[0][0])
         backoff = self.queue.next_backoff_flush(now)
         if backoff is not None:
             candidates.append(backoff)
@@ -343,7 +352,8 @@ class Replay:
         now = self._now
         while True:
             while self._timers and self._timers[0][0] <= now:
-                _, _, callback = heapq.heappop(self._timers)
+                _, seq, callback = heapq.heappop(self._timers)
+                self._holding.discard(seq)
                 callback()
             while self._next_event < len(self._events) and self._events[self._next_event].at <= now:
                 event = self._events[self._next_event]

@@ -60,7 +60,7 @@ class FakeEngine:
     def delete_pod(self, namespace: str, name: str) -> None:
         self._gone(name, succeeded=False, what="delete")
 
-    def call_at(self, at: float, callback: Callable[[], None]) -> None:
+    def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
         heapq.heappush(self._timers, (max(at, self._now), next(self._seq), callback))
 
     def node_objects(self) -> list[Obj]:
@@ -647,3 +647,19 @@ def test_replay_cronjob_every_ten_minutes_makes_its_jobs_on_time() -> None:
     assert result.pods[-1].outcome == "running"  # made at 3600, the run ends there
     minutes = int(EPOCH.timestamp()) // 60
     assert [r.owner for r in result.pods] == [f"Job/default/tick-{minutes + 10 * k}" for k in range(1, 7)]
+
+
+def test_replay_without_until_ends_when_only_a_cronjobs_schedule_is_left() -> None:
+    # A CronJob would make Jobs forever: its schedule does not hold the run, the workload's last event and the
+    # pods it started do (the Job made at 600 s runs until 660 s, the event at 700 s is the last).
+    run = _replay(
+        [
+            {"at": 0, "create": cronjob("tick", "*/10 * * * *"), "runFor": "1m"},
+            {"at": 700, "cordon": "n1"},
+        ]
+    )
+    run.workload.start.append(_node_doc("n1"))
+    result = run.run()
+    assert [r.arrival for r in result.pods] == [600.0]
+    assert result.pods[0].finished_at == 660.0
+    assert result.virtual_seconds == 700.0

@@ -47,7 +47,7 @@ class ReplayActions(Protocol):
 
     def delete_pod(self, namespace: str, name: str) -> None: ...
 
-    def call_at(self, at: float, callback: Callable[[], None]) -> None: ...
+    def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None: ...
 
     def node_objects(self) -> list[Obj]: ...
 
@@ -223,9 +223,10 @@ class Hub:
             self._flush_scheduled = True
             self.actions.call_at(self.now, self._flush)
 
-    def wake(self, owner: Owner, at: float) -> None:
-        """Sync ``owner`` again at virtual time ``at`` (a deadline, a backoff, a schedule)."""
-        self.actions.call_at(max(at, self.now), lambda: self.mark(owner))
+    def wake(self, owner: Owner, at: float, *, holds_run: bool = True) -> None:
+        """Sync ``owner`` again at virtual time ``at`` (a deadline, a backoff, a schedule); a CronJob's schedule does
+        not hold the run (it never ends)."""
+        self.actions.call_at(max(at, self.now), lambda: self.mark(owner), holds_run=holds_run)
 
     def _flush(self) -> None:
         self._flush_scheduled = False

@@ -90,7 +90,7 @@ class CronJobOwner(Owner):
             following = self.schedule.next(now)
         except CronError:
             return
-        self.hub.wake(self, self.hub.virtual(following))
+        self.hub.wake(self, self.hub.virtual(following), holds_run=False)
 
     def _already_started(self, scheduled: datetime) -> bool:
         name = job_name(self.obj, scheduled)
