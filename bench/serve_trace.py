@@ -7,6 +7,10 @@ Starts ``kss serve`` on a free port with a fresh SQLite file (``KSS_SQLITE_SYNCH
 until every pod is bound or marked unschedulable (PodScheduled=False). Prints the wall time (first create to last
 pod settled), pods/s, the server's peak RSS and CPU time, and the database size.
 
+``--py-spy DIR`` profiles the server over the same span: two py-spy recorders (``DIR/gil.txt``: the thread holding
+the GIL; ``DIR/all.txt``: every thread, idle ones included) and each thread's CPU seconds from ``/proc``
+(``DIR/threads.json``); ``bench/serve_profile.py DIR`` prints the split.
+
 Pods reach the scheduler in commit order; with concurrency > 1 that is file order up to the requests in flight.
 """
 
@@ -14,7 +18,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -70,6 +77,48 @@ async def create_all(url: str, objects: list[dict[str, Any]], concurrency: int) 
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return latencies
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each live thread of process ``pid``, by thread id."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    result: dict[int, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        result[int(task.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return result
+
+
+class Profiler:
+    """py-spy attached to the server (GIL holder and every thread), and each thread's CPU over the same span."""
+
+    def __init__(self, pid: int, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self._pid, self._out = pid, out
+        spy = str(Path(sys.executable).with_name("py-spy"))
+        common = ["record", "--format", "raw", "--threads", "--nonblocking", "--rate", "100", "--pid", str(pid)]
+        self._spies = [
+            subprocess.Popen([spy, *common, "--gil", "-o", str(out / "gil.txt")], stdout=subprocess.DEVNULL),
+            subprocess.Popen([spy, *common, "--idle", "-o", str(out / "all.txt")], stdout=subprocess.DEVNULL),
+        ]
+        time.sleep(1.0)  # both attached before the load starts
+        self._cpu0 = thread_cpu(pid)
+        self._t0 = time.perf_counter()
+
+    def stop(self, process_cpu: float) -> None:
+        """Stop sampling; write each thread's CPU seconds over the span (and the process's) to threads.json."""
+        cpu1 = thread_cpu(self._pid)
+        wall = time.perf_counter() - self._t0
+        for spy in self._spies:
+            spy.send_signal(signal.SIGINT)
+        for spy in self._spies:
+            spy.wait(timeout=60)
+        threads = {str(tid): round(cpu - self._cpu0.get(tid, 0.0), 3) for tid, cpu in cpu1.items()}
+        summary = {"wall": round(wall, 3), "process_cpu": round(process_cpu, 3), "threads": threads}
+        (self._out / "threads.json").write_text(json.dumps(summary, indent=1))
 
 
 class PodWatch:
@@ -135,6 +184,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=16, help="create requests in flight (default 16)")
     p.add_argument("--sync", choices=["FULL", "NORMAL"], default="FULL", help="KSS_SQLITE_SYNCHRONOUS (FULL)")
     p.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds (3600)")
+    p.add_argument("--py-spy", type=Path, metavar="DIR", help="profile the server into DIR (bench/serve_profile.py)")
     args = p.parse_args()
     nodes, pods = load_yaml(args.nodes), load_yaml(args.pods)
     keys = {f"{o['metadata'].get('namespace') or 'default'}/{o['metadata']['name']}" for o in pods}
@@ -144,6 +194,7 @@ def main() -> int:
         try:
             rv = httpx.get(f"{served.url}/api/v1/pods", timeout=30).json()["metadata"]["resourceVersion"]
             watch = PodWatch(served.url, rv)
+            profiler = Profiler(served.process.pid, args.py_spy) if args.py_spy else None
             cpu0 = served.cpu_seconds()
             t0 = time.perf_counter()
             node_latencies = asyncio.run(create_all(served.url, nodes, args.concurrency))
@@ -164,6 +215,8 @@ def main() -> int:
                     print(f"  ... {elapsed:.0f} s: {watch.settled()}/{len(keys)} settled", flush=True)
             wall = time.perf_counter() - t0
             cpu = served.cpu_seconds() - cpu0
+            if profiler is not None:
+                profiler.stop(cpu)
             print(
                 f"trace {args.nodes.name} + {args.pods.name}: {len(nodes)} nodes, {len(pods)} pods, "
                 f"concurrency {args.concurrency}, synchronous={args.sync}"
