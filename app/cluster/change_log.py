@@ -2,8 +2,8 @@
 
 Watches replay it from a resourceVersion (``since``); it keeps at least ``window`` events, and a version older
 than what it still holds answers ``Expired`` (410), as after an etcd compaction. Publishing a batch wakes the
-wakers (a bare call each: the watch hub's bridge to its event loops) and hands each listener a copy of every
-change it asked for.
+wakers (a bare call each: the watch hub's bridge to its event loops) and hands each listener every change it asked
+for: a copy of its own, or (``copy=False``) the store's read-only dict, for listeners that only read.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ class ChangeLog:
         self.window = max(1, window)
         self._log: list[WatchEvent] = []
         self._compacted = 0  # events with resourceVersion <= this may no longer be in the log
-        self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
+        # (callback, kinds or None for all, whether it gets a copy of its own)
+        self._listeners: list[tuple[Listener, frozenset[str] | None, bool]] = []
         self._wakers: list[Callable[[], None]] = []
 
     def reset(self, resource_version: int) -> None:
@@ -107,26 +108,29 @@ class ChangeLog:
             return
         listeners = list(self._listeners)
         for c in changes:
-            for listener, kinds in listeners:
+            for listener, kinds, copy in listeners:
                 if kinds is not None and c.kind not in kinds:
                     continue
                 try:
-                    listener(c.type, c.kind, c.event_obj.copy())
+                    # The store's own dict is never mutated (each version is a new one), so sharing it with a
+                    # listener that only reads is safe; a copy is a full decode of the JSON per listener.
+                    listener(c.type, c.kind, c.event_obj.copy() if copy else c.event_obj.obj)
                 except Exception:
                     log.exception("cluster listener %r failed", listener)
 
-    def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None) -> None:
+    def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None, *, copy: bool = True) -> None:
         """Call ``callback(event_type, kind, obj)`` after each committed change (of ``kinds`` only, when
         given), in resourceVersion order, with the store lock held, from the thread that made the change
         visible (the committer): keep it quick, never wait there on a thread that uses the store, never
-        write to the store from it. ``obj`` is a copy the callback owns."""
+        write to the store from it. ``obj`` is a copy the callback owns; with ``copy=False`` it is the store's
+        own read-only dict (as ``read`` returns): never mutate it, nor anything in it."""
         with self._lock:
-            self._listeners.append((callback, frozenset(kinds) if kinds is not None else None))
+            self._listeners.append((callback, frozenset(kinds) if kinds is not None else None, copy))
 
     def remove_listener(self, callback: Listener) -> None:
         """Stop calling ``callback``."""
         with self._lock:
-            self._listeners = [(cb, kinds) for cb, kinds in self._listeners if cb != callback]
+            self._listeners = [entry for entry in self._listeners if entry[0] != callback]
 
     def add_waker(self, wake: Callable[[], None]) -> None:
         """Call ``wake()`` (no arguments, no copies) after each commit; the watch hub uses this."""

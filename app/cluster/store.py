@@ -360,10 +360,11 @@ class ClusterStore(GroupCommit, PodWrites):
 
     # ------------------------------------------------------------------------------------------ change log
 
-    def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None) -> None:
+    def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None, *, copy: bool = True) -> None:
         """Call ``callback(event_type, kind, obj)`` after each committed change (of ``kinds`` only, when
-        given), in resourceVersion order: see ``ChangeLog.add_listener`` for what it may do there."""
-        self._changes.add_listener(callback, kinds)
+        given), in resourceVersion order: see ``ChangeLog.add_listener`` for what it may do there, and what
+        ``copy=False`` (the store's read-only dict instead of a copy) asks of it."""
+        self._changes.add_listener(callback, kinds, copy=copy)
 
     def remove_listener(self, callback: Listener) -> None:
         """Stop calling ``callback``."""

@@ -116,7 +116,9 @@ class ReconcileLoop(Generic[K]):
         self._timers.clear()
         self._failures.clear()
         self.reset()
-        self.store.add_listener(self._on_change, self.watched_kinds)
+        # Controllers only read what they are told (``observe`` indexes keys and owners; ``reconcile`` reads the
+        # store again), so they share the store's read-only dicts instead of decoding a copy each.
+        self.store.add_listener(self._on_change, self.watched_kinds, copy=False)
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
 
@@ -149,10 +151,15 @@ class ReconcileLoop(Generic[K]):
 
     # --- internals ----------------------------------------------------------------------------------------
     def _on_change(self, event_type: str, kind: str, obj: Obj) -> None:
-        # The committer thread, store lock held: note the change (``obj`` is our own copy) and wake the worker.
+        # The committer thread, store lock held: note the change (``obj`` is the store's read-only dict) and wake
+        # the worker. ``Event.set``/``clear`` take the event's lock even when nothing changes; with a dozen
+        # controllers and every change, checking first saves most of them (the worker clears ``_wake`` before it
+        # drains the inbox, so a change appended before this check is seen whichever way the check goes).
         self._inbox.append((event_type, kind, obj))
-        self._idle.clear()
-        self._wake.set()
+        if self._idle.is_set():
+            self._idle.clear()
+        if not self._wake.is_set():
+            self._wake.set()
 
     def _enqueue(self, key: K) -> None:
         self._retry_at.pop(key, None)
