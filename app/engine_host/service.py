@@ -39,6 +39,7 @@ from app.scheduler.cache import SchedulerCache
 from app.scheduler.config import (
     SchedulerConfig,
     build_framework,
+    build_profiles,
     defaulted_document,
     parse_config,
     plugins_in_effect,
@@ -208,16 +209,15 @@ class SchedulerService:
         return q.queue_for_profiles(lambda: self.frameworks, self.config, clock=self.clock)
 
     def _build(self, config: SchedulerConfig) -> Scheduler:
-        handles: list[Handle] = []
-        frameworks: dict[str, Framework] = {}
-        for profile in config.profiles:
-            handle = Handle(self.cluster, self.actions)
-            handle.nominated_pods = self.nominated
-            handle.activator = self._activate
-            handle.feature_gates = dict(self.feature_gates)
-            handles.append(handle)
-            frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=self.on_plugin)
-        self.handles = handles
+        self.handles, frameworks = build_profiles(
+            config,
+            self.cluster,
+            self.actions,
+            nominated=self.nominated,
+            activator=self._activate,
+            feature_gates=self.feature_gates,
+            plugin_observer=self.on_plugin,
+        )
         self.frameworks = frameworks
         for fwk in frameworks.values():
             self.queue.register_plugin_events(fwk.events_by_plugin())

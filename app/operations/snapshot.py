@@ -141,8 +141,9 @@ class Parsed:
     errors: list[Cause]
 
 
-def _load(text: str) -> list[Any]:
-    """Every document in ``text`` (JSON, or YAML with ``---`` separators), parsed safely."""
+def load_documents(text: str, what: str = "the snapshot") -> list[Any]:
+    """Every document in ``text`` (JSON, or YAML with ``---`` separators), parsed safely; ``BadRequest`` naming
+    ``what`` when it is neither."""
     if text.lstrip().startswith(("{", "[")):
         try:
             return [orjson.loads(text)]
@@ -152,7 +153,7 @@ def _load(text: str) -> list[Any]:
     try:
         return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
     except yaml.YAMLError as exc:
-        raise BadRequest(f"the snapshot is neither JSON nor YAML: {exc}") from None
+        raise BadRequest(f"{what} is neither JSON nor YAML: {exc}") from None
 
 
 def is_snapshot(doc: Any) -> bool:
@@ -162,7 +163,7 @@ def is_snapshot(doc: Any) -> bool:
 
 def parse(text: str) -> Parsed:
     """Read a snapshot, a multi-document kubectl YAML file or a ``List``; ``BadRequest`` if unreadable."""
-    docs = _load(text)
+    docs = load_documents(text)
     if len(docs) == 1 and isinstance(docs[0], list):  # a bare JSON/YAML array of objects
         docs = docs[0]
     if not docs:

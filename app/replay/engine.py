@@ -36,7 +36,7 @@ from app.replay.objects import ObjectIntake
 from app.replay.workload import Event, TimedWorkload, WorkloadError
 from app.scheduler import queue as q
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import SchedulerConfig, build_framework, parse_config
+from app.scheduler.config import SchedulerConfig, build_profiles, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -196,16 +196,14 @@ class Replay:
         )
 
     def _build(self, config: SchedulerConfig, seed: int | None) -> Scheduler:
-        handles: list[Handle] = []
-        frameworks: dict[str, Framework] = {}
-        for profile in config.profiles:
-            handle = Handle(self.cluster, self.actions)
-            handle.nominated_pods = self.nominated
-            handle.activator = self._activate
-            handle.feature_gates = dict(self.feature_gates)
-            handles.append(handle)
-            frameworks[profile.scheduler_name] = build_framework(profile, handle)
-        self.handles = handles
+        self.handles, frameworks = build_profiles(
+            config,
+            self.cluster,
+            self.actions,
+            nominated=self.nominated,
+            activator=self._activate,
+            feature_gates=self.feature_gates,
+        )
         self.frameworks = frameworks
         for fwk in frameworks.values():
             self.queue.register_plugin_events(fwk.events_by_plugin())

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
-from app.operations.snapshot import SNAPSHOT_KINDS
+from app.cluster.errors import BadRequest
+from app.operations.snapshot import SNAPSHOT_KINDS, load_documents
 
 API_VERSION = "kss.sigs.k8s.io/v1alpha1"
 KIND = "TimedWorkload"
@@ -125,16 +125,10 @@ def parse_duration(value: Any, path: str) -> float:
 
 
 def _load_documents(text: str) -> list[Any]:
-    if text.lstrip().startswith(("{", "[")):
-        try:
-            return [orjson.loads(text)]
-        except orjson.JSONDecodeError:
-            pass  # YAML flow style also starts with "{"
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
-    except yaml.YAMLError as exc:
-        raise WorkloadError([f"the workload is neither JSON nor YAML: {exc}"]) from None
+        return load_documents(text, "the workload")
+    except BadRequest as exc:
+        raise WorkloadError([exc.message]) from None
 
 
 def load_workload(path: Path | str, *, start: Path | str | None = None) -> TimedWorkload:

@@ -10,7 +10,7 @@ the defaults as upstream's ``getDefaultPlugins`` does (GangScheduling joins mult
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +22,12 @@ from app.scheduler.extender_config import ExtenderConfigError, parse_extenders
 from app.scheduler.filter_timing import PluginObserver
 from app.scheduler.framework import (
     BindPlugin,
+    ClusterObjects,
     FilterPlugin,
     Handle,
     PermitPlugin,
     Plugin,
+    PodActions,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -36,6 +38,7 @@ from app.scheduler.framework import (
     ReservePlugin,
     ScorePlugin,
 )
+from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.runtime import Framework
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -402,6 +405,30 @@ def score_weights(
             continue
         weights[p["name"]] = int(p.get("weight") or 0) or 1
     return weights
+
+
+def build_profiles(
+    config: SchedulerConfig,
+    cluster: ClusterObjects,
+    actions: PodActions,
+    *,
+    nominated: dict[str, list[PodInfo]],
+    activator: Callable[[list[PodInfo]], None],
+    feature_gates: Mapping[str, bool],
+    plugin_observer: PluginObserver | None = None,
+) -> tuple[list[Handle], dict[str, Framework]]:
+    """A scheduler host's frameworks, one per profile of ``config``, each on its own handle over the host's cluster
+    listers, pod actions, nominated pods and activator: the handles, and the frameworks by scheduler name."""
+    handles: list[Handle] = []
+    frameworks: dict[str, Framework] = {}
+    for profile in config.profiles:
+        handle = Handle(cluster, actions)
+        handle.nominated_pods = nominated
+        handle.activator = activator
+        handle.feature_gates = dict(feature_gates)
+        handles.append(handle)
+        frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=plugin_observer)
+    return handles, frameworks
 
 
 def build_framework(
