@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,7 +32,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _serve import WORKLOADS, RawClient, latency_line, start
+from _serve import WORKLOADS, Profiler, RawClient, latency_line, start
 
 TRACE = WORKLOADS / "alibaba-gpu-trace"
 
@@ -77,48 +74,6 @@ async def create_all(url: str, objects: list[dict[str, Any]], concurrency: int) 
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return latencies
-
-
-def thread_cpu(pid: int) -> dict[int, float]:
-    """CPU seconds (user + system) of each live thread of process ``pid``, by thread id."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    result: dict[int, float] = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the thread ended meanwhile
-            continue
-        result[int(task.name)] = (int(fields[11]) + int(fields[12])) / ticks
-    return result
-
-
-class Profiler:
-    """py-spy attached to the server (GIL holder and every thread), and each thread's CPU over the same span."""
-
-    def __init__(self, pid: int, out: Path) -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        self._pid, self._out = pid, out
-        spy = str(Path(sys.executable).with_name("py-spy"))
-        common = ["record", "--format", "raw", "--threads", "--nonblocking", "--rate", "100", "--pid", str(pid)]
-        self._spies = [
-            subprocess.Popen([spy, *common, "--gil", "-o", str(out / "gil.txt")], stdout=subprocess.DEVNULL),
-            subprocess.Popen([spy, *common, "--idle", "-o", str(out / "all.txt")], stdout=subprocess.DEVNULL),
-        ]
-        time.sleep(1.0)  # both attached before the load starts
-        self._cpu0 = thread_cpu(pid)
-        self._t0 = time.perf_counter()
-
-    def stop(self, process_cpu: float) -> None:
-        """Stop sampling; write each thread's CPU seconds over the span (and the process's) to threads.json."""
-        cpu1 = thread_cpu(self._pid)
-        wall = time.perf_counter() - self._t0
-        for spy in self._spies:
-            spy.send_signal(signal.SIGINT)
-        for spy in self._spies:
-            spy.wait(timeout=60)
-        threads = {str(tid): round(cpu - self._cpu0.get(tid, 0.0), 3) for tid, cpu in cpu1.items()}
-        summary = {"wall": round(wall, 3), "process_cpu": round(process_cpu, 3), "threads": threads}
-        (self._out / "threads.json").write_text(json.dumps(summary, indent=1))
 
 
 class PodWatch:
