@@ -156,6 +156,7 @@ def main() -> int:
             t_nodes = time.perf_counter() - t0
             pod_latencies = asyncio.run(create_all(served.url, pods, args.concurrency))
             t_pods = time.perf_counter() - t0 - t_nodes
+            settled_by_last_create = watch.settled()  # how far the scheduler kept pace with the creates
             last_report = time.perf_counter()
             while watch.settled() < len(keys):
                 if watch.error is not None:
@@ -178,6 +179,7 @@ def main() -> int:
             )
             print(f"nodes created in {t_nodes:.1f} s ({len(nodes) / t_nodes:.0f}/s): {latency_line(node_latencies)}")
             print(f"pods created in {t_pods:.1f} s ({len(pods) / t_pods:.0f}/s): {latency_line(pod_latencies)}")
+            print(f"settled when the last create returned: {settled_by_last_create}/{len(keys)}")
             bound = len(watch.bound & keys)
             print(
                 f"wall time {wall:.1f} s, {len(pods) / wall:.0f} pods/s "
