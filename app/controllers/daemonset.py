@@ -203,9 +203,10 @@ class DaemonSetController(ReconcileLoop[Key]):
             return [] if before == shape else sorted(self._sets.values())
         before, now = self._index_pod(obj, deleted=deleted)
         keys = {self._sets[uid] for uid in (before, now) if uid is not None and uid in self._sets}
-        if now is None and not deleted:
-            # An orphan: the DaemonSets whose selector matches may adopt it.
-            namespace, _ = key_of(obj)
+        namespace, _ = key_of(obj)
+        # An orphan: the DaemonSets of its namespace whose selector matches may adopt it (none there: no need to
+        # ask the store; a DaemonSet not observed yet claims its orphans when it is).
+        if now is None and not deleted and any(ns == namespace for ns, _ in self._sets.values()):
             labels = meta(obj).get("labels") or {}
             for entry in self.store.select("DaemonSet", namespace).items:
                 if selector_matches(entry.obj, labels):

@@ -179,8 +179,11 @@ class StatefulSetController(ReconcileLoop[Key]):
             return self._sets_of_claim(obj) if deleted else []
         before, now = self._index_pod(obj, deleted=deleted)
         keys = {self._sets[uid] for uid in (before, now) if uid is not None and uid in self._sets}
-        if now is None and not deleted:
-            namespace, _ = key_of(obj)
+        namespace, _ = key_of(obj)
+        # An orphan: the sets of its namespace may adopt it. Most pods have no set in their namespace: asking the
+        # store (its lock, a sorted scan) for each was the controller's whole cost. A set not observed yet is
+        # reconciled when it is, and then claims its orphans.
+        if now is None and not deleted and any(ns == namespace for ns, _ in self._sets.values()):
             for entry in self.store.select("StatefulSet", namespace).items:
                 if is_member(entry.obj, obj) and selector_matches(entry.obj, meta(obj).get("labels")):
                     keys.add((entry.namespace, entry.name))

@@ -346,3 +346,33 @@ def test_a_restarted_controller_writes_nothing_and_resumes_a_partitioned_rollout
         assert pod(mem, "web-2")["spec"]["containers"][0]["image"] == "img:2"
     finally:
         again.stop()
+
+
+def test_orphans_are_adopted_only_by_a_set_of_their_namespace_whether_it_comes_before_or_after_them(
+    mem: ClusterStore, controller: StatefulSetController
+) -> None:
+    def orphan(name: str, namespace: str = "default") -> Obj:
+        labels = {"app": "web"}
+        spec = {"containers": [{"name": "c", "image": "img:1"}]}
+        return {"metadata": {"name": name, "namespace": namespace, "labels": labels}, "spec": spec}
+
+    def controller_of(namespace: str, name: str) -> str | None:
+        body = mem.get("Pod", namespace, name)
+        assert body is not None, name
+        refs = body["metadata"].get("ownerReferences") or []
+        return next((r["name"] for r in refs if r.get("controller")), None)
+
+    controller.start()
+    mem.create("Pod", orphan("web-0"))
+    mem.create("Pod", orphan("web-0", "other"))
+    settle(controller)
+    assert controller_of("default", "web-0") is None  # no set yet
+    mem.create("StatefulSet", statefulset(replicas=1, spec={"podManagementPolicy": "Parallel"}, claims=False))
+    settle(controller)
+    assert controller_of("default", "web-0") == "web"  # the set arrived after its orphan
+    assert names(mem) == ["web-0"]
+    mem.create("Pod", orphan("web-5"))  # an orphan arriving with the set there: adopted, then scaled away
+    mem.create("Pod", orphan("web-6", "other"))
+    settle(controller)
+    assert names(mem) == ["web-0"]
+    assert controller_of("other", "web-0") is None and controller_of("other", "web-6") is None
