@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from app.cluster.errors import Invalid
 from app.config import gate_enabled
 from app.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
@@ -101,6 +103,13 @@ def load_scheduler_config(settings: Any) -> SchedulerConfig:
     if path is None:
         return parse_config(None, gates)
     return parse_config(Path(path).read_text(), gates)
+
+
+def own_copy(obj: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of one of the store's read-only dicts: the engine keeps what it is given, and plugins (users'
+    too) may change the objects they are handed."""
+    copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return copied
 
 
 def _now_rfc3339() -> str:
@@ -277,7 +286,9 @@ class SchedulerService:
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Load the current cluster, subscribe to changes, start the loop."""
-        self.store.add_listener(self._on_change, WATCHED_KINDS)
+        # The store's read-only dicts, copied on this side (``_drain_inbox``): a copy made in the listener is made
+        # in the committer with the store lock held, which every API request and writer then waits for.
+        self.store.add_listener(self._on_change, WATCHED_KINDS, copy=False)
         for kind in WATCHED_KINDS:
             listed = self.store.list(kind)
             items = listed[0] if isinstance(listed, tuple) else listed
@@ -322,7 +333,7 @@ class SchedulerService:
 
     # --- events ---------------------------------------------------------------------------------
     def _on_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
-        # Runs in the store's committer with its lock held: only append (``obj`` is already our own copy).
+        # Runs in the store's committer with its lock held: only append (``obj`` is the store's read-only dict).
         if kind in WATCHED_KINDS:
             self._inbox.append((event_type, kind, obj))
             self._wake.set()
@@ -334,7 +345,7 @@ class SchedulerService:
                 self._swap_config(obj["config"])
                 continue
             try:
-                self._apply_change(event_type, kind, obj)
+                self._apply_change(event_type, kind, own_copy(obj))
             except Exception:  # one bad object must not stop the scheduler
                 log.exception("applying %s %s failed", event_type, kind)
 

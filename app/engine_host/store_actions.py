@@ -45,7 +45,11 @@ class ClusterStoreLike(Protocol):
     def delete(self, kind: str, namespace: str | None, name: str) -> Any: ...
 
     def add_listener(
-        self, callback: Callable[[str, str, dict[str, Any]], None], kinds: Iterable[str] | None = None
+        self,
+        callback: Callable[[str, str, dict[str, Any]], None],
+        kinds: Iterable[str] | None = None,
+        *,
+        copy: bool = True,
     ) -> None: ...
 
     def remove_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
