@@ -1,8 +1,9 @@
-"""The cluster page in headless Chromium at 5,000 nodes / 50,000 pods: server render, load event, first paint.
+"""The UI in headless Chromium at 5,000 nodes / 50,000 pods: the cluster, pods and pod pages; server, load, paint.
 
 Usage: ``.venv/bin/python bench/ui_browser.py [--nodes 5000] [--pods 50000] [--pending 5000] [--runs 5]``.
-The store is built as ``bench/ui_render.py`` builds it (memory only, the scheduler cache filled without running
-its loop) and served by uvicorn in this process; Chromium (Debian's, at /usr/bin/chromium, driven by Playwright)
+The store is built as ``bench/ui_render.py`` builds it (memory only; a scheduler service takes it in and records
+two probe pods' 5,000-node attempts through the results service, as ``kss serve`` does) and served by uvicorn in
+this process; Chromium (Debian's, at /usr/bin/chromium, driven by Playwright)
 opens each page ``--runs`` times in a fresh context (nothing cached) and reports the medians of: the server's
 answer (navigation timing's request start to response end), first contentful paint, and the load event, both
 from navigation start, plus ``page.goto`` to the load event as the test harness sees it and the HTML's size.
@@ -26,11 +27,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from app.config import Settings  # noqa: E402
-from app.engine_host.service import SchedulerService  # noqa: E402
 from app.engine_host.view import EngineView  # noqa: E402
 from app.main import create_app  # noqa: E402
 from bench._serve import free_port  # noqa: E402
-from bench.ui_render import build_store, fill_cache  # noqa: E402
+from bench.ui_render import FITS, PROBE_NAMESPACE, TOO_BIG, build_store, record_attempts  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 PAGES = (
@@ -38,6 +38,10 @@ PAGES = (
     ("/ui/cluster?resource=nvidia.com/gpu&sort=allocated", "coloured by an extended resource, busiest first"),
     ("/ui/cluster?q=zone-7", "search (500 nodes)"),
     ("/ui/pods", "pods page (pending first)"),
+    (f"/ui/pods/{PROBE_NAMESPACE}/{TOO_BIG}", "pod page: every node rejected (latest attempt)"),
+    (f"/ui/pods/{PROBE_NAMESPACE}/{FITS}", "pod page: placed, every node filtered and scored"),
+    (f"/ui/pods/{PROBE_NAMESPACE}/{TOO_BIG}?attempt=1&fpage=60", "pod page: an earlier attempt, a later matrix page"),
+    (f"/ui/edit/Pod/{FITS}?namespace={PROBE_NAMESPACE}", "editor of the placed pod (its annotations)"),
 )
 TIMING = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
@@ -84,9 +88,10 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
     print(f"store: {args.nodes:,} nodes, {args.pods:,} pods ({args.pending:,} pending) built in {built:.1f} s")
     app = create_app(Settings(database_url=f"sqlite:///{tmp / 'kss.db'}", scheduler_enabled=True))
     async with app.router.lifespan_context(app):
-        scheduler = SchedulerService(store)
-        fill_cache(scheduler, store)
         app.state.store = store
+        start = time.perf_counter()
+        scheduler = record_attempts(store, app.state.results)
+        print(f"scheduler started and probe pods recorded in {time.perf_counter() - start:.1f} s")
         app.state.scheduler = scheduler
         app.state.scheduler_view = EngineView(scheduler)
         port = free_port()
@@ -103,6 +108,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
         await asyncio.to_thread(measure, url, args.runs)  # Playwright's sync API blocks: off the server's loop
         server.should_exit = True
         await serving
+        scheduler.stop()
 
 
 def main() -> None:

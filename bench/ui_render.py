@@ -1,10 +1,13 @@
-"""UI render benchmark: the cluster and pods pages at 5,000 nodes / 50,000 pods, through the ASGI app.
+"""UI render benchmark: the cluster, pods and pod pages at 5,000 nodes / 50,000 pods, through the ASGI app.
 
 Usage: ``.venv/bin/python bench/ui_render.py [--nodes 5000] [--pods 50000] [--pending 5000] [--runs 5]``.
-Objects go straight into a memory-only ``ClusterStore`` (no HTTP for loading); the scheduler cache is filled
-from them without running the loop. Each page is then requested through ``httpx.ASGITransport`` (routing,
-view model, Jinja2 rendering; no network) with node allocation from the scheduler cache and, again, from
-summing the pods in the store (the scheduler off). Prints the median and worst time of each request.
+Objects go straight into a memory-only ``ClusterStore`` (no HTTP for loading); a scheduler service takes them in
+and schedules only two probe pods of its own profile (``record_attempts``), whose 5,000-node attempts it records
+through the application's results service as ``kss serve`` does. Each page is then requested through
+``httpx.ASGITransport`` (routing, view model, Jinja2 rendering; no network) with node allocation from the
+scheduler cache and, again, from summing the pods in the store (the scheduler off); then the probe pods' pages
+(the pod page with its latest attempt, the matrices' fragments, an earlier attempt, the editor, the API and the
+results API it links to). Prints the median and worst time of each request.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from app.config import Settings  # noqa: E402
 from app.engine_host.service import SchedulerService  # noqa: E402
 from app.engine_host.view import EngineView  # noqa: E402
 from app.main import create_app  # noqa: E402
-from app.scheduler.nodeinfo import PodInfo  # noqa: E402
+from app.results.service import ResultsService  # noqa: E402
+from app.scheduler.config import parse_config  # noqa: E402
 
 ZONES = 10
 REASON = (
@@ -102,13 +106,60 @@ def build_store(nodes: int, pods: int, pending: int) -> ClusterStore:
     return store
 
 
-def fill_cache(scheduler: SchedulerService, store: ClusterStore) -> None:
-    """What the scheduler's start() loads, without starting its loop (which would schedule the pending pods)."""
-    for node in store.list("Node")[0]:
-        scheduler.cache.add_node(node)
-    for pod in store.list("Pod")[0]:
-        if (pod.get("spec") or {}).get("nodeName"):
-            scheduler.cache.add_pod(PodInfo(pod))
+PROBE_SCHEDULER = "probe-scheduler"
+PROBE_NAMESPACE = "probes"
+FITS, TOO_BIG = "probe-fits", "probe-too-big"
+
+
+def _probe_pod(name: str, cpu: str, *, tolerate: bool) -> dict[str, Any]:
+    """A pod for the probe profile; ``tolerate``: of the GPU nodes' taint (a fitting pod is then scored on every
+    node; an untolerated taint rejects a third of the nodes before NodeResourcesFit sees them)."""
+    tolerations = [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}] if tolerate else []
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": PROBE_NAMESPACE},
+        "spec": {
+            "schedulerName": PROBE_SCHEDULER,
+            "tolerations": tolerations,
+            "containers": [{"name": "app", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+        },
+    }
+
+
+def _await_attempts(results: ResultsService, name: str, count: int, timeout: float = 600) -> None:
+    """Wait until probe pod ``name`` has ``count`` recorded attempts (the scheduler takes changes in its own time)."""
+    deadline = time.monotonic() + timeout
+    while len(results.list_attempts(PROBE_NAMESPACE, name)) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{PROBE_NAMESPACE}/{name}: no attempt {count} recorded in {timeout:.0f} s")
+        time.sleep(0.05)
+        results.flush()
+
+
+def record_attempts(store: ClusterStore, results: ResultsService, *, retries: int = 3) -> SchedulerService:
+    """Attempts at full size, scheduled and recorded as ``kss serve`` does: a scheduler service over ``store``
+    writing through ``results`` (the annotations, the Events, the attempts' rows), with one profile,
+    ``probe-scheduler``, scoring every feasible node (``percentageOfNodesToScore: 100``). Only the probe pods
+    are its own, so the pending pods of ``build_store`` stay pending. ``probes/probe-fits`` is placed after every
+    node was filtered and scored; ``probes/probe-too-big`` (64 cores, no toleration) is rejected by every node
+    (a third by TaintToleration, the rest by NodeResourcesFit), ``retries``
+    times (deleted and created again, as its attempt numbers continue). Returns the service, started."""
+    config = parse_config({"percentageOfNodesToScore": 100, "profiles": [{"schedulerName": PROBE_SCHEDULER}]})
+    scheduler = SchedulerService(store, results=results, config=config, seed=1, per_node_annotations_max_nodes=50)
+    scheduler.start()
+    if not scheduler.wait_idle(timeout=300):
+        raise SystemExit("the scheduler did not take the cluster in")
+    store.create("Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": PROBE_NAMESPACE}})
+    store.create("Pod", _probe_pod(FITS, "250m", tolerate=True))
+    _await_attempts(results, FITS, 1)
+    for attempt in range(1, retries + 1):
+        if attempt > 1:
+            store.delete("Pod", PROBE_NAMESPACE, TOO_BIG)
+        store.create("Pod", _probe_pod(TOO_BIG, "64", tolerate=False))
+        _await_attempts(results, TOO_BIG, attempt)
+    results.flush()
+    return scheduler
 
 
 async def timed(label: str, runs: int, request: Callable[[], Awaitable[httpx.Response]]) -> None:
@@ -125,6 +176,32 @@ async def timed(label: str, runs: int, request: Callable[[], Awaitable[httpx.Res
     print(
         f"  {label:<52} median {statistics.median(times):7.1f} ms   worst {max(times):7.1f} ms   {size / 1024:6.0f} KiB"
     )
+
+
+ATTEMPT_PAGES: tuple[tuple[str, str | None, dict[str, Any], str], ...] = (
+    (f"/ui/pods/{PROBE_NAMESPACE}/{TOO_BIG}", None, {}, "pod page, latest attempt: every node rejected"),
+    (f"/ui/pods/{PROBE_NAMESPACE}/{FITS}", None, {}, "pod page, placed: every node filtered and scored"),
+    (f"/ui/pods/{PROBE_NAMESPACE}/{TOO_BIG}", "matrices", {"attempt": 1, "fpage": 40}, "matrices, a later page"),
+    (f"/ui/pods/{PROBE_NAMESPACE}/{TOO_BIG}", "matrices", {"attempt": 1, "fnode": "node-049"}, "matrices, node search"),
+    (f"/ui/pods/{PROBE_NAMESPACE}/{FITS}", "matrices", {"fsort": "name", "spage": 20}, "matrices by name, score p. 20"),
+    (f"/ui/pods/{PROBE_NAMESPACE}/{TOO_BIG}", "pod-live", {"attempt": 2}, "pod-live: an earlier attempt"),
+    (f"/ui/edit/Pod/{FITS}", None, {"namespace": PROBE_NAMESPACE}, "editor (the annotations in full)"),
+    (f"/api/v1/namespaces/{PROBE_NAMESPACE}/pods/{FITS}", None, {}, "the pod in the API"),
+    (f"/simulator/v1/namespaces/{PROBE_NAMESPACE}/pods/{TOO_BIG}/results", None, {}, "results API: attempts list"),
+    (f"/simulator/v1/namespaces/{PROBE_NAMESPACE}/pods/{TOO_BIG}/results/3", None, {}, "results API: one attempt"),
+)
+
+
+async def attempt_pages(client: httpx.AsyncClient, runs: int) -> None:
+    """The probe pods' pages: the pod page with its latest attempt, its htmx fragments, the pages it links to."""
+    print("a pod's attempts (5,000-node attempts recorded by the scheduler):")
+    for path, target, params, label in ATTEMPT_PAGES:
+        headers = {"HX-Request": "true", "HX-Target": target} if target else {}
+
+        def request(path: str = path, params: dict[str, Any] = params, headers: dict[str, str] = headers) -> Any:
+            return client.get(path, params=params, headers=headers)
+
+        await timed(f"{label}{' (fragment)' if target else ''}", runs, request)
 
 
 async def main() -> None:
@@ -147,13 +224,12 @@ async def main() -> None:
         settings = Settings(database_url=f"sqlite:///{Path(tmp) / 'kss.db'}", scheduler_enabled=True)
         app = create_app(settings)
         async with app.router.lifespan_context(app):
-            scheduler = SchedulerService(store)
-            start = time.perf_counter()
-            fill_cache(scheduler, store)
-            print(f"scheduler cache filled in {time.perf_counter() - start:.1f} s")
             app.state.store = store
-            app.state.scheduler = scheduler
-            app.state.scheduler_view = EngineView(scheduler)
+            start = time.perf_counter()
+            probes = record_attempts(store, app.state.results)
+            print(f"scheduler started and probe pods recorded in {time.perf_counter() - start:.1f} s")
+            app.state.scheduler = probes
+            app.state.scheduler_view = EngineView(probes)
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://kss.bench") as client:
                 fragment = {"HX-Request": "true"}
@@ -212,6 +288,7 @@ async def main() -> None:
                     "/ui/pods?sort=node&desc=true", args.runs, frag("/ui/pods", "pod-table", sort="node", desc="true")
                 )
                 await timed("/ui/nodes/node-00042", args.runs, get("/ui/nodes/node-00042"))
+                await attempt_pages(client, args.runs)
 
                 async def after_change() -> httpx.Response:
                     # One pod changes between two requests: the index re-reads that pod only.

@@ -127,6 +127,8 @@ def run_pod_page(
     target = hx_target(request)
     if target == "matrices" and detail.attempt is not None:
         return render("components/matrices.html", **ctx)
+    if target == "attempt" and detail.attempt is not None:
+        return render("components/attempt.html", **ctx)
     if target == "run-pod-body":
         return render("components/run_pod_body.html", **ctx)
     return render("pages/run_pod.html", **ctx)
