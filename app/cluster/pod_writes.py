@@ -12,12 +12,12 @@ from datetime import datetime
 from typing import Protocol
 
 from app.cluster import admission
-from app.cluster.errors import Conflict, Invalid, invalid
+from app.cluster.errors import Cause, Conflict, Invalid, invalid
 from app.cluster.event_series import RecentEvents, event_key, repeated
 from app.cluster.group_commit import Batch
 from app.cluster.kinds import BY_KIND, KindInfo
 from app.cluster.stored import Obj, StoredObject
-from app.cluster.validation import validate_metadata
+from app.cluster.validation import TOTAL_ANNOTATION_BYTES, qualified_name_errors
 
 # kube-scheduler's User-Agent prefix: the manager of its status writes and Events in managedFields (a binding
 # records none, as kube-apiserver's binding subresource writes without the field manager).
@@ -37,6 +37,36 @@ def merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
         meta["annotations"] = merged
     else:
         meta.pop("annotations", None)
+
+
+def _bound_version(stored: Obj, node_name: str, timestamp: str) -> Obj:
+    """The next version of the stored pod ``stored`` (read-only) bound to ``node_name``: new dicts only where it
+    changes (metadata, spec, status and its conditions), the rest shared with the stored version, which is never
+    changed (a full copy of a pod with its result annotations was most of a binding's cost)."""
+    status = dict(stored.get("status") or {})
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+    conditions.append(
+        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": timestamp}
+    )
+    status["conditions"] = conditions
+    pod = dict(stored)
+    pod["metadata"] = dict(stored["metadata"])
+    pod["spec"] = {**(stored.get("spec") or {}), "nodeName": node_name}
+    pod["status"] = status
+    return pod
+
+
+def annotation_causes(obj: Obj, changed: Mapping[str, str | None]) -> list[Cause]:
+    """What ``validate_metadata`` says of ``obj``'s annotations when only the ``changed`` keys are new: those keys
+    (the others were validated when they were written) and the size of them all."""
+    annotations = obj["metadata"].get("annotations") or {}
+    causes: list[Cause] = []
+    for key in annotations:
+        if key in changed:
+            causes += qualified_name_errors("metadata.annotations", key.lower())
+    if sum(len(k) + len(v) for k, v in annotations.items()) > TOTAL_ANNOTATION_BYTES:
+        causes.append(Cause("metadata.annotations", "FieldValueTooLong", "Too long: must have at most 262144 bytes"))
+    return causes
 
 
 class _Store(Protocol):
@@ -63,7 +93,9 @@ class _Store(Protocol):
         manager: str = ...,
     ) -> tuple[Obj, Batch | None]: ...
 
-    def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, Batch | None]: ...
+    def _write_modified(
+        self, kind: str, current: StoredObject, new: Obj, *, copy: bool = ...
+    ) -> tuple[Obj, Batch | None]: ...
 
     def _await(self, batch: Batch | None) -> None: ...
 
@@ -85,12 +117,14 @@ class PodWrites:
         *,
         uid: str | None = None,
         annotations: Mapping[str, str | None] | None = None,
+        copy: bool = True,
     ) -> Obj:
         """What ``POST pods/{name}/binding`` does: set ``spec.nodeName`` and the PodScheduled condition.
 
         ``annotations`` are merged in by the same change (a None value removes the key), so a scheduler can
         bind and record its result in one write. ``Conflict`` if the pod is already bound (or being deleted,
-        or ``uid`` does not match); ``Invalid`` if the annotations are (nothing is changed then).
+        or ``uid`` does not match); ``Invalid`` if the annotations are (nothing is changed then). Returns the bound
+        pod, a copy (``copy=False``: the stored, read-only dict, for a caller that does not keep it).
         """
         with self._lock:
             current = self._current("Pod", namespace, name)
@@ -108,25 +142,13 @@ class PodWrites:
                 raise Conflict("pods/binding", name, f'pod {name} is already assigned to node "{bound}"')
             if not node_name:
                 raise Invalid("Binding", name, [invalid("target.name", node_name, "must not be empty")])
-            pod = current.copy()
-            pod.setdefault("spec", {})["nodeName"] = node_name
-            status = pod.setdefault("status", {})
-            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-            conditions.append(
-                {
-                    "type": "PodScheduled",
-                    "status": "True",
-                    "lastProbeTime": None,
-                    "lastTransitionTime": self._timestamp(),
-                }
-            )
-            status["conditions"] = conditions
+            pod = _bound_version(current.obj, node_name, self._timestamp())
             if annotations:
                 merge_annotations(pod, annotations)
-                causes = validate_metadata(pod, namespaced=True)
+                causes = annotation_causes(pod, annotations)
                 if causes:
                     raise Invalid("Pod", name, causes)
-            result, batch = self._write_modified("Pod", current, pod)
+            result, batch = self._write_modified("Pod", current, pod, copy=copy)
         self._await(batch)
         return result
 

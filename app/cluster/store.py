@@ -798,12 +798,16 @@ class ClusterStore(GroupCommit, PodWrites):
         else:
             new["metadata"].pop("managedFields", None)
 
-    def _write_modified(self, kind: str, current: StoredObject, new: Obj) -> tuple[Obj, Batch | None]:
+    def _write_modified(
+        self, kind: str, current: StoredObject, new: Obj, *, copy: bool = True
+    ) -> tuple[Obj, Batch | None]:
+        """Stage ``new`` as the next version of ``current``; returns a copy of it (``copy=False``: the stored,
+        read-only dict) and the batch to await."""
         rv = self._rv + 1
         new["metadata"]["resourceVersion"] = str(rv)
         entry = StoredObject(new, _encode(new))
         change = Change(MODIFIED, kind, (current.namespace, current.name), entry, current, entry)
-        return entry.copy(), self._stage([change])
+        return (entry.copy() if copy else entry.obj), self._stage([change])
 
     def _new_object_change(self, kind: str, obj: Obj, rv: int) -> Change:
         meta = obj["metadata"]

@@ -624,12 +624,12 @@ class SchedulerService:
         values = self._annotations(att, current)
         try:
             try:
-                self.store.bind_pod(namespace, name, node_name, annotations=values)
+                self.store.bind_pod(namespace, name, node_name, annotations=values, copy=False)
             except Invalid:
                 if values is None:
                     raise
                 log.exception("annotating %s failed; binding without the result annotations", pod.key)
-                self.store.bind_pod(namespace, name, node_name)
+                self.store.bind_pod(namespace, name, node_name, copy=False)
         except Exception as exc:  # the pod was deleted or bound meanwhile: kube-scheduler's failed binding cycle
             message = f"binding rejected: {exc}"
             self.cache.remove_pod(pod.uid)  # forget the assumed pod

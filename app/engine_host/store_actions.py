@@ -39,7 +39,13 @@ class ClusterStoreLike(Protocol):
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
 
     def bind_pod(
-        self, namespace: str, name: str, node_name: str, *, annotations: dict[str, str] | None = None
+        self,
+        namespace: str,
+        name: str,
+        node_name: str,
+        *,
+        annotations: dict[str, str] | None = None,
+        copy: bool = True,
     ) -> dict[str, Any]: ...
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Any: ...
