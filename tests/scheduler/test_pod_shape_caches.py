@@ -280,3 +280,76 @@ def test_scenario_run_leaves_the_scenario_untouched() -> None:
     again = [(a.pod, a.result, a.bound_to, a.nominated_node) for a, _ in ScenarioRun(scenario, record=False).run()]
     assert first == again
     assert ("default/p1", "scheduled", "n0", None) in first
+
+
+def test_pod_topology_spread_pre_score_counts_follow_pod_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Zones a/b/c, a node without a zone (never counted), a node outside the pod's node selector (nodeAffinityPolicy
+    # Honor leaves it out). Each PreScore of a pod of the same shape must equal counting every pod again.
+    zones = ["a", "b", "c", "a", "b", "c", "a", None, "x"]
+    nodes = [
+        make_node(name=f"n{i}", labels={"topology.kubernetes.io/zone": z, "pool": "web"} if z else {"pool": "web"})
+        for i, z in enumerate(zones)
+    ]
+    nodes[8]["metadata"]["labels"]["pool"] = "batch"
+    handle = make_handle(nodes=nodes)
+    plugin = PodTopologySpread(handle, PodTopologySpread.defaulted_args({}))
+    handle.snapshot.columns()
+    spread = {"labelSelector": {"matchLabels": {"app": "web"}}, "whenUnsatisfiable": "ScheduleAnyway"}
+    incoming = make_pod(
+        name="in",
+        labels={"app": "web"},
+        spec={
+            "nodeSelector": {"pool": "web"},
+            "topologySpreadConstraints": [
+                {**spread, "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone"},
+                {**spread, "maxSkew": 2, "topologyKey": "kubernetes.io/hostname"},
+            ],
+        },
+    )
+    recounts = [0]
+    score_counts = PodTopologySpread._score_counts
+
+    def counting(self: PodTopologySpread, *args: Any) -> Any:
+        recounts[0] += 1
+        return score_counts(self, *args)
+
+    monkeypatch.setattr(PodTopologySpread, "_score_counts", counting)
+
+    def both() -> tuple[list[dict[str, int]], list[dict[str, int]]]:
+        # n0 filtered out (its zone still counts, through n3 and n6); n8 is outside the node selector.
+        candidates = [ni for ni in handle.snapshot.node_info_list if ni.name not in ("n0", "n8")]
+        state = CycleState()
+        pod = PodInfo(copy.deepcopy(incoming))
+        assert plugin.pre_score(state, pod, candidates).is_success()
+        cached = state.read("PreScore" + "PodTopologySpread").topology_value_to_pod_counts
+        fresh = PodTopologySpread(handle, PodTopologySpread.defaulted_args({}))
+        reference = state.read("PreScore" + "PodTopologySpread").__class__()
+        fresh._init_pre_score_state(reference, pod, candidates, True)
+        fresh._count_candidate_domains(reference, pod, handle.snapshot.node_info_list, True)
+        return cached, reference.topology_value_to_pod_counts
+
+    def bind(name: str, node: str, namespace: str = "default", app: str = "web", **meta: Any) -> PodInfo:
+        raw = make_pod(name=name, namespace=namespace, labels={"app": app}, node_name=node)
+        raw["metadata"].update(meta)
+        pi = PodInfo(raw)
+        handle.snapshot.add_pod(pi, node)
+        return pi
+
+    bind("w0", "n0")
+    bind("w7", "n7")  # no zone: not counted
+    bind("w8", "n8")  # outside the node selector: not counted
+    cached, reference = both()
+    assert cached == reference == [{"a": 1, "b": 0, "c": 0}, {}]
+    assert recounts[0] == 1
+    gone = bind("w1", "n1")
+    bind("w3", "n3")
+    bind("o1", "n1", namespace="other")  # another namespace: not counted
+    bind("d2", "n2", deletionTimestamp="2026-01-01T00:00:00Z")  # terminating: not counted
+    bind("x2", "n2", app="api")  # not selected
+    cached, reference = both()
+    assert cached == reference == [{"a": 2, "b": 1, "c": 0}, {}]
+    handle.snapshot.remove_pod(gone)
+    bind("w5", "n5")
+    cached, reference = both()
+    assert cached == reference == [{"a": 2, "b": 0, "c": 1}, {}]
+    assert recounts[0] == 1  # brought up to date from the pod changes, not counted again

@@ -467,7 +467,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         cols = snapshot.columns()
         full_key = (key, tuple(sorted(self._namespace_labels(pod.namespace).items())))
         cache: dict[Any, tuple[int, PreFilterState]] = cols.cached(f"{NAME}:preFilterStates", dict)
-        entry = cache.get(full_key)
+        entry = cache.pop(full_key, None)  # taken out and put back last: the least recently used shape goes first
         base: PreFilterState | None = None
         if entry is not None:
             seq, base = entry
@@ -479,7 +479,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     base.update_with_pod(other, ni.labels, sign)
         if base is None:
             base = self._compute_pre_filter_state(pod, nodes, pod_terms(pod))
-        if len(cache) >= _STATE_CACHE_MAX and full_key not in cache:
+        if len(cache) >= _STATE_CACHE_MAX:
             cache.pop(next(iter(cache)))
         cache[full_key] = (cols.journal_end(), base)
         s = base.clone()
@@ -585,7 +585,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # hardPodAffinityWeight is the only plugin argument the sums depend on (profiles share the snapshot).
         full_key = (key, tuple(sorted(scorer.ns_labels.items())), scorer.hard_weight)
         cache: dict[Any, tuple[int, dict[TopologyPair, list[int]]]] = cols.cached(f"{NAME}:preScoreSums", dict)
-        entry = cache.get(full_key)
+        entry = cache.pop(full_key, None)  # taken out and put back last: the least recently used shape goes first
         sums: dict[TopologyPair, list[int]] | None = None
         if entry is not None:
             seq, sums = entry
@@ -597,7 +597,7 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                     scorer.add_pod(sums, other, ni.labels, sign)
         if sums is None:
             sums = scorer.full()
-        if len(cache) >= _STATE_CACHE_MAX and full_key not in cache:
+        if len(cache) >= _STATE_CACHE_MAX:
             cache.pop(next(iter(cache)))
         cache[full_key] = (cols.journal_end(), sums)
         return sums
