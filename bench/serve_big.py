@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import os
 import random
 import sqlite3
@@ -49,6 +50,7 @@ INSTANCE_TYPES = (
 )
 GPU_EVERY = 10  # every tenth node is a GPU node (p4d-like: 8 GPUs)
 NAMESPACES = tuple(f"team-{i:02d}" for i in range(10))
+ROLLOUTS = 4  # apps whose pods are being created at the same time
 
 
 def node_object(i: int) -> dict[str, Any]:
@@ -117,8 +119,8 @@ SHAPES = (
 
 
 def pod_objects(count: int, seed: int) -> list[dict[str, Any]]:
-    """``count`` pods: apps of each shape in turn (as Deployments create them, replicas of one app come together
-    within a burst), shuffled across apps so a burst mixes shapes."""
+    """``count`` pods: the apps of every shape in a shuffled order, each app's replicas in a run as its Deployment
+    creates them, ``ROLLOUTS`` apps at a time interleaved ten replicas at a time (rollouts overlap)."""
     rng = random.Random(seed)
     apps: list[list[dict[str, Any]]] = []
     for shape in SHAPES:
@@ -126,25 +128,40 @@ def pod_objects(count: int, seed: int) -> list[dict[str, Any]]:
         for a in range(0, total, shape.replicas):
             app = f"{shape.name}-{a // shape.replicas:03d}"
             namespace = NAMESPACES[len(apps) % len(NAMESPACES)]
-            template_hash = f"{rng.getrandbits(32):08x}"[:10]
+            template_hash = f"{rng.getrandbits(32):08x}"
             replicas = min(shape.replicas, total - a)
-            apps.append([pod_object(shape, app, namespace, template_hash, rng) for _ in range(replicas)])
+            apps.append([pod_object(shape, app, namespace, template_hash) for _ in range(replicas)])
     rng.shuffle(apps)
-    # Interleave the apps in chunks of 10 replicas: a burst holds parts of several apps, as rollouts overlap.
     out: list[dict[str, Any]] = []
-    cursors = [0] * len(apps)
-    total_pods = sum(len(a) for a in apps)
-    while len(out) < total_pods:
-        for k, members in enumerate(apps):
-            chunk = members[cursors[k] : cursors[k] + 10]
-            cursors[k] += len(chunk)
-            out.extend(chunk)
+    waiting = iter(apps)
+    active = [app for _, app in zip(range(ROLLOUTS), waiting, strict=False)]
+    while active:
+        for k, members in enumerate(active):
+            out.extend(members[:10])
+            del members[:10]
+            if not members:
+                active[k] = next(waiting, [])
+        active = [a for a in active if a]
     return out[:count]
 
 
-def pod_object(shape: Shape, app: str, namespace: str, template_hash: str, rng: random.Random) -> dict[str, Any]:
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the 27 characters of generated names
+_SERIAL = itertools.count()
+
+
+def _suffix(serial: int) -> str:
+    """Five characters unique per ``serial`` (< 27**5) that look random: a multiplier coprime with 27**5."""
+    value = serial * 1_000_003 % 27**5
+    out = []
+    for _ in range(5):
+        value, digit = divmod(value, 27)
+        out.append(_ALPHABET[digit])
+    return "".join(out)
+
+
+def pod_object(shape: Shape, app: str, namespace: str, template_hash: str) -> dict[str, Any]:
     """One replica of ``app``: a Deployment's pod (labels, requests, its shape's rules), created without owner."""
-    suffix = "".join(rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+    suffix = _suffix(next(_SERIAL))
     labels = {"app": app, "tier": shape.name, "pod-template-hash": template_hash}
     requests: dict[str, str] = {"cpu": shape.cpu, "memory": shape.memory}
     limits: dict[str, str] = {"memory": shape.memory}
@@ -315,6 +332,7 @@ async def run_load(
         status, payload = await admin.request("POST", "/api/v1/namespaces", orjson.dumps({"metadata": {"name": ns}}))
         if status != 201:
             raise SystemExit(f"namespace {ns}: {status} {payload[:200]!r}")
+    await admin.close()  # idle past the server's keep-alive while the nodes go in
     nodes = [("/api/v1/nodes", orjson.dumps(node_object(i))) for i in range(args.nodes)]
     t0 = time.perf_counter()
     await create_objects(served.url, nodes, 16, figures.node_latencies, [0.0] * len(nodes))
