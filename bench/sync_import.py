@@ -1,12 +1,21 @@
-"""Time the one-shot import (``kss import --kubeconfig``) of the 1,200-node Alibaba GPU workload.
+"""Time the one-shot import (``kss import --kubeconfig``) of the 1,200-node Alibaba GPU workload, or of a
+generated production-like cluster (``--synthetic NODES PODS``).
 
 A second ``kss serve`` plays the production cluster: the workload is loaded into it with the official client
 (its own scheduler off, or on with ``--source-scheduler`` so pods arrive bound as existing load), then
 ``kss import`` copies it into a fresh simulator. Prints the load time, the import time (and rate) and what
 arrived.
 
-Usage: ``.venv/bin/python bench/sync_import.py [--nodes FILE] [--pods FILE] [--page-size N] [--qps Q]
-[--burst B] [--workers W] [--source-scheduler]``.
+``--synthetic NODES PODS`` generates the cluster instead (``bench/synthetic_cluster.py``): nodes as a cloud
+provider's kubelet registers them (~5 kB each), pods as Deployments make them (~3 kB each), nearly all bound and
+Running, a few hundred pending. It is loaded into the source in one request per few thousand objects through the
+simulator's snapshot import (``POST /simulator/v1/import``; the source runs no scheduler, controllers or kubelet,
+so it keeps what it is given, as a production API server shows it). Then the import is timed, the counts are
+checked against the source, and the figures include the target's RSS and how long its scheduler took to place the
+pending pods after the import.
+
+Usage: ``.venv/bin/python bench/sync_import.py [--nodes FILE] [--pods FILE] [--synthetic NODES PODS]
+[--pending N] [--page-size N] [--qps Q] [--burst B] [--workers W] [--source-scheduler]``.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -26,11 +36,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _path in (REPO, REPO / "bench"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import synthetic_cluster  # noqa: E402
+from _serve import Profiler  # noqa: E402
 
 from syncer.kinds import BY_NAME  # noqa: E402
 from syncer.kube import AlreadyExists, KubeTarget, api_client  # noqa: E402
@@ -131,6 +146,169 @@ class Figures:
         ]
 
 
+def load_snapshot(url: str, cluster: Any, chunk: int = 5000) -> tuple[int, float]:
+    """Create the generated cluster in the source through its snapshot import, ``chunk`` objects a request (the
+    import checks each request in full before applying it); (objects, seconds)."""
+    start = time.perf_counter()
+    parts: list[dict[str, Any]] = [{"namespaces": cluster.namespaces}]
+    parts += [{"nodes": cluster.nodes[i : i + chunk]} for i in range(0, len(cluster.nodes), chunk)]
+    parts += [{"pods": cluster.pods[i : i + chunk]} for i in range(0, len(cluster.pods), chunk)]
+    with httpx.Client(timeout=600) as http:
+        for part in parts:
+            answer = http.post(
+                f"{url}/simulator/v1/import", content=orjson.dumps(part), headers={"Content-Type": "application/json"}
+            )
+            if answer.status_code != 200:
+                raise SystemExit(f"loading the source failed ({answer.status_code}): {answer.text[:2000]}")
+    total = len(cluster.namespaces) + len(cluster.nodes) + len(cluster.pods)
+    return total, time.perf_counter() - start
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process now, in MB (``VmRSS``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def wait_placed(url: str, expected_bound: int, timeout: float = 600) -> float:
+    """Seconds until ``expected_bound`` pods are bound in the simulator (or the timeout)."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        _, bound = count(url, "pods")
+        if bound >= expected_bound:
+            break
+        time.sleep(0.5)
+    return time.monotonic() - start
+
+
+@dataclass
+class SyntheticFigures:
+    """What a ``--synthetic`` run measured."""
+
+    nodes: int
+    pods: int
+    pending: int
+    load_seconds: float
+    import_seconds: float
+    import_output: str
+    source_nodes: int
+    source_pods: int
+    source_bound: int
+    target_nodes: int
+    target_pods: int
+    target_bound_at_import: int
+    placed_seconds: float
+    target_bound_after: int
+    target_rss_mb: float
+    target_peak_rss_mb: float
+    client_cpu_seconds: float
+    target_cpu_seconds: float
+
+    def lines(self) -> list[str]:
+        objects = self.source_nodes + self.source_pods
+        rate = objects / self.import_seconds if self.import_seconds else 0.0
+        same = self.target_nodes == self.source_nodes and self.target_pods == self.source_pods
+        return [
+            f"source: {self.source_nodes} nodes, {self.source_pods} pods ({self.source_bound} bound) loaded in "
+            f"{self.load_seconds:.1f} s",
+            f"import: {self.import_seconds:.1f} s wall ({rate:,.0f} objects/s), client CPU "
+            f"{self.client_cpu_seconds:.1f} s, simulator CPU {self.target_cpu_seconds:.1f} s",
+            f"simulator: {self.target_nodes} nodes, {self.target_pods} pods "
+            f"({'the same counts' if same else 'COUNTS DIFFER FROM THE SOURCE'}); "
+            f"{self.target_bound_at_import} bound right after the import",
+            f"pending placed: {self.target_bound_after}/{self.source_pods} bound "
+            f"{self.placed_seconds:.1f} s after the import",
+            f"simulator RSS: {self.target_rss_mb:.0f} MB (peak {self.target_peak_rss_mb:.0f} MB)",
+        ]
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process so far, its ended threads included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Peak resident memory of a process, in MB (``VmHWM``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def run_synthetic(
+    workdir: Path,
+    nodes: int,
+    pods: int,
+    *,
+    pending: int = 300,
+    page_size: int = 500,
+    qps: float = 20,
+    burst: int = 50,
+    workers: int = 8,
+    progress: bool = False,
+    extra: list[str] | None = None,
+    py_spy: Path | None = None,
+) -> SyntheticFigures:
+    """Generate the cluster, load the source, time the import into a fresh simulator (scheduler on), count."""
+    cluster = synthetic_cluster.generate(nodes, pods, pending=pending)
+    quiet = {"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_KUBELET": "false"}
+    source = serve(workdir, "source", quiet)
+    target = serve(workdir, "simulator")
+    try:
+        _, load_seconds = load_snapshot(source.url, cluster)
+        del cluster
+        config = workdir / "source.kubeconfig"
+        config.write_text(subprocess.check_output([str(KSS), "kubeconfig", "--server", source.url], text=True))
+        command = [str(KSS), "import", "--kubeconfig", str(config), "--target-url", target.url]
+        command += ["--page-size", str(page_size), "--qps", str(qps), "--burst", str(burst)]
+        command += ["--workers", str(workers)] + ([] if progress else ["--no-progress"]) + (extra or [])
+        profiler = Profiler(target.process.pid, py_spy) if py_spy else None
+        target_cpu_before = process_cpu(target.process.pid)
+        usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(command, stderr=None if progress else subprocess.PIPE, text=True, timeout=3600)
+        import_seconds = time.perf_counter() - start
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        target_cpu = process_cpu(target.process.pid) - target_cpu_before
+        if profiler is not None:
+            profiler.stop(target_cpu)
+        client_cpu = usage.ru_utime + usage.ru_stime - usage_before.ru_utime - usage_before.ru_stime
+        if done.returncode != 0:
+            raise SystemExit(f"kss import failed ({done.returncode}):\n{done.stderr}")
+        source_nodes, _ = count(source.url, "nodes")
+        source_pods, source_bound = count(source.url, "pods")
+        target_nodes, _ = count(target.url, "nodes")
+        target_pods, bound = count(target.url, "pods")
+        placed = 0.0 if bound >= source_pods else wait_placed(target.url, source_pods)
+        _, bound_after = count(target.url, "pods")
+        return SyntheticFigures(
+            nodes=nodes,
+            pods=pods,
+            pending=pending,
+            load_seconds=load_seconds,
+            import_seconds=import_seconds,
+            import_output=done.stderr or "",
+            source_nodes=source_nodes,
+            source_pods=source_pods,
+            source_bound=source_bound,
+            target_nodes=target_nodes,
+            target_pods=target_pods,
+            target_bound_at_import=bound,
+            placed_seconds=placed,
+            target_bound_after=bound_after,
+            target_rss_mb=rss_mb(target.process.pid),
+            target_peak_rss_mb=peak_rss_mb(target.process.pid),
+            client_cpu_seconds=client_cpu,
+            target_cpu_seconds=target_cpu,
+        )
+    finally:
+        target.stop()
+        source.stop()
+
+
 def run(
     workdir: Path,
     *,
@@ -194,6 +372,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=Path, default=WORKLOADS / "nodes-1200.yaml")
     parser.add_argument("--pods", type=Path, default=WORKLOADS / "pods-1200.yaml")
+    parser.add_argument(
+        "--synthetic",
+        nargs=2,
+        type=int,
+        metavar=("NODES", "PODS"),
+        help="import a generated production-like cluster of NODES nodes and PODS pods instead of the Alibaba files",
+    )
+    parser.add_argument("--pending", type=int, default=300, help="--synthetic: pods not yet bound in the source")
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="DIR",
+        help="--synthetic: profile the simulator into DIR (bench/serve_profile.py)",
+    )
     parser.add_argument("--page-size", type=int, default=500)
     parser.add_argument("--qps", type=float, default=20, help="requests per second to the source (0: no limit)")
     parser.add_argument("--burst", type=int, default=50)
@@ -201,6 +393,24 @@ def main() -> int:
     parser.add_argument("--source-scheduler", action="store_true", help="bind pods in the source first")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+    if args.synthetic:
+        with tempfile.TemporaryDirectory() as tmp:
+            synthetic = run_synthetic(
+                Path(tmp),
+                *args.synthetic,
+                pending=args.pending,
+                page_size=args.page_size,
+                qps=args.qps,
+                burst=args.burst,
+                workers=args.workers,
+                progress=not args.json,
+                py_spy=args.py_spy,
+            )
+        if args.json:
+            print(json.dumps(synthetic.__dict__, indent=2))
+        else:
+            print("\n".join(synthetic.lines()))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         figures = run(
             Path(tmp),

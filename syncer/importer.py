@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
 from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
-from syncer.kube import SourceApi, TargetApi
+from syncer.kube import Page, SourceApi, TargetApi
 from syncer.metrics import Metrics
 from syncer.progress import Progress
 from syncer.sink import ADDED, Event, Sink
@@ -93,7 +93,6 @@ def _import_scope(
     progress: Progress | None,
 ) -> int:
     count = 0
-    token: str | None = None
     lock = threading.Lock()
 
     def done(_future: Future[None]) -> None:
@@ -101,19 +100,25 @@ def _import_scope(
             with lock:
                 progress.advance()
 
-    while True:
-        page = source.list(kind, namespace, label_selector=label_selector, limit=page_size, continue_token=token)
-        if progress is not None and page.remaining is not None:
-            progress.expect(count + len(page.items) + page.remaining)
-        items = [o for o in page.items if names is None or (o.get("metadata") or {}).get("name") in names]
-        futures = []
-        for obj in items:
-            future = pool.submit(sink.apply, Event(ADDED, kind, obj, initial=True))
-            future.add_done_callback(done)
-            futures.append(future)
-        for future in futures:
-            future.result()
-        count += len(items)
-        token = page.continue_token
-        if not token:
-            return count
+    def list_page(token: str | None) -> Page:
+        return source.list(kind, namespace, label_selector=label_selector, limit=page_size, continue_token=token)
+
+    # The next page is listed while this one is written, so the source's list time is off the writers' path.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-list") as lister:
+        page = list_page(None)
+        while True:
+            upcoming = lister.submit(list_page, page.continue_token) if page.continue_token else None
+            if progress is not None and page.remaining is not None:
+                progress.expect(count + len(page.items) + page.remaining)
+            items = [o for o in page.items if names is None or (o.get("metadata") or {}).get("name") in names]
+            futures = []
+            for obj in items:
+                future = pool.submit(sink.apply, Event(ADDED, kind, obj, initial=True))
+                future.add_done_callback(done)
+                futures.append(future)
+            for future in futures:
+                future.result()
+            count += len(items)
+            if upcoming is None:
+                return count
+            page = upcoming.result()
