@@ -423,6 +423,9 @@ class ClusterStore(GroupCommit, PodWrites):
             "managedFields",
         ):
             meta.pop(field, None)
+        # os.urandom is a system call that lets go of the GIL: drawn before the lock, so the store lock is not held
+        # while this thread waits to win the GIL back (every writer would wait too).
+        new_uid = str(uuid.uuid4())
         with self._lock:
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = self._generate_name(kind, meta.get("namespace", ""), str(meta["generateName"]))
@@ -445,7 +448,7 @@ class ClusterStore(GroupCommit, PodWrites):
             key = (str(meta.get("namespace") or ""), str(meta["name"]))
             if key in self._objects[kind]:
                 raise AlreadyExists(info.plural, key[1], group=info.group)
-            meta.setdefault("uid", str(uuid.uuid4()))  # a Job's is chosen in admission, for its selector
+            meta.setdefault("uid", new_uid)  # a Job's is chosen in admission, for its selector
             meta["creationTimestamp"] = self._timestamp()
             if kind in _GENERATION_KINDS:
                 meta["generation"] = 1
