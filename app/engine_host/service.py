@@ -107,9 +107,28 @@ def load_scheduler_config(settings: Any) -> SchedulerConfig:
 
 def own_copy(obj: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of one of the store's read-only dicts: the engine keeps what it is given, and plugins (users'
-    too) may change the objects they are handed."""
-    copied: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    too) may change the objects they are handed.
+
+    The annotations (strings only, once stored) are copied as a new dict of the same strings, which are immutable:
+    a bound pod's result annotations are most of its JSON, and a JSON round trip of them (JSON inside JSON strings,
+    escaped and unescaped) was most of the scheduler's cost of taking in a change."""
+    copied: dict[str, Any] = {}
+    for key, value in obj.items():
+        if key == "metadata" and isinstance(value, dict):
+            meta: dict[str, Any] = {}
+            for field, item in value.items():
+                if field == "annotations" and isinstance(item, dict) and all(isinstance(v, str) for v in item.values()):
+                    meta[field] = dict(item)
+                else:
+                    meta[field] = _json_copy(item)
+            copied[key] = meta
+        else:
+            copied[key] = _json_copy(value)
     return copied
+
+
+def _json_copy(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value)) if isinstance(value, dict | list) else value
 
 
 def _now_rfc3339() -> str:

@@ -13,7 +13,7 @@ import orjson
 
 from app.cluster.store import ClusterStore
 from app.controllers.kubelet import KubeletController
-from app.engine_host.service import SchedulerService
+from app.engine_host.service import SchedulerService, own_copy
 from tests.scheduler.factories import make_node, make_pod
 
 
@@ -63,3 +63,25 @@ def test_the_scheduler_never_changes_the_objects_the_store_shares_with_it() -> N
     assert placed["vip"][0] or placed["vip"][1]  # preempted its way in (nominated, or bound once the victim went)
     assert len([n for n, (node, _) in placed.items() if n.startswith("low-") and node]) == 2  # two victims gone
     assert _mutations(store) == []
+
+
+def _containers(value: Any) -> list[int]:
+    """The ids of every dict and list in ``value``."""
+    if isinstance(value, dict):
+        return [id(value), *(i for v in value.values() for i in _containers(v))]
+    if isinstance(value, list):
+        return [id(value), *(i for v in value for i in _containers(v))]
+    return []
+
+
+def test_own_copy_is_a_deep_copy_sharing_only_strings() -> None:
+    pod = make_pod(name="p", labels={"app": "a"}, requests={"cpu": "1"})
+    pod["metadata"]["annotations"] = {"result": '{"n1":{"NodeResourcesFit":"passed"}}', "note": "x"}
+    pod["metadata"]["managedFields"] = [{"manager": "kss", "fieldsV1": {"f:spec": {}}}]
+    pod["status"] = {"conditions": [{"type": "PodScheduled", "status": "True"}]}
+    copied = own_copy(pod)
+    assert copied == pod
+    assert not set(_containers(copied)) & set(_containers(pod))
+    odd = {"metadata": {"name": "p", "annotations": {"nested": {"a": ["b"]}}}}  # not what the store holds, still copied
+    odd_copy = own_copy(odd)
+    assert odd_copy == odd and not set(_containers(odd_copy)) & set(_containers(odd))
