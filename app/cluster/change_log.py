@@ -13,7 +13,6 @@ import logging
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Protocol
 
 import orjson
@@ -28,25 +27,69 @@ Listener = Callable[[str, str, Obj], None]
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
 
-@dataclass(frozen=True, slots=True)
+# The most recent events keep the decoded dicts they were published with; older ones keep only their JSON and
+# decode on demand. Watchers that keep up read the recent ones; without this the log held a dict and the JSON of
+# every superseded version (a dict is ~2.5x its JSON: most of the log's memory).
+KEEP_DECODED = 1000
+
+
 class WatchEvent:
     """One committed change, as replayed to watchers.
 
-    ``obj``/``old`` are the store's own dicts (read-only); ``object`` gives a copy.
+    ``obj``/``old`` are read-only dicts: the store's own while the event is recent, else decoded from the JSON
+    on each access (so hold on to what you read). ``object`` always gives a copy of one's own.
     """
 
-    type: str
-    kind: str
-    resource_version: int
-    obj: Obj
-    raw: bytes
-    old: Obj | None
+    __slots__ = ("_obj", "_old", "kind", "namespace", "old_raw", "raw", "resource_version", "type")
+
+    def __init__(
+        self,
+        type: str,
+        kind: str,
+        resource_version: int,
+        namespace: str,
+        raw: bytes,
+        old_raw: bytes | None,
+        obj: Obj | None = None,
+        old: Obj | None = None,
+    ) -> None:
+        """An event of ``raw`` (after the change) and ``old_raw`` (before it; None for ADDED), with their dicts
+        when at hand (the store's own, read-only)."""
+        self.type = type
+        self.kind = kind
+        self.resource_version = resource_version
+        self.namespace = namespace  # "" for cluster-scoped objects
+        self.raw = raw
+        self.old_raw = old_raw
+        self._obj = obj
+        self._old = old
+
+    @property
+    def obj(self) -> Obj:
+        """The object after the change (for DELETED: its last state); read-only."""
+        obj = self._obj
+        if obj is None:
+            obj = orjson.loads(self.raw)
+        return obj
+
+    @property
+    def old(self) -> Obj | None:
+        """The object before the change (None for ADDED); read-only."""
+        old = self._old
+        if old is None and self.old_raw is not None:
+            old = orjson.loads(self.old_raw)
+        return old
 
     @property
     def object(self) -> Obj:
         """A deep copy of the object after the change (for DELETED: its last state)."""
         result: Obj = orjson.loads(self.raw)
         return result
+
+    def forget_decoded(self) -> None:
+        """Keep only the JSON (lock held): ``obj`` and ``old`` decode it from now on."""
+        self._obj = None
+        self._old = None
 
 
 class ChangeLog:
@@ -58,6 +101,7 @@ class ChangeLog:
         self.window = max(1, window)
         self._log: list[WatchEvent] = []
         self._compacted = 0  # events with resourceVersion <= this may no longer be in the log
+        self._decoded_from = 0  # events of the log before this index keep only their JSON
         # (callback, kinds or None for all, whether it gets a copy of its own)
         self._listeners: list[tuple[Listener, frozenset[str] | None, bool]] = []
         self._wakers: list[Callable[[], None]] = []
@@ -66,6 +110,7 @@ class ChangeLog:
         """Drop every event (lock held): the log starts again at ``resource_version``; older ones get 410."""
         self._log = []
         self._compacted = resource_version
+        self._decoded_from = 0
 
     def since(self, resource_version: int) -> list[WatchEvent]:
         """Every change after ``resource_version``, oldest first; ``Expired`` if some were already dropped."""
@@ -78,17 +123,22 @@ class ChangeLog:
     def publish(self, changes: list[Change]) -> None:
         """Append committed ``changes`` to the watch log and tell wakers and listeners (lock held)."""
         for c in changes:
+            new = c.event_obj
+            old = c.old
             self._log.append(
                 WatchEvent(
                     c.type,
                     c.kind,
-                    c.event_obj.resource_version,
-                    c.event_obj.obj,
-                    c.event_obj.raw,
-                    c.old.obj if c.old is not None else None,
+                    new.resource_version,
+                    c.key[0],
+                    new.raw,
+                    old.raw if old is not None else None,
+                    new.obj,
+                    old.obj if old is not None else None,
                 )
             )
         self._trim_log()
+        self._forget_decoded()
         self._notify(changes)
 
     def _trim_log(self) -> None:
@@ -97,6 +147,14 @@ class ChangeLog:
         if excess > max(1, self.window // 10):
             self._compacted = self._log[excess - 1].resource_version
             del self._log[:excess]
+            self._decoded_from = max(0, self._decoded_from - excess)
+
+    def _forget_decoded(self) -> None:
+        log = self._log
+        end = len(log) - KEEP_DECODED
+        for i in range(self._decoded_from, end):
+            log[i].forget_decoded()
+        self._decoded_from = max(self._decoded_from, end)
 
     def _notify(self, changes: Iterable[Change]) -> None:
         for wake in list(self._wakers):

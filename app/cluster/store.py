@@ -53,7 +53,7 @@ from app.cluster.patch import (
 )
 from app.cluster.pod_writes import PodWrites, merge_annotations
 from app.cluster.selectors import Selector, make_selector
-from app.cluster.stored import Change
+from app.cluster.stored import Change, SharedValues
 from app.cluster.stored import Obj as Obj
 from app.cluster.stored import StoredObject as StoredObject
 from app.cluster.validation import VALIDATORS, validate_update
@@ -158,6 +158,7 @@ class ClusterStore(GroupCommit, PodWrites):
         self._clock = clock
         self._gates: dict[str, bool] = dict(feature_gates or {})
         self._objects: dict[str, dict[tuple[str, str], StoredObject]] = {k.kind: {} for k in KINDS}
+        self._shared = SharedValues()  # equal parts of stored objects held once
         self._rv = 0
         self._changes = ChangeLog(self._lock, watch_window)
         self._event_seq = 0
@@ -201,7 +202,9 @@ class ClusterStore(GroupCommit, PodWrites):
                     log.warning("ignoring stored object of unknown kind %s", row.kind)
                     continue
                 raw = row.body.encode()
-                objects[row.kind][(row.namespace, row.name)] = StoredObject(orjson.loads(raw), raw)
+                obj = orjson.loads(raw)
+                self._shared.share(obj)
+                objects[row.kind][(row.namespace, row.name)] = StoredObject(obj, raw)
             self._objects = objects
             self._rv = repository.load_resource_version(conn)
             self._committed_rv = self._rv
@@ -808,6 +811,7 @@ class ClusterStore(GroupCommit, PodWrites):
         read-only dict) and the batch to await."""
         rv = self._rv + 1
         new["metadata"]["resourceVersion"] = str(rv)
+        self._shared.share(new)
         entry = StoredObject(new, _encode(new))
         change = Change(MODIFIED, kind, (current.namespace, current.name), entry, current, entry)
         return (entry.copy() if copy else entry.obj), self._stage([change])
@@ -817,6 +821,7 @@ class ClusterStore(GroupCommit, PodWrites):
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", self._timestamp())
         meta["resourceVersion"] = str(rv)
+        self._shared.share(obj)
         entry = StoredObject(obj, _encode(obj))
         return Change(ADDED, kind, (entry.namespace, entry.name), entry, None, entry)
 

@@ -48,3 +48,91 @@ class Change:
     new: StoredObject | None  # None for deletions
     old: StoredObject | None
     event_obj: StoredObject  # what the watch event carries
+
+
+# Parts of an object whose children repeat across objects (pods of one template, nodes of one type) and that
+# writes replace whole: each child is held once per distinct value. Annotations are not shared as a whole (often
+# unique: results), nor the rest of metadata (names, uids, times), but each annotation value is held once (the
+# scheduler's results per extension point repeat from pod to pod).
+_SHARED_PARTS = ("spec", "status")
+_SHARED_METADATA = ("labels", "ownerReferences", "finalizers")
+# Distinct values remembered; past this the table starts again (values already shared stay shared).
+SHARED_VALUES_LIMIT = 100_000
+
+
+class SharedValues:
+    """Holds equal read-only subtrees of stored objects once: a pod's dicts were ~2.5x its JSON, much of it in
+    parts every pod of a template repeats (containers, tolerations, managedFields' field sets, conditions).
+
+    ``share(obj)`` replaces, in the new version ``obj`` about to be stored, each such part equal to one already
+    held by the one held (it may assign into dicts shared with the stored version it replaces only an equal
+    value, which readers cannot tell apart). Values are found by their JSON's hash and compared before sharing.
+    Not thread-safe: the store calls it with its lock held.
+    """
+
+    __slots__ = ("_held", "_ids", "_limit", "_strings")
+
+    def __init__(self, limit: int = SHARED_VALUES_LIMIT) -> None:
+        """An empty table of at most ``limit`` values."""
+        self._held: dict[int, Any] = {}
+        self._ids: set[int] = set()  # ids of the values held (alive while held): what is already shared
+        self._strings: dict[str, str] = {}  # annotation values
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def value(self, value: Any) -> Any:
+        """The held value equal to ``value``, or ``value`` itself (now held) when none is."""
+        if id(value) in self._ids:
+            return value
+        key = hash(orjson.dumps(value))
+        held = self._held.get(key)
+        if held is not None:
+            if held == value:
+                return held
+            return value  # a hash collision: not shared
+        if len(self._held) >= self._limit:
+            self._held.clear()
+            self._ids.clear()
+        self._held[key] = value
+        self._ids.add(id(value))
+        return value
+
+    def share(self, obj: Obj) -> None:
+        """Share the repeated parts of ``obj`` (see the class)."""
+        for part in _SHARED_PARTS:
+            children = obj.get(part)
+            if isinstance(children, dict):
+                self._share_children(children, children)
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            return
+        self._share_children(meta, _SHARED_METADATA)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            # Most values repeat from pod to pod (the scheduler's results per extension point), a few do not.
+            for key, text in annotations.items():
+                if isinstance(text, str):
+                    held = self._strings.setdefault(text, text)
+                    if held is not text:
+                        annotations[key] = held
+            if len(self._strings) >= self._limit:
+                self._strings.clear()
+        entries = meta.get("managedFields")
+        if isinstance(entries, list):
+            for entry in entries:
+                if isinstance(entry, dict):
+                    fields = entry.get("fieldsV1")
+                    if isinstance(fields, dict):
+                        held = self.value(fields)
+                        if held is not fields:
+                            entry["fieldsV1"] = held
+
+    def _share_children(self, parent: Obj, names: Any) -> None:
+        for name in list(names):
+            child = parent.get(name)
+            if isinstance(child, (dict, list)):
+                held = self.value(child)
+                if held is not child:
+                    parent[name] = held

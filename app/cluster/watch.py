@@ -97,7 +97,10 @@ async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> Asyn
                 last = ev.resource_version
                 if ev.kind != req.info.kind:
                     continue
-                seen = classify(req, ev.type, ev.obj, ev.old)
+                if req.info.namespaced and req.namespace and ev.namespace != req.namespace:
+                    continue
+                # Without a selector the namespace decides, so an older event is not decoded for it.
+                seen = ev.type if req.selector.empty else classify(req, ev.type, ev.obj, ev.old)
                 if seen is not None:
                     yield event_line(seen, render(ev.obj, ev.raw))
             now = loop.time()

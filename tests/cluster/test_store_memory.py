@@ -1,0 +1,216 @@
+"""What the store keeps of each object and of each change: older watch events hold only their JSON, equal parts
+of stored objects are held once; replay, reads and listeners see exactly what was written."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import Engine
+
+from app.cluster import change_log, watch
+from app.cluster.kinds import BY_KIND
+from app.cluster.selectors import make_selector
+from app.cluster.store import ClusterStore
+from app.cluster.stored import SharedValues
+from tests.cluster.factories import node, pod
+
+Obj = dict[str, Any]
+
+
+def _write_history(store: ClusterStore) -> dict[tuple[str, int], Obj]:
+    """Pods created, relabelled (in and out of ``app=a``), bound, given a status and deleted; every version
+    written, by (name, resourceVersion), as the writes returned it."""
+    versions: dict[tuple[str, int], Obj] = {}
+
+    def keep(obj: Obj) -> None:
+        versions[(obj["metadata"]["name"], int(obj["metadata"]["resourceVersion"]))] = obj
+
+    store.create("Node", node("n1"))
+    for i in range(6):
+        keep(store.create("Pod", pod(f"p{i}", namespace="ns" if i % 2 else None, labels={"app": "a"})))
+    for i in range(6):
+        body = store.get("Pod", "ns" if i % 2 else "default", f"p{i}")
+        assert body is not None
+        body["metadata"]["labels"] = {"app": "b" if i < 3 else "a", "n": str(i)}
+        keep(store.update("Pod", body))
+    for i in range(6):
+        keep(store.bind_pod("ns" if i % 2 else "default", f"p{i}", "n1"))
+    for i in range(0, 6, 2):
+        keep(store.update_pod_status("default", f"p{i}", {"phase": "Running", "qosClass": "BestEffort"}))
+    keep(store.delete("Pod", "default", "p4"))
+    return versions
+
+
+@pytest.fixture
+def few_decoded(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Only the 3 most recent watch events keep their dicts."""
+    monkeypatch.setattr(change_log, "KEEP_DECODED", 3)
+    return 3
+
+
+def test_older_events_keep_only_their_json_and_replay_what_was_written(engine: Engine, few_decoded: int) -> None:
+    store = ClusterStore.open(engine)
+    start = store.resource_version
+    versions = _write_history(store)
+    events = [ev for ev in store.events_since(start) if ev.kind == "Pod"]
+    assert len(events) == len(versions)
+    previous: dict[str, Obj] = {}
+    for ev in events:
+        name = ev.obj["metadata"]["name"]
+        assert ev.obj == versions[(name, ev.resource_version)] == orjson.loads(ev.raw) == ev.object
+        assert ev.namespace == ev.obj["metadata"]["namespace"]
+        assert ev.old == previous.get(name)  # None for ADDED; the version before for the others
+        previous[name] = ev.obj
+    log = store.events_since(start)
+    older, recent = log[:-few_decoded], log[-few_decoded:]
+    # An older event decodes its JSON on each access (it holds no dict); a recent one hands out the store's dict.
+    assert all(ev.obj is not ev.obj for ev in older)
+    assert all(ev.obj is ev.obj for ev in recent)
+    current = store.read("Pod", "default", "p2")
+    assert next(ev.obj for ev in recent if ev.resource_version == current.resource_version) is current.obj
+
+
+def _watch(store: ClusterStore, since: int, namespace: str | None, labels: str | None) -> list[tuple[str, str, str]]:
+    """What a watch of pods from ``since`` sends: (type, name, resourceVersion) per event line."""
+    req = watch.WatchRequest(
+        info=BY_KIND["Pod"],
+        namespace=namespace,
+        selector=make_selector("Pod", labels, None),
+        resource_version=since,
+        send_initial_events=False,
+        allow_bookmarks=False,
+        timeout_seconds=0.05,
+        bookmark_seconds=60,
+    )
+
+    async def collect() -> list[bytes]:
+        return [line async for line in watch.stream(store, req, lambda _obj, raw: raw)]
+
+    out = []
+    for line in asyncio.run(collect()):
+        event = orjson.loads(line)
+        meta = event["object"]["metadata"]
+        out.append((event["type"], meta["name"], meta["resourceVersion"]))
+    return out
+
+
+@pytest.mark.parametrize(("namespace", "labels"), [(None, None), ("ns", None), (None, "app=a"), ("ns", "app=a")])
+def test_a_watch_from_an_old_version_sends_the_same_events_whatever_the_log_kept_decoded(
+    monkeypatch: pytest.MonkeyPatch, namespace: str | None, labels: str | None
+) -> None:
+    sent = {}
+    for keep in (10_000, 0):
+        monkeypatch.setattr(change_log, "KEEP_DECODED", keep)
+        store = ClusterStore(None)
+        store.ensure_builtins()
+        start = store.resource_version
+        _write_history(store)
+        sent[keep] = _watch(store, start, namespace, labels)
+    assert sent[0] == sent[10_000]
+    names = {name for _, name, _ in sent[0]}
+    if namespace == "ns":
+        assert names == {"p1", "p3", "p5"}
+    if labels == "app=a" and namespace is None:
+        # p0-p2 left the selection when relabelled app=b: a DELETED each, and nothing of them after it.
+        p0 = [t for t, name, _ in sent[0] if name == "p0"]
+        assert p0 == ["ADDED", "DELETED"]
+        p4 = [t for t, name, _ in sent[0] if name == "p4"]
+        assert p4 == ["ADDED", "MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]
+
+
+def _pod_of_a_template(name: str) -> Obj:
+    body = pod(name, labels={"app": "web"}, cpu="250m", tolerations=[{"key": "gpu", "operator": "Exists"}])
+    body["metadata"]["annotations"] = {"result": "{" + '"NodeResourcesFit":"success"' + "}", "mine": name}
+    body["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "u-1", "controller": True}
+    ]
+    return body
+
+
+def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
+    for step in path:
+        obj = obj[step]
+    return obj
+
+
+def test_equal_parts_of_stored_objects_are_held_once(store: ClusterStore) -> None:
+    for name in ("a", "b"):
+        store.create("Pod", _pod_of_a_template(name))
+    a, b = store.read("Pod", "default", "a").obj, store.read("Pod", "default", "b").obj
+    paths: list[tuple[str | int, ...]] = [
+        ("spec", "containers"),
+        ("spec", "tolerations"),
+        ("metadata", "labels"),
+        ("metadata", "ownerReferences"),
+        ("metadata", "managedFields", 0, "fieldsV1"),
+        ("metadata", "annotations", "result"),
+    ]
+    for path in paths:
+        in_a, in_b = _at(a, path), _at(b, path)
+        assert in_a == in_b and in_a is in_b, path
+    assert a["metadata"]["managedFields"][0] is not b["metadata"]["managedFields"][0]  # the times are each pod's
+    assert a["metadata"]["uid"] != b["metadata"]["uid"]
+
+
+def test_shared_parts_change_only_in_the_object_written(store: ClusterStore) -> None:
+    seen: list[tuple[Obj, bytes]] = []
+    store.add_listener(lambda _type, _kind, obj: seen.append((obj, orjson.dumps(obj))), ["Pod"], copy=False)
+    for name in ("a", "b", "c"):
+        store.create("Pod", _pod_of_a_template(name))
+    body = store.get("Pod", "default", "a")
+    assert body is not None
+    body["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.11"
+    body["metadata"]["labels"]["tier"] = "front"
+    store.update("Pod", body)
+    store.bind_pod("default", "b", "n1")
+    store.patch("Pod", "default", "c", {"metadata": {"labels": {"app": "web2"}}})
+    a, b, c = (store.read("Pod", "default", n).obj for n in "abc")
+    assert a["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.11"
+    assert b["spec"]["containers"][0]["image"] == c["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.10"
+    assert a["metadata"]["labels"] == {"app": "web", "tier": "front"}
+    assert b["metadata"]["labels"] == {"app": "web"} and c["metadata"]["labels"] == {"app": "web2"}
+    assert b["spec"]["nodeName"] == "n1" and "nodeName" not in a["spec"] and "nodeName" not in c["spec"]
+    # Every version published, shared parts and all, is still what its JSON says.
+    for entry in store.select("Pod").items:
+        assert orjson.loads(entry.raw) == entry.obj
+    for ev in store.events_since(0):
+        assert orjson.loads(ev.raw) == ev.obj
+    # What listeners were handed is what was written then: no later write changed a part they shared.
+    assert [obj["metadata"]["name"] for obj, _ in seen] == ["a", "b", "c", "a", "b", "c"]
+    for obj, when_published in seen:
+        assert orjson.dumps(obj) == when_published
+
+
+def test_a_reloaded_store_holds_equal_parts_once_too(engine: Engine) -> None:
+    store = ClusterStore.open(engine)
+    for name in ("a", "b"):
+        store.create("Pod", _pod_of_a_template(name))
+    reloaded = ClusterStore.open(engine)
+    a, b = reloaded.read("Pod", "default", "a"), reloaded.read("Pod", "default", "b")
+    assert a.obj["spec"]["containers"] is b.obj["spec"]["containers"]
+    assert orjson.loads(a.raw) == a.obj == store.read("Pod", "default", "a").obj
+
+
+def test_shared_values_tell_equal_from_merely_colliding_and_start_again_when_full() -> None:
+    shared = SharedValues(limit=2)
+    first = {"x": [1, 2]}
+    assert shared.value(first) is first
+    assert shared.value({"x": [1, 2]}) is first
+    assert shared.value(first) is first
+    other = {"x": [1, 3]}
+    assert shared.value(other) is other and len(shared) == 2
+    third = {"y": 1}
+    assert shared.value(third) is third and len(shared) == 1  # full: started again
+    again = {"x": [1, 2]}
+    assert shared.value(again) is again  # forgotten, so held anew
+    # A value whose JSON hashes like a held one's but differs is not shared (a collision, forced here).
+    shared = SharedValues()
+    a = [1]
+    shared.value(a)
+    key = next(iter(shared._held))
+    b = [2]
+    shared._held[hash(orjson.dumps(b))] = shared._held.pop(key)
+    assert shared.value(b) is b
