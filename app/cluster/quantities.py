@@ -10,6 +10,7 @@ typed kinds; custom resources (PodGroup) keep what was sent, as kube-apiserver k
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Callable, Iterable
 from fractions import Fraction
@@ -51,6 +52,9 @@ def _decimal(value: Fraction, exponent_only: bool) -> str:
     return f"{'-' if negative else ''}{mantissa}{suffix}"
 
 
+# Pure, and the same few quantities come with every pod of a template: each is worked out once (typed: 1 and 1.0
+# are different quantities to render).
+@functools.lru_cache(maxsize=4096, typed=True)
 def canonical_quantity(raw: str | int | float) -> str:
     """``Quantity.String()`` of ``raw`` (``64000m`` -> ``64``, ``1024Ki`` -> ``1Mi``, ``0.5`` -> ``500m``);
     ``QuantityError`` if it is not a quantity."""

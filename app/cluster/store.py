@@ -818,8 +818,11 @@ class ClusterStore(GroupCommit, PodWrites):
 
     def _new_object_change(self, kind: str, obj: Obj, rv: int) -> Change:
         meta = obj["metadata"]
-        meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", self._timestamp())
+        # Not setdefault: its default would be computed (a uuid4 is a system call, under the lock) when unused.
+        if "uid" not in meta:
+            meta["uid"] = str(uuid.uuid4())
+        if "creationTimestamp" not in meta:
+            meta["creationTimestamp"] = self._timestamp()
         meta["resourceVersion"] = str(rv)
         self._shared.share(obj)
         entry = StoredObject(obj, _encode(obj))

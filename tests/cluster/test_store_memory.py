@@ -214,3 +214,22 @@ def test_shared_values_tell_equal_from_merely_colliding_and_start_again_when_ful
     b = [2]
     shared._held[hash(orjson.dumps(b))] = shared._held.pop(key)
     assert shared.value(b) is b
+
+
+def test_a_create_draws_one_uid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A uid is a system call (os.urandom): one per object created, none drawn and thrown away."""
+    import uuid
+
+    drawn: list[uuid.UUID] = []
+
+    def uuid4() -> uuid.UUID:
+        drawn.append(uuid.UUID(int=len(drawn) + 1))
+        return drawn[-1]
+
+    monkeypatch.setattr(uuid, "uuid4", uuid4)
+    store = ClusterStore(None)
+    store.ensure_builtins()
+    before = len(drawn)
+    created = store.create("Pod", pod("a"))
+    assert len(drawn) == before + 1
+    assert created["metadata"]["uid"] == str(drawn[-1])
