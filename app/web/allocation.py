@@ -40,13 +40,23 @@ class Allocations:
         self,
         scheduler: SchedulerView,
         cached: Mapping[str, NodeAllocation],
-        pods: PodSnapshot,
+        pods: Callable[[], PodSnapshot],
         allocatables: NodeAllocatables,
     ) -> None:
+        """``pods``: the pod snapshot, taken only when asked for (at 50,000 pods, after any change, it costs tens of
+        milliseconds; the first one lists every pod), which the scheduler's cache usually spares."""
         self._scheduler = scheduler
         self.cached = cached
-        self.pods = pods
+        self._pods = pods
+        self._snapshot: PodSnapshot | None = None
         self._allocatables = allocatables
+
+    @property
+    def pods(self) -> PodSnapshot:
+        """Every pod as of this request, for the nodes the scheduler's cache does not answer for."""
+        if self._snapshot is None:
+            self._snapshot = self._pods()
+        return self._snapshot
 
     @property
     def from_cache(self) -> bool:

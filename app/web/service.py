@@ -56,4 +56,4 @@ class WebService:
     def allocations(self) -> Allocations:
         """Each node's allocation as of now: from the scheduler's cache when it runs, else from the pods."""
         cached = self.scheduler.node_allocations() if self.scheduler_running else {}
-        return Allocations(self.scheduler, cached, self.pod_index.get(self.store), self.caches.allocatables)
+        return Allocations(self.scheduler, cached, lambda: self.pod_index.get(self.store), self.caches.allocatables)

@@ -150,11 +150,21 @@ def _taint_obstacles(pod: Obj, nodes: Sequence[Obj]) -> list[str]:
 
     per_taint: Counter[str] = Counter()
     cordoned = 0
+    cordon_keeps_off = untolerated(CORDON_TAINT)
+    # Thousands of nodes share a few taint lists: each distinct list is judged once.
+    judged: dict[tuple[tuple[Any, Any, Any], ...], set[str]] = {}
     for node in nodes:
         spec = node.get("spec") or {}
-        if spec.get("unschedulable") and untolerated(CORDON_TAINT):
+        if spec.get("unschedulable") and cordon_keeps_off:
             cordoned += 1
-        for text in {_taint_text(t) for t in spec.get("taints") or [] if untolerated(t)}:
+        taints = spec.get("taints")
+        if not taints:
+            continue
+        key = tuple((t.get("key"), t.get("value"), t.get("effect")) for t in taints)
+        texts = judged.get(key)
+        if texts is None:
+            texts = judged[key] = {_taint_text(t) for t in taints if untolerated(t)}
+        for text in texts:
             per_taint[text] += 1
     out = [f"{_nodes(cordoned)} {'is' if cordoned == 1 else 'are'} cordoned (unschedulable)"] if cordoned else []
     for text, n in sorted(per_taint.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -172,6 +182,8 @@ def _affinity_obstacles(pod: Obj, nodes: Sequence[Obj]) -> list[str]:
     """Which label of the nodeSelector, or which requirement of the required node affinity, how many nodes miss."""
     spec = pod.get("spec") or {}
     required = RequiredNodeAffinity(spec)
+    if not required.selector and required.node_selector is None:
+        return []  # nothing the nodes' labels could miss
     labelled = [
         ((n.get("metadata") or {}).get("labels") or {}, str((n.get("metadata") or {}).get("name") or "")) for n in nodes
     ]

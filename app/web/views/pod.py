@@ -262,6 +262,13 @@ def selection_text(detail: Obj) -> str:
     return f"the best total, {best}" if best is not None else "the only feasible node"
 
 
+def _unscored(filter_page: Obj) -> Obj:
+    """The scores page of an attempt that scored no node: ``filter_page`` with an empty matrix."""
+    matrix = filter_page["matrix"]
+    empty = {**matrix, "rows": [], "totalRows": 0, "sort": "total", "page": 1}
+    return {**filter_page, "topNodes": [], "matrix": empty}
+
+
 def attempt_view(
     results: Results,
     namespace: str,
@@ -289,10 +296,15 @@ def attempt_view(
     )
     if filter_page is None:
         return None
-    score_page = results.get_attempt(
-        namespace, name, number, page=spage, page_size=MATRIX_PAGE_SIZE, sort="total", node=fnode or None, top=8
-    )
-    assert score_page is not None
+    if filter_page.get("feasibleNodes") or filter_page.get("bestTotal") is not None:
+        score_page = results.get_attempt(
+            namespace, name, number, page=spage, page_size=MATRIX_PAGE_SIZE, sort="total", node=fnode or None, top=8
+        )
+        assert score_page is not None
+    else:
+        # No node passed the filters, so none was scored: reading the matrices again (all 5,000 rows of a failed
+        # attempt at 5,000 nodes) would only find that out.
+        score_page = _unscored(filter_page)
     # Nodes that were never scored (filtered out) sort last by total; the score table skips them.
     score_page["matrix"]["rows"] = [r for r in score_page["matrix"]["rows"] if r.get("total") is not None]
     heat, bars = _heat_and_bars(score_page)
