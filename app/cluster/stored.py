@@ -104,7 +104,7 @@ class SharedValues:
         for part in _SHARED_PARTS:
             children = obj.get(part)
             if isinstance(children, dict):
-                self._share_children(children, children)
+                self._share_children(children, children, items=part == "status")
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             return
@@ -121,18 +121,33 @@ class SharedValues:
                 self._strings.clear()
         entries = meta.get("managedFields")
         if isinstance(entries, list):
-            for entry in entries:
-                if isinstance(entry, dict):
-                    fields = entry.get("fieldsV1")
-                    if isinstance(fields, dict):
-                        held = self.value(fields)
-                        if held is not fields:
-                            entry["fieldsV1"] = held
+            # Each entry's field set, then the entry itself: entries written in the same second by the same
+            # manager are equal (their time is to the second).
+            for i, entry in enumerate(entries):
+                if not isinstance(entry, dict) or id(entry) in self._ids:
+                    continue
+                fields = entry.get("fieldsV1")
+                if isinstance(fields, dict):
+                    held = self.value(fields)
+                    if held is not fields:
+                        entry["fieldsV1"] = held
+                held = self.value(entry)
+                if held is not entry:
+                    entries[i] = held
 
-    def _share_children(self, parent: Obj, names: Any) -> None:
+    def _share_children(self, parent: Obj, names: Any, items: bool = False) -> None:
         for name in list(names):
             child = parent.get(name)
-            if isinstance(child, (dict, list)):
-                held = self.value(child)
-                if held is not child:
-                    parent[name] = held
+            if not isinstance(child, (dict, list)) or id(child) in self._ids:
+                continue
+            held = self.value(child)
+            if held is not child:
+                parent[name] = held
+            elif items and isinstance(child, list):
+                # A list held for the first time: its items may still repeat those of other lists (a condition
+                # set in the same second on many pods).
+                for i, item in enumerate(child):
+                    if isinstance(item, dict):
+                        held_item = self.value(item)
+                        if held_item is not item:
+                            child[i] = held_item

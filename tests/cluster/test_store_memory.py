@@ -4,6 +4,7 @@ of stored objects are held once; replay, reads and listeners see exactly what wa
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -136,10 +137,17 @@ def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
     return obj
 
 
-def test_equal_parts_of_stored_objects_are_held_once(store: ClusterStore) -> None:
+def test_equal_parts_of_stored_objects_are_held_once() -> None:
+    now = [datetime(2026, 11, 25, 6, 0, 0, tzinfo=UTC)]
+    store = ClusterStore(None, clock=lambda: now[0])
+    store.ensure_builtins()
     for name in ("a", "b"):
         store.create("Pod", _pod_of_a_template(name))
-    a, b = store.read("Pod", "default", "a").obj, store.read("Pod", "default", "b").obj
+    now[0] += timedelta(seconds=1)
+    store.create("Pod", _pod_of_a_template("c"))
+    for name in ("a", "b", "c"):
+        store.bind_pod("default", name, "n1")
+    a, b, c = (store.read("Pod", "default", name).obj for name in "abc")
     paths: list[tuple[str | int, ...]] = [
         ("spec", "containers"),
         ("spec", "tolerations"),
@@ -147,12 +155,17 @@ def test_equal_parts_of_stored_objects_are_held_once(store: ClusterStore) -> Non
         ("metadata", "ownerReferences"),
         ("metadata", "managedFields", 0, "fieldsV1"),
         ("metadata", "annotations", "result"),
+        ("status", "conditions", 0),  # PodScheduled, set in the same second
     ]
     for path in paths:
-        in_a, in_b = _at(a, path), _at(b, path)
-        assert in_a == in_b and in_a is in_b, path
-    assert a["metadata"]["managedFields"][0] is not b["metadata"]["managedFields"][0]  # the times are each pod's
+        in_a, in_b, in_c = _at(a, path), _at(b, path), _at(c, path)
+        assert in_a == in_b == in_c and in_a is in_b is in_c, path
+    # A managedFields entry is each pod's own, unless written in the same second by the same manager.
+    entries = [o["metadata"]["managedFields"][0] for o in (a, b, c)]
+    assert entries[0] is entries[1] and entries[2] is not entries[0]
+    assert entries[2]["time"] == "2026-11-25T06:00:01Z" and entries[0]["time"] == "2026-11-25T06:00:00Z"
     assert a["metadata"]["uid"] != b["metadata"]["uid"]
+    assert a["metadata"]["annotations"]["mine"] == "a" and b["metadata"]["annotations"]["mine"] == "b"
 
 
 def test_shared_parts_change_only_in_the_object_written(store: ClusterStore) -> None:
