@@ -1,7 +1,7 @@
 """The garbage collector: kube-controller-manager's ``pkg/controller/garbagecollector`` over the virtual cluster.
 
-It keeps the ownership graph of every object (listener kinds None: each kind), as an index from an owner's uid to
-its dependents, and acts on three things, as upstream's ``attemptToDeleteItem`` and ``attemptToOrphan`` do:
+It keeps the ownership graph of every object but Events (upstream's ignored resources), as an index from an owner's
+uid to its dependents, and acts on three things, as upstream's ``attemptToDeleteItem`` and ``attemptToOrphan`` do:
 
 - a dependent some of whose owners are gone (a dangling reference: no object of that kind and name, or one with
   another uid): with an owner left ("solid") it only loses the dead references; with none it is deleted, with the
@@ -47,6 +47,10 @@ _SOLID = "solid"
 _DANGLING = "dangling"
 _WAITING = "waiting"  # the owner is being deleted in the foreground
 _CONFLICT_RETRIES = 5
+# What upstream's graph builder never watches (``DefaultIgnoredResources``: core and events.k8s.io Events): an Event
+# is never an owner, and one naming an owner is not collected with it. Watching them cost a listener call and a
+# graph update per Event (one per binding, among others).
+IGNORED_KINDS = frozenset({"Event"})
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -75,7 +79,7 @@ class GarbageCollector(ReconcileLoop[Ident]):
     """Deletes dependents whose owners are gone and carries out foreground and orphan deletion (module docstring)."""
 
     name = "garbage-collector"
-    watched_kinds = None
+    watched_kinds = tuple(info.kind for info in KINDS if info.kind not in IGNORED_KINDS)
 
     def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
         """A stopped garbage collector over ``store``."""
@@ -143,6 +147,8 @@ class GarbageCollector(ReconcileLoop[Ident]):
         """Index every object, then queue those with an unknown owner or a pending GC finalizer."""
         everything: list[tuple[str, Obj]] = []
         for info in KINDS:
+            if info.kind in IGNORED_KINDS:
+                continue
             for entry in self.store.select(info.kind).items:
                 uid = entry.obj["metadata"].get("uid")
                 if uid:

@@ -40,7 +40,7 @@ class ReconcileLoop(Generic[K]):
     """One controller's queue and worker thread; subclasses say what they watch and how they reconcile."""
 
     name = "controller"
-    watched_kinds: tuple[str, ...] | None = ()  # None: every kind (the garbage collector)
+    watched_kinds: tuple[str, ...] | None = ()  # None: every kind
 
     def __init__(
         self,

@@ -188,3 +188,27 @@ def test_an_orphan_finalizer_left_from_before_is_carried_out_at_start(store: Clu
         assert left is not None and "ownerReferences" not in left["metadata"]
     finally:
         collector.stop()
+
+
+def test_events_are_not_collected_with_their_owner_as_upstream_ignores_them(store: ClusterStore) -> None:
+    rs = store.create("ReplicaSet", replica_set("web"))
+    store.create("Pod", owned_pod("web-1", rs))
+    event: Obj = {
+        "metadata": {"name": "web.1", "namespace": "default", "ownerReferences": [owner_reference(rs)]},
+        "involvedObject": {"kind": "ReplicaSet", "namespace": "default", "name": "web"},
+        "reason": "Example",
+        "message": "an Event naming an owner",
+        "type": "Normal",
+    }
+    store.create("Event", event)
+    store.create("Event", {**event, "metadata": {**event["metadata"], "name": "web.2"}})
+    collector = GarbageCollector(store)
+    collector.start()  # the resync at start does not look at Events either
+    try:
+        settle(collector)
+        store.delete("ReplicaSet", "default", "web")
+        settle(collector)
+        assert names(store, "Pod") == []
+        assert names(store, "Event") == ["web.1", "web.2"]  # upstream's graph builder never watches Events
+    finally:
+        collector.stop()
