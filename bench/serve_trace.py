@@ -7,9 +7,10 @@ Starts ``kss serve`` on a free port with a fresh SQLite file (``KSS_SQLITE_SYNCH
 until every pod is bound or marked unschedulable (PodScheduled=False). Prints the wall time (first create to last
 pod settled), pods/s, the server's peak RSS and CPU time, and the database size.
 
-``--py-spy DIR`` profiles the server over the same span: two py-spy recorders (``DIR/gil.txt``: the thread holding
-the GIL; ``DIR/all.txt``: every thread, idle ones included) and each thread's CPU seconds from ``/proc``
-(``DIR/threads.json``); ``bench/serve_profile.py DIR`` prints the split.
+``--py-spy DIR`` profiles the server over the same span (``--py-spy-tail``: from the last create on, the scheduler's
+backlog with the API idle): two py-spy recorders (``DIR/gil.txt``: the thread holding the GIL; ``DIR/all.txt``:
+every thread, idle ones included) and each thread's CPU seconds from ``/proc`` (``DIR/threads.json``);
+``bench/serve_profile.py DIR`` prints the split.
 
 Pods reach the scheduler in commit order; with concurrency > 1 that is file order up to the requests in flight.
 """
@@ -140,6 +141,11 @@ def main() -> int:
     p.add_argument("--sync", choices=["FULL", "NORMAL"], default="FULL", help="KSS_SQLITE_SYNCHRONOUS (FULL)")
     p.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds (3600)")
     p.add_argument("--py-spy", type=Path, metavar="DIR", help="profile the server into DIR (bench/serve_profile.py)")
+    p.add_argument(
+        "--py-spy-tail",
+        action="store_true",
+        help="with --py-spy: profile only from the last create on (the scheduler's backlog, the API idle)",
+    )
     args = p.parse_args()
     nodes, pods = load_yaml(args.nodes), load_yaml(args.pods)
     keys = {f"{o['metadata'].get('namespace') or 'default'}/{o['metadata']['name']}" for o in pods}
@@ -149,14 +155,17 @@ def main() -> int:
         try:
             rv = httpx.get(f"{served.url}/api/v1/pods", timeout=30).json()["metadata"]["resourceVersion"]
             watch = PodWatch(served.url, rv)
-            profiler = Profiler(served.process.pid, args.py_spy) if args.py_spy else None
-            cpu0 = served.cpu_seconds()
+            profiler = Profiler(served.process.pid, args.py_spy) if args.py_spy and not args.py_spy_tail else None
+            cpu0 = cpu_profiled0 = served.cpu_seconds()
             t0 = time.perf_counter()
             node_latencies = asyncio.run(create_all(served.url, nodes, args.concurrency))
             t_nodes = time.perf_counter() - t0
             pod_latencies = asyncio.run(create_all(served.url, pods, args.concurrency))
             t_pods = time.perf_counter() - t0 - t_nodes
             settled_by_last_create = watch.settled()  # how far the scheduler kept pace with the creates
+            if args.py_spy and args.py_spy_tail:
+                profiler = Profiler(served.process.pid, args.py_spy)  # attaching takes ~1 s of the tail
+                cpu_profiled0 = served.cpu_seconds()
             last_report = time.perf_counter()
             while watch.settled() < len(keys):
                 if watch.error is not None:
@@ -172,7 +181,7 @@ def main() -> int:
             wall = time.perf_counter() - t0
             cpu = served.cpu_seconds() - cpu0
             if profiler is not None:
-                profiler.stop(cpu)
+                profiler.stop(served.cpu_seconds() - cpu_profiled0)
             print(
                 f"trace {args.nodes.name} + {args.pods.name}: {len(nodes)} nodes, {len(pods)} pods, "
                 f"concurrency {args.concurrency}, synchronous={args.sync}"
