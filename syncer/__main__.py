@@ -130,7 +130,11 @@ def _split(text: str | None) -> tuple[str, ...]:
 
 def _target(args: argparse.Namespace) -> KubeTarget:
     api = api_client(
-        kubeconfig=args.target_kubeconfig, context=args.target_context, url=args.target_url, token=args.target_token
+        kubeconfig=args.target_kubeconfig,
+        context=args.target_context,
+        url=args.target_url,
+        token=args.target_token,
+        pool_size=getattr(args, "workers", None),
     )
     return KubeTarget(api, qps=args.target_qps, burst=args.target_burst, page_size=args.page_size)
 

@@ -162,18 +162,28 @@ class TokenBucket:
 
 
 def api_client(
-    *, kubeconfig: str | None = None, context: str | None = None, url: str | None = None, token: str | None = None
+    *,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    pool_size: int | None = None,
 ) -> client.ApiClient:
-    """An ApiClient for a kubeconfig (and context) or a bare URL (plus an optional bearer token)."""
+    """An ApiClient for a kubeconfig (and context) or a bare URL (plus an optional bearer token). ``pool_size``: keep
+    at least that many connections to the server (one per parallel writer; the client's default is 5 per CPU)."""
+    cfg = type.__call__(client.Configuration)  # the client's own way to skip its process-wide default
+    if pool_size is not None and pool_size > (cfg.connection_pool_maxsize or 0):
+        cfg.connection_pool_maxsize = pool_size
     if url:
-        cfg = client.Configuration()
         cfg.host = url.rstrip("/")
         if token:
             cfg.api_key = {"authorization": f"Bearer {token}"}
         return client.ApiClient(cfg)
     if not kubeconfig:
         raise ValueError("a kubeconfig or a URL is required")
-    api: client.ApiClient = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+    api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=kubeconfig, context=context, client_configuration=cfg
+    )
     return api
 
 

@@ -110,3 +110,23 @@ def test_an_import_counts_a_rejected_object_as_failed_and_goes_on() -> None:
     assert report.objects == {"Pod": 3}
     assert metrics.total("failed") == 1
     assert sorted(k[2] for k in target.objects if k[0] == "Pod") == ["a", "c"]
+
+
+def test_the_connection_pool_holds_one_connection_per_writer(tmp_path: Any) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    for api in (
+        api_client(url="http://127.0.0.1:1", pool_size=64),
+        api_client(kubeconfig=str(kubeconfig), pool_size=64),
+    ):
+        assert api.rest_client.pool_manager.connection_pool_kw["maxsize"] == 64
+    # Never fewer than the client's own default.
+    default = api_client(url="http://127.0.0.1:1").rest_client.pool_manager.connection_pool_kw["maxsize"]
+    assert (
+        api_client(url="http://127.0.0.1:1", pool_size=1).rest_client.pool_manager.connection_pool_kw["maxsize"]
+        == default
+    )
