@@ -96,13 +96,19 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dir", type=Path)
     p.add_argument("--rate", type=float, default=100.0, help="py-spy's sampling rate (serve_trace uses 100)")
+    p.add_argument(
+        "--source",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent,
+        help="the source tree the profiled server ran (its store lock lines; default: this one)",
+    )
     args = p.parse_args()
     summary = json.loads((args.dir / "threads.json").read_text())
     gil, every = parse(args.dir / "gil.txt"), parse(args.dir / "all.txt")
     names: dict[int, str] = {}
     for tid, name, _, _ in gil + every:
         names.setdefault(tid, name)
-    locks = lock_lines(Path(__file__).resolve().parent.parent)
+    locks = lock_lines(args.source)
 
     held: Counter[str] = Counter()
     areas: Counter[str] = Counter()
