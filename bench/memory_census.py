@@ -7,9 +7,10 @@ through the store (``create`` as the API router calls it, 8 threads), waits unti
 unschedulable, collects, and walks the live objects from each holder in turn (``gc.get_referents``, counting
 ``sys.getsizeof``): an object reachable from several holders is counted once, under the first. Holders, in order:
 the store's current objects (their dicts; their JSON), the watch log (what it holds beyond the current objects),
-the scheduler service, the controllers, the results service, then what else the process holds (every object the
-collector tracks, less what was counted, plus what those reach). Prints MB per holder and bytes per pod, the
-process's RSS and peak RSS.
+the scheduler service, the controllers, the results service, the benchmark's own input objects (shown apart, not
+in the total), then what else the process holds (every object the collector tracks, less what was counted, plus
+what those reach). Prints MB per holder and bytes per pod, the process's RSS and peak RSS (input objects included),
+pymalloc's arenas and how many objects the collector tracks.
 
 ``--trace``: the 1,213-node / 7,064-pod Alibaba trace of ``bench/serve_trace.py``; otherwise ``bench/serve_big``'s
 generated nodes and pods.
@@ -155,7 +156,7 @@ def settled(store: Any) -> int:
     return count
 
 
-def census(app: Any, app_state: Any) -> list[tuple[str, int]]:
+def census(app: Any, app_state: Any, inputs: list[Obj]) -> list[tuple[str, int]]:
     """(holder, bytes) in walk order."""
     gc.collect()
     store = app_state.store
@@ -194,6 +195,7 @@ def census(app: Any, app_state: Any) -> list[tuple[str, int]]:
     seen.discard(id(app_state.engine))
     rows.append(("SQLAlchemy engine", deep_size([app_state.engine], seen)))
     rows.append(("store: the rest", deep_size([store], seen)))
+    rows.append(("this benchmark's input objects (not the server's)", deep_size(inputs, seen)))
     by_type: dict[str, int] = {}
     rows.append(("everything else the collector tracks", deep_size(gc.get_objects(), seen, by_type)))
     top = sorted(by_type.items(), key=lambda item: -item[1])[:6]
@@ -238,16 +240,18 @@ def main() -> int:
             t_all = time.perf_counter() - t0
             rss, hwm = rss_mb()
             arenas = pymalloc_mb()
-            rows = census(app, state)
-            total = sum(size for name, size in rows if not name.startswith(" "))
+            tracked = len(gc.get_objects())  # what every full collection walks
+            rows = census(app, state, [*nodes, *pods])
+            total = sum(size for name, size in rows if not name.startswith((" ", "this benchmark")))
             print(f"{len(nodes)} nodes, {len(pods)} pods: created in {t_create:.1f} s, settled in {t_all:.1f} s")
             print(f"RSS {rss:.0f} MB (peak {hwm:.0f} MB; {base_rss:.0f} MB after start-up)")
             print("pymalloc: " + ", ".join(f"{name} {mb:.0f} MB" for name, mb in arenas.items()))
+            print(f"objects the collector tracks: {tracked:,} ({tracked / len(pods):.0f} per pod)")
             print("| holder | MB | bytes per pod |")
             print("| --- | --- | --- |")
             for name, size in rows:
                 print(f"| {name} | {size / 1e6:.1f} | {size / len(pods):,.0f} |")
-            print(f"| total counted | {total / 1e6:.1f} | {total / len(pods):,.0f} |")
+            print(f"| total counted (the server's) | {total / 1e6:.1f} | {total / len(pods):,.0f} |")
     return 0
 
 
