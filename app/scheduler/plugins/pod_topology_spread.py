@@ -44,6 +44,7 @@ from app.scheduler.nodeinfo import NodeInfo, PodInfo
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+_BATCH_IGNORED_KEY = "ScoreBatch" + NAME  # (the scores score_batch returned, the nodes PreScore left out)
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
@@ -846,6 +847,55 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return [], st
         return [self._score(s, pod, ni) for ni in nodes], success()
 
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """``score`` on label columns: the same float sum, constraint by constraint, and Go's rounding (at 5,000
+        nodes the per-node loop and the NodeScore list for NormalizeScore were ~1/6 of the scheduler's time)."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            return None  # score_nodes reports the missing state
+        n = len(batch)
+        total = np.zeros(n, np.float64)
+        for i, c in enumerate(s.constraints):
+            codes, table = batch.cols.label_codes(c.topology_key)
+            node_codes = batch.take(codes)
+            present = node_codes >= 0
+            if c.topology_key == LABEL_HOSTNAME:
+                nodes = batch.nodes
+                cnt = np.fromiter(
+                    (
+                        count_pods_match_selector(nodes[j].pods, c.selector, pod.namespace) if ok else 0
+                        for j, ok in enumerate(present.tolist())
+                    ),
+                    np.int64,
+                    n,
+                )
+            else:
+                by_code = np.full(len(table) + 1, -1, np.int64)  # -1: a domain PreScore did not count
+                for value, num in s.topology_value_to_pod_counts[i].items():
+                    code = table.get(value)
+                    if code is not None:
+                        by_code[code] = num
+                cnt = by_code[node_codes]
+                if bool((present & (cnt < 0) & ~self._ignored(s, batch)).any()):
+                    return None  # score_nodes fails as upstream's map lookup would not
+            scored = cnt.astype(np.float64) * s.topology_normalizing_weight[i] + float(c.max_skew - 1)
+            total = np.where(present, total + scored, total)
+        whole = np.floor(total)  # scores are never negative: Go's half away from zero is half up
+        rounded = (whole + (total - whole >= 0.5)).astype(np.int64)
+        ignored = self._ignored(s, batch)
+        rounded[ignored] = 0
+        # NormalizeScore leaves these nodes out: it gets this very array next (see normalize_batch).
+        state.write(_BATCH_IGNORED_KEY, (rounded, ignored))
+        return rounded
+
+    @staticmethod
+    def _ignored(s: PreScoreState, batch: NodeBatch) -> BoolArray:
+        """The batch's nodes PreScore left out (missing a topology label)."""
+        if not s.ignored_nodes:
+            return np.zeros(len(batch), np.bool_)
+        ignored = s.ignored_nodes
+        return np.fromiter((name in ignored for name in batch.names()), np.bool_, len(batch))
+
     @staticmethod
     def _score(s: PreScoreState, pod: PodInfo, node_info: NodeInfo) -> int:
         if node_info.name in s.ignored_nodes:
@@ -865,6 +915,23 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
 
     def has_normalize(self) -> bool:
         return True
+
+    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
+        """``normalize_score`` on the array ``score_batch`` returned (None for scores from anywhere else)."""
+        stored = state.get(_BATCH_IGNORED_KEY)
+        if not isinstance(stored, tuple) or stored[0] is not scores:
+            return None
+        ignored: BoolArray = stored[1]
+        counted = scores[~ignored]
+        out = np.zeros(len(scores), np.int64)
+        if not len(counted):
+            return out
+        min_score, max_score = int(counted.min()), int(counted.max())
+        if max_score == 0:
+            out[~ignored] = MAX_NODE_SCORE
+        else:
+            out[~ignored] = MAX_NODE_SCORE * (max_score + min_score - counted) // max_score
+        return out
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         s, st = _read_pre_score_state(state)

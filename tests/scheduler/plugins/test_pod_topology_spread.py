@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
+import numpy as np
+
+from app.scheduler.columns import NodeBatch
 from app.scheduler.framework import Code, CycleState, Handle, NodeScore
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.plugins.pod_topology_spread import (
@@ -476,3 +480,54 @@ def test_args_validation_messages() -> None:
             'Unsupported value: "Maybe": supported values: "DoNotSchedule", "ScheduleAnyway"',
         )
     ]
+
+
+def test_score_batch_and_normalize_batch_equal_the_per_node_path() -> None:
+    # Random clusters: zones and racks (some nodes without them: ignored), pods of two apps; the incoming pod spreads
+    # over one to three keys (hostname included) with random skews. Scores and normalized scores must be the
+    # per-node path's exactly (the float sums and Go's rounding included).
+    rng = random.Random(3)
+    keys = ["topology.kubernetes.io/zone", "rack", "kubernetes.io/hostname"]
+    for trial in range(60):
+        nodes = []
+        for i in range(rng.randint(3, 40)):
+            labels = {}
+            if rng.random() < 0.9:
+                labels["topology.kubernetes.io/zone"] = rng.choice("abc")
+            if rng.random() < 0.8:
+                labels["rack"] = f"r{rng.randint(0, 6)}"
+            nodes.append(make_node(name=f"n{i}", labels=labels))
+        pods = [
+            make_pod(
+                name=f"p{j}", labels={"app": rng.choice(["web", "api"])}, node_name=f"n{rng.randrange(len(nodes))}"
+            )
+            for j in range(rng.randint(0, 120))
+        ]
+        handle = make_handle(nodes=nodes, pods=pods)
+        plugin = PodTopologySpread(handle, PodTopologySpread.defaulted_args({}))
+        constraints = [
+            {
+                "maxSkew": rng.randint(1, 4),
+                "topologyKey": key,
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+            for key in rng.sample(keys, rng.randint(1, 3))
+        ]
+        pod = PodInfo(make_pod(name="in", labels={"app": "web"}, spec={"topologySpreadConstraints": constraints}))
+        cols = handle.snapshot.columns()
+        batch = NodeBatch(cols, np.array(sorted(rng.sample(range(cols.n), rng.randint(1, cols.n))), np.int64))
+        state = CycleState()
+        if not plugin.pre_score(state, pod, list(batch.nodes)).is_success():
+            continue
+        per_node, st = plugin.score_nodes(state, pod, batch.nodes)
+        assert st.is_success()
+        scores = plugin.score_batch(state, pod, batch)
+        assert scores is not None
+        assert scores.tolist() == per_node, trial
+        node_scores = [NodeScore(name, s) for name, s in zip(batch.names(), per_node, strict=True)]
+        assert plugin.normalize_score(state, pod, node_scores).is_success()
+        normalized = plugin.normalize_batch(state, pod, scores)
+        assert normalized is not None
+        assert normalized.tolist() == [ns.score for ns in node_scores], trial
+        assert plugin.normalize_batch(state, pod, scores.copy()) is None  # only the array score_batch returned
