@@ -194,7 +194,11 @@ def census(app: Any, app_state: Any, inputs: list[Obj]) -> list[tuple[str, int]]
         rows.append((f"{label}: the rest", sum(size for _, size in sizes[4:])))
     seen.discard(id(app_state.engine))
     rows.append(("SQLAlchemy engine", deep_size([app_state.engine], seen)))
-    rows.append(("store: the rest", deep_size([store], seen)))
+    shared = getattr(store, "_shared", None)
+    if shared is not None:
+        rows.append(("store: shared values no object holds any more", deep_size([shared], seen)))
+    rest = [v for name, v in vars(store).items() if name != "_shared"]
+    rows.append(("store: the rest", deep_size(rest, seen)))
     rows.append(("this benchmark's input objects (not the server's)", deep_size(inputs, seen)))
     by_type: dict[str, int] = {}
     rows.append(("everything else the collector tracks", deep_size(gc.get_objects(), seen, by_type)))
