@@ -189,6 +189,16 @@ class NodeView(Sequence["NodeInfo"]):
     def __len__(self) -> int:
         return len(self._idx)
 
+    @property
+    def infos(self) -> list[NodeInfo]:
+        """The column list the positions index."""
+        return self._infos
+
+    @property
+    def positions(self) -> IntArray:
+        """The column positions of the nodes, in order."""
+        return self._idx
+
     @overload
     def __getitem__(self, i: int) -> NodeInfo: ...
 

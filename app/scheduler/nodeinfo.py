@@ -493,6 +493,11 @@ class Snapshot:
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
 
+    def current_columns(self) -> NodeColumns | None:
+        """The columns when they are built for the node list (synced), else None: for code that can use them but
+        should not build them."""
+        return self._current_columns()
+
     def _current_columns(self) -> NodeColumns | None:
         """The columns when they match the node list (synced), without building them."""
         cols = self._columns

@@ -21,7 +21,7 @@ import orjson
 
 from app.kube.labels import RequiredNodeAffinity, label_key_errors
 from app.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, find_matching_untolerated_taint
-from app.scheduler.columns import BoolArray, IntArray, NodeBatch
+from app.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns, NodeView
 from app.scheduler.framework import (
     MAX_NODE_SCORE,
     SKIP,
@@ -817,15 +817,24 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         if not s.constraints:
             return
         s.topology_value_to_pod_counts = [{} for _ in s.constraints]
-        for ni in filtered:
-            labels = ni.labels
-            if require_all and not node_labels_match_spread_constraints(labels, s.constraints):
-                s.ignored_nodes.add(ni.name)
-                continue
-            for i, c in enumerate(s.constraints):
-                if c.topology_key == LABEL_HOSTNAME:
+        positions = None
+        cols = self.handle.snapshot.current_columns()  # the batch path's (None: not built, nothing to reuse)
+        if cols is not None and isinstance(filtered, NodeView) and filtered.infos is cols.infos:
+            positions = filtered.positions
+        elif cols is not None and filtered is cols.infos:
+            positions = np.arange(cols.n, dtype=np.int64)
+        if cols is not None and positions is not None:
+            self._domains_on_columns(s, cols, positions, require_all)
+        else:
+            for ni in filtered:
+                labels = ni.labels
+                if require_all and not node_labels_match_spread_constraints(labels, s.constraints):
+                    s.ignored_nodes.add(ni.name)
                     continue
-                s.topology_value_to_pod_counts[i].setdefault(labels.get(c.topology_key, ""), 0)
+                for i, c in enumerate(s.constraints):
+                    if c.topology_key == LABEL_HOSTNAME:
+                        continue
+                    s.topology_value_to_pod_counts[i].setdefault(labels.get(c.topology_key, ""), 0)
         weights: list[float] = []
         for i, c in enumerate(s.constraints):
             size = len(s.topology_value_to_pod_counts[i])
@@ -833,6 +842,29 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
                 size = len(filtered) - len(s.ignored_nodes)
             weights.append(topology_normalizing_weight(size))
         s.topology_normalizing_weight = weights
+
+    @staticmethod
+    def _domains_on_columns(s: PreScoreState, cols: NodeColumns, positions: IntArray, require_all: bool) -> None:
+        """``_init_pre_score_state``'s walk over the filtered nodes on label columns: the nodes missing a topology
+        label (when all are required) and each constraint's domains in order of first appearance (a loop per node
+        was ~6 % of the scheduler's time with 5,000 nodes)."""
+        codes = [cols.label_codes(c.topology_key)[0][positions] for c in s.constraints]
+        keep = np.ones(len(positions), np.bool_)
+        if require_all:
+            for column in codes:
+                keep &= column >= 0
+            if not keep.all():
+                names = cols.names
+                s.ignored_nodes.update(names[p] for p in positions[~keep].tolist())
+        for i, c in enumerate(s.constraints):
+            if c.topology_key == LABEL_HOSTNAME:
+                continue
+            kept = codes[i][keep]
+            unique, first = np.unique(kept, return_index=True)
+            values = list(cols.label_codes(c.topology_key)[1])  # code -> value
+            counts = s.topology_value_to_pod_counts[i]
+            for code in unique[np.argsort(first)].tolist():
+                counts.setdefault("" if code < 0 else values[code], 0)  # a missing label reads as ""
 
     # --- Score ------------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:

@@ -18,6 +18,7 @@ from app.scheduler.plugins.pod_topology_spread import (
     CriticalPaths,
     PodTopologySpread,
     PreFilterState,
+    PreScoreState,
     go_round,
 )
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info
@@ -517,8 +518,17 @@ def test_score_batch_and_normalize_batch_equal_the_per_node_path() -> None:
         pod = PodInfo(make_pod(name="in", labels={"app": "web"}, spec={"topologySpreadConstraints": constraints}))
         cols = handle.snapshot.columns()
         batch = NodeBatch(cols, np.array(sorted(rng.sample(range(cols.n), rng.randint(1, cols.n))), np.int64))
+        for require_all in (True, False):  # the domains and ignored nodes on columns equal the per-node walk's
+            on_columns, per_node_walk = PreScoreState(), PreScoreState()
+            plugin._init_pre_score_state(on_columns, pod, batch.nodes, require_all)
+            plugin._init_pre_score_state(per_node_walk, pod, list(batch.nodes), require_all)
+            assert on_columns.ignored_nodes == per_node_walk.ignored_nodes, trial
+            assert [list(d.items()) for d in on_columns.topology_value_to_pod_counts] == [
+                list(d.items()) for d in per_node_walk.topology_value_to_pod_counts
+            ], trial
+            assert on_columns.topology_normalizing_weight == per_node_walk.topology_normalizing_weight
         state = CycleState()
-        if not plugin.pre_score(state, pod, list(batch.nodes)).is_success():
+        if not plugin.pre_score(state, pod, batch.nodes).is_success():
             continue
         per_node, st = plugin.score_nodes(state, pod, batch.nodes)
         assert st.is_success()
