@@ -168,6 +168,8 @@ class Scheduler(BatchCycle, BindingCycle):
                 att.result = "error"
                 att.message = f"profile not found for scheduler name {pod.spec.get('schedulerName')!r}"
                 return att
+            if self.snapshot.image_states_stale:
+                self.snapshot.refresh_image_states()
             for f in self.frameworks.values():
                 f.handle.snapshot = self.snapshot
             fwk.begin_cycle()

@@ -432,6 +432,8 @@ class Snapshot:
         self._columns: NodeColumns | None = None
         # The order nodes reached kube-scheduler's cache (file order): an image's size is the first node's.
         self.cache_order: list[str] = [ni.name for ni in node_infos]
+        # Nodes came, changed or went since the image summaries were computed (see ``refresh_image_states``).
+        self.image_states_stale = False
 
     @classmethod
     def build(cls, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any] | PodInfo]) -> Snapshot:
@@ -468,6 +470,7 @@ class Snapshot:
                     if image_name not in sizes:
                         sizes[image_name] = int(image.get("sizeBytes") or 0)
                     holders.setdefault(image_name, set()).add(ni.name)
+        self.image_states_stale = False
         summaries = {n: ImageStateSummary(size=sizes[n], num_nodes=len(h)) for n, h in holders.items()}
         for ni in self.node_info_list:
             states: dict[str, ImageStateSummary] = {}

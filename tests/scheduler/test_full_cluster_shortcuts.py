@@ -147,6 +147,8 @@ def test_cache_node_order_and_images_as_built_from_scratch(zones: list[str | Non
     assert order == [ni.name for ni in expected.node_info_list]
     assert all(not ni.image_states for ni in cache.snapshot.node_info_list)
     cache.add_node(_zone_node("n20", zones[0], ["img:2"]))
+    assert cache.snapshot.image_states_stale  # recomputed by the next cycle, as below
+    cache.snapshot.refresh_image_states()
     states = {ni.name: dict(ni.image_states) for ni in cache.snapshot.node_info_list}
     assert states["n20"]["img:2"].num_nodes == 1
     assert [ni.name for ni in cache.snapshot.node_info_list] == node_tree_order([*current, _zone_node("n20", zones[0])])
@@ -200,3 +202,49 @@ def test_cache_places_each_arriving_node_without_rebuilding_the_node_tree(monkey
         expected = node_tree_order(cache._nodes.values())
         assert [ni.name for ni in cache.snapshot.node_info_list] == expected, step
     assert len(live) > 100
+
+
+def test_nodes_with_images_arrive_without_recomputing_the_summaries_and_the_cycle_sees_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each summary counts the nodes listing the image: recomputed per arriving node, adding 5,000 nodes that list
+    # images was quadratic. Arrivals only mark them stale; the next cycle recomputes them once and scores
+    # ImageLocality as a snapshot built from scratch does.
+    refreshed = [0]
+    original = Snapshot.refresh_image_states
+
+    def counting(self: Snapshot) -> None:
+        refreshed[0] += 1
+        original(self)
+
+    monkeypatch.setattr(Snapshot, "refresh_image_states", counting)
+    rng = random.Random(3)
+    images = [f"registry.example/app-{i}:1" for i in range(6)]
+    nodes = []
+    for i in range(60):
+        node = _zone_node(f"n{i:02d}", rng.choice(["a", "b"]))
+        held = rng.sample(images, rng.randint(0, 4))
+        node["status"]["images"] = [{"names": [name], "sizeBytes": 300 * 1024 * 1024} for name in held]
+        nodes.append(node)
+    cache = SchedulerCache()
+    for node in nodes:
+        cache.add_node(node)
+    cache.remove_node("n07")
+    assert refreshed[0] == 0 and cache.snapshot.image_states_stale
+    current = [n for n in nodes if n["metadata"]["name"] != "n07"]
+    incoming = make_pod(
+        name="web", spec={"containers": [{"name": "c", "image": images[0]}, {"name": "d", "image": images[1]}]}
+    )
+
+    def scores(snapshot: Snapshot) -> dict[str, int]:
+        config = parse_config(None, {})
+        fwk = build_framework(config.profiles[0], Handle(ClusterObjects()))
+        sched = Scheduler({"default-scheduler": fwk}, snapshot, seed=0)
+        att = sched.schedule_one(PodInfo(incoming), 1, ScheduleOptions(record=True, run_binding_cycle=False))
+        assert att.result == "scheduled" and att.score is not None
+        return {node: by_plugin["ImageLocality"] for node, by_plugin in att.score.items()}
+
+    got = scores(cache.snapshot)
+    assert refreshed[0] == 1 and not cache.snapshot.image_states_stale
+    expected = scores(Snapshot.build(current, []))
+    assert got == expected and len(set(got.values())) > 1  # the images make a difference between nodes
