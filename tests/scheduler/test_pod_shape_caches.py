@@ -256,7 +256,7 @@ def test_shared_skip_status_cannot_be_changed() -> None:
 
 def test_copy_object_is_deep_and_keeps_other_types() -> None:
     when = datetime(2025, 1, 1, tzinfo=UTC)
-    obj = {"a": [{"b": 1, "c": None, "d": 1.5, "e": True}], "t": when, "s": {1, 2}}
+    obj: dict[str, Any] = {"a": [{"b": 1, "c": None, "d": 1.5, "e": True}], "t": when, "s": {1, 2}}
     out = _copy_object(obj)
     assert out == obj
     assert out["a"] is not obj["a"] and out["a"][0] is not obj["a"][0]
