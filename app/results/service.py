@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,9 @@ def _tie(details: dict[str, Any], totals: dict[str, int], bound_to: str | None) 
     return _Tie(nodes, winner, rule, totals.get(nodes[0]) if nodes else None)
 
 
+DECODED_ATTEMPTS_KEPT = 8  # decoded attempts kept for pages that read one attempt more than once
+
+
 class ResultsService:
     """Records attempts off the scheduling thread and serves them back."""
 
@@ -105,6 +109,9 @@ class ResultsService:
         self._thread: threading.Thread | None = None
         self._counters: dict[tuple[str, str], int] | None = None
         self._counter_lock = threading.Lock()
+        # row id -> (matrices bytes, details text, decoded details, decoded matrices), least recently used first
+        self._decoded_cache: OrderedDict[int, tuple[bytes | None, str, dict[str, Any], dict[str, Any]]] = OrderedDict()
+        self._decoded_lock = threading.Lock()
         self._errors: list[str] = []
 
     # --- writing --------------------------------------------------------------------------------
@@ -234,8 +241,7 @@ class ResultsService:
             if row is None:
                 return None
             summary = _summary(row)
-            details = json.loads(row.details)
-            matrices = decode_matrices(row.matrices)
+            details, matrices = self._decoded(row)
         if sort not in SORT_KEYS:
             raise ValueError(f"sort must be one of {', '.join(SORT_KEYS)}")
         nodes = sorted(set(matrices["filter"]) | set(matrices["total"]))
@@ -254,6 +260,7 @@ class ResultsService:
         elif sort == "failing":
             nodes.sort(key=lambda n: (matrices["stoppedAt"].get(n) is None, matrices["stoppedAt"].get(n, ""), n))
         tie = _tie(details, totals, row.bound_to)
+        shared = tie.shared
         page = max(page, 1)
         page_size = max(1, min(page_size, 1000))
         window = nodes[(page - 1) * page_size : page * page_size]
@@ -268,7 +275,7 @@ class ResultsService:
                 "finalScore": matrices["finalscore"].get(n),
                 "total": totals.get(n),
                 "selected": n == tie.winner,
-                "tied": n in tie.shared,
+                "tied": n in shared,
             }
             for n in window
         ]
@@ -300,6 +307,24 @@ class ResultsService:
             "topNodes": [{"node": n, "total": totals[n], "finalScore": matrices["finalscore"][n]} for n in ranked],
             "matrix": {"page": page, "pageSize": page_size, "totalRows": len(nodes), "sort": sort, "rows": rows},
         }
+
+    def _decoded(self, row: SchedulingAttempt) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The attempt's details and matrices decoded, from the last few decoded when the same bytes come again:
+        a pod page reads its attempt twice (filter page, score page), and at 5,000 nodes each decode of the
+        matrices is most of the page's time. Keyed by row id and checked against the stored bytes (ids may be
+        reused after deletions). Callers only read what they are given."""
+        with self._decoded_lock:
+            hit = self._decoded_cache.get(row.id)
+            if hit is not None and hit[0] == row.matrices and hit[1] == row.details:
+                self._decoded_cache.move_to_end(row.id)
+                return hit[2], hit[3]
+        details: dict[str, Any] = json.loads(row.details)
+        matrices = decode_matrices(row.matrices)
+        with self._decoded_lock:
+            self._decoded_cache[row.id] = (row.matrices, row.details, details, matrices)
+            while len(self._decoded_cache) > DECODED_ATTEMPTS_KEPT:
+                self._decoded_cache.popitem(last=False)
+        return details, matrices
 
     # --- clearing -------------------------------------------------------------------------------
     def clear_pod(self, namespace: str, pod_name: str) -> int:

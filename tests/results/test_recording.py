@@ -152,6 +152,38 @@ def test_clearing_a_pods_results(service: ResultsService) -> None:
     assert service.list_attempts("default", "web") == []
 
 
+def test_an_attempt_read_again_is_decoded_once_and_a_reused_id_is_decoded_afresh(
+    service: ResultsService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pod page reads its attempt twice (filter page, score page): the second read takes the decoded matrices.
+    # After a clear the same row id may come back with another attempt's bytes: those are decoded, not the old.
+    import app.results.service as service_module
+
+    decoded = [0]
+
+    def counting(blob: bytes | None) -> dict[str, object]:
+        decoded[0] += 1
+        return decode_matrices(blob)
+
+    monkeypatch.setattr(service_module, "decode_matrices", counting)
+    first, second, pod = run_two_attempts()
+    service.submit(first, namespace="default", pod_name="web", pod_uid=pod.uid)
+    service.flush()
+    failed = service.get_attempt("default", "web", 1, sort="failing", page_size=10)
+    again = service.get_attempt("default", "web", 1, sort="total", page_size=10)
+    assert decoded[0] == 1
+    assert failed is not None and again is not None and failed["result"] == again["result"] == "unschedulable"
+    service.clear_all()
+    replacement = dataclasses.replace(second)
+    replacement.attempt = 1
+    service.submit(replacement, namespace="default", pod_name="web", pod_uid=pod.uid)
+    service.flush()
+    now = service.get_attempt("default", "web", 1, sort="total")
+    assert decoded[0] == 2
+    assert now is not None and now["result"] == "scheduled"
+    assert now["matrix"]["rows"][0]["node"] == "node-c" and now["matrix"]["rows"][0]["selected"] is True
+
+
 def test_codec_round_trip_keeps_every_verdict_and_score() -> None:
     _, second, _ = run_two_attempts()
     decoded = decode_matrices(encode_matrices(second))
