@@ -251,9 +251,10 @@ def run_synthetic(
     progress: bool = False,
     extra: list[str] | None = None,
     py_spy: Path | None = None,
+    images: bool = True,
 ) -> SyntheticFigures:
     """Generate the cluster, load the source, time the import into a fresh simulator (scheduler on), count."""
-    cluster = synthetic_cluster.generate(nodes, pods, pending=pending)
+    cluster = synthetic_cluster.generate(nodes, pods, pending=pending, images=images)
     # The source stands in for production: only its API is used, its durability is not measured. Its snapshot
     # import waits for a commit per write; synchronous=NORMAL (no fsync per commit in WAL mode) loads faster.
     quiet = {
@@ -387,6 +388,7 @@ def main() -> int:
         help="import a generated production-like cluster of NODES nodes and PODS pods instead of the Alibaba files",
     )
     parser.add_argument("--pending", type=int, default=300, help="--synthetic: pods not yet bound in the source")
+    parser.add_argument("--no-images", action="store_true", help="--synthetic: nodes list no container images")
     parser.add_argument(
         "--py-spy",
         type=Path,
@@ -412,6 +414,7 @@ def main() -> int:
                 workers=args.workers,
                 progress=not args.json,
                 py_spy=args.py_spy,
+                images=not args.no_images,
             )
         if args.json:
             print(json.dumps(synthetic.__dict__, indent=2))
