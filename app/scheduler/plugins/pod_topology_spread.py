@@ -575,13 +575,28 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     ) -> list[dict[str, int]] | None:
         """``_count`` of an earlier pod of the same shape, brought up to date with the pod changes since (the
         domains depend on the nodes only; a change of nodes gives new columns and a fresh count); None when there
-        is none to reuse (it is computed and kept then)."""
+        is none to reuse (it is computed and kept then). A copy: PreFilter's state changes its counts."""
+        counts = self._shape_counts("preFilterCounts", pod, constraints, all_nodes, prescore=False)
+        return None if counts is None else [dict(m) for m in counts]
+
+    def _shape_counts(
+        self,
+        name: str,
+        pod: PodInfo,
+        constraints: list[Constraint],
+        all_nodes: Sequence[NodeInfo],
+        *,
+        prescore: bool,
+    ) -> list[dict[str, int]] | None:
+        """The counts per domain kept under ``name`` for the pod's shape, brought up to date from the pod journal
+        (computed and kept when there are none, or when the journal no longer reaches back); None for a pod
+        without a shape or nodes other than the snapshot's. PreScore's counts leave hostname constraints out."""
         key = _spread_key(pod)
         snapshot = self.handle.snapshot
         if key is None or all_nodes is not snapshot.node_info_list:
             return None
         cols = snapshot.columns()
-        cache: dict[str, tuple[int, list[dict[str, int]]]] = cols.cached(f"{NAME}:preFilterCounts", dict)
+        cache: dict[str, tuple[int, list[dict[str, int]]]] = cols.cached(f"{NAME}:{name}", dict)
         entry = cache.pop(key, None)  # taken out and put back last: the least recently used shape goes first
         counts: list[dict[str, int]] | None = None
         if entry is not None:
@@ -590,13 +605,17 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if changes is None:
                 counts = None
             else:
-                self._replay(counts, pod, constraints, changes, skip_hostname=False)
+                self._replay(counts, pod, constraints, changes, skip_hostname=prescore)
         if counts is None:
-            counts = self._count(pod, constraints, all_nodes)
+            counts = (
+                self._score_counts(pod, constraints, all_nodes)
+                if prescore
+                else self._count(pod, constraints, all_nodes)
+            )
         if len(cache) >= _SHAPE_CACHE_MAX:
             cache.pop(next(iter(cache)))
         cache[key] = (cols.journal_end(), counts)
-        return [dict(m) for m in counts]
+        return counts
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return self
@@ -762,27 +781,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         ``_cached_counts`` does for PreFilter: PreScore counted every pod of every node for each pod (~36 % of the
         scheduler's time with 1,000 nodes and 10,000 pods in ``bench/serve_big.py``). None for a pod without
         constraints of its own (the default ones also depend on Services and controllers)."""
-        key = _spread_key(pod)
-        snapshot = self.handle.snapshot
-        if key is None or all_nodes is not snapshot.node_info_list:
-            return None
-        cols = snapshot.columns()
-        cache: dict[str, tuple[int, list[dict[str, int]]]] = cols.cached(f"{NAME}:preScoreCounts", dict)
-        entry = cache.pop(key, None)  # taken out and put back last: the least recently used shape goes first
-        totals: list[dict[str, int]] | None = None
-        if entry is not None:
-            seq, totals = entry
-            changes = cols.changes_since(seq)
-            if changes is None:
-                totals = None
-            else:
-                self._replay(totals, pod, constraints, changes, skip_hostname=True)
-        if totals is None:
-            totals = self._score_counts(pod, constraints, all_nodes)
-        if len(cache) >= _SHAPE_CACHE_MAX:
-            cache.pop(next(iter(cache)))
-        cache[key] = (cols.journal_end(), totals)
-        return totals
+        return self._shape_counts("preScoreCounts", pod, constraints, all_nodes, prescore=True)
 
     @staticmethod
     def _replay(
