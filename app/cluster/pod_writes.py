@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
-from app.cluster import admission
-from app.cluster.errors import Cause, Conflict, Invalid, invalid
+from app.cluster import admission, managed_fields
+from app.cluster.errors import AlreadyExists, Cause, Conflict, Invalid, invalid
 from app.cluster.event_series import RecentEvents, event_key, repeated
 from app.cluster.group_commit import Batch
 from app.cluster.kinds import BY_KIND, KindInfo
-from app.cluster.stored import Obj, StoredObject
-from app.cluster.validation import TOTAL_ANNOTATION_BYTES, qualified_name_errors
+from app.cluster.stored import Change, Obj, StoredObject
+from app.cluster.validation import TOTAL_ANNOTATION_BYTES, qualified_name_errors, validate_event
 
 # kube-scheduler's User-Agent prefix: the manager of its status writes and Events in managedFields (a binding
 # records none, as kube-apiserver's binding subresource writes without the field manager).
@@ -69,10 +70,49 @@ def annotation_causes(obj: Obj, changed: Mapping[str, str | None]) -> list[Cause
     return causes
 
 
+# The managedFields of a created Event per (manager, shape of its keys): a create's field set depends only on which
+# keys the object has, and every Event the server records has one of a few shapes (tracking them was ~60 % of an
+# Event's cost).
+_EVENT_MANAGED: dict[tuple[str, Any], managed_fields.Entries] = {}
+_EVENT_MANAGED_LIMIT = 256
+
+
+def _key_shape(event: Obj) -> Any:
+    """The keys of ``event`` and of its maps: what a create's managedFields depend on; None (not cached) when its
+    shape is deeper, has a list or a null (the field set may depend on values then)."""
+    shape: list[Any] = []
+    for key, child in event.items():
+        if isinstance(child, dict):
+            for leaf in child.values():
+                if leaf is None or isinstance(leaf, (dict, list)):
+                    return None
+            shape.append((key, tuple(child)))
+        elif child is None or isinstance(child, list):
+            return None
+        else:
+            shape.append(key)
+    return tuple(shape)
+
+
+def created_event_managed_fields(event: Obj, manager: str, time: str) -> managed_fields.Entries:
+    """The managedFields ``create`` gives the new Event ``event`` written by ``manager`` at ``time``."""
+    shape = _key_shape(event)
+    cached = _EVENT_MANAGED.get((manager, shape)) if shape is not None else None
+    if cached is None:
+        cached = managed_fields.track_update(BY_KIND["Event"], None, event, [], manager, None, time)
+        if shape is not None:
+            if len(_EVENT_MANAGED) >= _EVENT_MANAGED_LIMIT:
+                _EVENT_MANAGED.clear()
+            _EVENT_MANAGED[(manager, shape)] = cached
+    # New entry dicts (the time differs); the field sets are read-only and shared.
+    return [{**entry, "time": time} for entry in cached]
+
+
 class _Store(Protocol):
     """What the pod writes use of ``ClusterStore``."""
 
     _lock: threading.RLock
+    _rv: int
     _event_seq: int
     _recent_events: RecentEvents
     _objects: dict[str, dict[tuple[str, str], StoredObject]]
@@ -98,6 +138,12 @@ class _Store(Protocol):
     ) -> tuple[Obj, Batch | None]: ...
 
     def _await(self, batch: Batch | None) -> None: ...
+
+    def _stage(self, changes: list[Change]) -> Batch | None: ...
+
+    def _require_namespace(self, namespace: str, rv: int) -> Change | None: ...
+
+    def _new_object_change(self, kind: str, obj: Obj, rv: int) -> Change: ...
 
     def _timestamp(self) -> str: ...
 
@@ -216,7 +262,7 @@ class PodWrites:
         action: str = "",
     ) -> Obj:
         """Record a core/v1 Event about ``involved`` (what ``kubectl describe`` lists); a repeat of one recorded
-        lately counts on it instead (``event_series``)."""
+        lately counts on it instead (``event_series``). Returns the stored Event (read-only: the store's dict)."""
         meta = involved.get("metadata") or {}
         info = BY_KIND.get(str(involved.get("kind") or ""))
         namespace = str(meta.get("namespace") or "default")
@@ -256,13 +302,46 @@ class PodWrites:
             seen = self._recent_events.find(key, moment)
             current = self._objects["Event"].get(seen) if seen is not None else None
             if current is not None:
-                result, batch = self._write_modified("Event", current, repeated(current.copy(), moment, now))
+                repeat = repeated(current.copy(), moment, now)
+                result, batch = self._write_modified("Event", current, repeat, copy=False)
                 self._recent_events.remember(key, current.namespace, current.name, moment)
         if current is not None:
             self._await(batch)
             return result
         manager = SCHEDULER_MANAGER if component == "default-scheduler" else component
-        created = self.create("Event", event, namespace, manager=manager)
+        created = _create_built_event(self, event, manager, now)
         with self._lock:
             self._recent_events.remember(key, namespace, created["metadata"]["name"], moment)
         return created
+
+
+def _create_built_event(store: _Store, event: Obj, manager: str, now: str) -> Obj:
+    """Store ``event`` (built by ``create_event``, in its canonical form) as ``create`` would, in the same
+    bytes and watch event, without what cannot change it: its fields are strings and numbers taken from stored
+    objects, so the decode (a JSON round trip, type checks; an Event has no defaults) and admission (none for
+    Events) are skipped. What can fail is kept: the name (a long pod name), its namespace, a name taken."""
+    meta = event["metadata"]
+    namespace, name = str(meta["namespace"]), str(meta["name"])
+    meta["managedFields"] = created_event_managed_fields(event, manager, now)
+    causes = validate_event(event)
+    if causes:
+        raise Invalid("Event", name, causes)
+    new_uid = str(uuid.uuid4())  # before the lock, as in ``create`` (os.urandom lets go of the GIL)
+    with store._lock:
+        changes: list[Change] = []
+        rv = store._rv
+        namespace_change = store._require_namespace(namespace, rv)
+        if namespace_change is not None:
+            changes.append(namespace_change)
+            rv += 1
+        if (namespace, name) in store._objects["Event"]:
+            raise AlreadyExists("events", name)
+        meta["uid"] = new_uid
+        meta["creationTimestamp"] = now
+        change = store._new_object_change("Event", event, rv + 1)
+        changes.append(change)
+        batch = store._stage(changes)
+    store._await(batch)
+    assert change.new is not None
+    stored: Obj = change.new.obj
+    return stored

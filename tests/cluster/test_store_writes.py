@@ -1,0 +1,109 @@
+"""The store's cheaper write paths give what the generic ones give: an Event recorded by ``create_event`` (built by
+the server, not decoded) is stored in the same bytes, with the same watch event and managedFields, as the same
+Event through ``create``."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from app.cluster.errors import Invalid
+from app.cluster.pod_writes import SCHEDULER_MANAGER
+from app.cluster.store import ClusterStore
+from tests.scheduler.factories import make_pod
+
+_SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion", "managedFields")
+
+
+def _fixed_clock() -> datetime:
+    return datetime(2026, 11, 25, 9, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def sequential_uids(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Makes ``uuid.uuid4`` hand out 1, 2, 3, ...; calling the returned function starts again at 1."""
+    counter: list[Iterator[int]] = [itertools.count(1)]
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=next(counter[0])))
+
+    def restart() -> None:
+        counter[0] = itertools.count(1)
+
+    return restart
+
+
+def _store_with_pods() -> ClusterStore:
+    store = ClusterStore(None, clock=_fixed_clock)
+    for name in ("p0", "p1"):
+        store.create("Pod", make_pod(name=name, labels={"app": "a"}, requests={"cpu": "1"}), "default")
+    store.create("Node", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    return store
+
+
+def _as_sent(event: dict[str, Any]) -> dict[str, Any]:
+    """The Event as a client would send it to ``create``: without what the server sets."""
+    meta = {k: v for k, v in event["metadata"].items() if k not in _SERVER_FIELDS}
+    return {**event, "metadata": meta}
+
+
+@pytest.mark.parametrize(
+    ("involved_name", "kind", "reason", "options", "manager"),
+    [
+        ("p0", "Pod", "Scheduled", {"action": "Binding"}, SCHEDULER_MANAGER),
+        ("p1", "Pod", "FailedCreatePodSandBox", {"type": "Warning", "component": "kubelet"}, "kubelet"),
+        ("n1", "Node", "Note", {"component": "node-controller"}, "node-controller"),
+    ],
+)
+def test_a_recorded_event_is_stored_as_the_generic_create_stores_it(
+    sequential_uids: Callable[[], None],
+    involved_name: str,
+    kind: str,
+    reason: str,
+    options: dict[str, str],
+    manager: str,
+) -> None:
+    fast = _store_with_pods()
+    involved = fast.get(kind, "default" if kind == "Pod" else None, involved_name)
+    assert involved is not None
+    start = fast.resource_version
+    for _ in range(2):  # the second is built from the cached managedFields of its shape
+        recorded = fast.create_event(involved, reason, f"message about {involved_name}", **options)
+        involved = {**involved, "metadata": {**involved["metadata"], "name": involved_name + "x"}}
+    recorded_events = fast.events_since(start)
+
+    sequential_uids()
+    generic = _store_with_pods()
+    assert generic.resource_version == start
+    for event in recorded_events:
+        generic.create("Event", _as_sent(event.object), "default", manager=manager)
+    generic_events = generic.events_since(start)
+
+    assert [(e.type, e.kind, e.resource_version, e.raw) for e in recorded_events] == [
+        (e.type, e.kind, e.resource_version, e.raw) for e in generic_events
+    ]
+    assert fast.read("Event", "default", recorded["metadata"]["name"]).raw == recorded_events[-1].raw
+    assert recorded["metadata"]["managedFields"][0]["manager"] == manager
+    fields = recorded["metadata"]["managedFields"][0]["fieldsV1"]
+    assert fields["f:involvedObject"] == {} and fields["f:source"] == {"f:component": {}}  # an atomic reference
+
+
+def test_an_event_for_a_pod_whose_name_is_too_long_for_it_is_refused_and_changes_nothing() -> None:
+    store = ClusterStore(None)
+    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p" * 250, "namespace": "default"}}
+    start = store.resource_version
+    with pytest.raises(Invalid):
+        store.create_event(involved, "Scheduled", "m")
+    assert store.resource_version == start
+    assert store.list("Event")[0] == []
+
+
+def test_an_event_in_a_namespace_that_is_gone_creates_it_as_create_does() -> None:
+    store = ClusterStore(None)
+    involved = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "elsewhere", "uid": "u"}}
+    event = store.create_event(involved, "Scheduled", "m")
+    assert event["metadata"]["namespace"] == "elsewhere"
+    assert store.get("Namespace", None, "elsewhere") is not None
