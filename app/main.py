@@ -140,7 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         stop_warming = threading.Event()
         threading.Thread(
             target=web_caches.pod_index.keep_warm,
-            args=(app.state.store, stop_warming),
+            args=(lambda: app.state.store, stop_warming),
             name="web-pod-index",
             daemon=True,
         ).start()

@@ -100,10 +100,14 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
         while not server.started:
             await asyncio.sleep(0.05)
         url = f"http://127.0.0.1:{port}"
+        # kss serve builds the pages' pod index at start (app.main's lifespan); here the store came after it.
+        start = time.perf_counter()
+        await asyncio.to_thread(app.state.web_caches.pod_index.get, store)
+        print(f"pod index built (kss serve does this at start): {(time.perf_counter() - start) * 1000:.0f} ms")
         async with httpx.AsyncClient(timeout=120) as client:
             start = time.perf_counter()
             await client.get(f"{url}/ui/cluster")
-            print(f"first request (builds the pod index): {(time.perf_counter() - start) * 1000:.0f} ms")
+            print(f"first request: {(time.perf_counter() - start) * 1000:.0f} ms")
         print(f"Chromium, median of {args.runs} fresh loads each:")
         await asyncio.to_thread(measure, url, args.runs)  # Playwright's sync API blocks: off the server's loop
         server.should_exit = True

@@ -138,19 +138,24 @@ class PodIndex:
         return self._current(store)
 
     def keep_warm(
-        self, store: Store, stop: threading.Event, *, interval: float = 2.0, viewed_within: float = 600.0
+        self,
+        store_of: Callable[[], Store],
+        stop: threading.Event,
+        *,
+        interval: float = 2.0,
+        viewed_within: float = 600.0,
     ) -> None:
-        """Build the index now, then catch it up every ``interval`` seconds while a page has read it in the last
-        ``viewed_within`` seconds; until ``stop`` is set (a thread of its own runs this).
+        """Build the index of ``store_of()`` now, then catch it up every ``interval`` seconds while a page has read
+        it in the last ``viewed_within`` seconds; until ``stop`` is set (a thread of its own runs this).
 
         At 50,000 pods a full list takes about a second, and the change log keeps only the newest
         ``watch_window`` changes: without this, the first page after start, and the first after a burst of
         changes nobody looked at, each paid for one. Nobody viewing, nothing is spent.
         """
-        self._current(store)
+        self._current(store_of())
         while not stop.wait(interval):
             if time.monotonic() - self._last_read <= viewed_within:
-                self._current(store)
+                self._current(store_of())
 
     def _current(self, store: Store) -> PodSnapshot:
         snap = self._snapshot

@@ -92,7 +92,10 @@ def test_keep_warm_builds_at_once_and_catches_up_only_while_viewed(tmp_path: Pat
     index = PodIndex(lambda obj: ResourceAmounts())
     stop = threading.Event()
     warm = threading.Thread(
-        target=index.keep_warm, args=(counting, stop), kwargs={"interval": 0.05, "viewed_within": 0.5}, daemon=True
+        target=index.keep_warm,
+        args=(lambda: counting, stop),
+        kwargs={"interval": 0.05, "viewed_within": 0.5},
+        daemon=True,
     )
     warm.start()
     try:
