@@ -56,35 +56,73 @@ def load_resource_version(conn: Connection) -> int:
 def write_changes(conn: Connection, changes: Iterable[Change], resource_version: int) -> None:
     """Apply ``changes`` in order and record ``resource_version`` as the cluster's latest; the caller commits.
 
-    Runs of the same operation go out as one executemany (a group commit carries many changes).
+    A group commit carries many changes, often several of one object (created, bound, then started). Each object's
+    changes are folded into the one that leaves its final row, so the batch is at most three executemany: deletes
+    first (a name deleted and created again in the batch is free for the new uid), then inserts, then updates.
     """
+    net = _net_changes(changes)
+    if net is None:  # a uid deleted then inserted again: replay in order
+        _write_in_order(conn, changes)
+    else:
+        by_op: dict[str, list[Row]] = {"delete": [], "insert": [], "update": []}
+        for change in net.values():
+            by_op[change.op].append(change.row)
+        for op, rows in by_op.items():
+            _flush(conn, op, [_params(op, row) for row in rows])
+    # The migration seeds the single state row, so this is always an update.
+    conn.execute(update(ClusterState).where(ClusterState.id == _STATE_ID).values(resource_version=resource_version))
+
+
+def _net_changes(changes: Iterable[Change]) -> dict[str, Change] | None:
+    """Each uid's changes folded into one (its final row): insert + updates is an insert, updates an update, insert
+    + delete nothing; None when a uid comes back after its deletion (the store never reuses uids, imports may)."""
+    net: dict[str, Change] = {}
+    gone: set[str] = set()
+    for change in changes:
+        uid = change.row.uid
+        earlier = net.get(uid)
+        if change.op not in ("insert", "update", "delete"):  # pragma: no cover - programming error
+            raise ValueError(f"unknown change {change.op!r}")
+        if uid in gone or (earlier is not None and change.op == "insert"):
+            return None
+        if earlier is None:
+            net[uid] = change
+        elif change.op == "delete":
+            if earlier.op == "insert":
+                del net[uid]
+                gone.add(uid)
+            else:
+                net[uid] = change
+        else:
+            net[uid] = Change(earlier.op, change.row)
+    return net
+
+
+def _write_in_order(conn: Connection, changes: Iterable[Change]) -> None:
+    """Runs of the same operation, in order, one executemany each."""
     run: list[dict[str, Any]] = []
     run_op = ""
     for change in changes:
         if change.op != run_op:
             _flush(conn, run_op, run)
             run, run_op = [], change.op
-        row = change.row
-        if change.op == "insert":
-            run.append(
-                {
-                    "uid": row.uid,
-                    "kind": row.kind,
-                    "namespace": row.namespace,
-                    "name": row.name,
-                    "resource_version": row.resource_version,
-                    "body": row.body,
-                }
-            )
-        elif change.op == "update":
-            run.append({"b_uid": row.uid, "resource_version": row.resource_version, "body": row.body})
-        elif change.op == "delete":
-            run.append({"b_uid": row.uid})
-        else:  # pragma: no cover - programming error
-            raise ValueError(f"unknown change {change.op!r}")
+        run.append(_params(change.op, change.row))
     _flush(conn, run_op, run)
-    # The migration seeds the single state row, so this is always an update.
-    conn.execute(update(ClusterState).where(ClusterState.id == _STATE_ID).values(resource_version=resource_version))
+
+
+def _params(op: str, row: Row) -> dict[str, Any]:
+    if op == "insert":
+        return {
+            "uid": row.uid,
+            "kind": row.kind,
+            "namespace": row.namespace,
+            "name": row.name,
+            "resource_version": row.resource_version,
+            "body": row.body,
+        }
+    if op == "update":
+        return {"b_uid": row.uid, "resource_version": row.resource_version, "body": row.body}
+    return {"b_uid": row.uid}
 
 
 _UPDATE = (

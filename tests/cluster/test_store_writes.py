@@ -11,7 +11,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import Connection, Engine
+from sqlalchemy import event as sql_event
 
+from app.cluster import repository
 from app.cluster.errors import Invalid
 from app.cluster.pod_writes import SCHEDULER_MANAGER
 from app.cluster.store import ClusterStore
@@ -107,3 +110,73 @@ def test_an_event_in_a_namespace_that_is_gone_creates_it_as_create_does() -> Non
     event = store.create_event(involved, "Scheduled", "m")
     assert event["metadata"]["namespace"] == "elsewhere"
     assert store.get("Namespace", None, "elsewhere") is not None
+
+
+def _row(uid: str, name: str, rv: int, body: str = "{}") -> repository.Row:
+    return repository.Row(uid=uid, kind="Pod", namespace="default", name=name, resource_version=rv, body=body)
+
+
+# One group commit's changes: pods created then bound and started, a pod replaced by one of the same name,
+# a pod created and deleted within the batch, a stored pod updated then deleted.
+_BATCH = [
+    repository.Change("insert", _row("a", "pa", 11, '{"v":1}')),
+    repository.Change("insert", _row("b", "pb", 12, '{"v":1}')),
+    repository.Change("update", _row("a", "pa", 13, '{"v":2}')),
+    repository.Change("update", _row("old", "stay", 14, '{"v":2}')),
+    repository.Change("delete", _row("replaced", "same", 15)),
+    repository.Change("insert", _row("new", "same", 16, '{"v":1}')),
+    repository.Change("update", _row("b", "pb", 17, '{"v":2}')),
+    repository.Change("insert", _row("brief", "brief", 18)),
+    repository.Change("delete", _row("brief", "brief", 19)),
+    repository.Change("update", _row("doomed", "doomed", 20, '{"v":2}')),
+    repository.Change("delete", _row("doomed", "doomed", 21)),
+    repository.Change("update", _row("a", "pa", 22, '{"v":3}')),
+]
+
+
+def _rows_after(engine: Engine, write: Callable[[Connection], None]) -> tuple[list[repository.Row], int, int]:
+    """The stored rows, the resourceVersion and the number of SQL statements ``write`` sent (rolled back after)."""
+    statements = [0]
+
+    def count(*_args: Any) -> None:
+        statements[0] += 1
+
+    with engine.connect() as conn:
+        transaction = conn.begin()
+        stored = [("old", "stay"), ("replaced", "same"), ("doomed", "doomed")]
+        seed = [repository.Change("insert", _row(uid, name, i)) for i, (uid, name) in enumerate(stored, 1)]
+        repository.write_changes(conn, seed, 10)
+        sql_event.listen(conn, "before_cursor_execute", count)
+        write(conn)
+        sql_event.remove(conn, "before_cursor_execute", count)
+        rows = sorted(repository.load_rows(conn), key=lambda r: r.uid)
+        rv = repository.load_resource_version(conn)
+        transaction.rollback()
+    return rows, rv, statements[0]
+
+
+def test_a_batch_of_changes_is_written_in_at_most_three_statements_with_the_same_result(engine: Engine) -> None:
+    def in_order(conn: Connection) -> None:
+        repository._write_in_order(conn, _BATCH)
+        repository.write_changes(conn, [], 22)
+
+    ordered, ordered_rv, ordered_statements = _rows_after(engine, in_order)
+    grouped, grouped_rv, statements = _rows_after(engine, lambda conn: repository.write_changes(conn, _BATCH, 22))
+    assert grouped == ordered and grouped_rv == ordered_rv == 22
+    assert [(r.uid, r.resource_version, r.body) for r in grouped] == [
+        ("a", 22, '{"v":3}'),
+        ("b", 17, '{"v":2}'),
+        ("new", 16, '{"v":1}'),
+        ("old", 14, '{"v":2}'),
+    ]
+    assert ordered_statements == 10 + 1  # one per run of one operation, and the resourceVersion
+    assert statements == 3 + 1  # deletes, inserts, updates, and the resourceVersion
+
+
+def test_a_uid_that_comes_back_after_its_deletion_is_written_in_order(engine: Engine) -> None:
+    batch = [
+        repository.Change("delete", _row("old", "stay", 11)),
+        repository.Change("insert", _row("old", "stay", 12, '{"back":true}')),
+    ]
+    rows, _, _ = _rows_after(engine, lambda conn: repository.write_changes(conn, batch, 12))
+    assert [(r.uid, r.body) for r in rows if r.uid == "old"] == [("old", '{"back":true}')]
