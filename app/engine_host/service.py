@@ -28,8 +28,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from app.cluster.errors import Invalid
 from app.config import gate_enabled
 from app.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
@@ -103,32 +101,6 @@ def load_scheduler_config(settings: Any) -> SchedulerConfig:
     if path is None:
         return parse_config(None, gates)
     return parse_config(Path(path).read_text(), gates)
-
-
-def own_copy(obj: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of one of the store's read-only dicts: the engine keeps what it is given, and plugins (users'
-    too) may change the objects they are handed.
-
-    The annotations (strings only, once stored) are copied as a new dict of the same strings, which are immutable:
-    a bound pod's result annotations are most of its JSON, and a JSON round trip of them (JSON inside JSON strings,
-    escaped and unescaped) was most of the scheduler's cost of taking in a change."""
-    copied: dict[str, Any] = {}
-    for key, value in obj.items():
-        if key == "metadata" and isinstance(value, dict):
-            meta: dict[str, Any] = {}
-            for field, item in value.items():
-                if field == "annotations" and isinstance(item, dict) and all(isinstance(v, str) for v in item.values()):
-                    meta[field] = dict(item)
-                else:
-                    meta[field] = _json_copy(item)
-            copied[key] = meta
-        else:
-            copied[key] = _json_copy(value)
-    return copied
-
-
-def _json_copy(value: Any) -> Any:
-    return orjson.loads(orjson.dumps(value)) if isinstance(value, dict | list) else value
 
 
 def _now_rfc3339() -> str:
@@ -305,14 +277,15 @@ class SchedulerService:
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Load the current cluster, subscribe to changes, start the loop."""
-        # The store's read-only dicts, copied on this side (``_drain_inbox``): a copy made in the listener is made
-        # in the committer with the store lock held, which every API request and writer then waits for.
+        # The store's read-only dicts, kept as they are (no copy): the cache, the listers and the queue hold the
+        # store's own versions, as kube-scheduler's informers hand it the objects of their shared cache. Nothing on
+        # this side may change them; what the engine changes it copies first (tests/engine_host/
+        # test_shared_store_objects.py checks every version it was handed after binding, preemption, volumes, DRA
+        # and gangs). Copies here were ~29 kB per bound pod (issue #20).
         self.store.add_listener(self._on_change, WATCHED_KINDS, copy=False)
         for kind in WATCHED_KINDS:
-            listed = self.store.list(kind)
-            items = listed[0] if isinstance(listed, tuple) else listed
-            for obj in items:
-                self._apply_change("ADDED", kind, obj)
+            for entry in self.store.select(kind).items:
+                self._apply_change("ADDED", kind, entry.obj)
         self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
         self._thread.start()
 
@@ -352,7 +325,7 @@ class SchedulerService:
 
     # --- events ---------------------------------------------------------------------------------
     def _on_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
-        # Runs in the store's committer with its lock held: only append (``obj`` is the store's read-only dict).
+        # Runs in the store's committer with its lock held: only append (``obj`` is the store's read-only dict, kept).
         if kind in WATCHED_KINDS:
             self._inbox.append((event_type, kind, obj))
             self._wake.set()
@@ -364,7 +337,7 @@ class SchedulerService:
                 self._swap_config(obj["config"])
                 continue
             try:
-                self._apply_change(event_type, kind, own_copy(obj))
+                self._apply_change(event_type, kind, obj)
             except Exception:  # one bad object must not stop the scheduler
                 log.exception("applying %s %s failed", event_type, kind)
 

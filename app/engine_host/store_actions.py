@@ -36,6 +36,8 @@ class ClusterStoreLike(Protocol):
 
     def list(self, kind: str, namespace: str | None = None) -> Any: ...
 
+    def select(self, kind: str) -> Any: ...  # stored entries (``.obj``: the store's read-only dict)
+
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
 
     def bind_pod(
