@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
+import orjson
+
 from app.cluster import admission, managed_fields
-from app.cluster.errors import AlreadyExists, Cause, Conflict, Invalid, invalid
+from app.cluster.errors import STALE, AlreadyExists, BadRequest, Cause, Conflict, Invalid, invalid
 from app.cluster.event_series import RecentEvents, event_key, repeated
 from app.cluster.group_commit import Batch
 from app.cluster.kinds import BY_KIND, KindInfo
@@ -108,6 +110,20 @@ def created_event_managed_fields(event: Obj, manager: str, time: str) -> managed
     return [{**entry, "time": time} for entry in cached]
 
 
+def _merged(target: Any, patch: Any) -> Any:
+    """RFC 7386's merge of ``patch`` (owned by the caller) into ``target`` (read-only): new dicts only along the
+    patched paths, ``patch``'s values taken as they are (``json_merge_patch`` deep-copies them)."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merged(result.get(key), value)
+    return result
+
+
 class _Store(Protocol):
     """What the pod writes use of ``ClusterStore``."""
 
@@ -140,6 +156,29 @@ class _Store(Protocol):
     def _await(self, batch: Batch | None) -> None: ...
 
     def _stage(self, changes: list[Change]) -> Batch | None: ...
+
+    def _track_fields(
+        self,
+        info: KindInfo,
+        old: Obj,
+        new: Obj,
+        subresource: str | None,
+        manager: str,
+        managed: managed_fields.Entries | None,
+        sent_managed: Any,
+    ) -> None: ...
+
+    def patch(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str = ...,
+        *,
+        subresource: str | None = ...,
+        manager: str = ...,
+    ) -> Obj: ...
 
     def _require_namespace(self, namespace: str, rv: int) -> Change | None: ...
 
@@ -221,6 +260,53 @@ class PodWrites:
             result, batch = self._update_locked(
                 BY_KIND["Pod"], current, body, "status", False, annotations, manager=SCHEDULER_MANAGER
             )
+        self._await(batch)
+        return result
+
+    def merge_pod_status(
+        self: _Store,
+        namespace: str,
+        name: str,
+        status: Obj,
+        *,
+        resource_version: str | None,
+        manager: str,
+    ) -> Obj:
+        """What a merge patch of ``{"metadata": {"resourceVersion": ...}, "status": status}`` through the
+        ``pods/{name}/status`` subresource by ``manager`` does (the kubelet's status write), in the same stored
+        bytes, without decoding and validating the whole pod: such a write changes only the status, the
+        managedFields and the resourceVersion, and the pod's metadata and spec were checked when stored (the decode's
+        defaults touch only the spec, which a status write does not take). Returns the stored pod (read-only: the
+        store's dict). ``Conflict`` on a stale ``resource_version``; ``NotFound``.
+        """
+        owned = orjson.loads(orjson.dumps(status))  # what the store keeps, the caller's no more
+        if not isinstance(owned, dict):
+            raise BadRequest("the status must be a JSON object")
+        info = BY_KIND["Pod"]
+        with self._lock:
+            current = self._current("Pod", namespace, name)
+            old = current.obj
+            old_meta = old["metadata"]
+            if old_meta.get("deletionTimestamp"):
+                deleting = True  # an update may remove it: the generic path decides
+            else:
+                deleting = False
+                if resource_version and resource_version != old_meta.get("resourceVersion"):
+                    raise Conflict(info.plural, name, STALE)
+                new = dict(old)
+                new["status"] = _merged(old.get("status"), owned)
+                meta = dict(old_meta)
+                sent_managed = meta.pop("managedFields", None)  # re-added last, as an update writes it
+                new["metadata"] = meta
+                self._track_fields(info, old, new, "status", manager, None, sent_managed)
+                if new == old:
+                    return old
+                result, batch = self._write_modified("Pod", current, new, copy=False)
+        if deleting:
+            body = {"metadata": {"resourceVersion": resource_version}, "status": status}
+            if resource_version is None:
+                del body["metadata"]
+            return self.patch("Pod", namespace, name, body, "merge", subresource="status", manager=manager)
         self._await(batch)
         return result
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from app.cluster.change_log import DELETED
 from app.cluster.errors import Conflict, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.store import DEFAULT_MANAGER, ClusterStore, Obj
 from app.controllers.due import DueQueue
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import is_deleting, is_terminated, key_of
@@ -242,9 +242,15 @@ class KubeletController(ReconcileLoop[_Key]):
 
     # --- helpers --------------------------------------------------------------------------------------------
     def _write_status(self, pod: Obj, status: Obj) -> Obj:
+        """A merge patch of the status from the version it was computed from; returns the stored pod (read-only)."""
         meta = pod["metadata"]
-        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": status}
-        return self.store.patch("Pod", meta.get("namespace"), str(meta["name"]), body, "merge", subresource="status")
+        return self.store.merge_pod_status(
+            str(meta.get("namespace") or ""),
+            str(meta["name"]),
+            status,
+            resource_version=str(meta["resourceVersion"]),
+            manager=DEFAULT_MANAGER,
+        )
 
     def _schedule_end(self, key: _Key, when: datetime) -> None:
         self._runs.schedule(key, when)

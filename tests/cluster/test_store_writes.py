@@ -15,9 +15,10 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy import event as sql_event
 
 from app.cluster import repository
-from app.cluster.errors import Invalid
+from app.cluster.errors import Conflict, Invalid
 from app.cluster.pod_writes import SCHEDULER_MANAGER
-from app.cluster.store import ClusterStore
+from app.cluster.store import DEFAULT_MANAGER, ClusterStore
+from app.controllers.pod_status import finished_status, restarted_status, running_status
 from tests.scheduler.factories import make_pod
 
 _SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion", "managedFields")
@@ -180,3 +181,58 @@ def test_a_uid_that_comes_back_after_its_deletion_is_written_in_order(engine: En
     ]
     rows, _, _ = _rows_after(engine, lambda conn: repository.write_changes(conn, batch, 12))
     assert [(r.uid, r.body) for r in rows if r.uid == "old"] == [("old", '{"back":true}')]
+
+
+def _status_writes(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The kubelet's status writes over a pod's life, and a patch that removes a key (null) and adds one."""
+    now = "2026-11-25T09:00:00Z"
+    running = running_status(pod, now=now, host_ips=["10.0.0.1"], pod_ips=["10.1.0.7"])
+    started = {**pod, "status": running}
+    restarted = restarted_status(started, code=1, now="2026-11-25T09:01:00Z")
+    finished = finished_status({**started, "status": restarted}, phase="Succeeded", code=0, now=now)
+    return [running, running, restarted, {"nominatedNodeName": None, "message": "done"}, finished]
+
+
+@pytest.mark.parametrize("manager", [DEFAULT_MANAGER, "kubelet"])
+def test_the_kubelets_status_write_is_stored_as_the_generic_merge_patch_stores_it(
+    sequential_uids: Callable[[], None], manager: str
+) -> None:
+    def run(write: Callable[[ClusterStore, dict[str, Any], dict[str, Any]], None]) -> list[tuple[str, int, bytes]]:
+        store = _store_with_pods()
+        store.patch("Pod", "default", "p0", {"status": {"nominatedNodeName": "n1"}}, "merge", subresource="status")
+        store.bind_pod("default", "p0", "n1", annotations={"result": "x" * 300})
+        start = store.resource_version
+        for status in _status_writes(store.read("Pod", "default", "p0").obj):
+            write(store, store.read("Pod", "default", "p0").obj, status)
+        return [(e.type, e.resource_version, e.raw) for e in store.events_since(start)]
+
+    def generic(store: ClusterStore, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        body = {"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]}, "status": status}
+        store.patch("Pod", "default", "p0", body, "merge", subresource="status", manager=manager)
+
+    def merged(store: ClusterStore, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        version = pod["metadata"]["resourceVersion"]
+        stored = store.merge_pod_status("default", "p0", status, resource_version=version, manager=manager)
+        assert stored is store.read("Pod", "default", "p0").obj
+
+    expected = run(generic)
+    sequential_uids()
+    assert run(merged) == expected
+    assert len(expected) == 4  # the repeated Running status changed nothing, so wrote nothing
+
+
+def test_a_status_write_from_a_stale_version_is_refused(store: ClusterStore) -> None:
+    store.create("Pod", make_pod(name="p", requests={"cpu": "1"}), "default")
+    bound = store.bind_pod("default", "p", "n1")
+    store.merge_pod_status("default", "p", {"phase": "Running"}, resource_version=None, manager="kubelet")
+    with pytest.raises(Conflict):
+        store.merge_pod_status(
+            "default",
+            "p",
+            {"phase": "Failed"},
+            resource_version=bound["metadata"]["resourceVersion"],
+            manager="kubelet",
+        )
+    stored = store.get("Pod", "default", "p")
+    assert stored is not None and stored["status"]["phase"] == "Running"
+    assert ClusterStore.open(store._engine).get("Pod", "default", "p") == stored  # written through
