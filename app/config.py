@@ -55,6 +55,12 @@ class Settings(BaseSettings):
         default=10000,
         description="Change events kept in memory for watch replay; older resourceVersions answer 410 Gone.",
     )
+    event_ttl_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description="Events are deleted this long after their last write, as kube-apiserver's --event-ttl (1 h); "
+        "0 keeps them forever.",
+    )
     watch_bookmark_seconds: float = Field(
         default=30.0, description="Interval between BOOKMARK events on watches that asked for them."
     )

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.cluster.discovery import router as discovery_router
 from app.cluster.errors import ApiError, BadRequest, MethodNotAllowed, UnknownResource
+from app.cluster.event_expiry import EventExpiry
 from app.cluster.responses import error_response
 from app.cluster.router import KUBE_METHODS, kube_app, resource_route
 from app.cluster.router import router as cluster_router
@@ -109,6 +110,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             feature_gates=settings.feature_gates,
         )
         log.info("cluster store loaded at resourceVersion %s", app.state.store.resource_version)
+        event_expiry = EventExpiry(app.state.store, settings.event_ttl_seconds)  # kube-apiserver's --event-ttl
+        event_expiry.start()
         factory = make_session_factory(engine)
         results = ResultsService(
             lambda: session_scope(factory), max_attempts_per_pod=settings.results_max_attempts_per_pod
@@ -172,6 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             stop_warming.set()
             controllers.stop()
+            event_expiry.stop()
             if settings.scheduler_enabled:
                 scheduler.stop()
             results.stop()

@@ -270,6 +270,11 @@ class ClusterStore(GroupCommit, PodWrites):
         return info
 
     @property
+    def clock(self) -> Callable[[], datetime]:
+        """The store's clock (timestamps it writes; what Event expiry counts on)."""
+        return self._clock
+
+    @property
     def resource_version(self) -> int:
         """The latest committed (visible) resourceVersion."""
         with self._lock:
