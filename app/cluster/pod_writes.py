@@ -124,6 +124,15 @@ def _merged(target: Any, patch: Any) -> Any:
     return result
 
 
+def _with_status(stored: Obj, status: Obj, resource_version: str | None) -> Obj:
+    """``stored`` (read-only) with ``status`` and, when given, ``resource_version``: the body of a status update,
+    sharing the rest with ``stored`` (what ``admission.decode`` copies anyway)."""
+    body = {**stored, "status": status}
+    if resource_version is not None:
+        body["metadata"] = {**stored["metadata"], "resourceVersion": resource_version}
+    return body
+
+
 class _Store(Protocol):
     """What the pod writes use of ``ClusterStore``."""
 
@@ -252,11 +261,7 @@ class PodWrites:
         """
         with self._lock:
             current = self._current("Pod", namespace, name)
-            pod = current.copy()
-            pod["status"] = status
-            if resource_version is not None:
-                pod["metadata"]["resourceVersion"] = resource_version
-            body = admission.decode(BY_KIND["Pod"], pod)
+            body = admission.decode(BY_KIND["Pod"], _with_status(current.obj, status, resource_version))
             result, batch = self._update_locked(
                 BY_KIND["Pod"], current, body, "status", False, annotations, manager=SCHEDULER_MANAGER
             )
@@ -328,11 +333,7 @@ class PodWrites:
         info = BY_KIND[kind]
         with self._lock:
             current = self._current(kind, namespace, name)
-            body = current.copy()
-            body["status"] = status
-            if resource_version is not None:
-                body["metadata"]["resourceVersion"] = resource_version
-            body = admission.decode(info, body)
+            body = admission.decode(info, _with_status(current.obj, status, resource_version))
             result, batch = self._update_locked(info, current, body, "status", False, annotations)
         self._await(batch)
         return result

@@ -520,7 +520,10 @@ class ClusterStore(GroupCommit, PodWrites):
             raise BadRequest(f"unsupported patch type {patch_type!r}")
         with self._lock:
             current = self._current(kind, namespace, name)
-            base = current.copy()
+            # The patch functions never change their target (a JSON or strategic patch works on a deep copy, a merge
+            # patch makes new dicts along the patched paths): only ``check``, which may amend a merge-patched object
+            # in place, needs one the stored version does not share.
+            base = current.copy() if check is not None and content_type == MERGE_PATCH else current.obj
             try:
                 if content_type == JSON_PATCH:
                     patched = json_patch(base, patch)
@@ -730,8 +733,9 @@ class ClusterStore(GroupCommit, PodWrites):
                 f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta.get('uid')}",
                 group=info.group,
             )
+        # The new version shares the parts it takes unchanged from ``old`` (read-only; never changed in place).
         if subresource == "status":
-            new = current.copy()
+            new = {**old, "metadata": dict(old_meta)}
             if "status" in body:
                 new["status"] = body["status"]
             else:
@@ -740,7 +744,7 @@ class ClusterStore(GroupCommit, PodWrites):
             new = body
             if info.has_status:
                 if "status" in old:
-                    new["status"] = current.copy()["status"]
+                    new["status"] = old["status"]
                 else:
                     new.pop("status", None)
         new_meta = _meta(new)
