@@ -99,6 +99,13 @@ class Settings(BaseSettings):
         "end after their kss.sigs.k8s.io/run-duration annotation, and nodes keep heartbeat Leases in "
         "kube-node-lease; off leaves bound pods as they are.",
     )
+    plugin_metrics_sample_percent: int = Field(
+        default=10,
+        ge=0,
+        le=100,
+        description="Share of scheduling cycles whose plugin runs feed scheduler_plugin_execution_duration_seconds "
+        "(kube-scheduler samples 10 %); 100 times every cycle.",
+    )
     results_max_attempts_per_pod: int | None = Field(
         default=None, description="Keep at most this many recorded attempts per pod (None keeps every attempt)."
     )

@@ -50,7 +50,7 @@ from app.scheduler.framework import ClusterObjects, Handle
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
 from app.scheduler.resources import Resource
-from app.scheduler.runtime import Framework
+from app.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT, Framework
 from app.scheduler.waiting import WaitingPods
 
 log = logging.getLogger("kss.scheduler")
@@ -162,6 +162,7 @@ class SchedulerService:
         clock: Callable[[], float] = time.monotonic,
         on_attempt: Callable[[Attempt], None] | None = None,
         on_plugin: PluginObserver | None = None,
+        plugin_metrics_sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
         api_busy: Callable[[], bool] | None = None,
         on_idle: Callable[[], None] | None = None,
         feature_gates: dict[str, bool] | None = None,
@@ -176,6 +177,7 @@ class SchedulerService:
         self.on_attempt = on_attempt
         self.on_config_change: Callable[[dict[str, Any]], None] | None = None
         self.on_plugin = on_plugin
+        self.plugin_metrics_sample_percent = plugin_metrics_sample_percent
         self.cluster = ClusterObjects()
         self.cache = SchedulerCache()
         self.actions = StoreActions(self)
@@ -220,6 +222,7 @@ class SchedulerService:
         )
         self.frameworks = frameworks
         for fwk in frameworks.values():
+            fwk.plugin_metrics_sample_percent = self.plugin_metrics_sample_percent
             self.queue.register_plugin_events(fwk.events_by_plugin())
         return Scheduler(
             frameworks,

@@ -2,13 +2,14 @@
 
 ``Framework`` mirrors ``frameworkImpl`` in kube-scheduler's runtime package. Recording hooks let the
 cycle keep every plugin's verdict without changing what kube-scheduler itself would decide. With a plugin
-observer set, each plugin's run at the per-cycle extension points is timed and reported, as kube-scheduler's
-metrics recorder observes ``plugin_execution_duration_seconds``.
+observer set, each plugin's run at the per-cycle extension points is timed and reported in the sampled cycles, as
+kube-scheduler's metrics recorder observes ``plugin_execution_duration_seconds``.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -66,6 +67,11 @@ log = logging.getLogger("kss.scheduler")
 # node per plugin and is left out for kss's own plugins (a timer around every call would slow big clusters
 # down); users' Filter plugins are timed (filter_timing.py).
 _R = TypeVar("_R")
+# kube-scheduler times and observes its plugins in this share of scheduling cycles only (``pluginMetricsSamplePercent``
+# in pkg/scheduler/schedule_one.go): the timers and the histogram cost more than most plugins (~16 % of kss serve's
+# cycle when every cycle was observed). ``kss serve`` samples as upstream; a framework built without a percentage
+# observes every cycle.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
 
 def status_text(st: Status) -> str:
@@ -164,8 +170,15 @@ class Framework:
             p for p in plugins.get("preFilter", []) if isinstance(p, PreFilterPlugin)
         ]
         self.filter: list[FilterPlugin] = [p for p in plugins.get("filter", []) if isinstance(p, FilterPlugin)]
+        # Share of cycles whose plugin runs are timed and observed (upstream: PLUGIN_METRICS_SAMPLE_PERCENT), drawn
+        # once per cycle by ``begin_cycle`` from its own random source: never the seeded one that breaks ties, so
+        # placements do not depend on it.
+        self.plugin_metrics_sample_percent = 100
+        self.plugin_metrics_random = random.Random()
+        # Whether this cycle's plugin runs are observed (``CycleState.ShouldRecordPluginMetrics``).
+        self.record_plugin_metrics = plugin_observer is not None
         if plugin_observer is not None:  # users' Filter plugins timed too (see filter_timing.py)
-            self.filter = [p if is_in_tree(p) else TimedFilter(p, plugin_observer) for p in self.filter]
+            self.filter = [p if is_in_tree(p) else TimedFilter(p, self._observe_sampled) for p in self.filter]
         self.post_filter: list[PostFilterPlugin] = [
             p for p in plugins.get("postFilter", []) if isinstance(p, PostFilterPlugin)
         ]
@@ -187,9 +200,18 @@ class Framework:
         self.logged_failures: set[tuple[str, str]] = set()
 
     def begin_cycle(self) -> None:
-        """A new scheduling cycle: a plugin's exception is logged again (with its traceback)."""
+        """A new scheduling cycle: a plugin's exception is logged again (with its traceback); whether its plugin
+        runs are observed is drawn (``rand.Intn(100) < pluginMetricsSamplePercent``)."""
         if self.logged_failures:
             self.logged_failures.clear()
+        if self.plugin_observer is not None:
+            percent = self.plugin_metrics_sample_percent
+            self.record_plugin_metrics = percent >= 100 or self.plugin_metrics_random.randrange(100) < percent
+
+    def _observe_sampled(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        """The plugin observer, for the cycles sampled (users' Filter plugins are timed by their wrapper)."""
+        if self.record_plugin_metrics and self.plugin_observer is not None:
+            self.plugin_observer(plugin, point, status, seconds)
 
     def failure(self, point: str, pl: Plugin, exc: Exception) -> Status:
         """An exception out of ``pl`` at ``point`` as a plain Error status (the caller wraps it as that point wraps
@@ -263,7 +285,7 @@ class Framework:
         return_status = success()
         stopped_at: int | None = None
         per_plugin = out.per_plugin
-        observed = self.plugin_observer is not None
+        observed = self.record_plugin_metrics
         for i, pl in enumerate(self.pre_filter):
             try:
                 if observed:
@@ -563,7 +585,7 @@ class Framework:
         rejector = ""
         for pl in self.post_filter:
             try:
-                if self.plugin_observer is not None:
+                if self.record_plugin_metrics:
                     r, st = self._observed("PostFilter", pl, pl.post_filter, state, pod, statuses)
                 else:
                     r, st = pl.post_filter(state, pod, statuses)
@@ -591,7 +613,7 @@ class Framework:
         skip_plugins: set[str] = set()
         for pl in self.pre_score:
             try:
-                if self.plugin_observer is not None:
+                if self.record_plugin_metrics:
                     st = self._observed("PreScore", pl, pl.pre_score, state, pod, nodes)
                 else:
                     st = pl.pre_score(state, pod, nodes)
@@ -621,7 +643,7 @@ class Framework:
             if pl.name in state.skip_score_plugins:
                 continue
             try:
-                if self.plugin_observer is not None:
+                if self.record_plugin_metrics:
                     scores, st = self._observed("Score", pl, pl.score_nodes, state, pod, nodes)
                 else:
                     scores, st = pl.score_nodes(state, pod, nodes)
@@ -685,7 +707,7 @@ class Framework:
             if pl.name in state.skip_score_plugins:
                 continue
             try:
-                if self.plugin_observer is not None:
+                if self.record_plugin_metrics:
                     scores, failed = self._observed("Score", pl, _batch_scores, pl, state, pod, batch)
                 else:
                     scores, failed = _batch_scores(pl, state, pod, batch)
@@ -759,7 +781,7 @@ class Framework:
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for pl in self.reserve:
             try:
-                if self.plugin_observer is not None:
+                if self.record_plugin_metrics:
                     st = self._observed("Reserve", pl, pl.reserve, state, pod, node_name)
                 else:
                     st = pl.reserve(state, pod, node_name)
@@ -785,7 +807,7 @@ class Framework:
         waits: dict[str, float] = {}
         for pl in self.permit:
             try:
-                if self.plugin_observer is not None:
+                if self.record_plugin_metrics:
                     st, timeout = self._observed("Permit", pl, pl.permit, state, pod, node_name)
                 else:
                     st, timeout = pl.permit(state, pod, node_name)
@@ -813,7 +835,7 @@ class Framework:
                     continue
                 if not st.is_success():
                     return st.with_plugin(pl.name)
-                if self.plugin_observer is not None:
+                if self.record_plugin_metrics:
                     st = self._observed("PreBind", pl, pl.pre_bind, state, pod, node_name)
                 else:
                     st = pl.pre_bind(state, pod, node_name)
@@ -830,7 +852,7 @@ class Framework:
         st = success()
         for pl in self.bind:
             try:
-                if self.plugin_observer is not None:
+                if self.record_plugin_metrics:
                     st = self._observed("Bind", pl, pl.bind, state, pod, node_name)
                 else:
                     st = pl.bind(state, pod, node_name)

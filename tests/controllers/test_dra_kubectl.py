@@ -104,7 +104,10 @@ spec:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[Server, KubectlRunner]]:
-    server = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}")
+    # Every cycle's plugin runs timed, so the plugin metric checked below is there after a few pods.
+    server = start_server(
+        tmp_path, f"sqlite:///{tmp_path / 'kss.db'}", env={"KSS_PLUGIN_METRICS_SAMPLE_PERCENT": "100"}
+    )
     try:
         yield server, KubectlRunner(server.kubeconfig)
     finally:

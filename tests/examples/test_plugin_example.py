@@ -135,7 +135,9 @@ def test_kss_simulate_runs_the_installed_example_by_its_entry_points(site: Path,
 @pytest.fixture
 async def app(tmp_path: Path, site: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FastAPI]:
     monkeypatch.syspath_prepend(str(site))
-    application = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=7))
+    application = create_app(
+        Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=7, plugin_metrics_sample_percent=100)
+    )
     async with application.router.lifespan_context(application):
         yield application
 

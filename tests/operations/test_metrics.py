@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.config import Settings
+from app.main import create_app
 from tests.cluster.factories import node, pod
+from tests.operations.conftest import SEED
+
+
+@pytest.fixture
+async def scheduling_app(tmp_path: Path) -> AsyncIterator[FastAPI]:
+    """The scheduling application with every cycle's plugin runs timed (kube-scheduler, and kss by default, time
+    one cycle in ten), so that the few cycles below each show in the plugin metric."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=SEED, plugin_metrics_sample_percent=100)
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
 
 
 def _samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

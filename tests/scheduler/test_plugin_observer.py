@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -115,3 +116,42 @@ def test_a_users_filter_plugin_is_timed_on_every_node(
     # Without an observer the plugin runs as it is (no timing wrapper in the framework's Filter list).
     plain = build_framework(profile, Handle(ClusterObjects()))
     assert any(type(p) is SlowFilter for p in plain.filter)
+
+
+def test_plugin_runs_are_observed_in_the_sampled_cycles_only_and_placements_do_not_depend_on_it() -> None:
+    """kube-scheduler times its plugins in 10 % of the cycles (``pluginMetricsSamplePercent``), decided once per
+    cycle from a random source of its own: the seeded one that breaks ties must not see those draws."""
+
+    def run(percent: int, sample_seed: int) -> tuple[list[str | None], list[int], int]:
+        cache = SchedulerCache()
+        for i in range(6):
+            cache.add_node(make_node(name=f"n{i}", allocatable={"cpu": "100", "memory": "400Gi", "pods": "500"}))
+        observed: Observed = []
+        profile = parse_config(None).profiles[0]
+        fwk = build_framework(profile, Handle(ClusterObjects()), plugin_observer=lambda *o: observed.append(o))
+        fwk.plugin_metrics_sample_percent = percent
+        fwk.plugin_metrics_random = random.Random(sample_seed)
+        scheduler = Scheduler({profile.scheduler_name: fwk}, cache.snapshot, cache=cache, seed=3)
+        opts = ScheduleOptions(record=True, tie_break="random", run_binding_cycle=False)
+        placed: list[str | None] = []
+        sampled: list[int] = []
+        for cycle in range(200):
+            before = len(observed)
+            att = scheduler.schedule_one(PodInfo(make_pod(name=f"p{cycle}", requests={"cpu": "100m"})), 1, opts)
+            placed.append(att.bound_to)
+            points = {(plugin, point) for plugin, point, *_ in observed[before:]}
+            if points:
+                assert ("NodeResourcesFit", "PreFilter") in points and ("NodeResourcesFit", "Score") in points
+                sampled.append(cycle)
+        return placed, sampled, len(observed)
+
+    every_placed, every_sampled, _ = run(100, 0)
+    assert every_sampled == list(range(200))
+    placed, sampled, _ = run(10, 42)
+    draws = random.Random(42)
+    assert sampled == [cycle for cycle in range(200) if draws.randrange(100) < 10]
+    assert 8 <= len(sampled) <= 40, "about one cycle in ten"
+    assert placed == every_placed, "ties are broken the same whichever cycles are timed"
+    assert len(set(placed)) > 1, "pods spread over the nodes (the check above compares something)"
+    _, none_sampled, none_observed = run(0, 42)
+    assert none_sampled == [] and none_observed == 0
