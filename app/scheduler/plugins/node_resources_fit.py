@@ -136,6 +136,8 @@ def resource_specs_type_errors(resources: Any, path: str) -> list[tuple[str, str
 
 
 _D = TypeVar("_D", bound=np.generic)
+# Past this many journal entries per node that may be replayed, a whole pass is cheaper than finding the nodes.
+_REPLAY_CHANGES_PER_NODE = 8
 _K = TypeVar("_K", bound=Hashable)
 
 
@@ -144,8 +146,10 @@ class NodeColumnCache(Generic[_K, _D]):
     change gives new columns) and on its pods, kept per key (a pod shape) as a column of every node.
 
     A column is computed once by ``whole`` on every node, then brought up to date from ``NodeColumns.journal``
-    by recomputing with ``one`` only the nodes whose pods changed since (many changes: ``whole`` again). So a
-    pod of a shape seen before costs one look-up instead of a pass over its nodes.
+    by recomputing with ``one`` only the nodes whose pods changed since, each once (many nodes: ``whole`` again).
+    So a pod of a shape seen before costs one look-up instead of a pass over its nodes. A node is counted once
+    however many of its pod changes the journal holds: in ``kss serve`` each binding is three (assumed, bound,
+    started by the kubelet), so counting changes made a shape unused for a dozen cycles recompute every node.
     """
 
     __slots__ = ("_cols", "_entries", "max_entries", "max_replay")
@@ -174,11 +178,16 @@ class NodeColumnCache(Generic[_K, _D]):
         if entry is not None:
             seq, full = entry
             changes = cols.changes_since(seq)
-            if changes is None or len(changes) > self.max_replay:
+            changed = (
+                None
+                if changes is None or len(changes) > _REPLAY_CHANGES_PER_NODE * self.max_replay
+                else {id(ni): ni for _, ni, _ in changes}
+            )
+            if changed is None or len(changed) > self.max_replay:
                 full = None
             else:
                 infos, n = cols.infos, cols.n
-                for _, ni, _ in changes:
+                for ni in changed.values():
                     i = ni.column_index
                     if 0 <= i < n and infos[i] is ni:
                         full[i] = one(ni)
