@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.scheduler.batch_cycle import BatchCycle
+from app.scheduler.batch_cycle import BatchCycle, reservoir_index
 from app.scheduler.binding_cycle import BindingCycle
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.columns import IntArray, NodeBatch
@@ -254,11 +254,7 @@ class Scheduler(BatchCycle, BindingCycle):
         """One of the best nodes (in evaluation order): the first by name, or reservoir sampling."""
         if tie_break == "name":
             return min(top)
-        chosen = top[0]
-        for count, name in enumerate(top[1:], start=2):
-            if self.rng.randrange(count) == 0:
-                chosen = name
-        return chosen
+        return top[reservoir_index(self.rng, len(top))]
 
     def _nodes_to_find(self, fwk: Framework, opts: ScheduleOptions, n: int) -> int:
         """``numFeasibleNodesToFind`` of ``n`` nodes, at the options', else the profile's, else the configuration's
