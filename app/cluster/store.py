@@ -280,11 +280,13 @@ class ClusterStore(GroupCommit, PodWrites):
         with self._lock:
             return self._committed_rv
 
-    def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
-        """A copy of one object, or None."""
+    def get(self, kind: str, namespace: str | None, name: str, *, working: bool = False) -> Obj | None:
+        """A copy of one object, or None. ``working``: staged writes included, so a bulk write inside
+        ``deferred()`` (an import) sees the objects it wrote before they are committed."""
         info = _info(kind)
+        key = ((namespace or "") if info.namespaced else "", name)
         with self._lock:
-            entry = self._committed_entry(kind, ((namespace or "") if info.namespaced else "", name))
+            entry = self._objects[kind].get(key) if working else self._committed_entry(kind, key)
         return entry.copy() if entry is not None else None
 
     def read(self, kind: str, namespace: str | None, name: str) -> StoredObject:
@@ -402,15 +404,18 @@ class ClusterStore(GroupCommit, PodWrites):
         dry_run: bool = False,
         manager: str = DEFAULT_MANAGER,
         managed: managed_fields.Entries | None = None,
+        keep_status: bool = False,
     ) -> Obj:
         """Create ``obj`` (defaults and admission applied, then validated); returns the stored copy.
 
         ``manager`` owns the fields it set (an Update entry in managedFields) unless ``managed`` gives the entries
-        (a server-side apply that creates). Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound``
-        (namespace), ``Forbidden``.
+        (a server-side apply that creates). ``keep_status``: a non-empty ``status`` sent is stored as sent instead
+        of the one admission sets (an import of a running pod: one write instead of a create and a status
+        update). Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
         body = admission.decode(info, obj)
+        sent_status = body.get("status") if keep_status and info.has_status else None
         admission.drop_disabled_fields(info, body, None, self._gates)
         meta = _meta(body)
         if info.namespaced:
@@ -448,6 +453,8 @@ class ClusterStore(GroupCommit, PodWrites):
             if managed is None:
                 managed = managed_fields.track_update(info, None, body, [], manager, None, self._timestamp())
             admission.prepare_create(info, body, self._objects, self._timestamp)
+            if isinstance(sent_status, dict) and sent_status:
+                body["status"] = sent_status
             if managed:
                 meta["managedFields"] = managed
             causes = VALIDATORS[kind](body)

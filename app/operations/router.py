@@ -63,16 +63,23 @@ async def export(request: Request, format: Annotated[Literal["json", "yaml"] | N
 @router.post("/import")
 async def import_snapshot(
     request: Request,
-    mode: Annotated[Literal["merge", "replace"], Query()] = "merge",
+    mode: Annotated[Literal["merge", "replace", "create"], Query()] = "merge",
     unbind: Annotated[bool, Query()] = False,
 ) -> Response:
     """Load a snapshot, a multi-document kubectl YAML file or a List (JSON or YAML).
 
     ``mode=replace`` first deletes everything that is not built-in; ``unbind=true`` clears pods' nodes so
     the scheduler places them again. A bad document changes nothing: 422 names every bad object.
+    ``mode=create`` (a page of ``kss import``) creates each object on its own, with the status it carries,
+    and answers for each one its uid or why it was refused (``AlreadyExists`` included); the others go on.
     """
     text = await _text(request)
     service = _operations(request)
+    if mode == "create":
+        if unbind:
+            raise BadRequest("unbind applies to mode=merge and mode=replace")
+        answer = await run_in_threadpool(service.create_objects, text)
+        return _encode(answer, False)
     report = await run_in_threadpool(lambda: service.import_text(text, replace=mode == "replace", unbind=unbind))
     return _encode(report, False)
 
