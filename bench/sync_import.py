@@ -9,13 +9,18 @@ arrived.
 ``--synthetic NODES PODS`` generates the cluster instead (``bench/synthetic_cluster.py``): nodes as a cloud
 provider's kubelet registers them (~5 kB each), pods as Deployments make them (~3 kB each), nearly all bound and
 Running, a few hundred pending. It is loaded into the source in one request per few thousand objects through the
-simulator's snapshot import (``POST /simulator/v1/import``; the source runs no scheduler, controllers or kubelet,
+simulator's bulk create (``POST /simulator/v1/import?mode=create``, each object with its status; the source runs
+no scheduler, controllers or kubelet,
 so it keeps what it is given, as a production API server shows it). Then the import is timed, the counts are
 checked against the source, and the figures include the target's RSS and how long its scheduler took to place the
 pending pods after the import.
 
+``--baseline DIR`` runs the simulator and ``kss import`` from another tree (``git archive <commit> | tar -x -C
+DIR``; put first on ``PYTHONPATH``) while the source keeps this tree's code, so old and new code are compared on
+the same generated cluster, loaded as fast.
+
 Usage: ``.venv/bin/python bench/sync_import.py [--nodes FILE] [--pods FILE] [--synthetic NODES PODS]
-[--pending N] [--page-size N] [--qps Q] [--burst B] [--workers W] [--source-scheduler]``.
+[--pending N] [--page-size N] [--qps Q] [--burst B] [--workers W] [--source-scheduler] [--baseline DIR]``.
 """
 
 from __future__ import annotations
@@ -147,21 +152,24 @@ class Figures:
 
 
 def load_snapshot(url: str, cluster: Any, chunk: int = 5000) -> tuple[int, float]:
-    """Create the generated cluster in the source through its snapshot import, ``chunk`` objects a request (the
-    import checks each request in full before applying it); (objects, seconds)."""
+    """Create the generated cluster in the source through the simulator's bulk create (``POST
+    /simulator/v1/import?mode=create``, each object with its status, ``chunk`` objects a request); (objects,
+    seconds). Every object must be created."""
     start = time.perf_counter()
-    parts: list[dict[str, Any]] = [{"namespaces": cluster.namespaces}]
-    parts += [{"nodes": cluster.nodes[i : i + chunk]} for i in range(0, len(cluster.nodes), chunk)]
-    parts += [{"pods": cluster.pods[i : i + chunk]} for i in range(0, len(cluster.pods), chunk)]
+    objects: list[dict[str, Any]] = [{"kind": "Namespace", "apiVersion": "v1", **ns} for ns in cluster.namespaces]
+    objects += [{"kind": "Node", "apiVersion": "v1", **n} for n in cluster.nodes]
+    objects += [{"kind": "Pod", "apiVersion": "v1", **p} for p in cluster.pods]
     with httpx.Client(timeout=600) as http:
-        for part in parts:
+        for i in range(0, len(objects), chunk):
             answer = http.post(
-                f"{url}/simulator/v1/import", content=orjson.dumps(part), headers={"Content-Type": "application/json"}
+                f"{url}/simulator/v1/import",
+                params={"mode": "create"},
+                content=orjson.dumps({"apiVersion": "v1", "kind": "List", "items": objects[i : i + chunk]}),
+                headers={"Content-Type": "application/json"},
             )
-            if answer.status_code != 200:
+            if answer.status_code != 200 or answer.json()["failed"]:
                 raise SystemExit(f"loading the source failed ({answer.status_code}): {answer.text[:2000]}")
-    total = len(cluster.namespaces) + len(cluster.nodes) + len(cluster.pods)
-    return total, time.perf_counter() - start
+    return len(objects), time.perf_counter() - start
 
 
 def rss_mb(pid: int) -> float:
@@ -252,6 +260,7 @@ def run_synthetic(
     extra: list[str] | None = None,
     py_spy: Path | None = None,
     images: bool = True,
+    baseline: Path | None = None,
 ) -> SyntheticFigures:
     """Generate the cluster, load the source, time the import into a fresh simulator (scheduler on), count."""
     cluster = synthetic_cluster.generate(nodes, pods, pending=pending, images=images)
@@ -263,8 +272,14 @@ def run_synthetic(
         "KSS_KUBELET": "false",
         "KSS_SQLITE_SYNCHRONOUS": "NORMAL",
     }
+    # The code under test: this tree's, or the baseline's first on the path of the simulator and of kss import.
+    code = {"PYTHONPATH": os.pathsep.join([str(baseline), os.environ.get("PYTHONPATH", "")])} if baseline else {}
     source = serve(workdir, "source", quiet)
-    target = serve(workdir, "simulator")
+    try:
+        target = serve(workdir, "simulator", code)
+    except BaseException:
+        source.stop()
+        raise
     try:
         _, load_seconds = load_snapshot(source.url, cluster)
         del cluster
@@ -277,7 +292,13 @@ def run_synthetic(
         target_cpu_before = process_cpu(target.process.pid)
         usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(command, stderr=None if progress else subprocess.PIPE, text=True, timeout=3600)
+        done = subprocess.run(
+            command,
+            stderr=None if progress else subprocess.PIPE,
+            text=True,
+            timeout=3600,
+            env={**os.environ, **code},
+        )
         import_seconds = time.perf_counter() - start
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         target_cpu = process_cpu(target.process.pid) - target_cpu_before
@@ -401,6 +422,12 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--source-scheduler", action="store_true", help="bind pods in the source first")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="--synthetic: run the simulator and kss import from DIR (another commit's tree), the source from this one",
+    )
     args = parser.parse_args()
     if args.synthetic:
         with tempfile.TemporaryDirectory() as tmp:
@@ -415,6 +442,7 @@ def main() -> int:
                 progress=not args.json,
                 py_spy=args.py_spy,
                 images=not args.no_images,
+                baseline=args.baseline.resolve() if args.baseline else None,
             )
         if args.json:
             print(json.dumps(synthetic.__dict__, indent=2))

@@ -2,8 +2,15 @@
 
 It applies the same rules as the syncer's first list (``Sink`` with ``initial`` events): pods already
 scheduled in the source arrive bound to the same node, the rest arrive unscheduled for the simulator's
-scheduler. Objects of one kind are written by a pool of workers; kinds follow the apply order, each one
-finished before the next starts.
+scheduler. Kinds follow the apply order, each one finished before the next starts.
+
+Each page of a list goes to the simulator as one request to its bulk create (``TargetApi.create_many``): a pod
+bound in the source is one write there (created with its status) instead of a create and a status patch, and the
+simulator commits the page at once. Two pages are in flight at a time, so the next one is translated and sent while
+the simulator writes the last; the progress bar counts a page's objects once the simulator answered for them. What
+the bulk create cannot take goes object by object through ``Sink.apply`` with a pool of workers, as before: objects
+that exist already (adopted by the update rules), a simulator without the bulk create (404: every later page too),
+a page it could not answer.
 """
 
 from __future__ import annotations
@@ -11,18 +18,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
 from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
-from syncer.kube import Page, SourceApi, TargetApi
+from syncer.kube import ApiProblem, NotFound, Page, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
 from syncer.progress import Progress
 from syncer.sink import ADDED, Event, Sink
 
 log = logging.getLogger("kss.syncer")
+
+Obj = dict[str, Any]
+# Pages sent and not yet answered: one being written by the simulator, the next one waiting behind it.
+PAGES_IN_FLIGHT = 2
 
 
 @dataclass
@@ -60,6 +73,7 @@ def run_import(
     report = ImportReport()
     started = time.perf_counter()
     failures_before = metrics.total("failed")
+    writer = _PageWriter(target, sink)
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="import") as pool:
         for kind in kinds:
             count = 0
@@ -69,7 +83,9 @@ def run_import(
             for namespace in scopes:
                 selector = label_selector if kind is POD else None
                 wanted = set(namespaces) if (kind is NAMESPACE and namespaces) else None
-                count += _import_scope(source, sink, pool, kind, namespace, selector, wanted, page_size, progress)
+                count += _import_scope(
+                    source, sink, writer, pool, kind, namespace, selector, wanted, page_size, progress
+                )
             report.objects[kind.name] = count
             if progress is not None:
                 progress.finish()
@@ -81,9 +97,72 @@ def run_import(
     return report
 
 
+class _PageWriter:
+    """Writes a page through the simulator's bulk create, falling back to ``Sink.apply`` object by object."""
+
+    def __init__(self, target: TargetApi, sink: Sink) -> None:
+        self.target = target
+        self.sink = sink
+        self.bulk = True  # until the simulator says it has no bulk create
+
+    def write(self, pool: ThreadPoolExecutor, kind: Kind, events: list[Event], progress: Progress | None) -> None:
+        """Write ``events`` (one page of ``kind``); returns once every one of them is done."""
+        bodies: list[tuple[Event, Obj]] = []
+        singles: list[Event] = []
+        for event in events:
+            body = self.sink.bulk_body(event) if self.bulk else None
+            if body is None:
+                singles.append(event)
+            else:
+                bodies.append((event, body))
+        if bodies:
+            singles += self._write_bulk(kind, bodies, progress)
+        self._write_singles(pool, singles, progress)
+
+    def _write_bulk(self, kind: Kind, bodies: list[tuple[Event, Obj]], progress: Progress | None) -> list[Event]:
+        """One request for the page; returns the events left to ``apply`` when the request itself failed."""
+        try:
+            answers = self.target.create_many(kind, [body for _, body in bodies])
+        except NotFound:
+            if self.bulk:
+                log.warning("the target has no bulk create (404): writing object by object")
+            self.bulk = False
+            return [event for event, _ in bodies]
+        except ApiProblem as exc:
+            # Too large (413), unreadable (422) or not answered: each object alone (``apply`` retries while the
+            # simulator is unavailable, and adopts what the page created before it failed).
+            level = logging.WARNING if isinstance(exc, Unavailable) else logging.ERROR
+            log.log(
+                level, "bulk create of %d %s objects failed (%s): writing them one by one", len(bodies), kind.name, exc
+            )
+            return [event for event, _ in bodies]
+        for (event, body), answer in zip(bodies, answers, strict=True):
+            self.sink.bulk_created(event, body, answer)
+        if progress is not None:
+            progress.advance(len(bodies))
+        return []
+
+    def _write_singles(self, pool: ThreadPoolExecutor, events: list[Event], progress: Progress | None) -> None:
+        lock = threading.Lock()
+
+        def done(_future: Future[None]) -> None:
+            if progress is not None:
+                with lock:
+                    progress.advance()
+
+        futures = []
+        for event in events:
+            future = pool.submit(self.sink.apply, event)
+            future.add_done_callback(done)
+            futures.append(future)
+        for future in futures:
+            future.result()
+
+
 def _import_scope(
     source: SourceApi,
     sink: Sink,
+    writer: _PageWriter,
     pool: ThreadPoolExecutor,
     kind: Kind,
     namespace: str | None,
@@ -93,32 +172,31 @@ def _import_scope(
     progress: Progress | None,
 ) -> int:
     count = 0
-    lock = threading.Lock()
-
-    def done(_future: Future[None]) -> None:
-        if progress is not None:
-            with lock:
-                progress.advance()
 
     def list_page(token: str | None) -> Page:
         return source.list(kind, namespace, label_selector=label_selector, limit=page_size, continue_token=token)
 
-    # The next page is listed while this one is written, so the source's list time is off the writers' path.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-list") as lister:
+    in_flight: deque[Future[None]] = deque()
+    # The next page is listed while this one is written, so the source's list time is off the writers' path; pages
+    # are written by their own threads (``PAGES_IN_FLIGHT`` at once), objects one by one by ``pool``.
+    with (
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-list") as lister,
+        ThreadPoolExecutor(max_workers=PAGES_IN_FLIGHT, thread_name_prefix="import-page") as pages,
+    ):
         page = list_page(None)
         while True:
             upcoming = lister.submit(list_page, page.continue_token) if page.continue_token else None
             if progress is not None and page.remaining is not None:
                 progress.expect(count + len(page.items) + page.remaining)
             items = [o for o in page.items if names is None or (o.get("metadata") or {}).get("name") in names]
-            futures = []
-            for obj in items:
-                future = pool.submit(sink.apply, Event(ADDED, kind, obj, initial=True))
-                future.add_done_callback(done)
-                futures.append(future)
-            for future in futures:
-                future.result()
+            events = [Event(ADDED, kind, obj, initial=True) for obj in items]
+            in_flight.append(pages.submit(writer.write, pool, kind, events, progress))
+            while len(in_flight) >= PAGES_IN_FLIGHT:
+                in_flight.popleft().result()
             count += len(items)
             if upcoming is None:
-                return count
+                break
             page = upcoming.result()
+        while in_flight:
+            in_flight.popleft().result()
+        return count

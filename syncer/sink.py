@@ -267,6 +267,49 @@ class Sink:
         if kind.mirror_status or node:
             self._sync_status(kind, uid, mirror, want)
 
+    # ------------------------------------------------------------------------------------------ bulk create
+
+    def bulk_body(self, event: Event) -> Obj | None:
+        """The body to create for ``event`` in a page of the bulk create (``kss import``), or None when ``apply``
+        must handle it: not a first-list ADDED, already mirrored, or left out (``apply`` then counts and logs why).
+
+        The body carries the status only where ``apply`` would write it after the create (kinds whose status is
+        mirrored, pods bound in the source): the bulk create keeps what it is sent, in the same write.
+        """
+        kind, source = event.kind, event.obj
+        if event.type != ADDED or not event.initial or self.state.get(translate.source_uid(source)) is not None:
+            return None
+        controller = translate.controller_of(source)
+        if self._run_by_simulator(kind, controller) is not None:
+            return None
+        if kind is RESOURCE_CLAIM and controller is not None and controller[1] == "Pod":
+            return None
+        if kind is JOB and translate.is_finished_job(source):
+            return None
+        want = translate.desired(kind, source, keep_binding=True, pvc_uid=self._pvc_uid)
+        if not (kind.mirror_status or (kind is POD and translate.is_scheduled(want))):
+            want.pop("status", None)
+        return want
+
+    def bulk_created(self, event: Event, want: Obj, answer: Obj) -> None:
+        """Take the bulk create's ``answer`` for ``want`` (``bulk_body(event)``): remember the copy it created, or
+        hand an object it did not create to ``apply``, whose create rules decide (adopt one that exists, including
+        a built-in object whose create fails validation first; count and log a refusal; retry while unavailable).
+        """
+        if not answer.get("uid"):
+            self.apply(event)
+            return
+        kind = event.kind
+        what = translate.describe(kind, event.obj)
+        namespace, name = translate.key(want)
+        mirror = Mirror(kind.name, namespace, name, str(answer["uid"]))
+        mirror.controller = translate.controller_of(event.obj)
+        mirror.applied = want
+        self.state.put(translate.source_uid(event.obj), mirror)
+        self.metrics.count(kind.name, "created")
+        node = (want.get("spec") or {}).get("nodeName") if kind is POD else None
+        log.info("created %s%s", what, f" bound to {node} (existing load)" if node else "")
+
     def _update(self, kind: Kind, uid: str, mirror: Mirror, want: Obj, current: Obj | None) -> None:
         what = translate.describe(kind, want)
         if mirror.applied is None and current is None:

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.kinds import Kind
-from syncer.kube import AlreadyExists, ApiProblem, Conflict, NotFound, Page, Unavailable
+from syncer.kube import AlreadyExists, ApiProblem, Conflict, NotFound, Objs, Page, Unavailable
 
 Obj = dict[str, Any]
+Calls = list[tuple[str, str, str]]  # (verb, kind, name); an alias: inside FakeTarget ``list`` is its method
 
 
 def apply_merge_patch(target: Any, patch: Any) -> Any:
@@ -79,6 +80,7 @@ class FakeTarget:
         self.down = 0  # the next N calls fail with Unavailable
         self.reject: set[str] = set()  # names whose create is rejected
         self.unserved: set[str] = set()  # kinds its discovery does not list
+        self.bulk = True  # serves the bulk create (a kss simulator); False: 404, as another API server answers
         self._rv = itertools.count(100)
 
     def _gate(self, verb: str, kind: Kind, name: str) -> None:
@@ -122,6 +124,29 @@ class FakeTarget:
         self.objects[key] = stored
         return copy.deepcopy(stored)
 
+    def create_many(self, kind: Kind, objs: Objs) -> Objs:
+        """The simulator's bulk create: each object created with the status it carries, refusals answered."""
+        if not self.bulk:
+            raise NotFound("the server could not find the requested resource", status=404)
+        self._gate("create_many", kind, str(len(objs)))
+        answers: Objs = []
+        for obj in objs:
+            name = obj["metadata"]["name"]
+            self.calls.append(("create", kind.name, name))
+            key = self._key(kind, obj["metadata"].get("namespace"), name)
+            if name in self.reject:
+                answers.append({"status": {"code": 422, "reason": "Invalid", "message": f"{name} is invalid"}})
+            elif key in self.objects:
+                answers.append({"status": {"code": 409, "reason": "AlreadyExists", "message": f"{name} exists"}})
+            else:
+                stored = copy.deepcopy(obj)
+                stored["metadata"].update(uid=str(uuid.uuid4()), resourceVersion=str(next(self._rv)))
+                if not stored.get("status"):
+                    stored["status"] = {"phase": "Pending"} if kind.name in ("Pod", "PersistentVolume") else {}
+                self.objects[key] = stored
+                answers.append({"uid": stored["metadata"]["uid"]})
+        return answers
+
     def patch(self, kind: Kind, namespace: str | None, name: str, patch: Obj, *, status: bool = False) -> Obj:
         self._gate("patch_status" if status else "patch", kind, name)
         key = self._key(kind, namespace, name)
@@ -150,8 +175,9 @@ class FakeTarget:
     def find(self, kind: str, name: str, namespace: str = "") -> Obj | None:
         return self.objects.get((kind, namespace, name))
 
-    def writes(self) -> list[tuple[str, str, str]]:
-        return [c for c in self.calls if c[0] not in ("get", "list", "discover")]
+    def writes(self) -> Calls:
+        # A bulk create is counted by its objects (a "create" each), not by its request.
+        return [c for c in self.calls if c[0] not in ("get", "list", "discover", "create_many")]
 
 
 @dataclass

@@ -361,6 +361,7 @@ def test_kss_import_copies_once_with_paging(mirror: Mirror) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "imported" in done.stderr and "Pod" in done.stderr
+    assert "one by one" not in done.stderr and "object by object" not in done.stderr, "a page per bulk create"
     pods = mirror.sim_pods()
     assert len(pods) == 13 and pods["bound"]["spec"]["nodeName"] == "node-3"
     assert len(raw(mirror.sim, "/api/v1/nodes")["items"]) == 7
