@@ -91,6 +91,8 @@ class Metrics:
             buckets=_exponential(0.00001, 1.5, 20),
             registry=r,
         )
+        # The histogram's child per (plugin, extension point, status): ``labels()`` validates and locks on every call.
+        self._plugin_children: dict[tuple[str, str, str], Any] = {}
         self.permit_wait_duration = Histogram(
             "scheduler_permit_wait_duration_seconds",
             "Duration of waiting on permit.",
@@ -144,7 +146,11 @@ class Metrics:
 
     def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
         """``SchedulerService.on_plugin``: one plugin's run at one extension point."""
-        self.plugin_duration.labels(plugin, point, status).observe(seconds)
+        key = (plugin, point, status)
+        child = self._plugin_children.get(key)
+        if child is None:
+            child = self._plugin_children[key] = self.plugin_duration.labels(plugin, point, status)
+        child.observe(seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
