@@ -107,6 +107,8 @@ class NodeColumns:
         # pod uid -> sequence number of the entry that last added it (see ``log``: a new version of a pod that no
         # aggregate tells apart takes the old one's place there).
         self._added: dict[str, int] = {}
+        # The journal's end as last handed to a reader (``journal_end``): entries before it may be counted somewhere.
+        self._read_end = 0
         for i, ni in enumerate(infos):
             ni.attach_columns(self, i)
             self._write(i, ni)
@@ -137,7 +139,9 @@ class NodeColumns:
         old version now names the new one. So the journal holds one entry per bound pod instead of five, and no
         superseded version of a pod (each with its object: ~220 MB at 20,000 pods in ``kss serve``)."""
         journal = self.journal
-        if sign > 0 and journal:
+        end = self.journal_base + len(journal)
+        # A removal a reader has replayed stays: taking it back would hide the addition from that reader.
+        if sign > 0 and journal and self._read_end < end:
             old, old_ni, old_sign = journal[-1]
             if old_sign < 0 and old_ni is ni and old.uid == pod.uid and same_to_aggregates(old, pod):
                 journal.pop()
@@ -152,12 +156,14 @@ class NodeColumns:
             self.journal_base += drop
             self._added = {uid: seq for uid, seq in self._added.items() if seq >= self.journal_base}
         if sign > 0:
-            self._added[pod.uid] = self.journal_end()
+            self._added[pod.uid] = self.journal_base + len(journal)
         journal.append((pod, ni, sign))
 
     def journal_end(self) -> int:
-        """The sequence number the next pod change will get."""
-        return self.journal_base + len(self.journal)
+        """The sequence number the next pod change will get (a reader keeps it to replay what follows)."""
+        end = self.journal_base + len(self.journal)
+        self._read_end = end
+        return end
 
     def changes_since(self, seq: int) -> list[tuple[PodInfo, NodeInfo, int]] | None:
         """The pod changes from sequence number ``seq`` on; None when they are no longer kept."""
