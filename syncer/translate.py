@@ -18,6 +18,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from syncer.kinds import Kind
 
 Obj = dict[str, Any]
@@ -156,7 +158,7 @@ def desired(kind: Kind, source: Obj, *, keep_binding: bool, pvc_uid: PvcUid) -> 
     load); otherwise a pod arrives unscheduled and the simulator's scheduler places it. The result carries
     the source's ``status`` (the sink decides whether to mirror it).
     """
-    obj = copy.deepcopy(source)
+    obj = json_copy(source)
     obj["kind"] = kind.name
     obj["apiVersion"] = kind.api_version
     m = obj.setdefault("metadata", {})
@@ -186,6 +188,16 @@ def desired(kind: Kind, source: Obj, *, keep_binding: bool, pvc_uid: PvcUid) -> 
             else:
                 claim.pop("uid", None)
     return obj
+
+
+def json_copy(obj: Obj) -> Obj:
+    """A deep copy of a JSON object; through orjson, several times faster than ``copy.deepcopy`` (most of the
+    syncer's CPU per object in an import), which remains for what orjson refuses (integers beyond 64 bits)."""
+    try:
+        copied: Obj = orjson.loads(orjson.dumps(obj))
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return copy.deepcopy(obj)
+    return copied
 
 
 def without_status(obj: Obj) -> Obj:

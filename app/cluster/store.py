@@ -405,13 +405,15 @@ class ClusterStore(GroupCommit, PodWrites):
         manager: str = DEFAULT_MANAGER,
         managed: managed_fields.Entries | None = None,
         keep_status: bool = False,
+        copy: bool = True,
     ) -> Obj:
         """Create ``obj`` (defaults and admission applied, then validated); returns the stored copy.
 
         ``manager`` owns the fields it set (an Update entry in managedFields) unless ``managed`` gives the entries
         (a server-side apply that creates). ``keep_status``: a non-empty ``status`` sent is stored as sent instead
         of the one admission sets (an import of a running pod: one write instead of a create and a status
-        update). Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
+        update). ``copy=False`` returns the stored, read-only dict instead of a copy of it (a caller that only reads
+        it). Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
         body = admission.decode(info, obj)
@@ -474,7 +476,7 @@ class ClusterStore(GroupCommit, PodWrites):
             batch = self._stage(changes)
         self._await(batch)
         assert change.new is not None
-        return change.new.copy()
+        return change.new.copy() if copy else change.new.obj
 
     def update(
         self,

@@ -329,7 +329,8 @@ def _apply_one(store: ClusterStore, item: Item) -> bool:
 
 
 def _create_one(store: ClusterStore, item: Item) -> Obj:
-    """Create one item with the status it carries (``create_objects``); a pod not bound gets the server's."""
+    """Create one item with the status it carries (``create_objects``); a pod not bound gets the server's.
+    Returns the stored object: read it, never change it."""
     body = item.obj  # parsed for this request only: no copy (the store's create takes its own)
     namespace = item.namespace
     _relink_owners(store, body, namespace)
@@ -337,7 +338,7 @@ def _create_one(store: ClusterStore, item: Item) -> Obj:
     if item.kind == "ResourceClaim" and isinstance(status, dict):
         body["status"] = _relink_consumers(store, status, namespace)
     keep_status = not (item.kind == "Pod" and not (body.get("spec") or {}).get("nodeName"))
-    return store.create(item.kind, body, namespace, keep_status=keep_status)
+    return store.create(item.kind, body, namespace, keep_status=keep_status, copy=False)
 
 
 def _without_managed_fields(obj: Obj) -> Obj:
