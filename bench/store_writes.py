@@ -8,7 +8,8 @@ alternating round by round, and prints the thread CPU per write (min and median 
 - an Event as ``create_event`` records it: through ``ClusterStore.create`` (as before) / built by the server;
 - the kubelet's status write (Running) of a bound pod with result annotations: a merge patch through
   ``ClusterStore.patch`` (as before) / ``merge_pod_status``;
-- a group commit of those writes to SQLite: the runs in order (as before) / grouped per uid.
+- a group commit of those writes to SQLite (rolled back): ``write_changes`` as before (a statement per run of
+  one operation, built on each call) / grouped per uid, with statements built once.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Connection, insert, update
+
 from app.cluster import pod_writes, repository
+from app.cluster.models import ClusterObject, ClusterState
 from app.cluster.store import DEFAULT_MANAGER, ClusterStore
 from app.controllers.pod_status import running_status
 from app.db import make_engine, upgrade_database
@@ -135,39 +139,64 @@ def _status_merge(store: ClusterStore, pods: list[Obj]) -> Callable[[], None]:
     return run
 
 
-def _commit(grouped: bool) -> Callable[[ClusterStore, list[Obj]], Callable[[], None]]:
-    """One transaction of a batch as the tail makes it: per pod its binding, its status and its Event."""
+def _write_changes_before(conn: Connection, changes: list[repository.Change], resource_version: int) -> None:
+    """``repository.write_changes`` as it was before (7281e48): a run of one operation per executemany, the
+    statements built on each call."""
+    run: list[dict[str, Any]] = []
+    run_op = ""
+
+    def flush() -> None:
+        if not run:
+            return
+        if run_op == "insert":
+            conn.execute(insert(ClusterObject), run)
+        elif run_op == "update":
+            conn.execute(repository._UPDATE, run)
+        else:
+            conn.execute(repository._DELETE, run)
+
+    for change in changes:
+        if change.op != run_op:
+            flush()
+            run, run_op = [], change.op
+        run.append(repository._params(change.op, change.row))
+    flush()
+    conn.execute(update(ClusterState).where(ClusterState.id == 1).values(resource_version=resource_version))
+
+
+def _commit(grouped: bool, pods_per_batch: int) -> Callable[[ClusterStore, list[Obj]], Callable[[], None]]:
+    """Transactions of ``pods_per_batch`` pods' writes as the tail makes them: per pod its binding, its status
+    and its Event (the pods exist before). Timed per pod."""
 
     def prepare(store: ClusterStore, pods: list[Obj]) -> Callable[[], None]:
-        changes: list[repository.Change] = []
+        existing: list[repository.Change] = []
+        batches: list[list[repository.Change]] = [[]]
         for i, pod in enumerate(pods):
             meta = pod["metadata"]
-            row = repository.Row(meta["uid"], "Pod", "default", meta["name"], 2 * i, orjson_text(pod))
-            changes.append(repository.Change("insert", row))
-        for i, pod in enumerate(pods):
-            meta = pod["metadata"]
+            text = orjson_text(pod)
+            existing.append(
+                repository.Change("insert", repository.Row(meta["uid"], "Pod", "default", meta["name"], i, text))
+            )
+            if len(batches[-1]) >= 3 * pods_per_batch:
+                batches.append([])
             for step in range(2):
-                row = repository.Row(
-                    meta["uid"], "Pod", "default", meta["name"], 10_000 + 2 * i + step, orjson_text(pod)
-                )
-                changes.append(repository.Change("update", row))
+                row = repository.Row(meta["uid"], "Pod", "default", meta["name"], 10_000 + 2 * i + step, text)
+                batches[-1].append(repository.Change("update", row))
             event = repository.Row(f"e{i}", "Event", "default", f"e{i}", 20_000 + i, '{"kind":"Event"}')
-            changes.append(repository.Change("insert", event))
+            batches[-1].append(repository.Change("insert", event))
         directory = tempfile.mkdtemp(prefix="kss-bench-")
         engine = make_engine(f"sqlite:///{Path(directory) / 'kss.db'}")
         upgrade_database(engine)
         with engine.begin() as conn:
-            repository.write_changes(conn, changes[: len(pods)], 1)  # the pods exist before the batch
-        batch = changes[len(pods) :]
+            repository.write_changes(conn, existing, 1)
+        write = repository.write_changes if grouped else _write_changes_before
 
         def run() -> None:
             with engine.connect() as conn:
-                transaction = conn.begin()
-                if grouped:
-                    repository.write_changes(conn, batch, 30_000)
-                else:
-                    repository._write_in_order(conn, batch)
-                transaction.rollback()
+                for batch in batches:
+                    transaction = conn.begin()
+                    write(conn, batch, 30_000)
+                    transaction.rollback()
 
         return run
 
@@ -196,7 +225,8 @@ def main() -> None:
     pairs = [
         ("Event", _event_generic, _event_built),
         ("kubelet status", _status_patch, _status_merge),
-        ("commit (per pod: 2 updates + 1 Event)", _commit(False), _commit(True)),
+        ("commit, 1 pod per batch (SQL per pod)", _commit(False, 1), _commit(True, 1)),
+        ("commit, 50 pods per batch (SQL per pod)", _commit(False, 50), _commit(True, 50)),
     ]
     print(f"{args.rounds} rounds x {args.writes} writes, thread CPU per write (µs): min / median")
     for label, before, after in pairs:
