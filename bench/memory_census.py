@@ -19,6 +19,7 @@ generated nodes and pods.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import os
 import sys
@@ -68,6 +69,13 @@ def rss_mb() -> tuple[float, float]:
         if line.startswith(("VmRSS:", "VmHWM:")):
             values[line.split(":")[0]] = int(line.split()[1]) / 1024.0
     return values["VmRSS"], values["VmHWM"]
+
+
+def trimmed_rss_mb() -> float:
+    """VmRSS after glibc's ``malloc_trim(0)`` hands the free parts of its heaps back to the system: what RSS held
+    that no object did (memory freed after the peak, kept by the allocator)."""
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return rss_mb()[0]
 
 
 def pymalloc_mb() -> dict[str, float]:
@@ -252,12 +260,14 @@ def main() -> int:
                 state.scheduler.stop()  # nothing moves while the census walks
             t_all = time.perf_counter() - t0
             rss, hwm = rss_mb()
+            trimmed = trimmed_rss_mb()
             arenas = pymalloc_mb()
             tracked = len(gc.get_objects())  # what every full collection walks
             rows = census(app, state, [*nodes, *pods])
             total = sum(size for name, size in rows if not name.startswith((" ", "this benchmark")))
             print(f"{len(nodes)} nodes, {len(pods)} pods: created in {t_create:.1f} s, settled in {t_all:.1f} s")
             print(f"RSS {rss:.0f} MB (peak {hwm:.0f} MB; {base_rss:.0f} MB after start-up)")
+            print(f"RSS after malloc_trim(0): {trimmed:.0f} MB (free C heap glibc had kept)")
             print("pymalloc: " + ", ".join(f"{name} {mb:.0f} MB" for name, mb in arenas.items()))
             print(f"objects the collector tracks: {tracked:,} ({tracked / len(pods):.0f} per pod)")
             print("| holder | MB | bytes per pod |")
