@@ -236,3 +236,14 @@ def test_a_status_write_from_a_stale_version_is_refused(store: ClusterStore) -> 
     stored = store.get("Pod", "default", "p")
     assert stored is not None and stored["status"]["phase"] == "Running"
     assert ClusterStore.open(store._engine).get("Pod", "default", "p") == stored  # written through
+
+
+def test_an_annotation_key_checked_once_is_refused_again_on_the_next_binding() -> None:
+    store = ClusterStore(None)
+    for name in ("p", "q"):
+        store.create("Pod", make_pod(name=name, requests={"cpu": "1"}), "default")
+    for name in ("p", "q"):
+        with pytest.raises(Invalid) as refused:
+            store.bind_pod("default", name, "n1", annotations={"good.example/key": "1", "bad key!": "2"})
+        assert [c.field for c in refused.value.causes] == ["metadata.annotations"]
+        assert not (store.get("Pod", "default", name) or {})["spec"].get("nodeName")
