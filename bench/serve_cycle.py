@@ -11,6 +11,7 @@ alternating round by round so that a shared machine's load falls on each alike:
   to the server's Prometheus registry and sampled as ``kss serve`` samples them.
 - ``serve-all``: the same with every cycle's plugin runs timed and observed (the sample at 100 %).
 - ``serve-nometrics``: the same with no plugin observer at all.
+- ``serve-nokubelet``: ``serve`` without the kubelet (no status write per bound pod, no thread to share the GIL with).
 
 Each call's CPU is ``time.thread_time()`` around ``schedule_one`` on the thread that runs it; printed per mode: calls,
 mean, median and p90 in ms, and the sum. The rest of each host's loop (taking changes in, the binding, Events,
@@ -64,8 +65,9 @@ def run_offline(sc: Obj) -> None:
             pass
 
 
-def run_serve(sc: Obj, sample_percent: int | None) -> None:
-    """The engine host on an in-memory store with the kubelet; None: no plugin observer."""
+def run_serve(sc: Obj, sample_percent: int | None, kubelet_on: bool = True) -> None:
+    """The engine host on an in-memory store (with the kubelet unless ``kubelet_on`` is off); ``sample_percent``
+    None: no plugin observer."""
     store = ClusterStore(None)
     for ns in sc["namespaces"]:
         store.create("Namespace", ns)
@@ -87,7 +89,8 @@ def run_serve(sc: Obj, sample_percent: int | None) -> None:
     gc.freeze()  # as kss serve does at its start
     gc.set_threshold(*SERVE_GC_THRESHOLDS)
     try:
-        kubelet.start()
+        if kubelet_on:
+            kubelet.start()
         scheduler.start()
         if not scheduler.wait_idle(600.0):
             raise SystemExit("the scheduler did not settle")
@@ -114,6 +117,7 @@ def main() -> int:
         "serve": lambda: run_serve(sc, 10),
         "serve-all": lambda: run_serve(sc, 100),
         "serve-nometrics": lambda: run_serve(sc, None),
+        "serve-nokubelet": lambda: run_serve(sc, 10, kubelet_on=False),
     }
     per_mode: dict[str, list[float]] = {m: [] for m in modes}
     print(f"load average before: {os.getloadavg()}; {len(sc['nodes'])} nodes, {len(sc['pending'])} pods")

@@ -137,7 +137,7 @@ def resource_specs_type_errors(resources: Any, path: str) -> list[tuple[str, str
 
 _D = TypeVar("_D", bound=np.generic)
 # Past this many journal entries per node that may be replayed, a whole pass is cheaper than finding the nodes.
-_REPLAY_CHANGES_PER_NODE = 8
+_REPLAY_CHANGES_PER_NODE = 4
 _K = TypeVar("_K", bound=Hashable)
 
 
@@ -177,12 +177,11 @@ class NodeColumnCache(Generic[_K, _D]):
         full: npt.NDArray[_D] | None = None
         if entry is not None:
             seq, full = entry
-            changes = cols.changes_since(seq)
-            changed = (
-                None
-                if changes is None or len(changes) > _REPLAY_CHANGES_PER_NODE * self.max_replay
-                else {id(ni): ni for _, ni, _ in changes}
-            )
+            # How many changes there are, before they are sliced out of the journal (often hundreds in kss serve
+            # for a shape last used a while ago).
+            pending = cols.journal_base + len(cols.journal) - seq
+            changes = None if pending > _REPLAY_CHANGES_PER_NODE * self.max_replay else cols.changes_since(seq)
+            changed = None if changes is None else {id(ni): ni for _, ni, _ in changes}
             if changed is None or len(changed) > self.max_replay:
                 full = None
             else:
