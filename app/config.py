@@ -161,7 +161,7 @@ FEATURE_GATES: dict[str, bool] = {
     "DRAConsumableCapacity": False,
     "DRAExtendedResource": False,
     "DRADeviceBindingConditions": False,
-    # The scheduling queue pops backoffQ when activeQ is empty (beta, on since v1.33); `kss replay` honours it.
+    # The scheduling queue pops backoffQ when activeQ is empty (beta, on since v1.33); `kss serve` and `kss replay`.
     "SchedulerPopFromBackoffQ": True,
 }
 

@@ -208,7 +208,12 @@ class SchedulerService:
 
     # --- configuration --------------------------------------------------------------------------
     def _new_queue(self) -> q.SchedulingQueue:
-        return q.queue_for_profiles(lambda: self.frameworks, self.config, clock=self.clock)
+        return q.queue_for_profiles(
+            lambda: self.frameworks,
+            self.config,
+            clock=self.clock,
+            pop_from_backoff=gate_enabled(self.feature_gates, "SchedulerPopFromBackoffQ"),
+        )
 
     def _build(self, config: SchedulerConfig) -> Scheduler:
         self.handles, frameworks = build_profiles(

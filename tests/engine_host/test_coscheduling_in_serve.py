@@ -3,7 +3,9 @@ KubeSchedulerConfiguration file, PodGroups and their pods applied from YAML.
 
 - a gang of 8 that fits is bound all together (none bound before the eighth is reserved);
 - a gang that cannot reach minMember binds none, and every member says why;
-- a gang whose quorum never comes times out: every reservation released, every member back to pending.
+- a gang whose quorum never comes times out: every reservation released, every member back to pending; with
+  SchedulerPopFromBackoffQ (on by default in v1.35) the members are retried at once while activeQ is empty and wait
+  again, a pod in activeQ goes before them, and the gang is bound all together once its last member can fit.
 """
 
 from __future__ import annotations
@@ -123,6 +125,13 @@ def _latest(server: Server, ns: str, name: str) -> dict[str, Any]:
     return detail
 
 
+def _attempts(server: Server, ns: str, name: str) -> list[dict[str, Any]]:
+    """The pod's recorded attempts, oldest first."""
+    got = httpx.get(f"{server.url}/simulator/v1/namespaces/{ns}/pods/{name}/results").json()
+    attempts: list[dict[str, Any]] = got.get("attempts") or []
+    return sorted(attempts, key=lambda a: a["attempt"])
+
+
 def _condition(pod: dict[str, Any]) -> dict[str, Any] | None:
     return next((c for c in pod.get("status", {}).get("conditions") or [] if c["type"] == "PodScheduled"), None)
 
@@ -198,9 +207,29 @@ def test_gangs_with_coscheduling_through_kubectl(gang_server: tuple[Server, Kube
         "0/1 nodes are available: 1 rejection in Unreserve.",
     ]
     assert not any(p["spec"].get("nodeName") for p in pods.values())
-    # Every reservation released: the freed nodes' CPU is free again in the scheduler's view.
-    metrics = httpx.get(f"{server.url}/metrics").text
-    assert "kss_permit_waiting_pods 0.0" in metrics
+
+    def first_rejection(name: str) -> int | None:
+        """The attempt in which the member's first wait ended (the results are written a moment later)."""
+        return next((a["attempt"] for a in _attempts(server, "late", name) if a["message"] in messages), None)
+
+    _wait(lambda: all(first_rejection(n) for n in ("stuck-0", "stuck-1")))
+    rejected_at = {n: first_rejection(n) or 0 for n in ("stuck-0", "stuck-1")}
+
+    # Back in the queue, the two are popped from backoffQ at once (activeQ is empty), not after their backoff (2 s
+    # and more by now): each one's next attempt was queued for less than the 1 s initial backoff, waited in Permit
+    # again and timed out again (its attempt is recorded when the wait ends).
+    def retry(name: str) -> dict[str, Any] | None:
+        return next((a for a in _attempts(server, "late", name) if a["attempt"] > rejected_at[name]), None)
+
+    _wait(lambda: all(retry(n) for n in ("stuck-0", "stuck-1")), timeout=20)
+    for name in ("stuck-0", "stuck-1"):
+        again = retry(name)
+        assert again is not None and again["queuedSeconds"] < 1.0, again
+        detail = httpx.get(f"{server.url}/simulator/v1/namespaces/late/pods/{name}/results/{again['attempt']}").json()
+        assert detail["permitWait"]["outcome"] == "rejected" and detail["permitWait"]["plugin"] == "Coscheduling"
+
+    # Each timeout releases the reservations: a pod in activeQ goes before the members in backoffQ and takes one of
+    # the two freed nodes; the gang binds none (its members keep being tried, one fits, the other fails).
     filler = """apiVersion: v1
 kind: Pod
 metadata: {name: filler, namespace: late}
@@ -212,3 +241,15 @@ spec:
 """
     kubectl("apply", "-f", "-", input=filler)
     _wait(lambda: bool(_pods(kubectl, "late")["filler"]["spec"].get("nodeName")))
+    assert not any(p["spec"].get("nodeName") for n, p in _pods(kubectl, "late").items() if n != "filler")
+
+    # A node where the third member fits (and room for the others): the gang is bound, all together.
+    kubectl("apply", "-f", "-", input=_nodes(1, cpu="6").replace("node-0", "nowhere"))
+    _wait(lambda: all(p["spec"].get("nodeName") for p in _pods(kubectl, "late").values()))
+    assert _pods(kubectl, "late")["stuck-2"]["spec"]["nodeName"] == "nowhere"
+    latest = [_latest(server, "late", n) for n in ("stuck-0", "stuck-1", "stuck-2")]
+    assert all(a["result"] == "scheduled" for a in latest)
+    # Whoever waited in Permit was let go by the quorum: none was bound before the three were reserved.
+    waits = [a["permitWait"] for a in latest if a.get("permitWait")]
+    assert len(waits) >= 2 and all(w["outcome"] == "allowed" for w in waits)
+    _wait(lambda: "kss_permit_waiting_pods 0.0" in httpx.get(f"{server.url}/metrics").text, timeout=5)

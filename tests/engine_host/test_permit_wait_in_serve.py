@@ -1,5 +1,7 @@
 """Waiting in Permit inside ``kss serve``: held pods keep their node reserved and are not bound until their quorum
-is reached; a wait that times out leaves every pod pending with kube-scheduler's message, the nodes free again."""
+is reached; a wait that times out sends the team back with kube-scheduler's message. With SchedulerPopFromBackoffQ
+(on by default in v1.35) the member sent to backoffQ is retried at once, since activeQ is empty, and its new wait
+times out in turn; with the gate off it first waits out its 1 s backoff. Either way the nodes end up free."""
 
 from __future__ import annotations
 
@@ -73,8 +75,9 @@ def _config(quorum: int, timeout: float) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
-    application = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=3))
+async def app(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[FastAPI]:
+    gates: dict[str, bool] = getattr(request, "param", {})  # feature gates, when a test parametrizes them
+    application = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=3, feature_gates=gates))
     async with application.router.lifespan_context(application):
         yield application
 
@@ -136,8 +139,24 @@ async def test_a_team_waits_with_its_nodes_reserved_then_binds_together(
     assert 'scheduler_permit_wait_duration_seconds_count{result="Success"} 2.0' in metrics
 
 
-async def test_a_wait_that_times_out_leaves_the_team_pending_and_the_nodes_free(
-    app: FastAPI, client: httpx.AsyncClient
+async def _attempts(client: httpx.AsyncClient, name: str) -> list[dict[str, Any]]:
+    """The pod's recorded attempts, oldest first."""
+    got = (await client.get(f"/simulator/v1/namespaces/default/pods/{name}/results")).json()
+    attempts: list[dict[str, Any]] = got["attempts"]
+    return sorted(attempts, key=lambda a: a["attempt"])
+
+
+TIMED_OUT = "0/1 nodes are available: 1 rejected due to timeout after waiting 1s at plugin KssTestQuorum."
+
+
+@pytest.mark.parametrize(
+    ("app", "retried_at_once"),
+    [({}, True), ({"SchedulerPopFromBackoffQ": False}, False)],
+    indirect=["app"],
+    ids=["PopFromBackoffQ", "gate-off"],
+)
+async def test_a_wait_that_times_out_sends_the_team_back_and_backoffQ_is_popped_when_activeQ_is_empty(
+    app: FastAPI, client: httpx.AsyncClient, retried_at_once: bool
 ) -> None:
     for i in range(2):
         await client.post("/api/v1/nodes", json=node(f"n{i}", cpu="1"))
@@ -146,21 +165,33 @@ async def test_a_wait_that_times_out_leaves_the_team_pending_and_the_nodes_free(
         await client.post("/api/v1/namespaces/default/pods", json=_member(name))
     await _settle(app)
     assert len(app.state.scheduler.waiting()) == 2
-    deadline = time.monotonic() + 10
-    while app.state.scheduler.waiting() and time.monotonic() < deadline:
+
+    # The first timeout rejects the other member (Unreserve); the member that went to backoffQ is tried again and
+    # waits alone until its own timeout; then both rest in the unschedulable pool (no event helps them).
+    service = app.state.scheduler
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if not service.waiting() and service.queue.pending_counts()["unschedulable"] == 2:
+            break
         await asyncio.sleep(0.05)
-    assert app.state.scheduler.waiting() == []
+    else:
+        raise AssertionError(f"the team did not come to rest: {service.queue.pending_counts()}")
     await _settle(app)
     app.state.results.flush()
+    first, retried = sorted([await _attempts(client, "a"), await _attempts(client, "b")], key=len)
+    assert (len(first), len(retried)) == (1, 2)
+    assert first[0]["message"] == TIMED_OUT
+    assert retried[0]["message"] == "0/1 nodes are available: 1 team member left."
+    # The retry waited in Permit again, for its whole timeout.
+    assert retried[1]["result"] == "unschedulable" and retried[1]["message"] == TIMED_OUT
+    # Popped from backoffQ at once (activeQ was empty) with the gate; after its 1 s backoff without it.
+    assert (retried[1]["queuedSeconds"] < 1.0) is retried_at_once, retried[1]["queuedSeconds"]
     for name in ("a", "b"):
         got = (await client.get(f"/api/v1/namespaces/default/pods/{name}")).json()
         assert got["spec"].get("nodeName") is None
         condition = next(c for c in got["status"]["conditions"] if c["type"] == "PodScheduled")
         assert condition["reason"] == "Unschedulable"
-        assert condition["message"] in (
-            "0/1 nodes are available: 1 rejected due to timeout after waiting 1s at plugin KssTestQuorum.",
-            "0/1 nodes are available: 1 team member left.",
-        )
+        assert condition["message"] == TIMED_OUT
     # The reservations are gone: a plain pod fits on either node.
-    assert app.state.scheduler.cache.snapshot.get("n0").requested.milli_cpu == 0
-    assert app.state.scheduler.cache.snapshot.get("n1").requested.milli_cpu == 0
+    assert service.cache.snapshot.get("n0").requested.milli_cpu == 0
+    assert service.cache.snapshot.get("n1").requested.milli_cpu == 0
