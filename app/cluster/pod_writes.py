@@ -417,7 +417,9 @@ def _create_built_event(store: _Store, event: Obj, manager: str, now: str) -> Ob
     Events) are skipped. What can fail is kept: the name (a long pod name), its namespace, a name taken."""
     meta = event["metadata"]
     namespace, name = str(meta["namespace"]), str(meta["name"])
-    meta["managedFields"] = created_event_managed_fields(event, manager, now)
+    managed = created_event_managed_fields(event, manager, now)
+    if managed:
+        meta["managedFields"] = managed
     causes = validate_event(event)
     if causes:
         raise Invalid("Event", name, causes)
