@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import threading
+from collections.abc import Callable
 from typing import Any
 
 # Full collections of the cyclic garbage collector stop every thread for as long as it takes to walk every
@@ -30,8 +33,30 @@ def install_gc_policy() -> None:
             _gc_installed = True
 
 
+def _find_malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to hand back this way
+        return None
+    if trim is None:
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    result: Callable[[int], int] = trim
+    return result
+
+
+# glibc keeps the pages of freed memory for the process after a peak (a burst of pods, their writes and attempts):
+# at 50,000 pods ~400 MB of RSS no object held (issue #20, memory census). ``malloc_trim`` hands them back.
+_malloc_trim = _find_malloc_trim()
+
+
 def reclaim_frozen() -> None:
-    """One full collection over everything, frozen objects included, then freeze the survivors again."""
+    """One full collection over everything, frozen objects included, then freeze the survivors again; then give
+    the C heap's free pages back to the system."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+    if _malloc_trim is not None:
+        _malloc_trim(0)
