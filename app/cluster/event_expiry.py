@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from app.cluster.errors import Conflict, NotFound
+from app.kube.times import parse_time
 
 if TYPE_CHECKING:
     from app.cluster.store import ClusterStore
@@ -40,17 +41,8 @@ def last_written(event: dict[str, Any]) -> datetime | None:
     texts: list[Any] = [meta.get("creationTimestamp"), event.get("lastTimestamp"), event.get("eventTime")]
     texts += [(event.get("series") or {}).get("lastObservedTime")]
     texts += [entry.get("time") for entry in meta.get("managedFields") or [] if isinstance(entry, dict)]
-    times = [t for t in map(_parse_time, texts) if t is not None]
+    times = [t for t in map(parse_time, texts) if t is not None]
     return max(times) if times else None
-
-
-def _parse_time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 class EventExpiry:

@@ -10,6 +10,7 @@ from typing import Any
 from app.cluster import tables
 from app.cluster.scale import selector_string
 from app.cluster.tables import NONE, Column, Obj, _age, _name, _since
+from app.kube.times import parse_time
 
 _NAME: Column = ("Name", "string", 0, "Name must be unique within a namespace.")
 _AGE: Column = ("Age", "string", 0, "CreationTimestamp is a timestamp representing the server time when this object "
@@ -121,15 +122,6 @@ def _job_status(job: Obj) -> str:
     return "Running"
 
 
-def _parse_time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def _job_row(job: Obj, now: datetime) -> list[Any]:
     spec, status = _section(job, "spec"), _section(job, "status")
     succeeded = _count(job, "status", "succeeded")
@@ -139,7 +131,7 @@ def _job_row(job: Obj, now: datetime) -> list[Any]:
     else:
         parallelism = _count(job, "spec", "parallelism")
         done = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
-    start, end = _parse_time(status.get("startTime")), _parse_time(status.get("completionTime"))
+    start, end = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
     duration = ""
     if start is not None:
         duration = tables.human_duration(((end or now) - start).total_seconds())
