@@ -24,6 +24,14 @@ from app.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from tests.scheduler.factories import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
+# What the incoming pod of the random tests spreads over and keeps away from: the "web" pods, by zone.
+WEB_SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": ZONE,
+    "whenUnsatisfiable": "ScheduleAnyway",
+    "labelSelector": {"matchLabels": {"app": "web"}},
+}
+WEB_ZONE_TERM = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}
 
 
 def _cache(nodes: int = 6) -> SchedulerCache:
@@ -148,13 +156,7 @@ def test_cached_aggregates_equal_fresh_ones_through_random_versions_and_removals
     spread = PodTopologySpread(handle, PodTopologySpread.defaulted_args({}))
     affinity = InterPodAffinity(handle, InterPodAffinity.defaulted_args({}))
     fit = NodeResourcesFit(handle, NodeResourcesFit.defaulted_args({}))
-    constraint = {
-        "maxSkew": 1,
-        "topologyKey": ZONE,
-        "whenUnsatisfiable": "ScheduleAnyway",
-        "labelSelector": {"matchLabels": {"app": "web"}},
-    }
-    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}
+    constraint, term = WEB_SPREAD, WEB_ZONE_TERM
     incoming = make_pod(
         name="in",
         labels={"app": "web"},

@@ -11,17 +11,18 @@ import random
 import pytest
 
 from app.scheduler import columns as columns_module
-from app.scheduler.framework import ClusterObjects, Handle
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from app.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from app.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from tests.scheduler.factories import make_pod
 from tests.scheduler.test_column_journal import (
-    ZONE,
+    WEB_SPREAD,
+    WEB_ZONE_TERM,
     _affinity_state,
     _cache,
     _fit_verdicts,
+    _handle,
     _pod,
     _running,
     _spread_counts,
@@ -37,18 +38,11 @@ def test_cached_counts_equal_fresh_ones_with_reads_between_forget_and_assume_aga
         monkeypatch.setattr(columns_module, "_JOURNAL_MAX", cap)
     rng = random.Random(seed)
     cache = _cache(nodes=3)
-    handle = Handle(ClusterObjects())
-    handle.snapshot = cache.snapshot
+    handle = _handle(cache)
     spread = PodTopologySpread(handle, PodTopologySpread.defaulted_args({}))
     affinity = InterPodAffinity(handle, InterPodAffinity.defaulted_args({}))
     fit = NodeResourcesFit(handle, NodeResourcesFit.defaulted_args({}))
-    constraint = {
-        "maxSkew": 1,
-        "topologyKey": ZONE,
-        "whenUnsatisfiable": "ScheduleAnyway",
-        "labelSelector": {"matchLabels": {"app": "web"}},
-    }
-    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}
+    constraint, term = WEB_SPREAD, WEB_ZONE_TERM
     incoming = make_pod(
         name="in",
         labels={"app": "web"},
