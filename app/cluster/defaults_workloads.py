@@ -8,10 +8,10 @@ selector and template labels can name it (the Job strategy's generateSelector).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
+from app.cluster import uids
 from app.cluster.defaults import default_persistent_volume_claim, default_pod_spec
 
 Obj = dict[str, Any]
@@ -218,7 +218,7 @@ def prepare_workload_create(kind: str, obj: Obj) -> None:
     uid now and the selector and template labels generated from it."""
     obj["status"] = dict(_EMPTY_STATUS[kind])
     if kind == "Job" and not (obj.get("spec") or {}).get("manualSelector"):
-        obj["metadata"]["uid"] = str(uuid.uuid4())
+        obj["metadata"]["uid"] = uids.new_uid()
         generate_job_selector(obj)
     if kind == "Job" and not obj["metadata"].get("labels"):
         # kube-apiserver defaults every read from storage, so SetDefaults_Job copies the labels generated just now

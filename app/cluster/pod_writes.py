@@ -8,14 +8,13 @@ from __future__ import annotations
 import functools
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
 import orjson
 
-from app.cluster import admission, managed_fields
+from app.cluster import admission, managed_fields, uids
 from app.cluster.errors import STALE, AlreadyExists, BadRequest, Cause, Conflict, Invalid, invalid
 from app.cluster.event_series import RecentEvents, event_key, repeated
 from app.cluster.group_commit import Batch
@@ -423,7 +422,7 @@ def _create_built_event(store: _Store, event: Obj, manager: str, now: str) -> Ob
     causes = validate_event(event)
     if causes:
         raise Invalid("Event", name, causes)
-    new_uid = str(uuid.uuid4())  # before the lock, as in ``create`` (os.urandom lets go of the GIL)
+    new_uid = uids.new_uid()  # before the lock, as in ``create`` (a refill lets go of the GIL)
     with store._lock:
         changes: list[Change] = []
         rv = store._rv

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +22,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine
 
-from app.cluster import admission, defaults, deletion, managed_fields, repository
+from app.cluster import admission, defaults, deletion, managed_fields, repository, uids
 from app.cluster.apply import apply as apply_configuration
 from app.cluster.apply import check_configuration
 from app.cluster.change_log import ADDED, DELETED, MODIFIED, ChangeLog, Listener, WatchEvent
@@ -439,9 +438,9 @@ class ClusterStore(GroupCommit, PodWrites):
             "managedFields",
         ):
             meta.pop(field, None)
-        # os.urandom is a system call that lets go of the GIL: drawn before the lock, so the store lock is not held
+        # Drawn before the lock: a block's refill (os.urandom) lets go of the GIL, and the store lock is not held
         # while this thread waits to win the GIL back (every writer would wait too).
-        new_uid = str(uuid.uuid4())
+        new_uid = uids.new_uid()
         with self._lock:
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = self._generate_name(kind, meta.get("namespace", ""), str(meta["generateName"]))
@@ -837,9 +836,9 @@ class ClusterStore(GroupCommit, PodWrites):
 
     def _new_object_change(self, kind: str, obj: Obj, rv: int) -> Change:
         meta = obj["metadata"]
-        # Not setdefault: its default would be computed (a uuid4 is a system call, under the lock) when unused.
+        # Not setdefault: its default would be computed (a uid taken) when unused.
         if "uid" not in meta:
-            meta["uid"] = str(uuid.uuid4())
+            meta["uid"] = uids.new_uid()
         if "creationTimestamp" not in meta:
             meta["creationTimestamp"] = self._timestamp()
         meta["resourceVersion"] = str(rv)

@@ -230,19 +230,19 @@ def test_shared_values_tell_equal_from_merely_colliding_and_start_again_when_ful
 
 
 def test_a_create_draws_one_uid(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A uid is a system call (os.urandom): one per object created, none drawn and thrown away."""
-    import uuid
+    """One uid per object created, none drawn and thrown away."""
+    from app.cluster import uids
 
-    drawn: list[uuid.UUID] = []
+    drawn: list[str] = []
 
-    def uuid4() -> uuid.UUID:
-        drawn.append(uuid.UUID(int=len(drawn) + 1))
+    def new_uid() -> str:
+        drawn.append(f"00000000-0000-4000-8000-{len(drawn) + 1:012d}")
         return drawn[-1]
 
-    monkeypatch.setattr(uuid, "uuid4", uuid4)
+    monkeypatch.setattr(uids, "new_uid", new_uid)
     store = ClusterStore(None)
     store.ensure_builtins()
     before = len(drawn)
     created = store.create("Pod", pod("a"))
     assert len(drawn) == before + 1
-    assert created["metadata"]["uid"] == str(drawn[-1])
+    assert created["metadata"]["uid"] == drawn[-1]

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Connection, Engine
 from sqlalchemy import event as sql_event
 
-from app.cluster import repository
+from app.cluster import repository, uids
 from app.cluster.errors import Conflict, Invalid
 from app.cluster.pod_writes import SCHEDULER_MANAGER
 from app.cluster.store import DEFAULT_MANAGER, ClusterStore
@@ -30,9 +30,9 @@ def _fixed_clock() -> datetime:
 
 @pytest.fixture
 def sequential_uids(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
-    """Makes ``uuid.uuid4`` hand out 1, 2, 3, ...; calling the returned function starts again at 1."""
+    """Makes new objects' uids 1, 2, 3, ...; calling the returned function starts again at 1."""
     counter: list[Iterator[int]] = [itertools.count(1)]
-    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=next(counter[0])))
+    monkeypatch.setattr(uids, "new_uid", lambda: str(uuid.UUID(int=next(counter[0]))))
 
     def restart() -> None:
         counter[0] = itertools.count(1)
