@@ -2,7 +2,8 @@
 
 It applies the same rules as the syncer's first list (``Sink`` with ``initial`` events): pods already
 scheduled in the source arrive bound to the same node, the rest arrive unscheduled for the simulator's
-scheduler. Kinds follow the apply order, each one finished before the next starts.
+scheduler, after every other pod (so it places them against the whole running load, as the source's scheduler
+sees it). Kinds follow the apply order, each one finished before the next starts.
 
 Each page of a list goes to the simulator as one request to its bulk create (``TargetApi.create_many``): a pod
 bound in the source is one write there (created with its status) instead of a create and a status patch, and the
@@ -33,6 +34,7 @@ from syncer.kube import ApiProblem, NotFound, Page, SourceApi, TargetApi, Unavai
 from syncer.metrics import Metrics
 from syncer.progress import Progress
 from syncer.sink import ADDED, Event, Sink
+from syncer.translate import is_scheduled
 
 log = logging.getLogger("kss.syncer")
 
@@ -82,13 +84,19 @@ def run_import(
             count = 0
             if progress is not None:
                 progress.start(kind.name)
+            # Pods the source has not scheduled yet go in last, so the simulator's scheduler places them against
+            # every pod already running in the source, never before some of those arrived (which would overcommit
+            # their nodes: a running pod is created bound, whatever the node holds by then).
+            pending: list[Event] | None = [] if kind is POD else None
             scopes: tuple[str | None, ...] = namespaces if (kind.namespaced and namespaces) else (None,)
             for namespace in scopes:
                 selector = label_selector if kind is POD else None
                 wanted = set(namespaces) if (kind is NAMESPACE and namespaces) else None
                 count += _import_scope(
-                    source, sink, writer, pool, kind, namespace, selector, wanted, page_size, progress
+                    source, sink, writer, pool, kind, namespace, selector, wanted, page_size, progress, pending
                 )
+            for start in range(0, len(pending) if pending else 0, page_size):
+                writer.write(pool, kind, pending[start : start + page_size] if pending else [], progress)
             report.objects[kind.name] = count
             if progress is not None:
                 progress.finish()
@@ -183,7 +191,10 @@ def _import_scope(
     names: set[str] | None,
     page_size: int,
     progress: Progress | None,
+    pending: list[Event] | None = None,
 ) -> int:
+    """Write every object of one list (all its pages); pods not scheduled in the source are appended to ``pending``
+    (when given) instead, for the caller to write after the rest. Returns how many objects were listed."""
     count = 0
 
     def list_page(token: str | None) -> Page:
@@ -206,7 +217,11 @@ def _import_scope(
                 progress.expect(count + len(page.items) + page.remaining)
             items = [o for o in page.items if names is None or (o.get("metadata") or {}).get("name") in names]
             events = [Event(ADDED, kind, obj, initial=True) for obj in items]
-            in_flight.append(pages.submit(writer.write, pool, kind, events, progress))
+            if pending is not None:
+                pending += [e for e in events if not is_scheduled(e.obj)]
+                events = [e for e in events if is_scheduled(e.obj)]
+            if events:
+                in_flight.append(pages.submit(writer.write, pool, kind, events, progress))
             while len(in_flight) >= PAGES_IN_FLIGHT:
                 in_flight.popleft().result()
             count += len(items)

@@ -371,6 +371,38 @@ def test_kss_import_copies_once_with_paging(mirror: Mirror) -> None:
     assert mirror.proxy.mutating() == []
 
 
+def test_kss_import_places_pending_pods_against_the_whole_running_load(mirror: Mirror) -> None:
+    # One node with room for two pods; two run there in the source and one waits. The waiting pod's namespace is
+    # imported first: in list order it would be placed on the still empty node before the running pods arrived
+    # (bound, whatever the node holds), three pods on a node that has room for two.
+    mirror.src.create_node(node_body("only", cpu="2"))
+    for namespace in ("first", "second"):
+        mirror.src.create_namespace({"metadata": {"name": namespace}})
+    mirror.src.create_namespaced_pod("first", pod_body("waiting"))
+    for name in ("running-1", "running-2"):
+        mirror.src.create_namespaced_pod("second", pod_body(name, node="only"))
+    command = [str(KSS), "import", "--kubeconfig", str(mirror.source.kubeconfig), "--target-url", mirror.simulator.url]
+    done = subprocess.run(
+        [*command, "--namespaces", "first,second", "--no-progress"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+    def tried() -> dict[str, Any]:
+        pod = mirror.sim_pods("first")["waiting"]
+        conditions = {c["type"] for c in pod["status"].get("conditions") or []}
+        return pod if "PodScheduled" in conditions else {}
+
+    waiting = eventually(tried, what="the waiting pod's scheduling attempt")
+    assert not waiting["spec"].get("nodeName"), "placed on a node the running pods fill"
+    assert [c["reason"] for c in waiting["status"]["conditions"] if c["type"] == "PodScheduled"] == ["Unschedulable"]
+    running = mirror.sim_pods("second")
+    assert sorted(n for n, p in running.items() if p["spec"].get("nodeName") == "only") == ["running-1", "running-2"]
+
+
 def test_simulator_outage_loses_and_reorders_nothing(mirror: Mirror) -> None:
     mirror.src.create_node(node_body("node-a", cpu="64"))
     mirror.start_syncer()
