@@ -484,30 +484,59 @@ def compare(old: Any, new: Any, shape: Shape, zero: bool = False) -> tuple[Node 
     return _make(added, changed_children), _make(removed, removed_children)
 
 
+# Field sets of the values found three levels down or deeper (a container's probe, ports, resources; a toleration),
+# by shape and JSON: objects made from one template repeat them, while what holds them differs (a pod's name, its
+# token volume). A set depends on its value's structure alone, so an equal JSON gives an equal set; the sets are
+# shared read-only, as stored managedFields are. Bounded: emptied when full.
+_ADDED_DEPTH = 3
+_ADDED_LIMIT = 4096
+_added_sets: dict[tuple[Shape, bool, bytes], Node] = {}
+
+
 def all_added(value: Any, shape: Shape, zero: bool = False) -> Node:
     """``compare`` of nothing with ``value``: every path in it is added (but a ``zero`` value-type struct, and
-    those within it, which were there empty)."""
+    those within it, which were there empty). Read-only: parts may be shared with other calls' results."""
+    return _all_added(value, shape, zero, 0)
+
+
+def _all_added(value: Any, shape: Shape, zero: bool, depth: int) -> Node:
     form = shape.form
-    if form in (STRUCT, MAP) and type(value) is dict:
+    kind = type(value)
+    key = None
+    if depth >= _ADDED_DEPTH and (kind is dict or kind is list) and form != LEAF:
+        try:
+            key = (shape, zero, orjson.dumps(value))
+        except orjson.JSONEncodeError:
+            key = None
+        else:
+            known = _added_sets.get(key)
+            if known is not None:
+                return known
+    result: Node = {}
+    if form in (STRUCT, MAP) and kind is dict:
         fixed = form == STRUCT and not shape.custom
         children: Node = {}
         for name in sorted(value):
             child = value[name]
-            children["f:" + name] = all_added(
-                child, child_shape(shape, name, category(child)), zero and fixed and name in ZERO_VALUE_FIELDS
+            children["f:" + name] = _all_added(
+                child,
+                child_shape(shape, name, category(child)),
+                zero and fixed and name in ZERO_VALUE_FIELDS,
+                depth + 1,
             )
-        if zero:
-            return children
-        return {MEMBER: {}, **children} if children else {}
-    if form in (LIST_MAP, SET) and type(value) is list:
+        result = children if zero else ({MEMBER: {}, **children} if children else {})
+    elif form in (LIST_MAP, SET) and kind is list:
         items: Node = {}
         item_shape = shape.item if form == LIST_MAP and shape.item is not None else _LEAF
         for index, item in enumerate(value):
-            items[item_element(shape, item) or f"i:{index}"] = all_added(item, item_shape)
-        if zero:
-            return dict(sorted(items.items()))
-        return {MEMBER: {}, **dict(sorted(items.items()))} if items else {}
-    return {}
+            items[item_element(shape, item) or f"i:{index}"] = _all_added(item, item_shape, False, depth + 1)
+        ordered = dict(sorted(items.items()))
+        result = ordered if zero else ({MEMBER: {}, **ordered} if items else {})
+    if key is not None:
+        if len(_added_sets) >= _ADDED_LIMIT:
+            _added_sets.clear()
+        _added_sets[key] = result
+    return result
 
 
 def _index_items(shape: Shape, items: list[Any]) -> dict[str, Any]:
