@@ -48,10 +48,11 @@ def own(obj: Any) -> Obj:
     return result
 
 
-def decode(info: KindInfo, obj: Any) -> Obj:
+def decode(info: KindInfo, obj: Any, *, owned: bool = False) -> Obj:
     """A private copy of a request's ``obj`` in ``info``'s canonical form, defaults applied; ``BadRequest`` if it
-    is not one of that kind."""
-    body = own(obj)
+    is not one of that kind. ``owned``: ``obj`` is plain JSON (just parsed) that the caller gives away, so it is
+    taken as it is, not copied first (its top level is rebuilt anyway)."""
+    body = obj if owned and isinstance(obj, dict) else own(obj)
     api_version, kind = body.get("apiVersion"), body.get("kind")
     if kind is not None and kind != info.kind:
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind}): kind {kind!r}")

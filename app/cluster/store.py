@@ -406,6 +406,7 @@ class ClusterStore(GroupCommit, PodWrites):
         managed: managed_fields.Entries | None = None,
         keep_status: bool = False,
         copy: bool = True,
+        owned: bool = False,
     ) -> Obj:
         """Create ``obj`` (defaults and admission applied, then validated); returns the stored copy.
 
@@ -413,10 +414,11 @@ class ClusterStore(GroupCommit, PodWrites):
         (a server-side apply that creates). ``keep_status``: a non-empty ``status`` sent is stored as sent instead
         of the one admission sets (an import of a running pod: one write instead of a create and a status
         update). ``copy=False`` returns the stored, read-only dict instead of a copy of it (a caller that only reads
-        it). Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
+        it). ``owned``: ``obj`` is freshly parsed JSON the caller gives away (``admission.decode``): not copied.
+        Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj)
+        body = admission.decode(info, obj, owned=owned)
         sent_status = body.get("status") if keep_status and info.has_status else None
         admission.drop_disabled_fields(info, body, None, self._gates)
         meta = _meta(body)

@@ -6,6 +6,7 @@ bodies get ``BadRequest``; ``validate_*`` return ``Cause`` lists for ``Invalid``
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -182,18 +183,32 @@ def _name_errors(path: str, name: str, *, label: bool = False) -> list[Cause]:
     return []
 
 
+# Every object of a kind brings the same few label and annotation keys and many of the same values: their
+# verdicts are kept (bounded), the causes built only for a bad one.
+@functools.lru_cache(maxsize=8192)
+def _key_problems(key: str) -> tuple[str, ...]:
+    return tuple(label_key_errors(key))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label_value_problem(value: str) -> str | None:
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    if not LABEL_VALUE.match(value):
+        return LABEL_VALUE_MSG
+    return None
+
+
 def qualified_name_errors(path: str, key: str) -> list[Cause]:
     """``validation.IsQualifiedName`` for label keys, annotation keys and taint keys."""
-    return [invalid(path, key, msg) for msg in label_key_errors(key)]
+    problems = _key_problems(key)
+    return [invalid(path, key, msg) for msg in problems] if problems else []
 
 
 def label_value_errors(path: str, value: str) -> list[Cause]:
     """``validation.IsValidLabelValue``."""
-    if len(value) > 63:
-        return [invalid(path, value, "must be no more than 63 characters")]
-    if not LABEL_VALUE.match(value):
-        return [invalid(path, value, LABEL_VALUE_MSG)]
-    return []
+    problem = _label_value_problem(value)
+    return [invalid(path, value, problem)] if problem is not None else []
 
 
 def validate_labels(path: str, labels: dict[str, str] | None) -> list[Cause]:

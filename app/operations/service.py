@@ -225,7 +225,7 @@ class OperationsService:
                     item = parsed.items[index]
                     answer: Obj = {"kind": item.kind, "namespace": item.namespace or "", "name": item.name}
                     try:
-                        answer["uid"] = _create_one(self.store, item)["metadata"]["uid"]
+                        answer["uid"] = _create_one(self.store, item, owned=parsed.from_json)["metadata"]["uid"]
                         created += 1
                     except ApiError as exc:
                         answer["status"] = exc.to_status()
@@ -328,17 +328,18 @@ def _apply_one(store: ClusterStore, item: Item) -> bool:
     return existing is None
 
 
-def _create_one(store: ClusterStore, item: Item) -> Obj:
+def _create_one(store: ClusterStore, item: Item, *, owned: bool) -> Obj:
     """Create one item with the status it carries (``create_objects``); a pod not bound gets the server's.
-    Returns the stored object: read it, never change it."""
-    body = item.obj  # parsed for this request only: no copy (the store's create takes its own)
+    ``owned``: the item is plain JSON, which the store may take without copying it (it is parsed for this request
+    only). Returns the stored object: read it, never change it."""
+    body = item.obj
     namespace = item.namespace
     _relink_owners(store, body, namespace)
     status = body.get("status")
     if item.kind == "ResourceClaim" and isinstance(status, dict):
         body["status"] = _relink_consumers(store, status, namespace)
     keep_status = not (item.kind == "Pod" and not (body.get("spec") or {}).get("nodeName"))
-    return store.create(item.kind, body, namespace, keep_status=keep_status, copy=False)
+    return store.create(item.kind, body, namespace, keep_status=keep_status, copy=False, owned=owned)
 
 
 def _without_managed_fields(obj: Obj) -> Obj:

@@ -139,19 +139,27 @@ class Parsed:
     items: list[Item]
     scheduler_config: Obj | None
     errors: list[Cause]
+    # Read as JSON: the items are plain JSON values no one else holds (YAML may hold dates, say), which a create
+    # may then take as they are instead of copying them first.
+    from_json: bool = False
 
 
 def load_documents(text: str, what: str = "the snapshot") -> list[Any]:
     """Every document in ``text`` (JSON, or YAML with ``---`` separators), parsed safely; ``BadRequest`` naming
     ``what`` when it is neither."""
+    return _load(text, what)[0]
+
+
+def _load(text: str, what: str) -> tuple[list[Any], bool]:
+    """``load_documents`` and whether ``text`` was JSON."""
     if text.lstrip().startswith(("{", "[")):
         try:
-            return [orjson.loads(text)]
+            return [orjson.loads(text)], True
         except orjson.JSONDecodeError:
             pass  # YAML flow style also starts with "{"
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe either way: no arbitrary Python objects
     try:
-        return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=loader) if d is not None], False
     except yaml.YAMLError as exc:
         raise BadRequest(f"{what} is neither JSON nor YAML: {exc}") from None
 
@@ -163,12 +171,12 @@ def is_snapshot(doc: Any) -> bool:
 
 def parse(text: str) -> Parsed:
     """Read a snapshot, a multi-document kubectl YAML file or a ``List``; ``BadRequest`` if unreadable."""
-    docs = load_documents(text)
+    docs, from_json = _load(text, "the snapshot")
     if len(docs) == 1 and isinstance(docs[0], list):  # a bare JSON/YAML array of objects
         docs = docs[0]
     if not docs:
         raise BadRequest("the snapshot is empty")
-    parsed = Parsed([], None, [])
+    parsed = Parsed([], None, [], from_json)
     for index, doc in enumerate(docs):
         path = f"[{index}]" if len(docs) > 1 else ""
         if is_snapshot(doc):

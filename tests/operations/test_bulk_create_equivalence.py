@@ -182,12 +182,14 @@ def _store() -> ClusterStore:
     return store
 
 
-def test_each_object_is_stored_as_a_create_of_it_alone_stores_it(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_each_object_is_stored_as_a_create_of_it_alone_stores_it(monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
     _numbered_uids(monkeypatch)
     bulk = _store()
     start = bulk.resource_version
     service = OperationsService(bulk, SchedulerService(bulk), None, Settings())
-    page = orjson.dumps({"apiVersion": "v1", "kind": "List", "items": _objects()}).decode()
+    # As JSON (kss import's pages) the parsed objects are taken as they are; as YAML they are copied first.
+    page = snapshot.dump({"apiVersion": "v1", "kind": "List", "items": _objects()}, fmt)
     answer = service.create_objects(page)
     assert answer["failed"] == 0, answer
 
