@@ -14,8 +14,8 @@ from sqlalchemy import Engine
 from app.cluster import change_log, watch
 from app.cluster.kinds import BY_KIND
 from app.cluster.selectors import make_selector
+from app.cluster.shared_values import SharedValues
 from app.cluster.store import ClusterStore
-from app.cluster.stored import SharedValues
 from tests.cluster.factories import node, pod
 
 Obj = dict[str, Any]
