@@ -535,7 +535,8 @@ def _all_added(value: Any, shape: Shape, zero: bool, depth: int) -> Node:
     if key is not None:
         if len(_added_sets) >= _ADDED_LIMIT:
             _added_sets.clear()
-        _added_sets[key] = result
+        # An exact copy of the JSON: orjson's result keeps its whole grown buffer (several times the JSON).
+        _added_sets[(shape, zero, bytes(memoryview(key[2])))] = result
     return result
 
 
