@@ -78,6 +78,31 @@ def trimmed_rss_mb() -> float:
     return rss_mb()[0]
 
 
+def rss_by_mapping() -> dict[str, float]:
+    """RSS in MB by what is mapped (``/proc/self/smaps``): the C heap (``[heap]`` and anonymous mappings, where
+    pymalloc's arenas, large objects and the C libraries' allocations live), thread stacks, shared libraries and
+    other files (code of the interpreter and of compiled extensions, read-only)."""
+    out: dict[str, float] = {}
+    name = ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if not head:
+            continue
+        if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+            path = head[5] if len(head) > 5 else ""
+            if path == "[heap]" or not path:
+                name = "heap and anonymous"
+            elif path.startswith("[stack"):
+                name = "stacks"
+            elif ".so" in path:
+                name = "shared libraries"
+            else:
+                name = "other files"
+        elif head[0] == "Rss:":
+            out[name] = out.get(name, 0.0) + int(head[1]) / 1024.0
+    return out
+
+
 def pymalloc_mb() -> dict[str, float]:
     """pymalloc's arenas (``sys._debugmallocstats``): MB in arenas, in blocks in use, in free blocks and pools."""
     with tempfile.TemporaryFile() as out:
@@ -262,12 +287,14 @@ def main() -> int:
             rss, hwm = rss_mb()
             trimmed = trimmed_rss_mb()
             arenas = pymalloc_mb()
+            mappings = rss_by_mapping()
             tracked = len(gc.get_objects())  # what every full collection walks
             rows = census(app, state, [*nodes, *pods])
             total = sum(size for name, size in rows if not name.startswith((" ", "this benchmark")))
             print(f"{len(nodes)} nodes, {len(pods)} pods: created in {t_create:.1f} s, settled in {t_all:.1f} s")
             print(f"RSS {rss:.0f} MB (peak {hwm:.0f} MB; {base_rss:.0f} MB after start-up)")
             print(f"RSS after malloc_trim(0): {trimmed:.0f} MB (free C heap glibc had kept)")
+            print("RSS by mapping: " + ", ".join(f"{name} {mb:.0f} MB" for name, mb in mappings.items()))
             print("pymalloc: " + ", ".join(f"{name} {mb:.0f} MB" for name, mb in arenas.items()))
             print(f"objects the collector tracks: {tracked:,} ({tracked / len(pods):.0f} per pod)")
             print("| holder | MB | bytes per pod |")
