@@ -14,9 +14,10 @@ One watch on every pod (in the same event loop as the creates) notes when each p
 PodScheduled=False. Printed: each pod's lag (its create answered -> seen settled) p50/p99/max, the lag at the end
 (last create answered -> last pod settled), pods bound / unschedulable, the attempts recorded in the results
 database (rows, pods with a row, and when the last pod's row appeared), create latency during the bursts
-(p50/p99/max, per request from its send), bursts that started late, the server's CPU, peak RSS (``VmHWM``) and the
-database size. ``--py-spy DIR`` profiles the server from the first pod create to the last pod settled, as
-``bench/serve_trace.py`` does (``bench/serve_profile.py DIR`` prints the split).
+(p50/p99/max, per request from its send) and how late the client's own event loop woke meanwhile (the part
+of those figures that is the load generator's or the machine's), bursts that started late, the server's CPU, peak
+RSS (``VmHWM``) and the database size. ``--py-spy DIR`` profiles the server from the first pod create to the last
+pod settled, as ``bench/serve_trace.py`` does (``bench/serve_profile.py DIR`` prints the split).
 """
 
 from __future__ import annotations
@@ -318,6 +319,16 @@ class Figures:
     last_create: float = 0.0
     last_settled: float = 0.0
     backlog_samples: list[tuple[float, int]] = field(default_factory=list)
+    client_stalls: list[float] = field(default_factory=list)
+
+
+async def note_client_stalls(stalls: list[float]) -> None:
+    """How late this process's own event loop wakes from a 5 ms sleep, until cancelled: the share of a create's
+    latency that is the load generator's (or the machine's) and not the server's."""
+    while True:
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.005)
+        stalls.append(time.perf_counter() - t0 - 0.005)
 
 
 async def run_load(
@@ -355,6 +366,7 @@ async def run_load(
     profiler = Profiler(served.process.pid, profiler_dir) if profiler_dir is not None else None
     cpu0 = served.cpu_seconds()
     answered = [0.0] * len(bodies)
+    stall_watch = asyncio.create_task(note_client_stalls(figures.client_stalls))
     start_at = time.perf_counter()
     figures.first_create = start_at
     for b, first in enumerate(range(0, len(bodies), args.burst)):
@@ -373,6 +385,7 @@ async def run_load(
         if watcher.done():
             watcher.result()
     figures.last_create = max(answered)
+    stall_watch.cancel()
     for key, t in zip(keys, answered, strict=True):
         timeline.created[key] = t
     print(f"pods: {len(bodies)} created in {figures.last_create - start_at:.1f} s", flush=True)
@@ -468,6 +481,7 @@ def report(
     )
     print(f"pod creates: {latency_line(figures.pod_latencies)}; bursts late: {figures.late_bursts} "
           f"(worst {figures.worst_burst_delay:.1f} s)")  # fmt: skip
+    print(f"the client's own event loop, late from a 5 ms sleep while creating: {latency_line(figures.client_stalls)}")
     print(
         f"pod lag (create answered -> seen settled): p50 {percentile(lags, 0.5):.2f} s, "
         f"p99 {percentile(lags, 0.99):.2f} s, max {lags[-1]:.2f} s, min {lags[0] * 1e3:.1f} ms"
