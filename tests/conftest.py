@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +24,7 @@ from app.db import make_engine, upgrade_database
 from app.main import create_app
 from app.scheduler.plugins import out_of_tree
 from app.serve_cli import kubeconfig
+from tests.web.chromium import fresh_page, launched
 
 KSS = Path(sys.executable).with_name("kss")
 KUBECTL = "/usr/bin/kubectl"
@@ -227,6 +229,22 @@ class KubectlRunner:
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
         return proc
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium for a module's browser tests; each test gets a context and page of its own (``page``
+    or ``fresh_page``). Not one per session: Playwright's sync API keeps its event loop marked as running between
+    calls, so every asyncio test run while it lives fails ("cannot be called from a running event loop")."""
+    with launched() as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A fresh 1440x900 page in the session's Chromium; a JavaScript error on it fails the test."""
+    with fresh_page(chromium) as pg:
+        yield pg
 
 
 @pytest.fixture

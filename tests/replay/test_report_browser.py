@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from app.replay.metrics import Metrics
 from app.replay.model import PENDING, RUNNING, SUCCEEDED, PodRecord, ReplayResult
 from app.replay.outputs import write_outputs
 from tests.replay.test_metrics import TARGET, cluster_state, pod
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, fresh_page, shot
 
 pytestmark = MARKS
 
@@ -25,12 +22,6 @@ INK = """canvas => {
   for (let i = 3; i < data.length; i += 4) if (data[i] > 0) ink++;
   return ink;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
 
 
 def a_run(out: Path) -> Path:
@@ -57,12 +48,12 @@ def a_run(out: Path) -> Path:
     return write_outputs(result, metrics, out)["report.html"]
 
 
-def test_report_draws_every_chart_from_the_file_alone(browser: Any, tmp_path: Path) -> None:
+def test_report_draws_every_chart_from_the_file_alone(chromium: Any, tmp_path: Path) -> None:
     report = a_run(tmp_path)
     html = report.read_text()
     assert "<script src" not in html and "<link" not in html  # nothing to fetch: self-contained
 
-    with fresh_page(browser) as page:
+    with fresh_page(chromium) as page:
         console_errors: list[str] = []
         page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
         requests: list[str] = []
@@ -94,10 +85,10 @@ def test_report_draws_every_chart_from_the_file_alone(browser: Any, tmp_path: Pa
         assert console_errors == []
 
 
-def test_the_chart_script_overlays_runs(browser: Any, tmp_path: Path) -> None:
+def test_the_chart_script_overlays_runs(chromium: Any, tmp_path: Path) -> None:
     """What the Compare page does: two runs in one render, one dash pattern per run."""
     report = a_run(tmp_path)
-    with fresh_page(browser) as page:
+    with fresh_page(chromium) as page:
         page.goto(report.as_uri())
         page.wait_for_selector("figure[data-chart=waits] canvas")
         labels = page.evaluate("""() => {

@@ -13,7 +13,7 @@ import pytest
 from app.cluster.store import ClusterStore
 from app.db import make_engine, upgrade_database
 from tests.conftest import Server, start_server
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, shot
 from tests.web.conftest import node, pod, wait_for
 
 pytestmark = MARKS
@@ -51,18 +51,6 @@ def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     wait_for(lambda: httpx.get(results, timeout=30).json().get("attempts"), timeout=60)
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(big_server: Server) -> Iterator[Any]:
-    with launched() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with fresh_page(browser) as pg:
-        yield pg
 
 
 def shown_nodes(page: Any) -> list[str]:

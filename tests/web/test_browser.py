@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import KubectlRunner, Server, start_server
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, shot
 
 pytestmark = MARKS
 
@@ -25,18 +25,6 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(workdir, f"sqlite:///{workdir / 'kss.db'}", env={"KSS_SCHEDULER_ENABLED": "true"})
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(ui_server: Server) -> Iterator[Any]:
-    with launched() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with fresh_page(browser) as pg:
-        yield pg
 
 
 def api(server: Server, path: str) -> httpx.Response:

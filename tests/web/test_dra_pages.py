@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import KubectlRunner, Server, start_server
 from tests.controllers.test_dra_kubectl import DEVICES, DRIVER, NODES, template_and_pod
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, fresh_page, shot
 
 pytestmark = MARKS
 
@@ -66,15 +66,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, 
     srv.stop()
 
 
-@pytest.fixture(scope="module")
-def browser(cluster: tuple[Server, str]) -> Iterator[Any]:
-    with launched() as b:
-        yield b
-
-
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with fresh_page(browser) as pg:
+def page(chromium: Any) -> Iterator[Any]:
+    with fresh_page(chromium) as pg:
         console: list[str] = []
         pg.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
         yield pg

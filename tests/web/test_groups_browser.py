@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import Server, start_server
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, shot
 
 pytestmark = MARKS
 
@@ -86,18 +86,6 @@ def gang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(workdir, f"sqlite:///{workdir / 'kss.db'}", env=env)
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(gang_server: Server) -> Iterator[Any]:
-    with launched() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with fresh_page(browser) as pg:
-        yield pg
 
 
 def post(server: Server, path: str, body: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from app.cluster.store import ClusterStore
 from app.db import make_engine, upgrade_database
 from tests.conftest import Server, start_server
 from tests.web.big_cluster import GPU_MEM, big_node, big_pod
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, shot
 from tests.web.conftest import node, pod, wait_for
 
 pytestmark = MARKS
@@ -44,18 +44,6 @@ def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = start_server(workdir, url, env={"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false"})
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(big_server: Server) -> Iterator[Any]:
-    with launched() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with fresh_page(browser) as pg:
-        yield pg
 
 
 def legend_counts(page: Any) -> dict[str, int]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import KubectlRunner, Server, start_server
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, shot
 
 pytestmark = MARKS
 
@@ -54,18 +54,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     kubectl("apply", "-f", "-", input="\n---\n".join(pods))
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(cluster: Server) -> Iterator[Any]:
-    with launched() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with fresh_page(browser) as pg:
-        yield pg
 
 
 def fully_shown(page: Any, selector: str) -> list[str]:

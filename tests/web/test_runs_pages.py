@@ -17,7 +17,7 @@ from app.replay.model import PodRecord
 from app.replay.recording import RunRecorder
 from app.replay.workload import parse_workload
 from tests.conftest import KubectlRunner, Server, start_server
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, fresh_page, shot
 
 pytestmark = MARKS
 
@@ -143,15 +143,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, d
     srv.stop()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with launched() as b:
-        yield b
-
-
-def test_runs_list_shows_both_runs_with_their_figures(served: tuple[Server, dict[str, Any]], browser: Any) -> None:
+def test_runs_list_shows_both_runs_with_their_figures(served: tuple[Server, dict[str, Any]], chromium: Any) -> None:
     srv, runs = served
-    with fresh_page(browser) as page:
+    with fresh_page(chromium) as page:
         page.goto(f"{srv.url}/ui/cluster")
         page.click("nav.nav >> text=Runs")
         page.wait_for_url("**/ui/runs")
@@ -170,10 +164,10 @@ def test_runs_list_shows_both_runs_with_their_figures(served: tuple[Server, dict
         assert f"runs={runs['spread']}" in page.url and f"runs={runs['pack']}" in page.url
 
 
-def test_run_page_draws_the_charts_and_filters_pods(served: tuple[Server, dict[str, Any]], browser: Any) -> None:
+def test_run_page_draws_the_charts_and_filters_pods(served: tuple[Server, dict[str, Any]], chromium: Any) -> None:
     srv, runs = served
     run_id = runs["spread"]
-    with fresh_page(browser) as page:
+    with fresh_page(chromium) as page:
         page.goto(f"{srv.url}/ui/runs/{run_id}")
         charts = page.locator("[data-testid=run-charts] figure.kss-chart")
         charts.first.wait_for()
@@ -204,12 +198,12 @@ def test_run_page_draws_the_charts_and_filters_pods(served: tuple[Server, dict[s
         shot(page, "run-pod")
 
 
-def test_a_pods_attempt_in_a_run_is_not_the_live_pods(served: tuple[Server, dict[str, Any]], browser: Any) -> None:
+def test_a_pods_attempt_in_a_run_is_not_the_live_pods(served: tuple[Server, dict[str, Any]], chromium: Any) -> None:
     srv, runs = served
     run_id = runs["spread"]
     spread = {p.key: p for p in runs["spread_pods"]}
     job = spread["team/job-00"]
-    with fresh_page(browser) as page:
+    with fresh_page(chromium) as page:
         page.goto(f"{srv.url}/ui/runs/{run_id}/pods/team/job-00")
         page.wait_for_selector("[data-testid=attempt]")
         assert page.locator("[data-testid=attempt-bound-to]").inner_text().startswith(str(job.node))
@@ -226,14 +220,14 @@ def test_a_pods_attempt_in_a_run_is_not_the_live_pods(served: tuple[Server, dict
 
 
 def test_compare_overlays_runs_and_links_each_sides_attempts(
-    served: tuple[Server, dict[str, Any]], browser: Any
+    served: tuple[Server, dict[str, Any]], chromium: Any
 ) -> None:
     srv, runs = served
     spread = {p.key: p for p in runs["spread_pods"]}
     pack = {p.key: p for p in runs["pack_pods"]}
     differ = sorted(k for k in spread if (spread[k].node, spread[k].outcome) != (pack[k].node, pack[k].outcome))
     assert differ, "packing and spreading placed every pod alike: the workload does not tell them apart"
-    with fresh_page(browser) as page:
+    with fresh_page(chromium) as page:
         page.goto(f"{srv.url}/ui/compare?group=cmp-1")
         page.locator("[data-testid=compare-charts] figure.kss-chart").first.wait_for()
         # Overlaid: the allocation chart has a series per run for the same resource.

@@ -10,7 +10,7 @@ from app.replay.workload import parse_workload
 from app.whatif.compare import Side, compare_document, differences, render_compare_html, run_sides
 from app.whatif.sweep import Cell, NodeShape, run_cell
 from app.whatif.sweep_outputs import write_sweep
-from tests.web.chromium import MARKS, fresh_page, launched, shot
+from tests.web.chromium import MARKS, fresh_page, shot
 from tests.whatif.test_compare import room_for_a_big_pod
 from tests.whatif.workloads import most_allocated, node, queue_behind, unknown_plugin
 
@@ -23,14 +23,14 @@ def requests_made(page: Any) -> list[str]:
     return made
 
 
-def test_compare_html_overlays_both_sides_and_lists_the_differing_pods(tmp_path: Path) -> None:
+def test_compare_html_overlays_both_sides_and_lists_the_differing_pods(tmp_path: Path, chromium: Any) -> None:
     workload = parse_workload(json.dumps(room_for_a_big_pod()))
     sides = [Side("least", "the v1.35 defaults", None), Side("most", "most.yaml", most_allocated())]
     runs = run_sides(workload, sides, interval=1.0)
     doc = compare_document(workload, runs, differences(runs), seed=0)
     path = tmp_path / "compare.html"
     path.write_text(render_compare_html(doc, runs))
-    with launched() as browser, fresh_page(browser) as page:
+    with fresh_page(chromium) as page:
         made = requests_made(page)
         page.goto(path.as_uri())
         page.wait_for_selector("figure.kss-chart canvas")
@@ -46,13 +46,13 @@ def test_compare_html_overlays_both_sides_and_lists_the_differing_pods(tmp_path:
         assert made == []
 
 
-def test_sweep_html_draws_a_bar_per_done_cell_and_lists_failures(tmp_path: Path) -> None:
+def test_sweep_html_draws_a_bar_per_done_cell_and_lists_failures(tmp_path: Path, chromium: Any) -> None:
     workload = parse_workload(json.dumps(queue_behind()))
     rows = [run_cell(Cell(name, cfg, "queue", shape, 0, 60.0, None), workload)
             for name, cfg in (("default", None), ("most", most_allocated()), ("bogus", unknown_plugin()))
             for shape in (NodeShape("own"), NodeShape("plus1", node("extra"), 1))]  # fmt: skip
     paths = write_sweep(tmp_path, "demo", rows)
-    with launched() as browser, fresh_page(browser) as page:
+    with fresh_page(chromium) as page:
         made = requests_made(page)
         page.goto(paths["html"].as_uri())
         assert page.locator("figure.sweep-chart").count() >= 3
