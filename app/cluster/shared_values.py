@@ -26,8 +26,6 @@ Obj = dict[str, Any]
 # scheduler's results per extension point repeat from pod to pod).
 _SHARED_PARTS = ("spec", "status")
 _SHARED_METADATA = ("labels", "ownerReferences", "finalizers", "namespace")  # the namespace: one string for all
-# An Event's parts: the object it is about (its kind, namespace, apiVersion repeat) and its source.
-_EVENT_PARTS = ("involvedObject", "source", "related", "series")
 # Distinct values remembered; past this the table starts again (values already shared stay shared).
 SHARED_VALUES_LIMIT = 100_000
 # Distinct strings met inside parts looked into (times of a second, images, reasons); unique ones (a container's id,
@@ -89,8 +87,6 @@ class SharedValues:
             if isinstance(children, dict):
                 # Strings too: phase, qosClass, hostIP, policies, times of a second, held once each.
                 self._share_children(children, children, strings=True)
-        if obj.get("kind") == "Event":
-            self._share_pieces(obj, _EVENT_PARTS)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             return
@@ -180,14 +176,10 @@ class SharedValues:
             return value, True
         return value, False
 
-    def _share_pieces(self, value: Any, names: Any = None) -> bool:
-        """Replace each piece of the container ``value`` (of a dict: those of ``names``, when given) by the held one
-        equal to it; whether each is held now."""
+    def _share_pieces(self, value: Any) -> bool:
+        """Replace each piece of the container ``value`` by the held one equal to it; whether each is held now."""
         every_found = True
-        if type(value) is dict:
-            pairs: Any = value.items() if names is None else [(name, value.get(name)) for name in names]
-        else:
-            pairs = enumerate(value)
+        pairs: Any = value.items() if type(value) is dict else enumerate(value)
         ids = self._ids
         for name, child in pairs:
             kind = type(child)
