@@ -128,11 +128,19 @@ def asgi_client(app: FastAPI, **headers: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://kss.test", headers=headers)
 
 
+_PORTS_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port nobody listens on right now, never the same twice in a session (servers launched side by side
+    have not bound theirs yet when the next one is picked)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _PORTS_HANDED_OUT:
+            _PORTS_HANDED_OUT.add(port)
+            return port
 
 
 @dataclass
@@ -156,31 +164,52 @@ class Server:
             self.process.wait(timeout=20)
 
 
-def start_server(
+def launch_server(
     workdir: Path, database_url: str, *, port: int | None = None, env: dict[str, str] | None = None
 ) -> Server:
-    """Start ``kss serve`` on a free port and wait until it answers."""
+    """Start ``kss serve`` on a free port without waiting for it (``wait_until_serving``)."""
     port = port or free_port()
     log = workdir / f"kss-{port}.log"
     environ = {**os.environ, "KSS_DATABASE_URL": database_url, "KSS_PORT": str(port), **(env or {})}
     handle = log.open("wb")
     process = subprocess.Popen([str(KSS), "serve"], stdout=handle, stderr=subprocess.STDOUT, env=environ, cwd=workdir)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"kss serve exited: {log.read_text()}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    else:
-        process.kill()
-        raise RuntimeError(f"kss serve did not start: {log.read_text()}")
     config = workdir / f"kubeconfig-{port}"
     config.write_text(kubeconfig(url))
     return Server(url, port, database_url, config, process, log)
+
+
+def wait_until_serving(server: Server) -> Server:
+    """Wait until a launched server answers /healthz; kill it and raise with its log if it exits or takes > 60 s."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"kss serve exited: {server.log.read_text()}")
+        try:
+            if httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    server.process.kill()
+    raise RuntimeError(f"kss serve did not start: {server.log.read_text()}")
+
+
+def start_server(
+    workdir: Path, database_url: str, *, port: int | None = None, env: dict[str, str] | None = None
+) -> Server:
+    """Start ``kss serve`` on a free port and wait until it answers."""
+    return wait_until_serving(launch_server(workdir, database_url, port=port, env=env))
+
+
+def start_servers(*launches: Server) -> tuple[Server, ...]:
+    """Wait for servers launched together (``launch_server``): a start is ~3 s of CPU, mostly imports, so two
+    starting side by side take about one start's time on two cores. If one fails, the others are stopped."""
+    try:
+        return tuple(wait_until_serving(server) for server in launches)
+    except BaseException:
+        for server in launches:
+            server.stop(kill=True)
+        raise
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from syncer.translate import SOURCE_UID_ANNOTATION
-from tests.conftest import KSS, Server, free_port, start_server
+from tests.conftest import KSS, Server, free_port, launch_server, start_server, start_servers
 from tests.syncer.proxy import RecordingProxy
 
 T = TypeVar("T")
@@ -153,20 +153,22 @@ class Mirror:
 
 @pytest.fixture
 def mirror(tmp_path: Path) -> Iterator[Mirror]:
-    source = start_server(
-        tmp_path,
-        f"sqlite:///{tmp_path / 'source.db'}",
-        # The source plays production: its own scheduler is off so the tests decide when pods get bound there.
-        # The source plays a real cluster whose controllers are the test: its pods name owners it does not serve.
-        env={
-            "KSS_SCHEDULER_ENABLED": "false",
-            "KSS_CONTROLLERS": "false",
-            "KSS_KUBELET": "false",
-            "KSS_WATCH_WINDOW": "20",
-            "KSS_WATCH_BOOKMARK_SECONDS": "1",
-        },
+    source, simulator = start_servers(
+        launch_server(
+            tmp_path,
+            f"sqlite:///{tmp_path / 'source.db'}",
+            # The source plays production: its own scheduler is off so the tests decide when pods get bound there.
+            # The source plays a real cluster whose controllers are the test: its pods name owners it does not serve.
+            env={
+                "KSS_SCHEDULER_ENABLED": "false",
+                "KSS_CONTROLLERS": "false",
+                "KSS_KUBELET": "false",
+                "KSS_WATCH_WINDOW": "20",
+                "KSS_WATCH_BOOKMARK_SECONDS": "1",
+            },
+        ),
+        launch_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}"),
     )
-    simulator = start_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}")
     proxy = RecordingProxy(source.url).start()
     m = Mirror(tmp_path, source, simulator, proxy, core(source.url), core(simulator.url), free_port())
     try:

@@ -14,7 +14,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from syncer.translate import SOURCE_UID_ANNOTATION
-from tests.conftest import Server, free_port, start_server
+from tests.conftest import Server, free_port, launch_server, start_servers
 from tests.syncer.proxy import RecordingProxy
 from tests.syncer.test_e2e import Mirror, core, eventually, node_body, pod_body
 
@@ -30,14 +30,13 @@ def custom(url: str) -> client.CustomObjectsApi:
 
 
 def _start(tmp_path: Path, simulator_env: dict[str, str]) -> Mirror:
-    source = start_server(
-        tmp_path,
-        f"sqlite:///{tmp_path / 'source.db'}",
-        env={"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_WATCH_BOOKMARK_SECONDS": "1", **GATE},
-    )
+    source_env = {"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_WATCH_BOOKMARK_SECONDS": "1"}
     # The simulator's own PodGroup controller off: the test checks what the syncer writes, nothing else.
     simulator_env = {"KSS_CONTROLLERS": "false", "KSS_KUBELET": "false", **simulator_env}
-    simulator = start_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}", env=simulator_env)
+    source, simulator = start_servers(
+        launch_server(tmp_path, f"sqlite:///{tmp_path / 'source.db'}", env={**source_env, **GATE}),
+        launch_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}", env=simulator_env),
+    )
     proxy = RecordingProxy(source.url).start()
     return Mirror(tmp_path, source, simulator, proxy, core(source.url), core(simulator.url), free_port())
 

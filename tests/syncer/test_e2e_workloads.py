@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from syncer.translate import SOURCE_UID_ANNOTATION
-from tests.conftest import KSS, free_port, start_server
+from tests.conftest import KSS, free_port, launch_server, start_servers
 from tests.syncer.proxy import RecordingProxy
 from tests.syncer.test_e2e import REPO, Mirror, core, eventually, node_body, raw
 
@@ -31,12 +31,14 @@ def apps(url: str) -> client.AppsV1Api:
 def mirror(tmp_path: Path) -> Iterator[Mirror]:
     # The source plays production with kube-controller-manager (its controllers on) and no scheduler, so the test
     # decides which pods are bound there.
-    source = start_server(
-        tmp_path,
-        f"sqlite:///{tmp_path / 'source.db'}",
-        env={"KSS_SCHEDULER_ENABLED": "false", "KSS_WATCH_BOOKMARK_SECONDS": "1"},
+    source, simulator = start_servers(
+        launch_server(
+            tmp_path,
+            f"sqlite:///{tmp_path / 'source.db'}",
+            env={"KSS_SCHEDULER_ENABLED": "false", "KSS_WATCH_BOOKMARK_SECONDS": "1"},
+        ),
+        launch_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}"),
     )
-    simulator = start_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}")
     proxy = RecordingProxy(source.url).start()
     m = Mirror(tmp_path, source, simulator, proxy, core(source.url), core(simulator.url), free_port())
     try:

@@ -21,7 +21,7 @@ from app.replay.workload import TimedWorkload, load_workload
 from syncer.kinds import NAMESPACE, NODE, POD, REPLICA_SET
 from syncer.recording import Recorder, RecordingError
 from syncer.sink import ADDED, DELETED, MODIFIED, SYNCED, Event
-from tests.conftest import Server, start_server
+from tests.conftest import Server, launch_server, start_servers
 from tests.syncer.fakes import node, pod
 from tests.syncer.test_e2e import core, eventually, node_body
 
@@ -179,12 +179,14 @@ def test_a_recording_never_overwrites_a_file_and_is_named_jsonl(tmp_path: Path) 
 @pytest.fixture
 def source_and_simulator(tmp_path: Path) -> Iterator[tuple[Server, Server]]:
     # The source plays production with nobody scheduling there: the test binds and finishes pods itself.
-    source = start_server(
-        tmp_path,
-        f"sqlite:///{tmp_path / 'source.db'}",
-        env={"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_KUBELET": "false"},
+    source, simulator = start_servers(
+        launch_server(
+            tmp_path,
+            f"sqlite:///{tmp_path / 'source.db'}",
+            env={"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_KUBELET": "false"},
+        ),
+        launch_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}"),
     )
-    simulator = start_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}")
     try:
         yield source, simulator
     finally:
