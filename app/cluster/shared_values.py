@@ -58,24 +58,20 @@ class SharedValues:
 
     def value(self, value: Any) -> Any:
         """The held value equal to ``value``, or ``value`` itself (now held) when none is."""
-        if id(value) in self._ids:
-            return value
-        key = hash(orjson.dumps(value))
-        held = self._found(key, value)
-        if held is not None:
-            return held
-        self._hold(key, value)
-        return value
+        return self._held_or_new(value, pieces=False)
 
     def part(self, value: Any) -> Any:
         """``value`` as ``value`` shares it; when it is new, its pieces are shared first (``_share_pieces``)."""
+        return self._held_or_new(value, pieces=True)
+
+    def _held_or_new(self, value: Any, *, pieces: bool) -> Any:
         if id(value) in self._ids:
             return value
         key = hash(orjson.dumps(value))
         held = self._found(key, value)
         if held is not None:
             return held
-        if type(value) is dict or type(value) is list:
+        if pieces and (type(value) is dict or type(value) is list):
             self._share_pieces(value)  # equal pieces replaced by equal ones: its JSON, so its key, does not change
         self._hold(key, value)
         return value

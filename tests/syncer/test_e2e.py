@@ -29,6 +29,15 @@ from tests.syncer.proxy import RecordingProxy
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]
 SELECTED_NODE = "kube-scheduler-simulator.sigs.k8s.io/selected-node"
+# The source plays production, a real cluster whose controllers are the test: its own scheduler, controllers and
+# kubelet are off (the tests decide when its pods are bound; its pods name owners it does not serve).
+SOURCE_ENV = {
+    "KSS_SCHEDULER_ENABLED": "false",
+    "KSS_CONTROLLERS": "false",
+    "KSS_KUBELET": "false",
+    "KSS_WATCH_WINDOW": "20",
+    "KSS_WATCH_BOOKMARK_SECONDS": "1",
+}
 
 
 def eventually(check: Callable[[], T], *, timeout: float = 30.0, what: str = "condition") -> T:
@@ -157,15 +166,7 @@ def mirror(tmp_path: Path) -> Iterator[Mirror]:
         launch_server(
             tmp_path,
             f"sqlite:///{tmp_path / 'source.db'}",
-            # The source plays production: its own scheduler is off so the tests decide when pods get bound there.
-            # The source plays a real cluster whose controllers are the test: its pods name owners it does not serve.
-            env={
-                "KSS_SCHEDULER_ENABLED": "false",
-                "KSS_CONTROLLERS": "false",
-                "KSS_KUBELET": "false",
-                "KSS_WATCH_WINDOW": "20",
-                "KSS_WATCH_BOOKMARK_SECONDS": "1",
-            },
+            env=SOURCE_ENV,
         ),
         launch_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}"),
     )
@@ -286,14 +287,7 @@ def test_source_stopped_mid_stream_and_started_again_ends_in_step(mirror: Mirror
         mirror.workdir,
         mirror.source.database_url,
         port=mirror.source.port,
-        # The source plays a real cluster whose controllers are the test: its pods name owners it does not serve.
-        env={
-            "KSS_SCHEDULER_ENABLED": "false",
-            "KSS_CONTROLLERS": "false",
-            "KSS_KUBELET": "false",
-            "KSS_WATCH_WINDOW": "20",
-            "KSS_WATCH_BOOKMARK_SECONDS": "1",
-        },
+        env=SOURCE_ENV,
     )
     mirror.source = restarted
     for name in created[:3]:
