@@ -95,8 +95,9 @@ def run_import(
                 count += _import_scope(
                     source, sink, writer, pool, kind, namespace, selector, wanted, page_size, progress, pending
                 )
-            for start in range(0, len(pending) if pending else 0, page_size):
-                writer.write(pool, kind, pending[start : start + page_size] if pending else [], progress)
+            if pending:
+                for start in range(0, len(pending), page_size):
+                    writer.write(pool, kind, pending[start : start + page_size], progress)
             report.objects[kind.name] = count
             if progress is not None:
                 progress.finish()

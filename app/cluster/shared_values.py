@@ -65,10 +65,7 @@ class SharedValues:
         return self._held_or_new(value, pieces=True)
 
     def _held_or_new(self, value: Any, *, pieces: bool) -> Any:
-        if id(value) in self._ids:
-            return value
-        key = hash(orjson.dumps(value))
-        held = self._found(key, value)
+        key, held = self._lookup(value)
         if held is not None:
             return held
         if pieces and (type(value) is dict or type(value) is list):
@@ -129,6 +126,13 @@ class SharedValues:
                 if held is not child:
                     parent[name] = held
 
+    def _lookup(self, value: Any) -> tuple[int, Any]:
+        """(``value``'s key, the held value equal to it or None); a value already held is its own (key unused)."""
+        if id(value) in self._ids:
+            return 0, value
+        key = hash(orjson.dumps(value))
+        return key, self._found(key, value)
+
     def _found(self, key: int, value: Any) -> Any:
         held = self._held.get(key)
         if held is not None and held == value:
@@ -161,10 +165,7 @@ class SharedValues:
         """(the held container equal to ``value`` or ``value`` itself; whether it is held now). One not found has
         its pieces shared, and is held for later only if each of them is: one with a string seen for the first time
         is most likely unique to this version (an IP, a container id)."""
-        if id(value) in self._ids:
-            return value, True
-        key = hash(orjson.dumps(value))
-        held = self._found(key, value)
+        key, held = self._lookup(value)
         if held is not None:
             return held, True
         if self._share_pieces(value):
