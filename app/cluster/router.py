@@ -161,11 +161,16 @@ async def _read_body(request: Request) -> bytes:
 
 
 _BODY_TYPES = ("application/json", "application/yaml", "")
+_JSON_TYPES = ("application/json", "")
+
+
+def _content_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
 def _parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
     """Decode a create/update body: JSON, YAML, or protobuf for the kinds kubectl's generators create."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type = _content_type(request)
     if content_type == protobuf.PROTOBUF:
         try:
             return protobuf.decode(body)
@@ -395,8 +400,14 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
     warnings = _field_warnings(request, info, body)
     manager = _field_manager(request)
+    # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
+    # the answer is rendered from the stored object itself (read-only) instead of a copy of it.
+    owned = _content_type(request) in _JSON_TYPES
     created = await _write(
-        store, lambda: store.create(info.kind, body, target.namespace, dry_run=dry_run, manager=manager)
+        store,
+        lambda: store.create(
+            info.kind, body, target.namespace, dry_run=dry_run, manager=manager, owned=owned, copy=False
+        ),
     )
     return _warned(json_response(created, 201), warnings)
 
