@@ -32,9 +32,9 @@ from syncer.discovery import available_kinds
 from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
 from syncer.kube import ApiProblem, NotFound, Page, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
+from syncer.ordering import running_first
 from syncer.progress import Progress
 from syncer.sink import ADDED, Event, Sink
-from syncer.translate import is_scheduled
 
 log = logging.getLogger("kss.syncer")
 
@@ -84,9 +84,7 @@ def run_import(
             count = 0
             if progress is not None:
                 progress.start(kind.name)
-            # Pods the source has not scheduled yet go in last, so the simulator's scheduler places them against
-            # every pod already running in the source, never before some of those arrived (which would overcommit
-            # their nodes: a running pod is created bound, whatever the node holds by then).
+            # Pods the source has not scheduled yet go in last, after every scope (``syncer.ordering``).
             pending: list[Event] | None = [] if kind is POD else None
             scopes: tuple[str | None, ...] = namespaces if (kind.namespaced and namespaces) else (None,)
             for namespace in scopes:
@@ -219,8 +217,8 @@ def _import_scope(
             items = [o for o in page.items if names is None or (o.get("metadata") or {}).get("name") in names]
             events = [Event(ADDED, kind, obj, initial=True) for obj in items]
             if pending is not None:
-                pending += [e for e in events if not is_scheduled(e.obj)]
-                events = [e for e in events if is_scheduled(e.obj)]
+                events, waiting = running_first(events)
+                pending += waiting
             if events:
                 in_flight.append(pages.submit(writer.write, pool, kind, events, progress))
             while len(in_flight) >= PAGES_IN_FLIGHT:

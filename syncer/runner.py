@@ -2,8 +2,8 @@
 
 Start-up first asks both ends which optional kinds they serve (``discovery``), then lists the kinds one after
 the other in apply order (namespaces first, pods last), so the simulator receives the existing cluster in an
-order it can take; then every watcher follows its kind on its own thread, all feeding the same FIFO queue that
-the sink drains.
+order it can take (the pods the source has not scheduled after every pod it has: ``syncer.ordering``); then every
+watcher follows its kind on its own thread, all feeding the same FIFO queue that the sink drains.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from syncer.backoff import Backoff
@@ -110,11 +111,11 @@ class Syncer:
                 )
         return watchers
 
-    def _initial_list(self, watcher: Watcher) -> None:
+    def _initial_list(self, watcher: Watcher, held: list[Event]) -> None:
         failures = 0
         while not self.stop.is_set():
             try:
-                watcher.relist()
+                watcher.relist(held)
                 return
             except Gone:
                 continue
@@ -151,8 +152,14 @@ class Syncer:
         sink = threading.Thread(target=self.sink.run, args=(self.queue,), name="sink", daemon=True)
         sink.start()
         self._threads.append(sink)
-        for watcher in self.watchers:
-            self._initial_list(watcher)
+        for _kind, scopes in groupby(self.watchers, key=lambda w: w.kind):
+            # The pods the source has not scheduled, of every scope, after its scheduled ones (``syncer.ordering``),
+            # and before the next kind (a controller after the pods it adopts).
+            held: list[Event] = []
+            for watcher in scopes:
+                self._initial_list(watcher, held)
+            for event in held:
+                self._emit(event)
         for watcher in self.watchers:
             if not self.stop.is_set():
                 self._threads.append(start_thread(watcher))

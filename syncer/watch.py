@@ -23,6 +23,7 @@ from syncer.backoff import Backoff
 from syncer.kinds import Kind
 from syncer.kube import ApiProblem, Gone, Inactive, SourceApi, Unavailable
 from syncer.metrics import Metrics
+from syncer.ordering import waits_for_running_pods
 from syncer.sink import ADDED, DELETED, MODIFIED, SYNCED, Event
 
 Obj = dict[str, Any]
@@ -78,13 +79,19 @@ class Watcher:
     def _accepts(self, obj: Obj) -> bool:
         return self.accept is None or self.accept(obj)
 
-    def relist(self) -> None:
-        """List every page; emit what is new or changed since the last list, then ``SYNCED`` with what exists."""
+    def relist(self, held: list[Event] | None = None) -> None:
+        """List every page; emit what is new or changed since the last list, then ``SYNCED`` with what exists.
+
+        Pods the source has not scheduled are emitted after the rest of the list (``syncer.ordering``); with
+        ``held`` they are appended to it instead, for the caller to emit once its other scopes are listed too.
+        A list that fails part way leaves them unknown, so the next one emits them again.
+        """
         initial = not self.listed_once
         seen: set[str] = set()
         version = ""
         token: str | None = None
         changed = 0
+        waiting: list[tuple[str, str, Event]] = []
         while True:
             page = self.source.list(
                 self.kind,
@@ -104,12 +111,22 @@ class Watcher:
                 before = self.known.get(uid)
                 if before == rv:
                     continue
-                self.known[uid] = rv
                 changed += 1
-                self.emit(Event(ADDED if before is None else MODIFIED, self.kind, obj, initial=initial))
+                event = Event(ADDED if before is None else MODIFIED, self.kind, obj, initial=initial)
+                if waits_for_running_pods(event):
+                    waiting.append((uid, rv, event))
+                    continue
+                self.known[uid] = rv
+                self.emit(event)
             token = page.continue_token
             if not token:
                 break
+        for uid, rv, event in waiting:
+            self.known[uid] = rv
+            if held is None:
+                self.emit(event)
+            else:
+                held.append(event)
         for uid in set(self.known) - seen:
             del self.known[uid]
         self.emit(Event(SYNCED, self.kind, namespace=self.namespace, present=frozenset(seen)))
