@@ -6,14 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import yaml
 
-from app.replay.live import LiveReplay, Progress
-from app.replay.live_api import ApiError, Connection, Obj, Target
 from app.replay.sources import load_source
 from app.replay.workload import TimedWorkload, WorkloadError, parse_duration
+
+if TYPE_CHECKING:
+    from app.replay.live_api import Obj
 
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 # kss replay's options that only an offline run honours
@@ -52,6 +54,10 @@ def run_live(args: argparse.Namespace, workload: TimedWorkload | None = None) ->
     ``args.workload`` as ``kss replay`` reads it: workload files, a trace directory, or node CSV + pod CSV, with
     ``--pods``, ``--form``, ``--start``, ``--limit``). Exit 0; 1 if the server refused anything or cannot be
     reached; 2 on bad input; 130 on Ctrl-C."""
+    # The HTTP and kubeconfig clients (~0.4 s to import) only for a live run, not for every `kss replay`.
+    from app.replay.live import LiveReplay, Progress
+    from app.replay.live_api import ApiError, Connection, Target
+
     problems: list[str] = []
     for option, attribute in _OFFLINE_ONLY:  # the server's own settings and UI take their place
         if getattr(args, attribute, None):

@@ -1,0 +1,118 @@
+"""The ``kss`` dispatcher imports only the command it runs, with the garbage collector back on when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import app.serve_cli
+from app.cli import COMMANDS, main
+
+# What a process loads for nothing if a light command pulls in the server, the database layer or a cluster client.
+SERVER_AND_CLIENTS = [
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "sqlalchemy",
+    "alembic",
+    "app.main",
+    "distributed",
+    "kubernetes",
+]
+
+
+def modules_loaded_by(argv: list[str]) -> set[str]:
+    """The modules a fresh interpreter holds after ``kss ARGV`` (stdout and stderr of the command discarded)."""
+    script = textwrap.dedent(
+        f"""
+        import contextlib, io, json, sys
+        from app.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                main({argv!r})
+            except SystemExit:
+                pass
+        print(json.dumps(sorted(sys.modules)))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out))
+
+
+def test_kss_help_imports_no_command_module() -> None:
+    loaded = modules_loaded_by(["--help"])
+    command_modules = {module for module, *_ in COMMANDS.values()}
+    assert sorted(command_modules & loaded) == []
+    assert sorted(set(SERVER_AND_CLIENTS) & loaded) == []
+    assert "numpy" not in loaded and "pydantic" not in loaded
+
+
+@pytest.mark.parametrize(
+    ("argv", "command_module", "absent"),
+    [
+        (["simulate", "--help"], "app.simulation.cli", [*SERVER_AND_CLIENTS, "httpx", "jinja2"]),
+        (["serve", "--help"], "app.serve_cli", [*SERVER_AND_CLIENTS, "numpy", "httpx"]),
+        (["kubeconfig"], "app.serve_cli", [*SERVER_AND_CLIENTS, "numpy", "httpx"]),
+        # The live driver's HTTP and kubeconfig clients only load for --target-url / --target-kubeconfig.
+        (["replay", "--help"], "app.replay.cli", [*SERVER_AND_CLIENTS, "httpx", "app.replay.live_api"]),
+        (["sweep", "--help"], "app.whatif.sweep_cli", [*SERVER_AND_CLIENTS, "httpx", "dask"]),
+        (["convert", "--help"], "app.simulation.convert_cli", [*SERVER_AND_CLIENTS, "numpy", "pydantic"]),
+        (["export", "--help"], "app.operations.cli", [*SERVER_AND_CLIENTS, "numpy"]),
+    ],
+)
+def test_a_command_imports_its_own_module_and_not_the_server(
+    argv: list[str], command_module: str, absent: list[str]
+) -> None:
+    loaded = modules_loaded_by(argv)
+    assert command_module in loaded
+    others = {module for module, *_ in COMMANDS.values()} - {command_module}
+    assert sorted(others & loaded) == []
+    assert sorted(set(absent) & loaded) == []
+
+
+def test_the_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for name, (*_, help_text) in COMMANDS.items():
+        assert name in out
+        assert help_text.split()[0] in out
+
+
+def test_the_command_runs_with_the_collector_on_and_its_options_parsed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[tuple[bool, str]] = []
+    real = app.serve_cli.run_kubeconfig
+
+    def observed(args: argparse.Namespace) -> int:
+        seen.append((gc.isenabled(), args.server))
+        return real(args)
+
+    monkeypatch.setattr(app.serve_cli, "run_kubeconfig", observed)
+    assert gc.isenabled()
+    assert main(["kubeconfig", "--server", "http://10.1.2.3:9000"]) == 0
+    assert seen == [(True, "http://10.1.2.3:9000")]
+    assert "server: http://10.1.2.3:9000" in capsys.readouterr().out
+    assert gc.isenabled()
+
+
+def test_a_bad_option_exits_2_with_the_collector_back_on(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", "scenario.json", "--no-such-option"])
+    assert exit_info.value.code == 2
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+    assert gc.isenabled()
+
+
+def test_an_unknown_command_is_refused() -> None:
+    proc = subprocess.run([sys.executable, "-m", "app.cli", "no-such-command"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "invalid choice: 'no-such-command'" in proc.stderr
