@@ -16,7 +16,6 @@ from app.cluster.validation import (
     _type_error,
     _validate_node_selector_terms,
 )
-from app.kube.dra.cel import CelCompileError, compile_selector
 from app.kube.quantity import QuantityError, parse_quantity
 
 Obj = dict[str, Any]
@@ -229,6 +228,9 @@ def cel_expression_errors(path: str, expression: str) -> list[Cause]:
     with the consumable-capacity extensions as the gate's configured default has them)."""
     if len(expression) > CEL_EXPRESSION_MAX_LENGTH:
         return [too_long(path, CEL_EXPRESSION_MAX_LENGTH)]
+    # The compiler and its protobuf descriptors load with the first selector, not at every server's start.
+    from app.kube.dra.cel import CelCompileError, compile_selector
+
     try:
         compile_selector(expression, consumable_capacity=gate_on(NO_GATES, "DRAConsumableCapacity"))
     except CelCompileError as exc:

@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.kube.dra.cel import CelCompileError, CelEvaluationError, compile_selector, device_view
 from app.kube.labels import NodeSelector
 from app.scheduler.dra.allocated import DeviceID
 from app.web.dra_devices import NodeDevice, devices_on_node, pod_claim_refs
@@ -36,6 +35,8 @@ class DraListers:
         """The device's CEL view, built once per explanation."""
         view = self._views.get(id(device.device))
         if view is None:
+            from app.kube.dra.cel import device_view  # loaded with the first selector (see _matches)
+
             view = self._views[id(device.device)] = device_view(device.driver, device.device)
         return view
 
@@ -49,6 +50,9 @@ class _SelectorFailed(Exception):
 
 
 def _matches(listers: DraListers, expressions: list[str], device: NodeDevice) -> bool:
+    # The CEL compiler and its protobuf descriptors load with the first selector, not at every server's start.
+    from app.kube.dra.cel import CelCompileError, CelEvaluationError, compile_selector
+
     for expression in expressions:
         try:
             if not compile_selector(expression).matches(listers.view(device)):
