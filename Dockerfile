@@ -13,8 +13,10 @@ COPY syncer ./syncer
 COPY migrations ./migrations
 COPY templates ./templates
 COPY static ./static
-# Editable install: migrations/, templates/ and static/ are found beside the package, as in a checkout.
+# Editable install: migrations/, templates/ and static/ are found beside the package, as in a checkout. Its bytecode
+# is compiled here: with PYTHONDONTWRITEBYTECODE every start would compile the app again (~0.5 s of CPU).
 RUN pip install -e ".[postgres]" \
+    && python -m compileall -q app syncer \
     && useradd --system --uid 10001 --home-dir /data --no-create-home kss \
     && mkdir -p /data && chown kss /data
 

@@ -32,7 +32,10 @@ contracts: $(STAMP)
 
 # The store, results and durability tests run on SQLite and on a throwaway PostgreSQL (.ci/postgres.sh
 # installs Debian's postgresql when missing); KSS_TEST_POSTGRES_URL set by the caller is used as is.
+# Bytecode written once (1.3 s) rather than compiled at each of the suite's process starts (~0.5 s a server) where
+# PYTHONDONTWRITEBYTECODE keeps Python from caching it.
 unit: $(STAMP)
+	@$(BIN)/python -m compileall -q app syncer kss >/dev/null
 	@if [ -n "$$KSS_TEST_POSTGRES_URL" ]; then $(BIN)/pytest -q; exit $$?; fi; \
 	pg_dir=$$(mktemp -d /tmp/kss-pg.XXXXXX); \
 	pg_url=$$(.ci/postgres.sh start "$$pg_dir") || { echo "make: PostgreSQL could not be started" >&2; exit 1; }; \
