@@ -118,9 +118,9 @@ def test_an_unknown_command_is_refused() -> None:
     assert "invalid choice: 'no-such-command'" in proc.stderr
 
 
-def test_the_server_loads_the_dra_cel_compiler_only_for_a_selector() -> None:
+def test_the_server_loads_the_dra_cel_compiler_and_the_page_templates_when_first_used() -> None:
     script = "import json, sys, app.main; print(json.dumps(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     loaded = set(json.loads(out))
     assert "fastapi" in loaded  # the whole application, as `kss serve` imports it
-    assert sorted({"app.kube.dra.cel", "cel_expr_python", "google.protobuf"} & loaded) == []
+    assert sorted({"app.kube.dra.cel", "cel_expr_python", "google.protobuf", "jinja2"} & loaded) == []

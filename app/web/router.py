@@ -6,13 +6,13 @@ partial the page itself includes, so there is one source of truth). A history re
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlencode
 
-import jinja2
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response, StreamingResponse
 from markupsafe import Markup, escape
@@ -36,7 +36,11 @@ from app.web.views.node import node_view
 from app.web.views.objects import objects_view
 from app.web.views.pod import pod_view, status_ok
 from app.web.views.pods import POD_SORTS, POD_STATES, PodsQuery, pods_view
+from app.web.views.runs import percent, wait_text
 from app.web.views.scheduler import apply_config, config_in_effect, config_yaml
+
+if TYPE_CHECKING:
+    import jinja2
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_DIR = ROOT / "templates"
@@ -76,7 +80,12 @@ def _camel_wrap(name: str) -> Markup:
     return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[a-z])(?=[A-Z])", name))
 
 
-def _environment() -> jinja2.Environment:
+@functools.cache
+def environment() -> jinja2.Environment:
+    """The templates' environment, built for the first page: jinja2 costs ~50 ms of every server's start, and a
+    server driven through its API alone never renders one."""
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         autoescape=True,
@@ -88,6 +97,8 @@ def _environment() -> jinja2.Environment:
     env.filters["age"] = age
     env.filters["wrap"] = _camel_wrap
     env.filters["duration"] = duration_text
+    env.filters["wait"] = wait_text  # the Runs pages' (app.web.runs_routes)
+    env.filters["percent"] = percent
     env.tests["status_ok"] = status_ok
     env.globals["query"] = _query
     env.globals["static"] = _static_url
@@ -95,14 +106,11 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-ENV = _environment()
-
-
 def render(
     template: str, status_code: int = 200, headers: dict[str, str] | None = None, **context: Any
 ) -> HTMLResponse:
     """Render one template (a page or a partial) to a response."""
-    html = ENV.get_template(template).render(**context)
+    html = environment().get_template(template).render(**context)
     return HTMLResponse(html, status_code=status_code, headers=headers)
 
 

@@ -14,21 +14,17 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from app.web.ports import Runs
-from app.web.router import ENV, _base, _not_found, hx_target, render, web
+from app.web.router import _base, _not_found, hx_target, render, web
 from app.web.views.runs import (
     OUTCOMES,
     compare_view,
     parse_run_ids,
-    percent,
     run_pod_view,
     run_view,
     runs_view,
-    wait_text,
 )
 
 router = APIRouter(include_in_schema=False)
-ENV.filters["wait"] = wait_text
-ENV.filters["percent"] = percent
 
 
 def _runs(request: Request) -> Runs:
