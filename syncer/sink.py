@@ -32,6 +32,10 @@ SYNCED = "SYNCED"
 # and the CronJob controller adopts no Jobs. With their controller's kind mirrored, they are never copied: the
 # simulator's controller makes its own.
 _NEVER_ADOPTED = {("Pod", "Job"), ("Job", "CronJob")}
+# How long a create waits for an object of its name that is being deleted (finalizers hold it) to go, and in how
+# many tries: the sink applies one event at a time, so a stuck deletion must not hold every later event for long.
+_TERMINATING_WAIT = 30.0
+_TERMINATING_ATTEMPTS = 64  # only matters for a backoff without delays
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,29 +237,14 @@ class Sink:
         if mirror is not None:
             self._update(kind, uid, mirror, want, None)
             return
-        try:
-            # Status goes along: servers that take it on create (nodes) need no second request.
-            created = self.target.create(kind, want)
-        except (AlreadyExists, Rejected) as exc:
-            # Rejected too: a create of a built-in object (system-* PriorityClasses) fails validation first.
-            try:
-                current = self.target.get(kind, namespace, name)
-            except NotFound:
-                if isinstance(exc, Rejected):
-                    raise exc from None
-                # Deleted between our create and get: the next event (or relist) creates it.
-                log.info("%s vanished while adopting it", what)
-                return
-            mirror = Mirror(kind.name, namespace, name, translate.meta(current).get("uid"))
-            mirror.controller = controller
-            self.state.put(uid, mirror)
-            self.metrics.count(kind.name, "adopted")
-            log.info("adopted %s: it already exists in the simulator", what)
-            if scheduled_pod:
-                self.metrics.count(kind.name, "ignored_scheduled")
-                log.info("ignored update of %s: scheduled in the source", what)
-                return
-            self._update(kind, uid, mirror, want, current)
+        replaced = self.state.holder(kind.name, namespace, name)
+        if replaced is not None:
+            # The name mirrors another source object: the source deleted it and made a new one of that name (a
+            # StatefulSet's pod, ``kubectl replace --force``) while the watch was down, and the relist shows the new
+            # uid before the SYNCED that drops the old. A different object: its copy must not be adopted as this one.
+            self._delete(kind, replaced, "replaced in the source by a new object of that name")
+        created = self._create(kind, uid, want, controller, scheduled_pod=scheduled_pod)
+        if created is None:
             return
         mirror = Mirror(kind.name, namespace, name, translate.meta(created).get("uid"))
         mirror.controller = controller
@@ -266,6 +255,78 @@ class Sink:
         log.info("created %s%s", what, f" bound to {node} (existing load)" if node else "")
         if kind.mirror_status or node:
             self._sync_status(kind, uid, mirror, want)
+
+    def _create(
+        self, kind: Kind, uid: str, want: Obj, controller: tuple[str, str, str] | None, *, scheduled_pod: bool
+    ) -> Obj | None:
+        """Create the copy of source object ``uid``; None when there is nothing more to do (an object of that name
+        was adopted, or the name stayed taken by an object being deleted).
+
+        An object of that name that is being deleted (``deletionTimestamp``: finalizers hold it) is never adopted:
+        it is on its way out, so the create waits for it to go (capped backoff, ``_TERMINATING_WAIT`` seconds at
+        most, keeping the events in order) and gives up after that; the object's next event creates it then.
+        """
+        namespace, name = translate.key(want)
+        what = translate.describe(kind, want)
+        waited = 0.0
+        attempt = 0
+        while True:
+            try:
+                # Status goes along: servers that take it on create (nodes) need no second request.
+                return self.target.create(kind, want)
+            except (AlreadyExists, Rejected) as exc:
+                # Rejected too: a create of a built-in object (system-* PriorityClasses) fails validation first.
+                try:
+                    current: Obj | None = self.target.get(kind, namespace, name)
+                except NotFound:
+                    if isinstance(exc, Rejected):
+                        raise exc from None
+                    current = None  # deleted between our create and get: the name is free now
+                if current is not None and not translate.meta(current).get("deletionTimestamp"):
+                    self._adopt(kind, uid, want, current, controller, scheduled_pod=scheduled_pod)
+                    return None
+            attempt += 1
+            if attempt > _TERMINATING_ATTEMPTS or waited >= _TERMINATING_WAIT:
+                self.metrics.count(kind.name, "failed")
+                log.error(
+                    "failed create of %s: the simulator's object of that name is still being deleted after %.1fs; "
+                    "the next event of it creates it",
+                    what,
+                    waited,
+                )
+                return None
+            delay = self.backoff.delay(attempt) if current is not None else 0.0
+            if delay:
+                log.info("waiting %.1fs to create %s: its name is held by an object being deleted", delay, what)
+                self._sleep(delay)
+                waited += delay
+            if self._stop.is_set():
+                raise Stopped()
+
+    def _adopt(
+        self,
+        kind: Kind,
+        uid: str,
+        want: Obj,
+        current: Obj,
+        controller: tuple[str, str, str] | None,
+        *,
+        scheduled_pod: bool,
+    ) -> None:
+        """Take the simulator's object of ``want``'s name as the copy of source object ``uid`` (it existed already:
+        made by a user, an earlier run, or built in), then apply the update rules to it."""
+        namespace, name = translate.key(want)
+        what = translate.describe(kind, want)
+        mirror = Mirror(kind.name, namespace, name, translate.meta(current).get("uid"))
+        mirror.controller = controller
+        self.state.put(uid, mirror)
+        self.metrics.count(kind.name, "adopted")
+        log.info("adopted %s: it already exists in the simulator", what)
+        if scheduled_pod:
+            self.metrics.count(kind.name, "ignored_scheduled")
+            log.info("ignored update of %s: scheduled in the source", what)
+            return
+        self._update(kind, uid, mirror, want, current)
 
     # ------------------------------------------------------------------------------------------ bulk create
 

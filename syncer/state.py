@@ -97,12 +97,23 @@ class MirrorState:
                 mirror.applied = None
                 self._save_tombstones()
 
+    def _live(self, kind: str, namespace: str, name: str) -> tuple[str, Mirror] | None:
+        """The source uid and live (not tombstoned) mirror holding that simulator name (called with the lock held)."""
+        uid = self._by_key.get((kind, namespace, name))
+        mirror = self._by_uid.get(uid) if uid is not None else None
+        return (uid, mirror) if uid is not None and mirror is not None and not mirror.deleted_in_simulator else None
+
     def find(self, kind: str, namespace: str, name: str) -> Mirror | None:
         """The live (not tombstoned) mirror holding that simulator name, if any."""
         with self._lock:
-            uid = self._by_key.get((kind, namespace, name))
-            mirror = self._by_uid.get(uid) if uid is not None else None
-            return mirror if mirror is not None and not mirror.deleted_in_simulator else None
+            live = self._live(kind, namespace, name)
+            return live[1] if live is not None else None
+
+    def holder(self, kind: str, namespace: str, name: str) -> str | None:
+        """The source uid whose live mirror holds that simulator name, if any."""
+        with self._lock:
+            live = self._live(kind, namespace, name)
+            return live[0] if live is not None else None
 
     def uids(self, kind: str, namespace: str | None = None) -> list[str]:
         """Source uids recorded for ``kind`` (only those in ``namespace`` when given), tombstones included."""
