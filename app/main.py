@@ -113,8 +113,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         event_expiry = EventExpiry(app.state.store, settings.event_ttl_seconds)  # kube-apiserver's --event-ttl
         event_expiry.start()
         factory = make_session_factory(engine)
+        # The store's committer inserts the recorded attempts too: one writer for the database file.
         results = ResultsService(
-            lambda: session_scope(factory), max_attempts_per_pod=settings.results_max_attempts_per_pod
+            lambda: session_scope(factory),
+            max_attempts_per_pod=settings.results_max_attempts_per_pod,
+            shared_commit=app.state.store,
         )
         results.start()
         app.state.results = results

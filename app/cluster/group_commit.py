@@ -9,6 +9,11 @@ version of every key a staged change touched). If a batch's transaction fails, t
 after it (they were computed on top of it) are dropped: the working state is restored from ``_shadow``, the
 resourceVersion counter goes back to the last committed one, and every writer concerned gets ``InternalError``;
 nothing of them was ever visible. Without a database (``engine=None``) a write is applied at once.
+
+Another room's rows (the recorded attempts) can ride along: ``write_alongside`` runs a callable in the next batch's
+transaction, after the batch's own rows and inside a SAVEPOINT, so the database file has one writer (two writers
+on one SQLite file race for its lock, and its busy handler sleeps up to 100 ms without waking when it frees). A
+side write that raises is rolled back alone and reported to its owner; the batch's API writes go on.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from app.cluster import repository
 from app.cluster.change_log import ADDED, MODIFIED, ChangeLog
@@ -30,27 +35,52 @@ from app.cluster.stored import Change, StoredObject
 log = logging.getLogger(__name__)
 
 
+class SideWrite:
+    """A write of rows that are not cluster objects, run by the committer in a batch's transaction
+    (``GroupCommit.write_alongside``); ``wait()`` for its outcome."""
+
+    __slots__ = ("done", "error", "write")
+
+    def __init__(self, write: Callable[[Connection], None]) -> None:
+        self.write = write
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def wait(self) -> None:
+        """Block until the write is committed; raise what it raised (its own rows rolled back), or the batch's
+        error if the whole transaction failed."""
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+
+
 class Batch:
     """Changes staged for one transaction; ``done`` is set once they are durable and visible (or failed).
 
     ``callbacks`` run right after ``done`` is set, in the committer thread with the store lock held; they are
-    added and run under that lock, so none is missed or run twice.
+    added and run under that lock, so none is missed or run twice. ``side`` are other rooms' writes that share the
+    transaction (``write_alongside``); a batch may hold only those.
     """
 
-    __slots__ = ("callbacks", "changes", "done", "error", "last_rv", "rows")
+    __slots__ = ("callbacks", "changes", "done", "error", "last_rv", "rows", "side")
 
-    def __init__(self) -> None:
+    def __init__(self, last_rv: int = 0) -> None:
         self.changes: list[Change] = []
         self.rows: list[repository.Change] = []
-        self.last_rv = 0
+        self.last_rv = last_rv
         self.done = threading.Event()
         self.error: BaseException | None = None
         self.callbacks: list[Callable[[], None]] = []
+        self.side: list[SideWrite] = []
 
     def finish(self, error: BaseException | None) -> None:
         """Mark the batch durable (``error`` None) or dropped, then run its callbacks (store lock held)."""
         self.error = error
         self.done.set()
+        for side in self.side:
+            if error is not None and side.error is None:
+                side.error = error
+            side.done.set()
         callbacks, self.callbacks = self.callbacks, []
         for callback in callbacks:
             try:
@@ -167,9 +197,7 @@ class GroupCommit:
                     bucket[c.key] = c.new
             self._changes.publish(changes)
             return None
-        batch = self._open
-        if batch is None:
-            batch = self._open = self._last = Batch()
+        batch = self._open_batch()
         for c in changes:
             bucket = self._objects[c.kind]
             shadow = self._shadow[c.kind]
@@ -196,12 +224,41 @@ class GroupCommit:
         batch.changes += changes
         batch.last_rv = last_rv
         self._rv = last_rv
+        self._wake_committer()
+        return batch
+
+    def _open_batch(self) -> Batch:
+        """The batch that staged writes join, opened if there is none (lock held)."""
+        batch = self._open
+        if batch is None:
+            # Until a change joins it, the batch records the version staged so far as the latest.
+            batch = self._open = self._last = Batch(self._rv)
+        return batch
+
+    def _wake_committer(self) -> None:
+        """Start the committer thread, or tell it a batch is open (lock held)."""
         if self._committer is None:
             self._committer = threading.Thread(target=self._commit_loop, name="kss-store-committer", daemon=True)
             self._committer.start()
         else:
             self._work.notify()
-        return batch
+
+    def write_alongside(self, write: Callable[[Connection], None]) -> SideWrite | None:
+        """Run ``write(conn)`` in the committer's next transaction, after that batch's own rows, inside a SAVEPOINT;
+        a batch is started at once if none is open. None without a database: the caller writes on its own.
+
+        For rows that are not cluster objects (they are neither versioned nor published to watches or listeners),
+        written to this store's database so that it has one writer. If ``write`` raises, its rows are rolled back
+        and the error goes to the returned handle only: the batch's API writes still commit. ``write`` runs in the
+        committer thread and must not wait for the store.
+        """
+        if self._engine is None:
+            return None
+        side = SideWrite(write)
+        with self._lock:
+            self._open_batch().side.append(side)
+            self._wake_committer()
+        return side
 
     def _await(self, batch: Batch | None) -> None:
         """Return once ``batch`` is durable and visible; ``InternalError`` if it was dropped (lock not held)."""
@@ -262,7 +319,11 @@ class GroupCommit:
             error: BaseException | None = None
             try:
                 with engine.begin() as conn:
+                    # Also when the batch holds side writes only: the statement opens the transaction (pysqlite
+                    # begins one before DML only; a SAVEPOINT opened outside one would commit on RELEASE).
                     repository.write_changes(conn, batch.rows, batch.last_rv)
+                    for side in batch.side:
+                        _run_side_write(conn, side)
             except Exception as exc:  # the database said no: drop the batch and what was built on it
                 log.exception("write-through failed")
                 error = exc
@@ -285,7 +346,8 @@ class GroupCommit:
                 del self._staged[staged_key]
                 del self._shadow[c.kind][c.key]
         self._committed_rv = batch.last_rv
-        self._changes.publish(batch.changes)
+        if batch.changes:
+            self._changes.publish(batch.changes)
 
     def _drop(self, failed: Batch, error: BaseException) -> None:
         """``failed`` could not be written: undo it and everything staged after it (lock held)."""
@@ -306,3 +368,13 @@ class GroupCommit:
         self._rv = self._committed_rv
         for batch in dropped:
             batch.finish(error)
+
+
+def _run_side_write(conn: Connection, side: SideWrite) -> None:
+    """Run ``side`` in its own SAVEPOINT: what it raises rolls back its rows alone and is kept for its owner."""
+    try:
+        with conn.begin_nested():
+            side.write(conn)
+    except Exception as exc:
+        log.warning("a write alongside the cluster's failed and was rolled back alone: %s", exc)
+        side.error = exc

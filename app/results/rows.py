@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import orjson
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from app.results.codec import encode_matrices
@@ -210,8 +211,19 @@ def resolve_selected(selected: Any, totals: dict[str, int]) -> list[str] | None:
 def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
     """Insert ``rows`` in one transaction; keep each live pod's newest ``max_attempts_per_pod`` attempts."""
     with session_scope() as session:
-        repo = ResultsRepository(session)
-        repo.add_many(rows)
-        if max_attempts_per_pod:
-            for ns, name in {(r["namespace"], r["pod_name"]) for r in rows if r["run_id"] is None}:
-                repo.trim(ns, name, max_attempts_per_pod)
+        _insert_and_trim(session, rows, max_attempts_per_pod)
+
+
+def write_rows_on(conn: Connection, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
+    """``write_rows`` in ``conn``'s open transaction (another writer's), which the caller commits or rolls back."""
+    # rollback_only: the session never commits the given transaction, and closing it leaves that alone.
+    with Session(bind=conn, join_transaction_mode="rollback_only") as session:
+        _insert_and_trim(session, rows, max_attempts_per_pod)
+
+
+def _insert_and_trim(session: Session, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
+    repo = ResultsRepository(session)
+    repo.add_many(rows)
+    if max_attempts_per_pod:
+        for ns, name in {(r["namespace"], r["pod_name"]) for r in rows if r["run_id"] is None}:
+            repo.trim(ns, name, max_attempts_per_pod)

@@ -4,7 +4,8 @@ The scheduler hands each finished :class:`Attempt` to :meth:`ResultsService.subm
 thread encodes and inserts them in batches, so recording costs the scheduling loop almost nothing. Given a
 ``writer_url`` the service writes through a child process instead (:class:`app.results.process_writer.ProcessWriter`:
 encoding and inserting then run on another core, without the GIL of the scheduling process), which is what
-``kss simulate --record-db`` uses.
+``kss simulate --record-db`` uses. Given a ``shared_commit`` (``kss serve``: the cluster store), the writer thread
+still builds the rows but hands their insert to the store's committer, so the database file has one writer.
 Reads decode the compact matrices and page, sort and filter them for the API and the web UI.
 """
 
@@ -21,7 +22,8 @@ from app.results.codec import decode_matrices
 from app.results.models import SchedulingAttempt
 from app.results.process_writer import ProcessWriter
 from app.results.repository import ResultsRepository
-from app.results.rows import SessionFactory, attempt_row, resolve_selected, write_rows
+from app.results.rows import SessionFactory, attempt_row, resolve_selected, write_rows, write_rows_on
+from app.results.shared_commit import SharedCommit
 from app.scheduler.record import Attempt
 
 SORT_KEYS = ("total", "name", "failing")
@@ -94,10 +96,13 @@ class ResultsService:
         batch_size: int = 256,
         writer_url: str | None = None,
         sqlite_synchronous: str = "FULL",
+        shared_commit: SharedCommit | None = None,
     ) -> None:
         """``writer_url``: write through a child process connected to this database (the one ``session_scope``
-        opens, already migrated) instead of a thread."""
+        opens, already migrated) instead of a thread. ``shared_commit``: insert each batch in the transactions of
+        this committer, which writes to the same database as ``session_scope`` (the thread still builds the rows)."""
         self._session_scope = session_scope
+        self._shared_commit = shared_commit
         self.max_attempts_per_pod = max_attempts_per_pod
         self.batch_size = batch_size
         self._process = (
@@ -206,6 +211,13 @@ class ResultsService:
             attempt_row(att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued, run_id=run_id)
             for att, ns, name, uid, queued, run_id in batch
         ]
+        if self._shared_commit is not None:
+            keep = self.max_attempts_per_pod
+            handed = self._shared_commit.write_alongside(lambda conn: write_rows_on(conn, rows, keep))
+            if handed is not None:
+                # Waiting before taking the next batch keeps batches large while the committer is busy.
+                handed.wait()
+                return
         write_rows(self._session_scope, rows, self.max_attempts_per_pod)
 
     # --- reading --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine
 
+from app.cluster.store import ClusterStore
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.results import annotations as ann
 from app.results.codec import decode_matrices, encode_matrices
@@ -33,12 +34,14 @@ def results_engine(backend_url: str) -> Iterator[Engine]:
     engine.dispose()
 
 
-@pytest.fixture(params=["thread", "process"])
+@pytest.fixture(params=["thread", "process", "shared"])
 def service(request: pytest.FixtureRequest, results_engine: Engine, backend_url: str) -> Iterator[ResultsService]:
-    """The service with each writer: the thread (``kss serve``) and the process (``kss simulate --record-db``)."""
+    """The service with each writer: the thread, the process (``kss simulate --record-db``) and the thread handing
+    its rows to the cluster store's committer (``kss serve``)."""
     factory = make_session_factory(results_engine)
     writer_url = backend_url if request.param == "process" else None
-    svc = ResultsService(lambda: session_scope(factory), writer_url=writer_url)
+    shared = ClusterStore.open(results_engine) if request.param == "shared" else None
+    svc = ResultsService(lambda: session_scope(factory), writer_url=writer_url, shared_commit=shared)
     svc.start()
     yield svc
     svc.stop()
@@ -129,11 +132,14 @@ def test_matrix_rows_can_be_filtered_by_plugin_and_node(service: ResultsService)
     assert paged["matrix"]["totalRows"] == 3
 
 
-@pytest.mark.parametrize("writer", ["thread", "process"])
+@pytest.mark.parametrize("writer", ["thread", "process", "shared"])
 def test_retention_keeps_the_newest_attempts(results_engine: Engine, backend_url: str, writer: str) -> None:
     factory = make_session_factory(results_engine)
     writer_url = backend_url if writer == "process" else None
-    svc = ResultsService(lambda: session_scope(factory), max_attempts_per_pod=2, writer_url=writer_url)
+    shared = ClusterStore.open(results_engine) if writer == "shared" else None
+    svc = ResultsService(
+        lambda: session_scope(factory), max_attempts_per_pod=2, writer_url=writer_url, shared_commit=shared
+    )
     first, second, pod = run_two_attempts()
     for n in range(1, 5):
         att = dataclasses.replace(first if n % 2 else second)
