@@ -179,6 +179,13 @@ def thread_cpu(pid: int) -> dict[int, float]:
     return result
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (all but idle and iowait, /proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 class Profiler:
     """py-spy attached to the server (GIL holder and every thread), and each thread's CPU over the same span."""
 

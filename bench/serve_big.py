@@ -281,9 +281,15 @@ async def watch_pods(url: str, resource_version: str, timeline: Timeline) -> Non
 
 
 async def create_objects(
-    url: str, bodies: list[tuple[str, bytes]], concurrency: int, latencies: list[float], answered: list[float]
+    url: str,
+    bodies: list[tuple[str, bytes]],
+    concurrency: int,
+    latencies: list[float],
+    answered: list[float],
+    sends: list[float] | None = None,
 ) -> None:
-    """POST each body, ``concurrency`` in flight; latency per request from its send, time of each answer."""
+    """POST each body, ``concurrency`` in flight; latency per request from its send, time of each answer (and, in
+    ``sends``, each send's wall-clock time, in the order of ``latencies``)."""
     next_index = [0]
 
     async def worker() -> None:
@@ -294,9 +300,12 @@ async def create_objects(
                 next_index[0] += 1
                 path, body = bodies[i]
                 t0 = time.perf_counter()
+                sent = time.time()
                 status, payload = await client.request("POST", path, body)
                 t1 = time.perf_counter()
                 latencies.append(t1 - t0)
+                if sends is not None:
+                    sends.append(sent)
                 answered[i] = t1
                 if status != 201:
                     raise SystemExit(f"POST {path}: {status} {payload[:300]!r}")
@@ -313,6 +322,7 @@ class Figures:
     node_seconds: float = 0.0
     node_latencies: list[float] = field(default_factory=list)
     pod_latencies: list[float] = field(default_factory=list)
+    pod_sends: list[float] = field(default_factory=list)  # wall-clock time of each pod create's send
     late_bursts: int = 0
     worst_burst_delay: float = 0.0
     first_create: float = 0.0
@@ -380,7 +390,7 @@ async def run_load(
         figures.backlog_samples.append((time.perf_counter() - start_at, first - timeline.settled()))
         burst = bodies[first : first + args.burst]
         span = [0.0] * len(burst)
-        await create_objects(served.url, burst, args.concurrency, figures.pod_latencies, span)
+        await create_objects(served.url, burst, args.concurrency, figures.pod_latencies, span, figures.pod_sends)
         answered[first : first + len(burst)] = span
         if watcher.done():
             watcher.result()
@@ -439,6 +449,9 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=1800, help="give up this long after the last create (1800 s)")
     p.add_argument("--py-spy", type=Path, metavar="DIR", help="profile the server into DIR (bench/serve_profile.py)")
     p.add_argument("--env", action="append", default=[], metavar="KSS_X=V", help="more server settings")
+    p.add_argument(
+        "--latencies", type=Path, metavar="FILE", help="write each pod create's send time (epoch s) and latency (s)"
+    )
     args = p.parse_args()
     env = {"KSS_SQLITE_SYNCHRONOUS": args.sync, **dict(e.split("=", 1) for e in args.env)}
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
@@ -470,7 +483,9 @@ def report(
     recorded_lag: float,
     env: dict[str, str],
 ) -> None:
-    """Print the figures of a run."""
+    """Print the figures of a run (and write each create's send time and latency to ``--latencies``)."""
+    if args.latencies is not None:
+        args.latencies.write_bytes(orjson.dumps(list(zip(figures.pod_sends, figures.pod_latencies, strict=True))))
     lags = sorted((timeline.bound.get(k) or timeline.unschedulable[k]) - timeline.created[k] for k in keys)
     span = figures.last_settled - figures.first_create
     bound = sum(1 for k in keys if k in timeline.bound)

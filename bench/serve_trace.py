@@ -33,7 +33,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _serve import WORKLOADS, Profiler, RawClient, latency_line, start
+from _serve import WORKLOADS, Profiler, RawClient, latency_line, machine_busy_seconds, start
 
 TRACE = WORKLOADS / "alibaba-gpu-trace"
 
@@ -157,6 +157,7 @@ def main() -> int:
             watch = PodWatch(served.url, rv)
             profiler = Profiler(served.process.pid, args.py_spy) if args.py_spy and not args.py_spy_tail else None
             cpu0 = cpu_profiled0 = served.cpu_seconds()
+            client0, busy0 = time.process_time(), machine_busy_seconds()
             t0 = time.perf_counter()
             node_latencies = asyncio.run(create_all(served.url, nodes, args.concurrency))
             t_nodes = time.perf_counter() - t0
@@ -180,6 +181,7 @@ def main() -> int:
                     print(f"  ... {elapsed:.0f} s: {watch.settled()}/{len(keys)} settled", flush=True)
             wall = time.perf_counter() - t0
             cpu = served.cpu_seconds() - cpu0
+            client_cpu, busy = time.process_time() - client0, machine_busy_seconds() - busy0
             if profiler is not None:
                 profiler.stop(served.cpu_seconds() - cpu_profiled0)
             print(
@@ -197,6 +199,13 @@ def main() -> int:
             print(
                 f"server: peak RSS {served.peak_rss_mb():.0f} MB, CPU {cpu:.0f} s; "
                 f"database {served.db_size_mb():.0f} MB"
+            )
+            # How much of the machine the run kept busy: the wall cannot fall below (server + client CPU) / cores
+            # however the server's work is spread over threads or processes.
+            cores = os.cpu_count() or 1
+            print(
+                f"client CPU {client_cpu:.1f} s; the machine busy {busy:.1f} of {cores * wall:.1f} core-seconds "
+                f"({cores} cores); floor (server + client CPU) / cores = {(cpu + client_cpu) / cores:.1f} s"
             )
         finally:
             if watch is not None:

@@ -213,6 +213,7 @@ class SyntheticFigures:
     target_peak_rss_mb: float
     client_cpu_seconds: float
     target_cpu_seconds: float
+    source_cpu_seconds: float
 
     def lines(self) -> list[str]:
         objects = self.source_nodes + self.source_pods
@@ -222,7 +223,8 @@ class SyntheticFigures:
             f"source: {self.source_nodes} nodes, {self.source_pods} pods ({self.source_bound} bound) loaded in "
             f"{self.load_seconds:.1f} s",
             f"import: {self.import_seconds:.1f} s wall ({rate:,.0f} objects/s), client CPU "
-            f"{self.client_cpu_seconds:.1f} s, simulator CPU {self.target_cpu_seconds:.1f} s",
+            f"{self.client_cpu_seconds:.1f} s, simulator CPU {self.target_cpu_seconds:.1f} s, source CPU "
+            f"{self.source_cpu_seconds:.1f} s (production's, on this machine's two cores too)",
             f"simulator: {self.target_nodes} nodes, {self.target_pods} pods "
             f"({'the same counts' if same else 'COUNTS DIFFER FROM THE SOURCE'}); "
             f"{self.target_bound_at_import} bound right after the import",
@@ -290,6 +292,7 @@ def run_synthetic(
         command += ["--workers", str(workers)] + ([] if progress else ["--no-progress"]) + (extra or [])
         profiler = Profiler(target.process.pid, py_spy) if py_spy else None
         target_cpu_before = process_cpu(target.process.pid)
+        source_cpu_before = process_cpu(source.process.pid)
         usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
@@ -302,6 +305,7 @@ def run_synthetic(
         import_seconds = time.perf_counter() - start
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         target_cpu = process_cpu(target.process.pid) - target_cpu_before
+        source_cpu = process_cpu(source.process.pid) - source_cpu_before
         if profiler is not None:
             profiler.stop(target_cpu)
         client_cpu = usage.ru_utime + usage.ru_stime - usage_before.ru_utime - usage_before.ru_stime
@@ -332,6 +336,7 @@ def run_synthetic(
             target_peak_rss_mb=peak_rss_mb(target.process.pid),
             client_cpu_seconds=client_cpu,
             target_cpu_seconds=target_cpu,
+            source_cpu_seconds=source_cpu,
         )
     finally:
         target.stop()
