@@ -49,6 +49,20 @@ def make_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+def sqlite_chunks(count: int, largest: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of runs that cover ``count`` rows, each a power of two no larger than ``largest``.
+
+    A many-row statement is one SQLite step (pysqlite lets go of the GIL around each step of an executemany and must
+    win it back); sizes are powers of two so a handful of statement texts serve every run, and pysqlite's cache of
+    prepared statements (128) holds them all instead of one large one per row count.
+    """
+    start = 0
+    while start < count:
+        size = min(largest, 1 << ((count - start).bit_length() - 1))
+        yield start, start + size
+        start += size
+
+
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     """A session factory bound to ``engine``; objects stay usable after commit."""
     return sessionmaker(bind=engine, expire_on_commit=False)

@@ -6,18 +6,30 @@ the live cluster's pages and API never see a replay's attempts (its pods may sha
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, delete, func, insert, select
 from sqlalchemy.orm import Session
 
+from app.db import sqlite_chunks
 from app.results.models import SchedulingAttempt
 
 
 def _of_run(run_id: int | None) -> ColumnElement[bool]:
     """Attempts of the live cluster (``None``) or of one replay run."""
     return SchedulingAttempt.run_id.is_(None) if run_id is None else SchedulingAttempt.run_id == run_id
+
+
+# SQLite's limit on a statement's parameters (SQLITE_MAX_VARIABLE_NUMBER since 3.32).
+_SQLITE_VARIABLES = 32_766
+
+
+@functools.cache
+def _insert_statement(columns: tuple[str, ...], count: int) -> str:
+    row = f"({','.join(['?'] * len(columns))})"
+    return f"INSERT INTO {SchedulingAttempt.__tablename__} ({', '.join(columns)}) VALUES {','.join([row] * count)}"
 
 
 class ResultsRepository:
@@ -27,8 +39,20 @@ class ResultsRepository:
         self.session = session
 
     def add_many(self, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
+        if not rows:
+            return
+        conn = self.session.connection()
+        columns = tuple(rows[0])
+        if conn.dialect.name != "sqlite" or any(tuple(row) != columns for row in rows):
             self.session.execute(insert(SchedulingAttempt), list(rows))
+            return
+        # One statement per chunk of rows rather than an executemany: pysqlite lets go of the GIL around each row
+        # and waits to win it back, up to 5 ms under a busy scheduler, inside the store's shared commit (issue #20).
+        for start, stop in sqlite_chunks(len(rows), _SQLITE_VARIABLES // len(columns)):
+            chunk = rows[start:stop]
+            conn.exec_driver_sql(
+                _insert_statement(columns, len(chunk)), tuple(row[c] for row in chunk for c in columns)
+            )
 
     def list_for_pod(self, namespace: str, pod_name: str, *, run_id: int | None = None) -> list[SchedulingAttempt]:
         stmt = (

@@ -19,6 +19,7 @@ from app.cluster.errors import Conflict, Invalid
 from app.cluster.pod_writes import SCHEDULER_MANAGER
 from app.cluster.store import DEFAULT_MANAGER, ClusterStore
 from app.controllers.pod_status import finished_status, restarted_status, running_status
+from app.db import sqlite_chunks
 from tests.scheduler.factories import make_pod
 
 _SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion", "managedFields")
@@ -156,7 +157,7 @@ def _rows_after(engine: Engine, write: Callable[[Connection], None]) -> tuple[li
     return rows, rv, statements[0]
 
 
-def test_a_batch_of_changes_is_written_in_at_most_three_statements_with_the_same_result(engine: Engine) -> None:
+def test_a_batch_of_changes_is_written_a_few_statements_per_operation_with_the_same_result(engine: Engine) -> None:
     def in_order(conn: Connection) -> None:
         repository._write_in_order(conn, _BATCH)
         repository.write_changes(conn, [], 22)
@@ -171,7 +172,8 @@ def test_a_batch_of_changes_is_written_in_at_most_three_statements_with_the_same
         ("old", 14, '{"v":2}'),
     ]
     assert ordered_statements == 10 + 1  # one per run of one operation, and the resourceVersion
-    assert statements == 3 + 1  # deletes, inserts, updates, and the resourceVersion
+    # Deletes (2 rows: one statement), inserts (3 rows: 2 + 1), updates (1), and the resourceVersion.
+    assert statements == 1 + 2 + 1 + 1
 
 
 def test_a_uid_that_comes_back_after_its_deletion_is_written_in_order(engine: Engine) -> None:
@@ -181,6 +183,54 @@ def test_a_uid_that_comes_back_after_its_deletion_is_written_in_order(engine: En
     ]
     rows, _, _ = _rows_after(engine, lambda conn: repository.write_changes(conn, batch, 12))
     assert [(r.uid, r.body) for r in rows if r.uid == "old"] == [("old", '{"back":true}')]
+
+
+def test_on_sqlite_a_run_of_rows_is_one_statement_not_an_executemany(engine: Engine) -> None:
+    """pysqlite lets go of the GIL around each row of an executemany and waits to win it back (up to 5 ms under a busy
+    scheduler): a run of rows is a few statements of power-of-two sizes instead, and stores the same rows."""
+    many = 1_200
+    batch = [repository.Change("insert", _row(f"u{i:04d}", f"p{i:04d}", 100 + i, f'{{"i":{i}}}')) for i in range(many)]
+    batch += [
+        repository.Change("update", _row(f"u{i:04d}", f"p{i:04d}", 2_000 + i, '{"v":2}')) for i in range(0, many, 2)
+    ]
+    batch += [repository.Change("update", _row("old", "stay", 3_000, '{"v":2}'))]
+    batch += [
+        repository.Change("delete", _row(uid, name, 3_001))
+        for uid, name in (("replaced", "same"), ("doomed", "doomed"))
+    ]
+    sent: list[bool] = []
+
+    def note(_conn: Any, _cursor: Any, _statement: str, _params: Any, _context: Any, executemany: bool) -> None:
+        sent.append(executemany)
+
+    def write(conn: Connection) -> None:
+        sql_event.listen(conn, "before_cursor_execute", note)
+        repository.write_changes(conn, batch, 3_001)
+
+    rows, rv, statements = _rows_after(engine, write)
+    assert not any(sent), "no executemany"
+    # The two deletes (one statement); the 1,200 inserts, their updates folded in, in 512 + 512 + 128 + 32 + 16;
+    # the one update; the resourceVersion.
+    assert statements == 1 + 5 + 1 + 1
+    by_uid = {r.uid: r for r in rows}
+    assert len(rows) == many + 1 and rv == 3_001
+    assert by_uid["u0000"].body == '{"v":2}' and by_uid["u0000"].resource_version == 2_000
+    assert by_uid["u0001"].body == '{"i":1}' and by_uid["u0001"].resource_version == 101
+    assert by_uid["old"].resource_version == 3_000 and "doomed" not in by_uid and "replaced" not in by_uid
+
+
+def test_a_uid_updated_twice_in_a_run_replayed_in_order_keeps_its_last_row(engine: Engine) -> None:
+    batch = [
+        repository.Change("delete", _row("old", "stay", 11)),
+        repository.Change("insert", _row("old", "stay", 12, '{"back":1}')),
+        repository.Change("update", _row("doomed", "doomed", 13, '{"v":2}')),
+        repository.Change("update", _row("doomed", "doomed", 14, '{"v":3}')),
+    ]
+    rows, _, _ = _rows_after(engine, lambda conn: repository.write_changes(conn, batch, 14))
+    assert [(r.uid, r.resource_version, r.body) for r in rows if r.uid in ("old", "doomed")] == [
+        ("doomed", 14, '{"v":3}'),
+        ("old", 12, '{"back":1}'),
+    ]
 
 
 def _status_writes(pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -247,3 +297,12 @@ def test_an_annotation_key_checked_once_is_refused_again_on_the_next_binding() -
             store.bind_pod("default", name, "n1", annotations={"good.example/key": "1", "bad key!": "2"})
         assert [c.field for c in refused.value.causes] == ["metadata.annotations"]
         assert not (store.get("Pod", "default", name) or {})["spec"].get("nodeName")
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 14, 511, 512, 513, 1_200, 5_000])
+def test_runs_of_rows_are_cut_in_powers_of_two_that_cover_them_once(count: int) -> None:
+    chunks = list(sqlite_chunks(count, 512))
+    sizes = [stop - start for start, stop in chunks]
+    assert [start for start, _ in chunks] == [sum(sizes[:i]) for i in range(len(sizes))]
+    assert sum(sizes) == count and all(size & (size - 1) == 0 and size <= 512 for size in sizes)
+    assert len(chunks) <= count // 512 + bin(count % 512).count("1"), "the fewest such statements"

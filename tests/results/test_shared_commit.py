@@ -87,3 +87,34 @@ def test_without_a_database_in_the_store_the_service_writes_its_own_rows(shared_
     assert svc.errors == []
     assert writers == {"results-writer"}
     assert svc.count() == 1
+
+
+def test_a_batch_of_attempts_is_one_insert_on_sqlite_and_reads_back_whole(engine: Engine) -> None:
+    """pysqlite lets go of the GIL for each row of an executemany (a wait to win it back per row, in the store's
+    commit): on SQLite a batch of attempts is one INSERT, and each attempt reads back as submitted."""
+    store = ClusterStore.open(engine)
+    factory = make_session_factory(engine)
+    inserts: list[tuple[bool, int]] = []
+
+    def before(_conn: Any, _cursor: Any, statement: str, params: Any, _context: Any, executemany: bool) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO SCHEDULING_ATTEMPTS"):
+            inserts.append((executemany, statement.count("),(") + 1))
+
+    event.listen(engine, "before_cursor_execute", before)
+    svc = ResultsService(lambda: session_scope(factory), shared_commit=store)
+    first, second, web = run_two_attempts()
+    for n in range(1, 21):  # submitted before the writer starts: it takes them in a batch or two
+        att = dataclasses.replace(first if n % 2 else second)
+        att.attempt = n
+        svc.submit(att, namespace="default", pod_name="web", pod_uid=web.uid)
+    svc.start()
+    svc.flush()
+    assert svc.errors == []
+    assert not any(many for many, _ in inserts) and sum(rows for _, rows in inserts) == 20
+    assert len(inserts) <= 5, "a few statements per batch the writer took (power-of-two sizes), not one per attempt"
+    listed = svc.list_attempts("default", "web")
+    assert [a["attempt"] for a in listed] == list(range(20, 0, -1))
+    for n in (1, 2):
+        stored = svc.get_attempt("default", "web", n)
+        assert stored is not None and stored["result"] == (first if n % 2 else second).result
+    svc.stop()
