@@ -86,12 +86,21 @@ IDLE_HOOK_SECONDS = 60.0
 # of that). The scheduler still binds faster than before under that load; with the API idle (watches aside) it
 # never pauses.
 API_YIELD_SECONDS = 0.002
+# ... and no shorter than the cycle's own CPU time, up to this cap: while requests wait, the API gets at least half of
+# the GIL. At 5,000 nodes a cycle holds the GIL 3-6 ms, so a fixed 2 ms pause left the API a third of it during a
+# burst of creates, and by Little's law (32 in flight) every create waited longer (issue #20, the bursts' p99).
+API_YIELD_MAX_SECONDS = 0.02
 # The writes of this many attempts may be on their way to the database while the loop goes on (kube-scheduler runs
 # every binding cycle in a goroutine of its own, any number at once; a failed write is a failed binding cycle either
 # way). One attempt at a time made each pod wait for a commit round trip of its own (issue #20: ~5 ms of the
 # ~11 ms per pod of bench/serve_trace.py, the scheduler parked in PendingWrites.wait); with more in flight one
 # commit carries many attempts' writes. 4 / 16 / 64 took that trace from 78 s to 58 / 42 / 39 s.
 ATTEMPTS_IN_FLIGHT = 32
+
+
+def api_yield_seconds(cycle_cpu_seconds: float) -> float:
+    """The loop's pause after a cycle that took ``cycle_cpu_seconds`` of its thread's CPU, while the API is busy."""
+    return min(API_YIELD_MAX_SECONDS, max(API_YIELD_SECONDS, cycle_cpu_seconds))
 
 
 def load_scheduler_config(settings: Any) -> SchedulerConfig:
@@ -514,6 +523,7 @@ class SchedulerService:
                 continue
             self._idle.clear()
             busy_since_idle_hook = True
+            cycle_started = time.thread_time()
             try:
                 self._schedule(qpi)
             except Exception:
@@ -521,7 +531,7 @@ class SchedulerService:
                 qpi.unschedulable_plugins = set()
                 self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
             if self.api_busy is not None and self.api_busy():
-                time.sleep(API_YIELD_SECONDS)
+                time.sleep(api_yield_seconds(time.thread_time() - cycle_started))
 
     def _schedule(self, qpi: q.QueuedPodInfo) -> None:
         pod = qpi.pod_info

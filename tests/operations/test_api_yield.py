@@ -49,8 +49,9 @@ async def test_the_loop_pauses_after_cycles_only_while_the_api_is_busy(
     scheduling_app: FastAPI, sclient: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     scheduler = scheduling_app.state.scheduler
-    marker = 0.00123  # a pause of this length is the loop's yield
+    marker = 0.00123  # a pause of this length is the loop's yield (floor and cap alike, whatever a cycle takes)
     monkeypatch.setattr(service, "API_YIELD_SECONDS", marker)
+    monkeypatch.setattr(service, "API_YIELD_MAX_SECONDS", marker)
     pauses: list[float] = []
     real_sleep = service.time.sleep
 
@@ -80,3 +81,11 @@ async def test_the_loop_pauses_after_cycles_only_while_the_api_is_busy(
     assert len(pauses) >= 3, "one pause after each cycle while the API is busy"
     listed = (await sclient.get("/api/v1/namespaces/default/pods")).json()["items"]
     assert len(listed) == 6 and all(p["spec"].get("nodeName") == "n1" for p in listed), "every pod still scheduled"
+
+
+def test_the_pause_lasts_as_long_as_the_cycle_worked_within_its_floor_and_cap() -> None:
+    floor, cap = service.API_YIELD_SECONDS, service.API_YIELD_MAX_SECONDS
+    assert floor < 0.005 < cap
+    assert service.api_yield_seconds(0.0) == floor, "a cheap cycle: the fixed pause"
+    assert service.api_yield_seconds(0.005) == 0.005, "a 5 ms cycle (5,000 nodes): as long again for the API"
+    assert service.api_yield_seconds(2.0) == cap, "a long cycle (preemption) does not stall the scheduler for as long"
