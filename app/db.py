@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +48,10 @@ def make_engine(url: str, *, sqlite_synchronous: str = "FULL") -> Engine:
         event.listen(engine, "connect", pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+# SQLite's default limit on a statement's parameters (SQLITE_MAX_VARIABLE_NUMBER: 999 before 3.32).
+SQLITE_MAX_VARIABLES = 32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
 
 
 def sqlite_chunks(count: int, largest: int) -> Iterator[tuple[int, int]]:

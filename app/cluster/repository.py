@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from app.cluster.models import ClusterObject, ClusterState
-from app.db import sqlite_chunks
+from app.db import SQLITE_MAX_VARIABLES, sqlite_chunks
 
 _STATE_ID = 1
 
@@ -100,7 +100,7 @@ def _net_changes(changes: Iterable[Change]) -> dict[str, Change] | None:
 
 
 def _write_in_order(conn: Connection, changes: Iterable[Change]) -> None:
-    """Runs of the same operation, in order, one executemany each."""
+    """Runs of the same operation, in order, each written as ``_flush`` writes a run."""
     run: list[Row] = []
     run_op = ""
     for change in changes:
@@ -157,11 +157,11 @@ def _flush(conn: Connection, op: str, rows: list[Row]) -> None:
         conn.execute(_DELETE, params)
 
 
-# On SQLite a run of rows is one statement, not an executemany: pysqlite lets go of the GIL around every row's step
-# and must win it back after each, which under a busy scheduler thread takes up to the switch interval (5 ms). A
-# commit of a dozen rows then took 50-350 ms at 50,000 pods, and every API write waiting for it as long (issue #20,
-# the bursts' p99). 512 rows of 6 parameters stay far below SQLite's 32,766 variables.
-_SQLITE_ROWS_PER_STATEMENT = 512
+# On SQLite a run of rows is a few many-row statements (power-of-two chunks), not an executemany: pysqlite lets go of
+# the GIL around every row's step and must win it back after each, which under a busy scheduler thread takes up to the
+# switch interval (5 ms). A commit of a dozen rows then took 50-350 ms at 50,000 pods, and every API write waiting for
+# it as long (issue #20, the bursts' p99).
+_SQLITE_ROWS_PER_STATEMENT = min(512, SQLITE_MAX_VARIABLES // 6)
 _TABLE = ClusterObject.__tablename__
 
 

@@ -13,17 +13,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from app.db import sqlite_chunks
+from app.db import SQLITE_MAX_VARIABLES, sqlite_chunks
 from app.results.models import SchedulingAttempt
 
 
 def _of_run(run_id: int | None) -> ColumnElement[bool]:
     """Attempts of the live cluster (``None``) or of one replay run."""
     return SchedulingAttempt.run_id.is_(None) if run_id is None else SchedulingAttempt.run_id == run_id
-
-
-# SQLite's limit on a statement's parameters (SQLITE_MAX_VARIABLE_NUMBER since 3.32).
-_SQLITE_VARIABLES = 32_766
 
 
 @functools.cache
@@ -48,7 +44,7 @@ class ResultsRepository:
             return
         # One statement per chunk of rows rather than an executemany: pysqlite lets go of the GIL around each row
         # and waits to win it back, up to 5 ms under a busy scheduler, inside the store's shared commit (issue #20).
-        for start, stop in sqlite_chunks(len(rows), _SQLITE_VARIABLES // len(columns)):
+        for start, stop in sqlite_chunks(len(rows), SQLITE_MAX_VARIABLES // len(columns)):
             chunk = rows[start:stop]
             conn.exec_driver_sql(
                 _insert_statement(columns, len(chunk)), tuple(row[c] for row in chunk for c in columns)
