@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,6 +67,13 @@ def sqlite_chunks(count: int, largest: int) -> Iterator[tuple[int, int]]:
         size = min(largest, 1 << ((count - start).bit_length() - 1))
         yield start, start + size
         start += size
+
+
+@functools.cache
+def sqlite_insert_statement(table: str, columns: tuple[str, ...], count: int) -> str:
+    """``INSERT INTO table (columns) VALUES (?, ...), ...`` for ``count`` rows (sizes from ``sqlite_chunks``)."""
+    row = f"({','.join(['?'] * len(columns))})"
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {','.join([row] * count)}"
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

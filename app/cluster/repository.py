@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from app.cluster.models import ClusterObject, ClusterState
-from app.db import SQLITE_MAX_VARIABLES, sqlite_chunks
+from app.db import SQLITE_MAX_VARIABLES, sqlite_chunks, sqlite_insert_statement
 
 _STATE_ID = 1
 
@@ -163,13 +163,13 @@ def _flush(conn: Connection, op: str, rows: list[Row]) -> None:
 # it as long (issue #20, the bursts' p99).
 _SQLITE_ROWS_PER_STATEMENT = min(512, SQLITE_MAX_VARIABLES // 6)
 _TABLE = ClusterObject.__tablename__
+_INSERT_COLUMNS = ("uid", "kind", "namespace", "name", "resource_version", "body")
 
 
 @functools.cache
 def _sqlite_statement(op: str, count: int) -> str:
     if op == "insert":
-        values = ",".join(["(?,?,?,?,?,?)"] * count)
-        return f"INSERT INTO {_TABLE} (uid, kind, namespace, name, resource_version, body) VALUES {values}"
+        return sqlite_insert_statement(_TABLE, _INSERT_COLUMNS, count)
     if op == "update":
         values = ",".join(["(?,?,?)"] * count)
         # VALUES' columns are column1..3 in SQLite (no column aliases there).

@@ -6,26 +6,19 @@ the live cluster's pages and API never see a replay's attempts (its pods may sha
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from app.db import SQLITE_MAX_VARIABLES, sqlite_chunks
+from app.db import SQLITE_MAX_VARIABLES, sqlite_chunks, sqlite_insert_statement
 from app.results.models import SchedulingAttempt
 
 
 def _of_run(run_id: int | None) -> ColumnElement[bool]:
     """Attempts of the live cluster (``None``) or of one replay run."""
     return SchedulingAttempt.run_id.is_(None) if run_id is None else SchedulingAttempt.run_id == run_id
-
-
-@functools.cache
-def _insert_statement(columns: tuple[str, ...], count: int) -> str:
-    row = f"({','.join(['?'] * len(columns))})"
-    return f"INSERT INTO {SchedulingAttempt.__tablename__} ({', '.join(columns)}) VALUES {','.join([row] * count)}"
 
 
 class ResultsRepository:
@@ -42,13 +35,11 @@ class ResultsRepository:
         if conn.dialect.name != "sqlite" or any(tuple(row) != columns for row in rows):
             self.session.execute(insert(SchedulingAttempt), list(rows))
             return
-        # One statement per chunk of rows rather than an executemany: pysqlite lets go of the GIL around each row
-        # and waits to win it back, up to 5 ms under a busy scheduler, inside the store's shared commit (issue #20).
+        # Many-row statements rather than an executemany, inside the store's shared commit (see sqlite_chunks).
         for start, stop in sqlite_chunks(len(rows), SQLITE_MAX_VARIABLES // len(columns)):
             chunk = rows[start:stop]
-            conn.exec_driver_sql(
-                _insert_statement(columns, len(chunk)), tuple(row[c] for row in chunk for c in columns)
-            )
+            statement = sqlite_insert_statement(SchedulingAttempt.__tablename__, columns, len(chunk))
+            conn.exec_driver_sql(statement, tuple(row[c] for row in chunk for c in columns))
 
     def list_for_pod(self, namespace: str, pod_name: str, *, run_id: int | None = None) -> list[SchedulingAttempt]:
         stmt = (
