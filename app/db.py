@@ -6,11 +6,12 @@ import functools
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, MetaData, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+from app.package_data import MIGRATIONS_DIR
 
 # Deterministic constraint names so Alembic autogenerate and batch migrations on SQLite can address them.
 NAMING_CONVENTION = {
@@ -20,8 +21,6 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
 class Base(DeclarativeBase):
@@ -82,11 +81,16 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
 
 
 def alembic_config(url: str) -> Any:
-    """An Alembic ``Config`` for the project's migrations pointed at ``url``."""
+    """An Alembic ``Config`` for the project's migrations pointed at ``url``.
+
+    Built here rather than read from alembic.ini, which serves the ``alembic`` command in a checkout and is not
+    shipped: its ``prepend_sys_path = .`` would put the server's working directory at the head of ``sys.path``.
+    """
     from alembic.config import Config
 
-    cfg = Config(str(MIGRATIONS_DIR.parent / "alembic.ini"))
+    cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("path_separator", "os")
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg
 

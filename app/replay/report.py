@@ -14,11 +14,12 @@ from typing import Any
 import jinja2
 import orjson
 
-ROOT = Path(__file__).resolve().parents[2]
+from app.package_data import STATIC_DIR, TEMPLATES_DIR
+
 UPLOT_VERSION = "1.6.32"
-UPLOT_DIR = ROOT / "static" / "vendor" / "uplot" / UPLOT_VERSION
-CHARTS_SCRIPT = ROOT / "static" / "replay-charts.js"
-TEMPLATE_DIR = ROOT / "templates" / "replay"
+UPLOT_DIR = STATIC_DIR / "vendor" / "uplot" / UPLOT_VERSION
+CHARTS_SCRIPT = STATIC_DIR / "replay-charts.js"
+TEMPLATE_DIR = TEMPLATES_DIR / "replay"
 NEVER_SCHEDULED_SHOWN = 200
 FIRST_RESOURCES = ("cpu", "memory", "gpu", "pods", "ephemeral-storage")
 

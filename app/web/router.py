@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlencode
 
@@ -22,6 +21,7 @@ from app.cluster.errors import ApiError
 from app.cluster.kinds import BY_KIND, KINDS
 from app.config import Settings
 from app.kube.quantity import format_milli_cpu
+from app.package_data import STATIC_DIR, TEMPLATES_DIR
 from app.web import sse
 from app.web.formatting import age, duration_text, human_bytes
 from app.web.ports import Operations, Results, SchedulerView, Store
@@ -42,9 +42,6 @@ from app.web.views.scheduler import apply_config, config_in_effect, config_yaml
 if TYPE_CHECKING:
     import jinja2
 
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE_DIR = ROOT / "templates"
-STATIC_DIR = ROOT / "static"
 
 router = APIRouter(include_in_schema=False)
 
@@ -87,7 +84,7 @@ def environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 import orjson
 
+from app.package_data import TEMPLATES_DIR
 from app.replay.outputs import file_summary
 from app.replay.report import (
     CHARTS_SCRIPT,
@@ -33,7 +34,7 @@ from app.whatif.replays import ReplayOutcome, replay_once
 
 Obj = dict[str, Any]
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates" / "whatif"
+TEMPLATE_DIR = TEMPLATES_DIR / "whatif"
 DIFFERENCES_SHOWN = 500  # compare.html's table; compare.json has them all
 
 

@@ -10,6 +10,7 @@ import yaml
 
 from app.cluster.errors import ApiError, Invalid
 from app.cluster.kinds import BY_KIND, KINDS, KindInfo
+from app.package_data import TEMPLATES_DIR
 from app.web.formatting import to_yaml
 from app.web.ports import Store
 
@@ -50,7 +51,7 @@ class Target:
     name: str
 
 
-STARTER_DIR = Path(__file__).resolve().parents[3] / "templates" / "starters"
+STARTER_DIR = TEMPLATES_DIR / "starters"
 # The editor's tabs, in this order; each kind's starter manifest is templates/starters/<kind, lower case>.yaml.
 STARTER_KINDS = (
     "Node",
