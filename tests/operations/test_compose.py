@@ -40,9 +40,19 @@ def test_dockerfile_serves_on_all_interfaces_only_inside_the_container_with_data
     assert text.splitlines()[1].startswith("FROM python:3.11-slim")
     assert 'VOLUME ["/data"]' in text and "sqlite:////data/kss.db" in text
     assert '"kss", "serve", "--host", "0.0.0.0"' in text
-    assert 'pip install -e ".[postgres]"' in text
-    for copied in ("app", "syncer", "migrations", "templates", "static", "alembic.ini"):
+    for copied in ("app", "syncer", "kss", "migrations", "templates", "static", "setup.py", "MANIFEST.in"):
         assert f" {copied}" in text
+
+
+def test_dockerfile_installs_the_package_not_the_checkout() -> None:
+    """A regular install (templates, static files and migrations inside the package), the sources gone afterwards,
+    so the image runs what a ``pip install`` of kss runs (tests/test_install.py checks that it serves)."""
+    text = (ROOT / "Dockerfile").read_text()
+    install = next(line for line in text.splitlines() if "pip install" in line)
+    assert '".[postgres]"' in install
+    assert " -e " not in install and "--editable" not in install
+    assert "rm -rf /tmp/kss-src" in text
+    assert "WORKDIR /data" in text  # not the deleted sources: `python -m syncer` must import the installed package
 
 
 def _compose_command() -> list[str] | None:
