@@ -30,9 +30,9 @@ from app.engine_host.view import EngineView
 from app.operations.router import IMPORT_PATH
 from app.operations.router import router as operations_router
 from app.operations.service import OperationsService
+from app.results.attempts import ResultsService
 from app.results.router import router as results_router
 from app.results.runs import RunsService
-from app.results.service import ResultsService
 from app.scheduler.plugins import load_plugin_modules
 from app.server.auth import BodyLimitMiddleware, TokenAuthMiddleware
 from app.server.gc_policy import reclaim_frozen

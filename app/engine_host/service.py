@@ -33,7 +33,7 @@ from app.config import gate_enabled
 from app.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
 from app.extender_http import extenders_for
 from app.results import annotations as result_annotations
-from app.results.service import ResultsService
+from app.results.attempts import ResultsService
 from app.scheduler import queue as q
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.config import (

@@ -27,7 +27,7 @@ from app.config import Settings
 from app.engine_host.service import SchedulerService
 from app.operations import snapshot
 from app.operations.snapshot import Item
-from app.results.service import ResultsService
+from app.results.attempts import ResultsService
 from app.scheduler.config import ConfigError
 
 log = logging.getLogger(__name__)

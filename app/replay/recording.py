@@ -16,8 +16,8 @@ from typing import Any
 
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.replay.model import NullObserver, ReplayState
+from app.results.attempts import ResultsService
 from app.results.runs import RunsService
-from app.results.service import ResultsService
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Request
 
 from app.cluster.errors import ApiError, BadRequest, NotFound
 from app.cluster.store import ClusterStore
+from app.results.attempts import SORT_KEYS, ResultsService
 from app.results.schemas import AttemptDetail, AttemptList, Cleared
-from app.results.service import SORT_KEYS, ResultsService
 from app.state import state_accessor
 
 router = APIRouter(prefix="/simulator/v1", tags=["results"])

@@ -17,10 +17,10 @@ import zstandard
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from app.results.attempts import ResultsService
 from app.results.models import ReplayRun
 from app.results.repository import ResultsRepository
 from app.results.rows import SessionFactory
-from app.results.service import ResultsService
 
 RUNNING, DONE, FAILED = "running", "done", "failed"
 _ZSTD_LEVEL = 6  # written once, read on every run page: small beats fast

@@ -72,7 +72,7 @@ def _recorder(target: str | Path) -> Any:
     Attempts are encoded and inserted by a writer process, on another core than the scheduling loop.
     """
     from app.db import make_engine, make_session_factory, session_scope, upgrade_database
-    from app.results.service import ResultsService
+    from app.results.attempts import ResultsService
 
     url = _database_url(target)
     engine = make_engine(url, sqlite_synchronous="NORMAL")

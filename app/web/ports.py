@@ -1,7 +1,7 @@
 """What the web layer needs from the other rooms, as structural types.
 
 ``app.web`` types the services it is given with these protocols instead of importing ``app.cluster.store``,
-``app.results.service`` or ``app.operations.service``: those modules pull in SQLAlchemy, and the import contract
+``app.results.attempts`` or ``app.operations.service``: those modules pull in SQLAlchemy, and the import contract
 keeps the web layer free of it even indirectly. The scheduler is read through ``SchedulerView``, which answers
 plain data (``app.engine_host.view.EngineView`` implements it over the scheduler service), so the pages never
 see the engine's cache, ``NodeInfo`` or ``Resource``. The real classes satisfy these protocols (tests/web checks
@@ -90,7 +90,7 @@ class Store(Protocol):
 
 
 class Results(Protocol):
-    """``app.results.service.ResultsService``: recorded attempts."""
+    """``app.results.attempts.ResultsService``: recorded attempts."""
 
     def flush(self) -> None: ...
 

@@ -16,8 +16,8 @@ from sqlalchemy import Engine
 
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.results import process_writer
+from app.results.attempts import ResultsService
 from app.results.rows import BEST_TOTAL, attempt_row, matrix_rejections, rejection_histogram, resolve_selected
-from app.results.service import ResultsService
 from app.scheduler.record import Attempt, FilterMatrix
 from app.simulation import cli
 from app.simulation.runner import ScenarioRun, run_scenario

@@ -12,8 +12,8 @@ from sqlalchemy import Engine
 from app.cluster.store import ClusterStore
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.results import annotations as ann
+from app.results.attempts import ResultsService
 from app.results.codec import decode_matrices, encode_matrices
-from app.results.service import ResultsService
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
@@ -163,7 +163,7 @@ def test_an_attempt_read_again_is_decoded_once_and_a_reused_id_is_decoded_afresh
 ) -> None:
     # A pod page reads its attempt twice (filter page, score page): the second read takes the decoded matrices.
     # After a clear the same row id may come back with another attempt's bytes: those are decoded, not the old.
-    import app.results.service as service_module
+    import app.results.attempts as service_module
 
     decoded = [0]
 

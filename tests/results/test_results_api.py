@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from app.config import Settings
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.main import create_app
-from app.results.service import ResultsService
+from app.results.attempts import ResultsService
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler

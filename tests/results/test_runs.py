@@ -14,8 +14,8 @@ from sqlalchemy import Engine, inspect, text
 from app.db import alembic_config, make_engine, make_session_factory, session_scope, upgrade_database
 from app.replay.model import PodRecord
 from app.replay.recording import RunRecorder
+from app.results.attempts import ResultsService
 from app.results.runs import RunsService
-from app.results.service import ResultsService
 from app.scheduler.framework import ClusterObjects
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.record import Attempt

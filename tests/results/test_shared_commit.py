@@ -13,7 +13,7 @@ from sqlalchemy import Engine, event
 
 from app.cluster.store import ClusterStore
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
-from app.results.service import ResultsService
+from app.results.attempts import ResultsService
 from tests.cluster.factories import pod
 from tests.results.test_recording import run_two_attempts
 
