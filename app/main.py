@@ -39,9 +39,9 @@ from app.server.gc_policy import reclaim_frozen
 from app.server.metrics import Metrics, RequestMetricsMiddleware
 from app.server.router import metrics_router
 from app.web.dra_routes import router as dra_web_router
+from app.web.page_sources import WebCaches
 from app.web.router import router as web_router
 from app.web.runs_routes import router as runs_web_router
-from app.web.service import WebCaches
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from app.kube.quantity import format_milli_cpu
 from app.package_data import STATIC_DIR, TEMPLATES_DIR
 from app.web import sse
 from app.web.formatting import age, duration_text, human_bytes
+from app.web.page_sources import WebCaches, WebService
 from app.web.ports import Operations, Results, SchedulerView, Store
-from app.web.service import WebCaches, WebService
 from app.web.views import editor
 from app.web.views.cluster import NODE_SORTS, NODE_STATES, cluster_view
 from app.web.views.dra import node_devices

@@ -18,9 +18,9 @@ from app.cluster.store import ClusterStore
 from app.config import Settings
 from app.main import create_app
 from app.web import sse
+from app.web.page_sources import WebService
 from app.web.pod_index import pod_row
 from app.web.ports import ResourceAmounts, WaitingPodRow
-from app.web.service import WebService
 from app.web.views.groups import (
     POD_GROUP_LABEL,
     Gang,

@@ -7,8 +7,8 @@ from typing import Any
 
 from app.web.allocation import Allocations
 from app.web.formatting import CPU, MEMORY, PODS, Bar, Page, make_bar, paginate, resource_bars
+from app.web.page_sources import WebService
 from app.web.ports import ResourceAmounts, StoredEntry
-from app.web.service import WebService
 from app.web.views.node_map import BAND_LEVELS, NodeCell, NodeMap, amounts, node_cell, node_map, resource_names, share
 
 Obj = dict[str, Any]

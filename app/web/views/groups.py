@@ -20,9 +20,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from app.web.formatting import Page, duration_text, paginate, to_yaml
+from app.web.page_sources import WebService
 from app.web.pod_index import PodRow
 from app.web.ports import Results, SchedulerView, Store, WaitingPodRow
-from app.web.service import WebService
 
 Obj = dict[str, Any]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from app.cluster.errors import ApiError
+from app.web.page_sources import WebService
 from app.web.pod_index import PodRow
-from app.web.service import WebService
 from app.web.views.cluster import NodeRow, node_row
 
 

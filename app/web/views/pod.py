@@ -7,9 +7,9 @@ from typing import Any
 
 from app.cluster.errors import ApiError
 from app.web.formatting import duration_text, to_yaml
+from app.web.page_sources import WebService
 from app.web.pod_index import PodRow, pod_row
 from app.web.ports import Results, WaitingPodRow
-from app.web.service import WebService
 from app.web.views.dra import DraRejection, PodClaimRow, dra_rejections, pod_claims
 from app.web.views.events import events_for
 from app.web.views.pending import PendingDiagnosis, why_pending

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from fastapi import Query
 
 from app.web.formatting import Page, paginate
+from app.web.page_sources import WebService
 from app.web.pod_index import PodRow
 from app.web.ports import WaitingPodRow
-from app.web.service import WebService
 
 # "state" (the default) puts what needs a look first: unschedulable, pending, waiting in Permit, then bound, finished.
 POD_SORTS = ("state", "name", "namespace", "node", "phase", "priority", "attempts", "age")
