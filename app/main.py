@@ -27,9 +27,9 @@ from app.db import make_engine, make_session_factory, session_scope, upgrade_dat
 from app.engine_host.repository import SchedulerConfigRepository
 from app.engine_host.service import SchedulerService, load_scheduler_config
 from app.engine_host.view import EngineView
+from app.operations.import_export import OperationsService
 from app.operations.router import IMPORT_PATH
 from app.operations.router import router as operations_router
-from app.operations.service import OperationsService
 from app.results.attempts import ResultsService
 from app.results.router import router as results_router
 from app.results.runs import RunsService

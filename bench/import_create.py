@@ -80,7 +80,7 @@ def one_round(pages: list[bytes], profile: bool) -> dict[str, float]:
     from app.cluster.store import ClusterStore
     from app.config import Settings
     from app.db import make_engine, upgrade_database
-    from app.operations.service import OperationsService
+    from app.operations.import_export import OperationsService
 
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'kss.db'}"

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
 from app.engine_host.service import SchedulerService
 from app.engine_host.view import EngineView
-from app.operations.service import OperationsService, scheduler_config_causes
+from app.operations.import_export import OperationsService, scheduler_config_causes
 from app.scheduler.config import ConfigError
 from app.scheduler.plugins import PluginLoadError, reload_plugin_modules
 from app.state import state_accessor

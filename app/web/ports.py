@@ -1,7 +1,7 @@
 """What the web layer needs from the other rooms, as structural types.
 
 ``app.web`` types the services it is given with these protocols instead of importing ``app.cluster.store``,
-``app.results.attempts`` or ``app.operations.service``: those modules pull in SQLAlchemy, and the import contract
+``app.results.attempts`` or ``app.operations.import_export``: those modules pull in SQLAlchemy, and the import contract
 keeps the web layer free of it even indirectly. The scheduler is read through ``SchedulerView``, which answers
 plain data (``app.engine_host.view.EngineView`` implements it over the scheduler service), so the pages never
 see the engine's cache, ``NodeInfo`` or ``Resource``. The real classes satisfy these protocols (tests/web checks
@@ -243,7 +243,7 @@ class SchedulerView(Protocol):
 
 
 class Operations(Protocol):
-    """``app.operations.service.OperationsService``: export, import and reset."""
+    """``app.operations.import_export.OperationsService``: export, import and reset."""
 
     def export(self, fmt: str = "json") -> str: ...
 

@@ -17,7 +17,7 @@ from app.cluster.store import ClusterStore
 from app.config import Settings
 from app.engine_host.service import SchedulerService
 from app.operations import snapshot
-from app.operations.service import OperationsService
+from app.operations.import_export import OperationsService
 
 Obj = dict[str, Any]
 
