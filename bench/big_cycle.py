@@ -22,9 +22,9 @@ from serve_big import GPU_EVERY, node_object, pod_objects
 import app
 from app.results.rows import attempt_row
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import build_profiles, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, PodActions, Status, success
+from app.scheduler.kube_scheduler_configuration import build_profiles, parse_config
 from app.scheduler.nodeinfo import PodInfo
 
 

@@ -34,7 +34,7 @@ from app.engine_host.service import SchedulerService  # noqa: E402
 from app.engine_host.view import EngineView  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.results.attempts import ResultsService  # noqa: E402
-from app.scheduler.config import parse_config  # noqa: E402
+from app.scheduler.kube_scheduler_configuration import parse_config  # noqa: E402
 
 ZONES = 10
 REASON = (

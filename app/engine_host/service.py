@@ -36,7 +36,10 @@ from app.results import annotations as result_annotations
 from app.results.attempts import ResultsService
 from app.scheduler import queue as q
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import (
+from app.scheduler.cycle import ScheduleOptions, Scheduler
+from app.scheduler.filter_timing import PluginObserver
+from app.scheduler.framework import ClusterObjects, Handle
+from app.scheduler.kube_scheduler_configuration import (
     SchedulerConfig,
     build_framework,
     build_profiles,
@@ -44,9 +47,6 @@ from app.scheduler.config import (
     parse_config,
     plugins_in_effect,
 )
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.filter_timing import PluginObserver
-from app.scheduler.framework import ClusterObjects, Handle
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
 from app.scheduler.resources import Resource

@@ -28,7 +28,7 @@ from app.engine_host.service import SchedulerService
 from app.operations import snapshot
 from app.operations.snapshot import Item
 from app.results.attempts import ResultsService
-from app.scheduler.config import ConfigError
+from app.scheduler.kube_scheduler_configuration import ConfigError
 
 log = logging.getLogger(__name__)
 

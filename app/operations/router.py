@@ -14,7 +14,7 @@ from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
 from app.engine_host.service import SchedulerService
 from app.engine_host.view import EngineView
 from app.operations.import_export import OperationsService, scheduler_config_causes
-from app.scheduler.config import ConfigError
+from app.scheduler.kube_scheduler_configuration import ConfigError
 from app.scheduler.plugins import PluginLoadError, reload_plugin_modules
 from app.state import state_accessor
 

@@ -26,7 +26,7 @@ from app.replay.outputs import pod_row, write_outputs
 from app.replay.progress import Progress, virtual_clock_text
 from app.replay.sources import load_source, write_workload
 from app.replay.workload import TimedWorkload, WorkloadError, parse_duration
-from app.scheduler.config import ConfigError, parse_config
+from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from app.scheduler.plugins import PluginLoadError, load_plugin_modules
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2

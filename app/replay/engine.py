@@ -36,9 +36,9 @@ from app.replay.objects import ObjectIntake
 from app.replay.workload import Event, TimedWorkload, WorkloadError
 from app.scheduler import queue as q
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import SchedulerConfig, build_profiles, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
+from app.scheduler.kube_scheduler_configuration import SchedulerConfig, build_profiles, parse_config
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.plugins import dynamic_resources as dra_plugin
 from app.scheduler.record import Attempt

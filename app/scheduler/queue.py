@@ -29,7 +29,7 @@ from app.scheduler.framework import Status
 from app.scheduler.nodeinfo import PodInfo
 
 if TYPE_CHECKING:
-    from app.scheduler.config import SchedulerConfig
+    from app.scheduler.kube_scheduler_configuration import SchedulerConfig
     from app.scheduler.runtime import Framework
 
 log = logging.getLogger("kss.scheduler")

@@ -19,9 +19,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.extender_http import extenders_for
-from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
+from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo, Snapshot
 from app.scheduler.plugins import dynamic_resources as dra_plugin
 from app.scheduler.record import Attempt

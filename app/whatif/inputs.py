@@ -14,7 +14,7 @@ import yaml
 
 from app.config import Settings, check_feature_gates, parse_feature_gates
 from app.replay.workload import WorkloadError
-from app.scheduler.config import ConfigError, parse_config
+from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from app.scheduler.plugins import PluginLoadError, load_plugin_modules
 
 Obj = dict[str, Any]

@@ -15,9 +15,9 @@ from app.results import annotations as ann
 from app.results.attempts import ResultsService
 from app.results.codec import decode_matrices, encode_matrices
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle
+from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
 from tests.scheduler.factories import make_node, make_pod

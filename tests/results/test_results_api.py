@@ -16,9 +16,9 @@ from app.db import make_engine, make_session_factory, session_scope, upgrade_dat
 from app.main import create_app
 from app.results.attempts import ResultsService
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle
+from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo
 from tests.scheduler.factories import make_node, make_pod
 from tests.web.conftest import node, pod

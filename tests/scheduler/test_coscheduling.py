@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.config import ConfigError, build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeToStatus
+from app.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo, Snapshot
 from app.scheduler.plugins import out_of_tree, plugin_class
 from app.scheduler.queue import SchedulingQueue

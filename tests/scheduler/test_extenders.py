@@ -8,10 +8,10 @@ import pytest
 
 from app.extender_http.transport import http_transport
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import ConfigError, build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.extender import build_extenders
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
+from app.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo
 from app.simulation.runner import ScenarioRun
 from tests.extender_server import extender_server, node_names, sleeping

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, CycleState, Handle, Status
+from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, node_tree_order
 from app.scheduler.plugins.default_preemption import MSG_NO_VICTIMS, DefaultPreemption
 from app.scheduler.runtime import Framework

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 
 from app.scheduler import queue as q
-from app.scheduler.config import (
+from app.scheduler.cycle import ScheduleOptions, Scheduler
+from app.scheduler.framework import ClusterObjects, Code, Handle
+from app.scheduler.kube_scheduler_configuration import (
     ConfigError,
     build_framework,
     defaulted_document,
     parse_config,
     plugins_in_effect,
 )
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Code, Handle
 from app.scheduler.nodeinfo import PodInfo, Snapshot
 from app.scheduler.runtime import Framework
 from tests.scheduler.factories import make_node, make_pod

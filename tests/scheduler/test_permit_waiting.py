@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Code, CycleState, Handle, PermitPlugin, ReservePlugin, Status
+from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo, Snapshot
 from app.scheduler.plugins import register
 from app.scheduler.waiting import WaitingPod, go_duration

@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 import pytest
 
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import (
     BindPlugin,
@@ -29,6 +28,7 @@ from app.scheduler.framework import (
     success,
     unschedulable,
 )
+from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.plugins import register
 from app.scheduler.queue import QueuedPodInfo, SchedulingQueue

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.scheduler import plugins as registry
-from app.scheduler.config import ConfigError, parse_config
 from app.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Plugin, success
+from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from tests.plugin_sources import (
     config_enabling,

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Status, success, unschedulable
+from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.plugins import out_of_tree, register
 from tests.scheduler.factories import make_node, make_pod

@@ -11,9 +11,9 @@ import pytest
 
 from app.results.codec import _encode_v1, decode_matrices, encode_matrices
 from app.scheduler.cache import SchedulerCache
-from app.scheduler.config import build_framework, parse_config
 from app.scheduler.cycle import ScheduleOptions, Scheduler, num_feasible_nodes_to_find
 from app.scheduler.framework import ClusterObjects, CycleState, Handle
+from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity, _PreScoreCounter, pod_terms
 from app.scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY, PodTopologySpread

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.config import ConfigError, parse_config
 from app.scheduler.framework import Code, CycleState, Handle, NodeScore
+from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.plugins.node_affinity import NodeAffinity
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.config import ConfigError, parse_config
 from app.scheduler.framework import Code, CycleState
+from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.plugins.node_resources_fit import (
     NodeResourcesFit,

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.scheduler.config import ConfigError, build_framework, defaulted_document, parse_config, plugins_in_effect
 from app.scheduler.framework import ClusterObjects, Handle
+from app.scheduler.kube_scheduler_configuration import (
+    ConfigError,
+    build_framework,
+    defaulted_document,
+    parse_config,
+    plugins_in_effect,
+)
 
 DEFAULT_FILTERS = [
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
