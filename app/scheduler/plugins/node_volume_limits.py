@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from app.scheduler import volumes as vol
+from app.scheduler import volume_helpers as vol
 from app.scheduler.framework import (
     SKIP,
     Code,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from app.scheduler import volumes as vol
+from app.scheduler import volume_helpers as vol
 from app.scheduler.framework import (
     SKIP,
     Code,

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from app.scheduler import volumes as vol
+from app.scheduler import volume_helpers as vol
 from app.scheduler.framework import (
     SKIP,
     CycleState,
