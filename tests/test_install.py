@@ -79,6 +79,14 @@ def test_the_wheel_carries_templates_static_files_and_migrations(wheel: Path) ->
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
 
 
+def test_the_dockerfile_copies_what_the_wheel_is_built_from() -> None:
+    copied: set[str] = set()
+    for line in (ROOT / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY "):
+            copied.update(line.split()[1:-1])
+    assert copied == {*BUILD_FILES, *BUILD_FOLDERS}
+
+
 @pytest.fixture
 def installed(wheel: Path, tmp_path: Path) -> Path:
     """The wheel installed (not editable) into a folder of its own; the dependencies come from this venv."""
