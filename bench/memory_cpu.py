@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _serve import WORKLOADS
 
-from app.cluster import store as store_module
-from app.cluster.store import ClusterStore
+from app.cluster.storage import store as store_module
+from app.cluster.storage.store import ClusterStore
 from app.controllers.pod_status import running_status
 
 Obj = dict[str, Any]

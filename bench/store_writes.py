@@ -26,11 +26,11 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from app.cluster import pod_writes, repository
+from app.cluster.admission.validation.core import qualified_name_errors
 from app.cluster.errors import Cause
-from app.cluster.models import ClusterObject, ClusterState
-from app.cluster.store import DEFAULT_MANAGER, ClusterStore
-from app.cluster.validation import qualified_name_errors
+from app.cluster.storage import pod_writes, repository
+from app.cluster.storage.models import ClusterObject, ClusterState
+from app.cluster.storage.store import DEFAULT_MANAGER, ClusterStore
 from app.controllers.pod_status import running_status
 from app.db import make_engine, upgrade_database
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from app.cluster import repository
 from app.cluster.errors import Invalid
-from app.cluster.store import ClusterStore, InternalError
+from app.cluster.storage import repository
+from app.cluster.storage.store import ClusterStore, InternalError
 from tests.cluster.factories import node, pod
 
 WRITERS = 24

@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster import store as store_module
-from app.cluster import uids
-from app.cluster.shared_values import SharedValues
-from app.cluster.store import ClusterStore
+from app.cluster.admission import uids
+from app.cluster.storage import store as store_module
+from app.cluster.storage.shared_values import SharedValues
+from app.cluster.storage.store import ClusterStore
 from app.controllers.pod_status import running_status
 from tests.cluster.factories import node, pod
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from app.cluster import repository
-from app.cluster.store import ClusterStore
+from app.cluster.storage import repository
+from app.cluster.storage.store import ClusterStore
 from app.engine_host.service import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
