@@ -47,7 +47,12 @@ AREAS: list[tuple[str, str | None, tuple[str, ...]]] = [
     (
         "HTTP: store writes (validation, defaults, admission)",
         "MainThread",
-        ("(app/cluster/storage/store.py", "apply.py"),
+        (
+            "(app/cluster/storage/store.py",
+            "(app/cluster/storage/writes.py",
+            "(app/cluster/storage/versions.py",
+            "apply.py",
+        ),
     ),
     ("HTTP: watch streams", "MainThread", ("app/cluster/api/watch.py",)),
     ("HTTP: ASGI, routing, JSON, asyncio", "MainThread", ("",)),

@@ -25,7 +25,8 @@ from typing import Any
 
 from app.cluster.errors import Conflict, NotFound
 from app.cluster.storage.change_log import DELETED
-from app.cluster.storage.store import DEFAULT_MANAGER, ClusterStore, Obj
+from app.cluster.storage.store import ClusterStore, Obj
+from app.cluster.storage.versions import DEFAULT_MANAGER
 from app.controllers.due import DueQueue
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import is_deleting, is_terminated, key_of

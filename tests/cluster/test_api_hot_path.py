@@ -145,7 +145,7 @@ async def test_a_failed_commit_answers_500_and_nothing_is_visible(
         )
     )
     for _ in range(500):
-        if store._open is not None:
+        if store._committer._open is not None:
             break
         await asyncio.sleep(0.01)
     assert not creating.done() and not patching.done()

@@ -1,14 +1,15 @@
 """Group commit: the store's writes share transactions, and each is acknowledged once durable and visible.
 
-A write is validated and given its resourceVersion under the lock against the *working*
-state (every staged change included, so later writes build on it), then staged into the open batch; a committer
-thread writes every staged change in one transaction (one fsync for all concurrent writers) and only then makes
-the batch *visible*: reads, lists, the watch log, listeners and wakers, in resourceVersion order. The writer is
-acknowledged (its call returns) after that. Reads see committed state only (``_shadow`` keeps the committed
-version of every key a staged change touched). If a batch's transaction fails, that batch and every change staged
-after it (they were computed on top of it) are dropped: the working state is restored from ``_shadow``, the
-resourceVersion counter goes back to the last committed one, and every writer concerned gets ``InternalError``;
-nothing of them was ever visible. Without a database (``engine=None``) a write is applied at once.
+``Committer`` holds the store's objects (the working state), its versions and the open batch. A write is validated and
+given its resourceVersion under the lock against the *working* state (every staged change included, so later writes
+build on it), then staged into the open batch; a committer thread writes every staged change in one transaction (one
+fsync for all concurrent writers) and only then makes the batch *visible*: reads, lists, the watch log, listeners and
+wakers, in resourceVersion order. The writer is acknowledged (its call returns) after that. Reads see committed state
+only (``view`` and ``committed_entry``: ``_shadow`` keeps the committed version of every key a staged change touched).
+If a batch's transaction fails, that batch and every change staged after it (they were computed on top of it) are
+dropped: the working state is restored from ``_shadow``, the resourceVersion counter goes back to the last committed
+one, and every writer concerned gets ``InternalError``; nothing of them was ever visible. Without a database
+(``engine=None``) a write is applied at once.
 
 Another room's rows (the recorded attempts) can ride along: ``write_alongside`` runs a callable in the next batch's
 transaction, after the batch's own rows and inside a SAVEPOINT, so the database file has one writer (two writers
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 class SideWrite:
     """A write of rows that are not cluster objects, run by the committer in a batch's transaction
-    (``GroupCommit.write_alongside``); ``wait()`` for its outcome."""
+    (``Committer.write_alongside``); ``wait()`` for its outcome."""
 
     __slots__ = ("done", "error", "write")
 
@@ -136,44 +137,55 @@ _MISSING: Any = object()
 _COMMITTER_IDLE_SECONDS = 2.0
 
 
-class GroupCommit:
-    """The store's write path (a mixin of ``ClusterStore``): stage, commit in the background, make visible."""
+Objects = dict[str, dict[tuple[str, str], StoredObject]]
 
-    # The store's state this works on, set by ``ClusterStore.__init__``.
-    _lock: threading.RLock
-    _engine: Engine | None
-    _objects: dict[str, dict[tuple[str, str], StoredObject]]
-    _rv: int
-    _committed_rv: int
-    _changes: ChangeLog
 
-    def _init_group_commit(self) -> None:
-        """Nothing staged yet (``_lock`` is set)."""
+class Committer:
+    """The store's write path: stage changes, commit them in the background, make them visible.
+
+    ``objects`` is the working state (every staged change applied: what writes build on), ``rv`` the last
+    resourceVersion handed out and ``committed_rv`` the last visible one; all three are read and changed with
+    ``lock`` held, the lock the store and ``changes`` share.
+    """
+
+    def __init__(self, lock: threading.RLock, engine: Engine | None, changes: ChangeLog) -> None:
+        self._lock = lock
+        self._engine = engine
+        self._changes = changes
+        self.objects: Objects = {k.kind: {} for k in KINDS}
+        self.rv = 0
+        self.committed_rv = 0
         # ``_shadow[kind][key]`` is the committed entry (None: absent) of a key with ``_staged[(kind, key)]``
         # changes still staged.
         self._shadow: dict[str, dict[tuple[str, str], StoredObject | None]] = {k.kind: {} for k in KINDS}
         self._staged: dict[tuple[str, tuple[str, str]], int] = {}
         self._open: Batch | None = None
-        self._work = threading.Condition(self._lock)
-        self._committer: threading.Thread | None = None
+        self._work = threading.Condition(lock)
+        self._thread: threading.Thread | None = None
         self._last: Batch | None = None  # the latest batch staged
         self._local = threading.local()
 
-    def _committed_entry(self, kind: str, key: tuple[str, str]) -> StoredObject | None:
+    def reset(self, objects: Objects, resource_version: int) -> None:
+        """Hold ``objects`` as committed at ``resource_version`` (lock held, nothing staged): a load."""
+        self.objects = objects
+        self.rv = self.committed_rv = resource_version
+
+    def committed_entry(self, kind: str, key: tuple[str, str]) -> StoredObject | None:
+        """The committed entry of one key, or None (lock held): what readers may see."""
         shadow = self._shadow[kind]
         if shadow:
             entry = shadow.get(key, _MISSING)
             if entry is not _MISSING:
                 result: StoredObject | None = entry
                 return result
-        return self._objects[kind].get(key)
+        return self.objects[kind].get(key)
 
-    def _view(self, kind: str) -> Mapping[tuple[str, str], StoredObject]:
+    def view(self, kind: str) -> Mapping[tuple[str, str], StoredObject]:
         """The committed entries of ``kind`` (lock held): what readers may see."""
         shadow = self._shadow[kind]
         if not shadow:
-            return self._objects[kind]
-        merged = dict(self._objects[kind])
+            return self.objects[kind]
+        merged = dict(self.objects[kind])
         for key, entry in shadow.items():
             if entry is None:
                 merged.pop(key, None)
@@ -181,16 +193,16 @@ class GroupCommit:
                 merged[key] = entry
         return merged
 
-    def _stage(self, changes: list[Change]) -> Batch | None:
+    def stage(self, changes: list[Change]) -> Batch | None:
         """Apply ``changes`` to the working state and stage them for the committer (lock held).
 
-        Returns the batch to ``_await`` outside the lock; without a database the changes are visible at once.
+        Returns the batch to ``acknowledge`` outside the lock; without a database the changes are visible at once.
         """
         last_rv = max(c.event_obj.resource_version for c in changes)
         if self._engine is None:
-            self._rv = self._committed_rv = last_rv
+            self.rv = self.committed_rv = last_rv
             for c in changes:
-                bucket = self._objects[c.kind]
+                bucket = self.objects[c.kind]
                 if c.new is None:
                     bucket.pop(c.key, None)
                 else:
@@ -199,7 +211,7 @@ class GroupCommit:
             return None
         batch = self._open_batch()
         for c in changes:
-            bucket = self._objects[c.kind]
+            bucket = self.objects[c.kind]
             shadow = self._shadow[c.kind]
             if c.key not in shadow:
                 shadow[c.key] = bucket.get(c.key)
@@ -223,7 +235,7 @@ class GroupCommit:
             batch.rows.append(repository.Change(op, row))
         batch.changes += changes
         batch.last_rv = last_rv
-        self._rv = last_rv
+        self.rv = last_rv
         self._wake_committer()
         return batch
 
@@ -232,14 +244,14 @@ class GroupCommit:
         batch = self._open
         if batch is None:
             # Until a change joins it, the batch records the version staged so far as the latest.
-            batch = self._open = self._last = Batch(self._rv)
+            batch = self._open = self._last = Batch(self.rv)
         return batch
 
     def _wake_committer(self) -> None:
         """Start the committer thread, or tell it a batch is open (lock held)."""
-        if self._committer is None:
-            self._committer = threading.Thread(target=self._commit_loop, name="kss-store-committer", daemon=True)
-            self._committer.start()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._commit_loop, name="kss-store-committer", daemon=True)
+            self._thread.start()
         else:
             self._work.notify()
 
@@ -260,7 +272,7 @@ class GroupCommit:
             self._wake_committer()
         return side
 
-    def _await(self, batch: Batch | None) -> None:
+    def acknowledge(self, batch: Batch | None) -> None:
         """Return once ``batch`` is durable and visible; ``InternalError`` if it was dropped (lock not held)."""
         if batch is None:
             return
@@ -268,7 +280,7 @@ class GroupCommit:
         if pending is not None:
             pending._add(batch)
             return
-        if threading.current_thread() is self._committer:
+        if threading.current_thread() is self._thread:
             # A listener wrote to the store: it cannot wait for its own thread. The change goes out with
             # the next batch; a listener must not write (see add_listener), this only avoids a deadlock.
             log.warning("a cluster listener wrote to the store; its write is not awaited")
@@ -312,7 +324,7 @@ class GroupCommit:
             with self._lock:
                 while self._open is None:
                     if not self._work.wait(_COMMITTER_IDLE_SECONDS) and self._open is None:
-                        self._committer = None
+                        self._thread = None
                         return
                 batch = self._open
                 self._open = None
@@ -345,7 +357,7 @@ class GroupCommit:
             else:
                 del self._staged[staged_key]
                 del self._shadow[c.kind][c.key]
-        self._committed_rv = batch.last_rv
+        self.committed_rv = batch.last_rv
         if batch.changes:
             self._changes.publish(batch.changes)
 
@@ -356,7 +368,7 @@ class GroupCommit:
             dropped.append(self._open)
             self._open = None
         for kind, shadow in self._shadow.items():
-            bucket = self._objects[kind]
+            bucket = self.objects[kind]
             for key, entry in shadow.items():
                 if entry is None:
                     bucket.pop(key, None)
@@ -365,7 +377,7 @@ class GroupCommit:
             shadow.clear()
         self._staged.clear()
         # The versions of dropped changes were never visible, so handing them out again keeps the sequence.
-        self._rv = self._committed_rv
+        self.rv = self.committed_rv
         for batch in dropped:
             batch.finish(error)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -18,29 +18,15 @@ from app.cluster.admission import admit as admission
 from app.cluster.admission import managed_fields, uids
 from app.cluster.admission.validation.core import TOTAL_ANNOTATION_BYTES, qualified_name_errors, validate_event
 from app.cluster.errors import STALE, AlreadyExists, BadRequest, Cause, Conflict, Invalid, invalid
-from app.cluster.kinds.registry import BY_KIND, KindInfo
-from app.cluster.kinds.stored import Change, Obj, StoredObject
-from app.cluster.storage.committer import Batch
+from app.cluster.kinds.registry import BY_KIND
+from app.cluster.kinds.stored import Change, Obj
+from app.cluster.storage.committer import Committer
 from app.cluster.storage.event_series import RecentEvents, event_key, repeated
+from app.cluster.storage.versions import Versions, merge_annotations
 
 # kube-scheduler's User-Agent prefix: the manager of its status writes and Events in managedFields (a binding
 # records none, as kube-apiserver's binding subresource writes without the field manager).
 SCHEDULER_MANAGER = "kube-scheduler"
-
-
-def merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
-    """Merge-patch ``metadata.annotations`` of ``obj`` in place (None removes a key)."""
-    meta = obj["metadata"]
-    merged = dict(meta.get("annotations") or {})
-    for key, value in annotations.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    if merged:
-        meta["annotations"] = merged
-    else:
-        meta.pop("annotations", None)
 
 
 def _bound_version(stored: Obj, node_name: str, timestamp: str) -> Obj:
@@ -141,49 +127,8 @@ def _with_status(stored: Obj, status: Obj, resource_version: str | None) -> Obj:
     return body
 
 
-class _Store(Protocol):
-    """What the pod writes use of ``ClusterStore``."""
-
-    _lock: threading.RLock
-    _rv: int
-    _event_seq: int
-    _recent_events: RecentEvents
-    _objects: dict[str, dict[tuple[str, str], StoredObject]]
-
-    def _clock(self) -> datetime: ...
-
-    def _current(self, kind: str, namespace: str | None, name: str) -> StoredObject: ...
-
-    def _update_locked(
-        self,
-        info: KindInfo,
-        current: StoredObject,
-        body: Obj,
-        subresource: str | None,
-        dry_run: bool,
-        annotations: Mapping[str, str | None] | None = None,
-        *,
-        manager: str = ...,
-    ) -> tuple[Obj, Batch | None]: ...
-
-    def _write_modified(
-        self, kind: str, current: StoredObject, new: Obj, *, copy: bool = ...
-    ) -> tuple[Obj, Batch | None]: ...
-
-    def _await(self, batch: Batch | None) -> None: ...
-
-    def _stage(self, changes: list[Change]) -> Batch | None: ...
-
-    def _track_fields(
-        self,
-        info: KindInfo,
-        old: Obj,
-        new: Obj,
-        subresource: str | None,
-        manager: str,
-        managed: managed_fields.Entries | None,
-        sent_managed: Any,
-    ) -> None: ...
+class StoreVerbs(Protocol):
+    """The store's public verbs the pod writes use: a status write to a pod being deleted is a patch."""
 
     def patch(
         self,
@@ -197,22 +142,30 @@ class _Store(Protocol):
         manager: str = ...,
     ) -> Obj: ...
 
-    def _require_namespace(self, namespace: str, rv: int) -> Change | None: ...
-
-    def _new_object_change(self, kind: str, obj: Obj, rv: int) -> Change: ...
-
-    def _timestamp(self) -> str: ...
-
-    def create(
-        self, kind: str, obj: Obj, namespace: str | None = None, *, dry_run: bool = False, manager: str = ...
-    ) -> Obj: ...
-
 
 class PodWrites:
-    """``bind_pod``, ``update_pod_status``, ``update_status`` and ``create_event`` (a mixin of ``ClusterStore``)."""
+    """``bind_pod``, ``update_pod_status``, ``merge_pod_status``, ``update_status`` and ``create_event``: built by
+    the store over its committer and versions (``lock`` held around their use, as by every write) and its verbs."""
+
+    def __init__(
+        self,
+        lock: threading.RLock,
+        committer: Committer,
+        versions: Versions,
+        store: StoreVerbs,
+        *,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._lock = lock
+        self._committer = committer
+        self._versions = versions
+        self._clock = clock
+        self._store = store
+        self._event_seq = 0
+        self._recent_events = RecentEvents()
 
     def bind_pod(
-        self: _Store,
+        self,
         namespace: str,
         name: str,
         node_name: str,
@@ -229,7 +182,7 @@ class PodWrites:
         pod, a copy (``copy=False``: the stored, read-only dict, for a caller that does not keep it).
         """
         with self._lock:
-            current = self._current("Pod", namespace, name)
+            current = self._versions.current("Pod", namespace, name)
             meta = current.obj["metadata"]
             if uid and uid != meta.get("uid"):
                 raise Conflict(
@@ -244,18 +197,18 @@ class PodWrites:
                 raise Conflict("pods/binding", name, f'pod {name} is already assigned to node "{bound}"')
             if not node_name:
                 raise Invalid("Binding", name, [invalid("target.name", node_name, "must not be empty")])
-            pod = _bound_version(current.obj, node_name, self._timestamp())
+            pod = _bound_version(current.obj, node_name, self._versions.timestamp())
             if annotations:
                 merge_annotations(pod, annotations)
                 causes = annotation_causes(pod, annotations)
                 if causes:
                     raise Invalid("Pod", name, causes)
-            result, batch = self._write_modified("Pod", current, pod, copy=copy)
-        self._await(batch)
+            result, batch = self._versions.stage_modified("Pod", current, pod, copy=copy)
+        self._committer.acknowledge(batch)
         return result
 
     def update_pod_status(
-        self: _Store,
+        self,
         namespace: str,
         name: str,
         status: Obj,
@@ -268,16 +221,16 @@ class PodWrites:
         ``annotations`` are merged in by the same change, as in ``bind_pod``.
         """
         with self._lock:
-            current = self._current("Pod", namespace, name)
+            current = self._versions.current("Pod", namespace, name)
             body = admission.decode(BY_KIND["Pod"], _with_status(current.obj, status, resource_version))
-            result, batch = self._update_locked(
+            result, batch = self._versions.stage_update(
                 BY_KIND["Pod"], current, body, "status", False, annotations, manager=SCHEDULER_MANAGER
             )
-        self._await(batch)
+        self._committer.acknowledge(batch)
         return result
 
     def merge_pod_status(
-        self: _Store,
+        self,
         namespace: str,
         name: str,
         status: Obj,
@@ -297,7 +250,7 @@ class PodWrites:
             raise BadRequest("the status must be a JSON object")
         info = BY_KIND["Pod"]
         with self._lock:
-            current = self._current("Pod", namespace, name)
+            current = self._versions.current("Pod", namespace, name)
             old = current.obj
             old_meta = old["metadata"]
             if old_meta.get("deletionTimestamp"):
@@ -311,20 +264,20 @@ class PodWrites:
                 meta = dict(old_meta)
                 sent_managed = meta.pop("managedFields", None)  # re-added last, as an update writes it
                 new["metadata"] = meta
-                self._track_fields(info, old, new, "status", manager, None, sent_managed)
+                self._versions.track_fields(info, old, new, "status", manager, None, sent_managed)
                 if new == old:
                     return old
-                result, batch = self._write_modified("Pod", current, new, copy=False)
+                result, batch = self._versions.stage_modified("Pod", current, new, copy=False)
         if deleting:
             body = {"metadata": {"resourceVersion": resource_version}, "status": status}
             if resource_version is None:
                 del body["metadata"]
-            return self.patch("Pod", namespace, name, body, "merge", subresource="status", manager=manager)
-        self._await(batch)
+            return self._store.patch("Pod", namespace, name, body, "merge", subresource="status", manager=manager)
+        self._committer.acknowledge(batch)
         return result
 
     def update_status(
-        self: _Store,
+        self,
         kind: str,
         namespace: str | None,
         name: str,
@@ -340,14 +293,14 @@ class PodWrites:
         """
         info = BY_KIND[kind]
         with self._lock:
-            current = self._current(kind, namespace, name)
+            current = self._versions.current(kind, namespace, name)
             body = admission.decode(info, _with_status(current.obj, status, resource_version))
-            result, batch = self._update_locked(info, current, body, "status", False, annotations)
-        self._await(batch)
+            result, batch = self._versions.stage_update(info, current, body, "status", False, annotations)
+        self._committer.acknowledge(batch)
         return result
 
     def create_event(
-        self: _Store,
+        self,
         involved: Obj,
         reason: str,
         message: str,
@@ -364,7 +317,7 @@ class PodWrites:
         with self._lock:
             self._event_seq += 1
             suffix = f"{time.time_ns():x}{self._event_seq:04x}"
-        now = self._timestamp()
+        now = self._versions.timestamp()
         event: Obj = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -395,50 +348,49 @@ class PodWrites:
         moment = self._clock()
         with self._lock:
             seen = self._recent_events.find(key, moment)
-            current = self._objects["Event"].get(seen) if seen is not None else None
+            current = self._committer.objects["Event"].get(seen) if seen is not None else None
             if current is not None:
                 repeat = repeated(current.copy(), moment, now)
-                result, batch = self._write_modified("Event", current, repeat, copy=False)
+                result, batch = self._versions.stage_modified("Event", current, repeat, copy=False)
                 self._recent_events.remember(key, current.namespace, current.name, moment)
         if current is not None:
-            self._await(batch)
+            self._committer.acknowledge(batch)
             return result
         manager = SCHEDULER_MANAGER if component == "default-scheduler" else component
-        created = _create_built_event(self, event, manager, now)
+        created = self._create_built_event(event, manager, now)
         with self._lock:
             self._recent_events.remember(key, namespace, created["metadata"]["name"], moment)
         return created
 
-
-def _create_built_event(store: _Store, event: Obj, manager: str, now: str) -> Obj:
-    """Store ``event`` (built by ``create_event``, in its canonical form) as ``create`` would, in the same
-    bytes and watch event, without what cannot change it: its fields are strings and numbers taken from stored
-    objects, so the decode (a JSON round trip, type checks; an Event has no defaults) and admission (none for
-    Events) are skipped. What can fail is kept: the name (a long pod name), its namespace, a name taken."""
-    meta = event["metadata"]
-    namespace, name = str(meta["namespace"]), str(meta["name"])
-    managed = created_event_managed_fields(event, manager, now)
-    if managed:
-        meta["managedFields"] = managed
-    causes = validate_event(event)
-    if causes:
-        raise Invalid("Event", name, causes)
-    new_uid = uids.new_uid()  # before the lock, as in ``create`` (a refill lets go of the GIL)
-    with store._lock:
-        changes: list[Change] = []
-        rv = store._rv
-        namespace_change = store._require_namespace(namespace, rv)
-        if namespace_change is not None:
-            changes.append(namespace_change)
-            rv += 1
-        if (namespace, name) in store._objects["Event"]:
-            raise AlreadyExists("events", name)
-        meta["uid"] = new_uid
-        meta["creationTimestamp"] = now
-        change = store._new_object_change("Event", event, rv + 1)
-        changes.append(change)
-        batch = store._stage(changes)
-    store._await(batch)
-    assert change.new is not None
-    stored: Obj = change.new.obj
-    return stored
+    def _create_built_event(self, event: Obj, manager: str, now: str) -> Obj:
+        """Store ``event`` (built by ``create_event``, in its canonical form) as ``create`` would, in the same
+        bytes and watch event, without what cannot change it: its fields are strings and numbers taken from stored
+        objects, so the decode (a JSON round trip, type checks; an Event has no defaults) and admission (none for
+        Events) are skipped. What can fail is kept: the name (a long pod name), its namespace, a name taken."""
+        meta = event["metadata"]
+        namespace, name = str(meta["namespace"]), str(meta["name"])
+        managed = created_event_managed_fields(event, manager, now)
+        if managed:
+            meta["managedFields"] = managed
+        causes = validate_event(event)
+        if causes:
+            raise Invalid("Event", name, causes)
+        new_uid = uids.new_uid()  # before the lock, as in ``create`` (a refill lets go of the GIL)
+        with self._lock:
+            changes: list[Change] = []
+            rv = self._committer.rv
+            namespace_change = self._versions.require_namespace(namespace, rv)
+            if namespace_change is not None:
+                changes.append(namespace_change)
+                rv += 1
+            if (namespace, name) in self._committer.objects["Event"]:
+                raise AlreadyExists("events", name)
+            meta["uid"] = new_uid
+            meta["creationTimestamp"] = now
+            change = self._versions.added("Event", event, rv + 1)
+            changes.append(change)
+            batch = self._committer.stage(changes)
+        self._committer.acknowledge(batch)
+        assert change.new is not None
+        stored: Obj = change.new.obj
+        return stored
