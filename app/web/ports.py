@@ -36,7 +36,7 @@ class StoredEntry(Protocol):
 
 
 class Listing(Protocol):
-    """``app.cluster.storage.store.ListResult``."""
+    """``app.cluster.storage.listing.ListResult``."""
 
     @property
     def items(self) -> Sequence[StoredEntry]: ...
