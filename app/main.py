@@ -14,13 +14,13 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.cluster.discovery import router as discovery_router
+from app.cluster.api.discovery import router as discovery_router
+from app.cluster.api.responses import error_response
+from app.cluster.api.router import KUBE_METHODS, kube_app, resource_route
+from app.cluster.api.router import router as cluster_router
 from app.cluster.errors import ApiError, BadRequest, MethodNotAllowed, UnknownResource
-from app.cluster.event_expiry import EventExpiry
-from app.cluster.responses import error_response
-from app.cluster.router import KUBE_METHODS, kube_app, resource_route
-from app.cluster.router import router as cluster_router
-from app.cluster.store import ClusterStore
+from app.cluster.storage.event_expiry import EventExpiry
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.controllers.manager import ControllerManager
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database

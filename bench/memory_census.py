@@ -197,9 +197,9 @@ def census(app: Any, app_state: Any, inputs: list[Obj]) -> list[tuple[str, int]]
     seen.add(id(seen))  # the census's own bookkeeping is not the server's memory
     rows: list[tuple[str, int]] = []
     # The store's own containers are counted with the objects, not reached through the services that hold it.
-    entries = [e for bucket in store._objects.values() for e in bucket.values()]
+    entries = [e for bucket in store._committer.objects.values() for e in bucket.values()]
     by_kind: dict[str, list[Obj]] = {}
-    for kind, bucket in store._objects.items():
+    for kind, bucket in store._committer.objects.items():
         by_kind[kind if kind in ("Pod", "Node", "Event") else "other kinds"] = [e.obj for e in bucket.values()]
     pods = by_kind.pop("Pod", [])
     # A pod's dict part by part, managedFields first (they are what writes add to every object).
@@ -210,7 +210,7 @@ def census(app: Any, app_state: Any, inputs: list[Obj]) -> list[tuple[str, int]]
     rows.append(("store dicts: Pod the rest (metadata)", deep_size(pods, seen)))
     for kind, objs in sorted(by_kind.items()):
         rows.append((f"store dicts: {kind} ({len(objs)})", deep_size(objs, seen)))
-    rows.append(("store: current objects, JSON + entries", deep_size([*entries, store._objects], seen)))
+    rows.append(("store: current objects, JSON + entries", deep_size([*entries, store._committer.objects], seen)))
     log = store._changes._log
     rows.append((f"watch log ({len(log)} events) beyond the current objects", deep_size([log], seen)))
     services = [getattr(app_state, name, None) for name in ("scheduler", "controllers", "results")]
@@ -233,10 +233,8 @@ def census(app: Any, app_state: Any, inputs: list[Obj]) -> list[tuple[str, int]]
                  + deep_size(list(journal), seen)))  # fmt: skip
     seen.discard(id(app_state.engine))
     rows.append(("SQLAlchemy engine", deep_size([app_state.engine], seen)))
-    shared = getattr(store, "_shared", None)
-    if shared is not None:
-        rows.append(("store: shared values no object holds any more", deep_size([shared], seen)))
-    rest = [v for name, v in vars(store).items() if name != "_shared"]
+    rows.append(("store: shared values no object holds any more", deep_size([store._versions.shared], seen)))
+    rest = list(vars(store).values())
     rows.append(("store: the rest", deep_size(rest, seen)))
     rows.append(("this benchmark's input objects (not the server's)", deep_size(inputs, seen)))
     by_type: dict[str, int] = {}

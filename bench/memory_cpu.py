@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _serve import WORKLOADS
 
-from app.cluster import store as store_module
-from app.cluster.store import ClusterStore
+from app.cluster.storage import versions as versions_module
+from app.cluster.storage import writes as writes_module
+from app.cluster.storage.store import ClusterStore
 from app.controllers.pod_status import running_status
 
 Obj = dict[str, Any]
@@ -93,7 +94,7 @@ def one_round(
         t3 = clock()
         status = running_status(
             bound,
-            now=store._timestamp(),
+            now=store._versions.timestamp(),
             host_ips=["172.17.0.1"],
             pod_ips=[f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"],
         )
@@ -125,15 +126,20 @@ def main() -> int:
     pods = [d for d in yaml.load_all((trace / "pods-1200.yaml").read_text(), Loader=loader) if d][: args.pods]
     base_stored = load_base(args.baseline, "app/cluster/stored.py", "base_stored")
     base_log = load_base(args.baseline, "app/cluster/change_log.py", "base_change_log")
-    new_encode = store_module._encode
+    new_encode = versions_module.encode
+
+    def use_encode(encode: Callable[[Any], bytes]) -> None:
+        versions_module.encode = encode  # type: ignore[assignment]
+        writes_module.encode = encode  # type: ignore[attr-defined, assignment]
 
     def old(store: ClusterStore) -> None:
-        store._shared = base_stored.SharedValues()
-        store._changes = base_log.ChangeLog(store._lock, store._changes.window)
-        store_module._encode = orjson.dumps  # type: ignore[assignment]
+        store._versions.shared = base_stored.SharedValues()
+        # The committer publishes to the change log it was given: it takes the old one too.
+        store._changes = store._committer._changes = base_log.ChangeLog(store._lock, store._changes.window)
+        use_encode(orjson.dumps)
 
     def new(store: ClusterStore) -> None:
-        store_module._encode = new_encode
+        use_encode(new_encode)
 
     best: dict[str, dict[str, float]] = {"old": {}, "new": {}}
     peaks: dict[str, int] = {}
@@ -145,7 +151,7 @@ def main() -> int:
             print(f"round {r + 1} {label}: " + ", ".join(f"{k} {v * 1e6:.0f} us" for k, v in cpu.items()), flush=True)
     for label, variant in (("old", old), ("new", new)):
         peaks[label] = one_round(nodes, pods, variant, traced=True)[1]
-    store_module._encode = new_encode
+    use_encode(new_encode)
     print(f"{len(pods)} pods on {len(nodes)} nodes, thread CPU per pod, min of {args.rounds} rounds:")
     print("| write | old | new |")
     print("| --- | --- | --- |")

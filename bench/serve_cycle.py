@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from trace import TRACE, scenario
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.controllers.kubelet import KubeletController
 from app.engine_host.service import SchedulerService
 from app.scheduler.cycle import Scheduler

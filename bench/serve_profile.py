@@ -24,10 +24,14 @@ from pathlib import Path
 
 # (area, thread name prefix or None for any, substrings any of which in the stack matches); first match wins.
 AREAS: list[tuple[str, str | None, tuple[str, ...]]] = [
-    ("store listeners: copies for each listener", None, ("StoredObject.copy (app/cluster/stored.py",)),
+    ("store listeners: copies for each listener", None, ("StoredObject.copy (app/cluster/kinds/stored.py",)),
     ("store listeners: callbacks (inbox, wake)", "kss-store-committer", ("ChangeLog._notify",)),
     ("store commit: SQL write-through", "kss-store-committer", ("write_changes", "Engine.begin", "_commit_loop")),
-    ("managedFields (every write)", None, ("app/cluster/managed_fields.py", "app/cluster/field_sets.py")),
+    (
+        "managedFields (every write)",
+        None,
+        ("app/cluster/admission/managed_fields.py", "app/cluster/admission/field_sets.py"),
+    ),
     ("scheduler: Events", "scheduler", ("create_event",)),
     ("scheduler: writes (bind, status, annotations)", "scheduler", ("app/cluster/", "app/engine_host/store_actions")),
     ("scheduler: taking in changes (cache, queue)", "scheduler", ("_drain_inbox", "_apply_change")),
@@ -40,8 +44,17 @@ AREAS: list[tuple[str, str | None, tuple[str, ...]]] = [
     ("node leases", "node-lease", ("",)),
     ("controllers (kube-controller-manager's)", "-controller", ("",)),
     ("controllers (kube-controller-manager's)", "garbage-collector", ("",)),
-    ("HTTP: store writes (validation, defaults, admission)", "MainThread", ("(app/cluster/store.py", "apply.py")),
-    ("HTTP: watch streams", "MainThread", ("app/cluster/watch.py",)),
+    (
+        "HTTP: store writes (validation, defaults, admission)",
+        "MainThread",
+        (
+            "(app/cluster/storage/store.py",
+            "(app/cluster/storage/writes.py",
+            "(app/cluster/storage/versions.py",
+            "apply.py",
+        ),
+    ),
+    ("HTTP: watch streams", "MainThread", ("app/cluster/api/watch.py",)),
     ("HTTP: ASGI, routing, JSON, asyncio", "MainThread", ("",)),
     ("HTTP: reads in the thread pool", "AnyIO worker", ("",)),
     ("GC policy (freeze)", None, ("gc_policy.py",)),
@@ -84,10 +97,10 @@ def area_of(thread: str, frames: list[str]) -> str:
 def lock_lines(repo: Path) -> set[str]:
     """``file:line`` of every ``with self._lock:`` in the store's modules (a stack parked there waits for it)."""
     found: set[str] = set()
-    for path in (repo / "app" / "cluster").glob("*.py"):
+    for path in (repo / "app" / "cluster").rglob("*.py"):
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if "with self._lock" in line:
-                found.add(f"app/cluster/{path.name}:{number}")
+                found.add(f"{path.relative_to(repo).as_posix()}:{number}")
     return found
 
 

@@ -26,11 +26,12 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from app.cluster import pod_writes, repository
+from app.cluster.admission.validation.core import qualified_name_errors
 from app.cluster.errors import Cause
-from app.cluster.models import ClusterObject, ClusterState
-from app.cluster.store import DEFAULT_MANAGER, ClusterStore
-from app.cluster.validation import qualified_name_errors
+from app.cluster.storage import pod_writes, repository
+from app.cluster.storage.models import ClusterObject, ClusterState
+from app.cluster.storage.store import ClusterStore
+from app.cluster.storage.versions import DEFAULT_MANAGER
 from app.controllers.pod_status import running_status
 from app.db import make_engine, upgrade_database
 
@@ -65,7 +66,7 @@ def _bound_pods(count: int) -> tuple[ClusterStore, list[Obj]]:
 def _event(store: ClusterStore, pod: Obj, seq: int) -> Obj:
     """The Event ``create_event`` builds for a binding (its name made unique by ``seq``)."""
     meta = pod["metadata"]
-    now = store._timestamp()
+    now = store._versions.timestamp()
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -106,7 +107,7 @@ def _event_built(store: ClusterStore, pods: list[Obj]) -> Callable[[], None]:
 
     def run() -> None:
         for event in events:
-            pod_writes._create_built_event(store, event, pod_writes.SCHEDULER_MANAGER, event["firstTimestamp"])
+            store._pod_writes._create_built_event(event, pod_writes.SCHEDULER_MANAGER, event["firstTimestamp"])
 
     return run
 

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from app.cluster.store import ClusterStore  # noqa: E402
+from app.cluster.storage.store import ClusterStore  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.engine_host.service import SchedulerService  # noqa: E402
 from app.engine_host.view import EngineView  # noqa: E402

@@ -7,7 +7,7 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
-import app.cluster.models  # each models import registers its tables on Base.metadata
+import app.cluster.storage.models  # each models import registers its tables on Base.metadata
 import app.engine_host.models
 import app.results.models  # noqa: F401  (registers the results tables)
 from app.db import Base, make_engine

@@ -18,7 +18,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine, create_engine, text
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.db import make_engine, upgrade_database
 from app.main import create_app

@@ -71,7 +71,7 @@ def test_the_wheel_carries_templates_static_files_and_migrations(wheel: Path) ->
         # Alembic's side of alembic.ini: app.db builds the rest of the configuration in code.
         "app/migrations/env.py",
         "app/migrations/script.py.mako",
-        "app/cluster/field_schema.json",
+        "app/cluster/admission/field_schema.json",
     ):
         assert shipped in names, shipped
     versions = {path.name for path in (ROOT / "migrations" / "versions").glob("*.py")}

@@ -6,7 +6,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 
-import app.cluster.models
+import app.cluster.storage.models
 import app.engine_host.models
 import app.results.models  # noqa: F401
 from app.db import Base

@@ -6,7 +6,7 @@ One sync of a CronJob, as upstream's ``syncCronJob`` then ``cleanupFinishedJobs`
   ``lastSuccessfulTime`` to its completionTime, an active one that went missing leaves ("MissingJob"), an
   unfinished one not in the list is reported ("UnexpectedJob");
 - a CronJob being deleted or suspended starts nothing; otherwise the schedule (robfig/cron's standard parser,
-  ``app/cluster/cron.py``, in ``spec.timeZone``, UTC without one) gives the most recent unmet time since
+  ``app/cluster/admission/cron.py``, in ``spec.timeZone``, UTC without one) gives the most recent unmet time since
   ``lastScheduleTime`` (or creation, or ``now - startingDeadlineSeconds`` when later); more than 100 missed ones
   record "TooManyMissedTimes"; one older than ``startingDeadlineSeconds`` is "MissSchedule"d; one already started
   is skipped; Forbid with an active Job waits ("JobAlreadyActive"), Replace deletes the active ones first;
@@ -28,11 +28,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.cluster.change_log import DELETED
-from app.cluster.cron import CronError, CronSchedule, parse_standard
-from app.cluster.deletion import BACKGROUND, DeleteOptions
+from app.cluster.admission.cron import CronError, CronSchedule, parse_standard
+from app.cluster.admission.deletion import BACKGROUND, DeleteOptions
 from app.cluster.errors import AlreadyExists, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.job_parts import COMPLETE, FAILED, has_true, is_finished, parse_time, rfc3339
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import Key, OwnedIndex, controller_ref, is_deleting, key_of, meta, owner_reference

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import Conflict, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.daemon_placement import (
     DaemonPlacement,
     daemon_pod_template,

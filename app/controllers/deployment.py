@@ -33,9 +33,9 @@ import copy
 import logging
 from collections.abc import Sequence
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import AlreadyExists, ApiError, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers import deployment_util as du
 from app.controllers.deployment_rollout import DeploymentRollouts, RolloutSync, labels_of, quoted
 from app.controllers.loop import Clock, utc_now

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from app.cluster.store import Obj
+from app.cluster.storage.store import Obj
 from app.controllers import deployment_util as du
 from app.controllers.loop import ReconcileLoop
 from app.controllers.owned import Key, controller_uid, key_of, meta, selector_matches

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.cluster.store import Obj
+from app.cluster.storage.store import Obj
 from app.controllers.owned import meta
 from app.controllers.pod_ranking import parse_time
 

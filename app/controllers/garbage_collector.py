@@ -15,7 +15,7 @@ uid to its dependents, and acts on three things, as upstream's ``attemptToDelete
   finalizer is removed.
 
 The API server's side (finalizers decided from DeleteOptions, removal when the last finalizer goes) is
-``app/cluster/deletion.py``.
+``app/cluster/admission/deletion.py``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.cluster.change_log import DELETED
-from app.cluster.deletion import (
+from app.cluster.admission.deletion import (
     BACKGROUND,
     FOREGROUND,
     FOREGROUND_FINALIZER,
@@ -35,8 +34,9 @@ from app.cluster.deletion import (
     DeleteOptions,
 )
 from app.cluster.errors import Conflict, NotFound
-from app.cluster.kinds import BY_KIND, KINDS
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.kinds.registry import BY_KIND, KINDS
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 
 log = logging.getLogger(__name__)

@@ -31,9 +31,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import Conflict, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.job_parts import (
     BACKOFF_LIMIT_EXCEEDED,
     COMPLETE,

@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import Conflict, NotFound
-from app.cluster.store import DEFAULT_MANAGER, ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
+from app.cluster.storage.versions import DEFAULT_MANAGER
 from app.controllers.due import DueQueue
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import is_deleting, is_terminated, key_of

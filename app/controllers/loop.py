@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 from app.cluster.errors import Conflict
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.store import ClusterStore, Obj
 
 log = logging.getLogger(__name__)
 

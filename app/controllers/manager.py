@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import gate_enabled
 from app.controllers.cronjob import CronJobController
 from app.controllers.daemonset import DaemonSetController

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.store import ClusterStore, Obj
 from app.kube.labels import label_selector_matches
 
 Key = tuple[str, str]  # (namespace, name)

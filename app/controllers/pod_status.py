@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from app.cluster.defaults import qos_class
+from app.cluster.admission.defaults.core import qos_class
 
 Obj = dict[str, Any]
 

@@ -33,9 +33,9 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import Conflict, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 
 log = logging.getLogger(__name__)

@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import ApiError, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import (
     Controllers,

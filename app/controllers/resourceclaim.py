@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import Conflict, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.config import gate_enabled
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import OwnedIndex, is_deleting, meta

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from app.cluster.change_log import DELETED
-from app.cluster.deletion import BACKGROUND, DeleteOptions
+from app.cluster.admission.deletion import BACKGROUND, DeleteOptions
 from app.cluster.errors import Conflict, NotFound
-from app.cluster.store import ClusterStore, Obj
+from app.cluster.storage.change_log import DELETED
+from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.job_parts import finish_time
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import Key, is_deleting, key_of, meta

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from app.cluster.errors import Conflict
-from app.cluster.pod_writes import SCHEDULER_MANAGER
+from app.cluster.storage.pod_writes import SCHEDULER_MANAGER
 from app.engine_host import volumes
 from app.scheduler.dra.dra_manager import ClaimConflict
 from app.scheduler.framework import Code, PodActions, Status

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, required
-from app.cluster.kinds import KINDS
-from app.cluster.store import ClusterStore
+from app.cluster.kinds.registry import KINDS
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.engine_host.service import SchedulerService
 from app.operations import snapshot

@@ -13,7 +13,7 @@ import orjson
 import yaml
 
 from app.cluster.errors import BadRequest, Cause, invalid
-from app.cluster.kinds import BY_KIND
+from app.cluster.kinds.registry import BY_KIND
 
 Obj = dict[str, Any]
 

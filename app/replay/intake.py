@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from app.cluster.defaults import (
+from app.cluster.admission.defaults.core import (
     default_node,
     default_persistent_volume,
     default_persistent_volume_claim,

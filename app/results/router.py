@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from app.cluster.errors import ApiError, BadRequest, NotFound
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.results.attempts import SORT_KEYS, ResultsService
 from app.results.schemas import AttemptDetail, AttemptList, Cleared
 from app.state import state_accessor

@@ -14,8 +14,8 @@ from starlette.datastructures import Headers
 from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.cluster.api.responses import error_response
 from app.cluster.errors import RequestEntityTooLarge, Unauthorized
-from app.cluster.responses import error_response
 
 # Probes stay open so orchestrators can check a protected server (kube-apiserver allows them anonymously too).
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/livez"})

@@ -16,7 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.cluster.kinds import KINDS
+from app.cluster.kinds.registry import KINDS
 from app.scheduler.record import Attempt
 
 # kube-scheduler exposes no *_created series; leaving them out keeps the output comparable.

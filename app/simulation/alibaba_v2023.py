@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.cluster.defaults import default_pod
-from app.cluster.quantities import canonical_quantity, canonicalize_quantities
+from app.cluster.admission.defaults.core import default_pod
+from app.cluster.admission.quantities import canonical_quantity, canonicalize_quantities
 
 FORMS = ("dra", "extended")
 NODE_LIST = "openb_node_list_all_node.csv"

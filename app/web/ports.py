@@ -1,6 +1,6 @@
 """What the web layer needs from the other rooms, as structural types.
 
-``app.web`` types the services it is given with these protocols instead of importing ``app.cluster.store``,
+``app.web`` types the services it is given with these protocols instead of importing ``app.cluster.storage.store``,
 ``app.results.attempts`` or ``app.operations.import_export``: those modules pull in SQLAlchemy, and the import contract
 keeps the web layer free of it even indirectly. The scheduler is read through ``SchedulerView``, which answers
 plain data (``app.engine_host.view.EngineView`` implements it over the scheduler service), so the pages never
@@ -20,7 +20,7 @@ ProfilePlugins = tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]
 
 
 class StoredEntry(Protocol):
-    """``app.cluster.store.StoredObject``: a stored object, read-only."""
+    """``app.cluster.storage.store.StoredObject``: a stored object, read-only."""
 
     @property
     def obj(self) -> Obj: ...
@@ -36,7 +36,7 @@ class StoredEntry(Protocol):
 
 
 class Listing(Protocol):
-    """``app.cluster.store.ListResult``."""
+    """``app.cluster.storage.listing.ListResult``."""
 
     @property
     def items(self) -> Sequence[StoredEntry]: ...
@@ -46,7 +46,7 @@ class Listing(Protocol):
 
 
 class Change(Protocol):
-    """``app.cluster.store.WatchEvent``: one committed change."""
+    """``app.cluster.storage.store.WatchEvent``: one committed change."""
 
     @property
     def type(self) -> str: ...
@@ -65,7 +65,7 @@ class Change(Protocol):
 
 
 class Store(Protocol):
-    """``app.cluster.store.ClusterStore``: reads, writes with the API's validation, and the change log."""
+    """``app.cluster.storage.store.ClusterStore``: reads, writes with the API's validation, and the change log."""
 
     @property
     def resource_version(self) -> int: ...

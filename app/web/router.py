@@ -18,7 +18,7 @@ from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
 from app.cluster.errors import ApiError
-from app.cluster.kinds import BY_KIND, KINDS
+from app.cluster.kinds.registry import BY_KIND, KINDS
 from app.config import Settings
 from app.kube.quantity import format_milli_cpu
 from app.package_data import STATIC_DIR, TEMPLATES_DIR

@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from app.cluster.change_log import wake_on_commit
 from app.cluster.errors import Expired
+from app.cluster.storage.change_log import wake_on_commit
 from app.web.ports import Change, Store, WaitingPodRow
 
 # Events are written by the scheduler for every attempt; no page shows them live.

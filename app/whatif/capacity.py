@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.cluster.defaults import default_node, default_pod, prepare_pod_create
+from app.cluster.admission.defaults.core import default_node, default_pod, prepare_pod_create
 from app.cluster.errors import ApiError
 from app.replay.model import PodRecord
 from app.replay.workload import TimedWorkload, WorkloadError

@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import Receive, Scope, Send
 
-from app.cluster.router import resource_route
-from app.cluster.store import ClusterStore, InternalError
+from app.cluster.api.router import resource_route
+from app.cluster.storage.store import ClusterStore, InternalError
 from tests.cluster.factories import node, pod
 from tests.cluster.test_group_commit import failing_on, first_commit_waits_for
 from tests.conftest import API_TOKEN, asgi_client
@@ -145,7 +145,7 @@ async def test_a_failed_commit_answers_500_and_nothing_is_visible(
         )
     )
     for _ in range(500):
-        if store._open is not None:
+        if store._committer._open is not None:
             break
         await asyncio.sleep(0.01)
     assert not creating.done() and not patching.done()

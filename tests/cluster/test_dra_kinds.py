@@ -17,7 +17,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from app.cluster.errors import Invalid
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.main import create_app
 from tests.cluster.factories import node

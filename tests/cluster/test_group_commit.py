@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from app.cluster import repository
 from app.cluster.errors import Invalid
-from app.cluster.store import ClusterStore, InternalError
+from app.cluster.storage import repository
+from app.cluster.storage.committer import Committer
+from app.cluster.storage.store import ClusterStore, InternalError
 from tests.cluster.factories import node, pod
 
 WRITERS = 24
@@ -37,9 +38,9 @@ def first_commit_waits_for(monkeypatch: pytest.MonkeyPatch, staged_behind: int) 
     (a fast disk and a slow CPU otherwise commit every write before the next one arrives)."""
     commits, staged = [0], [0]
     arrived = threading.Condition()
-    original_stage, original_write = ClusterStore._stage, repository.write_changes
+    original_stage, original_write = Committer.stage, repository.write_changes
 
-    def stage(self: ClusterStore, changes: Any) -> Any:
+    def stage(self: Committer, changes: Any) -> Any:
         batch = original_stage(self, changes)
         with arrived:
             staged[0] += 1
@@ -53,7 +54,7 @@ def first_commit_waits_for(monkeypatch: pytest.MonkeyPatch, staged_behind: int) 
                 arrived.wait_for(lambda: staged[0] > staged_behind, timeout=10)
         original_write(conn, changes, resource_version)
 
-    monkeypatch.setattr(ClusterStore, "_stage", stage)
+    monkeypatch.setattr(Committer, "stage", stage)
     monkeypatch.setattr(repository, "write_changes", write_changes)
     return commits
 
@@ -144,7 +145,7 @@ def test_a_failed_commit_changes_nothing_visible(engine: Engine, monkeypatch: py
     with pytest.raises(Exception, match="already exists"):
         store.create("Pod", pod("doomed"))
     deadline = time.monotonic() + 10
-    while store._open is None and time.monotonic() < deadline:  # the patch has been staged
+    while store._committer._open is None and time.monotonic() < deadline:  # the patch has been staged
         time.sleep(0.01)
     # ... and readers see neither (nothing is visible before it is durable).
     assert store.get("Pod", "default", "doomed") is None

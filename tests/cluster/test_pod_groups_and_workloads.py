@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from app.cluster.errors import BadRequest, Invalid
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.main import create_app
 from tests.cluster.factories import pod

@@ -1,5 +1,5 @@
-"""The binding (``ClusterStore.bind_pod``, app/cluster/pod_writes.py): the next version is built from the stored one,
-new dicts only where it changes, so it must leave every earlier version as it was published; the result annotations
+"""The binding (``ClusterStore.bind_pod``, app/cluster/storage/pod_writes.py): the next version is built from the stored
+one, new dicts only where it changes, so it must leave every earlier version as it was published; the result annotations
 it carries are validated as the pod's metadata would be (new keys, total size), refusing the whole binding."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from app.cluster.errors import Conflict, Invalid
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from tests.scheduler.factories import make_pod
 
 

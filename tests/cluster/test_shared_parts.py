@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster import store as store_module
-from app.cluster import uids
-from app.cluster.shared_values import SharedValues
-from app.cluster.store import ClusterStore
+from app.cluster.admission import uids
+from app.cluster.storage import versions
+from app.cluster.storage.shared_values import SharedValues
+from app.cluster.storage.store import ClusterStore
 from app.controllers.pod_status import running_status
 from tests.cluster.factories import node, pod
 
@@ -51,7 +51,7 @@ def _template_pod(name: str, image: str = "img:1") -> Obj:
 def _kubelet_start(store: ClusterStore, name: str, ip: str) -> Obj:
     """What the kubelet writes when it starts a bound pod (its status through a merge patch, manager ``kss``)."""
     current = store.read("Pod", "default", name).obj
-    status = running_status(current, now=store._timestamp(), host_ips=["172.17.0.1"], pod_ips=[ip])
+    status = running_status(current, now=store._versions.timestamp(), host_ips=["172.17.0.1"], pod_ips=[ip])
     return store.merge_pod_status(
         "default", name, status, resource_version=current["metadata"]["resourceVersion"], manager="kss"
     )
@@ -127,7 +127,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, sharing: bool) -> tuple[ClusterStore, 
     clock = Clock()
     store = ClusterStore(clock=clock)
     if not sharing:
-        store._shared = NoSharing()
+        store._versions.shared = NoSharing()
     start = store.resource_version
     _history(store, clock)
     events = [
@@ -230,7 +230,7 @@ def test_a_stored_version_takes_no_more_memory_than_its_json(monkeypatch: pytest
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        raw = store_module._encode(body)
+        raw = versions.encode(body)
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, event, text
 
-from app.cluster import repository
-from app.cluster.store import ClusterStore, InternalError
+from app.cluster.storage import repository
+from app.cluster.storage.store import ClusterStore, InternalError
 from app.db import make_engine, upgrade_database
 from tests.cluster.factories import pod
 

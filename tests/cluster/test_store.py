@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import Engine
 
 from app.cluster.errors import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from tests.cluster.factories import node, objects_of_every_kind, pod
 
 

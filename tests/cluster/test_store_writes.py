@@ -14,10 +14,12 @@ import pytest
 from sqlalchemy import Connection, Engine
 from sqlalchemy import event as sql_event
 
-from app.cluster import repository, uids
+from app.cluster.admission import uids
 from app.cluster.errors import Conflict, Invalid
-from app.cluster.pod_writes import SCHEDULER_MANAGER
-from app.cluster.store import DEFAULT_MANAGER, ClusterStore
+from app.cluster.storage import repository
+from app.cluster.storage.pod_writes import SCHEDULER_MANAGER
+from app.cluster.storage.store import ClusterStore
+from app.cluster.storage.versions import DEFAULT_MANAGER
 from app.controllers.pod_status import finished_status, restarted_status, running_status
 from app.db import sqlite_chunks
 from tests.scheduler.factories import make_pod

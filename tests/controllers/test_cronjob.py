@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.cluster.cron import parse_standard
-from app.cluster.store import ClusterStore
+from app.cluster.admission.cron import parse_standard
+from app.cluster.storage.store import ClusterStore
 from app.controllers.cronjob import CronJobController, Schedule, most_recent_schedule_time
 
 Obj = dict[str, Any]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.controllers.daemon_placement import DAEMON_TOLERATIONS, NETWORK_UNAVAILABLE_TOLERATION
 from app.controllers.daemonset import DaemonSetController
 from tests.cluster.factories import node

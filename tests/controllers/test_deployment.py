@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.controllers import deployment_util as du
 from app.controllers.deployment import DeploymentController

@@ -1,5 +1,5 @@
 """The garbage collector (app/controllers/garbage_collector.py) over an in-memory ClusterStore, with the store's
-finalizer-aware deletion (app/cluster/deletion.py): background, foreground (down a chain, held by a blocking
+finalizer-aware deletion (app/cluster/admission/deletion.py): background, foreground (down a chain, held by a blocking
 dependent's own finalizer), orphan, dangling references, several owners, and a restart that finds work left."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.cluster.deletion import DeleteOptions
-from app.cluster.store import ClusterStore
+from app.cluster.admission.deletion import DeleteOptions
+from app.cluster.storage.store import ClusterStore
 from app.controllers.garbage_collector import GarbageCollector
 from app.controllers.owned import owner_reference
 from tests.cluster.factories import pod

@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 from kubernetes import client, config
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.controllers.garbage_collector import GarbageCollector
 from app.controllers.job import JobController
@@ -317,7 +317,7 @@ def test_deleting_a_job_in_the_background_takes_its_tracked_pods(
         store.create("Job", job("gone", parallelism=2, completions=2))
         settle(jobs, gc)
         assert len(pods_of(store, "gone")) == 2
-        from app.cluster.deletion import DeleteOptions
+        from app.cluster.admission.deletion import DeleteOptions
 
         store.delete("Job", "default", "gone", options=DeleteOptions(propagation_policy="Background"))
         settle(gc, jobs)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.controllers.kubelet import KubeletController
 from app.controllers.loop import ReconcileLoop

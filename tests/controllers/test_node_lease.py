@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.controllers.node_lease import LEASE_NAMESPACE, NodeLeaseController, micro_time, renew_interval
 from tests.cluster.factories import node
 

@@ -19,7 +19,7 @@ import uvicorn
 from kubernetes import client, config
 from sqlalchemy import Engine
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.controllers.podgroup import (
     COMPONENT,

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.controllers.pod_ranking import POD_DELETION_COST, pods_to_delete
 from app.controllers.replicaset import ReplicaSetController
 from tests.cluster.factories import pod

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.controllers.garbage_collector import GarbageCollector
 from app.controllers.resourceclaim import (

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.controllers.manager import ControllerManager
 
 Obj = dict[str, Any]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.controllers.statefulset import StatefulSetController
 
 Obj = dict[str, Any]

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.engine_host import service
 from app.engine_host.service import SchedulerService
 from tests.scheduler.factories import make_node, make_pod

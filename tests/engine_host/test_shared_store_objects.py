@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.controllers.kubelet import KubeletController
 from app.engine_host.service import SchedulerService
 from tests.scheduler.factories import make_node, make_pod

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from app.cluster import repository
-from app.cluster.store import ClusterStore
+from app.cluster.storage import repository
+from app.cluster.storage.committer import Committer
+from app.cluster.storage.store import ClusterStore
 from app.engine_host.service import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
@@ -28,9 +29,9 @@ def _fail_the_first_binding_once(monkeypatch: pytest.MonkeyPatch, staged_behind:
     carried: list[int] = []
     staged = [0]
     arrived = threading.Condition()
-    original_stage, original_write = ClusterStore._stage, repository.write_changes
+    original_stage, original_write = Committer.stage, repository.write_changes
 
-    def stage(self: ClusterStore, changes: Any) -> Any:
+    def stage(self: Committer, changes: Any) -> Any:
         batch = original_stage(self, changes)
         with arrived:
             staged[0] += 1
@@ -48,7 +49,7 @@ def _fail_the_first_binding_once(monkeypatch: pytest.MonkeyPatch, staged_behind:
             raise OSError("disk full")
         original_write(conn, changes, resource_version)
 
-    monkeypatch.setattr(ClusterStore, "_stage", stage)
+    monkeypatch.setattr(Committer, "stage", stage)
     monkeypatch.setattr(repository, "write_changes", write_changes)
     return carried
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.cluster import repository
+from app.cluster.storage import repository
 from app.engine_host import service
 from tests.cluster.factories import node, pod
 

@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster import uids
-from app.cluster.store import ClusterStore
+from app.cluster.admission import uids
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.engine_host.service import SchedulerService
 from app.operations import snapshot

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from fastapi import FastAPI
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.db import make_engine, upgrade_database
 from app.main import create_app

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cluster.validation import TOTAL_ANNOTATION_BYTES
+from app.cluster.admission.validation.core import TOTAL_ANNOTATION_BYTES
 from app.results import annotations as ann
 from app.simulation.runner import ScenarioRun
 

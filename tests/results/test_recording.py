@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.results import annotations as ann
 from app.results.attempts import ResultsService

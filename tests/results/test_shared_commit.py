@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.results.attempts import ResultsService
 from tests.cluster.factories import pod

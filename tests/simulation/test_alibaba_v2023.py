@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.simulation.alibaba_v2023 import (
     DEVICE_CLASS,
     DRIVER,
@@ -369,7 +369,7 @@ def test_the_dra_allocator_picks_exactly_the_nodes_the_extended_form_allows(trac
 
 
 def test_the_dra_manifests_are_stored_as_the_scenario_has_them(trace_dir: Path, store: ClusterStore) -> None:
-    from app.cluster.kinds import BY_KIND
+    from app.cluster.kinds.registry import BY_KIND
 
     if "ResourceClaimTemplate" not in BY_KIND:
         pytest.skip("the cluster does not serve resource.k8s.io/v1 yet")

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.main import create_app
 from app.web import sse

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.db import make_engine, upgrade_database
 from tests.conftest import Server, start_server
 from tests.web.big_cluster import GPU_MEM, big_node, big_pod

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from tests.web.conftest import HTMX, htmx, node, pod, wait_for
 
 REPO = Path(__file__).resolve().parents[2]

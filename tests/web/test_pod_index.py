@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from app.db import make_engine, upgrade_database
 from app.web import pod_index
 from app.web.pod_index import PodIndex, PodRow, pod_row

@@ -7,7 +7,7 @@ import json
 import httpx
 from fastapi import FastAPI
 
-from app.cluster.store import ClusterStore
+from app.cluster.storage.store import ClusterStore
 from tests.web.conftest import node, pod
 
 

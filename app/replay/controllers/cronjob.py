@@ -1,9 +1,9 @@
 """CronJobs on the virtual clock: Jobs from ``jobTemplate`` at the schedule's times, counted from the workload's
 epoch (virtual time 0), as kube-controller-manager's CronJob controller (v1.35) makes them.
 
-- the schedule is robfig/cron's standard syntax (``app/cluster/cron.py``) in ``spec.timeZone`` (UTC without one);
-  the first time is the first after the CronJob's creation; a sync happens exactly at each scheduled time (upstream
-  waits 100 ms more against clock skew; a virtual clock has none);
+- the schedule is robfig/cron's standard syntax (``app/cluster/admission/cron.py``) in ``spec.timeZone`` (UTC
+  without one); the first time is the first after the CronJob's creation; a sync happens exactly at each scheduled
+  time (upstream waits 100 ms more against clock skew; a virtual clock has none);
 - the Job is ``<cronjob>-<scheduled time in minutes since the Unix epoch>``, controlled by the CronJob, annotated
   ``batch.kubernetes.io/cronjob-scheduled-timestamp``; its pods run the create event's ``runFor``;
 - concurrencyPolicy Allow starts Jobs side by side; Forbid skips a time while a Job runs (the most recent missed
@@ -18,7 +18,7 @@ import copy
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.cluster.cron import CronError, parse_standard
+from app.cluster.admission.cron import CronError, parse_standard
 from app.controllers.cronjob import SCHEDULED_TIMESTAMP, Schedule, job_name, most_recent_schedule_time
 from app.controllers.job_parts import parse_time, rfc3339
 from app.replay.controllers.base import Hub, Obj, Owner, WorkloadError, int_spec

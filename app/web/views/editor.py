@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from app.cluster.errors import ApiError, Invalid
-from app.cluster.kinds import BY_KIND, KINDS, KindInfo
+from app.cluster.kinds.registry import BY_KIND, KINDS, KindInfo
 from app.package_data import TEMPLATES_DIR
 from app.web.formatting import to_yaml
 from app.web.ports import Store

@@ -1,0 +1,1 @@
+"""kube-apiserver's defaulting (SetDefaults_*, PrepareForCreate), per group of kinds."""

@@ -1,0 +1,1 @@
+"""The objects held: the store and its verbs, the committer, the change log, the SQL repository, shared values."""
