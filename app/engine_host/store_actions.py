@@ -20,7 +20,7 @@ from app.scheduler.framework import Code, PodActions, Status
 from app.scheduler.nodeinfo import PodInfo
 
 if TYPE_CHECKING:
-    from app.engine_host.service import SchedulerService
+    from app.engine_host.scheduler_thread import SchedulerService
 
 
 class Pending(Protocol):

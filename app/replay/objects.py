@@ -2,7 +2,7 @@
 scheduler's informers would see it.
 
 Nodes go into the scheduler cache (Node/Add, Node/Update, Node/Delete); the kinds plugins read go into
-``ClusterObjects`` and raise the queue events ``kss serve`` raises for them (app/engine_host/service.py); the
+``ClusterObjects`` and raise the queue events ``kss serve`` raises for them (app/engine_host/scheduler_thread.py); the
 workload kinds go to the workload controllers; pods to the engine. A node's removal deletes its pods (PodGC); a
 NoExecute taint evicts the pods that do not tolerate it, after their tolerationSeconds.
 """

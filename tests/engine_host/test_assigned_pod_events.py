@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from app.engine_host.service import _assigned_pod_update
+from app.engine_host.scheduler_thread import _assigned_pod_update
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.queue import POD_UPDATE, POD_UPDATE_OTHER, SchedulingQueue
 from tests.scheduler.test_queue import VirtualClock, fail, make_pod

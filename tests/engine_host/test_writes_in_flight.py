@@ -16,7 +16,7 @@ import pytest
 
 from app.cluster import repository
 from app.cluster.store import ClusterStore
-from app.engine_host.service import SchedulerService
+from app.engine_host.scheduler_thread import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
 PODS = 20
