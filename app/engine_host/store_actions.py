@@ -219,21 +219,7 @@ class StoreActions(LoopWriter):
         """VolumeBinding's PreBind: bind the chosen PVs, provision the rest, as the cluster's controllers would."""
         store: Any = self.store
         try:
-            for pv, claim in static:
-                claim_meta = claim.get("metadata") or {}
-                volumes.bind_claim(
-                    store, (pv.get("metadata") or {}).get("name", ""), pod.namespace, claim_meta.get("name", "")
-                )
-            for claim in dynamic:
-                pv, updated_claim = volumes.provision(store, claim, node_name)
-                volumes.bind_claim(
-                    store,
-                    pv["metadata"]["name"],
-                    pod.namespace,
-                    (claim.get("metadata") or {}).get("name", ""),
-                    pv=pv,
-                    pvc=updated_claim,
-                )
+            volumes.bind_pod_volumes(store, pod.namespace, node_name, static, dynamic)
         except Exception as exc:  # a claim or volume changed meanwhile: the binding cycle fails and retries
             return Status(Code.ERROR, f"binding volumes: {exc}")
         return Status()
