@@ -1,9 +1,9 @@
-"""The scheduler running inside ``kss serve``: the engine over the virtual cluster.
+"""The scheduling loop's host inside ``kss serve``: the loop (app/scheduler/loop.py) over the virtual cluster.
 
-A background thread pops pods from the scheduling queue and runs the engine's cycle on the
-scheduler cache. Store changes reach it through a listener that only appends to an inbox; the
-thread applies the inbox between cycles, so API requests never wait for a scheduling cycle.
-Outcomes go back through the store like kube-scheduler's go through kube-apiserver: the binding
+A background thread pops pods from the loop's scheduling queue and has the loop run and conclude each attempt.
+Store changes reach it through a listener that only appends to an inbox; the thread hands the inbox to the loop's
+event handlers between cycles, so API requests never wait for a scheduling cycle. Outcomes go back through the
+store (``StoreActions``, the loop's writer) like kube-scheduler's go through kube-apiserver: the binding
 subresource, pod status (PodScheduled condition, nominatedNodeName), Events, victim deletions,
 and the kube-scheduler-simulator result annotations. Every attempt is recorded by the results service.
 
