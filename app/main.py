@@ -25,7 +25,7 @@ from app.config import Settings
 from app.controllers.manager import ControllerManager
 from app.db import make_engine, make_session_factory, session_scope, upgrade_database
 from app.engine_host.repository import SchedulerConfigRepository
-from app.engine_host.service import SchedulerService, load_scheduler_config
+from app.engine_host.scheduler_thread import SchedulerService, load_scheduler_config
 from app.engine_host.view import EngineView
 from app.operations.import_export import OperationsService
 from app.operations.router import IMPORT_PATH

@@ -36,7 +36,7 @@ from trace import TRACE, scenario
 
 from app.cluster.storage.store import ClusterStore
 from app.controllers.kubelet import KubeletController
-from app.engine_host.service import SchedulerService
+from app.engine_host.scheduler_thread import SchedulerService
 from app.scheduler.cycle import Scheduler
 from app.serve_cli import SERVE_GC_THRESHOLDS
 from app.server.metrics import Metrics

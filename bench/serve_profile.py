@@ -63,7 +63,8 @@ AREAS: list[tuple[str, str | None, tuple[str, ...]]] = [
 
 # A stack whose innermost frame is one of these is parked (waiting for work, I/O or a timer), not runnable.
 PARKED = re.compile(
-    r"^(Condition\.wait|Event\.wait|Runner\.run|sleep|select|SchedulerService\._run \(app/engine_host/service\.py|"
+    r"^(Condition\.wait|Event\.wait|Runner\.run|sleep|select|"
+    r"SchedulerService\._run \(app/engine_host/scheduler_thread\.py|"
     r"_worker|Queue\.get|.*\.recv|DefaultDialect\.do_(execute|executemany|commit))"
 )
 

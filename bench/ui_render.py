@@ -30,7 +30,7 @@ if str(REPO) not in sys.path:
 
 from app.cluster.storage.store import ClusterStore  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.engine_host.service import SchedulerService  # noqa: E402
+from app.engine_host.scheduler_thread import SchedulerService  # noqa: E402
 from app.engine_host.view import EngineView  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.results.attempts import ResultsService  # noqa: E402

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.engine_host.dra_explain import DraListers, explain_on_node
-from app.engine_host.service import SchedulerService
+from app.engine_host.scheduler_thread import SchedulerService
 from app.scheduler.dra.dra_manager import ClaimNotFound, dra_manager_for
 from app.scheduler.kube_scheduler_configuration import ConfigError
 from app.scheduler.plugins import out_of_tree

@@ -111,3 +111,17 @@ def provision(store: VolumeStore, claim: Obj, node_name: str) -> tuple[Obj, Obj]
         },
     }
     return store.create("PersistentVolume", pv), current
+
+
+def bind_pod_volumes(
+    store: VolumeStore, namespace: str, node_name: str, static: list[tuple[Obj, Obj]], dynamic: list[Obj]
+) -> None:
+    """VolumeBinding's PreBind writes and the controllers' work after them: each chosen PV bound to its claim, each
+    claim to provision given a PV on ``node_name`` and bound to it (``LookupError``: an object gone meanwhile)."""
+    for pv, claim in static:
+        claim_name = str((claim.get("metadata") or {}).get("name") or "")
+        bind_claim(store, str((pv.get("metadata") or {}).get("name") or ""), namespace, claim_name)
+    for claim in dynamic:
+        pv, updated = provision(store, claim, node_name)
+        claim_name = str((claim.get("metadata") or {}).get("name") or "")
+        bind_claim(store, pv["metadata"]["name"], namespace, claim_name, pv=pv, pvc=updated)

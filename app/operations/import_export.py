@@ -24,7 +24,7 @@ from app.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, r
 from app.cluster.kinds.registry import KINDS
 from app.cluster.storage.store import ClusterStore
 from app.config import Settings
-from app.engine_host.service import SchedulerService
+from app.engine_host.scheduler_thread import SchedulerService
 from app.operations import snapshot
 from app.operations.snapshot import Item
 from app.results.attempts import ResultsService

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from app.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
-from app.engine_host.service import SchedulerService
+from app.engine_host.scheduler_thread import SchedulerService
 from app.engine_host.view import EngineView
 from app.operations.import_export import OperationsService, scheduler_config_causes
 from app.scheduler.kube_scheduler_configuration import ConfigError

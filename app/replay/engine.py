@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from app.cluster.errors import Forbidden
-from app.config import gate_enabled
 from app.replay import intake
 from app.replay.model import (
     DELETED,
@@ -37,8 +36,9 @@ from app.replay.workload import Event, TimedWorkload, WorkloadError
 from app.scheduler import queue as q
 from app.scheduler.cache import SchedulerCache
 from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
-from app.scheduler.kube_scheduler_configuration import SchedulerConfig, build_profiles, parse_config
+from app.scheduler.framework import ClusterObjects, Handle, Status
+from app.scheduler.kube_scheduler_configuration import SchedulerConfig, parse_config
+from app.scheduler.loop import BACKOFF_FLUSH_SECONDS, UNSCHEDULABLE_FLUSH_SECONDS, LoopWriter, SchedulingLoop
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.plugins import dynamic_resources as dra_plugin
 from app.scheduler.record import Attempt
@@ -48,18 +48,39 @@ from app.scheduler.waiting import WaitingPods
 log = logging.getLogger("kss.replay")
 
 WORKLOAD_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
-BACKOFF_FLUSH_SECONDS = 1.0  # flushBackoffQCompleted's period
-UNSCHEDULABLE_FLUSH_SECONDS = 30.0  # flushUnschedulablePodsLeftover's period
 DEFAULT_GRACE_SECONDS = 30.0
 
 
-class _Actions(PodActions):
-    """What plugins ask of the cluster, done on the replay's objects: binds are immediate, victims terminate for
+class _Actions(LoopWriter):
+    """The scheduling loop's writer in a replay, on the replay's objects: binds are immediate, victims terminate for
     their grace period, nominations are written into the pod."""
 
     def __init__(self, run: Replay) -> None:
         self.run = run
 
+    # --- the attempt's outcome (LoopWriter) -----------------------------------------------------
+    def write_binding(self, pod: PodInfo, att: Attempt, current: dict[str, Any]) -> str | None:
+        return None
+
+    def scheduled(self, pod: PodInfo, att: Attempt) -> None:
+        self.run._bound_now(pod, att)
+
+    def unschedulable(self, pod: PodInfo, att: Attempt) -> None:
+        record = self.run.records.get(pod.uid)
+        if record is not None:
+            record.last_message = att.message
+
+    def concluded(self, pod: PodInfo, att: Attempt) -> None:
+        self.run._attempt_concluded(pod, att)
+
+    def pod_after_wait(self, pod: PodInfo) -> dict[str, Any] | None:
+        return pod.pod if self.run.pending.get(pod.key) is pod else None
+
+    def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
+        if att.result == "scheduled":
+            self.run.cache.remove_pod(pod.uid)  # deleted while it waited
+
+    # --- PodActions (the plugins' side) ---------------------------------------------------------
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         return Status()
 
@@ -67,10 +88,8 @@ class _Actions(PodActions):
         self.run._terminate(victim, preemptor)
         return Status()
 
-    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+    def record_nomination(self, pod: PodInfo, node_name: str) -> None:
         pod.pod.setdefault("status", {})["nominatedNodeName"] = node_name
-        for h in self.run.handles:
-            h.add_nominated_pod(pod, node_name)
 
     def bind_volumes(
         self, pod: PodInfo, node_name: str, static: list[tuple[dict[str, Any], dict[str, Any]]], dynamic: list[Any]
@@ -109,21 +128,20 @@ class Replay:
         self.observers = list(observers)
         self.record = record
         self._now = 0.0
-        self.cluster = ClusterObjects()
-        self.cache = SchedulerCache()
         self.actions = _Actions(self)
-        self.handles: list[Handle] = []
-        self.frameworks: dict[str, Framework] = {}
-        self.nominated: dict[str, list[PodInfo]] = {}
-        self.waiting_pods = WaitingPods()
-        self.queue = self._new_queue(self.config)
-        self.scheduler = self._build(self.config, seed)
-        self.options = ScheduleOptions(record=record, tie_break="random", run_binding_cycle=True)
+        self.loop = SchedulingLoop(
+            self.config,
+            self.actions,
+            clock=lambda: self._now,
+            options=ScheduleOptions(record=record, tie_break="random", run_binding_cycle=True),
+            extenders=_extenders,
+            feature_gates=self.feature_gates,
+            seed=seed,
+        )
         self.records: dict[str, PodRecord] = {}  # uid -> record, in arrival order
         self.pending: dict[str, PodInfo] = {}  # key -> pod arrived and not bound (queued, gated or waiting)
         self.bound: dict[str, PodInfo] = {}  # key -> bound pod (running or terminating)
         self._run_for: dict[str, float | None] = {}  # uid -> seconds it runs once bound
-        self._waiting: dict[str, tuple[q.QueuedPodInfo, int]] = {}  # uid -> held in Permit
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         # Timers that end by themselves; a CronJob's next schedule is not one (it would keep a run going forever).
         self._holding: set[int] = set()
@@ -135,6 +153,35 @@ class Replay:
         self.objects = ObjectIntake(self)
         self.controllers: Any = None
         self._check_workload_kinds()
+
+    # --- the loop's state ----------------------------------------------------------------------
+    @property
+    def cluster(self) -> ClusterObjects:
+        return self.loop.cluster
+
+    @property
+    def cache(self) -> SchedulerCache:
+        return self.loop.cache
+
+    @property
+    def queue(self) -> q.SchedulingQueue:
+        return self.loop.queue
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.loop.scheduler
+
+    @property
+    def handles(self) -> list[Handle]:
+        return self.loop.handles
+
+    @property
+    def frameworks(self) -> dict[str, Framework]:
+        return self.loop.frameworks
+
+    @property
+    def waiting_pods(self) -> WaitingPods:
+        return self.loop.waiting_pods
 
     # --- ReplayState ----------------------------------------------------------------------------
     @property
@@ -187,43 +234,6 @@ class Replay:
         self.objects.delete(kind, namespace, name)
 
     # --- set-up ---------------------------------------------------------------------------------
-    def _new_queue(self, config: SchedulerConfig) -> q.SchedulingQueue:
-        return q.queue_for_profiles(
-            lambda: self.frameworks,
-            config,
-            clock=lambda: self._now,
-            pop_from_backoff=gate_enabled(self.feature_gates, "SchedulerPopFromBackoffQ"),
-        )
-
-    def _build(self, config: SchedulerConfig, seed: int | None) -> Scheduler:
-        self.handles, frameworks = build_profiles(
-            config,
-            self.cluster,
-            self.actions,
-            nominated=self.nominated,
-            activator=self._activate,
-            feature_gates=self.feature_gates,
-        )
-        self.frameworks = frameworks
-        for fwk in frameworks.values():
-            self.queue.register_plugin_events(fwk.events_by_plugin())
-        from app.extender_http import extenders_for
-
-        return Scheduler(
-            frameworks,
-            self.cache.snapshot,
-            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-            seed=seed,
-            cache=self.cache,
-            extenders=extenders_for(config.extenders),
-            clock=lambda: self._now,
-            waiting_pods=self.waiting_pods,
-        )
-
-    def _activate(self, pods: list[PodInfo]) -> None:
-        """``handle.Activate``: pending pods to activeQ now (a gang plugin waking a group's siblings)."""
-        self.queue.activate([p.key for p in pods])
-
     def apply_config(self, document: dict[str, Any]) -> None:
         """``applyConfig``: new frameworks from the next cycle on, the queue's backoff parameters updated; the
         tie-break RNG goes on (a run stays one seeded sequence)."""
@@ -231,11 +241,9 @@ class Replay:
         rng = self.scheduler.rng
         start_index = self.scheduler.next_start_node_index
         self.config = config
-        self.scheduler = self._build(config, None)
+        self.loop.swap_config(config)
         self.scheduler.rng = rng
         self.scheduler.next_start_node_index = start_index
-        self.queue.initial_backoff = config.pod_initial_backoff_seconds
-        self.queue.max_backoff = config.pod_max_backoff_seconds
         self.queue.max_in_unschedulable = config.pod_max_in_unschedulable_pods_duration
 
     def _check_workload_kinds(self) -> None:
@@ -358,13 +366,13 @@ class Replay:
                 self._next_event += 1
                 self.objects.apply(event)
             if now % BACKOFF_FLUSH_SECONDS == 0:
-                self.queue.flush_backoff_completed()
+                self.loop.flush_backoff()
             if now % UNSCHEDULABLE_FLUSH_SECONDS == 0:
-                self.queue.flush_unschedulable_left_over()
-            self._resolve_waiting()
-            while (qpi := self.queue.pop(timeout=0)) is not None:
+                self.loop.flush_unschedulable()
+            self.loop.resolve_waiting()
+            while (qpi := self.loop.pop()) is not None:
                 self._schedule(qpi)
-            self._resolve_waiting()
+            self.loop.resolve_waiting()
             if not (self._timers and self._timers[0][0] <= now):
                 break
 
@@ -372,68 +380,20 @@ class Replay:
     def _schedule(self, qpi: q.QueuedPodInfo) -> None:
         pod = self.pending.get(qpi.key)
         if pod is None or pod.uid != qpi.pod_info.uid:
-            self.queue.done(qpi.key)
+            self.loop.skip(qpi)
             return
-        qpi.pod_info = pod
-        cycle = self.queue.scheduling_cycle
-        att = self.scheduler.schedule_one(pod, qpi.attempts, self.options)
-        att.queued_for = max(0.0, self._now - qpi.timestamp)
-        if att.result == "waiting":
-            self._waiting[pod.uid] = (qpi, cycle)
-            return
-        self._conclude(qpi, pod, att, cycle)
+        self.loop.schedule(qpi, pod, qpi.attempts)
 
-    def _conclude(self, qpi: q.QueuedPodInfo, pod: PodInfo, att: Attempt, cycle: int) -> None:
+    def _attempt_concluded(self, pod: PodInfo, att: Attempt) -> None:
+        """An attempt is final: counted, and shown to the observers."""
         self.attempts += 1
         record = self.records.get(pod.uid)
         if record is not None:
             record.attempts += 1
             if record.first_attempt is None:
                 record.first_attempt = self._now
-        if att.result == "scheduled" and att.bound_to is not None:
-            self.queue.done(qpi.key)
-            self._bound_now(pod, att)
-        else:
-            if record is not None:
-                record.last_message = att.message
-            if att.rejected_by:
-                qpi.unschedulable_plugins = {att.rejected_by}
-            elif att.result == "unschedulable":
-                # (Distinct texts first: on a full cluster every node has one, mostly the same few.)
-                qpi.unschedulable_plugins = {text.split(":", 1)[0] for text in set(att.filter_fail.values())}
-                if not qpi.unschedulable_plugins and att.prefilter_status != "success":
-                    qpi.unschedulable_plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
-            else:
-                qpi.unschedulable_plugins = set()
-            if att.nominated_node:
-                self._nominate(pod, att.nominated_node)
-            self.queue.add_unschedulable_if_not_present(qpi, cycle)
         for observer in self.observers:
             observer.on_attempt(self, att, pod)
-
-    def _nominate(self, pod: PodInfo, node_name: str) -> None:
-        """The preemptor keeps its nomination; lower-priority pods nominated to that node lose theirs."""
-        for h in self.handles:
-            for other in list(h.nominated_pods_for_node(node_name)):
-                if other.uid != pod.uid and other.priority < pod.priority:
-                    h.delete_nominated_pod(other)
-                    (other.pod.get("status") or {}).pop("nominatedNodeName", None)
-        self.actions.set_nominated_node(pod, node_name)
-
-    def _resolve_waiting(self) -> None:
-        if not len(self.waiting_pods):
-            return
-        for done in self.scheduler.resolve_waiting():
-            entry = self._waiting.pop(done.pod.uid, None)
-            if entry is None or self.pending.get(done.pod.key) is not done.pod:
-                if done.attempt.result == "scheduled":
-                    self.cache.remove_pod(done.pod.uid)  # deleted while it waited
-                continue
-            qpi, cycle = entry
-            self._conclude(qpi, done.pod, done.attempt, cycle)
-            if done.attempt.result != "scheduled":
-                # The released reservation is an assigned pod's deletion to the others (handleBindingCycleError).
-                self.queue.move_all_to_active_or_backoff(q.POD_DELETE, skip=frozenset({done.pod.key}))
 
     def _bound_now(self, pod: PodInfo, att: Attempt) -> None:
         node = att.bound_to or ""
@@ -511,21 +471,16 @@ class Replay:
             self.call_at(end_at, lambda: self._delete_pod(key, DELETED, uid=uid))
         if bound_already:
             pod.setdefault("status", {}).setdefault("startTime", intake.rfc3339(self.workload.epoch, self._now))
-            self.cache.add_pod(pi)
             self.bound[key] = pi
             record = self.records[pi.uid]
             record.bound_at, record.node = self._now, pi.node_name
-            self.queue.move_all_to_active_or_backoff(q.POD_ADD)
+            self.loop.add_assigned_pod(pi)
             if run_for is not None:
                 uid = pi.uid
                 self.call_at(self._now + run_for, lambda: self._finish_bound(key, uid, SUCCEEDED))
             return
         self.pending[key] = pi
-        if (pi.spec.get("schedulerName") or "default-scheduler") not in self.frameworks:
-            return  # another scheduler's pod: it stays pending
-        self.queue.add(pi)
-        if gate_enabled(self.feature_gates, "GangScheduling"):
-            self.queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD)
+        self.loop.add_unscheduled_pod(pi)  # another scheduler's pod stays pending
 
     def _update_pod(self, pod: dict[str, Any]) -> None:
         """An update of a pod: a pending pod is requeued as kube-scheduler does for a spec or label change; a bound
@@ -550,7 +505,7 @@ class Replay:
             pi = PodInfo(new)
             self.pending[key] = pi
             self.cluster.put_pod(new)
-            self.queue.update(pi)
+            self.loop.update_unscheduled_pod(pi)
             return
         old_bound = self.bound.get(key)
         if old_bound is None:
@@ -559,23 +514,18 @@ class Replay:
         new = dict(old_bound.pod)
         new["metadata"] = {**old_bound.pod["metadata"], "labels": dict(meta.get("labels") or {})}
         pi = PodInfo(new)
-        self.cache.add_pod(pi)
         self.bound[key] = pi
         self.cluster.put_pod(new)
-        event = q.POD_UPDATE if old_bound.labels != pi.labels else q.POD_UPDATE_OTHER
-        self.queue.move_all_to_active_or_backoff(event)
+        self.loop.add_assigned_pod(pi)
 
     def _delete_pod(self, key: str, outcome: str, *, uid: str | None = None) -> None:
         """The pod is deleted now, bound or pending (a ``uid`` given: only if it is still that pod)."""
         pod = self.pending.get(key)
         if pod is not None and (uid is None or pod.uid == uid):
             del self.pending[key]
-            self.queue.delete(key)
-            if self.scheduler.reject_waiting_pod(pod.uid):
-                self._resolve_waiting()
-            self._waiting.pop(pod.uid, None)
-            for h in self.handles:
-                h.delete_nominated_pod(pod)
+            if self.loop.reject_waiting(pod):
+                self.loop.resolve_waiting()
+            self.loop.delete_unscheduled_pod(pod)
             self.cluster.delete_pod(pod.pod)
             self._release_claims(pod)
             self._finished(pod, outcome)
@@ -640,3 +590,10 @@ class Replay:
         key, uid = victim.key, victim.uid
         self.call_at(self._now + seconds, lambda: self._finish_bound(key, uid, PREEMPTED))
         self.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
+
+
+def _extenders(config: SchedulerConfig) -> Any:
+    """The configuration's scheduler extenders (their HTTP client loaded only when a replay has any)."""
+    from app.extender_http import extenders_for
+
+    return extenders_for(config.extenders)

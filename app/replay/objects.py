@@ -1,10 +1,9 @@
 """The replay's object intake: a workload event applied to the replay's cluster as the API server and the
 scheduler's informers would see it.
 
-Nodes go into the scheduler cache (Node/Add, Node/Update, Node/Delete); the kinds plugins read go into
-``ClusterObjects`` and raise the queue events ``kss serve`` raises for them (app/engine_host/service.py); the
-workload kinds go to the workload controllers; pods to the engine. A node's removal deletes its pods (PodGC); a
-NoExecute taint evicts the pods that do not tolerate it, after their tolerationSeconds.
+Nodes and the kinds plugins read go to the scheduling loop's event handlers (app/scheduler/loop.py, as in
+``kss serve``); the workload kinds go to the workload controllers; pods to the engine. A node's removal deletes its
+pods (PodGC); a NoExecute taint evicts the pods that do not tolerate it, after their tolerationSeconds.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from app.replay import intake
 from app.replay.model import DELETED
 from app.replay.volumes import release_volume_of
 from app.replay.workload import Event
-from app.scheduler import queue as q
+from app.scheduler.loop import OBJECT_KINDS
 
 if TYPE_CHECKING:
     from app.replay.engine import Replay
@@ -24,33 +23,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kss.replay")
 
 Obj = dict[str, Any]
-
-# Kinds in ClusterObjects' typed tables: (attribute, namespaced, the queue event an add or update raises).
-_TABLES: dict[str, tuple[str, bool, str | None]] = {
-    "PersistentVolume": ("pvs", False, q.PV_CHANGE),
-    "PersistentVolumeClaim": ("pvcs", True, q.PVC_CHANGE),
-    "StorageClass": ("storage_classes", False, q.STORAGE_CLASS_CHANGE),
-    "CSINode": ("csi_nodes", False, q.CSI_NODE_CHANGE),
-    "CSIDriver": ("csi_drivers", False, None),
-    "Namespace": ("namespaces", False, q.NAMESPACE_CHANGE),
-    "PriorityClass": ("priority_classes", False, None),
-}
-# Kinds kept as lists (selectors read by plugins).
-_LISTS = {"PodDisruptionBudget": "pdbs", "Service": "services", "ReplicationController": "replication_controllers"}
-# Kinds read by name through ClusterObjects.get_object: (add event, update event).
-_NAMED: dict[str, tuple[str | None, str | None]] = {
-    "PodGroup": ("PodGroup/Add", "PodGroup/Update"),
-    "Workload": ("Workload/Add", "Workload/Update"),
-    "DeviceClass": ("DeviceClass/AddOrUpdate", "DeviceClass/AddOrUpdate"),
-    "ResourceSlice": ("ResourceSlice/AddOrUpdate", "ResourceSlice/AddOrUpdate"),
-    "ResourceClaim": ("ResourceClaim/AddOrUpdate", "ResourceClaim/AddOrUpdate"),
-    "ResourceClaimTemplate": (None, None),
-}
-
-
-def _key(obj: Obj, namespaced: bool) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}" if namespaced else str(meta.get("name"))
 
 
 class ObjectIntake:
@@ -123,7 +95,7 @@ class ObjectIntake:
         kind = str(obj.get("kind"))
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
-        if kind not in _TABLES and kind not in _NAMED and kind not in _LISTS:
+        if kind not in CLUSTER_SCOPED_OR_KNOWN:
             self._ignore(kind)
             return False
         if (
@@ -136,17 +108,7 @@ class ObjectIntake:
 
     def find(self, kind: str, namespace: str, name: str) -> Obj | None:
         """The stored object of a kind in ClusterObjects' tables, lists or named kinds, or None."""
-        co = self.run.cluster
-        if kind in _TABLES:
-            attr, namespaced, _ = _TABLES[kind]
-            found: Obj | None = getattr(co, attr).get(f"{namespace or 'default'}/{name}" if namespaced else name)
-            return found
-        if kind in _LISTS:
-            key = f"{namespace or 'default'}/{name}"
-            return next((o for o in getattr(co, _LISTS[kind]) if _key(o, True) == key), None)
-        if kind in _NAMED:
-            return co.get_object(kind, namespace, name)
-        return None
+        return self.run.loop.find(kind, namespace, name)
 
     def update(self, obj: Obj) -> None:
         run = self.run
@@ -187,42 +149,21 @@ class ObjectIntake:
         if kind == "Node":
             self._remove_node(name)
             return
-        co = run.cluster
-        if kind in _TABLES:
-            attr, namespaced, _ = _TABLES[kind]
-            gone = getattr(co, attr).pop(f"{namespace}/{name}" if namespaced else name, None)
-            if kind == "PersistentVolumeClaim" and gone is not None:
-                release_volume_of(run, gone)
-        elif kind in _LISTS:
-            attr = _LISTS[kind]
-            setattr(co, attr, [o for o in getattr(co, attr) if _key(o, True) != f"{namespace}/{name}"])
-        elif kind in _NAMED:
-            existing = co.get_object(kind, "" if kind in intake.CLUSTER_SCOPED else namespace, name)
-            if existing is not None:
-                co.delete_object(kind, existing)
-        else:
+        if kind not in CLUSTER_SCOPED_OR_KNOWN:
             self._ignore(kind)
+            return
+        gone = run.loop.find(kind, "" if kind in intake.CLUSTER_SCOPED else namespace, name)
+        if gone is None:
+            return
+        run.loop.handle("DELETED", kind, gone)
+        if kind == "PersistentVolumeClaim":
+            release_volume_of(run, gone)
 
     # --- other kinds ----------------------------------------------------------------------------
     def put(self, kind: str, obj: Obj, *, added: bool = True) -> None:
         """Store a non-pod, non-node object where plugins read it, and raise its queue event."""
-        co = self.run.cluster
-        event: str | None = None
-        if kind in _TABLES:
-            attr, namespaced, event = _TABLES[kind]
-            getattr(co, attr)[_key(obj, namespaced)] = obj
-        elif kind in _LISTS:
-            attr = _LISTS[kind]
-            key = _key(obj, True)
-            setattr(co, attr, [*(o for o in getattr(co, attr) if _key(o, True) != key), obj])
-        elif kind in _NAMED:
-            co.put_object(kind, obj)
-            event = _NAMED[kind][0 if added else 1]
-        else:
+        if kind == "Node" or not self.run.loop.handle("ADDED" if added else "MODIFIED", kind, obj):
             self._ignore(kind)
-            return
-        if event is not None:
-            self.run.queue.move_all_to_active_or_backoff(event)
 
     def _ignore(self, kind: str) -> None:
         if kind not in self._ignored_kinds:
@@ -233,30 +174,28 @@ class ObjectIntake:
     def _add_node(self, node: Obj) -> None:
         run = self.run
         self.nodes[node["metadata"]["name"]] = node
-        run.cache.add_node(node)
-        run.queue.move_all_to_active_or_backoff(q.NODE_ADD)
+        run.loop.handle("ADDED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_added(node)
 
     def _replace_node(self, node: Obj) -> None:
         run = self.run
         self.nodes[node["metadata"]["name"]] = node
-        run.cache.update_node(node)
-        run.queue.move_all_to_active_or_backoff(q.NODE_UPDATE)
+        run.loop.handle("MODIFIED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_added(node)  # DaemonSets re-check a changed node as a new one
 
     def _remove_node(self, name: str) -> None:
         run = self.run
-        if self.nodes.pop(name, None) is None:
+        node = self.nodes.pop(name, None)
+        if node is None:
             log.warning("delete of node %s at %gs: no such node", name, run.now)
             return
         # PodGC deletes the pods bound to a node that is gone.
         for key, pod in list(run.bound.items()):
             if pod.node_name == name:
                 run._finish_bound(key, pod.uid, DELETED)
-        run.cache.remove_node(name)
-        run.queue.move_all_to_active_or_backoff(q.NODE_DELETE)
+        run.loop.handle("DELETED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_removed(name)
 
@@ -285,4 +224,4 @@ class ObjectIntake:
 
 
 _WORKLOAD = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
-CLUSTER_SCOPED_OR_KNOWN = frozenset((*_TABLES, *_LISTS, *_NAMED))
+CLUSTER_SCOPED_OR_KNOWN = OBJECT_KINDS - {"Node"}

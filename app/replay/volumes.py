@@ -86,13 +86,7 @@ def bind_pod_volumes(
     provision given a PV on ``node_name`` and bound to it. An error fails the binding cycle (the pod retries)."""
     store = ReplayVolumeStore(run)
     try:
-        for pv, claim in static:
-            claim_name = str((claim.get("metadata") or {}).get("name") or "")
-            volumes.bind_claim(store, str((pv.get("metadata") or {}).get("name") or ""), pod.namespace, claim_name)
-        for claim in dynamic:
-            pv, updated = volumes.provision(store, claim, node_name)
-            claim_name = str((claim.get("metadata") or {}).get("name") or "")
-            volumes.bind_claim(store, pv["metadata"]["name"], pod.namespace, claim_name, pv=pv, pvc=updated)
+        volumes.bind_pod_volumes(store, pod.namespace, node_name, static, dynamic)
     except LookupError as exc:
         return Status(Code.ERROR, f"binding volumes: {exc}")
     finally:

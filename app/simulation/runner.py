@@ -22,6 +22,7 @@ from app.extender_http import extenders_for
 from app.scheduler.cycle import ScheduleOptions, Scheduler
 from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
 from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from app.scheduler.loop import clear_lower_nominations
 from app.scheduler.nodeinfo import PodInfo, Snapshot
 from app.scheduler.plugins import dynamic_resources as dra_plugin
 from app.scheduler.record import Attempt
@@ -232,7 +233,7 @@ class ScenarioRun:
             if att.result != "waiting":
                 yield att, self._after(pod, att)
             if att.result not in ("scheduled", "waiting") and att.nominated_node:
-                self._clear_lower_nominations(pod, att.nominated_node)
+                clear_lower_nominations(self.actions.handles, pod, att.nominated_node)
                 self.actions.set_nominated_node(pod, att.nominated_node)
                 att2 = self.scheduler.schedule_one(pod, 2, opts)
                 if att2.result != "waiting":
@@ -259,13 +260,6 @@ class ScenarioRun:
         att = Attempt(pod=pod.key, attempt=1, priority=pod.priority, profile=fwk.profile_name, result="gated")
         att.pre_enqueue = f"{st.plugin}: {st.message()}"
         return att
-
-    def _clear_lower_nominations(self, preemptor: PodInfo, node_name: str) -> None:
-        for h in self.actions.handles:
-            for other in list(h.nominated_pods_for_node(node_name)):
-                if other.uid != preemptor.uid and other.priority < preemptor.priority:
-                    h.delete_nominated_pod(other)
-                    (other.pod.get("status") or {}).pop("nominatedNodeName", None)
 
     def _after(self, pod: PodInfo, att: Attempt) -> str | None:
         if self.on_attempt is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from app.engine_host.service import _assigned_pod_update
+from app.scheduler.loop import assigned_pod_update_event
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.queue import POD_UPDATE, POD_UPDATE_OTHER, SchedulingQueue
 from tests.scheduler.test_queue import VirtualClock, fail, make_pod
@@ -24,13 +24,13 @@ def test_a_status_write_is_an_other_update() -> None:
     old = bound()
     new = copy.deepcopy(old)
     new["status"] = {"phase": "Running", "podIP": "10.0.0.5", "conditions": [{"type": "Ready", "status": "True"}]}
-    assert _assigned_pod_update(PodInfo(old), PodInfo(new)) == POD_UPDATE_OTHER
+    assert assigned_pod_update_event(PodInfo(old), PodInfo(new)) == POD_UPDATE_OTHER
 
 
 def test_a_label_change_or_smaller_requests_are_the_updates_plugins_register() -> None:
-    assert _assigned_pod_update(PodInfo(bound()), PodInfo(bound(labels={"app": "db"}))) == POD_UPDATE
-    assert _assigned_pod_update(PodInfo(bound(cpu="2")), PodInfo(bound(cpu="1"))) == POD_UPDATE
-    assert _assigned_pod_update(PodInfo(bound(cpu="1")), PodInfo(bound(cpu="2"))) == POD_UPDATE_OTHER
+    assert assigned_pod_update_event(PodInfo(bound()), PodInfo(bound(labels={"app": "db"}))) == POD_UPDATE
+    assert assigned_pod_update_event(PodInfo(bound(cpu="2")), PodInfo(bound(cpu="1"))) == POD_UPDATE
+    assert assigned_pod_update_event(PodInfo(bound(cpu="1")), PodInfo(bound(cpu="2"))) == POD_UPDATE_OTHER
 
 
 def test_only_plugins_registering_every_pod_update_wake_on_an_other_update() -> None:

@@ -7,15 +7,15 @@ import time
 import pytest
 
 from app.cluster.storage.store import ClusterStore
-from app.engine_host import service
-from app.engine_host.service import SchedulerService
+from app.engine_host import scheduler_thread
+from app.engine_host.scheduler_thread import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
 
 def test_on_idle_runs_once_after_the_loop_has_been_idle_for_a_while(
     store: ClusterStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(service, "IDLE_HOOK_SECONDS", 0.2)
+    monkeypatch.setattr(scheduler_thread, "IDLE_HOOK_SECONDS", 0.2)
     calls: list[float] = []
     scheduler = SchedulerService(store, on_idle=lambda: calls.append(time.monotonic()))
     scheduler.start()

@@ -21,7 +21,7 @@ import pytest
 
 from app.cluster.storage.store import ClusterStore
 from app.controllers.kubelet import KubeletController
-from app.engine_host.service import SchedulerService
+from app.engine_host.scheduler_thread import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
 Obj = dict[str, Any]

@@ -17,7 +17,7 @@ import pytest
 from app.cluster.storage import repository
 from app.cluster.storage.committer import Committer
 from app.cluster.storage.store import ClusterStore
-from app.engine_host.service import SchedulerService
+from app.engine_host.scheduler_thread import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
 PODS = 20

@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.cluster.storage import repository
-from app.engine_host import service
+from app.engine_host import scheduler_thread
 from tests.cluster.factories import node, pod
 
 
@@ -50,17 +50,17 @@ async def test_the_loop_pauses_after_cycles_only_while_the_api_is_busy(
 ) -> None:
     scheduler = scheduling_app.state.scheduler
     marker = 0.00123  # a pause of this length is the loop's yield (floor and cap alike, whatever a cycle takes)
-    monkeypatch.setattr(service, "API_YIELD_SECONDS", marker)
-    monkeypatch.setattr(service, "API_YIELD_MAX_SECONDS", marker)
+    monkeypatch.setattr(scheduler_thread, "API_YIELD_SECONDS", marker)
+    monkeypatch.setattr(scheduler_thread, "API_YIELD_MAX_SECONDS", marker)
     pauses: list[float] = []
-    real_sleep = service.time.sleep
+    real_sleep = scheduler_thread.time.sleep
 
     def sleep(seconds: float) -> None:
         if seconds == marker:
             pauses.append(seconds)
         real_sleep(seconds)
 
-    monkeypatch.setattr(service.time, "sleep", sleep)
+    monkeypatch.setattr(scheduler_thread.time, "sleep", sleep)
     busy = [False]
     asked: list[bool] = []
 
@@ -84,8 +84,10 @@ async def test_the_loop_pauses_after_cycles_only_while_the_api_is_busy(
 
 
 def test_the_pause_lasts_as_long_as_the_cycle_worked_within_its_floor_and_cap() -> None:
-    floor, cap = service.API_YIELD_SECONDS, service.API_YIELD_MAX_SECONDS
+    floor, cap = scheduler_thread.API_YIELD_SECONDS, scheduler_thread.API_YIELD_MAX_SECONDS
     assert floor < 0.005 < cap
-    assert service.api_yield_seconds(0.0) == floor, "a cheap cycle: the fixed pause"
-    assert service.api_yield_seconds(0.005) == 0.005, "a 5 ms cycle (5,000 nodes): as long again for the API"
-    assert service.api_yield_seconds(2.0) == cap, "a long cycle (preemption) does not stall the scheduler for as long"
+    assert scheduler_thread.api_yield_seconds(0.0) == floor, "a cheap cycle: the fixed pause"
+    assert scheduler_thread.api_yield_seconds(0.005) == 0.005, "a 5 ms cycle (5,000 nodes): as long again for the API"
+    assert scheduler_thread.api_yield_seconds(2.0) == cap, (
+        "a long cycle (preemption) does not stall the scheduler for as long"
+    )

@@ -15,7 +15,7 @@ import pytest
 from app.cluster.admission import uids
 from app.cluster.storage.store import ClusterStore
 from app.config import Settings
-from app.engine_host.service import SchedulerService
+from app.engine_host.scheduler_thread import SchedulerService
 from app.operations import snapshot
 from app.operations.import_export import OperationsService
 

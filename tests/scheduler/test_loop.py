@@ -1,0 +1,263 @@
+"""The scheduling loop driven directly: events in, popped pods scheduled, outcomes through a fake writer (the same
+loop kss serve and kss replay run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.scheduler.cycle import ScheduleOptions
+from app.scheduler.framework import Code, CycleState, PermitPlugin, Status
+from app.scheduler.kube_scheduler_configuration import parse_config
+from app.scheduler.loop import LoopWriter, SchedulingLoop, unschedulable_plugins
+from app.scheduler.nodeinfo import PodInfo
+from app.scheduler.plugins import register
+from app.scheduler.record import Attempt
+from tests.scheduler.factories import make_node, make_pod
+
+
+@register
+class KssTestLoopHold(PermitPlugin):
+    """Holds every pod labelled ``hold`` in Permit for 10 s."""
+
+    name = "KssTestLoopHold"
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        if "hold" in pod.labels:
+            return Status(Code.WAIT), 10.0
+        return Status(), 0
+
+
+class FakeWriter(LoopWriter):
+    """Records what the loop asks of its host; refuses bindings while ``refuse`` is set."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.refuse: str | None = None
+        self.gone: set[str] = set()
+
+    def write_binding(self, pod: PodInfo, att: Attempt, current: dict[str, Any]) -> str | None:
+        self.calls.append(("write_binding", pod.key))
+        return self.refuse
+
+    def scheduled(self, pod: PodInfo, att: Attempt) -> None:
+        self.calls.append(("scheduled", pod.key))
+
+    def unschedulable(self, pod: PodInfo, att: Attempt) -> None:
+        self.calls.append(("unschedulable", pod.key))
+
+    def concluded(self, pod: PodInfo, att: Attempt) -> None:
+        self.calls.append(("concluded", pod.key))
+
+    def pod_after_wait(self, pod: PodInfo) -> dict[str, Any] | None:
+        return None if pod.key in self.gone else pod.pod
+
+    def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
+        self.calls.append(("forget_waiting", pod.key))
+
+    def record_nomination(self, pod: PodInfo, node_name: str) -> None:
+        self.calls.append(("record_nomination", pod.key))
+
+    def bind(self, pod: PodInfo, node_name: str) -> Status:
+        return Status()
+
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+        return Status()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _loop(config: dict[str, Any] | None = None) -> tuple[SchedulingLoop, FakeWriter, Clock]:
+    writer, clock = FakeWriter(), Clock()
+    loop = SchedulingLoop(parse_config(config), writer, clock=clock, options=ScheduleOptions(tie_break="name"), seed=1)
+    return loop, writer, clock
+
+
+def _hold_config() -> dict[str, Any]:
+    return {"profiles": [{"schedulerName": "default-scheduler",
+                          "plugins": {"permit": {"enabled": [{"name": "KssTestLoopHold"}]}}}]}  # fmt: skip
+
+
+def _schedule_next(loop: SchedulingLoop) -> tuple[Any, Attempt]:
+    qpi = loop.pop()
+    assert qpi is not None
+    return qpi, loop.schedule(qpi, qpi.pod_info, qpi.attempts)
+
+
+def test_a_pod_that_fits_is_bound_through_the_writer_and_leaves_the_queue() -> None:
+    loop, writer, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    assert loop.add_unscheduled_pod(PodInfo(make_pod(name="p", requests={"cpu": "1"})))
+
+    _, att = _schedule_next(loop)
+
+    assert att.result == "scheduled" and att.bound_to == "n1"
+    assert writer.calls == [("write_binding", "default/p"), ("scheduled", "default/p"), ("concluded", "default/p")]
+    assert loop.queue.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+    assert loop.cache.get_pod("uid-default-p") is not None  # assumed until the host's event confirms it
+
+
+def test_another_schedulers_pod_is_left_alone() -> None:
+    loop, _, _ = _loop()
+    assert not loop.add_unscheduled_pod(PodInfo(make_pod(name="p", scheduler_name="other")))
+    assert loop.pop() is None
+
+
+def test_an_unschedulable_pod_waits_for_the_plugins_that_rejected_it_and_a_node_add_wakes_it() -> None:
+    loop, writer, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="small", allocatable={"cpu": "1"}))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="big", requests={"cpu": "2"})))
+
+    qpi, att = _schedule_next(loop)
+
+    assert att.result == "unschedulable"
+    assert qpi.unschedulable_plugins == {"NodeResourcesFit"}
+    assert writer.calls == [("unschedulable", "default/big"), ("concluded", "default/big")]
+    assert loop.queue.pending_counts()["unschedulable"] == 1
+    loop.handle("ADDED", "Node", make_node(name="large", allocatable={"cpu": "8"}))
+    assert loop.queue.pending_counts()["unschedulable"] == 0, "NodeResourcesFit registers Node/Add"
+
+
+def test_a_refused_binding_is_a_failed_binding_cycle() -> None:
+    loop, writer, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="p")))
+    writer.refuse = "pod default/p is gone"
+
+    qpi, att = _schedule_next(loop)
+
+    assert att.result == "error" and att.bound_to is None
+    assert att.message == "binding rejected: pod default/p is gone"
+    assert att.bind == {"DefaultBinder": "binding rejected: pod default/p is gone"}
+    assert loop.cache.get_pod("uid-default-p") is None, "the assumed pod is forgotten"
+    assert writer.calls[-2:] == [("unschedulable", "default/p"), ("concluded", "default/p")]
+    assert qpi.unschedulable_plugins == set()
+    assert sum(loop.queue.pending_counts().values()) == 1, "back in the queue"
+
+
+def test_a_pod_held_in_permit_is_concluded_when_its_wait_times_out() -> None:
+    loop, writer, clock = _loop(_hold_config())
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="p", labels={"hold": "yes"})))
+
+    qpi, att = _schedule_next(loop)
+
+    assert att.result == "waiting" and writer.calls == []
+    assert loop.resolve_waiting() == [], "nothing ends before the deadline"
+    clock.now = loop.next_permit_deadline() or 0.0
+    concluded = loop.resolve_waiting()
+
+    assert [done.attempt.result for done in concluded] == ["unschedulable"]
+    assert writer.calls == [("unschedulable", "default/p"), ("concluded", "default/p")]
+    assert qpi.unschedulable_plugins == {"KssTestLoopHold"}
+    assert loop.cache.get_pod("uid-default-p") is None, "the reservation is released"
+    assert sum(loop.queue.pending_counts().values()) == 1
+
+
+def test_a_pod_gone_while_it_waited_is_forgotten_not_concluded() -> None:
+    loop, writer, clock = _loop(_hold_config())
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    pod = PodInfo(make_pod(name="p", labels={"hold": "yes"}))
+    loop.add_unscheduled_pod(pod)
+    _schedule_next(loop)
+
+    writer.gone.add(pod.key)
+    clock.now = 60.0
+    assert loop.resolve_waiting() == []
+    assert writer.calls == [("forget_waiting", "default/p")]
+
+
+def test_a_deleted_waiting_pod_is_rejected_and_leaves_the_queue() -> None:
+    loop, writer, _ = _loop(_hold_config())
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    pod = PodInfo(make_pod(name="p", labels={"hold": "yes"}))
+    loop.add_unscheduled_pod(pod)
+    _schedule_next(loop)
+
+    writer.gone.add(pod.key)
+    assert loop.reject_waiting(pod)
+    loop.resolve_waiting()
+    loop.delete_unscheduled_pod(pod)
+
+    assert len(loop.waiting_pods) == 0
+    assert sum(loop.queue.pending_counts().values()) == 0
+    assert loop.cache.get_pod(pod.uid) is None
+
+
+def test_a_configuration_swap_keeps_the_pods_waiting_in_permit() -> None:
+    loop, writer, clock = _loop(_hold_config())
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="p", labels={"hold": "yes"})))
+    _schedule_next(loop)
+
+    loop.swap_config(parse_config({"profiles": [{"schedulerName": "default-scheduler"}]}))
+    clock.now = 60.0
+
+    assert [done.pod.key for done in loop.resolve_waiting()] == ["default/p"]
+    assert writer.calls[-1] == ("concluded", "default/p")
+
+
+def test_a_nomination_takes_the_node_from_lower_priority_nominees() -> None:
+    loop, writer, _ = _loop()
+    low = PodInfo(make_pod(name="low", priority=1))
+    high = PodInfo(make_pod(name="high", priority=10))
+    loop.nominate(low, "n1")
+    low.pod.setdefault("status", {})["nominatedNodeName"] = "n1"
+
+    loop.nominate(high, "n1")
+
+    assert [p.key for p in loop.handles[0].nominated_pods_for_node("n1")] == ["default/high"]
+    assert "nominatedNodeName" not in low.pod["status"]
+    assert writer.calls == [("record_nomination", "default/low"), ("record_nomination", "default/high")]
+
+
+def test_an_assigned_pod_enters_the_cache_and_leaves_it() -> None:
+    loop, _, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    bound = PodInfo(make_pod(name="b", node_name="n1", requests={"cpu": "1"}))
+
+    loop.add_assigned_pod(bound)
+    assert loop.cache.snapshot.get("n1").requested.milli_cpu == 1000
+
+    assert loop.delete_assigned_pod(bound.uid)
+    assert not loop.delete_assigned_pod(bound.uid), "already gone"
+    assert loop.cache.snapshot.get("n1").requested.milli_cpu == 0
+
+
+def test_listed_objects_are_kept_for_the_plugins_and_unknown_kinds_refused() -> None:
+    loop, _, _ = _loop()
+    claim = {"kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "ns"}}
+    pdb = {"kind": "PodDisruptionBudget", "metadata": {"name": "pdb"}}
+
+    assert loop.handle("ADDED", "PersistentVolumeClaim", claim)
+    assert loop.handle("ADDED", "PodDisruptionBudget", pdb)
+    assert loop.find("PersistentVolumeClaim", "ns", "data") is claim
+    assert loop.find("PodDisruptionBudget", "", "pdb") is pdb
+
+    loop.handle("DELETED", "PersistentVolumeClaim", claim)
+    loop.handle("DELETED", "PodDisruptionBudget", pdb)
+    assert loop.find("PersistentVolumeClaim", "ns", "data") is None
+    assert loop.cluster.pdbs == []
+    assert not loop.handle("ADDED", "ConfigMap", {"metadata": {"name": "cm"}})
+
+
+def test_unschedulable_plugins_name_what_the_pod_waits_for() -> None:
+    rejected = Attempt(
+        pod="p", attempt=1, priority=0, profile="default-scheduler", result="unschedulable", rejected_by="Coscheduling"
+    )
+    filtered = Attempt(pod="p", attempt=1, priority=0, profile="default-scheduler", result="unschedulable")
+    filtered.filter_fail = {"n1": "NodeResourcesFit: Insufficient cpu", "n2": "TaintToleration: untolerated"}
+    prefiltered = Attempt(pod="p", attempt=1, priority=0, profile="default-scheduler", result="unschedulable")
+    prefiltered.prefilter_status = "unschedulable"
+    prefiltered.prefilter = {"NodeAffinity": "no nodes", "PodTopologySpread": "skip", "NodeResourcesFit": "success"}
+    error = Attempt(pod="p", attempt=1, priority=0, profile="default-scheduler", result="error")
+
+    assert unschedulable_plugins(rejected) == {"Coscheduling"}
+    assert unschedulable_plugins(filtered) == {"NodeResourcesFit", "TaintToleration"}
+    assert unschedulable_plugins(prefiltered) == {"NodeAffinity"}
+    assert unschedulable_plugins(error) == set()
