@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 import orjson
 
+from app.kube.quantity import wrap_int64
 from app.scheduler.columns import NodeColumns
 from app.scheduler.resources import Resource, calculate_pod_resource
 
@@ -317,8 +318,8 @@ class NodeInfo:
             self.requested.add(req)
         else:
             self.requested.sub(req)
-        self.non_zero_requested.milli_cpu += sign * cpu0
-        self.non_zero_requested.memory += sign * mem0
+        self.non_zero_requested.milli_cpu = wrap_int64(self.non_zero_requested.milli_cpu + sign * cpu0)
+        self.non_zero_requested.memory = wrap_int64(self.non_zero_requested.memory + sign * mem0)
         for ip, proto, port in pod_host_ports(pi.pod):
             if sign > 0:
                 self.used_ports.add(ip, proto, port)
