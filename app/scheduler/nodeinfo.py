@@ -14,6 +14,7 @@ import orjson
 
 from app.kube.quantity import wrap_int64
 from app.scheduler.columns import NodeColumns
+from app.scheduler.node_shape import NodeDefect, checked_node
 from app.scheduler.resources import Resource, calculate_pod_resource
 
 T = TypeVar("T")
@@ -63,14 +64,16 @@ class PodInfo:
     def __init__(self, pod: dict[str, Any]) -> None:
         self.pod = pod
         meta = pod.get("metadata") or {}
+        if not isinstance(meta, dict):  # a malformed pod (pod_shape.py): its attempts are errors
+            meta = {}
         self.namespace: str = meta.get("namespace") or "default"
         self.name: str = meta.get("name") or ""
         self.uid: str = meta.get("uid") or f"{self.namespace}/{self.name}"
         self.key = f"{self.namespace}/{self.name}"
         self.labels: dict[str, str] = meta.get("labels") or {}
         spec = pod.get("spec") or {}
-        prio = spec.get("priority")
-        self.priority: int = int(prio) if prio is not None else 0
+        prio = spec.get("priority") if isinstance(spec, dict) else None
+        self.priority: int = prio if isinstance(prio, int) else 0
         self._requests: Resource | None = None
         self._non_zero: tuple[int, int] | None = None
         self._memo: dict[str, Any] = {}
@@ -257,6 +260,7 @@ class NodeInfo:
         "_columns",
         "allocatable",
         "column_index",
+        "defect",
         "generation",
         "image_states",
         "labels",
@@ -272,7 +276,10 @@ class NodeInfo:
     )
 
     def __init__(self, node: dict[str, Any] | None = None) -> None:
-        self.node: dict[str, Any] = node or {}
+        # A stored node with wrongly typed fields is read without them, and fails Filter (node_shape.py).
+        self.node: dict[str, Any]
+        self.defect: NodeDefect | None
+        self.node, self.defect = checked_node(node or {})
         meta = self.node.get("metadata") or {}
         self.name: str = meta.get("name") or ""
         self.labels: dict[str, str] = meta.get("labels") or {}
@@ -366,6 +373,7 @@ class NodeInfo:
         """A copy whose pod lists and aggregates can change without touching this one."""
         c = NodeInfo.__new__(NodeInfo)
         c.node = self.node
+        c.defect = self.defect
         c.name = self.name
         c.labels = self.labels
         c.allocatable = self.allocatable
@@ -435,13 +443,16 @@ class Snapshot:
         self.cache_order: list[str] = [ni.name for ni in node_infos]
         # Nodes came, changed or went since the image summaries were computed (see ``refresh_image_states``).
         self.image_states_stale = False
+        # The node list ``any_defective`` last looked at, and what it found.
+        self._defects_of: list[NodeInfo] | None = None
+        self._any_defective = False
 
     @classmethod
     def build(cls, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any] | PodInfo]) -> Snapshot:
         """Build NodeInfos for ``nodes`` (in node-tree order) with the bound ``pods`` assigned."""
-        node_list = list(nodes)
-        by_name = {(n.get("metadata") or {}).get("name"): n for n in node_list}
-        infos = {name: NodeInfo(by_name[name]) for name in node_tree_order(node_list)}
+        # NodeInfo first: the node tree reads the labels of the checked nodes (node_shape.py).
+        by_name = {ni.name: ni for ni in map(NodeInfo, nodes)}
+        infos = {name: by_name[name] for name in node_tree_order(ni.node for ni in by_name.values())}
         for p in pods:
             pi = p if isinstance(p, PodInfo) else PodInfo(p)
             ni = infos.get(pi.node_name)
@@ -496,6 +507,14 @@ class Snapshot:
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
+
+    def any_defective(self) -> bool:
+        """Whether some node is malformed (``NodeInfo.defect``); checked again when the node list is replaced."""
+        infos = self.node_info_list
+        if self._defects_of is not infos:
+            self._defects_of = infos
+            self._any_defective = any(ni.defect is not None for ni in infos)
+        return self._any_defective
 
     def current_columns(self) -> NodeColumns | None:
         """The columns when they are built for the node list (synced), else None: for code that can use them but
