@@ -500,6 +500,9 @@ class Scheduler(BatchCycle, BindingCycle):
                 if isinstance(st, RaisedStatus):
                     raised = raised or st
                     raised_on += 1
+                elif ni.defect is not None and not ni.defect.reported:
+                    ni.defect.reported = True
+                    att.malformed_objects.append(("Node", "", ni.name, ni.defect.message()))
         if raised is not None and not feasible and raised_on == failed:
             # A plugin raised on every node: its (or the pod's) failure, not the nodes' data; an error, as before.
             diagnosis.error = Status(Code.ERROR, raised.message(), plugin=raised.plugin)

@@ -29,12 +29,14 @@ _READERS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeDefect:
-    """What is wrong with a stored node: the plugin that reads the first wrong field, and every problem found."""
+    """What is wrong with a stored node: the plugin that reads the first wrong field, every problem found, and
+    whether an attempt reported it already (``Attempt.malformed_objects``)."""
 
     plugin: str
     problems: tuple[str, ...]
+    reported: bool = False
 
     def message(self) -> str:
         """The Filter status message (one reason, so nodes with the same problem are counted together)."""

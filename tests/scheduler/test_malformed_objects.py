@@ -108,6 +108,14 @@ def test_a_malformed_node_fails_for_the_plugin_reading_the_field_and_the_pod_sch
         assert problem in att.filter["bad"][plugin]
     # The stored node is untouched; the engine reads a copy without the wrong field.
     assert cache.snapshot.get("bad").defect is not None  # type: ignore[union-attr]
+    # Reported for a Warning Event on the node once, not by every attempt.
+    assert [(kind, name) for kind, _, name, _ in att.malformed_objects] == [("Node", "bad")]
+    assert problem in att.malformed_objects[0][3]
+    again = schedule(sched, make_pod(name="q", requests={"cpu": "100m"}), batch=batch, record=record)
+    assert again.result == "scheduled" and again.malformed_objects == []
+    cache.update_node(malformed(patch))  # a new version of the node is reported again
+    third = schedule(sched, make_pod(name="r", requests={"cpu": "100m"}), batch=batch, record=record)
+    assert [name for _, _, name, _ in third.malformed_objects] == ["bad"]
 
 
 def test_a_malformed_node_alone_leaves_the_pod_unschedulable_with_the_problem_in_the_fit_error() -> None:
