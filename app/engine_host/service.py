@@ -552,6 +552,9 @@ class SchedulerService:
         with self.store.deferred() as pending:
             att = self.scheduler.schedule_one(pod, attempt_no, ScheduleOptions(record=True, tie_break="random"))
             att.queued_for = queued_for
+            for kind, namespace, name, problem in att.malformed_objects:  # issue #35: a Warning on the object itself
+                if (obj := self.store.get(kind, namespace, name)) is not None:
+                    self.record_event(obj, "MalformedObject", problem, event_type="Warning")
             if att.result == "waiting":
                 # Held in Permit: still in flight in the queue, its attempt finished when the wait ends.
                 self._waiting[pod.uid] = (qpi, cycle)

@@ -89,4 +89,16 @@ def test_a_normal_pod_schedules_within_a_second_after_the_issue_s_nodes(serve: S
             "node(s) had a malformed object: status.images: must be an array, not string": 1
         }
         assert results["rejections"]["NodeResourcesFit"] == {"Insufficient cpu": 2}  # 0 millicores, as upstream
+        events = client.get("/api/v1/namespaces/default/events").json()["items"]
+        on_nodes = [
+            (e["type"], e["reason"], e["message"], e["count"]) for e in events if e["involvedObject"]["kind"] == "Node"
+        ]
+        assert on_nodes == [
+            (
+                "Warning",
+                "MalformedObject",
+                "node(s) had a malformed object: status.images: must be an array, not string",
+                1,
+            )
+        ]  # once, not once per attempt
     assert "Traceback" not in serve.log.read_text()
