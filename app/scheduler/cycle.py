@@ -39,10 +39,10 @@ from app.scheduler.waiting import WaitingPods
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
-
-log = logging.getLogger("kss.scheduler")
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+log = logging.getLogger("kss.scheduler")
 
 
 @dataclass

@@ -5,6 +5,7 @@ Objects stay plain Kubernetes JSON dicts; these wrappers cache what plugins read
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ import orjson
 from app.kube.quantity import wrap_int64
 from app.scheduler.columns import NodeColumns
 from app.scheduler.node_shape import NodeDefect, checked_node
+from app.scheduler.pod_shape import POD_DEFECT_MEMO, pod_defect
 from app.scheduler.resources import Resource, calculate_pod_resource
 
 T = TypeVar("T")
@@ -73,7 +75,7 @@ class PodInfo:
         self.labels: dict[str, str] = meta.get("labels") or {}
         spec = pod.get("spec") or {}
         prio = spec.get("priority") if isinstance(spec, dict) else None
-        self.priority: int = prio if isinstance(prio, int) else 0
+        self.priority: int = int(prio) if isinstance(prio, int) else 0
         self._requests: Resource | None = None
         self._non_zero: tuple[int, int] | None = None
         self._memo: dict[str, Any] = {}
@@ -456,7 +458,8 @@ class Snapshot:
         for p in pods:
             pi = p if isinstance(p, PodInfo) else PodInfo(p)
             ni = infos.get(pi.node_name)
-            if ni is not None:
+            # A malformed bound pod is left out, as SchedulerCache.add_pod leaves it (pod_shape.py).
+            if ni is not None and pi.memo(POD_DEFECT_MEMO, functools.partial(pod_defect, pi.pod)) is None:
                 ni.add_pod(pi)
         snap = cls(list(infos.values()))
         snap.cache_order = [name for name in by_name if name in infos]

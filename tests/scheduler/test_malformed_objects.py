@@ -211,6 +211,13 @@ def test_a_malformed_bound_pod_is_left_out_of_its_node() -> None:
     assert schedule(sched, make_pod(name="p"), batch=True, record=False).result == "scheduled"
 
 
+def test_snapshot_build_leaves_a_malformed_bound_pod_out() -> None:
+    bound = make_pod(name="bound", node_name="n1")
+    bound["spec"]["containers"][0]["resources"] = {"requests": {"cpu": ["1"]}}
+    snap = Snapshot.build([make_node(name="n1")], [bound, make_pod(name="ok", node_name="n1")])
+    assert [pi.name for pi in snap.get("n1").pods] == ["ok"]  # type: ignore[union-attr]
+
+
 def test_a_cycle_that_raises_is_an_error_attempt_logged_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
