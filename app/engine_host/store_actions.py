@@ -171,6 +171,10 @@ class StoreActions(LoopWriter):
     def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
         self.bindings.pop(pod.uid, None)
 
+    def malformed_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
+        if (obj := self.store.get(kind, namespace, name)) is not None:
+            self.record_event(obj, "MalformedObject", problem, event_type="Warning")
+
     def record_event(self, obj: dict[str, Any], reason: str, message: str, *, event_type: str) -> None:
         involved = obj if obj.get("kind") else {**obj, "kind": "Pod", "apiVersion": "v1"}
         try:

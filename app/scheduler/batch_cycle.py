@@ -75,8 +75,10 @@ class BatchCycle:
         from ``next_start_node_index``, stopping at the feasible node after the ``numFeasibleNodesToFind``-th.
         Statuses are materialised only for a pod that fits nowhere. With ``opts.record`` every plugin runs on
         every node and the visited nodes' verdicts go to ``att.filter_matrix``. None when a plugin returned an
-        error (or, recording, when nominated pods need the per-node loop).
+        error (or, recording, when nominated pods need the per-node loop, or when a node is malformed).
         """
+        if self.snapshot.any_defective():  # malformed nodes fail per node (Framework.run_filter_plugins)
+            return None
         cols = self.snapshot.columns()
         n = len(nodes)
         if n == 0:

@@ -7,9 +7,13 @@ when its binding comes back as an event.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, node_tree_order, zone_key
+from app.scheduler.pod_shape import POD_DEFECT_MEMO, pod_defect
+
+log = logging.getLogger("kss.scheduler")
 
 
 class SchedulerCache:
@@ -91,8 +95,9 @@ class SchedulerCache:
         if name in self._nodes:
             self.update_node(node)
             return
-        self._nodes[name] = node
         ni = NodeInfo(node)
+        node = ni.node  # without wrongly typed fields (node_shape.py)
+        self._nodes[name] = node
         self.snapshot.node_info_map[name] = ni
         for uid, pi in list(self._orphans.items()):
             if pi.node_name == name:
@@ -107,6 +112,8 @@ class SchedulerCache:
         if old is None:
             self.add_node(node)
             return
+        ni = NodeInfo(node)
+        node = ni.node  # without wrongly typed fields (node_shape.py)
         same_zone = zone_key(old) == zone_key(node)
         if not same_zone:
             # kube-scheduler's node tree removes and re-adds a node whose zone changed.
@@ -116,7 +123,6 @@ class SchedulerCache:
         images = self._count_node(name, old, -1, zone=not same_zone)
         images = self._count_node(name, node, +1, zone=not same_zone) or images
         prev = self.snapshot.node_info_map[name]
-        ni = NodeInfo(node)
         for pi in prev.pods:
             ni.add_pod(pi)
         self.snapshot.node_info_map[name] = ni
@@ -142,8 +148,13 @@ class SchedulerCache:
 
     # --- pods -----------------------------------------------------------------------------------
     def add_pod(self, pod: PodInfo) -> None:
-        """Account for a bound (or assumed) pod; replaces an earlier version with the same uid."""
+        """Account for a bound (or assumed) pod; replaces an earlier version with the same uid. A malformed pod
+        (pod_shape.py) is left out, as kube-scheduler's informer drops an object it cannot decode."""
         self.remove_pod(pod.uid)
+        defect = pod.memo(POD_DEFECT_MEMO, lambda: pod_defect(pod.pod))
+        if defect is not None:
+            log.warning("bound pod %s left out of its node's accounting: %s", pod.key, defect)
+            return
         self._pods[pod.uid] = pod
         ni = self.snapshot.node_info_map.get(pod.node_name)
         if ni is None:

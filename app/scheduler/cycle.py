@@ -8,6 +8,7 @@ skipped after a node's first failure still run, and their verdicts are kept besi
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections import Counter
@@ -31,14 +32,17 @@ from app.scheduler.extender import (
 )
 from app.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from app.scheduler.pod_shape import POD_DEFECT_MEMO, pod_defect
 from app.scheduler.record import Attempt
-from app.scheduler.runtime import Framework
+from app.scheduler.runtime import Framework, RaisedStatus
 from app.scheduler.waiting import WaitingPods
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+log = logging.getLogger("kss.scheduler")
 
 
 @dataclass
@@ -143,6 +147,8 @@ class Scheduler(BatchCycle, BindingCycle):
         self._weights_arrays: dict[tuple[Framework, tuple[str, ...]], IntArray] = {}
         # Pods held in Permit; a host that rebuilds its scheduler (a new configuration) passes the same map on.
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
+        # (exception type, file, line) of cycles that raised, logged with a traceback once each (``_contain``).
+        self._logged_errors: set[tuple[str, str, int]] = set()
         for fwk in frameworks.values():
             fwk.handle.snapshot = snapshot
             fwk.handle.extenders = self.extenders
@@ -158,12 +164,18 @@ class Scheduler(BatchCycle, BindingCycle):
         """Run one scheduling cycle for ``pod``; on success the pod is assumed in the snapshot."""
         opts = opts or ScheduleOptions()
         self.cycle += 1
-        fwk = self.framework_for(pod)
+        # A malformed pod (pod_shape.py) is an Error attempt before anything reads it.
+        defect = pod.memo(POD_DEFECT_MEMO, lambda: pod_defect(pod.pod))
+        fwk = self.framework_for(pod) if defect is None else None
         att = Attempt(pod=pod.key, attempt=attempt_no, priority=pod.priority, profile=fwk.profile_name if fwk else "")
         att.cycle = self.cycle
         att.started_at = time.time()
         t0 = time.perf_counter()
         try:
+            if defect is not None:
+                att.result = "error"
+                att.message = defect
+                return att
             if fwk is None:
                 att.result = "error"
                 att.message = f"profile not found for scheduler name {pod.spec.get('schedulerName')!r}"
@@ -186,8 +198,33 @@ class Scheduler(BatchCycle, BindingCycle):
             att.num_nodes = self.snapshot.num_nodes()
             self._schedule(fwk, pod, att, opts)
             return att
+        except Exception as exc:
+            # Whatever the stored objects hold, one pod's cycle cannot stop the loop: an Error attempt, backoff.
+            self._contain(pod, att, exc)
+            return att
         finally:
             att.duration = time.perf_counter() - t0
+
+    def _contain(self, pod: PodInfo, att: Attempt, exc: Exception) -> None:
+        """The cycle raised: the attempt is an error naming the exception, the pod is no longer assumed, and the
+        traceback is logged once per kind of failure (not once per cycle)."""
+        text = str(exc)
+        att.result = "error"
+        att.message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        where = exc.__traceback__
+        while where is not None and where.tb_next is not None:
+            where = where.tb_next
+        key = (type(exc).__name__, where.tb_frame.f_code.co_filename if where else "", where.tb_lineno if where else 0)
+        if key not in self._logged_errors:
+            self._logged_errors.add(key)
+            log.error("scheduling cycle of %s raised", pod.key, exc_info=exc)
+        if att.suggested_host:
+            if self.cache is not None:
+                self.cache.remove_pod(pod.uid)
+            else:
+                ni = self.snapshot.get(att.suggested_host)
+                if ni is not None and ni.remove_pod(pod):
+                    self.snapshot.generation += 1
 
     def _plugin_names(self, fwk: Framework) -> tuple[list[str], list[str], dict[str, int]]:
         """The profile's filter and score plugin names and score weights, as each attempt records them (built once
@@ -424,6 +461,9 @@ class Scheduler(BatchCycle, BindingCycle):
         feasible: list[NodeInfo] = []
         if not fwk.filter:
             return [nodes[(start + i) % n] for i in range(to_find)]
+        failed = 0
+        raised: Status | None = None
+        raised_on = 0
         for i in range(n):
             ni = nodes[(start + i) % n]
             record: dict[str, Status] | None = {} if opts.record else None
@@ -456,6 +496,16 @@ class Scheduler(BatchCycle, BindingCycle):
                 diagnosis.node_to_status.set(ni.name, st)
                 diagnosis.unschedulable_plugins.add(st.plugin)
                 att.filter_fail[ni.name] = f"{st.plugin}: {st.message()}"
+                failed += 1
+                if isinstance(st, RaisedStatus):
+                    raised = raised or st
+                    raised_on += 1
+                elif ni.defect is not None and not ni.defect.reported:
+                    ni.defect.reported = True
+                    att.malformed_objects.append(("Node", "", ni.name, ni.defect.message()))
+        if raised is not None and not feasible and raised_on == failed:
+            # A plugin raised on every node: its (or the pod's) failure, not the nodes' data; an error, as before.
+            diagnosis.error = Status(Code.ERROR, raised.message(), plugin=raised.plugin)
         return feasible
 
     def _record_only(

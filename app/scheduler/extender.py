@@ -142,6 +142,31 @@ def _field(obj: Any, name: str) -> Any:
     return None
 
 
+def _json_kind(value: Any) -> str:
+    """A JSON value as encoding/json's UnmarshalTypeError names it."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return f"number {value}" if isinstance(value, float) and not value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _is_strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_string_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class HTTPExtender:
     """``HTTPExtender``: the verbs of one configured extender, sent through its transport."""
 
@@ -200,17 +225,64 @@ class HTTPExtender:
     def _send(self, verb: str, body: dict[str, Any]) -> Any:
         return self.transport.post(verb, body, self.config.http_timeout)
 
+    def _decoded(self, value: Any, ok: Callable[[Any], bool], where: str, go_type: str) -> Any:
+        """``value`` when it is null or decodes into ``go_type``; else the ExtenderError kube-scheduler's extender
+        client returns when encoding/json cannot decode the answer (naming the extender and the field)."""
+        if value is None or ok(value):
+            return value
+        raise ExtenderError(
+            f"extender {self.name!r}: json: cannot unmarshal {_json_kind(value)} into Go struct field {where} "
+            f"of type {go_type}"
+        )
+
+    def _filter_answer(self, result: Any) -> tuple[list[str] | None, list[str] | None, dict[str, str], dict[str, str]]:
+        """ExtenderFilterResult's fields, each checked as encoding/json decodes it: (node names, names of the
+        returned Nodes' items, failed, failed and unresolvable); ``Error`` raised."""
+        where = "ExtenderFilterResult."
+        error = self._decoded(_field(result, "Error"), lambda v: isinstance(v, str), where + "Error", "string")
+        names = self._decoded(_field(result, "NodeNames"), _is_strings, where + "NodeNames", "[]string")
+        failed = self._decoded(
+            _field(result, "FailedNodes"), _is_string_map, where + "FailedNodes", "v1.FailedNodesMap"
+        )
+        unresolvable = self._decoded(
+            _field(result, "FailedAndUnresolvableNodes"),
+            _is_string_map,
+            where + "FailedAndUnresolvableNodes",
+            "v1.FailedNodesMap",
+        )
+        nodes = self._decoded(_field(result, "Nodes"), lambda v: isinstance(v, dict), where + "Nodes", "v1.NodeList")
+        items: list[str] | None = None
+        if nodes is not None:
+            raw = self._decoded(
+                _field(nodes, "Items"), lambda v: isinstance(v, list), where + "Nodes.items", "[]v1.Node"
+            )
+            items = []
+            for item in raw or []:
+                item = self._decoded(item, lambda v: isinstance(v, dict), where + "Nodes.items", "v1.Node")
+                meta = self._decoded(
+                    (item or {}).get("metadata"), lambda v: isinstance(v, dict), where + "Nodes.items.metadata",
+                    "v1.ObjectMeta",
+                )  # fmt: skip
+                name = self._decoded(
+                    (meta or {}).get("name"),
+                    lambda v: isinstance(v, str),
+                    where + "Nodes.items.metadata.name",
+                    "string",
+                )
+                items.append(name or "")
+        if error:
+            raise ExtenderError(error)
+        return names, items, failed or {}, unresolvable or {}
+
     def filter(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> FilterResult:
         if not self.config.filter_verb:
             return FilterResult(list(nodes), {}, {})
         result = self._send(self.config.filter_verb, self._args(pod, nodes))
         if not isinstance(result, dict):
             raise ExtenderError(f"extender {self.name!r} answered filter with {type(result).__name__}, not an object")
-        if _field(result, "Error"):
-            raise ExtenderError(str(_field(result, "Error")))
+        names, items, failed, unresolvable = self._filter_answer(result)
         by_name = {ni.name: ni for ni in nodes}
         kept: list[NodeInfo] = []
-        names = _field(result, "NodeNames")
         if self.config.node_cache_capable and names is not None:
             for name in names:
                 ni = by_name.get(name)
@@ -220,20 +292,15 @@ class HTTPExtender:
                         "node list"
                     )
                 kept.append(ni)
-        elif _field(result, "Nodes") is not None:
+        elif items is not None:
             # kube-scheduler keeps the Node objects the extender sent back; the simulator keeps its own NodeInfo
             # for each (an extender that is not node-cache capable echoes the nodes it was given).
-            for item in _field(_field(result, "Nodes"), "Items") or []:
-                name = ((item or {}).get("metadata") or {}).get("name")
-                ni = by_name.get(name or "")
+            for name in items:
+                ni = by_name.get(name)
                 if ni is None:
                     raise ExtenderError(f"extender {self.name!r} returned node {name!r} which it was not given")
                 kept.append(ni)
-        return FilterResult(
-            kept,
-            {str(k): str(v) for k, v in (_field(result, "FailedNodes") or {}).items()},
-            {str(k): str(v) for k, v in (_field(result, "FailedAndUnresolvableNodes") or {}).items()},
-        )
+        return FilterResult(kept, dict(failed), dict(unresolvable))
 
     def prioritize(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]:
         if not self.config.prioritize_verb:
@@ -248,7 +315,8 @@ class HTTPExtender:
             score = _field(entry, "Score") or 0
             if isinstance(score, bool) or not isinstance(score, int):
                 raise ExtenderError(f"extender {self.name!r}: score {score!r} of host {_field(entry, 'Host')!r}")
-            out.append((str(_field(entry, "Host") or ""), score))
+            host = self._decoded(_field(entry, "Host"), lambda v: isinstance(v, str), "HostPriority.Host", "string")
+            out.append((host or "", score))
         return out
 
     def bind(self, pod: PodInfo, node_name: str) -> None:
@@ -262,8 +330,18 @@ class HTTPExtender:
             "Node": node_name,
         }
         result = self._send(self.config.bind_verb, body)
-        if isinstance(result, dict) and _field(result, "Error"):
-            raise ExtenderError(str(_field(result, "Error")))
+        if result is None:
+            return
+        if not isinstance(result, dict):
+            raise ExtenderError(
+                f"extender {self.name!r}: json: cannot unmarshal {_json_kind(result)} into Go value of type "
+                "v1.ExtenderBindingResult"
+            )
+        error = self._decoded(
+            _field(result, "Error"), lambda v: isinstance(v, str), "ExtenderBindingResult.Error", "string"
+        )
+        if error:
+            raise ExtenderError(error)
 
     def process_preemption(
         self, pod: PodInfo, node_to_victims: dict[str, Victims], snapshot: Snapshot
@@ -292,16 +370,23 @@ class HTTPExtender:
         if not isinstance(returned, dict):
             raise ExtenderError(f"extender {self.name!r}: nodeNameToMetaVictims must be an object")
         out: dict[str, Victims] = {}
+        where = "ExtenderPreemptionResult.NodeNameToMetaVictims"
         for node_name, meta_victims in returned.items():
+            self._decoded(meta_victims, lambda v: isinstance(v, dict), where, "v1.MetaVictims")
             node_info = snapshot.get(str(node_name))
             if node_info is None:
                 raise ExtenderError(f'nodeinfo not found for node name "{node_name}"')
             num = _field(meta_victims, "numPDBViolations") or 0
             if isinstance(num, bool) or not isinstance(num, int):
                 raise ExtenderError(f"extender {self.name!r}: numPDBViolations {num!r} on node {node_name!r}")
+            meta_pods = self._decoded(
+                _field(meta_victims, "pods"), lambda v: isinstance(v, list), where + ".Pods", "[]*v1.MetaPod"
+            )
             pods: list[PodInfo] = []
-            for meta_pod in _field(meta_victims, "pods") or []:
-                uid = str(_field(meta_pod, "uid") or "")
+            for meta_pod in meta_pods or []:
+                self._decoded(meta_pod, lambda v: isinstance(v, dict), where + ".Pods", "v1.MetaPod")
+                raw_uid = _field(meta_pod, "uid")
+                uid = self._decoded(raw_uid, lambda v: isinstance(v, str), where + ".Pods.UID", "types.UID") or ""
                 found = next((p for p in node_info.pods if p.uid == uid), None)
                 if found is None:
                     raise ExtenderError(

@@ -106,6 +106,10 @@ class LoopWriter(PodActions):
     def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
         """A pod gone while it waited in Permit: drop what its attempt left behind."""
 
+    def malformed_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
+        """An object the attempt found malformed (``Attempt.malformed_objects``): kss serve warns on the object itself
+        (issue #35); hosts without Events ignore it."""
+
 
 def unschedulable_plugins(att: Attempt) -> set[str]:
     """The plugins a failed attempt's pod waits on (``QueuedPodInfo.UnschedulablePlugins``): the one that rejected
@@ -364,6 +368,8 @@ class SchedulingLoop:
         queued_for = max(0.0, self.clock() - qpi.timestamp)
         att = self.scheduler.schedule_one(pod, attempt_no, self.options)
         att.queued_for = queued_for
+        for kind, namespace, name, problem in att.malformed_objects:
+            self.writer.malformed_object(kind, namespace, name, problem)
         if att.result == "waiting":
             # Held in Permit: still in flight in the queue, its attempt finished when the wait ends.
             self._held[pod.uid] = (qpi, cycle)

@@ -5,6 +5,7 @@ Objects stay plain Kubernetes JSON dicts; these wrappers cache what plugins read
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -12,7 +13,10 @@ from typing import Any, TypeVar
 import numpy as np
 import orjson
 
+from app.kube.quantity import wrap_int64
 from app.scheduler.columns import NodeColumns
+from app.scheduler.node_shape import NodeDefect, checked_node
+from app.scheduler.pod_shape import POD_DEFECT_MEMO, pod_defect
 from app.scheduler.resources import Resource, calculate_pod_resource
 
 T = TypeVar("T")
@@ -62,14 +66,16 @@ class PodInfo:
     def __init__(self, pod: dict[str, Any]) -> None:
         self.pod = pod
         meta = pod.get("metadata") or {}
+        if not isinstance(meta, dict):  # a malformed pod (pod_shape.py): its attempts are errors
+            meta = {}
         self.namespace: str = meta.get("namespace") or "default"
         self.name: str = meta.get("name") or ""
         self.uid: str = meta.get("uid") or f"{self.namespace}/{self.name}"
         self.key = f"{self.namespace}/{self.name}"
         self.labels: dict[str, str] = meta.get("labels") or {}
         spec = pod.get("spec") or {}
-        prio = spec.get("priority")
-        self.priority: int = int(prio) if prio is not None else 0
+        prio = spec.get("priority") if isinstance(spec, dict) else None
+        self.priority: int = int(prio) if isinstance(prio, int) else 0
         self._requests: Resource | None = None
         self._non_zero: tuple[int, int] | None = None
         self._memo: dict[str, Any] = {}
@@ -256,6 +262,7 @@ class NodeInfo:
         "_columns",
         "allocatable",
         "column_index",
+        "defect",
         "generation",
         "image_states",
         "labels",
@@ -271,7 +278,10 @@ class NodeInfo:
     )
 
     def __init__(self, node: dict[str, Any] | None = None) -> None:
-        self.node: dict[str, Any] = node or {}
+        # A stored node with wrongly typed fields is read without them, and fails Filter (node_shape.py).
+        self.node: dict[str, Any]
+        self.defect: NodeDefect | None
+        self.node, self.defect = checked_node(node or {})
         meta = self.node.get("metadata") or {}
         self.name: str = meta.get("name") or ""
         self.labels: dict[str, str] = meta.get("labels") or {}
@@ -317,8 +327,8 @@ class NodeInfo:
             self.requested.add(req)
         else:
             self.requested.sub(req)
-        self.non_zero_requested.milli_cpu += sign * cpu0
-        self.non_zero_requested.memory += sign * mem0
+        self.non_zero_requested.milli_cpu = wrap_int64(self.non_zero_requested.milli_cpu + sign * cpu0)
+        self.non_zero_requested.memory = wrap_int64(self.non_zero_requested.memory + sign * mem0)
         for ip, proto, port in pod_host_ports(pi.pod):
             if sign > 0:
                 self.used_ports.add(ip, proto, port)
@@ -365,6 +375,7 @@ class NodeInfo:
         """A copy whose pod lists and aggregates can change without touching this one."""
         c = NodeInfo.__new__(NodeInfo)
         c.node = self.node
+        c.defect = self.defect
         c.name = self.name
         c.labels = self.labels
         c.allocatable = self.allocatable
@@ -434,17 +445,21 @@ class Snapshot:
         self.cache_order: list[str] = [ni.name for ni in node_infos]
         # Nodes came, changed or went since the image summaries were computed (see ``refresh_image_states``).
         self.image_states_stale = False
+        # The node list ``any_defective`` last looked at, and what it found.
+        self._defects_of: list[NodeInfo] | None = None
+        self._any_defective = False
 
     @classmethod
     def build(cls, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any] | PodInfo]) -> Snapshot:
         """Build NodeInfos for ``nodes`` (in node-tree order) with the bound ``pods`` assigned."""
-        node_list = list(nodes)
-        by_name = {(n.get("metadata") or {}).get("name"): n for n in node_list}
-        infos = {name: NodeInfo(by_name[name]) for name in node_tree_order(node_list)}
+        # NodeInfo first: the node tree reads the labels of the checked nodes (node_shape.py).
+        by_name = {ni.name: ni for ni in map(NodeInfo, nodes)}
+        infos = {name: by_name[name] for name in node_tree_order(ni.node for ni in by_name.values())}
         for p in pods:
             pi = p if isinstance(p, PodInfo) else PodInfo(p)
             ni = infos.get(pi.node_name)
-            if ni is not None:
+            # A malformed bound pod is left out, as SchedulerCache.add_pod leaves it (pod_shape.py).
+            if ni is not None and pi.memo(POD_DEFECT_MEMO, functools.partial(pod_defect, pi.pod)) is None:
                 ni.add_pod(pi)
         snap = cls(list(infos.values()))
         snap.cache_order = [name for name in by_name if name in infos]
@@ -495,6 +510,14 @@ class Snapshot:
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
+
+    def any_defective(self) -> bool:
+        """Whether some node is malformed (``NodeInfo.defect``); checked again when the node list is replaced."""
+        infos = self.node_info_list
+        if self._defects_of is not infos:
+            self._defects_of = infos
+            self._any_defective = any(ni.defect is not None for ni in infos)
+        return self._any_defective
 
     def current_columns(self) -> NodeColumns | None:
         """The columns when they are built for the node list (synced), else None: for code that can use them but

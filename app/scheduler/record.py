@@ -280,6 +280,9 @@ class Attempt:
     # What each extender answered, per verb (filter, prioritize, preempt, bind) and urlPrefix, as
     # kube-scheduler-simulator's extender-*-result annotations show it.
     extender_results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Objects this attempt met malformed for the first time (issue #35): (kind, namespace, name, problem); the host
+    # records a Warning Event on each (a node is reported once per version the engine holds).
+    malformed_objects: list[tuple[str, str, str, str]] = field(default_factory=list)
     started_at: float = 0.0
     duration: float = 0.0
     queued_for: float = 0.0

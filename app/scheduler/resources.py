@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from app.kube.labels import label_key_errors
-from app.kube.quantity import parse_quantity
+from app.kube.quantity import INT64_MAX, INT64_MIN, parse_quantity, scaled_value, wrap_int64
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -224,13 +224,25 @@ def calculate_pod_resource(pod: Mapping[str, Any]) -> tuple[Resource, int, int]:
     non0 = pod_requests(pod, use_status=True, non_missing=defaults) if defaults else requests
     return (
         Resource.from_list(requests),
-        _ceil(non0.get(CPU, Fraction(0)) * 1000),
-        _ceil(non0.get(MEMORY, Fraction(0))),
+        milli_of(non0.get(CPU, Fraction(0))),
+        units_of(non0.get(MEMORY, Fraction(0))),
     )
 
 
-def _ceil(v: Fraction) -> int:
-    return -((-v.numerator) // v.denominator)
+def milli_of(q: Fraction) -> int:
+    """``Quantity.MilliValue()``: an int64 however large ``q`` is (see ``app.kube.quantity.scaled_value``)."""
+    return scaled_value(q, -3)
+
+
+def units_of(q: Fraction) -> int:
+    """``Quantity.Value()``: an int64 however large ``q`` is."""
+    return scaled_value(q, 0)
+
+
+def _add64(a: int, b: int) -> int:
+    """``a + b`` in Go's int64: a node's sums wrap as kube-scheduler's do, and stay in NumPy's int64 columns."""
+    total = a + b
+    return total if INT64_MIN <= total <= INT64_MAX else wrap_int64(total)
 
 
 class Resource:
@@ -265,31 +277,31 @@ class Resource:
     def add_list(self, rl: Mapping[str, Fraction]) -> None:
         for name, q in rl.items():
             if name == CPU:
-                self.milli_cpu += _ceil(q * 1000)
+                self.milli_cpu = _add64(self.milli_cpu, milli_of(q))
             elif name == MEMORY:
-                self.memory += _ceil(q)
+                self.memory = _add64(self.memory, units_of(q))
             elif name == PODS:
-                self.allowed_pod_number += _ceil(q)
+                self.allowed_pod_number = _add64(self.allowed_pod_number, units_of(q))
             elif name == EPHEMERAL_STORAGE:
-                self.ephemeral_storage += _ceil(q)
+                self.ephemeral_storage = _add64(self.ephemeral_storage, units_of(q))
             elif is_scalar_resource_name(name):
-                self.scalar_resources[name] = self.scalar_resources.get(name, 0) + _ceil(q)
+                self.scalar_resources[name] = _add64(self.scalar_resources.get(name, 0), units_of(q))
 
     def add(self, other: Resource) -> None:
-        self.milli_cpu += other.milli_cpu
-        self.memory += other.memory
-        self.ephemeral_storage += other.ephemeral_storage
-        self.allowed_pod_number += other.allowed_pod_number
+        self.milli_cpu = _add64(self.milli_cpu, other.milli_cpu)
+        self.memory = _add64(self.memory, other.memory)
+        self.ephemeral_storage = _add64(self.ephemeral_storage, other.ephemeral_storage)
+        self.allowed_pod_number = _add64(self.allowed_pod_number, other.allowed_pod_number)
         for k, v in other.scalar_resources.items():
-            self.scalar_resources[k] = self.scalar_resources.get(k, 0) + v
+            self.scalar_resources[k] = _add64(self.scalar_resources.get(k, 0), v)
 
     def sub(self, other: Resource) -> None:
-        self.milli_cpu -= other.milli_cpu
-        self.memory -= other.memory
-        self.ephemeral_storage -= other.ephemeral_storage
-        self.allowed_pod_number -= other.allowed_pod_number
+        self.milli_cpu = _add64(self.milli_cpu, -other.milli_cpu)
+        self.memory = _add64(self.memory, -other.memory)
+        self.ephemeral_storage = _add64(self.ephemeral_storage, -other.ephemeral_storage)
+        self.allowed_pod_number = _add64(self.allowed_pod_number, -other.allowed_pod_number)
         for k, v in other.scalar_resources.items():
-            self.scalar_resources[k] = self.scalar_resources.get(k, 0) - v
+            self.scalar_resources[k] = _add64(self.scalar_resources.get(k, 0), -v)
 
     def clone(self) -> Resource:
         return Resource(

@@ -138,12 +138,32 @@ def _filter_status(pl: FilterPlugin, st: Status) -> Status:
     return st
 
 
+class RaisedStatus(Status):
+    """The status of a node a Filter plugin raised on (``Framework.node_failure``): that node fails. When every node
+    the cycle evaluated raised, the failure is the plugin's (or the pod's), not a node's, and the attempt is an
+    error as before (``Scheduler._find_nodes_that_pass_filters``)."""
+
+    __slots__ = ()
+
+
+def _defect_status(node_info: NodeInfo, record: dict[str, Status] | None) -> Status:
+    """A malformed node's Filter status: UnschedulableAndUnresolvable for the plugin reading the wrong field."""
+    defect = node_info.defect
+    assert defect is not None
+    st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, defect.message(), plugin=defect.plugin)
+    if record is not None:
+        record[defect.plugin] = st
+    return st
+
+
 class Framework:
     """A scheduling profile: its plugins per extension point and their score weights.
 
     A plugin that raises, or (out-of-tree) returns a value of the wrong type, fails its extension point with an
     Error status, as a plugin returning ``Error`` would (kube-scheduler's plugins cannot raise; a panic would stop
     it): the cycle ends as upstream's does for that point's error, and the exception is logged once per cycle.
+    Filter, run per node, is the exception: a raise there fails that node only (``node_failure``), so one node's
+    data cannot stop every pod.
     """
 
     def __init__(
@@ -224,6 +244,19 @@ class Framework:
             log.error("%s plugin %r raised", point, pl.name, exc_info=exc)
         text = str(exc)
         return error(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+    def node_failure(self, pl: Plugin, node_info: NodeInfo, exc: Exception) -> Status:
+        """An exception out of ``pl``'s Filter on one node: that node fails (UnschedulableAndUnresolvable, with the
+        error as its message: preemption cannot help) and the other nodes are still evaluated, so one node's data
+        cannot stop every pod. Logged with its traceback once per cycle."""
+        key = (pl.name, "Filter")
+        if key not in self.logged_failures:
+            self.logged_failures.add(key)
+            log.error("Filter plugin %r raised on node %r", pl.name, node_info.name, exc_info=exc)
+        text = str(exc)
+        what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        message = f'running "{pl.name}" filter plugin: {what}'
+        return RaisedStatus(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message, plugin=pl.name)
 
     def _observed(self, point: str, pl: Plugin, run: Callable[..., _R], *args: Any) -> _R:
         """``run(*args)``, ``pl``'s method at ``point``, timed and reported to the plugin observer."""
@@ -389,7 +422,13 @@ class Framework:
     def run_filter_plugins(
         self, state: CycleState, pod: PodInfo, node_info: NodeInfo, record: dict[str, Status] | None = None
     ) -> Status:
-        """``RunFilterPlugins``: the first non-success status wins. With ``record``, every plugin runs and is kept."""
+        """``RunFilterPlugins``: the first non-success status wins. With ``record``, every plugin runs and is kept.
+
+        A malformed node (``NodeInfo.defect``) fails for the plugin reading the wrong field, and a plugin raising on
+        a node fails that node only (``node_failure``): kube-scheduler's typed objects meet neither.
+        """
+        if node_info.defect is not None:
+            return _defect_status(node_info, record)
         first: Status | None = None
         for pl in self.filter:
             if pl.name in state.skip_filter_plugins:
@@ -399,8 +438,10 @@ class Framework:
             try:
                 st = pl.filter(state, pod, node_info)
                 passed = st.is_success()
-            except Exception as exc:
+            except PluginResultError as exc:
                 st, passed = self.failure("Filter", pl, exc), False
+            except Exception as exc:
+                st, passed = self.node_failure(pl, node_info, exc), False
             if record is not None:
                 record[pl.name] = st
             if not passed:
@@ -531,8 +572,10 @@ class Framework:
             st = pl.filter(state, pod, ni)
             if st.is_success():  # the plugin's batch and per-node verdicts differ: the per-node loop decides
                 st = error(f"filter_nodes rejected node {ni.name!r} that filter accepts")
-        except Exception as exc:
+        except PluginResultError as exc:
             st = self.failure("Filter", pl, exc)
+        except Exception as exc:
+            st = self.node_failure(pl, ni, exc)
         st = _filter_status(pl, st)
         outcome.statuses[pos] = st
         return st

@@ -41,8 +41,10 @@ from app.scheduler.resources import (
     Resource,
     is_extended_resource_name,
     is_scalar_resource_name,
+    milli_of,
     pod_requests,
     qualified_name_errors,
+    units_of,
 )
 
 NAME = "NodeResourcesFit"
@@ -240,7 +242,7 @@ class ResourceAllocationScorer:
             out: list[int] = []
             for r in self.resources:
                 q = reqs.get(r.name, Fraction(0))
-                out.append(math.ceil(q * 1000) if r.name == CPU else math.ceil(q))
+                out.append(milli_of(q) if r.name == CPU else units_of(q))
             return out
 
         return list(pod.memo(self._memo_key, lambda: shared_by_resources(pod, self._memo_key, compute)))
@@ -433,13 +435,13 @@ def max_resource(rl: Mapping[str, Fraction]) -> Resource:
     r = Resource()
     for name, q in rl.items():
         if name == MEMORY:
-            r.memory = max(r.memory, math.ceil(q))
+            r.memory = max(r.memory, units_of(q))
         elif name == CPU:
-            r.milli_cpu = max(r.milli_cpu, math.ceil(q * 1000))
+            r.milli_cpu = max(r.milli_cpu, milli_of(q))
         elif name == EPHEMERAL_STORAGE:
-            r.ephemeral_storage = max(r.ephemeral_storage, math.ceil(q))
+            r.ephemeral_storage = max(r.ephemeral_storage, units_of(q))
         elif is_scalar_resource_name(name):
-            r.scalar_resources[name] = max(r.scalar_resources.get(name, 0), math.ceil(q))
+            r.scalar_resources[name] = max(r.scalar_resources.get(name, 0), units_of(q))
     return r
 
 
