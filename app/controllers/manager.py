@@ -10,6 +10,7 @@ from app.config import gate_enabled
 from app.controllers.cronjob import CronJobController
 from app.controllers.daemonset import DaemonSetController
 from app.controllers.deployment import DeploymentController
+from app.controllers.disruption import DisruptionController
 from app.controllers.garbage_collector import GarbageCollector
 from app.controllers.job import JobController
 from app.controllers.kubelet import KubeletController
@@ -61,6 +62,7 @@ class ControllerManager:
             self.controllers += [
                 NodeLifecycleController(store, clock=clock, grace_period=node_monitor_grace_period),
                 TaintEvictionController(store, clock=clock),
+                DisruptionController(store, clock=clock),
                 PodGCController(
                     store,
                     clock=clock,

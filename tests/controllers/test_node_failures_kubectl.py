@@ -121,3 +121,49 @@ def test_node_failures_taints_and_pod_gc_with_kubectl(live: Server) -> None:
     kubectl("run", "ghost", "--image=registry.k8s.io/pause", '--overrides={"spec":{"nodeName":"no-such-node"}}')
     eventually(lambda: "pod/ghost" not in pods())
     assert "Traceback" not in live.log.read_text()
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: registry.k8s.io/pause:3.10}]}
+"""
+
+
+def test_pod_disruption_budget_status_with_kubectl(tmp_path: Path) -> None:
+    server = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}")
+    try:
+        kubectl = KubectlRunner(server.kubeconfig)
+        for name in ("n1", "n2"):
+            assert httpx.post(f"{server.url}/api/v1/nodes", json=node(name)).status_code == 201
+        kubectl("apply", "-f", "-", input=DEPLOYMENT)
+        kubectl("create", "pdb", "web", "--selector=app=web", "--min-available=2")
+        kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+
+        def budget() -> dict[str, Any]:
+            got: dict[str, Any] = json.loads(kubectl("get", "pdb", "web", "-o", "json").stdout)
+            return got
+
+        eventually(lambda: budget().get("status", {}).get("disruptionsAllowed") == 1)
+        status = budget()["status"]
+        assert (status["currentHealthy"], status["desiredHealthy"], status["expectedPods"]) == (3, 2, 3)
+        assert status["observedGeneration"] == budget()["metadata"]["generation"]
+        (condition,) = status["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "DisruptionAllowed",
+            "True",
+            "SufficientPods",
+        )
+        assert kubectl("get", "pdb", "web", "--no-headers").stdout.split()[1:4] == ["2", "N/A", "1"]
+        kubectl("patch", "pdb", "web", "--type=merge", "-p", '{"spec":{"minAvailable":null,"maxUnavailable":"50%"}}')
+        eventually(lambda: budget()["status"].get("desiredHealthy") == 1)
+        assert budget()["status"]["disruptionsAllowed"] == 2  # 50 % of 3 rounds up to 2 unavailable
+    finally:
+        server.stop()
+    assert "Traceback" not in server.log.read_text()
