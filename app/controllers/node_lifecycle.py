@@ -12,7 +12,9 @@ pods (node health from the heartbeat Lease, and the taints), over the virtual cl
   (kube-controller-manager's ``--node-monitor-grace-period``, 50 s) since the later of its ``renewTime`` and the
   moment this controller first saw the node (so a restart after a pause does not fail every node at once, as
   upstream's health map starts each probe at first sight) has its Ready, MemoryPressure, DiskPressure and
-  PIDPressure conditions set Unknown (``NodeStatusUnknown``, "Kubelet stopped posting node status."). In
+  PIDPressure conditions set Unknown (``NodeStatusUnknown``, "Kubelet stopped posting node status."). Above 400
+  nodes the simulated kubelet renews less often than every 10 s (``node_lease.py``); the grace period stretches
+  in proportion (5,000 nodes: 125 s renewals, 625 s grace), so a lease renewed on time never lapses. In
   ``kss serve`` the simulated kubelet renews every node's lease, so this happens when nothing renews a lease
   (the simulated kubelet off, a lease mirrored from a source cluster whose node stopped). A node without a Lease
   is left as its status says (an imported cluster without the simulated kubelet stays Ready).
@@ -35,7 +37,7 @@ from app.cluster.errors import NotFound
 from app.cluster.store import ClusterStore, Obj
 from app.controllers.due import DueQueue
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
-from app.controllers.node_lease import LEASE_NAMESPACE
+from app.controllers.node_lease import KUBELET_RENEW_INTERVAL, LEASE_NAMESPACE, renew_interval
 from app.controllers.owned import meta
 from app.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE
 
@@ -68,6 +70,12 @@ UNKNOWN_ON_LAPSE = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 LAPSED_REASON = "NodeStatusUnknown"
 LAPSED_MESSAGE = "Kubelet stopped posting node status."
 TICK = ""  # the key whose timer is the earliest lease deadline (no node has an empty name)
+
+
+def effective_grace(grace: timedelta, nodes: int) -> timedelta:
+    """The grace period for a cluster of ``nodes``: stretched as the simulated kubelet's renewal interval is
+    above 400 nodes (``node_lease.renew_interval``), so a lease renewed on time never lapses."""
+    return grace * max(1.0, renew_interval(nodes) / KUBELET_RENEW_INTERVAL)
 
 
 def _time(value: Any) -> datetime | None:
@@ -138,11 +146,13 @@ class NodeLifecycleController(ReconcileLoop[str]):
         self._grace = timedelta(seconds=grace_period)
         self._deadlines: DueQueue[str] = DueQueue()  # node -> when its lease lapses (one loop timer for all)
         self._first_seen: dict[str, datetime] = {}
+        self._nodes: set[str] = set()
         self._last_ready: dict[str, str | None] = {}  # the Ready status last seen, for the NodeNotReady event
 
     def reset(self) -> None:
         self._deadlines.clear()
         self._first_seen.clear()
+        self._nodes.clear()
         self._last_ready.clear()
 
     def observe(self, event_type: str, kind: str, obj: Obj) -> list[str]:
@@ -151,17 +161,19 @@ class NodeLifecycleController(ReconcileLoop[str]):
         if kind == "Lease":
             return [name] if m.get("namespace") == LEASE_NAMESPACE else []
         if event_type == DELETED:
+            self._nodes.discard(name)
             self._deadlines.discard(name)
             self._first_seen.pop(name, None)
             self._last_ready.pop(name, None)
             return []
+        self._nodes.add(name)
         return [name]
 
     def resync(self) -> list[str]:
-        names = [entry.name for entry in self.store.select("Node").items]
         for entry in self.store.select("Node").items:
+            self._nodes.add(entry.name)
             self._last_ready[entry.name] = ready_status(entry.obj)
-        return names
+        return sorted(self._nodes)
 
     def reconcile(self, name: str) -> None:
         if name == TICK:
@@ -191,7 +203,7 @@ class NodeLifecycleController(ReconcileLoop[str]):
             return node
         renewed = _time((lease.get("spec") or {}).get("renewTime"))
         probed = max(renewed, self._first_seen[name]) if renewed is not None else self._first_seen[name]
-        deadline = probed + self._grace
+        deadline = probed + effective_grace(self._grace, len(self._nodes))
         if now < deadline:
             self._deadlines.schedule(name, deadline)
             self._arm()
@@ -218,7 +230,7 @@ class NodeLifecycleController(ReconcileLoop[str]):
                     "lastTransitionTime": stamp,
                 }
             )
-        log.info("node %s: lease not renewed for %ss, status Unknown", name, int(self._grace.total_seconds()))
+        log.info("node %s: lease not renewed since %s, status Unknown", name, probed.isoformat())
         body = {"metadata": {"resourceVersion": meta(node).get("resourceVersion")}, "status": {"conditions": updated}}
         return self.store.patch("Node", None, name, body, "merge", subresource="status", manager=COMPONENT)
 

@@ -13,7 +13,7 @@ import pytest
 
 from app.cluster.store import ClusterStore
 from app.controllers.node_lease import LEASE_NAMESPACE, lease_for
-from app.controllers.node_lifecycle import NodeLifecycleController, reconciled_taints, wanted_taints
+from app.controllers.node_lifecycle import NodeLifecycleController, effective_grace, reconciled_taints, wanted_taints
 from tests.cluster.factories import node
 from tests.controllers.workloads import FakeClock
 
@@ -171,3 +171,9 @@ def test_after_a_restart_the_grace_period_counts_from_first_sight(store: Cluster
         assert sorted(taints(store, "n1"))[0] == ("node.kubernetes.io/unreachable", "NoExecute")
     finally:
         loop.stop()
+
+
+def test_the_grace_period_stretches_with_the_simulated_kubelets_renewal_interval() -> None:
+    grace = timedelta(seconds=GRACE)
+    assert effective_grace(grace, 10) == effective_grace(grace, 400) == grace  # renewals every 10 s
+    assert effective_grace(grace, 5000) == timedelta(seconds=GRACE * 12.5)  # renewals every 125 s
