@@ -1,5 +1,5 @@
 """The ``kss`` command: serve, kubeconfig, simulate, replay, compare, capacity, sweep, convert, export, import,
-reset, sync."""
+reset, node, sync."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
                "load a snapshot into the running simulator (--snapshot FILE); --kubeconfig PATH copies a cluster"),
     "reset": ("app.operations.cli", "add_reset_arguments", "run_reset",
               "put the running simulator back as it started (--empty: to an empty cluster); results cleared"),
+    "node": ("app.operations.cli", "add_node_arguments", "run_node",
+             "fail or heal a node of the running simulator (its Ready condition, as its kubelet would report it)"),
     "sync": ("syncer.__main__", "add_sync_arguments", "run_sync",
              "keep the simulator in step with a real cluster (read-only there)"),
 }  # fmt: skip

@@ -99,6 +99,25 @@ class Settings(BaseSettings):
         "end after their kss.sigs.k8s.io/run-duration annotation, and nodes keep heartbeat Leases in "
         "kube-node-lease; off leaves bound pods as they are.",
     )
+    node_monitor_grace_period: float = Field(
+        default=50.0,
+        gt=0,
+        description="Seconds a node's heartbeat Lease may go unrenewed before the node lifecycle controller marks "
+        "the node Unknown (kube-controller-manager's --node-monitor-grace-period); nodes without a Lease are left "
+        "as their status says.",
+    )
+    terminated_pod_gc_threshold: int = Field(
+        default=12500,
+        ge=0,
+        description="Succeeded and Failed pods kept before pod GC deletes the oldest (kube-controller-manager's "
+        "--terminated-pod-gc-threshold); 0 keeps them all.",
+    )
+    pod_gc_quarantine: float = Field(
+        default=40.0,
+        ge=0,
+        description="Seconds a node must be missing before pod GC deletes the pods bound to it (upstream's fixed "
+        "40 s quarantine; shorter for tests and demonstrations).",
+    )
     plugin_metrics_sample_percent: int = Field(
         default=10,
         ge=0,

@@ -170,7 +170,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.scheduler_enabled:
             scheduler.start()
         # What kube-controller-manager (and scheduler-plugins' controller) keep current on a real cluster.
-        controllers = ControllerManager(app.state.store, controllers=settings.controllers, kubelet=settings.kubelet)
+        controllers = ControllerManager(
+            app.state.store,
+            controllers=settings.controllers,
+            kubelet=settings.kubelet,
+            node_monitor_grace_period=settings.node_monitor_grace_period,
+            terminated_pod_gc_threshold=settings.terminated_pod_gc_threshold,
+            pod_gc_quarantine=settings.pod_gc_quarantine,
+        )
         app.state.controllers = controllers
         controllers.start()
         try:

@@ -278,7 +278,7 @@ class DeploymentController(DeploymentRollouts):
         if not create:
             return None
         collision = status.get("collisionCount") if isinstance(status.get("collisionCount"), int) else None
-        template = copy.deepcopy(du.template_of(d))
+        template = du.stored_template(du.template_of(d))
         pod_hash = du.compute_hash(template, collision)
         template.setdefault("metadata", {})["labels"] = {
             **(template["metadata"].get("labels") or {}),

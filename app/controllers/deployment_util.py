@@ -138,22 +138,41 @@ def _fnv32a(data: bytes) -> int:
     return h
 
 
+def _stored(value: Any) -> Any:
+    if isinstance(value, dict):
+        kept = {key: _stored(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item is not None and item != {} and item != []}
+    if isinstance(value, list):
+        return [_stored(item) for item in value]
+    return value
+
+
+def stored_template(template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The template as kube-apiserver's types see it: a field that is null, ``{}`` or ``[]`` is the field absent
+    (Go's zero value; ``Semantic.DeepEqual`` takes an empty map or slice for a nil one). ``kubectl rollout undo``
+    sends the old ReplicaSet's template as Go marshals it, with ``"creationTimestamp": null`` and
+    ``"resources": {}``; it must hash and compare as that ReplicaSet's, so the rollback scales it up again
+    instead of creating a copy. (Only a pointer to an empty struct, such as ``emptyDir: {}``, differs from its
+    absence, and in a valid template never where it could be the only difference.)"""
+    return dict(_stored(dict(template or {})))
+
+
 def compute_hash(template: Mapping[str, Any], collision_count: int | None) -> str:
     """``controller.ComputeHash``: FNV-32a of the template (plus the collision count, little-endian, when set),
     its decimal digits encoded in SafeEncodeString's alphabet.
 
     Upstream hashes Go's ``spew`` dump of the typed PodTemplateSpec, which Python cannot reproduce byte for byte;
-    this hashes the template's canonical JSON instead: stable across runs and restarts, of the same shape and
-    alphabet, but not the value a real cluster would give the same template.
+    this hashes the stored template's canonical JSON instead: stable across runs and restarts, of the same shape
+    and alphabet, but not the value a real cluster would give the same template.
     """
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(stored_template(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count is not None:
         data += (collision_count & 0xFFFFFFFF).to_bytes(8, "little")
     return "".join(_SAFE_ALPHABET[ord(ch) % len(_SAFE_ALPHABET)] for ch in str(_fnv32a(data)))
 
 
 def _without_hash(template: Mapping[str, Any] | None) -> dict[str, Any]:
-    t = copy.deepcopy(dict(template or {}))
+    t = stored_template(template)
     labels = (t.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(POD_TEMPLATE_HASH, None)

@@ -100,12 +100,14 @@ class KubeletController(ReconcileLoop[_Key]):
         self._runs: DueQueue[_Key] = DueQueue()
         self._waiting: dict[str, set[_Key]] = {}  # node -> bound pods waiting for it (missing, or no free address)
         self._warned: dict[str, set[str]] = {}  # pod uid -> reasons already reported by an Event
+        self._leaving: dict[_Key, list[str]] = {}  # pod -> addresses a reported pod took, until it has new ones
 
     def reset(self) -> None:
         self._addresses.clear()
         self._runs.clear()
         self._waiting.clear()
         self._warned.clear()
+        self._leaving.clear()
 
     # --- what changed ---------------------------------------------------------------------------------------
     def observe(self, event_type: str, kind: str, obj: Obj) -> list[_Key]:
@@ -122,6 +124,7 @@ class KubeletController(ReconcileLoop[_Key]):
         node = str(_spec(pod).get("nodeName") or "")
         if event_type == DELETED or is_terminated(pod) or not node:
             self._runs.discard(key)
+            self._leaving.pop(key, None)
             if event_type == DELETED:
                 self._warned.pop(str(pod["metadata"].get("uid") or ""), None)
             freed = self._addresses.release(key)
@@ -132,10 +135,11 @@ class KubeletController(ReconcileLoop[_Key]):
             return [] if is_deleting(pod) else [key]
         if phase != "Running":
             return []
+        displaced: list[_Key] = []
         if not _spec(pod).get("hostNetwork") and _pod_ips(pod):
-            self._addresses.record(key, node, _pod_ips(pod))
+            displaced = self._addresses.record(key, node, _pod_ips(pod))
         wants_end = key not in self._runs and RUN_DURATION_ANNOTATION in ((pod["metadata"].get("annotations")) or {})
-        return [key] if wants_end or _spec(pod).get("readinessGates") else []
+        return [key, *displaced] if wants_end or _spec(pod).get("readinessGates") else displaced
 
     def resync(self) -> list[_Key]:
         """Index the addresses of running pods; queue bound pending pods and running ones with a run to end."""
@@ -203,7 +207,10 @@ class KubeletController(ReconcileLoop[_Key]):
             self._schedule_end(key, self._at(now) + duration)
 
     def _check_run(self, key: _Key, pod: Obj) -> None:
-        """A running pod: keep Ready in step with its readiness gates; end its run when its time has come."""
+        """A running pod: a new address for one another pod took (``PodAddresses.record``); keep Ready in step
+        with its readiness gates; end its run when its time has come."""
+        if self._addresses.displaced(key) or key in self._leaving:
+            pod = self._readdress(key, pod)
         if _spec(pod).get("readinessGates"):
             conditions = ready_conditions(pod, self.timestamp())
             if conditions != (pod.get("status") or {}).get("conditions"):
@@ -226,6 +233,28 @@ class KubeletController(ReconcileLoop[_Key]):
         else:
             self._write_status(pod, finished_status(pod, phase=phase, code=code, now=now))
             log.debug("pod %s/%s: %s (exit code %d)", key[0], key[1], phase, code)
+
+    def _readdress(self, key: _Key, pod: Obj) -> Obj:
+        """Give ``pod`` free addresses on its node in place of those a reported pod took, and write them (again
+        after a failed write, as long as the status still shows the addresses it had to leave)."""
+        if self._addresses.displaced(key):
+            node_name = str(_spec(pod)["nodeName"])
+            try:
+                node = self.store.read("Node", None, node_name).obj
+            except NotFound:
+                return pod  # the node's pods go with it
+            if self._addresses.allocate(key, node_name, pod_ranges(node)) is None:
+                log.debug("pod %s/%s: its address is another pod's, and %s has no free one", *key, node_name)
+                return pod
+            self._leaving[key] = _pod_ips(pod)
+        ips = self._addresses.given(key)
+        if self._leaving.get(key) != _pod_ips(pod) or ips is None:
+            self._leaving.pop(key, None)  # the status moved on (a mirror's own addresses): nothing to write
+            return pod
+        status = {**(pod.get("status") or {}), "podIP": ips[0], "podIPs": [{"ip": ip} for ip in ips]}
+        written = self._write_status(pod, status)  # a conflict: the loop retries, and this writes them then
+        log.info("pod %s/%s: address %s taken by another pod, now %s", *key, self._leaving.pop(key), ips)
+        return written
 
     def _end_due_runs(self) -> None:
         """End the runs whose time has come, a bounded batch at a time."""

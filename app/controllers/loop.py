@@ -5,8 +5,9 @@ the listener only notes the change; the controller's own thread turns notes into
 (``observe``), keeps a queue in which a key waits once however many changes name it, and reconciles one key at a
 time (``reconcile``). ``resync`` queues every key at start, so a restart picks up where the cluster is (a
 reconcile is idempotent: it compares the world with what it wants and writes only the difference). A reconcile
-that raises is retried with exponential backoff (controller-runtime's rate-limited queue); one that asks to be
-looked at again later (``requeue_at``: a CronJob's next schedule, a pod's end of run) is, on the controller's clock.
+that raises is retried with exponential backoff (controller-runtime's rate-limited queue; a conflict or an object
+gone before the write is a normal race, logged without a traceback); one that asks to be looked at again later
+(``requeue_at``: a CronJob's next schedule, a pod's end of run) is, on the controller's clock.
 
 Controllers write through the store's verbs (create, patch with a resourceVersion, delete) as any client does;
 they never write from the listener.
@@ -22,7 +23,7 @@ from collections.abc import Callable, Hashable, Iterable
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-from app.cluster.errors import Conflict
+from app.cluster.errors import Conflict, NotFound
 from app.cluster.storage.store import ClusterStore, Obj
 
 log = logging.getLogger(__name__)
@@ -225,6 +226,10 @@ class ReconcileLoop(Generic[K]):
                 delay = min(self._retry_base * 2 ** min(failures - 1, 32), self._retry_max)
                 if isinstance(exc, Conflict):
                     log.info("%s %s: conflict, retried in %.3fs", self.name, key, delay)
+                elif isinstance(exc, NotFound):
+                    # An object gone between the read and the write (a delete with --cascade=orphan, a pod
+                    # evicted): a normal race, which the retry's fresh read settles.
+                    log.debug("%s %s: %s, retried in %.3fs", self.name, key, exc, delay)
                 else:
                     log.exception("%s %s: reconcile failed, retried in %.3fs", self.name, key, delay)
                 self._retry_at[key] = time.monotonic() + delay

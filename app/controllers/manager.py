@@ -10,15 +10,19 @@ from app.config import gate_enabled
 from app.controllers.cronjob import CronJobController
 from app.controllers.daemonset import DaemonSetController
 from app.controllers.deployment import DeploymentController
+from app.controllers.disruption import DisruptionController
 from app.controllers.garbage_collector import GarbageCollector
 from app.controllers.job import JobController
 from app.controllers.kubelet import KubeletController
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.node_lease import NodeLeaseController
+from app.controllers.node_lifecycle import NODE_MONITOR_GRACE_PERIOD, NodeLifecycleController
+from app.controllers.pod_gc import QUARANTINE_SECONDS, TERMINATED_POD_GC_THRESHOLD, PodGCController
 from app.controllers.podgroup import PodGroupController
 from app.controllers.replicaset import ReplicaSetController
 from app.controllers.resourceclaim import ResourceClaimController
 from app.controllers.statefulset import StatefulSetController
+from app.controllers.taint_eviction import TaintEvictionController
 from app.controllers.ttl_after_finished import TTLAfterFinishedController
 
 
@@ -26,10 +30,19 @@ class ControllerManager:
     """Every controller over one store; ``start``/``stop`` with the app, ``wait_idle`` for tests and tools."""
 
     def __init__(
-        self, store: ClusterStore, *, clock: Clock = utc_now, controllers: bool = True, kubelet: bool = True
+        self,
+        store: ClusterStore,
+        *,
+        clock: Clock = utc_now,
+        controllers: bool = True,
+        kubelet: bool = True,
+        node_monitor_grace_period: float = NODE_MONITOR_GRACE_PERIOD,
+        terminated_pod_gc_threshold: int = TERMINATED_POD_GC_THRESHOLD,
+        pod_gc_quarantine: float = QUARANTINE_SECONDS,
     ) -> None:
         """The controllers of a cluster, stopped: with ``controllers`` kube-controller-manager's (and the PodGroup
-        one), with ``kubelet`` the simulated kubelet and its node Leases (``KSS_CONTROLLERS``, ``KSS_KUBELET``)."""
+        one), with ``kubelet`` the simulated kubelet and its node Leases (``KSS_CONTROLLERS``, ``KSS_KUBELET``);
+        the other settings are the node lifecycle controller's and pod GC's (``app.config.Settings``)."""
         self.controllers: list[ReconcileLoop[Any]] = []
         if controllers:
             self.controllers += [
@@ -45,6 +58,17 @@ class ControllerManager:
                     GarbageCollector,
                     PodGroupController,
                 )
+            ]
+            self.controllers += [
+                NodeLifecycleController(store, clock=clock, grace_period=node_monitor_grace_period),
+                TaintEvictionController(store, clock=clock),
+                DisruptionController(store, clock=clock),
+                PodGCController(
+                    store,
+                    clock=clock,
+                    terminated_pod_gc_threshold=terminated_pod_gc_threshold,
+                    quarantine_seconds=pod_gc_quarantine,
+                ),
             ]
             # kube-controller-manager starts the resourceclaim controller only with DRA on.
             if gate_enabled(store.feature_gates, "DynamicResourceAllocation"):

@@ -10,10 +10,11 @@ next renewal, as the kubelet's would.
 How often: the kubelet renews every 10 s (a quarter of the duration). Here that holds up to
 ``renewals_per_second`` × 10 nodes (400 by default); above, the interval stretches so the whole cluster writes at
 most ``renewals_per_second`` renewals a second (5,000 nodes: every 125 s). Every renewal is a durable write and a
-watch event, and nothing in kss reads a lease's age (there is no node lifecycle controller to mark a node
-NotReady), so a large cluster's leases look older than a real one's rather than flooding the store and pushing
-other changes out of the watch window. Renewals are spread: a lease is next due one interval after its last
-renewal, and the stale leases found at start are renewed across the first interval, not all at once.
+watch event, so a large cluster's leases look older than a real one's rather than flooding the store and pushing
+other changes out of the watch window; the node lifecycle controller, which reads a lease's age, stretches its
+grace period in proportion (``node_lifecycle.effective_grace``). Renewals are spread: a lease is next due one
+interval after its last renewal, and the stale leases found at start are renewed across the first interval, not
+all at once.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@
   pod range gets a stable made-up one in 10.0.0.0/8 from its name (a /24, larger when the node takes more than
   250 pods). Two nodes' made-up ranges may coincide on a large cluster: addresses are unique on each node.
   ``hostNetwork`` pods take their node's IPs.
+- An address a pod reports (a pod mirrored from a source cluster, whose status says which address its CNI gave
+  it) wins over one this kubelet gave: the kubelet's pod holding it is given another, so addresses stay unique
+  on each node whichever came first. Two reported pods with one address (only after a restart of the kubelet,
+  which no longer knows which addresses it gave) are left as they are.
 """
 
 from __future__ import annotations
@@ -102,29 +106,51 @@ class PodAddresses:
         """Nothing known."""
         self._on_node: dict[str, dict[str, Key]] = {}  # node -> ip -> pod
         self._of: dict[Key, tuple[str, tuple[str, ...]]] = {}  # pod -> (node, ips)
+        self._given: set[Key] = set()  # pods holding addresses ``allocate`` gave them
 
     def clear(self) -> None:
         """Forget everything."""
         self._on_node.clear()
         self._of.clear()
+        self._given.clear()
 
     def holds(self, key: Key) -> bool:
         """Whether ``key`` holds addresses."""
         return key in self._of
 
-    def record(self, key: Key, node: str, ips: Sequence[str]) -> None:
-        """``key`` runs on ``node`` with ``ips`` (as its status says)."""
+    def record(self, key: Key, node: str, ips: Sequence[str]) -> list[Key]:
+        """``key`` runs on ``node`` with ``ips`` (as its status says). Returns the pods whose addresses
+        ``allocate`` gave and that lost one of them to ``key``: they need new ones (``displaced``)."""
         held = (node, tuple(ips))
         if self._of.get(key) == held:
-            return
+            return []
         self.release(key)
         self._of[key] = held
         taken = self._on_node.setdefault(node, {})
+        displaced: list[Key] = []
         for ip in ips:
+            holder = taken.get(ip)
+            if holder is not None and holder != key and holder in self._given and holder not in displaced:
+                displaced.append(holder)
             taken[ip] = key
+        return displaced
+
+    def displaced(self, key: Key) -> bool:
+        """Whether one of ``key``'s addresses is now another pod's (see ``record``)."""
+        held = self._of.get(key)
+        if held is None:
+            return False
+        taken = self._on_node.get(held[0], {})
+        return any(taken.get(ip) != key for ip in held[1])
+
+    def given(self, key: Key) -> list[str] | None:
+        """The addresses ``allocate`` gave ``key`` and it still holds, or None."""
+        held = self._of.get(key)
+        return list(held[1]) if held is not None and key in self._given else None
 
     def release(self, key: Key) -> str | None:
         """``key``'s addresses are free again; returns the node they were on."""
+        self._given.discard(key)
         held = self._of.pop(key, None)
         if held is None:
             return None
@@ -141,6 +167,7 @@ class PodAddresses:
         """The node is gone (its pods with it)."""
         for key in list(self._on_node.pop(node, {}).values()):
             self._of.pop(key, None)
+            self._given.discard(key)
 
     def allocate(self, key: Key, node: str, ranges: Sequence[Network]) -> list[str] | None:
         """The lowest free address of each range for ``key`` (recorded), or None when a range is full."""
@@ -153,4 +180,5 @@ class PodAddresses:
                 return None
             ips.append(str(ipaddress.ip_address(address)))
         self.record(key, node, ips)
+        self._given.add(key)
         return ips

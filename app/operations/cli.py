@@ -1,11 +1,12 @@
-"""``kss export``, ``kss import --snapshot`` and ``kss reset``: the operations API of a running simulator, from the
-shell."""
+"""``kss export``, ``kss import --snapshot``, ``kss reset`` and ``kss node``: the operations API of a running
+simulator (and a node's status, through the Kubernetes API), from the shell."""
 
 from __future__ import annotations
 
 import argparse
 import ssl
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -141,4 +142,53 @@ def run_reset(args: argparse.Namespace) -> int:
         f"{report['deleted']} deleted, {report['created']} created",
         file=sys.stderr,
     )
+    return 0
+
+
+# kss node: the Ready condition a node's kubelet would report (what `kubectl patch node --subresource status` does).
+NODE_REPORTS = {
+    "fail": ("False", "KubeletNotReady", "kss node fail: the node's kubelet reports NotReady"),
+    "unreachable": ("Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status."),
+    "heal": ("True", "KubeletReady", "kubelet is posting ready status"),
+}
+
+
+def add_node_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss node``."""
+    _add_server(parser)
+    parser.add_argument("action", choices=("fail", "heal"), help="fail: Ready False (or Unknown); heal: Ready True")
+    parser.add_argument("name", help="the node")
+    parser.add_argument(
+        "--unreachable", action="store_true", help="fail as a node that stopped reporting: Ready Unknown"
+    )
+
+
+def run_node(args: argparse.Namespace) -> int:
+    """Set a node's Ready condition through its status subresource; the node lifecycle controller then taints it
+    (not-ready / unreachable NoExecute) and the taint eviction controller moves its pods off after their
+    tolerations, as on a cluster."""
+    report = "unreachable" if args.action == "fail" and args.unreachable else args.action
+    status, reason, message = NODE_REPORTS[report]
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    condition = {
+        "type": "Ready",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    with _client(args) as client:
+        try:
+            response = client.patch(
+                f"/api/v1/nodes/{args.name}/status",
+                json={"status": {"conditions": [condition]}},
+                headers={"Content-Type": "application/strategic-merge-patch+json"},
+            )
+        except httpx.HTTPError as exc:
+            print(f"kss node: {exc}", file=sys.stderr)
+            return 1
+    if response.status_code != 200:
+        return _failed(response)
+    print(f"node/{args.name}: Ready {status} ({reason})", file=sys.stderr)
     return 0

@@ -11,8 +11,10 @@ import httpx
 from tests.cluster.factories import node, objects_of_every_kind, pod
 from tests.conftest import start_server
 
-# Acknowledged objects must come back byte for byte, so nothing else may change them.
-NO_SCHEDULER = {"KSS_SCHEDULER_ENABLED": "false"}
+# Acknowledged objects must come back byte for byte, so nothing else may change them: neither the scheduler nor
+# the controllers (the node lifecycle controller taints the cordoned node, the disruption controller writes the
+# PodDisruptionBudget's status).
+QUIET = {"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false"}
 
 URLS = {
     "Namespace": "/api/v1/namespaces",
@@ -30,7 +32,7 @@ URLS = {
 
 def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, backend_url: str) -> None:
     database_url = backend_url  # SQLite, and PostgreSQL when KSS_TEST_POSTGRES_URL is set
-    server = start_server(tmp_path, database_url, env=NO_SCHEDULER)
+    server = start_server(tmp_path, database_url, env=QUIET)
     acknowledged: dict[str, Any] = {}  # url -> last acknowledged body, or None when deleted
     try:
         with httpx.Client(base_url=server.url, timeout=10) as c:
@@ -73,7 +75,7 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, backend_url: str) ->
     finally:
         server.stop(kill=True)
 
-    restarted = start_server(tmp_path, database_url, env=NO_SCHEDULER)
+    restarted = start_server(tmp_path, database_url, env=QUIET)
     try:
         with httpx.Client(base_url=restarted.url, timeout=10) as c:
             for url, body in acknowledged.items():

@@ -7,6 +7,7 @@ rollout status)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import subprocess
 import threading
@@ -250,6 +251,31 @@ def test_rolling_update_with_max_surge_1_and_max_unavailable_0_step_by_step(
     assert first["metadata"]["annotations"][du.REVISION_HISTORY] == "1"
 
 
+def test_rollout_undo_with_a_null_creation_timestamp_reuses_the_old_replica_set(
+    store: ClusterStore, kcm: Controllers, clock: FakeClock
+) -> None:
+    store.create("Deployment", deployment("web", 2, LABELS))
+    kcm.settle()
+    set_image(store, "web", "registry.k8s.io/pause:3.9")
+    kcm.settle()
+    first, second = replica_sets(store)
+    # What kubectl rollout undo sends: the old ReplicaSet's template without the hash label, as Go marshals it.
+    template = copy.deepcopy(first["spec"]["template"])
+    del template["metadata"]["labels"][du.POD_TEMPLATE_HASH]
+    template["metadata"]["creationTimestamp"] = None
+    template["spec"]["containers"][0]["resources"] = {}
+    store.patch(
+        "Deployment", "default", "web", [{"op": "replace", "path": "/spec/template", "value": template}], "json"
+    )
+    kcm.settle()
+    assert [rs["metadata"]["name"] for rs in replica_sets(store)] == [
+        second["metadata"]["name"],
+        first["metadata"]["name"],
+    ]
+    assert get(store, "ReplicaSet", first["metadata"]["name"])["metadata"]["annotations"][du.REVISION] == "3"
+    assert du.compute_hash(template, None) == first["metadata"]["labels"][du.POD_TEMPLATE_HASH]
+
+
 def test_recreate_scales_the_old_replica_set_to_zero_before_the_new_one_exists(
     store: ClusterStore, kcm: Controllers, clock: FakeClock
 ) -> None:
@@ -459,6 +485,14 @@ def test_kubectl_apply_scale_and_rollout_status_against_a_live_app(tmp_path: Pat
         assert [line.split()[0] for line in history.strip().splitlines()[2:]] == ["1", "2"]
         rs_names = kubectl("get", "rs", "-l", "app=web", "-o", "name").split()
         assert len(rs_names) == 2
+        # kubectl sends the old template as Go marshals it ("creationTimestamp": null, "resources": {}): the first
+        # ReplicaSet comes back.
+        assert kubectl("rollout", "undo", "deployment/web").strip() == "deployment.apps/web rolled back"
+        out = kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+        assert out.strip().splitlines()[-1] == 'deployment "web" successfully rolled out'
+        history = kubectl("rollout", "history", "deployment/web")
+        assert [line.split()[0] for line in history.strip().splitlines()[2:]] == ["2", "3"]
+        assert sorted(kubectl("get", "rs", "-l", "app=web", "-o", "name").split()) == sorted(rs_names)
     finally:
         stop_kubelet.set()
         kubelet_thread.join(timeout=10)

@@ -283,6 +283,30 @@ def test_pod_ips_are_unique_on_a_node_and_freed_when_a_pod_goes(
     assert pod_ips(mem_store, ["next"]) == ["10.244.1.3"]  # ... but no longer holds it
 
 
+def test_an_address_a_mirrored_pod_reports_moves_the_kubelets_pod_holding_it(
+    mem_store: ClusterStore, kubelet: KubeletController
+) -> None:
+    mem_store.create("Node", a_node("n1", pod_cidr="10.244.1.0/24"))
+    kubelet.start()
+    for name in ("a", "b"):
+        mem_store.create("Pod", a_pod(name, node_name="n1"))
+    settle(kubelet)
+    assert pod_ips(mem_store, ["a", "b"]) == ["10.244.1.2", "10.244.1.3"]
+    # A pod mirrored from a source cluster: created bound (the kubelet starts it), then its source status
+    # written, with the address its CNI gave it there, one the kubelet gave "a".
+    mem_store.create("Pod", a_pod("mirrored", node_name="n1"))
+    settle(kubelet)
+    assert pod_ips(mem_store, ["mirrored"]) == ["10.244.1.4"]
+    source_status = {**status_of(mem_store, "mirrored"), "podIP": "10.244.1.2", "podIPs": [{"ip": "10.244.1.2"}]}
+    mem_store.merge_pod_status("default", "mirrored", source_status, resource_version=None, manager="kss-syncer")
+    settle(kubelet)
+    assert pod_ips(mem_store, ["mirrored", "a", "b"]) == ["10.244.1.2", "10.244.1.4", "10.244.1.3"]
+    assert status_of(mem_store, "a")["podIPs"] == [{"ip": "10.244.1.4"}]
+    mem_store.create("Pod", a_pod("c", node_name="n1"))
+    settle(kubelet)
+    assert pod_ips(mem_store, ["c"]) == ["10.244.1.5"]
+
+
 def test_addresses_known_at_start_are_not_handed_out_again(mem_store: ClusterStore, clock: Clock) -> None:
     mem_store.create("Node", a_node(pod_cidr="10.244.1.0/24"))
     first = KubeletController(mem_store, clock=clock)

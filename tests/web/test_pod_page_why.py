@@ -11,6 +11,7 @@ import httpx
 from fastapi import FastAPI
 
 from app.cluster.storage.store import ClusterStore
+from app.web.views.pending import _taint_obstacles
 from tests.web.conftest import node, pod, wait_for
 
 
@@ -160,3 +161,15 @@ async def test_a_full_pod_count_and_several_affinity_terms_are_named(
         "no node has that much free now"
     ]
     assert text_of(html, "obstacle") == ["1 of 1 node matches none of the 2 node affinity terms"]
+
+
+def test_a_cordoned_node_and_its_cordon_taint_count_once() -> None:
+    # The node lifecycle controller taints a cordoned node (as on a cluster): one obstacle, "cordoned".
+    cordoned = node("cordoned", unschedulable=True)
+    cordoned["spec"]["taints"] = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    tainted = node("tainted")
+    tainted["spec"] = {"taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]}
+    assert _taint_obstacles(pod("p"), [cordoned, tainted]) == [
+        "1 node is cordoned (unschedulable)",
+        "1 node has taint node.kubernetes.io/unschedulable:NoSchedule the pod does not tolerate",
+    ]

@@ -155,11 +155,16 @@ def _taint_obstacles(pod: Obj, nodes: Sequence[Obj]) -> list[str]:
     judged: dict[tuple[tuple[Any, Any, Any], ...], set[str]] = {}
     for node in nodes:
         spec = node.get("spec") or {}
-        if spec.get("unschedulable") and cordon_keeps_off:
+        unschedulable = bool(spec.get("unschedulable"))
+        if unschedulable and cordon_keeps_off:
             cordoned += 1
         taints = spec.get("taints")
         if not taints:
             continue
+        # A cordoned node also carries the cordon's taint (the node lifecycle controller's): counted once, as
+        # cordoned.
+        if unschedulable:
+            taints = [t for t in taints if (t.get("key"), t.get("effect")) != (CORDON_TAINT["key"], EFFECT_NO_SCHEDULE)]
         key = tuple((t.get("key"), t.get("value"), t.get("effect")) for t in taints)
         texts = judged.get(key)
         if texts is None:
