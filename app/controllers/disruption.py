@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import NotFound
+from app.cluster.storage.change_log import DELETED
 from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.loop import Clock, ReconcileLoop, utc_now
 from app.controllers.owned import Key, controller_ref, is_deleting, key_of, meta, pod_condition

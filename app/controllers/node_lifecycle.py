@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import NotFound
+from app.cluster.storage.change_log import DELETED
 from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.due import DueQueue
 from app.controllers.loop import Clock, ReconcileLoop, utc_now

@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import Conflict, NotFound
+from app.cluster.storage.change_log import DELETED
 from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.disruption_target import mark_disruption_target
 from app.controllers.due import DueQueue

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.cluster.change_log import DELETED
 from app.cluster.errors import NotFound
+from app.cluster.storage.change_log import DELETED
 from app.cluster.storage.store import ClusterStore, Obj
 from app.controllers.disruption_target import mark_disruption_target
 from app.controllers.due import DueQueue
