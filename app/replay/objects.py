@@ -10,8 +10,9 @@ NoExecute taint evicts the pods that do not tolerate it, after their tolerationS
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from app.kube.objects import Obj
 from app.replay import intake
 from app.replay.model import DELETED
 from app.replay.volumes import release_volume_of
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from app.replay.engine import Replay
 
 log = logging.getLogger("kss.replay")
-
-Obj = dict[str, Any]
 
 # Kinds in ClusterObjects' typed tables: (attribute, namespaced, the queue event an add or update raises).
 _TABLES: dict[str, tuple[str, bool, str | None]] = {

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.kube.labels import NodeSelector
+from app.kube.objects import Obj
 
-Obj = dict[str, Any]
 # A device by driver, pool and name, as allocation results name it.
 DeviceKey = tuple[str, str, str]
 

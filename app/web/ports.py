@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-Obj = dict[str, Any]
+from app.kube.objects import Obj
+
 # One profile (scheduler name) with, per extension point, its plugins in run order and their score weights.
 ProfilePlugins = tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from app.kube.objects import Obj
 from app.web.allocation import Allocations
 from app.web.formatting import CPU, MEMORY, PODS, Bar, Page, make_bar, paginate, resource_bars
 from app.web.page_sources import WebService
 from app.web.ports import ResourceAmounts, StoredEntry
 from app.web.views.node_map import BAND_LEVELS, NodeCell, NodeMap, amounts, node_cell, node_map, resource_names, share
-
-Obj = dict[str, Any]
 
 NODE_POD_PREVIEW = 6
 NODE_PAGE_SIZE = 25  # node rows are tall; the overview above shows every node

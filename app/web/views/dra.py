@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.cluster.errors import ApiError
+from app.kube.objects import Obj
 from app.web.dra_devices import (
     Holder,
     NodeDevice,
@@ -26,7 +27,6 @@ from app.web.formatting import to_yaml
 from app.web.ports import DraRequestExplanation, SchedulerView, Store
 from app.web.views.events import events_for
 
-Obj = dict[str, Any]
 DRA_PLUGIN = "DynamicResources"
 # Nodes explained on one attempt: the explanation reads every device of each node, the matrix page holds 50 rows.
 MAX_EXPLAINED_NODES = 20

@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from app.kube.objects import Obj
 from app.web.formatting import Page, duration_text, paginate, to_yaml
 from app.web.page_sources import WebService
 from app.web.pod_index import PodRow
 from app.web.ports import Results, SchedulerView, Store, WaitingPodRow
-
-Obj = dict[str, Any]
 
 POD_GROUP = "PodGroup"
 WORKLOAD = "Workload"

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.kube.labels import NodeSelectorTerm, RequiredNodeAffinity
+from app.kube.objects import Obj
 from app.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, tolerations_tolerate_taint
 from app.web.formatting import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, cores, human_bytes
 from app.web.ports import ResourceAmounts, StoredEntry
 
-Obj = dict[str, Any]
 # NodeUnschedulable's taint: a cordoned node keeps off pods that do not tolerate it.
 CORDON_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": EFFECT_NO_SCHEDULE}
 _KEEPS_OFF = (EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE)

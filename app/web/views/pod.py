@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.cluster.errors import ApiError
+from app.kube.objects import Obj
 from app.web.formatting import duration_text, to_yaml
 from app.web.page_sources import WebService
 from app.web.pod_index import PodRow, pod_row
@@ -13,8 +14,6 @@ from app.web.ports import Results, WaitingPodRow
 from app.web.views.dra import DraRejection, PodClaimRow, dra_rejections, pod_claims
 from app.web.views.events import events_for
 from app.web.views.pending import PendingDiagnosis, why_pending
-
-Obj = dict[str, Any]
 
 MATRIX_PAGE_SIZE = 50
 # Annotation values longer than this are elided on the pod page (the per-node result annotations of a

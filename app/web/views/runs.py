@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app.kube.objects import Obj
 from app.web.formatting import Page, duration_text, paginate
-from app.web.ports import Obj, Runs
+from app.web.ports import Runs
 from app.web.views.pod import AttemptView, attempt_view
 
 RUN_PODS_PAGE_SIZE = 50
