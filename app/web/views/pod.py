@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.cluster.errors import ApiError
-from app.kube.objects import Obj
+from app.kube.objects import Obj, metadata_of
 from app.web.formatting import duration_text, to_yaml
 from app.web.page_sources import WebService
 from app.web.pod_index import PodRow, pod_row
@@ -125,7 +125,7 @@ class PodDetail:
 
 
 def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
-    meta = pod.get("metadata") or {}
+    meta = metadata_of(pod)
     annotations = meta.get("annotations") or {}
     elided = 0
     short: dict[str, Any] = {}
