@@ -25,20 +25,19 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
 from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
 from syncer.kube import ApiProblem, NotFound, Page, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
+from syncer.objects import Obj
 from syncer.ordering import running_first
 from syncer.progress import Progress
 from syncer.sink import ADDED, Event, Sink
 
 log = logging.getLogger("kss.syncer")
 
-Obj = dict[str, Any]
 # Pages sent and not yet answered: one being written by the simulator, the next one waiting behind it.
 PAGES_IN_FLIGHT = 2
 

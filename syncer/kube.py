@@ -24,8 +24,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from syncer.kinds import Kind
+from syncer.objects import Obj
 
-Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 Objs = list[Obj]  # an alias: inside the API classes ``list`` names their method
 # The simulator's bulk create (``mode=create`` of its snapshot import): a page of objects per request.

@@ -34,9 +34,9 @@ import orjson
 
 from syncer import translate
 from syncer.kinds import Kind
+from syncer.objects import Obj
 from syncer.sink import ADDED, DELETED, MODIFIED, SYNCED, Event
 
-Obj = dict[str, Any]
 log = logging.getLogger("kss.syncer")
 
 API_VERSION = "kss.sigs.k8s.io/v1alpha1"  # app.replay.workload.API_VERSION

@@ -14,19 +14,18 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any
 
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
 from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
 from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
+from syncer.objects import Obj
 from syncer.recording import Recorder
 from syncer.sink import Event, Sink, Stopped
 from syncer.state import MirrorState
 from syncer.watch import Watcher, start_thread
 
-Obj = dict[str, Any]
 log = logging.getLogger("kss.syncer")
 
 

@@ -13,16 +13,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from syncer import translate
 from syncer.backoff import Backoff
 from syncer.kinds import BY_NAME, JOB, POD, PVC, RESOURCE_CLAIM, Kind
 from syncer.kube import AlreadyExists, ApiProblem, Conflict, NotFound, Rejected, TargetApi, Unavailable
 from syncer.metrics import Metrics
+from syncer.objects import Obj
 from syncer.state import Mirror, MirrorState
 
-Obj = dict[str, Any]
 log = logging.getLogger("kss.syncer")
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"

@@ -13,9 +13,8 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-Obj = dict[str, Any]
+from syncer.objects import Obj
 
 
 @dataclass(slots=True)

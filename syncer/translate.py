@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from syncer.kinds import Kind
+from syncer.objects import Obj
 
-Obj = dict[str, Any]
 # Looks up the simulator's uid of a PVC by namespace and name (None if the simulator has no such PVC).
 PvcUid = Callable[[str, str], str | None]
 

@@ -16,17 +16,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from syncer import translate
 from syncer.backoff import Backoff
 from syncer.kinds import Kind
 from syncer.kube import ApiProblem, Gone, Inactive, SourceApi, Unavailable
 from syncer.metrics import Metrics
+from syncer.objects import Obj
 from syncer.ordering import waits_for_running_pods
 from syncer.sink import ADDED, DELETED, MODIFIED, SYNCED, Event
 
-Obj = dict[str, Any]
 log = logging.getLogger("kss.syncer")
 
 

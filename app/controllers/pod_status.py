@@ -17,8 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from app.cluster.admission.defaults.core import qos_class
-
-Obj = dict[str, Any]
+from app.kube.objects import Obj
 
 RUN_DURATION_ANNOTATION = "kss.sigs.k8s.io/run-duration"
 EXIT_CODE_ANNOTATION = "kss.sigs.k8s.io/exit-code"

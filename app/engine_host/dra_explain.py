@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.kube.labels import NodeSelector
+from app.kube.objects import Obj
 from app.scheduler.dra.allocated import DeviceID
 from app.web.dra_devices import NodeDevice, devices_on_node, pod_claim_refs
 from app.web.ports import DraRequestExplanation
-
-Obj = dict[str, Any]
 
 
 @dataclass(slots=True)

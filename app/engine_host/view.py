@@ -7,10 +7,10 @@ never reads the engine's cache, ``NodeInfo`` or ``Resource`` and never catches t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from app.engine_host.dra_explain import DraListers, explain_on_node
 from app.engine_host.scheduler_thread import SchedulerService
+from app.kube.objects import Obj
 from app.scheduler.dra.dra_manager import ClaimNotFound, dra_manager_for
 from app.scheduler.kube_scheduler_configuration import ConfigError
 from app.scheduler.plugins import out_of_tree
@@ -23,8 +23,6 @@ from app.web.ports import (
     ResourceAmounts,
     WaitingPodRow,
 )
-
-Obj = dict[str, Any]
 
 
 def amounts(resource: Resource) -> ResourceAmounts:

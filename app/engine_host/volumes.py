@@ -9,15 +9,15 @@ PreBind performs their work at once: `kubectl get pv,pvc` shows what a cluster w
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol
+from typing import Protocol
+
+from app.kube.objects import Obj
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-
-Obj = dict[str, Any]
 
 
 class VolumeStore(Protocol):

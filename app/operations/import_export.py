@@ -18,21 +18,19 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, required
 from app.cluster.kinds.registry import KINDS
 from app.cluster.storage.store import ClusterStore
 from app.config import Settings
 from app.engine_host.scheduler_thread import SchedulerService
+from app.kube.objects import Obj
 from app.operations import snapshot
 from app.operations.snapshot import Item
 from app.results.attempts import ResultsService
 from app.scheduler.kube_scheduler_configuration import ConfigError
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 # Kinds whose status the server resets on create, so an import carries the snapshot's over (a Pod's only
 # while it stays bound); on replacing an existing object, a Node's status too (capacity, allocatable).

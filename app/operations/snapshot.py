@@ -14,8 +14,7 @@ import yaml
 
 from app.cluster.errors import BadRequest, Cause, invalid
 from app.cluster.kinds.registry import BY_KIND
-
-Obj = dict[str, Any]
+from app.kube.objects import Obj
 
 # kube-scheduler-simulator's ResourcesForSnap keys (and ours for kinds it does not carry). Leases are left out: a
 # node's heartbeat is runtime state its kubelet renews, not part of what the cluster is.

@@ -18,6 +18,7 @@ import orjson
 import yaml
 
 from app.config import Settings, check_feature_gates, parse_feature_gates
+from app.kube.objects import Obj
 from app.replay.engine import Replay
 from app.replay.live_cli import add_live_arguments, run_live, wants_live
 from app.replay.metrics import Metrics, summarize
@@ -32,8 +33,6 @@ from app.scheduler.plugins import PluginLoadError, load_plugin_modules
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 POD_LISTS = ("default", "gpuspec33", "multigpu50")
 FORMS = ("extended", "dra")
-
-Obj = dict[str, Any]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -19,13 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from app.kube.objects import Obj
 from app.replay.fragmentation import MILLI, TaskShape
 from app.scheduler.dra.allocated import DeviceID
 from app.scheduler.dra.dra_manager import RESOURCE_SLICE, dra_manager_for
 from app.scheduler.framework import ClusterObjects
 from app.scheduler.resources import calculate_pod_resource
-
-Obj = dict[str, Any]
 
 MODEL_LABELS = ("nvidia.com/gpu.product", "alibabacloud.com/gpu-card-model")
 GPU_SPEC_ANNOTATION = "trace.kss.sigs.k8s.io/gpu-spec"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
 
 import orjson
 
@@ -23,11 +22,10 @@ from app.cluster.admission.defaults.core import (
     prepare_pod_create,
     prepare_pvc_create,
 )
+from app.kube.objects import Obj
 from app.scheduler.framework import ClusterObjects
 from app.scheduler.nodeinfo import PodInfo
 from app.simulation.alibaba_v2023 import generated_claim_name
-
-Obj = dict[str, Any]
 
 _UID_NAMESPACE = uuid.UUID("6f1c1c52-5b8e-4c4e-9d35-8a2d8e1b7a10")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet (no vowels, no 0/1/3)

@@ -32,7 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from app.replay.live_api import SERVER_MANAGED, ApiError, Obj, Target, list_pods, watch_pods
+from app.kube.objects import Obj
+from app.replay.live_api import SERVER_MANAGED, ApiError, Target, list_pods, watch_pods
 from app.replay.workload import RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
 
 KUBELET_RUN_DURATION = "kss.sigs.k8s.io/run-duration"

@@ -18,7 +18,7 @@ import orjson
 from kubernetes.client import Configuration
 from kubernetes.config.kube_config import load_kube_config
 
-Obj = dict[str, Any]
+from app.kube.objects import Obj
 
 TIMEOUT = httpx.Timeout(120.0, connect=10.0)
 # Fields the server owns: a snapshot's values would be refused on create (resourceVersion) or mean nothing there.

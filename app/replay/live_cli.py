@@ -15,7 +15,7 @@ from app.replay.sources import load_source
 from app.replay.workload import TimedWorkload, WorkloadError, parse_duration
 
 if TYPE_CHECKING:
-    from app.replay.live_api import Obj
+    from app.kube.objects import Obj
 
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 # kss replay's options that only an offline run honours

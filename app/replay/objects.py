@@ -9,8 +9,9 @@ pods (PodGC); a NoExecute taint evicts the pods that do not tolerate it, after t
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from app.kube.objects import Obj
 from app.replay import intake
 from app.replay.model import DELETED
 from app.replay.volumes import release_volume_of
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from app.replay.engine import Replay
 
 log = logging.getLogger("kss.replay")
-
-Obj = dict[str, Any]
 
 
 class ObjectIntake:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from app.kube.objects import Obj
 from app.replay.metrics import Metrics, summarize
 from app.replay.model import PodRecord, ReplayResult
 from app.replay.report import render_report
@@ -23,8 +24,6 @@ POD_COLUMNS = (
     "preemptions", "finished", "outcome", "lastMessage",
 )  # fmt: skip
 FILES = ("summary.json", "pods.csv", "timeseries.csv", "report.html")
-
-Obj = dict[str, Any]
 
 
 def _time(value: float | None) -> float | str:

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 import orjson
 
+from app.kube.objects import Obj
 from app.package_data import STATIC_DIR, TEMPLATES_DIR
 
 UPLOT_VERSION = "1.6.32"
@@ -22,8 +23,6 @@ CHARTS_SCRIPT = STATIC_DIR / "replay-charts.js"
 TEMPLATE_DIR = TEMPLATES_DIR / "replay"
 NEVER_SCHEDULED_SHOWN = 200
 FIRST_RESOURCES = ("cpu", "memory", "gpu", "pods", "ephemeral-storage")
-
-Obj = dict[str, Any]
 
 
 def chart_run(name: str, timeseries: Sequence[Mapping[str, Any]], pod_rows: Sequence[Mapping[str, Any]]) -> Obj:

@@ -15,6 +15,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from app.engine_host import volumes
+from app.kube.objects import Obj
 from app.replay import intake
 from app.scheduler import queue as q
 from app.scheduler.framework import Code, Status
@@ -22,8 +23,6 @@ from app.scheduler.nodeinfo import PodInfo
 
 if TYPE_CHECKING:
     from app.replay.engine import Replay
-
-Obj = dict[str, Any]
 
 
 class ReplayVolumeStore:

@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from app.cluster.errors import BadRequest
+from app.kube.objects import Obj
 from app.operations.snapshot import SNAPSHOT_KINDS, load_documents
 
 API_VERSION = "kss.sigs.k8s.io/v1alpha1"
@@ -50,8 +51,6 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-
-Obj = dict[str, Any]
 
 
 class WorkloadError(ValueError):

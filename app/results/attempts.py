@@ -25,11 +25,10 @@ from app.results.repository import ResultsRepository
 from app.results.rows import SessionFactory, attempt_row, resolve_selected, write_rows, write_rows_on
 from app.results.shared_commit import SharedCommit
 from app.scheduler.record import Attempt
+from app.web.ports import ATTEMPT_SORTS, AttemptDetail, AttemptQuery, AttemptSummary, MatrixRow
 
-SORT_KEYS = ("total", "name", "failing")
 
-
-def _summary(row: SchedulingAttempt) -> dict[str, Any]:
+def _summary(row: SchedulingAttempt) -> AttemptSummary:
     details = json.loads(row.details)
     return {
         "attempt": row.attempt,
@@ -221,7 +220,7 @@ class ResultsService:
         write_rows(self._session_scope, rows, self.max_attempts_per_pod)
 
     # --- reading --------------------------------------------------------------------------------
-    def list_attempts(self, namespace: str, pod_name: str, *, run_id: int | None = None) -> list[dict[str, Any]]:
+    def list_attempts(self, namespace: str, pod_name: str, *, run_id: int | None = None) -> list[AttemptSummary]:
         """A pod's attempts (in the live cluster, or in replay run ``run_id``), newest first, with outcome and
         summary."""
         with self._session_scope() as session:
@@ -237,25 +236,21 @@ class ResultsService:
         namespace: str,
         pod_name: str,
         attempt: int,
+        query: AttemptQuery = AttemptQuery(),
         *,
-        page: int = 1,
-        page_size: int = 100,
-        sort: str = "total",
-        node: str | None = None,
-        plugin: str | None = None,
-        top: int = 10,
         run_id: int | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> AttemptDetail | None:
         """One attempt in full (of the live cluster, or of replay run ``run_id``); the node rows of its matrices
-        paged, sorted and filtered."""
+        paged, sorted and filtered as ``query`` asks."""
         with self._session_scope() as session:
             row = ResultsRepository(session).get(namespace, pod_name, attempt, run_id=run_id)
             if row is None:
                 return None
             summary = _summary(row)
             details, matrices = self._decoded(row)
-        if sort not in SORT_KEYS:
-            raise ValueError(f"sort must be one of {', '.join(SORT_KEYS)}")
+        sort, node, plugin = query.sort, query.node, query.plugin
+        if sort not in ATTEMPT_SORTS:
+            raise ValueError(f"sort must be one of {', '.join(ATTEMPT_SORTS)}")
         nodes = sorted(set(matrices["filter"]) | set(matrices["total"]))
         if node:
             nodes = [n for n in nodes if node in n]
@@ -273,10 +268,10 @@ class ResultsService:
             nodes.sort(key=lambda n: (matrices["stoppedAt"].get(n) is None, matrices["stoppedAt"].get(n, ""), n))
         tie = _tie(details, totals, row.bound_to)
         shared = tie.shared
-        page = max(page, 1)
-        page_size = max(1, min(page_size, 1000))
+        page = max(query.page, 1)
+        page_size = max(1, min(query.page_size, 1000))
         window = nodes[(page - 1) * page_size : page * page_size]
-        rows = [
+        rows: list[MatrixRow] = [
             {
                 "node": n,
                 "filter": matrices["filter"].get(n, {}),
@@ -291,7 +286,7 @@ class ResultsService:
             }
             for n in window
         ]
-        ranked = sorted(totals, key=lambda n: (-totals[n], n))[:top]
+        ranked = sorted(totals, key=lambda n: (-totals[n], n))[: query.top]
         return {
             **summary,
             "pod": f"{namespace}/{pod_name}",

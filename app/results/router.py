@@ -8,9 +8,10 @@ from fastapi import APIRouter, Query, Request
 
 from app.cluster.errors import ApiError, BadRequest, NotFound
 from app.cluster.storage.store import ClusterStore
-from app.results.attempts import SORT_KEYS, ResultsService
+from app.results.attempts import ResultsService
 from app.results.schemas import AttemptDetail, AttemptList, Cleared
 from app.state import state_accessor
+from app.web.ports import ATTEMPT_SORTS, AttemptQuery
 
 router = APIRouter(prefix="/simulator/v1", tags=["results"])
 
@@ -51,19 +52,18 @@ def get_result(
     request: Request,
     page: Annotated[int, Query(ge=1)] = 1,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=1000)] = 100,
-    sort: Annotated[str, Query(description=f"one of {', '.join(SORT_KEYS)}")] = "total",
+    sort: Annotated[str, Query(description=f"one of {', '.join(ATTEMPT_SORTS)}")] = "total",
     node: Annotated[str | None, Query(description="only nodes whose name contains this")] = None,
     plugin: Annotated[str | None, Query(description="only nodes this filter plugin rejected")] = None,
     top: Annotated[int, Query(ge=0, le=100)] = 10,
 ) -> AttemptDetail:
     """One attempt in full: statuses per extension point, and the filter/score matrix paged and sorted."""
-    if sort not in SORT_KEYS:
-        raise BadRequest(f"sort must be one of {', '.join(SORT_KEYS)}")
+    if sort not in ATTEMPT_SORTS:
+        raise BadRequest(f"sort must be one of {', '.join(ATTEMPT_SORTS)}")
     service = _service(request)
     service.flush()
-    found = service.get_attempt(
-        namespace, name, attempt, page=page, page_size=page_size, sort=sort, node=node, plugin=plugin, top=top
-    )
+    query = AttemptQuery(page=page, page_size=page_size, sort=sort, node=node, plugin=plugin, top=top)
+    found = service.get_attempt(namespace, name, attempt, query)
     if found is None:
         if not service.list_attempts(namespace, name) and (missing := _pod_not_found(request, namespace, name)):
             raise missing

@@ -21,6 +21,7 @@ from app.results.attempts import ResultsService
 from app.results.models import ReplayRun
 from app.results.repository import ResultsRepository
 from app.results.rows import SessionFactory
+from app.web.ports import AttemptDetail, AttemptQuery, AttemptSummary
 
 RUNNING, DONE, FAILED = "running", "done", "failed"
 _ZSTD_LEVEL = 6  # written once, read on every run page: small beats fast
@@ -191,7 +192,7 @@ class RunsService:
         """Attempts recorded per (namespace, pod name) in the run."""
         return self._attempts.attempt_counts(run_id=run_id)
 
-    def list_attempts(self, run_id: int, namespace: str, pod_name: str) -> list[dict[str, Any]]:
+    def list_attempts(self, run_id: int, namespace: str, pod_name: str) -> list[AttemptSummary]:
         """A pod's attempts in the run, newest first (as ``ResultsService.list_attempts``)."""
         return self._attempts.list_attempts(namespace, pod_name, run_id=run_id)
 
@@ -201,24 +202,7 @@ class RunsService:
         namespace: str,
         pod_name: str,
         attempt: int,
-        *,
-        page: int = 1,
-        page_size: int = 100,
-        sort: str = "total",
-        node: str | None = None,
-        plugin: str | None = None,
-        top: int = 10,
-    ) -> dict[str, Any] | None:
+        query: AttemptQuery = AttemptQuery(),
+    ) -> AttemptDetail | None:
         """One attempt of the run in full (as ``ResultsService.get_attempt``)."""
-        return self._attempts.get_attempt(
-            namespace,
-            pod_name,
-            attempt,
-            page=page,
-            page_size=page_size,
-            sort=sort,
-            node=node,
-            plugin=plugin,
-            top=top,
-            run_id=run_id,
-        )
+        return self._attempts.get_attempt(namespace, pod_name, attempt, query, run_id=run_id)

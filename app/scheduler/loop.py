@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from app.config import gate_enabled
+from app.kube.objects import Obj
 from app.scheduler import queue as q
 from app.scheduler.binding_cycle import Settled
 from app.scheduler.cache import SchedulerCache
@@ -34,8 +35,6 @@ from app.scheduler.record import Attempt
 from app.scheduler.resources import Resource
 from app.scheduler.runtime import Framework
 from app.scheduler.waiting import WaitingPods
-
-Obj = dict[str, Any]
 
 # Kinds kept in ClusterObjects' tables: (attribute, namespaced, the queue event an add or update raises).
 _TABLES: dict[str, tuple[str, bool, str | None]] = {

@@ -12,9 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from app.kube.objects import Obj
 from app.kube.quantity import QuantityError, parse_quantity
-
-Obj = dict[str, Any]
 
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"

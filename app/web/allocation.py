@@ -7,12 +7,10 @@ summed from the pods in the store, with each node's allocatable parsed once per 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
+from app.kube.objects import Obj
 from app.web.pod_index import PodSnapshot
 from app.web.ports import NodeAllocation, ResourceAmounts, SchedulerView, StoredEntry
-
-Obj = dict[str, Any]
 
 
 class NodeAllocatables:

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.kube.labels import NodeSelector
+from app.kube.objects import Obj, metadata_of
 
-Obj = dict[str, Any]
 # A device by driver, pool and name, as allocation results name it.
 DeviceKey = tuple[str, str, str]
 
 
 def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return str(metadata_of(obj).get("name") or "")
 
 
 def _serves(node: Mapping[str, Any], node_name: Any, all_nodes: Any, selector: Any) -> tuple[bool, str]:
@@ -85,7 +85,7 @@ def device_holders(claims: Iterable[Mapping[str, Any]]) -> dict[DeviceKey, list[
     """For every device named in a claim's ``status.allocation.devices.results``, the claims holding it."""
     holders: dict[DeviceKey, list[Holder]] = {}
     for claim in claims:
-        meta = claim.get("metadata") or {}
+        meta = metadata_of(claim)
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         allocation = (claim.get("status") or {}).get("allocation") or {}
         for r in (allocation.get("devices") or {}).get("results") or []:

@@ -1,6 +1,7 @@
 """HTML routes of Dynamic Resource Allocation: the DRA overview and one ResourceClaim (``app.web.views.dra``).
 
-Kept apart from ``app.web.router`` (already long); rendering, the service and the page context come from there.
+Kept apart from ``app.web.router`` (already long); rendering, the service and the page context come from
+``app.web.rendering``.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.web.router import _base, _not_found, hx_target, render, web
+from app.web.rendering import base_context, hx_target, not_found, render, web
 from app.web.views.dra import claim_view, dra_view
 
 router = APIRouter(include_in_schema=False)
@@ -19,7 +20,7 @@ def dra_page(request: Request) -> HTMLResponse:
     """Device classes, each node's devices (taken of total), ResourceClaims and their templates."""
     service = web(request)
     view = dra_view(service.store)
-    ctx = {**_base(request, service, view.resource_version, "dra"), "view": view}
+    ctx = {**base_context(request, service, view.resource_version, "dra"), "view": view}
     if hx_target(request) == "dra-body":
         return render("components/dra_body.html", **ctx)
     return render("pages/dra.html", **ctx)
@@ -31,8 +32,8 @@ def claim_page(request: Request, namespace: str, name: str) -> HTMLResponse:
     service = web(request)
     claim = claim_view(service.store, namespace, name)
     if claim is None:
-        return _not_found(request, service, f'resourceclaim "{namespace}/{name}"')
-    ctx = {**_base(request, service, claim.resource_version, "dra"), "claim": claim}
+        return not_found(request, service, f'resourceclaim "{namespace}/{name}"')
+    ctx = {**base_context(request, service, claim.resource_version, "dra"), "claim": claim}
     if hx_target(request) == "claim-body":
         return render("components/claim_body.html", **ctx)
     return render("pages/claim.html", **ctx)

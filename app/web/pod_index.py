@@ -11,12 +11,11 @@ import time
 from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.cluster.errors import ApiError
+from app.kube.objects import Obj
 from app.web.ports import ResourceAmounts, Store
 
-Obj = dict[str, Any]
 # What a pod adds to its node's requested resources (``SchedulerView.pod_requests``).
 RequestsOf = Callable[[Obj], ResourceAmounts]
 

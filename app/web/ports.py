@@ -4,17 +4,19 @@
 ``app.results.attempts`` or ``app.operations.import_export``: those modules pull in SQLAlchemy, and the import contract
 keeps the web layer free of it even indirectly. The scheduler is read through ``SchedulerView``, which answers
 plain data (``app.engine_host.view.EngineView`` implements it over the scheduler service), so the pages never
-see the engine's cache, ``NodeInfo`` or ``Resource``. The real classes satisfy these protocols (tests/web checks
-it against the running app).
+see the engine's cache, ``NodeInfo`` or ``Resource``. Recorded attempts are read through ``Results`` and ``Runs``
+with an ``AttemptQuery`` and come back as ``AttemptDetail``: the results room, above this one, builds these types.
+The real classes satisfy these protocols (tests/web checks it against the running app).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
-Obj = dict[str, Any]
+from app.kube.objects import Obj
+
 # One profile (scheduler name) with, per extension point, its plugins in run order and their score weights.
 ProfilePlugins = tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]
 
@@ -89,28 +91,114 @@ class Store(Protocol):
     def remove_waker(self, wake: Callable[[], None]) -> None: ...
 
 
+ATTEMPT_SORTS = ("total", "name", "failing")  # the orders an attempt's node rows can be read in
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptQuery:
+    """Which of an attempt's node rows to read (one page of the filter/score matrix, sorted and filtered) and how
+    many of the best-scoring nodes to list."""
+
+    page: int = 1
+    page_size: int = 100
+    sort: str = "total"  # one of ATTEMPT_SORTS
+    node: str | None = None  # only the nodes whose name contains this
+    plugin: str | None = None  # only the nodes this filter plugin rejected (or stopped at)
+    top: int = 10  # best-scoring nodes listed in ``topNodes``
+
+
+class AttemptSummary(TypedDict):
+    """One recorded scheduling attempt of a pod, as ``Results.list_attempts`` lists it."""
+
+    attempt: int
+    cycle: int
+    profile: str
+    startedAt: float  # unix time the cycle started
+    durationSeconds: float
+    queuedSeconds: float
+    result: str  # scheduled, unschedulable or error
+    boundTo: str | None
+    boundBy: str | None  # score, single-feasible or nominated-node
+    nominatedNode: str | None
+    message: str
+    nodes: int
+    feasibleNodes: int
+    rejections: dict[str, dict[str, int]]  # plugin -> reason -> nodes, at the plugin where the filters stopped
+
+
+class MatrixRow(TypedDict):
+    """One node of an attempt: each filter plugin's verdict, where the filters stopped, and its scores."""
+
+    node: str
+    filter: dict[str, str]
+    stoppedAt: str | None
+    unresolvable: list[str]
+    score: dict[str, int] | None
+    normalizedScore: dict[str, int] | None
+    finalScore: dict[str, int] | None
+    total: int | None
+    selected: bool
+    tied: bool
+
+
+class AttemptMatrix(TypedDict):
+    """The page of node rows an ``AttemptQuery`` asked for."""
+
+    page: int
+    pageSize: int
+    totalRows: int
+    sort: str
+    rows: list[MatrixRow]
+
+
+class TopNode(TypedDict):
+    node: str
+    total: int
+    finalScore: dict[str, int]
+
+
+class AttemptDetail(AttemptSummary):
+    """One attempt in full, as ``Results.get_attempt`` hands it over: the statuses of every extension point and the
+    matrix page asked for (the results API answers the same dict, validated by ``app.results.schemas``)."""
+
+    pod: str  # namespace/name
+    prefilter: dict[str, str] | None
+    prefilterStatus: str | None
+    prefilterNodes: list[str] | None
+    prescore: dict[str, str] | None
+    postfilter: Obj | None
+    victims: list[str]
+    reserve: dict[str, str] | None
+    permit: dict[str, str] | None
+    permitTimeout: dict[str, float] | None
+    permitWait: Obj | None
+    prebind: dict[str, str] | None
+    bind: dict[str, str] | None
+    extenders: dict[str, dict[str, str]]
+    selected: list[str] | None  # the node selectHost picked, alone
+    tiedNodes: list[str] | None
+    tiedCount: int
+    tieBreak: str | None
+    bestTotal: int | None
+    filterPlugins: list[str]
+    scorePlugins: list[str]
+    weights: dict[str, int]
+    topNodes: list[TopNode]
+    matrix: AttemptMatrix
+
+
 class Results(Protocol):
     """``app.results.attempts.ResultsService``: recorded attempts."""
 
     def flush(self) -> None: ...
 
-    def list_attempts(self, namespace: str, pod_name: str) -> list[Obj]: ...
+    def list_attempts(self, namespace: str, pod_name: str) -> list[AttemptSummary]: ...
 
     def attempt_counts(self) -> dict[tuple[str, str], int]: ...
 
     def get_attempt(
-        self,
-        namespace: str,
-        pod_name: str,
-        attempt: int,
-        *,
-        page: int = 1,
-        page_size: int = 100,
-        sort: str = "total",
-        node: str | None = None,
-        plugin: str | None = None,
-        top: int = 10,
-    ) -> Obj | None: ...
+        self, namespace: str, pod_name: str, attempt: int, query: AttemptQuery = AttemptQuery()
+    ) -> AttemptDetail | None: ...
 
 
 class Runs(Protocol):
@@ -124,22 +212,11 @@ class Runs(Protocol):
 
     def attempt_counts(self, run_id: int) -> dict[tuple[str, str], int]: ...
 
-    def list_attempts(self, run_id: int, namespace: str, pod_name: str) -> list[Obj]: ...
+    def list_attempts(self, run_id: int, namespace: str, pod_name: str) -> list[AttemptSummary]: ...
 
     def get_attempt(
-        self,
-        run_id: int,
-        namespace: str,
-        pod_name: str,
-        attempt: int,
-        *,
-        page: int = 1,
-        page_size: int = 100,
-        sort: str = "total",
-        node: str | None = None,
-        plugin: str | None = None,
-        top: int = 10,
-    ) -> Obj | None: ...
+        self, run_id: int, namespace: str, pod_name: str, attempt: int, query: AttemptQuery = AttemptQuery()
+    ) -> AttemptDetail | None: ...
 
 
 @dataclass(slots=True)

@@ -6,26 +6,17 @@ partial the page itself includes, so there is one source of truth). A history re
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import re
-from typing import TYPE_CHECKING, Annotated, Any
-from urllib.parse import urlencode
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response, StreamingResponse
-from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
 from app.cluster.errors import ApiError
-from app.cluster.kinds.registry import BY_KIND, KINDS
-from app.config import Settings
-from app.kube.quantity import format_milli_cpu
-from app.package_data import STATIC_DIR, TEMPLATES_DIR
+from app.cluster.kinds.registry import BY_KIND
+from app.package_data import STATIC_DIR
 from app.web import sse
-from app.web.formatting import age, duration_text, human_bytes
-from app.web.page_sources import WebCaches, WebService
-from app.web.ports import Operations, Results, SchedulerView, Store
+from app.web.rendering import base_context, hx_target, is_htmx, not_found, render, web
 from app.web.views import editor
 from app.web.views.cluster import NODE_SORTS, NODE_STATES, cluster_view
 from app.web.views.dra import node_devices
@@ -34,128 +25,11 @@ from app.web.views.events import events_for
 from app.web.views.groups import GROUP_KINDS, group_page, groups_view
 from app.web.views.node import node_view
 from app.web.views.objects import objects_view
-from app.web.views.pod import pod_view, status_ok
+from app.web.views.pod import pod_view
 from app.web.views.pods import POD_SORTS, POD_STATES, PodsQuery, pods_view
-from app.web.views.runs import percent, wait_text
 from app.web.views.scheduler import apply_config, config_in_effect, config_yaml
 
-if TYPE_CHECKING:
-    import jinja2
-
-
 router = APIRouter(include_in_schema=False)
-
-
-# ---------------------------------------------------------------------------------------------- rendering
-
-
-def _query(params: dict[str, Any], **changes: Any) -> str:
-    """``?a=1&b=2`` from ``params`` with ``changes`` applied; empty values and page 1 are left out."""
-    merged = {**params, **changes}
-    pairs = [(k, v) for k, v in merged.items() if v not in (None, "", False) and not (k.endswith("page") and v == 1)]
-    return "?" + urlencode(pairs) if pairs else "?"
-
-
-_STATIC_HASHES: dict[tuple[str, float], str] = {}
-
-
-def _static_url(path: str) -> str:
-    """``/ui/static/<path>?v=<content hash>`` so browsers refetch hand-written files when they change."""
-    file = STATIC_DIR / path
-    try:
-        key = (path, file.stat().st_mtime)
-        digest = _STATIC_HASHES.get(key)
-        if digest is None:
-            digest = _STATIC_HASHES[key] = hashlib.sha256(file.read_bytes()).hexdigest()[:10]
-    except OSError:
-        return f"/ui/static/{path}"
-    return f"/ui/static/{path}?v={digest}"
-
-
-def _camel_wrap(name: str) -> Markup:
-    """``NodeResourcesFit`` with break opportunities between its words, for narrow column headers."""
-    return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[a-z])(?=[A-Z])", name))
-
-
-@functools.cache
-def environment() -> jinja2.Environment:
-    """The templates' environment, built for the first page: jinja2 costs ~50 ms of every server's start, and a
-    server driven through its API alone never renders one."""
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["cpu"] = format_milli_cpu
-    env.filters["bytes"] = human_bytes
-    env.filters["age"] = age
-    env.filters["wrap"] = _camel_wrap
-    env.filters["duration"] = duration_text
-    env.filters["wait"] = wait_text  # the Runs pages' (app.web.runs_routes)
-    env.filters["percent"] = percent
-    env.tests["status_ok"] = status_ok
-    env.globals["query"] = _query
-    env.globals["static"] = _static_url
-    env.globals["kinds"] = KINDS
-    return env
-
-
-def render(
-    template: str, status_code: int = 200, headers: dict[str, str] | None = None, **context: Any
-) -> HTMLResponse:
-    """Render one template (a page or a partial) to a response."""
-    html = environment().get_template(template).render(**context)
-    return HTMLResponse(html, status_code=status_code, headers=headers)
-
-
-def is_htmx(request: Request) -> bool:
-    """An htmx request that wants a fragment (a history restore wants the whole page)."""
-    return request.headers.get("hx-request") == "true" and request.headers.get("hx-history-restore-request") != "true"
-
-
-def hx_target(request: Request) -> str:
-    """The id of the element an htmx request will swap."""
-    return request.headers.get("hx-target", "") if is_htmx(request) else ""
-
-
-def web(request: Request) -> WebService:
-    """A ``WebService`` over the services on ``app.state``; its caches (``state.web_caches``) outlive the request."""
-    state = request.app.state
-    store: Store = state.store
-    results: Results = state.results
-    scheduler: SchedulerView = state.scheduler_view
-    operations: Operations | None = getattr(state, "operations", None)
-    settings: Settings = state.settings
-    caches: WebCaches | None = getattr(state, "web_caches", None)
-    if caches is None:
-        caches = state.web_caches = WebCaches.over(scheduler)
-    return WebService(
-        store=store,
-        results=results,
-        scheduler=scheduler,
-        operations=operations,
-        scheduler_running=settings.scheduler_enabled,
-        caches=caches,
-    )
-
-
-def _base(request: Request, service: WebService, rv: int, active: str) -> dict[str, Any]:
-    return {
-        "request": request,
-        "rv": rv,
-        "active": active,
-        "has_operations": service.operations is not None,
-        "scheduler_running": service.scheduler_running,
-        "out_of_tree": service.scheduler.out_of_tree_plugins(),  # users' plugins, marked where plugins are named
-    }
-
-
-def _not_found(request: Request, service: WebService, what: str) -> HTMLResponse:
-    ctx = _base(request, service, service.store.resource_version, "")
-    return render("pages/not_found.html", 404, what=what, **ctx)
 
 
 # ---------------------------------------------------------------------------------------------- static, root
@@ -209,7 +83,7 @@ def cluster_page(
         "page": view.nodes.page,
     }
     ctx = {
-        **_base(request, service, view.resource_version, "cluster"),
+        **base_context(request, service, view.resource_version, "cluster"),
         "view": view,
         "sorts": NODE_SORTS,
         "states": NODE_STATES,
@@ -227,14 +101,14 @@ def node_page(request: Request, name: str) -> HTMLResponse:
     rv = service.store.resource_version
     found = node_view(service, name)
     if found is None:
-        return _not_found(request, service, f'node "{name}"')
+        return not_found(request, service, f'node "{name}"')
     node, pods = found
     events = events_for(service.store, "Node", None, name)
     # Pods reserving this node while they wait in Permit (counted in its allocation, not bound yet).
     held = [w for w in service.scheduler.waiting_pods() if w.node == name]
     devices = node_devices(service.store, node.obj)  # from ResourceSlices (DRA), with the claims holding them
     ctx = {
-        **_base(request, service, rv, "cluster"),
+        **base_context(request, service, rv, "cluster"),
         **{"node": node, "pods": pods, "events": events, "held": held, "devices": devices},
     }
     if hx_target(request) == "node-body":
@@ -260,7 +134,7 @@ def pods_page(request: Request, query: Annotated[PodsQuery, Depends()]) -> HTMLR
         "page": view.pods.page,
     }
     ctx = {
-        **_base(request, service, view.resource_version, "pods"),
+        **base_context(request, service, view.resource_version, "pods"),
         "view": view,
         "params": params,
         "sorts": POD_SORTS,
@@ -297,7 +171,7 @@ def pod_page(
         spage=spage,
     )
     if detail is None:
-        return _not_found(request, service, f'pod "{namespace}/{name}"')
+        return not_found(request, service, f'pod "{namespace}/{name}"')
     chosen = detail.attempt.number if detail.attempt is not None else None
     params = {
         "attempt": attempt,
@@ -308,7 +182,7 @@ def pod_page(
         "spage": spage,
     }
     ctx = {
-        **_base(request, service, detail.resource_version, "pods"),
+        **base_context(request, service, detail.resource_version, "pods"),
         "pod": detail,
         "params": params,
         "chosen": chosen,
@@ -332,7 +206,7 @@ def groups_page(request: Request, page: Annotated[int, Query(ge=1)] = 1) -> HTML
     """Every PodGroup and Workload gang: quorum, members bound / waiting in Permit / pending, state in words."""
     service = web(request)
     view = groups_view(service, page=page)
-    ctx = {**_base(request, service, view.resource_version, "groups"), "view": view, "params": {"page": page}}
+    ctx = {**base_context(request, service, view.resource_version, "groups"), "view": view, "params": {"page": page}}
     if hx_target(request) == "groups-body":
         return render("components/groups_body.html", **ctx)
     return render("pages/groups.html", **ctx)
@@ -352,10 +226,10 @@ def group_detail_page(
     service = web(request)
     detail = group_page(service, namespace, kind, name, pod_group=pod_group, replica_key=replica_key, page=page)
     if detail is None:
-        return _not_found(request, service, f'{kind} "{namespace}/{name}"')
+        return not_found(request, service, f'{kind} "{namespace}/{name}"')
     params = {"podGroup": pod_group, "replicaKey": replica_key, "page": page}
     ctx = {
-        **_base(request, service, detail.resource_version, "groups"),
+        **base_context(request, service, detail.resource_version, "groups"),
         "group": detail,
         "params": params,
         "base_url": f"/ui/groups/{namespace}/{kind}/{name}",
@@ -392,7 +266,7 @@ def objects_page(
     rv = service.store.resource_version
     objects = objects_view(service.store, kind, q=q, page=page)
     ctx = {
-        **_base(request, service, rv, "objects"),
+        **base_context(request, service, rv, "objects"),
         "kind": kind,
         "info": BY_KIND[kind],
         "objects": objects,
@@ -410,7 +284,7 @@ def new_page(request: Request, kind: str = "Pod") -> HTMLResponse:
     service = web(request)
     kind = _kind_or_default(kind)
     ctx = {
-        **_base(request, service, service.store.resource_version, "new"),
+        **base_context(request, service, service.store.resource_version, "new"),
         "kind": kind,
         "text": editor.starter(kind),
         "target": None,
@@ -427,13 +301,13 @@ def edit_page(request: Request, kind: str, name: str, namespace: str = "") -> HT
     """The YAML editor on an existing object (its resourceVersion guards against lost updates)."""
     service = web(request)
     if kind not in BY_KIND:
-        return _not_found(request, service, f"kind {kind}")
+        return not_found(request, service, f"kind {kind}")
     text = editor.object_yaml(service.store, kind, namespace, name)
     if text is None:
-        return _not_found(request, service, f'{kind} "{namespace + "/" if namespace else ""}{name}"')
+        return not_found(request, service, f'{kind} "{namespace + "/" if namespace else ""}{name}"')
     target = Target(kind, namespace if BY_KIND[kind].namespaced else "", name)
     ctx = {
-        **_base(request, service, service.store.resource_version, "new"),
+        **base_context(request, service, service.store.resource_version, "new"),
         "kind": kind,
         "text": text,
         "target": target,
@@ -462,7 +336,7 @@ def save_object(
         return RedirectResponse(url, status_code=303)
     kind = target.kind if target else _kind_or_default(outcome.kind)
     ctx = {
-        **_base(request, service, service.store.resource_version, "new"),
+        **base_context(request, service, service.store.resource_version, "new"),
         "kind": kind,
         "text": yaml_text,
         "target": target,
@@ -497,7 +371,7 @@ def scheduler_page(request: Request) -> HTMLResponse:
     """The running KubeSchedulerConfiguration, editable."""
     service = web(request)
     ctx = {
-        **_base(request, service, service.store.resource_version, "scheduler"),
+        **base_context(request, service, service.store.resource_version, "scheduler"),
         "text": config_yaml(service.scheduler),
         "outcome": None,
         "queue": service.scheduler.queue_counts(),
@@ -512,7 +386,7 @@ def scheduler_apply(request: Request, config: Annotated[str, Form()] = "") -> HT
     service = web(request)
     outcome = apply_config(service.scheduler, config)
     ctx = {
-        **_base(request, service, service.store.resource_version, "scheduler"),
+        **base_context(request, service, service.store.resource_version, "scheduler"),
         "text": outcome.text,
         "outcome": outcome,
         "queue": service.scheduler.queue_counts(),
@@ -532,7 +406,7 @@ def operations_page(request: Request) -> HTMLResponse:
     """Reset, export and import (when the operations service is present)."""
     service = web(request)
     ctx = {
-        **_base(request, service, service.store.resource_version, "operations"),
+        **base_context(request, service, service.store.resource_version, "operations"),
         "message": "",
         "error": "",
         "problems": [],
@@ -546,7 +420,7 @@ def operations_export(request: Request, format: str = "yaml") -> Response:
     service = web(request)
     ops = service.operations
     if ops is None:
-        return _not_found(request, service, "the operations service")
+        return not_found(request, service, "the operations service")
     fmt = "json" if format == "json" else "yaml"
     text: str = ops.export(fmt)
     media = "application/json" if fmt == "json" else "application/yaml"
@@ -580,7 +454,7 @@ async def operations_import(request: Request) -> HTMLResponse:
             error = exc.message
             problems = [f"{c.get('field', '')}: {c.get('message', '')}" for c in (exc.details or {}).get("causes", [])]
     ctx = {
-        **_base(request, service, service.store.resource_version, "operations"),
+        **base_context(request, service, service.store.resource_version, "operations"),
         "message": message,
         "error": error,
         "problems": problems,
@@ -594,7 +468,7 @@ def operations_reset(request: Request) -> Response:
     service = web(request)
     ops = service.operations
     if ops is None:
-        return _not_found(request, service, "the operations service")
+        return not_found(request, service, "the operations service")
     ops.reset()
     if is_htmx(request):
         return Response(status_code=204, headers={"HX-Redirect": "/ui/cluster"})

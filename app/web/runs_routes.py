@@ -1,7 +1,7 @@
 """HTML routes of replay runs (``app.web.views.runs``): the Runs list, one run, a pod's attempts in a run, Compare.
 
-Kept apart from ``app.web.router`` (already long); rendering and the page context come from there. The runs are
-read through the ``Runs`` port that ``create_app`` puts on ``app.state.runs``.
+Kept apart from ``app.web.router`` (already long); rendering and the page context come from ``app.web.rendering``.
+The runs are read through the ``Runs`` port that ``create_app`` puts on ``app.state.runs``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from app.web.ports import Runs
-from app.web.router import _base, _not_found, hx_target, render, web
+from app.web.rendering import base_context, hx_target, not_found, render, web
 from app.web.views.runs import (
     OUTCOMES,
     compare_view,
@@ -42,7 +42,7 @@ def runs_page(request: Request) -> HTMLResponse:
     """Every recorded replay run, newest first, with its headline figures; tick two or more to compare them."""
     service = web(request)
     view = runs_view(_runs(request))
-    ctx = {**_base(request, service, service.store.resource_version, "runs"), "view": view}
+    ctx = {**base_context(request, service, service.store.resource_version, "runs"), "view": view}
     if hx_target(request) == "runs-body":
         return render("components/runs_body.html", **ctx)
     return render("pages/runs.html", **ctx)
@@ -60,10 +60,10 @@ def run_page(
     service = web(request)
     view = run_view(_runs(request), run_id, outcome=outcome, q=q.strip(), page=page)
     if view is None:
-        return _not_found(request, service, f"replay run {run_id}")
+        return not_found(request, service, f"replay run {run_id}")
     params = {"outcome": view.outcome, "q": view.q, "page": view.pods.page}
     ctx = {
-        **_base(request, service, service.store.resource_version, "runs"),
+        **base_context(request, service, service.store.resource_version, "runs"),
         "view": view,
         "params": params,
         "outcome_names": OUTCOMES,
@@ -102,7 +102,7 @@ def run_pod_page(
         spage=spage,
     )
     if detail is None:
-        return _not_found(request, service, f'pod "{namespace}/{name}" in replay run {run_id}')
+        return not_found(request, service, f'pod "{namespace}/{name}" in replay run {run_id}')
     params = {
         "attempt": attempt,
         "fpage": fpage,
@@ -112,7 +112,7 @@ def run_pod_page(
         "spage": spage,
     }
     ctx = {
-        **_base(request, service, service.store.resource_version, "runs"),
+        **base_context(request, service, service.store.resource_version, "runs"),
         "pod": detail,  # the attempt partials read pod.attempt
         "params": params,
         "chosen": detail.attempt.number if detail.attempt is not None else None,
@@ -147,7 +147,7 @@ def compare_page(
     view = compare_view(source, ids, page=page)
     params = {"runs": ",".join(str(r.id) for r in view.runs), "group": "", "page": view.differences.page}
     ctx = {
-        **_base(request, service, service.store.resource_version, "runs"),
+        **base_context(request, service, service.store.resource_version, "runs"),
         "view": view,
         "params": params,
         "chart_json": _json_for_script(view.chart),

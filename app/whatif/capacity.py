@@ -22,13 +22,12 @@ from typing import Any
 
 from app.cluster.admission.defaults.core import default_node, default_pod, prepare_pod_create
 from app.cluster.errors import ApiError
+from app.kube.objects import Obj
 from app.replay.model import PodRecord
 from app.replay.workload import TimedWorkload, WorkloadError
 from app.scheduler.cycle import ScheduleOptions
 from app.scheduler.nodeinfo import PodInfo
 from app.simulation.runner import ScenarioRun
-
-Obj = dict[str, Any]
 
 # Where the offline run (app.simulation.runner.cluster_objects_from) expects each kind the scheduler reads.
 _SCENARIO_KEYS = {

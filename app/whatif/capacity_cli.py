@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
+from app.kube.objects import Obj
 from app.replay.sources import load_source
 from app.replay.workload import TimedWorkload, WorkloadError, parse_duration, read_snapshot
 from app.whatif import inputs
@@ -20,8 +20,6 @@ from app.whatif.capacity import (
     prepare_pod,
     read_node_template,
 )
-
-Obj = dict[str, Any]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

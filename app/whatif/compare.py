@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 import orjson
 
+from app.kube.objects import Obj
 from app.package_data import TEMPLATES_DIR
 from app.replay.outputs import file_summary
 from app.replay.report import (
@@ -31,8 +32,6 @@ from app.replay.report import (
 )
 from app.replay.workload import TimedWorkload
 from app.whatif.replays import ReplayOutcome, replay_once
-
-Obj = dict[str, Any]
 
 TEMPLATE_DIR = TEMPLATES_DIR / "whatif"
 DIFFERENCES_SHOWN = 500  # compare.html's table; compare.json has them all

@@ -13,11 +13,10 @@ from typing import Any
 import yaml
 
 from app.config import Settings, check_feature_gates, parse_feature_gates
+from app.kube.objects import Obj
 from app.replay.workload import WorkloadError
 from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from app.scheduler.plugins import PluginLoadError, load_plugin_modules
-
-Obj = dict[str, Any]
 
 
 def add_engine_arguments(p: argparse.ArgumentParser, *, config: bool = True) -> None:

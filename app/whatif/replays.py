@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from app.kube.objects import Obj
 from app.replay.engine import Replay
 from app.replay.metrics import Metrics, summarize
 from app.replay.model import Observer, ReplayResult
 from app.replay.outputs import pod_row
 from app.replay.workload import TimedWorkload
-
-Obj = dict[str, Any]
 
 
 @dataclass

@@ -34,11 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.kube.objects import Obj
 from app.replay.workload import Event, TimedWorkload, WorkloadError, parse_duration
 from app.whatif.capacity import added_nodes, read_node_template
 from app.whatif.inputs import read_yaml
-
-Obj = dict[str, Any]
 
 DONE = "done"
 FAILED = "failed"

@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
+from app.kube.objects import Obj
 from app.replay.workload import WorkloadError
 from app.whatif.sweep import DONE, load_spec, run_cells
 from app.whatif.sweep_outputs import write_sweep
-
-Obj = dict[str, Any]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -11,9 +11,8 @@ from typing import Any
 
 import orjson
 
+from app.kube.objects import Obj
 from app.replay.outputs import POD_COLUMNS, csv_text
-
-Obj = dict[str, Any]
 
 CELL_COLUMNS = ("cell", "config", "workload", "nodeShape", "seed", "status", "error", "cellSeconds")
 # Summary keys that say what the cell is (already in its own columns) or hold documents, not figures.

@@ -21,6 +21,7 @@ from app.results.rows import BEST_TOTAL, attempt_row, matrix_rejections, rejecti
 from app.scheduler.record import Attempt, FilterMatrix
 from app.simulation import cli
 from app.simulation.runner import ScenarioRun, run_scenario
+from app.web.ports import AttemptQuery
 from tests.scheduler.factories import make_node, make_pod
 
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -61,7 +62,7 @@ def test_record_db_holds_every_verdict_and_score(tmp_path: Path) -> None:
     assert any(att.result != "scheduled" for att in attempts)
     for att in attempts:
         namespace, name = att.pod.split("/")
-        got = svc.get_attempt(namespace, name, att.attempt, page_size=1000)
+        got = svc.get_attempt(namespace, name, att.attempt, AttemptQuery(page_size=1000))
         assert got is not None
         assert (got["result"], got["boundTo"], got["message"]) == (att.result, att.bound_to, att.message)
         # Details the writer rebuilds (the best nodes, from the scores) or sends once per batch (shared maps).
@@ -187,7 +188,7 @@ def test_batches_of_more_buffers_than_one_writev_takes_arrive_whole(
     assert svc.count() == len(attempts)
     for att in attempts:
         namespace, name = att.pod.split("/")
-        got = svc.get_attempt(namespace, name, att.attempt, page_size=1000)
+        got = svc.get_attempt(namespace, name, att.attempt, AttemptQuery(page_size=1000))
         assert got is not None and got["tiedNodes"] == att.selected
         assert got["selected"] == ([att.suggested_host] if att.suggested_host else None)
         rows = {r["node"]: r for r in got["matrix"]["rows"]}

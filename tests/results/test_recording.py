@@ -20,6 +20,7 @@ from app.scheduler.framework import ClusterObjects, Handle
 from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from app.scheduler.nodeinfo import PodInfo
 from app.scheduler.record import Attempt
+from app.web.ports import AttemptQuery
 from tests.scheduler.factories import make_node, make_pod
 
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -95,7 +96,7 @@ def test_recorded_matrices_equal_what_the_engine_computed(service: ResultsServic
     assert listing[1]["rejections"]["TaintToleration"] == {"node(s) had untolerated taint(s)": 1}
     assert listing[1]["rejections"]["NodeResourcesFit"] == {"Insufficient cpu": 2}
 
-    failed = service.get_attempt("default", "web", 1, page_size=10)
+    failed = service.get_attempt("default", "web", 1, AttemptQuery(page_size=10))
     assert failed is not None
     rows = {r["node"]: r for r in failed["matrix"]["rows"]}
     assert set(rows) == {"node-a", "node-b", "node-c"}
@@ -104,7 +105,7 @@ def test_recorded_matrices_equal_what_the_engine_computed(service: ResultsServic
     assert rows["node-a"]["stoppedAt"] == "TaintToleration"
     assert rows["node-a"]["unresolvable"] == first.unresolvable["node-a"]
 
-    bound = service.get_attempt("default", "web", 2, sort="total")
+    bound = service.get_attempt("default", "web", 2, AttemptQuery(sort="total"))
     assert bound is not None
     assert bound["boundTo"] == second.bound_to == "node-c"
     assert bound["matrix"]["rows"][0]["node"] == "node-c"
@@ -120,13 +121,13 @@ def test_matrix_rows_can_be_filtered_by_plugin_and_node(service: ResultsService)
     first, _, pod = run_two_attempts()
     service.submit(first, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid)
     service.flush()
-    by_plugin = service.get_attempt("default", "web", 1, plugin="TaintToleration")
+    by_plugin = service.get_attempt("default", "web", 1, AttemptQuery(plugin="TaintToleration"))
     assert by_plugin is not None
     assert [r["node"] for r in by_plugin["matrix"]["rows"]] == ["node-a"]
-    by_node = service.get_attempt("default", "web", 1, node="node-b")
+    by_node = service.get_attempt("default", "web", 1, AttemptQuery(node="node-b"))
     assert by_node is not None
     assert [r["node"] for r in by_node["matrix"]["rows"]] == ["node-b"]
-    paged = service.get_attempt("default", "web", 1, sort="name", page=2, page_size=2)
+    paged = service.get_attempt("default", "web", 1, AttemptQuery(sort="name", page=2, page_size=2))
     assert paged is not None
     assert [r["node"] for r in paged["matrix"]["rows"]] == ["node-c"]
     assert paged["matrix"]["totalRows"] == 3
@@ -175,8 +176,8 @@ def test_an_attempt_read_again_is_decoded_once_and_a_reused_id_is_decoded_afresh
     first, second, pod = run_two_attempts()
     service.submit(first, namespace="default", pod_name="web", pod_uid=pod.uid)
     service.flush()
-    failed = service.get_attempt("default", "web", 1, sort="failing", page_size=10)
-    again = service.get_attempt("default", "web", 1, sort="total", page_size=10)
+    failed = service.get_attempt("default", "web", 1, AttemptQuery(sort="failing", page_size=10))
+    again = service.get_attempt("default", "web", 1, AttemptQuery(sort="total", page_size=10))
     assert decoded[0] == 1
     assert failed is not None and again is not None and failed["result"] == again["result"] == "unschedulable"
     service.clear_all()
@@ -184,7 +185,7 @@ def test_an_attempt_read_again_is_decoded_once_and_a_reused_id_is_decoded_afresh
     replacement.attempt = 1
     service.submit(replacement, namespace="default", pod_name="web", pod_uid=pod.uid)
     service.flush()
-    now = service.get_attempt("default", "web", 1, sort="total")
+    now = service.get_attempt("default", "web", 1, AttemptQuery(sort="total"))
     assert decoded[0] == 2
     assert now is not None and now["result"] == "scheduled"
     assert now["matrix"]["rows"][0]["node"] == "node-c" and now["matrix"]["rows"][0]["selected"] is True

@@ -20,7 +20,7 @@ from app.scheduler.framework import ClusterObjects
 from app.scheduler.nodeinfo import NodeInfo, PodInfo
 from app.scheduler.record import Attempt
 from app.simulation.runner import ScenarioRun
-from app.web.ports import Results, Runs
+from app.web.ports import AttemptQuery, Results, Runs
 from tests.results.test_record_db import scenario
 
 
@@ -161,7 +161,7 @@ def test_recorder_writes_the_run_and_every_attempt(stores: tuple[Path, ResultsSe
     assert results.count(run_id=run_id) == len(attempts) > 20
     for att in attempts:
         namespace, name = att.pod.split("/")
-        got = runs.get_attempt(run_id, namespace, name, att.attempt, page_size=1000)
+        got = runs.get_attempt(run_id, namespace, name, att.attempt, AttemptQuery(page_size=1000))
         assert got is not None
         assert (got["result"], got["boundTo"], got["message"]) == (att.result, att.bound_to, att.message)
         rows = {r["node"]: r for r in got["matrix"]["rows"]}

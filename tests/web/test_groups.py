@@ -20,7 +20,7 @@ from app.main import create_app
 from app.web import sse
 from app.web.page_sources import WebService
 from app.web.pod_index import pod_row
-from app.web.ports import ResourceAmounts, WaitingPodRow
+from app.web.ports import AttemptQuery, ResourceAmounts, WaitingPodRow
 from app.web.views.groups import (
     POD_GROUP_LABEL,
     Gang,
@@ -442,11 +442,10 @@ async def test_a_coscheduling_gang_that_times_out_shows_the_wait_and_the_timeout
     page = (await sched_client.get("/ui/groups/default/PodGroup/quick")).text
     assert "Why the gang did not fit" in page and "at plugin Coscheduling." in page
     # The attempt that waited says how its wait ended.
-    attempts = sched_app.state.results.list_attempts("default", "quick-0")
-    waits = [
-        sched_app.state.results.get_attempt("default", "quick-0", a["attempt"], page_size=1, top=0)["permitWait"]
-        for a in attempts
-    ]
+    results = sched_app.state.results
+    statuses_only = AttemptQuery(page_size=1, top=0)
+    attempts = results.list_attempts("default", "quick-0")
+    waits = [results.get_attempt("default", "quick-0", a["attempt"], statuses_only)["permitWait"] for a in attempts]
     assert any(w and w["outcome"] == "rejected" and w["plugin"] == "Coscheduling" for w in waits)
 
 

@@ -11,8 +11,8 @@ from app.cluster.admission.patch import JSON_PATCH, MERGE_PATCH, PatchError, jso
 from app.cluster.errors import BadRequest, Invalid, invalid
 from app.cluster.kinds.registry import KindInfo
 from app.cluster.storage.store import ClusterStore
+from app.kube.objects import Obj
 
-Obj = dict[str, Any]
 SCALE_API_VERSION = "autoscaling/v1"
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
-Obj = dict[str, Any]
+from app.kube.objects import Obj as Obj  # re-exported: the cluster's modules import it from here
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-Obj = dict[str, Any]
+from app.kube.objects import Obj
 
 # Parts of an object whose children repeat across objects (pods of one template, nodes of one type) and that
 # writes replace whole: each child is held once per distinct value. Annotations are not shared as a whole (often

@@ -22,11 +22,11 @@ from typing import Any, Protocol
 
 from app.controllers.job_parts import rfc3339
 from app.controllers.owned import controller_ref, owner_reference, selector_matches
+from app.kube.objects import Obj
 from app.replay.workload import WorkloadError
 
 __all__ = ["WorkloadError"]  # raised for objects the controllers cannot run
 
-Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name)
 
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's alphabet: generateName's five characters

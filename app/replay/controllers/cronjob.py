@@ -21,7 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from app.cluster.admission.cron import CronError, parse_standard
 from app.controllers.cronjob import SCHEDULED_TIMESTAMP, Schedule, job_name, most_recent_schedule_time
 from app.controllers.job_parts import parse_time, rfc3339
-from app.replay.controllers.base import Hub, Obj, Owner, WorkloadError, int_spec
+from app.kube.objects import Obj
+from app.replay.controllers.base import Hub, Owner, WorkloadError, int_spec
 from app.replay.controllers.job import COMPLETE, JobOwner
 
 

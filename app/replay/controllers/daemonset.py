@@ -17,7 +17,8 @@ from typing import Any
 from app.controllers import daemon_placement as dp
 from app.controllers.owned import pod_from_template
 from app.controllers.rollout import CONTROLLER_REVISION_HASH_LABEL, scaled_value, template_hash
-from app.replay.controllers.base import Hub, Obj, Owner, TrackedPod, int_spec
+from app.kube.objects import Obj
+from app.replay.controllers.base import Hub, Owner, TrackedPod, int_spec
 
 
 class DaemonSetOwner(Owner):

@@ -15,7 +15,8 @@ from __future__ import annotations
 import copy
 
 from app.controllers import deployment_util as du
-from app.replay.controllers.base import Hub, Obj, Owner, TrackedPod
+from app.kube.objects import Obj
+from app.replay.controllers.base import Hub, Owner, TrackedPod
 from app.replay.controllers.replicaset import ReplicaSetOwner
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from app.controllers import job_parts as jp
 from app.controllers.owned import pod_from_template
-from app.replay.controllers.base import Hub, Obj, Owner, TrackedPod
+from app.kube.objects import Obj
+from app.replay.controllers.base import Hub, Owner, TrackedPod
 
 COMPLETE = jp.COMPLETE
 FAILED = jp.FAILED

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from datetime import datetime
 
 from app.controllers.owned import controller_ref, selector_matches
-from app.replay.controllers.base import ArrivedPod, Hub, Key, Obj, Owner, ReplayActions, WorkloadError
+from app.kube.objects import Obj
+from app.replay.controllers.base import ArrivedPod, Hub, Key, Owner, ReplayActions, WorkloadError
 from app.replay.controllers.cronjob import CronJobOwner, parse_schedule
 from app.replay.controllers.daemonset import DaemonSetOwner
 from app.replay.controllers.deployment import DeploymentOwner

@@ -11,7 +11,8 @@ from __future__ import annotations
 from app.controllers import deployment_util as du
 from app.controllers.owned import pod_from_template
 from app.controllers.pod_ranking import pods_to_delete
-from app.replay.controllers.base import Hub, Obj, Owner, TrackedPod, int_spec
+from app.kube.objects import Obj
+from app.replay.controllers.base import Hub, Owner, TrackedPod, int_spec
 
 
 class ReplicaSetOwner(Owner):

@@ -22,7 +22,8 @@ import copy
 from typing import Any
 
 from app.controllers import statefulset_pods as sp
-from app.replay.controllers.base import Hub, Obj, Owner, TrackedPod
+from app.kube.objects import Obj
+from app.replay.controllers.base import Hub, Owner, TrackedPod
 
 
 class StatefulSetOwner(Owner):

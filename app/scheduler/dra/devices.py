@@ -13,10 +13,11 @@ from fractions import Fraction
 from typing import Any
 
 from app.kube.labels import NodeSelector
+from app.kube.objects import Obj
 from app.kube.quantity import parse_quantity
 from app.scheduler.dra.allocated import DeviceID
 
-JSON = dict[str, Any]
+JSON = Obj  # the DRA modules' name for an object (app.kube.objects defines it once)
 
 # Counter set name -> counter name -> amount (``counterSets`` / ``SharedCounters``).
 Counters = dict[str, dict[str, Fraction]]

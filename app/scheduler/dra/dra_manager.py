@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from app.kube.objects import Obj
 from app.kube.quantity import parse_quantity
 from app.scheduler.dra.allocated import AllocatedState, DeviceID, SharedDeviceID, insert_consumed
 from app.scheduler.framework import ClusterObjects
@@ -30,8 +31,6 @@ DEVICE_CLASS = "DeviceClass"
 RESOURCE_SLICE = "ResourceSlice"
 RESOURCE_CLAIM = "ResourceClaim"
 DRA_KINDS = (DEVICE_CLASS, RESOURCE_SLICE, RESOURCE_CLAIM)
-
-Obj = dict[str, Any]
 
 
 class ClaimConflict(Exception):

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from app.kube.objects import Obj, metadata_of
 from app.web.allocation import Allocations
 from app.web.formatting import CPU, MEMORY, PODS, Bar, Page, make_bar, paginate, resource_bars
 from app.web.page_sources import WebService
 from app.web.ports import ResourceAmounts, StoredEntry
 from app.web.views.node_map import BAND_LEVELS, NodeCell, NodeMap, amounts, node_cell, node_map, resource_names, share
-
-Obj = dict[str, Any]
 
 NODE_POD_PREVIEW = 6
 NODE_PAGE_SIZE = 25  # node rows are tall; the overview above shows every node
@@ -80,7 +78,7 @@ def node_ready(node: Obj) -> bool:
 
 def node_matches(entry: StoredEntry, terms: list[str]) -> bool:
     """Every search term matches: ``key=value`` a label exactly, else a substring of the name or a label."""
-    meta = entry.obj.get("metadata") or {}
+    meta = metadata_of(entry.obj)
     name = str(meta.get("name") or "").lower()
     labels: dict[str, str] = meta.get("labels") or {}
     for term in terms:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.cluster.errors import ApiError
+from app.kube.objects import Obj, metadata_of
 from app.web.dra_devices import (
     Holder,
     NodeDevice,
@@ -26,16 +27,10 @@ from app.web.formatting import to_yaml
 from app.web.ports import DraRequestExplanation, SchedulerView, Store
 from app.web.views.events import events_for
 
-Obj = dict[str, Any]
 DRA_PLUGIN = "DynamicResources"
 # Nodes explained on one attempt: the explanation reads every device of each node, the matrix page holds 50 rows.
 MAX_EXPLAINED_NODES = 20
 MAX_CLAIM_ROWS = 500  # the Devices page lists this many claims (by namespace and name); the rest are counted
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta: Mapping[str, Any] = obj.get("metadata") or {}
-    return meta
 
 
 def _objects(store: Store, kind: str, namespace: str | None = None) -> list[Obj]:
@@ -166,7 +161,7 @@ def node_selector_text(selector: Mapping[str, Any] | None) -> str:
 
 
 def _owner_pod(claim: Mapping[str, Any]) -> str:
-    for ref in _meta(claim).get("ownerReferences") or []:
+    for ref in metadata_of(claim).get("ownerReferences") or []:
         if ref.get("kind") == "Pod" and ref.get("controller"):
             return str(ref.get("name") or "")
     return ""
@@ -222,8 +217,8 @@ class PodClaimRow:
 
 def pod_claims(store: Store, pod: Mapping[str, Any]) -> list[PodClaimRow]:
     """The pod's ``spec.resourceClaims`` with the claims they name (or were generated) and their allocation."""
-    namespace = str(_meta(pod).get("namespace") or "default")
-    uid = _meta(pod).get("uid")
+    namespace = str(metadata_of(pod).get("namespace") or "default")
+    uid = metadata_of(pod).get("uid")
     rows: list[PodClaimRow] = []
     for ref in pod_claim_refs(pod):
         claim = store.get("ResourceClaim", namespace, ref.claim) if ref.claim else None
@@ -283,7 +278,7 @@ def dra_view(store: Store) -> DraOverview:
     rv = store.resource_version
     classes = [
         ClassRow(
-            _meta(c).get("name") or "",
+            metadata_of(c).get("name") or "",
             [str((s.get("cel") or {}).get("expression") or "") for s in (c.get("spec") or {}).get("selectors") or []],
             len((c.get("spec") or {}).get("config") or []),
         )
@@ -304,15 +299,15 @@ def dra_view(store: Store) -> DraOverview:
         else:
             shared.append(s)
     if slices:
-        for node in sorted(_objects(store, "Node"), key=lambda n: str(_meta(n).get("name"))):
-            devices = devices_on_node(by_node.get(str(_meta(node).get("name")), []) + shared, node)
+        for node in sorted(_objects(store, "Node"), key=lambda n: str(metadata_of(n).get("name"))):
+            devices = devices_on_node(by_node.get(str(metadata_of(node).get("name")), []) + shared, node)
             if not devices:
                 continue
             used.update(d.slice_name for d in devices)
             taken = sum(1 for d in devices if any(not h.admin_access for h in holders.get(d.key, [])))
             nodes.append(
                 NodeDevicesRow(
-                    str(_meta(node).get("name")),
+                    str(metadata_of(node).get("name")),
                     sorted({d.slice_name for d in devices}),
                     sorted({d.driver for d in devices}),
                     len(devices),
@@ -320,13 +315,14 @@ def dra_view(store: Store) -> DraOverview:
                 )
             )
     claim_rows = []
-    for c in sorted(claims, key=lambda c: (str(_meta(c).get("namespace")), str(_meta(c).get("name"))))[:MAX_CLAIM_ROWS]:
+    by_name = sorted(claims, key=lambda c: (str(metadata_of(c).get("namespace")), str(metadata_of(c).get("name"))))
+    for c in by_name[:MAX_CLAIM_ROWS]:
         status = c.get("status") or {}
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
         claim_rows.append(
             ClaimRow(
-                str(_meta(c).get("namespace") or ""),
-                str(_meta(c).get("name") or ""),
+                str(metadata_of(c).get("namespace") or ""),
+                str(metadata_of(c).get("name") or ""),
                 "allocated" if status.get("allocation") else "pending",
                 [f"{r.get('pool')}/{r.get('device')}" for r in results],
                 [str(r.get("name")) for r in status.get("reservedFor") or []],
@@ -336,13 +332,13 @@ def dra_view(store: Store) -> DraOverview:
         )
     templates = [
         (
-            str(_meta(t).get("namespace") or ""),
-            str(_meta(t).get("name") or ""),
+            str(metadata_of(t).get("namespace") or ""),
+            str(metadata_of(t).get("name") or ""),
             len((((t.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests") or []),
         )
         for t in _objects(store, "ResourceClaimTemplate")
     ]
-    unattached = sorted(str(_meta(s).get("name")) for s in slices if str(_meta(s).get("name")) not in used)
+    unattached = sorted(str(metadata_of(s).get("name")) for s in slices if str(metadata_of(s).get("name")) not in used)
     return DraOverview(classes, nodes, claim_rows, templates, unattached, rv, len(claims))
 
 

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from app.cluster.errors import ApiError, Invalid
 from app.cluster.kinds.registry import BY_KIND, KINDS, KindInfo
+from app.kube.objects import Obj
 from app.package_data import TEMPLATES_DIR
 from app.web.formatting import to_yaml
 from app.web.ports import Store
-
-Obj = dict[str, Any]
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from app.kube.objects import Obj
 from app.web.ports import Store
-
-Obj = dict[str, Any]
 
 
 def events_for(store: Store, kind: str, namespace: str | None, name: str, limit: int = 20) -> list[Obj]:

@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from app.kube.objects import Obj
 from app.web.formatting import Page, duration_text, paginate, to_yaml
 from app.web.page_sources import WebService
 from app.web.pod_index import PodRow
-from app.web.ports import Results, SchedulerView, Store, WaitingPodRow
-
-Obj = dict[str, Any]
+from app.web.ports import AttemptQuery, AttemptSummary, Results, SchedulerView, Store, WaitingPodRow
 
 POD_GROUP = "PodGroup"
 WORKLOAD = "Workload"
@@ -83,7 +82,7 @@ class Member:
     state: str  # bound | waiting | pending | gated | finished
     permit: WaitingPodRow | None = None  # held in Permit now
     gate: str = ""  # why PreEnqueue keeps it out of the queue
-    attempt: Obj | None = None  # the latest attempt (summary), on the gang's own page
+    attempt: AttemptSummary | None = None  # the latest attempt, on the gang's own page
     permit_wait: Obj | None = None  # how the latest attempt's wait in Permit ended
     attempt_count: int = 0
 
@@ -510,8 +509,9 @@ def _detail(results: Results, gang: Gang, page: int) -> GangDetail:
         if not attempts:
             continue
         m.attempt = attempts[0]
-        detail = results.get_attempt(m.row.namespace, m.row.name, int(attempts[0]["attempt"]), page_size=1, top=0)
-        m.permit_wait = (detail or {}).get("permitWait") or None
+        latest = AttemptQuery(page_size=1, top=0)  # the statuses alone
+        detail = results.get_attempt(m.row.namespace, m.row.name, int(attempts[0]["attempt"]), latest)
+        m.permit_wait = (detail.get("permitWait") or None) if detail else None
         failed = [a for a in attempts if a.get("result") in FAILED_RESULTS and a.get("message")]
         for a in failed[:REJECTIONS_PER_MEMBER]:
             failures.append((float(a.get("startedAt") or 0.0), m.key, int(a["attempt"]), str(a["message"])))

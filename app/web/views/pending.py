@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.kube.labels import NodeSelectorTerm, RequiredNodeAffinity
+from app.kube.objects import Obj, metadata_of
 from app.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, tolerations_tolerate_taint
 from app.web.formatting import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, cores, human_bytes
 from app.web.ports import ResourceAmounts, StoredEntry
 
-Obj = dict[str, Any]
 # NodeUnschedulable's taint: a cordoned node keeps off pods that do not tolerate it.
 CORDON_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": EFFECT_NO_SCHEDULE}
 _KEEPS_OFF = (EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE)
@@ -189,9 +189,7 @@ def _affinity_obstacles(pod: Obj, nodes: Sequence[Obj]) -> list[str]:
     required = RequiredNodeAffinity(spec)
     if not required.selector and required.node_selector is None:
         return []  # nothing the nodes' labels could miss
-    labelled = [
-        ((n.get("metadata") or {}).get("labels") or {}, str((n.get("metadata") or {}).get("name") or "")) for n in nodes
-    ]
+    labelled = [(metadata_of(n).get("labels") or {}, str(metadata_of(n).get("name") or "")) for n in nodes]
     out: list[str] = []
     for key, value in sorted(required.selector.items()):
         missing = sum(1 for labels, _ in labelled if labels.get(key) != value)

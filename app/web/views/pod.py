@@ -6,21 +6,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.cluster.errors import ApiError
+from app.kube.objects import Obj, metadata_of
 from app.web.formatting import duration_text, to_yaml
 from app.web.page_sources import WebService
 from app.web.pod_index import PodRow, pod_row
-from app.web.ports import Results, WaitingPodRow
+from app.web.ports import (
+    ATTEMPT_SORTS,
+    AttemptDetail,
+    AttemptMatrix,
+    AttemptQuery,
+    AttemptSummary,
+    Results,
+    WaitingPodRow,
+)
 from app.web.views.dra import DraRejection, PodClaimRow, dra_rejections, pod_claims
 from app.web.views.events import events_for
 from app.web.views.pending import PendingDiagnosis, why_pending
-
-Obj = dict[str, Any]
 
 MATRIX_PAGE_SIZE = 50
 # Annotation values longer than this are elided on the pod page (the per-node result annotations of a
 # 5,000-node attempt are megabytes); the editor and the API always show them in full.
 ANNOTATION_PREVIEW_CHARS = 300
-MATRIX_SORTS = ("total", "name", "failing")  # what ResultsService.get_attempt sorts by
 
 
 @dataclass(slots=True)
@@ -67,9 +73,9 @@ class AttemptView:
     """The chosen attempt: statuses per extension point, the filter matrix and the scores."""
 
     number: int
-    summary: Obj
-    filter_page: Obj  # results' detail with the filter matrix page
-    score_page: Obj  # the same attempt, scored nodes sorted by total
+    summary: AttemptDetail
+    filter_page: AttemptDetail  # results' detail with the filter matrix page
+    score_page: AttemptDetail  # the same attempt, scored nodes sorted by total
     stages: list[Stage]
     postfilter: Obj | None
     victims: list[str]
@@ -108,7 +114,7 @@ class PodDetail:
     row: PodRow
     yaml: str
     elided: int
-    attempts: list[Obj]
+    attempts: list[AttemptSummary]
     attempt: AttemptView | None
     events: list[Obj]
     waiting: bool  # the scheduler runs and nothing is recorded yet: poll
@@ -119,7 +125,7 @@ class PodDetail:
 
 
 def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
-    meta = pod.get("metadata") or {}
+    meta = metadata_of(pod)
     annotations = meta.get("annotations") or {}
     elided = 0
     short: dict[str, Any] = {}
@@ -136,7 +142,7 @@ def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
     return copy, elided
 
 
-def _heat_and_bars(score_page: Obj) -> tuple[list[tuple[str, bool, list[HeatCell], int]], list[PluginBars]]:
+def _heat_and_bars(score_page: AttemptDetail) -> tuple[list[tuple[str, bool, list[HeatCell], int]], list[PluginBars]]:
     plugins: list[str] = score_page.get("scorePlugins") or []
     weights: dict[str, int] = score_page.get("weights") or {}
     selected = (score_page.get("selected") or [""])[0]
@@ -164,7 +170,7 @@ def _heat_and_bars(score_page: Obj) -> tuple[list[tuple[str, bool, list[HeatCell
     return heat, bars
 
 
-def _stages(detail: Obj) -> list[Stage]:
+def _stages(detail: AttemptDetail) -> list[Stage]:
     stages: list[Stage] = []
     prefilter = detail.get("prefilter") or {}
     note = ""
@@ -176,10 +182,15 @@ def _stages(detail: Obj) -> list[Stage]:
     if status and status != "success":
         note = f"{note}; status: {status}" if note else f"status: {status}"
     stages.append(Stage("PreFilter", dict(prefilter), note))
-    for name, key in (("PreScore", "prescore"), ("Reserve", "reserve"), ("Permit", "permit")):
-        statuses = detail.get(key) or {}
+    statuses_by_point = (
+        ("PreScore", detail.get("prescore")),
+        ("Reserve", detail.get("reserve")),
+        ("Permit", detail.get("permit")),
+    )
+    for name, found in statuses_by_point:
+        statuses = found or {}
         extra = ""
-        if key == "permit" and detail.get("permitTimeout"):
+        if name == "Permit" and detail.get("permitTimeout"):
             extra = "waiting: " + ", ".join(f"{p} {t:g}s" for p, t in (detail.get("permitTimeout") or {}).items())
             wait = detail.get("permitWait")
             if wait:
@@ -245,7 +256,7 @@ def pod_view(
     return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv, permit, pending, claims)
 
 
-def selection_text(detail: Obj) -> str:
+def selection_text(detail: AttemptDetail) -> str:
     """How selectHost chose the node: ``drawn at random among 4 nodes tied at total 187``, ``the only feasible
     node``, ``its nominated node``, ``the best total, 187``."""
     by = detail.get("boundBy")
@@ -262,10 +273,10 @@ def selection_text(detail: Obj) -> str:
     return f"the best total, {best}" if best is not None else "the only feasible node"
 
 
-def _unscored(filter_page: Obj) -> Obj:
+def _unscored(filter_page: AttemptDetail) -> AttemptDetail:
     """The scores page of an attempt that scored no node: ``filter_page`` with an empty matrix."""
     matrix = filter_page["matrix"]
-    empty = {**matrix, "rows": [], "totalRows": 0, "sort": "total", "page": 1}
+    empty: AttemptMatrix = {**matrix, "rows": [], "totalRows": 0, "sort": "total", "page": 1}
     return {**filter_page, "topNodes": [], "matrix": empty}
 
 
@@ -282,24 +293,16 @@ def attempt_view(
     spage: int = 1,
 ) -> AttemptView | None:
     """One attempt: the filter matrix page (sorted/filtered) and the scores page (sorted by total)."""
-    fsort = fsort if fsort in MATRIX_SORTS else "failing"
-    filter_page = results.get_attempt(
-        namespace,
-        name,
-        number,
-        page=fpage,
-        page_size=MATRIX_PAGE_SIZE,
-        sort=fsort,
-        node=fnode or None,
-        plugin=fplugin or None,
-        top=0,
+    fsort = fsort if fsort in ATTEMPT_SORTS else "failing"
+    filter_query = AttemptQuery(
+        page=fpage, page_size=MATRIX_PAGE_SIZE, sort=fsort, node=fnode or None, plugin=fplugin or None, top=0
     )
+    filter_page = results.get_attempt(namespace, name, number, filter_query)
     if filter_page is None:
         return None
     if filter_page.get("feasibleNodes") or filter_page.get("bestTotal") is not None:
-        score_page = results.get_attempt(
-            namespace, name, number, page=spage, page_size=MATRIX_PAGE_SIZE, sort="total", node=fnode or None, top=8
-        )
+        score_query = AttemptQuery(page=spage, page_size=MATRIX_PAGE_SIZE, sort="total", node=fnode or None, top=8)
+        score_page = results.get_attempt(namespace, name, number, score_query)
         assert score_page is not None
     else:
         # No node passed the filters, so none was scored: reading the matrices again (all 5,000 rows of a failed

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app.kube.objects import Obj
 from app.web.formatting import Page, duration_text, paginate
-from app.web.ports import Obj, Runs
+from app.web.ports import AttemptDetail, AttemptQuery, AttemptSummary, Runs
 from app.web.views.pod import AttemptView, attempt_view
 
 RUN_PODS_PAGE_SIZE = 50
@@ -282,37 +283,16 @@ class RunAttempts:
     def flush(self) -> None:
         return None  # written by the replay's own writer, complete once the run is
 
-    def list_attempts(self, namespace: str, pod_name: str) -> list[Obj]:
+    def list_attempts(self, namespace: str, pod_name: str) -> list[AttemptSummary]:
         return self.runs.list_attempts(self.run_id, namespace, pod_name)
 
     def attempt_counts(self) -> dict[tuple[str, str], int]:
         return self.runs.attempt_counts(self.run_id)
 
     def get_attempt(
-        self,
-        namespace: str,
-        pod_name: str,
-        attempt: int,
-        *,
-        page: int = 1,
-        page_size: int = 100,
-        sort: str = "total",
-        node: str | None = None,
-        plugin: str | None = None,
-        top: int = 10,
-    ) -> Obj | None:
-        return self.runs.get_attempt(
-            self.run_id,
-            namespace,
-            pod_name,
-            attempt,
-            page=page,
-            page_size=page_size,
-            sort=sort,
-            node=node,
-            plugin=plugin,
-            top=top,
-        )
+        self, namespace: str, pod_name: str, attempt: int, query: AttemptQuery = AttemptQuery()
+    ) -> AttemptDetail | None:
+        return self.runs.get_attempt(self.run_id, namespace, pod_name, attempt, query)
 
 
 @dataclass(slots=True)
@@ -321,7 +301,7 @@ class RunPodView:
 
     run: RunRow
     line: PodLine | None  # its pods.csv row (None: the run has attempts but no rows yet)
-    attempts: list[Obj]
+    attempts: list[AttemptSummary]
     attempt: AttemptView | None
     base_url: str
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from app.cluster.admission.quantities import canonical_quantity
 from app.config import FEATURE_GATES
+from app.kube.objects import Obj
 from app.kube.quantity import QuantityError
 
-Obj = dict[str, Any]
 Gates = Mapping[str, bool]
 
 # v1.35's defaults of the DRA feature gates (the ones the API server's strategies consult).

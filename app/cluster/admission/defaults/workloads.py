@@ -13,8 +13,7 @@ from typing import Any
 
 from app.cluster.admission import uids
 from app.cluster.admission.defaults.core import default_persistent_volume_claim, default_pod_spec
-
-Obj = dict[str, Any]
+from app.kube.objects import Obj
 
 # Labels the Job strategy puts on a Job's pod template (the legacy names first, as generateSelector adds them).
 LEGACY_JOB_NAME_LABEL = "job-name"

@@ -56,9 +56,7 @@ from app.cluster.admission.validation.dra_slices import (
 )
 from app.cluster.errors import Cause, forbidden, invalid, not_supported, required
 from app.cluster.kinds.registry import NO_GATES
-
-Obj = dict[str, Any]
-
+from app.kube.objects import Obj
 
 # ---------------------------------------------------------------------------------------------- claims
 

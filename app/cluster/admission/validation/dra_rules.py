@@ -16,9 +16,8 @@ from app.cluster.admission.validation.core import (
 )
 from app.cluster.errors import BadRequest, Cause, duplicate, invalid, required
 from app.cluster.kinds.registry import NO_GATES
+from app.kube.objects import Obj
 from app.kube.quantity import QuantityError, parse_quantity
-
-Obj = dict[str, Any]
 
 DEVICE_REQUESTS_MAX = 32
 DEVICE_CONSTRAINTS_MAX = 32

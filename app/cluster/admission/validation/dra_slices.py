@@ -45,9 +45,7 @@ from app.cluster.admission.validation.dra_rules import (
     validate_slice,
 )
 from app.cluster.errors import Cause, duplicate, forbidden, invalid, not_supported, required
-
-Obj = dict[str, Any]
-
+from app.kube.objects import Obj
 
 # ---------------------------------------------------------------------------------------------- resource slices
 

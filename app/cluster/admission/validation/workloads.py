@@ -30,8 +30,8 @@ from app.cluster.admission.validation.core import (
 )
 from app.cluster.errors import BadRequest, Cause, forbidden, invalid, not_supported, required
 from app.kube.labels import SelectorError, label_selector_matches, validate_label_selector
+from app.kube.objects import Obj
 
-Obj = dict[str, Any]
 _INT32 = "int32"
 
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.cluster.kinds.registry import KindInfo
+from app.kube.objects import Obj as Obj  # re-exported: the cluster's modules import it from here
 
-Obj = dict[str, Any]
 Column = tuple[str, str, int, str]  # name, type, priority, description
 NONE = "<none>"
 
