@@ -93,7 +93,7 @@ def test_the_command_runs_with_the_collector_on_and_its_options_parsed(
     real = app.serve_cli.run_kubeconfig
 
     def observed(args: argparse.Namespace) -> int:
-        seen.append((gc.isenabled(), args.server))
+        seen.append((gc.isenabled(), args.target_url))
         return real(args)
 
     monkeypatch.setattr(app.serve_cli, "run_kubeconfig", observed)
