@@ -14,6 +14,7 @@ import gc
 import importlib
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
 
 
 EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 2, 1, 130
+HELP_WIDTH = 100
 DEBUG_FLAG = "--debug"
 DEBUG_HELP = "on an unexpected error, show its traceback instead of one line"
 
@@ -86,7 +88,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             parser.exit(EXIT_FAILED, f"kss {name}: unavailable: {exc} (install kss with its dependencies)\n")
         # The examples in a command's epilog keep their lines.
         p = sub.add_parser(
-            name, help=help_text, description=help_text, formatter_class=argparse.RawDescriptionHelpFormatter
+            name,
+            help=help_text,
+            description=textwrap.fill(help_text, HELP_WIDTH),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         getattr(module, add_name)(p)
         p.add_argument(DEBUG_FLAG, action="store_true", help=DEBUG_HELP)
@@ -141,13 +146,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command_runner(argv: list[str], started: float) -> Callable[[], int]:
     """The command ``argv`` asks for, its modules imported and its options parsed, ready to run."""
-    if argv[:1] == ["import"]:
-        from app.operations.cli import wants_cluster_import
-
-        if wants_cluster_import(argv[1:]):  # `kss import --kubeconfig`: the syncer copies a real cluster once
-            from syncer.__main__ import import_main
-
-            return lambda: import_main(argv[1:])
     args = build_parser(_command_named(argv)).parse_args(argv)
     args.started = started  # when kss started, for a command that reports its wall time (kss replay)
     func: Command = args.func

@@ -2,7 +2,7 @@
 
     kss sync --source-kubeconfig PATH [--source-context NAME] (--target-url URL | --target-kubeconfig PATH)
              [--record FILE.jsonl]
-    kss import --kubeconfig PATH [--context NAME] (--target-url URL | --target-kubeconfig PATH)
+    kss import --source-kubeconfig PATH [--source-context NAME] (--target-url URL | --target-kubeconfig PATH)
                [--page-size N] [--qps Q] [--burst B]
 
 Both take ``--kinds`` and ``--workloads`` (also copy Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and
@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
 from syncer.backoff import Backoff
@@ -58,9 +59,25 @@ def _target(args: argparse.Namespace) -> KubeTarget:
     return KubeTarget(api, qps=args.target_qps, burst=args.target_burst, page_size=args.page_size)
 
 
+def unreadable_kubeconfig(args: argparse.Namespace) -> str | None:
+    """A kubeconfig option naming no readable file, as one line (the Kubernetes client's own error does not say
+    which file it tried); None when each given one is a file."""
+    for option, path in (
+        ("--source-kubeconfig", args.source_kubeconfig),
+        ("--target-kubeconfig", args.target_kubeconfig),
+    ):
+        if path is not None and not Path(path).expanduser().is_file():
+            return f"{option} {path}: no such file"
+    return None
+
+
 def run_sync(args: argparse.Namespace) -> int:
     """Run the syncer until SIGTERM or SIGINT."""
     _logging(args.log_level)
+    problem = unreadable_kubeconfig(args)
+    if problem is not None:
+        print(f"kss sync: {problem}", file=sys.stderr)
+        return 2
     try:
         kinds = parse_kinds(args.kinds, workloads=args.workloads)
     except ValueError as exc:
@@ -113,15 +130,21 @@ def run_sync(args: argparse.Namespace) -> int:
 def run_import_command(args: argparse.Namespace) -> int:
     """Copy the cluster once; prints a line per kind and the total time."""
     _logging(args.log_level)
-    if not args.kubeconfig:
-        print("kss import: one of --kubeconfig (copy a cluster) is required", file=sys.stderr)
+    if not args.source_kubeconfig:
+        print("kss import: --source-kubeconfig PATH is required (the cluster to copy)", file=sys.stderr)
+        return 2
+    problem = unreadable_kubeconfig(args)
+    if problem is not None:
+        print(f"kss import: {problem}", file=sys.stderr)
         return 2
     try:
         kinds = parse_kinds(args.kinds, workloads=args.workloads)
     except ValueError as exc:
         print(f"kss import: {exc}", file=sys.stderr)
         return 2
-    source = KubeSource(api_client(kubeconfig=args.kubeconfig, context=args.context), qps=args.qps, burst=args.burst)
+    source = KubeSource(
+        api_client(kubeconfig=args.source_kubeconfig, context=args.source_context), qps=args.qps, burst=args.burst
+    )
     metrics = Metrics()
     progress = Progress(live=False) if args.no_progress else Progress()
     report = run_import(
@@ -158,8 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def import_main(argv: Sequence[str] | None = None) -> int:
-    """``kss import --kubeconfig PATH ...``: copy a cluster into the simulator once."""
-    parser = argparse.ArgumentParser(prog="kss import", description="Copy a cluster into the simulator once.")
+    """``python -m syncer import --source-kubeconfig PATH ...``: copy a cluster into the simulator once."""
+    parser = argparse.ArgumentParser(
+        prog="python -m syncer import", description="Copy a cluster into the simulator once."
+    )
     add_import_arguments(parser)
     return run_import_command(parser.parse_args(list(sys.argv[1:] if argv is None else argv)))
 
