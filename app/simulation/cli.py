@@ -15,6 +15,11 @@ from app.scheduler.plugins import PluginLoadError, load_plugin_modules
 from app.scheduler.record import Attempt
 from app.simulation.runner import DETAIL_LEVELS, run_scenario
 
+EXAMPLES = """examples:
+  kss simulate tests/golden/dra/dra-adminaccess-000.scenario.json          # the result, golden format, on stdout
+  kss simulate --out-dir results/ tests/golden/dra/*.scenario.json --detail summary
+  kss simulate --plugin-module my_plugins scenario.json --record-db runs.db"""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenarios", nargs="+", type=Path, help="scenario JSON files (golden format)")
@@ -36,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--record-db", help="also record every attempt into this results database (a file, or a SQLAlchemy URL)"
     )
+    p.epilog = EXAMPLES
 
 
 def _result_name(path: Path) -> str:

@@ -14,6 +14,11 @@ from app.whatif.sweep_outputs import write_sweep
 Obj = dict[str, Any]
 
 
+EXAMPLES = """examples:
+  kss sweep examples/replay/sweep.yaml --workers 2                 # sweep.csv, sweep.json, sweep.html
+  kss sweep spec.yaml --scheduler-address tcp://10.0.0.9:8786 --record-db runs.db"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", type=Path, help="the sweep spec (YAML): configs, workloads, nodeShapes, seeds")
     p.add_argument(
@@ -30,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a Python module of your own plugins, imported on every worker; repeatable (KSS_PLUGIN_MODULES)",
     )
     p.add_argument("--quiet", action="store_true", help="no line per finished cell")
+    p.epilog = EXAMPLES
 
 
 def run(args: argparse.Namespace) -> int:
