@@ -80,8 +80,10 @@ def _seconds(value: str | None, option: str, problems: list[str]) -> float | Non
 
 
 def _gates(args: argparse.Namespace, problems: list[str]) -> dict[str, bool]:
+    if not args.feature_gates:  # KSS_FEATURE_GATES is checked as the settings are read (app/cli.py names it)
+        return Settings().feature_gates
     try:
-        gates = parse_feature_gates(args.feature_gates) if args.feature_gates else Settings().feature_gates
+        gates = parse_feature_gates(args.feature_gates)
         check_feature_gates(gates)
         return gates
     except ValueError as exc:
@@ -90,8 +92,9 @@ def _gates(args: argparse.Namespace, problems: list[str]) -> dict[str, bool]:
 
 
 def _plugins(args: argparse.Namespace, problems: list[str]) -> None:
+    modules = args.plugin_modules or Settings().plugin_modules
     try:
-        load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
+        load_plugin_modules(modules)
     except (PluginLoadError, ValueError) as exc:
         problems.append(f"--plugin-module: {exc}")
 

@@ -91,12 +91,15 @@ def _recorder(target: str | Path) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     allow_missing = os.environ.get("KSS_ALLOW_MISSING_PLUGINS") == "1"
-    try:
-        gates = parse_feature_gates(args.feature_gates) if args.feature_gates else Settings().feature_gates
-        check_feature_gates(gates)
-    except ValueError as exc:
-        print(f"kss simulate: --feature-gates: {exc}", file=sys.stderr)
-        return 2
+    # KSS_FEATURE_GATES is checked as the settings are read (a bad one names itself, app/cli.py).
+    gates = Settings().feature_gates
+    if args.feature_gates:
+        try:
+            gates = parse_feature_gates(args.feature_gates)
+            check_feature_gates(gates)
+        except ValueError as exc:
+            print(f"kss simulate: --feature-gates: {exc}", file=sys.stderr)
+            return 2
     try:
         load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
     except PluginLoadError as exc:  # the user's plugin module: one clear line, no traceback
