@@ -95,7 +95,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )
         getattr(module, add_name)(p)
         p.add_argument(DEBUG_FLAG, action="store_true", help=DEBUG_HELP)
-        p.set_defaults(func=getattr(module, run_name))
+        p.set_defaults(func=getattr(module, run_name), command_parser=p)
     return parser
 
 
@@ -146,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command_runner(argv: list[str], started: float) -> Callable[[], int]:
     """The command ``argv`` asks for, its modules imported and its options parsed, ready to run."""
-    args = build_parser(_command_named(argv)).parse_args(argv)
+    args, unknown = build_parser(_command_named(argv)).parse_known_args(argv)
+    if unknown:  # in the command's name and help, not the top-level parser's
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.started = started  # when kss started, for a command that reports its wall time (kss replay)
     func: Command = args.func
     return lambda: func(args)
