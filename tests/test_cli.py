@@ -64,6 +64,8 @@ def test_kss_help_imports_no_command_module() -> None:
         (["sweep", "--help"], "app.whatif.sweep_cli", [*SERVER_AND_CLIENTS, "httpx", "dask"]),
         (["convert", "--help"], "app.simulation.convert_cli", [*SERVER_AND_CLIENTS, "numpy", "pydantic"]),
         (["export", "--help"], "app.operations.cli", [*SERVER_AND_CLIENTS, "numpy"]),
+        # kss import lists the cluster copy's options (syncer/options.py) without the syncer or its Kubernetes client.
+        (["import", "--help"], "app.operations.cli", [*SERVER_AND_CLIENTS, "numpy", "syncer.__main__", "syncer.kube"]),
     ],
 )
 def test_a_command_imports_its_own_module_and_not_the_server(
