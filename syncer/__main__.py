@@ -60,13 +60,13 @@ def _target(args: argparse.Namespace) -> KubeTarget:
 
 
 def unreadable_kubeconfig(args: argparse.Namespace) -> str | None:
-    """A kubeconfig option naming no readable file, as one line (the Kubernetes client's own error does not say
-    which file it tried); None when each given one is a file."""
+    """A kubeconfig option naming nothing that exists, as one line (the Kubernetes client's own error does not say
+    which file it tried); None when each given one exists (a file, or a pipe: ``<(kubectl config view --raw)``)."""
     for option, path in (
         ("--source-kubeconfig", args.source_kubeconfig),
         ("--target-kubeconfig", args.target_kubeconfig),
     ):
-        if path is not None and not Path(path).expanduser().is_file():
+        if path is not None and not Path(path).expanduser().exists():
             return f"{option} {path}: no such file"
     return None
 
@@ -74,10 +74,6 @@ def unreadable_kubeconfig(args: argparse.Namespace) -> str | None:
 def run_sync(args: argparse.Namespace) -> int:
     """Run the syncer until SIGTERM or SIGINT."""
     _logging(args.log_level)
-    problem = unreadable_kubeconfig(args)
-    if problem is not None:
-        print(f"kss sync: {problem}", file=sys.stderr)
-        return 2
     try:
         kinds = parse_kinds(args.kinds, workloads=args.workloads)
     except ValueError as exc:
@@ -91,6 +87,10 @@ def run_sync(args: argparse.Namespace) -> int:
         except RecordingError as exc:
             print(f"kss sync: --record: {exc}", file=sys.stderr)
             return 2
+    problem = unreadable_kubeconfig(args)
+    if problem is not None:
+        print(f"kss sync: {problem}", file=sys.stderr)
+        return 2
     source = KubeSource(
         api_client(kubeconfig=args.source_kubeconfig, context=args.source_context), qps=args.qps, burst=args.burst
     )
