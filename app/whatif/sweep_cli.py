@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec, workloads = load_spec(args.spec)
     except WorkloadError as exc:
-        for problem in exc.problems:
-            print(f"kss sweep: {args.spec}: {problem}", file=sys.stderr)
+        for problem in exc.problems:  # each named after the spec file once
+            where = "" if problem.startswith(str(args.spec)) else f"{args.spec}: "
+            print(f"kss sweep: {where}{problem}", file=sys.stderr)
         return 2
     recorder = None
     if args.record_db:
