@@ -34,7 +34,7 @@ SERVE_EXAMPLES = """examples:
   kss serve --plugin-module my_plugins --feature-gates GenericWorkload=true,GangScheduling=true
   kss serve --tls                                  # HTTPS, for kubectl with a token (KSS_API_TOKEN)
 
-Every option has a KSS_* setting (KSS_PORT=9000); the option wins."""
+The KSS_* setting an option names (KSS_PORT=9000) is used when the option is not given."""
 
 KUBECONFIG_EXAMPLES = """examples:
   kss kubeconfig > kss.kubeconfig && kubectl --kubeconfig kss.kubeconfig get nodes
