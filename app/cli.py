@@ -165,6 +165,7 @@ def error_line(exc: BaseException) -> str:
 def settings_error(exc: BaseException) -> str | None:
     """A ``KSS_*`` setting that does not parse, as one line naming each variable and what it holds; None for any
     other error. (Settings are read from the environment; the options that override them are checked first.)"""
+    # Told by name, not isinstance: pydantic is not imported here (kss --help and the light commands never load it).
     if type(exc).__name__ != "ValidationError" or getattr(exc, "title", None) != "Settings":
         return None
     problems = []
