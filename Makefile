@@ -53,7 +53,9 @@ compose-check:
 	fi
 	@echo "docker-compose.yml: valid"
 
+# The golden corpus (kube-scheduler's own results) is not in the repository: it sits beside the clone in ../shared.
 golden: $(STAMP)
+	@test -f ../shared/golden/compare.py || { echo "make golden: needs the golden corpus in ../shared/golden (beside the clone; README.md, Offline runs)" >&2; exit 2; }
 	KSS_SIMULATE="$(BIN)/kss simulate" $(BIN)/python ../shared/golden/compare.py --show 0
 
 test: $(STAMP) browser-deps lint typecheck contracts compose-check unit

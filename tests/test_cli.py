@@ -64,6 +64,8 @@ def test_kss_help_imports_no_command_module() -> None:
         (["sweep", "--help"], "app.whatif.sweep_cli", [*SERVER_AND_CLIENTS, "httpx", "dask"]),
         (["convert", "--help"], "app.simulation.convert_cli", [*SERVER_AND_CLIENTS, "numpy", "pydantic"]),
         (["export", "--help"], "app.operations.cli", [*SERVER_AND_CLIENTS, "numpy"]),
+        # kss import lists the cluster copy's options (syncer/options.py) without the syncer or its Kubernetes client.
+        (["import", "--help"], "app.operations.cli", [*SERVER_AND_CLIENTS, "numpy", "syncer.__main__", "syncer.kube"]),
     ],
 )
 def test_a_command_imports_its_own_module_and_not_the_server(
@@ -93,7 +95,7 @@ def test_the_command_runs_with_the_collector_on_and_its_options_parsed(
     real = app.serve_cli.run_kubeconfig
 
     def observed(args: argparse.Namespace) -> int:
-        seen.append((gc.isenabled(), args.server))
+        seen.append((gc.isenabled(), args.target_url))
         return real(args)
 
     monkeypatch.setattr(app.serve_cli, "run_kubeconfig", observed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,13 @@ POD_LISTS = ("default", "gpuspec33", "multigpu50")
 FORMS = ("extended", "dra")
 
 
+EXAMPLES = """examples:
+  kss replay examples/replay/gpu-day.yaml --out run/                   # then open run/report.html
+  kss replay examples/replay/gpu-day.yaml --scheduler-config examples/replay/most-allocated.yaml --record-db runs.db
+  kss replay nodes.csv pods.csv --form dra --until 2d --interval 10m
+  kss replay examples/replay/gpu-day.yaml --target-url http://127.0.0.1:8000 --speed 600   # live, on kss serve"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "workload", nargs="+", help="a timed workload file (or several), a trace directory, or node CSV + pod CSV"
@@ -57,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also write the loaded workload as FILE (.yaml, .json, .jsonl)")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress line")
     add_live_arguments(p)
+    p.epilog = EXAMPLES
 
 
 def _seconds(value: str | None, option: str, problems: list[str]) -> float | None:
@@ -70,8 +79,10 @@ def _seconds(value: str | None, option: str, problems: list[str]) -> float | Non
 
 
 def _gates(args: argparse.Namespace, problems: list[str]) -> dict[str, bool]:
+    if not args.feature_gates:  # KSS_FEATURE_GATES is checked as the settings are read (app/cli.py names it)
+        return Settings().feature_gates
     try:
-        gates = parse_feature_gates(args.feature_gates) if args.feature_gates else Settings().feature_gates
+        gates = parse_feature_gates(args.feature_gates)
         check_feature_gates(gates)
         return gates
     except ValueError as exc:
@@ -80,8 +91,9 @@ def _gates(args: argparse.Namespace, problems: list[str]) -> dict[str, bool]:
 
 
 def _plugins(args: argparse.Namespace, problems: list[str]) -> None:
+    modules = args.plugin_modules or Settings().plugin_modules
     try:
-        load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
+        load_plugin_modules(modules)
     except (PluginLoadError, ValueError) as exc:
         problems.append(f"--plugin-module: {exc}")
 
@@ -122,6 +134,9 @@ def _workload(args: argparse.Namespace, problems: list[str]) -> TimedWorkload | 
 
 
 def run(args: argparse.Namespace) -> int:
+    # The wall time reported is the command's (loading the workload, building the cluster, writing the outputs), from
+    # kss's start when it gives it: the replay itself is often a small part of it.
+    started = getattr(args, "started", None) or time.perf_counter()
     if wants_live(args):
         return run_live(args)
     problems: list[str] = []
@@ -182,18 +197,21 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if recorder is not None:
             recorder.close()
-    for line in summary_lines(result, summary, args.out, recorder.run_id if recorder is not None else None):
+    run_id = recorder.run_id if recorder is not None else None
+    for line in summary_lines(result, summary, args.out, run_id, wall_seconds=time.perf_counter() - started):
         print(line)
     return EXIT_OK
 
 
-def summary_lines(result: ReplayResult, summary: Obj, out: Path | None, run_id: int | None) -> list[str]:
-    """What ``kss replay`` prints when the run is over."""
+def summary_lines(
+    result: ReplayResult, summary: Obj, out: Path | None, run_id: int | None, *, wall_seconds: float
+) -> list[str]:
+    """What ``kss replay`` prints when the run is over; ``wall_seconds``: how long the command took."""
     waits = summary.get("waitSeconds") or {}
     lines = [
         f"replayed {result.workload}: {summary.get('pods', len(result.pods))} pods over "
         f"{result.virtual_seconds:g} s of virtual time ({virtual_clock_text(result.virtual_seconds)}) in "
-        f"{result.wall_seconds:.1f} s "
+        f"{wall_time_text(wall_seconds)} of wall time, the replay itself {wall_time_text(result.wall_seconds)} "
         f"({result.attempts} attempts, seed {result.seed})",
         f"scheduled {summary.get('scheduled')}, never scheduled {summary.get('neverScheduled')}, "
         f"preemptions {summary.get('preemptions', 0)}",
@@ -209,6 +227,11 @@ def summary_lines(result: ReplayResult, summary: Obj, out: Path | None, run_id: 
     if run_id is not None:
         lines.append(f"recorded as run {run_id}")
     return lines
+
+
+def wall_time_text(seconds: float) -> str:
+    """A wall time to read: milliseconds under a second (a small replay takes a few), else seconds."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 def _num(value: Any) -> str:

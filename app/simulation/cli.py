@@ -15,6 +15,11 @@ from app.scheduler.plugins import PluginLoadError, load_plugin_modules
 from app.scheduler.record import Attempt
 from app.simulation.runner import DETAIL_LEVELS, run_scenario
 
+EXAMPLES = """examples:
+  kss simulate tests/golden/dra/dra-adminaccess-000.scenario.json          # the result, golden format, on stdout
+  kss simulate --out-dir results/ tests/golden/dra/*.scenario.json --detail summary
+  kss simulate --plugin-module my_plugins scenario.json --record-db runs.db"""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenarios", nargs="+", type=Path, help="scenario JSON files (golden format)")
@@ -36,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--record-db", help="also record every attempt into this results database (a file, or a SQLAlchemy URL)"
     )
+    p.epilog = EXAMPLES
 
 
 def _result_name(path: Path) -> str:
@@ -85,12 +91,15 @@ def _recorder(target: str | Path) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     allow_missing = os.environ.get("KSS_ALLOW_MISSING_PLUGINS") == "1"
-    try:
-        gates = parse_feature_gates(args.feature_gates) if args.feature_gates else Settings().feature_gates
-        check_feature_gates(gates)
-    except ValueError as exc:
-        print(f"kss simulate: --feature-gates: {exc}", file=sys.stderr)
-        return 2
+    # KSS_FEATURE_GATES is checked as the settings are read (a bad one names itself, app/cli.py).
+    gates = Settings().feature_gates
+    if args.feature_gates:
+        try:
+            gates = parse_feature_gates(args.feature_gates)
+            check_feature_gates(gates)
+        except ValueError as exc:
+            print(f"kss simulate: --feature-gates: {exc}", file=sys.stderr)
+            return 2
     try:
         load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
     except PluginLoadError as exc:  # the user's plugin module: one clear line, no traceback

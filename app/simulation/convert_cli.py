@@ -17,6 +17,14 @@ DEFAULT_TRACE_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "wor
 OUTPUT_FORMATS = ("scenario", "yaml")
 
 
+EXAMPLES = """examples:
+  kss convert --form dra --limit 200 --out trace-dra.yaml      # manifests for kubectl apply or kss import
+  kss convert --form extended --out trace.scenario.json        # a scenario for kss simulate
+  kss convert --form dra --trace-dir ~/alibaba-gpu-trace-v2023 --pods multigpu50
+
+The trace is not in the repository: docs/alibaba-v2023.md says where to get it."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--form", choices=FORMS, required=True, help="dra (ResourceClaims) or extended (nvidia.com/gpu)")
     p.add_argument("--pods", choices=tuple(POD_LISTS), default="default", help="which pod list of the trace")
@@ -28,7 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "manifests for kubectl apply / kss import (claim templates). Default: scenario when --out ends in .json",
     )
     p.add_argument("--out", type=Path, help="write to this file (default: standard output)")
-    p.add_argument("--trace-dir", type=Path, default=DEFAULT_TRACE_DIR, help="the trace's CSV files")
+    p.add_argument(
+        "--trace-dir", type=Path, default=DEFAULT_TRACE_DIR, help="the trace's CSV files (default: %(default)s)"
+    )
+    p.epilog = EXAMPLES
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,9 +49,16 @@ def run(args: argparse.Namespace) -> int:
     output_format = args.format or ("scenario" if args.out and args.out.suffix == ".json" else "yaml")
     try:
         trace = load_trace(args.trace_dir, args.pods, args.limit)
-    except (OSError, TraceError) as exc:
+    except OSError as exc:  # the trace is not in the repository: where it is looked for, and how to say where
+        print(
+            f"kss convert: {exc.filename or args.trace_dir}: {exc.strerror or exc} (--trace-dir DIR names the "
+            "folder of Alibaba's 2023 GPU trace; docs/alibaba-v2023.md says where to get it)",
+            file=sys.stderr,
+        )
+        return 2
+    except TraceError as exc:
         print(f"kss convert: {exc}", file=sys.stderr)
-        return 1
+        return 2
     workload = convert(trace, args.form, args.pods)
     if output_format == "scenario":
         text = json.dumps(workload.scenario(), separators=(",", ":")) + "\n"

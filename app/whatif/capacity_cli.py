@@ -21,6 +21,12 @@ from app.whatif.capacity import (
     read_node_template,
 )
 
+EXAMPLES = """examples:
+  kss capacity pod.yaml --snapshot cluster.yaml             # how many more copies of the pod fit
+  kss capacity pod.yaml --workload examples/replay/gpu-day.yaml --max 50 -o json
+  kss capacity pod.yaml --snapshot cluster.yaml --add-nodes node.yaml --replicas 40
+  kss capacity --add-nodes node.yaml --for-workload day.yaml --p95-wait-under 5m"""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("pod", nargs="?", type=Path, help="the pod manifest whose copies are counted (YAML/JSON)")
@@ -36,12 +42,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-nodes", type=int, default=1000, help="with --add-nodes: the most nodes to try (1000)")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
     inputs.add_engine_arguments(p)
+    p.epilog = EXAMPLES
 
 
 def _problems(args: argparse.Namespace) -> list[str]:
     problems = []
     if args.for_workload is None and args.pod is None:
         problems.append("a pod manifest is needed (or --add-nodes NODE.yaml --for-workload W)")
+    if args.for_workload is None and args.snapshot is None and args.workload is None:
+        # Counted against no nodes at all, the answer would be 0, which says nothing.
+        problems.append("the cluster is needed: --snapshot FILE (`kss export` writes one) or --workload W")
     if args.for_workload is not None and args.add_nodes is None:
         problems.append("--for-workload needs --add-nodes NODE.yaml")
     if args.replicas is not None and args.add_nodes is None:
@@ -59,10 +69,8 @@ def _problems(args: argparse.Namespace) -> list[str]:
 def _cluster(args: argparse.Namespace) -> tuple[list[Obj], Obj | None]:
     if args.snapshot is not None:
         return read_snapshot(args.snapshot)
-    if args.workload is not None:
-        workload = load_source([args.workload])
-        return workload.start, workload.scheduler_config
-    return [], None
+    workload = load_source([args.workload])
+    return workload.start, workload.scheduler_config
 
 
 def run(args: argparse.Namespace) -> int:

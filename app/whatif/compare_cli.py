@@ -28,6 +28,11 @@ from app.whatif.compare import (
 DEFAULTS = "default"  # --config default: the v1.35 default profile (when no file of that name exists)
 
 
+EXAMPLES = """examples:
+  kss compare examples/replay/gpu-day.yaml --config default --config examples/replay/most-allocated.yaml
+  kss compare day.yaml --config a.yaml --config b.yaml --out ab/ --record-db runs.db   # and the UI's Compare page"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="+", type=Path, help="a workload file, a trace directory, or node + pod CSVs")
     p.add_argument(
@@ -45,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ui-url", default="http://127.0.0.1:8000", help="with --record-db: kss serve's URL for links")
     p.add_argument("--quiet", action="store_true", help="no line per side")
     inputs.add_engine_arguments(p, config=False)
+    p.epilog = EXAMPLES
 
 
 def _sides(args: argparse.Namespace, gates: dict[str, bool]) -> list[Side]:

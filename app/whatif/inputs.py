@@ -35,9 +35,11 @@ def add_engine_arguments(p: argparse.ArgumentParser, *, config: bool = True) -> 
 
 
 def feature_gates(args: argparse.Namespace) -> dict[str, bool]:
-    """The gates of --feature-gates (else KSS_FEATURE_GATES), checked."""
+    """The gates of --feature-gates (else KSS_FEATURE_GATES, checked as the settings are read), checked."""
+    if not args.feature_gates:
+        return Settings().feature_gates
     try:
-        gates = parse_feature_gates(args.feature_gates) if args.feature_gates else Settings().feature_gates
+        gates = parse_feature_gates(args.feature_gates)
         check_feature_gates(gates)
     except ValueError as exc:
         raise WorkloadError([f"--feature-gates: {exc}"]) from None

@@ -11,6 +11,10 @@ from app.replay.workload import WorkloadError
 from app.whatif.sweep import DONE, load_spec, run_cells
 from app.whatif.sweep_outputs import write_sweep
 
+EXAMPLES = """examples:
+  kss sweep examples/replay/sweep.yaml --workers 2                 # sweep.csv, sweep.json, sweep.html
+  kss sweep spec.yaml --scheduler-address tcp://10.0.0.9:8786 --record-db runs.db"""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", type=Path, help="the sweep spec (YAML): configs, workloads, nodeShapes, seeds")
@@ -28,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a Python module of your own plugins, imported on every worker; repeatable (KSS_PLUGIN_MODULES)",
     )
     p.add_argument("--quiet", action="store_true", help="no line per finished cell")
+    p.epilog = EXAMPLES
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec, workloads = load_spec(args.spec)
     except WorkloadError as exc:
-        for problem in exc.problems:
-            print(f"kss sweep: {args.spec}: {problem}", file=sys.stderr)
+        for problem in exc.problems:  # each named after the spec file once
+            where = "" if problem.startswith(str(args.spec)) else f"{args.spec}: "
+            print(f"kss sweep: {where}{problem}", file=sys.stderr)
         return 2
     recorder = None
     if args.record_db:

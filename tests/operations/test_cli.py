@@ -77,5 +77,5 @@ def test_import_of_a_bad_file_names_the_object_and_exits_non_zero(tmp_path: Path
 
 def test_import_of_a_missing_file_says_so_without_a_traceback(tmp_path: Path) -> None:
     result = kss("import", "--server", "http://127.0.0.1:9", "--snapshot", str(tmp_path / "nope.yaml"))
-    assert result.returncode == 1
+    assert result.returncode == 2  # a file the command line names that cannot be read: a usage error
     assert "nope.yaml" in result.stderr and "Traceback" not in result.stderr

@@ -296,7 +296,8 @@ def test_convert_command_writes_a_scenario_or_yaml_and_refuses_bad_input(trace_d
     bad = subprocess.run([*base, "--form", "dra", "--limit", "-1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--limit" in bad.stderr
     missing = subprocess.run([*base[:3], str(trace_dir / "nope"), "--form", "dra"], capture_output=True, text=True)
-    assert missing.returncode == 1 and "No such file" in missing.stderr and "Traceback" not in missing.stderr
+    assert missing.returncode == 2 and "No such file" in missing.stderr and "Traceback" not in missing.stderr
+    assert len(missing.stderr.splitlines()) == 1 and "--trace-dir" in missing.stderr
 
 
 def test_a_malformed_row_is_named_by_file_and_line(trace_dir: Path) -> None:

@@ -233,8 +233,11 @@ def test_cli_bad_input_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str], flags: list[str], message: str
 ) -> None:
     write(tmp_path / "pod.yaml", capacity_pod())
+    write(tmp_path / "cluster.yaml", {"nodes": three_nodes(), "pods": []})
     for name, text in files.items():
         (tmp_path / name).write_text(text)
+    if "--snapshot" not in flags:
+        flags = [*flags, "--snapshot", "cluster.yaml"]
     flags = [str(tmp_path / f) if f.endswith(".yaml") else f for f in flags]
     assert main(["capacity", str(tmp_path / "pod.yaml"), *flags]) == 2
     captured = capsys.readouterr()
