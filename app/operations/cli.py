@@ -32,6 +32,11 @@ IMPORT_EXAMPLES = """examples:
   kubectl get nodes,pods -A -o yaml | kss import --snapshot -
   kss import --source-kubeconfig ~/.kube/config --target-url http://127.0.0.1:8000 --workloads"""
 
+NODE_EXAMPLES = """examples:
+  kss node fail node-1                                # Ready False: tainted not-ready, pods evicted after 300 s
+  kss node fail node-1 --unreachable                  # Ready Unknown, as a node that stopped reporting
+  kss node heal node-1 --target-url http://10.0.0.5:8000"""
+
 RESET_EXAMPLES = """examples:
   kss reset                                           # back to the cluster the server started with
   kss reset --empty --target-url http://10.0.0.5:8000"""
@@ -237,6 +242,7 @@ def add_node_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unreachable", action="store_true", help="fail as a node that stopped reporting: Ready Unknown"
     )
+    parser.epilog = NODE_EXAMPLES
 
 
 def run_node(args: argparse.Namespace) -> int:
