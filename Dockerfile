@@ -11,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # writes the bytecode as it installs: with PYTHONDONTWRITEBYTECODE every start would compile the app again (~0.5 s).
 WORKDIR /tmp/kss-src
 COPY pyproject.toml setup.py MANIFEST.in ./
-COPY app ./app
+COPY kss_sim ./kss_sim
 COPY syncer ./syncer
 COPY kss ./kss
 COPY migrations ./migrations

@@ -21,8 +21,8 @@ browser-deps:
 	  || echo "warning: could not install chromium; browser tests will be skipped"; }
 
 lint: $(STAMP)
-	$(BIN)/ruff check app syncer kss tests bench migrations examples tools
-	$(BIN)/ruff format --check app syncer kss tests bench migrations examples tools
+	$(BIN)/ruff check kss_sim syncer kss tests bench migrations examples tools setup.py
+	$(BIN)/ruff format --check kss_sim syncer kss tests bench migrations examples tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -35,7 +35,7 @@ contracts: $(STAMP)
 # Bytecode written once (1.3 s) rather than compiled at each of the suite's process starts (~0.5 s a server) where
 # PYTHONDONTWRITEBYTECODE keeps Python from caching it.
 unit: $(STAMP)
-	@$(BIN)/python -m compileall -q app syncer kss >/dev/null
+	@$(BIN)/python -m compileall -q kss_sim syncer kss >/dev/null
 	@if [ -n "$$KSS_TEST_POSTGRES_URL" ]; then $(BIN)/pytest -q; exit $$?; fi; \
 	pg_dir=$$(mktemp -d /tmp/kss-pg.XXXXXX); \
 	pg_url=$$(.ci/postgres.sh start "$$pg_dir") || { echo "make: PostgreSQL could not be started" >&2; exit 1; }; \

@@ -1,7 +1,7 @@
-"""Build step of our own: the wheel carries templates/, static/ and migrations/ inside the ``app`` package.
+"""Build step of our own: the wheel carries templates/, static/ and migrations/ inside the ``kss_sim`` package.
 
 Everything else about the distribution is in pyproject.toml. The three folders stay at the top of the repository
-(the source layout); ``app.package_data`` finds them there in a checkout or an editable install, and inside the
+(the source layout); ``kss_sim.package_data`` finds them there in a checkout or an editable install, and inside the
 package once installed from a wheel (docs/architecture.md, Packaging).
 """
 
@@ -15,7 +15,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 SHIPPED_FOLDERS = ("templates", "static", "migrations")
-PACKAGE = "app"  # the package whose app.package_data looks for them
+PACKAGE = "kss_sim"  # the package whose kss_sim.package_data looks for them
 
 
 class BuildPyWithPackageData(build_py):

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from app.simulation.runner import ScenarioRun  # noqa: E402
+from kss_sim.simulation.runner import ScenarioRun  # noqa: E402
 
 WORKLOADS = REPO.parent / "shared" / "workloads"
 

@@ -4,7 +4,7 @@ and pods, the cycle as ``kss serve`` runs it (every plugin recorded, random tie-
 Usage: ``.venv/bin/python bench/big_cycle.py [--nodes 5000] [--bound 20000] [--pods 300]``.
 Adds the nodes to a scheduler cache one by one (as ``kss serve``'s scheduler takes them in; timed), binds ``--bound``
 pods of the same mix spread over them, then schedules ``--pods`` more one at a time (each assumed where it goes) and
-builds each attempt's row (``app.results.rows.attempt_row``). Prints the seconds to add the nodes and the ms per pod
+builds each attempt's row (``kss_sim.results.rows.attempt_row``). Prints the seconds to add the nodes and the ms per pod
 of the cycle and of the row. ``PYTHONPATH=<another tree>`` measures that tree's ``app`` (before/after).
 """
 
@@ -19,13 +19,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from serve_big import GPU_EVERY, node_object, pod_objects
 
-import app
-from app.results.rows import attempt_row
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, PodActions, Status, success
-from app.scheduler.kube_scheduler_configuration import build_profiles, parse_config
-from app.scheduler.nodeinfo import PodInfo
+import kss_sim
+from kss_sim.results.rows import attempt_row
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, PodActions, Status, success
+from kss_sim.scheduler.kube_scheduler_configuration import build_profiles, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
 
 
 class _NoActions(PodActions):
@@ -89,7 +89,7 @@ def main() -> int:
         cycle += t2 - t1
         scheduled += att.result == "scheduled"
     print(
-        f"{Path(app.__file__).parent.parent}: {args.nodes} nodes added in {t_nodes:.1f} s; {args.bound} bound; "
+        f"{Path(kss_sim.__file__).parent.parent}: {args.nodes} nodes added in {t_nodes:.1f} s; {args.bound} bound; "
         f"{args.pods} pods ({scheduled} scheduled): cycle {cycle / args.pods * 1e3:.2f} ms, "
         f"row {row / args.pods * 1e3:.2f} ms per pod"
     )

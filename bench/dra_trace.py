@@ -21,8 +21,8 @@ from typing import Any
 
 from _common import WORKLOADS, Result, check, machine, parser, run
 
-from app.simulation.alibaba_v2023 import POD_LISTS, Trace, TraceNode, TracePod, Workload, convert, load_trace
-from app.simulation.runner import ScenarioRun
+from kss_sim.simulation.alibaba_v2023 import POD_LISTS, Trace, TraceNode, TracePod, Workload, convert, load_trace
+from kss_sim.simulation.runner import ScenarioRun
 
 TRACE = WORKLOADS / "alibaba-gpu-trace-v2023"
 

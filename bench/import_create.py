@@ -41,7 +41,7 @@ def make_pages(nodes: int, pods: int, pending: int) -> list[bytes]:
     sys.path[:0] = [str(REPO), str(REPO / "bench")]
     import synthetic_cluster
 
-    from app.cluster.storage.store import ClusterStore
+    from kss_sim.cluster.storage.store import ClusterStore
     from syncer import translate
     from syncer.kinds import BY_NAME
 
@@ -77,10 +77,10 @@ class _Unscheduled:
 
 def one_round(pages: list[bytes], profile: bool) -> dict[str, float]:
     """Create every page on a fresh store; CPU of the calling thread and of the process, per object."""
-    from app.cluster.storage.store import ClusterStore
-    from app.config import Settings
-    from app.db import make_engine, upgrade_database
-    from app.operations.import_export import OperationsService
+    from kss_sim.cluster.storage.store import ClusterStore
+    from kss_sim.config import Settings
+    from kss_sim.db import make_engine, upgrade_database
+    from kss_sim.operations.import_export import OperationsService
 
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'kss.db'}"

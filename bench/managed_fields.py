@@ -18,8 +18,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.cluster.admission import managed_fields
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.admission import managed_fields
+from kss_sim.cluster.storage.store import ClusterStore
 
 
 def pod(i: int) -> dict[str, Any]:

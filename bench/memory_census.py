@@ -257,8 +257,8 @@ def main() -> int:
     nodes, pods = load_objects(args)
     from starlette.testclient import TestClient
 
-    from app.config import Settings
-    from app.main import create_app
+    from kss_sim.config import Settings
+    from kss_sim.main import create_app
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         settings = Settings(

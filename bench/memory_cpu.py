@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _serve import WORKLOADS
 
-from app.cluster.storage import versions as versions_module
-from app.cluster.storage import writes as writes_module
-from app.cluster.storage.store import ClusterStore
-from app.controllers.pod_status import running_status
+from kss_sim.cluster.storage import versions as versions_module
+from kss_sim.cluster.storage import writes as writes_module
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.pod_status import running_status
 
 Obj = dict[str, Any]
 STEPS = ("create", "bind", "event", "kubelet status")

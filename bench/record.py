@@ -52,7 +52,7 @@ def start_recorder(mode: str, db: Path) -> Any:
     it: before the scenario is read, so that its process starts up while the scenario loads."""
     if mode != "record-db":
         return None
-    from app.simulation.cli import _recorder
+    from kss_sim.simulation.cli import _recorder
 
     db.unlink(missing_ok=True)
     return _recorder(str(db))
@@ -60,7 +60,7 @@ def start_recorder(mode: str, db: Path) -> Any:
 
 def run_mode(mode: str, sc: dict[str, Any], recorder: Any, db: Path, profile: bool) -> dict[str, Any]:
     """One timed run of ``mode`` in this process (``recorder``: ``start_recorder``'s)."""
-    from app.simulation.runner import run_scenario
+    from kss_sim.simulation.runner import run_scenario
 
     attempts: list[Any] = []
 

@@ -35,8 +35,8 @@ def main() -> int:
     p.add_argument("--nodes", type=Path, default=_trace.TRACE / "nodes-1200.yaml")
     p.add_argument("--pods", type=Path, default=_trace.TRACE / "pods-1200.yaml")
     args = p.parse_args()
-    from app.simulation.cli import _recorder
-    from app.simulation.runner import ScenarioRun, _fewer_collections
+    from kss_sim.simulation.cli import _recorder
+    from kss_sim.simulation.runner import ScenarioRun, _fewer_collections
 
     print(machine())
     with tempfile.TemporaryDirectory() as tmp:

@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from app.replay.alibaba import load_trace_dir  # noqa: E402
-from app.replay.engine import Replay  # noqa: E402
-from app.replay.model import ReplayResult  # noqa: E402
+from kss_sim.replay.alibaba import load_trace_dir  # noqa: E402
+from kss_sim.replay.engine import Replay  # noqa: E402
+from kss_sim.replay.model import ReplayResult  # noqa: E402
 
 TRACE = REPO.parent / "shared" / "workloads" / "alibaba-gpu-trace-v2023"
 

@@ -34,13 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from trace import TRACE, scenario
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.kubelet import KubeletController
-from app.engine_host.scheduler_thread import SchedulerService
-from app.scheduler.cycle import Scheduler
-from app.serve_cli import SERVE_GC_THRESHOLDS
-from app.server.metrics import Metrics
-from app.simulation.runner import ScenarioRun, _fewer_collections
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.kubelet import KubeletController
+from kss_sim.engine_host.scheduler_thread import SchedulerService
+from kss_sim.scheduler.cycle import Scheduler
+from kss_sim.serve_cli import SERVE_GC_THRESHOLDS
+from kss_sim.server.metrics import Metrics
+from kss_sim.simulation.runner import ScenarioRun, _fewer_collections
 
 Obj = dict[str, Any]
 _calls: list[float] = []

@@ -35,11 +35,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings
-from app.main import create_app
-from app.scheduler.framework import Code, CycleState, FilterPlugin, PermitPlugin, Status
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins import register
+from kss_sim.config import Settings
+from kss_sim.main import create_app
+from kss_sim.scheduler.framework import Code, CycleState, FilterPlugin, PermitPlugin, Status
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins import register
 
 PODS = "/api/v1/namespaces/default/pods"
 CONFIG_URL = "/simulator/v1/schedulerconfiguration"

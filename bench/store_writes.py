@@ -26,14 +26,14 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from app.cluster.admission.validation.core import qualified_name_errors
-from app.cluster.errors import Cause
-from app.cluster.storage import pod_writes, repository
-from app.cluster.storage.models import ClusterObject, ClusterState
-from app.cluster.storage.store import ClusterStore
-from app.cluster.storage.versions import DEFAULT_MANAGER
-from app.controllers.pod_status import running_status
-from app.db import make_engine, upgrade_database
+from kss_sim.cluster.admission.validation.core import qualified_name_errors
+from kss_sim.cluster.errors import Cause
+from kss_sim.cluster.storage import pod_writes, repository
+from kss_sim.cluster.storage.models import ClusterObject, ClusterState
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.versions import DEFAULT_MANAGER
+from kss_sim.controllers.pod_status import running_status
+from kss_sim.db import make_engine, upgrade_database
 
 Obj = dict[str, Any]
 # Result annotations of the size kss serve writes (2.4 kB per pod above 50 nodes).

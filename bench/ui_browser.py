@@ -26,11 +26,11 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from app.config import Settings  # noqa: E402
-from app.engine_host.view import EngineView  # noqa: E402
-from app.main import create_app  # noqa: E402
 from bench._serve import free_port  # noqa: E402
 from bench.ui_render import FITS, PROBE_NAMESPACE, TOO_BIG, build_store, record_attempts  # noqa: E402
+from kss_sim.config import Settings  # noqa: E402
+from kss_sim.engine_host.view import EngineView  # noqa: E402
+from kss_sim.main import create_app  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 PAGES = (
@@ -100,7 +100,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
         while not server.started:
             await asyncio.sleep(0.05)
         url = f"http://127.0.0.1:{port}"
-        # kss serve builds the pages' pod index at start (app.main's lifespan); here the store came after it.
+        # kss serve builds the pages' pod index at start (kss_sim.main's lifespan); here the store came after it.
         start = time.perf_counter()
         await asyncio.to_thread(app.state.web_caches.pod_index.get, store)
         print(f"pod index built (kss serve does this at start): {(time.perf_counter() - start) * 1000:.0f} ms")

@@ -28,13 +28,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from app.cluster.storage.store import ClusterStore  # noqa: E402
-from app.config import Settings  # noqa: E402
-from app.engine_host.scheduler_thread import SchedulerService  # noqa: E402
-from app.engine_host.view import EngineView  # noqa: E402
-from app.main import create_app  # noqa: E402
-from app.results.attempts import ResultsService  # noqa: E402
-from app.scheduler.kube_scheduler_configuration import parse_config  # noqa: E402
+from kss_sim.cluster.storage.store import ClusterStore  # noqa: E402
+from kss_sim.config import Settings  # noqa: E402
+from kss_sim.engine_host.scheduler_thread import SchedulerService  # noqa: E402
+from kss_sim.engine_host.view import EngineView  # noqa: E402
+from kss_sim.main import create_app  # noqa: E402
+from kss_sim.results.attempts import ResultsService  # noqa: E402
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config  # noqa: E402
 
 ZONES = 10
 REASON = (

@@ -12,7 +12,7 @@ Stable here: every name in ``__all__``, the method signatures of the plugin inte
 
 from __future__ import annotations
 
-from app.scheduler.framework import (
+from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
@@ -44,9 +44,9 @@ from app.scheduler.framework import (
     unresolvable,
     unschedulable,
 )
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins import register
-from app.scheduler.waiting import WaitingPod
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.waiting import WaitingPod
 
 __all__ = [
     "MAX_NODE_SCORE",

@@ -7,10 +7,10 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
-import app.cluster.storage.models  # each models import registers its tables on Base.metadata
-import app.engine_host.models
-import app.results.models  # noqa: F401  (registers the results tables)
-from app.db import Base, make_engine
+import kss_sim.cluster.storage.models  # each models import registers its tables on Base.metadata
+import kss_sim.engine_host.models
+import kss_sim.results.models  # noqa: F401  (registers the results tables)
+from kss_sim.db import Base, make_engine
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,7 +1,7 @@
 """Kubernetes objects as the syncer handles them: plain dicts decoded from JSON.
 
 The syncer never imports ``app`` (it talks to kss over the API only), so it keeps this one definition of its own,
-the same as ``app.kube.objects.Obj``.
+the same as ``kss_sim.kube.objects.Obj``.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from syncer.sink import ADDED, DELETED, MODIFIED, SYNCED, Event
 
 log = logging.getLogger("kss.syncer")
 
-API_VERSION = "kss.sigs.k8s.io/v1alpha1"  # app.replay.workload.API_VERSION
+API_VERSION = "kss.sigs.k8s.io/v1alpha1"  # kss_sim.replay.workload.API_VERSION
 KIND = "TimedWorkload"
 FINISHED_PHASES = ("Succeeded", "Failed")
 _NODE_SPEC_EVENTS = ("unschedulable", "taints")  # recorded as cordon/taint events, not updates

@@ -18,12 +18,12 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine, create_engine, text
 
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.db import make_engine, upgrade_database
-from app.main import create_app
-from app.scheduler.plugins import out_of_tree
-from app.serve_cli import kubeconfig
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.db import make_engine, upgrade_database
+from kss_sim.main import create_app
+from kss_sim.scheduler.plugins import out_of_tree
+from kss_sim.serve_cli import kubeconfig
 from tests.web.chromium import fresh_page, launched
 
 KSS = Path(sys.executable).with_name("kss")

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-import app.serve_cli
-from app.cli import COMMANDS, main
+import kss_sim.serve_cli
+from kss_sim.cli import COMMANDS, main
 
 # What a process loads for nothing if a light command pulls in the server, the database layer or a cluster client.
 SERVER_AND_CLIENTS = [
@@ -21,7 +21,7 @@ SERVER_AND_CLIENTS = [
     "uvicorn",
     "sqlalchemy",
     "alembic",
-    "app.main",
+    "kss_sim.main",
     "distributed",
     "kubernetes",
 ]
@@ -32,7 +32,7 @@ def modules_loaded_by(argv: list[str]) -> set[str]:
     script = textwrap.dedent(
         f"""
         import contextlib, io, json, sys
-        from app.cli import main
+        from kss_sim.cli import main
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             try:
                 main({argv!r})
@@ -56,16 +56,20 @@ def test_kss_help_imports_no_command_module() -> None:
 @pytest.mark.parametrize(
     ("argv", "command_module", "absent"),
     [
-        (["simulate", "--help"], "app.simulation.cli", [*SERVER_AND_CLIENTS, "httpx", "jinja2"]),
-        (["serve", "--help"], "app.serve_cli", [*SERVER_AND_CLIENTS, "numpy", "httpx"]),
-        (["kubeconfig"], "app.serve_cli", [*SERVER_AND_CLIENTS, "numpy", "httpx"]),
+        (["simulate", "--help"], "kss_sim.simulation.cli", [*SERVER_AND_CLIENTS, "httpx", "jinja2"]),
+        (["serve", "--help"], "kss_sim.serve_cli", [*SERVER_AND_CLIENTS, "numpy", "httpx"]),
+        (["kubeconfig"], "kss_sim.serve_cli", [*SERVER_AND_CLIENTS, "numpy", "httpx"]),
         # The live driver's HTTP and kubeconfig clients only load for --target-url / --target-kubeconfig.
-        (["replay", "--help"], "app.replay.cli", [*SERVER_AND_CLIENTS, "httpx", "app.replay.live_api"]),
-        (["sweep", "--help"], "app.whatif.sweep_cli", [*SERVER_AND_CLIENTS, "httpx", "dask"]),
-        (["convert", "--help"], "app.simulation.convert_cli", [*SERVER_AND_CLIENTS, "numpy", "pydantic"]),
-        (["export", "--help"], "app.operations.cli", [*SERVER_AND_CLIENTS, "numpy"]),
+        (["replay", "--help"], "kss_sim.replay.cli", [*SERVER_AND_CLIENTS, "httpx", "kss_sim.replay.live_api"]),
+        (["sweep", "--help"], "kss_sim.whatif.sweep_cli", [*SERVER_AND_CLIENTS, "httpx", "dask"]),
+        (["convert", "--help"], "kss_sim.simulation.convert_cli", [*SERVER_AND_CLIENTS, "numpy", "pydantic"]),
+        (["export", "--help"], "kss_sim.operations.cli", [*SERVER_AND_CLIENTS, "numpy"]),
         # kss import lists the cluster copy's options (syncer/options.py) without the syncer or its Kubernetes client.
-        (["import", "--help"], "app.operations.cli", [*SERVER_AND_CLIENTS, "numpy", "syncer.__main__", "syncer.kube"]),
+        (
+            ["import", "--help"],
+            "kss_sim.operations.cli",
+            [*SERVER_AND_CLIENTS, "numpy", "syncer.__main__", "syncer.kube"],
+        ),
     ],
 )
 def test_a_command_imports_its_own_module_and_not_the_server(
@@ -92,13 +96,13 @@ def test_the_command_runs_with_the_collector_on_and_its_options_parsed(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seen: list[tuple[bool, str]] = []
-    real = app.serve_cli.run_kubeconfig
+    real = kss_sim.serve_cli.run_kubeconfig
 
     def observed(args: argparse.Namespace) -> int:
         seen.append((gc.isenabled(), args.target_url))
         return real(args)
 
-    monkeypatch.setattr(app.serve_cli, "run_kubeconfig", observed)
+    monkeypatch.setattr(kss_sim.serve_cli, "run_kubeconfig", observed)
     assert gc.isenabled()
     assert main(["kubeconfig", "--server", "http://10.1.2.3:9000"]) == 0
     assert seen == [(True, "http://10.1.2.3:9000")]
@@ -115,14 +119,14 @@ def test_a_bad_option_exits_2_with_the_collector_back_on(capsys: pytest.CaptureF
 
 
 def test_an_unknown_command_is_refused() -> None:
-    proc = subprocess.run([sys.executable, "-m", "app.cli", "no-such-command"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "kss_sim.cli", "no-such-command"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "invalid choice: 'no-such-command'" in proc.stderr
 
 
 def test_the_server_loads_the_dra_cel_compiler_and_the_page_templates_when_first_used() -> None:
-    script = "import json, sys, app.main; print(json.dumps(sorted(sys.modules)))"
+    script = "import json, sys, kss_sim.main; print(json.dumps(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     loaded = set(json.loads(out))
     assert "fastapi" in loaded  # the whole application, as `kss serve` imports it
-    assert sorted({"app.kube.dra.cel", "cel_expr_python", "google.protobuf", "jinja2"} & loaded) == []
+    assert sorted({"kss_sim.kube.dra.cel", "cel_expr_python", "google.protobuf", "jinja2"} & loaded) == []

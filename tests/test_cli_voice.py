@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from app.cli import COMMANDS, build_parser
+from kss_sim.cli import COMMANDS, build_parser
 from tests.conftest import KSS, free_port
 from tests.replay.test_engine import node, pod
 
@@ -236,5 +236,5 @@ def test_one_flag_name_per_concept_the_former_ones_as_aliases(name: str, concept
 
 
 def test_the_dispatcher_module_runs_as_a_script() -> None:
-    done = subprocess.run([sys.executable, "-m", "app.cli", "no-such-command"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "kss_sim.cli", "no-such-command"], capture_output=True, text=True)
     assert done.returncode == 2 and "invalid choice: 'no-such-command'" in one_line(done, 2, "kss: ")

@@ -23,7 +23,7 @@ from tests.conftest import free_port
 ROOT = Path(__file__).resolve().parents[1]
 # What the Dockerfile copies before its `pip install .`: the build must need nothing else.
 BUILD_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in")
-BUILD_FOLDERS = ("app", "syncer", "kss", "templates", "static", "migrations")
+BUILD_FOLDERS = ("kss_sim", "syncer", "kss", "templates", "static", "migrations")
 
 
 def _builds_without_downloads() -> bool:
@@ -54,28 +54,28 @@ def test_the_wheel_carries_templates_static_files_and_migrations(wheel: Path) ->
     names = set(zipfile.ZipFile(wheel).namelist())
     top_level = {name.split("/")[0] for name in names}
     # What site-packages gets: the three packages and the metadata, nothing of the repository's top (tests, tools).
-    assert {name for name in top_level if not name.endswith(".dist-info")} == {"app", "kss", "syncer"}
+    assert {name for name in top_level if not name.endswith(".dist-info")} == {"kss_sim", "kss", "syncer"}
     for shipped in (
-        "app/templates/base.html",
-        "app/templates/pages/cluster.html",
-        "app/templates/starters/pod.yaml",
-        "app/templates/replay/report.html.j2",
-        "app/templates/whatif/compare.html.j2",
-        "app/static/css/app.css",
-        "app/static/js/app.js",
-        "app/static/replay-charts.js",
-        "app/static/vendor/htmx-2.0.11.min.js",
-        "app/static/vendor/htmx-ext-sse-2.2.4.min.js",
-        "app/static/vendor/uplot/1.6.32/uPlot.iife.min.js",
-        "app/static/vendor/uplot/1.6.32/uPlot.min.css",
-        # Alembic's side of alembic.ini: app.db builds the rest of the configuration in code.
-        "app/migrations/env.py",
-        "app/migrations/script.py.mako",
-        "app/cluster/admission/field_schema.json",
+        "kss_sim/templates/base.html",
+        "kss_sim/templates/pages/cluster.html",
+        "kss_sim/templates/starters/pod.yaml",
+        "kss_sim/templates/replay/report.html.j2",
+        "kss_sim/templates/whatif/compare.html.j2",
+        "kss_sim/static/css/app.css",
+        "kss_sim/static/js/app.js",
+        "kss_sim/static/replay-charts.js",
+        "kss_sim/static/vendor/htmx-2.0.11.min.js",
+        "kss_sim/static/vendor/htmx-ext-sse-2.2.4.min.js",
+        "kss_sim/static/vendor/uplot/1.6.32/uPlot.iife.min.js",
+        "kss_sim/static/vendor/uplot/1.6.32/uPlot.min.css",
+        # Alembic's side of alembic.ini: kss_sim.db builds the rest of the configuration in code.
+        "kss_sim/migrations/env.py",
+        "kss_sim/migrations/script.py.mako",
+        "kss_sim/cluster/admission/field_schema.json",
     ):
         assert shipped in names, shipped
     versions = {path.name for path in (ROOT / "migrations" / "versions").glob("*.py")}
-    assert versions and {f"app/migrations/versions/{name}" for name in versions} <= names
+    assert versions and {f"kss_sim/migrations/versions/{name}" for name in versions} <= names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
 
 
@@ -99,7 +99,8 @@ def installed(wheel: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def served(installed: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """``python -m app.cli serve`` from the installed package, started outside the repository on a fresh SQLite file."""
+    """``python -m kss_sim.cli serve`` from the installed package, started outside the repository on a fresh SQLite
+    file."""
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
     database = workdir / "kss.db"
@@ -109,17 +110,17 @@ def served(installed: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
         "KSS_DATABASE_URL": f"sqlite:///{database}",
         "KSS_CONTROLLERS": "false",
     }
-    probe = "import app, app.package_data as data; print(app.__file__); print(data.RESOURCE_ROOT)"
+    probe = "import app, kss_sim.package_data as data; print(app.__file__); print(data.RESOURCE_ROOT)"
     imported = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=workdir, env=env, check=True
     ).stdout.split()
-    assert [Path(path) for path in imported] == [installed / "app" / "__init__.py", installed / "app"]
+    assert [Path(path) for path in imported] == [installed / "kss_sim" / "__init__.py", installed / "kss_sim"]
 
     port = free_port()
     log = workdir / "serve.log"
     with log.open("wb") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "kss_sim.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
             stdout=handle,
             stderr=subprocess.STDOUT,
             cwd=workdir,

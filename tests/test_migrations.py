@@ -6,10 +6,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 
-import app.cluster.storage.models
-import app.engine_host.models
-import app.results.models  # noqa: F401
-from app.db import Base
+import kss_sim.cluster.storage.models
+import kss_sim.engine_host.models
+import kss_sim.results.models  # noqa: F401
+from kss_sim.db import Base
 
 
 def test_models_and_migrations_agree(engine: Engine) -> None:

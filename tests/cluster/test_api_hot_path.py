@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import Receive, Scope, Send
 
-from app.cluster.api.router import resource_route
-from app.cluster.storage.store import ClusterStore, InternalError
+from kss_sim.cluster.api.router import resource_route
+from kss_sim.cluster.storage.store import ClusterStore, InternalError
 from tests.cluster.factories import node, pod
 from tests.cluster.test_group_commit import failing_on, first_commit_waits_for
 from tests.conftest import API_TOKEN, asgi_client

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from app.cluster.admission import field_sets, managed_fields
-from app.cluster.admission.admit import decode
-from app.cluster.kinds.registry import BY_KIND
+from kss_sim.cluster.admission import field_sets, managed_fields
+from kss_sim.cluster.admission.admit import decode
+from kss_sim.cluster.kinds.registry import BY_KIND
 
 Obj = dict[str, Any]
 POD = BY_KIND["Pod"]

@@ -1,7 +1,7 @@
 """Deletion with finalizers and propagation through the Kubernetes API, as on a real cluster: the real kubectl's
 ``delete`` (background by default, ``--cascade=foreground``, ``--cascade=orphan``) and the official client's
 V1DeleteOptions against the live app, with the garbage collector started on the app's store (the lead wires it
-into ControllerManager; until then this fixture runs it, as app.main will)."""
+into ControllerManager; until then this fixture runs it, as kss_sim.main will)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import uvicorn
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException  # type: ignore[attr-defined]
 
-from app.config import Settings
-from app.controllers.garbage_collector import GarbageCollector
-from app.main import create_app
-from app.serve_cli import kubeconfig
+from kss_sim.config import Settings
+from kss_sim.controllers.garbage_collector import GarbageCollector
+from kss_sim.main import create_app
+from kss_sim.serve_cli import kubeconfig
 from tests.conftest import KUBECTL, free_port
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")

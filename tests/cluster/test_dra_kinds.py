@@ -16,10 +16,10 @@ from fastapi import FastAPI
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from app.cluster.errors import Invalid
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.main import create_app
+from kss_sim.cluster.errors import Invalid
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.main import create_app
 from tests.cluster.factories import node
 from tests.conftest import Server
 

@@ -13,8 +13,8 @@ from typing import Any
 from kubernetes import client, config, watch
 from sqlalchemy import Engine
 
-from app.cluster.storage.event_expiry import EventExpiry, last_written
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.event_expiry import EventExpiry, last_written
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.conftest import start_server
 
 HOUR = 3600.0

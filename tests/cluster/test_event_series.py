@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.conftest import KUBECTL, KubectlRunner, start_server
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u1"}}

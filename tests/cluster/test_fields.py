@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from app.cluster.admission import fields
-from app.cluster.kinds.registry import KINDS
+from kss_sim.cluster.admission import fields
+from kss_sim.cluster.kinds.registry import KINDS
 
 
 def test_schema_file_matches_the_kubernetes_client() -> None:
-    # Regenerate with `python -m app.cluster.admission.fields` after upgrading the client.
+    # Regenerate with `python -m kss_sim.cluster.admission.fields` after upgrading the client.
     doc = json.loads(fields.SCHEMA_FILE.read_text())
     generated = fields.generate()
     if doc["client"] == fields.client_version():

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from app.cluster.errors import Invalid
-from app.cluster.storage import repository
-from app.cluster.storage.committer import Committer
-from app.cluster.storage.store import ClusterStore, InternalError
+from kss_sim.cluster.errors import Invalid
+from kss_sim.cluster.storage import repository
+from kss_sim.cluster.storage.committer import Committer
+from kss_sim.cluster.storage.store import ClusterStore, InternalError
 from tests.cluster.factories import node, pod
 
 WRITERS = 24

@@ -13,10 +13,10 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from app.cluster.errors import BadRequest, Invalid
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.main import create_app
+from kss_sim.cluster.errors import BadRequest, Invalid
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.main import create_app
 from tests.cluster.factories import pod
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster.errors import Conflict, Invalid
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.errors import Conflict, Invalid
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.scheduler.factories import make_pod
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster.admission import uids
-from app.cluster.storage import versions
-from app.cluster.storage.shared_values import SharedValues
-from app.cluster.storage.store import ClusterStore
-from app.controllers.pod_status import running_status
+from kss_sim.cluster.admission import uids
+from kss_sim.cluster.storage import versions
+from kss_sim.cluster.storage.shared_values import SharedValues
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.pod_status import running_status
 from tests.cluster.factories import node, pod
 
 Obj = dict[str, Any]

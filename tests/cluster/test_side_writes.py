@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, event, text
 
-from app.cluster.storage import repository
-from app.cluster.storage.store import ClusterStore, InternalError
-from app.db import make_engine, upgrade_database
+from kss_sim.cluster.storage import repository
+from kss_sim.cluster.storage.store import ClusterStore, InternalError
+from kss_sim.db import make_engine, upgrade_database
 from tests.cluster.factories import pod
 
 

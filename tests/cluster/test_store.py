@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from app.cluster.errors import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.errors import AlreadyExists, Conflict, Expired, Forbidden, Invalid, NotFound
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.cluster.factories import node, objects_of_every_kind, pod
 
 

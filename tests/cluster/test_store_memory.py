@@ -11,12 +11,12 @@ import orjson
 import pytest
 from sqlalchemy import Engine
 
-from app.cluster.api import watch
-from app.cluster.kinds.registry import BY_KIND
-from app.cluster.storage import change_log
-from app.cluster.storage.selectors import make_selector
-from app.cluster.storage.shared_values import SharedValues
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.api import watch
+from kss_sim.cluster.kinds.registry import BY_KIND
+from kss_sim.cluster.storage import change_log
+from kss_sim.cluster.storage.selectors import make_selector
+from kss_sim.cluster.storage.shared_values import SharedValues
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.cluster.factories import node, pod
 
 Obj = dict[str, Any]
@@ -232,7 +232,7 @@ def test_shared_values_tell_equal_from_merely_colliding_and_start_again_when_ful
 
 def test_a_create_draws_one_uid(monkeypatch: pytest.MonkeyPatch) -> None:
     """One uid per object created, none drawn and thrown away."""
-    from app.cluster.admission import uids
+    from kss_sim.cluster.admission import uids
 
     drawn: list[str] = []
 

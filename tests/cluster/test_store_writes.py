@@ -14,14 +14,14 @@ import pytest
 from sqlalchemy import Connection, Engine
 from sqlalchemy import event as sql_event
 
-from app.cluster.admission import uids
-from app.cluster.errors import Conflict, Invalid
-from app.cluster.storage import repository
-from app.cluster.storage.pod_writes import SCHEDULER_MANAGER
-from app.cluster.storage.store import ClusterStore
-from app.cluster.storage.versions import DEFAULT_MANAGER
-from app.controllers.pod_status import finished_status, restarted_status, running_status
-from app.db import sqlite_chunks
+from kss_sim.cluster.admission import uids
+from kss_sim.cluster.errors import Conflict, Invalid
+from kss_sim.cluster.storage import repository
+from kss_sim.cluster.storage.pod_writes import SCHEDULER_MANAGER
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.versions import DEFAULT_MANAGER
+from kss_sim.controllers.pod_status import finished_status, restarted_status, running_status
+from kss_sim.db import sqlite_chunks
 from tests.scheduler.factories import make_pod
 
 _SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion", "managedFields")

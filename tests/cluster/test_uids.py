@@ -6,7 +6,7 @@ import os
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from app.cluster.admission import uids
+from kss_sim.cluster.admission import uids
 
 
 def test_uids_are_random_version_4_uuids_in_their_text_form() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.kube.quantity import parse_quantity
+from kss_sim.kube.quantity import parse_quantity
 from tests.conftest import KubectlRunner, start_server
 
 WORKLOADS = Path(__file__).resolve().parents[2].parent / "shared" / "workloads" / "alibaba-gpu-trace"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.cluster.admission.cron import parse_standard
-from app.cluster.storage.store import ClusterStore
-from app.controllers.cronjob import CronJobController, Schedule, most_recent_schedule_time
+from kss_sim.cluster.admission.cron import parse_standard
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cronjob import CronJobController, Schedule, most_recent_schedule_time
 
 Obj = dict[str, Any]
 START = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.daemon_placement import DAEMON_TOLERATIONS, NETWORK_UNAVAILABLE_TOLERATION
-from app.controllers.daemonset import DaemonSetController
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.daemon_placement import DAEMON_TOLERATIONS, NETWORK_UNAVAILABLE_TOLERATION
+from kss_sim.controllers.daemonset import DaemonSetController
 from tests.cluster.factories import node
 
 Obj = dict[str, Any]

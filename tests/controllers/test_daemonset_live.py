@@ -18,10 +18,10 @@ import uvicorn
 from fastapi import FastAPI
 from kubernetes import client, config
 
-from app.config import Settings
-from app.controllers.daemonset import DaemonSetController
-from app.main import create_app
-from app.serve_cli import kubeconfig
+from kss_sim.config import Settings
+from kss_sim.controllers.daemonset import DaemonSetController
+from kss_sim.main import create_app
+from kss_sim.serve_cli import kubeconfig
 from tests.conftest import KUBECTL, free_port
 
 MANIFESTS = """

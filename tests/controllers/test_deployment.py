@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.controllers import deployment_util as du
-from app.controllers.deployment import DeploymentController
-from app.controllers.loop import ReconcileLoop
-from app.controllers.replicaset import ReplicaSetController
-from app.main import create_app
-from app.serve_cli import kubeconfig
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.controllers import deployment_util as du
+from kss_sim.controllers.deployment import DeploymentController
+from kss_sim.controllers.loop import ReconcileLoop
+from kss_sim.controllers.replicaset import ReplicaSetController
+from kss_sim.main import create_app
+from kss_sim.serve_cli import kubeconfig
 from tests.conftest import KUBECTL, free_port
 from tests.controllers.workloads import FakeClock, Obj, deployment, make_ready, pods_of
 

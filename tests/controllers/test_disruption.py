@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.disruption import DisruptionController
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.disruption import DisruptionController
 from tests.controllers.workloads import FakeClock, deployment, make_ready, replica_set
 
 Obj = dict[str, Any]

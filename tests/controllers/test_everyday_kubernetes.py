@@ -133,7 +133,7 @@ def _json(kubectl: KubectlRunner, *args: str) -> Any:
 
 
 def test_a_new_user_s_workloads_run_as_on_a_real_cluster(cluster: tuple[Server, KubectlRunner]) -> None:
-    from app.controllers.kubelet import RUN_DURATION_ANNOTATION
+    from kss_sim.controllers.kubelet import RUN_DURATION_ANNOTATION
 
     server, kubectl = cluster
     kubectl("apply", "-f", "-", input=CLUSTER + NODES)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from app.cluster.admission.deletion import DeleteOptions
-from app.cluster.storage.store import ClusterStore
-from app.controllers.garbage_collector import GarbageCollector
-from app.controllers.owned import owner_reference
+from kss_sim.cluster.admission.deletion import DeleteOptions
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.garbage_collector import GarbageCollector
+from kss_sim.controllers.owned import owner_reference
 from tests.cluster.factories import pod
 
 Obj = dict[str, Any]

@@ -18,11 +18,11 @@ import pytest
 import uvicorn
 from kubernetes import client, config
 
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.controllers.garbage_collector import GarbageCollector
-from app.controllers.job import JobController
-from app.controllers.job_parts import (
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.controllers.garbage_collector import GarbageCollector
+from kss_sim.controllers.job import JobController
+from kss_sim.controllers.job_parts import (
     COMPLETION_INDEX,
     CONTROLLER_UID_LABEL,
     JOB_NAME_LABEL,
@@ -30,9 +30,9 @@ from app.controllers.job_parts import (
     format_indexes,
     parse_indexes,
 )
-from app.controllers.ttl_after_finished import TTLAfterFinishedController
-from app.main import create_app
-from app.serve_cli import kubeconfig
+from kss_sim.controllers.ttl_after_finished import TTLAfterFinishedController
+from kss_sim.main import create_app
+from kss_sim.serve_cli import kubeconfig
 from tests.cluster.factories import node
 from tests.conftest import KUBECTL, free_port
 
@@ -317,7 +317,7 @@ def test_deleting_a_job_in_the_background_takes_its_tracked_pods(
         store.create("Job", job("gone", parallelism=2, completions=2))
         settle(jobs, gc)
         assert len(pods_of(store, "gone")) == 2
-        from app.cluster.admission.deletion import DeleteOptions
+        from kss_sim.cluster.admission.deletion import DeleteOptions
 
         store.delete("Job", "default", "gone", options=DeleteOptions(propagation_policy="Background"))
         settle(gc, jobs)

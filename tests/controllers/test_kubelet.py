@@ -19,20 +19,20 @@ from typing import Any
 import pytest
 import uvicorn
 
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.controllers.kubelet import KubeletController
-from app.controllers.loop import ReconcileLoop
-from app.controllers.node_lease import NodeLeaseController
-from app.controllers.pod_status import (
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.controllers.kubelet import KubeletController
+from kss_sim.controllers.loop import ReconcileLoop
+from kss_sim.controllers.node_lease import NodeLeaseController
+from kss_sim.controllers.pod_status import (
     EXIT_CODE_ANNOTATION,
     RUN_DURATION_ANNOTATION,
     image_id,
     image_name,
     parse_go_duration,
 )
-from app.main import create_app
-from app.serve_cli import kubeconfig
+from kss_sim.main import create_app
+from kss_sim.serve_cli import kubeconfig
 from tests.cluster.factories import node, pod
 from tests.conftest import KUBECTL, free_port
 

@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from app.cluster.errors import NotFound
-from app.cluster.storage.store import ClusterStore
-from app.controllers.loop import ReconcileLoop
+from kss_sim.cluster.errors import NotFound
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.loop import ReconcileLoop
 
 
 class Flaky(ReconcileLoop[str]):
@@ -46,7 +46,7 @@ def run(errors: list[Exception]) -> Flaky:
 
 
 def test_an_object_gone_before_the_write_is_a_debug_line_and_a_retry(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="app.controllers.loop")
+    caplog.set_level(logging.DEBUG, logger="kss_sim.controllers.loop")
     loop = run([NotFound("deployments", "d2", group="apps")])
     assert loop.calls == 2
     assert [(r.levelno, r.exc_info) for r in caplog.records] == [(logging.DEBUG, None)]
@@ -54,7 +54,7 @@ def test_an_object_gone_before_the_write_is_a_debug_line_and_a_retry(caplog: pyt
 
 
 def test_any_other_error_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="app.controllers.loop")
+    caplog.set_level(logging.DEBUG, logger="kss_sim.controllers.loop")
     loop = run([ValueError("a bug")])
     assert loop.calls == 2
     assert [r.levelno for r in caplog.records] == [logging.ERROR] and caplog.records[0].exc_info is not None

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.node_lease import LEASE_NAMESPACE, NodeLeaseController, micro_time, renew_interval
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.node_lease import LEASE_NAMESPACE, NodeLeaseController, micro_time, renew_interval
 from tests.cluster.factories import node
 
 Obj = dict[str, Any]

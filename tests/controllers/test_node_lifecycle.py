@@ -11,9 +11,14 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.node_lease import LEASE_NAMESPACE, lease_for
-from app.controllers.node_lifecycle import NodeLifecycleController, effective_grace, reconciled_taints, wanted_taints
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.node_lease import LEASE_NAMESPACE, lease_for
+from kss_sim.controllers.node_lifecycle import (
+    NodeLifecycleController,
+    effective_grace,
+    reconciled_taints,
+    wanted_taints,
+)
 from tests.cluster.factories import node
 from tests.controllers.workloads import FakeClock
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.pod_gc import PodGCController
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.pod_gc import PodGCController
 from tests.cluster.factories import node, pod
 from tests.controllers.workloads import FakeClock
 

@@ -19,9 +19,9 @@ import uvicorn
 from kubernetes import client, config
 from sqlalchemy import Engine
 
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.controllers.podgroup import (
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.controllers.podgroup import (
     COMPONENT,
     POD_GROUP_LABEL,
     TIMEOUT_MESSAGE,
@@ -29,8 +29,8 @@ from app.controllers.podgroup import (
     PodGroupController,
     next_status,
 )
-from app.main import create_app
-from app.serve_cli import kubeconfig
+from kss_sim.main import create_app
+from kss_sim.serve_cli import kubeconfig
 from tests.cluster.factories import pod
 from tests.conftest import KUBECTL, free_port
 
@@ -428,7 +428,7 @@ def test_kss_controllers_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")
 def test_live_app_podgroup_phase_over_the_api_and_kubectl(tmp_path: Path) -> None:
-    # The app's own controllers off: this test runs one around the app's store, as app.main will.
+    # The app's own controllers off: this test runs one around the app's store, as kss_sim.main will.
     app = create_app(
         Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", scheduler_enabled=False, controllers=False)
     )

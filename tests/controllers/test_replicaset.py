@@ -9,9 +9,9 @@ from datetime import timedelta
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.pod_ranking import POD_DELETION_COST, pods_to_delete
-from app.controllers.replicaset import ReplicaSetController
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.pod_ranking import POD_DELETION_COST, pods_to_delete
+from kss_sim.controllers.replicaset import ReplicaSetController
 from tests.cluster.factories import pod
 from tests.controllers.workloads import FakeClock, Obj, make_ready, pods_of, replica_set, set_phase
 

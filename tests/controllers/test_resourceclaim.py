@@ -18,17 +18,17 @@ from typing import Any
 import pytest
 import uvicorn
 
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.controllers.garbage_collector import GarbageCollector
-from app.controllers.resourceclaim import (
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.controllers.garbage_collector import GarbageCollector
+from kss_sim.controllers.resourceclaim import (
     DELETE_PROTECTION_FINALIZER,
     POD_CLAIM_NAME_ANNOTATION,
     ResourceClaimController,
     generate_name,
 )
-from app.main import create_app
-from app.serve_cli import kubeconfig
+from kss_sim.main import create_app
+from kss_sim.serve_cli import kubeconfig
 from tests.conftest import KUBECTL, free_port
 
 Obj = dict[str, Any]

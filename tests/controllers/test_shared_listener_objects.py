@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.manager import ControllerManager
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.manager import ControllerManager
 
 Obj = dict[str, Any]
 

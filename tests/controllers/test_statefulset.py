@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.statefulset import StatefulSetController
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.statefulset import StatefulSetController
 
 Obj = dict[str, Any]
 

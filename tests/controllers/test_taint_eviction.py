@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.taint_eviction import TaintEvictionController, toleration_time
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.taint_eviction import TaintEvictionController, toleration_time
 from tests.cluster.factories import node, pod
 from tests.controllers.workloads import FakeClock
 

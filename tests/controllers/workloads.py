@@ -6,7 +6,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.store import ClusterStore
 
 Obj = dict[str, Any]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from app.scheduler.loop import assigned_pod_update_event
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.queue import POD_UPDATE, POD_UPDATE_OTHER, SchedulingQueue
+from kss_sim.scheduler.loop import assigned_pod_update_event
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.queue import POD_UPDATE, POD_UPDATE_OTHER, SchedulingQueue
 from tests.scheduler.test_queue import VirtualClock, fail, make_pod
 
 

@@ -1,12 +1,12 @@
-"""The simulator's explanation of DynamicResources' verdicts (``app.engine_host.dra_explain``), on plain objects: the
-counts per request (devices the node can use, of the class, matching, free) and the verdict in words."""
+"""The simulator's explanation of DynamicResources' verdicts (``kss_sim.engine_host.dra_explain``), on plain objects:
+the counts per request (devices the node can use, of the class, matching, free) and the verdict in words."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.engine_host.dra_explain import DraListers, explain_on_node
-from app.scheduler.dra.allocated import DeviceID
+from kss_sim.engine_host.dra_explain import DraListers, explain_on_node
+from kss_sim.scheduler.dra.allocated import DeviceID
 
 DRIVER = "gpu.example.com"
 Obj = dict[str, Any]

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.engine_host import scheduler_thread
-from app.engine_host.scheduler_thread import SchedulerService
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.engine_host import scheduler_thread
+from kss_sim.engine_host.scheduler_thread import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
 

@@ -15,12 +15,12 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.main import create_app
-from app.scheduler.framework import Code, CycleState, PermitPlugin, ReservePlugin, Status
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins import register
-from app.scheduler.waiting import WaitingPod
+from kss_sim.config import Settings
+from kss_sim.main import create_app
+from kss_sim.scheduler.framework import Code, CycleState, PermitPlugin, ReservePlugin, Status
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.waiting import WaitingPod
 from tests.cluster.factories import node, pod
 
 URL = "/simulator/v1/schedulerconfiguration"

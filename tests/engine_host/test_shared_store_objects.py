@@ -19,9 +19,9 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.controllers.kubelet import KubeletController
-from app.engine_host.scheduler_thread import SchedulerService
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.kubelet import KubeletController
+from kss_sim.engine_host.scheduler_thread import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
 Obj = dict[str, Any]

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage import repository
-from app.cluster.storage.committer import Committer
-from app.cluster.storage.store import ClusterStore
-from app.engine_host.scheduler_thread import SchedulerService
+from kss_sim.cluster.storage import repository
+from kss_sim.cluster.storage.committer import Committer
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.engine_host.scheduler_thread import SchedulerService
 from tests.scheduler.factories import make_node, make_pod
 
 PODS = 20

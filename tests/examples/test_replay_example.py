@@ -14,7 +14,7 @@ HOUR = 3600
 
 def test_the_gpu_day_example_replays_as_its_comments_say(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", "replay", str(EXAMPLE), "--out", str(tmp_path), "--quiet"],
+        [sys.executable, "-m", "kss_sim.cli", "replay", str(EXAMPLE), "--out", str(tmp_path), "--quiet"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -53,7 +53,7 @@ def test_the_sweep_example_shows_a_third_gpu_node_ends_the_wait(tmp_path: Path) 
     # finds GPUs at once, whatever the scoring: every pod binds on arrival.
     sweep = EXAMPLE.parent / "sweep.yaml"
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", "sweep", str(sweep), "--workers", "2", "--out", str(tmp_path)],
+        [sys.executable, "-m", "kss_sim.cli", "sweep", str(sweep), "--workers", "2", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

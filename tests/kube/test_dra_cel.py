@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.kube.dra.cel import (
+from kss_sim.kube.dra.cel import (
     CelCompileError,
     CelEvaluationError,
     DeviceView,

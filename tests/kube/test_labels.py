@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.kube.labels import (
+from kss_sim.kube.labels import (
     NodeSelector,
     RequiredNodeAffinity,
     aggregate_message,

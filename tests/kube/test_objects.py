@@ -1,4 +1,4 @@
-from app.kube.objects import metadata_of
+from kss_sim.kube.objects import metadata_of
 
 
 def test_metadata_of_is_the_objects_own_metadata() -> None:

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from app.kube.quantity import (
+from kss_sim.kube.quantity import (
     INT64_MAX,
     INT64_MIN,
     QuantityError,

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.main import create_app
+from kss_sim.config import Settings
+from kss_sim.main import create_app
 
 SEED = 7
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.cluster.storage import repository
-from app.engine_host import scheduler_thread
+from kss_sim.cluster.storage import repository
+from kss_sim.engine_host import scheduler_thread
 from tests.cluster.factories import node, pod
 
 

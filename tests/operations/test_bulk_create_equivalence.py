@@ -12,12 +12,12 @@ from typing import Any
 import orjson
 import pytest
 
-from app.cluster.admission import uids
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.engine_host.scheduler_thread import SchedulerService
-from app.operations import snapshot
-from app.operations.import_export import OperationsService
+from kss_sim.cluster.admission import uids
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.engine_host.scheduler_thread import SchedulerService
+from kss_sim.operations import snapshot
+from kss_sim.operations.import_export import OperationsService
 
 Obj = dict[str, Any]
 

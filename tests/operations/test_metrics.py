@@ -11,8 +11,8 @@ import pytest
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.config import Settings
-from app.main import create_app
+from kss_sim.config import Settings
+from kss_sim.main import create_app
 from tests.cluster.factories import node, pod
 from tests.operations.conftest import SEED
 

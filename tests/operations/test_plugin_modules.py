@@ -12,9 +12,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.main import create_app
-from app.scheduler.plugins import out_of_tree
+from kss_sim.config import Settings
+from kss_sim.main import create_app
+from kss_sim.scheduler.plugins import out_of_tree
 from tests.cluster.factories import node, pod
 from tests.plugin_sources import config_enabling, unique_module_name, write_distribution, write_plugin_module
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from app.config import Settings
-from app.main import create_app
+from kss_sim.config import Settings
+from kss_sim.main import create_app
 from tests.cluster.factories import node, pod
 from tests.conftest import KSS, start_server
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from fastapi import FastAPI
 
-from app.config import Settings
+from kss_sim.config import Settings
 from tests.cluster.factories import node
 from tests.conftest import API_TOKEN, KSS, KUBECTL, asgi_client, free_port
 

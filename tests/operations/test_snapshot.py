@@ -12,10 +12,10 @@ import pytest
 import yaml
 from fastapi import FastAPI
 
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.db import make_engine, upgrade_database
-from app.main import create_app
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.db import make_engine, upgrade_database
+from kss_sim.main import create_app
 from tests.cluster.factories import node, pod
 from tests.operations.conftest import SEED
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.main import create_app
+from kss_sim.config import Settings
+from kss_sim.main import create_app
 from tests.cluster.factories import node, pod
 
 PG_PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/team/podgroups"

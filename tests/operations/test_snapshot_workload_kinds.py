@@ -11,8 +11,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.main import create_app
+from kss_sim.config import Settings
+from kss_sim.main import create_app
 from tests.cluster.factories import node
 
 APPS = "/apis/apps/v1/namespaces/shop"

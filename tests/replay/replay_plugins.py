@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-from app.scheduler.framework import Code, CycleState, FilterPlugin, PermitPlugin, Status
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins import register
+from kss_sim.scheduler.framework import Code, CycleState, FilterPlugin, PermitPlugin, Status
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins import register
 
 
 @register

@@ -17,10 +17,10 @@ import httpx
 import pytest
 import yaml
 
-from app.replay.engine import Replay
-from app.replay.model import DELETED, RUNNING
-from app.replay.sources import load_source
-from app.replay.workload import parse_workload
+from kss_sim.replay.engine import Replay
+from kss_sim.replay.model import DELETED, RUNNING
+from kss_sim.replay.sources import load_source
+from kss_sim.replay.workload import parse_workload
 from tests.conftest import Server, start_server
 
 Obj = dict[str, Any]

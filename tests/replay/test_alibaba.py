@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.replay.alibaba import load_trace_dir, load_trace_workload
-from app.replay.workload import Event, TimedWorkload, WorkloadError
-from app.simulation.alibaba_v2023 import EXTENDED_RESOURCE, MODEL_LABEL, NODE_LIST, POD_LISTS
+from kss_sim.replay.alibaba import load_trace_dir, load_trace_workload
+from kss_sim.replay.workload import Event, TimedWorkload, WorkloadError
+from kss_sim.simulation.alibaba_v2023 import EXTENDED_RESOURCE, MODEL_LABEL, NODE_LIST, POD_LISTS
 
 REAL_TRACE = Path(__file__).resolve().parents[2].parent / "shared" / "workloads" / "alibaba-gpu-trace-v2023"
 needs_trace = pytest.mark.skipif(not REAL_TRACE.exists(), reason="the shared Alibaba trace is not present")

@@ -10,7 +10,7 @@ import orjson
 
 from tests.replay.test_engine import node, pod
 
-KSS = [sys.executable, "-m", "app.cli"]
+KSS = [sys.executable, "-m", "kss_sim.cli"]
 REPO = Path(__file__).resolve().parents[2]
 
 

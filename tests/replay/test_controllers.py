@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from app.replay.controllers import WorkloadControllers, check_workload_object
-from app.replay.engine import Replay
-from app.replay.model import DELETED, SUCCEEDED
-from app.replay.workload import WorkloadError, parse_workload
+from kss_sim.replay.controllers import WorkloadControllers, check_workload_object
+from kss_sim.replay.engine import Replay
+from kss_sim.replay.model import DELETED, SUCCEEDED
+from kss_sim.replay.workload import WorkloadError, parse_workload
 
 Obj = dict[str, Any]
 EPOCH = datetime(2025, 3, 1, 0, 0, 0, tzinfo=UTC)  # on the hour: cron times are round virtual seconds

@@ -7,11 +7,11 @@ from typing import Any
 import orjson
 import pytest
 
-from app.replay.engine import Replay
-from app.replay.model import DELETED, PENDING, PREEMPTED, RUNNING, SUCCEEDED, NullObserver, ReplayState
-from app.replay.workload import TimedWorkload, parse_workload
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.record import Attempt
+from kss_sim.replay.engine import Replay
+from kss_sim.replay.model import DELETED, PENDING, PREEMPTED, RUNNING, SUCCEEDED, NullObserver, ReplayState
+from kss_sim.replay.workload import TimedWorkload, parse_workload
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.record import Attempt
 from tests.replay import replay_plugins  # noqa: F401  (registers the test plugins)
 
 Obj = dict[str, Any]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.replay.fragmentation import (
+from kss_sim.replay.fragmentation import (
     NO_ACCESS,
     Q1_LACK_BOTH,
     Q2_LACK_GPU,

@@ -20,9 +20,9 @@ import pytest
 import yaml
 from kubernetes import client, config, watch
 
-from app.replay.live import KUBELET_RUN_DURATION, LiveReplay, LiveSummary, go_duration
-from app.replay.live_api import Connection, Target
-from app.replay.workload import parse_workload
+from kss_sim.replay.live import KUBELET_RUN_DURATION, LiveReplay, LiveSummary, go_duration
+from kss_sim.replay.live_api import Connection, Target
+from kss_sim.replay.workload import parse_workload
 from tests.conftest import KSS, Server, start_server
 
 SPEED = 60.0
@@ -297,7 +297,16 @@ def test_bad_options_are_refused_before_anything_is_sent(tmp_path: Path) -> None
     path = tmp_path / "w.yaml"
     path.write_text(workload([], [{"at": 0, "cordon": "n1"}]))
     proc = subprocess.run(
-        [sys.executable, "-m", "app.replay.live_cli", str(path), "--target-url", "http://127.0.0.1:9", "--speed", "0"],
+        [
+            sys.executable,
+            "-m",
+            "kss_sim.replay.live_cli",
+            str(path),
+            "--target-url",
+            "http://127.0.0.1:9",
+            "--speed",
+            "0",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

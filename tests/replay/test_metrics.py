@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from app.replay.fragmentation import MILLI, TargetTask, TargetWorkload, TaskShape
-from app.replay.metrics import Metrics, nearest_rank, summarize, time_weighted, workload_shapes
-from app.replay.model import PENDING, RUNNING, PodRecord, ReplayResult
-from app.replay.workload import parse_workload
-from app.scheduler.framework import ClusterObjects
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.record import Attempt
+from kss_sim.replay.fragmentation import MILLI, TargetTask, TargetWorkload, TaskShape
+from kss_sim.replay.metrics import Metrics, nearest_rank, summarize, time_weighted, workload_shapes
+from kss_sim.replay.model import PENDING, RUNNING, PodRecord, ReplayResult
+from kss_sim.replay.workload import parse_workload
+from kss_sim.scheduler.framework import ClusterObjects
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.record import Attempt
 
 GI = 1024**3
 DRIVER = "gpu.kss.sigs.k8s.io"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import orjson
 
-from app.replay.engine import Replay
-from app.replay.metrics import Metrics
-from app.replay.outputs import FILES, POD_COLUMNS, write_outputs
-from app.replay.workload import parse_workload
+from kss_sim.replay.engine import Replay
+from kss_sim.replay.metrics import Metrics
+from kss_sim.replay.outputs import FILES, POD_COLUMNS, write_outputs
+from kss_sim.replay.workload import parse_workload
 
 WORKLOAD = """
 apiVersion: kss.sigs.k8s.io/v1alpha1

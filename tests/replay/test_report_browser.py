@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.replay.metrics import Metrics
-from app.replay.model import PENDING, RUNNING, SUCCEEDED, PodRecord, ReplayResult
-from app.replay.outputs import write_outputs
+from kss_sim.replay.metrics import Metrics
+from kss_sim.replay.model import PENDING, RUNNING, SUCCEEDED, PodRecord, ReplayResult
+from kss_sim.replay.outputs import write_outputs
 from tests.replay.test_metrics import TARGET, cluster_state, pod
 from tests.web.chromium import MARKS, fresh_page, shot
 

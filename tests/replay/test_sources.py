@@ -12,9 +12,9 @@ import httpx
 import pytest
 import yaml
 
-from app.replay.engine import Replay
-from app.replay.sources import load_source, write_workload
-from app.replay.workload import TimedWorkload, WorkloadError, load_workload, parse_event_stream, to_document
+from kss_sim.replay.engine import Replay
+from kss_sim.replay.sources import load_source, write_workload
+from kss_sim.replay.workload import TimedWorkload, WorkloadError, load_workload, parse_event_stream, to_document
 from tests.conftest import Server
 
 KSS = Path(sys.executable).with_name("kss")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.cluster.admission.validation.core import TOTAL_ANNOTATION_BYTES
-from app.results import annotations as ann
-from app.simulation.runner import ScenarioRun
+from kss_sim.cluster.admission.validation.core import TOTAL_ANNOTATION_BYTES
+from kss_sim.results import annotations as ann
+from kss_sim.simulation.runner import ScenarioRun
 
 
 def _total(annotations: dict[str, str]) -> int:

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine
 
-from app.db import make_engine, make_session_factory, session_scope, upgrade_database
-from app.results import process_writer
-from app.results.attempts import ResultsService
-from app.results.rows import BEST_TOTAL, attempt_row, matrix_rejections, rejection_histogram, resolve_selected
-from app.scheduler.record import Attempt, FilterMatrix
-from app.simulation import cli
-from app.simulation.runner import ScenarioRun, run_scenario
-from app.web.ports import AttemptQuery
+from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
+from kss_sim.results import process_writer
+from kss_sim.results.attempts import ResultsService
+from kss_sim.results.rows import BEST_TOTAL, attempt_row, matrix_rejections, rejection_histogram, resolve_selected
+from kss_sim.scheduler.record import Attempt, FilterMatrix
+from kss_sim.simulation import cli
+from kss_sim.simulation.runner import ScenarioRun, run_scenario
+from kss_sim.web.ports import AttemptQuery
 from tests.scheduler.factories import make_node, make_pod
 
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}

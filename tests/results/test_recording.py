@@ -9,18 +9,18 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine
 
-from app.cluster.storage.store import ClusterStore
-from app.db import make_engine, make_session_factory, session_scope, upgrade_database
-from app.results import annotations as ann
-from app.results.attempts import ResultsService
-from app.results.codec import decode_matrices, encode_matrices
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Handle
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.record import Attempt
-from app.web.ports import AttemptQuery
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
+from kss_sim.results import annotations as ann
+from kss_sim.results.attempts import ResultsService
+from kss_sim.results.codec import decode_matrices, encode_matrices
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.record import Attempt
+from kss_sim.web.ports import AttemptQuery
 from tests.scheduler.factories import make_node, make_pod
 
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -164,7 +164,7 @@ def test_an_attempt_read_again_is_decoded_once_and_a_reused_id_is_decoded_afresh
 ) -> None:
     # A pod page reads its attempt twice (filter page, score page): the second read takes the decoded matrices.
     # After a clear the same row id may come back with another attempt's bytes: those are decoded, not the old.
-    import app.results.attempts as service_module
+    import kss_sim.results.attempts as service_module
 
     decoded = [0]
 

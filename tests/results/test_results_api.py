@@ -11,15 +11,15 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.config import Settings
-from app.db import make_engine, make_session_factory, session_scope, upgrade_database
-from app.main import create_app
-from app.results.attempts import ResultsService
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Handle
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import PodInfo
+from kss_sim.config import Settings
+from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
+from kss_sim.main import create_app
+from kss_sim.results.attempts import ResultsService
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
 from tests.scheduler.factories import make_node, make_pod
 from tests.web.conftest import node, pod
 

@@ -11,16 +11,16 @@ import pytest
 from alembic import command
 from sqlalchemy import Engine, inspect, text
 
-from app.db import alembic_config, make_engine, make_session_factory, session_scope, upgrade_database
-from app.replay.model import PodRecord
-from app.replay.recording import RunRecorder
-from app.results.attempts import ResultsService
-from app.results.runs import RunsService
-from app.scheduler.framework import ClusterObjects
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.record import Attempt
-from app.simulation.runner import ScenarioRun
-from app.web.ports import AttemptQuery, Results, Runs
+from kss_sim.db import alembic_config, make_engine, make_session_factory, session_scope, upgrade_database
+from kss_sim.replay.model import PodRecord
+from kss_sim.replay.recording import RunRecorder
+from kss_sim.results.attempts import ResultsService
+from kss_sim.results.runs import RunsService
+from kss_sim.scheduler.framework import ClusterObjects
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.record import Attempt
+from kss_sim.simulation.runner import ScenarioRun
+from kss_sim.web.ports import AttemptQuery, Results, Runs
 from tests.results.test_record_db import scenario
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from app.cluster.storage.store import ClusterStore
-from app.db import make_engine, make_session_factory, session_scope, upgrade_database
-from app.results.attempts import ResultsService
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
+from kss_sim.results.attempts import ResultsService
 from tests.cluster.factories import pod
 from tests.results.test_recording import run_two_attempts
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from app.scheduler.framework import ClusterObjects, Handle
-from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 
 
 def make_pod(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.simulation.runner import run_scenario
+from kss_sim.simulation.runner import run_scenario
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 SCENARIOS = sorted(GOLDEN.glob("*/*.scenario.json")) if GOLDEN.is_dir() else []

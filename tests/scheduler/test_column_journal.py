@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from app.scheduler import columns as columns_module
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.columns import NodeBatch, same_to_aggregates
-from app.scheduler.framework import ClusterObjects, CycleState, Handle
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity
-from app.scheduler.plugins.node_resources_fit import NodeResourcesFit
-from app.scheduler.plugins.pod_topology_spread import PodTopologySpread
+from kss_sim.scheduler import columns as columns_module
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.columns import NodeBatch, same_to_aggregates
+from kss_sim.scheduler.framework import ClusterObjects, CycleState, Handle
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from kss_sim.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from tests.scheduler.factories import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

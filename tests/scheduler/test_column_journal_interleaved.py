@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from app.scheduler import columns as columns_module
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity
-from app.scheduler.plugins.node_resources_fit import NodeResourcesFit
-from app.scheduler.plugins.pod_topology_spread import PodTopologySpread
+from kss_sim.scheduler import columns as columns_module
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from kss_sim.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from tests.scheduler.factories import make_pod
 from tests.scheduler.test_column_journal import (
     WEB_SPREAD,

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import copy
 
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.columns import NodeBatch
-from app.scheduler.framework import ClusterObjects, CycleState, Handle
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.node_resources_fit import NodeResourcesFit
-from app.scheduler.plugins.pod_topology_spread import PodTopologySpread
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.columns import NodeBatch
+from kss_sim.scheduler.framework import ClusterObjects, CycleState, Handle
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from kss_sim.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from tests.scheduler.factories import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

@@ -12,13 +12,6 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeToStatus
-from app.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
-from app.scheduler.nodeinfo import PodInfo, Snapshot
-from app.scheduler.plugins import out_of_tree, plugin_class
-from app.scheduler.queue import SchedulingQueue
-from app.scheduler.record import Attempt
 from kss.plugins.coscheduling import (
     POD_GROUP_LABEL,
     Coscheduling,
@@ -26,6 +19,13 @@ from kss.plugins.coscheduling import (
     check_cluster_resource,
     go_resource_list,
 )
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeToStatus
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.plugins import out_of_tree, plugin_class
+from kss_sim.scheduler.queue import SchedulingQueue
+from kss_sim.scheduler.record import Attempt
 from tests.scheduler.factories import make_node, make_pod
 
 BASE = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC).timestamp()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import Diagnosis, ScheduleOptions, Scheduler, fit_error_message, num_feasible_nodes_to_find
-from app.scheduler.framework import ClusterObjects, Code, Handle, NodeToStatus, Status
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import PodInfo, node_tree_order
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import Diagnosis, ScheduleOptions, Scheduler, fit_error_message, num_feasible_nodes_to_find
+from kss_sim.scheduler.framework import ClusterObjects, Code, Handle, NodeToStatus, Status
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo, node_tree_order
 from tests.scheduler.factories import make_node, make_pod
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.cycle import ScheduleOptions
-from app.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.cycle import ScheduleOptions
+from kss_sim.scheduler.nodeinfo import PodInfo
 from tests.extender_server import extender_server
 from tests.scheduler.factories import make_pod
 from tests.scheduler.test_extenders import OPTS, Binds, scheduler

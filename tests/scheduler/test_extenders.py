@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from app.extender_http.transport import http_transport
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.extender import build_extenders
-from app.scheduler.framework import ClusterObjects, Handle, PodActions, Status
-from app.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
-from app.scheduler.nodeinfo import PodInfo
-from app.simulation.runner import ScenarioRun
+from kss_sim.extender_http.transport import http_transport
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.extender import build_extenders
+from kss_sim.scheduler.framework import ClusterObjects, Handle, PodActions, Status
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.simulation.runner import ScenarioRun
 from tests.extender_server import extender_server, node_names, sleeping
 from tests.scheduler.factories import make_node, make_pod
 

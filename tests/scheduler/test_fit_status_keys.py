@@ -8,10 +8,10 @@ import random
 
 import numpy as np
 
-from app.scheduler.columns import NodeBatch
-from app.scheduler.framework import CycleState
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from kss_sim.scheduler.columns import NodeBatch
+from kss_sim.scheduler.framework import CycleState
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from tests.scheduler.factories import make_handle, make_node, make_pod
 
 GPU = "nvidia.com/gpu"

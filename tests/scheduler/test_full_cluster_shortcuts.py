@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, CycleState, Handle, Status
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, node_tree_order
-from app.scheduler.plugins.default_preemption import MSG_NO_VICTIMS, DefaultPreemption
-from app.scheduler.runtime import Framework
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, CycleState, Handle, Status
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, node_tree_order
+from kss_sim.scheduler.plugins.default_preemption import MSG_NO_VICTIMS, DefaultPreemption
+from kss_sim.scheduler.runtime import Framework
 from tests.scheduler.factories import make_node, make_pod
 from tests.scheduler.plugins.test_default_preemption import filter_statuses, pod, setup
 
@@ -167,7 +167,7 @@ def test_cache_places_each_arriving_node_without_rebuilding_the_node_tree(monkey
     # the node tree built from scratch, and arrivals and in-zone updates never rebuild it (5,000 nodes in three
     # zones took the scheduler ~1 minute when every arrival did).
     rebuilt = [0]
-    import app.scheduler.cache as cache_module
+    import kss_sim.scheduler.cache as cache_module
 
     def counting(nodes: Any) -> list[str]:
         rebuilt[0] += 1

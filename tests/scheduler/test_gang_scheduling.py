@@ -6,18 +6,18 @@ from typing import Any
 
 import pytest
 
-from app.scheduler import queue as q
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Code, Handle
-from app.scheduler.kube_scheduler_configuration import (
+from kss_sim.scheduler import queue as q
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, Code, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import (
     ConfigError,
     build_framework,
     defaulted_document,
     parse_config,
     plugins_in_effect,
 )
-from app.scheduler.nodeinfo import PodInfo, Snapshot
-from app.scheduler.runtime import Framework
+from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.runtime import Framework
 from tests.scheduler.factories import make_node, make_pod
 
 GATES_ON = {"GenericWorkload": True, "GangScheduling": True}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from app.simulation.runner import run_scenario
+from kss_sim.simulation.runner import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY = ROOT / "tests" / "golden" / "dra"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.scheduler.framework import ClusterObjects, Handle
-from app.scheduler.kube_scheduler_configuration import (
+from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import (
     ConfigError,
     build_framework,
     defaulted_document,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.cycle import ScheduleOptions
-from app.scheduler.framework import Code, CycleState, PermitPlugin, Status
-from app.scheduler.kube_scheduler_configuration import parse_config
-from app.scheduler.loop import LoopWriter, SchedulingLoop, unschedulable_plugins
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins import register
-from app.scheduler.record import Attempt
+from kss_sim.scheduler.cycle import ScheduleOptions
+from kss_sim.scheduler.framework import Code, CycleState, PermitPlugin, Status
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.loop import LoopWriter, SchedulingLoop, unschedulable_plugins
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.record import Attempt
 from tests.scheduler.factories import make_node, make_pod
 
 

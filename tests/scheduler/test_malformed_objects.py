@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, FilterPlugin, Handle, Status, success
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
-from app.scheduler.plugins import register
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, FilterPlugin, Handle, Status, success
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.plugins import register
 from tests.scheduler.factories import make_node, make_pod
 
 

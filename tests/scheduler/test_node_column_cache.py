@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from app.scheduler.columns import NodeBatch
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins.node_resources_fit import NodeColumnCache
+from kss_sim.scheduler.columns import NodeBatch
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.node_resources_fit import NodeColumnCache
 from tests.scheduler.factories import make_handle, make_node, make_pod
 
 NODES = [make_node(name=f"n{i}", allocatable={"cpu": "8", "memory": "16Gi", "pods": "50"}) for i in range(6)]

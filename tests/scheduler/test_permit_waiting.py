@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, Code, CycleState, Handle, PermitPlugin, ReservePlugin, Status
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import PodInfo, Snapshot
-from app.scheduler.plugins import register
-from app.scheduler.waiting import WaitingPod, go_duration
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, PermitPlugin, ReservePlugin, Status
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.waiting import WaitingPod, go_duration
 from tests.scheduler.factories import make_node, make_pod
 
 

@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import (
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import (
     BindPlugin,
     ClusterObjects,
     Code,
@@ -28,10 +28,10 @@ from app.scheduler.framework import (
     success,
     unschedulable,
 )
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins import register
-from app.scheduler.queue import QueuedPodInfo, SchedulingQueue
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from tests.scheduler.factories import make_node, make_pod
 
 
@@ -270,8 +270,8 @@ def test_a_queue_sort_less_that_raises_falls_back_to_priority_order() -> None:
 
 
 RAISING_MODULE = """\
-from app.scheduler.framework import FilterPlugin, success
-from app.scheduler.plugins import register
+from kss_sim.scheduler.framework import FilterPlugin, success
+from kss_sim.scheduler.plugins import register
 
 
 @register

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from app.scheduler import plugins as registry
-from app.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Plugin, success
-from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler import plugins as registry
+from kss_sim.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Plugin, success
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from tests.plugin_sources import (
     config_enabling,
     labelled_node,

@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler
-from app.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Status, success, unschedulable
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins import out_of_tree, register
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Status, success, unschedulable
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins import out_of_tree, register
 from tests.scheduler.factories import make_node, make_pod
 
 Observed = list[tuple[str, str, str, float]]
@@ -76,7 +76,7 @@ def test_an_observer_that_raises_does_not_break_scheduling() -> None:
 
 
 class SlowFilter(FilterPlugin):
-    """A user's Filter plugin (defined outside app.scheduler.plugins): rejects n0, takes a moment per node."""
+    """A user's Filter plugin (defined outside kss_sim.scheduler.plugins): rejects n0, takes a moment per node."""
 
     name = "SlowFilter"
 

@@ -10,17 +10,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.scheduler.columns import NodeBatch
-from app.scheduler.framework import SKIP, Code, CycleState, Handle
-from app.scheduler.nodeinfo import PodInfo, Snapshot
-from app.scheduler.plugins.image_locality import ImageLocality
-from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity
-from app.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
-from app.scheduler.plugins.node_resources_fit import NodeResourcesFit
-from app.scheduler.plugins.node_unschedulable import NodeUnschedulable
-from app.scheduler.plugins.pod_topology_spread import PodTopologySpread
-from app.scheduler.plugins.taint_toleration import TaintToleration
-from app.simulation.runner import ScenarioRun, _copy_object
+from kss_sim.scheduler.columns import NodeBatch
+from kss_sim.scheduler.framework import SKIP, Code, CycleState, Handle
+from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.plugins.image_locality import ImageLocality
+from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from kss_sim.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from kss_sim.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from kss_sim.scheduler.plugins.pod_topology_spread import PodTopologySpread
+from kss_sim.scheduler.plugins.taint_toleration import TaintToleration
+from kss_sim.simulation.runner import ScenarioRun, _copy_object
 from tests.scheduler.factories import make_handle, make_node, make_pod
 
 NODES = [make_node(name=f"n{i}", allocatable={"cpu": "2", "memory": "4Gi", "pods": "3"}) for i in range(6)]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import Code, Status
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.queue import NODE_ADD, POD_DELETE, SchedulingQueue
+from kss_sim.scheduler.framework import Code, Status
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.queue import NODE_ADD, POD_DELETE, SchedulingQueue
 
 
 class VirtualClock:

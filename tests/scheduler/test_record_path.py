@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from app.results.codec import _encode_v1, decode_matrices, encode_matrices
-from app.scheduler.cache import SchedulerCache
-from app.scheduler.cycle import ScheduleOptions, Scheduler, num_feasible_nodes_to_find
-from app.scheduler.framework import ClusterObjects, CycleState, Handle
-from app.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity, _PreScoreCounter, pod_terms
-from app.scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY, PodTopologySpread
-from app.scheduler.record import Attempt
-from app.simulation.runner import ScenarioRun
+from kss_sim.results.codec import _encode_v1, decode_matrices, encode_matrices
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler, num_feasible_nodes_to_find
+from kss_sim.scheduler.framework import ClusterObjects, CycleState, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity, _PreScoreCounter, pod_terms
+from kss_sim.scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY, PodTopologySpread
+from kss_sim.scheduler.record import Attempt
+from kss_sim.simulation.runner import ScenarioRun
 from tests.scheduler.factories import make_node, make_pod
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from app.scheduler.batch_cycle import reservoir_index
+from kss_sim.scheduler.batch_cycle import reservoir_index
 
 
 def _randrange_reservoir(rng: random.Random, count: int) -> int:

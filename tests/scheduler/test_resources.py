@@ -5,8 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.resources import (
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.resources import (
     calculate_pod_resource,
     is_extended_resource_name,
     is_scalar_resource_name,

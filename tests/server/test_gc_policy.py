@@ -10,7 +10,7 @@ import weakref
 
 import pytest
 
-from app.server import gc_policy
+from kss_sim.server import gc_policy
 
 
 def _rss_bytes() -> int:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.cluster.storage.store import ClusterStore
-from app.simulation.alibaba_v2023 import (
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.simulation.alibaba_v2023 import (
     DEVICE_CLASS,
     DRIVER,
     EXTENDED_RESOURCE,
@@ -329,8 +329,8 @@ def _node_admits_extended(pod: dict[str, Any], node: dict[str, Any]) -> bool:
 
 def test_the_dra_allocator_picks_exactly_the_nodes_the_extended_form_allows(trace_dir: Path) -> None:
     """Per pod and node, DRA's structured allocator finds devices for the claim iff the extended form fits."""
-    pytest.importorskip("app.kube.dra.cel", reason="the CEL module of issue #18 is not there yet")
-    from app.scheduler.dra import (
+    pytest.importorskip("kss_sim.kube.dra.cel", reason="the CEL module of issue #18 is not there yet")
+    from kss_sim.scheduler.dra import (
         AllocatedState,
         Allocator,
         DeviceMatchCache,
@@ -370,7 +370,7 @@ def test_the_dra_allocator_picks_exactly_the_nodes_the_extended_form_allows(trac
 
 
 def test_the_dra_manifests_are_stored_as_the_scenario_has_them(trace_dir: Path, store: ClusterStore) -> None:
-    from app.cluster.kinds.registry import BY_KIND
+    from kss_sim.cluster.kinds.registry import BY_KIND
 
     if "ResourceClaimTemplate" not in BY_KIND:
         pytest.skip("the cluster does not serve resource.k8s.io/v1 yet")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.simulation.runner import run_scenario
+from kss_sim.simulation.runner import run_scenario
 
 
 def _node(name: str, cpu: str = "2") -> dict[str, Any]:
@@ -111,7 +111,7 @@ def test_gang_scheduling_behind_its_gates_in_the_cli(tmp_path: Path) -> None:
     }
     path = tmp_path / "gang.scenario.json"
     path.write_text(json.dumps(scenario))
-    cli = [sys.executable, "-m", "app.cli", "simulate", "--detail", "placements", str(path)]
+    cli = [sys.executable, "-m", "kss_sim.cli", "simulate", "--detail", "placements", str(path)]
     on = subprocess.run(
         [*cli, "--feature-gates", "GenericWorkload=true,GangScheduling=true"], capture_output=True, text=True
     )

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from app.replay.engine import Replay
-from app.replay.workload import TimedWorkload, load_workload
+from kss_sim.replay.engine import Replay
+from kss_sim.replay.workload import TimedWorkload, load_workload
 from syncer.kinds import NAMESPACE, NODE, POD, REPLICA_SET
 from syncer.recording import Recorder, RecordingError
 from syncer.sink import ADDED, DELETED, MODIFIED, SYNCED, Event

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.web.conftest import htmx, node, pod, wait_for
 
 NODES = 5000

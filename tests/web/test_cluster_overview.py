@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.web.big_cluster import GPU_MEM, big_node, big_pod
 from tests.web.conftest import htmx, node, pod
 

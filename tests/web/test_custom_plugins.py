@@ -10,9 +10,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.scheduler.framework import CycleState, FilterPlugin, ScorePlugin, Status, success, unschedulable
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins import register
+from kss_sim.scheduler.framework import CycleState, FilterPlugin, ScorePlugin, Status, success, unschedulable
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins import register
 from tests.web.conftest import node, pod
 
 pytestmark = pytest.mark.usefixtures("fresh_plugin_registry")

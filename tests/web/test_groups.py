@@ -14,14 +14,14 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.cluster.storage.store import ClusterStore
-from app.config import Settings
-from app.main import create_app
-from app.web import sse
-from app.web.page_sources import WebService
-from app.web.pod_index import pod_row
-from app.web.ports import AttemptQuery, ResourceAmounts, WaitingPodRow
-from app.web.views.groups import (
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.main import create_app
+from kss_sim.web import sse
+from kss_sim.web.page_sources import WebService
+from kss_sim.web.pod_index import pod_row
+from kss_sim.web.ports import AttemptQuery, ResourceAmounts, WaitingPodRow
+from kss_sim.web.views.groups import (
     POD_GROUP_LABEL,
     Gang,
     GangKey,
@@ -282,7 +282,7 @@ async def test_an_empty_groups_page_tells_how_to_make_a_gang(client: httpx.Async
 async def test_the_podgroup_starter_is_accepted_and_a_kind_without_one_gets_a_bare_manifest(
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
-    from app.web.views.editor import TEMPLATES
+    from kss_sim.web.views.editor import TEMPLATES
 
     response = await client.post("/ui/objects", data={"yaml": TEMPLATES["PodGroup"]}, headers={"HX-Request": "true"})
     assert response.headers.get("hx-redirect") == "/ui/groups/default/PodGroup/training", response.text[:500]
@@ -460,7 +460,7 @@ def web_of(app: FastAPI) -> WebService:
 
 
 def test_durations_read_as_people_read_them() -> None:
-    from app.web.formatting import duration_text
+    from kss_sim.web.formatting import duration_text
 
     assert [duration_text(s) for s in (0, 0.2, 1.6, 52.2, 119, 120, 250, 3600, 7200, 7500)] == [
         "0 s",

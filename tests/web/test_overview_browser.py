@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.db import make_engine, upgrade_database
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.db import make_engine, upgrade_database
 from tests.conftest import Server, start_server
 from tests.web.big_cluster import GPU_MEM, big_node, big_pod
 from tests.web.chromium import MARKS, shot

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.web.conftest import HTMX, htmx, node, pod, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -301,7 +301,7 @@ async def test_editor_offers_templates_for_every_kind(client: httpx.AsyncClient)
 
 
 async def test_every_template_is_accepted_by_the_store(app: FastAPI, client: httpx.AsyncClient) -> None:
-    from app.web.views.editor import TEMPLATES
+    from kss_sim.web.views.editor import TEMPLATES
 
     store = store_of(app)
     for kind in (
@@ -484,7 +484,7 @@ async def test_operations_page_offers_export_import_and_reset(app: FastAPI, clie
 
 
 def test_memory_bars_use_one_unit_scale_for_used_and_total() -> None:
-    from app.web.formatting import human_bytes
+    from kss_sim.web.formatting import human_bytes
 
     assert human_bytes(32 * 2**30) == "32Gi"
     assert human_bytes(24478092 * 2**20) == "23.3Ti"  # not "24478092Mi" beside a total in Gi

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from app.cluster.storage.store import ClusterStore
-from app.db import make_engine, upgrade_database
-from app.web import pod_index
-from app.web.pod_index import PodIndex, PodRow, pod_row
-from app.web.ports import ResourceAmounts
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.db import make_engine, upgrade_database
+from kss_sim.web import pod_index
+from kss_sim.web.pod_index import PodIndex, PodRow, pod_row
+from kss_sim.web.ports import ResourceAmounts
 
 
 class CountingStore:

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from app.cluster.storage.store import ClusterStore
-from app.web.views.pending import _taint_obstacles
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.web.views.pending import _taint_obstacles
 from tests.web.conftest import node, pod, wait_for
 
 

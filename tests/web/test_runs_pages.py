@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from app.replay.engine import Replay
-from app.replay.metrics import Metrics, summarize
-from app.replay.model import PodRecord
-from app.replay.recording import RunRecorder
-from app.replay.workload import parse_workload
+from kss_sim.replay.engine import Replay
+from kss_sim.replay.metrics import Metrics, summarize
+from kss_sim.replay.model import PodRecord
+from kss_sim.replay.recording import RunRecorder
+from kss_sim.replay.workload import parse_workload
 from tests.conftest import KubectlRunner, Server, start_server
 from tests.web.chromium import MARKS, fresh_page, shot
 

@@ -7,7 +7,7 @@ import json
 import httpx
 from fastapi import FastAPI
 
-from app.cluster.storage.store import ClusterStore
+from kss_sim.cluster.storage.store import ClusterStore
 from tests.web.conftest import node, pod
 
 
@@ -80,10 +80,10 @@ async def test_no_changes_no_messages(app: FastAPI, client: httpx.AsyncClient) -
 
 
 def test_web_ports_match_the_real_services(app: FastAPI) -> None:
-    """app.web types the services structurally (it may not import them); the real ones must fit."""
+    """kss_sim.web types the services structurally (it may not import them); the real ones must fit."""
     import inspect
 
-    from app.web import ports
+    from kss_sim.web import ports
 
     pairs = [
         (ports.Store, app.state.store),

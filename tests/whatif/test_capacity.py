@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from app.cli import main
-from app.replay.workload import WorkloadError, parse_workload
-from app.whatif.capacity import (
+from kss_sim.cli import main
+from kss_sim.replay.workload import WorkloadError, parse_workload
+from kss_sim.whatif.capacity import (
     LIMIT_REACHED,
     UNSCHEDULABLE,
     count_replicas,

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from app.cli import main
-from app.db import make_engine, make_session_factory, session_scope
-from app.replay.workload import parse_workload
-from app.results.runs import RunsService
-from app.whatif.compare import Side, differences, run_sides, side_names
+from kss_sim.cli import main
+from kss_sim.db import make_engine, make_session_factory, session_scope
+from kss_sim.replay.workload import parse_workload
+from kss_sim.results.runs import RunsService
+from kss_sim.whatif.compare import Side, differences, run_sides, side_names
 from tests.whatif.workloads import most_allocated, node, pod, spread_or_pack, write
 
 SIDES = [Side("least", "the v1.35 defaults", None), Side("most", "most.yaml", most_allocated())]

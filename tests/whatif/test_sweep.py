@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from app.cli import main
-from app.db import make_engine, make_session_factory, session_scope
-from app.replay.workload import WorkloadError, parse_workload
-from app.results.runs import RunsService
-from app.whatif.sweep import FAILED, Cell, NodeShape, load_spec, parse_spec, run_cell
+from kss_sim.cli import main
+from kss_sim.db import make_engine, make_session_factory, session_scope
+from kss_sim.replay.workload import WorkloadError, parse_workload
+from kss_sim.results.runs import RunsService
+from kss_sim.whatif.sweep import FAILED, Cell, NodeShape, load_spec, parse_spec, run_cell
 from tests.whatif.workloads import most_allocated, node, queue_behind, unknown_plugin, write
 
 SPEC_CONFIGS = [

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.replay.workload import parse_workload
-from app.whatif.compare import Side, compare_document, differences, render_compare_html, run_sides
-from app.whatif.sweep import Cell, NodeShape, run_cell
-from app.whatif.sweep_outputs import write_sweep
+from kss_sim.replay.workload import parse_workload
+from kss_sim.whatif.compare import Side, compare_document, differences, render_compare_html, run_sides
+from kss_sim.whatif.sweep import Cell, NodeShape, run_cell
+from kss_sim.whatif.sweep_outputs import write_sweep
 from tests.web.chromium import MARKS, fresh_page, shot
 from tests.whatif.test_compare import room_for_a_big_pod
 from tests.whatif.workloads import most_allocated, node, queue_behind, unknown_plugin

@@ -76,9 +76,9 @@ def expressions(doc: dict[str, Any]) -> Iterator[str]:
 def compile_all(docs: list[dict[str, Any]]) -> list[str]:
     """Compile every selector with the project's CEL module, when it is there."""
     try:
-        cel = importlib.import_module("app.kube.dra.cel")
+        cel = importlib.import_module("kss_sim.kube.dra.cel")
     except ImportError:
-        print("app.kube.dra.cel not importable: selectors not compiled", file=sys.stderr)
+        print("kss_sim.kube.dra.cel not importable: selectors not compiled", file=sys.stderr)
         return []
     problems = []
     for doc in docs:

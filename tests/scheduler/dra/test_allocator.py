@@ -1,7 +1,7 @@
 """The structured allocator against cases worked from upstream's allocator_testing.go (v1.35) expectations.
 
 Names and objects follow upstream's test table (driver-a, pool-1, device-1, claim-0, req-0...); the CEL
-selectors run through app.kube.dra.cel, as the plugin runs them.
+selectors run through kss_sim.kube.dra.cel, as the plugin runs them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.dra import (
+from kss_sim.scheduler.dra import (
     AllocatedState,
     AllocationError,
     Allocator,

@@ -1,4 +1,4 @@
-"""The count-based verdict (app.scheduler.dra.quick) against the full allocator it stands in for.
+"""The count-based verdict (kss_sim.scheduler.dra.quick) against the full allocator it stands in for.
 
 Wherever the counts decide, the allocator must agree: "fits" only where ``allocate`` returns results, "does not
 fit" only where it returns None without an error. Nodes the counts cannot judge (invalid pools, failing selectors,
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.scheduler.dra import AllocatedState, AllocationError, Allocator, DeviceID, DeviceMatchCache, Features
-from app.scheduler.dra.quick import QuickCheck
-from app.simulation.runner import run_scenario
+from kss_sim.scheduler.dra import AllocatedState, AllocationError, Allocator, DeviceID, DeviceMatchCache, Features
+from kss_sim.scheduler.dra.quick import QuickCheck
+from kss_sim.simulation.runner import run_scenario
 from tests.scheduler.dra.test_allocator import (
     CLASS_A,
     DEFAULTS,

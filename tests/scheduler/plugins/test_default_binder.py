@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from app.scheduler.framework import ClusterObjects, Code, CycleState, Handle, PodActions, Status, success, unschedulable
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.default_binder import DefaultBinder
+from kss_sim.scheduler.framework import (
+    ClusterObjects,
+    Code,
+    CycleState,
+    Handle,
+    PodActions,
+    Status,
+    success,
+    unschedulable,
+)
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.default_binder import DefaultBinder
 from tests.scheduler.factories import make_pod, pod_info
 
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from app.scheduler.framework import (
+from kss_sim.scheduler.framework import (
     Code,
     CycleState,
     FilterPlugin,
@@ -22,10 +22,10 @@ from app.scheduler.framework import (
     unresolvable,
     unschedulable,
 )
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins.default_preemption import DefaultPreemption, filter_pods_with_pdb_violation
-from app.scheduler.preemption import Candidate, pick_one_node_for_preemption
-from app.scheduler.runtime import Framework
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.default_preemption import DefaultPreemption, filter_pods_with_pdb_violation
+from kss_sim.scheduler.preemption import Candidate, pick_one_node_for_preemption
+from kss_sim.scheduler.runtime import Framework
 from tests.scheduler.factories import make_handle, make_node, make_pdb, make_pod
 
 

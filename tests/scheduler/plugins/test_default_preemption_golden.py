@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.simulation.runner import run_scenario
+from kss_sim.simulation.runner import run_scenario
 
 GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden"
 SCENARIOS = sorted((GOLDEN / "preemption").glob("*.scenario.json")) if GOLDEN.is_dir() else []

@@ -8,10 +8,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from app.scheduler.dra.dra_manager import dra_manager_for
-from app.scheduler.framework import Code, CycleState, NodeScore, NodeToStatus
-from app.scheduler.plugins.dynamic_resources import DynamicResources
-from app.simulation.runner import ScenarioRun, run_scenario
+from kss_sim.scheduler.dra.dra_manager import dra_manager_for
+from kss_sim.scheduler.framework import Code, CycleState, NodeScore, NodeToStatus
+from kss_sim.scheduler.plugins.dynamic_resources import DynamicResources
+from kss_sim.simulation.runner import ScenarioRun, run_scenario
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info, pod_info
 
 DRIVER = "gpu.example.com"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.scheduler.framework import NodeScore
-from app.scheduler.plugins.helper import default_normalize_batch, default_normalize_score
+from kss_sim.scheduler.framework import NodeScore
+from kss_sim.scheduler.plugins.helper import default_normalize_batch, default_normalize_score
 
 
 def normalized(scores: list[int], *, reverse: bool) -> list[int]:

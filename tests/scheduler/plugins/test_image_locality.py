@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import CycleState
-from app.scheduler.plugins.image_locality import ImageLocality
+from kss_sim.scheduler.framework import CycleState
+from kss_sim.scheduler.plugins.image_locality import ImageLocality
 from tests.scheduler.factories import make_handle, make_node, make_pod, pod_info
 
 MB = 1024 * 1024

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import Code, CycleState, Handle, NodeScore, Status
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.inter_pod_affinity import (
+from kss_sim.scheduler.framework import Code, CycleState, Handle, NodeScore, Status
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.inter_pod_affinity import (
     PRE_FILTER_STATE_KEY,
     InterPodAffinity,
     PreFilterState,

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeScore
-from app.scheduler.nodeinfo import PodInfo, Snapshot
-from app.scheduler.plugins.inter_pod_affinity import InterPodAffinity
-from app.scheduler.runtime import status_text
+from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeScore
+from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from kss_sim.scheduler.runtime import status_text
 from tests.scheduler.golden_replay import follow_kube_scheduler
 
 GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden"

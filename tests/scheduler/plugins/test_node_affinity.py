@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.framework import Code, CycleState, Handle, NodeScore
-from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
-from app.scheduler.nodeinfo import NodeInfo, PodInfo
-from app.scheduler.plugins.node_affinity import NodeAffinity
+from kss_sim.scheduler.framework import Code, CycleState, Handle, NodeScore
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.node_affinity import NodeAffinity
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info
 
 

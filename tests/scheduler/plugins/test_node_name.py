@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.scheduler.framework import Code, CycleState
-from app.scheduler.plugins.node_name import NodeName
+from kss_sim.scheduler.framework import Code, CycleState
+from kss_sim.scheduler.plugins.node_name import NodeName
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info, pod_info
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import Code, CycleState, Handle
-from app.scheduler.plugins.node_ports import NodePorts
+from kss_sim.scheduler.framework import Code, CycleState, Handle
+from kss_sim.scheduler.plugins.node_ports import NodePorts
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info, pod_info
 
 

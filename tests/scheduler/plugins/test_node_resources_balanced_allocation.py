@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import Code, CycleState
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.node_resources_balanced_allocation import (
+from kss_sim.scheduler.framework import Code, CycleState
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.node_resources_balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balanced_resource_scorer,
 )

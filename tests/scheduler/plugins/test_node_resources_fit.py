@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.framework import Code, CycleState
-from app.scheduler.kube_scheduler_configuration import ConfigError, parse_config
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.node_resources_fit import (
+from kss_sim.scheduler.framework import Code, CycleState
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.node_resources_fit import (
     NodeResourcesFit,
     broken_linear_function,
     go_round,

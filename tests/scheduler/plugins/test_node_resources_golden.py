@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.framework import Code, CycleState, Plugin
-from app.scheduler.nodeinfo import PodInfo, Snapshot
-from app.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
-from app.scheduler.plugins.node_resources_fit import NodeResourcesFit
-from app.scheduler.runtime import status_text
+from kss_sim.scheduler.framework import Code, CycleState, Plugin
+from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
+from kss_sim.scheduler.runtime import status_text
 from tests.scheduler.factories import make_handle
 from tests.scheduler.golden_replay import follow_kube_scheduler
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import Code, CycleState
-from app.scheduler.plugins.node_unschedulable import NodeUnschedulable
+from kss_sim.scheduler.framework import Code, CycleState
+from kss_sim.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info, pod_info
 
 

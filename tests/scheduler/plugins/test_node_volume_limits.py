@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import Code, CycleState, Handle, Status
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.node_volume_limits import NodeVolumeLimits
+from kss_sim.scheduler.framework import Code, CycleState, Handle, Status
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.node_volume_limits import NodeVolumeLimits
 from tests.scheduler.factories import (
     add_storage,
     claim_volume,

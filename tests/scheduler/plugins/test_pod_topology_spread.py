@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from app.scheduler.columns import NodeBatch
-from app.scheduler.framework import Code, CycleState, Handle, NodeScore
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.pod_topology_spread import (
+from kss_sim.scheduler.columns import NodeBatch
+from kss_sim.scheduler.framework import Code, CycleState, Handle, NodeScore
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.pod_topology_spread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PRE_FILTER_STATE_KEY,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.priority_sort import PrioritySort
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.priority_sort import PrioritySort
 from tests.scheduler.factories import make_handle, make_pod
 
 

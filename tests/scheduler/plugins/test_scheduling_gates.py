@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.scheduler.framework import Code
-from app.scheduler.plugins.scheduling_gates import SchedulingGates
+from kss_sim.scheduler.framework import Code
+from kss_sim.scheduler.plugins.scheduling_gates import SchedulingGates
 from tests.scheduler.factories import make_handle, make_pod, pod_info
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import Code, CycleState, NodeScore
-from app.scheduler.plugins.taint_toleration import TaintToleration
+from kss_sim.scheduler.framework import Code, CycleState, NodeScore
+from kss_sim.scheduler.plugins.taint_toleration import TaintToleration
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info, pod_info
 
 

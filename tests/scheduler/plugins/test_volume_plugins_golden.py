@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from app.scheduler.framework import CycleState, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
-from app.scheduler.nodeinfo import PodInfo, Snapshot
-from app.scheduler.plugins.node_volume_limits import NodeVolumeLimits
-from app.scheduler.plugins.volume_binding import VolumeBinding
-from app.scheduler.plugins.volume_restrictions import VolumeRestrictions
-from app.scheduler.plugins.volume_zone import VolumeZone
-from app.scheduler.runtime import status_text
+from kss_sim.scheduler.framework import CycleState, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
+from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.plugins.node_volume_limits import NodeVolumeLimits
+from kss_sim.scheduler.plugins.volume_binding import VolumeBinding
+from kss_sim.scheduler.plugins.volume_restrictions import VolumeRestrictions
+from kss_sim.scheduler.plugins.volume_zone import VolumeZone
+from kss_sim.scheduler.runtime import status_text
 from tests.scheduler.factories import add_storage, make_handle
 
 GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden"

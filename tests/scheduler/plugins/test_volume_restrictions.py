@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.scheduler.framework import Code, CycleState, Handle
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.volume_restrictions import PRE_FILTER_STATE_KEY, VolumeRestrictions
+from kss_sim.scheduler.framework import Code, CycleState, Handle
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.volume_restrictions import PRE_FILTER_STATE_KEY, VolumeRestrictions
 from tests.scheduler.factories import add_storage, claim_volume, make_handle, make_node, make_pod, make_pvc, node_info
 
 RWOP_MSG = (

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.scheduler.framework import Code, CycleState, Handle, Status
-from app.scheduler.nodeinfo import PodInfo
-from app.scheduler.plugins.volume_zone import VolumeZone, label_zones_to_set
+from kss_sim.scheduler.framework import Code, CycleState, Handle, Status
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.volume_zone import VolumeZone, label_zones_to_set
 from tests.scheduler.factories import (
     add_storage,
     claim_volume,

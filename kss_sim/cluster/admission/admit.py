@@ -1,0 +1,176 @@
+"""What kube-apiserver does to a request's object around validation: decode it into the kind's canonical form
+(kind and apiVersion checked, keys in order, decodable, defaults applied) and the admission the virtual cluster
+implements (on create: priority, default storage class, a new object's status; on delete: built-in objects stay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from kss_sim.cluster.admission.defaults import core as defaults
+from kss_sim.cluster.admission.defaults import dra as defaults_dra
+from kss_sim.cluster.admission.defaults import workloads as defaults_workloads
+from kss_sim.cluster.admission.quantities import canonicalize_quantities
+from kss_sim.cluster.admission.validation.core import check_decodable
+from kss_sim.cluster.admission.validation.dra import check_dra_decodable
+from kss_sim.cluster.admission.validation.workloads import check_workload_decodable
+from kss_sim.cluster.errors import BadRequest, Forbidden
+from kss_sim.cluster.kinds.registry import Gates, KindInfo
+from kss_sim.cluster.kinds.stored import Obj, StoredObject
+from kss_sim.config import gate_enabled
+
+_KINDS_WITH_SPEC = frozenset(
+    {
+        "Namespace",
+        "Node",
+        "Pod",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "CSINode",
+        "PodDisruptionBudget",
+        "Workload",
+        *defaults_workloads.DEFAULTERS,
+        *defaults_dra.DEFAULTERS,
+    }
+)
+_PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+
+
+def own(obj: Any) -> Obj:
+    """A private deep copy of a JSON-like object (and proof that it is JSON)."""
+    if not isinstance(obj, dict):
+        raise BadRequest("the body of the request must be a JSON object")
+    try:
+        result: Obj = orjson.loads(orjson.dumps(obj))
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise BadRequest(f"the object is not valid JSON: {exc}") from None
+    return result
+
+
+def decode(info: KindInfo, obj: Any, *, owned: bool = False) -> Obj:
+    """A private copy of a request's ``obj`` in ``info``'s canonical form, defaults applied; ``BadRequest`` if it
+    is not one of that kind. ``owned``: ``obj`` is plain JSON (just parsed) that the caller gives away, so it is
+    taken as it is, not copied first (its top level is rebuilt anyway)."""
+    body = obj if owned and isinstance(obj, dict) else own(obj)
+    api_version, kind = body.get("apiVersion"), body.get("kind")
+    if kind is not None and kind != info.kind:
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind}): kind {kind!r}")
+    if api_version is not None and api_version != info.api_version:
+        raise BadRequest(
+            f"the API version in the data ({api_version}) does not match the expected API version ({info.api_version})"
+        )
+    body.pop("apiVersion", None)
+    body.pop("kind", None)
+    # Field order as kube-apiserver prints it: apiVersion, kind, metadata first.
+    body = {"apiVersion": info.api_version, "kind": info.kind, "metadata": body.pop("metadata", {}), **body}
+    check_decodable(info.kind, body, version=info.version, custom=info.custom)
+    if info.kind in defaults_workloads.DEFAULTERS:
+        check_workload_decodable(info.kind, info.version, body)
+    elif info.kind in defaults_dra.DRA_KINDS:
+        check_dra_decodable(info.kind, body)
+    # Go renders non-pointer structs even when empty, so these keys are always present in kube's JSON (not in a
+    # custom resource's: it is kept as sent).
+    if info.kind in _KINDS_WITH_SPEC:
+        body.setdefault("spec", {})
+    if info.has_status and not info.custom:
+        body.setdefault("status", {})
+    defaulter = (
+        defaults.DEFAULTERS.get(info.kind)
+        or defaults_workloads.DEFAULTERS.get(info.kind)
+        or defaults_dra.DEFAULTERS.get(info.kind)
+    )
+    if defaulter is not None:
+        defaulter(body)
+    # Quantities are stored as Quantity.String() renders them (64000m -> 64), as kube-apiserver re-encodes them.
+    canonicalize_quantities(info.kind, body)
+    return body
+
+
+def prepare_create(
+    info: KindInfo,
+    body: Obj,
+    objects: Mapping[str, Mapping[tuple[str, str], StoredObject]],
+    timestamp: Callable[[], str],
+) -> None:
+    """Admission on create, in place: what the API server's plugins and controllers set on a new object (``objects``
+    is the working state, ``timestamp`` gives the time now); ``Forbidden`` when admission refuses it."""
+    if info.kind == "Pod":
+        defaults.prepare_pod_create(body, [e.obj for e in objects["PriorityClass"].values()])
+    elif info.kind == "PersistentVolumeClaim":
+        defaults.prepare_pvc_create(body, [e.obj for e in objects["StorageClass"].values()])
+    elif info.kind == "PodDisruptionBudget":
+        defaults.prepare_pdb_create(body)
+    elif info.kind == "PersistentVolume":
+        # No PV controller runs here: a new volume is Available at once, as the controller would make it
+        # (left Pending, no static volume could ever be chosen by VolumeBinding).
+        body["status"] = {"phase": "Available"}
+    elif info.kind == "Namespace":
+        body["status"] = {"phase": "Active"}
+    elif info.kind in defaults_workloads.WORKLOAD_KINDS:
+        defaults_workloads.prepare_workload_create(info.kind, body)
+    elif info.kind in defaults_dra.DRA_KINDS:
+        defaults_dra.prepare_create(info.kind, body)
+    elif info.custom and "status" in info.subresources:
+        # A custom resource with a status subresource ignores the status sent on create.
+        body.pop("status", None)
+    elif info.kind == "Node":
+        status = body.setdefault("status", {})
+        if not status.get("conditions"):
+            # Simulated nodes have no kubelet; they report Ready so tools show them as usable.
+            now = timestamp()
+            status["conditions"] = [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                    "reason": "KubeletReady",
+                    "message": "simulated node is ready",
+                }
+            ]
+    elif info.kind == "PriorityClass" and body.get("globalDefault"):
+        for pc in objects["PriorityClass"].values():
+            if pc.obj.get("globalDefault"):
+                raise Forbidden(
+                    "priorityclasses",
+                    str(body["metadata"].get("name", "")),
+                    f"PriorityClass {pc.name} is already marked as default. Only one default can exist",
+                    group="scheduling.k8s.io",
+                )
+
+
+def drop_disabled_fields(info: KindInfo, body: Obj, old: Obj | None, gates: Gates) -> None:
+    """kube-apiserver's dropDisabledFields, in place: a pod's ``spec.workloadRef`` is kept only while the
+    GenericWorkload gate is on, or when the pod being updated already has one; the DRA kinds' gated fields as
+    their strategies drop them (defaults_dra)."""
+    if info.kind in defaults_dra.DRA_KINDS:
+        defaults_dra.drop_disabled_fields(info.kind, body, old, gates)
+        return
+    if info.kind != "Pod" or gate_enabled(dict(gates), "GenericWorkload"):
+        return
+    spec = body.get("spec")
+    if not isinstance(spec, dict) or "workloadRef" not in spec:
+        return
+    if old is not None and (old.get("spec") or {}).get("workloadRef") is not None:
+        return
+    del spec["workloadRef"]
+
+
+def protected(info: KindInfo, entry: StoredObject) -> bool:
+    """True for the built-in namespaces and priority classes, which may not be deleted."""
+    if info.kind == "Namespace":
+        return entry.name in _PROTECTED_NAMESPACES
+    return info.kind == "PriorityClass" and entry.name in {
+        pc["metadata"]["name"] for pc in defaults.SYSTEM_PRIORITY_CLASSES
+    }
+
+
+def check_deletable(info: KindInfo, entry: StoredObject) -> None:
+    """``Forbidden`` if ``entry`` is a built-in object that may not be deleted."""
+    if not protected(info, entry):
+        return
+    detail = "this namespace may not be deleted" if info.kind == "Namespace" else "this is a built-in class"
+    raise Forbidden(info.plural, entry.name, detail, group=info.group)

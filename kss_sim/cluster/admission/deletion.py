@@ -1,0 +1,155 @@
+"""Deletion with finalizers and DeleteOptions, as kube-apiserver's generic registry does it (store.go's Delete,
+``deletionFinalizersForGarbageCollection``, ``markAsDeleting``, ``shouldDeleteDuringUpdate``).
+
+A DELETE first decides the object's garbage-collection finalizers from the options: ``propagationPolicy``
+(``Orphan`` adds ``orphan``, ``Foreground`` adds ``foregroundDeletion``, ``Background`` neither), else the deprecated
+``orphanDependents``, else a GC finalizer already on the object, else the kind's default (``Orphan`` for batch/v1
+Jobs, kept for backward compatibility, ``Background`` for every other kind). An object left with any finalizer is
+not removed: it gets ``deletionTimestamp`` (once), ``deletionGracePeriodSeconds: 0`` and a generation bump, and is
+removed later when an update takes its last finalizer away. The garbage collector
+(``app/controllers/garbage_collector.py``) does what the GC finalizers ask and then removes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kss_sim.cluster.errors import Cause, Invalid, forbidden, invalid, not_supported
+
+ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents
+FOREGROUND_FINALIZER = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
+GC_FINALIZERS = (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)
+
+BACKGROUND = "Background"
+FOREGROUND = "Foreground"
+ORPHAN = "Orphan"
+POLICIES = (FOREGROUND, BACKGROUND, ORPHAN)  # the order of ValidateDeleteOptions' message
+
+# pkg/registry/batch/job/storage: batch/v1 Jobs orphan their pods by default, and say so when a client did not choose.
+JOB_DELETE_WARNING = (
+    "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them "
+    "or set propagationPolicy=Orphan to suppress this warning"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    """What a DELETE asks about dependents: ``propagationPolicy`` or the deprecated ``orphanDependents``."""
+
+    propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
+
+    @property
+    def chosen(self) -> bool:
+        """Whether the client said anything about dependents."""
+        return self.propagation_policy is not None or self.orphan_dependents is not None
+
+
+def parse_delete_options(body: Mapping[str, Any], query: Mapping[str, str]) -> DeleteOptions:
+    """The DeleteOptions of a request (body fields win over query parameters), validated as
+    ``ValidateDeleteOptions``: a policy outside Foreground/Background/Orphan, or both fields set, is a 422."""
+    policy: Any = body.get("propagationPolicy")
+    if policy is None and "propagationPolicy" in query:
+        policy = query["propagationPolicy"]
+    orphan: Any = body.get("orphanDependents")
+    if orphan is None and "orphanDependents" in query:
+        orphan = {"true": True, "false": False}.get(query["orphanDependents"].lower(), query["orphanDependents"])
+    causes: list[Cause] = []
+    if orphan is not None and not isinstance(orphan, bool):
+        causes.append(invalid("orphanDependents", orphan, "must be a boolean"))
+    if policy is not None and orphan is not None:
+        causes.append(
+            invalid("propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set")
+        )
+    if policy is not None and policy not in POLICIES:
+        causes.append(not_supported("propagationPolicy", policy, list(POLICIES)))
+    if causes:
+        raise Invalid("DeleteOptions", "", causes, group="meta.k8s.io")
+    return DeleteOptions(policy if isinstance(policy, str) else None, orphan if isinstance(orphan, bool) else None)
+
+
+def default_policy(kind: str) -> str:
+    """The kind's ``DefaultGarbageCollectionPolicy`` when served at the version kss serves."""
+    return ORPHAN if kind == "Job" else BACKGROUND
+
+
+def finalizers_on_delete(kind: str, finalizers: list[str], options: DeleteOptions) -> list[str]:
+    """The object's finalizers after a DELETE with ``options`` (``deletionFinalizersForGarbageCollection``): the
+    GC finalizers taken out, then ``orphan`` or ``foregroundDeletion`` put back as the options, the object's own GC
+    finalizers or the kind's default decide. Unchanged (same set) returns ``finalizers`` as they are."""
+    orphan = _should_orphan(kind, finalizers, options)
+    foreground = _should_delete_in_foreground(finalizers, options)
+    kept = [f for f in finalizers if f not in GC_FINALIZERS]
+    if orphan:
+        kept.append(ORPHAN_FINALIZER)
+    if foreground:
+        kept.append(FOREGROUND_FINALIZER)
+    return list(finalizers) if set(kept) == set(finalizers) else kept
+
+
+def _should_orphan(kind: str, finalizers: list[str], options: DeleteOptions) -> bool:
+    if options.orphan_dependents is not None:
+        return options.orphan_dependents
+    if options.propagation_policy is not None:
+        return options.propagation_policy == ORPHAN
+    for finalizer in finalizers:
+        if finalizer == ORPHAN_FINALIZER:
+            return True
+        if finalizer == FOREGROUND_FINALIZER:
+            return False
+    return default_policy(kind) == ORPHAN
+
+
+def _should_delete_in_foreground(finalizers: list[str], options: DeleteOptions) -> bool:
+    if options.orphan_dependents is not None:
+        return False
+    if options.propagation_policy is not None:
+        return options.propagation_policy == FOREGROUND
+    return FOREGROUND_FINALIZER in finalizers
+
+
+def mark_deleting(obj: dict[str, Any], finalizers: list[str], now: str) -> None:
+    """Set ``obj``'s finalizers and mark it as being deleted (``markAsDeleting``): the generation moves on the
+    first mark, ``deletionTimestamp`` is kept once set, ``deletionGracePeriodSeconds`` becomes 0."""
+    meta = obj["metadata"]
+    meta["finalizers"] = list(finalizers)
+    if not meta.get("deletionTimestamp"):
+        if int(meta.get("generation") or 0) > 0:
+            meta["generation"] = int(meta["generation"]) + 1
+        meta["deletionTimestamp"] = now
+    meta["deletionGracePeriodSeconds"] = 0
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    """Whether the object carries a ``deletionTimestamp``."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def deletes_on_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether an update of an object being deleted takes its last finalizer away, so that it is removed
+    instead (``shouldDeleteDuringUpdate``)."""
+    old_meta = old.get("metadata") or {}
+    return (
+        bool(old_meta.get("deletionTimestamp"))
+        and bool(old_meta.get("finalizers"))
+        and not ((new.get("metadata") or {}).get("finalizers"))
+    )
+
+
+def update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateObjectMetaUpdate``'s rule for objects being deleted: no finalizer may be added."""
+    if not is_deleting(old):
+        return []
+    before = set((old.get("metadata") or {}).get("finalizers") or [])
+    added = [f for f in (new.get("metadata") or {}).get("finalizers") or [] if f not in before]
+    if not added:
+        return []
+    shown = "[]string{" + ", ".join(f'"{f}"' for f in added) + "}"
+    return [
+        forbidden(
+            "metadata.finalizers",
+            f"no new finalizers can be added if the object is being deleted, found new finalizers {shown}",
+        )
+    ]

@@ -1,0 +1,203 @@
+"""The fields of every served kind, for kube-apiserver's field validation (``fieldValidation``).
+
+kube-apiserver decodes bodies into typed objects: a field the type does not have is reported (``Strict``: the
+request fails with ``strict decoding error: unknown field "spec.nodeSelecter"``; ``Warn``, the default: a
+``Warning`` header) and is not stored. For a scheduler simulator a silently kept typo in a scheduling field
+(``nodeSelecter``, ``tolerations[0].efect``) would place pods where the real cluster never would.
+
+The field tree comes from the official ``kubernetes`` client's models (the API types of a release at least as
+new as v1.35) and is kept in ``field_schema.json``: ``python -m kss_sim.cluster.admission.fields`` regenerates it, and
+``tests/cluster/test_fields.py`` checks it matches the installed client. What the client has no model for is
+written here (``EXTRA_MODELS``, ``EXTRA_FIELDS``): the PodGroup CRD of scheduler-plugins, v1.35's alpha
+scheduling.k8s.io/v1alpha1 Workload and the pod's ``spec.workloadRef`` (later clients carry newer versions).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+SCHEMA_FILE = Path(__file__).with_name("field_schema.json")
+
+# Served kind -> the client's model of it.
+ROOT_MODELS = {
+    "Namespace": "V1Namespace",
+    "Node": "V1Node",
+    "Pod": "V1Pod",
+    "PersistentVolume": "V1PersistentVolume",
+    "PersistentVolumeClaim": "V1PersistentVolumeClaim",
+    "Event": "CoreV1Event",
+    "StorageClass": "V1StorageClass",
+    "CSINode": "V1CSINode",
+    "PriorityClass": "V1PriorityClass",
+    "PodDisruptionBudget": "V1PodDisruptionBudget",
+    "PodGroup": "scheduling.x-k8s.io/v1alpha1.PodGroup",
+    "Workload": "scheduling.k8s.io/v1alpha1.Workload",
+    "Deployment": "V1Deployment",
+    "ReplicaSet": "V1ReplicaSet",
+    "StatefulSet": "V1StatefulSet",
+    "DaemonSet": "V1DaemonSet",
+    "Job": "V1Job",
+    "CronJob": "V1CronJob",
+    "Lease": "V1Lease",
+    "DeviceClass": "V1DeviceClass",
+    "ResourceSlice": "V1ResourceSlice",
+    "ResourceClaim": "ResourceV1ResourceClaim",
+    "ResourceClaimTemplate": "V1ResourceClaimTemplate",
+}
+
+# Models the installed client lacks, in the schema's notation (see below); keys name the API type.
+_OBJECT_ROOT = {"apiVersion": "", "kind": "", "metadata": "V1ObjectMeta"}
+EXTRA_MODELS: dict[str, dict[str, str]] = {
+    "scheduling.x-k8s.io/v1alpha1.PodGroup": {
+        **_OBJECT_ROOT,
+        "spec": "scheduling.x-k8s.io/v1alpha1.PodGroupSpec",
+        "status": "scheduling.x-k8s.io/v1alpha1.PodGroupStatus",
+    },
+    "scheduling.x-k8s.io/v1alpha1.PodGroupSpec": {"minMember": "", "minResources": "", "scheduleTimeoutSeconds": ""},
+    "scheduling.x-k8s.io/v1alpha1.PodGroupStatus": {
+        "failed": "",
+        "occupiedBy": "",
+        "phase": "",
+        "running": "",
+        "scheduleStartTime": "",
+        "succeeded": "",
+    },
+    "scheduling.k8s.io/v1alpha1.Workload": {**_OBJECT_ROOT, "spec": "scheduling.k8s.io/v1alpha1.WorkloadSpec"},
+    "scheduling.k8s.io/v1alpha1.WorkloadSpec": {
+        "controllerRef": "scheduling.k8s.io/v1alpha1.TypedLocalObjectReference",
+        "podGroups": "[scheduling.k8s.io/v1alpha1.PodGroup",
+    },
+    "scheduling.k8s.io/v1alpha1.TypedLocalObjectReference": {"apiGroup": "", "kind": "", "name": ""},
+    "scheduling.k8s.io/v1alpha1.PodGroup": {"name": "", "policy": "scheduling.k8s.io/v1alpha1.PodGroupPolicy"},
+    "scheduling.k8s.io/v1alpha1.PodGroupPolicy": {
+        "basic": "scheduling.k8s.io/v1alpha1.BasicSchedulingPolicy",
+        "gang": "scheduling.k8s.io/v1alpha1.GangSchedulingPolicy",
+    },
+    "scheduling.k8s.io/v1alpha1.BasicSchedulingPolicy": {},
+    "scheduling.k8s.io/v1alpha1.GangSchedulingPolicy": {"minCount": ""},
+    "core/v1.WorkloadReference": {"name": "", "podGroup": "", "podGroupReplicaKey": ""},
+}
+# Fields of the client's models that v1.35 has and the installed client may not.
+EXTRA_FIELDS: dict[str, dict[str, str]] = {"V1PodSpec": {"workloadRef": "core/v1.WorkloadReference"}}
+# Fields of the client's models that v1.35 does not have yet (a newer client's DRA additions): unknown there.
+ABSENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "V1ExactDeviceRequest": ("derivedAttributes",),
+    "V1DeviceSubRequest": ("derivedAttributes",),
+    "V1Device": ("nodeAllocatableResources",),
+    "V1ResourceSliceSpec": ("partitionTypeAttribute", "skipNodeOperations"),
+    "V1DeviceAttribute": ("bools", "ints", "strings", "versions"),
+    "V1DeviceRequestAllocationResult": ("skipNodeOperations",),
+}
+
+# A field's type in the schema: "" any value (scalars, maps of scalars, free-form JSON), "T" an object of model T,
+# "[T" a list of them, "{T" a map of them.
+_LIST = re.compile(r"^List\[(\w+)\]$")
+_MAP = re.compile(r"^Dict\[str, (\w+)\]$")
+
+
+def client_version() -> str:
+    """The installed ``kubernetes`` client's version (the schema file says which one it was generated from)."""
+    import kubernetes
+
+    return str(kubernetes.__version__)
+
+
+def generate() -> dict[str, dict[str, str]]:
+    """The field tree of every model reachable from ``ROOT_MODELS``, from the installed ``kubernetes`` client."""
+    import kubernetes.client as models
+
+    out: dict[str, dict[str, str]] = {}
+    todo = [m for m in ROOT_MODELS.values() if m not in EXTRA_MODELS]
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        model = getattr(models, name)
+        fields: dict[str, str] = {}
+        for attr, type_name in model.openapi_types.items():
+            ref = ""
+            for pattern, prefix in ((_LIST, "["), (_MAP, "{")):
+                m = pattern.match(type_name)
+                if m and hasattr(models, m.group(1)):
+                    ref = prefix + m.group(1)
+                    todo.append(m.group(1))
+            if not ref and hasattr(models, type_name):
+                ref = type_name
+                todo.append(type_name)
+            fields[model.attribute_map[attr]] = ref
+        out[name] = dict(sorted(fields.items()))
+    return dict(sorted(out.items()))
+
+
+@cache
+def _schema() -> dict[str, dict[str, str]]:
+    schema: dict[str, dict[str, str]] = json.loads(SCHEMA_FILE.read_text())["models"]
+    for model, extra in EXTRA_FIELDS.items():
+        schema[model] = {**schema[model], **extra}
+    for model, absent in ABSENT_FIELDS.items():
+        schema[model] = {k: v for k, v in schema[model].items() if k not in absent}
+    schema.update(EXTRA_MODELS)
+    return schema
+
+
+def unknown_fields(kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False) -> list[str]:
+    """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
+    with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. ``patch``: ``obj`` is a
+    merge or strategic merge patch, whose ``$``-directives (``$patch``, ``$setElementOrder/...``) are not fields.
+    Kinds without a model are not checked."""
+    root = ROOT_MODELS.get(kind)
+    if root is None:
+        return []
+    out: list[str] = []
+    _walk(_schema(), obj, root, "", out, prune, patch)
+    return out
+
+
+def _walk(
+    schema: dict[str, dict[str, str]],
+    obj: dict[str, Any],
+    model: str,
+    path: str,
+    out: list[str],
+    prune: bool,
+    patch: bool,
+) -> None:
+    fields = schema[model]
+    unknown: list[str] = []
+    for key, value in obj.items():
+        ref = fields.get(key)
+        if ref is None:
+            if patch and key.startswith("$"):
+                continue
+            out.append(path + key)
+            unknown.append(key)
+            continue
+        if not ref or value is None:
+            continue
+        head = ref[0]
+        if head == "[":
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if isinstance(item, dict):
+                        _walk(schema, item, ref[1:], f"{path}{key}[{i}].", out, prune, patch)
+        elif head == "{":
+            if isinstance(value, dict):
+                for name, item in value.items():
+                    if isinstance(item, dict):
+                        _walk(schema, item, ref[1:], f"{path}{key}[{name}].", out, prune, patch)
+        elif isinstance(value, dict):
+            _walk(schema, value, ref, f"{path}{key}.", out, prune, patch)
+    if prune:
+        for key in unknown:
+            del obj[key]
+
+
+if __name__ == "__main__":
+    doc = {"client": client_version(), "models": generate()}
+    SCHEMA_FILE.write_text(json.dumps(doc, indent=0, separators=(",", ":")) + "\n")
+    print(f"wrote {SCHEMA_FILE}", file=sys.stderr)

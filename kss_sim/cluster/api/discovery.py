@@ -1,0 +1,196 @@
+"""API discovery: ``/version``, health probes, ``/api``, ``/apis``, each group version's resource list and the
+OpenAPI documents, as kube-apiserver answers them (kubectl and the official client read these before any request)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from kss_sim.cluster.api import openapi
+from kss_sim.cluster.api.responses import JSON, authorize, json_response, raw_response
+from kss_sim.cluster.errors import UnknownResource
+from kss_sim.cluster.kinds.registry import VERBS, Gates, group_versions, kinds_in
+from kss_sim.config import Settings
+from kss_sim.state import state_accessor
+
+router = APIRouter()
+_settings = state_accessor("settings", Settings)
+
+
+def _gates(request: Request) -> Gates:
+    """The feature gates the server runs with (what it serves depends on them)."""
+    return _settings(request).feature_gates
+
+
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "35",
+    "gitVersion": "v1.35.0-kss",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2025-11-01T00:00:00Z",
+    "goVersion": "go1.24.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+# Subresources served with the object's own verbs (binding is create-only and listed on its own).
+STATUS_SUBRESOURCES = {"status"}
+
+
+def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
+    resources: list[dict[str, Any]] = []
+    for info in kinds_in(group, version, gates):
+        entry: dict[str, Any] = {
+            "name": info.plural,
+            "singularName": info.singular,
+            "namespaced": info.namespaced,
+            "kind": info.kind,
+            "verbs": VERBS,
+        }
+        if info.short_names:
+            entry["shortNames"] = list(info.short_names)
+        if info.categories:
+            entry["categories"] = list(info.categories)
+        resources.append(entry)
+        for sub in info.subresources:
+            if sub == "binding":
+                resources.append(
+                    {
+                        "name": f"{info.plural}/binding",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": "Binding",
+                        "verbs": ["create"],
+                    }
+                )
+            elif sub == "scale":
+                # Served as autoscaling/v1 Scale whatever the object's own group (ScaleREST's GroupVersionKind).
+                resources.append(
+                    {
+                        "name": f"{info.plural}/scale",
+                        "singularName": "",
+                        "namespaced": info.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+            elif sub in STATUS_SUBRESOURCES:
+                resources.append(
+                    {
+                        "name": f"{info.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": info.namespaced,
+                        "kind": info.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
+    if group == "":
+        resources.append(
+            {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding", "verbs": ["create"]}
+        )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": resources,
+    }
+
+
+def _group(name: str, gates: Gates) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in group_versions(gates)[name]]
+    return {"name": name, "versions": versions, "preferredVersion": versions[0]}
+
+
+@router.get("/version")
+async def version() -> Response:
+    """``/version``: the Kubernetes version this simulator mirrors."""
+    return json_response(SERVER_VERSION)
+
+
+@router.get("/healthz")
+@router.get("/livez")
+@router.get("/readyz")
+async def healthz() -> Response:
+    """Health probes, answered ``ok`` as kube-apiserver does."""
+    return Response(b"ok", media_type="text/plain")
+
+
+@router.get("/openapi/v3")
+async def openapi_root(request: Request) -> Response:
+    """``/openapi/v3``: the index of per-group-version documents."""
+    authorize(request)
+    return raw_response(openapi.root_document(openapi.gates_key(_gates(request))))
+
+
+@router.get("/openapi/v2")
+async def openapi_v2(request: Request) -> Response:
+    """``/openapi/v2``: an empty document (see ``openapi.py``), protobuf when asked for as kubectl does."""
+    authorize(request)
+    protobuf = openapi.OPENAPI_V2_PROTOBUF in request.headers.get("accept", "")
+    # Not the protobuf media type itself: its "@" does not parse as a media type in client-go.
+    media_type = "application/octet-stream" if protobuf else JSON
+    return Response(openapi.v2_document(protobuf), media_type=media_type)
+
+
+@router.get("/openapi/v3/{path:path}")
+async def openapi_group_version(request: Request, path: str) -> Response:
+    """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``)."""
+    authorize(request)
+    doc = openapi.lookup(path, _gates(request))
+    if doc is None:
+        raise UnknownResource()
+    return raw_response(doc)
+
+
+@router.get("/api")
+async def api_versions(request: Request) -> Response:
+    """``/api``: the core group's versions."""
+    authorize(request)
+    server = f"{request.url.hostname}:{request.url.port or 80}"
+    return json_response(
+        {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}],
+        }
+    )
+
+
+@router.get("/apis")
+async def api_groups(request: Request) -> Response:
+    """``/apis``: every named group served."""
+    authorize(request)
+    gates = _gates(request)
+    groups = [_group(g, gates) for g in group_versions(gates) if g]
+    return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
+
+@router.get("/apis/{group}")
+async def api_group(request: Request, group: str) -> Response:
+    """``/apis/{group}``: one group's versions."""
+    authorize(request)
+    gates = _gates(request)
+    if group not in group_versions(gates) or not group:
+        raise UnknownResource()
+    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, gates)})
+
+
+@router.get("/api/v1")
+async def core_resources(request: Request) -> Response:
+    """``/api/v1``: the core resources."""
+    authorize(request)
+    return json_response(_resource_list("", "v1", _gates(request)))
+
+
+@router.get("/apis/{group}/{version}")
+async def group_resources(request: Request, group: str, version: str) -> Response:
+    """``/apis/{group}/{version}``: one group version's resources."""
+    authorize(request)
+    gates = _gates(request)
+    if version not in group_versions(gates).get(group, []) or not group:
+        raise UnknownResource()
+    return json_response(_resource_list(group, version, gates))

@@ -1,0 +1,112 @@
+"""A minimal OpenAPI v3 description: just enough for kubectl to learn that the server validates fields itself.
+
+kubectl checks each group version's PATCH operations for the ``fieldValidation`` query parameter; when it
+is there, kubectl sends ``fieldValidation=Strict`` instead of downloading schemas to validate client-side.
+The PATCH operations carry no request body, so ``kubectl apply`` computes strategic merge patches from its
+compiled-in types, as it does against any server without schemas. The documents' ``components.schemas``
+(``openapi_schemas.py``) are there for ``kubectl explain``.
+
+For a kind the v3 documents do not list (a typo, a CRD that is not installed), kubectl falls back to the
+OpenAPI v2 document to validate client-side; ``/openapi/v2`` is an empty one (no definitions: nothing to
+validate against), so kubectl goes on to map the kind and reports ``no matches for kind "Foo" in version "v1"``
+as it does against kube-apiserver, instead of failing to download the schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from typing import Any
+
+import orjson
+
+from kss_sim.cluster.api.openapi_schemas import component_schemas
+from kss_sim.cluster.kinds.registry import Gates, group_versions, kinds_in
+
+
+def gv_path(group: str, version: str) -> str:
+    """The OpenAPI v3 path key of a group version (``api/v1``, ``apis/policy/v1``)."""
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def gates_key(gates: Gates) -> frozenset[tuple[str, bool]]:
+    """The feature gates as a hashable key for the cached documents."""
+    return frozenset(gates.items())
+
+
+@cache
+def group_version_document(group: str, version: str, gates: frozenset[tuple[str, bool]] = frozenset()) -> bytes:
+    """The OpenAPI v3 document of one group version (its kinds served with ``gates``), encoded."""
+    prefix = "/" + gv_path(group, version)
+    paths: dict[str, Any] = {}
+    for info in kinds_in(group, version, dict(gates)):
+        path = (
+            f"{prefix}/namespaces/{{namespace}}/{info.plural}/{{name}}"
+            if info.namespaced
+            else f"{prefix}/{info.plural}/{{name}}"
+        )
+        paths[path] = {
+            "patch": {
+                "operationId": f"patch{info.kind}",
+                "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": info.kind},
+                "x-kubernetes-action": "patch",
+                "parameters": [
+                    {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+                    for name in ("dryRun", "fieldManager", "fieldValidation", "force")
+                ],
+                "responses": {"200": {"description": "OK"}},
+            }
+        }
+    # The schemas serve `kubectl explain`; the PATCH operations still carry no request body, so `kubectl apply`
+    # keeps computing strategic merge patches from its compiled-in types (it only uses schemas offered there).
+    components = {"schemas": component_schemas(kinds_in(group, version, dict(gates)))}
+    doc = {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.35.0"},
+        "paths": paths,
+        "components": components,
+    }
+    return orjson.dumps(doc)
+
+
+@cache
+def root_document(gates: frozenset[tuple[str, bool]] = frozenset()) -> bytes:
+    """``/openapi/v3``: where each group version's document lives (with a content hash, as kube-apiserver)."""
+    paths: dict[str, Any] = {}
+    for group, versions in group_versions(dict(gates)).items():
+        for version in versions:
+            digest = hashlib.sha512(group_version_document(group, version, gates)).hexdigest()[:32].upper()
+            key = gv_path(group, version)
+            paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
+    return orjson.dumps({"paths": paths})
+
+
+def lookup(path: str, gates: Gates) -> bytes | None:
+    """The document served at ``/openapi/v3/{path}`` with ``gates``, or None."""
+    for group, versions in group_versions(gates).items():
+        for version in versions:
+            if gv_path(group, version) == path.strip("/"):
+                return group_version_document(group, version, gates_key(gates))
+    return None
+
+
+# What kubectl asks /openapi/v2 for (gnostic's OpenAPI v2 Document message).
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+_TITLE, _VERSION = "Kubernetes", "v1.35.0"
+
+
+def _proto_string(field: int, text: str) -> bytes:
+    """A length-delimited protobuf field (all strings here are far shorter than 128 bytes)."""
+    data = text.encode()
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+@cache
+def v2_document(protobuf: bool) -> bytes:
+    """``/openapi/v2``: a document without paths or definitions, as JSON or as gnostic's protobuf message
+    (``Document``: swagger = 1, info = 2; ``Info``: title = 1, version = 2)."""
+    if not protobuf:
+        doc = {"swagger": "2.0", "info": {"title": _TITLE, "version": _VERSION}, "paths": {}, "definitions": {}}
+        return orjson.dumps(doc)
+    info = _proto_string(1, _TITLE) + _proto_string(2, _VERSION)
+    return _proto_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info

@@ -1,0 +1,710 @@
+"""The Kubernetes API's resources over HTTP: CRUD, patch, watch and Table output, mapped onto ``ClusterStore``
+(discovery is ``discovery.py``).
+
+Routers stay thin: parse the path and query, call the store, and encode the answer. Every error leaves as a
+``metav1.Status``. Single-object writes run in the event loop's thread (validation and versioning are quick, under
+the store lock) and await their group commit through a future the committer completes, so no thread sits blocked
+on the fsync; lists and collection deletes, which may be long, run in a worker thread.
+
+The resource URLs (``/api/{version}/...``, ``/apis/{group}/{version}/...``) are the hot path: ``kube_app`` serves
+them as a plain ASGI app, which the application puts behind its own auth, body-limit and metrics middleware but in
+front of the framework's routing and dependency machinery (see ``kss_sim.main``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import orjson
+import yaml
+from fastapi import APIRouter, Request
+from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive, Scope, Send
+
+from kss_sim.cluster.admission import deletion, fields
+from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
+from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
+from kss_sim.cluster.api import protobuf, scale, watch
+from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
+from kss_sim.cluster.api.responses import JSON, authorize, error_response, json_response, raw_response
+from kss_sim.cluster.api.tables import core as tables
+from kss_sim.cluster.errors import (
+    ApiError,
+    BadRequest,
+    Invalid,
+    MethodNotAllowed,
+    RequestEntityTooLarge,
+    UnknownResource,
+    UnsupportedMediaType,
+    forbidden,
+    required,
+)
+from kss_sim.cluster.kinds.registry import BY_KIND, NO_GATES, Gates, KindInfo, resource_info
+from kss_sim.cluster.storage.selectors import make_selector
+from kss_sim.cluster.storage.store import ClusterStore, Obj, PendingWrites, StoredObject
+from kss_sim.config import Settings
+from kss_sim.state import state_accessor
+
+router = APIRouter()
+_T = TypeVar("_T")
+
+
+_store = state_accessor("store", ClusterStore)
+_settings = state_accessor("settings", Settings)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():  # the request may have been cancelled (client gone) meanwhile
+        future.set_result(None)
+
+
+async def durable(pending: PendingWrites) -> None:
+    """Wait, without blocking the event loop, until ``pending``'s writes are durable; ``InternalError`` (500)
+    if the commit failed (then none of them became visible)."""
+    if not pending.done():
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:  # the committer thread, store lock held: only hand off to the loop
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_resolve, future)
+
+        pending.add_done_callback(wake)
+        await future
+    pending.wait()
+
+
+async def _write(store: ClusterStore, write: Callable[[], _T]) -> _T:
+    """Run one store write in this thread and answer once it is committed (a 2xx means durable)."""
+    with store.deferred() as pending:
+        result = write()
+    await durable(pending)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- resources
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a resource URL addresses."""
+
+    info: KindInfo
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def parse_target(group: str, version: str, segments: list[str], gates: Gates = NO_GATES) -> Target:
+    """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}`` (only kinds served
+    with the feature gates ``gates``)."""
+    segments = [s for s in segments if s]
+    namespace: str | None = None
+    if (
+        len(segments) >= 3
+        and segments[0] == "namespaces"
+        and resource_info(group, version, segments[2], gates) is not None
+        and segments[2] != "namespaces"
+    ):
+        namespace = segments[1]
+        segments = segments[2:]
+    if not segments:
+        raise UnknownResource()
+    info = resource_info(group, version, segments[0], gates)
+    if info is None or len(segments) > 3:
+        raise UnknownResource()
+    if namespace is not None and not info.namespaced:
+        raise UnknownResource()
+    name = segments[1] if len(segments) > 1 else None
+    sub = segments[2] if len(segments) > 2 else None
+    if sub is not None and sub not in info.subresources:
+        raise UnknownResource()
+    return Target(info, namespace, name, sub)
+
+
+def _wants(request: Request, what: str) -> bool:
+    accept = request.headers.get("accept", "")
+    first = accept.split(",")[0]
+    return f"as={what}" in first.replace(" ", "")
+
+
+def _query_bool(request: Request, name: str) -> bool:
+    return request.query_params.get(name, "").lower() in ("true", "1")
+
+
+def _query_int(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise BadRequest(f"invalid value for {name}: {value!r}") from None
+
+
+async def _read_body(request: Request) -> bytes:
+    limit = _settings(request).max_body_bytes
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise RequestEntityTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestEntityTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_BODY_TYPES = ("application/json", "application/yaml", "")
+_JSON_TYPES = ("application/json", "")
+
+
+def _content_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
+    """Decode a create/update body: JSON, YAML, or protobuf for the kinds kubectl's generators create."""
+    content_type = _content_type(request)
+    if content_type == protobuf.PROTOBUF:
+        try:
+            return protobuf.decode(body)
+        except protobuf.ProtobufError as exc:
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format ({content_type}): {exc}"
+            ) from None
+    if content_type not in _BODY_TYPES:
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format ({content_type}) - accepted media types include: "
+            "application/json, application/yaml"
+        )
+    if content_type == "application/yaml":
+        if not body.strip():
+            raise BadRequest("the request body is empty")
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as exc:
+            raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
+    return _parse_json(info, body)
+
+
+def _parse_json(info: KindInfo | None, body: bytes) -> Any:
+    if not body.strip():
+        raise BadRequest("the request body is empty")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        what = f"must be of type {info.kind}" if info is not None else "must be JSON"
+        raise BadRequest(
+            f"the object provided is unrecognized ({what}): couldn't get version/kind; json parse error: {exc}"
+        ) from None
+
+
+def _list_body(info: KindInfo, items: list[StoredObject], rv: int, token: str, remaining: int | None) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if token:
+        meta["continue"] = token
+    if remaining is not None:
+        meta["remainingItemCount"] = remaining
+    head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
+    return head[:-1] + b',"items":[' + b",".join(e.raw for e in items) + b"]}"
+
+
+def _list_of(info: KindInfo, objects: list[dict[str, Any]], rv: int) -> dict[str, Any]:
+    return {
+        "kind": info.list_kind,
+        "apiVersion": info.api_version,
+        "metadata": {"resourceVersion": str(rv)},
+        "items": objects,
+    }
+
+
+def _render(request: Request, info: KindInfo) -> Callable[[dict[str, Any], bytes], bytes]:
+    if _wants(request, "Table"):
+        include = request.query_params.get("includeObject", "Metadata")
+        return lambda obj, _raw: orjson.dumps(tables.table(info, [obj], None, include_object=include))
+    if _wants(request, "PartialObjectMetadata"):
+        return lambda obj, _raw: orjson.dumps(
+            {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
+        )
+    return lambda _obj, raw: raw
+
+
+_FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
+
+
+def _field_validation(request: Request) -> str:
+    """The request's ``fieldValidation`` mode (``Warn`` unless given); 400 for an unknown one."""
+    if not request.scope.get("query_string"):
+        return "Warn"
+    mode = request.query_params.get("fieldValidation") or "Warn"
+    if mode not in _FIELD_VALIDATION:
+        raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"')
+    return mode
+
+
+def _field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = False) -> list[str]:
+    """kube-apiserver's ``fieldValidation`` on a create/update body or a merge patch: fields ``info.kind`` does
+    not have are dropped, and reported as warnings (``Warn``, the default), not at all (``Ignore``), or refused
+    (``Strict``, what kubectl sends: 400, nothing written)."""
+    mode = _field_validation(request)
+    if not isinstance(obj, dict):
+        return []
+    messages = _unknown_field_messages(mode, info, obj, patch=patch)
+    if messages and mode == "Strict":
+        raise BadRequest(
+            f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: strict decoding error: '
+            + ", ".join(messages)
+        )
+    return messages
+
+
+def _unknown_field_messages(mode: str, info: KindInfo, obj: dict[str, Any], *, patch: bool = False) -> list[str]:
+    """Drop from ``obj`` the fields ``info.kind`` does not have; what to report about them under ``mode``."""
+    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch)
+    if not unknown or mode == "Ignore":
+        return []
+    return [f'unknown field "{path}"' for path in unknown]
+
+
+def _json_patch_field_check(request: Request, info: KindInfo, warnings: list[str]) -> Callable[[Obj], None]:
+    """kube-apiserver checks a JSON patch's fields on the object it produces (the operations have no shape):
+    unknown ones are dropped from it, refused under ``Strict`` (400, with decoding's message) or added to
+    ``warnings``."""
+    mode = _field_validation(request)  # an unknown mode is refused before anything is patched
+
+    def check(patched: Obj) -> None:
+        messages = _unknown_field_messages(mode, info, patched)
+        if messages and mode == "Strict":
+            raise BadRequest("strict decoding error: " + ", ".join(messages))
+        warnings.extend(messages)
+
+    return check
+
+
+def _warned(response: Response, warnings: list[str]) -> Response:
+    """``response`` with a ``Warning: 299 - "..."`` header per warning, as kube-apiserver sends them."""
+    for text in warnings:
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.append("Warning", f'299 - "{escaped}"')
+    return response
+
+
+def _dry_run(request: Request) -> bool:
+    if not request.scope.get("query_string"):
+        return False  # the common case; parsing an empty query still costs (Starlette's lazy attribute)
+    values = request.query_params.getlist("dryRun")
+    if any(v not in ("All",) for v in values):
+        raise BadRequest(f"unsupported dryRun value {values!r}: only 'All' is supported")
+    return bool(values)
+
+
+async def _handle_get(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    if target.name is not None:
+        entry = store.read(info.kind, target.namespace, target.name)  # in memory, committed state: quick
+        if _wants(request, "Table"):
+            include = request.query_params.get("includeObject", "Metadata")
+            return json_response(tables.table(info, [entry.obj], entry.resource_version, include_object=include))
+        return raw_response(_render(request, info)(entry.obj, entry.raw))
+    selector = make_selector(
+        info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
+    )
+    if _query_bool(request, "watch"):
+        return _watch(request, store, target, selector)
+    limit = _query_int(request, "limit")
+    result = await run_in_threadpool(
+        store.select,
+        info.kind,
+        target.namespace,
+        selector,
+        limit=limit if limit and limit > 0 else None,
+        continue_token=request.query_params.get("continue") or None,
+    )
+    if _wants(request, "Table"):
+        include = request.query_params.get("includeObject", "Metadata")
+        return json_response(
+            tables.table(
+                info,
+                [e.obj for e in result.items],
+                result.resource_version,
+                include_object=include,
+                continue_token=result.continue_token,
+                remaining=result.remaining,
+            )
+        )
+    if _wants(request, "PartialObjectMetadataList"):
+        return json_response(
+            {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": str(result.resource_version)},
+                "items": [
+                    {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": e.obj["metadata"]}
+                    for e in result.items
+                ],
+            }
+        )
+    return raw_response(
+        _list_body(info, result.items, result.resource_version, result.continue_token, result.remaining)
+    )
+
+
+def _watch(request: Request, store: ClusterStore, target: Target, selector: Any) -> Response:
+    settings = _settings(request)
+    rv_text = request.query_params.get("resourceVersion", "")
+    if rv_text in ("", "0"):
+        rv: int | None = None
+    else:
+        try:
+            rv = int(rv_text)
+        except ValueError:
+            raise BadRequest(f"invalid resource version: {rv_text!r}") from None
+    if target.name is not None:
+        # A watch on one object is a watch on the collection filtered by name.
+        name_selector = f"metadata.name={target.name}"
+        field = request.query_params.get("fieldSelector")
+        selector = make_selector(
+            target.info.kind,
+            request.query_params.get("labelSelector"),
+            f"{field},{name_selector}" if field else name_selector,
+        )
+    timeout = _query_int(request, "timeoutSeconds")
+    req = watch.WatchRequest(
+        info=target.info,
+        namespace=target.namespace,
+        selector=selector,
+        resource_version=rv,
+        send_initial_events=_query_bool(request, "sendInitialEvents"),
+        allow_bookmarks=_query_bool(request, "allowWatchBookmarks"),
+        timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
+        bookmark_seconds=settings.watch_bookmark_seconds,
+    )
+    return StreamingResponse(watch.stream(store, req, _render(request, target.info)), media_type=JSON)
+
+
+async def _handle_create(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    dry_run = _dry_run(request)
+    body = _parse_body(request, info, await _read_body(request))
+    if target.subresource == "binding":
+        return await _bind(store, target, body)
+    if target.name is not None:
+        raise MethodNotAllowed("create")
+    if not isinstance(body, dict):
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
+    warnings = _field_warnings(request, info, body)
+    manager = _field_manager(request)
+    # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
+    # the answer is rendered from the stored object itself (read-only) instead of a copy of it.
+    owned = _content_type(request) in _JSON_TYPES
+    created = await _write(
+        store,
+        lambda: store.create(
+            info.kind, body, target.namespace, dry_run=dry_run, manager=manager, owned=owned, copy=False
+        ),
+    )
+    return _warned(json_response(created, 201), warnings)
+
+
+async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
+    if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
+        raise BadRequest("the object provided is unrecognized (must be of type Binding)")
+    meta = body.get("metadata") or {}
+    name = target.name or meta.get("name") or ""
+    if target.name and meta.get("name") and meta["name"] != target.name:
+        raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})")
+    node = str((body.get("target") or {}).get("name") or "")
+    namespace = target.namespace or meta.get("namespace") or "default"
+    await _write(store, lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid")))
+    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+
+
+async def _handle_update(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    if target.name is None:
+        raise MethodNotAllowed("update")
+    dry_run = _dry_run(request)
+    body = _parse_body(request, info, await _read_body(request))
+    if not isinstance(body, dict):
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
+    meta = body.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        body["metadata"] = meta
+    if meta.get("name") and meta["name"] != target.name:
+        raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})")
+    if info.namespaced:
+        if meta.get("namespace") and meta["namespace"] != target.namespace:
+            raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+        meta["namespace"] = target.namespace
+    meta["name"] = target.name
+    sub = target.subresource
+    if sub is not None and sub not in STATUS_SUBRESOURCES:
+        raise MethodNotAllowed("update")
+    warnings = _field_warnings(request, info, body)
+    manager = _field_manager(request)
+    updated = await _write(
+        store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run, manager=manager)
+    )
+    return _warned(json_response(updated), warnings)
+
+
+async def _handle_patch(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    if target.name is None:
+        raise MethodNotAllowed("patch")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip()
+    if content_type == APPLY_PATCH:
+        return await _handle_apply(request, store, target)
+    if request.scope.get("query_string") and "force" in request.query_params:
+        raise Invalid(
+            "PatchOptions", "", [forbidden("force", "may not be specified for non-apply patch")], group="meta.k8s.io"
+        )
+    if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH):
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}, {APPLY_PATCH}"
+        )
+    if content_type == STRATEGIC_MERGE_PATCH and info.custom:
+        # A custom resource has no Go type to take patch strategies from: kube-apiserver refuses (kubectl patch
+        # needs --type merge or json there).
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}"
+        )
+    dry_run = _dry_run(request)
+    patch = _parse_json(None, await _read_body(request))
+    sub = target.subresource
+    if sub is not None and sub not in STATUS_SUBRESOURCES:
+        raise MethodNotAllowed("patch")
+    name = target.name
+    # A merge patch has the object's shape, so it is checked itself; a JSON patch through what it produces.
+    warnings: list[str] = []
+    check = None
+    if content_type == JSON_PATCH:
+        check = _json_patch_field_check(request, info, warnings)
+    else:
+        warnings = _field_warnings(request, info, patch, patch=True)
+    manager = _field_manager(request)
+    patched = await _write(
+        store,
+        lambda: store.patch(
+            info.kind,
+            target.namespace,
+            name,
+            patch,
+            content_type,
+            subresource=sub,
+            dry_run=dry_run,
+            check=check,
+            manager=manager,
+        ),
+    )
+    return _warned(json_response(patched), warnings)
+
+
+def _field_manager(request: Request) -> str:
+    """The managedFields manager of a create, update or patch: ``fieldManager``, else the User-Agent's prefix."""
+    given = request.query_params.get("fieldManager") if request.scope.get("query_string") else None
+    if given:
+        validate_field_manager(given)
+    return manager_name(given, request.headers.get("user-agent", ""))
+
+
+async def _handle_apply(request: Request, store: ClusterStore, target: Target) -> Response:
+    """Server-side apply (``kss_sim.cluster.admission.apply``): a YAML or JSON configuration, ``fieldManager`` required,
+    ``force`` to take fields from other managers; creates the object when there is none (201)."""
+    info = target.info
+    assert target.name is not None
+    manager = request.query_params.get("fieldManager") or ""
+    if not manager:
+        raise Invalid(
+            "PatchOptions", "", [required("fieldManager", "is required for apply patch")], group="meta.k8s.io"
+        )
+    validate_field_manager(manager)
+    force = _query_bool(request, "force")
+    dry_run = _dry_run(request)
+    sub = target.subresource
+    if sub is not None and sub not in STATUS_SUBRESOURCES:
+        raise MethodNotAllowed("patch")
+    raw = await _read_body(request)
+    try:
+        configuration = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"error decoding YAML: {exc}") from None
+    if not isinstance(configuration, dict):
+        raise BadRequest("error decoding YAML: the applied configuration must be an object")
+    warnings = _field_warnings(request, info, configuration)
+    name = target.name
+    applied, created = await _write(
+        store,
+        lambda: store.apply(
+            info.kind,
+            target.namespace,
+            name,
+            configuration,
+            manager=manager,
+            force=force,
+            subresource=sub,
+            dry_run=dry_run,
+        ),
+    )
+    return _warned(json_response(applied, 201 if created else 200), warnings)
+
+
+async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
+    info = target.info
+    dry_run = _dry_run(request)
+    raw = await _read_body(request)
+    options: dict[str, Any] = {}
+    if raw.strip():
+        parsed = _parse_json(None, raw)
+        if not isinstance(parsed, dict):
+            raise BadRequest("DeleteOptions must be a JSON object")
+        options = parsed
+        dry_run = dry_run or "All" in (options.get("dryRun") or [])
+    if target.subresource is not None:
+        raise MethodNotAllowed("delete")
+    delete_options = deletion.parse_delete_options(options, request.query_params)
+    # batch/v1 Jobs orphan their pods unless told otherwise; kube-apiserver warns a client that did not choose.
+    warnings = [deletion.JOB_DELETE_WARNING] if info.kind == "Job" and not delete_options.chosen else []
+    if target.name is None:
+        label = request.query_params.get("labelSelector")
+        field = request.query_params.get("fieldSelector")
+        deleted = await run_in_threadpool(
+            lambda: store.delete_collection(
+                info.kind, target.namespace, label, field, dry_run=dry_run, options=delete_options
+            )
+        )
+        return _warned(json_response(_list_of(info, deleted, store.resource_version)), warnings)
+    preconditions = options.get("preconditions") or {}
+    name = target.name
+    deleted_obj = await _write(
+        store,
+        lambda: store.delete(
+            info.kind,
+            target.namespace,
+            name,
+            uid=preconditions.get("uid"),
+            resource_version=preconditions.get("resourceVersion"),
+            dry_run=dry_run,
+            options=delete_options,
+        ),
+    )
+    return _warned(json_response(deleted_obj), warnings)
+
+
+_HANDLERS = {
+    "GET": _handle_get,
+    "POST": _handle_create,
+    "PUT": _handle_update,
+    "PATCH": _handle_patch,
+    "DELETE": _handle_delete,
+}
+_METHODS = list(_HANDLERS)
+KUBE_METHODS = frozenset(_HANDLERS)
+
+
+async def _dispatch(request: Request, group: str, version: str, path: str) -> Response:
+    authorize(request)
+    segments = path.split("/")
+    if group == "" and segments and segments[0] == "namespaces" and len(segments) == 3 and segments[2] == "bindings":
+        if request.method != "POST":
+            raise MethodNotAllowed(request.method.lower())
+        body = _parse_body(request, None, await _read_body(request))
+        return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
+    target = parse_target(group, version, segments, _settings(request).feature_gates)
+    if target.subresource == "scale":
+        return await _handle_scale(request, _store(request), target)
+    return await _HANDLERS[request.method](request, _store(request), target)
+
+
+async def _handle_scale(request: Request, store: ClusterStore, target: Target) -> Response:
+    """``.../{name}/scale`` (apps/v1 Deployments, ReplicaSets, StatefulSets): an autoscaling/v1 Scale to read,
+    replace or patch (see ``scale.py``)."""
+    info, namespace, name = target.info, target.namespace, target.name
+    if name is None:
+        raise UnknownResource()
+    if request.method == "GET":
+        return json_response(scale.read_scale(store, info, namespace, name))
+    dry_run = _dry_run(request)
+    if request.method == "PUT":
+        body = _parse_body(request, None, await _read_body(request))
+        return json_response(
+            await _write(store, lambda: scale.write_scale(store, info, namespace, name, body, dry_run=dry_run))
+        )
+    if request.method == "PATCH":
+        content_type = request.headers.get("content-type", "").split(";")[0].strip()
+        if content_type not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_MERGE_PATCH):
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+            )
+        patch = _parse_json(None, await _read_body(request))
+        return json_response(
+            await _write(
+                store,
+                lambda: scale.patch_scale(store, info, namespace, name, patch, content_type, dry_run=dry_run),
+            )
+        )
+    raise MethodNotAllowed(request.method.lower())
+
+
+@router.api_route("/api/{version}/{path:path}", methods=_METHODS)
+async def core_api(request: Request, version: str, path: str) -> Response:
+    """Every core (``/api/v1``) resource URL."""
+    return await _dispatch(request, "", version, path)
+
+
+@router.api_route("/apis/{group}/{version}/{path:path}", methods=_METHODS)
+async def group_api(request: Request, group: str, version: str, path: str) -> Response:
+    """Every named-group (``/apis/{group}/{version}``) resource URL."""
+    return await _dispatch(request, group, version, path)
+
+
+def resource_route(path: str) -> tuple[str, str, str] | None:
+    """``(group, version, rest)`` when ``path`` is a resource URL, i.e. what ``core_api`` / ``group_api`` match;
+    None for anything else (discovery, OpenAPI, the simulator's own endpoints)."""
+    if path.startswith("/api/"):
+        group = ""
+        version, slash, rest = path[5:].partition("/")
+    elif path.startswith("/apis/"):
+        group, slash, tail = path[6:].partition("/")
+        if not group or not slash:
+            return None
+        version, slash, rest = tail.partition("/")
+    else:
+        return None
+    if not version or not slash:
+        return None
+    return group, version, rest
+
+
+async def kube_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The resource URLs as a plain ASGI app: the same handlers as ``core_api`` / ``group_api`` without the
+    framework's routing, dependency and exception layers. ``scope["app"]`` must be the application (its state
+    holds the store and settings); only paths ``resource_route`` accepts and methods in ``_HANDLERS`` come here.
+    """
+    route = resource_route(scope["path"])
+    if route is None:  # a caller's mistake; answer as the router would
+        await error_response(UnknownResource())(scope, receive, send)
+        return
+    request = Request(scope, receive, send)
+    try:
+        response = await _dispatch(request, *route)
+    except ApiError as exc:
+        response = error_response(exc)
+    except Exception:
+        # Nothing was sent yet (handlers return their response): answer a 500 Status, then let the server log
+        # the exception as it does for the framework's routes.
+        await error_response(ApiError("Internal error occurred"))(scope, receive, send)
+        raise
+    await response(scope, receive, send)

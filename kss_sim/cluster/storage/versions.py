@@ -1,0 +1,305 @@
+"""The next version of an object, built and staged under the store's lock: what every write does once its request
+is decoded. An update's preconditions, the fields no write changes, ``metadata.generation``, managedFields and
+validation; a new object's uid, creation time and resourceVersion; the deletions a Namespace or a Node takes along.
+The store's API verbs and the pod writes both build on these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from kss_sim.cluster.admission import admit as admission
+from kss_sim.cluster.admission import deletion, managed_fields, uids
+from kss_sim.cluster.admission.defaults import core as defaults
+from kss_sim.cluster.admission.validation.core import VALIDATORS, validate_update
+from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound
+from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, KindInfo
+from kss_sim.cluster.kinds.stored import Change, Obj, StoredObject
+from kss_sim.cluster.storage.change_log import ADDED, DELETED, MODIFIED
+from kss_sim.cluster.storage.committer import Batch, Committer
+from kss_sim.cluster.storage.shared_values import SharedValues
+
+# Kinds whose metadata.generation tracks spec changes (custom resources always have one).
+GENERATION_KINDS = frozenset(
+    {"Pod", "PodDisruptionBudget", "PodGroup", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
+    | {"DeviceClass", "ResourceSlice"}  # their strategies set generation 1 and bump it on spec changes
+)
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
+# The managedFields manager of writes made in-process without one (the web UI's editor, imports).
+DEFAULT_MANAGER = "kss"
+
+_Changes = list[Change]
+
+
+def encode(obj: Obj) -> bytes:
+    """The JSON bytes a version is stored in."""
+    # orjson hands back its whole output buffer, grown as it wrote (a pod of 7 kB held 16 kB); the store keeps
+    # every version it stores, so it keeps an exact copy (bench/memory_census.py: ~90 MB at the trace's end).
+    return bytes(memoryview(orjson.dumps(obj)))
+
+
+def meta_of(obj: Obj) -> Obj:
+    """``obj``'s ``metadata``, made a dict when it is not one."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        obj["metadata"] = meta
+    return meta
+
+
+def kind_info(kind: str) -> KindInfo:
+    """The registered kind ``kind``; ``BadRequest`` when there is none."""
+    info = BY_KIND.get(kind)
+    if info is None:
+        raise BadRequest(f"no kind {kind!r} is registered in the virtual cluster")
+    return info
+
+
+def merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
+    """Merge-patch ``metadata.annotations`` of ``obj`` in place (None removes a key)."""
+    meta = obj["metadata"]
+    merged = dict(meta.get("annotations") or {})
+    for key, value in annotations.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    if merged:
+        meta["annotations"] = merged
+    else:
+        meta.pop("annotations", None)
+
+
+class Versions:
+    """Builds and stages the next versions of objects through ``committer``; every method is called with the
+    store's lock held (the lock ``committer`` shares)."""
+
+    def __init__(
+        self,
+        committer: Committer,
+        *,
+        clock: Callable[[], datetime],
+        gates: Mapping[str, bool],
+        auto_create_namespaces: bool,
+    ) -> None:
+        self._committer = committer
+        self._clock = clock
+        self._gates = gates
+        self._auto_create_namespaces = auto_create_namespaces
+        self.shared = SharedValues()  # equal parts of stored objects held once
+        self._second_text: tuple[int | None, str] = (None, "")  # the last timestamp written, by its second
+
+    def current(self, kind: str, namespace: str | None, name: str) -> StoredObject:
+        """The working entry of one object (staged changes included), or ``NotFound``."""
+        info = kind_info(kind)
+        entry = self._committer.objects[kind].get(((namespace or "") if info.namespaced else "", name))
+        if entry is None:
+            raise NotFound(info.plural, name, group=info.group)
+        return entry
+
+    def stage_update(
+        self,
+        info: KindInfo,
+        current: StoredObject,
+        body: Obj,
+        subresource: str | None,
+        dry_run: bool,
+        annotations: Mapping[str, str | None] | None = None,
+        *,
+        manager: str = DEFAULT_MANAGER,
+        managed: managed_fields.Entries | None = None,
+    ) -> tuple[Obj, Batch | None]:
+        """Validate and stage an update of ``current``; returns the result and the batch to await.
+
+        ``manager`` takes the fields the update changes (an Update entry in managedFields), unless ``managed``
+        gives the entries (a server-side apply).
+        """
+        admission.drop_disabled_fields(info, body, current.obj, self._gates)
+        meta = meta_of(body)
+        old = current.obj
+        old_meta = old["metadata"]
+        name = current.name
+        if meta.get("name") != name:
+            raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != old_meta.get("resourceVersion"):
+            raise Conflict(info.plural, name, STALE, group=info.group)
+        if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+            raise Conflict(
+                info.plural,
+                name,
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta.get('uid')}",
+                group=info.group,
+            )
+        # The new version shares the parts it takes unchanged from ``old`` (read-only; never changed in place).
+        if subresource == "status":
+            new = {**old, "metadata": dict(old_meta)}
+            if "status" in body:
+                new["status"] = body["status"]
+            else:
+                new.pop("status", None)
+        else:
+            new = body
+            if info.has_status:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+        new_meta = meta_of(new)
+        if annotations:
+            merge_annotations(new, annotations)
+        for field in (
+            "uid",
+            "creationTimestamp",
+            "namespace",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            if field in old_meta:
+                new_meta[field] = old_meta[field]
+            else:
+                new_meta.pop(field, None)
+        sent_managed = new_meta.pop("managedFields", None)
+        if info.kind in GENERATION_KINDS and (
+            new.get("spec") != old.get("spec")
+            # A Deployment's annotations are copied to its ReplicaSets, so changing them is a new generation too
+            # (not through the status subresource: the Deployment controller's UpdateStatus carries its revision).
+            or (
+                info.kind == "Deployment"
+                and subresource != "status"
+                and new_meta.get("annotations") != old_meta.get("annotations")
+            )
+        ):
+            new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        self.track_fields(info, old, new, subresource, manager, managed, sent_managed)
+        causes = validate_update(info.kind, new, old) + deletion.update_causes(old, new)
+        if causes:
+            raise Invalid(info.kind, name, causes, group=info.group)
+        new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        if new == old or dry_run:
+            return (admission.own(new) if dry_run else current.copy()), None
+        if deletion.deletes_on_update(old, new):
+            # The last finalizer of an object being deleted is gone: it is removed now, in its updated state.
+            changes: _Changes = []
+            self.delete_changes(info, StoredObject(new, encode(new)), changes, self._committer.rv)
+            return changes[-1].event_obj.copy(), self._committer.stage(changes)
+        return self.stage_modified(info.kind, current, new)
+
+    def track_fields(
+        self,
+        info: KindInfo,
+        old: Obj,
+        new: Obj,
+        subresource: str | None,
+        manager: str,
+        managed: managed_fields.Entries | None,
+        sent_managed: Any,
+    ) -> None:
+        """Set ``new``'s managedFields: ``managed`` as given (an apply), else ``manager``'s update tracked over
+        the entries the client sent (through the main resource only) or, without any, the stored ones."""
+        old_managed = old["metadata"].get("managedFields") or []
+        if managed is None:
+            base = managed_fields.decoded(sent_managed) if subresource is None else None
+            managed = managed_fields.track_update(
+                info, old, new, old_managed if base is None else base, manager, subresource, self.timestamp()
+            )
+        elif managed != old_managed and managed_fields.same_ignoring_times(managed, old_managed):
+            managed = old_managed  # an apply that changes nothing keeps the old times, so nothing is written
+        if managed:
+            new["metadata"]["managedFields"] = managed
+        else:
+            new["metadata"].pop("managedFields", None)
+
+    def stage_modified(
+        self, kind: str, current: StoredObject, new: Obj, *, copy: bool = True
+    ) -> tuple[Obj, Batch | None]:
+        """Stage ``new`` as the next version of ``current``; returns a copy of it (``copy=False``: the stored,
+        read-only dict) and the batch to await."""
+        rv = self._committer.rv + 1
+        new["metadata"]["resourceVersion"] = str(rv)
+        self.shared.share(new)
+        entry = StoredObject(new, encode(new))
+        change = Change(MODIFIED, kind, (current.namespace, current.name), entry, current, entry)
+        return (entry.copy() if copy else entry.obj), self._committer.stage([change])
+
+    def added(self, kind: str, obj: Obj, rv: int) -> Change:
+        """The change that adds ``obj`` (its uid and creation time set when missing) at version ``rv``."""
+        meta = obj["metadata"]
+        # Not setdefault: its default would be computed (a uid taken) when unused.
+        if "uid" not in meta:
+            meta["uid"] = uids.new_uid()
+        if "creationTimestamp" not in meta:
+            meta["creationTimestamp"] = self.timestamp()
+        meta["resourceVersion"] = str(rv)
+        self.shared.share(obj)
+        entry = StoredObject(obj, encode(obj))
+        return Change(ADDED, kind, (entry.namespace, entry.name), entry, None, entry)
+
+    def require_namespace(self, namespace: str, rv: int) -> Change | None:
+        """None when ``namespace`` exists, else the change that creates it at version ``rv + 1`` (``NotFound`` when
+        namespaces are not created on demand)."""
+        if ("", namespace) in self._committer.objects["Namespace"]:
+            return None
+        if not self._auto_create_namespaces:
+            raise NotFound("namespaces", namespace)
+        obj: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        defaults.default_namespace(obj)
+        causes = VALIDATORS["Namespace"](obj)
+        if causes:
+            raise Invalid("Namespace", namespace, causes)
+        return self.added("Namespace", obj, rv + 1)
+
+    def delete_changes(self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int) -> None:
+        """Append the deletions of ``entry`` and of what depends on it (resourceVersions after ``base_rv``)."""
+        dependents: list[tuple[KindInfo, StoredObject]] = []
+        if info.kind == "Namespace":
+            for other in KINDS:
+                if other.namespaced:
+                    dependents += [
+                        (other, e)
+                        for (ns, _), e in sorted(self._committer.objects[other.kind].items())
+                        if ns == entry.name
+                    ]
+        elif info.kind == "Node":
+            dependents += [
+                (BY_KIND["Pod"], e)
+                for _, e in sorted(self._committer.objects["Pod"].items())
+                if (e.obj.get("spec") or {}).get("nodeName") == entry.name
+            ]
+        deleted = {(c.kind, c.key) for c in changes if c.type == DELETED}
+        rv = base_rv
+        for dep_info, dep in [*dependents, (info, entry)]:
+            key = (dep.namespace, dep.name)
+            if (dep_info.kind, key) in deleted:
+                continue
+            rv += 1
+            last = dep.copy()
+            last["metadata"]["resourceVersion"] = str(rv)
+            last_entry = StoredObject(last, encode(last))
+            changes.append(Change(DELETED, dep_info.kind, key, None, dep, last_entry))
+
+    def generate_name(self, kind: str, namespace: str, prefix: str) -> str:
+        """A free name for ``generateName`` ``prefix``: five random characters after it."""
+        import random
+
+        for _ in range(100):
+            name = prefix[:58] + "".join(random.choices(_NAME_CHARS, k=5))
+            if (namespace if BY_KIND[kind].namespaced else "", name) not in self._committer.objects[kind]:
+                return name
+        raise AlreadyExists(BY_KIND[kind].plural, prefix)
+
+    def timestamp(self) -> str:
+        """Now, as metav1.Time writes it (whole seconds, UTC)."""
+        now = self._clock()
+        second = int(now.timestamp())
+        # Formatted once per second (strftime was ~9 % of a binding): one tuple, so threads never mix two seconds.
+        cached = self._second_text
+        if cached[0] != second:
+            cached = (second, now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            self._second_text = cached
+        return cached[1]

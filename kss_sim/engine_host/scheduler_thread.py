@@ -1,0 +1,495 @@
+"""The scheduling loop's host inside ``kss serve``: the loop (app/scheduler/loop.py) over the virtual cluster.
+
+A background thread pops pods from the loop's scheduling queue and has the loop run and conclude each attempt.
+Store changes reach it through a listener that only appends to an inbox; the thread hands the inbox to the loop's
+event handlers between cycles, so API requests never wait for a scheduling cycle. Outcomes go back through the
+store (``StoreActions``, the loop's writer) like kube-scheduler's go through kube-apiserver: the binding
+subresource, pod status (PodScheduled condition, nominatedNodeName), Events, victim deletions,
+and the kube-scheduler-simulator result annotations. Every attempt is recorded by the results service.
+
+Writes per attempt are few and not waited for in the loop: the binding (or the PodScheduled=False status)
+carries the result annotations in the same change, the Event goes into the same group commit, and the loop
+starts the next cycle while they are made durable (``ClusterStore.deferred``), as kube-scheduler's binding
+cycle runs apart from its scheduling cycle. The bind is done after the cycle, so a bind the store refuses
+(the pod was deleted or bound meanwhile) is handled as kube-scheduler handles a failed binding cycle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kss_sim.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
+from kss_sim.extender_http import extenders_for
+from kss_sim.results.attempts import ResultsService
+from kss_sim.scheduler import queue as q
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.filter_timing import PluginObserver
+from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import (
+    SchedulerConfig,
+    build_framework,
+    defaulted_document,
+    parse_config,
+    plugins_in_effect,
+)
+from kss_sim.scheduler.loop import (
+    BACKOFF_FLUSH_SECONDS,
+    UNSCHEDULABLE_FLUSH_SECONDS,
+    SchedulingLoop,
+)
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.record import Attempt
+from kss_sim.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT, Framework
+from kss_sim.scheduler.waiting import WaitingPods
+
+log = logging.getLogger("kss.scheduler")
+
+# The kinds the loop reads (its informers): nodes, pods, and the objects plugins read through ClusterObjects.
+WATCHED_KINDS = (
+    "Node",
+    "Pod",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "Namespace",
+    "PriorityClass",
+    "PodDisruptionBudget",
+    "PodGroup",
+    "Workload",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+)
+
+
+# After scheduling, the loop calls ``on_idle`` once it has had nothing to do for this long (``kss serve`` then
+# reclaims the garbage its GC policy froze, kss_sim.server.gc_policy).
+IDLE_HOOK_SECONDS = 60.0
+# While the API is answering requests the loop pauses this long after each scheduling cycle. The server is one core
+# of Python (GIL): without the pause a busy scheduler takes the GIL back at every system call of the event loop,
+# and 50 clients creating pods got ~25 % less throughput and a ~45 % higher p99 (issue #9; 1 ms paid about half
+# of that). The scheduler still binds faster than before under that load; with the API idle (watches aside) it
+# never pauses.
+API_YIELD_SECONDS = 0.002
+# ... and no shorter than the cycle's own CPU time, up to this cap: while requests wait, the API gets at least half of
+# the GIL. At 5,000 nodes a cycle holds the GIL 3-6 ms, so a fixed 2 ms pause left the API a third of it during a
+# burst of creates, and by Little's law (32 in flight) every create waited longer (issue #20, the bursts' p99).
+API_YIELD_MAX_SECONDS = 0.02
+# The writes of this many attempts may be on their way to the database while the loop goes on (kube-scheduler runs
+# every binding cycle in a goroutine of its own, any number at once; a failed write is a failed binding cycle either
+# way). One attempt at a time made each pod wait for a commit round trip of its own (issue #20: ~5 ms of the
+# ~11 ms per pod of bench/serve_trace.py, the scheduler parked in PendingWrites.wait); with more in flight one
+# commit carries many attempts' writes. 4 / 16 / 64 took that trace from 78 s to 58 / 42 / 39 s.
+ATTEMPTS_IN_FLIGHT = 32
+
+
+def api_yield_seconds(cycle_cpu_seconds: float) -> float:
+    """The loop's pause after a cycle that took ``cycle_cpu_seconds`` of its thread's CPU, while the API is busy."""
+    return min(API_YIELD_MAX_SECONDS, max(API_YIELD_SECONDS, cycle_cpu_seconds))
+
+
+def load_scheduler_config(settings: Any) -> SchedulerConfig:
+    """The starting configuration: ``KSS_SCHEDULER_CONFIG`` / ``--scheduler-config`` file, or the defaults."""
+    path = getattr(settings, "scheduler_config", None)
+    gates = getattr(settings, "feature_gates", None)
+    if path is None:
+        return parse_config(None, gates)
+    return parse_config(Path(path).read_text(), gates)
+
+
+def _is_terminal(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _scheduling_relevant(pod: dict[str, Any]) -> Any:
+    """What of a pending pod matters to scheduling (annotation or status changes do not requeue it, but the claims
+    the resourceclaim controller generated for it do: ``UpdatePodGeneratedResourceClaim``)."""
+    meta = pod.get("metadata") or {}
+    return (meta.get("labels"), pod.get("spec"), (pod.get("status") or {}).get("resourceClaimStatuses"))
+
+
+@dataclass
+class _InFlight:
+    """One attempt's writes not yet acknowledged by the store."""
+
+    pending: Pending
+    key: str
+    uid: str
+    scheduled: bool
+
+
+class SchedulerService:
+    """Runs the scheduling loop in a thread; configuration can be swapped while it runs."""
+
+    def __init__(
+        self,
+        store: ClusterStoreLike,
+        *,
+        results: ResultsService | None = None,
+        config: SchedulerConfig | None = None,
+        seed: int | None = None,
+        per_node_annotations: bool = True,
+        per_node_annotations_max_nodes: int = 0,
+        write_annotations: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        on_attempt: Callable[[Attempt], None] | None = None,
+        on_plugin: PluginObserver | None = None,
+        plugin_metrics_sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
+        api_busy: Callable[[], bool] | None = None,
+        on_idle: Callable[[], None] | None = None,
+        feature_gates: dict[str, bool] | None = None,
+    ) -> None:
+        self.store = store
+        self.results = results
+        self.clock = clock
+        self.on_attempt = on_attempt
+        self.on_config_change: Callable[[dict[str, Any]], None] | None = None
+        self.feature_gates = dict(feature_gates or {})
+        self._inbox: deque[tuple[str, str, dict[str, Any]]] = deque()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pending: dict[str, Any] = {}  # queued pod key -> scheduling-relevant fingerprint
+        self._idle = threading.Event()
+        # True while API requests (watches aside) are being answered: the loop then yields after each cycle.
+        self.api_busy = api_busy
+        self.on_idle = on_idle
+        self._holds = 0  # while > 0 the loop keeps its cache current but starts no cycle
+        self._holds_lock = threading.Lock()
+        self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
+        # The configuration acknowledged to the API (the loop takes it up between cycles).
+        self.config = config or parse_config(None, self.feature_gates)
+        self.actions = StoreActions(
+            store,
+            write_annotations=write_annotations,
+            per_node_annotations=per_node_annotations,
+            per_node_annotations_max_nodes=per_node_annotations_max_nodes,
+        )
+        self.loop = SchedulingLoop(
+            self.config,
+            self.actions,
+            clock=clock,
+            options=ScheduleOptions(record=True, tie_break="random"),
+            extenders=lambda config: extenders_for(config.extenders),
+            feature_gates=self.feature_gates,
+            seed=seed,
+            # The nomination goes to the pod's status with PodScheduled=False (StoreActions.unschedulable); the
+            # nominator has it from DefaultPreemption's PostFilter.
+            nominate_on_failure=False,
+            plugin_observer=on_plugin,
+            plugin_metrics_sample_percent=plugin_metrics_sample_percent,
+        )
+
+    # --- the loop's state, read by the API, the UI and tests ------------------------------------
+    @property
+    def queue(self) -> q.SchedulingQueue:
+        return self.loop.queue
+
+    @property
+    def cache(self) -> SchedulerCache:
+        return self.loop.cache
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.loop.scheduler
+
+    @property
+    def cluster(self) -> ClusterObjects:
+        return self.loop.cluster
+
+    @property
+    def handles(self) -> list[Handle]:
+        return self.loop.handles
+
+    @property
+    def frameworks(self) -> dict[str, Framework]:
+        return self.loop.frameworks
+
+    @property
+    def waiting_pods(self) -> WaitingPods:
+        return self.loop.waiting_pods
+
+    # --- configuration --------------------------------------------------------------------------
+    def apply_config(self, config: SchedulerConfig) -> None:
+        """Use ``config`` from the next scheduling cycle on."""
+        self._inbox.append(("CONFIG", "", {"config": config}))
+        self._wake.set()
+
+    def update_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
+        """Validate a KubeSchedulerConfiguration (YAML text or dict) and apply it to the next cycle.
+
+        Raises ``ConfigError`` naming the field, leaving the running configuration unchanged.
+        """
+        config = self.check_config(source)
+        self.apply_config(config)
+        self.config = config
+        if self.on_config_change is not None:
+            # Saved before the caller is answered: an acknowledged configuration survives a restart.
+            self.on_config_change(self.config_document())
+        return config
+
+    def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
+        """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
+        config = parse_config(source, self.feature_gates)
+        # Instantiating every profile catches what only the framework can see (e.g. two queue sorts).
+        for profile in config.profiles:
+            build_framework(profile, Handle(ClusterObjects()))
+        return config
+
+    def config_document(self) -> dict[str, Any]:
+        """The running configuration as the user gave it (defaults not expanded)."""
+        raw = copy.deepcopy(self.config.raw)
+        raw.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+        raw.setdefault("kind", "KubeSchedulerConfiguration")
+        raw.setdefault("profiles", [{"schedulerName": "default-scheduler"}])
+        return raw
+
+    def defaulted_config_document(self) -> dict[str, Any]:
+        """The running configuration after kube-scheduler's v1 defaulting (plugins merged, args filled in)."""
+        return defaulted_document(self.config)
+
+    def plugins_in_effect(self) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]:
+        """Per profile (scheduler name): each extension point's plugins in the order they run, with weights."""
+        return [(profile.scheduler_name, plugins_in_effect(profile)) for profile in self.config.profiles]
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load the current cluster, subscribe to changes, start the loop."""
+        # The store's read-only dicts, kept as they are (no copy): the cache, the listers and the queue hold the
+        # store's own versions, as kube-scheduler's informers hand it the objects of their shared cache. Nothing on
+        # this side may change them; what the engine changes it copies first (tests/engine_host/
+        # test_shared_store_objects.py checks every version it was handed after binding, preemption, volumes, DRA
+        # and gangs). Copies here were ~29 kB per bound pod (issue #20).
+        self.store.add_listener(self._on_change, WATCHED_KINDS, copy=False)
+        for kind in WATCHED_KINDS:
+            for entry in self.store.select(kind).items:
+                self._apply_change("ADDED", kind, entry.obj)
+        self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.store.remove_listener(self._on_change)
+        self._stop.set()
+        self._wake.set()
+        self.queue.close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Start no scheduling cycle inside the block (changes are still taken in, pods still queued).
+
+        A bulk load (import, reset) holds the scheduler so pods are then scheduled in queue order
+        (priority, then arrival), not in whatever order the loop happened to catch them: reproducible.
+        """
+        with self._holds_lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._holds_lock:
+                self._holds -= 1
+            self._wake.set()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Block until the inbox is drained and activeQ is empty (tests, benchmarks)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            counts = self.queue.pending_counts()
+            if not self._inbox and counts["active"] == 0 and self._idle.is_set():
+                return True
+            time.sleep(0.01)
+        return False
+
+    # --- events ---------------------------------------------------------------------------------
+    def _on_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        # Runs in the store's committer with its lock held: only append (``obj`` is the store's read-only dict, kept).
+        if kind in WATCHED_KINDS:
+            self._inbox.append((event_type, kind, obj))
+            self._wake.set()
+
+    def _drain_inbox(self) -> None:
+        while self._inbox:
+            event_type, kind, obj = self._inbox.popleft()
+            if event_type == "CONFIG":
+                self.config = obj["config"]
+                self.loop.swap_config(obj["config"])
+                continue
+            try:
+                self._apply_change(event_type, kind, obj)
+            except Exception:  # one bad object must not stop the scheduler
+                log.exception("applying %s %s failed", event_type, kind)
+
+    def _apply_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "Pod":
+            self._apply_pod(event_type, obj)
+        else:
+            self.loop.handle(event_type, kind, obj)
+
+    def _apply_pod(self, event_type: str, pod: dict[str, Any]) -> None:
+        """A pod's change as kube-scheduler's informers see it: a pending pod of ours into (or out of) the queue
+        when what matters to scheduling changed; a bound one into the cache; a deleted or finished one out."""
+        loop = self.loop
+        pi = PodInfo(pod)
+        key = pi.key
+        if event_type == "DELETED" or _is_terminal(pod):
+            loop.cluster.delete_pod(pod)
+        else:
+            loop.cluster.put_pod(pod)
+        if event_type == "DELETED":
+            if loop.reject_waiting(pi):
+                self._resolve_waiting()
+            self._pending.pop(key, None)
+            loop.delete_unscheduled_pod(pi)
+            loop.delete_assigned_pod(pi.uid)
+            return
+        if pi.node_name:
+            if key in self._pending:
+                loop.queue.delete(key)
+                self._pending.pop(key, None)
+            if _is_terminal(pod):
+                loop.delete_assigned_pod(pi.uid)
+                return
+            loop.add_assigned_pod(pi)
+            return
+        if _is_terminal(pod):
+            return
+        fingerprint = _scheduling_relevant(pod)
+        if key not in self._pending:
+            if loop.add_unscheduled_pod(pi):
+                self._pending[key] = fingerprint
+        elif self._pending[key] != fingerprint:
+            self._pending[key] = fingerprint
+            loop.update_unscheduled_pod(pi)
+
+    # --- the loop -------------------------------------------------------------------------------
+    def _run(self) -> None:
+        last_backoff_flush = 0.0
+        last_unschedulable_flush = 0.0
+        busy_since_idle_hook = False
+        idle_since = time.monotonic()
+        while not self._stop.is_set():
+            self._drain_inbox()
+            if self._holds:
+                self._settle(keep=0)
+                self._idle.set()
+                self._wake.wait(timeout=0.05)
+                self._wake.clear()
+                continue
+            now = time.monotonic()
+            if now - last_backoff_flush >= BACKOFF_FLUSH_SECONDS:
+                self.loop.flush_backoff()
+                last_backoff_flush = now
+            if now - last_unschedulable_flush >= UNSCHEDULABLE_FLUSH_SECONDS:
+                self.loop.flush_unschedulable()
+                last_unschedulable_flush = now
+            deadline = self.loop.next_permit_deadline()
+            if deadline is not None and self.clock() >= deadline:
+                self._idle.clear()  # not idle while the outcome is written (wait_idle callers expect to see it)
+                self._resolve_waiting()
+                self._settle(keep=0)
+            qpi = self.loop.pop() if not self._inbox else None
+            if qpi is None:
+                self._settle(keep=0)
+                if self._inbox:
+                    continue
+                if not self._idle.is_set():
+                    idle_since = time.monotonic()
+                elif busy_since_idle_hook and time.monotonic() - idle_since >= IDLE_HOOK_SECONDS:
+                    if self.on_idle is not None:
+                        self.on_idle()
+                    busy_since_idle_hook = False
+                self._idle.set()
+                self._wake.wait(timeout=0.05)
+                self._wake.clear()
+                continue
+            self._idle.clear()
+            busy_since_idle_hook = True
+            cycle_started = time.thread_time()
+            try:
+                self._schedule(qpi)
+            except Exception:
+                log.exception("scheduling %s failed", qpi.key)
+                self.loop.attempt_failed(qpi)
+            if self.api_busy is not None and self.api_busy():
+                time.sleep(api_yield_seconds(time.thread_time() - cycle_started))
+
+    def _schedule(self, qpi: q.QueuedPodInfo) -> None:
+        """One popped pod through the loop, its writes staged in one deferred batch not waited for here."""
+        pod = qpi.pod_info
+        if any(f.key == qpi.key for f in self._in_flight):
+            self._settle(keep=0)  # this pod's last outcome must be visible before it is tried again
+        current = self.store.get("Pod", pod.namespace, pod.name)
+        if current is None or (current.get("spec") or {}).get("nodeName"):
+            self.loop.skip(qpi)
+            self._pending.pop(qpi.key, None)
+            return
+        pod = PodInfo(current)
+        attempt_no = (
+            self.results.next_attempt_number(pod.namespace, pod.name) if self.results is not None else qpi.attempts
+        )
+        with self.store.deferred() as pending:
+            att = self.loop.schedule(qpi, pod, attempt_no)
+        if att.result == "scheduled":
+            self._pending.pop(qpi.key, None)
+        self._in_flight.append(_InFlight(pending, qpi.key, pod.uid, att.result == "scheduled"))
+        # Earlier attempts' writes were made durable while this cycle ran; wait only when too many are on their way.
+        self._settle(keep=ATTEMPTS_IN_FLIGHT)
+        if att.result != "waiting":
+            self._submit(pod, att)
+        if len(self.loop.waiting_pods):
+            self._resolve_waiting()
+
+    def _submit(self, pod: PodInfo, att: Attempt) -> None:
+        if self.results is not None:
+            self.results.submit(
+                att, namespace=pod.namespace, pod_name=pod.name, pod_uid=pod.uid, queued_seconds=att.queued_for
+            )
+        if self.on_attempt is not None:
+            self.on_attempt(att)
+
+    def _resolve_waiting(self) -> None:
+        """Finish the attempts of pods whose wait in Permit ended, their writes in one deferred batch."""
+        settled = self.loop.settle_waiting()
+        if not settled:
+            return
+        with self.store.deferred() as pending:
+            concluded = self.loop.conclude_waiting(settled)
+        for done in concluded:
+            if done.attempt.result == "scheduled":
+                self._pending.pop(done.pod.key, None)
+        self._in_flight.append(_InFlight(pending, "", "", False))
+        for done in settled:
+            self._submit(done.pod, done.attempt)
+
+    def waiting(self) -> list[dict[str, Any]]:
+        """Pods held in Permit now (pod, node, pending plugins, waited and remaining seconds)."""
+        return self.loop.waiting()
+
+    def _settle(self, *, keep: int) -> None:
+        """Wait for the writes of all but the newest ``keep`` attempts; undo what a failed commit dropped."""
+        while len(self._in_flight) > keep:
+            flight = self._in_flight.popleft()
+            try:
+                flight.pending.wait()
+            except Exception:
+                log.exception("the outcome of %s was not stored", flight.key)
+                if flight.scheduled:
+                    # The binding was dropped with its batch: forget the assumed pod and try the pod again.
+                    self.cache.remove_pod(flight.uid)
+                    self._pending.pop(flight.key, None)
+                    namespace, _, name = flight.key.partition("/")
+                    current = self.store.get("Pod", namespace, name)
+                    if current is not None:
+                        self._apply_pod("ADDED", current)

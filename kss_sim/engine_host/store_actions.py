@@ -1,0 +1,245 @@
+"""The scheduling loop's writer in ``kss serve``: what the loop and its plugins write, through the cluster store.
+
+``ClusterStoreLike`` is the part of the cluster's ``ClusterStore`` the host uses. ``StoreActions`` writes an
+attempt's outcome (the binding with the result annotations, or PodScheduled=False with the nomination; the Scheduled
+and FailedScheduling Events) and what plugins ask of the cluster outside the cycle (``PodActions``): the binding the
+Bind plugin chose (noted, written with the outcome), victim deletions, VolumeBinding's PreBind writes and
+DynamicResources' claim writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kss_sim.cluster.errors import Conflict, Invalid
+from kss_sim.cluster.storage.pod_writes import SCHEDULER_MANAGER
+from kss_sim.engine_host import volumes
+from kss_sim.results import annotations as result_annotations
+from kss_sim.scheduler.dra.dra_manager import ClaimConflict
+from kss_sim.scheduler.framework import Code, Status
+from kss_sim.scheduler.loop import LoopWriter
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.record import Attempt
+
+log = logging.getLogger("kss.scheduler")
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Pending(Protocol):
+    """Writes staged inside ``ClusterStoreLike.deferred()`` (kss_sim.cluster.storage.store.PendingWrites)."""
+
+    def done(self) -> bool: ...
+
+    def wait(self) -> None: ...
+
+
+class ClusterStoreLike(Protocol):
+    """What the scheduler needs from the cluster store (kss_sim.cluster.storage.store.ClusterStore)."""
+
+    def list(self, kind: str, namespace: str | None = None) -> Any: ...
+
+    def select(self, kind: str) -> Any: ...  # stored entries (``.obj``: the store's read-only dict)
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        node_name: str,
+        *,
+        annotations: dict[str, str] | None = None,
+        copy: bool = True,
+    ) -> dict[str, Any]: ...
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> Any: ...
+
+    def add_listener(
+        self,
+        callback: Callable[[str, str, dict[str, Any]], None],
+        kinds: Iterable[str] | None = None,
+        *,
+        copy: bool = True,
+    ) -> None: ...
+
+    def remove_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
+
+    def patch(self, kind: str, namespace: str | None, name: str, patch: Any, patch_type: str = "merge") -> Any: ...
+
+    def update_pod_status(
+        self, namespace: str, name: str, status: dict[str, Any], *, annotations: dict[str, str] | None = None
+    ) -> Any: ...
+
+    def deferred(self) -> contextlib.AbstractContextManager[Pending]: ...
+
+    def create_event(
+        self, involved: dict[str, Any], reason: str, message: str, *, type: str = "Normal",
+        component: str = "default-scheduler", action: str = "",
+    ) -> Any: ...  # fmt: skip
+
+
+class StoreActions(LoopWriter):
+    """The scheduling loop's writer in ``kss serve``: an attempt's outcome and the plugins' pod actions, written
+    through the cluster store as kube-scheduler writes them through kube-apiserver."""
+
+    def __init__(
+        self,
+        store: ClusterStoreLike,
+        *,
+        write_annotations: bool = True,
+        per_node_annotations: bool = True,
+        per_node_annotations_max_nodes: int = 0,
+    ) -> None:
+        self.store = store
+        self.write_annotations = write_annotations
+        self.per_node_annotations = per_node_annotations
+        self.per_node_annotations_max_nodes = per_node_annotations_max_nodes
+        # pod uid -> (namespace, name, node) the Bind plugin chose: written when the attempt is concluded (the
+        # binding and the result annotations in one change), or after the pod's wait in Permit ends.
+        self.bindings: dict[str, tuple[str, str, str]] = {}
+
+    # --- the attempt's outcome (LoopWriter) -----------------------------------------------------
+    def write_binding(self, pod: PodInfo, att: Attempt, current: dict[str, Any]) -> str | None:
+        """Write the binding the Bind plugin chose, with the result annotations; the store's refusal (the pod was
+        deleted or bound meanwhile), or None."""
+        binding = self.bindings.pop(pod.uid, None)
+        if binding is None:
+            return None
+        namespace, name, node_name = binding
+        values = self._annotations(att, current)
+        try:
+            try:
+                self.store.bind_pod(namespace, name, node_name, annotations=values, copy=False)
+            except Invalid:
+                if values is None:
+                    raise
+                log.exception("annotating %s failed; binding without the result annotations", pod.key)
+                self.store.bind_pod(namespace, name, node_name, copy=False)
+        except Exception as exc:
+            return str(exc)
+        return None
+
+    def scheduled(self, pod: PodInfo, att: Attempt) -> None:
+        self.record_event(
+            pod.pod, "Scheduled", f"Successfully assigned {pod.key} to {att.bound_to}", event_type="Normal"
+        )
+
+    def unschedulable(self, pod: PodInfo, att: Attempt) -> None:
+        """PodScheduled=False with kube-scheduler's message, the nomination, the result annotations, and a
+        FailedScheduling event."""
+        self.bindings.pop(pod.uid, None)
+        reason = "Unschedulable" if att.result == "unschedulable" else "SchedulerError"
+        current = self.store.get("Pod", pod.namespace, pod.name)
+        if current is None or (current.get("spec") or {}).get("nodeName"):
+            return
+        status: dict[str, Any] = dict(current.get("status") or {})
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": att.message,
+            "lastProbeTime": None,
+            "lastTransitionTime": _now_rfc3339(),
+        }
+        others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        status["conditions"] = [*others, condition]
+        if att.nominated_node:
+            status["nominatedNodeName"] = att.nominated_node
+        values = self._annotations(att, current)
+        try:
+            try:
+                self.store.update_pod_status(pod.namespace, pod.name, status, annotations=values)
+            except Invalid:
+                if values is None:
+                    raise
+                log.exception("annotating %s failed; updating its status without the result annotations", pod.key)
+                self.store.update_pod_status(pod.namespace, pod.name, status)
+        except Exception:
+            log.exception("updating status of %s failed", pod.key)
+        self.record_event(pod.pod, "FailedScheduling", att.message, event_type="Warning")
+
+    def pod_after_wait(self, pod: PodInfo) -> dict[str, Any] | None:
+        return self.store.get("Pod", pod.namespace, pod.name)
+
+    def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
+        self.bindings.pop(pod.uid, None)
+
+    def malformed_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
+        if (obj := self.store.get(kind, namespace, name)) is not None:
+            self.record_event(obj, "MalformedObject", problem, event_type="Warning")
+
+    def record_event(self, obj: dict[str, Any], reason: str, message: str, *, event_type: str) -> None:
+        involved = obj if obj.get("kind") else {**obj, "kind": "Pod", "apiVersion": "v1"}
+        try:
+            self.store.create_event(involved, reason, message, type=event_type, component="default-scheduler",
+                                    action="Scheduling" if reason != "Preempted" else "Preempting")  # fmt: skip
+        except Exception:
+            log.exception("recording event %s failed", reason)
+
+    def _annotations(self, att: Attempt, current: dict[str, Any]) -> dict[str, str] | None:
+        """The result annotations of ``att`` for the pod as it was read (``current``), or None when off."""
+        if not self.write_annotations:
+            return None
+        existing = (current.get("metadata") or {}).get("annotations") or {}
+        per_node = self.per_node_annotations and (
+            self.per_node_annotations_max_nodes <= 0 or att.num_nodes <= self.per_node_annotations_max_nodes
+        )
+        return result_annotations.with_history(result_annotations.attempt_annotations(att, per_node=per_node), existing)
+
+    # --- PodActions (the plugins' side) ---------------------------------------------------------
+    def bind(self, pod: PodInfo, node_name: str) -> Status:
+        # The binding is written when the attempt is concluded (write_binding), with the result annotations, in one
+        # change; a refusal then is handled as a failed binding cycle.
+        self.bindings[pod.uid] = (pod.namespace, pod.name, node_name)
+        return Status()
+
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+        try:
+            self.store.delete("Pod", victim.namespace, victim.name)
+        except Exception as exc:
+            return Status(Code.ERROR, f"deleting victim {victim.key}: {exc}")
+        self.record_event(
+            victim.pod,
+            "Preempted",
+            f"Preempted by pod {preemptor.uid} on node {victim.node_name}",
+            event_type="Normal",
+        )
+        return Status()
+
+    def bind_volumes(
+        self,
+        pod: PodInfo,
+        node_name: str,
+        static: list[tuple[dict[str, Any], dict[str, Any]]],
+        dynamic: list[dict[str, Any]],
+    ) -> Status:
+        """VolumeBinding's PreBind: bind the chosen PVs, provision the rest, as the cluster's controllers would."""
+        store: Any = self.store
+        try:
+            volumes.bind_pod_volumes(store, pod.namespace, node_name, static, dynamic)
+        except Exception as exc:  # a claim or volume changed meanwhile: the binding cycle fails and retries
+            return Status(Code.ERROR, f"binding volumes: {exc}")
+        return Status()
+
+    def update_resource_claim(self, claim: dict[str, Any], *, status: bool) -> dict[str, Any]:
+        """DynamicResources' claim writes (PreBind's allocation and reservedFor, Unreserve, PostFilter's
+        deallocation) through the store, as kube-scheduler's client makes them; a stale resourceVersion is a
+        ClaimConflict the plugin retries."""
+        store: Any = self.store
+        try:
+            written: dict[str, Any] = store.update(
+                "ResourceClaim", claim, subresource="status" if status else None, manager=SCHEDULER_MANAGER
+            )
+        except Conflict as exc:
+            raise ClaimConflict(str(exc)) from exc
+        return written
+
+    def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get("ResourceClaim", namespace, name)

@@ -1,0 +1,133 @@
+"""The scheduler as the web pages see it: ``kss_sim.web.ports.SchedulerView`` over the scheduler service.
+
+Everything crosses as plain data (``ResourceAmounts``, ``NodeAllocation``, ``ConfigRejection``), so the web room
+never reads the engine's cache, ``NodeInfo`` or ``Resource`` and never catches the engine's exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kss_sim.engine_host.dra_explain import DraListers, explain_on_node
+from kss_sim.engine_host.scheduler_thread import SchedulerService
+from kss_sim.kube.objects import Obj
+from kss_sim.scheduler.dra.dra_manager import ClaimNotFound, dra_manager_for
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError
+from kss_sim.scheduler.plugins import out_of_tree
+from kss_sim.scheduler.resources import Resource, calculate_pod_resource
+from kss_sim.web.ports import (
+    ConfigRejection,
+    DraRequestExplanation,
+    NodeAllocation,
+    ProfilePlugins,
+    ResourceAmounts,
+    WaitingPodRow,
+)
+
+
+def amounts(resource: Resource) -> ResourceAmounts:
+    """A copy of the engine's ``Resource`` as plain amounts."""
+    return ResourceAmounts(
+        resource.milli_cpu,
+        resource.memory,
+        resource.ephemeral_storage,
+        resource.allowed_pod_number,
+        dict(resource.scalar_resources),
+    )
+
+
+class EngineView:
+    """Reads the scheduler service for the pages: its cache's allocation, its queue, its configuration."""
+
+    def __init__(self, service: SchedulerService) -> None:
+        self._service = service
+
+    def node_allocations(self) -> dict[str, NodeAllocation]:
+        """Each node in the scheduler's cache: requested and allocatable resources and how many pods it holds."""
+        # node_info_list is replaced wholesale by the scheduler thread, so this list is a stable view.
+        return {
+            ni.name: NodeAllocation(amounts(ni.requested), amounts(ni.allocatable), len(ni.pods))
+            for ni in list(self._service.cache.snapshot.node_info_list)
+        }
+
+    def node_pods(self, name: str) -> list[str]:
+        """``namespace/name`` of the pods on one node in the scheduler's cache (none for a node it lacks)."""
+        ni = self._service.cache.snapshot.node_info_map.get(name)
+        return [p.key for p in list(ni.pods)] if ni is not None else []
+
+    def pod_requests(self, pod: Obj) -> ResourceAmounts:
+        """What a pod adds to its node's requested resources (``PodInfo.CalculateResource``)."""
+        return amounts(calculate_pod_resource(pod)[0])
+
+    def node_allocatable(self, node: Obj) -> ResourceAmounts:
+        """A node's allocatable resources (its capacity when it states none), as the scheduler's cache reads them."""
+        status = node.get("status") or {}
+        return amounts(Resource.from_raw(status.get("allocatable") or status.get("capacity") or {}))
+
+    def queue_counts(self) -> dict[str, int]:
+        """Pods per scheduling queue."""
+        return self._service.queue.pending_counts()
+
+    def config_document(self) -> Obj:
+        """The running KubeSchedulerConfiguration."""
+        return self._service.config_document()
+
+    def defaulted_config_document(self) -> Obj:
+        """The running configuration after kube-scheduler's defaulting."""
+        return self._service.defaulted_config_document()
+
+    def plugins_in_effect(self) -> list[ProfilePlugins]:
+        """Per profile, each extension point's plugins in run order with their score weights."""
+        return self._service.plugins_in_effect()
+
+    def out_of_tree_plugins(self) -> frozenset[str]:
+        """Users' plugins: registered from their modules or offered by installed packages' entry points."""
+        return frozenset(out_of_tree.known_plugins())
+
+    def waiting_pods(self) -> list[WaitingPodRow]:
+        """Pods waiting in Permit, oldest first (read from the scheduler thread's map: a copy, so a stable view)."""
+        return [
+            WaitingPodRow(
+                row["pod"], row["node"], tuple(row["pendingPlugins"]), row["waitingSeconds"], row["remainingSeconds"]
+            )
+            for row in self._service.waiting()
+        ]
+
+    def explain_dra(self, pod: Obj, nodes: Sequence[str]) -> dict[str, list[DraRequestExplanation]]:
+        """Per node (those in the scheduler's cache), the pod's claim requests against its devices, read from the DRA
+        manager's listers and allocated devices as they are now."""
+        manager = dra_manager_for(self._service.cluster)
+
+        def claim(namespace: str, name: str) -> Obj | None:
+            try:
+                return manager.get_claim(namespace, name)
+            except ClaimNotFound:
+                return None
+
+        for _ in range(3):  # the scheduler thread may change the in-flight allocations while they are copied
+            try:
+                allocated = manager.list_all_allocated_devices()
+                break
+            except RuntimeError:
+                continue
+        else:
+            allocated = set()
+        listers = DraListers(claim, manager.device_classes(), manager.resource_slices(), allocated)
+        node_infos = self._service.cache.snapshot.node_info_map
+        out: dict[str, list[DraRequestExplanation]] = {}
+        for name in nodes:
+            ni = node_infos.get(name)
+            if ni is not None:
+                out[name] = explain_on_node(pod, ni.node, listers)
+        return out
+
+    def apply_config(self, text: str) -> ConfigRejection | None:
+        """Validate and apply a configuration; None when applied, else the field that is wrong (nothing changed)."""
+        try:
+            self._service.update_config(text)
+        except ConfigError as exc:
+            return ConfigRejection(exc.field, exc.detail)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # A document of the wrong shape can fail before validation names a field.
+            return ConfigRejection("<document>", f"{type(exc).__name__}: {exc}")
+        return None

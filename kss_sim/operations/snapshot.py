@@ -1,0 +1,317 @@
+"""Snapshot documents: kube-scheduler-simulator's export shape, kubectl multi-document YAML and ``v1 List``.
+
+Parsing turns any of them into a flat list of :class:`Item` (kind, object, where it came from) plus an
+optional scheduler configuration; nothing here touches the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+
+from kss_sim.cluster.errors import BadRequest, Cause, invalid
+from kss_sim.cluster.kinds.registry import BY_KIND
+from kss_sim.kube.objects import Obj
+
+# kube-scheduler-simulator's ResourcesForSnap keys (and ours for kinds it does not carry). Leases are left out: a
+# node's heartbeat is runtime state its kubelet renews, not part of what the cluster is.
+SNAPSHOT_KINDS: dict[str, str] = {
+    "pods": "Pod",
+    "nodes": "Node",
+    "pvs": "PersistentVolume",
+    "pvcs": "PersistentVolumeClaim",
+    "storageClasses": "StorageClass",
+    "priorityClasses": "PriorityClass",
+    "namespaces": "Namespace",
+    "csiNodes": "CSINode",
+    "podDisruptionBudgets": "PodDisruptionBudget",
+    "podGroups": "PodGroup",
+    "workloads": "Workload",
+    "deployments": "Deployment",
+    "replicaSets": "ReplicaSet",
+    "statefulSets": "StatefulSet",
+    "daemonSets": "DaemonSet",
+    "jobs": "Job",
+    "cronJobs": "CronJob",
+    "deviceClasses": "DeviceClass",
+    "resourceSlices": "ResourceSlice",
+    "resourceClaimTemplates": "ResourceClaimTemplate",
+    "resourceClaims": "ResourceClaim",
+}
+SCHEDULER_CONFIG_KEY = "schedulerConfig"
+# Export key order as kube-scheduler-simulator writes it; our extra kinds last.
+EXPORT_ORDER = (
+    "pods",
+    "nodes",
+    "pvs",
+    "pvcs",
+    "storageClasses",
+    "priorityClasses",
+    SCHEDULER_CONFIG_KEY,
+    "namespaces",
+    "csiNodes",
+    "podDisruptionBudgets",
+    "podGroups",
+    "workloads",
+    "deployments",
+    "replicaSets",
+    "statefulSets",
+    "daemonSets",
+    "jobs",
+    "cronJobs",
+    "deviceClasses",
+    "resourceSlices",
+    "resourceClaimTemplates",
+    "resourceClaims",
+)
+# Creation order: what an object refers to exists before it (namespaces, classes, claims, nodes, owners before
+# what they own: CronJob > Job > Pod, Deployment > ReplicaSet > Pod; device classes and slices before the pods that
+# use them, ResourceClaims after the pods that own them so their ownerReferences point at the new pods).
+CREATE_ORDER = (
+    "Namespace",
+    "PriorityClass",
+    "StorageClass",
+    "DeviceClass",
+    "PersistentVolumeClaim",
+    "Node",
+    "CSINode",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "PersistentVolume",
+    "PodDisruptionBudget",
+    "PodGroup",
+    "Workload",
+    "CronJob",
+    "Job",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "Pod",
+    "ResourceClaim",
+    "Event",
+    "Lease",
+)
+SCHEDULER_CONFIG_KIND = "KubeSchedulerConfiguration"
+# Fields the server sets; a snapshot's values for them would be refused or meaningless on another cluster.
+SERVER_MANAGED = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink")
+# A Job's generated selector and template labels name its uid, which a new cluster gives anew.
+JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+RESULT_ANNOTATION_PREFIX = "kube-scheduler-simulator.sigs.k8s.io/"
+
+
+@dataclass(slots=True)
+class Item:
+    """One object to import: its kind, body (ours to change) and a path naming it in error messages."""
+
+    path: str
+    kind: str
+    obj: Obj
+
+    @property
+    def namespace(self) -> str | None:
+        """``metadata.namespace`` of a namespaced kind (default "default"), else None."""
+        if not BY_KIND[self.kind].namespaced:
+            return None
+        return str((self.obj.get("metadata") or {}).get("namespace") or "default")
+
+    @property
+    def name(self) -> str:
+        """``metadata.name`` ("" when missing)."""
+        return str((self.obj.get("metadata") or {}).get("name") or "")
+
+    @property
+    def label(self) -> str:
+        """``Kind namespace/name`` for messages."""
+        ns = self.namespace
+        name = self.name or "<no name>"
+        return f"{self.kind} {ns}/{name}" if ns else f"{self.kind} {name}"
+
+
+@dataclass(slots=True)
+class Parsed:
+    """What a document holds: objects, the scheduler configuration (if any), and what could not be read."""
+
+    items: list[Item]
+    scheduler_config: Obj | None
+    errors: list[Cause]
+    # Read as JSON: the items are plain JSON values no one else holds (YAML may hold dates, say), which a create
+    # may then take as they are instead of copying them first.
+    from_json: bool = False
+
+
+def load_documents(text: str, what: str = "the snapshot") -> list[Any]:
+    """Every document in ``text`` (JSON, or YAML with ``---`` separators), parsed safely; ``BadRequest`` naming
+    ``what`` when it is neither."""
+    return _load(text, what)[0]
+
+
+def _load(text: str, what: str) -> tuple[list[Any], bool]:
+    """``load_documents`` and whether ``text`` was JSON."""
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return [orjson.loads(text)], True
+        except orjson.JSONDecodeError:
+            pass  # YAML flow style also starts with "{"
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe either way: no arbitrary Python objects
+    try:
+        return [d for d in yaml.load_all(text, Loader=loader) if d is not None], False
+    except yaml.YAMLError as exc:
+        raise BadRequest(f"{what} is neither JSON nor YAML: {exc}") from None
+
+
+def is_snapshot(doc: Any) -> bool:
+    """Whether ``doc`` has kube-scheduler-simulator's snapshot shape (no ``kind``, resource lists by key)."""
+    return isinstance(doc, dict) and "kind" not in doc and any(k in doc for k in (*SNAPSHOT_KINDS, "schedulerConfig"))
+
+
+def parse(text: str) -> Parsed:
+    """Read a snapshot, a multi-document kubectl YAML file or a ``List``; ``BadRequest`` if unreadable."""
+    docs, from_json = _load(text, "the snapshot")
+    if len(docs) == 1 and isinstance(docs[0], list):  # a bare JSON/YAML array of objects
+        docs = docs[0]
+    if not docs:
+        raise BadRequest("the snapshot is empty")
+    parsed = Parsed([], None, [], from_json)
+    for index, doc in enumerate(docs):
+        path = f"[{index}]" if len(docs) > 1 else ""
+        if is_snapshot(doc):
+            _add_snapshot(parsed, doc, path)
+        else:
+            _add_object(parsed, doc, path or "[0]", None)
+    return parsed
+
+
+def _add_snapshot(parsed: Parsed, doc: Obj, path: str) -> None:
+    prefix = f"{path}." if path else ""
+    for key, value in doc.items():
+        if key == SCHEDULER_CONFIG_KEY:
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                parsed.errors.append(invalid(prefix + key, type(value).__name__, "must be an object"))
+            else:
+                _set_config(parsed, value, prefix + key)
+            continue
+        kind = SNAPSHOT_KINDS.get(key)
+        if kind is None:
+            parsed.errors.append(Cause(prefix + key, "FieldValueNotSupported", "unknown field in the snapshot"))
+            continue
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            parsed.errors.append(invalid(prefix + key, type(value).__name__, "must be a list"))
+            continue
+        for i, obj in enumerate(value):
+            _add_object(parsed, obj, f"{prefix}{key}[{i}]", kind)
+
+
+def _set_config(parsed: Parsed, config: Obj, path: str) -> None:
+    if parsed.scheduler_config is not None:
+        parsed.errors.append(Cause(path, "FieldValueDuplicate", "more than one scheduler configuration"))
+    parsed.scheduler_config = config
+
+
+def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
+    if not isinstance(obj, dict):
+        parsed.errors.append(invalid(path, type(obj).__name__, "must be a Kubernetes object"))
+        return
+    given = obj.get("kind")
+    if isinstance(given, str) and given.endswith("List") and isinstance(obj.get("items"), list):
+        item_kind = given[: -len("List")] or None
+        for i, item in enumerate(obj["items"]):
+            _add_object(parsed, item, f"{path}.items[{i}]", item_kind if item_kind in BY_KIND else None)
+        return
+    if given == SCHEDULER_CONFIG_KIND:
+        _set_config(parsed, obj, path)
+        return
+    kind = given if isinstance(given, str) and given else kind
+    if kind is None:
+        parsed.errors.append(Cause(f"{path}.kind", "FieldValueRequired", "Required value: the object has no kind"))
+        return
+    info = BY_KIND.get(kind)
+    if info is None:
+        parsed.errors.append(
+            Cause(f"{path}.kind", "FieldValueNotSupported", f"kind {kind!r} is not served by the virtual cluster")
+        )
+        return
+    # Typed Go exports omit apiVersion/kind on list elements; fill them in from where the object came from.
+    body = {"apiVersion": obj.get("apiVersion") or info.api_version, "kind": kind, **obj}
+    body["apiVersion"] = body["apiVersion"] or info.api_version
+    parsed.items.append(Item(path, kind, body))
+
+
+def clean(item: Item, *, unbind: bool) -> None:
+    """Drop server-managed fields; with ``unbind``, a pod loses its node, status and result annotations, and a
+    ResourceClaim its allocation."""
+    meta = item.obj.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    for field in SERVER_MANAGED:
+        meta.pop(field, None)
+    if meta.get("deletionTimestamp") is not None:
+        meta.pop("deletionTimestamp", None)
+        meta.pop("deletionGracePeriodSeconds", None)
+    if item.kind == "Job":
+        _forget_job_uid(item.obj)
+    if unbind and item.kind == "ResourceClaim":
+        # Its allocation names devices on the node its pods left: allocated again when they are placed.
+        item.obj.pop("status", None)
+    if unbind and item.kind == "Pod":
+        spec = item.obj.get("spec")
+        if isinstance(spec, dict):
+            spec.pop("nodeName", None)
+        item.obj.pop("status", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            kept = {k: v for k, v in annotations.items() if not str(k).startswith(RESULT_ANNOTATION_PREFIX)}
+            if kept:
+                meta["annotations"] = kept
+            else:
+                meta.pop("annotations", None)
+
+
+def _without_uid_labels(labels: Any) -> Any:
+    if not isinstance(labels, dict):
+        return labels
+    return {k: v for k, v in labels.items() if k not in JOB_UID_LABELS}
+
+
+def _forget_job_uid(job: Obj) -> None:
+    """A Job whose selector was generated loses the uid labels of its old self, so the server generates them for
+    the uid it gets now (kept, they would contradict it and be refused)."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector"):
+        return
+    meta = job.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("labels"), dict):
+        meta["labels"] = _without_uid_labels(meta["labels"])
+    template_meta = (spec.get("template") or {}).get("metadata") if isinstance(spec.get("template"), dict) else None
+    if isinstance(template_meta, dict) and isinstance(template_meta.get("labels"), dict):
+        template_meta["labels"] = _without_uid_labels(template_meta["labels"])
+    selector = spec.get("selector")
+    if isinstance(selector, dict):
+        match_labels = _without_uid_labels(selector.get("matchLabels"))
+        if match_labels or selector.get("matchExpressions"):
+            selector["matchLabels"] = match_labels
+        else:
+            spec.pop("selector")
+
+
+def ordered(items: list[Item]) -> list[Item]:
+    """``items`` in creation order (stable within a kind)."""
+    rank = {kind: i for i, kind in enumerate(CREATE_ORDER)}
+    return sorted(items, key=lambda it: rank.get(it.kind, len(rank)))
+
+
+def dump(snapshot: Obj, fmt: str) -> str:
+    """``snapshot`` as JSON (indented) or YAML."""
+    if fmt == "yaml":
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        return yaml.dump(snapshot, Dumper=dumper, sort_keys=False, allow_unicode=True)
+    if fmt == "json":
+        return orjson.dumps(snapshot, option=orjson.OPT_INDENT_2).decode()
+    raise BadRequest(f"unsupported format {fmt!r}: supported values: json, yaml")

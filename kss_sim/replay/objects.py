@@ -1,0 +1,226 @@
+"""The replay's object intake: a workload event applied to the replay's cluster as the API server and the
+scheduler's informers would see it.
+
+Nodes and the kinds plugins read go to the scheduling loop's event handlers (app/scheduler/loop.py, as in
+``kss serve``); the workload kinds go to the workload controllers; pods to the engine. A node's removal deletes its
+pods (PodGC); a NoExecute taint evicts the pods that do not tolerate it, after their tolerationSeconds.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kss_sim.kube.objects import Obj
+from kss_sim.replay import intake
+from kss_sim.replay.model import DELETED
+from kss_sim.replay.volumes import release_volume_of
+from kss_sim.replay.workload import Event
+from kss_sim.scheduler.loop import OBJECT_KINDS
+
+if TYPE_CHECKING:
+    from kss_sim.replay.engine import Replay
+
+log = logging.getLogger("kss.replay")
+
+
+class ObjectIntake:
+    """Applies workload events to one replay."""
+
+    def __init__(self, run: Replay) -> None:
+        self.run = run
+        self.nodes: dict[str, Obj] = {}
+        # (node, taint key, effect) -> pods with a pending NoExecute eviction are checked again at their time.
+        self._ignored_kinds: set[str] = set()
+
+    # --- events ---------------------------------------------------------------------------------
+    def apply(self, event: Event) -> None:
+        run = self.run
+        action = event.action
+        if action == "create":
+            assert event.obj is not None
+            self.create(intake.copy_object(event.obj), run_for=event.run_for, end_at=event.end_at, seq=None)
+        elif action == "update":
+            assert event.obj is not None
+            self.update(intake.copy_object(event.obj))
+        elif action == "delete":
+            self.delete(event.kind, event.namespace, event.name)
+        elif action in ("cordon", "uncordon"):
+            node = self.nodes.get(event.name)
+            if node is None:
+                log.warning("%s %s at %gs: no such node", action, event.name, run.now)
+                return
+            self._replace_node(intake.cordoned(node, action == "cordon"))
+        elif action in ("taint", "untaint"):
+            node = self.nodes.get(event.name)
+            if node is None:
+                log.warning("%s %s at %gs: no such node", action, event.name, run.now)
+                return
+            assert event.taint is not None
+            add = action == "taint"
+            self._replace_node(intake.tainted(node, event.taint, add=add, epoch=run.workload.epoch, now=run.now))
+            if add and event.taint.get("effect") == "NoExecute":
+                self._evict_intolerant(event.name, event.taint)
+        elif action == "applyConfig":
+            assert event.obj is not None
+            run.apply_config(event.obj)
+
+    def create(self, obj: Obj, *, run_for: float | None, end_at: float | None, seq: int | None) -> None:
+        run = self.run
+        kind = str(obj.get("kind"))
+        if kind == "Pod":
+            run._create_pod(obj, run_for=run_for, end_at=end_at, owner="", seq=seq)
+            return
+        if kind in _WORKLOAD:
+            meta = obj.get("metadata") or {}
+            run.controllers.apply("create", kind, meta.get("namespace") or "default", str(meta.get("name")), obj,
+                                  run_for)  # fmt: skip
+            return
+        arrival = next(run._arrivals) if seq is None else seq
+        intake.ensure_name(obj, kind, arrival)
+        intake.stamp(obj, kind=kind, seq=arrival, epoch=run.workload.epoch, now=run.now)
+        if kind == "Node":
+            name = str(obj["metadata"]["name"])
+            if name in self.nodes:
+                log.warning("node %s already exists; the create at %gs is ignored", name, run.now)
+                return
+            self._add_node(intake.new_node(obj))
+            return
+        intake.admit_storage(kind, obj, run.cluster)
+        self.put(kind, obj, added=True)
+
+    def create_if_absent(self, obj: Obj) -> bool:
+        """:meth:`create` unless an object of that kind, namespace and name exists (False then)."""
+        kind = str(obj.get("kind"))
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if kind not in CLUSTER_SCOPED_OR_KNOWN:
+            self._ignore(kind)
+            return False
+        if (
+            self.find(kind, "" if kind in intake.CLUSTER_SCOPED else meta.get("namespace") or "default", name)
+            is not None
+        ):
+            return False
+        self.create(obj, run_for=None, end_at=None, seq=None)
+        return True
+
+    def find(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """The stored object of a kind in ClusterObjects' tables, lists or named kinds, or None."""
+        return self.run.loop.find(kind, namespace, name)
+
+    def update(self, obj: Obj) -> None:
+        run = self.run
+        kind = str(obj.get("kind"))
+        meta = obj.setdefault("metadata", {})
+        if kind == "Pod":
+            run._update_pod(obj)
+            return
+        if kind in _WORKLOAD:
+            run.controllers.apply("update", kind, meta.get("namespace") or "default", str(meta.get("name")), obj,
+                                  None)  # fmt: skip
+            return
+        if kind == "Node":
+            old = self.nodes.get(str(meta.get("name")))
+            if old is None:
+                self.create(obj, run_for=None, end_at=None, seq=None)
+                return
+            meta.setdefault("uid", (old.get("metadata") or {}).get("uid"))
+            meta.setdefault("creationTimestamp", (old.get("metadata") or {}).get("creationTimestamp"))
+            self._replace_node(intake.new_node(obj))
+            return
+        if kind not in CLUSTER_SCOPED_OR_KNOWN:
+            self._ignore(kind)
+            return
+        if kind not in intake.CLUSTER_SCOPED:
+            meta["namespace"] = meta.get("namespace") or "default"
+        self.put(kind, obj, added=False)
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        run = self.run
+        namespace = namespace or "default"
+        if kind == "Pod":
+            run._delete_pod(f"{namespace}/{name}", DELETED)
+            return
+        if kind in _WORKLOAD:
+            run.controllers.apply("delete", kind, namespace, name, None, None)
+            return
+        if kind == "Node":
+            self._remove_node(name)
+            return
+        if kind not in CLUSTER_SCOPED_OR_KNOWN:
+            self._ignore(kind)
+            return
+        gone = run.loop.find(kind, "" if kind in intake.CLUSTER_SCOPED else namespace, name)
+        if gone is None:
+            return
+        run.loop.handle("DELETED", kind, gone)
+        if kind == "PersistentVolumeClaim":
+            release_volume_of(run, gone)
+
+    # --- other kinds ----------------------------------------------------------------------------
+    def put(self, kind: str, obj: Obj, *, added: bool = True) -> None:
+        """Store a non-pod, non-node object where plugins read it, and raise its queue event."""
+        if kind == "Node" or not self.run.loop.handle("ADDED" if added else "MODIFIED", kind, obj):
+            self._ignore(kind)
+
+    def _ignore(self, kind: str) -> None:
+        if kind not in self._ignored_kinds:
+            self._ignored_kinds.add(kind)
+            log.info("objects of kind %s do not matter to the scheduler; left out of the replay", kind)
+
+    # --- nodes ----------------------------------------------------------------------------------
+    def _add_node(self, node: Obj) -> None:
+        run = self.run
+        self.nodes[node["metadata"]["name"]] = node
+        run.loop.handle("ADDED", "Node", node)
+        if run.controllers is not None:
+            run.controllers.node_added(node)
+
+    def _replace_node(self, node: Obj) -> None:
+        run = self.run
+        self.nodes[node["metadata"]["name"]] = node
+        run.loop.handle("MODIFIED", "Node", node)
+        if run.controllers is not None:
+            run.controllers.node_added(node)  # DaemonSets re-check a changed node as a new one
+
+    def _remove_node(self, name: str) -> None:
+        run = self.run
+        node = self.nodes.pop(name, None)
+        if node is None:
+            log.warning("delete of node %s at %gs: no such node", name, run.now)
+            return
+        # PodGC deletes the pods bound to a node that is gone.
+        for key, pod in list(run.bound.items()):
+            if pod.node_name == name:
+                run._finish_bound(key, pod.uid, DELETED)
+        run.loop.handle("DELETED", "Node", node)
+        if run.controllers is not None:
+            run.controllers.node_removed(name)
+
+    def _evict_intolerant(self, node_name: str, taint: Obj) -> None:
+        """The taint manager: pods on the node that do not tolerate a new NoExecute taint are deleted now, or after
+        their tolerationSeconds if the taint is still there then."""
+        run = self.run
+        for key, pod in list(run.bound.items()):
+            if pod.node_name != node_name:
+                continue
+            seconds = intake.toleration_seconds(pod.pod, taint)
+            if seconds is None:
+                continue
+            uid = pod.uid
+            if seconds == 0:
+                run._finish_bound(key, uid, DELETED)
+                continue
+
+            def evict(key: str = key, uid: str = uid) -> None:
+                node = self.nodes.get(node_name)
+                taints = ((node or {}).get("spec") or {}).get("taints") or []
+                if any(t.get("key") == taint.get("key") and t.get("effect") == "NoExecute" for t in taints):
+                    run._finish_bound(key, uid, DELETED)
+
+            run.call_at(run.now + seconds, evict)
+
+
+_WORKLOAD = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
+CLUSTER_SCOPED_OR_KNOWN = OBJECT_KINDS - {"Node"}

@@ -1,0 +1,119 @@
+"""``report.html``: one self-contained page per run (no network: uPlot, the chart script and the data inline).
+
+The page shows the summary on top (counts, waits, allocation, fragmentation), the charts drawn by
+``static/replay-charts.js`` (the same script the Runs and Compare pages load) from the samples and the bound
+pods' waits, and the pods that were never scheduled with kube-scheduler's last message for each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import orjson
+
+from kss_sim.kube.objects import Obj
+from kss_sim.package_data import STATIC_DIR, TEMPLATES_DIR
+
+UPLOT_VERSION = "1.6.32"
+UPLOT_DIR = STATIC_DIR / "vendor" / "uplot" / UPLOT_VERSION
+CHARTS_SCRIPT = STATIC_DIR / "replay-charts.js"
+TEMPLATE_DIR = TEMPLATES_DIR / "replay"
+NEVER_SCHEDULED_SHOWN = 200
+FIRST_RESOURCES = ("cpu", "memory", "gpu", "pods", "ephemeral-storage")
+
+
+def chart_run(name: str, timeseries: Sequence[Mapping[str, Any]], pod_rows: Sequence[Mapping[str, Any]]) -> Obj:
+    """One run as ``kssReplayCharts.render`` takes it: samples as columns, and the bound pods' waits."""
+    columns: dict[str, list[Any]] = {}
+    for row in timeseries:
+        for key in row:
+            columns.setdefault(key, [])
+    for key, values in columns.items():
+        values.extend(row.get(key) for row in timeseries)
+    waits = [row["wait"] for row in pod_rows if row.get("wait") not in (None, "")]
+    return {"name": name, "timeseries": columns, "waits": waits}
+
+
+def duration_text(seconds: float | None) -> str:
+    """``52 s``, ``4 min 10 s``, ``1 h 5 min``, ``3 d 4 h``."""
+    if seconds is None:
+        return "–"
+    if seconds < 60:
+        return f"{seconds:.3g} s" if seconds != int(seconds) else f"{int(seconds)} s"
+    s = round(seconds)
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "min", 60), ("min", 60, "s", 1)):
+        if s >= size:
+            whole, rest = divmod(s, size)
+            part = rest // sub_size
+            return f"{whole} {unit} {part} {sub}" if part else f"{whole} {unit}"
+    return f"{s} s"  # pragma: no cover - every s >= 60 matched above
+
+
+def number_text(value: float | None) -> str:
+    """A measure for people: two decimals at most (``2.06``, ``3``)."""
+    return "–" if value is None else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def percent_text(ratio: float | None) -> str:
+    return "–" if ratio is None else f"{100 * ratio:.1f} %"
+
+
+def _script(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    if "</script" in text.lower():
+        raise ValueError(f"{path}: cannot be inlined (it contains '</script')")
+    return text
+
+
+def _json_for_html(data: Any) -> str:
+    # Inside <script type="application/json"> only "</" could end the element early: escape every "<".
+    return orjson.dumps(data).decode().replace("<", "\\u003c")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    env.filters["duration"] = duration_text
+    env.filters["percent"] = percent_text
+    env.filters["number"] = number_text
+    return env
+
+
+def allocation_rows(summary: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    allocation: Mapping[str, Mapping[str, float]] = summary.get("allocation") or {}
+    names = [r for r in FIRST_RESOURCES if r in allocation] + sorted(r for r in allocation if r not in FIRST_RESOURCES)
+    return [(r, allocation[r]["peak"], allocation[r]["mean"]) for r in names]
+
+
+def render_report(
+    summary: Mapping[str, Any],
+    timeseries: Sequence[Mapping[str, Any]],
+    pod_rows: Sequence[Mapping[str, Any]],
+    *,
+    title: str | None = None,
+) -> str:
+    """The report's HTML (a complete document)."""
+    name = str(summary.get("name") or summary.get("workload") or "replay")
+    never = [row for row in pod_rows if row.get("bound") in (None, "")]
+    data = {"runs": [chart_run(name, timeseries, pod_rows)]}
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            title=title or f"Replay report: {name}",
+            summary=summary,
+            allocation=allocation_rows(summary),
+            never=never[:NEVER_SCHEDULED_SHOWN],
+            never_total=len(never),
+            samples=len(timeseries),
+            uplot_css=(UPLOT_DIR / "uPlot.min.css").read_text(encoding="utf-8"),
+            uplot_js=_script(UPLOT_DIR / "uPlot.iife.min.js"),
+            charts_js=_script(CHARTS_SCRIPT),
+            data_json=_json_for_html(data),
+            uplot_version=UPLOT_VERSION,
+        )
+    )

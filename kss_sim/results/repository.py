@@ -1,0 +1,115 @@
+"""Every query on recorded scheduling attempts.
+
+Attempts belong to the live cluster (``run_id`` NULL) or to one replay run; every query keeps to one of them, so
+the live cluster's pages and API never see a replay's attempts (its pods may share names with the cluster's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, delete, func, insert, select
+from sqlalchemy.orm import Session
+
+from kss_sim.db import SQLITE_MAX_VARIABLES, sqlite_chunks, sqlite_insert_statement
+from kss_sim.results.models import SchedulingAttempt
+
+
+def _of_run(run_id: int | None) -> ColumnElement[bool]:
+    """Attempts of the live cluster (``None``) or of one replay run."""
+    return SchedulingAttempt.run_id.is_(None) if run_id is None else SchedulingAttempt.run_id == run_id
+
+
+class ResultsRepository:
+    """Reads and writes ``scheduling_attempts`` within the caller's session."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        conn = self.session.connection()
+        columns = tuple(rows[0])
+        if conn.dialect.name != "sqlite" or any(tuple(row) != columns for row in rows):
+            self.session.execute(insert(SchedulingAttempt), list(rows))
+            return
+        # Many-row statements rather than an executemany, inside the store's shared commit (see sqlite_chunks).
+        for start, stop in sqlite_chunks(len(rows), SQLITE_MAX_VARIABLES // len(columns)):
+            chunk = rows[start:stop]
+            statement = sqlite_insert_statement(SchedulingAttempt.__tablename__, columns, len(chunk))
+            conn.exec_driver_sql(statement, tuple(row[c] for row in chunk for c in columns))
+
+    def list_for_pod(self, namespace: str, pod_name: str, *, run_id: int | None = None) -> list[SchedulingAttempt]:
+        stmt = (
+            select(SchedulingAttempt)
+            .where(SchedulingAttempt.namespace == namespace, SchedulingAttempt.pod_name == pod_name, _of_run(run_id))
+            .order_by(SchedulingAttempt.attempt.desc(), SchedulingAttempt.id.desc())
+        )
+        return list(self.session.scalars(stmt))
+
+    def get(
+        self, namespace: str, pod_name: str, attempt: int, *, run_id: int | None = None
+    ) -> SchedulingAttempt | None:
+        stmt = (
+            select(SchedulingAttempt)
+            .where(
+                SchedulingAttempt.namespace == namespace,
+                SchedulingAttempt.pod_name == pod_name,
+                SchedulingAttempt.attempt == attempt,
+                _of_run(run_id),
+            )
+            .order_by(SchedulingAttempt.id.desc())
+            .limit(1)
+        )
+        return self.session.scalars(stmt).first()
+
+    def attempt_counts(self, *, run_id: int | None = None) -> dict[tuple[str, str], int]:
+        """Attempts recorded per (namespace, pod name)."""
+        stmt = (
+            select(SchedulingAttempt.namespace, SchedulingAttempt.pod_name, func.max(SchedulingAttempt.attempt))
+            .where(_of_run(run_id))
+            .group_by(SchedulingAttempt.namespace, SchedulingAttempt.pod_name)
+        )
+        return {(ns, name): int(n) for ns, name, n in self.session.execute(stmt)}
+
+    def max_attempt(self, namespace: str, pod_name: str) -> int:
+        """The live cluster's newest attempt number of a pod."""
+        stmt = select(func.max(SchedulingAttempt.attempt)).where(
+            SchedulingAttempt.namespace == namespace, SchedulingAttempt.pod_name == pod_name, _of_run(None)
+        )
+        return int(self.session.scalar(stmt) or 0)
+
+    def trim(self, namespace: str, pod_name: str, keep: int) -> None:
+        """Keep only the newest ``keep`` attempts of a live pod (a run keeps all of its own)."""
+        newest = self.max_attempt(namespace, pod_name)
+        self.session.execute(
+            delete(SchedulingAttempt).where(
+                SchedulingAttempt.namespace == namespace,
+                SchedulingAttempt.pod_name == pod_name,
+                SchedulingAttempt.attempt <= newest - keep,
+                _of_run(None),
+            )
+        )
+
+    def delete_for_pod(self, namespace: str, pod_name: str) -> int:
+        """Forget a live pod's attempts."""
+        res = self.session.execute(
+            delete(SchedulingAttempt).where(
+                SchedulingAttempt.namespace == namespace, SchedulingAttempt.pod_name == pod_name, _of_run(None)
+            )
+        )
+        return int(getattr(res, "rowcount", 0) or 0)
+
+    def delete_all(self) -> None:
+        """Forget every attempt of the live cluster (replay runs keep theirs)."""
+        self.session.execute(delete(SchedulingAttempt).where(_of_run(None)))
+
+    def delete_run(self, run_id: int) -> None:
+        """Forget every attempt of one replay run."""
+        self.session.execute(delete(SchedulingAttempt).where(_of_run(run_id)))
+
+    def count(self, *, run_id: int | None = None) -> int:
+        stmt = select(func.count()).select_from(SchedulingAttempt).where(_of_run(run_id))
+        return int(self.session.scalar(stmt) or 0)

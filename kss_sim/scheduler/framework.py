@@ -1,0 +1,630 @@
+"""The scheduling framework's vocabulary: statuses, cycle state, plugin interfaces and the handle.
+
+Mirrors ``k8s.io/kube-scheduler/framework`` (v1.35). Plugins subclass the interfaces for the
+extension points they implement; the runtime (``runtime.py``) calls them in profile order.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
+from kss_sim.scheduler.extender import Extender
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.waiting import WaitingPod, WaitingPods
+
+if TYPE_CHECKING:
+    from kss_sim.scheduler.runtime import Framework
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+MAX_TOTAL_SCORE = 2**63 - 1
+
+
+class Code(IntEnum):
+    """``framework.Code``."""
+
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+    @property
+    def label(self) -> str:
+        return _CODE_LABELS[self]
+
+
+_CODE_LABELS = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+class Status:
+    """``framework.Status``: a code, reasons, and the plugin that produced it."""
+
+    __slots__ = ("code", "plugin", "reasons")
+
+    def __init__(self, code: Code = Code.SUCCESS, *reasons: str, plugin: str = "") -> None:
+        self.code = code
+        self.reasons: list[str] = list(reasons)
+        self.plugin = plugin
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def is_success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    def is_wait(self) -> bool:
+        return self.code == Code.WAIT
+
+    def is_rejected(self) -> bool:
+        """Unschedulable, UnschedulableAndUnresolvable or Pending."""
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+    def with_plugin(self, plugin: str) -> Status:
+        self.plugin = plugin
+        return self
+
+    def __repr__(self) -> str:
+        return f"Status({self.code.label}, {self.reasons!r}, plugin={self.plugin!r})"
+
+
+class _SharedStatus(Status):
+    """One status object handed to many callers, so it cannot be changed (``with_plugin`` and assignments raise)."""
+
+    __slots__ = ()
+
+    def __init__(self, code: Code) -> None:
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "reasons", [])
+        object.__setattr__(self, "plugin", "")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a shared {self.code.label} status cannot be changed (set {name})")
+
+
+# Skip as PreFilter and PreScore plugins return it (the runtime only reads those); success() and skip() give
+# statuses of one's own.
+SKIP = _SharedStatus(Code.SKIP)
+
+
+def success() -> Status:
+    return Status(Code.SUCCESS)
+
+
+def skip() -> Status:
+    return Status(Code.SKIP)
+
+
+def unschedulable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, *reasons)
+
+
+def unresolvable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, *reasons)
+
+
+def error(msg: str) -> Status:
+    return Status(Code.ERROR, msg)
+
+
+class CycleState:
+    """Per-cycle scratch space shared by a profile's plugins (``framework.CycleState``)."""
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def read(self, key: str) -> Any:
+        """The value written under ``key``; KeyError when absent (upstream's ErrNotFound)."""
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def clone(self) -> CycleState:
+        """Deep enough for preemption's what-if runs: values with ``clone()`` are cloned, others deep-copied."""
+        c = CycleState()
+        for k, v in self._data.items():
+            cloner = getattr(v, "clone", None)
+            c._data[k] = cloner() if callable(cloner) else copy.deepcopy(v)
+        c.skip_filter_plugins = set(self.skip_filter_plugins)
+        c.skip_score_plugins = set(self.skip_score_plugins)
+        return c
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Restricts the nodes to evaluate; ``None`` node_names means all nodes."""
+
+    node_names: set[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.all_nodes():
+            return PreFilterResult(None if self.node_names is None else set(self.node_names))
+        if self.all_nodes():
+            return PreFilterResult(set(other.node_names or ()))
+        return PreFilterResult(set(self.node_names or ()) & set(other.node_names or ()))
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    """What a PostFilter plugin achieved: the nominated node (empty when none)."""
+
+    nominated_node_name: str = ""
+    victims: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+class NodeToStatus:
+    """Filter statuses per node, with a default for nodes never evaluated (``framework.NodeToStatus``)."""
+
+    def __init__(self, absent: Status | None = None) -> None:
+        self.statuses: dict[str, Status] = {}
+        self.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def get(self, node_name: str) -> Status:
+        return self.statuses.get(node_name, self.absent)
+
+    def set(self, node_name: str, status: Status) -> None:
+        self.statuses[node_name] = status
+
+    def __len__(self) -> int:
+        return len(self.statuses)
+
+    def nodes_for_codes(self, snapshot: Snapshot, *codes: Code) -> list[NodeInfo]:
+        """Nodes whose status has one of ``codes`` (absent nodes use the default status)."""
+        statuses, absent = self.statuses, self.absent
+        return [ni for ni in snapshot.node_info_list if statuses.get(ni.name, absent).code in codes]
+
+
+class Plugin:
+    """Every plugin has an upstream name."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        self.handle = handle
+        self.args: dict[str, Any] = args or {}
+
+    @classmethod
+    def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """The plugin's args with kube-scheduler's v1 defaults filled in (override per plugin)."""
+        return dict(args)
+
+    @classmethod
+    def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
+        """Problems with ``args`` as (field path under args, message); empty when valid."""
+        return []
+
+    def events_to_register(self) -> list[str] | None:
+        """``EnqueueExtensions``: the cluster events that may make a pod this plugin rejected schedulable again
+        ("Node/Add", "Pod/Add", "AssignedPod/Delete", "PodGroup/Update", ... see docs/plugins.md). None, the
+        default, means every event (the safe choice for a plugin that does not say)."""
+        return None
+
+
+class QueueSortPlugin(Plugin, ABC):
+    @abstractmethod
+    def less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool: ...
+
+
+class QueuedPodInfoLike(Protocol):
+    """What QueueSort compares: the pod and when it was (re)queued."""
+
+    @property
+    def pod_info(self) -> PodInfo: ...
+
+    @property
+    def timestamp(self) -> float: ...
+
+    @property
+    def initial_attempt_timestamp(self) -> float | None:
+        """When the pod first entered activeQ (scheduler clock); None before it has."""
+        ...
+
+
+class PreEnqueuePlugin(Plugin, ABC):
+    @abstractmethod
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+class PreFilterExtensions(ABC):
+    """Incremental updates of PreFilter state when pods are added/removed in what-if runs."""
+
+    @abstractmethod
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo) -> Status: ...
+
+    @abstractmethod
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo) -> Status: ...
+
+
+class PreFilterPlugin(Plugin, ABC):
+    @abstractmethod
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]: ...
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+
+class FilterPlugin(Plugin, ABC):
+    @abstractmethod
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status: ...
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """Batch Filter: per node of ``batch``, whether ``filter`` would succeed; None when not vectorised.
+
+        Optional. The framework then calls ``filter`` per node; with a mask it asks ``filter`` only for the
+        status of nodes that fail (when it needs the message), so the two must agree exactly.
+        """
+        return None
+
+    def filter_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Batch Filter for recording: per node of ``batch``, 0 where ``filter`` succeeds, else a non-negative key
+        such that nodes with equal keys get equal statuses (code and reasons) from ``filter``, each given by
+        ``filter_status_of_key``; None when not vectorised that way.
+
+        Optional. Recording then needs one look-up per distinct key (usually a few) and no ``filter_nodes``.
+        """
+        return None
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """For nodes of ``batch`` that ``filter_nodes`` rejected: non-negative keys such that nodes with equal keys
+        get equal statuses (code and reasons) from ``filter``; None when unknown.
+
+        Optional. Recording asks ``filter`` for one node per distinct key instead of every rejected node.
+        """
+        return None
+
+    def filter_status_of_key(self, state: CycleState, pod: PodInfo, key: int) -> Status | None:
+        """The status ``filter`` gives a node whose ``filter_keys`` key is ``key`` (a new object), when the
+        key alone decides it; None to ask ``filter`` on a node.
+
+        Optional. Recording then needs no node per distinct key.
+        """
+        return None
+
+
+class PostFilterPlugin(Plugin, ABC):
+    @abstractmethod
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]: ...
+
+
+class PreScorePlugin(Plugin, ABC):
+    @abstractmethod
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status: ...
+
+
+class ScorePlugin(Plugin, ABC):
+    """Score one pod on one node; ``score_nodes`` scores many nodes at once (override to vectorise)."""
+
+    @abstractmethod
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]: ...
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        scores: list[int] = []
+        for ni in nodes:
+            s, st = self.score(state, pod, ni)
+            if not st.is_success():
+                return scores, st
+            scores.append(s)
+        return scores, success()
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Batch Score: the raw scores of every node of ``batch`` (int64), or None when not vectorised.
+
+        Optional; only called when the plugin's state is in order (PreScore ran). Errors are left to
+        ``score_nodes``: return None to have it called instead.
+        """
+        return None
+
+    def has_normalize(self) -> bool:
+        return False
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        return success()
+
+    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
+        """Batch NormalizeScore: a new array as ``normalize_score`` would leave the scores, or None."""
+        return None
+
+
+class ReservePlugin(Plugin, ABC):
+    @abstractmethod
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        return None
+
+
+class PermitPlugin(Plugin, ABC):
+    @abstractmethod
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]: ...
+
+
+class PreBindPlugin(Plugin, ABC):
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return success()
+
+    @abstractmethod
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+class BindPlugin(Plugin, ABC):
+    @abstractmethod
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+class PostBindPlugin(Plugin, ABC):
+    @abstractmethod
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+class ClusterObjects:
+    """The non-node objects plugins read (listers), as plain Kubernetes JSON dicts.
+
+    Keys: PVCs ``namespace/name``; PVs, StorageClasses, CSINodes, CSIDrivers, Namespaces and
+    PriorityClasses by name; the selector-bearing workload objects per namespace.
+    """
+
+    def __init__(self) -> None:
+        self.pvcs: dict[str, dict[str, Any]] = {}
+        self.pvs: dict[str, dict[str, Any]] = {}
+        self.storage_classes: dict[str, dict[str, Any]] = {}
+        self.csi_nodes: dict[str, dict[str, Any]] = {}
+        self.csi_drivers: dict[str, dict[str, Any]] = {}
+        self.namespaces: dict[str, dict[str, Any]] = {}
+        self.priority_classes: dict[str, dict[str, Any]] = {}
+        self.pdbs: list[dict[str, Any]] = []
+        self.services: list[dict[str, Any]] = []
+        self.replica_sets: list[dict[str, Any]] = []
+        self.stateful_sets: list[dict[str, Any]] = []
+        self.replication_controllers: list[dict[str, Any]] = []
+
+        # The scheduler's pod lister: every pod it knows that has not finished, pending or bound ("ns/name" -> pod),
+        # with indexes for the gang plugins (the pod-group label, the workload reference).
+        self.pods: dict[str, dict[str, Any]] = {}
+        self._by_pod_group: dict[tuple[str, str], set[str]] = {}
+        self._by_workload: dict[tuple[str, str, str, str], set[str]] = {}
+        # Objects of kinds without a typed table above (PodGroup, Workload): kind -> "namespace/name" -> object.
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {}
+        # Told (kind, old, new) of every put_object/delete_object (None for absent): informer event handlers,
+        # such as DynamicResources' allocated-devices tracker.
+        self.object_listeners: list[Callable[[str, dict[str, Any] | None, dict[str, Any] | None], None]] = []
+
+    # --- pods -------------------------------------------------------------------------------------
+    def put_pod(self, pod: dict[str, Any]) -> None:
+        """Add or replace a pod in the lister (the host calls this on every pod event)."""
+        key = _key(pod)
+        old = self.pods.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self.pods[key] = pod
+        group = _pod_group_of(pod)
+        if group is not None:
+            self._by_pod_group.setdefault(group, set()).add(key)
+        ref = workload_key(pod)
+        if ref is not None:
+            self._by_workload.setdefault(ref, set()).add(key)
+
+    def delete_pod(self, pod: dict[str, Any]) -> None:
+        key = _key(pod)
+        old = self.pods.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+
+    def _unindex(self, key: str, pod: dict[str, Any]) -> None:
+        group = _pod_group_of(pod)
+        if group is not None:
+            _discard(self._by_pod_group, group, key)
+        ref = workload_key(pod)
+        if ref is not None:
+            _discard(self._by_workload, ref, key)
+
+    def pods_in_pod_group(self, namespace: str, group: str) -> list[dict[str, Any]]:
+        """Pods labelled ``scheduling.x-k8s.io/pod-group=<group>`` in ``namespace`` (Coscheduling's lister query)."""
+        return [self.pods[k] for k in sorted(self._by_pod_group.get((namespace, group), ()))]
+
+    def pods_of_workload(self, namespace: str, ref: dict[str, Any]) -> list[dict[str, Any]]:
+        """Pods whose ``spec.workloadRef`` equals ``ref`` (name, podGroup, podGroupReplicaKey) in ``namespace``."""
+        index_key = (namespace, str(ref.get("name") or ""), str(ref.get("podGroup") or ""),
+                     str(ref.get("podGroupReplicaKey") or ""))  # fmt: skip
+        return [self.pods[k] for k in sorted(self._by_workload.get(index_key, ()))]
+
+    # --- other kinds ------------------------------------------------------------------------------
+    def put_object(self, kind: str, obj: dict[str, Any]) -> None:
+        table = self.objects.setdefault(kind, {})
+        key = _key(obj)
+        old = table.get(key)
+        table[key] = obj
+        for listener in self.object_listeners:
+            listener(kind, old, obj)
+
+    def delete_object(self, kind: str, obj: dict[str, Any]) -> None:
+        old = self.objects.get(kind, {}).pop(_key(obj), None)
+        if old is not None:
+            for listener in self.object_listeners:
+                listener(kind, old, None)
+
+    def get_object(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A PodGroup, Workload, ... by namespace and name (None when absent)."""
+        return self.objects.get(kind, {}).get(f"{namespace or 'default'}/{name}")
+
+    def list_objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        objs = self.objects.get(kind, {})
+        if namespace is None:
+            return list(objs.values())
+        prefix = f"{namespace}/"
+        return [obj for key, obj in objs.items() if key.startswith(prefix)]
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        ns = self.namespaces.get(name) or {}
+        labels: dict[str, str] = (ns.get("metadata") or {}).get("labels") or {}
+        return labels
+
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def _discard(index: dict[Any, set[str]], index_key: Any, key: str) -> None:
+    keys = index.get(index_key)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[index_key]
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def _pod_group_of(pod: dict[str, Any]) -> tuple[str, str] | None:
+    meta = pod.get("metadata") or {}
+    group = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+    return (meta.get("namespace") or "default", group) if group else None
+
+
+def workload_key(pod: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    """(namespace, workload, pod group, replica key) of a pod's ``spec.workloadRef``; None without one."""
+    ref = (pod.get("spec") or {}).get("workloadRef")
+    if not ref:
+        return None
+    namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+    return (namespace, str(ref.get("name") or ""), str(ref.get("podGroup") or ""),
+            str(ref.get("podGroupReplicaKey") or ""))  # fmt: skip
+
+
+class PodActions(ABC):
+    """What plugins may ask of the cluster outside the cycle (preemption deletes victims, binders bind)."""
+
+    @abstractmethod
+    def bind(self, pod: PodInfo, node_name: str) -> Status: ...
+
+    @abstractmethod
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status: ...
+
+    @abstractmethod
+    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None: ...
+
+    def bind_volumes(
+        self,
+        pod: PodInfo,
+        node_name: str,
+        static: list[tuple[dict[str, Any], dict[str, Any]]],
+        dynamic: list[dict[str, Any]],
+    ) -> Status | None:
+        """Write VolumeBinding's decisions to the cluster: (PV, claim) pairs to bind, claims to provision.
+
+        ``None`` means these actions do not handle volumes (the plugin then keeps them in memory only).
+        """
+        return None
+
+    def update_resource_claim(self, claim: dict[str, Any], *, status: bool) -> dict[str, Any] | None:
+        """Write a ResourceClaim as DynamicResources' client does (its ``status`` subresource with ``status``),
+        guarded by its resourceVersion: the stored object back. Raises ``dra.dra_manager.ClaimConflict``
+        on a conflict, another exception for any other refusal. ``None``: these actions do not write claims (the
+        plugin then keeps them in memory only)."""
+        return None
+
+    def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ResourceClaim as the API has it now (a GET after a conflict); None when gone or not handled."""
+        return None
+
+
+class Handle:
+    """What a plugin can reach: the cycle's snapshot, the listers, the nominator and the framework."""
+
+    def __init__(self, cluster: ClusterObjects, actions: PodActions | None = None) -> None:
+        self.cluster = cluster
+        self.actions = actions
+        self.snapshot: Snapshot = Snapshot([])
+        self.framework: Framework | None = None
+        # The scheduler's extenders (``Handle.Extenders()``), set by the Scheduler; preemption offers them its
+        # candidates.
+        self.extenders: Sequence[Extender] = ()
+        # Pods nominated to nodes (by preemption): node name -> pods.
+        self.nominated_pods: dict[str, list[PodInfo]] = {}
+        # Pods held in Permit, shared by every profile of a scheduler (set by the Scheduler).
+        self.waiting_pods = WaitingPods()
+        # The scheduler's clock (seconds; virtual in offline runs) and where activated pods go (set by the host).
+        self.clock: Callable[[], float] = time.monotonic
+        self.activator: Callable[[list[PodInfo]], None] | None = None
+        # The feature gates the scheduler runs with (name -> on; absent: the v1.35 default), set by the host.
+        self.feature_gates: dict[str, bool] = {}
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        """``GetWaitingPod``: the pod with this uid if it is waiting in Permit."""
+        return self.waiting_pods.get(uid)
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        """``IterateOverWaitingPods``: call ``callback`` with each pod waiting in Permit (it may allow or reject)."""
+        self.waiting_pods.iterate(callback)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """``RejectWaitingPod``: reject the pod if it waits (as when it is deleted); True if it was waiting."""
+        return self.waiting_pods.reject_pod(uid)
+
+    def activate(self, pods: Iterable[PodInfo]) -> None:
+        """``Activate``: move these pending pods to activeQ now (e.g. a gang's siblings); no-op offline."""
+        if self.activator is not None:
+            self.activator(list(pods))
+
+    def now(self) -> float:
+        """The scheduler's clock, in seconds (the virtual clock offline)."""
+        return self.clock()
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return self.nominated_pods.get(node_name, [])
+
+    def add_nominated_pod(self, pod: PodInfo, node_name: str) -> None:
+        self.delete_nominated_pod(pod)
+        self.nominated_pods.setdefault(node_name, []).append(pod)
+
+    def delete_nominated_pod(self, pod: PodInfo) -> None:
+        for name, pods in list(self.nominated_pods.items()):
+            kept = [p for p in pods if p.uid != pod.uid]
+            if kept:
+                self.nominated_pods[name] = kept
+            else:
+                del self.nominated_pods[name]

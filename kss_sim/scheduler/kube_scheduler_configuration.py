@@ -1,0 +1,576 @@
+"""``KubeSchedulerConfiguration`` (kubescheduler.config.k8s.io/v1): defaults, merging, validation.
+
+Defaults equal kube-scheduler v1.35's: the multiPoint plugin list and weights below, plugin args
+defaulted by each plugin class, percentageOfNodesToScore 0 (adaptive), backoff 1 s to 10 s.
+
+Feature gates reach this module as a plain ``{name: enabled}`` dict (the host's ``--feature-gates``); they change
+the defaults as upstream's ``getDefaultPlugins`` does (GangScheduling joins multiPoint), not which plugins exist.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from kss_sim.scheduler import plugins as plugin_registry
+from kss_sim.scheduler.extender import ExtenderConfig
+from kss_sim.scheduler.extender_config import ExtenderConfigError, parse_extenders
+from kss_sim.scheduler.filter_timing import PluginObserver
+from kss_sim.scheduler.framework import (
+    BindPlugin,
+    ClusterObjects,
+    FilterPlugin,
+    Handle,
+    PermitPlugin,
+    Plugin,
+    PodActions,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.runtime import Framework
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+_GROUP = API_VERSION.rpartition("/")[0]
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+# getDefaultPlugins() with the DynamicResourceAllocation gate on (DynamicResources before DefaultPreemption).
+DEFAULT_MULTI_POINT: list[dict[str, Any]] = [
+    {"name": "SchedulingGates"},
+    {"name": "PrioritySort"},
+    {"name": "NodeUnschedulable"},
+    {"name": "NodeName"},
+    {"name": "TaintToleration", "weight": 3},
+    {"name": "NodeAffinity", "weight": 2},
+    {"name": "NodePorts"},
+    {"name": "NodeResourcesFit", "weight": 1},
+    {"name": "VolumeRestrictions"},
+    {"name": "NodeVolumeLimits"},
+    {"name": "VolumeBinding"},
+    {"name": "VolumeZone"},
+    {"name": "PodTopologySpread", "weight": 2},
+    {"name": "InterPodAffinity", "weight": 2},
+    {"name": "DynamicResources", "weight": 2},
+    {"name": "DefaultPreemption"},
+    {"name": "NodeResourcesBalancedAllocation", "weight": 1},
+    {"name": "ImageLocality", "weight": 1},
+    {"name": "DefaultBinder"},
+]
+
+
+def default_multi_point(feature_gates: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
+    """``getDefaultPlugins``' multiPoint under ``feature_gates``: with GangScheduling on, GangScheduling is appended
+    (``applyGangScheduling``). Gates not given take their v1.35 default: off, both being alpha."""
+    plugins = copy.deepcopy(DEFAULT_MULTI_POINT)
+    if (feature_gates or {}).get("GangScheduling", False):
+        plugins.append({"name": "GangScheduling"})
+    return plugins
+
+
+# Extension points in config order, with the interface a plugin needs to take part.
+EXTENSION_POINTS: list[tuple[str, type[Plugin]]] = [
+    ("preEnqueue", PreEnqueuePlugin),
+    ("queueSort", QueueSortPlugin),
+    ("preFilter", PreFilterPlugin),
+    ("filter", FilterPlugin),
+    ("postFilter", PostFilterPlugin),
+    ("preScore", PreScorePlugin),
+    ("score", ScorePlugin),
+    ("reserve", ReservePlugin),
+    ("permit", PermitPlugin),
+    ("preBind", PreBindPlugin),
+    ("bind", BindPlugin),
+    ("postBind", PostBindPlugin),
+]
+ALL_POINTS = ["multiPoint", *[p for p, _ in EXTENSION_POINTS]]
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; ``field`` names the offending field path."""
+
+    def __init__(self, field_path: str, message: str) -> None:
+        super().__init__(f"{field_path}: {message}")
+        self.field = field_path
+        self.detail = message
+
+
+@dataclass
+class Profile:
+    scheduler_name: str
+    plugins: dict[str, dict[str, list[dict[str, Any]]]]
+    plugin_config: dict[str, dict[str, Any]]
+    percentage_of_nodes_to_score: int | None = None
+
+
+@dataclass
+class SchedulerConfig:
+    """A validated, defaulted configuration."""
+
+    profiles: list[Profile]
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff_seconds: float = 1.0
+    pod_max_backoff_seconds: float = 10.0
+    pod_max_in_unschedulable_pods_duration: float = 300.0
+    parallelism: int = 16
+    raw: dict[str, Any] = field(default_factory=dict)
+    extenders: list[ExtenderConfig] = field(default_factory=list)
+    # The feature gates the configuration was defaulted under (parse it again with these to get the same plugins).
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+
+    def profile(self, scheduler_name: str) -> Profile | None:
+        for p in self.profiles:
+            if p.scheduler_name == scheduler_name:
+                return p
+        return None
+
+
+def _merge_plugin_set(
+    default: dict[str, list[dict[str, Any]]], custom: dict[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    """``mergePluginSet``: custom disables drop defaults ("*" all), custom enables replace in place or append."""
+    disabled = [{"name": d["name"]} for d in custom.get("disabled") or []]
+    disabled_names = {d["name"] for d in disabled}
+    custom_enabled = list(custom.get("enabled") or [])
+    index_by_name = {p["name"]: i for i, p in enumerate(custom_enabled)}
+    replaced: set[int] = set()
+    enabled: list[dict[str, Any]] = []
+    if "*" not in disabled_names:
+        for plugin in default.get("enabled", []):
+            if plugin["name"] in disabled_names:
+                continue
+            if plugin["name"] in index_by_name:
+                idx = index_by_name[plugin["name"]]
+                plugin = custom_enabled[idx]
+                replaced.add(idx)
+            enabled.append(plugin)
+    for i, plugin in enumerate(custom_enabled):
+        if i not in replaced:
+            enabled.append(plugin)
+    return {"enabled": enabled, "disabled": disabled}
+
+
+def merge_plugins(
+    custom: dict[str, Any] | None, feature_gates: Mapping[str, bool] | None = None
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """A profile's plugins: the defaults under ``feature_gates`` merged with ``custom`` (``mergePlugins``)."""
+    defaults: dict[str, dict[str, list[dict[str, Any]]]] = {p: {"enabled": [], "disabled": []} for p in ALL_POINTS}
+    defaults["multiPoint"]["enabled"] = default_multi_point(feature_gates)
+    if custom is None:
+        return defaults
+    return {p: _merge_plugin_set(defaults[p], custom.get(p) or {}) for p in ALL_POINTS}
+
+
+def _check_int(value: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"Invalid value: {value!r}: must be an integer")
+    if lo is not None and value < lo:
+        raise ConfigError(path, f"Invalid value: {value}: must be greater than or equal to {lo}")
+    if hi is not None and value > hi:
+        raise ConfigError(path, f"Invalid value: {value}: must be less than or equal to {hi}")
+    return value
+
+
+def parse_config(
+    source: str | dict[str, Any] | None, feature_gates: Mapping[str, bool] | None = None
+) -> SchedulerConfig:
+    """Parse, default and validate a configuration (YAML text or a dict); ``None`` gives the defaults.
+
+    ``feature_gates`` (name -> enabled, as the host was started with) decide the default plugins.
+    """
+    if source is None:
+        raw: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
+    elif isinstance(source, str):
+        try:
+            loaded = yaml.safe_load(source)
+        except yaml.YAMLError as exc:
+            raise ConfigError("<document>", f"invalid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {"apiVersion": API_VERSION, "kind": KIND}
+        if not isinstance(loaded, dict):
+            raise ConfigError("<document>", "must be a KubeSchedulerConfiguration object")
+        raw = loaded
+    else:
+        raw = copy.deepcopy(source)
+    if raw.get("apiVersion", API_VERSION) != API_VERSION:
+        raise ConfigError(
+            "apiVersion", f"Unsupported value: {raw.get('apiVersion')!r}: supported values: {API_VERSION!r}"
+        )
+    if raw.get("kind", KIND) != KIND:
+        raise ConfigError("kind", f"Unsupported value: {raw.get('kind')!r}: supported values: {KIND!r}")
+    known_top = {
+        "apiVersion", "kind", "profiles", "percentageOfNodesToScore", "podInitialBackoffSeconds",
+        "podMaxBackoffSeconds", "parallelism", "extenders", "leaderElection", "clientConnection",
+        "healthzBindAddress", "metricsBindAddress", "enableProfiling", "enableContentionProfiling",
+        "delayCacheUntilActive",
+    }  # fmt: skip
+    for key in raw:
+        if key not in known_top:
+            raise ConfigError(key, "unknown field")
+    pct = _check_int(raw.get("percentageOfNodesToScore", 0), "percentageOfNodesToScore", 0, 100)
+    initial = _check_int(raw.get("podInitialBackoffSeconds", 1), "podInitialBackoffSeconds", 1)
+    maximum = _check_int(raw.get("podMaxBackoffSeconds", 10), "podMaxBackoffSeconds", 1)
+    if maximum < initial:
+        raise ConfigError(
+            "podMaxBackoffSeconds",
+            f"Invalid value: {maximum}: must be greater than or equal to podInitialBackoffSeconds",
+        )
+    parallelism = _check_int(raw.get("parallelism", 16), "parallelism", 1)
+    try:
+        extenders = parse_extenders(raw.get("extenders"))
+    except ExtenderConfigError as exc:
+        raise ConfigError(exc.field, exc.detail) from exc
+    raw_profiles = raw.get("profiles") or [{"schedulerName": DEFAULT_SCHEDULER_NAME}]
+    if not isinstance(raw_profiles, list):
+        raise ConfigError("profiles", "must be a list")
+    profiles: list[Profile] = []
+    seen: set[str] = set()
+    known = set(plugin_registry.known_plugins())
+    for i, rp in enumerate(raw_profiles):
+        base = f"profiles[{i}]"
+        if not isinstance(rp, dict):
+            raise ConfigError(base, "must be an object")
+        name = rp.get("schedulerName", DEFAULT_SCHEDULER_NAME)
+        if not name:
+            raise ConfigError(f"{base}.schedulerName", "Required value")
+        if name in seen:
+            raise ConfigError(f"{base}.schedulerName", f"Duplicate value: {name!r}")
+        seen.add(name)
+        custom = rp.get("plugins")
+        if custom is not None and not isinstance(custom, dict):
+            raise ConfigError(f"{base}.plugins", "must be an object")
+        for point, pset in (custom or {}).items():
+            if point not in ALL_POINTS:
+                raise ConfigError(f"{base}.plugins.{point}", "unknown extension point")
+            for kind in ("enabled", "disabled"):
+                for j, p in enumerate((pset or {}).get(kind) or []):
+                    path = f"{base}.plugins.{point}.{kind}[{j}]"
+                    if not isinstance(p, dict) or not p.get("name"):
+                        raise ConfigError(f"{path}.name", "Required value")
+                    if kind == "enabled":
+                        _check_plugin(p["name"], known, f"{path}.name")
+                    if "weight" in p and p["weight"] is not None:
+                        _check_int(p["weight"], f"{path}.weight", 0)
+        plugins = merge_plugins(custom, feature_gates)
+        plugin_config: dict[str, dict[str, Any]] = {}
+        for j, pc in enumerate(rp.get("pluginConfig") or []):
+            path = f"{base}.pluginConfig[{j}]"
+            if not isinstance(pc, dict) or not pc.get("name"):
+                raise ConfigError(f"{path}.name", "Required value")
+            if pc["name"] in plugin_config:
+                raise ConfigError(f"{path}.name", f"Duplicate value: {pc['name']!r}")
+            _check_plugin(pc["name"], known, f"{path}.name")
+            args = pc.get("args") or {}
+            if not isinstance(args, dict):
+                raise ConfigError(f"{path}.args", "must be an object")
+            args = _untyped_args(pc["name"], args, f"{path}.args")
+            cls = plugin_registry.plugin_class(pc["name"])
+            args = cls.defaulted_args(args) if hasattr(cls, "defaulted_args") else dict(args)
+            errors = cls.validate_args(args) if hasattr(cls, "validate_args") else []
+            if errors:
+                field_path, msg = errors[0]
+                raise ConfigError(f"{path}.args.{field_path}", msg)
+            plugin_config[pc["name"]] = args
+        prof_pct = rp.get("percentageOfNodesToScore")
+        if prof_pct is not None:
+            _check_int(prof_pct, f"{base}.percentageOfNodesToScore", 0, 100)
+        profiles.append(Profile(name, plugins, plugin_config, prof_pct))
+    _ignore_extender_resources(profiles, extenders)
+    return SchedulerConfig(
+        profiles=profiles,
+        percentage_of_nodes_to_score=pct,
+        pod_initial_backoff_seconds=float(initial),
+        pod_max_backoff_seconds=float(maximum),
+        parallelism=parallelism,
+        raw=raw,
+        extenders=extenders,
+        feature_gates=dict(feature_gates or {}),
+    )
+
+
+def _ignore_extender_resources(profiles: list[Profile], extenders: list[ExtenderConfig]) -> None:
+    """Extended resources an extender manages with ``ignoredByScheduler`` are left to it: NodeResourcesFit ignores
+    them in every profile (kube-scheduler appends them to NodeResourcesFitArgs.ignoredResources when it builds
+    the profiles)."""
+    ignored = [r.name for e in extenders for r in e.managed_resources if r.ignored_by_scheduler]
+    if not ignored:
+        return
+    cls = plugin_registry.plugin_class("NodeResourcesFit")
+    for profile in profiles:
+        args = profile.plugin_config.get("NodeResourcesFit")
+        args = dict(args) if args is not None else cls.defaulted_args({})
+        given = list(args.get("ignoredResources") or [])
+        args["ignoredResources"] = given + [r for r in ignored if r not in given]  # a document read back: once
+        profile.plugin_config["NodeResourcesFit"] = args
+
+
+def _check_plugin(name: Any, known: set[str], path: str) -> None:
+    """An enabled or configured plugin must exist, and an out-of-tree one must load (its entry point)."""
+    if name not in known:
+        raise ConfigError(path, f"Invalid value: {name!r}: plugin does not exist")
+    if name in plugin_registry.REGISTRY:
+        return
+    try:
+        plugin_registry.plugin_class(name)
+    except plugin_registry.PluginLoadError as exc:
+        raise ConfigError(path, f"Invalid value: {name!r}: {exc}") from None
+
+
+def _untyped_args(name: str, args: dict[str, Any], path: str) -> dict[str, Any]:
+    """``args`` without the ``apiVersion``/``kind`` a document may give them (as the defaulted one does), which
+    must then name the plugin's own args kind."""
+    if "apiVersion" not in args and "kind" not in args:
+        return args
+    rest = {k: v for k, v in args.items() if k not in ("apiVersion", "kind")}
+    group = str(args.get("apiVersion", API_VERSION)).rpartition("/")[0]
+    kind = args.get("kind", f"{name}Args")
+    if (group, kind) != (_GROUP, f"{name}Args"):
+        raise ConfigError(path, f"args for plugin {name} were not of type {name}Args.{_GROUP}, got {kind}.{group}")
+    return rest
+
+
+def _needed_plugins(plugins: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
+    names: list[str] = []
+    for point in [p for p, _ in EXTENSION_POINTS] + ["multiPoint"]:
+        for p in plugins[point]["enabled"]:
+            if p["name"] not in names:
+                names.append(p["name"])
+    return names
+
+
+def _without(plugins: dict[str, dict[str, list[dict[str, Any]]]], missing: set[str]) -> dict[str, Any]:
+    return {
+        point: {"enabled": [p for p in pset["enabled"] if p["name"] not in missing], "disabled": pset["disabled"]}
+        for point, pset in plugins.items()
+    }
+
+
+def expand_points(
+    plugins: dict[str, dict[str, list[dict[str, Any]]]], classes: dict[str, type[Plugin]] | None = None
+) -> dict[str, list[str]]:
+    """The plugins each extension point runs, in order, with multiPoint expanded as ``NewFramework`` does:
+    a point's own enabled plugins that multiPoint also lists first, then multiPoint's, then the point's others.
+
+    ``classes`` maps names to plugin classes (looked up in the registry when not given).
+    """
+    if classes is None:
+        classes = {name: plugin_registry.plugin_class(name) for name in _needed_plugins(plugins)}
+    points: dict[str, list[str]] = {}
+    for point, iface in EXTENSION_POINTS:
+        pset = plugins[point]
+        enabled = [p["name"] for p in pset["enabled"]]
+        for n in enabled:
+            if not issubclass(classes[n], iface):
+                raise ConfigError(f"plugins.{point}", f"plugin {n!r} does not extend {point} plugin")
+        ordered = list(dict.fromkeys(enabled))
+        disabled = {d["name"] for d in pset["disabled"]}
+        if "*" not in disabled:
+            overrides: list[str] = []
+            multi: list[str] = []
+            for p in plugins["multiPoint"]["enabled"]:
+                n = p["name"]
+                if not issubclass(classes[n], iface) or n in disabled:
+                    continue
+                if n in enabled:
+                    overrides.append(n)
+                    continue
+                if n in multi:
+                    raise ConfigError("plugins.multiPoint", f"plugin {n!r} already registered as {point!r}")
+                multi.append(n)
+            ordered = list(dict.fromkeys([*overrides, *multi, *enabled]))
+        points[point] = ordered
+    return points
+
+
+def score_weights(
+    plugins: dict[str, dict[str, list[dict[str, Any]]]], classes: dict[str, type[Plugin]] | None = None
+) -> dict[str, int]:
+    """Each score plugin's weight: the score point's own entry first, then multiPoint's; unset or 0 means 1."""
+    if classes is None:
+        classes = {name: plugin_registry.plugin_class(name) for name in _needed_plugins(plugins)}
+    weights: dict[str, int] = {}
+    for p in [*plugins["score"]["enabled"], *plugins["multiPoint"]["enabled"]]:
+        if not issubclass(classes[p["name"]], ScorePlugin) or p["name"] in weights:
+            continue
+        weights[p["name"]] = int(p.get("weight") or 0) or 1
+    return weights
+
+
+def build_profiles(
+    config: SchedulerConfig,
+    cluster: ClusterObjects,
+    actions: PodActions,
+    *,
+    nominated: dict[str, list[PodInfo]],
+    activator: Callable[[list[PodInfo]], None],
+    feature_gates: Mapping[str, bool],
+    plugin_observer: PluginObserver | None = None,
+) -> tuple[list[Handle], dict[str, Framework]]:
+    """A scheduler host's frameworks, one per profile of ``config``, each on its own handle over the host's cluster
+    listers, pod actions, nominated pods and activator: the handles, and the frameworks by scheduler name."""
+    handles: list[Handle] = []
+    frameworks: dict[str, Framework] = {}
+    for profile in config.profiles:
+        handle = Handle(cluster, actions)
+        handle.nominated_pods = nominated
+        handle.activator = activator
+        handle.feature_gates = dict(feature_gates)
+        handles.append(handle)
+        frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=plugin_observer)
+    return handles, frameworks
+
+
+def build_framework(
+    profile: Profile,
+    handle: Handle,
+    *,
+    allow_missing: bool = False,
+    plugin_observer: PluginObserver | None = None,
+) -> Framework:
+    """``NewFramework``: instantiate the profile's plugins and expand multiPoint as kube-scheduler does.
+
+    ``allow_missing`` drops plugins whose module cannot be imported (development only); ``plugin_observer``
+    is told of each plugin's run at the per-cycle extension points (``Framework.plugin_observer``).
+    """
+    plugins = profile.plugins
+    if allow_missing:
+        missing: set[str] = set()
+        for name in _needed_plugins(plugins):
+            try:
+                plugin_registry.plugin_class(name)
+            except (ImportError, AttributeError):
+                missing.add(name)
+        plugins = _without(plugins, missing)
+    instances: dict[str, Plugin] = {}
+    for name in _needed_plugins(plugins):
+        cls = plugin_registry.plugin_class(name)
+        args = profile.plugin_config.get(name)
+        if args is None:
+            args = cls.defaulted_args({}) if hasattr(cls, "defaulted_args") else {}
+        instances[name] = cls(handle, args)
+    classes = {name: type(plugin) for name, plugin in instances.items()}
+    points = {point: [instances[n] for n in names] for point, names in expand_points(plugins, classes).items()}
+    if len(points["queueSort"]) != 1 and not allow_missing:
+        raise ConfigError(
+            "plugins.queueSort",
+            f"only one queue sort plugin required for profile with scheduler name {profile.scheduler_name!r}, "
+            f"but got {len(points['queueSort'])}",
+        )
+    if not points["bind"] and not allow_missing:
+        raise ConfigError("plugins.bind", f"at least one bind plugin is needed for profile {profile.scheduler_name!r}")
+    weights = score_weights(plugins, classes)
+    return Framework(
+        profile.scheduler_name, handle, points, weights, profile.percentage_of_nodes_to_score, plugin_observer
+    )
+
+
+def plugins_in_effect(profile: Profile) -> list[tuple[str, list[tuple[str, int | None]]]]:
+    """Each extension point with the plugins it runs, in order (score plugins with their weight)."""
+    points = expand_points(profile.plugins)
+    weights = score_weights(profile.plugins)
+    return [
+        (point, [(name, weights[name] if point == "score" else None) for name in points[point]])
+        for point, _ in EXTENSION_POINTS
+    ]
+
+
+# The plugins kubescheduler.config.k8s.io/v1 has an ``<Name>Args`` kind for: defaulting appends their args.
+ARGS_KINDS = frozenset(
+    {
+        "DefaultPreemption", "DynamicResources", "InterPodAffinity", "NodeAffinity",
+        "NodeResourcesBalancedAllocation", "NodeResourcesFit", "PodTopologySpread", "VolumeBinding",
+    }
+)  # fmt: skip
+
+# SetDefaults_KubeSchedulerConfiguration's values for the fields the simulator takes but does not use.
+_COMPONENT_DEFAULTS: dict[str, Any] = {
+    "enableProfiling": True,
+    "enableContentionProfiling": True,
+    "leaderElection": {
+        "leaderElect": True,
+        "leaseDuration": "15s",
+        "renewDeadline": "10s",
+        "retryPeriod": "2s",
+        "resourceLock": "leases",
+        "resourceName": "kube-scheduler",
+        "resourceNamespace": "kube-system",
+    },
+    "clientConnection": {
+        "kubeconfig": "",
+        "acceptContentTypes": "",
+        "contentType": "application/vnd.kubernetes.protobuf",
+        "qps": 50,
+        "burst": 100,
+    },
+}
+
+
+def defaulted_document(config: SchedulerConfig) -> dict[str, Any]:
+    """The configuration as kube-scheduler holds it after v1 defaulting (what ``--write-config-to`` prints): every
+    profile's plugins merged with the default multiPoint set, args defaulted and appended (by name) for the
+    enabled plugins that have an args kind, and the top-level defaults filled in."""
+    raw = config.raw
+    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
+    doc["parallelism"] = config.parallelism
+    doc["percentageOfNodesToScore"] = config.percentage_of_nodes_to_score
+    doc["podInitialBackoffSeconds"] = int(config.pod_initial_backoff_seconds)
+    doc["podMaxBackoffSeconds"] = int(config.pod_max_backoff_seconds)
+    for key, default in _COMPONENT_DEFAULTS.items():
+        given = raw.get(key)
+        if isinstance(default, dict):
+            doc[key] = {**default, **given} if isinstance(given, dict) else dict(default)
+        else:
+            doc[key] = default if given is None else given
+    if doc["enableProfiling"] is False and raw.get("enableContentionProfiling") is None:
+        del doc["enableContentionProfiling"]  # defaulted only when profiling is on
+    for key in ("healthzBindAddress", "metricsBindAddress", "extenders", "delayCacheUntilActive"):
+        if key in raw:
+            doc[key] = copy.deepcopy(raw[key])
+    doc["profiles"] = [_defaulted_profile(profile) for profile in config.profiles]
+    return doc
+
+
+def _defaulted_profile(profile: Profile) -> dict[str, Any]:
+    plugins = {
+        point: {kind: copy.deepcopy(entries) for kind, entries in pset.items() if entries}
+        for point, pset in profile.plugins.items()
+    }
+    out: dict[str, Any] = {"schedulerName": profile.scheduler_name}
+    if profile.percentage_of_nodes_to_score is not None:
+        out["percentageOfNodesToScore"] = profile.percentage_of_nodes_to_score
+    out["plugins"] = {point: pset for point, pset in plugins.items() if pset}
+    plugin_config = [{"name": name, "args": _typed_args(name, args)} for name, args in profile.plugin_config.items()]
+    enabled = {p["name"] for pset in profile.plugins.values() for p in pset["enabled"]}
+    for name in sorted(enabled - profile.plugin_config.keys()):
+        if name in ARGS_KINDS:
+            plugin_config.append(
+                {"name": name, "args": _typed_args(name, plugin_registry.plugin_class(name).defaulted_args({}))}
+            )
+    out["pluginConfig"] = plugin_config
+    return out
+
+
+def _typed_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Args as the defaulted document shows them: with their kind (known kinds only, as decoding sets it)."""
+    if name not in ARGS_KINDS:
+        return copy.deepcopy(args)
+    return {"apiVersion": API_VERSION, "kind": f"{name}Args", **copy.deepcopy(args)}
+
+
+def default_config_yaml() -> str:
+    """The default configuration, as a user would write it."""
+    return yaml.safe_dump(
+        {"apiVersion": API_VERSION, "kind": KIND, "profiles": [{"schedulerName": DEFAULT_SCHEDULER_NAME}]},
+        sort_keys=False,
+    )

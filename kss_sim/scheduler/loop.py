@@ -1,0 +1,463 @@
+"""The scheduling loop: kube-scheduler's end of the cycle, once for every host (kss serve, kss replay).
+
+kube-scheduler's ``eventhandlers.go`` turns the informers' events into the cache's and the queue's changes, and
+``schedule_one.go`` ends each attempt: a bound pod leaves the queue, a failed one goes back with the plugins that
+rejected it (and keeps preemption's nomination), a pod held in Permit ends its attempt when its wait does.
+``SchedulingLoop`` is that part: it owns the listers (``ClusterObjects``), the scheduler cache, the scheduling queue,
+the profiles' frameworks and handles, the nominated pods and the pods waiting in Permit. It takes a clock and one
+writer (``LoopWriter``: the API writes of an attempt's outcome, and the plugins' ``PodActions``) from its host.
+
+What stays with the hosts: how events reach the loop and when it runs (a thread and the store's change stream in
+``kss serve``; a virtual clock and a workload's timers in ``kss replay``), what a pod is "as the API has it now",
+and what is recorded of each attempt. A pod's path: the host pops it (:meth:`pop`), hands it over as it is now
+(:meth:`schedule`), and the loop runs the cycle and concludes the attempt through the writer; a pod held in Permit is
+concluded by :meth:`conclude_waiting` once :meth:`settle_waiting` finds its wait over.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from kss_sim.config import gate_enabled
+from kss_sim.kube.objects import Obj
+from kss_sim.scheduler import queue as q
+from kss_sim.scheduler.binding_cycle import Settled
+from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.extender import Extender
+from kss_sim.scheduler.filter_timing import PluginObserver
+from kss_sim.scheduler.framework import ClusterObjects, Handle, PodActions
+from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig, build_profiles
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.record import Attempt
+from kss_sim.scheduler.resources import Resource
+from kss_sim.scheduler.runtime import Framework
+from kss_sim.scheduler.waiting import WaitingPods
+
+# Kinds kept in ClusterObjects' tables: (attribute, namespaced, the queue event an add or update raises).
+_TABLES: dict[str, tuple[str, bool, str | None]] = {
+    "PersistentVolume": ("pvs", False, q.PV_CHANGE),
+    "PersistentVolumeClaim": ("pvcs", True, q.PVC_CHANGE),
+    "StorageClass": ("storage_classes", False, q.STORAGE_CLASS_CHANGE),
+    "CSINode": ("csi_nodes", False, q.CSI_NODE_CHANGE),
+    "CSIDriver": ("csi_drivers", False, None),
+    "Namespace": ("namespaces", False, q.NAMESPACE_CHANGE),
+    "PriorityClass": ("priority_classes", False, None),
+}
+# Kinds kept as lists (plugins match their selectors).
+_LISTS = {"PodDisruptionBudget": "pdbs", "Service": "services", "ReplicationController": "replication_controllers"}
+# Kinds read by name through ClusterObjects.get_object: (add event, update event). Upstream registers no deletions
+# for them (a claim is deallocated, an update, before it goes).
+_NAMED: dict[str, tuple[str | None, str | None]] = {
+    "PodGroup": ("PodGroup/Add", "PodGroup/Update"),
+    "Workload": ("Workload/Add", "Workload/Update"),
+    "DeviceClass": ("DeviceClass/AddOrUpdate", "DeviceClass/AddOrUpdate"),
+    "ResourceSlice": ("ResourceSlice/AddOrUpdate", "ResourceSlice/AddOrUpdate"),
+    "ResourceClaim": ("ResourceClaim/AddOrUpdate", "ResourceClaim/AddOrUpdate"),
+    "ResourceClaimTemplate": (None, None),
+}
+# Every kind :meth:`SchedulingLoop.handle` takes besides pods.
+OBJECT_KINDS = frozenset(("Node", *_TABLES, *_LISTS, *_NAMED))
+
+BACKOFF_FLUSH_SECONDS = 1.0  # flushBackoffQCompleted's period
+UNSCHEDULABLE_FLUSH_SECONDS = 30.0  # flushUnschedulablePodsLeftover's period
+
+
+class LoopWriter(PodActions):
+    """What a host writes for the loop: the plugins' pod actions, and an attempt's outcome (the API writes of
+    kube-scheduler's binding cycle and ``handleSchedulingFailure``)."""
+
+    # The loop's handles (set by the loop with each configuration): the nominator a nomination goes into.
+    handles: Sequence[Handle] = ()
+
+    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        """A nomination (DefaultPreemption's PostFilter, a failed attempt's): recorded by the host, then into the
+        nominator."""
+        self.record_nomination(pod, node_name)
+        for h in self.handles:
+            h.add_nominated_pod(pod, node_name)
+
+    def record_nomination(self, pod: PodInfo, node_name: str) -> None:
+        """The host's record of a nomination on the pod (kss serve writes it with PodScheduled=False instead)."""
+
+    @abstractmethod
+    def write_binding(self, pod: PodInfo, att: Attempt, current: Obj) -> str | None:
+        """Write the binding of a scheduled attempt (``current``: the pod as the API has it now); the reason the
+        API refused it, or None (kube-scheduler's failed binding cycle follows a refusal)."""
+
+    @abstractmethod
+    def scheduled(self, pod: PodInfo, att: Attempt) -> None:
+        """The pod is bound (the Scheduled event, the pod running)."""
+
+    @abstractmethod
+    def unschedulable(self, pod: PodInfo, att: Attempt) -> None:
+        """The attempt failed: PodScheduled=False with its message (and nomination), the FailedScheduling event."""
+
+    def concluded(self, pod: PodInfo, att: Attempt) -> None:
+        """Every attempt once final, after :meth:`scheduled` or :meth:`unschedulable` (records, observers)."""
+
+    @abstractmethod
+    def pod_after_wait(self, pod: PodInfo) -> Obj | None:
+        """The pod as the API has it now, after its wait in Permit; None when it is gone meanwhile."""
+
+    def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
+        """A pod gone while it waited in Permit: drop what its attempt left behind."""
+
+    def malformed_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
+        """An object the attempt found malformed (``Attempt.malformed_objects``): kss serve warns on the object itself
+        (issue #35); hosts without Events ignore it."""
+
+
+def unschedulable_plugins(att: Attempt) -> set[str]:
+    """The plugins a failed attempt's pod waits on (``QueuedPodInfo.UnschedulablePlugins``): the one that rejected
+    it at Permit or after, else the Filter plugins that rejected a node, else the PreFilter plugins that did not
+    pass; none for an error (any event may help)."""
+    if att.rejected_by:
+        return {att.rejected_by}
+    if att.result != "unschedulable":
+        return set()
+    # (Distinct texts first: on a full cluster every node has one, mostly the same few.)
+    plugins = {text.split(":", 1)[0] for text in set(att.filter_fail.values())}
+    if not plugins and att.prefilter_status != "success":
+        plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
+    return plugins
+
+
+def clear_lower_nominations(handles: Iterable[Handle], pod: PodInfo, node_name: str) -> None:
+    """A preemptor nominated to ``node_name`` takes it from lower-priority pods nominated there
+    (``deleteNominatedPodIfExists`` of the pods it outranks); their status loses the nomination."""
+    for h in handles:
+        for other in list(h.nominated_pods_for_node(node_name)):
+            if other.uid != pod.uid and other.priority < pod.priority:
+                h.delete_nominated_pod(other)
+                (other.pod.get("status") or {}).pop("nominatedNodeName", None)
+
+
+def assigned_pod_update_event(old: PodInfo, new: PodInfo) -> str:
+    """The cluster event of a bound pod's update, as ``PodSchedulingPropertiesChange`` tells them apart: a label
+    change or requests scaled down wake the plugins that registered those; anything else (the kubelet's status
+    writes) only plugins registering every pod update."""
+    if old.labels != new.labels:
+        return q.POD_UPDATE
+    if old.resource_key != new.resource_key and _scaled_down(old.requests, new.requests):
+        return q.POD_UPDATE
+    return q.POD_UPDATE_OTHER
+
+
+def _scaled_down(old: Resource, new: Resource) -> bool:
+    """``extractPodScaleDown``: some request of the old pod is gone or smaller."""
+    if new.milli_cpu < old.milli_cpu or new.memory < old.memory or new.ephemeral_storage < old.ephemeral_storage:
+        return True
+    return any(new.scalar_resources.get(name, 0) < amount for name, amount in old.scalar_resources.items())
+
+
+def object_key(obj: Obj, namespaced: bool) -> str:
+    """How ClusterObjects keys an object: ``namespace/name`` (namespace defaulted) or the name."""
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}" if namespaced else str(meta.get("name"))
+
+
+class SchedulingLoop:
+    """One scheduler: its cache, queue, frameworks and waiting pods, fed events and popped pods by its host."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        writer: LoopWriter,
+        *,
+        clock: Callable[[], float],
+        options: ScheduleOptions,
+        extenders: Callable[[SchedulerConfig], Sequence[Extender]] = lambda config: (),
+        feature_gates: dict[str, bool] | None = None,
+        seed: int | None = None,
+        nominate_on_failure: bool = True,
+        plugin_observer: PluginObserver | None = None,
+        plugin_metrics_sample_percent: int | None = None,
+    ) -> None:
+        self.writer = writer
+        self.clock = clock
+        self.options = options
+        self.extenders = extenders
+        self.feature_gates = dict(feature_gates or {})
+        self.seed = seed
+        # handleSchedulingFailure's AddNominatedPod: a failed attempt's nomination enters the nominator. kss serve
+        # writes it to the pod's status only (its nominator is not fed), which it keeps here as it was.
+        self.nominate_on_failure = nominate_on_failure
+        self.plugin_observer = plugin_observer
+        self.plugin_metrics_sample_percent = plugin_metrics_sample_percent
+        self.cluster = ClusterObjects()
+        self.cache = SchedulerCache()
+        self.handles: list[Handle] = []
+        self.frameworks: dict[str, Framework] = {}
+        self.nominated: dict[str, list[PodInfo]] = {}
+        # Pods held in Permit survive a configuration swap (the new scheduler takes the same map over); the loop
+        # keeps what it needs to finish each one's attempt: uid -> (queued pod, its cycle).
+        self.waiting_pods = WaitingPods()
+        self._held: dict[str, tuple[q.QueuedPodInfo, int]] = {}
+        self.config = config
+        self.queue = q.queue_for_profiles(
+            lambda: self.frameworks,
+            config,
+            clock=clock,
+            pop_from_backoff=gate_enabled(self.feature_gates, "SchedulerPopFromBackoffQ"),
+        )
+        self.scheduler = self._build(config)
+
+    # --- configuration --------------------------------------------------------------------------
+    def _build(self, config: SchedulerConfig) -> Scheduler:
+        self.handles, frameworks = build_profiles(
+            config,
+            self.cluster,
+            self.writer,
+            nominated=self.nominated,
+            activator=self._activate,
+            feature_gates=self.feature_gates,
+            plugin_observer=self.plugin_observer,
+        )
+        self.frameworks = frameworks
+        self.writer.handles = self.handles
+        for fwk in frameworks.values():
+            if self.plugin_metrics_sample_percent is not None:
+                fwk.plugin_metrics_sample_percent = self.plugin_metrics_sample_percent
+            self.queue.register_plugin_events(fwk.events_by_plugin())
+        return Scheduler(
+            frameworks,
+            self.cache.snapshot,
+            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+            seed=self.seed,
+            cache=self.cache,
+            extenders=self.extenders(config),
+            clock=self.clock,
+            waiting_pods=self.waiting_pods,
+        )
+
+    def swap_config(self, config: SchedulerConfig) -> None:
+        """New frameworks from the next cycle on; the cache, the queue and the pods waiting in Permit stay (the
+        queue takes the new backoff bounds)."""
+        self.config = config
+        self.scheduler = self._build(config)
+        self.queue.initial_backoff = config.pod_initial_backoff_seconds
+        self.queue.max_backoff = config.pod_max_backoff_seconds
+
+    def _activate(self, pods: list[PodInfo]) -> None:
+        """``handle.Activate``: pending pods to activeQ now (a gang plugin waking a group's siblings)."""
+        self.queue.activate([p.key for p in pods])
+
+    def responsible_for(self, pod: PodInfo) -> bool:
+        """``responsibleForPod``: one of this scheduler's profiles is the pod's scheduler."""
+        return (pod.spec.get("schedulerName") or "default-scheduler") in self.frameworks
+
+    # --- events (eventhandlers.go) --------------------------------------------------------------
+    def handle(self, event_type: str, kind: str, obj: Obj) -> bool:
+        """A Node's or a listed object's ADDED / MODIFIED / DELETED: into the cache or the listers, and the queue
+        event it raises (deletions of listed objects raise none). False for a kind the scheduler does not read."""
+        deleted = event_type == "DELETED"
+        if kind == "Node":
+            name = (obj.get("metadata") or {}).get("name") or ""
+            if deleted:
+                self.cache.remove_node(name)
+                self.queue.move_all_to_active_or_backoff(q.NODE_DELETE)
+            elif event_type == "ADDED":
+                self.cache.add_node(obj)
+                self.queue.move_all_to_active_or_backoff(q.NODE_ADD)
+            else:
+                self.cache.update_node(obj)
+                self.queue.move_all_to_active_or_backoff(q.NODE_UPDATE)
+            return True
+        co = self.cluster
+        event: str | None = None
+        if kind in _TABLES:
+            attr, namespaced, event = _TABLES[kind]
+            table: dict[str, Obj] = getattr(co, attr)
+            if deleted:
+                table.pop(object_key(obj, namespaced), None)
+            else:
+                table[object_key(obj, namespaced)] = obj
+        elif kind in _LISTS:
+            attr = _LISTS[kind]
+            key = object_key(obj, True)
+            kept = [o for o in getattr(co, attr) if object_key(o, True) != key]
+            setattr(co, attr, kept if deleted else [*kept, obj])
+        elif kind in _NAMED:
+            if deleted:
+                co.delete_object(kind, obj)
+            else:
+                co.put_object(kind, obj)
+                event = _NAMED[kind][0 if event_type == "ADDED" else 1]
+        else:
+            return False
+        if event is not None and not deleted:
+            self.queue.move_all_to_active_or_backoff(event)
+        return True
+
+    def find(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """The listed object of a kind :meth:`handle` keeps (not nodes), or None."""
+        co = self.cluster
+        if kind in _TABLES:
+            attr, namespaced, _ = _TABLES[kind]
+            found: Obj | None = getattr(co, attr).get(f"{namespace or 'default'}/{name}" if namespaced else name)
+            return found
+        if kind in _LISTS:
+            key = f"{namespace or 'default'}/{name}"
+            return next((o for o in getattr(co, _LISTS[kind]) if object_key(o, True) == key), None)
+        if kind in _NAMED:
+            return co.get_object(kind, namespace, name)
+        return None
+
+    def add_unscheduled_pod(self, pod: PodInfo) -> bool:
+        """``addPodToSchedulingQueue``: a pending pod of this scheduler's into the queue (False: another
+        scheduler's pod, left alone)."""
+        if not self.responsible_for(pod):
+            return False
+        self.queue.add(pod)
+        if gate_enabled(self.feature_gates, "GangScheduling"):
+            # As kube-scheduler with the gate: a new pending pod may complete a gang others wait for.
+            self.queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD)
+        return True
+
+    def update_unscheduled_pod(self, pod: PodInfo) -> None:
+        """``updatePodInSchedulingQueue``: a pending pod's scheduling-relevant change."""
+        self.queue.update(pod)
+
+    def reject_waiting(self, pod: PodInfo) -> bool:
+        """``RejectWaitingPod`` for a deleted pod: True when it waited in Permit (its host then concludes the
+        waits that ended, :meth:`settle_waiting`, before :meth:`delete_unscheduled_pod`)."""
+        return self.scheduler.reject_waiting_pod(pod.uid)
+
+    def delete_unscheduled_pod(self, pod: PodInfo) -> None:
+        """``deletePodFromSchedulingQueue``: out of the queue and the nominator."""
+        self.queue.delete(pod.key)
+        self._held.pop(pod.uid, None)
+        for h in self.handles:
+            h.delete_nominated_pod(pod)
+
+    def add_assigned_pod(self, pod: PodInfo) -> None:
+        """``addPodToCache`` / ``updatePodInCache``: a bound pod into the cache (its assumed copy confirmed), out of
+        the nominator, and the event its arrival or change raises."""
+        known = self.cache.get_pod(pod.uid)
+        self.cache.add_pod(pod)
+        for h in self.handles:
+            h.delete_nominated_pod(pod)
+        self.queue.move_all_to_active_or_backoff(q.POD_ADD if known is None else assigned_pod_update_event(known, pod))
+
+    def delete_assigned_pod(self, uid: str) -> bool:
+        """``deletePodFromCache``: a bound pod gone frees its node (AssignedPodDelete); False when the cache did not
+        have it."""
+        if self.cache.remove_pod(uid) is None:
+            return False
+        self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+        return True
+
+    # --- attempts (schedule_one.go) -------------------------------------------------------------
+    def pop(self) -> q.QueuedPodInfo | None:
+        """The next pod to try, or None when activeQ has none now."""
+        return self.queue.pop(timeout=0)
+
+    def skip(self, qpi: q.QueuedPodInfo) -> None:
+        """A popped pod that is gone or bound already (``skipPodSchedule``): done with it."""
+        self.queue.done(qpi.key)
+
+    def schedule(self, qpi: q.QueuedPodInfo, pod: PodInfo, attempt_no: int) -> Attempt:
+        """One attempt for the popped ``qpi``, ``pod`` as the API has it now, concluded through the writer unless a
+        Permit plugin holds it (``result == "waiting"``: :meth:`conclude_waiting` ends it)."""
+        qpi.pod_info = pod
+        cycle = self.queue.scheduling_cycle
+        queued_for = max(0.0, self.clock() - qpi.timestamp)
+        att = self.scheduler.schedule_one(pod, attempt_no, self.options)
+        att.queued_for = queued_for
+        for kind, namespace, name, problem in att.malformed_objects:
+            self.writer.malformed_object(kind, namespace, name, problem)
+        if att.result == "waiting":
+            # Held in Permit: still in flight in the queue, its attempt finished when the wait ends.
+            self._held[pod.uid] = (qpi, cycle)
+        else:
+            self._conclude(qpi, pod, att, cycle, pod.pod)
+        return att
+
+    def _conclude(self, qpi: q.QueuedPodInfo, pod: PodInfo, att: Attempt, cycle: int, current: Obj) -> None:
+        """The end of an attempt: bound and done, or (binding refused too) back to the queue as unschedulable."""
+        if att.result == "scheduled":
+            refused = self.writer.write_binding(pod, att, current)
+            if refused is not None:
+                self._binding_failed(pod, att, refused)
+        if att.result == "scheduled":
+            self.queue.done(qpi.key)
+            self.writer.scheduled(pod, att)
+        else:
+            qpi.unschedulable_plugins = unschedulable_plugins(att)
+            if att.nominated_node and self.nominate_on_failure:
+                self.nominate(pod, att.nominated_node)
+            self.writer.unschedulable(pod, att)
+            self.queue.add_unschedulable_if_not_present(qpi, cycle)
+        self.writer.concluded(pod, att)
+
+    def _binding_failed(self, pod: PodInfo, att: Attempt, reason: str) -> None:
+        """kube-scheduler's failed binding cycle: the assumed pod forgotten (its node freed for the others) and the
+        attempt an error."""
+        message = f"binding rejected: {reason}"
+        self.cache.remove_pod(pod.uid)
+        self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+        att.bind = {plugin: message for plugin in att.bind} or {"DefaultBinder": message}
+        att.result = "error"
+        att.message = message
+        att.bound_to = None
+
+    def nominate(self, pod: PodInfo, node_name: str) -> None:
+        """The preemptor keeps its nomination; lower-priority pods nominated to that node lose theirs."""
+        clear_lower_nominations(self.handles, pod, node_name)
+        self.writer.set_nominated_node(pod, node_name)
+
+    def attempt_failed(self, qpi: q.QueuedPodInfo) -> None:
+        """An attempt that raised: back to the queue, any event may help."""
+        qpi.unschedulable_plugins = set()
+        self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+
+    # --- Permit ---------------------------------------------------------------------------------
+    def settle_waiting(self) -> list[Settled]:
+        """The pods whose wait in Permit ended (allowed: bound by PreBind/Bind; rejected or timed out: unreserved),
+        to be concluded by :meth:`conclude_waiting`."""
+        if not len(self.waiting_pods):
+            return []
+        return self.scheduler.resolve_waiting()
+
+    def conclude_waiting(self, settled: list[Settled]) -> list[Settled]:
+        """End the attempts of ``settled`` (a pod gone meanwhile is forgotten): those concluded. A released
+        reservation is an assigned pod's deletion to the others, raised after the pod is back in the queue so the
+        event does not send it to backoffQ itself (``handleBindingCycleError``)."""
+        concluded = []
+        for done in settled:
+            att, pod = done.attempt, done.pod
+            entry = self._held.pop(pod.uid, None)
+            current = self.writer.pod_after_wait(pod) if entry is not None else None
+            if entry is None or current is None:
+                self.writer.forget_waiting(pod, att)
+                continue
+            qpi, cycle = entry
+            self._conclude(qpi, pod, att, cycle, current)
+            if att.result != "scheduled":
+                self.queue.move_all_to_active_or_backoff(q.POD_DELETE, skip=frozenset({pod.key}))
+            concluded.append(done)
+        return concluded
+
+    def resolve_waiting(self) -> list[Settled]:
+        """:meth:`settle_waiting` and :meth:`conclude_waiting` at once: the attempts concluded."""
+        return self.conclude_waiting(self.settle_waiting())
+
+    def next_permit_deadline(self) -> float | None:
+        """When the earliest wait in Permit times out, on the loop's clock."""
+        return self.scheduler.next_permit_deadline()
+
+    def waiting(self) -> list[dict[str, Any]]:
+        """Pods held in Permit now (pod, node, pending plugins, waited and remaining seconds)."""
+        return self.scheduler.waiting()
+
+    # --- the queue's periodic flushes -----------------------------------------------------------
+    def flush_backoff(self) -> None:
+        """``flushBackoffQCompleted`` (every second)."""
+        self.queue.flush_backoff_completed()
+
+    def flush_unschedulable(self) -> None:
+        """``flushUnschedulablePodsLeftover`` (every 30 s)."""
+        self.queue.flush_unschedulable_left_over()

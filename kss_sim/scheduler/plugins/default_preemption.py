@@ -1,0 +1,289 @@
+"""DefaultPreemption: evict lower-priority pods so that an unschedulable pod fits (``defaultpreemption``, v1.35).
+
+PostFilter runs the generic :class:`~kss_sim.scheduler.preemption.Evaluator` with this plugin's rules:
+who may preempt, how many candidate nodes to dry-run, and the minimal victim set per node
+(remove every lower-priority pod, then reprieve the most important ones that still let the pod fit,
+PDB-violating ones first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from kss_sim.kube.labels import SelectorError, label_selector_matches, validate_label_selector
+from kss_sim.scheduler.framework import (
+    Code,
+    CycleState,
+    Handle,
+    NodeToStatus,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreEnqueuePlugin,
+    Status,
+    error,
+    success,
+)
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.preemption import Candidate, Evaluator, importance_key
+
+NAME = "DefaultPreemption"
+DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
+DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def pod_terminating_by_preemption(pod: PodInfo) -> bool:
+    """Being deleted, with a DisruptionTarget=True condition whose reason is PreemptionByScheduler."""
+    if not (pod.pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    for cond in (pod.pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget":
+            return bool(cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler")
+    return False
+
+
+def _pdb_matches(pdb: dict[str, Any], pod: PodInfo) -> bool:
+    """Same namespace and a non-empty, valid selector that selects the pod's labels."""
+    meta = pdb.get("metadata") or {}
+    if (meta.get("namespace") or "default") != pod.namespace:
+        return False
+    selector = (pdb.get("spec") or {}).get("selector")
+    # A nil selector matches nothing; an empty one is labels.Everything(), which PDBs treat as nothing.
+    if selector is None or (not selector.get("matchLabels") and not selector.get("matchExpressions")):
+        return False
+    try:
+        validate_label_selector(selector)
+    except SelectorError:
+        return False
+    return label_selector_matches(selector, pod.labels)
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo], pdbs: Sequence[dict[str, Any]]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """``filterPodsWithPDBViolation``: split ``pods`` (order kept) into PDB-violating and non-violating.
+
+    Each matching PDB's ``status.disruptionsAllowed`` is spent pod by pod; a pod already listed in
+    ``status.disruptedPods`` does not spend it. A pod violates when some matching budget drops below 0.
+    """
+    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:
+            for i, pdb in enumerate(pdbs):
+                if not _pdb_matches(pdb, pod):
+                    continue
+                if pod.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
+    """Preempts lower-priority pods for a pod that fits nowhere."""
+
+    name: ClassVar[str] = NAME
+
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, self.defaulted_args(args or {}))
+        self.min_candidate_nodes_percentage = int(self.args["minCandidateNodesPercentage"])
+        self.min_candidate_nodes_absolute = int(self.args["minCandidateNodesAbsolute"])
+        self.evaluator = Evaluator(NAME, handle, self)
+        # Node name -> (its NodeInfo, generation, lowest priority of its pods or None): ``nodes_without_victims``.
+        self._lowest_by_node: dict[str, tuple[NodeInfo, int, int | None]] = {}
+
+    # --- args ---------------------------------------------------------------------------------
+    @classmethod
+    def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """v1 defaults: minCandidateNodesPercentage 10, minCandidateNodesAbsolute 100."""
+        out = dict(args)
+        if out.get("minCandidateNodesPercentage") is None:
+            out["minCandidateNodesPercentage"] = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
+        if out.get("minCandidateNodesAbsolute") is None:
+            out["minCandidateNodesAbsolute"] = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
+        return out
+
+    @classmethod
+    def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
+        """``ValidateDefaultPreemptionArgs``."""
+        pct = args.get("minCandidateNodesPercentage")
+        absolute = args.get("minCandidateNodesAbsolute")
+        errs: list[tuple[str, str]] = []
+        for key, value in (("minCandidateNodesPercentage", pct), ("minCandidateNodesAbsolute", absolute)):
+            if not _is_int(value):
+                errs.append((key, f"Invalid value: {value!r}: must be an integer"))
+        if errs:
+            return errs
+        assert isinstance(pct, int) and isinstance(absolute, int)
+        if pct < 0 or pct > 100:
+            errs.append(("minCandidateNodesPercentage", f"Invalid value: {pct}: not in valid range [0, 100]"))
+        if absolute < 0:
+            errs.append(("minCandidateNodesAbsolute", f"Invalid value: {absolute}: not in valid range [0, inf)"))
+        if pct == 0 and absolute == 0:
+            errs.append(
+                (
+                    "minCandidateNodesPercentage",
+                    f"Invalid value: {pct}: cannot be zero at the same time as minCandidateNodesAbsolute",
+                )
+            )
+            errs.append(
+                (
+                    "minCandidateNodesAbsolute",
+                    f"Invalid value: {absolute}: cannot be zero at the same time as minCandidateNodesPercentage",
+                )
+            )
+        return errs
+
+    # --- PreEnqueue ---------------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Upstream gates pods whose asynchronous preemption is in flight; ours completes synchronously."""
+        return success()
+
+    # --- PostFilter ---------------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Run the evaluator; messages get the ``preemption: `` prefix. On success the pod is nominated."""
+        result, st = self.evaluator.preempt(state, pod, statuses)
+        actions = self.handle.actions
+        if st.is_success() and result is not None and result.nominated_node_name and actions is not None:
+            actions.set_nominated_node(pod, result.nominated_node_name)
+        msg = st.message()
+        if msg:
+            return result, Status(st.code, "preemption: " + msg)
+        return result, st
+
+    # --- preemption.Interface -----------------------------------------------------------------
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        """At least minCandidateNodesAbsolute, or minCandidateNodesPercentage % of the nodes, never above all."""
+        n = num_nodes * self.min_candidate_nodes_percentage // 100
+        n = max(n, self.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """Upstream starts at a random offset; golden runs (FORMAT.md rule 5) start at 0."""
+        return 0, self.calculate_num_candidates(num_nodes)
+
+    def is_preemption_allowed(self, node_info: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        """A victim must have lower priority than the preemptor (IsEligiblePod allows everything by default)."""
+        return victim.priority < preemptor.priority
+
+    def pod_eligible_to_preempt_others(self, pod: PodInfo, nominated_node_status: Status) -> tuple[bool, str]:
+        """Not with preemptionPolicy Never, nor while lower-priority pods on its nominated node are being
+        preempted (unless that node is now UnschedulableAndUnresolvable)."""
+        if pod.spec.get("preemptionPolicy") == "Never":
+            return False, MSG_NOT_ELIGIBLE_NEVER
+        nominated = str((pod.pod.get("status") or {}).get("nominatedNodeName") or "")
+        if nominated:
+            if nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            node_info = self.handle.snapshot.get(nominated)
+            if node_info is not None:
+                for p in node_info.pods:
+                    if self.is_preemption_allowed(node_info, p, pod) and pod_terminating_by_preemption(p):
+                        return False, MSG_NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    def nodes_without_victims(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[bool], Status] | None:
+        """For the dry run: which ``nodes`` hold no pod that ``pod`` may preempt, and ``select_victims_on_node``'s
+        answer for them, found without copying the nodes and the cycle state (None: no shortcut, a subclass chooses
+        its victims its own way). On a full cluster of pods of one priority every node is such a node, and copying
+        each one was most of a failed attempt."""
+        cls = type(self)
+        if cls.select_victims_on_node is not DefaultPreemption.select_victims_on_node:
+            return None
+        no_victims = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, MSG_NO_VICTIMS)  # shared: only read (fit error)
+        if cls.is_preemption_allowed is not DefaultPreemption.is_preemption_allowed:
+            allowed = self.is_preemption_allowed
+            return [not any(allowed(ni, p, pod) for p in ni.pods) for ni in nodes], no_victims
+        priority, lowest_by_node = pod.priority, self._lowest_by_node
+        without: list[bool] = []
+        for ni in nodes:
+            entry = lowest_by_node.get(ni.name)
+            if entry is None or entry[0] is not ni or entry[1] != ni.generation:
+                lowest = min((p.priority for p in ni.pods), default=None)
+                entry = lowest_by_node[ni.name] = (ni, ni.generation, lowest)
+            without.append(entry[2] is None or entry[2] >= priority)
+        return without, no_victims
+
+    def ordered_score_funcs(self, nodes_to_victims: dict[str, Candidate]) -> list[Callable[[str], int]] | None:
+        """None: the evaluator's default criteria apply."""
+        return None
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, pdbs: Sequence[dict[str, Any]]
+    ) -> tuple[list[PodInfo], int, Status]:
+        """The fewest pods to evict from ``node_info`` (a copy, as is ``state``) so that ``pod`` fits.
+
+        Returns the victims (most important first), how many of them violate a PDB, and a status.
+        """
+        fwk = self.handle.framework
+        if fwk is None:
+            return [], 0, error("no framework")
+
+        def remove(p: PodInfo) -> Status:
+            node_info.remove_pod(p)
+            return fwk.run_pre_filter_extension_remove_pod(state, pod, p, node_info)
+
+        def add(p: PodInfo) -> Status:
+            node_info.add_pod(p)
+            return fwk.run_pre_filter_extension_add_pod(state, pod, p, node_info)
+
+        # Remove every pod that may be preempted and see whether the pod fits without them.
+        potential: list[PodInfo] = []
+        for p in list(node_info.pods):
+            if self.is_preemption_allowed(node_info, p, pod):
+                potential.append(p)
+                st = remove(p)
+                if not st.is_success():
+                    return [], 0, error(st.message())
+        if not potential:
+            return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, MSG_NO_VICTIMS)
+        st = fwk.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+        if not st.is_success():
+            return [], 0, st
+
+        # Reprieve as many as possible, most important first: PDB-violating ones, then the others.
+        potential.sort(key=importance_key)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(p: PodInfo) -> tuple[bool, Status]:
+            st = add(p)
+            if not st.is_success():
+                return False, st
+            fits = fwk.run_filter_plugins_with_nominated_pods(state, pod, node_info).is_success()
+            if not fits:
+                st = remove(p)
+                if not st.is_success():
+                    return False, st
+                victims.append(p)
+            return fits, success()
+
+        num_violating = 0
+        for p in violating:
+            fits, st = reprieve(p)
+            if not st.is_success():
+                return [], 0, error(st.message())
+            if not fits:
+                num_violating += 1
+        for p in non_violating:
+            _, st = reprieve(p)
+            if not st.is_success():
+                return [], 0, error(st.message())
+        if violating and non_violating:
+            victims.sort(key=importance_key)
+        return victims, num_violating, success()

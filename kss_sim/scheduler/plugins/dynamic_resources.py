@@ -1,0 +1,811 @@
+"""DynamicResources: ResourceClaims allocated by the scheduler (kube-scheduler v1.35's ``dynamicresources``).
+
+PreEnqueue waits for the pod's claims to exist; PreFilter reads them, checks their device classes and builds the
+structured-parameters allocator (``kss_sim.scheduler.dra``) over the slices, classes and devices already allocated;
+Filter keeps nodes where allocated claims are available (their ``nodeSelector``) and the allocator can place the
+others; Score prefers nodes where ``firstAvailable`` requests got an earlier subrequest; Reserve marks the chosen
+allocations in flight; PreBind writes ``status.allocation`` and ``status.reservedFor`` (through the host's pod
+actions, retried on conflicts); Unreserve undoes both; PostFilter deallocates a claim that is unavailable where the
+pod could go, when no other pod uses it.
+
+Left out: extended resources backed by DRA (DRAExtendedResource, off by default), device binding conditions
+(DRADeviceBindingConditions, off by default) and the Filter timeout (DRASchedulerFilterTimeout: the allocator here
+is not interruptible; ``filterTimeout`` is accepted and validated).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kss_sim.config import gate_enabled
+from kss_sim.kube.labels import NodeSelector, aggregate_message
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
+from kss_sim.scheduler.dra import (
+    AllocatedState,
+    AllocationError,
+    Allocator,
+    DeviceMatchCache,
+    NodeAllocationError,
+    features_from_gates,
+)
+from kss_sim.scheduler.dra import dra_manager as dm
+from kss_sim.scheduler.dra.quick import QuickCheck
+from kss_sim.scheduler.framework import (
+    MAX_NODE_SCORE,
+    SKIP,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeScore,
+    NodeToStatus,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    ReservePlugin,
+    ScorePlugin,
+    Status,
+    error,
+    skip,
+    success,
+    unresolvable,
+    unschedulable,
+)
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.helper import default_normalize_batch, default_normalize_score
+
+log = logging.getLogger("kss.scheduler")
+
+NAME = "DynamicResources"
+STATE_KEY = NAME
+ERR_NOT_FOUND = "not found"
+MSG_NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
+MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
+MSG_CANNOT_ALLOCATE_ALL = "cannot allocate all claims"
+MSG_NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
+DEFAULT_FILTER_TIMEOUT = "10s"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+CONFLICT_RETRIES = 5  # retry.DefaultRetry's steps
+
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go ``time.Duration`` string ("10s", "1m30s", "-1.5h"); ValueError when malformed."""
+    s = text
+    sign = 1.0
+    if s[:1] in ("+", "-"):
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f'time: invalid duration "{text}"')
+    total = 0.0
+    pos = 0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        if m is None:
+            raise ValueError(f'time: invalid duration "{text}"')
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    return sign * total
+
+
+def has_resource_claims(pod: PodInfo) -> bool:
+    """The pod lists ``spec.resourceClaims``."""
+    return bool(pod.spec.get("resourceClaims"))
+
+
+class ClaimLookupError(Exception):
+    """Why a pod's claims cannot be used yet (``foreachPodResourceClaim``'s errors, upstream's wording)."""
+
+
+def claim_name_for(pod: PodInfo, pod_claim: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """``resourceclaim.Name``: the claim's name (None: intentionally not created) and whether the pod must own it."""
+    if pod_claim.get("resourceClaimName"):
+        return str(pod_claim["resourceClaimName"]), False
+    if pod_claim.get("resourceClaimTemplateName"):
+        for status in (pod.pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            if status.get("name") == pod_claim.get("name"):
+                name = status.get("resourceClaimName")
+                return (str(name) if name else None), True
+        raise ClaimLookupError(f'pod "{pod.namespace}/{pod.name}": ResourceClaim not created yet')
+    raise ClaimLookupError(
+        f'pod "{pod.namespace}/{pod.name}", spec.resourceClaim "{pod_claim.get("name")}": '
+        "none of the supported fields are set"
+    )
+
+
+def _kobj(obj: Mapping[str, Any]) -> str:
+    """``klog.KObj``: namespace/name."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or ""
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _status(claim: dict[str, Any]) -> dict[str, Any]:
+    st: dict[str, Any] = claim.setdefault("status", {})
+    return st
+
+
+@dataclass(slots=True)
+class _ClaimInfo:
+    """``informationForClaim``."""
+
+    available_on_nodes: NodeSelector | None = None  # from the allocation's nodeSelector
+    allocation: dict[str, Any] | None = None  # chosen by Reserve, written by PreBind
+
+
+@dataclass(slots=True)
+class _StateData:
+    """``stateData``: the pod's claims (in ``spec.resourceClaims`` order) and what the cycle learnt about them."""
+
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    allocator: Allocator | None = None
+    # Per node, the allocated claims whose nodeSelector it fails (Filter's ``unavailableClaims``, kept by node:
+    # recording runs every filter on every node, so PostFilter counts only nodes where this plugin's verdict is the
+    # one kube-scheduler saw).
+    unavailable_on_node: dict[str, list[int]] = field(default_factory=dict)
+    informations: list[_ClaimInfo] = field(default_factory=list)
+    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # The claims to allocate (fixed for the cycle), the count-based verdict for them, and where that verdict said
+    # "fits" without asking the allocator (its results are computed when Score or Reserve need them): node dicts
+    # by name, and node lists (NodeColumns) of batch verdicts.
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    quick: QuickCheck | None = None
+    quick_nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    quick_columns: list[NodeColumns] = field(default_factory=list)
+    # Some claim has a firstAvailable request: scores need the allocation results.
+    score_needs_results: bool = False
+
+    def clone(self) -> _StateData:
+        # Shared between clones, as upstream's.
+        return self
+
+    def to_allocate(self) -> list[tuple[int, dict[str, Any]]]:
+        return [(i, c) for i, c in enumerate(self.claims) if dm.allocation_of(c) is None]
+
+
+class DynamicResources(
+    PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin, ReservePlugin, PreBindPlugin
+):
+    """``dynamicresources.DynamicResources``."""
+
+    name: ClassVar[str] = NAME
+
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        gates = handle.feature_gates
+        self.enabled = gate_enabled(gates, "DynamicResourceAllocation")
+        self.prioritized_list = gate_enabled(gates, "DRAPrioritizedList")
+        self.allocator_features = features_from_gates(gates)
+        # Parsed slices, compiled selectors and per-device verdicts, kept across cycles (upstream's CEL cache).
+        self.match_cache = DeviceMatchCache(consumable_capacity=self.allocator_features.consumable_capacity)
+
+    @property
+    def manager(self) -> dm.DraManager:
+        # Looked up on each use: a host may replace the handle's listers.
+        return dm.dra_manager_for(self.handle.cluster)
+
+    @classmethod
+    def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """v1 defaults: ``filterTimeout`` 10s (DRASchedulerFilterTimeout is on); ``bindingTimeout`` stays unset."""
+        out = dict(args)
+        if out.get("filterTimeout") is None:
+            out["filterTimeout"] = DEFAULT_FILTER_TIMEOUT
+        return out
+
+    @classmethod
+    def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
+        """``ValidateDynamicResourcesArgs`` with v1.35's default feature gates."""
+        errors: list[tuple[str, str]] = []
+        timeout = args.get("filterTimeout")
+        if timeout is not None:
+            try:
+                seconds = parse_go_duration(str(timeout))
+            except ValueError as exc:
+                errors.append(("filterTimeout", f'Invalid value: "{timeout}": {exc}'))
+            else:
+                if seconds < 0:
+                    errors.append(("filterTimeout", f'Invalid value: "{timeout}": must be zero or positive'))
+        if args.get("bindingTimeout") is not None:
+            errors.append(
+                (
+                    "bindingTimeout",
+                    "Forbidden: DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
+                )
+            )
+        return errors
+
+    def events_to_register(self) -> list[str] | None:
+        """``EventsToRegister``: nodes added or relabelled, claims added or changed (deallocation frees devices), the
+        pod's own update naming its generated claim, classes and slices added or changed."""
+        if not self.enabled:
+            return []
+        return [
+            "Node/Add",
+            "Node/Update",
+            "ResourceClaim/AddOrUpdate",
+            "Pod/Update",
+            "DeviceClass/AddOrUpdate",
+            "ResourceSlice/AddOrUpdate",
+        ]
+
+    def _state(self, state: CycleState) -> _StateData | None:
+        s = state.get(STATE_KEY)
+        return s if isinstance(s, _StateData) else None
+
+    # --- claims of a pod ----------------------------------------------------------------------------
+    def _pod_claims(self, pod: PodInfo) -> list[dict[str, Any]]:
+        """``podResourceClaims``: the claims in ``spec.resourceClaims`` order; ClaimLookupError when one is not
+        usable yet."""
+        claims: list[dict[str, Any]] = []
+        manager = self.manager
+        for pod_claim in pod.spec.get("resourceClaims") or []:
+            name, must_check_owner = claim_name_for(pod, pod_claim)
+            if name is None:
+                continue
+            try:
+                claim = manager.get_claim(pod.namespace, name)
+            except dm.ClaimNotFound as exc:
+                raise ClaimLookupError(str(exc)) from exc
+            meta = claim.get("metadata") or {}
+            if meta.get("deletionTimestamp"):
+                raise ClaimLookupError(f'resourceclaim "{meta.get("name")}" is being deleted')
+            if must_check_owner and (
+                (meta.get("namespace") or "default") != pod.namespace or not dm.controlled_by(claim, pod.uid)
+            ):
+                raise ClaimLookupError(
+                    f"ResourceClaim {meta.get('namespace')}/{meta.get('name')} was not created for pod "
+                    f"{pod.namespace}/{pod.name} (pod is not owner)"
+                )
+            claims.append(claim)
+        return claims
+
+    # --- PreEnqueue ---------------------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        if not self.enabled or not has_resource_claims(pod):
+            return success()
+        try:
+            self._pod_claims(pod)
+        except ClaimLookupError as exc:
+            return unresolvable(str(exc))
+        return success()
+
+    # --- PreFilter ----------------------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not self.enabled:
+            return None, SKIP
+        # An empty state first: the later points read it even when the pod has no claims.
+        s = _StateData()
+        state.write(STATE_KEY, s)
+        if not has_resource_claims(pod):
+            return None, SKIP
+        try:
+            claims = self._pod_claims(pod)
+        except ClaimLookupError as exc:
+            return None, unresolvable(str(exc))
+        if not claims:
+            return None, SKIP
+        manager = self.manager
+        s.informations = [_ClaimInfo() for _ in claims]
+        to_allocate = 0
+        for index, claim in enumerate(claims):
+            allocation = dm.allocation_of(claim)
+            if allocation is not None:
+                # resourceclaim.CanBeReserved is always true: an allocated claim can be shared.
+                selector = allocation.get("nodeSelector")
+                if selector is not None:
+                    parsed = NodeSelector(selector)
+                    if parsed.errors:
+                        return None, error(aggregate_message(parsed.errors))
+                    s.informations[index].available_on_nodes = parsed
+                continue
+            to_allocate += 1
+            uid = str((claim.get("metadata") or {}).get("uid") or "")
+            if manager.claim_has_pending_allocation(uid):
+                return None, unresolvable(f"resource claim {_kobj(claim)} is in the process of being allocated")
+            st = self._check_requests(claim, manager)
+            if st is not None:
+                return None, st
+        if to_allocate:
+            try:
+                s.allocator = self._new_allocator(manager)
+            except Exception as exc:  # NewAllocator's error
+                return None, error(str(exc))
+        s.claims = claims
+        if s.allocator is not None:
+            s.pending = [c for _, c in s.to_allocate()]
+            s.quick = QuickCheck.for_claims(s.allocator, s.pending)
+        s.score_needs_results = any(
+            request.get("exactly") is None and request.get("firstAvailable")
+            for claim in claims
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+        )
+        return None, success()
+
+    def _check_requests(self, claim: dict[str, Any], manager: dm.DraManager) -> Status | None:
+        """Every request's device class must exist (``validateDeviceClass``); subrequests need DRAPrioritizedList."""
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+            name = str(request.get("name") or "")
+            exactly = request.get("exactly")
+            first = request.get("firstAvailable") or []
+            if exactly is not None:
+                st = self._check_class(manager, str(exactly.get("deviceClassName") or ""), name)
+                if st is not None:
+                    return st
+            elif first:
+                if not self.prioritized_list:
+                    return unresolvable(
+                        f"resource claim {_kobj(claim)}, request {name}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
+                for sub in first:
+                    st = self._check_class(manager, str(sub.get("deviceClassName") or ""), f"{name}/{sub.get('name')}")
+                    if st is not None:
+                        return st
+            else:
+                return unresolvable(f"resource claim {_kobj(claim)}, request {name}: unknown request type")
+        return None
+
+    @staticmethod
+    def _check_class(manager: dm.DraManager, class_name: str, request_name: str) -> Status | None:
+        if not class_name:
+            return error(f"request {request_name}: unsupported request type")
+        if manager.device_class(class_name) is None:
+            return unresolvable(f"request {request_name}: device class {class_name} does not exist")
+        return None
+
+    def _new_allocator(self, manager: dm.DraManager) -> Allocator:
+        """``structured.NewAllocator`` over the devices allocated now (in flight included), classes and slices."""
+        if self.allocator_features.consumable_capacity:
+            allocated = manager.gather_allocated_state()
+        else:
+            allocated = AllocatedState(allocated_devices=manager.list_all_allocated_devices())
+        return Allocator(
+            self.allocator_features, allocated, manager.device_classes(), manager.resource_slices(), self.match_cache
+        )
+
+    # --- Filter -------------------------------------------------------------------------------------
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if not self.enabled:
+            return success()
+        s = self._state(state)
+        if s is None:
+            return error(ERR_NOT_FOUND)
+        if not s.claims:
+            return success()
+        node = node_info.node
+        unavailable: list[int] = []
+        for index, info in enumerate(s.informations):
+            if info.available_on_nodes is not None and not info.available_on_nodes.matches_node(node):
+                unavailable.append(index)
+        allocations: list[dict[str, Any]] | None = None
+        if s.allocator is not None:
+            verdict = s.quick.node_verdict(node) if s.quick is not None else None
+            if verdict is False:
+                return unresolvable(MSG_CANNOT_ALLOCATE_ALL)
+            if verdict is None:
+                try:
+                    result = s.allocator.allocate(node, s.pending)
+                except NodeAllocationError as exc:
+                    # Not fatal: other nodes may do; the reason is shown only if all fail.
+                    return unresolvable(str(exc))
+                except AllocationError as exc:
+                    return error(str(exc))
+                if result is None or len(result) != len(s.pending):
+                    return unresolvable(MSG_CANNOT_ALLOCATE_ALL)
+                allocations = list(result)
+        if unavailable:
+            s.unavailable_on_node[node_info.name] = unavailable
+            return unresolvable(MSG_NOT_AVAILABLE_ON_NODE)
+        if allocations is not None:
+            s.node_allocations[node_info.name] = allocations
+        elif s.allocator is not None:
+            s.quick_nodes[node_info.name] = node
+        return success()
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """``filter``'s verdicts on a batch: counts where they decide (``kss_sim.scheduler.dra.quick``), the allocator
+        on the other nodes; None (the per-node loop) for an allocator error or claims allocated already with a
+        node selector."""
+        if not self.enabled:
+            return np.ones(len(batch), np.bool_)
+        s = self._state(state)
+        if s is None:
+            return None
+        if not s.claims or (s.allocator is None and all(i.available_on_nodes is None for i in s.informations)):
+            return np.ones(len(batch), np.bool_)
+        if s.quick is None or any(i.available_on_nodes is not None for i in s.informations):
+            return None
+        decided, fits = s.quick.column_verdicts(batch.cols, batch.idx)
+        mask = decided & fits
+        if batch.cols not in s.quick_columns:
+            s.quick_columns.append(batch.cols)
+        nodes = batch.nodes
+        for j in np.flatnonzero(~decided).tolist():
+            node_info = nodes[j]
+            try:
+                result = s.allocator.allocate(node_info.node, s.pending) if s.allocator is not None else None
+            except NodeAllocationError:
+                continue  # rejected; ``filter`` gives the message
+            except AllocationError:
+                return None
+            if result is not None and len(result) == len(s.pending):
+                s.node_allocations[node_info.name] = list(result)
+                mask[j] = True
+        return mask
+
+    def _allocations_on(self, s: _StateData, node_name: str) -> list[dict[str, Any]] | None:
+        """The allocation results for a node Filter accepted: kept, or asked of the allocator now where the counts
+        said the claims fit (the allocator gives the same answer whenever asked during the cycle)."""
+        got = s.node_allocations.get(node_name)
+        if got is not None or s.allocator is None:
+            return got
+        node = s.quick_nodes.get(node_name)
+        if node is None:
+            for cols in s.quick_columns:
+                position = cols.position.get(node_name)
+                if position is not None:
+                    node = cols.infos[position].node
+                    break
+        if node is None:
+            return None
+        result = s.allocator.allocate(node, s.pending)
+        if result is None:
+            return None
+        s.node_allocations[node_name] = list(result)
+        return s.node_allocations[node_name]
+
+    # --- PostFilter ---------------------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        if not self.enabled:
+            return None, unschedulable("plugin disabled")
+        s = self._state(state)
+        if s is None:
+            return None, error(ERR_NOT_FOUND)
+        if not s.claims:
+            return None, unschedulable(MSG_NO_CLAIMS_TO_DEALLOCATE)
+        unavailable: set[int] = set()
+        for node_name, st in statuses.statuses.items():
+            if st.plugin == NAME and st.message() == MSG_NOT_AVAILABLE_ON_NODE:
+                unavailable.update(s.unavailable_on_node.get(node_name, ()))
+        # Upstream picks among the unavailable claims at random (map order); the lowest index here.
+        for index in sorted(unavailable):
+            claim = s.claims[index]
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
+                updated = copy.deepcopy(claim)
+                for key in ("reservedFor", "allocation", "devices"):
+                    _status(updated).pop(key, None)
+                try:
+                    self._write_claim(updated, status=True)
+                except Exception as exc:
+                    return None, error(str(exc))
+                return None, unschedulable(MSG_DEALLOCATED)
+        return None, unschedulable(MSG_STILL_NOT_SCHEDULABLE)
+
+    # --- Score --------------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
+        if not self.enabled:
+            return 0, success()
+        s = self._state(state)
+        if s is None:
+            return 0, error(ERR_NOT_FOUND)
+        if not s.claims:
+            return 0, success()
+        if s.allocator is None:
+            return 0, success()
+        if not s.score_needs_results and node_info.name not in s.node_allocations:
+            # Without firstAvailable requests only the number of results counts (one per claim to allocate).
+            return _compute_score(s.claims, [{} for _ in s.pending])
+        try:
+            allocations = self._allocations_on(s, node_info.name)
+        except AllocationError as exc:
+            return 0, error(str(exc))
+        if allocations is None:
+            return 0, success()
+        return _compute_score(s.claims, allocations)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        if self.enabled and self._state(state) is None:
+            return [], error(ERR_NOT_FOUND)
+        return super().score_nodes(state, pod, nodes)
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        s = self._state(state)
+        if self.enabled and s is None:
+            return None
+        if s is None or not s.claims:
+            return np.zeros(len(batch), np.int64)
+        if s.allocator is None or (not s.score_needs_results and len(s.claims) <= len(s.pending)):
+            # No results or no firstAvailable request: every node scores 0 (see ``score``).
+            return np.zeros(len(batch), np.int64)
+        return None  # per node (score_nodes), errors included
+
+    def has_normalize(self) -> bool:
+        return True
+
+    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
+        return default_normalize_batch(MAX_NODE_SCORE, False, scores)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+        return success()
+
+    # --- Reserve / Unreserve ------------------------------------------------------------------------
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self.enabled:
+            return success()
+        s = self._state(state)
+        if s is None:
+            return error(ERR_NOT_FOUND)
+        if not s.claims:
+            return success()
+        pending = s.to_allocate()
+        if not pending:
+            # Allocated claims are reserved for real in PreBind; a pod that loses that race tries again.
+            return success()
+        if s.allocator is None:
+            return success()
+        try:
+            allocations = self._allocations_on(s, node_name)
+        except AllocationError as exc:
+            return error(str(exc))
+        if not allocations:
+            return error("claim allocation not found for node")
+        if len(allocations) != len(pending):
+            return error(
+                f"internal error, have {len(allocations)} allocations, {len(pending)} claims to allocate, "
+                f"want {len(pending)} claims"
+            )
+        manager = self.manager
+        for (index, claim), allocation in zip(pending, allocations, strict=True):
+            s.informations[index].allocation = allocation
+            allocated = json_copy(claim)
+            finalizers = allocated.setdefault("metadata", {}).setdefault("finalizers", [])
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+            _status(allocated)["allocation"] = allocation
+            manager.signal_claim_pending_allocation(str(allocated["metadata"].get("uid") or ""), allocated)
+        return success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        if not self.enabled:
+            return
+        s = self._state(state)
+        if s is None or not s.claims:
+            return
+        manager = self.manager
+        for claim in s.claims:
+            meta = claim.get("metadata") or {}
+            # An allocation in flight is not any more: the assume cache goes back to the informer's claim.
+            if manager.remove_claim_pending_allocation(str(meta.get("uid") or "")):
+                manager.restore_claim(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            if dm.allocation_of(claim) is not None and dm.reserved_for_pod(claim, pod.uid):
+                # Upstream removes the entry with a strategic merge patch that needs no resourceVersion.
+                updated = copy.deepcopy(claim)
+                st = _status(updated)
+                st["reservedFor"] = [r for r in st.get("reservedFor") or [] if r.get("uid") != pod.uid]
+                try:
+                    self._write_claim(updated, status=True, unconditional=True)
+                except Exception:  # retried when the pod is scheduled again
+                    log.exception("unreserve %s", _kobj(claim))
+
+    # --- PreBind ------------------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self.enabled:
+            return skip()
+        s = self._state(state)
+        if s is None:
+            return error(ERR_NOT_FOUND)
+        if not s.claims:
+            return skip()
+        return success()
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self.enabled:
+            return success()
+        s = self._state(state)
+        if s is None:
+            return error(ERR_NOT_FOUND)
+        for index, claim in enumerate(s.claims):
+            if dm.reserved_for_pod(claim, pod.uid):
+                continue
+            try:
+                s.claims[index] = self.bind_claim(claim, s.informations[index].allocation, pod)
+            except Exception as exc:
+                return error(str(exc))
+        return success()
+
+    def bind_claim(self, claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo) -> dict[str, Any]:
+        """``bindClaim``: write the allocation Reserve chose (if any) and the pod into ``reservedFor``, reading the
+        claim again after a conflict; the written claim is assumed, the allocation is no longer in flight."""
+        manager = self.manager
+        uid = str((claim.get("metadata") or {}).get("uid") or "")
+        written: dict[str, Any] | None = None
+        try:
+            current = json_copy(claim)
+            for attempt in range(CONFLICT_RETRIES):
+                if attempt:
+                    fresh = self._read_claim(current)
+                    if fresh is None:
+                        raise LookupError(f"get updated claim {_kobj(current)} after conflict: not found")
+                    current = json_copy(fresh)
+                try:
+                    written = self._reserve_once(current, allocation, pod)
+                    return written
+                except dm.ClaimConflict:
+                    if attempt == CONFLICT_RETRIES - 1:
+                        raise
+            raise AssertionError("unreachable")
+        finally:
+            if written is not None:
+                problem = manager.assume_claim(written)
+                if problem is not None:
+                    log.debug("claim not stored in assume cache: %s", problem)
+            if allocation is not None:
+                manager.remove_claim_pending_allocation(uid)
+
+    def _reserve_once(self, claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo) -> dict[str, Any]:
+        meta = claim.setdefault("metadata", {})
+        if meta.get("deletionTimestamp"):
+            raise LookupError(f"claim {_kobj(claim)} got deleted in the meantime")
+        if allocation is not None:
+            if dm.allocation_of(claim) is not None:
+                raise LookupError(f"claim {_kobj(claim)} got allocated elsewhere in the meantime")
+            finalizers = meta.get("finalizers") or []
+            if FINALIZER not in finalizers:
+                meta["finalizers"] = [*finalizers, FINALIZER]
+                try:
+                    claim = json_copy(self._write_claim(claim, status=False))
+                except dm.ClaimConflict:
+                    raise
+                except Exception as exc:
+                    raise RuntimeError(f"add finalizer to claim {_kobj(claim)}: {exc}") from exc
+            _status(claim)["allocation"] = allocation
+        st = _status(claim)
+        st["reservedFor"] = [*(st.get("reservedFor") or []), {"resource": "pods", "name": pod.name, "uid": pod.uid}]
+        try:
+            return self._write_claim(claim, status=True)
+        except dm.ClaimConflict:
+            raise
+        except Exception as exc:
+            what = "add allocation and reservation to claim" if allocation is not None else "add reservation to claim"
+            raise RuntimeError(f"{what} {_kobj(claim)}: {exc}") from exc
+
+    def bind_claims_after_reserve(self, pod: PodInfo) -> dict[str, Any]:
+        """What PreBind writes for a pod Reserve kept, without its cycle state (offline runs, rule R6-DRA): each
+        claim allocated in flight gets its allocation and the pod in ``reservedFor``, each claim allocated already
+        only the pod. Returns ``{"ns/claim": allocation or "reserved"}`` for the claims written."""
+        if not self.enabled:
+            return {}
+        manager = self.manager
+        written: dict[str, Any] = {}
+        for claim in self._pod_claims(pod):
+            uid = str((claim.get("metadata") or {}).get("uid") or "")
+            pending = manager.in_flight.get(uid)
+            allocation = dm.allocation_of(pending) if pending is not None else None
+            if allocation is None and dm.reserved_for_pod(claim, pod.uid):
+                continue
+            self.bind_claim(claim, allocation, pod)
+            written[dm.claim_key(claim)] = allocation if allocation is not None else "reserved"
+        return written
+
+    # --- writes -------------------------------------------------------------------------------------
+    def _write_claim(self, claim: dict[str, Any], *, status: bool, unconditional: bool = False) -> dict[str, Any]:
+        """The claim written through the host's actions; offline, straight into the listers as the informer would
+        deliver it (a new resourceVersion)."""
+        actions = self.handle.actions
+        if actions is not None:
+            if unconditional:
+                claim = copy.deepcopy(claim)
+                claim.setdefault("metadata", {}).pop("resourceVersion", None)
+            written = actions.update_resource_claim(claim, status=status)
+            if written is not None:
+                return written
+        return store_claim_in_memory(self.handle, claim)
+
+    def _read_claim(self, claim: dict[str, Any]) -> dict[str, Any] | None:
+        meta = claim.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+        actions = self.handle.actions
+        if actions is not None:
+            fresh = actions.get_resource_claim(namespace, name)
+            if fresh is not None:
+                return fresh
+        return self.handle.cluster.get_object(dm.RESOURCE_CLAIM, namespace, name)
+
+
+def json_copy(obj: Any) -> Any:
+    """A deep copy of a JSON tree (dicts, lists, scalars), as ``copy.deepcopy`` makes it at a third of the cost:
+    claims are copied several times per bound pod."""
+    kind = type(obj)
+    if kind is dict:
+        return {k: json_copy(v) for k, v in obj.items()}
+    if kind is list:
+        return [json_copy(v) for v in obj]
+    return copy.deepcopy(obj) if kind not in _SCALARS else obj
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def store_claim_in_memory(handle: Handle, claim: dict[str, Any]) -> dict[str, Any]:
+    """A claim write kept in the scheduler's listers (offline runs): the next resourceVersion, as the informer
+    would bring the written object."""
+    written: dict[str, Any] = json_copy(claim)
+    meta = written.setdefault("metadata", {})
+    meta["resourceVersion"] = str(dm.resource_version(written) + 1)
+    handle.cluster.put_object(dm.RESOURCE_CLAIM, written)
+    return written
+
+
+def release_claims_of_deleted_pod(handle: Handle, pod: PodInfo) -> None:
+    """The resourceclaim controller's part when a pod is gone (offline runs, rule R5-DRA): the pod leaves its claims'
+    ``reservedFor``, and a claim nobody reserves any more is deallocated."""
+    for pod_claim in pod.spec.get("resourceClaims") or []:
+        try:
+            name, _ = claim_name_for(pod, pod_claim)
+        except ClaimLookupError:
+            continue
+        claim = handle.cluster.get_object(dm.RESOURCE_CLAIM, pod.namespace, name) if name else None
+        if claim is None or not dm.reserved_for_pod(claim, pod.uid):
+            continue
+        updated = copy.deepcopy(claim)
+        st = _status(updated)
+        st["reservedFor"] = [r for r in st.get("reservedFor") or [] if r.get("uid") != pod.uid]
+        if not st["reservedFor"]:
+            for key in ("reservedFor", "allocation", "devices"):
+                st.pop(key, None)
+        store_claim_in_memory(handle, updated)
+
+
+def _compute_score(claims: list[dict[str, Any]], allocations: list[dict[str, Any]]) -> tuple[int, Status]:
+    """``computeScore``: per ``firstAvailable`` request, ``8 - i`` for its i-th subrequest that got allocated.
+
+    As upstream, the claims are walked in pod order against the node's allocation results in their own order
+    (the results exist only for claims that needed allocation).
+    """
+    score = 0
+    for i, claim in enumerate(claims):
+        if i >= len(allocations):
+            return 0, error(f"number of allocations {len(allocations)} is smaller than number of claims")
+        allocated_subrequests = {
+            str(res.get("request") or "")
+            for res in ((allocations[i].get("devices") or {}).get("results") or [])
+            if str(res.get("request") or "").count("/") == 1
+        }
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+            if request.get("exactly") is not None:
+                continue
+            for j, sub in enumerate(request.get("firstAvailable") or []):
+                if f"{request.get('name')}/{sub.get('name')}" in allocated_subrequests:
+                    score += FIRST_AVAILABLE_MAX_SIZE - j
+    return score, success()

@@ -1,0 +1,228 @@
+"""GangScheduling (KEP-4671, alpha in v1.35): all-or-nothing scheduling of a Workload's gang pod groups.
+
+A pod whose ``spec.workloadRef`` names a pod group with a ``gang`` policy is held in PreEnqueue until its Workload
+exists and ``minCount`` pods of the group are known, then waits in Permit (holding its reservation) until
+``minCount`` pods of the group are assumed or bound; the pod that completes the quorum allows the waiting others.
+
+kube-scheduler keeps each pod group's state in its WorkloadManager, fed by the pod event handlers. Here the pod
+lister (``ClusterObjects.pods_of_workload``) gives the group's pods and which are bound, and :class:`PodGroups`, the
+plugin's own part of that manager, keeps what the lister cannot know: the pods Reserve assumed and the group's
+scheduling deadline. A new configuration builds a new plugin, so the assumed set also counts the pods this plugin
+holds in Permit (the scheduler's waiting pods survive a configuration swap) and a group's deadline is taken back
+from them.
+
+Queueing hints: upstream requeues a rejected pod on Pod/Add and Workload/Add only when the added object matches its
+workload reference; kss's queue has no per-event hints, so any pod or Workload added wakes the pods it rejected.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kss_sim.scheduler.framework import (
+    Code,
+    CycleState,
+    Handle,
+    PermitPlugin,
+    PreEnqueuePlugin,
+    ReservePlugin,
+    Status,
+    error,
+    success,
+    unresolvable,
+    workload_key,
+)
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.waiting import WaitingPod
+
+NAME = "GangScheduling"
+
+# How long a gang's pods wait in Permit for the quorum (workloadmanager.DefaultSchedulingTimeoutDuration).
+DEFAULT_SCHEDULING_TIMEOUT = 5 * 60.0
+
+PodGroupKey = tuple[str, str, str, str]  # namespace, workload, pod group, replica key
+
+GROUP_STATE_MISSING = "internal pod group state doesn't exist for a pod's workload"
+
+
+def _q(value: str) -> str:
+    """Go's ``%q`` of a name."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _uid(pod: dict[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}")
+
+
+@dataclass
+class PodGroupInfo:
+    """One pod group as the plugin sees it (``fwk.PodGroupInfo``): its pods split into unscheduled, assumed and
+    assigned (bound)."""
+
+    all_pods: dict[str, dict[str, Any]]
+    assumed: set[str]
+    assigned: set[str]
+    unscheduled: list[dict[str, Any]] = field(default_factory=list)
+
+
+class PodGroups:
+    """The plugin's part of kube-scheduler's WorkloadManager: assumed pods and the scheduling deadline per group."""
+
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
+        self._assumed: dict[PodGroupKey, set[str]] = {}
+        self._deadlines: dict[PodGroupKey, float] = {}
+
+    def info(self, key: PodGroupKey) -> PodGroupInfo | None:
+        """``PodGroupInfo``: None when the scheduler knows no pod of the group (its state is then gone)."""
+        namespace, workload, group, replica = key
+        ref = {"name": workload, "podGroup": group, "podGroupReplicaKey": replica}
+        pods = self.handle.cluster.pods_of_workload(namespace, ref)
+        if not pods:
+            self._assumed.pop(key, None)
+            self._deadlines.pop(key, None)
+            return None
+        all_pods = {_uid(p): p for p in pods}
+        assigned = {uid for uid, p in all_pods.items() if (p.get("spec") or {}).get("nodeName")}
+        tracked = self._assumed.get(key)
+        if tracked is not None:
+            tracked &= all_pods.keys() - assigned  # a pod bound or deleted is no longer assumed
+            if not tracked:
+                del self._assumed[key]
+        assumed = (set(tracked or ()) | {wp.pod.uid for wp in self._waiting(key)}) & (all_pods.keys() - assigned)
+        unscheduled = [p for uid, p in all_pods.items() if uid not in assumed and uid not in assigned]
+        return PodGroupInfo(all_pods, assumed, assigned, unscheduled)
+
+    def assume(self, key: PodGroupKey, uid: str) -> None:
+        """``AssumePod``: the pod passed Reserve."""
+        self._assumed.setdefault(key, set()).add(uid)
+
+    def forget(self, key: PodGroupKey, uid: str) -> None:
+        """``ForgetPod``: the pod was unreserved."""
+        tracked = self._assumed.get(key)
+        if tracked is not None:
+            tracked.discard(uid)
+            if not tracked:
+                del self._assumed[key]
+
+    def scheduling_timeout(self, key: PodGroupKey) -> float:
+        """``SchedulingTimeout``: seconds left until the group's deadline, a new one (5 minutes from now, on the
+        scheduler's clock) when it has none or the last one passed."""
+        now = self.handle.now()
+        deadline = self._deadlines.get(key)
+        if deadline is None:
+            # After a configuration swap: the deadline the group's waiting pods were given.
+            held = [wp.deadlines[NAME] for wp in self._waiting(key) if NAME in wp.deadlines]
+            deadline = max(held) if held else None
+        if deadline is None or deadline < now:
+            deadline = now + DEFAULT_SCHEDULING_TIMEOUT
+        self._deadlines[key] = deadline
+        return deadline - now
+
+    def _waiting(self, key: PodGroupKey) -> list[WaitingPod]:
+        """The group's pods this plugin holds in Permit (they passed its Reserve)."""
+        return [wp for wp in self.handle.waiting_pods if NAME in wp.timeouts and workload_key(wp.pod.pod) == key]
+
+
+class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
+    """``gangscheduling.GangScheduling``."""
+
+    name: ClassVar[str] = NAME
+
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        self.pod_groups = PodGroups(handle)
+
+    def events_to_register(self) -> list[str]:
+        # A pod added may complete a gang; a Workload added may let a gang in (both immutable where it matters).
+        return ["Pod/Add", "Workload/Add"]
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        ref = pod.spec.get("workloadRef")
+        if not ref:
+            return success()
+        name = str(ref.get("name") or "")
+        workload = self.handle.cluster.get_object("Workload", pod.namespace, name)
+        if workload is None:
+            return unresolvable(f"waiting for pods's workload {_q(name)} to appear in scheduling queue")
+        group = str(ref.get("podGroup") or "")
+        found, gang = _gang_policy(workload, group)
+        if not found:
+            return unresolvable(f"pod group {_q(group)} doesn't exist for a workload {_q(name)}")
+        if gang is None:
+            return success()
+        info = self.pod_groups.info(_key(pod))
+        if info is None:
+            return error(GROUP_STATE_MISSING)
+        if len(info.all_pods) < _min_count(gang):
+            return unresolvable("waiting for minCount pods from a gang to appear in scheduling queue")
+        return success()
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not pod.spec.get("workloadRef"):
+            return success()
+        key = _key(pod)
+        if self.pod_groups.info(key) is None:
+            return error(GROUP_STATE_MISSING)
+        self.pod_groups.assume(key, pod.uid)
+        return success()
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        if not pod.spec.get("workloadRef"):
+            return
+        self.pod_groups.forget(_key(pod), pod.uid)
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        ref = pod.spec.get("workloadRef")
+        if not ref:
+            return success(), 0
+        name = str(ref.get("name") or "")
+        workload = self.handle.cluster.get_object("Workload", pod.namespace, name)
+        if workload is None:
+            # The Workload went away: an error, so the pod is retried once it is back.
+            not_found = f"workload.scheduling.k8s.io {_q(name)} not found"
+            return error(f"failed to get workload {pod.namespace}/{name}: {not_found}"), 0
+        group = str(ref.get("podGroup") or "")
+        found, gang = _gang_policy(workload, group)
+        if not found:
+            return error(f"pod group {_q(group)} doesn't exist for a workload {_q(name)}"), 0
+        if gang is None:
+            return success(), 0
+        key = _key(pod)
+        info = self.pod_groups.info(key)
+        if info is None:
+            return error(GROUP_STATE_MISSING), 0
+        if len(info.assumed | info.assigned) < _min_count(gang):
+            # Siblings that were waiting for this pod to be scheduled get another try now.
+            self.handle.activate(PodInfo(p) for p in info.unscheduled)
+            return (
+                Status(Code.WAIT, "waiting for minCount pods from a gang to be waiting on permit"),
+                self.pod_groups.scheduling_timeout(key),
+            )
+        for uid in sorted(info.assumed):
+            waiting = self.handle.get_waiting_pod(uid)
+            if waiting is not None:
+                waiting.allow(NAME)
+        return success(), 0
+
+
+def _key(pod: PodInfo) -> PodGroupKey:
+    key = workload_key(pod.pod)
+    assert key is not None  # callers checked spec.workloadRef
+    return key
+
+
+def _gang_policy(workload: dict[str, Any], group: str) -> tuple[bool, dict[str, Any] | None]:
+    """``podGroupPolicy``: whether the Workload has the pod group, and its gang policy (None: not a gang)."""
+    for pod_group in (workload.get("spec") or {}).get("podGroups") or []:
+        if pod_group.get("name") == group:
+            gang = (pod_group.get("policy") or {}).get("gang")
+            return True, gang if isinstance(gang, dict) else None
+    return False, None
+
+
+def _min_count(gang: dict[str, Any]) -> int:
+    return int(gang.get("minCount") or 0)

@@ -1,0 +1,239 @@
+"""NodeAffinity: a pod's ``nodeSelector`` and node affinity, plus the scheduler's ``addedAffinity``.
+
+Port of kube-scheduler v1.35 ``framework/plugins/nodeaffinity`` on top of the node selector helpers
+in ``kss_sim.kube.labels`` (``component-helpers/scheduling/corev1/nodeaffinity``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from kss_sim.kube.labels import (
+    FieldError,
+    NodeSelector,
+    PreferredSchedulingTerms,
+    RequiredNodeAffinity,
+    aggregate_message,
+    parse_preferred_terms,
+)
+from kss_sim.scheduler.framework import (
+    MAX_NODE_SCORE,
+    SKIP,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeScore,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    error,
+    success,
+    unresolvable,
+)
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.helper import default_normalize_score
+
+NAME = "NodeAffinity"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+_ADDED_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_ADDED_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+class _PreFilterState:
+    """The pod's parsed required affinity; pod additions/removals never change it."""
+
+    __slots__ = ("required",)
+
+    def __init__(self, required: RequiredNodeAffinity) -> None:
+        self.required = required
+
+    def clone(self) -> _PreFilterState:
+        return self
+
+
+class _PreScoreState:
+    """The pod's parsed preferred terms (None when it has none)."""
+
+    __slots__ = ("preferred",)
+
+    def __init__(self, preferred: PreferredSchedulingTerms | None) -> None:
+        self.preferred = preferred
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+def _node_affinity(pod: PodInfo) -> Mapping[str, Any]:
+    na: Mapping[str, Any] = pod.affinity.get("nodeAffinity") or {}
+    return na
+
+
+def _required_affinity(pod: PodInfo) -> RequiredNodeAffinity:
+    return pod.memo("NodeAffinity:required", lambda: RequiredNodeAffinity(pod.spec))
+
+
+def _preferred_affinity(pod: PodInfo) -> tuple[PreferredSchedulingTerms | None, list[FieldError]]:
+    """``getPodPreferredNodeAffinity``: the pod's preferred terms or their parse errors."""
+
+    def build() -> tuple[PreferredSchedulingTerms | None, list[FieldError]]:
+        # An empty list does not survive the API server's storage, so it counts as absent.
+        terms = _node_affinity(pod).get(_ADDED_PREFERRED)
+        if not terms:
+            return None, []
+        return parse_preferred_terms(terms)
+
+    return pod.memo("NodeAffinity:preferred", build)
+
+
+def _validate_added_affinity(
+    args: Mapping[str, Any],
+) -> tuple[NodeSelector | None, PreferredSchedulingTerms | None, list[FieldError]]:
+    """Parse ``addedAffinity`` as ``New`` and ``ValidateNodeAffinityArgs`` do; errors carry paths under args."""
+    added = args.get("addedAffinity")
+    if added is None:
+        return None, None, []
+    if not isinstance(added, Mapping):
+        return None, None, [("addedAffinity", "Invalid value: must be a NodeAffinity object")]
+    errs: list[FieldError] = []
+    selector: NodeSelector | None = None
+    preferred: PreferredSchedulingTerms | None = None
+    required = added.get(_ADDED_REQUIRED)
+    if required is not None:
+        path = f"addedAffinity.{_ADDED_REQUIRED}"
+        try:
+            selector = NodeSelector(required, path)
+        except (AttributeError, TypeError, ValueError):
+            return None, None, [(path, "Invalid value: must be a NodeSelector object")]
+        errs.extend(selector.errors)
+    terms = added.get(_ADDED_PREFERRED)
+    if terms:
+        path = f"addedAffinity.{_ADDED_PREFERRED}"
+        try:
+            preferred, pref_errs = parse_preferred_terms(terms, path)
+        except (AttributeError, TypeError, ValueError):
+            return None, None, [(path, "Invalid value: must be a list of PreferredSchedulingTerm objects")]
+        errs.extend(pref_errs)
+    return selector, preferred, errs
+
+
+class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+    """Filters on required node affinity and nodeSelector; scores by matching preferred terms' weights."""
+
+    name: ClassVar[str] = NAME
+
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        selector, preferred, errs = _validate_added_affinity(self.args)
+        if errs:
+            raise ValueError(aggregate_message(errs))
+        self.added_node_selector = selector
+        # NewPreferredSchedulingTerms is only called for a non-empty list.
+        self.added_pref_terms = preferred
+
+    @classmethod
+    def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """NodeAffinityArgs has no v1 defaults."""
+        return dict(args)
+
+    @classmethod
+    def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
+        """``ValidateNodeAffinityArgs``: addedAffinity's selectors must parse."""
+        return _validate_added_affinity(args)[2]
+
+    # --- PreFilter ----------------------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        """Skip when nothing constrains the pod; restrict to the node names required terms all pin."""
+        required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
+        if required is None and self.added_node_selector is None and not pod.spec.get("nodeSelector"):
+            return None, SKIP
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(_required_affinity(pod)))
+        terms = (required or {}).get("nodeSelectorTerms") or []
+        if not terms:
+            return None, success()
+        node_names: set[str] | None = None
+        for term in terms:
+            term_names: set[str] | None = None
+            for req in term.get("matchFields") or []:
+                if req.get("key") == "metadata.name" and req.get("operator") == "In":
+                    # Requirements in a term are ANDed: intersect.
+                    values = {str(v) for v in req.get("values") or []}
+                    term_names = values if term_names is None else term_names & values
+            if term_names is None:
+                # A term without a metadata.name In requirement admits every node (terms are ORed).
+                return None, success()
+            node_names = term_names if node_names is None else node_names | term_names
+        if node_names is not None and not node_names:
+            return None, unresolvable(ERR_REASON_CONFLICT)
+        if node_names:
+            return PreFilterResult(node_names), success()
+        return None, success()
+
+    def pre_filter_extensions(self) -> None:
+        """The state does not depend on other pods."""
+        return None
+
+    # --- Filter -------------------------------------------------------------------------------------
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        """The scheduler-enforced affinity first, then the pod's nodeSelector and required terms."""
+        if self.added_node_selector is not None and not self.added_node_selector.matches(
+            node_info.labels, node_info.name
+        ):
+            return unresolvable(ERR_REASON_ENFORCED)
+        s = state.get(PRE_FILTER_STATE_KEY)
+        # Without PreFilter (disabled), compute the same here.
+        required = s.required if isinstance(s, _PreFilterState) else _required_affinity(pod)
+        if not required.matches(node_info.labels, node_info.name):
+            return unresolvable(ERR_REASON_POD)
+        return success()
+
+    # --- PreScore / Score ---------------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """Skip when neither the pod nor addedAffinity has preferred terms."""
+        preferred, errs = _preferred_affinity(pod)
+        if errs:
+            return error(aggregate_message(errs))
+        if preferred is None and self.added_pref_terms is None:
+            return SKIP
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(preferred))
+        return success()
+
+    def _pod_preferred(self, state: CycleState, pod: PodInfo) -> tuple[PreferredSchedulingTerms | None, Status]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            return s.preferred, success()
+        # Without PreScore (disabled), compute the same here.
+        preferred, errs = _preferred_affinity(pod)
+        if errs:
+            return None, error(aggregate_message(errs))
+        return preferred, success()
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
+        """Sum of the weights of the matching preferred terms (addedAffinity's and the pod's)."""
+        scores, st = self.score_nodes(state, pod, [node_info])
+        return (scores[0] if scores else 0), st
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        preferred, st = self._pod_preferred(state, pod)
+        if not st.is_success():
+            return [], st
+        sources = [t for t in (self.added_pref_terms, preferred) if t is not None]
+        return [sum(t.score(ni.labels, ni.name) for t in sources) for ni in nodes], success()
+
+    def has_normalize(self) -> bool:
+        return True
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        """Default normalization, not reversed: the best node gets 100."""
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+        return success()

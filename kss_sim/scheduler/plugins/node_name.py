@@ -1,0 +1,41 @@
+"""NodeName: a pod with ``spec.nodeName`` fits only the node of that name."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
+from kss_sim.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+def fits(pod: PodInfo, node_info: NodeInfo) -> bool:
+    """``nodename.Fits``: no requested node name, or it is this node's."""
+    wanted = pod.node_name
+    return not wanted or wanted == node_info.name
+
+
+class NodeName(FilterPlugin):
+    """Rejects every node but the one the pod names."""
+
+    name: ClassVar[str] = "NodeName"
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if fits(pod, node_info):
+            return success()
+        return unresolvable(ERR_REASON)
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Every rejection has the same status."""
+        return np.zeros(len(batch), np.int64)
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        wanted = pod.node_name
+        if not wanted:
+            return np.ones(len(batch), np.bool_)
+        ok: BoolArray = batch.idx == batch.cols.position.get(wanted, -1)
+        return ok

@@ -1,0 +1,183 @@
+"""NodeResourcesBalancedAllocation: favour nodes whose resource fractions stay close to each other.
+
+Port of kube-scheduler v1.35 ``noderesources/balanced_allocation.go``: the actual requests (no
+non-zero defaults), each fraction capped at 1, score ``int64((1 - std) * 100)``; best-effort pods
+(requesting none of the resources) are skipped at PreScore.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kss_sim.scheduler.columns import IntArray, NodeBatch
+from kss_sim.scheduler.framework import (
+    MAX_NODE_SCORE,
+    SKIP,
+    CycleState,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+    success,
+)
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.node_resources_fit import (
+    DEFAULT_RESOURCES,
+    ResourceAllocationScorer,
+    defaulted_resource_specs,
+    go_quote,
+    invalid,
+    parse_resource_specs,
+    resource_specs_type_errors,
+)
+
+NAME = "NodeResourcesBalancedAllocation"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+
+def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> int:
+    """``balancedResourceScorer``: 100 × (1 − standard deviation of the requested/allocatable fractions).
+
+    Two resources use ``|f1 − f2| / 2``; one resource has no deviation.
+    """
+    fractions: list[float] = []
+    total = 0.0
+    for req, alloc in zip(requested, allocatable, strict=True):
+        if alloc == 0:
+            continue
+        fraction = min(float(req) / float(alloc), 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / float(len(fractions))
+        acc = 0.0
+        for f in fractions:
+            acc = acc + (f - mean) * (f - mean)
+        std = math.sqrt(acc / float(len(fractions)))
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+class _PreScoreState:
+    __slots__ = ("pod_requests",)
+
+    def __init__(self, pod_requests_list: list[int]) -> None:
+        self.pod_requests = pod_requests_list
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+    """Score: how evenly the pod would leave the node's resources used."""
+
+    name: ClassVar[str] = NAME
+
+    def __init__(self, handle: Any, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        a = self.args if self.args else self.defaulted_args({})
+        resources = parse_resource_specs(a.get("resources") or DEFAULT_RESOURCES)
+        self.scorer = ResourceAllocationScorer(
+            NAME, resources, balanced_resource_scorer, use_requested=True, feature_gates=True
+        )
+
+    @classmethod
+    def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        """``SetDefaults_NodeResourcesBalancedAllocationArgs``: cpu and memory; a missing or zero weight is 1."""
+        out = copy.deepcopy(dict(args))
+        res = out.get("resources")
+        if not res or isinstance(res, list):
+            out["resources"] = defaulted_resource_specs(res)
+        return out
+
+    @classmethod
+    def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
+        """``ValidateNodeResourcesBalancedAllocationArgs``: no duplicate names, every weight 1."""
+        resources = args.get("resources") or []
+        errs = resource_specs_type_errors(resources, "resources")
+        if errs:
+            return errs
+        seen: set[str] = set()
+        for i, r in enumerate(resources):
+            name = str(r.get("name") or "")
+            if name in seen:
+                errs.append((f"resources[{i}].name", f"Duplicate value: {go_quote(name)}"))
+            else:
+                seen.add(name)
+            weight = int(r.get("weight") or 0)
+            if weight != 1:
+                errs.append((f"resources[{i}].weight", invalid(weight, "must be 1")))
+        return errs
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        reqs = self.scorer.pod_request_list(pod)
+        if not any(reqs):
+            # Best-effort pods would all pile onto the same node (kubernetes#129138).
+            return SKIP
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(reqs))
+        return success()
+
+    def _pod_requests(self, state: CycleState, pod: PodInfo) -> list[int] | None:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            return s.pod_requests
+        reqs = self.scorer.pod_request_list(pod)
+        return reqs if any(reqs) else None
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
+        reqs = self._pod_requests(state, pod)
+        if reqs is None:
+            return 0, success()
+        return self.scorer.score(node_info, reqs)
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """``balancedResourceScorer`` on columns (one or two resources; more go through ``score``)."""
+        reqs = self._pod_requests(state, pod)
+        n = len(batch)
+        if reqs is None:
+            return np.zeros(n, np.int64)
+        if not self.scorer.resources or len(self.scorer.resources) > 2:
+            return None
+        scorer = self.scorer
+        return scorer.score_columns.take(
+            batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), lambda ni: scorer.score(ni, reqs)[0]
+        )
+
+    def _score_columns(self, batch: NodeBatch, reqs: list[int]) -> IntArray:
+        """``balancedResourceScorer`` on columns (one or two resources)."""
+        n = len(batch)
+        fractions = []
+        valid = []
+        for col in self.scorer.columns(batch, reqs):
+            if col is None:
+                continue
+            cap, req = col
+            ok = cap != 0
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f = np.minimum(req.astype(np.float64) / np.where(ok, cap, 1).astype(np.float64), 1.0)
+            fractions.append(f)
+            valid.append(ok)
+        std = np.zeros(n, np.float64)
+        if len(fractions) == 2:
+            both = valid[0] & valid[1]
+            std = np.where(both, np.abs((fractions[0] - fractions[1]) / 2), 0.0)
+        scores: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        return scores
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        reqs = self._pod_requests(state, pod)
+        if reqs is None:
+            return [0] * len(nodes), success()
+        scores: list[int] = []
+        for ni in nodes:
+            s, st = self.scorer.score(ni, reqs)
+            if not st.is_success():
+                return scores, st
+            scores.append(s)
+        return scores, success()

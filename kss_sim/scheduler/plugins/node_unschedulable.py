@@ -1,0 +1,44 @@
+"""NodeUnschedulable: nodes with ``spec.unschedulable`` reject pods not tolerating the unschedulable taint."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kss_sim.kube.taints import EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
+from kss_sim.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.taint_toleration import pod_tolerations
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_UNSCHEDULABLE_TAINT: dict[str, Any] = {"key": TAINT_NODE_UNSCHEDULABLE, "effect": EFFECT_NO_SCHEDULE}
+
+
+class NodeUnschedulable(FilterPlugin):
+    """Filters out cordoned nodes unless the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
+
+    name: ClassVar[str] = "NodeUnschedulable"
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if not node_info.unschedulable:
+            return success()
+        if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
+            return success()
+        return unresolvable(ERR_REASON_UNSCHEDULABLE)
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """Every rejection has the same status."""
+        return np.zeros(len(batch), np.int64)
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        cols = batch.cols
+        # Cordons are fixed for the columns' lifetime (a node change gives new columns).
+        if not cols.cached("NodeUnschedulable:any", lambda: bool(cols.unschedulable.any())):
+            return np.ones(len(batch), np.bool_)
+        if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
+            return np.ones(len(batch), np.bool_)
+        ok: BoolArray = ~batch.take(batch.cols.unschedulable)
+        return ok

@@ -1,0 +1,544 @@
+"""kube-scheduler's ``PriorityQueue``: activeQ, backoffQ and the unschedulable pool.
+
+- activeQ is ordered by the profile's QueueSort plugin (PrioritySort: priority, then queue time);
+- a pod that failed waits in backoffQ for ``initial * 2^(attempts-1)`` seconds (capped at the max);
+- a pod rejected while nothing changed waits in the unschedulable pool until a cluster event that
+  may help it (node added/changed, pod deleted, volume objects changed) or 5 minutes pass;
+- a pod that failed while the cluster changed (``moveRequestCycle >= its cycle``) goes to backoffQ;
+- gated pods (PreEnqueue rejects them) wait until an update lets them through.
+With ``pop_from_backoff`` (the SchedulerPopFromBackoffQ gate, beta and on by default since v1.33) backoff expiries
+are truncated to whole seconds (the 1 s ordering window), backoffQ orders a window by the QueueSort plugin, a pod
+is backing off while its window is not over, and an empty activeQ pops the head of backoffQ at once; pods that
+failed with an error (no rejecting plugin) wait in a backoffQ of their own that is never popped early.
+Time comes from an injectable clock so simulations can run on virtual time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kss_sim.scheduler.framework import Status
+from kss_sim.scheduler.nodeinfo import PodInfo
+
+if TYPE_CHECKING:
+    from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig
+    from kss_sim.scheduler.runtime import Framework
+
+log = logging.getLogger("kss.scheduler")
+
+Clock = Callable[[], float]
+
+# Cluster events (upstream framework.ClusterEvent, flattened to "Resource/Action").
+NODE_ADD = "Node/Add"
+NODE_UPDATE = "Node/Update"
+NODE_DELETE = "Node/Delete"
+POD_DELETE = "AssignedPod/Delete"
+POD_ADD = "AssignedPod/Add"
+POD_UPDATE = "AssignedPod/Update"  # its labels changed or its requests went down (what in-tree plugins register)
+POD_UPDATE_OTHER = "AssignedPod/UpdateOther"  # any other change (its status, say): only "Pod/Update" registrants
+PV_CHANGE = "PersistentVolume/AddOrUpdate"
+PVC_CHANGE = "PersistentVolumeClaim/AddOrUpdate"
+STORAGE_CLASS_CHANGE = "StorageClass/AddOrUpdate"
+CSI_NODE_CHANGE = "CSINode/AddOrUpdate"
+NAMESPACE_CHANGE = "Namespace/AddOrUpdate"
+UNSCHEDULED_POD_ADD = "UnscheduledPod/Add"
+UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+FORCE_ACTIVATE = "ForceActivate"
+
+_NODE = {NODE_ADD, NODE_UPDATE}
+# Which events can make a pod rejected by a plugin schedulable (each plugin's EventsToRegister).
+PLUGIN_EVENTS: dict[str, set[str]] = {
+    "NodeUnschedulable": _NODE,
+    "NodeName": _NODE,
+    "TaintToleration": _NODE,
+    "NodeAffinity": _NODE,
+    "NodePorts": {*_NODE, POD_DELETE},
+    "NodeResourcesFit": {*_NODE, POD_DELETE, POD_UPDATE},
+    "VolumeRestrictions": {*_NODE, POD_DELETE, PVC_CHANGE},
+    "NodeVolumeLimits": {*_NODE, POD_DELETE, CSI_NODE_CHANGE, PVC_CHANGE, PV_CHANGE},
+    "VolumeBinding": {*_NODE, PV_CHANGE, PVC_CHANGE, STORAGE_CLASS_CHANGE, CSI_NODE_CHANGE},
+    "VolumeZone": {*_NODE, PV_CHANGE, PVC_CHANGE, STORAGE_CLASS_CHANGE},
+    "PodTopologySpread": {*_NODE, NODE_DELETE, POD_ADD, POD_UPDATE, POD_DELETE},
+    "InterPodAffinity": {*_NODE, POD_ADD, POD_UPDATE, POD_DELETE, NAMESPACE_CHANGE},
+    "DynamicResources": _NODE,
+    "SchedulingGates": set(),  # a gate is lifted by the pod's own update, which re-runs PreEnqueue
+}
+
+
+# "Pod/<action>" as a plugin registers it matches the assigned and the unscheduled pod's event (upstream's Pod
+# resource covers both).
+_POD_EVENT_ALIASES = {
+    "Pod/Add": (POD_ADD, UNSCHEDULED_POD_ADD),
+    "Pod/Update": (POD_UPDATE, POD_UPDATE_OTHER),
+    "Pod/Delete": (POD_DELETE,),
+}
+
+
+def expand_events(events: list[str]) -> set[str]:
+    """A plugin's registered events in the queue's vocabulary."""
+    out: set[str] = set()
+    for event in events:
+        out.update(_POD_EVENT_ALIASES.get(event, (event,)))
+    return out
+
+
+@dataclass
+class QueuedPodInfo:
+    """A pod in the queue with its bookkeeping (``framework.QueuedPodInfo``)."""
+
+    pod_info: PodInfo
+    timestamp: float  # when it was (re)queued; PrioritySort and backoff read it
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    gating_status: Status | None = None
+    # BackoffExpiration: computed when the pod enters backoffQ, forgotten when it is popped (attempts change then).
+    backoff_expiration: float | None = None
+
+    @property
+    def key(self) -> str:
+        return self.pod_info.key
+
+
+class SchedulingQueue:
+    """The three queues with their moves; thread-safe, with a blocking ``pop``."""
+
+    def __init__(
+        self,
+        less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] | None = None,
+        pre_enqueue: Callable[[PodInfo], Status] | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        max_in_unschedulable: float = 300.0,
+        pop_from_backoff: bool = False,
+    ) -> None:
+        self._less = less or _priority_less
+        self._pre_enqueue = pre_enqueue
+        self.clock = clock
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_in_unschedulable = max_in_unschedulable
+        self.pop_from_backoff = pop_from_backoff
+        self._lock = threading.Condition()
+        self._seq = itertools.count()
+        # Heap entries carry the QueuedPodInfo they were pushed for: an entry left behind by a deleted pod must
+        # not pop a re-created pod of the same name at the old pod's place (deletion is lazy).
+        self._active: list[tuple[_SortKey, int, str]] = []
+        self._active_items: dict[str, QueuedPodInfo] = {}
+        # podBackoffQ and podErrorBackoffQ: (expiry, order within a window, seq, key, pushed entry).
+        self._backoff: list[tuple[float, Any, int, str, QueuedPodInfo]] = []
+        self._backoff_items: dict[str, QueuedPodInfo] = {}
+        self._error_backoff: list[tuple[float, Any, int, str, QueuedPodInfo]] = []
+        self._error_backoff_items: dict[str, QueuedPodInfo] = {}
+        self.unschedulable: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, QueuedPodInfo] = {}
+        self.scheduling_cycle = 0
+        self.move_request_cycle = -1
+        self._closed = False
+        # Which events wake a pod each plugin rejected: the in-tree table plus what out-of-tree plugins register.
+        self.plugin_events: dict[str, set[str]] = dict(PLUGIN_EVENTS)
+
+    def register_plugin_events(self, events_by_plugin: dict[str, list[str]]) -> None:
+        """Out-of-tree plugins' ``events_to_register()`` (a plugin that declares none is woken by every event)."""
+        with self._lock:
+            for name, events in events_by_plugin.items():
+                self.plugin_events[name] = expand_events(events)
+
+    # --- sizes ----------------------------------------------------------------------------------
+    def pending_counts(self) -> dict[str, int]:
+        """Pods per queue (what ``scheduler_pending_pods{queue}`` reports)."""
+        with self._lock:
+            gated = sum(1 for q in self.unschedulable.values() if q.gated)
+            return {
+                "active": len(self._active_items),
+                "backoff": len(self._backoff_items) + len(self._error_backoff_items),
+                "unschedulable": len(self.unschedulable) - gated,
+                "gated": gated,
+            }
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return (
+                key in self._active_items
+                or key in self._backoff_items
+                or key in self._error_backoff_items
+                or key in self.unschedulable
+            )
+
+    # --- adding ---------------------------------------------------------------------------------
+    def add(self, pod: PodInfo) -> None:
+        """A new pending pod: to activeQ unless PreEnqueue gates it."""
+        with self._lock:
+            q = QueuedPodInfo(pod, self.clock())
+            self._move_to_active_or_gate(q)
+
+    def _move_to_active_or_gate(self, q: QueuedPodInfo) -> None:
+        if self._pre_enqueue is not None:
+            st = self._pre_enqueue(q.pod_info)
+            if not st.is_success():
+                q.gated = True
+                q.gating_status = st
+                self.unschedulable[q.key] = q
+                return
+        q.gated = False
+        q.gating_status = None
+        self.unschedulable.pop(q.key, None)
+        self._push_active(q)
+
+    def _push_active(self, q: QueuedPodInfo) -> None:
+        if q.initial_attempt_timestamp is None:  # upstream sets it when the pod first enters activeQ
+            q.initial_attempt_timestamp = self.clock()
+        self._active_items[q.key] = q
+        heapq.heappush(self._active, (_SortKey(q, self._less), next(self._seq), q.key))
+        self._lock.notify_all()
+
+    def _push_backoff(self, q: QueuedPodInfo) -> None:
+        expiry = self.backoff_expiry(q)
+        if not q.unschedulable_plugins:  # an error: podErrorBackoffQ, ordered by expiry alone
+            self._error_backoff_items[q.key] = q
+            heapq.heappush(self._error_backoff, (expiry, 0, next(self._seq), q.key, q))
+            return
+        self._backoff_items[q.key] = q
+        # With the gate a window's pods are ordered as activeQ orders them (lessBackoffCompletedWithPriority).
+        order: Any = _SortKey(q, self._less) if self.pop_from_backoff else 0
+        heapq.heappush(self._backoff, (expiry, order, next(self._seq), q.key, q))
+
+    def _pop_backoff_head(self) -> QueuedPodInfo | None:
+        """``popBackoff``: the head of podBackoffQ (never podErrorBackoffQ), whether its backoff is over or not."""
+        while self._backoff:
+            *_, key, pushed = heapq.heappop(self._backoff)
+            q = self._backoff_items.get(key)
+            if q is not None and q is pushed:
+                del self._backoff_items[key]
+                return q
+        return None
+
+    # --- popping --------------------------------------------------------------------------------
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """Block until a pod is in activeQ (or ``timeout`` / close); the pod is then in flight."""
+        with self._lock:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not self._active_items and not self._backoff_poppable() and not self._closed:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._lock.wait(remaining)
+            if self._closed and not self._active_items:
+                return None
+            popped: QueuedPodInfo | None = None
+            while self._active_items:
+                entry, _, key = heapq.heappop(self._active)
+                candidate = self._active_items.get(key)
+                if candidate is not None and candidate is entry.q:
+                    del self._active_items[key]
+                    popped = candidate
+                    break
+            if popped is None:
+                popped = self._pop_backoff_head()
+                if popped is None:
+                    return None
+            q = popped
+            key = q.key
+            q.backoff_expiration = None
+            q.attempts += 1
+            if q.initial_attempt_timestamp is None:
+                q.initial_attempt_timestamp = self.clock()
+            self.scheduling_cycle += 1
+            self._in_flight[key] = q
+            return q
+
+    def _backoff_poppable(self) -> bool:
+        return self.pop_from_backoff and bool(self._backoff_items)
+
+    def done(self, key: str) -> None:
+        """The pod left the scheduling cycle (bound or re-queued)."""
+        with self._lock:
+            self._in_flight.pop(key, None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+    # --- failures -------------------------------------------------------------------------------
+    def backoff_duration(self, q: QueuedPodInfo) -> float:
+        """``calculateBackoffDuration``: initial, doubled per further attempt, capped at the max."""
+        if q.attempts == 0:
+            return 0.0
+        duration = self.initial_backoff
+        for _ in range(1, q.attempts):
+            if duration > self.max_backoff - duration:
+                return self.max_backoff
+            duration += duration
+        return min(duration, self.max_backoff)
+
+    def backoff_expiry(self, q: QueuedPodInfo) -> float:
+        """``getBackoffTime``: queue time plus the backoff, truncated to its 1 s window with the gate (cached)."""
+        if q.attempts == 0:
+            return 0.0
+        if q.backoff_expiration is None:
+            expiry = q.timestamp + self.backoff_duration(q)
+            q.backoff_expiration = float(math.floor(expiry)) if self.pop_from_backoff else expiry
+        return q.backoff_expiration
+
+    def is_backing_off(self, q: QueuedPodInfo) -> bool:
+        return self._backing_off(self.backoff_expiry(q), self.clock())
+
+    def _backing_off(self, expiry: float, now: float) -> bool:
+        if self.pop_from_backoff:
+            # A pod whose window is the current one is still backing off (isPodBackingoff: !expiry.Before(window)).
+            return expiry >= math.floor(now)
+        return expiry > now
+
+    def add_unschedulable_if_not_present(self, q: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
+        """A failed pod goes back: backoffQ if the cluster moved meanwhile (or it errored), else unschedulable."""
+        with self._lock:
+            self._in_flight.pop(q.key, None)
+            if (
+                q.key in self._active_items
+                or q.key in self._backoff_items
+                or q.key in self._error_backoff_items
+                or q.key in self.unschedulable
+            ):
+                return
+            q.timestamp = self.clock()
+            q.backoff_expiration = None
+            if self.move_request_cycle >= pod_scheduling_cycle or not q.unschedulable_plugins:
+                self._push_backoff(q)
+            else:
+                self.unschedulable[q.key] = q
+
+    # --- moves ----------------------------------------------------------------------------------
+    def flush_backoff_completed(self) -> int:
+        """Move pods whose backoff ended to activeQ (kube-scheduler does this every second)."""
+        moved = 0
+        with self._lock:
+            now = self.clock()
+            for heap, items in ((self._backoff, self._backoff_items), (self._error_backoff, self._error_backoff_items)):
+                while heap and not self._backing_off(heap[0][0], now):
+                    *_, key, pushed = heapq.heappop(heap)
+                    q = items.get(key)
+                    if q is None or q is not pushed:
+                        continue
+                    del items[key]
+                    self._push_active(q)
+                    moved += 1
+        return moved
+
+    def next_backoff_flush(self, now: float) -> float | None:
+        """The first tick of the 1 s flush (ticks on whole seconds) after ``now`` that moves a pod, or None."""
+        with self._lock:
+            expiry = None
+            for heap, items in ((self._backoff, self._backoff_items), (self._error_backoff, self._error_backoff_items)):
+                while heap and items.get(heap[0][3]) is not heap[0][4]:
+                    heapq.heappop(heap)  # left behind by a pod that moved on
+                if heap and (expiry is None or heap[0][0] < expiry):
+                    expiry = heap[0][0]
+            if expiry is None:
+                return None
+            # Gate on: done once the tick's window is past the expiry's; off: at the first tick at or after it.
+            tick = math.floor(expiry) + 1.0 if self.pop_from_backoff else float(math.ceil(expiry))
+            return max(tick, math.floor(now) + 1.0)
+
+    def next_unschedulable_flush(self, now: float, interval: float = 30.0) -> float | None:
+        """The first tick of the unschedulable flush (every ``interval`` s from 0) after ``now`` that moves a pod
+        (one unschedulable for longer than podMaxInUnschedulablePodsDuration), or None."""
+        with self._lock:
+            oldest = min((q.timestamp for q in self.unschedulable.values() if not q.gated), default=None)
+            if oldest is None:
+                return None
+            tick = (math.floor((oldest + self.max_in_unschedulable) / interval) + 1) * interval
+            return max(tick, (math.floor(now / interval) + 1) * interval)
+
+    def flush_unschedulable_left_over(self) -> int:
+        """Pods stuck longer than podMaxInUnschedulablePodsDuration (5 min) get another chance."""
+        with self._lock:
+            now = self.clock()
+            stale = [
+                q for q in self.unschedulable.values() if not q.gated and now - q.timestamp > self.max_in_unschedulable
+            ]
+            for q in stale:
+                self._requeue_unschedulable(q)
+            if stale:
+                self.move_request_cycle = self.scheduling_cycle
+            return len(stale)
+
+    def _requeue_unschedulable(self, q: QueuedPodInfo) -> None:
+        del self.unschedulable[q.key]
+        if self.is_backing_off(q):
+            self._push_backoff(q)
+        else:
+            self._push_active(q)
+
+    def move_all_to_active_or_backoff(self, event: str, skip: frozenset[str] = frozenset()) -> int:
+        """A cluster event: unschedulable pods whose rejecting plugins care move on (but the pods in ``skip``)."""
+        with self._lock:
+            moved = 0
+            for q in list(self.unschedulable.values()):
+                if skip and q.key in skip:
+                    continue
+                if q.gated:
+                    # A gated pod is checked again when its gating plugin registered the event (GangScheduling
+                    # waits for its gang's pods and Workload); SchedulingGates only on the pod's own update.
+                    gate = q.gating_status.plugin if q.gating_status is not None else ""
+                    if gate and _interested(self.plugin_events, {gate}, event):
+                        self._move_to_active_or_gate(q)
+                    continue
+                if event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE) or _interested(
+                    self.plugin_events, q.unschedulable_plugins, event
+                ):
+                    self._requeue_unschedulable(q)
+                    moved += 1
+            self.move_request_cycle = self.scheduling_cycle
+            return moved
+
+    def activate(self, keys: list[str]) -> int:
+        """``Activate``: these pods leave the unschedulable pool or backoffQ for activeQ now (a gang plugin wakes a
+        group's siblings); pods in flight or gated stay where they are."""
+        with self._lock:
+            moved = 0
+            for key in keys:
+                q = self.unschedulable.get(key)
+                if q is not None and not q.gated:
+                    del self.unschedulable[key]
+                    self._push_active(q)
+                    moved += 1
+                    continue
+                q = self._backoff_items.pop(key, None) or self._error_backoff_items.pop(key, None)
+                if q is not None:
+                    self._push_active(q)
+                    moved += 1
+            return moved
+
+    def update(self, pod: PodInfo) -> None:
+        """The pending pod changed: refresh it, and re-check gates of a gated pod."""
+        with self._lock:
+            key = pod.key
+            if key in self._active_items:
+                self._active_items[key].pod_info = pod
+                return
+            for items in (self._backoff_items, self._error_backoff_items):
+                if key in items:
+                    items[key].pod_info = pod
+                    return
+            q = self.unschedulable.get(key)
+            if q is not None:
+                q.pod_info = pod
+                if q.gated:
+                    self._move_to_active_or_gate(q)
+                else:
+                    self._requeue_unschedulable(q)
+                return
+            if key in self._in_flight:
+                self._in_flight[key].pod_info = pod
+                return
+            self._move_to_active_or_gate(QueuedPodInfo(pod, self.clock()))
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._active_items.pop(key, None)
+            self._backoff_items.pop(key, None)
+            self._error_backoff_items.pop(key, None)
+            self.unschedulable.pop(key, None)
+            self._in_flight.pop(key, None)
+
+    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        """What is where, for the UI and tests."""
+        with self._lock:
+
+            def row(q: QueuedPodInfo) -> dict[str, Any]:
+                return {"pod": q.key, "attempts": q.attempts, "plugins": sorted(q.unschedulable_plugins)}
+
+            return {
+                "active": [row(q) for q in self._active_items.values()],
+                "backoff": [row(q) for q in (*self._backoff_items.values(), *self._error_backoff_items.values())],
+                "unschedulable": [row(q) for q in self.unschedulable.values() if not q.gated],
+                "gated": [row(q) for q in self.unschedulable.values() if q.gated],
+            }
+
+
+def _interested(table: dict[str, set[str]], plugins: set[str], event: str) -> bool:
+    if not plugins:
+        return True
+    return any(event in table.get(p, {event}) for p in plugins)
+
+
+_less_failed = False
+
+
+def _log_less_failure() -> None:
+    """The QueueSort plugin's first failure is logged with its traceback; the queue then orders by PrioritySort's
+    rule wherever ``less`` fails."""
+    global _less_failed
+    if not _less_failed:
+        _less_failed = True
+        log.exception("QueueSort plugin's less failed; ordering those pods by priority, then queue time")
+
+
+def _priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """PrioritySort: higher priority first, then earlier queue time."""
+    if a.pod_info.priority != b.pod_info.priority:
+        return a.pod_info.priority > b.pod_info.priority
+    return a.timestamp < b.timestamp
+
+
+class _SortKey:
+    """Adapts a QueueSort ``less`` function to heapq ordering."""
+
+    __slots__ = ("less", "q")
+
+    def __init__(self, q: QueuedPodInfo, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]) -> None:
+        self.q = q
+        self.less = less
+
+    def __lt__(self, other: _SortKey) -> bool:
+        try:
+            return self.less(self.q, other.q)
+        except Exception:  # a QueueSort plugin that raises (or returns no bool) must not break the heap
+            _log_less_failure()
+            return _priority_less(self.q, other.q)
+
+
+def queue_for_profiles(
+    frameworks: Callable[[], dict[str, Framework]],
+    config: SchedulerConfig,
+    *,
+    clock: Clock,
+    pop_from_backoff: bool = False,
+) -> SchedulingQueue:
+    """The queue of a scheduler running these profiles: a pod is ordered by its profile's QueueSort plugin and let in
+    by its PreEnqueue plugins; ``frameworks`` is asked at each call, since a new configuration swaps them."""
+
+    def profile_of(pod: PodInfo) -> Framework | None:
+        return frameworks().get(pod.spec.get("schedulerName") or "default-scheduler")
+
+    def less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        fwk = profile_of(a.pod_info)
+        if fwk is not None and fwk.queue_sort:
+            return fwk.queue_sort[0].less(a, b)
+        return _priority_less(a, b)
+
+    def pre_enqueue(pod: PodInfo) -> Status:
+        fwk = profile_of(pod)
+        return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else Status()
+
+    return SchedulingQueue(
+        less,
+        pre_enqueue,
+        clock=clock,
+        initial_backoff=config.pod_initial_backoff_seconds,
+        max_backoff=config.pod_max_backoff_seconds,
+        max_in_unschedulable=config.pod_max_in_unschedulable_pods_duration,
+        pop_from_backoff=pop_from_backoff,
+    )

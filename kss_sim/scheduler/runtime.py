@@ -1,0 +1,921 @@
+"""The framework runtime: one profile's plugins, run extension point by extension point.
+
+``Framework`` mirrors ``frameworkImpl`` in kube-scheduler's runtime package. Recording hooks let the
+cycle keep every plugin's verdict without changing what kube-scheduler itself would decide. With a plugin
+observer set, each plugin's run at the per-cycle extension points is timed and reported in the sampled cycles, as
+kube-scheduler's metrics recorder observes ``plugin_execution_duration_seconds``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
+from kss_sim.scheduler.filter_record import (
+    NONE_REJECTED,
+    UINT8_REASONS,
+    ReasonTable,
+    RecordFilterOutcome,
+    Rejected,
+    keyed_cells,
+    per_node_cells,
+)
+from kss_sim.scheduler.filter_timing import PluginObserver, TimedFilter
+from kss_sim.scheduler.framework import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    Code,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeScore,
+    NodeToStatus,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    Status,
+    error,
+    success,
+)
+from kss_sim.scheduler.guard import PluginResultError, describe, guard, is_in_tree
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.record import SKIP
+from kss_sim.scheduler.waiting import MAX_PERMIT_TIMEOUT
+
+log = logging.getLogger("kss.scheduler")
+
+# One plugin's run at one extension point: (plugin, extension point, status code, seconds). Observed at PreFilter,
+# PostFilter, PreScore, Score, Reserve, Permit, PreBind and Bind (kube-scheduler's labels); Filter runs once per
+# node per plugin and is left out for kss's own plugins (a timer around every call would slow big clusters
+# down); users' Filter plugins are timed (filter_timing.py).
+_R = TypeVar("_R")
+# kube-scheduler times and observes its plugins in this share of scheduling cycles only (``pluginMetricsSamplePercent``
+# in pkg/scheduler/schedule_one.go): the timers and the histogram cost more than most plugins (~16 % of kss serve's
+# cycle when every cycle was observed). ``kss serve`` samples as upstream; a framework built without a percentage
+# observes every cycle.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+
+def status_text(st: Status) -> str:
+    """How the golden files and the results store render a plugin status."""
+    return _STATUS_WORDS.get(st.code) or st.message()
+
+
+_STATUS_WORDS = {Code.SUCCESS: "success", Code.SKIP: "skip"}
+_SNAKE = {"AddPod": "add_pod", "RemovePod": "remove_pod"}
+
+
+class PreFilterOutcome:
+    """What PreFilter produced, plus the per-plugin record."""
+
+    __slots__ = ("per_plugin", "per_plugin_nodes", "result", "status", "unscheduled_plugins")
+
+    def __init__(self) -> None:
+        self.result: PreFilterResult | None = None
+        self.status: Status = success()
+        self.unscheduled_plugins: set[str] = set()
+        self.per_plugin: dict[str, str] = {}
+        # Plugin -> the nodes its PreFilterResult allowed (only plugins that restricted nodes).
+        self.per_plugin_nodes: dict[str, list[str]] = {}
+
+
+class BatchFilterOutcome:
+    """Filter verdicts for a batch of nodes: who passed, and for the others the first plugin that failed."""
+
+    __slots__ = ("batch", "fail_plugin", "has_error", "ok", "statuses")
+
+    def __init__(self, batch: NodeBatch) -> None:
+        self.batch = batch
+        n = len(batch)
+        self.ok: BoolArray = np.ones(n, np.bool_)
+        # Index into Framework.filter of the first plugin that rejected each node (-1: passed).
+        self.fail_plugin: IntArray = np.full(n, -1, np.int64)
+        # Statuses already known (per-node plugins), by batch position.
+        self.statuses: dict[int, Status] = {}
+        self.has_error = False
+
+
+def _within_node_score(scores: IntArray) -> bool:
+    """Every score within [MIN_NODE_SCORE, MAX_NODE_SCORE] (0..100), in one pass for int64 scores: read as
+    unsigned, negative ones are huge. False also when unsure (other dtypes, empty): the caller checks in full."""
+    if scores.dtype.type is not np.int64 or not len(scores) or MIN_NODE_SCORE != 0:
+        return False
+    return int(np.maximum.reduce(scores.view(np.uint64))) <= MAX_NODE_SCORE
+
+
+def _batch_scores(pl: ScorePlugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[IntArray, Status | None]:
+    """A plugin's Score on a batch: ``score_batch``, else ``score_nodes`` (then with its status; None: success)."""
+    scores = pl.score_batch(state, pod, batch)
+    if scores is not None:
+        return scores, None
+    listed, st = pl.score_nodes(state, pod, batch.nodes)
+    return np.array(listed, dtype=np.int64), st
+
+
+def _filter_status(pl: FilterPlugin, st: Status) -> Status:
+    """A failing Filter status as RunFilterPlugins reports it (errors wrapped, plugin named)."""
+    if not st.is_rejected():
+        st = error(f'running "{pl.name}" filter plugin: {st.message()}')
+    st.plugin = pl.name
+    return st
+
+
+class RaisedStatus(Status):
+    """The status of a node a Filter plugin raised on (``Framework.node_failure``): that node fails. When every node
+    the cycle evaluated raised, the failure is the plugin's (or the pod's), not a node's, and the attempt is an
+    error as before (``Scheduler._find_nodes_that_pass_filters``)."""
+
+    __slots__ = ()
+
+
+def _defect_status(node_info: NodeInfo, record: dict[str, Status] | None) -> Status:
+    """A malformed node's Filter status: UnschedulableAndUnresolvable for the plugin reading the wrong field."""
+    defect = node_info.defect
+    assert defect is not None
+    st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, defect.message(), plugin=defect.plugin)
+    if record is not None:
+        record[defect.plugin] = st
+    return st
+
+
+class Framework:
+    """A scheduling profile: its plugins per extension point and their score weights.
+
+    A plugin that raises, or (out-of-tree) returns a value of the wrong type, fails its extension point with an
+    Error status, as a plugin returning ``Error`` would (kube-scheduler's plugins cannot raise; a panic would stop
+    it): the cycle ends as upstream's does for that point's error, and the exception is logged once per cycle.
+    Filter, run per node, is the exception: a raise there fails that node only (``node_failure``), so one node's
+    data cannot stop every pod.
+    """
+
+    def __init__(
+        self,
+        profile_name: str,
+        handle: Handle,
+        plugins: dict[str, list[Plugin]],
+        weights: dict[str, int],
+        percentage_of_nodes_to_score: int | None = None,
+        plugin_observer: PluginObserver | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.plugin_observer = plugin_observer
+        self.handle = handle
+        handle.framework = self
+        self.points = plugins
+        self.queue_sort: list[QueueSortPlugin] = [
+            p for p in plugins.get("queueSort", []) if isinstance(p, QueueSortPlugin)
+        ]
+        self.pre_enqueue: list[PreEnqueuePlugin] = [
+            p for p in plugins.get("preEnqueue", []) if isinstance(p, PreEnqueuePlugin)
+        ]
+        self.pre_filter: list[PreFilterPlugin] = [
+            p for p in plugins.get("preFilter", []) if isinstance(p, PreFilterPlugin)
+        ]
+        self.filter: list[FilterPlugin] = [p for p in plugins.get("filter", []) if isinstance(p, FilterPlugin)]
+        # Share of cycles whose plugin runs are timed and observed (upstream: PLUGIN_METRICS_SAMPLE_PERCENT), drawn
+        # once per cycle by ``begin_cycle`` from its own random source: never the seeded one that breaks ties, so
+        # placements do not depend on it.
+        self.plugin_metrics_sample_percent = 100
+        self.plugin_metrics_random = random.Random()
+        # Whether this cycle's plugin runs are observed (``CycleState.ShouldRecordPluginMetrics``).
+        self.record_plugin_metrics = plugin_observer is not None
+        if plugin_observer is not None:  # users' Filter plugins timed too (see filter_timing.py)
+            self.filter = [p if is_in_tree(p) else TimedFilter(p, self._observe_sampled) for p in self.filter]
+        self.post_filter: list[PostFilterPlugin] = [
+            p for p in plugins.get("postFilter", []) if isinstance(p, PostFilterPlugin)
+        ]
+        self.pre_score: list[PreScorePlugin] = [p for p in plugins.get("preScore", []) if isinstance(p, PreScorePlugin)]
+        self.score: list[ScorePlugin] = [p for p in plugins.get("score", []) if isinstance(p, ScorePlugin)]
+        self.reserve: list[ReservePlugin] = [p for p in plugins.get("reserve", []) if isinstance(p, ReservePlugin)]
+        self.permit: list[PermitPlugin] = [p for p in plugins.get("permit", []) if isinstance(p, PermitPlugin)]
+        self.pre_bind: list[PreBindPlugin] = [p for p in plugins.get("preBind", []) if isinstance(p, PreBindPlugin)]
+        self.bind: list[BindPlugin] = [p for p in plugins.get("bind", []) if isinstance(p, BindPlugin)]
+        self.post_bind: list[PostBindPlugin] = [p for p in plugins.get("postBind", []) if isinstance(p, PostBindPlugin)]
+        self.weights = weights
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.plugins_by_name: dict[str, Plugin] = {}
+        for group in plugins.values():
+            for p in group:
+                guard(p)
+                self.plugins_by_name[p.name] = p
+        # (plugin, extension point) whose exception was logged this cycle (cleared by ``begin_cycle``).
+        self.logged_failures: set[tuple[str, str]] = set()
+
+    def begin_cycle(self) -> None:
+        """A new scheduling cycle: a plugin's exception is logged again (with its traceback); whether its plugin
+        runs are observed is drawn (``rand.Intn(100) < pluginMetricsSamplePercent``)."""
+        if self.logged_failures:
+            self.logged_failures.clear()
+        if self.plugin_observer is not None:
+            percent = self.plugin_metrics_sample_percent
+            self.record_plugin_metrics = percent >= 100 or self.plugin_metrics_random.randrange(100) < percent
+
+    def _observe_sampled(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        """The plugin observer, for the cycles sampled (users' Filter plugins are timed by their wrapper)."""
+        if self.record_plugin_metrics and self.plugin_observer is not None:
+            self.plugin_observer(plugin, point, status, seconds)
+
+    def failure(self, point: str, pl: Plugin, exc: Exception) -> Status:
+        """An exception out of ``pl`` at ``point`` as a plain Error status (the caller wraps it as that point wraps
+        a plugin's error). A wrong return type is said as such; other exceptions are logged with their traceback."""
+        if isinstance(exc, PluginResultError):
+            return error(str(exc))
+        key = (pl.name, point)
+        if key not in self.logged_failures:
+            self.logged_failures.add(key)
+            log.error("%s plugin %r raised", point, pl.name, exc_info=exc)
+        text = str(exc)
+        return error(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+    def node_failure(self, pl: Plugin, node_info: NodeInfo, exc: Exception) -> Status:
+        """An exception out of ``pl``'s Filter on one node: that node fails (UnschedulableAndUnresolvable, with the
+        error as its message: preemption cannot help) and the other nodes are still evaluated, so one node's data
+        cannot stop every pod. Logged with its traceback once per cycle."""
+        key = (pl.name, "Filter")
+        if key not in self.logged_failures:
+            self.logged_failures.add(key)
+            log.error("Filter plugin %r raised on node %r", pl.name, node_info.name, exc_info=exc)
+        text = str(exc)
+        what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        message = f'running "{pl.name}" filter plugin: {what}'
+        return RaisedStatus(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message, plugin=pl.name)
+
+    def _observed(self, point: str, pl: Plugin, run: Callable[..., _R], *args: Any) -> _R:
+        """``run(*args)``, ``pl``'s method at ``point``, timed and reported to the plugin observer."""
+        t0 = time.perf_counter()
+        result = run(*args)
+        elapsed = time.perf_counter() - t0
+        status: Status | None = None
+        if isinstance(result, Status):
+            status = result
+        elif isinstance(result, tuple):  # (result, status), (status, timeout), (scores, status)
+            status = next((r for r in result if isinstance(r, Status)), None)
+        observe = self.plugin_observer
+        if observe is not None:
+            try:
+                observe(pl.name, point, status.code.label if status is not None else "Success", elapsed)
+            except Exception:  # metrics must never break scheduling
+                log.exception("plugin observer failed")
+        return result
+
+    def events_by_plugin(self) -> dict[str, list[str]]:
+        """Each plugin's ``events_to_register()``, for the plugins that declare theirs (in-tree ones are in the
+        queue's table)."""
+        out: dict[str, list[str]] = {}
+        for name, pl in self.plugins_by_name.items():
+            try:
+                events = pl.events_to_register()
+            except Exception:
+                log.exception("events_to_register of plugin %r failed; it is woken by every event", name)
+                continue
+            if events is not None:
+                out[name] = [str(e) for e in events]
+        return out
+
+    def plugin_names(self) -> dict[str, list[str]]:
+        """Enabled plugin names per extension point, in order."""
+        return {point: [p.name for p in group] for point, group in self.points.items()}
+
+    # --- PreEnqueue -------------------------------------------------------------------------------
+    def run_pre_enqueue_plugins(self, pod: PodInfo) -> Status:
+        for pl in self.pre_enqueue:
+            try:
+                st = pl.pre_enqueue(pod)
+                if st.is_success():
+                    continue
+            except Exception as exc:
+                st = self.failure("PreEnqueue", pl, exc)
+                return error(f"running PreEnqueue plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+            return st.with_plugin(pl.name)
+        return success()
+
+    # --- PreFilter --------------------------------------------------------------------------------
+    def run_pre_filter_plugins(self, state: CycleState, pod: PodInfo, record: bool = False) -> PreFilterOutcome:
+        """``RunPreFilterPlugins``; with ``record``, plugins after an early stop still run on a throwaway state."""
+        out = PreFilterOutcome()
+        nodes = self.handle.snapshot.node_info_list
+        skip_plugins: set[str] = set()
+        result: PreFilterResult | None = None
+        plugins_with_nodes: set[str] = set()
+        return_status = success()
+        stopped_at: int | None = None
+        per_plugin = out.per_plugin
+        observed = self.record_plugin_metrics
+        for i, pl in enumerate(self.pre_filter):
+            try:
+                if observed:
+                    r, st = self._observed("PreFilter", pl, pl.pre_filter, state, pod, nodes)
+                else:
+                    r, st = pl.pre_filter(state, pod, nodes)
+                code = st.code
+            except Exception as exc:
+                r, st = None, self.failure("PreFilter", pl, exc)
+                code = st.code
+            if record:
+                per_plugin[pl.name] = _STATUS_WORDS.get(code) or st.message()  # status_text, without the call
+                if r is not None and r.node_names is not None:
+                    out.per_plugin_nodes[pl.name] = sorted(r.node_names)
+            if code == Code.SKIP:
+                skip_plugins.add(pl.name)
+                continue
+            if code == Code.SUCCESS and r is None:
+                continue  # nothing to merge (the usual case)
+            if code != Code.SUCCESS:
+                st.plugin = pl.name
+                if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    out.status = st
+                    stopped_at = i
+                    break
+                if st.code == Code.UNSCHEDULABLE:
+                    return_status = st
+                    continue
+                out.status = error(f"running PreFilter plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+                stopped_at = i
+                break
+            if r is not None and not r.all_nodes():
+                plugins_with_nodes.add(pl.name)
+            result = r if result is None else result.merge(r)
+            if result is not None and not result.all_nodes() and not result.node_names:
+                names = sorted(plugins_with_nodes)
+                msg = (
+                    f"node(s) didn't satisfy plugin {names[0]}"
+                    if len(names) == 1
+                    else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                )
+                out.result = result
+                out.status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
+                out.unscheduled_plugins = plugins_with_nodes
+                stopped_at = i
+                break
+        if stopped_at is not None:
+            if record:
+                scratch = state.clone()
+                for pl in self.pre_filter[stopped_at + 1 :]:
+                    try:
+                        if observed:
+                            _, st = self._observed("PreFilter", pl, pl.pre_filter, scratch, pod, nodes)
+                        else:
+                            _, st = pl.pre_filter(scratch, pod, nodes)
+                        text = status_text(st)
+                    except Exception as exc:
+                        text = self.failure("PreFilter", pl, exc).message()
+                    out.per_plugin[pl.name] = text
+            return out
+        state.skip_filter_plugins = skip_plugins
+        out.result = result
+        out.status = return_status
+        out.unscheduled_plugins = plugins_with_nodes
+        return out
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        return self._run_pre_filter_extension("AddPod", state, pod, pod_to_add, node_info)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        return self._run_pre_filter_extension("RemovePod", state, pod, pod_to_remove, node_info)
+
+    def _run_pre_filter_extension(
+        self, which: str, state: CycleState, pod: PodInfo, other: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """The PreFilter plugins' ``AddPod`` or ``RemovePod`` (``which``) for ``other`` on ``node_info``."""
+        for pl in self.pre_filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            try:
+                ext = pl.pre_filter_extensions()
+                if ext is None:
+                    continue
+                if which == "AddPod":
+                    st = ext.add_pod(state, pod, other, node_info)
+                else:
+                    st = ext.remove_pod(state, pod, other, node_info)
+                if not isinstance(st, Status):
+                    raise PluginResultError(f"{_SNAKE[which]} returned {describe(st)}, want a Status")
+            except Exception as exc:
+                st = self.failure("PreFilterExtensions", pl, exc)
+            if not st.is_success():
+                return error(f"running {which} on PreFilter plugin {pl.name!r}: {st.message()}")
+        return success()
+
+    # --- Filter -----------------------------------------------------------------------------------
+    def run_filter_plugins(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, record: dict[str, Status] | None = None
+    ) -> Status:
+        """``RunFilterPlugins``: the first non-success status wins. With ``record``, every plugin runs and is kept.
+
+        A malformed node (``NodeInfo.defect``) fails for the plugin reading the wrong field, and a plugin raising on
+        a node fails that node only (``node_failure``): kube-scheduler's typed objects meet neither.
+        """
+        if node_info.defect is not None:
+            return _defect_status(node_info, record)
+        first: Status | None = None
+        for pl in self.filter:
+            if pl.name in state.skip_filter_plugins:
+                if record is not None:
+                    record[pl.name] = Status(Code.SKIP)
+                continue
+            try:
+                st = pl.filter(state, pod, node_info)
+                passed = st.is_success()
+            except PluginResultError as exc:
+                st, passed = self.failure("Filter", pl, exc), False
+            except Exception as exc:
+                st, passed = self.node_failure(pl, node_info, exc), False
+            if record is not None:
+                record[pl.name] = st
+            if not passed:
+                if not st.is_rejected():
+                    st = error(f'running "{pl.name}" filter plugin: {st.message()}')
+                st.plugin = pl.name
+                if first is None:
+                    first = st
+                if record is None:
+                    return st
+        return first if first is not None else success()
+
+    def run_filter_plugins_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BatchFilterOutcome:
+        """``RunFilterPlugins`` on every node of ``batch`` at once (no nominated pods, no recording).
+
+        Plugins run in profile order on the nodes every earlier plugin passed, through ``filter_nodes`` when
+        they have it, else ``filter`` per node; the verdicts equal the per-node loop's.
+        """
+        out = BatchFilterOutcome(batch)
+        n = len(batch)
+        alive: IntArray = np.arange(n, dtype=np.int64)
+        try:
+            for k, pl in enumerate(self.filter):
+                if pl.name in state.skip_filter_plugins:
+                    continue
+                if not len(alive):
+                    break
+                sub = batch if len(alive) == n else batch.subset(alive)
+                mask = pl.filter_nodes(state, pod, sub)
+                if mask is None:
+                    verdicts: list[bool] = []
+                    for j, ni in enumerate(sub.nodes):
+                        st = pl.filter(state, pod, ni)
+                        if st.is_success():
+                            verdicts.append(True)
+                            continue
+                        verdicts.append(False)
+                        st = _filter_status(pl, st)
+                        if st.code == Code.ERROR:
+                            out.has_error = True
+                        out.statuses[int(alive[j])] = st
+                    mask = np.array(verdicts, dtype=np.bool_)
+                if mask.all():
+                    continue
+                out.fail_plugin[alive[~mask]] = k
+                alive = alive[mask]
+        except Exception as exc:  # the per-node loop decides (and reports the error)
+            self.failure("Filter", pl, exc)
+            out.has_error = True
+            return out
+        out.ok = out.fail_plugin < 0
+        return out
+
+    def run_filter_plugins_record_batch(
+        self, state: CycleState, pod: PodInfo, batch: NodeBatch, table: ReasonTable | None = None
+    ) -> RecordFilterOutcome | None:
+        """``RunFilterPlugins`` with recording on every node of ``batch``: every plugin on every node.
+
+        Statuses of rejected nodes are asked once per distinct ``filter_keys`` key (of ``filter_status_of_key``
+        or ``filter``), of ``filter`` on every rejected node for plugins without keys. None when a plugin returned
+        anything but success or a rejection (the per-node loop then decides, as kube-scheduler stops at errors).
+        """
+        table = table if table is not None else ReasonTable()
+        n = len(batch)
+        num_plugins = len(self.filter)
+        # Cells are mostly constant per plugin (PASSED, or SKIP for skipped plugins): a row of those, and a column
+        # per plugin that rejected nodes.
+        row = np.zeros(num_plugins, np.int16)
+        rejected: list[Rejected] = []
+        skip_plugins = state.skip_filter_plugins
+        try:
+            for k, pl in enumerate(self.filter):
+                if pl.name in skip_plugins:
+                    row[k] = SKIP
+                    continue
+                keys = pl.filter_keys(state, pod, batch)
+                of_key = keys is not None
+                if keys is None:
+                    mask = pl.filter_nodes(state, pod, batch)
+                    if mask is None:
+                        got = per_node_cells(k, pl, state, pod, batch, table)
+                        if got is None:
+                            return None
+                        if got is not NONE_REJECTED:
+                            rejected.append(got)
+                        continue
+                    if mask.all():
+                        continue
+                    # Keys for the whole batch from the rejected nodes' status keys (+1: 0 is for passing nodes), or
+                    # one key per rejected node.
+                    bad = np.flatnonzero(~mask)
+                    sub = pl.filter_status_keys(state, pod, batch.subset(bad)) if len(bad) > 1 else None
+                    keys = np.zeros(n, np.int64)
+                    keys[bad] = sub + 1 if sub is not None else np.arange(1, len(bad) + 1)
+                got = keyed_cells(k, pl, state, pod, batch, keys, table, of_key)
+                if got is None:
+                    return None
+                if got is not NONE_REJECTED:
+                    rejected.append(got)
+        except Exception as exc:  # the per-node loop decides (and reports the error)
+            self.failure("Filter", pl, exc)
+            return None
+        # ``fail``: the first plugin (in profile order) that rejected each node; assigned last to first so the
+        # first one wins.
+        fail: npt.NDArray[np.signedinteger[Any]] = np.empty(n, np.int8 if num_plugins < 128 else np.int16)
+        fail.fill(-1)
+        for k, bad, _, _ in reversed(rejected):
+            fail[bad] = k
+        dtype = np.uint8 if len(table.reasons) < UINT8_REASONS else np.int16
+        columns: dict[int, npt.NDArray[Any]] = {}
+        for k, bad, cells, whole in rejected:
+            if whole:
+                columns[k] = cells
+            else:
+                column = columns[k] = np.zeros(n, dtype)
+                column[bad] = cells
+            row[k] = -1
+        return RecordFilterOutcome(batch, columns, fail, table, row)
+
+    def batch_filter_status(self, state: CycleState, pod: PodInfo, outcome: BatchFilterOutcome, pos: int) -> Status:
+        """The status of a node the batch rejected (asked of the rejecting plugin's ``filter``)."""
+        st = outcome.statuses.get(pos)
+        if st is not None:
+            return st
+        pl = self.filter[int(outcome.fail_plugin[pos])]
+        ni = outcome.batch.nodes[pos]
+        try:
+            st = pl.filter(state, pod, ni)
+            if st.is_success():  # the plugin's batch and per-node verdicts differ: the per-node loop decides
+                st = error(f"filter_nodes rejected node {ni.name!r} that filter accepts")
+        except PluginResultError as exc:
+            st = self.failure("Filter", pl, exc)
+        except Exception as exc:
+            st = self.node_failure(pl, ni, exc)
+        st = _filter_status(pl, st)
+        outcome.statuses[pos] = st
+        return st
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, record: dict[str, Status] | None = None
+    ) -> Status:
+        """Filters run twice when equal-or-higher priority pods are nominated here: with them, then without."""
+        status = success()
+        pods_added = False
+        for i in range(2):
+            state_to_use, info_to_use = state, node_info
+            if i == 0:
+                pods_added, state_to_use, info_to_use, err = self._add_nominated_pods(state, pod, node_info)
+                if err is not None:
+                    return err
+            elif not pods_added or not status.is_success():
+                break
+            if record is not None:
+                record.clear()
+            status = self.run_filter_plugins(state_to_use, pod, info_to_use, record)
+            if not status.is_success() and not status.is_rejected():
+                return status
+        return status
+
+    def _add_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo
+    ) -> tuple[bool, CycleState, NodeInfo, Status | None]:
+        nominated = self.handle.nominated_pods_for_node(node_info.name)
+        if not nominated:
+            return False, state, node_info, None
+        info_out = node_info.clone()
+        state_out = state.clone()
+        added = False
+        for pi in nominated:
+            if pi.priority >= pod.priority and pi.uid != pod.uid:
+                info_out.add_pod(pi)
+                st = self.run_pre_filter_extension_add_pod(state_out, pod, pi, info_out)
+                if not st.is_success():
+                    return False, state, node_info, st
+                added = True
+        return added, state_out, info_out, None
+
+    # --- PostFilter -------------------------------------------------------------------------------
+    def run_post_filter_plugins(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for pl in self.post_filter:
+            try:
+                if self.record_plugin_metrics:
+                    r, st = self._observed("PostFilter", pl, pl.post_filter, state, pod, statuses)
+                else:
+                    r, st = pl.post_filter(state, pod, statuses)
+                passed = st.is_success()
+            except Exception as exc:
+                st = self.failure("PostFilter", pl, exc)
+                return None, error(f"running PostFilter plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+            if passed:
+                return r, st
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, st.with_plugin(pl.name)
+            if not st.is_rejected():
+                return None, Status(Code.ERROR, st.message(), plugin=pl.name)
+            if r is not None and r.nominated_node_name:
+                result = r
+            reasons.extend(st.reasons)
+            if not rejector:
+                rejector = pl.name
+        return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
+
+    # --- PreScore / Score -------------------------------------------------------------------------
+    def run_pre_score_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], record: dict[str, str] | None = None
+    ) -> Status:
+        skip_plugins: set[str] = set()
+        for pl in self.pre_score:
+            try:
+                if self.record_plugin_metrics:
+                    st = self._observed("PreScore", pl, pl.pre_score, state, pod, nodes)
+                else:
+                    st = pl.pre_score(state, pod, nodes)
+                code = st.code
+            except Exception as exc:
+                st = self.failure("PreScore", pl, exc)
+                code = st.code
+            if record is not None:
+                record[pl.name] = status_text(st)
+            if code == Code.SUCCESS:
+                continue
+            if code == Code.SKIP:
+                skip_plugins.add(pl.name)
+                continue
+            return error(f'running PreScore plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
+        state.skip_score_plugins = skip_plugins
+        return success()
+
+    def run_score_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[str, list[int]], Status]:
+        """Raw, normalized and weighted scores per plugin (lists aligned with ``nodes``)."""
+        raw: dict[str, list[int]] = {}
+        normalized: dict[str, list[int]] = {}
+        weighted: dict[str, list[int]] = {}
+        for pl in self.score:
+            if pl.name in state.skip_score_plugins:
+                continue
+            try:
+                if self.record_plugin_metrics:
+                    scores, st = self._observed("Score", pl, pl.score_nodes, state, pod, nodes)
+                else:
+                    scores, st = pl.score_nodes(state, pod, nodes)
+                passed = st.is_success()
+                if passed:
+                    node_scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, scores, strict=True)]
+            except Exception as exc:
+                st, passed = self.failure("Score", pl, exc), False
+            if not passed:
+                return (
+                    raw,
+                    normalized,
+                    weighted,
+                    error(f'running Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
+                )
+            raw[pl.name] = list(scores)
+            if pl.has_normalize():
+                try:
+                    st = pl.normalize_score(state, pod, node_scores)
+                    passed = st.is_success()
+                except Exception as exc:
+                    st, passed = self.failure("NormalizeScore", pl, exc), False
+                if not passed:
+                    return (
+                        raw,
+                        normalized,
+                        weighted,
+                        error(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
+                    )
+            weight = self.weights.get(pl.name, 1)
+            norm: list[int] = []
+            for ns in node_scores:
+                if ns.score > MAX_NODE_SCORE or ns.score < MIN_NODE_SCORE:
+                    return (
+                        raw,
+                        normalized,
+                        weighted,
+                        error(
+                            "applying score defaultWeights on Score plugins: "
+                            f'plugin "{pl.name}" returns an invalid score {ns.score}, it should in the range of '
+                            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                        ),
+                    )
+                norm.append(ns.score)
+            normalized[pl.name] = norm
+            weighted[pl.name] = [s * weight for s in norm]
+        return raw, normalized, weighted, success()
+
+    def run_score_plugins_batch(
+        self, state: CycleState, pod: PodInfo, batch: NodeBatch, rows: npt.NDArray[np.uint8] | None = None
+    ) -> tuple[dict[str, IntArray], dict[str, IntArray], dict[str, IntArray], Status]:
+        """``run_score_plugins`` on a batch: raw, normalized and weighted scores per plugin as int64 arrays.
+
+        With ``rows`` (recording; one row per score plugin, one column per node): each plugin that ran writes its
+        normalized scores (validated to be within [0, 100]) to the next row instead of weighted scores.
+        """
+        raw: dict[str, IntArray] = {}
+        normalized: dict[str, IntArray] = {}
+        weighted: dict[str, IntArray] = {}
+        for pl in self.score:
+            if pl.name in state.skip_score_plugins:
+                continue
+            try:
+                if self.record_plugin_metrics:
+                    scores, failed = self._observed("Score", pl, _batch_scores, pl, state, pod, batch)
+                else:
+                    scores, failed = _batch_scores(pl, state, pod, batch)
+                passed = failed is None or failed.is_success()
+            except Exception as exc:
+                failed, passed = self.failure("Score", pl, exc), False
+            if not passed and failed is not None:
+                return (
+                    raw,
+                    normalized,
+                    weighted,
+                    error(f'running Score plugins: plugin "{pl.name}" failed with: {failed.message()}'),
+                )
+            raw[pl.name] = scores
+            norm = scores
+            if pl.has_normalize():
+                try:
+                    batch_norm = pl.normalize_batch(state, pod, scores)
+                    if batch_norm is None:
+                        node_scores = [
+                            NodeScore(name, int(s)) for name, s in zip(batch.names(), scores.tolist(), strict=True)
+                        ]
+                        st = pl.normalize_score(state, pod, node_scores)
+                        if st.is_success():
+                            batch_norm = np.array([ns.score for ns in node_scores], dtype=np.int64)
+                except Exception as exc:
+                    st, batch_norm = self.failure("NormalizeScore", pl, exc), None
+                if batch_norm is None:
+                    return (
+                        raw,
+                        normalized,
+                        weighted,
+                        error(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
+                    )
+                norm = batch_norm
+            if _within_node_score(norm):
+                if rows is not None:
+                    rows[len(normalized)] = norm
+                    normalized[pl.name] = norm
+                    continue
+                normalized[pl.name] = norm
+                weighted[pl.name] = norm * self.weights.get(pl.name, 1)
+                continue
+            bad = (norm > MAX_NODE_SCORE) | (norm < MIN_NODE_SCORE)
+            if bad.any():
+                value = int(norm[int(np.argmax(bad))])
+                return (
+                    raw,
+                    normalized,
+                    weighted,
+                    error(
+                        "applying score defaultWeights on Score plugins: "
+                        f'plugin "{pl.name}" returns an invalid score {value}, it should in the range of '
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    ),
+                )
+            if rows is not None:
+                rows[len(normalized)] = norm
+            else:
+                weighted[pl.name] = norm * self.weights.get(pl.name, 1)
+            normalized[pl.name] = norm
+        return raw, normalized, weighted, success()
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter)
+
+    # --- Reserve / Permit / Bind ------------------------------------------------------------------
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for pl in self.reserve:
+            try:
+                if self.record_plugin_metrics:
+                    st = self._observed("Reserve", pl, pl.reserve, state, pod, node_name)
+                else:
+                    st = pl.reserve(state, pod, node_name)
+                passed = st.is_success()
+            except Exception as exc:
+                st, passed = self.failure("Reserve", pl, exc), False
+            if not passed:
+                if st.is_rejected():
+                    return st.with_plugin(pl.name)
+                return error(f"running Reserve plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+        return success()
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for pl in reversed(self.reserve):
+            try:
+                pl.unreserve(state, pod, node_name)
+            except Exception as exc:  # Unreserve cannot fail: the others still run
+                self.failure("Unreserve", pl, exc)
+
+    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, dict[str, float]]:
+        """``RunPermitPlugins``: a rejection or error ends the run; plugins answering Wait give their timeouts
+        (capped at 15 minutes), returned per plugin for the waiting pod."""
+        waits: dict[str, float] = {}
+        for pl in self.permit:
+            try:
+                if self.record_plugin_metrics:
+                    st, timeout = self._observed("Permit", pl, pl.permit, state, pod, node_name)
+                else:
+                    st, timeout = pl.permit(state, pod, node_name)
+                waiting = st.is_wait()
+            except Exception as exc:
+                st = self.failure("Permit", pl, exc)
+                return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
+            if waiting:
+                waits[pl.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                continue
+            if not st.is_success():
+                if st.is_rejected():
+                    return st.with_plugin(pl.name), {}
+                return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
+        if waits:
+            msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
+            return Status(Code.WAIT, msg), waits
+        return success(), {}
+
+    def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for pl in self.pre_bind:
+            try:
+                st = pl.pre_bind_pre_flight(state, pod, node_name)
+                if st.is_skip():
+                    continue
+                if not st.is_success():
+                    return st.with_plugin(pl.name)
+                if self.record_plugin_metrics:
+                    st = self._observed("PreBind", pl, pl.pre_bind, state, pod, node_name)
+                else:
+                    st = pl.pre_bind(state, pod, node_name)
+                if not st.is_success():
+                    return st.with_plugin(pl.name)
+            except Exception as exc:
+                st = self.failure("PreBind", pl, exc)
+                return error(f"running PreBind plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+        return success()
+
+    def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self.bind:
+            return error("no bind plugin")
+        st = success()
+        for pl in self.bind:
+            try:
+                if self.record_plugin_metrics:
+                    st = self._observed("Bind", pl, pl.bind, state, pod, node_name)
+                else:
+                    st = pl.bind(state, pod, node_name)
+                skipped = st.is_skip()
+            except Exception as exc:
+                st = self.failure("Bind", pl, exc)
+                return error(f"running Bind plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+            if skipped:
+                continue
+            if not st.is_success():
+                return st.with_plugin(pl.name)
+            return st.with_plugin(pl.name)
+        return st
+
+    def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for pl in self.post_bind:
+            try:
+                pl.post_bind(state, pod, node_name)
+            except Exception as exc:  # PostBind cannot fail: the others still run
+                self.failure("PostBind", pl, exc)
+
+    def describe(self) -> dict[str, Any]:
+        return {"profile": self.profile_name, "plugins": self.plugin_names(), "weights": dict(self.weights)}

@@ -1,0 +1,302 @@
+"""``kss serve`` (run the simulator) and ``kss kubeconfig`` (point kubectl at it).
+
+``kss serve`` checks everything it is given (settings, plugin modules, the scheduler configuration) before it starts,
+and says it is serving only once the server has started and listens; a problem is one line and exit 2 (bad input)
+or 1 (the server could not start), as every kss command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gc
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from kss_sim.config import Settings, check_feature_gates, parse_feature_gates
+from kss_sim.server.gc_policy import install_gc_policy
+from kss_sim.server.tls import ensure_certificate
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+EXIT_BAD_INPUT, EXIT_FAILED = 2, 1
+
+SERVE_EXAMPLES = """examples:
+  kss serve                                        # http://127.0.0.1:8000: the API, and the web UI at /ui
+  kss serve --port 9000 --database-url sqlite:///run.db
+  kss serve --scheduler-config examples/replay/most-allocated.yaml
+  kss serve --plugin-module my_plugins --feature-gates GenericWorkload=true,GangScheduling=true
+  kss serve --tls                                  # HTTPS, for kubectl with a token (KSS_API_TOKEN)
+
+The KSS_* setting an option names (KSS_PORT=9000) is used when the option is not given."""
+
+KUBECONFIG_EXAMPLES = """examples:
+  kss kubeconfig > kss.kubeconfig && kubectl --kubeconfig kss.kubeconfig get nodes
+  kss kubeconfig --target-url http://10.0.0.5:8000 --namespace team-a"""
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss serve``; unset ones come from ``KSS_*`` settings."""
+    parser.add_argument("--host", default=None, help="interface to bind (default: KSS_HOST or 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port to listen on (default: KSS_PORT or 8000)")
+    parser.add_argument("--database-url", default=None, help="SQLAlchemy URL (default: KSS_DATABASE_URL)")
+    parser.add_argument(
+        "--scheduler-config", default=None, help="KubeSchedulerConfiguration file (KSS_SCHEDULER_CONFIG)"
+    )
+    parser.add_argument(
+        "--plugin-module",
+        action="append",
+        dest="plugin_modules",
+        metavar="MODULE",
+        help="a Python module of your own scheduler plugins, imported at start-up; repeatable (KSS_PLUGIN_MODULES)",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        default=None,
+        metavar="GATES",
+        help="alpha features, e.g. GenericWorkload=true,GangScheduling=true (KSS_FEATURE_GATES)",
+    )
+    parser.add_argument("--log-level", default="warning", help="uvicorn log level")
+    parser.add_argument(
+        "--tls", action="store_true", default=None, help="serve HTTPS with a self-signed certificate (KSS_TLS)"
+    )
+    parser.epilog = SERVE_EXAMPLES
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {
+        key: value
+        for key, value in (
+            ("host", getattr(args, "host", None)),
+            ("port", getattr(args, "port", None)),
+            ("database_url", getattr(args, "database_url", None)),
+            ("scheduler_config", getattr(args, "scheduler_config", None)),
+            ("tls", getattr(args, "tls", None)),
+            ("plugin_modules", getattr(args, "plugin_modules", None)),
+            ("feature_gates", getattr(args, "feature_gates", None)),
+        )
+        if value is not None
+    }
+    return Settings(**overrides)
+
+
+SHUTDOWN_GRACE_SECONDS = 3
+
+
+# Young collections every 20,000 allocations instead of 700 (one per ~40 requests instead of one per request):
+# each collection pauses every request in flight, and the rarer they are, the fewer requests see one.
+SERVE_GC_THRESHOLDS = (20_000, 20, 10)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Start the API server in the foreground (Alembic migrations run on start)."""
+    if args.feature_gates is not None:  # the option's own name in the message (a bad KSS_* setting names itself)
+        try:
+            check_feature_gates(parse_feature_gates(args.feature_gates))
+        except ValueError as exc:
+            print(f"kss serve: --feature-gates: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    # No collections while the application's modules are imported and it is built: they find next to no garbage
+    # and cost a fifth of that CPU (the one below, before the freeze, is enough).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from kss_sim.main import create_app
+        from kss_sim.scheduler.plugins import PluginLoadError
+
+        settings = _settings(args)
+        try:
+            app = create_app(settings)
+        except PluginLoadError as exc:  # the user's plugin module: one clear line, no traceback
+            print(f"kss serve: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        problem = scheduler_config_problem(settings, from_option=args.scheduler_config is not None)
+        if problem is not None:
+            print(f"kss serve: {problem}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        # Everything imported and built so far lives as long as the process: freeze it out of the garbage
+        # collector, so the first full collection under load does not walk it (a 70-150 ms pause of every request,
+        # issue #9).
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(*SERVE_GC_THRESHOLDS)
+    finally:
+        if collecting:
+            gc.enable()
+    if settings.scheduler_enabled:
+        install_gc_policy()
+    tls: dict[str, str] = {}
+    if settings.tls:
+        cert, key = ensure_certificate(settings.tls_dir, [settings.host])
+        tls = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
+    scheme = "https" if tls else "http"
+    return _serve(
+        app,
+        settings,
+        log_level=args.log_level,
+        serving=f"kss: serving the Kubernetes API on {scheme}://{settings.host}:{settings.port}",
+        debug=bool(getattr(args, "debug", False)),
+        tls=tls,
+    )
+
+
+def scheduler_config_problem(settings: Settings, *, from_option: bool) -> str | None:
+    """What is wrong with the scheduler configuration file (read and validated as the server will at start, after
+    the plugin modules are loaded), naming the option or setting that gave it; None when it is good."""
+    from kss_sim.engine_host.scheduler_thread import load_scheduler_config
+    from kss_sim.scheduler.kube_scheduler_configuration import ConfigError
+
+    if settings.scheduler_config is None:
+        return None
+    source = f"{'--scheduler-config' if from_option else 'KSS_SCHEDULER_CONFIG'} {settings.scheduler_config}"
+    try:
+        load_scheduler_config(settings)
+    except OSError as exc:
+        return f"{source}: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return f"{source}: not a text file ({exc.reason})"
+    except ConfigError as exc:
+        return f"{source}: {exc}"
+    return None
+
+
+def _serve(app: FastAPI, settings: Settings, *, log_level: str, serving: str, debug: bool, tls: dict[str, str]) -> int:
+    """Run uvicorn until it is stopped. ``serving`` is printed once the application has started and the socket
+    listens; if either fails, what uvicorn logged about it becomes one line (``--debug``: logged whole)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        access_log=False,
+        # Watches and the web UI's event streams stay open; on SIGTERM/Ctrl-C they get this long, then are cut.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        **tls,  # type: ignore[arg-type]
+    )
+    startup_errors = _StartupErrors()
+    startup_errors.watch(app)
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not debug:
+        uvicorn_log.addFilter(startup_errors)
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # the lifespan ran and the socket listens
+                uvicorn_log.removeFilter(startup_errors)
+                print(serving, file=sys.stderr, flush=True)
+
+    server = Server(config)
+    try:
+        server.run()
+    except KeyboardInterrupt:  # Ctrl-C before uvicorn's own handlers were installed
+        pass
+    except SystemExit:  # uvicorn's exit when the application or the socket failed at start
+        if server.started:
+            raise
+    finally:
+        uvicorn_log.removeFilter(startup_errors)
+    if not server.started:
+        print(f"kss serve: the server did not start: {startup_errors.summary()}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+class _StartupErrors(logging.Filter):
+    """Holds back what uvicorn logs at ERROR while the server starts (the application's traceback, "Application
+    startup failed", a port already in use), and the exception the application's start raised, so that
+    ``kss serve`` says it in one line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+        self.exception: BaseException | None = None
+
+    def watch(self, app: FastAPI) -> None:
+        """Keep the exception ``app``'s lifespan raises (the database cannot be opened, ...)."""
+        lifespan = app.router.lifespan_context
+
+        @asynccontextmanager
+        async def kept(application: Any) -> AsyncIterator[Any]:
+            try:
+                async with lifespan(application) as state:
+                    yield state
+            except Exception as exc:
+                self.exception = self.exception or exc
+                raise
+
+        app.router.lifespan_context = kept
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        self.messages.append(record.getMessage())
+        return False
+
+    def summary(self) -> str:
+        """The application's exception, else the first thing uvicorn logged (a port in use), in one line."""
+        if self.exception is not None:
+            text = str(self.exception).strip().splitlines()
+            problem = f"{type(self.exception).__name__}: {text[0]}" if text else type(self.exception).__name__
+        else:
+            logged = [m.strip() for m in self.messages if m.strip() and not m.startswith("Application startup failed")]
+            problem = logged[0].splitlines()[-1] if logged else "uvicorn gave up"
+        return f"{problem} (run again with --debug for the traceback)"
+
+
+def add_kubeconfig_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``kss kubeconfig``."""
+    parser.add_argument("--host", default=None, help="host of the server (default: KSS_HOST)")
+    parser.add_argument("--port", type=int, default=None, help="port of the server (default: KSS_PORT)")
+    parser.add_argument(
+        "--target-url",
+        "--server",
+        dest="target_url",
+        default=None,
+        metavar="URL",
+        help="the simulator's full URL, overriding --host/--port (--server: the former name)",
+    )
+    parser.add_argument("--namespace", default="default", help="namespace of the context")
+    parser.epilog = KUBECONFIG_EXAMPLES
+
+
+def kubeconfig(
+    server: str, *, token: str | None = None, namespace: str = "default", ca_data: bytes | None = None
+) -> str:
+    """A kubeconfig YAML document with one cluster, user and current context named ``kss``."""
+    user: dict[str, str] = {"token": token} if token else {}
+    cluster: dict[str, str] = {"server": server}
+    if ca_data is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_data).decode()
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kss", "cluster": cluster}],
+        "users": [{"name": "kss", "user": user}],
+        "contexts": [{"name": "kss", "context": {"cluster": "kss", "user": "kss", "namespace": namespace}}],
+        "current-context": "kss",
+        "preferences": {},
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def run_kubeconfig(args: argparse.Namespace) -> int:
+    """Print a kubeconfig for the simulator: ``kubectl --kubeconfig <(kss kubeconfig) get nodes``."""
+    settings = _settings(args)
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    ca_data: bytes | None = None
+    if settings.tls:
+        # kubectl drops the token on plain HTTP, so a token is only usable with TLS; the CA is our own certificate.
+        cert, _key = ensure_certificate(settings.tls_dir, [settings.host])
+        ca_data = cert.read_bytes()
+    server = args.target_url or f"{'https' if settings.tls else 'http'}://{host}:{settings.port}"
+    sys.stdout.write(kubeconfig(server, token=settings.api_token, namespace=args.namespace, ca_data=ca_data))
+    return 0

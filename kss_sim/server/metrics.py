@@ -1,0 +1,222 @@
+"""Prometheus metrics with kube-scheduler's and kube-apiserver's names, one registry per application.
+
+Scheduler metrics are fed by ``SchedulerService``'s hooks (``on_attempt``, ``on_plugin``); the pending-pod
+gauge is read from the queue at scrape time; request metrics come from :class:`RequestMetricsMiddleware`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import parse_qs
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kss_sim.cluster.kinds.registry import KINDS
+from kss_sim.scheduler.record import Attempt
+
+# kube-scheduler exposes no *_created series; leaving them out keeps the output comparable.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _exponential(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)]
+
+
+class _PendingPods(Collector):
+    """``scheduler_pending_pods{queue}`` read from the scheduling queue when scraped."""
+
+    def __init__(self, counts: Callable[[], dict[str, int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means "
+            "number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the "
+            "scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the "
+            "scheduler never attempted to schedule because they are gated.",
+            labels=["queue"],
+        )
+        for queue, n in sorted(self._counts().items()):
+            family.add_metric([queue], n)
+        yield family
+
+
+class _WaitingPods(Collector):
+    """``kss_permit_waiting_pods``: pods held in Permit now (kube-scheduler has no gauge for them)."""
+
+    def __init__(self, count: Callable[[], int]) -> None:
+        self._count = count
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "kss_permit_waiting_pods",
+            "Number of pods waiting in Permit, holding their reservation (a gang waiting for its quorum).",
+        )
+        family.add_metric([], self._count())
+        yield family
+
+
+class Metrics:
+    """The application's metrics; ``observe_*`` are the hooks, :meth:`render` the ``/metrics`` body."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
+            "scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            buckets=_exponential(0.001, 2, 15),
+            registry=r,
+        )
+        self.plugin_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"],
+            buckets=_exponential(0.00001, 1.5, 20),
+            registry=r,
+        )
+        # The histogram's child per (plugin, extension point, status): ``labels()`` validates and locks on every call.
+        self._plugin_children: dict[tuple[str, str, str], Any] = {}
+        self.permit_wait_duration = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"],
+            buckets=_exponential(0.001, 2, 15),
+            registry=r,
+        )
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            buckets=_exponential(1, 2, 7),
+            registry=r,
+        )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts", "Total preemption attempts in the cluster till now", registry=r
+        )
+        self.requests = Counter(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, resource and HTTP response code.",
+            ["verb", "resource", "code"],
+            registry=r,
+        )
+        self.request_duration = Histogram(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb and resource (watches excluded).",
+            ["verb", "resource"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2, 3, 5, 10, 30, 60),
+            registry=r,
+        )
+
+    def watch_queue(self, counts: Callable[[], dict[str, int]]) -> None:
+        """Report ``scheduler_pending_pods`` from ``counts()`` at every scrape."""
+        self.registry.register(_PendingPods(counts))
+
+    def watch_waiting(self, count: Callable[[], int]) -> None:
+        """Report ``kss_permit_waiting_pods`` from ``count()`` at every scrape."""
+        self.registry.register(_WaitingPods(count))
+
+    def observe_attempt(self, att: Attempt) -> None:
+        """``SchedulerService.on_attempt``: count and time one scheduling attempt (and its wait in Permit)."""
+        self.schedule_attempts.labels(att.result, att.profile).inc()
+        self.attempt_duration.labels(att.result, att.profile).observe(att.duration)
+        wait = att.permit_wait
+        if wait is not None:
+            result = "Success" if wait.get("outcome") == "allowed" else "Unschedulable"
+            self.permit_wait_duration.labels(result).observe(float(wait.get("waitedSeconds") or 0.0))
+        if att.postfilter is not None and att.result != "scheduled":
+            self.preemption_attempts.inc()
+            if att.victims:
+                self.preemption_victims.observe(len(att.victims))
+
+    def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        """``SchedulerService.on_plugin``: one plugin's run at one extension point."""
+        key = (plugin, point, status)
+        child = self._plugin_children.get(key)
+        if child is None:
+            child = self._plugin_children[key] = self.plugin_duration.labels(plugin, point, status)
+        child.observe(seconds)
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
+
+
+_CORE = {k.plural for k in KINDS}
+_SIMULATOR_SECTIONS = frozenset({"export", "import", "reset", "schedulerconfiguration", "openapi.json", "docs"})
+
+
+def _resource_and_verb(method: str, path: str, query: bytes) -> tuple[str, str]:
+    """kube-apiserver's ``resource`` and ``verb`` labels for a request (bounded label values)."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        rest = parts[3:]
+    else:
+        rest = []
+    verb = method.upper()
+    if rest:
+        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] in _CORE:
+            rest = rest[2:]
+        resource = rest[0] if rest[0] in _CORE else "unknown"
+        if len(rest) >= 3:
+            resource = f"{resource}/{rest[2]}"
+        named = len(rest) >= 2
+        if verb == "GET":
+            watch = parse_qs(query.decode("latin-1")).get("watch", [""])[0] in ("true", "1")
+            verb = "WATCH" if watch else ("GET" if named else "LIST")
+        elif verb == "DELETE" and not named:
+            verb = "DELETECOLLECTION"
+        return resource, verb
+    if parts[:2] == ["simulator", "v1"]:
+        section = parts[2] if len(parts) > 2 else ""
+        if section == "namespaces":
+            return "simulator/results", verb
+        return (f"simulator/{section}" if section in _SIMULATOR_SECTIONS else "simulator/other"), verb
+    if parts and parts[0] in ("api", "apis", "openapi", "version", "healthz", "readyz", "livez", "metrics"):
+        return parts[0], verb
+    return "other", verb
+
+
+class RequestMetricsMiddleware:
+    """Counts every request by verb, resource and code, and times the ones that are not watches."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        resource, verb = _resource_and_verb(scope["method"], scope["path"], scope.get("query_string", b""))
+        started = time.perf_counter()
+        code: dict[str, Any] = {"status": 500}
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                code["status"] = message["status"]
+                if verb != "WATCH":
+                    self.metrics.request_duration.labels(verb, resource).observe(time.perf_counter() - started)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            self.metrics.requests.labels(verb, resource, str(code["status"])).inc()

@@ -1,0 +1,450 @@
+"""The Runs pages: recorded replay runs (``kss replay --record-db``), one run, a pod's attempts in a run, and runs
+compared side by side.
+
+Everything comes from the ``Runs`` port (``kss_sim.results.runs.RunsService``): the summary (summary.json's document),
+the samples (timeseries.csv's rows, drawn by ``static/replay-charts.js``) and the pods (pods.csv's rows). Times in a run
+are virtual seconds from the workload's start.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kss_sim.kube.objects import Obj
+from kss_sim.web.formatting import Page, duration_text, paginate
+from kss_sim.web.ports import AttemptDetail, AttemptQuery, AttemptSummary, Runs
+from kss_sim.web.views.pod import AttemptView, attempt_view
+
+RUN_PODS_PAGE_SIZE = 50
+OUTCOMES = ("pending", "running", "succeeded", "deleted", "preempted")  # kss_sim.replay.model's PodRecord.outcome
+
+
+def number(value: Any) -> float | None:
+    """A cell of a stored row as a number (rows written from CSV carry "" for nothing)."""
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def virtual_time(seconds: float | None) -> str:
+    """Virtual seconds as a clock reading: ``day 3 04:12:05`` (``04:12:05`` on the first day); "" for none."""
+    if seconds is None:
+        return ""
+    s = round(seconds)
+    day, rest = divmod(s, 86400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"day {day} {clock}" if day else clock
+
+
+def wait_text(seconds: float | None) -> str:
+    """A wait: ``0 s``, ``4 min 10 s``, ``2 d 3 h`` ("" for none)."""
+    if seconds is None:
+        return ""
+    if seconds >= 172800:
+        days, rest = divmod(int(seconds), 86400)
+        return f"{days} d {rest // 3600} h" if rest // 3600 else f"{days} d"
+    return "0 s" if seconds == 0 else duration_text(seconds)
+
+
+def percent(ratio: float | None) -> str:
+    return "" if ratio is None else f"{100 * ratio:.1f} %"
+
+
+def _dig(doc: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``namespace/name`` (a bare name is in ``default``)."""
+    namespace, _, name = key.partition("/")
+    return (namespace, name) if name else ("default", namespace)
+
+
+# ---------------------------------------------------------------------------------------------- the list
+
+
+@dataclass(slots=True)
+class RunRow:
+    """One run in the list (and at the head of its pages)."""
+
+    id: int
+    name: str
+    workload: str
+    created: str  # when it was recorded (wall clock, UTC)
+    seed: int
+    status: str
+    message: str
+    group: str | None
+    pods: int | None
+    scheduled: int | None
+    never: int | None
+    wait_p95: float | None
+    peak_gpu: float | None  # peak requested/allocatable of GPUs (None: the cluster has none)
+    virtual_seconds: float | None
+
+    @property
+    def url(self) -> str:
+        return f"/ui/runs/{self.id}"
+
+
+def run_row(run: Obj) -> RunRow:
+    summary = run.get("summary") or {}
+    created = datetime.fromtimestamp(float(run.get("createdAt") or 0.0), UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+    def count(key: str) -> int | None:
+        value = number(summary.get(key))
+        return None if value is None else int(value)
+
+    return RunRow(
+        id=int(run["id"]),
+        name=str(run.get("name") or ""),
+        workload=str(run.get("workload") or ""),
+        created=created,
+        seed=int(run.get("seed") or 0),
+        status=str(run.get("status") or ""),
+        message=str(run.get("message") or ""),
+        group=run.get("compareGroup"),
+        pods=count("pods"),
+        scheduled=count("scheduled"),
+        never=count("neverScheduled"),
+        wait_p95=number(_dig(summary, "waitSeconds", "p95")),
+        peak_gpu=number(_dig(summary, "allocation", "gpu", "peak")),
+        virtual_seconds=number(summary.get("virtualSeconds")),
+    )
+
+
+@dataclass(slots=True)
+class RunsView:
+    runs: list[RunRow]
+
+    @property
+    def running(self) -> bool:
+        """Some run is still going: the list refreshes itself."""
+        return any(r.status == "running" for r in self.runs)
+
+
+def runs_view(runs: Runs) -> RunsView:
+    return RunsView([run_row(r) for r in runs.list_runs()])
+
+
+# ---------------------------------------------------------------------------------------------- one run
+
+
+@dataclass(slots=True)
+class Fact:
+    label: str
+    value: str
+
+
+@dataclass(slots=True)
+class PodLine:
+    """One pod of a run, as the tables show it."""
+
+    key: str
+    namespace: str
+    name: str
+    owner: str
+    priority: str
+    arrival: str
+    wait: float | None
+    node: str
+    attempts: int
+    preemptions: int
+    outcome: str
+    message: str
+
+
+def pod_line(row: Obj) -> PodLine:
+    namespace, name = split_key(str(row.get("pod") or ""))
+    attempts = number(row.get("attempts"))
+    preemptions = number(row.get("preemptions"))
+    return PodLine(
+        key=f"{namespace}/{name}",
+        namespace=namespace,
+        name=name,
+        owner=str(row.get("owner") or ""),
+        priority=str(row.get("priority") if row.get("priority") not in (None, "") else ""),
+        arrival=virtual_time(number(row.get("arrival"))),
+        wait=number(row.get("wait")),
+        node=str(row.get("node") or ""),
+        attempts=int(attempts or 0),
+        preemptions=int(preemptions or 0),
+        outcome=str(row.get("outcome") or ""),
+        message=str(row.get("lastMessage") or ""),
+    )
+
+
+def summary_facts(summary: Obj) -> list[Fact]:
+    """The summary's headline figures in words."""
+    facts: list[Fact] = []
+
+    def add(label: str, value: Any) -> None:
+        if value not in (None, ""):
+            facts.append(Fact(label, str(value)))
+
+    add("Pods", summary.get("pods"))
+    add("Scheduled", summary.get("scheduled"))
+    add("Never scheduled", summary.get("neverScheduled"))
+    add("Attempts", summary.get("attempts"))
+    add("Preemptions", summary.get("preemptions"))
+    waits = summary.get("waitSeconds") or {}
+    for key in ("p50", "p95", "p99", "max", "mean"):
+        add(f"Wait {key}", wait_text(number(waits.get(key))))
+    add("Virtual time", virtual_time(number(summary.get("virtualSeconds"))))
+    wall = number(summary.get("wallSeconds"))
+    add("Wall time", "" if wall is None else f"{wall:.2f} s")
+    frag = summary.get("fragmentation") or {}
+    for key in ("peak", "mean", "end"):
+        value = number(frag.get(key))
+        add(f"GPU fragmentation {key}", "" if value is None else f"{value:g} GPUs")
+    return facts
+
+
+def allocation_rows(summary: Obj) -> list[tuple[str, str, str]]:
+    """(resource, peak %, mean %) from the summary's ``allocation``."""
+    allocation = summary.get("allocation") or {}
+    first = ["cpu", "memory", "gpu", "pods", "ephemeral-storage"]
+    names = [r for r in first if r in allocation] + sorted(r for r in allocation if r not in first)
+    return [
+        (r, percent(number(_dig(allocation, r, "peak"))), percent(number(_dig(allocation, r, "mean")))) for r in names
+    ]
+
+
+def chart_run(run: Obj, pods: list[PodLine]) -> Obj:
+    """What ``kssReplayCharts.render`` draws for one run: its samples and its bound pods' waits."""
+    return {
+        "name": f"#{run['id']} {run.get('name') or ''}".strip(),
+        "timeseries": run.get("timeseries") or [],
+        "waits": [p.wait for p in pods if p.wait is not None],
+    }
+
+
+@dataclass(slots=True)
+class RunView:
+    run: RunRow
+    facts: list[Fact]
+    allocation: list[tuple[str, str, str]]
+    config: Obj
+    chart: Obj  # kssReplayCharts' data
+    pods: Page[PodLine]
+    outcome: str  # the filter ("" for all)
+    q: str
+    outcomes: list[tuple[str, int]]  # outcomes present, with their counts
+    samples: int
+
+
+def run_view(runs: Runs, run_id: int, *, outcome: str = "", q: str = "", page: int = 1) -> RunView | None:
+    run = runs.get_run(run_id)
+    if run is None:
+        return None
+    lines = [pod_line(r) for r in run.get("pods") or []]
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line.outcome] = counts.get(line.outcome, 0) + 1
+    order = [o for o in OUTCOMES if o in counts] + sorted(o for o in counts if o not in OUTCOMES)
+    shown = [p for p in lines if (not outcome or p.outcome == outcome) and (not q or q in p.key)]
+    summary = run.get("summary") or {}
+    return RunView(
+        run=run_row(run),
+        facts=summary_facts(summary),
+        allocation=allocation_rows(summary),
+        config=run.get("config") or {},
+        chart={"runs": [chart_run(run, lines)]},
+        pods=paginate(shown, page, RUN_PODS_PAGE_SIZE),
+        outcome=outcome,
+        q=q,
+        outcomes=[(o, counts[o]) for o in order],
+        samples=len(run.get("timeseries") or []),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- a pod in a run
+
+
+class RunAttempts:
+    """One run's attempts read as the live cluster's are (``ports.Results``), so the pod page's attempt partials
+    render them unchanged."""
+
+    def __init__(self, runs: Runs, run_id: int) -> None:
+        self.runs = runs
+        self.run_id = run_id
+
+    def flush(self) -> None:
+        return None  # written by the replay's own writer, complete once the run is
+
+    def list_attempts(self, namespace: str, pod_name: str) -> list[AttemptSummary]:
+        return self.runs.list_attempts(self.run_id, namespace, pod_name)
+
+    def attempt_counts(self) -> dict[tuple[str, str], int]:
+        return self.runs.attempt_counts(self.run_id)
+
+    def get_attempt(
+        self, namespace: str, pod_name: str, attempt: int, query: AttemptQuery = AttemptQuery()
+    ) -> AttemptDetail | None:
+        return self.runs.get_attempt(self.run_id, namespace, pod_name, attempt, query)
+
+
+@dataclass(slots=True)
+class RunPodView:
+    """A pod's life in a run and its attempts (the attempt partial reads ``attempt``)."""
+
+    run: RunRow
+    line: PodLine | None  # its pods.csv row (None: the run has attempts but no rows yet)
+    attempts: list[AttemptSummary]
+    attempt: AttemptView | None
+    base_url: str
+
+
+def run_pod_view(
+    runs: Runs,
+    run_id: int,
+    namespace: str,
+    name: str,
+    *,
+    attempt: int | None = None,
+    fpage: int = 1,
+    fsort: str = "failing",
+    fnode: str = "",
+    fplugin: str = "",
+    spage: int = 1,
+) -> RunPodView | None:
+    run = runs.get_run(run_id)
+    if run is None:
+        return None
+    key = f"{namespace}/{name}"
+    line = next((pod_line(r) for r in run.get("pods") or [] if pod_line(r).key == key), None)
+    attempts = runs.list_attempts(run_id, namespace, name)
+    if line is None and not attempts:
+        return None
+    chosen = attempt if attempt is not None else (attempts[0]["attempt"] if attempts else None)
+    view = None
+    if chosen is not None:
+        source = RunAttempts(runs, run_id)
+        view = attempt_view(
+            source, namespace, name, chosen, fpage=fpage, fsort=fsort, fnode=fnode, fplugin=fplugin, spage=spage
+        )
+    return RunPodView(run_row(run), line, attempts, view, f"/ui/runs/{run_id}/pods/{namespace}/{name}")
+
+
+# ---------------------------------------------------------------------------------------------- compare
+
+
+@dataclass(slots=True)
+class CompareLine:
+    """One summary figure across the runs."""
+
+    label: str
+    values: list[str]
+    differs: bool
+
+
+@dataclass(slots=True)
+class PodSide:
+    run_id: int
+    node: str
+    outcome: str
+    wait: float | None
+    attempts: int
+    url: str
+
+
+@dataclass(slots=True)
+class PodDifference:
+    key: str
+    sides: list[PodSide | None]  # one per run (None: the pod is not in that run)
+
+
+@dataclass(slots=True)
+class CompareView:
+    runs: list[RunRow]
+    lines: list[CompareLine]
+    chart: Obj
+    differences: Page[PodDifference]
+    compared: int  # pods in every run
+    missing: list[int] = field(default_factory=list)  # asked-for runs that do not exist
+
+
+def _compare_lines(summaries: list[Obj]) -> list[CompareLine]:
+    def line(label: str, values: list[str]) -> CompareLine:
+        return CompareLine(label, values, len(set(values)) > 1)
+
+    lines = [
+        line(label, [str(s.get(key, "")) for s in summaries])
+        for label, key in (
+            ("Pods", "pods"),
+            ("Scheduled", "scheduled"),
+            ("Never scheduled", "neverScheduled"),
+            ("Attempts", "attempts"),
+            ("Preemptions", "preemptions"),
+        )
+    ]
+    for key in ("p50", "p95", "p99", "max", "mean"):
+        lines.append(line(f"Wait {key}", [wait_text(number(_dig(s, "waitSeconds", key))) for s in summaries]))
+    lines.append(line("Virtual time", [virtual_time(number(s.get("virtualSeconds"))) for s in summaries]))
+    resources: list[str] = []
+    for s in summaries:
+        resources += [r for r in (s.get("allocation") or {}) if r not in resources]
+    for r in resources:
+        for stat in ("peak", "mean"):
+            values = [percent(number(_dig(s, "allocation", r, stat))) for s in summaries]
+            lines.append(line(f"{r} allocation {stat}", values))
+    for stat in ("peak", "mean", "end"):
+        amounts = [number(_dig(s, "fragmentation", stat)) for s in summaries]
+        lines.append(line(f"GPU fragmentation {stat}", ["" if v is None else f"{v:g}" for v in amounts]))
+    return lines
+
+
+def compare_view(runs: Runs, run_ids: list[int], *, page: int = 1) -> CompareView:
+    """Runs side by side, in the order asked: summaries, overlaid samples, and the pods placed differently."""
+    found = {int(r["id"]): r for r in (runs.get_run(i) for i in dict.fromkeys(run_ids)) if r is not None}
+    ordered = [found[i] for i in dict.fromkeys(run_ids) if i in found]
+    missing = [i for i in dict.fromkeys(run_ids) if i not in found]
+    per_run = [{p.key: p for p in (pod_line(r) for r in run.get("pods") or [])} for run in ordered]
+    keys: list[str] = []
+    seen: set[str] = set()
+    for pods in per_run:
+        for key in pods:
+            if key not in seen:
+                seen.add(key)
+                keys.append(key)
+    differences: list[PodDifference] = []
+    for key in keys:
+        sides: list[PodSide | None] = []
+        for run, pods in zip(ordered, per_run, strict=True):
+            p = pods.get(key)
+            url = f"/ui/runs/{run['id']}/pods/{key}"
+            sides.append(None if p is None else PodSide(int(run["id"]), p.node, p.outcome, p.wait, p.attempts, url))
+        placements = {(s.node, s.outcome) if s is not None else None for s in sides}
+        if len(placements) > 1:
+            differences.append(PodDifference(key, sides))
+    compared = sum(1 for key in keys if all(key in pods for pods in per_run))
+    return CompareView(
+        runs=[run_row(r) for r in ordered],
+        lines=_compare_lines([r.get("summary") or {} for r in ordered]),
+        chart={"runs": [chart_run(r, list(pods.values())) for r, pods in zip(ordered, per_run, strict=True)]},
+        differences=paginate(differences, page, RUN_PODS_PAGE_SIZE),
+        compared=compared,
+        missing=missing,
+    )
+
+
+def parse_run_ids(values: list[str]) -> list[int]:
+    """``?runs=1,2&runs=3`` as run ids (the list's checkboxes send one value each, links a comma-separated list)."""
+    out: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if part.isdigit():
+                out.append(int(part))
+    return out

@@ -1,0 +1,133 @@
+"""``kss compare WORKLOAD --config a.yaml --config b.yaml``: one workload under each configuration, compared."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import orjson
+
+from kss_sim.replay.outputs import write_outputs
+from kss_sim.replay.workload import WorkloadError, parse_duration
+from kss_sim.whatif import inputs
+from kss_sim.whatif.compare import (
+    Side,
+    SideRun,
+    compare_document,
+    differences,
+    figure_rows,
+    new_group,
+    render_compare_html,
+    run_sides,
+    show_figure,
+    side_names,
+)
+
+DEFAULTS = "default"  # --config default: the v1.35 default profile (when no file of that name exists)
+
+
+EXAMPLES = """examples:
+  kss compare examples/replay/gpu-day.yaml --config default --config examples/replay/most-allocated.yaml
+  kss compare day.yaml --config a.yaml --config b.yaml --out ab/ --record-db runs.db   # and the UI's Compare page"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", nargs="+", type=Path, help="a workload file, a trace directory, or node + pod CSVs")
+    p.add_argument(
+        "--config", action="append", dest="configs", default=[], metavar="FILE",
+        help="a KubeSchedulerConfiguration, one per side (two or more); 'default' for v1.35's defaults",
+    )  # fmt: skip
+    p.add_argument("--pods", help="the trace's pod list: default, gpuspec33, multigpu50 (a trace directory)")
+    p.add_argument("--form", choices=("extended", "dra"), default="extended", help="how the trace's GPUs are offered")
+    p.add_argument("--limit", type=int, help="keep the first N pods")
+    p.add_argument("--start", type=Path, help="a `kss export` snapshot as the cluster at time 0")
+    p.add_argument("--until", metavar="T", help="stop every side at this virtual time")
+    p.add_argument("--interval", metavar="T", default="1h", help="the samples' interval (default 1h)")
+    p.add_argument("--out", type=Path, help="where to write (default: <workload>-compare)")
+    p.add_argument("--record-db", metavar="FILE|URL", help="record each side as a run (one compare group)")
+    p.add_argument("--ui-url", default="http://127.0.0.1:8000", help="with --record-db: kss serve's URL for links")
+    p.add_argument("--quiet", action="store_true", help="no line per side")
+    inputs.add_engine_arguments(p, config=False)
+    p.epilog = EXAMPLES
+
+
+def _sides(args: argparse.Namespace, gates: dict[str, bool]) -> list[Side]:
+    if len(args.configs) < 2:
+        raise WorkloadError(["--config: two or more are needed (one per side)"])
+    sides = []
+    problems = []
+    for name, source in zip(side_names(args.configs), args.configs, strict=True):
+        path = Path(source)
+        if source == DEFAULTS and not path.exists():
+            sides.append(Side(name, "the v1.35 defaults", None))
+            continue
+        try:
+            sides.append(Side(name, source, inputs.read_config(path, gates)))
+        except WorkloadError as exc:
+            problems += exc.problems
+    if problems:
+        raise WorkloadError(problems)
+    return sides
+
+
+def run(args: argparse.Namespace) -> int:
+    from kss_sim.replay.sources import load_source
+
+    try:
+        gates = inputs.feature_gates(args)
+        inputs.load_plugins(args)
+        sides = _sides(args, gates)
+        interval = parse_duration(args.interval, "--interval")
+        until = parse_duration(args.until, "--until") if args.until else None
+        if interval <= 0:
+            raise WorkloadError(["--interval: must be more than 0"])
+        workload = load_source(list(args.workload), pods=args.pods, form=args.form, start=args.start, limit=args.limit)
+    except WorkloadError as exc:
+        for problem in exc.problems:
+            print(f"kss compare: {problem}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a bad duration
+        print(f"kss compare: {exc}", file=sys.stderr)
+        return 2
+    group = new_group(workload.name) if args.record_db else None
+
+    def progress(run: SideRun) -> None:
+        if not args.quiet:
+            s = run.outcome.summary
+            print(f"kss compare: {run.side.name}: {s['scheduled']}/{s['pods']} scheduled, wait p95 "
+                  f"{s['waitSeconds']['p95']} s, {s['wallSeconds']} s", file=sys.stderr)  # fmt: skip
+
+    try:
+        runs = run_sides(workload, sides, feature_gates=gates, seed=args.seed, interval=interval, until=until,
+                         record_db=args.record_db, group=group, on_side=progress)  # fmt: skip
+    except Exception as exc:  # a configuration's plugin that fails to build, a database that cannot be written
+        print(f"kss compare: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    out = args.out or Path(f"{workload.name}-compare")
+    diffs = differences(runs)
+    doc = compare_document(workload, runs, diffs, seed=args.seed, group=group)
+    for run_ in runs:
+        write_outputs(run_.outcome.result, run_.outcome.metrics, out / run_.side.name, summary=run_.outcome.summary)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    ui = args.ui_url if group is not None else None
+    (out / "compare.html").write_text(render_compare_html(doc, runs, ui_url=ui), encoding="utf-8")
+    _print_table(runs)
+    print(f"{len(diffs)} pod(s) placed differently; wrote {out / 'compare.json'} and {out / 'compare.html'}")
+    if group is not None:
+        ids = ", ".join(str(r.run_id) for r in runs)
+        print(f"recorded as runs {ids}: {args.ui_url}/ui/compare?group={quote(group)}")
+    return 0
+
+
+def _print_table(runs: list[SideRun]) -> None:
+    rows = [(label, [show_figure(v, kind) for v in values]) for label, kind, values in
+            figure_rows([r.outcome.summary for r in runs])]  # fmt: skip
+    names = [r.side.name for r in runs]
+    width = max(len(label) for label, _ in rows)
+    cols = [max(len(n), *(len(v[i]) for _, v in rows)) for i, n in enumerate(names)]
+    print(" " * width + "  " + "  ".join(n.rjust(w) for n, w in zip(names, cols, strict=True)))
+    for label, values in rows:
+        print(label.ljust(width) + "  " + "  ".join(v.rjust(w) for v, w in zip(values, cols, strict=True)))

@@ -1,0 +1,85 @@
+"""What the what-if commands read: scheduler configurations, feature gates, plugin modules, manifests.
+
+Every reader raises :class:`~kss_sim.replay.workload.WorkloadError` with the file named in each problem, so a command
+prints one line per problem and exits 2 without having run anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kss_sim.config import Settings, check_feature_gates, parse_feature_gates
+from kss_sim.kube.objects import Obj
+from kss_sim.replay.workload import WorkloadError
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
+from kss_sim.scheduler.plugins import PluginLoadError, load_plugin_modules
+
+
+def add_engine_arguments(p: argparse.ArgumentParser, *, config: bool = True) -> None:
+    """--scheduler-config, --feature-gates, --plugin-module, --seed: how the engine is set up."""
+    if config:
+        p.add_argument("--scheduler-config", type=Path, metavar="FILE", help="a KubeSchedulerConfiguration (YAML/JSON)")
+    p.add_argument("--feature-gates", metavar="GATES", help="e.g. GenericWorkload=true,GangScheduling=true")
+    p.add_argument(
+        "--plugin-module",
+        action="append",
+        dest="plugin_modules",
+        metavar="MODULE",
+        help="a Python module of your own scheduler plugins, imported first; repeatable (KSS_PLUGIN_MODULES)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="the run's random seed (ties among equal nodes); default 0")
+
+
+def feature_gates(args: argparse.Namespace) -> dict[str, bool]:
+    """The gates of --feature-gates (else KSS_FEATURE_GATES, checked as the settings are read), checked."""
+    if not args.feature_gates:
+        return Settings().feature_gates
+    try:
+        gates = parse_feature_gates(args.feature_gates)
+        check_feature_gates(gates)
+    except ValueError as exc:
+        raise WorkloadError([f"--feature-gates: {exc}"]) from None
+    return gates
+
+
+def load_plugins(args: argparse.Namespace) -> None:
+    """Import --plugin-module modules (else KSS_PLUGIN_MODULES)."""
+    try:
+        load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
+    except PluginLoadError as exc:
+        raise WorkloadError([str(exc)]) from None
+
+
+def read_yaml(path: Path) -> Any:
+    """One YAML/JSON document."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise WorkloadError([f"{path}: {exc.strerror or exc}"]) from None
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
+    except yaml.YAMLError as exc:
+        raise WorkloadError([f"{path}: neither JSON nor YAML: {exc}".replace("\n", " ")]) from None
+    if len(docs) != 1:
+        raise WorkloadError([f"{path}: expected one document, found {len(docs)}"])
+    return docs[0]
+
+
+def check_config(doc: Any, where: str, gates: dict[str, bool] | None) -> Obj:
+    """A KubeSchedulerConfiguration document, validated now (a bad one is an input error, not a failed run)."""
+    if not isinstance(doc, dict):
+        raise WorkloadError([f"{where}: must be a KubeSchedulerConfiguration object"])
+    try:
+        parse_config(doc, gates)
+    except ConfigError as exc:
+        raise WorkloadError([f"{where}: {exc}"]) from None
+    return doc
+
+
+def read_config(path: Path, gates: dict[str, bool] | None) -> Obj:
+    """A KubeSchedulerConfiguration file, validated."""
+    return check_config(read_yaml(path), str(path), gates)
