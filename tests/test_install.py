@@ -110,7 +110,7 @@ def served(installed: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
         "KSS_DATABASE_URL": f"sqlite:///{database}",
         "KSS_CONTROLLERS": "false",
     }
-    probe = "import app, kss_sim.package_data as data; print(app.__file__); print(data.RESOURCE_ROOT)"
+    probe = "import kss_sim, kss_sim.package_data as data; print(kss_sim.__file__); print(data.RESOURCE_ROOT)"
     imported = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=workdir, env=env, check=True
     ).stdout.split()
