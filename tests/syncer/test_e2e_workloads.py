@@ -5,6 +5,7 @@ followed by the simulator's controllers. Without the flag only the pods are mirr
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,6 +221,10 @@ def test_kss_import_workloads_copies_a_deployment_and_a_job_for_the_simulator_to
     assert job["metadata"]["annotations"][SOURCE_UID_ANNOTATION] == source_uid
     assert "train-x7k2p" not in mirror.sim_pods(), "the source Job's pods are its own, the simulator's Job makes its"
     assert not any(source_uid in str(p["metadata"].get("labels")) for p in mirror.sim_pods().values())
-    # The whole log on failure: this check failed once in about ten runs, cause not yet known.
-    assert "left out Pod default/train-x7k2p: its Job runs in the simulator" in done.stderr, done.stderr
+    # The source is a kss serve with its own Job controller: if it made a pod before it saw the test's, it keeps its
+    # own and deletes the test's as one too many (parallelism 1), so which pod the import meets depends on that race
+    # (the cause of a failure in about one run in ten when this named train-x7k2p alone). Either way it is left out.
+    left_out = re.findall(r"left out Pod default/(train-\w+): its Job runs in the simulator", done.stderr)
+    assert left_out, done.stderr
+    assert not set(left_out) & set(mirror.sim_pods())
     assert mirror.proxy.mutating() == []
