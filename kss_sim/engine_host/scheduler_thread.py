@@ -31,8 +31,7 @@ from kss_sim.engine_host.store_actions import ClusterStoreLike, Pending, StoreAc
 from kss_sim.extender_http import extenders_for
 from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler import queue as q
-from kss_sim.scheduler.cache import SchedulerCache
-from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.cycle import ScheduleOptions
 from kss_sim.scheduler.filter_timing import PluginObserver
 from kss_sim.scheduler.framework import ClusterObjects, Handle
 from kss_sim.scheduler.kube_scheduler_configuration import (
@@ -45,12 +44,12 @@ from kss_sim.scheduler.kube_scheduler_configuration import (
 from kss_sim.scheduler.loop import (
     BACKOFF_FLUSH_SECONDS,
     UNSCHEDULABLE_FLUSH_SECONDS,
+    LoopHost,
     SchedulingLoop,
 )
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.record import Attempt
-from kss_sim.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT, Framework
-from kss_sim.scheduler.waiting import WaitingPods
+from kss_sim.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT
 
 log = logging.getLogger("kss.scheduler")
 
@@ -129,7 +128,7 @@ class _InFlight:
     scheduled: bool
 
 
-class SchedulerService:
+class SchedulerService(LoopHost):
     """Runs the scheduling loop in a thread; configuration can be swapped while it runs."""
 
     def __init__(
@@ -190,35 +189,6 @@ class SchedulerService:
             plugin_observer=on_plugin,
             plugin_metrics_sample_percent=plugin_metrics_sample_percent,
         )
-
-    # --- the loop's state, read by the API, the UI and tests ------------------------------------
-    @property
-    def queue(self) -> q.SchedulingQueue:
-        return self.loop.queue
-
-    @property
-    def cache(self) -> SchedulerCache:
-        return self.loop.cache
-
-    @property
-    def scheduler(self) -> Scheduler:
-        return self.loop.scheduler
-
-    @property
-    def cluster(self) -> ClusterObjects:
-        return self.loop.cluster
-
-    @property
-    def handles(self) -> list[Handle]:
-        return self.loop.handles
-
-    @property
-    def frameworks(self) -> dict[str, Framework]:
-        return self.loop.frameworks
-
-    @property
-    def waiting_pods(self) -> WaitingPods:
-        return self.loop.waiting_pods
 
     # --- configuration --------------------------------------------------------------------------
     def apply_config(self, config: SchedulerConfig) -> None:

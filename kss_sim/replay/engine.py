@@ -34,16 +34,19 @@ from kss_sim.replay.model import (
 from kss_sim.replay.objects import ObjectIntake
 from kss_sim.replay.workload import Event, TimedWorkload, WorkloadError
 from kss_sim.scheduler import queue as q
-from kss_sim.scheduler.cache import SchedulerCache
-from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Handle, Status
+from kss_sim.scheduler.cycle import ScheduleOptions
+from kss_sim.scheduler.framework import Status
 from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig, parse_config
-from kss_sim.scheduler.loop import BACKOFF_FLUSH_SECONDS, UNSCHEDULABLE_FLUSH_SECONDS, LoopWriter, SchedulingLoop
+from kss_sim.scheduler.loop import (
+    BACKOFF_FLUSH_SECONDS,
+    UNSCHEDULABLE_FLUSH_SECONDS,
+    LoopHost,
+    LoopWriter,
+    SchedulingLoop,
+)
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins import dynamic_resources as dra_plugin
 from kss_sim.scheduler.record import Attempt
-from kss_sim.scheduler.runtime import Framework
-from kss_sim.scheduler.waiting import WaitingPods
 
 log = logging.getLogger("kss.replay")
 
@@ -100,7 +103,7 @@ class _Actions(LoopWriter):
         return bind_pod_volumes(self.run, pod, node_name, static, dynamic)
 
 
-class Replay:
+class Replay(LoopHost):
     """One replay of a timed workload (``ReplayState`` for observers, ``ReplayActions`` for the controllers)."""
 
     def __init__(
@@ -153,35 +156,6 @@ class Replay:
         self.objects = ObjectIntake(self)
         self.controllers: Any = None
         self._check_workload_kinds()
-
-    # --- the loop's state ----------------------------------------------------------------------
-    @property
-    def cluster(self) -> ClusterObjects:
-        return self.loop.cluster
-
-    @property
-    def cache(self) -> SchedulerCache:
-        return self.loop.cache
-
-    @property
-    def queue(self) -> q.SchedulingQueue:
-        return self.loop.queue
-
-    @property
-    def scheduler(self) -> Scheduler:
-        return self.loop.scheduler
-
-    @property
-    def handles(self) -> list[Handle]:
-        return self.loop.handles
-
-    @property
-    def frameworks(self) -> dict[str, Framework]:
-        return self.loop.frameworks
-
-    @property
-    def waiting_pods(self) -> WaitingPods:
-        return self.loop.waiting_pods
 
     # --- ReplayState ----------------------------------------------------------------------------
     @property

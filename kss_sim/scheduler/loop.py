@@ -461,3 +461,38 @@ class SchedulingLoop:
     def flush_unschedulable(self) -> None:
         """``flushUnschedulablePodsLeftover`` (every 30 s)."""
         self.queue.flush_unschedulable_left_over()
+
+
+class LoopHost:
+    """What a host of the loop shows of it: the loop's parts as the host's own attributes (read by the API's views,
+    the replay's observers and tests). A host sets ``self.loop`` in its constructor."""
+
+    loop: SchedulingLoop
+
+    @property
+    def queue(self) -> q.SchedulingQueue:
+        return self.loop.queue
+
+    @property
+    def cache(self) -> SchedulerCache:
+        return self.loop.cache
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.loop.scheduler
+
+    @property
+    def cluster(self) -> ClusterObjects:
+        return self.loop.cluster
+
+    @property
+    def handles(self) -> list[Handle]:
+        return self.loop.handles
+
+    @property
+    def frameworks(self) -> dict[str, Framework]:
+        return self.loop.frameworks
+
+    @property
+    def waiting_pods(self) -> WaitingPods:
+        return self.loop.waiting_pods
