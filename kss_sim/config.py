@@ -182,6 +182,8 @@ FEATURE_GATES: dict[str, bool] = {
     "DRADeviceBindingConditions": False,
     # The scheduling queue pops backoffQ when activeQ is empty (beta, on since v1.33); `kss serve` and `kss replay`.
     "SchedulerPopFromBackoffQ": True,
+    # kube-apiserver's binding clears status.nominatedNodeName (alpha in v1.34, beta and on in v1.35).
+    "ClearingNominatedNodeNameAfterBinding": True,
 }
 
 

@@ -130,9 +130,18 @@ async def test_binding_subresource(client: httpx.AsyncClient) -> None:
         "metadata": {"name": "tobind"},
         "target": {"kind": "Node", "name": "n1"},
     }
+    nominated = {"status": {"nominatedNodeName": "n2"}}
+    patched = await client.patch(
+        "/api/v1/namespaces/default/pods/tobind/status",
+        json=nominated,
+        headers={"content-type": "application/merge-patch+json"},
+    )
+    assert patched.json()["status"]["nominatedNodeName"] == "n2"
     r = await client.post("/api/v1/namespaces/default/pods/tobind/binding", json=binding)
     assert r.status_code == 201 and r.json()["status"] == "Success"
-    assert (await client.get("/api/v1/namespaces/default/pods/tobind")).json()["spec"]["nodeName"] == "n1"
+    bound = (await client.get("/api/v1/namespaces/default/pods/tobind")).json()
+    assert bound["spec"]["nodeName"] == "n1"
+    assert "nominatedNodeName" not in bound["status"]  # ClearingNominatedNodeNameAfterBinding, on in v1.35
     again = await client.post("/api/v1/namespaces/default/pods/tobind/binding", json=binding)
     assert again.status_code == 409 and again.json()["reason"] == "Conflict"
 

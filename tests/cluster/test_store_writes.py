@@ -308,3 +308,16 @@ def test_runs_of_rows_are_cut_in_powers_of_two_that_cover_them_once(count: int) 
     assert [start for start, _ in chunks] == [sum(sizes[:i]) for i in range(len(sizes))]
     assert sum(sizes) == count and all(size & (size - 1) == 0 and size <= 512 for size in sizes)
     assert len(chunks) <= count // 512 + bin(count % 512).count("1"), "the fewest such statements"
+
+
+@pytest.mark.parametrize(("gate", "left"), [(None, None), (True, None), (False, "n2")])
+def test_a_binding_clears_the_nomination_as_v1_35_kube_apiserver_does(gate: bool | None, left: str | None) -> None:
+    # ClearingNominatedNodeNameAfterBinding: beta and on by default in v1.35 (the binding storage sets it to "").
+    store = ClusterStore(None, feature_gates={} if gate is None else {"ClearingNominatedNodeNameAfterBinding": gate})
+    store.create("Pod", make_pod(name="p", requests={"cpu": "1"}), "default")
+    store.patch("Pod", "default", "p", {"status": {"nominatedNodeName": "n2"}}, "merge", subresource="status")
+    bound = store.bind_pod("default", "p", "n1")
+    assert bound["spec"]["nodeName"] == "n1"
+    assert bound["status"].get("nominatedNodeName") == left
+    stored = store.get("Pod", "default", "p")
+    assert stored is not None and stored["status"].get("nominatedNodeName") == left

@@ -29,7 +29,7 @@ from kss_sim.cluster.storage.versions import Versions, merge_annotations
 SCHEDULER_MANAGER = "kube-scheduler"
 
 
-def _bound_version(stored: Obj, node_name: str, timestamp: str) -> Obj:
+def _bound_version(stored: Obj, node_name: str, timestamp: str, *, clear_nominated: bool) -> Obj:
     """The next version of the stored pod ``stored`` (read-only) bound to ``node_name``: new dicts only where it
     changes (metadata, spec, status and its conditions), the rest shared with the stored version, which is never
     changed (a full copy of a pod with its result annotations was most of a binding's cost)."""
@@ -39,6 +39,8 @@ def _bound_version(stored: Obj, node_name: str, timestamp: str) -> Obj:
         {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": timestamp}
     )
     status["conditions"] = conditions
+    if clear_nominated:  # the nomination is spent once the pod is bound (ClearingNominatedNodeNameAfterBinding)
+        status.pop("nominatedNodeName", None)
     pod = dict(stored)
     pod["metadata"] = dict(stored["metadata"])
     pod["spec"] = {**(stored.get("spec") or {}), "nodeName": node_name}
@@ -155,8 +157,10 @@ class PodWrites:
         store: StoreVerbs,
         *,
         clock: Callable[[], datetime],
+        clear_nominated_on_bind: bool = True,
     ) -> None:
         self._lock = lock
+        self._clear_nominated_on_bind = clear_nominated_on_bind
         self._committer = committer
         self._versions = versions
         self._clock = clock
@@ -197,7 +201,9 @@ class PodWrites:
                 raise Conflict("pods/binding", name, f'pod {name} is already assigned to node "{bound}"')
             if not node_name:
                 raise Invalid("Binding", name, [invalid("target.name", node_name, "must not be empty")])
-            pod = _bound_version(current.obj, node_name, self._versions.timestamp())
+            pod = _bound_version(
+                current.obj, node_name, self._versions.timestamp(), clear_nominated=self._clear_nominated_on_bind
+            )
             if annotations:
                 merge_annotations(pod, annotations)
                 causes = annotation_causes(pod, annotations)

@@ -38,6 +38,7 @@ from kss_sim.cluster.storage.pod_writes import PodWrites
 from kss_sim.cluster.storage.selectors import Selector, make_selector
 from kss_sim.cluster.storage.versions import Versions, kind_info
 from kss_sim.cluster.storage.writes import ObjectWrites
+from kss_sim.config import gate_enabled
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,14 @@ class ClusterStore:
             self._committer, clock=clock, gates=self._gates, auto_create_namespaces=auto_create_namespaces
         )
         self._writes = writes = ObjectWrites(self._lock, self._committer, self._versions, self._gates)
-        self._pod_writes = pod_writes = PodWrites(self._lock, self._committer, self._versions, self, clock=clock)
+        self._pod_writes = pod_writes = PodWrites(
+            self._lock,
+            self._committer,
+            self._versions,
+            self,
+            clock=clock,
+            clear_nominated_on_bind=gate_enabled(self._gates, "ClearingNominatedNodeNameAfterBinding"),
+        )
         # Their verbs are the store's own, bound here so that a call costs no delegating frame (every API write; the
         # scheduler's and the kubelet's writes, once per pod).
         self.create = writes.create
