@@ -243,5 +243,15 @@ class TooManyRequests(ApiError):
         self.retry_after = retry_after
 
 
+class Timeout(ApiError):
+    """504 (``NewTimeoutError``): the request could not be completed in time (writes kept conflicting)."""
+
+    code = 504
+    reason = "Timeout"
+
+    def __init__(self, message: str, *, retry_after: int = 0) -> None:
+        super().__init__(f"Timeout: {message}", details={"retryAfterSeconds": retry_after} if retry_after else {})
+
+
 class InternalError(ApiError):
     """500: the database refused a write; nothing was changed."""

@@ -36,6 +36,7 @@ from kss_sim.cluster.errors import (
     Conflict,
     Forbidden,
     NotFound,
+    Timeout,
     TooManyRequests,
     UnsupportedMediaType,
 )
@@ -105,26 +106,10 @@ def evict(store: ClusterStore, namespace: str, eviction: Eviction, *, dry_run: b
     options = _with_dry_run(eviction.delete_options, dry_run)
     dry_run = "All" in options.get("dryRun", [])
     delete_options = deletion.parse_delete_options(options, {})  # a bad policy is a 422 before anything is read
-    name = eviction.name
-    preconditions = options.get("preconditions") or {}
-    client_rv = preconditions.get("resourceVersion") or None
-    for _ in range(CONFLICT_RETRIES):
-        pod = _latest(store, "Pod", namespace, name)
-        if not _can_ignore_budget(pod):
-            break
-        rv = client_rv
-        if rv is None and not _terminated(pod) and not _deleting(pod):
-            rv = str(pod["metadata"].get("resourceVersion"))  # not racing a pod turning Ready meanwhile
-        try:
-            _delete(store, pod, options, delete_options, rv, dry_run=dry_run)
-        except Conflict:
-            if client_rv is not None:
-                raise
-            continue
+    client_rv = (options.get("preconditions") or {}).get("resourceVersion") or None
+    pod = _delete_if_no_disruption(store, namespace, eviction.name, options, delete_options, client_rv, dry_run)
+    if pod is None:
         return _success()
-    else:
-        raise Conflict("pods", name, "the pod kept changing while it was evicted")
-
     budgets = [pdb for pdb in store.select("PodDisruptionBudget", namespace).items if _covers(pdb.obj, pod)]
     if len(budgets) > 1:
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -144,6 +129,33 @@ def evict(store: ClusterStore, namespace: str, eviction: Eviction, *, dry_run: b
             raise _budget_processing(str(budgets[0].obj["metadata"]["name"])) from None
         raise
     return _success()
+
+
+def _delete_if_no_disruption(
+    store: ClusterStore,
+    namespace: str,
+    name: str,
+    options: Mapping[str, Any],
+    delete_options: deletion.DeleteOptions,
+    client_rv: str | None,
+    dry_run: bool,
+) -> Obj | None:
+    """Delete the pod if its going disrupts nothing (``canIgnorePDB``), retried while it changes under the write
+    unless the client named its version; None when it was deleted, else the pod, whose budget must be checked."""
+    for _ in range(CONFLICT_RETRIES):
+        pod = _latest(store, "Pod", namespace, name)
+        if not _can_ignore_budget(pod):
+            return pod
+        rv = client_rv
+        if rv is None and not _terminated(pod) and not _deleting(pod):
+            rv = str(pod["metadata"].get("resourceVersion"))  # a Pending pod: not racing it turning Ready
+        try:
+            _delete(store, pod, options, delete_options, rv, dry_run=dry_run)
+            return None
+        except Conflict:
+            if client_rv is not None:
+                raise
+    raise Conflict("pods", name, "the pod kept changing while it was evicted")
 
 
 def _latest(store: ClusterStore, kind: str, namespace: str, name: str) -> Obj:
@@ -262,7 +274,7 @@ def _take_one_disruption(store: ClusterStore, pdb: Obj, pod_name: str, *, dry_ru
             return
         except Conflict:
             pdb = _latest(store, "PodDisruptionBudget", str(meta.get("namespace")), name)
-    raise ApiError(f'couldn\'t update PodDisruptionBudget "{pdb["metadata"]["name"]}" due to conflicts')
+    raise Timeout(f'couldn\'t update PodDisruptionBudget "{pdb["metadata"]["name"]}" due to conflicts', retry_after=10)
 
 
 def _insufficient(status: dict[str, Any], now: str) -> None:
