@@ -4,6 +4,7 @@ JSON and protobuf bodies, and protobuf DeleteOptions on DELETE."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -127,6 +128,16 @@ async def test_a_budget_with_a_disruption_left_takes_it_and_records_the_pod(clie
         "False",
         "InsufficientPods",
     )
+
+
+async def test_evictions_in_flight_together_take_the_budget_once(client: httpx.AsyncClient) -> None:
+    for name in ("a", "b", "c"):
+        await running_pod(client, name)
+    await budget(client, allowed=1, current=3, desired=2)
+    answers = await asyncio.gather(*(evict(client, name) for name in ("a", "b", "c")))
+    assert sorted(r.status_code for r in answers) == [201, 429, 429]
+    status = (await client.get(f"{PDBS}/web")).json()["status"]
+    assert status["disruptionsAllowed"] == 0 and len(status["disruptedPods"]) == 1
 
 
 async def test_a_budget_at_zero_is_429_and_changes_nothing(client: httpx.AsyncClient) -> None:
