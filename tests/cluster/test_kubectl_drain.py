@@ -1,7 +1,7 @@
 """``kubectl drain`` with the real kubectl against a real ``kss serve`` (scheduler, controllers and simulated kubelet
 on): the Eviction API under a PodDisruptionBudget evicts a Deployment's pods one at a time as their replacements
-become Ready elsewhere, answering 429 beyond the budget, and leaves the DaemonSet's pod; ``kubectl delete``'s
-protobuf DeleteOptions are read."""
+become Ready elsewhere, answering 429 beyond the budget, and leaves the DaemonSet's pod; with ``--disable-eviction``
+its DELETEs' protobuf DeleteOptions are read."""
 
 from __future__ import annotations
 
@@ -97,7 +97,10 @@ def test_drain_respects_the_disruption_budget_and_daemonsets(live: Server) -> No
     assert len(web) == 3 and {p["spec"]["nodeName"] for p in web} <= {"n2", "n3"}
     assert json.loads(kubectl("get", "node", "n1", "-o", "json").stdout)["spec"]["unschedulable"] is True
 
-    # The DELETE fallback's protobuf DeleteOptions (kubectl delete sends them too).
-    kubectl("delete", "pod", web[0]["metadata"]["name"], "--grace-period=0", "--force")
-    eventually(lambda: len(json.loads(kubectl("get", "pods", "-l", "app=web", "-o", "json").stdout)["items"]) == 3)
+    # --disable-eviction: drain's DELETEs, whose DeleteOptions the typed client sends as protobuf (no budget).
+    on_n2 = [p for p in pods_on("n2") if p.startswith("web-")]
+    assert on_n2
+    kubectl("drain", "n2", "--ignore-daemonsets", "--force", "--disable-eviction", "--timeout=60s", timeout=120)
+    assert [p for p in pods_on("n2") if not p.startswith("agent-")] == []
+    eventually(lambda: len(pods_on("n3")) == 4)  # the three web pods and n3's agent
     assert "Traceback" not in live.log.read_text()
