@@ -228,5 +228,30 @@ class NotAcceptable(ApiError):
     reason = "NotAcceptable"
 
 
+class TooManyRequests(ApiError):
+    """429 (``NewTooManyRequests``): try again later; ``retry_after`` seconds (0: unsaid) and the causes, as
+    ``(type, message)`` pairs, go in the details (a blocked eviction's ``DisruptionBudget`` cause)."""
+
+    code = 429
+    reason = "TooManyRequests"
+
+    def __init__(self, message: str, *, retry_after: int = 0, causes: list[tuple[str, str]] | None = None) -> None:
+        details: dict[str, Any] = {"causes": [{"reason": kind, "message": text} for kind, text in causes or []]}
+        if retry_after > 0:
+            details["retryAfterSeconds"] = retry_after
+        super().__init__(message, details=details)
+        self.retry_after = retry_after
+
+
+class Timeout(ApiError):
+    """504 (``NewTimeoutError``): the request could not be completed in time (writes kept conflicting)."""
+
+    code = 504
+    reason = "Timeout"
+
+    def __init__(self, message: str, *, retry_after: int = 0) -> None:
+        super().__init__(f"Timeout: {message}", details={"retryAfterSeconds": retry_after} if retry_after else {})
+
+
 class InternalError(ApiError):
     """500: the database refused a write; nothing was changed."""

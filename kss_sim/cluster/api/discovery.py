@@ -65,6 +65,19 @@ def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
                         "verbs": ["create"],
                     }
                 )
+            elif sub == "eviction":
+                # Served as policy/v1 Eviction (EvictionREST's GroupVersionKind): what kubectl drain looks for.
+                resources.append(
+                    {
+                        "name": f"{info.plural}/eviction",
+                        "singularName": "",
+                        "namespaced": True,
+                        "group": "policy",
+                        "version": "v1",
+                        "kind": "Eviction",
+                        "verbs": ["create"],
+                    }
+                )
             elif sub == "scale":
                 # Served as autoscaling/v1 Scale whatever the object's own group (ScaleREST's GroupVersionKind).
                 resources.append(

@@ -1,10 +1,10 @@
 """Just enough of Kubernetes' protobuf encoding to read what kubectl's typed clients send.
 
 ``kubectl create namespace|priorityclass|poddisruptionbudget|deployment|job|cronjob`` post protobuf bodies
-(``application/vnd.kubernetes.protobuf``): the magic ``k8s\\x00`` then a ``runtime.Unknown`` whose ``raw``
-field holds the object. This module decodes the protobuf wire format with small schemas of the
-messages those commands build (field numbers from k8s.io/api's generated.proto) into the same JSON
-dicts the JSON path produces. Other kinds answer 415 as before.
+(``application/vnd.kubernetes.protobuf``), as do ``kubectl drain``'s Evictions and DELETEs (DeleteOptions): the
+magic ``k8s\\x00`` then a ``runtime.Unknown`` whose ``raw`` field holds the object. This module decodes the
+protobuf wire format with small schemas of the messages those commands build (field numbers from k8s.io/api's
+generated.proto) into the same JSON dicts the JSON path produces. Other kinds answer 415 as before.
 """
 
 from __future__ import annotations
@@ -272,6 +272,18 @@ _JOB_SPEC = _message(
 )
 _JOB_TEMPLATE = _message({1: ("metadata", _object_meta, False), 2: ("spec", _JOB_SPEC, False)})
 
+# meta/v1 DeleteOptions (a DELETE's body, an Eviction's deleteOptions); gracePeriodSeconds is a pointer, so 0 is kept.
+_DELETE_OPTIONS_FIELDS: Schema = {
+    1: ("gracePeriodSeconds", _int, False),
+    2: ("preconditions", _message({1: ("uid", _string, False), 2: ("resourceVersion", _string, False)}), False),
+    3: ("orphanDependents", _bool, False), 4: ("propagationPolicy", _string, False), 5: ("dryRun", _string, True),
+    6: ("ignoreStoreReadErrorWithClusterBreakingPotential", _bool, False),
+}  # fmt: skip
+_EVICTION: Schema = {
+    1: ("metadata", _object_meta, False),
+    2: ("deleteOptions", _message(_DELETE_OPTIONS_FIELDS), False),
+}
+
 # apiVersion/kind -> schema of the top-level object.
 _KINDS: dict[tuple[str, str], Schema] = {
     ("v1", "Namespace"): {
@@ -305,6 +317,8 @@ _KINDS: dict[tuple[str, str], Schema] = {
         }), False),
     },
     ("batch/v1", "Job"): {1: ("metadata", _object_meta, False), 2: ("spec", _JOB_SPEC, False)},
+    ("policy/v1", "Eviction"): _EVICTION,
+    ("policy/v1beta1", "Eviction"): _EVICTION,
     ("batch/v1", "CronJob"): {
         1: ("metadata", _object_meta, False),
         2: ("spec", _message({
@@ -328,7 +342,8 @@ def decode(body: bytes) -> dict[str, Any]:
     })(body[len(MAGIC):])  # fmt: skip
     type_meta = unknown.get("typeMeta") or {}
     api_version, kind = str(type_meta.get("apiVersion", "")), str(type_meta.get("kind", ""))
-    schema = _KINDS.get((api_version, kind))
+    # client-go encodes DeleteOptions in the group version of the client that sends it (v1, apps/v1, ...).
+    schema = _DELETE_OPTIONS_FIELDS if kind == "DeleteOptions" else _KINDS.get((api_version, kind))
     if schema is None:
         raise ProtobufError(f"protobuf bodies of {kind or 'this kind'} are not supported; send JSON or YAML")
     if unknown.get("contentEncoding"):

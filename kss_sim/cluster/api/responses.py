@@ -28,8 +28,13 @@ def raw_response(body: bytes, status_code: int = 200) -> Response:
 
 
 def error_response(exc: ApiError) -> Response:
-    """The Status body and HTTP code of an API error."""
-    return json_response(exc.to_status(), exc.code)
+    """The Status body and HTTP code of an API error (with ``Retry-After`` when it says when to retry, which
+    client-go honours by retrying itself)."""
+    response = json_response(exc.to_status(), exc.code)
+    retry_after = (exc.details or {}).get("retryAfterSeconds")
+    if isinstance(retry_after, int) and retry_after > 0:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 def authorize(request: Request) -> None:

@@ -29,7 +29,7 @@ from starlette.types import Receive, Scope, Send
 from kss_sim.cluster.admission import deletion, fields
 from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
-from kss_sim.cluster.api import protobuf, scale, watch
+from kss_sim.cluster.api import eviction, protobuf, scale, watch
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.responses import JSON, authorize, error_response, json_response, raw_response
 from kss_sim.cluster.api.tables import core as tables
@@ -566,7 +566,10 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
     raw = await _read_body(request)
     options: dict[str, Any] = {}
     if raw.strip():
-        parsed = _parse_json(None, raw)
+        # kubectl's typed clients send DeleteOptions as protobuf (kubectl drain's fallback DELETE).
+        parsed = (
+            _parse_body(request, None, raw) if _content_type(request) == protobuf.PROTOBUF else _parse_json(None, raw)
+        )
         if not isinstance(parsed, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
         options = parsed
@@ -624,6 +627,8 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
     target = parse_target(group, version, segments, _settings(request).feature_gates)
     if target.subresource == "scale":
         return await _handle_scale(request, _store(request), target)
+    if target.subresource == "eviction":
+        return await _handle_eviction(request, _store(request), target)
     return await _HANDLERS[request.method](request, _store(request), target)
 
 
@@ -656,6 +661,17 @@ async def _handle_scale(request: Request, store: ClusterStore, target: Target) -
             )
         )
     raise MethodNotAllowed(request.method.lower())
+
+
+async def _handle_eviction(request: Request, store: ClusterStore, target: Target) -> Response:
+    """``POST .../pods/{name}/eviction``: a policy/v1 Eviction (see ``eviction.py``)."""
+    if request.method != "POST" or target.name is None:
+        raise MethodNotAllowed(request.method.lower())
+    dry_run = _dry_run(request)
+    asked = eviction.parse(_content_type(request), await _read_body(request), target.name)
+    namespace = target.namespace or "default"
+    status = await _write(store, lambda: eviction.evict(store, namespace, asked, dry_run=dry_run))
+    return json_response(status, int(status["code"]))
 
 
 @router.api_route("/api/{version}/{path:path}", methods=_METHODS)
