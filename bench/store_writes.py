@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from kss_sim.cluster.admission.validation.core import qualified_name_errors
+from kss_sim.cluster.admission.validation.metadata import qualified_name_errors
 from kss_sim.cluster.errors import Cause
 from kss_sim.cluster.storage import pod_writes, repository
 from kss_sim.cluster.storage.models import ClusterObject, ClusterState

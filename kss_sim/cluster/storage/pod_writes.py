@@ -16,7 +16,8 @@ import orjson
 
 from kss_sim.cluster.admission import admit as admission
 from kss_sim.cluster.admission import managed_fields, uids
-from kss_sim.cluster.admission.validation.core import TOTAL_ANNOTATION_BYTES, qualified_name_errors, validate_event
+from kss_sim.cluster.admission.validation.core import validate_event
+from kss_sim.cluster.admission.validation.metadata import TOTAL_ANNOTATION_BYTES, qualified_name_errors
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Cause, Conflict, Invalid, invalid
 from kss_sim.cluster.kinds.registry import BY_KIND
 from kss_sim.cluster.kinds.stored import Change, Obj
