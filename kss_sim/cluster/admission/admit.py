@@ -19,8 +19,9 @@ from kss_sim.cluster.admission.validation.dra import check_dra_decodable
 from kss_sim.cluster.admission.validation.workloads import check_workload_decodable
 from kss_sim.cluster.errors import BadRequest, Forbidden
 from kss_sim.cluster.kinds.registry import Gates, KindInfo
-from kss_sim.cluster.kinds.stored import Obj, StoredObject
+from kss_sim.cluster.kinds.stored import StoredObject
 from kss_sim.config import gate_enabled
+from kss_sim.kube.objects import Obj
 
 _KINDS_WITH_SPEC = frozenset(
     {

@@ -46,8 +46,9 @@ from kss_sim.cluster.errors import (
 )
 from kss_sim.cluster.kinds.registry import BY_KIND, NO_GATES, Gates, KindInfo, resource_info
 from kss_sim.cluster.storage.selectors import make_selector
-from kss_sim.cluster.storage.store import ClusterStore, Obj, PendingWrites, StoredObject
+from kss_sim.cluster.storage.store import ClusterStore, PendingWrites, StoredObject
 from kss_sim.config import Settings
+from kss_sim.kube.objects import Obj
 from kss_sim.state import state_accessor
 
 router = APIRouter()
