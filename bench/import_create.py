@@ -26,12 +26,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # kss_sim is imported late (or not at all): the tree to measure is chosen at run time
+    from kss_sim.kube.objects import Obj
+
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = 500
-
-Obj = dict[str, Any]
 
 
 def make_pages(nodes: int, pods: int, pending: int) -> list[bytes]:

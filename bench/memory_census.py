@@ -29,13 +29,16 @@ import time
 import types
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # kss_sim is imported late (or not at all): the tree to measure is chosen at run time
+    from kss_sim.kube.objects import Obj
+
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _serve import WORKLOADS
 
-Obj = dict[str, Any]
 # Shared by everything, owned by nothing in particular: not walked.
 _SKIP = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType, types.FrameType)
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import orjson
 
+from kss_sim.kube.objects import Obj
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _serve import WORKLOADS
@@ -38,7 +40,6 @@ from kss_sim.cluster.storage import writes as writes_module
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.pod_status import running_status
 
-Obj = dict[str, Any]
 STEPS = ("create", "bind", "event", "kubelet status")
 
 

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kss_sim.kube.objects import Obj
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from trace import TRACE, scenario
@@ -42,7 +44,6 @@ from kss_sim.serve_cli import SERVE_GC_THRESHOLDS
 from kss_sim.server.metrics import Metrics
 from kss_sim.simulation.runner import ScenarioRun, _fewer_collections
 
-Obj = dict[str, Any]
 _calls: list[float] = []
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from kss_sim.cluster.admission.validation.core import qualified_name_errors
+from kss_sim.cluster.admission.validation.metadata import qualified_name_errors
 from kss_sim.cluster.errors import Cause
 from kss_sim.cluster.storage import pod_writes, repository
 from kss_sim.cluster.storage.models import ClusterObject, ClusterState
@@ -34,8 +34,8 @@ from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.cluster.storage.versions import DEFAULT_MANAGER
 from kss_sim.controllers.pod_status import running_status
 from kss_sim.db import make_engine, upgrade_database
+from kss_sim.kube.objects import Obj
 
-Obj = dict[str, Any]
 # Result annotations of the size kss serve writes (2.4 kB per pod above 50 nodes).
 ANNOTATIONS = {f"kss.sigs.k8s.io/result-{k}": "x" * 230 for k in range(10)}
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-Obj = dict[str, Any]
+if TYPE_CHECKING:  # kss_sim is imported late (or not at all): the tree to measure is chosen at run time
+    from kss_sim.kube.objects import Obj
+
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 # (instance type, cpu cores, memory GiB, max pods)

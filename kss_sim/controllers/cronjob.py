@@ -32,10 +32,11 @@ from kss_sim.cluster.admission.cron import CronError, CronSchedule, parse_standa
 from kss_sim.cluster.admission.deletion import BACKGROUND, DeleteOptions
 from kss_sim.cluster.errors import AlreadyExists, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.job_parts import COMPLETE, FAILED, has_true, is_finished, parse_time, rfc3339
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, OwnedIndex, controller_ref, is_deleting, key_of, meta, owner_reference
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.daemon_placement import (
     DaemonPlacement,
     daemon_pod_template,
@@ -72,6 +72,7 @@ from kss_sim.controllers.rollout import (
     scaled_value,
     template_hash,
 )
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

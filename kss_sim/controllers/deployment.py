@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from kss_sim.cluster.errors import AlreadyExists, ApiError, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers import deployment_util as du
 from kss_sim.controllers.deployment_rollout import DeploymentRollouts, RolloutSync, labels_of, quoted
 from kss_sim.controllers.loop import Clock, utc_now
@@ -52,6 +52,7 @@ from kss_sim.controllers.owned import (
     owner_reference,
     selector_matches,
 )
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

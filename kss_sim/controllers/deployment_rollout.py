@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from kss_sim.cluster.storage.store import Obj
 from kss_sim.controllers import deployment_util as du
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.owned import Key, controller_uid, key_of, meta, selector_matches
+from kss_sim.kube.objects import Obj
 
 
 @dataclass

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from kss_sim.cluster.storage.store import Obj
 from kss_sim.controllers.owned import meta
 from kss_sim.controllers.pod_ranking import parse_time
+from kss_sim.kube.objects import Obj
 
 POD_TEMPLATE_HASH = "pod-template-hash"  # apps.DefaultDeploymentUniqueLabelKey
 REVISION = "deployment.kubernetes.io/revision"

@@ -33,11 +33,12 @@ from typing import Any
 
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, controller_ref, is_deleting, key_of, meta, pod_condition
 from kss_sim.controllers.rollout import parse_time, scaled_value
 from kss_sim.kube.labels import label_selector_matches
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

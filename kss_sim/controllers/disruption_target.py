@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.owned import is_terminated, meta
+from kss_sim.kube.objects import Obj
 
 DISRUPTION_TARGET = "DisruptionTarget"
 

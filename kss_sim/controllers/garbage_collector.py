@@ -36,8 +36,9 @@ from kss_sim.cluster.admission.deletion import (
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

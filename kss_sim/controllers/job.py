@@ -33,7 +33,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.job_parts import (
     BACKOFF_LIMIT_EXCEEDED,
     COMPLETE,
@@ -73,6 +73,7 @@ from kss_sim.controllers.owned import (
     meta,
     pod_from_template,
 )
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

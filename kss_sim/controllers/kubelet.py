@@ -25,7 +25,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.cluster.storage.versions import DEFAULT_MANAGER
 from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
@@ -42,6 +42,7 @@ from kss_sim.controllers.pod_status import (
     run_started_at,
     running_status,
 )
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

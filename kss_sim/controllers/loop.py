@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 from kss_sim.cluster.errors import Conflict, NotFound
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

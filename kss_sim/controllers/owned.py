@@ -12,8 +12,9 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.kube.labels import label_selector_matches
+from kss_sim.kube.objects import Obj
 
 Key = tuple[str, str]  # (namespace, name)
 

@@ -19,11 +19,12 @@ from datetime import timedelta
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.disruption_target import mark_disruption_target
 from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, is_terminated, key_of, meta
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -35,8 +35,9 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

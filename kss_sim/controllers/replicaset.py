@@ -29,7 +29,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import ApiError, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import (
     Controllers,
@@ -50,6 +50,7 @@ from kss_sim.controllers.owned import (
 )
 from kss_sim.controllers.pod_ranking import NEVER, available_from, is_available, pods_to_delete
 from kss_sim.kube.labels import label_selector_matches
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import (
     Key,
@@ -80,6 +80,7 @@ from kss_sim.controllers.statefulset_pods import (
     template_from_pod,
     wanted_claim_refs,
 )
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

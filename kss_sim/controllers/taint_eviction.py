@@ -22,11 +22,12 @@ from typing import Any
 
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.disruption_target import mark_disruption_target
 from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, is_deleting, key_of, meta
+from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE, Toleration
 
 log = logging.getLogger(__name__)

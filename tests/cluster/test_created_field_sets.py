@@ -4,13 +4,12 @@ set is the one computed afresh, whatever came before it."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from kss_sim.cluster.admission import field_sets, managed_fields
 from kss_sim.cluster.admission.admit import decode
 from kss_sim.cluster.kinds.registry import BY_KIND
+from kss_sim.kube.objects import Obj
 
-Obj = dict[str, Any]
 POD = BY_KIND["Pod"]
 
 

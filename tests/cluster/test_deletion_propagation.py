@@ -22,13 +22,12 @@ from kubernetes.client.rest import ApiException  # type: ignore[attr-defined]
 
 from kss_sim.config import Settings
 from kss_sim.controllers.garbage_collector import GarbageCollector
+from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
 from tests.conftest import KUBECTL, free_port
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")
-
-Obj = dict[str, Any]
 
 
 @dataclass

@@ -18,9 +18,9 @@ from kss_sim.cluster.storage import versions
 from kss_sim.cluster.storage.shared_values import SharedValues
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.pod_status import running_status
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import node, pod
 
-Obj = dict[str, Any]
 RESULT = "kube-scheduler-simulator.sigs.k8s.io/"
 
 

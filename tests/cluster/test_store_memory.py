@@ -17,9 +17,8 @@ from kss_sim.cluster.storage import change_log
 from kss_sim.cluster.storage.selectors import make_selector
 from kss_sim.cluster.storage.shared_values import SharedValues
 from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import node, pod
-
-Obj = dict[str, Any]
 
 
 def _write_history(store: ClusterStore) -> dict[tuple[str, int], Obj]:

@@ -14,7 +14,7 @@ import pytest
 
 from kss_sim.cluster.admission.cron import CronError, parse_standard
 from kss_sim.cluster.admission.quantities import canonical_quantity
-from kss_sim.cluster.admission.validation.core import LABEL_MSG
+from kss_sim.cluster.admission.validation.metadata import LABEL_MSG
 
 APPS = "/apis/apps/v1/namespaces/default"
 BATCH = "/apis/batch/v1/namespaces/default"

@@ -13,8 +13,8 @@ import pytest
 from kss_sim.cluster.admission.cron import parse_standard
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.cronjob import CronJobController, Schedule, most_recent_schedule_time
+from kss_sim.kube.objects import Obj
 
-Obj = dict[str, Any]
 START = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
 
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.daemon_placement import DAEMON_TOLERATIONS, NETWORK_UNAVAILABLE_TOLERATION
 from kss_sim.controllers.daemonset import DaemonSetController
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import node
-
-Obj = dict[str, Any]
 
 LABELS = {"app": "agent"}
 

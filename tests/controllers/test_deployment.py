@@ -24,10 +24,11 @@ from kss_sim.controllers import deployment_util as du
 from kss_sim.controllers.deployment import DeploymentController
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.replicaset import ReplicaSetController
+from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
 from tests.conftest import KUBECTL, free_port
-from tests.controllers.workloads import FakeClock, Obj, deployment, make_ready, pods_of
+from tests.controllers.workloads import FakeClock, deployment, make_ready, pods_of
 
 LABELS = {"app": "web"}
 

@@ -13,9 +13,9 @@ import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.disruption import DisruptionController
+from kss_sim.kube.objects import Obj
 from tests.controllers.workloads import FakeClock, deployment, make_ready, replica_set
 
-Obj = dict[str, Any]
 LABELS = {"app": "web"}
 
 

@@ -5,7 +5,6 @@ dependent's own finalizer), orphan, dangling references, several owners, and a r
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -13,9 +12,8 @@ from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.garbage_collector import GarbageCollector
 from kss_sim.controllers.owned import owner_reference
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import pod
-
-Obj = dict[str, Any]
 
 
 def template(app: str) -> Obj:

@@ -31,12 +31,11 @@ from kss_sim.controllers.job_parts import (
     parse_indexes,
 )
 from kss_sim.controllers.ttl_after_finished import TTLAfterFinishedController
+from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
 from tests.cluster.factories import node
 from tests.conftest import KUBECTL, free_port
-
-Obj = dict[str, Any]
 
 
 class Clock:

@@ -31,12 +31,12 @@ from kss_sim.controllers.pod_status import (
     image_name,
     parse_go_duration,
 )
+from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
 from tests.cluster.factories import node, pod
 from tests.conftest import KUBECTL, free_port
 
-Obj = dict[str, Any]
 T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 
 

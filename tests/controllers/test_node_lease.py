@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.node_lease import LEASE_NAMESPACE, NodeLeaseController, micro_time, renew_interval
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import node
 
-Obj = dict[str, Any]
 T0 = datetime(2025, 6, 1, 12, 0, 0, 250000, tzinfo=UTC)
 
 

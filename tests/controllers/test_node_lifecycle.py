@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
@@ -19,10 +18,10 @@ from kss_sim.controllers.node_lifecycle import (
     reconciled_taints,
     wanted_taints,
 )
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import node
 from tests.controllers.workloads import FakeClock
 
-Obj = dict[str, Any]
 GRACE = 50.0
 
 

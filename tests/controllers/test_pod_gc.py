@@ -5,16 +5,14 @@ again), a node that appears in time saves it; terminated pods above the threshol
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.pod_gc import PodGCController
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import node, pod
 from tests.controllers.workloads import FakeClock
-
-Obj = dict[str, Any]
 
 
 @pytest.fixture

@@ -29,12 +29,11 @@ from kss_sim.controllers.podgroup import (
     PodGroupController,
     next_status,
 )
+from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
 from tests.cluster.factories import pod
 from tests.conftest import KUBECTL, free_port
-
-Obj = dict[str, Any]
 
 
 def pod_group(name: str, min_member: int, *, namespace: str = "default") -> Obj:

@@ -12,8 +12,9 @@ import pytest
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.pod_ranking import POD_DELETION_COST, pods_to_delete
 from kss_sim.controllers.replicaset import ReplicaSetController
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import pod
-from tests.controllers.workloads import FakeClock, Obj, make_ready, pods_of, replica_set, set_phase
+from tests.controllers.workloads import FakeClock, make_ready, pods_of, replica_set, set_phase
 
 LABELS = {"app": "web"}
 

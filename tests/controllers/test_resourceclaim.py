@@ -27,11 +27,11 @@ from kss_sim.controllers.resourceclaim import (
     ResourceClaimController,
     generate_name,
 )
+from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
 from tests.conftest import KUBECTL, free_port
 
-Obj = dict[str, Any]
 NS = "default"
 
 

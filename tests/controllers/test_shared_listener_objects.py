@@ -14,8 +14,7 @@ import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.manager import ControllerManager
-
-Obj = dict[str, Any]
+from kss_sim.kube.objects import Obj
 
 
 class Clock:

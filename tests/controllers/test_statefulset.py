@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.statefulset import StatefulSetController
-
-Obj = dict[str, Any]
+from kss_sim.kube.objects import Obj
 
 
 class Clock:

@@ -12,10 +12,10 @@ import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.taint_eviction import TaintEvictionController, toleration_time
+from kss_sim.kube.objects import Obj
 from tests.cluster.factories import node, pod
 from tests.controllers.workloads import FakeClock
 
-Obj = dict[str, Any]
 EVICT = {"key": "evict", "value": "yes", "effect": "NoExecute"}
 
 

@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kss_sim.cluster.storage.store import ClusterStore
-
-Obj = dict[str, Any]
+from kss_sim.kube.objects import Obj
 
 
 class FakeClock:

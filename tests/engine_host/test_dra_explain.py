@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from kss_sim.engine_host.dra_explain import DraListers, explain_on_node
+from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra.allocated import DeviceID
 
 DRIVER = "gpu.example.com"
-Obj = dict[str, Any]
 
 
 def node(name: str, **labels: str) -> Obj:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import orjson
 import pytest
@@ -22,9 +21,9 @@ import pytest
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.kubelet import KubeletController
 from kss_sim.engine_host.scheduler_thread import SchedulerService
+from kss_sim.kube.objects import Obj
 from tests.scheduler.factories import make_node, make_pod
 
-Obj = dict[str, Any]
 GATES = {"GenericWorkload": True, "GangScheduling": True}
 
 

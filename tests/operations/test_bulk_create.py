@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -19,11 +18,10 @@ from fastapi import FastAPI
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.db import make_engine
+from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from tests.cluster.factories import node, pod
 from tests.operations.conftest import SEED
-
-Obj = dict[str, Any]
 
 RUNNING = {
     "phase": "Running",

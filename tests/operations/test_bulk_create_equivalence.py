@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import itertools
 from datetime import UTC, datetime
-from typing import Any
 
 import orjson
 import pytest
@@ -16,10 +15,9 @@ from kss_sim.cluster.admission import uids
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.engine_host.scheduler_thread import SchedulerService
+from kss_sim.kube.objects import Obj
 from kss_sim.operations import snapshot
 from kss_sim.operations.import_export import OperationsService
-
-Obj = dict[str, Any]
 
 RUNNING = {
     "phase": "Running",

@@ -17,13 +17,13 @@ import httpx
 import pytest
 import yaml
 
+from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.model import DELETED, RUNNING
 from kss_sim.replay.sources import load_source
 from kss_sim.replay.workload import parse_workload
 from tests.conftest import Server, start_server
 
-Obj = dict[str, Any]
 KSS = Path(sys.executable).with_name("kss")
 NS = "shop"
 

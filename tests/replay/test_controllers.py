@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from kss_sim.kube.objects import Obj
 from kss_sim.replay.controllers import WorkloadControllers, check_workload_object
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.model import DELETED, SUCCEEDED
 from kss_sim.replay.workload import WorkloadError, parse_workload
 
-Obj = dict[str, Any]
 EPOCH = datetime(2025, 3, 1, 0, 0, 0, tzinfo=UTC)  # on the hour: cron times are round virtual seconds
 
 

@@ -7,14 +7,13 @@ from typing import Any
 import orjson
 import pytest
 
+from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.model import DELETED, PENDING, PREEMPTED, RUNNING, SUCCEEDED, NullObserver, ReplayState
 from kss_sim.replay.workload import TimedWorkload, parse_workload
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.record import Attempt
 from tests.replay import replay_plugins  # noqa: F401  (registers the test plugins)
-
-Obj = dict[str, Any]
 
 
 def node(name: str, cpu: str = "4", labels: dict[str, str] | None = None) -> Obj:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kss_sim.cluster.admission.validation.core import TOTAL_ANNOTATION_BYTES
+from kss_sim.cluster.admission.validation.metadata import TOTAL_ANNOTATION_BYTES
 from kss_sim.results import annotations as ann
 from kss_sim.simulation.runner import ScenarioRun
 

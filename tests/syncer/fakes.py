@@ -12,8 +12,8 @@ from typing import Any
 
 from syncer.kinds import Kind
 from syncer.kube import AlreadyExists, ApiProblem, Conflict, NotFound, Objs, Page, Unavailable
+from syncer.objects import Obj
 
-Obj = dict[str, Any]
 Calls = list[tuple[str, str, str]]  # (verb, kind, name); an alias: inside FakeTarget ``list`` is its method
 
 

@@ -15,11 +15,10 @@ from syncer.kinds import (
     RESOURCE_SLICE,
     parse_kinds,
 )
+from syncer.objects import Obj
 from syncer.sink import ADDED, MODIFIED, Event, Sink
 from syncer.translate import SOURCE_UID_ANNOTATION
 from tests.syncer.fakes import FakeTarget
-
-Obj = dict[str, Any]
 
 
 def _obj(kind: str, name: str, namespace: str | None = None, **fields: Any) -> Obj:

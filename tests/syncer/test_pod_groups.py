@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 import pytest
 
@@ -14,12 +13,11 @@ from syncer.discovery import available_kinds
 from syncer.importer import run_import
 from syncer.kinds import DEFAULT, POD, POD_GROUP, WORKLOAD, parse_kinds
 from syncer.kube import Unavailable
+from syncer.objects import Obj
 from syncer.runner import Syncer, SyncOptions
 from syncer.sink import ADDED, DELETED, MODIFIED, Event, Sink
 from syncer.translate import SOURCE_UID_ANNOTATION
 from tests.syncer.fakes import FakeSource, FakeTarget, page, pod
-
-Obj = dict[str, Any]
 
 
 def pod_group(name: str, *, rv: str = "1", min_member: int = 2, phase: str = "Running") -> Obj:

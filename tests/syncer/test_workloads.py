@@ -24,12 +24,12 @@ from syncer.kinds import (
     WORKLOADS,
     parse_kinds,
 )
+from syncer.objects import Obj
 from syncer.runner import Syncer, SyncOptions
 from syncer.sink import ADDED, DELETED, MODIFIED, SYNCED, Event, Sink
 from syncer.translate import SOURCE_UID_ANNOTATION, desired
 from tests.syncer.fakes import FakeSource, FakeTarget, page, pod
 
-Obj = dict[str, Any]
 HASH = "7d4b9c8f6"  # the source's pod-template-hash
 
 

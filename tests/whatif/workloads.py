@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-Obj = dict[str, Any]
+from kss_sim.kube.objects import Obj
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi") -> Obj:

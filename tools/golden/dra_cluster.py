@@ -12,6 +12,7 @@ import random
 import zlib
 from typing import Any
 
+from kss_sim.kube.objects import Obj
 from tools.golden import dra_objects as k
 
 GPU = "gpu.example.com"
@@ -42,7 +43,7 @@ def gpu_device(
     qualified: bool = False,
     extra: dict[str, Any] | None = None,
     **device_args: Any,
-) -> k.Obj:
+) -> Obj:
     """A GPU; attribute names are the driver-domain shorthand ("model") unless `qualified`."""
     memory, cores, version = GPU_MODELS[model]
     domain = f"{GPU}/" if qualified else ""
@@ -58,7 +59,7 @@ def gpu_device(
     return k.device(f"{prefix}-{index}", attributes, {f"{domain}memory": memory}, **device_args)
 
 
-def nic_device(index: int, *, speed: int = 100, **device_args: Any) -> k.Obj:
+def nic_device(index: int, *, speed: int = 100, **device_args: Any) -> Obj:
     return k.device(
         f"nic-{index}",
         {"speedGbps": speed, "rdma": index % 2 == 0, PCIE_ROOT: f"pci0000:{index:02x}"},
@@ -67,11 +68,11 @@ def nic_device(index: int, *, speed: int = 100, **device_args: Any) -> k.Obj:
     )
 
 
-def gpu_class(name: str = GPU_CLASS, *selectors: str, **args: Any) -> k.Obj:
+def gpu_class(name: str = GPU_CLASS, *selectors: str, **args: Any) -> Obj:
     return k.device_class(name, f'device.driver == "{GPU}"', *selectors, **args)
 
 
-def nic_class(name: str = NIC_CLASS) -> k.Obj:
+def nic_class(name: str = NIC_CLASS) -> Obj:
     return k.device_class(name, f'device.driver == "{NIC}"')
 
 
@@ -91,19 +92,19 @@ class Scenario:
         self.description = description
         self.feature_gates = feature_gates
         self.rng = seeded(name)
-        self.nodes: list[k.Obj] = []
-        self.pods: list[k.Obj] = []
-        self.pending: list[k.Obj] = []
-        self.namespaces: dict[str, k.Obj] = {}
-        self.priority_classes: list[k.Obj] = []
-        self.device_classes: list[k.Obj] = []
-        self.slices: list[k.Obj] = []
-        self.claims: list[k.Obj] = []
-        self.templates: list[k.Obj] = []
+        self.nodes: list[Obj] = []
+        self.pods: list[Obj] = []
+        self.pending: list[Obj] = []
+        self.namespaces: dict[str, Obj] = {}
+        self.priority_classes: list[Obj] = []
+        self.device_classes: list[Obj] = []
+        self.slices: list[Obj] = []
+        self.claims: list[Obj] = []
+        self.templates: list[Obj] = []
 
     # -- shorthands the topics use ---------------------------------------------------------------------------
 
-    def node(self, name: str, **args: Any) -> k.Obj:
+    def node(self, name: str, **args: Any) -> Obj:
         n = k.node(name, **args)
         self.nodes.append(n)
         return n
@@ -116,23 +117,23 @@ class Scenario:
             if model:
                 self.local_slice(name, [gpu_device(j, model) for j in range(per_node)])
 
-    def local_slice(self, node_name: str, devices: list[k.Obj], *, driver: str = GPU, **args: Any) -> k.Obj:
+    def local_slice(self, node_name: str, devices: list[Obj], *, driver: str = GPU, **args: Any) -> Obj:
         suffix = driver.split(".")[0]
         s = k.resource_slice(f"{node_name}-{suffix}", driver, node_name, devices, node_name=node_name, **args)
         self.slices.append(s)
         return s
 
-    def claim(self, name: str, *requests: k.Obj, namespace: str = "default", **spec_args: Any) -> k.Obj:
+    def claim(self, name: str, *requests: Obj, namespace: str = "default", **spec_args: Any) -> Obj:
         c = k.resource_claim(name, k.claim_spec(requests, **spec_args), namespace=namespace)
         self.claims.append(c)
         return c
 
-    def pending_pod(self, name: str, *claim_names: str, **args: Any) -> k.Obj:
+    def pending_pod(self, name: str, *claim_names: str, **args: Any) -> Obj:
         p = k.pod(name, claims=[(f"c{i}", c) for i, c in enumerate(claim_names)], **args)
         self.pending.append(p)
         return p
 
-    def bound_pod(self, name: str, node_name: str, *claim_names: str, **args: Any) -> k.Obj:
+    def bound_pod(self, name: str, node_name: str, *claim_names: str, **args: Any) -> Obj:
         p = k.pod(name, node_name=node_name, claims=[(f"c{i}", c) for i, c in enumerate(claim_names)], **args)
         self.pods.append(p)
         return p
@@ -145,14 +146,14 @@ class Scenario:
 
     # -- output ----------------------------------------------------------------------------------------------
 
-    def to_json(self) -> k.Obj:
+    def to_json(self) -> Obj:
         for obj in [*self.pods, *self.pending, *self.claims, *self.templates]:
             ns = obj["metadata"]["namespace"]
             if ns not in self.namespaces:
                 self.namespaces[ns] = k.namespace(ns)
         if not self.namespaces:
             self.namespaces["default"] = k.namespace("default")
-        out: k.Obj = {
+        out: Obj = {
             "meta": {
                 "description": self.description,
                 "family": "dra",

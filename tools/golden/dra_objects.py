@@ -12,7 +12,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kss_sim.kube.objects import Obj as Obj  # re-exported: the topic modules write k.Obj
+from kss_sim.kube.objects import Obj
 
 RESOURCE_API = "resource.k8s.io/v1"
 CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"

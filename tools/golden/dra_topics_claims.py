@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from kss_sim.kube.objects import Obj
 from tools.golden import dra_objects as k
 from tools.golden.dra_cluster import (
     GPU,
@@ -29,7 +30,7 @@ def _gpu_cluster(s: Scenario, nodes: int, per_node: int, model: str = "a100", cp
     s.device_classes.append(gpu_class())
 
 
-def _hold(s: Scenario, claim_name: str, node_name: str, devices: list[str], *owners: k.Obj, pool: str = "") -> k.Obj:
+def _hold(s: Scenario, claim_name: str, node_name: str, devices: list[str], *owners: Obj, pool: str = "") -> Obj:
     """An allocated claim on node-local GPUs of `node_name`, reserved for `owners`."""
     c = s.claim(claim_name, k.exactly("gpu", GPU_CLASS, count=len(devices)))
     results = [("gpu", GPU, pool or node_name, d) for d in devices]
@@ -109,7 +110,7 @@ def allocated() -> Iterator[Scenario]:
                 )
                 s.local_slice(f"node-{n:02d}", [gpu_device(j, "l4") for j in range(2)])
             s.device_classes.append(gpu_class())
-            owners: list[k.Obj] = []
+            owners: list[Obj] = []
             if i in (1, 5):
                 owner = k.pod(
                     "owner-00", node_name="node-01", cpu="1500m" if i == 5 else "500m", claims=[("c0", "preallocated")]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kss_sim.kube.objects import Obj
 from tools.golden import dra_objects as k
 from tools.golden.dra_cluster import GPU, GPU_CLASS, Scenario, attr, gpu_class, gpu_device
 from tools.golden.dra_topics_requests import Topic
@@ -17,7 +18,7 @@ Build = Callable[[Scenario], None]
 PROFILES = {"whole": ("80Gi", "7"), "3g": ("40Gi", "3"), "1g": ("10Gi", "1")}
 
 
-def _partition(gpu: int, profile: str, index: int = 0, **device_args: Any) -> k.Obj:
+def _partition(gpu: int, profile: str, index: int = 0, **device_args: Any) -> Obj:
     memory, compute = PROFILES[profile]
     name = f"gpu-{gpu}" if profile == "whole" else f"gpu-{gpu}-{profile}-{index}"
     return k.device(
@@ -29,7 +30,7 @@ def _partition(gpu: int, profile: str, index: int = 0, **device_args: Any) -> k.
     )
 
 
-def _counter_slice(node_name: str, gpus: int, slice_count: int) -> k.Obj:
+def _counter_slice(node_name: str, gpus: int, slice_count: int) -> Obj:
     return k.resource_slice(
         f"{node_name}-counters",
         GPU,
@@ -141,13 +142,13 @@ def _device_taints(variant: int) -> tuple[str, Build]:
     no_schedule = k.device_taint("example.com/unhealthy", "NoSchedule", "ecc")
     no_execute = k.device_taint("example.com/draining", "NoExecute")
 
-    def cluster(s: Scenario, taint_of: Callable[[int, int], list[k.Obj]], gpus: int = 2) -> None:
+    def cluster(s: Scenario, taint_of: Callable[[int, int], list[Obj]], gpus: int = 2) -> None:
         for n in range(s.rng.randint(2, 5)):
             name = f"node-{n:02d}"
             s.node(name)
             s.local_slice(name, [gpu_device(j, "a100", taints=taint_of(n, j)) for j in range(gpus)])
 
-    def claims(s: Scenario, tolerations_of: Callable[[int], list[k.Obj]]) -> None:
+    def claims(s: Scenario, tolerations_of: Callable[[int], list[Obj]]) -> None:
         for p in range(s.rng.randint(2, 6)):
             s.claim(f"claim-p{p:02d}", k.exactly("gpu", GPU_CLASS, tolerations=tolerations_of(p)))
             s.pending_pod(f"p{p:02d}", f"claim-p{p:02d}")

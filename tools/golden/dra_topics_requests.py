@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from kss_sim.kube.objects import Obj
 from tools.golden import dra_objects as k
 from tools.golden.dra_cluster import (
     GPU,
@@ -210,7 +211,7 @@ def all_mode() -> Iterator[Scenario]:
 
 def first_available() -> Iterator[Scenario]:
     model_sel = [f'{attr("model")} == "{m}"' for m in MODELS]
-    variants: list[tuple[str, list[k.Obj], dict[str, bool] | None]] = [
+    variants: list[tuple[str, list[Obj], dict[str, bool] | None]] = [
         (
             "firstAvailable h100, then a100, then l4: Score prefers nodes offering the higher-ranked subrequest",
             [
@@ -347,7 +348,7 @@ def configs() -> Iterator[Scenario]:
         s.device_classes += [gpu_class(config=class_config if with_class else ()), nic_class()]
         for p in range(s.rng.randint(1, 4)):
             reqs = [k.exactly("gpu", GPU_CLASS)]
-            config: list[k.Obj] = []
+            config: list[Obj] = []
             if i == 3:
                 reqs.append(k.exactly("nic", NIC_CLASS))
                 config.append(k.claim_config(GPU, {"kind": "Shared", "replicas": p + 1}))

@@ -14,13 +14,14 @@ from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.defaults import dra as defaults_dra
 from kss_sim.cluster.admission.defaults import workloads as defaults_workloads
 from kss_sim.cluster.admission.quantities import canonicalize_quantities
-from kss_sim.cluster.admission.validation.core import check_decodable
+from kss_sim.cluster.admission.validation.decoding import check_decodable
 from kss_sim.cluster.admission.validation.dra import check_dra_decodable
 from kss_sim.cluster.admission.validation.workloads import check_workload_decodable
 from kss_sim.cluster.errors import BadRequest, Forbidden
 from kss_sim.cluster.kinds.registry import Gates, KindInfo
-from kss_sim.cluster.kinds.stored import Obj, StoredObject
+from kss_sim.cluster.kinds.stored import StoredObject
 from kss_sim.config import gate_enabled
+from kss_sim.kube.objects import Obj
 
 _KINDS_WITH_SPEC = frozenset(
     {

@@ -41,8 +41,9 @@ from kss_sim.cluster.errors import (
     UnsupportedMediaType,
 )
 from kss_sim.cluster.kinds.registry import kind_info
-from kss_sim.cluster.storage.store import ClusterStore, Obj
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.kube.labels import label_selector_matches
+from kss_sim.kube.objects import Obj
 
 MAX_DISRUPTED_PODS = 2000  # MaxDisruptedPodSize: evictions approved but not yet seen by the disruption controller
 CONFLICT_RETRIES = 20  # EvictionsRetry's steps

@@ -1,5 +1,5 @@
 """The Kubernetes API's resources over HTTP: CRUD, patch, watch and Table output, mapped onto ``ClusterStore``
-(discovery is ``discovery.py``).
+(discovery is ``discovery.py``; what a request asks for, its target, options and body, is read by ``requests.py``).
 
 Routers stay thin: parse the path and query, call the store, and encode the answer. Every error leaves as a
 ``metav1.Status``. Single-object writes run in the event loop's thread (validation and versioning are quick, under
@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
@@ -26,11 +25,27 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from kss_sim.cluster.admission import deletion, fields
-from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
+from kss_sim.cluster.admission import deletion
+from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from kss_sim.cluster.api import eviction, protobuf, scale, watch
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
+from kss_sim.cluster.api.requests import (
+    JSON_TYPES,
+    Target,
+    dry_run_requested,
+    field_manager,
+    field_warnings,
+    json_patch_field_check,
+    media_type,
+    parse_body,
+    parse_json,
+    parse_target,
+    query_bool,
+    query_int,
+    read_body,
+    wants,
+)
 from kss_sim.cluster.api.responses import JSON, authorize, error_response, json_response, raw_response
 from kss_sim.cluster.api.tables import core as tables
 from kss_sim.cluster.errors import (
@@ -38,15 +53,14 @@ from kss_sim.cluster.errors import (
     BadRequest,
     Invalid,
     MethodNotAllowed,
-    RequestEntityTooLarge,
     UnknownResource,
     UnsupportedMediaType,
     forbidden,
     required,
 )
-from kss_sim.cluster.kinds.registry import BY_KIND, NO_GATES, Gates, KindInfo, resource_info
+from kss_sim.cluster.kinds.registry import BY_KIND, KindInfo
 from kss_sim.cluster.storage.selectors import make_selector
-from kss_sim.cluster.storage.store import ClusterStore, Obj, PendingWrites, StoredObject
+from kss_sim.cluster.storage.store import ClusterStore, PendingWrites, StoredObject
 from kss_sim.config import Settings
 from kss_sim.state import state_accessor
 
@@ -90,123 +104,6 @@ async def _write(store: ClusterStore, write: Callable[[], _T]) -> _T:
 # ---------------------------------------------------------------------------------------------- resources
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    """What a resource URL addresses."""
-
-    info: KindInfo
-    namespace: str | None
-    name: str | None
-    subresource: str | None
-
-
-def parse_target(group: str, version: str, segments: list[str], gates: Gates = NO_GATES) -> Target:
-    """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}`` (only kinds served
-    with the feature gates ``gates``)."""
-    segments = [s for s in segments if s]
-    namespace: str | None = None
-    if (
-        len(segments) >= 3
-        and segments[0] == "namespaces"
-        and resource_info(group, version, segments[2], gates) is not None
-        and segments[2] != "namespaces"
-    ):
-        namespace = segments[1]
-        segments = segments[2:]
-    if not segments:
-        raise UnknownResource()
-    info = resource_info(group, version, segments[0], gates)
-    if info is None or len(segments) > 3:
-        raise UnknownResource()
-    if namespace is not None and not info.namespaced:
-        raise UnknownResource()
-    name = segments[1] if len(segments) > 1 else None
-    sub = segments[2] if len(segments) > 2 else None
-    if sub is not None and sub not in info.subresources:
-        raise UnknownResource()
-    return Target(info, namespace, name, sub)
-
-
-def _wants(request: Request, what: str) -> bool:
-    accept = request.headers.get("accept", "")
-    first = accept.split(",")[0]
-    return f"as={what}" in first.replace(" ", "")
-
-
-def _query_bool(request: Request, name: str) -> bool:
-    return request.query_params.get(name, "").lower() in ("true", "1")
-
-
-def _query_int(request: Request, name: str) -> int | None:
-    value = request.query_params.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        return int(str(value))
-    except ValueError:
-        raise BadRequest(f"invalid value for {name}: {value!r}") from None
-
-
-async def _read_body(request: Request) -> bytes:
-    limit = _settings(request).max_body_bytes
-    length = request.headers.get("content-length")
-    if length and length.isdigit() and int(length) > limit:
-        raise RequestEntityTooLarge(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestEntityTooLarge(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-_BODY_TYPES = ("application/json", "application/yaml", "")
-_JSON_TYPES = ("application/json", "")
-
-
-def _content_type(request: Request) -> str:
-    return request.headers.get("content-type", "").split(";")[0].strip().lower()
-
-
-def _parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
-    """Decode a create/update body: JSON, YAML, or protobuf for the kinds kubectl's generators create."""
-    content_type = _content_type(request)
-    if content_type == protobuf.PROTOBUF:
-        try:
-            return protobuf.decode(body)
-        except protobuf.ProtobufError as exc:
-            raise UnsupportedMediaType(
-                f"the body of the request was in an unknown format ({content_type}): {exc}"
-            ) from None
-    if content_type not in _BODY_TYPES:
-        raise UnsupportedMediaType(
-            f"the body of the request was in an unknown format ({content_type}) - accepted media types include: "
-            "application/json, application/yaml"
-        )
-    if content_type == "application/yaml":
-        if not body.strip():
-            raise BadRequest("the request body is empty")
-        try:
-            return yaml.safe_load(body)
-        except yaml.YAMLError as exc:
-            raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
-    return _parse_json(info, body)
-
-
-def _parse_json(info: KindInfo | None, body: bytes) -> Any:
-    if not body.strip():
-        raise BadRequest("the request body is empty")
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        what = f"must be of type {info.kind}" if info is not None else "must be JSON"
-        raise BadRequest(
-            f"the object provided is unrecognized ({what}): couldn't get version/kind; json parse error: {exc}"
-        ) from None
-
-
 def _list_body(info: KindInfo, items: list[StoredObject], rv: int, token: str, remaining: int | None) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if token:
@@ -227,66 +124,14 @@ def _list_of(info: KindInfo, objects: list[dict[str, Any]], rv: int) -> dict[str
 
 
 def _render(request: Request, info: KindInfo) -> Callable[[dict[str, Any], bytes], bytes]:
-    if _wants(request, "Table"):
+    if wants(request, "Table"):
         include = request.query_params.get("includeObject", "Metadata")
         return lambda obj, _raw: orjson.dumps(tables.table(info, [obj], None, include_object=include))
-    if _wants(request, "PartialObjectMetadata"):
+    if wants(request, "PartialObjectMetadata"):
         return lambda obj, _raw: orjson.dumps(
             {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
         )
     return lambda _obj, raw: raw
-
-
-_FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
-
-
-def _field_validation(request: Request) -> str:
-    """The request's ``fieldValidation`` mode (``Warn`` unless given); 400 for an unknown one."""
-    if not request.scope.get("query_string"):
-        return "Warn"
-    mode = request.query_params.get("fieldValidation") or "Warn"
-    if mode not in _FIELD_VALIDATION:
-        raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"')
-    return mode
-
-
-def _field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = False) -> list[str]:
-    """kube-apiserver's ``fieldValidation`` on a create/update body or a merge patch: fields ``info.kind`` does
-    not have are dropped, and reported as warnings (``Warn``, the default), not at all (``Ignore``), or refused
-    (``Strict``, what kubectl sends: 400, nothing written)."""
-    mode = _field_validation(request)
-    if not isinstance(obj, dict):
-        return []
-    messages = _unknown_field_messages(mode, info, obj, patch=patch)
-    if messages and mode == "Strict":
-        raise BadRequest(
-            f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: strict decoding error: '
-            + ", ".join(messages)
-        )
-    return messages
-
-
-def _unknown_field_messages(mode: str, info: KindInfo, obj: dict[str, Any], *, patch: bool = False) -> list[str]:
-    """Drop from ``obj`` the fields ``info.kind`` does not have; what to report about them under ``mode``."""
-    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch)
-    if not unknown or mode == "Ignore":
-        return []
-    return [f'unknown field "{path}"' for path in unknown]
-
-
-def _json_patch_field_check(request: Request, info: KindInfo, warnings: list[str]) -> Callable[[Obj], None]:
-    """kube-apiserver checks a JSON patch's fields on the object it produces (the operations have no shape):
-    unknown ones are dropped from it, refused under ``Strict`` (400, with decoding's message) or added to
-    ``warnings``."""
-    mode = _field_validation(request)  # an unknown mode is refused before anything is patched
-
-    def check(patched: Obj) -> None:
-        messages = _unknown_field_messages(mode, info, patched)
-        if messages and mode == "Strict":
-            raise BadRequest("strict decoding error: " + ", ".join(messages))
-        warnings.extend(messages)
-
-    return check
 
 
 def _warned(response: Response, warnings: list[str]) -> Response:
@@ -297,29 +142,20 @@ def _warned(response: Response, warnings: list[str]) -> Response:
     return response
 
 
-def _dry_run(request: Request) -> bool:
-    if not request.scope.get("query_string"):
-        return False  # the common case; parsing an empty query still costs (Starlette's lazy attribute)
-    values = request.query_params.getlist("dryRun")
-    if any(v not in ("All",) for v in values):
-        raise BadRequest(f"unsupported dryRun value {values!r}: only 'All' is supported")
-    return bool(values)
-
-
 async def _handle_get(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
     if target.name is not None:
         entry = store.read(info.kind, target.namespace, target.name)  # in memory, committed state: quick
-        if _wants(request, "Table"):
+        if wants(request, "Table"):
             include = request.query_params.get("includeObject", "Metadata")
             return json_response(tables.table(info, [entry.obj], entry.resource_version, include_object=include))
         return raw_response(_render(request, info)(entry.obj, entry.raw))
     selector = make_selector(
         info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
     )
-    if _query_bool(request, "watch"):
+    if query_bool(request, "watch"):
         return _watch(request, store, target, selector)
-    limit = _query_int(request, "limit")
+    limit = query_int(request, "limit")
     result = await run_in_threadpool(
         store.select,
         info.kind,
@@ -328,7 +164,7 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
         limit=limit if limit and limit > 0 else None,
         continue_token=request.query_params.get("continue") or None,
     )
-    if _wants(request, "Table"):
+    if wants(request, "Table"):
         include = request.query_params.get("includeObject", "Metadata")
         return json_response(
             tables.table(
@@ -340,7 +176,7 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
                 remaining=result.remaining,
             )
         )
-    if _wants(request, "PartialObjectMetadataList"):
+    if wants(request, "PartialObjectMetadataList"):
         return json_response(
             {
                 "kind": "PartialObjectMetadataList",
@@ -376,14 +212,14 @@ def _watch(request: Request, store: ClusterStore, target: Target, selector: Any)
             request.query_params.get("labelSelector"),
             f"{field},{name_selector}" if field else name_selector,
         )
-    timeout = _query_int(request, "timeoutSeconds")
+    timeout = query_int(request, "timeoutSeconds")
     req = watch.WatchRequest(
         info=target.info,
         namespace=target.namespace,
         selector=selector,
         resource_version=rv,
-        send_initial_events=_query_bool(request, "sendInitialEvents"),
-        allow_bookmarks=_query_bool(request, "allowWatchBookmarks"),
+        send_initial_events=query_bool(request, "sendInitialEvents"),
+        allow_bookmarks=query_bool(request, "allowWatchBookmarks"),
         timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
         bookmark_seconds=settings.watch_bookmark_seconds,
     )
@@ -392,19 +228,19 @@ def _watch(request: Request, store: ClusterStore, target: Target, selector: Any)
 
 async def _handle_create(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
-    dry_run = _dry_run(request)
-    body = _parse_body(request, info, await _read_body(request))
+    dry_run = dry_run_requested(request)
+    body = parse_body(request, info, await read_body(request))
     if target.subresource == "binding":
         return await _bind(store, target, body)
     if target.name is not None:
         raise MethodNotAllowed("create")
     if not isinstance(body, dict):
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
-    warnings = _field_warnings(request, info, body)
-    manager = _field_manager(request)
+    warnings = field_warnings(request, info, body)
+    manager = field_manager(request)
     # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
     # the answer is rendered from the stored object itself (read-only) instead of a copy of it.
-    owned = _content_type(request) in _JSON_TYPES
+    owned = media_type(request) in JSON_TYPES
     created = await _write(
         store,
         lambda: store.create(
@@ -431,8 +267,8 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     info = target.info
     if target.name is None:
         raise MethodNotAllowed("update")
-    dry_run = _dry_run(request)
-    body = _parse_body(request, info, await _read_body(request))
+    dry_run = dry_run_requested(request)
+    body = parse_body(request, info, await read_body(request))
     if not isinstance(body, dict):
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
     meta = body.get("metadata")
@@ -449,8 +285,8 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     sub = target.subresource
     if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("update")
-    warnings = _field_warnings(request, info, body)
-    manager = _field_manager(request)
+    warnings = field_warnings(request, info, body)
+    manager = field_manager(request)
     updated = await _write(
         store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run, manager=manager)
     )
@@ -480,8 +316,8 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
             f"the body of the request was in an unknown format - accepted media types include: "
             f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}"
         )
-    dry_run = _dry_run(request)
-    patch = _parse_json(None, await _read_body(request))
+    dry_run = dry_run_requested(request)
+    patch = parse_json(None, await read_body(request))
     sub = target.subresource
     if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("patch")
@@ -490,10 +326,10 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
     warnings: list[str] = []
     check = None
     if content_type == JSON_PATCH:
-        check = _json_patch_field_check(request, info, warnings)
+        check = json_patch_field_check(request, info, warnings)
     else:
-        warnings = _field_warnings(request, info, patch, patch=True)
-    manager = _field_manager(request)
+        warnings = field_warnings(request, info, patch, patch=True)
+    manager = field_manager(request)
     patched = await _write(
         store,
         lambda: store.patch(
@@ -511,14 +347,6 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
     return _warned(json_response(patched), warnings)
 
 
-def _field_manager(request: Request) -> str:
-    """The managedFields manager of a create, update or patch: ``fieldManager``, else the User-Agent's prefix."""
-    given = request.query_params.get("fieldManager") if request.scope.get("query_string") else None
-    if given:
-        validate_field_manager(given)
-    return manager_name(given, request.headers.get("user-agent", ""))
-
-
 async def _handle_apply(request: Request, store: ClusterStore, target: Target) -> Response:
     """Server-side apply (``kss_sim.cluster.admission.apply``): a YAML or JSON configuration, ``fieldManager`` required,
     ``force`` to take fields from other managers; creates the object when there is none (201)."""
@@ -530,19 +358,19 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
             "PatchOptions", "", [required("fieldManager", "is required for apply patch")], group="meta.k8s.io"
         )
     validate_field_manager(manager)
-    force = _query_bool(request, "force")
-    dry_run = _dry_run(request)
+    force = query_bool(request, "force")
+    dry_run = dry_run_requested(request)
     sub = target.subresource
     if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("patch")
-    raw = await _read_body(request)
+    raw = await read_body(request)
     try:
         configuration = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise BadRequest(f"error decoding YAML: {exc}") from None
     if not isinstance(configuration, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
-    warnings = _field_warnings(request, info, configuration)
+    warnings = field_warnings(request, info, configuration)
     name = target.name
     applied, created = await _write(
         store,
@@ -562,14 +390,12 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
 
 async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
-    dry_run = _dry_run(request)
-    raw = await _read_body(request)
+    dry_run = dry_run_requested(request)
+    raw = await read_body(request)
     options: dict[str, Any] = {}
     if raw.strip():
         # kubectl's typed clients send DeleteOptions as protobuf (kubectl drain's fallback DELETE).
-        parsed = (
-            _parse_body(request, None, raw) if _content_type(request) == protobuf.PROTOBUF else _parse_json(None, raw)
-        )
+        parsed = parse_body(request, None, raw) if media_type(request) == protobuf.PROTOBUF else parse_json(None, raw)
         if not isinstance(parsed, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
         options = parsed
@@ -622,7 +448,7 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
     if group == "" and segments and segments[0] == "namespaces" and len(segments) == 3 and segments[2] == "bindings":
         if request.method != "POST":
             raise MethodNotAllowed(request.method.lower())
-        body = _parse_body(request, None, await _read_body(request))
+        body = parse_body(request, None, await read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
     target = parse_target(group, version, segments, _settings(request).feature_gates)
     if target.subresource == "scale":
@@ -640,9 +466,9 @@ async def _handle_scale(request: Request, store: ClusterStore, target: Target) -
         raise UnknownResource()
     if request.method == "GET":
         return json_response(scale.read_scale(store, info, namespace, name))
-    dry_run = _dry_run(request)
+    dry_run = dry_run_requested(request)
     if request.method == "PUT":
-        body = _parse_body(request, None, await _read_body(request))
+        body = parse_body(request, None, await read_body(request))
         return json_response(
             await _write(store, lambda: scale.write_scale(store, info, namespace, name, body, dry_run=dry_run))
         )
@@ -653,7 +479,7 @@ async def _handle_scale(request: Request, store: ClusterStore, target: Target) -
                 f"the body of the request was in an unknown format - accepted media types include: "
                 f"{JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
             )
-        patch = _parse_json(None, await _read_body(request))
+        patch = parse_json(None, await read_body(request))
         return json_response(
             await _write(
                 store,
@@ -667,8 +493,8 @@ async def _handle_eviction(request: Request, store: ClusterStore, target: Target
     """``POST .../pods/{name}/eviction``: a policy/v1 Eviction (see ``eviction.py``)."""
     if request.method != "POST" or target.name is None:
         raise MethodNotAllowed(request.method.lower())
-    dry_run = _dry_run(request)
-    asked = eviction.parse(_content_type(request), await _read_body(request), target.name)
+    dry_run = dry_run_requested(request)
+    asked = eviction.parse(media_type(request), await read_body(request), target.name)
     namespace = target.namespace or "default"
     status = await _write(store, lambda: eviction.evict(store, namespace, asked, dry_run=dry_run))
     return json_response(status, int(status["code"]))

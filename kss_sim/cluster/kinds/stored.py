@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from kss_sim.kube.objects import Obj as Obj  # re-exported: the cluster's modules import it from here
+from kss_sim.kube.objects import Obj
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ from typing import Protocol
 import orjson
 
 from kss_sim.cluster.errors import Expired
-from kss_sim.cluster.kinds.stored import Change, Obj
+from kss_sim.cluster.kinds.stored import Change
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -16,13 +16,15 @@ import orjson
 
 from kss_sim.cluster.admission import admit as admission
 from kss_sim.cluster.admission import managed_fields, uids
-from kss_sim.cluster.admission.validation.core import TOTAL_ANNOTATION_BYTES, qualified_name_errors, validate_event
+from kss_sim.cluster.admission.validation.core import validate_event
+from kss_sim.cluster.admission.validation.metadata import TOTAL_ANNOTATION_BYTES, qualified_name_errors
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Cause, Conflict, Invalid, invalid
 from kss_sim.cluster.kinds.registry import BY_KIND
-from kss_sim.cluster.kinds.stored import Change, Obj
+from kss_sim.cluster.kinds.stored import Change
 from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.event_series import RecentEvents, event_key, repeated
 from kss_sim.cluster.storage.versions import Versions, merge_annotations
+from kss_sim.kube.objects import Obj
 
 # kube-scheduler's User-Agent prefix: the manager of its status writes and Events in managedFields (a binding
 # records none, as kube-apiserver's binding subresource writes without the field manager).

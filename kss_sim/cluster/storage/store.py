@@ -27,7 +27,6 @@ from kss_sim.cluster.errors import InternalError as InternalError
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, served
 from kss_sim.cluster.kinds.stored import Change
-from kss_sim.cluster.kinds.stored import Obj as Obj
 from kss_sim.cluster.kinds.stored import StoredObject as StoredObject
 from kss_sim.cluster.storage import repository
 from kss_sim.cluster.storage.change_log import ChangeLog, Listener, WatchEvent
@@ -39,6 +38,7 @@ from kss_sim.cluster.storage.selectors import Selector, make_selector
 from kss_sim.cluster.storage.versions import Versions, kind_info
 from kss_sim.cluster.storage.writes import ObjectWrites
 from kss_sim.config import gate_enabled
+from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,11 @@ from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.validation.core import VALIDATORS, validate_update
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, KindInfo
-from kss_sim.cluster.kinds.stored import Change, Obj, StoredObject
+from kss_sim.cluster.kinds.stored import Change, StoredObject
 from kss_sim.cluster.storage.change_log import ADDED, DELETED, MODIFIED
 from kss_sim.cluster.storage.committer import Batch, Committer
 from kss_sim.cluster.storage.shared_values import SharedValues
+from kss_sim.kube.objects import Obj
 
 # Kinds whose metadata.generation tracks spec changes (custom resources always have one).
 GENERATION_KINDS = frozenset(

@@ -26,12 +26,13 @@ from kss_sim.cluster.admission.patch import (
 from kss_sim.cluster.admission.validation.core import VALIDATORS
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound, invalid
 from kss_sim.cluster.kinds.registry import KindInfo, served
-from kss_sim.cluster.kinds.stored import Change, Obj, StoredObject
+from kss_sim.cluster.kinds.stored import Change, StoredObject
 from kss_sim.cluster.storage.change_log import MODIFIED
 from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.listing import page
 from kss_sim.cluster.storage.selectors import make_selector
 from kss_sim.cluster.storage.versions import DEFAULT_MANAGER, GENERATION_KINDS, Versions, encode, kind_info, meta_of
+from kss_sim.kube.objects import Obj
 
 _NO_OPTIONS = deletion.DeleteOptions()
 

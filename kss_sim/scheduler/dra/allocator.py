@@ -19,10 +19,11 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra.allocated import AllocatedState, ConsumedCapacity, DeviceID, insert_consumed, remove_consumed
 from kss_sim.scheduler.dra.capacity import CapacityRequestError, consumed_from_request, consumed_texts, request_fits
 from kss_sim.scheduler.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
-from kss_sim.scheduler.dra.devices import JSON, DeviceInfo, SliceInfo
+from kss_sim.scheduler.dra.devices import DeviceInfo, SliceInfo
 from kss_sim.scheduler.dra.features import Features, allocator_variant
 from kss_sim.scheduler.dra.pools import Pool, PoolGatherError, gather_pools, node_matches
 from kss_sim.scheduler.dra.requests import (
@@ -76,8 +77,8 @@ class Allocator:
         self,
         features: Features,
         allocated_state: AllocatedState,
-        classes: Mapping[str, JSON],
-        slices: Sequence[JSON],
+        classes: Mapping[str, Obj],
+        slices: Sequence[Obj],
         cel_cache: DeviceMatchCache | None = None,
     ) -> None:
         self.features = features
@@ -90,9 +91,9 @@ class Allocator:
         self.available_counters: dict[str, dict[str, dict[str, Fraction]]] = {}
         self.num_allocate_one_invocations = 0
         # Checked claims by identity (the dict held): request data and constraint specs that no node changes.
-        self.checked_claims: dict[int, tuple[JSON, list[tuple[RequestKey, RequestData]], list[ConstraintSpec]]] = {}
+        self.checked_claims: dict[int, tuple[Obj, list[tuple[RequestKey, RequestData]], list[ConstraintSpec]]] = {}
 
-    def allocate(self, node: JSON, claims: Sequence[JSON]) -> list[JSON] | None:
+    def allocate(self, node: Obj, claims: Sequence[Obj]) -> list[Obj] | None:
         """``Allocate``: one AllocationResult per claim, or None when they cannot all be allocated on ``node``."""
         return _Run(self, node, claims).allocate()
 
@@ -124,7 +125,7 @@ class _Undo:
 class _Run:
     """Upstream's ``allocator``: the state of one ``Allocate`` call."""
 
-    def __init__(self, owner: Allocator, node: JSON, claims: Sequence[JSON]) -> None:
+    def __init__(self, owner: Allocator, node: Obj, claims: Sequence[Obj]) -> None:
         self.owner = owner
         self.features = owner.features
         self.variant = owner.variant
@@ -143,7 +144,7 @@ class _Run:
 
     # --- Allocate ---------------------------------------------------------------------------------------------
 
-    def allocate(self) -> list[JSON] | None:
+    def allocate(self) -> list[Obj] | None:
         try:
             self.pools = gather_pools(self.owner.index, self.node, self.features, self.variant)
         except PoolGatherError as exc:
@@ -163,7 +164,7 @@ class _Run:
             if any(p.is_invalid for p in self.pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
             return None
-        out: list[JSON] = []
+        out: list[Obj] = []
         for i, claim in enumerate(self.claims):
             try:
                 result = build_allocation_result(
@@ -188,7 +189,7 @@ class _Run:
             data = self.request_data[(claim_index, request_index, data.selected_sub_index)]
         return data
 
-    def _reuse_check(self, claim_index: int, claim: JSON) -> bool:
+    def _reuse_check(self, claim_index: int, claim: Obj) -> bool:
         """Take the checked requests of a claim seen on an earlier node, when nothing in them depends on the node.
 
         Requests for "all" devices depend on the node's pools and are checked again on every node.
@@ -201,13 +202,13 @@ class _Run:
         self.constraints[claim_index] = [kind(names, attribute) for kind, names, attribute in seen[2]]
         return True
 
-    def _remember_check(self, claim_index: int, claim: JSON, specs: list[ConstraintSpec]) -> None:
+    def _remember_check(self, claim_index: int, claim: Obj, specs: list[ConstraintSpec]) -> None:
         entries = [((0, key[1], key[2]), data) for key, data in self.request_data.items() if key[0] == claim_index]
         if any(data.request.allocation_mode == MODE_ALL for _, data in entries):
             return
         self.owner.checked_claims[id(claim)] = (claim, [(k, replace(d)) for k, d in entries], specs)
 
-    def _check_claim(self, claim_index: int, claim: JSON) -> None:
+    def _check_claim(self, claim_index: int, claim: Obj) -> None:
         """The first loop of ``Allocate``: request data, the devices a claim needs at least, its constraints."""
         name = kobj(claim)
         min_devices = 0

@@ -17,8 +17,6 @@ from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import parse_quantity
 from kss_sim.scheduler.dra.allocated import DeviceID
 
-JSON = Obj  # the DRA modules' name for an object (kss_sim.kube.objects defines it once)
-
 # Counter set name -> counter name -> amount (``counterSets`` / ``SharedCounters``).
 Counters = dict[str, dict[str, Fraction]]
 
@@ -32,21 +30,21 @@ def counters_of(counters: Mapping[str, Any] | None) -> dict[str, Fraction]:
 class DeviceInfo:
     """One device of a slice, with what the allocator reads from it."""
 
-    obj: JSON
+    obj: Obj
     id: DeviceID
     name: str
     attributes: Mapping[str, Any]
     capacity: Mapping[str, Any]
     # (counter set, counters) per entry of consumesCounters, in order.
     consumes_counters: list[tuple[str, dict[str, Fraction]]]
-    taints: list[JSON]
+    taints: list[Obj]
     binding_conditions: list[str] | None
     binding_failure_conditions: list[str] | None
     binds_to_node: bool
     allow_multiple_allocations: bool | None
     node_name: str | None
     all_nodes: bool
-    node_selector: JSON | None
+    node_selector: Obj | None
     # Selector verdicts by CEL expression: True/False, or the evaluation error to raise again.
     verdicts: dict[str, bool | Exception] = field(default_factory=dict)
     view: Any = None  # the CEL DeviceView, built on first use
@@ -56,7 +54,7 @@ class DeviceInfo:
 class SliceInfo:
     """One ResourceSlice: pool membership, node selection, shared counters and devices."""
 
-    obj: JSON
+    obj: Obj
     name: str
     driver: str
     pool: str
@@ -64,7 +62,7 @@ class SliceInfo:
     slice_count: int
     node_name: str | None
     all_nodes: bool
-    node_selector: JSON | None
+    node_selector: Obj | None
     per_device_node_selection: bool | None  # None: the field is absent
     shared_counters: list[tuple[str, dict[str, Fraction]]]
     devices: list[DeviceInfo]
@@ -72,7 +70,7 @@ class SliceInfo:
     parsed_node_selectors: dict[int, NodeSelector] = field(default_factory=dict)
 
 
-def _device(driver: str, pool: str, obj: JSON) -> DeviceInfo:
+def _device(driver: str, pool: str, obj: Obj) -> DeviceInfo:
     name = str(obj.get("name") or "")
     amm = obj.get("allowMultipleAllocations")
     return DeviceInfo(
@@ -95,7 +93,7 @@ def _device(driver: str, pool: str, obj: JSON) -> DeviceInfo:
     )
 
 
-def parse_slice(obj: JSON) -> SliceInfo:
+def parse_slice(obj: Obj) -> SliceInfo:
     """A ResourceSlice's JSON as the allocator reads it."""
     spec = obj.get("spec") or {}
     pool = spec.get("pool") or {}

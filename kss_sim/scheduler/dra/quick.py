@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra.allocated import DeviceID
 from kss_sim.scheduler.dra.allocator import Allocator
-from kss_sim.scheduler.dra.devices import JSON, DeviceInfo, SliceInfo
+from kss_sim.scheduler.dra.devices import DeviceInfo, SliceInfo
 from kss_sim.scheduler.dra.pools import PoolGatherError, SliceIndex, gather_pools
 from kss_sim.scheduler.dra.requests import ALLOCATION_RESULTS_MAX_SIZE, MODE_EXACT_COUNT
 from kss_sim.scheduler.dra.selectors import SelectorCompileError, SelectorRuntimeError
@@ -93,7 +94,7 @@ class _ColumnTable:
 class _KindTable:
     """Per request kind, over one slice index: the candidates by node, and by list of nodes."""
 
-    device_class: JSON
+    device_class: Obj
     by_node: dict[tuple[Any, ...], NodeCandidates] = field(default_factory=dict)
     by_columns: dict[int, tuple[Any, _ColumnTable]] = field(default_factory=dict)
 
@@ -105,7 +106,7 @@ class QuickCheck:
     defaults the counts model).
     """
 
-    def __init__(self, allocator: Allocator, kinds: list[tuple[KindKey, JSON, list[Mapping[str, Any]], int]]) -> None:
+    def __init__(self, allocator: Allocator, kinds: list[tuple[KindKey, Obj, list[Mapping[str, Any]], int]]) -> None:
         self.allocator = allocator
         self.index: SliceIndex = allocator.index
         self.allocated = allocator.allocated_state.allocated_devices
@@ -122,12 +123,12 @@ class QuickCheck:
             self.tables.append(table)
 
     @classmethod
-    def for_claims(cls, allocator: Allocator, claims: Sequence[JSON]) -> QuickCheck | None:
+    def for_claims(cls, allocator: Allocator, claims: Sequence[Obj]) -> QuickCheck | None:
         """The check for these claims (all to allocate), or None when only the allocator can answer."""
         features = allocator.features
         if features.partitionable_devices or features.consumable_capacity:
             return None
-        kinds: dict[KindKey, tuple[JSON, list[Mapping[str, Any]], int]] = {}
+        kinds: dict[KindKey, tuple[Obj, list[Mapping[str, Any]], int]] = {}
         for claim in claims:
             devices = (claim.get("spec") or {}).get("devices") or {}
             if devices.get("constraints"):
@@ -164,7 +165,7 @@ class QuickCheck:
 
     # --- one node ---------------------------------------------------------------------------------------------
 
-    def node_verdict(self, node: JSON) -> bool | None:
+    def node_verdict(self, node: Obj) -> bool | None:
         """True: ``allocate`` succeeds on the node; False: it returns None; None: ask it."""
         allocated = self.allocated
         short = False
@@ -204,7 +205,7 @@ class QuickCheck:
         self,
         table: _KindTable,
         key: KindKey,
-        device_class: JSON,
+        device_class: Obj,
         selectors: list[Mapping[str, Any]],
         cols: Any,
     ) -> _ColumnTable:
@@ -237,7 +238,7 @@ class QuickCheck:
     # --- candidates -------------------------------------------------------------------------------------------
 
     def _candidates(
-        self, table: _KindTable, key: KindKey, device_class: JSON, selectors: list[Mapping[str, Any]], node: JSON
+        self, table: _KindTable, key: KindKey, device_class: Obj, selectors: list[Mapping[str, Any]], node: Obj
     ) -> NodeCandidates:
         meta = node.get("metadata") or {}
         node_name = str(meta.get("name") or "")
@@ -247,7 +248,7 @@ class QuickCheck:
             found = table.by_node[node_key] = self._find_candidates(device_class, selectors, node)
         return found
 
-    def _find_candidates(self, device_class: JSON, selectors: list[Mapping[str, Any]], node: JSON) -> NodeCandidates:
+    def _find_candidates(self, device_class: Obj, selectors: list[Mapping[str, Any]], node: Obj) -> NodeCandidates:
         allocator = self.allocator
         features = allocator.features
         try:

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra.allocated import ConsumedCapacity
-from kss_sim.scheduler.dra.devices import JSON, DeviceInfo, SliceInfo
+from kss_sim.scheduler.dra.devices import DeviceInfo, SliceInfo
 from kss_sim.scheduler.dra.requests import RequestData
 
 
@@ -51,8 +52,8 @@ def _request_tolerations(claim: Mapping[str, Any], result: DeviceResult) -> list
     return []
 
 
-def _device_result(claim: Mapping[str, Any], r: DeviceResult, with_tolerations: bool, with_binding: bool) -> JSON:
-    out: JSON = {"request": r.request_name(), "driver": r.device.id.driver, "pool": r.device.id.pool}
+def _device_result(claim: Mapping[str, Any], r: DeviceResult, with_tolerations: bool, with_binding: bool) -> Obj:
+    out: Obj = {"request": r.request_name(), "driver": r.device.id.driver, "pool": r.device.id.pool}
     out["device"] = r.device.id.device
     if r.admin_access:
         out["adminAccess"] = True
@@ -72,14 +73,14 @@ def _device_result(claim: Mapping[str, Any], r: DeviceResult, with_tolerations: 
     return out
 
 
-def _device_configuration(config: Mapping[str, Any]) -> JSON:
+def _device_configuration(config: Mapping[str, Any]) -> Obj:
     """The inlined ``DeviceConfiguration`` of a class or claim config entry (``opaque``)."""
     return {k: copy.deepcopy(v) for k, v in config.items() if k != "requests"}
 
 
-def _configs(claim: Mapping[str, Any], chosen: Sequence[RequestData]) -> list[JSON]:
+def _configs(claim: Mapping[str, Any], chosen: Sequence[RequestData]) -> list[Obj]:
     """Class configs once per class (listing the requests using it), then the claim's configs, as upstream adds them."""
-    configs: list[JSON] = []
+    configs: list[Obj] = []
     class_ranges: dict[str, tuple[int, int]] = {}
     for data in chosen:
         device_class = data.device_class
@@ -123,16 +124,16 @@ def _same_requirement(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     )
 
 
-def _add_requirements(source: Sequence[Mapping[str, Any]], target: list[JSON]) -> None:
+def _add_requirements(source: Sequence[Mapping[str, Any]], target: list[Obj]) -> None:
     for requirement in source:
         if not any(_same_requirement(existing, requirement) for existing in target):
             target.append(copy.deepcopy(dict(requirement)))
 
 
-def _node_selector(results: Sequence[DeviceResult], node_name: str, name_from_slice: bool) -> JSON | None:
+def _node_selector(results: Sequence[DeviceResult], node_name: str, name_from_slice: bool) -> Obj | None:
     """``createNodeSelector``: pinned to the node if any device is node-local, else the slices' selectors merged."""
-    fields: list[JSON] = []
-    expressions: list[JSON] = []
+    fields: list[Obj] = []
+    expressions: list[Obj] = []
     for r in results:
         if r.slice.per_device_node_selection:
             local, selector = r.device.node_name, r.device.node_selector
@@ -152,7 +153,7 @@ def _node_selector(results: Sequence[DeviceResult], node_name: str, name_from_sl
                 raise NodeSelectorError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
     if not fields and not expressions:
         return None
-    term: JSON = {}
+    term: Obj = {}
     if expressions:
         term["matchExpressions"] = expressions
     if fields:
@@ -169,15 +170,15 @@ def build_allocation_result(
     with_tolerations: bool,
     with_binding: bool,
     name_from_slice: bool,
-) -> JSON:
+) -> Obj:
     """One claim's ``AllocationResult``: device results, configs and the node selector."""
-    devices: JSON = {}
+    devices: Obj = {}
     if results:
         devices["results"] = [_device_result(claim, r, with_tolerations, with_binding) for r in results]
     configs = _configs(claim, chosen)
     if configs:
         devices["config"] = configs
-    out: JSON = {"devices": devices}
+    out: Obj = {"devices": devices}
     node_name = str((node.get("metadata") or {}).get("name") or "")
     selector = _node_selector(results, node_name, name_from_slice)
     if selector is not None:

@@ -24,7 +24,8 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from kss_sim.scheduler.dra.devices import JSON, DeviceInfo, SliceInfo, parse_slice
+from kss_sim.kube.objects import Obj
+from kss_sim.scheduler.dra.devices import DeviceInfo, SliceInfo, parse_slice
 from kss_sim.scheduler.dra.pools import SliceIndex
 
 
@@ -55,7 +56,7 @@ class DeviceMatchCache:
         *,
         consumable_capacity: bool = False,
         compile_selector: Callable[[str], CompiledSelector] | None = None,
-        device_view: Callable[[str, JSON], Any] | None = None,
+        device_view: Callable[[str, Obj], Any] | None = None,
     ) -> None:
         self.consumable_capacity = consumable_capacity
         self._compile_fn = compile_selector
@@ -65,7 +66,7 @@ class DeviceMatchCache:
         self._compiled: dict[str, CompiledSelector | SelectorCompileError] = {}
         self._slices: dict[int, SliceInfo] = {}
         self._index: SliceIndex | None = None
-        self._index_objs: list[JSON] = []  # the slices ``_index`` was built from
+        self._index_objs: list[Obj] = []  # the slices ``_index`` was built from
 
     def _bind_cel(self) -> None:
         """Resolve the CEL library on first use (the allocator works without it for selector-free requests)."""
@@ -77,7 +78,7 @@ class DeviceMatchCache:
         self._compile_errors += (cel.CelCompileError,)
         self._eval_errors += (cel.CelEvaluationError,)
 
-    def slices(self, objs: Sequence[JSON]) -> list[SliceInfo]:
+    def slices(self, objs: Sequence[Obj]) -> list[SliceInfo]:
         """The parsed form of each slice, reused for the same dict; entries of slices no longer given are dropped."""
         cache = self._slices
         out: list[SliceInfo] = []
@@ -90,7 +91,7 @@ class DeviceMatchCache:
             self._slices = {id(s.obj): s for s in out}
         return out
 
-    def slice_index(self, objs: Sequence[JSON]) -> SliceIndex:
+    def slice_index(self, objs: Sequence[Obj]) -> SliceIndex:
         """The slices' :class:`SliceIndex`, reused (with the pools it gathered per node) while they stay the same."""
         last = self._index
         if last is not None and len(self._index_objs) == len(objs) and all(map(operator.is_, self._index_objs, objs)):

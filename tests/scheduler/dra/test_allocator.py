@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra import (
     AllocatedState,
     AllocationError,
@@ -21,32 +22,31 @@ from kss_sim.scheduler.dra import (
     features_from_gates,
 )
 
-JSON = dict[str, Any]
 DRIVER_A, DRIVER_B = "driver-a", "driver-b"
 DEFAULTS = features_from_gates({})
 
 
-def node(name: str, region: str = "region-1") -> JSON:
+def node(name: str, region: str = "region-1") -> Obj:
     return {"metadata": {"name": name, "labels": {"region": region, "planet": "earth"}}}
 
 
-def device_class(name: str, driver: str, config: list[JSON] | None = None) -> JSON:
-    spec: JSON = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
+def device_class(name: str, driver: str, config: list[Obj] | None = None) -> Obj:
+    spec: Obj = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
     if config:
         spec["config"] = config
     return {"metadata": {"name": name}, "spec": spec}
 
 
-def opaque(driver: str, attribute: str) -> JSON:
+def opaque(driver: str, attribute: str) -> Obj:
     return {"opaque": {"driver": driver, "parameters": {attribute: attribute + "Value"}}}
 
 
-def device(name: str, **fields: Any) -> JSON:
+def device(name: str, **fields: Any) -> Obj:
     return {"name": name, **fields}
 
 
-def resource_slice(name: str, where: Any, pool: str, driver: str, *devices: JSON, count: int = 1, gen: int = 1) -> JSON:
-    spec: JSON = {"driver": driver, "pool": {"name": pool, "generation": gen, "resourceSliceCount": count}}
+def resource_slice(name: str, where: Any, pool: str, driver: str, *devices: Obj, count: int = 1, gen: int = 1) -> Obj:
+    spec: Obj = {"driver": driver, "pool": {"name": pool, "generation": gen, "resourceSliceCount": count}}
     if where == "all":
         spec["allNodes"] = True
     elif isinstance(where, dict):
@@ -59,31 +59,31 @@ def resource_slice(name: str, where: Any, pool: str, driver: str, *devices: JSON
     return {"metadata": {"name": name}, "spec": spec}
 
 
-def label_selector(key: str, value: str) -> JSON:
+def label_selector(key: str, value: str) -> Obj:
     return {"nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}]}
 
 
-def local(node_name: str) -> JSON:
+def local(node_name: str) -> Obj:
     return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
 
 
-def request(name: str, class_name: str, count: int = 1, **exactly: Any) -> JSON:
+def request(name: str, class_name: str, count: int = 1, **exactly: Any) -> Obj:
     return {
         "name": name,
         "exactly": {"deviceClassName": class_name, "allocationMode": "ExactCount", "count": count, **exactly},
     }
 
 
-def all_request(name: str, class_name: str) -> JSON:
+def all_request(name: str, class_name: str) -> Obj:
     return {"name": name, "exactly": {"deviceClassName": class_name, "allocationMode": "All"}}
 
 
-def sub_request(name: str, class_name: str, count: int = 1, **fields: Any) -> JSON:
+def sub_request(name: str, class_name: str, count: int = 1, **fields: Any) -> Obj:
     return {"name": name, "deviceClassName": class_name, "allocationMode": "ExactCount", "count": count, **fields}
 
 
-def claim(name: str, *requests: JSON, constraints: list[JSON] | None = None, config: list[JSON] | None = None) -> JSON:
-    devices: JSON = {"requests": list(requests)}
+def claim(name: str, *requests: Obj, constraints: list[Obj] | None = None, config: list[Obj] | None = None) -> Obj:
+    devices: Obj = {"requests": list(requests)}
     if constraints:
         devices["constraints"] = constraints
     if config:
@@ -91,19 +91,19 @@ def claim(name: str, *requests: JSON, constraints: list[JSON] | None = None, con
     return {"metadata": {"name": name}, "spec": {"devices": devices}}
 
 
-def result(req: str, driver: str, pool: str, dev: str, **extra: Any) -> JSON:
+def result(req: str, driver: str, pool: str, dev: str, **extra: Any) -> Obj:
     return {"request": req, "driver": driver, "pool": pool, "device": dev, **extra}
 
 
 def allocate(
-    claims: list[JSON],
-    slices: list[JSON],
-    classes: list[JSON],
-    on: JSON | None = None,
+    claims: list[Obj],
+    slices: list[Obj],
+    classes: list[Obj],
+    on: Obj | None = None,
     *,
     features: Features = DEFAULTS,
     allocated: set[DeviceID] | None = None,
-) -> list[JSON] | None:
+) -> list[Obj] | None:
     allocator = Allocator(
         features,
         AllocatedState(allocated_devices=allocated or set()),
@@ -244,13 +244,13 @@ def test_first_available_disabled_is_an_error() -> None:
         allocate([c], [resource_slice("slice-1", "node-1", "pool-1", DRIVER_A)], [CLASS_A], features=Features())
 
 
-def _versioned(name: str, version: str, text: str) -> JSON:
+def _versioned(name: str, version: str, text: str) -> Obj:
     return device(name, attributes={"driverVersion": {"version": version}, "stringAttribute": {"string": text}})
 
 
 def test_match_attribute_for_one_request_backtracks_on_the_other_constraint() -> None:
     # Upstream's "with-constraint-for-request-retry".
-    constraints: list[JSON] = [
+    constraints: list[Obj] = [
         {"requests": ["req-0"], "matchAttribute": "driver-a/driverVersion"},
         {"matchAttribute": "driver-a/stringAttribute"},
     ]

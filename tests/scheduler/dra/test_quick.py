@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra import AllocatedState, AllocationError, Allocator, DeviceID, DeviceMatchCache, Features
 from kss_sim.scheduler.dra.quick import QuickCheck
 from kss_sim.simulation.runner import run_scenario
@@ -32,21 +33,20 @@ from tests.scheduler.dra.test_allocator import (
     resource_slice,
 )
 
-JSON = dict[str, Any]
 MODELS = ("t4", "a100", "h100")
 
 
-def model_is(*models: str) -> JSON:
+def model_is(*models: str) -> Obj:
     values = ", ".join(f'"{m}"' for m in models)
     return {"cel": {"expression": f'device.attributes["{DRIVER_A}"].model in [{values}]'}}
 
 
-def gpu(name: str, model: str, **fields: Any) -> JSON:
+def gpu(name: str, model: str, **fields: Any) -> Obj:
     return device(name, attributes={"model": {"string": model}}, **fields)
 
 
 def allocator_for(
-    slices: list[JSON], allocated: set[DeviceID], features: Features = DEFAULTS, classes: list[JSON] | None = None
+    slices: list[Obj], allocated: set[DeviceID], features: Features = DEFAULTS, classes: list[Obj] | None = None
 ) -> Allocator:
     return Allocator(
         features,
@@ -57,7 +57,7 @@ def allocator_for(
     )
 
 
-def outcome(allocator: Allocator, on: JSON, claims: list[JSON]) -> str:
+def outcome(allocator: Allocator, on: Obj, claims: list[Obj]) -> str:
     """What the full allocator says: "fits", "no" (None) or "error"."""
     try:
         got = allocator.allocate(on, claims)
@@ -66,7 +66,7 @@ def outcome(allocator: Allocator, on: JSON, claims: list[JSON]) -> str:
     return "no" if got is None else "fits"
 
 
-def verdicts_agree(allocator: Allocator, nodes: list[JSON], claims: list[JSON]) -> list[bool | None]:
+def verdicts_agree(allocator: Allocator, nodes: list[Obj], claims: list[Obj]) -> list[bool | None]:
     """Each node's quick verdict, checked against the allocator and against the batch verdicts."""
     quick = QuickCheck.for_claims(allocator, claims)
     assert quick is not None
@@ -81,10 +81,10 @@ def verdicts_agree(allocator: Allocator, nodes: list[JSON], claims: list[JSON]) 
 
 
 # --- varied clusters ----------------------------------------------------------------------------------------------
-def random_cluster(rng: random.Random) -> tuple[list[JSON], list[JSON], set[DeviceID]]:
+def random_cluster(rng: random.Random) -> tuple[list[Obj], list[Obj], set[DeviceID]]:
     """Nodes with local pools (some incomplete, invalid, with odd devices), network pools, some devices taken."""
     nodes = [node(f"node-{i}", region=rng.choice(("r1", "r2"))) for i in range(8)]
-    slices: list[JSON] = []
+    slices: list[Obj] = []
     allocated: set[DeviceID] = set()
     for i, n in enumerate(nodes):
         name = n["metadata"]["name"]
@@ -112,7 +112,7 @@ def random_cluster(rng: random.Random) -> tuple[list[JSON], list[JSON], set[Devi
     return nodes, slices, allocated
 
 
-def random_claims(rng: random.Random) -> list[JSON]:
+def random_claims(rng: random.Random) -> list[Obj]:
     """Claims of the common shape; one request kind, or several."""
     claims = []
     one_kind = rng.random() < 0.6
@@ -214,7 +214,7 @@ def test_invalid_pool_and_failing_selector_go_to_the_allocator_for_its_error() -
         {"count": 33},
     ],
 )
-def test_other_request_shapes_are_left_to_the_allocator(shape: JSON) -> None:
+def test_other_request_shapes_are_left_to_the_allocator(shape: Obj) -> None:
     allocator = allocator_for([resource_slice("s", "node-1", "pool", DRIVER_A, gpu("a", "t4"))], set())
     req = request("req-0", "class-a")
     req["exactly"].update(shape)
@@ -233,7 +233,7 @@ def test_other_request_shapes_are_left_to_the_allocator(shape: JSON) -> None:
 
 
 # --- DynamicResources with and without the counts -------------------------------------------------------------------
-def trace_like_scenario(rng: random.Random) -> JSON:
+def trace_like_scenario(rng: random.Random) -> Obj:
     """GPU nodes of a few models, pods asking 1-4 GPUs of some models (some of none), until the cluster fills up."""
     nodes, slices = [], []
     for i in range(12):

@@ -1,262 +1,35 @@
-"""Validation of objects as kube-apiserver does it: decoding errors (400) and field errors (422 Invalid).
+"""Field validation (422 Invalid) of the core/v1 kinds as kube-apiserver does it, and the tables of every kind's
+create and update rules (``VALIDATORS``, ``UPDATE_VALIDATORS``, ``validate_update``) the write paths consult.
 
-``check_decodable`` mirrors what the typed JSON decoder rejects (wrong types, unparsable quantities), so such
-bodies get ``BadRequest``; ``validate_*`` return ``Cause`` lists for ``Invalid``.
+The shared name/label/metadata rules are in ``metadata.py``, the decoding errors (400) in ``decoding.py``, PodGroup
+and Workload in ``scheduling.py``.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 from collections.abc import Callable
 from typing import Any
 
-from kss_sim.cluster.errors import BadRequest, Cause, duplicate, forbidden, invalid, not_supported, required
-from kss_sim.kube.labels import SelectorError, label_key_errors, validate_label_selector
-from kss_sim.kube.quantity import QuantityError, parse_quantity
+from kss_sim.cluster.admission.validation.metadata import (
+    dns_label_messages,
+    label_value_errors,
+    name_errors,
+    qualified_name_errors,
+    selector_errors,
+    subdomain_messages,
+    validate_labels,
+    validate_metadata,
+)
+from kss_sim.cluster.admission.validation.scheduling import (
+    validate_pod_group,
+    validate_workload,
+    validate_workload_update,
+)
+from kss_sim.cluster.errors import Cause, duplicate, forbidden, invalid, not_supported, required
+from kss_sim.kube.quantity import parse_quantity
 
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
-    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
-    "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-QUALIFIED_MSG = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
-    "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
-    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
-TOTAL_ANNOTATION_BYTES = 256 * 1024
 HIGHEST_USER_PRIORITY = 1_000_000_000
-
-
-# ---------------------------------------------------------------------------------------------- decoding (400)
-
-
-def _type_error(kind: str, path: str, want: str, value: Any, version: str = "v1") -> BadRequest:
-    got = {str: "string", int: "number", float: "number", bool: "bool", list: "array", dict: "object"}.get(
-        type(value), "null"
-    )
-    return BadRequest(
-        f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot unmarshal {got} into Go struct '
-        f"field {path} of type {want}"
-    )
-
-
-def _expect(kind: str, path: str, value: Any, want: type | tuple[type, ...], go_type: str, version: str = "v1") -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) and bool not in (want if isinstance(want, tuple) else (want,)):
-        raise _type_error(kind, path, go_type, value, version)
-    if not isinstance(value, want):
-        raise _type_error(kind, path, go_type, value, version)
-
-
-def _string_map(kind: str, path: str, value: Any) -> None:
-    _expect(kind, path, value, dict, "map[string]string")
-    for v in (value or {}).values():
-        if not isinstance(v, str):
-            raise _type_error(kind, path, "string", v)
-
-
-def _quantity_map(kind: str, path: str, value: Any) -> None:
-    _expect(kind, path, value, dict, "v1.ResourceList")
-    for v in (value or {}).values():
-        if isinstance(v, bool) or not isinstance(v, str | int | float):
-            raise _type_error(kind, path, "resource.Quantity", v)
-        try:
-            parse_quantity(v)
-        except QuantityError as exc:
-            raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: {exc}') from None
-
-
-def check_decodable(kind: str, obj: dict[str, Any], *, version: str = "v1", custom: bool = False) -> None:
-    """Raise ``BadRequest`` where the typed decoder of kube-apiserver would fail (``version``: the kind's API
-    version; a ``custom`` kind is decoded as unstructured, so only its metadata can fail here)."""
-    meta = obj.get("metadata")
-    _expect(kind, "metadata", meta, dict, "v1.ObjectMeta", version)
-    meta = meta or {}
-    for field in ("name", "namespace", "generateName", "resourceVersion", "uid"):
-        _expect(kind, f"metadata.{field}", meta.get(field), str, "string", version)
-    _string_map(kind, "metadata.labels", meta.get("labels"))
-    _string_map(kind, "metadata.annotations", meta.get("annotations"))
-    _expect(kind, "metadata.finalizers", meta.get("finalizers"), list, "[]string", version)
-    if custom:
-        return  # the schema says what is wrong with the rest, as a 422 (validate_pod_group)
-    spec = obj.get("spec")
-    _expect(kind, "spec", spec, dict, f"{version}.{kind}Spec", version)
-    _expect(kind, "status", obj.get("status"), dict, f"{version}.{kind}Status", version)
-    spec = spec or {}
-    if kind == "Workload":
-        _check_workload_decodable(spec)
-    if kind == "Pod":
-        for field in ("containers", "initContainers", "tolerations", "volumes", "topologySpreadConstraints"):
-            _expect(kind, f"spec.{field}", spec.get(field), list, "[]v1.Container")
-        _string_map(kind, "spec.nodeSelector", spec.get("nodeSelector"))
-        for field in ("nodeName", "schedulerName", "priorityClassName", "restartPolicy"):
-            _expect(kind, f"spec.{field}", spec.get(field), str, "string")
-        _expect(kind, "spec.priority", spec.get("priority"), int, "int32")
-        for field in ("containers", "initContainers"):
-            for c in spec.get(field) or []:
-                _expect(kind, f"spec.{field}", c, dict, "v1.Container")
-                resources = c.get("resources")
-                _expect(kind, f"spec.{field}.resources", resources, dict, "v1.ResourceRequirements")
-                for part in ("requests", "limits"):
-                    _quantity_map(kind, f"spec.{field}.resources.{part}", (resources or {}).get(part))
-        pod_resources = spec.get("resources")
-        if isinstance(pod_resources, dict):
-            for part in ("requests", "limits"):
-                _quantity_map(kind, f"spec.resources.{part}", pod_resources.get(part))
-        _quantity_map(kind, "spec.overhead", spec.get("overhead"))
-        ref = spec.get("workloadRef")
-        _expect(kind, "spec.workloadRef", ref, dict, "v1.WorkloadReference")
-        for field in ("name", "podGroup", "podGroupReplicaKey"):
-            _expect(kind, f"spec.workloadRef.{field}", (ref or {}).get(field), str, "string")
-    elif kind == "Node":
-        status = obj.get("status") or {}
-        for part in ("capacity", "allocatable"):
-            _quantity_map(kind, f"status.{part}", status.get(part))
-        _expect(kind, "spec.taints", spec.get("taints"), list, "[]v1.Taint")
-        _expect(kind, "spec.unschedulable", spec.get("unschedulable"), bool, "bool")
-    elif kind == "PersistentVolume":
-        _quantity_map(kind, "spec.capacity", spec.get("capacity"))
-    elif kind == "PersistentVolumeClaim":
-        _quantity_map(kind, "spec.resources.requests", (spec.get("resources") or {}).get("requests"))
-    elif kind == "PriorityClass":
-        value = obj.get("value")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise _type_error(kind, "value", "int32", value)
-
-
-def _check_workload_decodable(spec: dict[str, Any]) -> None:
-    """The typed decoder's view of a v1alpha1 WorkloadSpec."""
-
-    def expect(path: str, value: Any, want: type | tuple[type, ...], go_type: str) -> None:
-        _expect("Workload", path, value, want, go_type, "v1alpha1")
-
-    ref = spec.get("controllerRef")
-    expect("spec.controllerRef", ref, dict, "v1alpha1.TypedLocalObjectReference")
-    for field in ("apiGroup", "kind", "name"):
-        expect(f"spec.controllerRef.{field}", (ref or {}).get(field), str, "string")
-    groups = spec.get("podGroups")
-    expect("spec.podGroups", groups, list, "[]v1alpha1.PodGroup")
-    for group in groups or []:
-        expect("spec.podGroups", group, dict, "v1alpha1.PodGroup")
-        expect("spec.podGroups.name", group.get("name"), str, "string")
-        policy = group.get("policy")
-        expect("spec.podGroups.policy", policy, dict, "v1alpha1.PodGroupPolicy")
-        expect("spec.podGroups.policy.basic", (policy or {}).get("basic"), dict, "v1alpha1.BasicSchedulingPolicy")
-        gang = (policy or {}).get("gang")
-        expect("spec.podGroups.policy.gang", gang, dict, "v1alpha1.GangSchedulingPolicy")
-        expect("spec.podGroups.policy.gang.minCount", (gang or {}).get("minCount"), int, "int32")
-
-
-# ---------------------------------------------------------------------------------------------- field errors (422)
-
-
-def _name_errors(path: str, name: str, *, label: bool = False) -> list[Cause]:
-    if label:
-        if len(name) > 63:
-            return [invalid(path, name, "must be no more than 63 characters")]
-        if not DNS1123_LABEL.match(name):
-            return [invalid(path, name, LABEL_MSG)]
-        return []
-    if len(name) > 253:
-        return [invalid(path, name, "must be no more than 253 characters")]
-    if not DNS1123_SUBDOMAIN.match(name):
-        return [invalid(path, name, SUBDOMAIN_MSG)]
-    return []
-
-
-# Every object of a kind brings the same few label and annotation keys and many of the same values: their
-# verdicts are kept (bounded), the causes built only for a bad one.
-@functools.lru_cache(maxsize=8192)
-def _key_problems(key: str) -> tuple[str, ...]:
-    return tuple(label_key_errors(key))
-
-
-@functools.lru_cache(maxsize=8192)
-def _label_value_problem(value: str) -> str | None:
-    if len(value) > 63:
-        return "must be no more than 63 characters"
-    if not LABEL_VALUE.match(value):
-        return LABEL_VALUE_MSG
-    return None
-
-
-def qualified_name_errors(path: str, key: str) -> list[Cause]:
-    """``validation.IsQualifiedName`` for label keys, annotation keys and taint keys."""
-    problems = _key_problems(key)
-    return [invalid(path, key, msg) for msg in problems] if problems else []
-
-
-def label_value_errors(path: str, value: str) -> list[Cause]:
-    """``validation.IsValidLabelValue``."""
-    problem = _label_value_problem(value)
-    return [invalid(path, value, problem)] if problem is not None else []
-
-
-def validate_labels(path: str, labels: dict[str, str] | None) -> list[Cause]:
-    """Keys are qualified names, values valid label values."""
-    causes: list[Cause] = []
-    for key, value in (labels or {}).items():
-        causes += qualified_name_errors(path, key)
-        causes += label_value_errors(f"{path}[{key}]" if path.endswith("labels") else path, value)
-    return causes
-
-
-def validate_metadata(obj: dict[str, Any], *, namespaced: bool, label_name: bool = False) -> list[Cause]:
-    """ObjectMeta: name (DNS-1123), namespace presence, labels and annotations."""
-    meta = obj.get("metadata") or {}
-    causes: list[Cause] = []
-    name = meta.get("name") or ""
-    if not name:
-        causes.append(required("metadata.name", "name or generateName is required"))
-    else:
-        causes += _name_errors("metadata.name", name, label=label_name)
-    if namespaced:
-        ns = meta.get("namespace") or ""
-        if not ns:
-            causes.append(required("metadata.namespace"))
-        else:
-            causes += _name_errors("metadata.namespace", ns, label=True)
-    causes += validate_labels("metadata.labels", meta.get("labels"))
-    annotations = meta.get("annotations") or {}
-    for key in annotations:
-        causes += qualified_name_errors("metadata.annotations", key.lower())
-    if sum(len(k) + len(v) for k, v in annotations.items()) > TOTAL_ANNOTATION_BYTES:
-        causes.append(Cause("metadata.annotations", "FieldValueTooLong", "Too long: must have at most 262144 bytes"))
-    return causes
-
-
-def _selector_errors(path: str, selector: Any) -> list[Cause]:
-    if selector is None:
-        return []
-    if not isinstance(selector, dict):
-        return [invalid(path, str(selector), "must be a label selector")]
-    causes = validate_labels(f"{path}.matchLabels", selector.get("matchLabels"))
-    try:
-        validate_label_selector(selector)
-    except SelectorError as exc:
-        causes.append(Cause(f"{path}.matchExpressions", "FieldValueInvalid", str(exc)))
-    for i, expr in enumerate(selector.get("matchExpressions") or []):
-        causes += qualified_name_errors(f"{path}.matchExpressions[{i}].key", str((expr or {}).get("key", "")))
-    return causes
 
 
 def _resource_errors(path: str, resources: dict[str, Any]) -> list[Cause]:
@@ -293,7 +66,7 @@ def _validate_containers(path: str, containers: list[Any], seen: set[str], *, re
         if not name:
             causes.append(required(f"{p}.name"))
         else:
-            causes += _name_errors(f"{p}.name", name, label=True)
+            causes += name_errors(f"{p}.name", name, label=True)
             if name in seen:
                 causes.append(duplicate(f"{p}.name", name))
             seen.add(name)
@@ -312,7 +85,7 @@ def _validate_containers(path: str, containers: list[Any], seen: set[str], *, re
     return causes
 
 
-def _validate_node_selector_terms(path: str, terms: list[Any]) -> list[Cause]:
+def validate_node_selector_terms(path: str, terms: list[Any]) -> list[Cause]:
     causes: list[Cause] = []
     for i, term in enumerate(terms):
         for j, expr in enumerate((term or {}).get("matchExpressions") or []):
@@ -345,13 +118,13 @@ def _validate_affinity(affinity: dict[str, Any]) -> list[Cause]:
         p = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
         if not terms:
             causes.append(required(p, "must have at least one node selector term"))
-        causes += _validate_node_selector_terms(p, terms)
+        causes += validate_node_selector_terms(p, terms)
     for i, pref in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
         p = f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
         weight = pref.get("weight")
         if not isinstance(weight, int) or not 1 <= weight <= 100:
             causes.append(invalid(f"{p}.weight", weight, "must be in the range 1-100"))
-        causes += _validate_node_selector_terms(f"{p}.preference", [pref.get("preference") or {}])
+        causes += validate_node_selector_terms(f"{p}.preference", [pref.get("preference") or {}])
     for kind in ("podAffinity", "podAntiAffinity"):
         section = affinity.get(kind) or {}
         base = f"spec.affinity.{kind}"
@@ -372,8 +145,8 @@ def _validate_pod_affinity_term(path: str, term: dict[str, Any]) -> list[Cause]:
         causes.append(required(f"{path}.topologyKey", "can not be empty"))
     else:
         causes += qualified_name_errors(f"{path}.topologyKey", term["topologyKey"])
-    causes += _selector_errors(f"{path}.labelSelector", term.get("labelSelector"))
-    causes += _selector_errors(f"{path}.namespaceSelector", term.get("namespaceSelector"))
+    causes += selector_errors(f"{path}.labelSelector", term.get("labelSelector"))
+    causes += selector_errors(f"{path}.namespaceSelector", term.get("namespaceSelector"))
     return causes
 
 
@@ -390,7 +163,7 @@ def validate_pod(pod: dict[str, Any]) -> list[Cause]:
         causes.append(not_supported("spec.dnsPolicy", spec.get("dnsPolicy"), _DNS))
     causes += validate_labels("spec.nodeSelector", spec.get("nodeSelector"))
     if spec.get("nodeName"):
-        causes += _name_errors("spec.nodeName", spec["nodeName"])
+        causes += name_errors("spec.nodeName", spec["nodeName"])
     for i, t in enumerate(spec.get("tolerations") or []):
         p = f"spec.tolerations[{i}]"
         op = t.get("operator") or "Equal"
@@ -433,7 +206,7 @@ def validate_pod(pod: dict[str, Any]) -> list[Cause]:
                         "can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway",
                     )
                 )
-        causes += _selector_errors(f"{p}.labelSelector", c.get("labelSelector"))
+        causes += selector_errors(f"{p}.labelSelector", c.get("labelSelector"))
     names: set[str] = set()
     for i, v in enumerate(spec.get("volumes") or []):
         name = (v or {}).get("name") or ""
@@ -470,7 +243,7 @@ def _pod_resource_claims_errors(spec: dict[str, Any]) -> list[Cause]:
         elif name in names:
             causes.append(duplicate(f"{p}.name", name))
         else:
-            causes += [invalid(f"{p}.name", name, m) for m in _dns_label_messages(name)]
+            causes += [invalid(f"{p}.name", name, m) for m in dns_label_messages(name)]
             names.add(name)
         shown = "core.PodResourceClaim{...}"
         sources = [f for f in ("resourceClaimName", "resourceClaimTemplateName") if claim.get(f) is not None]
@@ -482,22 +255,12 @@ def _pod_resource_claims_errors(spec: dict[str, Any]) -> list[Cause]:
             causes.append(Cause(p, "FieldValueInvalid", f"Invalid value: {shown}: {detail}"))
         for source in sources:
             value = str(claim[source])
-            causes += [invalid(f"{p}.{source}", value, m) for m in _subdomain_messages(value)]
+            causes += [invalid(f"{p}.{source}", value, m) for m in subdomain_messages(value)]
     for field in ("containers", "initContainers"):
         for i, container in enumerate(c if isinstance(c, dict) else {} for c in spec.get(field) or []):
             claims = (container.get("resources") or {}).get("claims") or []
             causes += _container_claim_errors(claims, names, f"spec.{field}[{i}].resources.claims")
     return causes
-
-
-def _dns_label_messages(value: str) -> list[str]:
-    out = ["must be no more than 63 characters"] if len(value) > 63 else []
-    return out + ([] if DNS1123_LABEL.match(value) else [LABEL_MSG])
-
-
-def _subdomain_messages(value: str) -> list[str]:
-    out = ["must be no more than 253 characters"] if len(value) > 253 else []
-    return out + ([] if DNS1123_SUBDOMAIN.match(value) else [SUBDOMAIN_MSG])
 
 
 def _container_claim_errors(claims: list[Any], pod_claims: set[str], path: str) -> list[Cause]:
@@ -508,7 +271,7 @@ def _container_claim_errors(claims: list[Any], pod_claims: set[str], path: str) 
         name, request = str(claim.get("name") or ""), str(claim.get("request") or "")
         key = name
         if request:
-            causes += [invalid(f"{p}.request", request, m) for m in _dns_label_messages(request)]
+            causes += [invalid(f"{p}.request", request, m) for m in dns_label_messages(request)]
             key += "/" + request
         if not name:
             causes.append(required(p))
@@ -525,10 +288,10 @@ def _container_claim_errors(claims: list[Any], pod_claims: set[str], path: str) 
 
 def _workload_reference_errors(path: str, ref: dict[str, Any]) -> list[Cause]:
     """validateWorkloadReference: a Workload's name (DNS subdomain), a pod group and a replica key (DNS labels)."""
-    causes = _name_errors(f"{path}.name", str(ref.get("name") or ""))
-    causes += _name_errors(f"{path}.podGroup", str(ref.get("podGroup") or ""), label=True)
+    causes = name_errors(f"{path}.name", str(ref.get("name") or ""))
+    causes += name_errors(f"{path}.podGroup", str(ref.get("podGroup") or ""), label=True)
     if ref.get("podGroupReplicaKey"):
-        causes += _name_errors(f"{path}.podGroupReplicaKey", str(ref["podGroupReplicaKey"]), label=True)
+        causes += name_errors(f"{path}.podGroupReplicaKey", str(ref["podGroupReplicaKey"]), label=True)
     return causes
 
 
@@ -629,7 +392,7 @@ def validate_persistent_volume(pv: dict[str, Any]) -> list[Cause]:
         causes.append(not_supported("spec.persistentVolumeReclaimPolicy", policy, ["Delete", "Recycle", "Retain"]))
     required_terms = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms")
     if required_terms is not None:
-        causes += _validate_node_selector_terms("spec.nodeAffinity.required.nodeSelectorTerms", required_terms)
+        causes += validate_node_selector_terms("spec.nodeAffinity.required.nodeSelectorTerms", required_terms)
     return causes
 
 
@@ -640,7 +403,7 @@ def validate_persistent_volume_claim(pvc: dict[str, Any]) -> list[Cause]:
     causes += _access_mode_errors(spec)
     if "storage" not in ((spec.get("resources") or {}).get("requests") or {}):
         causes.append(required("spec.resources[storage]"))
-    causes += _selector_errors("spec.selector", spec.get("selector"))
+    causes += selector_errors("spec.selector", spec.get("selector"))
     return causes
 
 
@@ -696,7 +459,7 @@ def validate_pdb(pdb: dict[str, Any]) -> list[Cause]:
         causes.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
     causes += _int_or_percent_errors("spec.minAvailable", spec.get("minAvailable"))
     causes += _int_or_percent_errors("spec.maxUnavailable", spec.get("maxUnavailable"))
-    causes += _selector_errors("spec.selector", spec.get("selector"))
+    causes += selector_errors("spec.selector", spec.get("selector"))
     return causes
 
 
@@ -736,186 +499,6 @@ def validate_namespace(ns: dict[str, Any]) -> list[Cause]:
     return validate_metadata(ns, namespaced=False, label_name=True)
 
 
-# ---------------------------------------------------------------------------------------------- PodGroup (a CRD)
-
-# The quantity pattern of the scheduler-plugins CRD (controller-gen's for resource.Quantity).
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
-_QUANTITY = re.compile(QUANTITY_PATTERN)
-_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-
-
-def _go_value(value: Any) -> str:
-    """A bad value as ``field.Error`` prints it (strings quoted, numbers and booleans bare)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return json.dumps(value)
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _schema_type(path: str, value: Any, type_name: str) -> Cause:
-    """kube-openapi's type failure as the CRD handler reports it (``field.TypeInvalid``)."""
-    detail = f"{path} in body must be of type {type_name}"
-    if isinstance(value, str):
-        detail += f": {json.dumps(value)}"
-    return Cause(path, "FieldValueTypeInvalid", f"Invalid value: {_go_value(value)}: {detail}")
-
-
-def _schema_invalid(path: str, value: Any, detail: str) -> Cause:
-    return Cause(path, "FieldValueInvalid", f"Invalid value: {_go_value(value)}: {path} in body {detail}")
-
-
-def _schema_integer(path: str, value: Any, *, minimum: int | None = None) -> list[Cause]:
-    if value is None:
-        return []
-    if isinstance(value, bool) or not isinstance(value, int):
-        return [_schema_type(path, value, "integer")]
-    if minimum is not None and value < minimum:
-        return [_schema_invalid(path, value, f"should be greater than or equal to {minimum}")]
-    return []
-
-
-def _schema_string(path: str, value: Any, *, date_time: bool = False) -> list[Cause]:
-    if value is None:
-        return []
-    if not isinstance(value, str):
-        return [_schema_type(path, value, "string")]
-    if date_time and not _DATE_TIME.match(value):
-        return [_schema_type(path, value, "date-time")]
-    return []
-
-
-def _schema_object(path: str, value: Any) -> dict[str, Any] | Cause:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        return _schema_type(path, value, "object")
-    return value
-
-
-def validate_pod_group(pg: dict[str, Any]) -> list[Cause]:
-    """The PodGroup CRD's OpenAPI schema (scheduling.x-k8s.io/v1alpha1), as kube-apiserver checks a custom
-    resource: minMember at least 1, minResources quantities (integers or the quantity pattern), integer counts."""
-    causes = validate_metadata(pg, namespaced=True)
-    spec = _schema_object("spec", pg.get("spec"))
-    if isinstance(spec, Cause):
-        causes.append(spec)
-    else:
-        causes += _schema_integer("spec.minMember", spec.get("minMember"), minimum=1)
-        causes += _schema_integer("spec.scheduleTimeoutSeconds", spec.get("scheduleTimeoutSeconds"))
-        resources = _schema_object("spec.minResources", spec.get("minResources"))
-        if isinstance(resources, Cause):
-            causes.append(resources)
-        else:
-            for name, quantity in resources.items():
-                path = f"spec.minResources.{name}"
-                if isinstance(quantity, str):
-                    if not _QUANTITY.fullmatch(quantity):
-                        causes.append(_schema_invalid(path, quantity, f"should match '{QUANTITY_PATTERN}'"))
-                elif isinstance(quantity, bool) or not isinstance(quantity, int):
-                    causes.append(_schema_type(path, quantity, "integer"))
-    status = _schema_object("status", pg.get("status"))
-    if isinstance(status, Cause):
-        causes.append(status)
-    else:
-        for field in ("phase", "occupiedBy"):
-            causes += _schema_string(f"status.{field}", status.get(field))
-        for field in ("running", "succeeded", "failed"):
-            causes += _schema_integer(f"status.{field}", status.get(field))
-        causes += _schema_string("status.scheduleStartTime", status.get("scheduleStartTime"), date_time=True)
-    return causes
-
-
-# ---------------------------------------------------------------------------------------------- Workload (alpha)
-
-WORKLOAD_MAX_POD_GROUPS = 8
-
-
-def _path_segment_errors(value: str) -> list[str]:
-    """``path.IsValidPathSegmentName``."""
-    if value in (".", ".."):
-        return [f"may not be '{value}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
-
-
-def _controller_ref_errors(path: str, ref: dict[str, Any]) -> list[Cause]:
-    causes: list[Cause] = []
-    group = ref.get("apiGroup") or ""
-    if group:
-        causes += _name_errors(f"{path}.apiGroup", group)
-    for field in ("kind", "name"):
-        value = ref.get(field) or ""
-        if not value:
-            causes.append(required(f"{path}.{field}"))
-        else:
-            causes += [invalid(f"{path}.{field}", value, msg) for msg in _path_segment_errors(value)]
-    return causes
-
-
-def _pod_group_policy_errors(path: str, policy: dict[str, Any]) -> list[Cause]:
-    chosen = [f"`{name}`" for name in ("basic", "gang") if policy.get(name) is not None]
-    if not chosen:
-        return [required(path, "exactly one of `basic`, `gang` is required")]
-    if len(chosen) > 1:
-        detail = "exactly one of `basic`, `gang` is required, but multiple fields are set"
-        return [invalid(path, "{" + ", ".join(chosen) + "}", detail)]
-    gang = policy.get("gang")
-    if isinstance(gang, dict):
-        count = gang.get("minCount") or 0
-        if count <= 0:
-            return [invalid(f"{path}.gang.minCount", count, "must be greater than zero")]
-    return []
-
-
-def validate_workload(workload: dict[str, Any]) -> list[Cause]:
-    """ValidateWorkload (v1.35): a controllerRef that names its object, one to eight pod groups with unique
-    DNS-label names, each with exactly one policy (``basic``, or ``gang`` with a positive minCount)."""
-    causes = validate_metadata(workload, namespaced=True)
-    spec = workload.get("spec") or {}
-    if isinstance(spec.get("controllerRef"), dict):
-        causes += _controller_ref_errors("spec.controllerRef", spec["controllerRef"])
-    groups = spec.get("podGroups") or []
-    if not groups:
-        causes.append(required("spec.podGroups", "must have at least one item"))
-    elif len(groups) > WORKLOAD_MAX_POD_GROUPS:
-        causes.append(
-            Cause(
-                "spec.podGroups",
-                "FieldValueTooMany",
-                f"Too many: {len(groups)}: must have at most {WORKLOAD_MAX_POD_GROUPS} items",
-            )
-        )
-    else:
-        seen: set[str] = set()
-        for i, group in enumerate(groups):
-            path = f"spec.podGroups[{i}]"
-            name = str(group.get("name") or "")
-            causes += _name_errors(f"{path}.name", name, label=True)
-            if name in seen:
-                causes.append(duplicate(f"{path}.name", name))
-            seen.add(name)
-            causes += _pod_group_policy_errors(f"{path}.policy", group.get("policy") or {})
-    return causes
-
-
-def validate_workload_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
-    """ValidateWorkloadUpdate (v1.35): the create rules, a controllerRef fixed once set, podGroups immutable
-    (reported at ``controllerRef`` and ``podGroups``, the paths v1.35 uses)."""
-    causes = validate_workload(new)
-    new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
-    for field in ("controllerRef", "podGroups"):
-        if field == "controllerRef" and old_spec.get(field) is None:
-            continue  # may be set later, then never changed
-        if new_spec.get(field) != old_spec.get(field):
-            shown = _go_value(new_spec.get(field))
-            causes.append(Cause(field, "FieldValueInvalid", f"Invalid value: {shown}: field is immutable"))
-    return causes
-
-
 VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Pod": validate_pod,
     "Node": validate_node,
@@ -930,7 +513,7 @@ VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "PodGroup": validate_pod_group,
     "Workload": validate_workload,
 }
-# Update rules of kinds whose module registers them (validation_workloads.py: apps/v1, batch/v1, Lease); that
+# Update rules of kinds whose module registers them (workloads.py: apps/v1, batch/v1, Lease; dra.py); that
 # module builds on this one and adds its kinds to both tables when imported (admission imports it).
 UPDATE_VALIDATORS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[Cause]]] = {}
 

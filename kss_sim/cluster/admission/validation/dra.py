@@ -13,13 +13,7 @@ from typing import Any
 
 from kss_sim.cluster.admission.defaults.dra import gate_on
 from kss_sim.cluster.admission.validation import core
-from kss_sim.cluster.admission.validation.core import (
-    _expect,
-    label_value_errors,
-    qualified_name_errors,
-    validate_labels,
-    validate_metadata,
-)
+from kss_sim.cluster.admission.validation.decoding import expect_type
 from kss_sim.cluster.admission.validation.dra_rules import (
     _ALLOCATION_MODES,
     _CONFIG_SOURCES,
@@ -53,6 +47,12 @@ from kss_sim.cluster.admission.validation.dra_slices import (
     _check_slice,
     validate_resource_slice,
     validate_resource_slice_update,
+)
+from kss_sim.cluster.admission.validation.metadata import (
+    label_value_errors,
+    qualified_name_errors,
+    validate_labels,
+    validate_metadata,
 )
 from kss_sim.cluster.errors import Cause, forbidden, invalid, not_supported, required
 from kss_sim.cluster.kinds.registry import NO_GATES
@@ -431,7 +431,7 @@ def validate_device_class_update(new: Obj, old: Obj) -> list[Cause]:
 
 def _check_claim_spec(kind: str, spec: Any, prefix: str) -> None:
     def expect(path: str, value: Any, want: type | tuple[type, ...], go_type: str) -> None:
-        _expect(kind, f"{prefix}{path}", value, want, go_type)
+        expect_type(kind, f"{prefix}{path}", value, want, go_type)
 
     expect("spec", spec, dict, "v1.ResourceClaimSpec")
     devices = (spec or {}).get("devices")
@@ -480,8 +480,8 @@ def check_dra_decodable(kind: str, obj: Obj) -> None:
     elif kind == "ResourceSlice":
         _check_slice(spec)
     elif kind == "DeviceClass":
-        _expect(kind, "spec.selectors", (spec or {}).get("selectors"), list, "[]v1.DeviceSelector")
-        _expect(kind, "spec.config", (spec or {}).get("config"), list, "[]v1.DeviceClassConfiguration")
+        expect_type(kind, "spec.selectors", (spec or {}).get("selectors"), list, "[]v1.DeviceSelector")
+        expect_type(kind, "spec.config", (spec or {}).get("config"), list, "[]v1.DeviceClassConfiguration")
 
 
 VALIDATORS: dict[str, Callable[[Obj], list[Cause]]] = {

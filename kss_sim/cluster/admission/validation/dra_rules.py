@@ -9,11 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kss_sim.cluster.admission.defaults.dra import gate_on
-from kss_sim.cluster.admission.validation import core
-from kss_sim.cluster.admission.validation.core import (
-    _type_error,
-    _validate_node_selector_terms,
-)
+from kss_sim.cluster.admission.validation.core import validate_node_selector_terms
+from kss_sim.cluster.admission.validation.decoding import type_error
+from kss_sim.cluster.admission.validation.metadata import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_MSG, SUBDOMAIN_MSG
 from kss_sim.cluster.errors import BadRequest, Cause, duplicate, invalid, required
 from kss_sim.cluster.kinds.registry import NO_GATES
 from kss_sim.kube.objects import Obj
@@ -85,16 +83,16 @@ def not_found(path: str, value: Any, detail: str = "") -> Cause:
 def dns_label_errors(path: str, value: str) -> list[Cause]:
     """``ValidateDNS1123Label``: every message IsDNS1123Label gives."""
     causes = [invalid(path, value, "must be no more than 63 characters")] if len(value) > 63 else []
-    if not core.DNS1123_LABEL.match(value):
-        causes.append(invalid(path, value, core.LABEL_MSG))
+    if not DNS1123_LABEL.match(value):
+        causes.append(invalid(path, value, LABEL_MSG))
     return causes
 
 
 def dns_subdomain_errors(path: str, value: str) -> list[Cause]:
     """``ValidateDNS1123Subdomain``: every message IsDNS1123Subdomain gives."""
     causes = [invalid(path, value, "must be no more than 253 characters")] if len(value) > 253 else []
-    if not core.DNS1123_SUBDOMAIN.match(value):
-        causes.append(invalid(path, value, core.SUBDOMAIN_MSG))
+    if not DNS1123_SUBDOMAIN.match(value):
+        causes.append(invalid(path, value, SUBDOMAIN_MSG))
     return causes
 
 
@@ -103,8 +101,8 @@ def driver_name_errors(path: str, name: str) -> list[Cause]:
     causes = [required(path)] if not name else []
     if len(name) > DRIVER_NAME_MAX_LENGTH:
         causes.append(too_long(path, DRIVER_NAME_MAX_LENGTH))
-    if not core.DNS1123_SUBDOMAIN.match(name.lower()):
-        causes.append(invalid(path, name, core.SUBDOMAIN_MSG))
+    if not DNS1123_SUBDOMAIN.match(name.lower()):
+        causes.append(invalid(path, name, SUBDOMAIN_MSG))
     elif len(name) > 253:
         causes.append(invalid(path, name, "must be no more than 253 characters"))
     return causes
@@ -237,7 +235,7 @@ def cel_expression_errors(path: str, expression: str) -> list[Cause]:
     return []
 
 
-def _selector_errors(selector: Obj, path: str, *, stored: bool = False) -> list[Cause]:
+def selector_errors(selector: Obj, path: str, *, stored: bool = False) -> list[Cause]:
     cel = selector.get("cel")
     if not isinstance(cel, dict):
         return [required(f"{path}.cel")]
@@ -248,7 +246,7 @@ def _selector_errors(selector: Obj, path: str, *, stored: bool = False) -> list[
 
 def _selectors_errors(selectors: Any, path: str, *, stored: bool = False) -> list[Cause]:
     return validate_slice(
-        _dicts(selectors), DEVICE_SELECTORS_MAX, path, lambda s, p: _selector_errors(s, p, stored=stored)
+        _dicts(selectors), DEVICE_SELECTORS_MAX, path, lambda s, p: selector_errors(s, p, stored=stored)
     )
 
 
@@ -257,14 +255,14 @@ def _node_selector_errors(selector: Obj, path: str) -> list[Cause]:
     terms = _list(selector.get("nodeSelectorTerms"))
     if not terms:
         return [required(f"{path}.nodeSelectorTerms", "must have at least one node selector term")]
-    return _validate_node_selector_terms(f"{path}.nodeSelectorTerms", terms)
+    return validate_node_selector_terms(f"{path}.nodeSelectorTerms", terms)
 
 
 def _quantity(kind: str, path: str, value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _type_error(kind, path, "resource.Quantity", value)
+        raise type_error(kind, path, "resource.Quantity", value)
     try:
         parse_quantity(value)
     except QuantityError as exc:

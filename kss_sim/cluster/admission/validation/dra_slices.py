@@ -7,12 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kss_sim.cluster.admission.validation.core import (
-    _expect,
-    label_value_errors,
-    qualified_name_errors,
-    validate_metadata,
-)
+from kss_sim.cluster.admission.validation.decoding import expect_type
 from kss_sim.cluster.admission.validation.dra_rules import (
     _SEMVER,
     _TAINT_EFFECTS,
@@ -43,6 +38,11 @@ from kss_sim.cluster.admission.validation.dra_rules import (
     too_many,
     validate_set,
     validate_slice,
+)
+from kss_sim.cluster.admission.validation.metadata import (
+    label_value_errors,
+    qualified_name_errors,
+    validate_metadata,
 )
 from kss_sim.cluster.errors import Cause, duplicate, forbidden, invalid, not_supported, required
 from kss_sim.kube.objects import Obj
@@ -343,7 +343,7 @@ def validate_resource_slice_update(new: Obj, old: Obj) -> list[Cause]:
 
 def _check_slice(spec: Any) -> None:
     def expect(path: str, value: Any, want: type | tuple[type, ...], go_type: str) -> None:
-        _expect("ResourceSlice", path, value, want, go_type)
+        expect_type("ResourceSlice", path, value, want, go_type)
 
     spec = spec or {}
     for field in ("driver", "nodeName"):

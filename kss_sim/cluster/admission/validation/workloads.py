@@ -19,14 +19,13 @@ from kss_sim.cluster.admission.defaults.workloads import (
     LEGACY_JOB_NAME_LABEL,
 )
 from kss_sim.cluster.admission.validation import core
-from kss_sim.cluster.admission.validation.core import (
-    _selector_errors,
-    _type_error,
-    check_decodable,
+from kss_sim.cluster.admission.validation.core import validate_pod
+from kss_sim.cluster.admission.validation.decoding import check_decodable, type_error
+from kss_sim.cluster.admission.validation.metadata import (
     qualified_name_errors,
+    selector_errors,
     validate_labels,
     validate_metadata,
-    validate_pod,
 )
 from kss_sim.cluster.errors import BadRequest, Cause, forbidden, invalid, not_supported, required
 from kss_sim.kube.labels import SelectorError, label_selector_matches, validate_label_selector
@@ -84,26 +83,26 @@ def _immutable(field: str, new: Any, old: Any, shown: str | None = None) -> list
 # ---------------------------------------------------------------------------------------------- decoding (400)
 
 
-def _expect(kind: str, path: str, value: Any, want: type | tuple[type, ...], go_type: str, version: str) -> None:
+def expect_type(kind: str, path: str, value: Any, want: type | tuple[type, ...], go_type: str, version: str) -> None:
     if value is None:
         return
     wanted = want if isinstance(want, tuple) else (want,)
     if (isinstance(value, bool) and bool not in wanted) or not isinstance(value, want):
-        raise _type_error(kind, path, go_type, value, version)
+        raise type_error(kind, path, go_type, value, version)
 
 
 def _check_template_decodable(kind: str, version: str, struct: str, path: str, template: Any) -> None:
-    _expect(kind, f"{struct}.{path}", template, dict, "v1.PodTemplateSpec", version)
+    expect_type(kind, f"{struct}.{path}", template, dict, "v1.PodTemplateSpec", version)
     if not isinstance(template, dict):
         return
-    _expect(kind, f"PodTemplateSpec.{path}.metadata", template.get("metadata"), dict, "v1.ObjectMeta", version)
-    _expect(kind, f"PodTemplateSpec.{path}.spec", template.get("spec"), dict, "v1.PodSpec", version)
+    expect_type(kind, f"PodTemplateSpec.{path}.metadata", template.get("metadata"), dict, "v1.ObjectMeta", version)
+    expect_type(kind, f"PodTemplateSpec.{path}.spec", template.get("spec"), dict, "v1.PodSpec", version)
     meta = template.get("metadata") or {}
     for part in ("labels", "annotations"):
         values = meta.get(part)
-        _expect(kind, f"ObjectMeta.{path}.metadata.{part}", values, dict, "map[string]string", version)
+        expect_type(kind, f"ObjectMeta.{path}.metadata.{part}", values, dict, "map[string]string", version)
         for value in (values or {}).values():
-            _expect(kind, f"ObjectMeta.{path}.metadata.{part}", value, str, "string", version)
+            expect_type(kind, f"ObjectMeta.{path}.metadata.{part}", value, str, "string", version)
     try:
         check_decodable("Pod", {"spec": template.get("spec")})
     except BadRequest as exc:
@@ -140,36 +139,36 @@ def check_workload_decodable(kind: str, version: str, obj: Obj) -> None:
     """``BadRequest`` where kube-apiserver's typed decoder fails on a workload kind or a Lease (wrong JSON types in
     the spec, its selector and its pod template); the metadata is checked by ``check_decodable``."""
     spec = obj.get("spec")
-    _expect(kind, "spec", spec, dict, f"{version}.{kind}Spec", version)
-    _expect(kind, "status", obj.get("status"), dict, f"{version}.{kind}Status", version)
+    expect_type(kind, "spec", spec, dict, f"{version}.{kind}Spec", version)
+    expect_type(kind, "status", obj.get("status"), dict, f"{version}.{kind}Status", version)
     if not isinstance(spec, dict):
         return
     struct = f"{kind}Spec"
     for field in _INT_FIELDS.get(kind, ()):
-        _expect(kind, f"{struct}.spec.{field}", spec.get(field), int, _INT32, version)
+        expect_type(kind, f"{struct}.spec.{field}", spec.get(field), int, _INT32, version)
     for field in _BOOL_FIELDS.get(kind, ()):
-        _expect(kind, f"{struct}.spec.{field}", spec.get(field), bool, "bool", version)
+        expect_type(kind, f"{struct}.spec.{field}", spec.get(field), bool, "bool", version)
     for field in _STRING_FIELDS.get(kind, ()):
-        _expect(kind, f"{struct}.spec.{field}", spec.get(field), str, "string", version)
+        expect_type(kind, f"{struct}.spec.{field}", spec.get(field), str, "string", version)
     if kind == "Lease":
         return
     selector = spec.get("selector")
-    _expect(kind, f"{struct}.spec.selector", selector, dict, "v1.LabelSelector", version)
+    expect_type(kind, f"{struct}.spec.selector", selector, dict, "v1.LabelSelector", version)
     if isinstance(selector, dict):
-        _expect(kind, "LabelSelector.spec.selector.matchLabels", selector.get("matchLabels"), dict,
+        expect_type(kind, "LabelSelector.spec.selector.matchLabels", selector.get("matchLabels"), dict,
                 "map[string]string", version)  # fmt: skip
-        _expect(kind, "LabelSelector.spec.selector.matchExpressions", selector.get("matchExpressions"), list,
+        expect_type(kind, "LabelSelector.spec.selector.matchExpressions", selector.get("matchExpressions"), list,
                 "[]v1.LabelSelectorRequirement", version)  # fmt: skip
     for field in ("strategy", "updateStrategy"):
-        _expect(kind, f"{struct}.spec.{field}", spec.get(field), dict, f"{version}.{kind}Strategy", version)
+        expect_type(kind, f"{struct}.spec.{field}", spec.get(field), dict, f"{version}.{kind}Strategy", version)
     if kind == "CronJob":
         job_template = spec.get("jobTemplate")
-        _expect(kind, f"{struct}.spec.jobTemplate", job_template, dict, "v1.JobTemplateSpec", version)
+        expect_type(kind, f"{struct}.spec.jobTemplate", job_template, dict, "v1.JobTemplateSpec", version)
         job_spec = (job_template or {}).get("spec")
-        _expect(kind, "JobTemplateSpec.spec.jobTemplate.spec", job_spec, dict, "v1.JobSpec", version)
+        expect_type(kind, "JobTemplateSpec.spec.jobTemplate.spec", job_spec, dict, "v1.JobSpec", version)
         if isinstance(job_spec, dict):
             for field in _INT_FIELDS["Job"]:
-                _expect(kind, f"JobSpec.spec.jobTemplate.spec.{field}", job_spec.get(field), int, _INT32, version)
+                expect_type(kind, f"JobSpec.spec.jobTemplate.spec.{field}", job_spec.get(field), int, _INT32, version)
             _check_template_decodable(kind, version, "JobSpec", "spec.jobTemplate.spec.template",
                                       job_spec.get("template"))  # fmt: skip
         return
@@ -225,7 +224,7 @@ def _selector_required_errors(spec: Obj, what: str) -> list[Cause]:
     selector = spec.get("selector")
     if selector is None:
         return [required("spec.selector")]
-    causes = _selector_errors("spec.selector", selector)
+    causes = selector_errors("spec.selector", selector)
     if isinstance(selector, dict) and not (selector.get("matchLabels") or selector.get("matchExpressions")):
         causes.append(
             _invalid_raw("spec.selector", go_label_selector(selector), f"empty selector is invalid for {what}")
@@ -407,7 +406,7 @@ def validate_daemon_set(obj: Obj) -> list[Cause]:
     causes = validate_metadata(obj, namespaced=True)
     spec = obj.get("spec") or {}
     selector = spec.get("selector")
-    causes += _selector_errors("spec.selector", selector) if selector is not None else []
+    causes += selector_errors("spec.selector", selector) if selector is not None else []
     if selector is None:
         causes.append(required("spec.selector"))
     causes += _selector_matches_template(spec)
@@ -574,7 +573,7 @@ def _validate_job(job: Obj, *, require_prefixed: bool) -> list[Cause]:
     if selector is None:
         causes.append(required("spec.selector"))
     else:
-        causes += _selector_errors("spec.selector", selector)
+        causes += selector_errors("spec.selector", selector)
     if (
         _selector_valid(selector)
         and selector is not None

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kss_sim.cluster.kinds.registry import KindInfo
-from kss_sim.kube.objects import Obj as Obj  # re-exported: the cluster's modules import it from here
+from kss_sim.kube.objects import Obj
 
 Column = tuple[str, str, int, str]  # name, type, priority, description
 NONE = "<none>"

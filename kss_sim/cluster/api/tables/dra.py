@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from kss_sim.cluster.api.tables import core as tables
-from kss_sim.cluster.api.tables.core import Column, Obj, _age, _name
+from kss_sim.cluster.api.tables.core import Column, _age, _name
+from kss_sim.kube.objects import Obj
 
 _NAME: Column = ("Name", "string", 0, "Name must be unique within a namespace. Is required when creating resources, "
                  "although some resources may allow a client to request the generation of an appropriate name "

@@ -9,7 +9,8 @@ from typing import Any
 
 from kss_sim.cluster.api.scale import selector_string
 from kss_sim.cluster.api.tables import core as tables
-from kss_sim.cluster.api.tables.core import NONE, Column, Obj, _age, _name, _since
+from kss_sim.cluster.api.tables.core import NONE, Column, _age, _name, _since
+from kss_sim.kube.objects import Obj
 from kss_sim.kube.times import parse_time
 
 _NAME: Column = ("Name", "string", 0, "Name must be unique within a namespace.")

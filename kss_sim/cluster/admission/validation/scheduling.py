@@ -1,0 +1,190 @@
+"""Validation of the scheduling kinds: PodGroup (scheduler-plugins' CRD, checked against its OpenAPI schema as
+kube-apiserver checks a custom resource) and Workload (scheduling.k8s.io/v1alpha1, the gang-scheduling alpha)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from kss_sim.cluster.admission.validation.metadata import name_errors, validate_metadata
+from kss_sim.cluster.errors import Cause, duplicate, invalid, required
+
+# ---------------------------------------------------------------------------------------------- PodGroup (a CRD)
+
+# The quantity pattern of the scheduler-plugins CRD (controller-gen's for resource.Quantity).
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+_QUANTITY = re.compile(QUANTITY_PATTERN)
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _go_value(value: Any) -> str:
+    """A bad value as ``field.Error`` prints it (strings quoted, numbers and booleans bare)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _schema_type(path: str, value: Any, type_name: str) -> Cause:
+    """kube-openapi's type failure as the CRD handler reports it (``field.TypeInvalid``)."""
+    detail = f"{path} in body must be of type {type_name}"
+    if isinstance(value, str):
+        detail += f": {json.dumps(value)}"
+    return Cause(path, "FieldValueTypeInvalid", f"Invalid value: {_go_value(value)}: {detail}")
+
+
+def _schema_invalid(path: str, value: Any, detail: str) -> Cause:
+    return Cause(path, "FieldValueInvalid", f"Invalid value: {_go_value(value)}: {path} in body {detail}")
+
+
+def _schema_integer(path: str, value: Any, *, minimum: int | None = None) -> list[Cause]:
+    if value is None:
+        return []
+    if isinstance(value, bool) or not isinstance(value, int):
+        return [_schema_type(path, value, "integer")]
+    if minimum is not None and value < minimum:
+        return [_schema_invalid(path, value, f"should be greater than or equal to {minimum}")]
+    return []
+
+
+def _schema_string(path: str, value: Any, *, date_time: bool = False) -> list[Cause]:
+    if value is None:
+        return []
+    if not isinstance(value, str):
+        return [_schema_type(path, value, "string")]
+    if date_time and not _DATE_TIME.match(value):
+        return [_schema_type(path, value, "date-time")]
+    return []
+
+
+def _schema_object(path: str, value: Any) -> dict[str, Any] | Cause:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        return _schema_type(path, value, "object")
+    return value
+
+
+def validate_pod_group(pg: dict[str, Any]) -> list[Cause]:
+    """The PodGroup CRD's OpenAPI schema (scheduling.x-k8s.io/v1alpha1), as kube-apiserver checks a custom
+    resource: minMember at least 1, minResources quantities (integers or the quantity pattern), integer counts."""
+    causes = validate_metadata(pg, namespaced=True)
+    spec = _schema_object("spec", pg.get("spec"))
+    if isinstance(spec, Cause):
+        causes.append(spec)
+    else:
+        causes += _schema_integer("spec.minMember", spec.get("minMember"), minimum=1)
+        causes += _schema_integer("spec.scheduleTimeoutSeconds", spec.get("scheduleTimeoutSeconds"))
+        resources = _schema_object("spec.minResources", spec.get("minResources"))
+        if isinstance(resources, Cause):
+            causes.append(resources)
+        else:
+            for name, quantity in resources.items():
+                path = f"spec.minResources.{name}"
+                if isinstance(quantity, str):
+                    if not _QUANTITY.fullmatch(quantity):
+                        causes.append(_schema_invalid(path, quantity, f"should match '{QUANTITY_PATTERN}'"))
+                elif isinstance(quantity, bool) or not isinstance(quantity, int):
+                    causes.append(_schema_type(path, quantity, "integer"))
+    status = _schema_object("status", pg.get("status"))
+    if isinstance(status, Cause):
+        causes.append(status)
+    else:
+        for field in ("phase", "occupiedBy"):
+            causes += _schema_string(f"status.{field}", status.get(field))
+        for field in ("running", "succeeded", "failed"):
+            causes += _schema_integer(f"status.{field}", status.get(field))
+        causes += _schema_string("status.scheduleStartTime", status.get("scheduleStartTime"), date_time=True)
+    return causes
+
+
+# ---------------------------------------------------------------------------------------------- Workload (alpha)
+
+WORKLOAD_MAX_POD_GROUPS = 8
+
+
+def _path_segment_errors(value: str) -> list[str]:
+    """``path.IsValidPathSegmentName``."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
+def _controller_ref_errors(path: str, ref: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    group = ref.get("apiGroup") or ""
+    if group:
+        causes += name_errors(f"{path}.apiGroup", group)
+    for field in ("kind", "name"):
+        value = ref.get(field) or ""
+        if not value:
+            causes.append(required(f"{path}.{field}"))
+        else:
+            causes += [invalid(f"{path}.{field}", value, msg) for msg in _path_segment_errors(value)]
+    return causes
+
+
+def _pod_group_policy_errors(path: str, policy: dict[str, Any]) -> list[Cause]:
+    chosen = [f"`{name}`" for name in ("basic", "gang") if policy.get(name) is not None]
+    if not chosen:
+        return [required(path, "exactly one of `basic`, `gang` is required")]
+    if len(chosen) > 1:
+        detail = "exactly one of `basic`, `gang` is required, but multiple fields are set"
+        return [invalid(path, "{" + ", ".join(chosen) + "}", detail)]
+    gang = policy.get("gang")
+    if isinstance(gang, dict):
+        count = gang.get("minCount") or 0
+        if count <= 0:
+            return [invalid(f"{path}.gang.minCount", count, "must be greater than zero")]
+    return []
+
+
+def validate_workload(workload: dict[str, Any]) -> list[Cause]:
+    """ValidateWorkload (v1.35): a controllerRef that names its object, one to eight pod groups with unique
+    DNS-label names, each with exactly one policy (``basic``, or ``gang`` with a positive minCount)."""
+    causes = validate_metadata(workload, namespaced=True)
+    spec = workload.get("spec") or {}
+    if isinstance(spec.get("controllerRef"), dict):
+        causes += _controller_ref_errors("spec.controllerRef", spec["controllerRef"])
+    groups = spec.get("podGroups") or []
+    if not groups:
+        causes.append(required("spec.podGroups", "must have at least one item"))
+    elif len(groups) > WORKLOAD_MAX_POD_GROUPS:
+        causes.append(
+            Cause(
+                "spec.podGroups",
+                "FieldValueTooMany",
+                f"Too many: {len(groups)}: must have at most {WORKLOAD_MAX_POD_GROUPS} items",
+            )
+        )
+    else:
+        seen: set[str] = set()
+        for i, group in enumerate(groups):
+            path = f"spec.podGroups[{i}]"
+            name = str(group.get("name") or "")
+            causes += name_errors(f"{path}.name", name, label=True)
+            if name in seen:
+                causes.append(duplicate(f"{path}.name", name))
+            seen.add(name)
+            causes += _pod_group_policy_errors(f"{path}.policy", group.get("policy") or {})
+    return causes
+
+
+def validate_workload_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """ValidateWorkloadUpdate (v1.35): the create rules, a controllerRef fixed once set, podGroups immutable
+    (reported at ``controllerRef`` and ``podGroups``, the paths v1.35 uses)."""
+    causes = validate_workload(new)
+    new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+    for field in ("controllerRef", "podGroups"):
+        if field == "controllerRef" and old_spec.get(field) is None:
+            continue  # may be set later, then never changed
+        if new_spec.get(field) != old_spec.get(field):
+            shown = _go_value(new_spec.get(field))
+            causes.append(Cause(field, "FieldValueInvalid", f"Invalid value: {shown}: field is immutable"))
+    return causes

@@ -1,0 +1,213 @@
+"""What a resource request asks for, read off the HTTP request: the object the URL addresses (``Target``), the
+query's options (``dryRun``, ``fieldManager``, ``fieldValidation``, the Accept header's ``as=``), and the body,
+size-limited and decoded (JSON, YAML, or protobuf), with kube-apiserver's 400/413/415 answers for bad ones.
+The verbs that act on them are ``router.py``'s."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+from fastapi import Request
+
+from kss_sim.cluster.admission import fields
+from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
+from kss_sim.cluster.api import protobuf
+from kss_sim.cluster.errors import BadRequest, RequestEntityTooLarge, UnknownResource, UnsupportedMediaType
+from kss_sim.cluster.kinds.registry import NO_GATES, Gates, KindInfo, resource_info
+from kss_sim.config import Settings
+from kss_sim.kube.objects import Obj
+from kss_sim.state import state_accessor
+
+_settings = state_accessor("settings", Settings)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a resource URL addresses."""
+
+    info: KindInfo
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def parse_target(group: str, version: str, segments: list[str], gates: Gates = NO_GATES) -> Target:
+    """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}`` (only kinds served
+    with the feature gates ``gates``)."""
+    segments = [s for s in segments if s]
+    namespace: str | None = None
+    if (
+        len(segments) >= 3
+        and segments[0] == "namespaces"
+        and resource_info(group, version, segments[2], gates) is not None
+        and segments[2] != "namespaces"
+    ):
+        namespace = segments[1]
+        segments = segments[2:]
+    if not segments:
+        raise UnknownResource()
+    info = resource_info(group, version, segments[0], gates)
+    if info is None or len(segments) > 3:
+        raise UnknownResource()
+    if namespace is not None and not info.namespaced:
+        raise UnknownResource()
+    name = segments[1] if len(segments) > 1 else None
+    sub = segments[2] if len(segments) > 2 else None
+    if sub is not None and sub not in info.subresources:
+        raise UnknownResource()
+    return Target(info, namespace, name, sub)
+
+
+def wants(request: Request, what: str) -> bool:
+    accept = request.headers.get("accept", "")
+    first = accept.split(",")[0]
+    return f"as={what}" in first.replace(" ", "")
+
+
+def query_bool(request: Request, name: str) -> bool:
+    return request.query_params.get(name, "").lower() in ("true", "1")
+
+
+def query_int(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise BadRequest(f"invalid value for {name}: {value!r}") from None
+
+
+async def read_body(request: Request) -> bytes:
+    limit = _settings(request).max_body_bytes
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise RequestEntityTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestEntityTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_BODY_TYPES = ("application/json", "application/yaml", "")
+
+
+JSON_TYPES = ("application/json", "")
+
+
+def media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
+    """Decode a create/update body: JSON, YAML, or protobuf for the kinds kubectl's generators create."""
+    content_type = media_type(request)
+    if content_type == protobuf.PROTOBUF:
+        try:
+            return protobuf.decode(body)
+        except protobuf.ProtobufError as exc:
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format ({content_type}): {exc}"
+            ) from None
+    if content_type not in _BODY_TYPES:
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format ({content_type}) - accepted media types include: "
+            "application/json, application/yaml"
+        )
+    if content_type == "application/yaml":
+        if not body.strip():
+            raise BadRequest("the request body is empty")
+        try:
+            return yaml.safe_load(body)
+        except yaml.YAMLError as exc:
+            raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
+    return parse_json(info, body)
+
+
+def parse_json(info: KindInfo | None, body: bytes) -> Any:
+    if not body.strip():
+        raise BadRequest("the request body is empty")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        what = f"must be of type {info.kind}" if info is not None else "must be JSON"
+        raise BadRequest(
+            f"the object provided is unrecognized ({what}): couldn't get version/kind; json parse error: {exc}"
+        ) from None
+
+
+_FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
+
+
+def _field_validation(request: Request) -> str:
+    """The request's ``fieldValidation`` mode (``Warn`` unless given); 400 for an unknown one."""
+    if not request.scope.get("query_string"):
+        return "Warn"
+    mode = request.query_params.get("fieldValidation") or "Warn"
+    if mode not in _FIELD_VALIDATION:
+        raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"')
+    return mode
+
+
+def field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = False) -> list[str]:
+    """kube-apiserver's ``fieldValidation`` on a create/update body or a merge patch: fields ``info.kind`` does
+    not have are dropped, and reported as warnings (``Warn``, the default), not at all (``Ignore``), or refused
+    (``Strict``, what kubectl sends: 400, nothing written)."""
+    mode = _field_validation(request)
+    if not isinstance(obj, dict):
+        return []
+    messages = _unknown_field_messages(mode, info, obj, patch=patch)
+    if messages and mode == "Strict":
+        raise BadRequest(
+            f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: strict decoding error: '
+            + ", ".join(messages)
+        )
+    return messages
+
+
+def _unknown_field_messages(mode: str, info: KindInfo, obj: dict[str, Any], *, patch: bool = False) -> list[str]:
+    """Drop from ``obj`` the fields ``info.kind`` does not have; what to report about them under ``mode``."""
+    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch)
+    if not unknown or mode == "Ignore":
+        return []
+    return [f'unknown field "{path}"' for path in unknown]
+
+
+def json_patch_field_check(request: Request, info: KindInfo, warnings: list[str]) -> Callable[[Obj], None]:
+    """kube-apiserver checks a JSON patch's fields on the object it produces (the operations have no shape):
+    unknown ones are dropped from it, refused under ``Strict`` (400, with decoding's message) or added to
+    ``warnings``."""
+    mode = _field_validation(request)  # an unknown mode is refused before anything is patched
+
+    def check(patched: Obj) -> None:
+        messages = _unknown_field_messages(mode, info, patched)
+        if messages and mode == "Strict":
+            raise BadRequest("strict decoding error: " + ", ".join(messages))
+        warnings.extend(messages)
+
+    return check
+
+
+def dry_run_requested(request: Request) -> bool:
+    if not request.scope.get("query_string"):
+        return False  # the common case; parsing an empty query still costs (Starlette's lazy attribute)
+    values = request.query_params.getlist("dryRun")
+    if any(v not in ("All",) for v in values):
+        raise BadRequest(f"unsupported dryRun value {values!r}: only 'All' is supported")
+    return bool(values)
+
+
+def field_manager(request: Request) -> str:
+    """The managedFields manager of a create, update or patch: ``fieldManager``, else the User-Agent's prefix."""
+    given = request.query_params.get("fieldManager") if request.scope.get("query_string") else None
+    if given:
+        validate_field_manager(given)
+    return manager_name(given, request.headers.get("user-agent", ""))
