@@ -26,10 +26,10 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from kss_sim.cluster.admission import deletion, fields
+from kss_sim.cluster.admission import decode_types, deletion, fields
 from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
-from kss_sim.cluster.api import protobuf, scale, watch
+from kss_sim.cluster.api import params, protobuf, scale, watch
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.responses import JSON, authorize, error_response, json_response, raw_response
 from kss_sim.cluster.api.tables import core as tables
@@ -134,17 +134,7 @@ def _wants(request: Request, what: str) -> bool:
 
 
 def _query_bool(request: Request, name: str) -> bool:
-    return request.query_params.get(name, "").lower() in ("true", "1")
-
-
-def _query_int(request: Request, name: str) -> int | None:
-    value = request.query_params.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        return int(str(value))
-    except ValueError:
-        raise BadRequest(f"invalid value for {name}: {value!r}") from None
+    return params.flag(request.query_params, name) if request.scope.get("query_string") else False
 
 
 async def _read_body(request: Request) -> bytes:
@@ -162,6 +152,7 @@ async def _read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
+YAML_TOO_DEEP = "the object provided is unrecognized: yaml parse error: exceeded max depth"
 _BODY_TYPES = ("application/json", "application/yaml", "")
 _JSON_TYPES = ("application/json", "")
 
@@ -192,6 +183,8 @@ def _parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
             return yaml.safe_load(body)
         except yaml.YAMLError as exc:
             raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
+        except RecursionError:  # PyYAML's constructor recurses once per level of nesting
+            raise BadRequest(YAML_TOO_DEEP) from None
     return _parse_json(info, body)
 
 
@@ -237,17 +230,12 @@ def _render(request: Request, info: KindInfo) -> Callable[[dict[str, Any], bytes
     return lambda _obj, raw: raw
 
 
-_FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
-
-
 def _field_validation(request: Request) -> str:
-    """The request's ``fieldValidation`` mode (``Warn`` unless given); 400 for an unknown one."""
+    """The request's ``fieldValidation`` mode (``Warn`` unless given); 422 for an unknown one."""
     if not request.scope.get("query_string"):
         return "Warn"
-    mode = request.query_params.get("fieldValidation") or "Warn"
-    if mode not in _FIELD_VALIDATION:
-        raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"')
-    return mode
+    params.write_options(request.query_params, request.method)  # an unknown mode is a 422 (WriteOptions)
+    return request.query_params.get("fieldValidation") or "Warn"
 
 
 def _field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = False) -> list[str]:
@@ -297,13 +285,11 @@ def _warned(response: Response, warnings: list[str]) -> Response:
     return response
 
 
-def _dry_run(request: Request) -> bool:
-    if not request.scope.get("query_string"):
+def _dry_run(request: Request, body_dry_run: list[str] | None = None) -> bool:
+    """Whether the write is a dry run; 422 for write options kube-apiserver refuses (``params.write_options``)."""
+    if not request.scope.get("query_string") and not body_dry_run:
         return False  # the common case; parsing an empty query still costs (Starlette's lazy attribute)
-    values = request.query_params.getlist("dryRun")
-    if any(v not in ("All",) for v in values):
-        raise BadRequest(f"unsupported dryRun value {values!r}: only 'All' is supported")
-    return bool(values)
+    return params.write_options(request.query_params, request.method, body_dry_run or ())
 
 
 async def _handle_get(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -317,15 +303,15 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
     selector = make_selector(
         info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
     )
-    if _query_bool(request, "watch"):
-        return _watch(request, store, target, selector)
-    limit = _query_int(request, "limit")
+    options = params.list_options(request.query_params)
+    if options.watch:
+        return _watch(request, store, target, selector, options)
     result = await run_in_threadpool(
         store.select,
         info.kind,
         target.namespace,
         selector,
-        limit=limit if limit and limit > 0 else None,
+        limit=options.limit,
         continue_token=request.query_params.get("continue") or None,
     )
     if _wants(request, "Table"):
@@ -357,16 +343,10 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
     )
 
 
-def _watch(request: Request, store: ClusterStore, target: Target, selector: Any) -> Response:
+def _watch(
+    request: Request, store: ClusterStore, target: Target, selector: Any, options: params.ListOptions
+) -> Response:
     settings = _settings(request)
-    rv_text = request.query_params.get("resourceVersion", "")
-    if rv_text in ("", "0"):
-        rv: int | None = None
-    else:
-        try:
-            rv = int(rv_text)
-        except ValueError:
-            raise BadRequest(f"invalid resource version: {rv_text!r}") from None
     if target.name is not None:
         # A watch on one object is a watch on the collection filtered by name.
         name_selector = f"metadata.name={target.name}"
@@ -376,14 +356,14 @@ def _watch(request: Request, store: ClusterStore, target: Target, selector: Any)
             request.query_params.get("labelSelector"),
             f"{field},{name_selector}" if field else name_selector,
         )
-    timeout = _query_int(request, "timeoutSeconds")
+    timeout = options.timeout_seconds
     req = watch.WatchRequest(
         info=target.info,
         namespace=target.namespace,
         selector=selector,
-        resource_version=rv,
-        send_initial_events=_query_bool(request, "sendInitialEvents"),
-        allow_bookmarks=_query_bool(request, "allowWatchBookmarks"),
+        resource_version=options.resource_version,
+        send_initial_events=options.send_initial_events,
+        allow_bookmarks=options.allow_bookmarks,
         timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
         bookmark_seconds=settings.watch_bookmark_seconds,
     )
@@ -417,6 +397,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
 async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
     if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
         raise BadRequest("the object provided is unrecognized (must be of type Binding)")
+    decode_types.check_types("Binding", body, version="v1")
     meta = body.get("metadata") or {}
     name = target.name or meta.get("name") or ""
     if target.name and meta.get("name") and meta["name"] != target.name:
@@ -540,6 +521,8 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
         configuration = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise BadRequest(f"error decoding YAML: {exc}") from None
+    except RecursionError:  # PyYAML's constructor recurses once per level of nesting
+        raise BadRequest("error decoding YAML: exceeded max depth") from None
     if not isinstance(configuration, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
     warnings = _field_warnings(request, info, configuration)
@@ -562,7 +545,9 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
 
 async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
-    dry_run = _dry_run(request)
+    if target.name is None and info.kind == "Namespace":
+        # kube-apiserver serves no deletecollection for namespaces: one request must not empty the cluster.
+        raise MethodNotAllowed("deletecollection")
     raw = await _read_body(request)
     options: dict[str, Any] = {}
     if raw.strip():
@@ -570,13 +555,20 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
         if not isinstance(parsed, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
         options = parsed
-        dry_run = dry_run or "All" in (options.get("dryRun") or [])
+    body_dry_run = options.get("dryRun") or []
+    if not isinstance(body_dry_run, list) or not all(isinstance(v, str) for v in body_dry_run):
+        raise BadRequest(
+            'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: json: cannot unmarshal '
+            f"{decode_types.json_type(body_dry_run)} into Go struct field DeleteOptions.dryRun of type []string"
+        )
+    dry_run = _dry_run(request, body_dry_run)
     if target.subresource is not None:
         raise MethodNotAllowed("delete")
     delete_options = deletion.parse_delete_options(options, request.query_params)
     # batch/v1 Jobs orphan their pods unless told otherwise; kube-apiserver warns a client that did not choose.
     warnings = [deletion.JOB_DELETE_WARNING] if info.kind == "Job" and not delete_options.chosen else []
     if target.name is None:
+        params.list_options(request.query_params)  # refused as a list's are (deletecollection takes ListOptions)
         label = request.query_params.get("labelSelector")
         field = request.query_params.get("fieldSelector")
         deleted = await run_in_threadpool(
