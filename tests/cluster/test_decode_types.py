@@ -131,6 +131,31 @@ async def test_a_merge_patch_of_the_wrong_type_changes_nothing(client: httpx.Asy
     assert (await client.get(f"{PODS}/p")).json() == before
 
 
+@pytest.mark.parametrize(
+    ("path", "patch", "message"),
+    [
+        ("/status", b'{"status":{"phase":5,"conditions":"x"}}', "PodStatus.status.phase of type string"),
+        (
+            "",
+            b'{"metadata":{"ownerReferences":"x"}}',
+            "ObjectMeta.metadata.ownerReferences of type []v1.OwnerReference",
+        ),
+        ("", b'{"metadata":{"finalizers":[5]}}', "ObjectMeta.metadata.finalizers of type string"),
+        ("", b'{"spec":{"containers":[{"name":"c","image":5}]}}', "Container.spec.containers.image of type string"),
+    ],
+)
+async def test_patches_whose_result_has_the_wrong_types_are_refused(
+    client: httpx.AsyncClient, path: str, patch: bytes, message: str
+) -> None:
+    assert (await client.post(PODS, json=pod("p"))).status_code == 201
+    before = (await client.get(f"{PODS}/p")).json()
+    for content_type in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+        r = await client.patch(f"{PODS}/p{path}", content=patch, headers={"content-type": content_type})
+        assert r.status_code == 400, r.text
+        assert r.json()["message"].endswith(f"into Go struct field {message}")
+    assert (await client.get(f"{PODS}/p")).json() == before
+
+
 async def test_yaml_nested_deeper_than_the_decoder_goes_is_a_400(client: httpx.AsyncClient) -> None:
     body = "apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nx: " + "[" * 2000 + "]" * 2000
     r = await client.post(PODS, content=body, headers={"content-type": "application/yaml"})
