@@ -91,11 +91,20 @@ class ListOptions:
     allow_bookmarks: bool
 
 
-def list_options(query: Query, *, single: bool = False) -> ListOptions:
+NO_OPTIONS = ListOptions(
+    watch=False,
+    resource_version=None,
+    limit=None,
+    timeout_seconds=None,
+    send_initial_events=False,
+    allow_bookmarks=False,
+)
+
+
+def list_options(query: Query) -> ListOptions:
     """The ``ListOptions`` of a list, watch or collection delete, refused as kube-apiserver refuses them: an
-    unparsable number 400, options that contradict each other 422, an unparsable ``resourceVersion`` 400.
-    ``single``: a read of one object, which kube-apiserver never serves as a watch."""
-    watch = flag(query, "watch") and not single
+    unparsable number 400, options that contradict each other 422, an unparsable ``resourceVersion`` 400."""
+    watch = flag(query, "watch")
     limit = int64(query, "limit")
     timeout = int64(query, "timeoutSeconds")
     rv_text = _first(query.getlist("resourceVersion"))

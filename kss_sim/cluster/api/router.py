@@ -152,7 +152,7 @@ async def _read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-YAML_TOO_DEEP = "the object provided is unrecognized: yaml parse error: exceeded max depth"
+_YAML_TOO_DEEP = "the object provided is unrecognized: yaml parse error: exceeded max depth"
 _BODY_TYPES = ("application/json", "application/yaml", "")
 _JSON_TYPES = ("application/json", "")
 
@@ -184,7 +184,7 @@ def _parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
         except yaml.YAMLError as exc:
             raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
         except RecursionError:  # PyYAML's constructor recurses once per level of nesting
-            raise BadRequest(YAML_TOO_DEEP) from None
+            raise BadRequest(_YAML_TOO_DEEP) from None
     return _parse_json(info, body)
 
 
@@ -303,7 +303,8 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
     selector = make_selector(
         info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
     )
-    options = params.list_options(request.query_params)
+    # No query (the common case) is the default options: parsing an empty query still costs.
+    options = params.list_options(request.query_params) if request.scope.get("query_string") else params.NO_OPTIONS
     if options.watch:
         return _watch(request, store, target, selector, options)
     result = await run_in_threadpool(
