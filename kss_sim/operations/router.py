@@ -52,6 +52,19 @@ async def _text(request: Request) -> str:
         raise BadRequest("the request body is not UTF-8 text") from None
 
 
+async def _no_body(request: Request, what: str) -> None:
+    """``BadRequest`` unless the request's body is empty or an empty JSON object."""
+    body = await request.body()
+    if not body.strip():
+        return
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"{what} takes no body (the options are query parameters): json parse error: {exc}") from None
+    if parsed != {}:
+        raise BadRequest(f"{what} takes no body (the options are query parameters)")
+
+
 @router.get("/export")
 async def export(request: Request, format: Annotated[Literal["json", "yaml"] | None, Query()] = None) -> Response:
     """The whole virtual cluster and the scheduler configuration (kube-scheduler-simulator's snapshot shape)."""
@@ -97,7 +110,9 @@ async def reset(
     ] = "start",
 ) -> Response:
     """Back to the objects and scheduler configuration the simulator started with, or to an empty cluster;
-    results cleared."""
+    results cleared. The request carries no body (an empty JSON object is accepted too): anything else is
+    refused (400) before anything is reset, so a garbled request never wipes the cluster."""
+    await _no_body(request, "POST /simulator/v1/reset")
     service = _operations(request)
     report = await run_in_threadpool(lambda: service.reset(empty=to == "empty"))
     return _encode(report, False)
@@ -137,6 +152,8 @@ async def put_scheduler_configuration(request: Request) -> Response:
         source: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise BadRequest(f"the configuration is neither JSON nor YAML: {exc}") from None
+    except RecursionError:  # PyYAML's constructor recurses once per level of nesting
+        raise BadRequest("the configuration nests too deep: exceeded max depth") from None
     if not isinstance(source, dict):
         raise BadRequest("the configuration must be a KubeSchedulerConfiguration object")
     scheduler = _scheduler(request)

@@ -161,6 +161,8 @@ def _load(text: str, what: str) -> tuple[list[Any], bool]:
         return [d for d in yaml.load_all(text, Loader=loader) if d is not None], False
     except yaml.YAMLError as exc:
         raise BadRequest(f"{what} is neither JSON nor YAML: {exc}") from None
+    except RecursionError:  # PyYAML's constructor recurses once per level of nesting
+        raise BadRequest(f"{what} nests too deep: exceeded max depth") from None
 
 
 def is_snapshot(doc: Any) -> bool:

@@ -16,6 +16,9 @@ from kss_sim.web.ports import ATTEMPT_SORTS, AttemptQuery
 router = APIRouter(prefix="/simulator/v1", tags=["results"])
 
 
+_LARGEST_ATTEMPT = 2**63 - 1  # SQL's BIGINT
+
+
 class _NoAttempt(ApiError):
     code = 404
     reason = "NotFound"
@@ -61,6 +64,11 @@ def get_result(
     if sort not in ATTEMPT_SORTS:
         raise BadRequest(f"sort must be one of {', '.join(ATTEMPT_SORTS)}")
     service = _service(request)
+    if not 0 <= attempt <= _LARGEST_ATTEMPT:
+        # Beyond what the database's integers hold: no such attempt can be recorded.
+        if not service.list_attempts(namespace, name) and (missing := _pod_not_found(request, namespace, name)):
+            raise missing
+        raise _NoAttempt(f"no attempt {attempt} recorded for pod {namespace}/{name}")
     service.flush()
     query = AttemptQuery(page=page, page_size=page_size, sort=sort, node=node, plugin=plugin, top=top)
     found = service.get_attempt(namespace, name, attempt, query)

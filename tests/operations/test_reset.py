@@ -83,3 +83,23 @@ def test_kss_reset_goes_back_to_the_last_start_and_kss_reset_empty_to_nothing(tm
         assert httpx.get(f"{restarted.url}/api/v1/nodes").json()["items"] == []
     finally:
         restarted.stop()
+
+
+async def test_a_reset_with_a_body_is_refused_and_changes_nothing(client: httpx.AsyncClient) -> None:
+    # Reset takes its options from the query: a garbled request must not wipe the cluster.
+    await client.post("/api/v1/nodes", json=node("n1"))
+    r = await client.post("/simulator/v1/reset", content=b"{garbage")
+    assert r.status_code == 400, r.text
+    assert r.json()["kind"] == "Status" and r.json()["reason"] == "BadRequest"
+    assert r.json()["message"].startswith(
+        "POST /simulator/v1/reset takes no body (the options are query parameters): json parse error: "
+    )
+    r = await client.post("/simulator/v1/reset", json={"to": "empty"})
+    assert r.status_code == 400 and r.json()["message"] == (
+        "POST /simulator/v1/reset takes no body (the options are query parameters)"
+    )
+    assert _names((await client.get("/api/v1/nodes")).json()["items"]) == {"n1"}
+    # No body, or an empty object, is a reset.
+    r = await client.post("/simulator/v1/reset", params={"to": "empty"}, json={})
+    assert r.status_code == 200, r.text
+    assert (await client.get("/api/v1/nodes")).json()["items"] == []

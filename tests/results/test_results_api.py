@@ -105,6 +105,11 @@ async def test_results_of_a_pod_that_does_not_exist_are_not_found(client: httpx.
     assert r.status_code == 200 and r.json()["pod"] == "default/waiting"
     r = await client.get(RESULTS.format(name="waiting") + "/99")
     assert r.status_code == 404 and r.json()["message"] == "no attempt 99 recorded for pod default/waiting"
+    # An attempt number beyond the database's integers is no attempt either (not a 500).
+    huge = 99999999999999999999999
+    r = await client.get(RESULTS.format(name="waiting") + f"/{huge}")
+    assert r.status_code == 404 and r.json()["message"] == f"no attempt {huge} recorded for pod default/waiting"
+    assert_pod_not_found(await client.get(RESULTS.format(name="ghost") + f"/{huge}"), "ghost")
 
 
 async def test_a_deleted_pods_attempts_stay_readable_until_cleared(client: httpx.AsyncClient) -> None:

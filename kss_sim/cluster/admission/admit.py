@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from kss_sim.cluster.admission.decode_types import check_types
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.defaults import dra as defaults_dra
 from kss_sim.cluster.admission.defaults import workloads as defaults_workloads
@@ -67,6 +68,8 @@ def decode(info: KindInfo, obj: Any, *, owned: bool = False) -> Obj:
     body.pop("kind", None)
     # Field order as kube-apiserver prints it: apiVersion, kind, metadata first.
     body = {"apiVersion": info.api_version, "kind": info.kind, "metadata": body.pop("metadata", {}), **body}
+    if not info.custom:  # a custom resource is decoded as unstructured: its schema judges it (422)
+        check_types(info.kind, body, version=info.version)
     check_decodable(info.kind, body, version=info.version, custom=info.custom)
     if info.kind in defaults_workloads.DEFAULTERS:
         check_workload_decodable(info.kind, info.version, body)

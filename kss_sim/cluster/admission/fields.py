@@ -145,6 +145,11 @@ def _schema() -> dict[str, dict[str, str]]:
     return schema
 
 
+def models() -> dict[str, dict[str, str]]:
+    """The field tree: model -> field -> its type in the notation above (shared, not to be changed)."""
+    return _schema()
+
+
 def unknown_fields(kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False) -> list[str]:
     """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
     with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. ``patch``: ``obj`` is a

@@ -15,7 +15,7 @@ from fastapi import Request
 
 from kss_sim.cluster.admission import fields
 from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
-from kss_sim.cluster.api import protobuf
+from kss_sim.cluster.api import params, protobuf
 from kss_sim.cluster.errors import BadRequest, RequestEntityTooLarge, UnknownResource, UnsupportedMediaType
 from kss_sim.cluster.kinds.registry import NO_GATES, Gates, KindInfo, resource_info
 from kss_sim.config import Settings
@@ -69,17 +69,7 @@ def wants(request: Request, what: str) -> bool:
 
 
 def query_bool(request: Request, name: str) -> bool:
-    return request.query_params.get(name, "").lower() in ("true", "1")
-
-
-def query_int(request: Request, name: str) -> int | None:
-    value = request.query_params.get(name)
-    if value in (None, ""):
-        return None
-    try:
-        return int(str(value))
-    except ValueError:
-        raise BadRequest(f"invalid value for {name}: {value!r}") from None
+    return params.flag(request.query_params, name) if request.scope.get("query_string") else False
 
 
 async def read_body(request: Request) -> bytes:
@@ -107,6 +97,9 @@ def media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
+_YAML_TOO_DEEP = "the object provided is unrecognized: yaml parse error: exceeded max depth"
+
+
 def parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
     """Decode a create/update body: JSON, YAML, or protobuf for the kinds kubectl's generators create."""
     content_type = media_type(request)
@@ -129,6 +122,8 @@ def parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
             return yaml.safe_load(body)
         except yaml.YAMLError as exc:
             raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
+        except RecursionError:  # PyYAML's constructor recurses once per level of nesting
+            raise BadRequest(_YAML_TOO_DEEP) from None
     return parse_json(info, body)
 
 
@@ -144,17 +139,12 @@ def parse_json(info: KindInfo | None, body: bytes) -> Any:
         ) from None
 
 
-_FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
-
-
 def _field_validation(request: Request) -> str:
-    """The request's ``fieldValidation`` mode (``Warn`` unless given); 400 for an unknown one."""
+    """The request's ``fieldValidation`` mode (``Warn`` unless given); 422 for an unknown one."""
     if not request.scope.get("query_string"):
         return "Warn"
-    mode = request.query_params.get("fieldValidation") or "Warn"
-    if mode not in _FIELD_VALIDATION:
-        raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"')
-    return mode
+    params.write_options(request.query_params, request.method)  # an unknown mode is a 422 (WriteOptions)
+    return request.query_params.get("fieldValidation") or "Warn"
 
 
 def field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = False) -> list[str]:
@@ -196,13 +186,11 @@ def json_patch_field_check(request: Request, info: KindInfo, warnings: list[str]
     return check
 
 
-def dry_run_requested(request: Request) -> bool:
-    if not request.scope.get("query_string"):
+def dry_run_requested(request: Request, body_dry_run: list[str] | None = None) -> bool:
+    """Whether the write is a dry run; 422 for write options kube-apiserver refuses (``params.write_options``)."""
+    if not request.scope.get("query_string") and not body_dry_run:
         return False  # the common case; parsing an empty query still costs (Starlette's lazy attribute)
-    values = request.query_params.getlist("dryRun")
-    if any(v not in ("All",) for v in values):
-        raise BadRequest(f"unsupported dryRun value {values!r}: only 'All' is supported")
-    return bool(values)
+    return params.write_options(request.query_params, request.method, body_dry_run or ())
 
 
 def field_manager(request: Request) -> str:

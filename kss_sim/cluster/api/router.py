@@ -25,10 +25,10 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from kss_sim.cluster.admission import deletion
+from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
-from kss_sim.cluster.api import eviction, protobuf, scale, watch
+from kss_sim.cluster.api import eviction, params, protobuf, scale, watch
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -42,7 +42,6 @@ from kss_sim.cluster.api.requests import (
     parse_json,
     parse_target,
     query_bool,
-    query_int,
     read_body,
     wants,
 )
@@ -153,15 +152,16 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
     selector = make_selector(
         info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
     )
-    if query_bool(request, "watch"):
-        return _watch(request, store, target, selector)
-    limit = query_int(request, "limit")
+    # No query (the common case) is the default options: parsing an empty query still costs.
+    options = params.list_options(request.query_params) if request.scope.get("query_string") else params.NO_OPTIONS
+    if options.watch:
+        return _watch(request, store, target, selector, options)
     result = await run_in_threadpool(
         store.select,
         info.kind,
         target.namespace,
         selector,
-        limit=limit if limit and limit > 0 else None,
+        limit=options.limit,
         continue_token=request.query_params.get("continue") or None,
     )
     if wants(request, "Table"):
@@ -193,16 +193,10 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
     )
 
 
-def _watch(request: Request, store: ClusterStore, target: Target, selector: Any) -> Response:
+def _watch(
+    request: Request, store: ClusterStore, target: Target, selector: Any, options: params.ListOptions
+) -> Response:
     settings = _settings(request)
-    rv_text = request.query_params.get("resourceVersion", "")
-    if rv_text in ("", "0"):
-        rv: int | None = None
-    else:
-        try:
-            rv = int(rv_text)
-        except ValueError:
-            raise BadRequest(f"invalid resource version: {rv_text!r}") from None
     if target.name is not None:
         # A watch on one object is a watch on the collection filtered by name.
         name_selector = f"metadata.name={target.name}"
@@ -212,14 +206,14 @@ def _watch(request: Request, store: ClusterStore, target: Target, selector: Any)
             request.query_params.get("labelSelector"),
             f"{field},{name_selector}" if field else name_selector,
         )
-    timeout = query_int(request, "timeoutSeconds")
+    timeout = options.timeout_seconds
     req = watch.WatchRequest(
         info=target.info,
         namespace=target.namespace,
         selector=selector,
-        resource_version=rv,
-        send_initial_events=query_bool(request, "sendInitialEvents"),
-        allow_bookmarks=query_bool(request, "allowWatchBookmarks"),
+        resource_version=options.resource_version,
+        send_initial_events=options.send_initial_events,
+        allow_bookmarks=options.allow_bookmarks,
         timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
         bookmark_seconds=settings.watch_bookmark_seconds,
     )
@@ -253,6 +247,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
 async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
     if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
         raise BadRequest("the object provided is unrecognized (must be of type Binding)")
+    decode_types.check_types("Binding", body, version="v1")
     meta = body.get("metadata") or {}
     name = target.name or meta.get("name") or ""
     if target.name and meta.get("name") and meta["name"] != target.name:
@@ -368,6 +363,8 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
         configuration = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise BadRequest(f"error decoding YAML: {exc}") from None
+    except RecursionError:  # PyYAML's constructor recurses once per level of nesting
+        raise BadRequest("error decoding YAML: exceeded max depth") from None
     if not isinstance(configuration, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
     warnings = field_warnings(request, info, configuration)
@@ -390,7 +387,9 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
 
 async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
-    dry_run = dry_run_requested(request)
+    if target.name is None and info.kind == "Namespace":
+        # kube-apiserver serves no deletecollection for namespaces: one request must not empty the cluster.
+        raise MethodNotAllowed("deletecollection")
     raw = await read_body(request)
     options: dict[str, Any] = {}
     if raw.strip():
@@ -399,13 +398,20 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
         if not isinstance(parsed, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
         options = parsed
-        dry_run = dry_run or "All" in (options.get("dryRun") or [])
+    body_dry_run = options.get("dryRun") or []
+    if not isinstance(body_dry_run, list) or not all(isinstance(v, str) for v in body_dry_run):
+        raise BadRequest(
+            'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: json: cannot unmarshal '
+            f"{decode_types.json_type(body_dry_run)} into Go struct field DeleteOptions.dryRun of type []string"
+        )
+    dry_run = dry_run_requested(request, body_dry_run)
     if target.subresource is not None:
         raise MethodNotAllowed("delete")
     delete_options = deletion.parse_delete_options(options, request.query_params)
     # batch/v1 Jobs orphan their pods unless told otherwise; kube-apiserver warns a client that did not choose.
     warnings = [deletion.JOB_DELETE_WARNING] if info.kind == "Job" and not delete_options.chosen else []
     if target.name is None:
+        params.list_options(request.query_params)  # refused as a list's are (deletecollection takes ListOptions)
         label = request.query_params.get("labelSelector")
         field = request.query_params.get("fieldSelector")
         deleted = await run_in_threadpool(

@@ -126,6 +126,8 @@ def save_yaml(store: Store, text: str, *, target: Target | None = None) -> EditO
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         return _bad(f"the YAML could not be parsed{where}: {problem}", "<document>")
+    except RecursionError:  # PyYAML's constructor recurses once per level of nesting
+        return _bad("the YAML could not be parsed: exceeded max depth", "<document>")
     if not docs:
         return _bad("the document is empty: write one Kubernetes object", "<document>")
     if len(docs) > 1:

@@ -1,0 +1,179 @@
+"""Bodies of the wrong JSON types are refused as kube-apiserver's typed decoder refuses them (400, encoding/json's
+message), never a 500 and never stored; field_types.json matches the installed client."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from kss_sim.cluster.admission import decode_types
+from tests.cluster.factories import node, pod
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def test_types_file_matches_the_kubernetes_client() -> None:
+    # Regenerate with `python -m kss_sim.cluster.admission.decode_types` after upgrading the client.
+    doc = json.loads(decode_types.TYPES_FILE.read_text())
+    from kss_sim.cluster.admission import fields
+
+    if doc["client"] == fields.client_version():
+        assert doc["models"] == decode_types.generate()
+
+
+def _decode_error(kind: str, text: str) -> str:
+    return f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal {text}'
+
+
+def _with_container(**fields: Any) -> dict[str, Any]:
+    return pod("bad", containers=[{"name": "c", "image": "x", **fields}])
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            pod("bad", containers=[{"name": 5, "image": "x"}]),
+            "number into Go struct field Container.spec.containers.name of type string",
+        ),
+        (
+            _with_container(ports="x"),
+            "string into Go struct field Container.spec.containers.ports of type []v1.ContainerPort",
+        ),
+        (pod("bad", tolerations=[5]), "number into Go struct field PodSpec.spec.tolerations of type v1.Toleration"),
+        (pod("bad", affinity="x"), "string into Go struct field PodSpec.spec.affinity of type v1.Affinity"),
+        (
+            pod(
+                "bad",
+                affinity={
+                    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": "x"}}
+                },
+            ),
+            "string into Go struct field NodeSelector.spec.affinity.nodeAffinity."
+            "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms of type []v1.NodeSelectorTerm",
+        ),
+        (
+            pod("bad", schedulingGates=[{"name": 5}]),
+            "number into Go struct field PodSchedulingGate.spec.schedulingGates.name of type string",
+        ),
+        (
+            pod("bad", hostNetwork="yes"),
+            "string into Go struct field PodSpec.spec.hostNetwork of type bool",
+        ),
+        (
+            pod("bad", terminationGracePeriodSeconds="x"),
+            "string into Go struct field PodSpec.spec.terminationGracePeriodSeconds of type int64",
+        ),
+    ],
+)
+async def test_pod_fields_of_the_wrong_type_are_a_400_and_nothing_is_stored(
+    client: httpx.AsyncClient, body: dict[str, Any], message: str
+) -> None:
+    r = await client.post(PODS, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["reason"] == "BadRequest" and r.json()["message"] == _decode_error("Pod", message)
+    assert (await client.get(f"{PODS}/bad")).status_code == 404
+
+
+async def test_a_null_container_is_an_empty_one_that_validation_refuses(client: httpx.AsyncClient) -> None:
+    r = await client.post(PODS, json=pod("bad", containers=[None]))
+    assert r.status_code == 422, r.text
+    assert r.json()["message"] == (
+        'Pod "bad" is invalid: [spec.containers[0].name: Required value, spec.containers[0].image: Required value]'
+    )
+    assert (await client.get(f"{PODS}/bad")).status_code == 404
+
+
+async def test_node_taints_of_the_wrong_type_are_a_400(client: httpx.AsyncClient) -> None:
+    body = node("bad")
+    body["spec"] = {"taints": [5]}
+    r = await client.post("/api/v1/nodes", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _decode_error(
+        "Node", "number into Go struct field NodeSpec.spec.taints of type v1.Taint"
+    )
+    assert (await client.get("/api/v1/nodes/bad")).status_code == 404
+
+
+async def test_a_replica_count_beyond_int32_is_refused(client: httpx.AsyncClient) -> None:
+    template = {"metadata": {"labels": {"a": "b"}}, "spec": pod()["spec"]}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "big"},
+        "spec": {"replicas": 2147483648, "selector": {"matchLabels": {"a": "b"}}, "template": template},
+    }
+    url = "/apis/apps/v1/namespaces/default/deployments"
+    r = await client.post(url, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal number 2147483648 '
+        "into Go struct field DeploymentSpec.spec.replicas of type int32"
+    )
+    assert (await client.get(f"{url}/big")).status_code == 404
+    body["spec"]["replicas"] = 2147483647  # the largest int32 decodes
+    assert (await client.post(url, json=body)).status_code == 201
+
+
+async def test_a_merge_patch_of_the_wrong_type_changes_nothing(client: httpx.AsyncClient) -> None:
+    assert (await client.post(PODS, json=pod("p"))).status_code == 201
+    before = (await client.get(f"{PODS}/p")).json()
+    r = await client.patch(
+        f"{PODS}/p",
+        content=b'{"spec":{"tolerations":"x"}}',
+        headers={"content-type": "application/merge-patch+json"},
+    )
+    assert r.status_code == 400, r.text
+    assert "of type []v1.Toleration" in r.json()["message"]
+    assert (await client.get(f"{PODS}/p")).json() == before
+
+
+@pytest.mark.parametrize(
+    ("path", "patch", "message"),
+    [
+        ("/status", b'{"status":{"phase":5,"conditions":"x"}}', "PodStatus.status.phase of type string"),
+        (
+            "",
+            b'{"metadata":{"ownerReferences":"x"}}',
+            "ObjectMeta.metadata.ownerReferences of type []v1.OwnerReference",
+        ),
+        ("", b'{"metadata":{"finalizers":[5]}}', "ObjectMeta.metadata.finalizers of type string"),
+        ("", b'{"spec":{"containers":[{"name":"c","image":5}]}}', "Container.spec.containers.image of type string"),
+    ],
+)
+async def test_patches_whose_result_has_the_wrong_types_are_refused(
+    client: httpx.AsyncClient, path: str, patch: bytes, message: str
+) -> None:
+    assert (await client.post(PODS, json=pod("p"))).status_code == 201
+    before = (await client.get(f"{PODS}/p")).json()
+    for content_type in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+        r = await client.patch(f"{PODS}/p{path}", content=patch, headers={"content-type": content_type})
+        assert r.status_code == 400, r.text
+        assert r.json()["message"].endswith(f"into Go struct field {message}")
+    assert (await client.get(f"{PODS}/p")).json() == before
+
+
+async def test_yaml_nested_deeper_than_the_decoder_goes_is_a_400(client: httpx.AsyncClient) -> None:
+    body = "apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nx: " + "[" * 2000 + "]" * 2000
+    r = await client.post(PODS, content=body, headers={"content-type": "application/yaml"})
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == "the object provided is unrecognized: yaml parse error: exceeded max depth"
+    assert (await client.get(f"{PODS}/deep")).status_code == 404
+
+
+async def test_a_binding_with_a_target_of_the_wrong_type_is_a_400(client: httpx.AsyncClient) -> None:
+    assert (await client.post("/api/v1/nodes", json=node("n1"))).status_code == 201
+    assert (await client.post(PODS, json=pod("p"))).status_code == 201
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": 5}
+    r = await client.post(f"{PODS}/p/binding", json=binding)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _decode_error(
+        "Binding", "number into Go struct field Binding.target of type v1.ObjectReference"
+    )
+    assert "nodeName" not in (await client.get(f"{PODS}/p")).json()["spec"]
+    binding["target"] = {"kind": "Node", "name": "n1"}
+    assert (await client.post(f"{PODS}/p/binding", json=binding)).status_code == 201
+    assert (await client.get(f"{PODS}/p")).json()["spec"]["nodeName"] == "n1"
