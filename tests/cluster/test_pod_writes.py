@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kss_sim.cluster.errors import Conflict, Invalid
+from kss_sim.cluster.errors import BadRequest, Conflict, Invalid
 from kss_sim.cluster.storage.store import ClusterStore
 from tests.scheduler.factories import make_pod
 
@@ -75,3 +75,20 @@ def test_bad_result_annotations_refuse_the_binding_and_change_nothing(
     store.bind_pod("default", "p", "n1")  # and the pod can still be bound
     with pytest.raises(Conflict):
         store.bind_pod("default", "p", "n2")
+
+
+def test_a_status_write_checks_the_types_of_the_status_it_brings(store: ClusterStore) -> None:
+    before = store.get("Pod", "default", "p")
+    with pytest.raises(BadRequest) as refused:
+        store.update_pod_status("default", "p", {"phase": 5})
+    assert "cannot unmarshal number into Go struct field PodStatus.status.phase of type string" in str(refused.value)
+    assert store.get("Pod", "default", "p") == before
+
+
+def test_a_status_write_reaches_a_pod_stored_before_the_type_check(store: ClusterStore) -> None:
+    # An older database may hold what the API now refuses; the scheduler must still be able to say why such a pod
+    # does not schedule (PodScheduled=False), so only the status a write brings is type-checked.
+    stored = store.read("Pod", "default", "p").obj
+    stored["metadata"]["ownerReferences"] = "x"  # as loaded from such a database
+    written = store.update_pod_status("default", "p", {"phase": "Pending", "conditions": []})
+    assert written["metadata"]["ownerReferences"] == "x" and written["status"]["phase"] == "Pending"

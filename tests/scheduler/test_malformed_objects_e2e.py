@@ -1,10 +1,15 @@
 """Issue #35 against a real ``kss serve``: the Nodes the issue created (``cpu: 1e1000``, ``cpu:
 9223372036854775808``, ``images: "x"``) are stored, and a normal pod created after them is bound to the good node
 within a second, with no traceback in the server's log; a pod with ``ownerReferences: "x"`` gets a SchedulerError
-condition and does not hold the others up."""
+condition and does not hold the others up.
+
+The API now refuses the wrongly typed ones (``images: "x"``, ``ownerReferences: "x"``: 400, as kube-apiserver's
+decoder), so they are seeded as a database written before that check holds them: made well-formed through the API
+by a server without a scheduler, changed in the database, then loaded by the server under test."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +23,27 @@ from tests.conftest import Server, start_server
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}", env={"KSS_CONTROLLERS": "false"})
+    database = tmp_path / "kss.db"
+    seeding = start_server(
+        tmp_path, f"sqlite:///{database}", env={"KSS_CONTROLLERS": "false", "KSS_SCHEDULER_ENABLED": "false"}
+    )
+    try:
+        with httpx.Client(base_url=seeding.url, timeout=10) as client:
+            assert client.post("/api/v1/nodes", json=node("images", images=[])).status_code == 201
+            assert client.post("/api/v1/namespaces/default/pods", json=pod("owned")).status_code == 201
+    finally:
+        seeding.stop()
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "UPDATE cluster_objects SET body = json_set(body, '$.status.images', 'x') WHERE kind = 'Node' AND name = ?",
+            ("images",),
+        )
+        db.execute(
+            "UPDATE cluster_objects SET body = json_set(body, '$.metadata.ownerReferences', 'x') "
+            "WHERE kind = 'Pod' AND name = ?",
+            ("owned",),
+        )
+    srv = start_server(tmp_path, f"sqlite:///{database}", env={"KSS_CONTROLLERS": "false"})
     yield srv
     srv.stop()
 
@@ -57,18 +82,16 @@ def bound_within(client: httpx.Client, name: str, seconds: float) -> tuple[str |
 
 def test_a_normal_pod_schedules_within_a_second_after_the_issue_s_nodes(serve: Server) -> None:
     with httpx.Client(base_url=serve.url, timeout=10) as client:
-        bad = [
-            node("exp", allocatable={"cpu": "1e1000"}),
-            node("int64", allocatable={"cpu": "9223372036854775808"}),
-            node("images", images="x"),
-        ]
+        # kube-apiserver accepts both quantities (their type is right): computed with, never refused.
+        bad = [node("exp", allocatable={"cpu": "1e1000"}), node("int64", allocatable={"cpu": "9223372036854775808"})]
         for obj in [*bad, node("good")]:
             r = client.post("/api/v1/nodes", json=obj)
             assert r.status_code == 201, r.text
-        assert client.get("/api/v1/nodes/images").json()["status"]["images"] == "x"  # stored as sent
-
-        malformed = client.post("/api/v1/namespaces/default/pods", json=pod("owned", ownerReferences="x"))
-        assert malformed.status_code == 201, malformed.text
+        assert client.get("/api/v1/nodes/images").json()["status"]["images"] == "x"  # loaded as the database held it
+        owned = client.get("/api/v1/namespaces/default/pods/owned").json()
+        assert owned["metadata"]["ownerReferences"] == "x"
+        refused = client.post("/api/v1/nodes", json=node("again", images="x"))
+        assert refused.status_code == 400, refused.text  # what the API answers now (issue #35 item 1)
 
         for name in ("p0", "p1", "p2"):
             bound, took = bound_within(client, name, 10.0)

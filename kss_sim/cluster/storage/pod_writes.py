@@ -230,7 +230,9 @@ class PodWrites:
         """
         with self._lock:
             current = self._versions.current("Pod", namespace, name)
-            body = admission.decode(BY_KIND["Pod"], _with_status(current.obj, status, resource_version))
+            body = admission.decode(
+                BY_KIND["Pod"], _with_status(current.obj, status, resource_version), status_only=True
+            )
             result, batch = self._versions.stage_update(
                 BY_KIND["Pod"], current, body, "status", False, annotations, manager=SCHEDULER_MANAGER
             )
@@ -302,7 +304,7 @@ class PodWrites:
         info = BY_KIND[kind]
         with self._lock:
             current = self._versions.current(kind, namespace, name)
-            body = admission.decode(info, _with_status(current.obj, status, resource_version))
+            body = admission.decode(info, _with_status(current.obj, status, resource_version), status_only=True)
             result, batch = self._versions.stage_update(info, current, body, "status", False, annotations)
         self._committer.acknowledge(batch)
         return result
