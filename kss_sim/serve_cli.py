@@ -87,6 +87,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 SHUTDOWN_GRACE_SECONDS = 3
+# How long an idle keep-alive connection stays open: kube-apiserver's IdleTimeout.
+KEEP_ALIVE_SECONDS = 90
 
 
 # Young collections every 20,000 allocations instead of 700 (one per ~40 requests instead of one per request):
@@ -177,6 +179,10 @@ def _serve(app: FastAPI, settings: Settings, *, log_level: str, serving: str, de
         port=settings.port,
         log_level=log_level,
         access_log=False,
+        # An idle keep-alive connection is kept 90 s, as kube-apiserver's server keeps it (IdleTimeout, matching Go's
+        # client transport); uvicorn's 5 s closed it just as kubectl drain sent its eviction retry 5 s after a 429,
+        # and the POST failed with "connection reset by peer".
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         # Watches and the web UI's event streams stay open; on SIGTERM/Ctrl-C they get this long, then are cut.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         **tls,  # type: ignore[arg-type]
