@@ -11,19 +11,7 @@ from typing import Any
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.owned import is_terminated, meta
 from kss_sim.kube.objects import Obj
-
-DISRUPTION_TARGET = "DisruptionTarget"
-
-
-def disruption_condition(reason: str, message: str, now: str) -> dict[str, Any]:
-    """The condition as ``apipod.UpdatePodCondition`` stores it (a new condition's transition time is now)."""
-    return {
-        "type": DISRUPTION_TARGET,
-        "status": "True",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": now,
-    }
+from kss_sim.kube.pod_conditions import DISRUPTION_TARGET, with_disruption_target
 
 
 def mark_disruption_target(
@@ -44,12 +32,7 @@ def mark_disruption_target(
         return pod
     patch: dict[str, Any] = {"metadata": {"resourceVersion": meta(pod).get("resourceVersion")}, "status": {}}
     if not same:
-        condition = disruption_condition(reason, message, now)
-        if current is not None and current.get("status") == "True":
-            condition["lastTransitionTime"] = current.get("lastTransitionTime") or now
-        patch["status"]["conditions"] = [condition if c is current else c for c in conditions] + (
-            [] if current is not None else [condition]
-        )
+        patch["status"]["conditions"] = with_disruption_target(conditions, reason, message, now)
     if failing:
         patch["status"]["phase"] = "Failed"
     m = meta(pod)

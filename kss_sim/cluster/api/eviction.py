@@ -44,6 +44,7 @@ from kss_sim.cluster.kinds.registry import kind_info
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.kube.labels import label_selector_matches
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.pod_conditions import with_disruption_target
 
 MAX_DISRUPTED_PODS = 2000  # MaxDisruptedPodSize: evictions approved but not yet seen by the disruption controller
 CONFLICT_RETRIES = 20  # EvictionsRetry's steps
@@ -343,17 +344,7 @@ def _mark_disruption_target(store: ClusterStore, pod: Obj, resource_version: str
                 f"ResourceVersion in object meta: {rv}",
             )
         conditions = [c for c in (latest.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
-        current = next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
-        condition = {
-            "type": "DisruptionTarget",
-            "status": "True",
-            "lastTransitionTime": _now(store),
-            "reason": "EvictionByEvictionAPI",
-            "message": "Eviction API: evicting",
-        }
-        if current is not None and current.get("status") == "True" and current.get("lastTransitionTime"):
-            condition["lastTransitionTime"] = current["lastTransitionTime"]
-        conditions = [condition if c is current else c for c in conditions] + ([] if current else [condition])
+        conditions = with_disruption_target(conditions, "EvictionByEvictionAPI", "Eviction API: evicting", _now(store))
         # The whole list is replaced: written only on the version it was built from.
         patch = {"metadata": {"resourceVersion": rv}, "status": {"conditions": conditions}}
         try:
