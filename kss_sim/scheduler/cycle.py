@@ -352,7 +352,7 @@ class Scheduler(BatchCycle, BindingCycle):
         nodes: list[NodeInfo] = all_nodes
         if pre.result is not None and pre.result.node_names is not None:
             allowed = pre.result.node_names
-            nodes = [ni for ni in all_nodes if ni.name in allowed]
+            nodes = self.snapshot.in_list_order(allowed)
             names = " ".join(sorted(pre.unscheduled_plugins))
             diagnosis.node_to_status.absent = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{names}]"

@@ -272,12 +272,13 @@ class ScenarioRun:
         start = (_START_NAIVE + timedelta(seconds=self.bound_count)).isoformat() + "Z"
         ni = self.scheduler.snapshot.get(att.bound_to)
         if ni is not None:
-            for existing in ni.pods:
+            for existing in reversed(ni.pods):  # the pod just bound is the node's last
                 if existing.uid == pod.uid:
                     existing.pod.setdefault("status", {})["startTime"] = start
                     existing.pod["status"].pop("nominatedNodeName", None)
                     if _uses_pod_lister(self.cluster):
                         self.cluster.put_pod(existing.pod)  # bound now, as the informer would tell
+                    break
         for h in self.actions.handles:
             h.delete_nominated_pod(pod)
         return start

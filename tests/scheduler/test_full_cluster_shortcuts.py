@@ -248,3 +248,20 @@ def test_nodes_with_images_arrive_without_recomputing_the_summaries_and_the_cycl
     assert refreshed[0] == 1 and not cache.snapshot.image_states_stale
     expected = scores(Snapshot.build(current, []))
     assert got == expected and len(set(got.values())) > 1  # the images make a difference between nodes
+
+
+@pytest.mark.parametrize("wanted", [{"n-0007"}, {"n-0300", "n-0002", "gone"}, {f"n-{i:04d}" for i in range(0, 400, 3)}])
+def test_nodes_a_prefilter_result_allows_come_in_node_list_order(wanted: set[str]) -> None:
+    """Few names are looked up by name, many by a scan of the list: either way the order is the node list's (the
+    order the filters walk) and names of no node are dropped, as a scan of the whole list gives them."""
+    zones = [f"zone-{i // 134}" for i in range(400)]  # node-tree order takes one node of each zone in turn
+    nodes = [make_node(name=f"n-{i:04d}", labels={"topology.kubernetes.io/zone": z}) for i, z in enumerate(zones)]
+    snapshot = Snapshot.build(nodes, [])
+    by_scan = [ni for ni in snapshot.node_info_list if ni.name in wanted]
+    assert [ni.name for ni in snapshot.in_list_order(wanted)] == [ni.name for ni in by_scan]
+    assert [ni.name for ni in snapshot.node_info_list[:2]] == ["n-0000", "n-0134"]  # not name order
+    # A new node list (a node added) is indexed again.
+    snapshot.node_info_list = list(reversed(snapshot.node_info_list))
+    assert [ni.name for ni in snapshot.in_list_order(wanted)] == [
+        ni.name for ni in snapshot.node_info_list if ni.name in wanted
+    ]
