@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from kss_sim.cluster.api import openapi
+from kss_sim.cluster.api import containers, openapi
 from kss_sim.cluster.api.responses import JSON, authorize, json_response, raw_response
 from kss_sim.cluster.errors import UnknownResource
 from kss_sim.cluster.kinds.registry import VERBS, Gates, group_versions, kinds_in
@@ -90,6 +90,18 @@ def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
                         "version": "v1",
                         "kind": "Scale",
                         "verbs": ["get", "patch", "update"],
+                    }
+                )
+            elif sub in containers.SUBRESOURCES:
+                # kube-apiserver's pods/log (get) and the streaming ones (create, get); kss refuses them with a
+                # Status that says why (containers.py), but clients look them up in discovery first.
+                resources.append(
+                    {
+                        "name": f"{info.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": containers.OPTIONS_KIND[sub],
+                        "verbs": containers.VERBS[sub],
                     }
                 )
             elif sub in STATUS_SUBRESOURCES:

@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
-from kss_sim.cluster.api import eviction, params, protobuf, scale, watch
+from kss_sim.cluster.api import containers, eviction, params, protobuf, scale, watch
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -461,6 +461,11 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         return await _handle_scale(request, _store(request), target)
     if target.subresource == "eviction":
         return await _handle_eviction(request, _store(request), target)
+    if target.subresource in containers.SUBRESOURCES and target.name is not None and target.namespace is not None:
+        store = _store(request)
+        raise await run_in_threadpool(
+            containers.refuse, store, request.method, target.namespace, target.name, target.subresource
+        )
     return await _HANDLERS[request.method](request, _store(request), target)
 
 

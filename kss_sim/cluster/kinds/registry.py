@@ -56,7 +56,16 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), ("status", "finalize"), has_status=True),
     KindInfo("", "v1", "Node", "nodes", "node", False, ("no",), ("status",), has_status=True),
     KindInfo(
-        "", "v1", "Pod", "pods", "pod", True, ("po",), ("binding", "eviction", "status"), ("all",), has_status=True
+        "",
+        "v1",
+        "Pod",
+        "pods",
+        "pod",
+        True,
+        ("po",),
+        ("binding", "eviction", "status", "log", "exec", "attach", "portforward"),
+        ("all",),
+        has_status=True,
     ),
     KindInfo(
         "",
