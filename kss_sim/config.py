@@ -125,8 +125,15 @@ class Settings(BaseSettings):
         description="Share of scheduling cycles whose plugin runs feed scheduler_plugin_execution_duration_seconds "
         "(kube-scheduler samples 10 %); 100 times every cycle.",
     )
-    results_max_attempts_per_pod: int | None = Field(
-        default=None, description="Keep at most this many recorded attempts per pod (None keeps every attempt)."
+    results_max_attempts_per_pod: int = Field(
+        default=100,
+        ge=0,
+        description="Keep at most this many recorded attempts per live pod: the first results_first_attempts_kept "
+        "and the newest (0 keeps every attempt), so a pod retried for days does not grow the database without "
+        "bound. The pod page counts the ones dropped.",
+    )
+    results_first_attempts_kept: int = Field(
+        default=10, ge=0, description="How many of a live pod's first attempts stay recorded under the cap above."
     )
     results_node_annotations: bool = Field(
         default=True,

@@ -32,6 +32,7 @@ from kss_sim.operations.router import IMPORT_PATH
 from kss_sim.operations.router import router as operations_router
 from kss_sim.results.attempts import ResultsService
 from kss_sim.results.router import router as results_router
+from kss_sim.results.rows import AttemptRetention
 from kss_sim.results.runs import RunsService
 from kss_sim.scheduler.plugins import load_plugin_modules
 from kss_sim.server.auth import BodyLimitMiddleware, TokenAuthMiddleware
@@ -116,7 +117,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # The store's committer inserts the recorded attempts too: one writer for the database file.
         results = ResultsService(
             lambda: session_scope(factory),
-            max_attempts_per_pod=settings.results_max_attempts_per_pod,
+            retention=AttemptRetention(
+                settings.results_max_attempts_per_pod or None, settings.results_first_attempts_kept
+            ),
             shared_commit=app.state.store,
         )
         results.start()

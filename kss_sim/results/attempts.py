@@ -22,7 +22,14 @@ from kss_sim.results.codec import decode_matrices
 from kss_sim.results.models import SchedulingAttempt
 from kss_sim.results.process_writer import ProcessWriter
 from kss_sim.results.repository import ResultsRepository
-from kss_sim.results.rows import SessionFactory, attempt_row, resolve_selected, write_rows, write_rows_on
+from kss_sim.results.rows import (
+    AttemptRetention,
+    SessionFactory,
+    attempt_row,
+    resolve_selected,
+    write_rows,
+    write_rows_on,
+)
 from kss_sim.results.shared_commit import SharedCommit
 from kss_sim.scheduler.record import Attempt
 from kss_sim.web.ports import ATTEMPT_SORTS, AttemptDetail, AttemptQuery, AttemptSummary, MatrixRow
@@ -91,7 +98,7 @@ class ResultsService:
         self,
         session_scope: SessionFactory,
         *,
-        max_attempts_per_pod: int | None = None,
+        retention: AttemptRetention = AttemptRetention(),
         batch_size: int = 256,
         writer_url: str | None = None,
         sqlite_synchronous: str = "FULL",
@@ -102,10 +109,10 @@ class ResultsService:
         this committer, which writes to the same database as ``session_scope`` (the thread still builds the rows)."""
         self._session_scope = session_scope
         self._shared_commit = shared_commit
-        self.max_attempts_per_pod = max_attempts_per_pod
+        self.retention = retention
         self.batch_size = batch_size
         self._process = (
-            ProcessWriter(writer_url, sqlite_synchronous=sqlite_synchronous, max_attempts_per_pod=max_attempts_per_pod)
+            ProcessWriter(writer_url, sqlite_synchronous=sqlite_synchronous, retention=retention)
             if writer_url is not None
             else None
         )
@@ -211,13 +218,13 @@ class ResultsService:
             for att, ns, name, uid, queued, run_id in batch
         ]
         if self._shared_commit is not None:
-            keep = self.max_attempts_per_pod
-            handed = self._shared_commit.write_alongside(lambda conn: write_rows_on(conn, rows, keep))
+            retention = self.retention
+            handed = self._shared_commit.write_alongside(lambda conn: write_rows_on(conn, rows, retention))
             if handed is not None:
                 # Waiting before taking the next batch keeps batches large while the committer is busy.
                 handed.wait()
                 return
-        write_rows(self._session_scope, rows, self.max_attempts_per_pod)
+        write_rows(self._session_scope, rows, self.retention)
 
     # --- reading --------------------------------------------------------------------------------
     def list_attempts(self, namespace: str, pod_name: str, *, run_id: int | None = None) -> list[AttemptSummary]:

@@ -43,6 +43,7 @@ from kss_sim.results.rows import (
     DETAIL_KEYS,
     DETAILS,
     SELECTED,
+    AttemptRetention,
     attempt_row,
     details_json,
     matrix_rejections,
@@ -82,10 +83,12 @@ def _contiguous(a: AnyArray) -> AnyArray:
 class ProcessWriter:
     """Encodes and inserts attempts in a child process (spawned) writing to the database at ``url``."""
 
-    def __init__(self, url: str, *, sqlite_synchronous: str = "FULL", max_attempts_per_pod: int | None = None) -> None:
+    def __init__(
+        self, url: str, *, sqlite_synchronous: str = "FULL", retention: AttemptRetention = AttemptRetention()
+    ) -> None:
         self.url = url
         self.sqlite_synchronous = sqlite_synchronous
-        self.max_attempts_per_pod = max_attempts_per_pod
+        self.retention = retention
         self.errors: list[str] = []
         self._proc: Any = None
         self._data: Any = None
@@ -124,7 +127,7 @@ class ProcessWriter:
         _widen_pipe(data_w.fileno())
         self._proc = ctx.Process(
             target=_child_main,
-            args=(data_r, ack_w, self.url, self.sqlite_synchronous, self.max_attempts_per_pod),
+            args=(data_r, ack_w, self.url, self.sqlite_synchronous, self.retention),
             name="kss-results-writer",
             daemon=True,
         )
@@ -419,7 +422,7 @@ def _read_exact(f: Any, n: int, buf: bytearray | None = None) -> memoryview | No
     return view
 
 
-def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, max_attempts_per_pod: int | None) -> None:
+def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, retention: AttemptRetention) -> None:
     """The writer process: read batches, encode, insert (one transaction while more batches are waiting)."""
     from kss_sim.db import make_engine, make_session_factory, session_scope
 
@@ -438,7 +441,7 @@ def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, max_att
     def write() -> None:
         if rows:
             try:
-                write_rows(scope, rows, max_attempts_per_pod)
+                write_rows(scope, rows, retention)
             except Exception as exc:  # the batch is lost; later ones may still be written
                 errors.append(f"{type(exc).__name__}: {exc}")
             rows.clear()

@@ -81,14 +81,16 @@ class ResultsRepository:
         )
         return int(self.session.scalar(stmt) or 0)
 
-    def trim(self, namespace: str, pod_name: str, keep: int) -> None:
-        """Keep only the newest ``keep`` attempts of a live pod (a run keeps all of its own)."""
-        newest = self.max_attempt(namespace, pod_name)
+    def trim(self, namespace: str, pod_name: str, after: int, through: int) -> None:
+        """Drop a live pod's attempts numbered ``after`` + 1 to ``through`` (a run keeps all of its own)."""
+        if through <= after:
+            return
         self.session.execute(
             delete(SchedulingAttempt).where(
                 SchedulingAttempt.namespace == namespace,
                 SchedulingAttempt.pod_name == pod_name,
-                SchedulingAttempt.attempt <= newest - keep,
+                SchedulingAttempt.attempt > after,
+                SchedulingAttempt.attempt <= through,
                 _of_run(None),
             )
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -208,22 +209,40 @@ def resolve_selected(selected: Any, totals: dict[str, int]) -> list[str] | None:
     return sorted(name for name, total in totals.items() if total == best)
 
 
-def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
-    """Insert ``rows`` in one transaction; keep each live pod's newest ``max_attempts_per_pod`` attempts."""
+@dataclass(frozen=True, slots=True)
+class AttemptRetention:
+    """Which of a live pod's recorded attempts stay: the first ``first`` and the newest, ``total`` in all (None:
+    every attempt). A pod retried for hours keeps how it started and how it is going, not every try between; the
+    pod page counts the ones dropped from the gap in the attempt numbers. A replay run keeps all of its own."""
+
+    total: int | None = None
+    first: int = 0
+
+    def dropped_through(self, newest: int) -> int:
+        """The highest attempt number to drop (the drop runs from ``first`` + 1) once ``newest`` is recorded; no
+        higher than ``first``: nothing to drop."""
+        if self.total is None:
+            return 0
+        first = min(self.first, self.total - 1)  # the newest attempt always stays
+        return newest - (self.total - first)
+
+
+def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], retention: AttemptRetention) -> None:
+    """Insert ``rows`` in one transaction; each live pod keeps the attempts ``retention`` says."""
     with session_scope() as session:
-        _insert_and_trim(session, rows, max_attempts_per_pod)
+        _insert_and_trim(session, rows, retention)
 
 
-def write_rows_on(conn: Connection, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
+def write_rows_on(conn: Connection, rows: list[dict[str, Any]], retention: AttemptRetention) -> None:
     """``write_rows`` in ``conn``'s open transaction (another writer's), which the caller commits or rolls back."""
     # rollback_only: the session never commits the given transaction, and closing it leaves that alone.
     with Session(bind=conn, join_transaction_mode="rollback_only") as session:
-        _insert_and_trim(session, rows, max_attempts_per_pod)
+        _insert_and_trim(session, rows, retention)
 
 
-def _insert_and_trim(session: Session, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
+def _insert_and_trim(session: Session, rows: list[dict[str, Any]], retention: AttemptRetention) -> None:
     repo = ResultsRepository(session)
     repo.add_many(rows)
-    if max_attempts_per_pod:
+    if retention.total is not None:
         for ns, name in {(r["namespace"], r["pod_name"]) for r in rows if r["run_id"] is None}:
-            repo.trim(ns, name, max_attempts_per_pod)
+            repo.trim(ns, name, retention.first, retention.dropped_through(repo.max_attempt(ns, name)))

@@ -14,6 +14,7 @@ from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade
 from kss_sim.results import annotations as ann
 from kss_sim.results.attempts import ResultsService
 from kss_sim.results.codec import decode_matrices, encode_matrices
+from kss_sim.results.rows import AttemptRetention
 from kss_sim.scheduler.cache import SchedulerCache
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
 from kss_sim.scheduler.framework import ClusterObjects, Handle
@@ -139,7 +140,7 @@ def test_retention_keeps_the_newest_attempts(results_engine: Engine, backend_url
     writer_url = backend_url if writer == "process" else None
     shared = ClusterStore.open(results_engine) if writer == "shared" else None
     svc = ResultsService(
-        lambda: session_scope(factory), max_attempts_per_pod=2, writer_url=writer_url, shared_commit=shared
+        lambda: session_scope(factory), retention=AttemptRetention(2), writer_url=writer_url, shared_commit=shared
     )
     first, second, pod = run_two_attempts()
     for n in range(1, 5):
@@ -149,6 +150,39 @@ def test_retention_keeps_the_newest_attempts(results_engine: Engine, backend_url
     svc.flush()
     svc.stop()
     assert [a["attempt"] for a in svc.list_attempts("default", "web")] == [4, 3]
+
+
+@pytest.mark.parametrize("writer", ["thread", "process", "shared"])
+def test_retention_keeps_the_first_and_the_newest_attempts(
+    results_engine: Engine, backend_url: str, writer: str
+) -> None:
+    factory = make_session_factory(results_engine)
+    writer_url = backend_url if writer == "process" else None
+    shared = ClusterStore.open(results_engine) if writer == "shared" else None
+    svc = ResultsService(
+        lambda: session_scope(factory),
+        retention=AttemptRetention(total=5, first=2),
+        writer_url=writer_url,
+        shared_commit=shared,
+    )
+    first, second, pod = run_two_attempts()
+    for n in range(1, 13):
+        att = dataclasses.replace(first if n % 2 else second)
+        att.attempt = svc.next_attempt_number("default", "web")
+        svc.submit(att, namespace="default", pod_name="web", pod_uid=pod.uid)
+        if n == 4:
+            svc.flush()
+            assert [a["attempt"] for a in svc.list_attempts("default", "web")] == [4, 3, 2, 1]
+    svc.flush()
+    svc.stop()
+    assert [a["attempt"] for a in svc.list_attempts("default", "web")] == [12, 11, 10, 2, 1]
+
+
+def test_retention_caps_first_below_the_total() -> None:
+    """The newest attempt always stays, whatever ``first`` asks; no cap drops nothing."""
+    assert AttemptRetention(total=3, first=10).dropped_through(20) == 19
+    assert AttemptRetention(total=100, first=10).dropped_through(60) == -30
+    assert AttemptRetention().dropped_through(10_000) == 0
 
 
 def test_clearing_a_pods_results(service: ResultsService) -> None:

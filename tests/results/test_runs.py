@@ -15,6 +15,7 @@ from kss_sim.db import alembic_config, make_engine, make_session_factory, sessio
 from kss_sim.replay.model import PodRecord
 from kss_sim.replay.recording import RunRecorder
 from kss_sim.results.attempts import ResultsService
+from kss_sim.results.rows import AttemptRetention
 from kss_sim.results.runs import RunsService
 from kss_sim.scheduler.framework import ClusterObjects
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -197,7 +198,7 @@ def test_trimming_live_attempts_leaves_a_run_with_the_same_pod_alone(tmp_path: P
     engine = make_engine(f"sqlite:///{db}")
     upgrade_database(engine)
     factory = make_session_factory(engine)
-    results = ResultsService(lambda: session_scope(factory), max_attempts_per_pod=1)
+    results = ResultsService(lambda: session_scope(factory), retention=AttemptRetention(1))
     runs = RunsService(lambda: session_scope(factory))
     run_id = runs.create_run(name="r", workload="w", seed=0, config=None)
     _, attempts = offline_attempts()

@@ -14,6 +14,7 @@ from sqlalchemy import Engine, event
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
 from kss_sim.results.attempts import ResultsService
+from kss_sim.results.rows import AttemptRetention
 from tests.cluster.factories import pod
 from tests.results.test_recording import run_two_attempts
 
@@ -43,7 +44,7 @@ def test_attempts_are_inserted_and_trimmed_by_the_store_committer(shared_engine:
     store = ClusterStore.open(shared_engine)
     factory = make_session_factory(shared_engine)
     writers = writing_threads(shared_engine)
-    svc = ResultsService(lambda: session_scope(factory), max_attempts_per_pod=2, shared_commit=store)
+    svc = ResultsService(lambda: session_scope(factory), retention=AttemptRetention(2), shared_commit=store)
     svc.start()
     first, second, web = run_two_attempts()
     for n in range(1, 6):

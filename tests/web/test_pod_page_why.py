@@ -3,6 +3,7 @@ fits nowhere — its requests beside the roomiest nodes, the taints, cordons, la
 
 from __future__ import annotations
 
+import dataclasses
 import html as html_lib
 import re
 from typing import Any
@@ -11,7 +12,9 @@ import httpx
 from fastapi import FastAPI
 
 from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.results.rows import AttemptRetention
 from kss_sim.web.views.pending import _taint_obstacles
+from tests.results.test_recording import run_two_attempts
 from tests.web.conftest import node, pod, wait_for
 
 
@@ -173,3 +176,30 @@ def test_a_cordoned_node_and_its_cordon_taint_count_once() -> None:
         "1 node is cordoned (unschedulable)",
         "1 node has taint node.kubernetes.io/unschedulable:NoSchedule the pod does not tolerate",
     ]
+
+
+async def test_a_pod_retried_past_the_cap_keeps_its_first_and_newest_attempts_and_says_how_many_went(
+    sched_app: FastAPI, sched_client: httpx.AsyncClient
+) -> None:
+    store = store_of(sched_app)
+    store.create("Node", node("small", cpu="1"))
+    store.create("Pod", pod("huge", cpu="8"))
+    html = await page_when_tried(sched_app, sched_client, "huge")
+    assert 'data-testid="attempts-dropped"' not in html
+    results = sched_app.state.results
+    results.retention = AttemptRetention(total=4, first=1)
+    unschedulable, _, _ = run_two_attempts()  # an attempt of another pod, recorded under this one's name
+    uid = store.get("Pod", "default", "huge")["metadata"]["uid"]
+    for _ in range(8):
+        again = dataclasses.replace(unschedulable, attempt=results.next_attempt_number("default", "huge"))
+        results.submit(again, namespace="default", pod_name="huge", pod_uid=uid)
+    results.flush()
+    newest = results.list_attempts("default", "huge")[0]["attempt"]
+    html = (await sched_client.get("/ui/pods/default/huge")).text
+    kept = [newest, newest - 1, newest - 2, 1]
+    assert [int(n) for n in re.findall(r'<span class="t-num">#(\d+)</span>', html)] == kept
+    assert text_of(html, "attempts-dropped") == [
+        f"… {newest - 4} attempts not kept (#2–#{newest - 3}): a pod keeps its first and its newest ones "
+        "(KSS_RESULTS_MAX_ATTEMPTS_PER_POD, KSS_RESULTS_FIRST_ATTEMPTS_KEPT)"
+    ]
+    assert f"(4 of {newest} kept)" in html
