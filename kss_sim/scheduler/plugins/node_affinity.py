@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+
 from kss_sim.kube.labels import (
     FieldError,
     NodeSelector,
@@ -17,6 +19,7 @@ from kss_sim.kube.labels import (
     aggregate_message,
     parse_preferred_terms,
 )
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
     SKIP,
@@ -43,6 +46,9 @@ PRE_SCORE_STATE_KEY = "PreScore" + NAME
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+# What ``filter`` found on a node, as ``_verdicts`` returns it per node.
+_ENFORCED, _POD, _PASSED = 1, 2, 3
 
 _ADDED_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _ADDED_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -196,6 +202,45 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if not required.matches(node_info.labels, node_info.name):
             return unresolvable(ERR_REASON_POD)
         return success()
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
+        """``filter`` decided once per distinct value of what the selectors read (the labels they name, and the
+        node's name when a term matches fields): a cluster's nodes share a few zones, not their hostnames."""
+        verdicts: BoolArray = self._verdicts(state, pod, batch) == _PASSED
+        return verdicts
+
+    def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """0: the scheduler-enforced affinity rejected the node, 1: the pod's own selector or terms did."""
+        keys: IntArray = self._verdicts(state, pod, batch) - 1
+        return keys
+
+    def _verdicts(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray:
+        """Per node of ``batch``: ``_PASSED``, ``_ENFORCED`` or ``_POD`` (which check of ``filter`` failed)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        required = s.required if isinstance(s, _PreFilterState) else _required_affinity(pod)
+        added = self.added_node_selector
+        selectors = [sel for sel in (added, required.node_selector) if sel is not None]
+        keys = sorted({*required.selector, *(r.key for sel in selectors for t in sel.terms for r in t.labels or ())})
+        by_name = any(t.fields is not None for sel in selectors for t in sel.terms)
+        seen: dict[tuple[str | None, ...], int] = {}
+        out = np.empty(len(batch), np.int64)
+        for i, ni in enumerate(batch.nodes):
+            labels = ni.labels
+            # A missing label reads None, distinct from every value: Exists and DoesNotExist are decided too.
+            key = tuple(labels.get(k) for k in keys)
+            if by_name:
+                key += (ni.name,)
+            verdict = seen.get(key)
+            if verdict is None:
+                if added is not None and not added.matches(labels, ni.name):
+                    verdict = _ENFORCED
+                elif not required.matches(labels, ni.name):
+                    verdict = _POD
+                else:
+                    verdict = _PASSED
+                seen[key] = verdict
+            out[i] = verdict
+        return out
 
     # --- PreScore / Score ---------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
