@@ -15,9 +15,11 @@ from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.defaults import dra as defaults_dra
 from kss_sim.cluster.admission.defaults import workloads as defaults_workloads
 from kss_sim.cluster.admission.quantities import canonicalize_quantities
-from kss_sim.cluster.admission.validation.decoding import check_decodable
+
+# Importing them registers the apps, batch and coordination kinds' validators in core's tables.
+from kss_sim.cluster.admission.validation import apps, batch, coordination  # noqa: F401
+from kss_sim.cluster.admission.validation.decoding import check_decodable, check_workload_decodable
 from kss_sim.cluster.admission.validation.dra import check_dra_decodable
-from kss_sim.cluster.admission.validation.workloads import check_workload_decodable
 from kss_sim.cluster.errors import BadRequest, Forbidden
 from kss_sim.cluster.kinds.registry import Gates, KindInfo
 from kss_sim.cluster.kinds.stored import StoredObject

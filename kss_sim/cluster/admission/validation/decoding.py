@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kss_sim.cluster.errors import BadRequest
+from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import QuantityError, parse_quantity
 
 
@@ -131,3 +132,92 @@ def _check_workload_decodable(spec: dict[str, Any]) -> None:
         gang = (policy or {}).get("gang")
         expect("spec.podGroups.policy.gang", gang, dict, "v1alpha1.GangSchedulingPolicy")
         expect("spec.podGroups.policy.gang.minCount", (gang or {}).get("minCount"), int, "int32")
+
+
+# ---------------------------------------------------------------------------------------------- apps/v1, batch/v1
+
+_INT32 = "int32"
+
+
+def _check_template_decodable(kind: str, version: str, struct: str, path: str, template: Any) -> None:
+    expect_type(kind, f"{struct}.{path}", template, dict, "v1.PodTemplateSpec", version)
+    if not isinstance(template, dict):
+        return
+    expect_type(kind, f"PodTemplateSpec.{path}.metadata", template.get("metadata"), dict, "v1.ObjectMeta", version)
+    expect_type(kind, f"PodTemplateSpec.{path}.spec", template.get("spec"), dict, "v1.PodSpec", version)
+    meta = template.get("metadata") or {}
+    for part in ("labels", "annotations"):
+        values = meta.get(part)
+        expect_type(kind, f"ObjectMeta.{path}.metadata.{part}", values, dict, "map[string]string", version)
+        for value in (values or {}).values():
+            expect_type(kind, f"ObjectMeta.{path}.metadata.{part}", value, str, "string", version)
+    try:
+        check_decodable("Pod", {"spec": template.get("spec")})
+    except BadRequest as exc:
+        # The pod decoder's words, told of this kind and this place.
+        message = exc.message.replace('Pod in version "v1" cannot be handled as a Pod', "", 1)
+        message = message.replace("Go struct field spec.", f"Go struct field {path}.spec.")
+        raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}{message}') from None
+
+
+_INT_FIELDS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("replicas", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"),
+    "ReplicaSet": ("replicas", "minReadySeconds"),
+    "StatefulSet": ("replicas", "minReadySeconds", "revisionHistoryLimit"),
+    "DaemonSet": ("minReadySeconds", "revisionHistoryLimit"),
+    "Job": ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished",
+            "backoffLimitPerIndex", "maxFailedIndexes"),
+    "CronJob": ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"),
+    "Lease": ("leaseDurationSeconds", "leaseTransitions"),
+}  # fmt: skip
+_BOOL_FIELDS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("paused",),
+    "Job": ("suspend", "manualSelector"),
+    "CronJob": ("suspend",),
+}
+_STRING_FIELDS: dict[str, tuple[str, ...]] = {
+    "StatefulSet": ("serviceName", "podManagementPolicy"),
+    "Job": ("completionMode", "podReplacementPolicy", "managedBy"),
+    "CronJob": ("schedule", "timeZone", "concurrencyPolicy"),
+    "Lease": ("holderIdentity", "strategy", "preferredHolder"),
+}
+
+
+def check_workload_decodable(kind: str, version: str, obj: Obj) -> None:
+    """``BadRequest`` where kube-apiserver's typed decoder fails on a workload kind or a Lease (wrong JSON types in
+    the spec, its selector and its pod template); the metadata is checked by ``check_decodable``."""
+    spec = obj.get("spec")
+    expect_type(kind, "spec", spec, dict, f"{version}.{kind}Spec", version)
+    expect_type(kind, "status", obj.get("status"), dict, f"{version}.{kind}Status", version)
+    if not isinstance(spec, dict):
+        return
+    struct = f"{kind}Spec"
+    for field in _INT_FIELDS.get(kind, ()):
+        expect_type(kind, f"{struct}.spec.{field}", spec.get(field), int, _INT32, version)
+    for field in _BOOL_FIELDS.get(kind, ()):
+        expect_type(kind, f"{struct}.spec.{field}", spec.get(field), bool, "bool", version)
+    for field in _STRING_FIELDS.get(kind, ()):
+        expect_type(kind, f"{struct}.spec.{field}", spec.get(field), str, "string", version)
+    if kind == "Lease":
+        return
+    selector = spec.get("selector")
+    expect_type(kind, f"{struct}.spec.selector", selector, dict, "v1.LabelSelector", version)
+    if isinstance(selector, dict):
+        expect_type(kind, "LabelSelector.spec.selector.matchLabels", selector.get("matchLabels"), dict,
+                "map[string]string", version)  # fmt: skip
+        expect_type(kind, "LabelSelector.spec.selector.matchExpressions", selector.get("matchExpressions"), list,
+                "[]v1.LabelSelectorRequirement", version)  # fmt: skip
+    for field in ("strategy", "updateStrategy"):
+        expect_type(kind, f"{struct}.spec.{field}", spec.get(field), dict, f"{version}.{kind}Strategy", version)
+    if kind == "CronJob":
+        job_template = spec.get("jobTemplate")
+        expect_type(kind, f"{struct}.spec.jobTemplate", job_template, dict, "v1.JobTemplateSpec", version)
+        job_spec = (job_template or {}).get("spec")
+        expect_type(kind, "JobTemplateSpec.spec.jobTemplate.spec", job_spec, dict, "v1.JobSpec", version)
+        if isinstance(job_spec, dict):
+            for field in _INT_FIELDS["Job"]:
+                expect_type(kind, f"JobSpec.spec.jobTemplate.spec.{field}", job_spec.get(field), int, _INT32, version)
+            _check_template_decodable(kind, version, "JobSpec", "spec.jobTemplate.spec.template",
+                                      job_spec.get("template"))  # fmt: skip
+        return
+    _check_template_decodable(kind, version, struct, "spec.template", spec.get("template"))
