@@ -206,3 +206,31 @@ def test_score_cells_show_raw_normalized_weight_and_final(page: Any, cluster: Se
         raw, normalized = (int(n) for n in re.findall(r"-?\d+", text)[:2])
         assert normalized == 10 * raw, text
     shot(page, "pod-columns-scores-1400")
+
+
+def test_dra_why_pending_leads_with_the_claim_and_groups_nodes_refused_alike(page: Any, cluster: Server) -> None:
+    # examples/dra/40-unsatisfiable.yaml: an H100 that no node has; the GPU nodes' slices offer A100s and a T4.
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{cluster.url}/ui/pods/default/wants-h100")
+    why = page.get_by_test_id("why-pending")
+    why.wait_for()
+    first = why.locator("li").first
+    assert first.get_attribute("data-testid") == "need-claim"
+    assert first.inner_text() == (
+        "claim default/h100, request gpu: 1 device of class gpu.example.com where "
+        'device.attributes["gpu.example.com"].model == "h100"; the cluster\'s nodes can use 3 of the class '
+        "(on 2 nodes), 0 matching (on 0), 0 of them free: none of the 3 devices of class gpu.example.com matches "
+        "the selector"
+    )
+    # Per node, the nodes refused alike once: the two GPU nodes (their devices, no H100) first, then the five
+    # nodes no ResourceSlice serves as one group.
+    groups = page.get_by_test_id("dra-rejections").locator(".dra-node")
+    verdicts = [
+        (g.get_attribute("data-node"), g.get_by_test_id("dra-explanation").locator("td.verdict").all_inner_texts())
+        for g in groups.all()
+    ]
+    no_h100 = 'no device matches selector device.attributes["gpu.example.com"].model == "h100"'
+    assert sorted(verdicts[:2]) == [("gpu-node-a", [no_h100]), ("gpu-node-b", [no_h100])]
+    assert verdicts[2:] == [("cpu-1,cpu-2,cpu-3,gpu-1,gpu-2", ["no ResourceSlice offers this node any device"])]
+    assert groups.nth(2).get_by_test_id("dra-group-count").inner_text() == "5 nodes"
+    shot(page, "pod-dra-why-pending")

@@ -19,7 +19,14 @@ from kss_sim.web.ports import (
     Results,
     WaitingPodRow,
 )
-from kss_sim.web.views.dra import DraRejection, PodClaimRow, dra_rejections, pod_claims
+from kss_sim.web.views.dra import (
+    DraRejection,
+    DraRejectionGroup,
+    PodClaimRow,
+    dra_rejections,
+    group_rejections,
+    pod_claims,
+)
 from kss_sim.web.views.events import events_for
 from kss_sim.web.views.pending import PendingDiagnosis, why_pending
 
@@ -87,6 +94,11 @@ class AttemptView:
     selection: str = ""  # how selectHost chose the node (``selection_text``)
     # Nodes of the matrix page DynamicResources refused, with the simulator's explanation beneath its message.
     dra: list[DraRejection] = field(default_factory=list)
+
+    @property
+    def dra_groups(self) -> list[DraRejectionGroup]:
+        """The refused nodes grouped by the same message and explanation."""
+        return group_rejections(self.dra)
 
     @property
     def filter_plugins(self) -> list[str]:
@@ -249,6 +261,8 @@ def pod_view(
     pending = None
     if attempts and not row.bound and not row.terminal and permit is None and attempts[0]["result"] != "scheduled":
         pending = why_pending(entry.obj, row.requests, store.select("Node").items, web.allocations().totals)
+        if web.scheduler_running and (entry.obj.get("spec") or {}).get("resourceClaims"):
+            pending.claims = web.scheduler.summarize_dra(entry.obj)
     if view is not None and not row.bound:
         rows = view.filter_page["matrix"]["rows"]
         view.dra = dra_rejections(web.scheduler, entry.obj, rows, running=web.scheduler_running)
