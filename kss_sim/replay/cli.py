@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 import yaml
 
+from kss_sim import figures
 from kss_sim.config import Settings, check_feature_gates, parse_feature_gates
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
@@ -203,6 +204,9 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+WAIT_KEYS = ("p50", "p95", "p99", "max", "mean")
+
+
 def summary_lines(
     result: ReplayResult, summary: Obj, out: Path | None, run_id: int | None, *, wall_seconds: float
 ) -> list[str]:
@@ -217,9 +221,9 @@ def summary_lines(
         f"preemptions {summary.get('preemptions', 0)}",
     ]
     if waits:
-        lines.append("wait (s): " + ", ".join(f"{k} {_num(waits.get(k))}" for k in ("p50", "p95", "p99", "max")))
+        lines.append("wait: " + ", ".join(f"{k} {figures.duration(_wait(waits.get(k)))}" for k in WAIT_KEYS))
     allocation = summary.get("allocation") or {}
-    peaks = [f"{r} {100 * float(v.get('peak') or 0):.0f}%" for r, v in allocation.items() if isinstance(v, dict)]
+    peaks = [f"{r} {figures.percent(float(v.get('peak') or 0))}" for r, v in allocation.items() if isinstance(v, dict)]
     if peaks:
         lines.append("peak allocation: " + ", ".join(peaks))
     if out is not None:
@@ -234,5 +238,5 @@ def wall_time_text(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def _num(value: Any) -> str:
-    return "-" if value is None else f"{float(value):g}"
+def _wait(value: Any) -> float | None:
+    return None if value is None else float(value)
