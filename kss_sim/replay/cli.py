@@ -26,7 +26,7 @@ from kss_sim.replay.live_cli import add_live_arguments, run_live, wants_live
 from kss_sim.replay.metrics import Metrics, summarize
 from kss_sim.replay.model import Observer, ReplayResult
 from kss_sim.replay.outputs import pod_row, write_outputs
-from kss_sim.replay.progress import Progress, virtual_clock_text
+from kss_sim.replay.progress import Progress
 from kss_sim.replay.sources import load_source, write_workload
 from kss_sim.replay.workload import TimedWorkload, WorkloadError, parse_duration
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
@@ -214,7 +214,7 @@ def summary_lines(
     waits = summary.get("waitSeconds") or {}
     lines = [
         f"replayed {result.workload}: {summary.get('pods', len(result.pods))} pods over "
-        f"{result.virtual_seconds:g} s of virtual time ({virtual_clock_text(result.virtual_seconds)}) in "
+        f"{figures.duration(result.virtual_seconds)} of virtual time in "
         f"{wall_time_text(wall_seconds)} of wall time, the replay itself {wall_time_text(result.wall_seconds)} "
         f"({result.attempts} attempts, seed {result.seed})",
         f"scheduled {summary.get('scheduled')}, never scheduled {summary.get('neverScheduled')}, "
@@ -226,6 +226,7 @@ def summary_lines(
     peaks = [f"{r} {figures.percent(float(v.get('peak') or 0))}" for r, v in allocation.items() if isinstance(v, dict)]
     if peaks:
         lines.append("peak allocation: " + ", ".join(peaks))
+        lines += figures.resource_notes(allocation)
     if out is not None:
         lines.append(f"outputs: {out}/ (summary.json, pods.csv, timeseries.csv, report.html)")
     if run_id is not None:
