@@ -107,6 +107,20 @@ class AttemptView:
         return plugins
 
     @property
+    def filter_columns(self) -> list[str]:
+        """The filter matrix's columns: the plugins that ran on some node of the page, in order. Those that ran on
+        none (PreFilter said Skip) share one narrow column, so the matrix fits beside its sticky columns and a
+        user's plugins and extenders are never the ones pushed out of view."""
+        rows = self.filter_page["matrix"]["rows"]
+        return [p for p in self.filter_plugins if any((r.get("filter") or {}).get(p, "skip") != "skip" for r in rows)]
+
+    @property
+    def idle_filter_plugins(self) -> list[str]:
+        """The filter plugins that ran on no node of the page (all "·")."""
+        shown = set(self.filter_columns)
+        return [p for p in self.filter_plugins if p not in shown]
+
+    @property
     def score_plugins(self) -> list[str]:
         """Score plugins in profile order."""
         plugins: list[str] = self.score_page.get("scorePlugins") or []
