@@ -22,6 +22,9 @@
   // Tick steps of the time axis, in seconds: whole minutes, hours and days rather than uPlot's decimal steps.
   var TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
     172800, 432000, 604800, 1209600, 2592000, 7776000, 15552000, 31536000];
+  // Counts of pods or nodes are whole: their axes tick at whole numbers only (never 0.2, 0.4, ...).
+  var COUNT_STEPS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 25000, 50000,
+    100000, 200000, 250000, 500000, 1000000];
   var WAIT_TICKS = [1, 10, 60, 600, 3600, 21600, 86400, 604800, 2592000];
   var FIRST_RESOURCES = ["cpu", "memory", "gpu", "pods", "ephemeral-storage"];
 
@@ -90,7 +93,7 @@
     if (Math.abs(v) >= 1e9) return +(v / 1e9).toPrecision(3) + "G";
     if (Math.abs(v) >= 1e6) return +(v / 1e6).toPrecision(3) + "M";
     if (Math.abs(v) >= 1e4) return +(v / 1e3).toPrecision(3) + "k";
-    return +v.toPrecision(4) + "";
+    return +v.toFixed(2) + "";  // two decimals at most, as kss_sim/figures.py's number() writes them
   }
 
   // --- what to draw -------------------------------------------------------------------------------------------
@@ -148,9 +151,9 @@
             return cols[r + "_allocatable"] ? percentOf(cols, r) : null;
           }};
         })},
-      {id: "pods", title: "Pods", unit: "pods",
+      {id: "pods", title: "Pods", unit: "pods", counts: true,
         lines: plain(["pods_pending", "pods_running", "pods_unschedulable"], ["pending", "running", "unschedulable"])},
-      {id: "queue", title: "Scheduling queue (pods)", unit: "pods",
+      {id: "queue", title: "Scheduling queue (pods)", unit: "pods", counts: true,
         lines: plain(["queue_active", "queue_backoff", "queue_unschedulable", "queue_gated"],
           ["activeQ", "backoffQ", "unschedulablePods", "gated"])},
       {id: "fragmentation", title: "GPU fragmentation (FGD, GPUs)", unit: "GPUs",
@@ -165,7 +168,7 @@
             });
           }},
         ]},
-      {id: "nodes", title: "Nodes", unit: "nodes",
+      {id: "nodes", title: "Nodes", unit: "nodes", counts: true,
         lines: plain(["nodes_empty", "nodes_partial", "nodes_full"], ["empty", "partly used", "full"])},
     ];
   }
@@ -216,6 +219,11 @@
     }};
   }
 
+  // From 0 to at least 1, so a run whose queue never holds a pod still has whole-number ticks.
+  function countRange(u, min, max) {
+    return [0, Math.max(1, Math.ceil(max === null ? 0 : max))];
+  }
+
   function timeChart(element, runs, spec, axis) {
     var data = [axis.xs], series = [{label: "time", value: function (u, v) {
       return virtualTime(v, span);
@@ -240,22 +248,24 @@
     });
     if (data.length < 2 || axis.xs.length === 0) return null;
     var fig = figure(element, spec.id, spec.title);
+    var yAxis = {size: 60, values: function (u, ticks) {
+      return ticks.map(function (v) {
+        return spec.unit === "%" ? v + " %" : number(v);
+      });
+    }};
+    if (spec.counts) yAxis.incrs = COUNT_STEPS;
     var opts = {
       width: widthOf(element),
       height: 240,
       series: series,
-      scales: {x: {time: false}, y: spec.unit === "%" ? {range: [0, 100]} : {}},
+      scales: {x: {time: false}, y: spec.unit === "%" ? {range: [0, 100]} : spec.counts ? {range: countRange} : {}},
       axes: [
         {space: 90, incrs: TIME_STEPS, values: function (u, ticks) {
           return ticks.map(function (v) {
             return virtualTime(v, span);
           });
         }},
-        {size: 60, values: function (u, ticks) {
-          return ticks.map(function (v) {
-            return spec.unit === "%" ? v + " %" : number(v);
-          });
-        }},
+        yAxis,
       ],
       legend: {live: true},
       cursor: {drag: {x: true, y: false}},

@@ -17,7 +17,7 @@ from kss_sim.kube.labels import NodeSelector
 from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra.allocated import DeviceID
 from kss_sim.web.dra_devices import NodeDevice, devices_on_node, pod_claim_refs
-from kss_sim.web.ports import DraRequestExplanation
+from kss_sim.web.ports import DraRequestExplanation, DraRequestSummary
 
 
 @dataclass(slots=True)
@@ -65,6 +65,44 @@ def _short(expressions: list[str]) -> str:
     return " && ".join(expressions) if expressions else ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Taken:
+    """A request's devices among some devices: of its class, matching its selectors too, and of those free."""
+
+    of_class: list[NodeDevice]
+    matching: list[NodeDevice]
+    free: list[NodeDevice]
+
+
+def _take(listers: DraListers, spec: Mapping[str, Any], devices: list[NodeDevice]) -> _Taken | str:
+    """The devices one exact request (or firstAvailable alternative) can take, or why it can take none (a class
+    that does not exist, a selector that fails)."""
+    class_name = str(spec.get("deviceClassName") or "")
+    device_class = listers.classes.get(class_name)
+    if device_class is None:
+        return f"device class {class_name} does not exist"
+    class_selectors = _expressions((device_class.get("spec") or {}).get("selectors"))
+    request_selectors = _expressions(spec.get("selectors"))
+    try:
+        of_class = [d for d in devices if _matches(listers, class_selectors, d)]
+        matching = [d for d in of_class if _matches(listers, request_selectors, d)]
+    except _SelectorFailed as exc:
+        return str(exc)
+    admin = bool(spec.get("adminAccess"))
+    return _Taken(of_class, matching, [d for d in matching if admin or DeviceID(*d.key) not in listers.allocated])
+
+
+def _satisfied(spec: Mapping[str, Any], taken: _Taken) -> bool:
+    """Whether these devices alone satisfy the request: all matching ones free (All), else enough free."""
+    if spec.get("allocationMode") == "All":
+        return bool(taken.matching) and len(taken.free) == len(taken.matching)
+    return len(taken.free) >= int(spec.get("count") or 1)
+
+
+def _wanted(spec: Mapping[str, Any]) -> str:
+    return "all" if spec.get("allocationMode") == "All" else str(int(spec.get("count") or 1))
+
+
 def _request(
     listers: DraListers, claim: str, name: str, spec: Mapping[str, Any], devices: list[NodeDevice]
 ) -> DraRequestExplanation:
@@ -72,32 +110,24 @@ def _request(
     class_name = str(spec.get("deviceClassName") or "")
     all_mode = spec.get("allocationMode") == "All"
     count = int(spec.get("count") or 1)
-    wanted = "all" if all_mode else str(count)
+    wanted = _wanted(spec)
 
     def row(of_class: int, matching: int, free: int, sentence: str, fits: bool) -> DraRequestExplanation:
         return DraRequestExplanation(
             claim, name, class_name, wanted, len(devices), of_class, matching, free, sentence, fits
         )
 
-    device_class = listers.classes.get(class_name)
-    if device_class is None:
-        return row(0, 0, 0, f"device class {class_name} does not exist", False)
-    class_selectors = _expressions((device_class.get("spec") or {}).get("selectors"))
-    request_selectors = _expressions(spec.get("selectors"))
-    try:
-        of_class = [d for d in devices if _matches(listers, class_selectors, d)]
-        matching = [d for d in of_class if _matches(listers, request_selectors, d)]
-    except _SelectorFailed as exc:
-        return row(0, 0, 0, str(exc), False)
-    admin = bool(spec.get("adminAccess"))
-    free = [d for d in matching if admin or DeviceID(*d.key) not in listers.allocated]
+    taken = _take(listers, spec, devices)
+    if isinstance(taken, str):
+        return row(0, 0, 0, taken, False)
     if not devices:
         return row(0, 0, 0, "no ResourceSlice offers this node any device", False)
-    if not of_class:
+    if not taken.of_class:
         return row(0, 0, 0, f"no device here matches device class {class_name}'s selectors", False)
-    if not matching:
-        return row(len(of_class), 0, 0, f"no device matches selector {_short(request_selectors)}", False)
-    n_class, n_match, n_free = len(of_class), len(matching), len(free)
+    if not taken.matching:
+        selectors = _short(_expressions(spec.get("selectors")))
+        return row(len(taken.of_class), 0, 0, f"no device matches selector {selectors}", False)
+    n_class, n_match, n_free = len(taken.of_class), len(taken.matching), len(taken.free)
     if all_mode:
         if n_free < n_match:
             return row(n_class, n_match, n_free, f"only {n_free} of {n_match} matching devices free, all wanted", False)
@@ -150,3 +180,104 @@ def explain_on_node(
             for sub in request.get("firstAvailable") or []:
                 out.append(_request(listers, key, f"{name}/{sub.get('name')}", sub, devices))
     return out
+
+
+@dataclass(slots=True)
+class _Tally:
+    """One request's devices and nodes across the cluster (devices by key: a network-attached one serves many)."""
+
+    claim: str
+    request: str
+    spec: Mapping[str, Any]
+    of_class: set[tuple[str, str, str]] = field(default_factory=set)
+    matching: set[tuple[str, str, str]] = field(default_factory=set)
+    free: set[tuple[str, str, str]] = field(default_factory=set)
+    nodes_of_class: int = 0
+    nodes_matching: int = 0
+    nodes_fitting: int = 0
+    failure: str = ""  # a class that does not exist, a selector that fails: the same on every node
+
+    def add(self, taken: _Taken, satisfied: bool) -> None:
+        self.of_class.update(d.key for d in taken.of_class)
+        self.matching.update(d.key for d in taken.matching)
+        self.free.update(d.key for d in taken.free)
+        self.nodes_of_class += bool(taken.of_class)
+        self.nodes_matching += bool(taken.matching)
+        self.nodes_fitting += satisfied
+
+    def summary(self) -> DraRequestSummary:
+        class_name = str(self.spec.get("deviceClassName") or "")
+        selector = _short(_expressions(self.spec.get("selectors")))
+        wanted = _wanted(self.spec)
+        n_class, n_match, n_free = len(self.of_class), len(self.matching), len(self.free)
+        if self.failure:
+            sentence = self.failure
+        elif not n_class:
+            sentence = f"no node of this cluster can use a device of class {class_name}"
+        elif not n_match:
+            sentence = f"none of the {n_class} devices of class {class_name} matches the selector"
+        elif not self.nodes_fitting:
+            what = "all its matching devices" if wanted == "all" else f"{wanted} matching devices"
+            sentence = f"no node has {what} free now ({n_free} of {n_match} free in the cluster)"
+        else:
+            sentence = f"{self.nodes_fitting} node{'' if self.nodes_fitting == 1 else 's'} could satisfy it now"
+        return DraRequestSummary(
+            self.claim, self.request, class_name, selector, wanted, n_class, n_match, n_free,
+            self.nodes_of_class, self.nodes_matching, self.nodes_fitting, sentence, self.nodes_fitting > 0,
+        )  # fmt: skip
+
+
+def _claim_summary(claim: str, sentence: str, fits: bool) -> DraRequestSummary:
+    return DraRequestSummary(claim, "-", "", "", "-", 0, 0, 0, 0, 0, 0, sentence, fits)
+
+
+def summarize_in_cluster(
+    pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], listers: DraListers
+) -> list[DraRequestSummary]:
+    """Each request of each of the pod's claims against the devices of every node at once: what the per-node
+    explanations, one node at a time, leave the reader to add up (a model no node has, a class no slice offers)."""
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    entries: list[DraRequestSummary | _Tally] = []
+    for ref in pod_claim_refs(pod):
+        if ref.claim is None:
+            entries.append(_claim_summary(f"{namespace}/?", "claim not created from its template yet", False))
+            continue
+        key = f"{namespace}/{ref.claim}"
+        claim = listers.claims(namespace, ref.claim)
+        if claim is None:
+            entries.append(_claim_summary(key, "claim not found", False))
+            continue
+        allocation = (claim.get("status") or {}).get("allocation")
+        if allocation:
+            held = [str(r.get("device")) for r in (allocation.get("devices") or {}).get("results") or []]
+            entries.append(_claim_summary(key, f"already allocated ({', '.join(held) or 'no devices'})", True))
+            continue
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+            name = str(request.get("name") or "")
+            if request.get("exactly") is not None:
+                entries.append(_Tally(key, name, request["exactly"]))
+            for sub in request.get("firstAvailable") or []:
+                entries.append(_Tally(key, f"{name}/{sub.get('name')}", sub))
+    tallies = [e for e in entries if isinstance(e, _Tally)]
+    if tallies:
+        # Slices for one node read once, not once per node: thousands of nodes each publish their own.
+        own: dict[str, list[Obj]] = {}
+        shared: list[Obj] = []
+        for s in listers.slices:
+            spec = s.get("spec") or {}
+            if spec.get("nodeName") and not spec.get("perDeviceNodeSelection"):
+                own.setdefault(str(spec["nodeName"]), []).append(s)
+            else:
+                shared.append(s)
+        for node in nodes:
+            name = str((node.get("metadata") or {}).get("name") or "")
+            devices = devices_on_node([*own.get(name, ()), *shared], node)
+            for tally in tallies:
+                if tally.failure:
+                    continue
+                taken = _take(listers, tally.spec, devices)
+                if isinstance(taken, str):
+                    tally.failure = taken
+                else:
+                    tally.add(taken, _satisfied(tally.spec, taken))
+    return [e.summary() if isinstance(e, _Tally) else e for e in entries]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kss_sim.engine_host.dra_explain import DraListers, explain_on_node
+from kss_sim.engine_host.dra_explain import DraListers, explain_on_node, summarize_in_cluster
 from kss_sim.engine_host.scheduler_thread import SchedulerService
 from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra.dra_manager import ClaimNotFound, dra_manager_for
@@ -18,6 +18,7 @@ from kss_sim.scheduler.resources import Resource, calculate_pod_resource
 from kss_sim.web.ports import (
     ConfigRejection,
     DraRequestExplanation,
+    DraRequestSummary,
     NodeAllocation,
     ProfilePlugins,
     ResourceAmounts,
@@ -93,9 +94,8 @@ class EngineView:
             for row in self._service.waiting()
         ]
 
-    def explain_dra(self, pod: Obj, nodes: Sequence[str]) -> dict[str, list[DraRequestExplanation]]:
-        """Per node (those in the scheduler's cache), the pod's claim requests against its devices, read from the DRA
-        manager's listers and allocated devices as they are now."""
+    def _dra_listers(self) -> DraListers:
+        """The DRA manager's claims, classes, slices and allocated devices, as they are now."""
         manager = dra_manager_for(self._service.cluster)
 
         def claim(namespace: str, name: str) -> Obj | None:
@@ -112,7 +112,12 @@ class EngineView:
                 continue
         else:
             allocated = set()
-        listers = DraListers(claim, manager.device_classes(), manager.resource_slices(), allocated)
+        return DraListers(claim, manager.device_classes(), manager.resource_slices(), allocated)
+
+    def explain_dra(self, pod: Obj, nodes: Sequence[str]) -> dict[str, list[DraRequestExplanation]]:
+        """Per node (those in the scheduler's cache), the pod's claim requests against its devices, read from the DRA
+        manager's listers and allocated devices as they are now."""
+        listers = self._dra_listers()
         node_infos = self._service.cache.snapshot.node_info_map
         out: dict[str, list[DraRequestExplanation]] = {}
         for name in nodes:
@@ -120,6 +125,18 @@ class EngineView:
             if ni is not None:
                 out[name] = explain_on_node(pod, ni.node, listers)
         return out
+
+    def summarize_dra(self, pod: Obj) -> list[DraRequestSummary]:
+        """The pod's claim requests against every node in the scheduler's cache at once."""
+        listers = self._dra_listers()
+        nodes: list[Obj] = []
+        for _ in range(3):  # the scheduler thread may add or remove nodes while they are copied
+            try:
+                nodes = [ni.node for ni in list(self._service.cache.snapshot.node_info_map.values())]
+                break
+            except RuntimeError:
+                continue
+        return summarize_in_cluster(pod, nodes, listers)
 
     def apply_config(self, text: str) -> ConfigRejection | None:
         """Validate and apply a configuration; None when applied, else the field that is wrong (nothing changed)."""

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 import yaml
 
+from kss_sim import figures
 from kss_sim.config import Settings, check_feature_gates, parse_feature_gates
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
@@ -25,7 +26,7 @@ from kss_sim.replay.live_cli import add_live_arguments, run_live, wants_live
 from kss_sim.replay.metrics import Metrics, summarize
 from kss_sim.replay.model import Observer, ReplayResult
 from kss_sim.replay.outputs import pod_row, write_outputs
-from kss_sim.replay.progress import Progress, virtual_clock_text
+from kss_sim.replay.progress import Progress
 from kss_sim.replay.sources import load_source, write_workload
 from kss_sim.replay.workload import TimedWorkload, WorkloadError, parse_duration
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
@@ -203,6 +204,9 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+WAIT_KEYS = ("p50", "p95", "p99", "max", "mean")
+
+
 def summary_lines(
     result: ReplayResult, summary: Obj, out: Path | None, run_id: int | None, *, wall_seconds: float
 ) -> list[str]:
@@ -210,18 +214,19 @@ def summary_lines(
     waits = summary.get("waitSeconds") or {}
     lines = [
         f"replayed {result.workload}: {summary.get('pods', len(result.pods))} pods over "
-        f"{result.virtual_seconds:g} s of virtual time ({virtual_clock_text(result.virtual_seconds)}) in "
+        f"{figures.duration(result.virtual_seconds)} of virtual time in "
         f"{wall_time_text(wall_seconds)} of wall time, the replay itself {wall_time_text(result.wall_seconds)} "
         f"({result.attempts} attempts, seed {result.seed})",
         f"scheduled {summary.get('scheduled')}, never scheduled {summary.get('neverScheduled')}, "
         f"preemptions {summary.get('preemptions', 0)}",
     ]
     if waits:
-        lines.append("wait (s): " + ", ".join(f"{k} {_num(waits.get(k))}" for k in ("p50", "p95", "p99", "max")))
+        lines.append("wait: " + ", ".join(f"{k} {figures.duration(_wait(waits.get(k)))}" for k in WAIT_KEYS))
     allocation = summary.get("allocation") or {}
-    peaks = [f"{r} {100 * float(v.get('peak') or 0):.0f}%" for r, v in allocation.items() if isinstance(v, dict)]
+    peaks = [f"{r} {figures.percent(float(v.get('peak') or 0))}" for r, v in allocation.items() if isinstance(v, dict)]
     if peaks:
         lines.append("peak allocation: " + ", ".join(peaks))
+        lines += figures.resource_notes(allocation)
     if out is not None:
         lines.append(f"outputs: {out}/ (summary.json, pods.csv, timeseries.csv, report.html)")
     if run_id is not None:
@@ -234,5 +239,5 @@ def wall_time_text(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
-def _num(value: Any) -> str:
-    return "-" if value is None else f"{float(value):g}"
+def _wait(value: Any) -> float | None:
+    return None if value is None else float(value)

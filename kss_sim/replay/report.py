@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 import orjson
 
+from kss_sim import figures
 from kss_sim.kube.objects import Obj
 from kss_sim.package_data import STATIC_DIR, TEMPLATES_DIR
 
@@ -37,30 +38,6 @@ def chart_run(name: str, timeseries: Sequence[Mapping[str, Any]], pod_rows: Sequ
     return {"name": name, "timeseries": columns, "waits": waits}
 
 
-def duration_text(seconds: float | None) -> str:
-    """``52 s``, ``4 min 10 s``, ``1 h 5 min``, ``3 d 4 h``."""
-    if seconds is None:
-        return "–"
-    if seconds < 60:
-        return f"{seconds:.3g} s" if seconds != int(seconds) else f"{int(seconds)} s"
-    s = round(seconds)
-    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "min", 60), ("min", 60, "s", 1)):
-        if s >= size:
-            whole, rest = divmod(s, size)
-            part = rest // sub_size
-            return f"{whole} {unit} {part} {sub}" if part else f"{whole} {unit}"
-    return f"{s} s"  # pragma: no cover - every s >= 60 matched above
-
-
-def number_text(value: float | None) -> str:
-    """A measure for people: two decimals at most (``2.06``, ``3``)."""
-    return "–" if value is None else f"{value:.2f}".rstrip("0").rstrip(".")
-
-
-def percent_text(ratio: float | None) -> str:
-    return "–" if ratio is None else f"{100 * ratio:.1f} %"
-
-
 def _script(path: Path) -> str:
     text = path.read_text(encoding="utf-8")
     if "</script" in text.lower():
@@ -77,9 +54,9 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    env.filters["duration"] = duration_text
-    env.filters["percent"] = percent_text
-    env.filters["number"] = number_text
+    env.filters["duration"] = figures.duration
+    env.filters["percent"] = figures.percent
+    env.filters["number"] = figures.number
     return env
 
 
@@ -107,6 +84,7 @@ def render_report(
             title=title or f"Replay report: {name}",
             summary=summary,
             allocation=allocation_rows(summary),
+            notes=figures.resource_notes(name for name, _, _ in allocation_rows(summary)),
             never=never[:NEVER_SCHEDULED_SHOWN],
             never_total=len(never),
             samples=len(timeseries),

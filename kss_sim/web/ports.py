@@ -284,6 +284,26 @@ class DraRequestExplanation:
     fits: bool  # this request alone could be satisfied here
 
 
+@dataclass(frozen=True, slots=True)
+class DraRequestSummary:
+    """The simulator's account of one claim request against the whole cluster, the answer a pending pod's page leads
+    with: the devices of the request's class, how many its selectors take, how many are free, on how many nodes."""
+
+    claim: str  # namespace/name
+    request: str  # the request's name (``request/subrequest`` for a firstAvailable alternative), "-" for a claim
+    device_class: str
+    selector: str  # the request's CEL selectors joined with &&, "" for none
+    wanted: str  # "1", "2", "all", "-"
+    of_class: int  # distinct devices of the class the cluster's nodes can use
+    matching: int  # of those, matching the request's selectors too
+    free: int  # of those, not allocated to any claim (nor in flight)
+    nodes_of_class: int  # nodes that can use a device of the class
+    nodes_matching: int  # nodes that can use a matching device
+    nodes_fitting: int  # nodes where this request alone could be satisfied now
+    sentence: str  # the verdict in words ("no device of class gpu.example.com matches ...")
+    fits: bool  # some node could satisfy this request alone
+
+
 class SchedulerView(Protocol):
     """The scheduler as the pages read it (``kss_sim.engine_host.view.EngineView``): plain data, never its internals."""
 
@@ -316,6 +336,11 @@ class SchedulerView(Protocol):
     def explain_dra(self, pod: Obj, nodes: Sequence[str]) -> dict[str, list[DraRequestExplanation]]:
         """Per node, each request of each of the pod's claims against the devices there, as the scheduler's listers
         have them now (the simulator's explanation of a DynamicResources rejection)."""
+        ...
+
+    def summarize_dra(self, pod: Obj) -> list[DraRequestSummary]:
+        """Each request of each of the pod's claims against every node's devices at once, as the scheduler's listers
+        have them now (what a pod DynamicResources keeps pending is short of)."""
         ...
 
 

@@ -9,7 +9,7 @@ import functools
 import hashlib
 import re
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -57,6 +57,32 @@ def _camel_wrap(name: str) -> Markup:
     return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[a-z])(?=[A-Z])", name))
 
 
+_EXTENDER = re.compile(r"Extender\((?P<url>.*)\)")
+
+
+def _extender_address(name: str) -> str | None:
+    """The host:port of an extender's record name (``Extender(<urlPrefix>)``); None for a plugin's name."""
+    match = _EXTENDER.fullmatch(name)
+    if match is None:
+        return None
+    return urlsplit(match["url"]).netloc or match["url"]
+
+
+def _plugin_header(name: str) -> Markup:
+    """A matrix column's header: a plugin's name with break opportunities, an extender as "Extender" over its
+    address (its full ``Extender(<urlPrefix>)`` would make its column the widest; the header's title keeps it)."""
+    address = _extender_address(name)
+    if address is None:
+        return _camel_wrap(name)
+    return Markup('Extender <span class="address">{}</span>').format(address)
+
+
+def _plugin_short(name: str) -> str:
+    """A plugin's name, or ``Extender <host:port>`` for an extender's, in one line of text."""
+    address = _extender_address(name)
+    return name if address is None else f"Extender {address}"
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
     """The templates' environment, built for the first page: jinja2 costs ~50 ms of every server's start, and a
@@ -73,6 +99,8 @@ def environment() -> jinja2.Environment:
     env.filters["bytes"] = human_bytes
     env.filters["age"] = age
     env.filters["wrap"] = _camel_wrap
+    env.filters["plugin_header"] = _plugin_header
+    env.filters["plugin_short"] = _plugin_short
     env.filters["duration"] = duration_text
     env.filters["wait"] = wait_text  # the Runs pages' (kss_sim.web.runs_routes)
     env.filters["percent"] = percent

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 import orjson
 
+from kss_sim import figures
 from kss_sim.kube.objects import Obj
 from kss_sim.package_data import TEMPLATES_DIR
 from kss_sim.replay.outputs import file_summary
@@ -26,9 +27,6 @@ from kss_sim.replay.report import (
     UPLOT_DIR,
     UPLOT_VERSION,
     chart_run,
-    duration_text,
-    number_text,
-    percent_text,
 )
 from kss_sim.replay.workload import TimedWorkload
 from kss_sim.whatif.replays import ReplayOutcome, replay_once
@@ -211,15 +209,16 @@ def compare_document(
 
 
 def show_figure(value: Any, kind: str) -> str:
+    """A figure of compare.json as compare.html and the CLI's table show it (``kss_sim.figures``, as everywhere)."""
     if value is None or value == "":
-        return "–"
+        return figures.MISSING
     if kind == "duration":
-        return duration_text(float(value))
+        return figures.duration(float(value))
     if kind == "percent":
-        return percent_text(float(value))
+        return figures.percent(float(value))
     if kind == "number":
-        return number_text(float(value))
-    return str(value)
+        return figures.number(float(value))
+    return figures.count(float(value)) if kind == "count" else str(value)
 
 
 def _inline_script(path: Path) -> str:
@@ -236,19 +235,24 @@ def render_compare_html(doc: Mapping[str, Any], runs: Sequence[SideRun], *, ui_u
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters["show"] = show_figure
-    env.filters["duration"] = duration_text
+    env.filters["duration"] = figures.duration
     data = {"runs": [chart_run(r.side.name, r.outcome.timeseries, r.outcome.pods) for r in runs]}
     links: list[str | None] = [
         f"{ui_url.rstrip('/')}/ui/runs/{r.run_id}/pods/" if ui_url and r.run_id is not None else None for r in runs
     ]
-    figures = figure_rows([r.outcome.summary for r in runs])
-    rows = [(label, [show_figure(v, kind) for v in values]) for label, kind, values in figures]
+    rows = [
+        (label, [show_figure(v, kind) for v in values])
+        for label, kind, values in figure_rows([r.outcome.summary for r in runs])
+    ]
     diffs = list(doc["differences"])
     return env.get_template("compare.html.j2").render(
         title=f"Compare: {doc['workload']} under {', '.join(r.side.name for r in runs)}",
         doc=doc,
         sides=[r.side for r in runs],
         figures=rows,
+        notes=figures.resource_notes(
+            {name: None for r in runs for name in (r.outcome.summary.get("allocation") or {})}
+        ),
         differences=diffs[:DIFFERENCES_SHOWN],
         differences_total=len(diffs),
         links=links,

@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 import orjson
 
+from kss_sim import figures
 from kss_sim.replay.outputs import write_outputs
 from kss_sim.replay.workload import WorkloadError, parse_duration
 from kss_sim.whatif import inputs
@@ -29,7 +30,7 @@ DEFAULTS = "default"  # --config default: the v1.35 default profile (when no fil
 
 
 EXAMPLES = """examples:
-  kss compare examples/replay/gpu-day.yaml --config default --config examples/replay/most-allocated.yaml
+  kss compare examples/replay/bin-packing.yaml --config default --config examples/replay/most-allocated.yaml
   kss compare day.yaml --config a.yaml --config b.yaml --out ab/ --record-db runs.db   # and the UI's Compare page"""
 
 
@@ -97,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             s = run.outcome.summary
             print(f"kss compare: {run.side.name}: {s['scheduled']}/{s['pods']} scheduled, wait p95 "
-                  f"{s['waitSeconds']['p95']} s, {s['wallSeconds']} s", file=sys.stderr)  # fmt: skip
+                  f"{figures.duration(s['waitSeconds']['p95'])}, {figures.duration(s['wallSeconds'])} of wall time",
+                  file=sys.stderr)  # fmt: skip
 
     try:
         runs = run_sides(workload, sides, feature_gates=gates, seed=args.seed, interval=interval, until=until,
@@ -131,3 +133,5 @@ def _print_table(runs: list[SideRun]) -> None:
     print(" " * width + "  " + "  ".join(n.rjust(w) for n, w in zip(names, cols, strict=True)))
     for label, values in rows:
         print(label.ljust(width) + "  " + "  ".join(v.rjust(w) for v, w in zip(values, cols, strict=True)))
+    for note in figures.resource_notes({n: None for r in runs for n in (r.outcome.summary.get("allocation") or {})}):
+        print(note)

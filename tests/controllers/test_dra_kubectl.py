@@ -184,9 +184,12 @@ def test_a_new_user_s_gpu_pod_gets_its_device_through_a_claim_template(cluster: 
     event = next(line for line in described.splitlines() if "FailedScheduling" in line)
     assert event.split("default-scheduler", 1)[1].strip() == message
     assert pod("waiting")["spec"].get("nodeName") is None
-    # Its page: kube-scheduler's words per node, and the simulator's explanation beneath them.
+    # Its page: kube-scheduler's words, and the simulator's explanation beneath them, once for the two nodes it
+    # refused alike.
     pod_page = html.unescape(httpx.get(f"{server.url}/ui/pods/default/waiting").text)
-    assert pod_page.count('data-testid="dra-message">cannot allocate all claims<') == 2
+    assert pod_page.count('data-testid="dra-message">cannot allocate all claims<') == 1
+    assert 'data-node="gpu-node-0,gpu-node-1"' in pod_page
+    assert 'data-testid="dra-group-count">2 nodes<' in pod_page
     assert f'no device matches selector device.attributes["{DRIVER}"].model == "h100"' in pod_page
     # The results API and /metrics carry DynamicResources as any plugin.
     results = httpx.get(f"{server.url}/simulator/v1/namespaces/default/pods/waiting/results").json()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kss_sim.engine_host.dra_explain import DraListers, explain_on_node
+from kss_sim.engine_host.dra_explain import DraListers, explain_on_node, summarize_in_cluster
 from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra.allocated import DeviceID
 
@@ -132,3 +132,51 @@ def test_missing_class_cel_error_allocated_claim_and_missing_claim() -> None:
     assert rows[2].sentence == "already allocated (g9) where its nodeSelector points, not on this node"
     assert rows[3].sentence == "claim not found"
     assert explain_on_node(pod("done"), node("b"), ls)[0].sentence == "already allocated (g9); usable on this node"
+
+
+def summaries(p: Obj, nodes: list[Obj], ls: DraListers) -> list[tuple[str, str, int, int, int, int, int, int, str]]:
+    return [
+        (s.request, s.wanted, s.of_class, s.matching, s.free, s.nodes_of_class, s.nodes_matching, s.nodes_fitting,
+         s.sentence)
+        for s in summarize_in_cluster(p, nodes, ls)
+    ]  # fmt: skip
+
+
+def test_the_cluster_summary_counts_each_device_once_and_says_what_no_node_has() -> None:
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+    slices = [
+        slice_("a", [("g0", "a100"), ("g1", "a100")], nodeName="a"),
+        slice_("b", [("g0", "t4")], nodeName="b"),
+        slice_("net", [("n0", "a100")], nodeSelector=selector),  # one device both rack-r1 nodes can use
+    ]
+    nodes = [node("a", rack="r1"), node("b", rack="r1"), *(node(f"cpu-{i}") for i in range(20))]
+    ls = listers(
+        [claim("c", exactly("h100", "h100"), exactly("pair", "a100", count=2), exactly("one", "a100"))],
+        slices,
+        {DeviceID(DRIVER, "a", "g1")},
+    )
+    assert summaries(pod("c"), nodes, ls) == [
+        ("h100", "1", 4, 0, 0, 2, 0, 0, "none of the 4 devices of class gpu matches the selector"),
+        ("pair", "2", 4, 3, 2, 2, 2, 1, "1 node could satisfy it now"),
+        ("one", "1", 4, 3, 2, 2, 2, 2, "2 nodes could satisfy it now"),
+    ]
+    # The network-attached device taken, no node has two free A100s any more.
+    taken = listers(
+        [claim("c", exactly("pair", "a100", count=2))],
+        slices,
+        {DeviceID(DRIVER, "a", "g1"), DeviceID(DRIVER, "net", "n0")},
+    )
+    assert (
+        summaries(pod("c"), nodes, taken)[0][-1]
+        == "no node has 2 matching devices free now (1 of 3 free in the cluster)"
+    )
+    # No slice at all, a class that does not exist, an allocated claim.
+    allocation = {"devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "a", "device": "g0"}]}}
+    ls = listers([claim("c", exactly("gpu")), claim("x", {"name": "r", "exactly": {"deviceClassName": "none"}}),
+                  claim("done", allocation=allocation)], [])  # fmt: skip
+    rows = summarize_in_cluster(pod("c", "x", "done"), nodes, ls)
+    assert [(r.sentence, r.fits) for r in rows] == [
+        ("no node of this cluster can use a device of class gpu", False),
+        ("device class none does not exist", False),
+        ("already allocated (g0)", True),
+    ]

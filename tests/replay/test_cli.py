@@ -43,7 +43,9 @@ def test_kss_replay_prints_a_summary_and_writes_the_outputs(tmp_path: Path) -> N
     done = _kss("replay", str(w), "--out", str(tmp_path / "out"), "--interval", "5m", "--quiet")
     assert done.returncode == 0, done.stderr
     # 8 cpus: pods 0-7 bind as they arrive (every 7 s), 8-15 as 0-7 end (600-649 s), 16-19 at 1200-1221 s.
-    assert done.stdout.splitlines()[0].startswith("replayed cli: 20 pods over 1821 s of virtual time")
+    # Figures as report.html writes them (kss_sim.figures): spans of time in their units, not bare seconds.
+    assert done.stdout.splitlines()[0].startswith("replayed cli: 20 pods over 30 min 21 s of virtual time in ")
+    assert any(line.startswith("wait: p50 ") and line.endswith(" s") for line in done.stdout.splitlines())
     assert "scheduled 20, never scheduled 0" in done.stdout
     assert not _replay_lines(done.stderr)  # --quiet: no progress line
     summary = orjson.loads((tmp_path / "out" / "summary.json").read_bytes())
@@ -66,7 +68,7 @@ def test_kss_replay_until_stops_the_virtual_clock(tmp_path: Path) -> None:
     w = _write(tmp_path / "w.yaml", _events())
     done = _kss("replay", str(w), "--until", "1m", "--quiet")
     assert done.returncode == 0, done.stderr
-    assert "replayed cli: 9 pods over 60 s of virtual time" in done.stdout
+    assert "replayed cli: 9 pods over 1 min of virtual time" in done.stdout
 
 
 def test_kss_replay_shows_progress_on_stderr(tmp_path: Path) -> None:

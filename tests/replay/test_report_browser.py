@@ -108,3 +108,25 @@ def test_the_chart_script_overlays_runs(chromium: Any, tmp_path: Path) -> None:
         assert labels[5] == ["bound pods · binpack", "bound pods · spread"]
         assert page.eval_on_selector("#compare figure[data-chart=waits] canvas", INK) > 2000
         shot(page, "replay-report-compare")
+
+
+def test_charts_of_counts_tick_at_whole_numbers(chromium: Any, tmp_path: Path) -> None:
+    """The queue holds 0 to 2 pods: its axis ticks 0, 1, 2, never 0.2, 0.4 (as pods, nodes)."""
+    report = a_run(tmp_path)
+    with fresh_page(chromium) as page:
+        page.goto(report.as_uri())
+        page.wait_for_selector("figure[data-chart=waits] canvas")
+        page.evaluate("""() => {
+          const box = document.createElement("div");
+          document.body.prepend(box);
+          const data = JSON.parse(document.getElementById("replay-data").textContent);
+          window.drawn = kssReplayCharts.render(box, data).charts;
+        }""")
+        page.wait_for_function("window.drawn.every((u) => u.axes[1]._splits)")
+        ticks = page.evaluate(
+            "Object.fromEntries(window.drawn.map((u) => [u.root.closest('figure').dataset.chart, u.axes[1]._splits]))"
+        )
+        for chart in ("pods", "queue", "nodes"):
+            assert ticks[chart], chart
+            assert all(float(t).is_integer() for t in ticks[chart]), (chart, ticks[chart])
+        assert ticks["queue"][0] == 0 and max(ticks["queue"]) >= 2

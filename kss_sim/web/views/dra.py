@@ -368,3 +368,31 @@ def dra_rejections(
         return []
     explained = scheduler.explain_dra(dict(pod), [n for n, _ in failed]) if running else {}
     return [DraRejection(node, message, explained.get(node, [])) for node, message in failed]
+
+
+@dataclass(slots=True)
+class DraRejectionGroup:
+    """Nodes DynamicResources refused for the same reasons: kube-scheduler's message and the same explanation."""
+
+    nodes: list[str]
+    message: str
+    explanations: list[DraRequestExplanation]
+
+    @property
+    def has_devices(self) -> bool:
+        """Whether the nodes can use a device of a requested class: where the telling explanations are."""
+        return any(e.of_class for e in self.explanations)
+
+
+def group_rejections(rejections: Sequence[DraRejection]) -> list[DraRejectionGroup]:
+    """The rejections with the same message and explanation as one group each ("5 nodes: no ResourceSlice offers
+    this node any device" once, not five times), the groups whose nodes have devices of the class first."""
+    groups: dict[tuple[str, tuple[DraRequestExplanation, ...]], DraRejectionGroup] = {}
+    for r in rejections:
+        key = (r.message, tuple(r.explanations))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = DraRejectionGroup([r.node], r.message, r.explanations)
+        else:
+            group.nodes.append(r.node)
+    return sorted(groups.values(), key=lambda g: (not g.has_devices, -len(g.nodes)))

@@ -16,7 +16,7 @@ from kss_sim.kube.labels import NodeSelectorTerm, RequiredNodeAffinity
 from kss_sim.kube.objects import Obj, metadata_of
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, tolerations_tolerate_taint
 from kss_sim.web.formatting import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, cores, human_bytes
-from kss_sim.web.ports import ResourceAmounts, StoredEntry
+from kss_sim.web.ports import DraRequestSummary, ResourceAmounts, StoredEntry
 
 # NodeUnschedulable's taint: a cordoned node keeps off pods that do not tolerate it.
 CORDON_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": EFFECT_NO_SCHEDULE}
@@ -53,6 +53,14 @@ class PendingDiagnosis:
     resources: list[ResourceNeed] = field(default_factory=list)
     room_for_all: int = 0  # nodes with every request free at once
     obstacles: list[str] = field(default_factory=list)  # taints, labels, affinity: "3 nodes have taint ..."
+    # The pod's claim requests against the whole cluster's devices, shown first: for a pod DynamicResources keeps
+    # pending they are the answer, its taints and amounts beside the point.
+    claims: list[DraRequestSummary] = field(default_factory=list)
+
+    @property
+    def shown(self) -> bool:
+        """Whether there is anything to say."""
+        return bool(self.claims or self.resources or self.obstacles or self.resources_summary)
 
     @property
     def resources_summary(self) -> str:

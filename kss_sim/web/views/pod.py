@@ -19,7 +19,14 @@ from kss_sim.web.ports import (
     Results,
     WaitingPodRow,
 )
-from kss_sim.web.views.dra import DraRejection, PodClaimRow, dra_rejections, pod_claims
+from kss_sim.web.views.dra import (
+    DraRejection,
+    DraRejectionGroup,
+    PodClaimRow,
+    dra_rejections,
+    group_rejections,
+    pod_claims,
+)
 from kss_sim.web.views.events import events_for
 from kss_sim.web.views.pending import PendingDiagnosis, why_pending
 
@@ -89,10 +96,29 @@ class AttemptView:
     dra: list[DraRejection] = field(default_factory=list)
 
     @property
+    def dra_groups(self) -> list[DraRejectionGroup]:
+        """The refused nodes grouped by the same message and explanation."""
+        return group_rejections(self.dra)
+
+    @property
     def filter_plugins(self) -> list[str]:
         """Filter plugins in the order they ran."""
         plugins: list[str] = self.filter_page.get("filterPlugins") or []
         return plugins
+
+    @property
+    def filter_columns(self) -> list[str]:
+        """The filter matrix's columns: the plugins that ran on some node of the page, in order. Those that ran on
+        none (PreFilter said Skip) share one narrow column, so the matrix fits beside its sticky columns and a
+        user's plugins and extenders are never the ones pushed out of view."""
+        rows = self.filter_page["matrix"]["rows"]
+        return [p for p in self.filter_plugins if any((r.get("filter") or {}).get(p, "skip") != "skip" for r in rows)]
+
+    @property
+    def idle_filter_plugins(self) -> list[str]:
+        """The filter plugins that ran on no node of the page (all "·")."""
+        shown = set(self.filter_columns)
+        return [p for p in self.filter_plugins if p not in shown]
 
     @property
     def score_plugins(self) -> list[str]:
@@ -249,6 +275,8 @@ def pod_view(
     pending = None
     if attempts and not row.bound and not row.terminal and permit is None and attempts[0]["result"] != "scheduled":
         pending = why_pending(entry.obj, row.requests, store.select("Node").items, web.allocations().totals)
+        if web.scheduler_running and (entry.obj.get("spec") or {}).get("resourceClaims"):
+            pending.claims = web.scheduler.summarize_dra(entry.obj)
     if view is not None and not row.bound:
         rows = view.filter_page["matrix"]["rows"]
         view.dra = dra_rejections(web.scheduler, entry.obj, rows, running=web.scheduler_running)

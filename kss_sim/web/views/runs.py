@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kss_sim import figures
 from kss_sim.kube.objects import Obj
-from kss_sim.web.formatting import Page, duration_text, paginate
+from kss_sim.web.formatting import Page, paginate
 from kss_sim.web.ports import AttemptDetail, AttemptQuery, AttemptSummary, Runs
 from kss_sim.web.views.pod import AttemptView, attempt_view
 
@@ -44,17 +45,13 @@ def virtual_time(seconds: float | None) -> str:
 
 
 def wait_text(seconds: float | None) -> str:
-    """A wait: ``0 s``, ``4 min 10 s``, ``2 d 3 h`` ("" for none)."""
-    if seconds is None:
-        return ""
-    if seconds >= 172800:
-        days, rest = divmod(int(seconds), 86400)
-        return f"{days} d {rest // 3600} h" if rest // 3600 else f"{days} d"
-    return "0 s" if seconds == 0 else duration_text(seconds)
+    """A wait, as every view of a run tells it (``kss_sim.figures.duration``): ``0 s``, ``4 min 10 s``, ``2 d 3 h``."""
+    return figures.duration(seconds)
 
 
 def percent(ratio: float | None) -> str:
-    return "" if ratio is None else f"{100 * ratio:.1f} %"
+    """A share, as every view of a run tells it (``kss_sim.figures.percent``): ``35.0 %``."""
+    return figures.percent(ratio)
 
 
 def _dig(doc: Any, *path: str) -> Any:
@@ -200,14 +197,17 @@ def summary_facts(summary: Obj) -> list[Fact]:
     add("Preemptions", summary.get("preemptions"))
     waits = summary.get("waitSeconds") or {}
     for key in ("p50", "p95", "p99", "max", "mean"):
-        add(f"Wait {key}", wait_text(number(waits.get(key))))
-    add("Virtual time", virtual_time(number(summary.get("virtualSeconds"))))
+        wait = number(waits.get(key))
+        add(f"Wait {key}", None if wait is None else wait_text(wait))
+    # A span, as report.html and compare.html tell it; a pod's arrival is a clock reading (virtual_time).
+    virtual = number(summary.get("virtualSeconds"))
+    add("Virtual time", None if virtual is None else figures.duration(virtual))
     wall = number(summary.get("wallSeconds"))
-    add("Wall time", "" if wall is None else f"{wall:.2f} s")
+    add("Wall time", None if wall is None else figures.duration(wall))
     frag = summary.get("fragmentation") or {}
     for key in ("peak", "mean", "end"):
         value = number(frag.get(key))
-        add(f"GPU fragmentation {key}", "" if value is None else f"{value:g} GPUs")
+        add(f"GPU fragmentation {key}", None if value is None else figures.number(value))
     return facts
 
 
@@ -242,6 +242,7 @@ class RunView:
     q: str
     outcomes: list[tuple[str, int]]  # outcomes present, with their counts
     samples: int
+    notes: list[str] = field(default_factory=list)  # resource names explained (``gpu`` beside ``nvidia.com/gpu``)
 
 
 def run_view(runs: Runs, run_id: int, *, outcome: str = "", q: str = "", page: int = 1) -> RunView | None:
@@ -266,6 +267,7 @@ def run_view(runs: Runs, run_id: int, *, outcome: str = "", q: str = "", page: i
         q=q,
         outcomes=[(o, counts[o]) for o in order],
         samples=len(run.get("timeseries") or []),
+        notes=figures.resource_notes((summary.get("allocation") or {}).keys()),
     )
 
 
@@ -373,6 +375,7 @@ class CompareView:
     differences: Page[PodDifference]
     compared: int  # pods in every run
     missing: list[int] = field(default_factory=list)  # asked-for runs that do not exist
+    notes: list[str] = field(default_factory=list)  # resource names explained (``gpu`` beside ``nvidia.com/gpu``)
 
 
 def _compare_lines(summaries: list[Obj]) -> list[CompareLine]:
@@ -391,7 +394,7 @@ def _compare_lines(summaries: list[Obj]) -> list[CompareLine]:
     ]
     for key in ("p50", "p95", "p99", "max", "mean"):
         lines.append(line(f"Wait {key}", [wait_text(number(_dig(s, "waitSeconds", key))) for s in summaries]))
-    lines.append(line("Virtual time", [virtual_time(number(s.get("virtualSeconds"))) for s in summaries]))
+    lines.append(line("Virtual time", [figures.duration(number(s.get("virtualSeconds"))) for s in summaries]))
     resources: list[str] = []
     for s in summaries:
         resources += [r for r in (s.get("allocation") or {}) if r not in resources]
@@ -401,7 +404,7 @@ def _compare_lines(summaries: list[Obj]) -> list[CompareLine]:
             lines.append(line(f"{r} allocation {stat}", values))
     for stat in ("peak", "mean", "end"):
         amounts = [number(_dig(s, "fragmentation", stat)) for s in summaries]
-        lines.append(line(f"GPU fragmentation {stat}", ["" if v is None else f"{v:g}" for v in amounts]))
+        lines.append(line(f"GPU fragmentation {stat}", [figures.number(v) for v in amounts]))
     return lines
 
 
@@ -436,6 +439,9 @@ def compare_view(runs: Runs, run_ids: list[int], *, page: int = 1) -> CompareVie
         differences=paginate(differences, page, RUN_PODS_PAGE_SIZE),
         compared=compared,
         missing=missing,
+        notes=figures.resource_notes(
+            {name: None for r in ordered for name in ((r.get("summary") or {}).get("allocation") or {})}
+        ),
     )
 
 
