@@ -118,6 +118,12 @@ class Settings(BaseSettings):
         description="Seconds a node must be missing before pod GC deletes the pods bound to it (upstream's fixed "
         "40 s quarantine; shorter for tests and demonstrations).",
     )
+    plugin_timeout: float = Field(
+        default=10.0,
+        description="Seconds one call of a user's plugin may run before it is reported (log, "
+        "kss_plugin_timeouts_total, a banner in the UI) and interrupted with an Error status for that pod; 0 turns "
+        "the watchdog off. kss's own plugins are not watched.",
+    )
     plugin_metrics_sample_percent: int = Field(
         default=10,
         ge=0,

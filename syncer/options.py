@@ -112,7 +112,8 @@ def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state-file",
         type=Path,
-        help="remember objects deleted on the simulator side across restarts (JSON file, written atomically)",
+        help="remember what was mirrored, and objects deleted on the simulator side, across restarts (JSON file, "
+        "written atomically)",
     )
     parser.add_argument(
         "--record",

@@ -82,18 +82,22 @@ class Sink:
     def run(self, events: queue.Queue[Event], *, max_events: int | None = None, poll: float = 0.2) -> int:
         """Apply events from the queue until stopped (or ``max_events`` were applied); returns how many."""
         applied = 0
-        while not self._stop.is_set() and (max_events is None or applied < max_events):
-            try:
-                event = events.get(timeout=poll)
-            except queue.Empty:
-                continue
-            self.metrics.queue_depth.set(events.qsize())
-            try:
-                self.apply(event)
-            except Stopped:
-                return applied
-            applied += 1
-        return applied
+        try:
+            while not self._stop.is_set() and (max_events is None or applied < max_events):
+                try:
+                    event = events.get(timeout=poll)
+                except queue.Empty:
+                    self.state.flush()  # idle: what the state file does not hold yet is written now
+                    continue
+                self.metrics.queue_depth.set(events.qsize())
+                try:
+                    self.apply(event)
+                except Stopped:
+                    return applied
+                applied += 1
+            return applied
+        finally:
+            self.state.flush()
 
     def apply(self, event: Event) -> None:
         """Apply one event, retrying while the simulator is unreachable (raises ``Stopped`` on shutdown)."""
@@ -120,12 +124,18 @@ class Sink:
     def seed(self, kinds: tuple[Kind, ...]) -> int:
         """Adopt what an earlier run mirrored (objects carrying the source-uid annotation); returns how many.
 
-        After a restart this lets deletions that happened in the source meanwhile reach the simulator.
+        After a restart this lets deletions that happened in the source meanwhile reach the simulator. Mirrors the
+        state file kept whose copy is gone from the simulator become tombstones: the simulator deleted them (while
+        the syncer was stopped, or while their source copy did not change), so they are not created again.
         """
         found = 0
         # The simulator's controller of each copy: once every kind is read, the source uid it mirrors is known.
         controlled: list[tuple[Mirror, tuple[str, str, str]]] = []
         source_uid_of: dict[str, str] = {}
+        # What the simulator holds of each kind: its objects' uids, names, and the source uids they carry.
+        simulator_uids: set[str] = set()
+        names: set[tuple[str, str, str]] = set()
+        annotated: set[str] = set()
         for kind in kinds:
             attempt = 0
             while True:
@@ -141,6 +151,10 @@ class Sink:
             for obj in objects:
                 m = translate.meta(obj)
                 uid = (m.get("annotations") or {}).get(translate.SOURCE_UID_ANNOTATION)
+                simulator_uids.add(str(m.get("uid")))
+                names.add((kind.name, *translate.key(obj)))
+                if uid:
+                    annotated.add(uid)
                 if uid and self.state.get(uid) is None:
                     namespace, name = translate.key(obj)
                     mirror = Mirror(kind.name, namespace, name, m.get("uid"))
@@ -153,7 +167,39 @@ class Sink:
         for mirror, (api_version, controller_kind, simulator_uid) in controlled:
             if simulator_uid in source_uid_of:
                 mirror.controller = (api_version, controller_kind, source_uid_of[simulator_uid])
+        self._tombstone_gone({k.name for k in kinds}, simulator_uids, names, annotated)
         return found
+
+    def _tombstone_gone(
+        self, kinds: set[str], simulator_uids: set[str], names: set[tuple[str, str, str]], annotated: set[str]
+    ) -> None:
+        """Make a tombstone of every mirror of ``kinds`` the simulator no longer holds (by its uid, the source uid it
+        carries, or, with no uid recorded, its name)."""
+        gone = 0
+        for uid, mirror in self.state.live():
+            if mirror.kind not in kinds or uid in annotated:
+                continue
+            if mirror.simulator_uid is not None:
+                present = mirror.simulator_uid in simulator_uids
+            else:
+                present = (mirror.kind, mirror.namespace, mirror.name) in names
+            if present:
+                continue
+            self.state.mark_deleted_in_simulator(uid)
+            self.metrics.count(mirror.kind, "tombstoned")
+            what = (
+                f"{mirror.kind} {mirror.namespace}/{mirror.name}"
+                if mirror.namespace
+                else f"{mirror.kind} {mirror.name}"
+            )
+            log.info("%s was deleted in the simulator since it was mirrored: it will not be recreated", what)
+            gone += 1
+        if gone:
+            log.warning(
+                "%d objects mirrored earlier are gone from the simulator and stay deleted (delete the state file to "
+                "mirror them again)",
+                gone,
+            )
 
     # ------------------------------------------------------------------------------------------ rules
 

@@ -50,8 +50,11 @@ from kss_sim.scheduler.loop import (
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT
+from kss_sim.scheduler.watchdog import WATCHDOG, PluginTimeoutReport
 
 log = logging.getLogger("kss.scheduler")
+# Plugin timeouts kept for the UI's banner (the latest; the metric counts them all).
+PLUGIN_TIMEOUTS_KEPT = 5
 
 # The kinds the loop reads (its informers): nodes, pods, and the objects plugins read through ClusterObjects.
 WATCHED_KINDS = (
@@ -148,6 +151,8 @@ class SchedulerService(LoopHost):
         api_busy: Callable[[], bool] | None = None,
         on_idle: Callable[[], None] | None = None,
         feature_gates: dict[str, bool] | None = None,
+        plugin_timeout: float | None = None,
+        on_plugin_timeout: Callable[[PluginTimeoutReport], None] | None = None,
     ) -> None:
         self.store = store
         self.results = results
@@ -164,6 +169,11 @@ class SchedulerService(LoopHost):
         # True while API requests (watches aside) are being answered: the loop then yields after each cycle.
         self.api_busy = api_busy
         self.on_idle = on_idle
+        # The process's plugin watchdog (KSS_PLUGIN_TIMEOUT): its timeout, when given, and its reports of this
+        # loop's plugins, kept for the UI's banner and passed to ``on_plugin_timeout`` (the metric).
+        self.plugin_timeout = plugin_timeout
+        self.on_plugin_timeout = on_plugin_timeout
+        self.plugin_timeouts: deque[PluginTimeoutReport] = deque(maxlen=PLUGIN_TIMEOUTS_KEPT)
         self._holds = 0  # while > 0 the loop keeps its cache current but starts no cycle
         self._holds_lock = threading.Lock()
         self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
@@ -245,10 +255,23 @@ class SchedulerService(LoopHost):
         for kind in WATCHED_KINDS:
             for entry in self.store.select(kind).items:
                 self._apply_change("ADDED", kind, entry.obj)
+        if self.plugin_timeout is not None:
+            WATCHDOG.timeout = self.plugin_timeout
+        WATCHDOG.add_listener(self._plugin_timed_out)
         self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
         self._thread.start()
 
+    def _plugin_timed_out(self, report: PluginTimeoutReport) -> None:
+        """The watchdog's report of a plugin call past its timeout (from its thread): kept if it is this loop's."""
+        thread = self._thread
+        if thread is None or report.thread_id != thread.ident:
+            return
+        self.plugin_timeouts.appendleft(report)
+        if self.on_plugin_timeout is not None:
+            self.on_plugin_timeout(report)
+
     def stop(self) -> None:
+        WATCHDOG.remove_listener(self._plugin_timed_out)
         self.store.remove_listener(self._on_change)
         self._stop.set()
         self._wake.set()

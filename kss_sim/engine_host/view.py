@@ -6,6 +6,7 @@ never reads the engine's cache, ``NodeInfo`` or ``Resource`` and never catches t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from kss_sim.engine_host.dra_explain import DraListers, explain_on_node, summarize_in_cluster
@@ -20,10 +21,14 @@ from kss_sim.web.ports import (
     DraRequestExplanation,
     DraRequestSummary,
     NodeAllocation,
+    PluginTimeoutRow,
     ProfilePlugins,
     ResourceAmounts,
     WaitingPodRow,
 )
+
+# How long a plugin's timeout stays in the UI's banner.
+PLUGIN_TIMEOUT_BANNER_SECONDS = 600.0
 
 
 def amounts(resource: Resource) -> ResourceAmounts:
@@ -92,6 +97,15 @@ class EngineView:
                 row["pod"], row["node"], tuple(row["pendingPlugins"]), row["waitingSeconds"], row["remainingSeconds"]
             )
             for row in self._service.waiting()
+        ]
+
+    def plugin_timeouts(self) -> list[PluginTimeoutRow]:
+        """The plugin calls of the last ten minutes that ran past KSS_PLUGIN_TIMEOUT, latest first."""
+        now = time.time()
+        return [
+            PluginTimeoutRow(r.plugin, r.extension_point, r.pod, r.timeout, now - r.at)
+            for r in list(self._service.plugin_timeouts)
+            if now - r.at < PLUGIN_TIMEOUT_BANNER_SECONDS
         ]
 
     def _dra_listers(self) -> DraListers:

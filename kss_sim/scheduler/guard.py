@@ -4,7 +4,8 @@ kube-scheduler's plugins are Go: the compiler sees to it that Filter returns a `
 have no such check, so ``guard`` wraps the extension methods of every plugin whose class lives outside
 ``kss_sim.scheduler.plugins`` (the in-tree plugins are trusted and run unwrapped, at no cost). A wrapped method that
 returns a value of the wrong type raises :class:`PluginResultError`; the runtime turns that, like any exception
-out of a plugin, into the Error status of that extension point (``runtime.Framework``).
+out of a plugin, into the Error status of that extension point (``runtime.Framework``). Each wrapped call also runs
+under the plugin watchdog (``watchdog.py``): past ``KSS_PLUGIN_TIMEOUT`` it is reported and interrupted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from kss_sim.scheduler.framework import Plugin, PostFilterResult, PreFilterResult, Status
+from kss_sim.scheduler.watchdog import WATCHDOG
 
 log = logging.getLogger("kss.scheduler")
 
@@ -75,6 +77,10 @@ def _is_bool(v: Any, args: tuple[Any, ...]) -> bool:
     return isinstance(v, bool | np.bool_)
 
 
+def _anything(v: Any, args: tuple[Any, ...]) -> bool:
+    return True
+
+
 _STATUS = "a Status"
 # Method -> (check of (returned value, call arguments), what was wanted).
 _CHECKS: dict[str, tuple[Callable[[Any, tuple[Any, ...]], bool], str]] = {
@@ -103,6 +109,9 @@ _CHECKS: dict[str, tuple[Callable[[Any, tuple[Any, ...]], bool], str]] = {
     "pre_bind_pre_flight": (_is_status, _STATUS),
     "pre_bind": (_is_status, _STATUS),
     "bind": (_is_status, _STATUS),
+    # What these return is ignored (they cannot fail); wrapped for the watchdog only.
+    "unreserve": (_anything, "anything"),
+    "post_bind": (_anything, "anything"),
 }
 
 
@@ -117,11 +126,11 @@ def describe(value: Any) -> str:
 
 
 def _checked(
-    fn: Callable[..., Any], method: str, check: Callable[[Any, tuple[Any, ...]], bool], want: str
+    plugin: str, fn: Callable[..., Any], method: str, check: Callable[[Any, tuple[Any, ...]], bool], want: str
 ) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any) -> Any:
-        value = fn(*args)
+        value = WATCHDOG.call(plugin, method, fn, args)
         if not check(value, args):
             raise PluginResultError(f"{method} returned {describe(value)}, want {want}")
         return value
@@ -144,7 +153,7 @@ def guard(pl: Plugin) -> None:
             defined = getattr(cls, method, None)
             if defined is None or getattr(defined, "__module__", None) == _FRAMEWORK:
                 continue
-            setattr(pl, method, _checked(getattr(pl, method), method, check, want))
+            setattr(pl, method, _checked(pl.name, getattr(pl, method), method, check, want))
         setattr(pl, _GUARDED, True)
     except AttributeError:  # __slots__ without __dict__: exceptions are still caught, returns go unchecked
         log.warning("plugin %r: cannot check what its methods return (no instance __dict__)", pl.name)

@@ -59,6 +59,7 @@ from kss_sim.scheduler.guard import PluginResultError, describe, guard, is_in_tr
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.record import SKIP
 from kss_sim.scheduler.waiting import MAX_PERMIT_TIMEOUT
+from kss_sim.scheduler.watchdog import WATCHDOG, PluginTimeout
 
 log = logging.getLogger("kss.scheduler")
 
@@ -224,6 +225,7 @@ class Framework:
         runs are observed is drawn (``rand.Intn(100) < pluginMetricsSamplePercent``)."""
         if self.logged_failures:
             self.logged_failures.clear()
+        WATCHDOG.begin_cycle()
         if self.plugin_observer is not None:
             percent = self.plugin_metrics_sample_percent
             self.record_plugin_metrics = percent >= 100 or self.plugin_metrics_random.randrange(100) < percent
@@ -235,8 +237,9 @@ class Framework:
 
     def failure(self, point: str, pl: Plugin, exc: Exception) -> Status:
         """An exception out of ``pl`` at ``point`` as a plain Error status (the caller wraps it as that point wraps
-        a plugin's error). A wrong return type is said as such; other exceptions are logged with their traceback."""
-        if isinstance(exc, PluginResultError):
+        a plugin's error). A wrong return type or a timeout is said as such (the watchdog logged the timeout); other
+        exceptions are logged with their traceback."""
+        if isinstance(exc, PluginResultError | PluginTimeout):
             return error(str(exc))
         key = (pl.name, point)
         if key not in self.logged_failures:
@@ -438,7 +441,7 @@ class Framework:
             try:
                 st = pl.filter(state, pod, node_info)
                 passed = st.is_success()
-            except PluginResultError as exc:
+            except (PluginResultError, PluginTimeout) as exc:  # the pod's error, not the node's
                 st, passed = self.failure("Filter", pl, exc), False
             except Exception as exc:
                 st, passed = self.node_failure(pl, node_info, exc), False
@@ -572,7 +575,7 @@ class Framework:
             st = pl.filter(state, pod, ni)
             if st.is_success():  # the plugin's batch and per-node verdicts differ: the per-node loop decides
                 st = error(f"filter_nodes rejected node {ni.name!r} that filter accepts")
-        except PluginResultError as exc:
+        except (PluginResultError, PluginTimeout) as exc:  # the pod's error, not the node's
             st = self.failure("Filter", pl, exc)
         except Exception as exc:
             st = self.node_failure(pl, ni, exc)

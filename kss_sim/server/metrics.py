@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kss_sim.cluster.kinds.registry import KINDS
 from kss_sim.scheduler.record import Attempt
+from kss_sim.scheduler.watchdog import PluginTimeoutReport
 
 # kube-scheduler exposes no *_created series; leaving them out keeps the output comparable.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -106,6 +107,13 @@ class Metrics:
             buckets=_exponential(1, 2, 7),
             registry=r,
         )
+        self.plugin_timeouts = Counter(
+            "kss_plugin_timeouts",
+            "Calls of users' plugins that ran past KSS_PLUGIN_TIMEOUT and were interrupted, by plugin and extension "
+            "point (kube-scheduler has no such metric: its plugins are Go).",
+            ["plugin", "extension_point"],
+            registry=r,
+        )
         self.preemption_attempts = Counter(
             "scheduler_preemption_attempts", "Total preemption attempts in the cluster till now", registry=r
         )
@@ -151,6 +159,10 @@ class Metrics:
         if child is None:
             child = self._plugin_children[key] = self.plugin_duration.labels(plugin, point, status)
         child.observe(seconds)
+
+    def observe_plugin_timeout(self, report: PluginTimeoutReport) -> None:
+        """``SchedulerService.on_plugin_timeout``: a plugin call past its timeout."""
+        self.plugin_timeouts.labels(report.plugin, report.extension_point).inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -257,6 +257,17 @@ class ConfigRejection:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginTimeoutRow:
+    """A user's plugin call that ran past KSS_PLUGIN_TIMEOUT (shown as a banner on every page)."""
+
+    plugin: str
+    extension_point: str
+    pod: str  # namespace/name, "" when the call had no pod
+    timeout: float
+    seconds_ago: float
+
+
+@dataclass(frozen=True, slots=True)
 class WaitingPodRow:
     """A pod held in Permit now: where it is reserved, which plugins still hold it, for how long."""
 
@@ -331,6 +342,10 @@ class SchedulerView(Protocol):
 
     def waiting_pods(self) -> list[WaitingPodRow]:
         """Pods waiting in Permit (a gang short of its quorum), oldest first."""
+        ...
+
+    def plugin_timeouts(self) -> list[PluginTimeoutRow]:
+        """The recent plugin calls that ran past their timeout, latest first."""
         ...
 
     def explain_dra(self, pod: Obj, nodes: Sequence[str]) -> dict[str, list[DraRequestExplanation]]:

@@ -159,6 +159,7 @@ def base_context(request: Request, service: WebService, rv: int, active: str) ->
         "has_operations": service.operations is not None,
         "scheduler_running": service.scheduler_running,
         "out_of_tree": service.scheduler.out_of_tree_plugins(),  # users' plugins, marked where plugins are named
+        "plugin_timeouts": service.scheduler.plugin_timeouts(),  # runaway plugins, named in a banner
     }
 
 

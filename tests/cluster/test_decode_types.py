@@ -177,3 +177,87 @@ async def test_a_binding_with_a_target_of_the_wrong_type_is_a_400(client: httpx.
     binding["target"] = {"kind": "Node", "name": "n1"}
     assert (await client.post(f"{PODS}/p/binding", json=binding)).status_code == 201
     assert (await client.get(f"{PODS}/p")).json()["spec"]["nodeName"] == "n1"
+
+
+# Found by the fuzzing suite (tests/fuzz): each answered 500 before.
+
+
+async def test_delete_options_of_the_wrong_type_are_a_400(client: httpx.AsyncClient) -> None:
+    assert (await client.post(PODS, json=pod("p"))).status_code == 201
+    for options, text in [
+        ({"preconditions": True}, "bool into Go struct field DeleteOptions.preconditions of type v1.Preconditions"),
+        ({"preconditions": {"uid": 5}}, "number into Go struct field Preconditions.preconditions.uid of type string"),
+        ({"gracePeriodSeconds": "x"}, "string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"),
+    ]:
+        r = await client.request("DELETE", f"{PODS}/p", json=options)
+        assert r.status_code == 400, r.text
+        assert r.json()["message"] == _decode_error("DeleteOptions", text)
+    assert (await client.get(f"{PODS}/p")).status_code == 200, "nothing was deleted"
+
+
+async def test_an_eviction_whose_delete_options_have_the_wrong_type_is_a_400(client: httpx.AsyncClient) -> None:
+    assert (await client.post(PODS, json=pod("p"))).status_code == 201
+    body = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "p"},
+        "deleteOptions": {"preconditions": "x"},
+    }
+    r = await client.post(f"{PODS}/p/eviction", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _decode_error(
+        "Eviction", "string into Go struct field DeleteOptions.deleteOptions.preconditions of type v1.Preconditions"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "text"),
+    [
+        (
+            PODS,
+            pod("p", labels={"app": 5}),
+            "number into Go struct field ObjectMeta.metadata.labels of type string",
+        ),
+        (
+            PODS,
+            {**pod("p"), "spec": {**pod("p")["spec"], "nodeSelector": {"zone": 1.5}}},
+            "number into Go struct field PodSpec.spec.nodeSelector of type string",
+        ),
+    ],
+)
+async def test_a_number_in_a_map_of_strings_that_is_no_resource_list_is_a_400(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], text: str
+) -> None:
+    r = await client.post(path, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _decode_error("Pod", text)
+    # A resource list takes numbers: they are quantities.
+    fine = pod("q")
+    fine["spec"]["containers"][0]["resources"] = {"requests": {"cpu": 1}}
+    assert (await client.post(PODS, json=fine)).status_code == 201
+
+
+async def test_server_side_apply_of_a_selector_with_numbers_is_a_400(client: httpx.AsyncClient) -> None:
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "rs"},
+        "spec": {"selector": {"matchLabels": {"app": 28341}}, "template": template},
+    }
+    r = await client.patch(
+        "/apis/apps/v1/namespaces/default/replicasets/rs?fieldManager=t",
+        content=json.dumps(body),
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert r.status_code == 400, r.text
+    assert (
+        "cannot unmarshal number into Go struct field LabelSelector.spec.selector.matchLabels of type string"
+        in (r.json()["message"])
+    )
+
+
+async def test_a_namespace_with_a_null_name_is_a_422(client: httpx.AsyncClient) -> None:
+    r = await client.post("/api/v1/namespaces", json={"metadata": {"name": None}})
+    assert r.status_code == 422, r.text
+    assert "name or generateName is required" in r.json()["message"]

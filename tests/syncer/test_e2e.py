@@ -259,6 +259,46 @@ def test_deletions_on_either_side(mirror: Mirror) -> None:
     assert mirror.proxy.mutating() == []
 
 
+def test_a_simulator_side_deletion_stays_deleted_across_a_syncer_restart(mirror: Mirror) -> None:
+    state_file = mirror.workdir / "sync-state.json"
+    mirror.src.create_node(node_body("node-a"))
+    mirror.start_syncer("--state-file", str(state_file))
+    names = {"quiet", "moved", "kept"}
+    for name in sorted(names):
+        mirror.src.create_namespaced_pod("default", pod_body(name))
+    eventually(lambda: names <= set(mirror.sim_pods()), what="the pods to be mirrored")
+
+    def recorded() -> set[str]:
+        if not state_file.exists():
+            return set()
+        return {m["name"] for m in json.loads(state_file.read_text())["mirrors"].values()}
+
+    eventually(lambda: names <= recorded(), what="the state file to hold the mirrors (written without a clean stop)")
+
+    # Deleted in the simulator: one whose source copy never changes while the syncer runs, one whose source updates
+    # are ignored (scheduled in the source): neither deletion is seen by an update that fails.
+    mirror.sim.delete_namespaced_pod("quiet", "default")
+    mirror.sim.delete_namespaced_pod("moved", "default")
+    _bind(mirror.src, "moved", "node-a")
+    mirror.src.patch_namespaced_pod("moved", "default", {"metadata": {"labels": {"later": "update"}}})
+    eventually(lambda: mirror.metric("Pod", "ignored_scheduled") >= 1, what="the source's update to be ignored")
+    assert mirror.process is not None
+    mirror.process.kill()  # no clean stop
+    mirror.process.wait(timeout=10)
+    mirror.src.patch_namespaced_pod("quiet", "default", {"metadata": {"labels": {"while": "away"}}})
+
+    mirror.start_syncer("--state-file", str(state_file))
+    mirror.src.create_namespaced_pod("default", pod_body("after"))
+    eventually(lambda: "after" in mirror.sim_pods(), what="the restarted syncer to mirror a new pod")
+    eventually(lambda: mirror.metric("Pod", "tombstoned") >= 2, what="the deletions to be tombstoned")
+    pods = mirror.sim_pods()
+    assert "quiet" not in pods and "moved" not in pods, "simulator-side deletions are not undone by a restart"
+    assert "kept" in pods
+    saved = json.loads(state_file.read_text())["mirrors"]
+    assert sorted(m["name"] for m in saved.values() if m.get("deletedInSimulator")) == ["moved", "quiet"]
+    assert mirror.proxy.mutating() == []
+
+
 def test_source_stopped_mid_stream_and_started_again_ends_in_step(mirror: Mirror) -> None:
     mirror.src.create_node(node_body("node-a", cpu="64"))
     mirror.start_syncer()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 from syncer import translate
@@ -194,3 +195,83 @@ def test_simulator_side_deletions_stay_deleted_across_a_syncer_restart(tmp_path:
     # Once the source deletes it too, the tombstone is gone from the file as well.
     restarted.apply(Event(DELETED, POD, pod("web", rv="4")))
     assert MirrorState(tombstones).get("src-web") is None
+
+
+def _restarted(target: FakeTarget, state_file: Path) -> Sink:
+    """A new syncer process over the same simulator and state file, seeded as ``Syncer.start`` seeds it."""
+    sink = Sink(target, metrics=Metrics(), backoff=Backoff(initial=1, cap=4), sleep=[].append,
+                state=MirrorState(state_file))  # fmt: skip
+    sink.seed((POD,))
+    return sink
+
+
+def test_a_simulator_side_deletion_whose_source_copy_never_changes_is_tombstoned_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    state_file = tmp_path / "state.json"
+    target = FakeTarget()
+    first = Sink(target, metrics=Metrics(), backoff=Backoff(initial=1, cap=4), sleep=[].append,
+                 state=MirrorState(state_file))  # fmt: skip
+    first.apply(Event(ADDED, POD, pod("quiet")))
+    first.apply(Event(ADDED, POD, pod("kept")))
+    first.state.flush()
+    saved = json.loads(state_file.read_text())
+    assert saved["version"] == 2 and set(saved["mirrors"]) == {"src-quiet", "src-kept"}
+    assert not list(tmp_path.glob("*.tmp")), "written through a temporary file, renamed into place"
+    del target.objects[("Pod", "default", "quiet")]  # a user deletes it in the simulator; the source never changes
+
+    restarted = _restarted(target, state_file)
+    assert restarted.metrics.value("Pod", "tombstoned") == 1
+    assert json.loads(state_file.read_text())["mirrors"]["src-quiet"]["deletedInSimulator"] is True
+    # The relist of the source still has both: the deleted one is not created again, the other is left as it is.
+    restarted.apply(Event(ADDED, POD, pod("quiet", rv="5"), initial=True))
+    restarted.apply(Event(ADDED, POD, pod("kept", rv="5"), initial=True))
+    restarted.apply(Event(SYNCED, POD, present=frozenset({"src-quiet", "src-kept"})))
+    assert target.find("Pod", "quiet", "default") is None
+    assert target.find("Pod", "kept", "default") is not None
+    assert restarted.metrics.value("Pod", "ignored_deleted_in_simulator") == 1
+
+
+def test_a_pod_scheduled_in_the_source_and_deleted_in_the_simulator_stays_deleted_across_restarts(
+    tmp_path: Path,
+) -> None:
+    state_file = tmp_path / "state.json"
+    target = FakeTarget()
+    first = Sink(target, metrics=Metrics(), backoff=Backoff(initial=1, cap=4), sleep=[].append,
+                 state=MirrorState(state_file))  # fmt: skip
+    first.apply(Event(ADDED, POD, pod("web")))
+    del target.objects[("Pod", "default", "web")]
+    # The source binds it and relabels it: ignored as "scheduled in the source", so the deletion goes unnoticed.
+    first.apply(Event(MODIFIED, POD, pod("web", node="n1", rv="2", labels={"x": "1"})))
+    assert first.metrics.value("Pod", "ignored_scheduled") == 1
+    first.state.flush()
+
+    for _ in range(2):  # and it stays a tombstone over a second restart
+        restarted = _restarted(target, state_file)
+        restarted.apply(Event(ADDED, POD, pod("web", node="n1", rv="3", labels={"x": "1"}), initial=True))
+        assert target.find("Pod", "web", "default") is None
+
+
+def test_changes_are_written_within_the_save_interval_and_tombstones_at_once(tmp_path: Path) -> None:
+    state_file = tmp_path / "state.json"
+    now = [0.0]
+    state = MirrorState(state_file, clock=lambda: now[0])
+    target = FakeTarget()
+    sink = Sink(target, metrics=Metrics(), backoff=Backoff(initial=1, cap=4), sleep=[].append, state=state)
+    sink.apply(Event(ADDED, POD, pod("a")))
+    assert not state_file.exists(), "a create is not written by itself..."
+    now[0] = 1.5
+    sink.apply(Event(ADDED, POD, pod("b")))
+    assert set(json.loads(state_file.read_text())["mirrors"]) == {"src-a", "src-b"}, "...but within the interval"
+    del target.objects[("Pod", "default", "a")]
+    sink.apply(Event(MODIFIED, POD, pod("a", rv="2", labels={"x": "1"})))
+    assert json.loads(state_file.read_text())["mirrors"]["src-a"]["deletedInSimulator"] is True
+
+
+def test_a_state_file_of_the_first_format_is_read_as_tombstones(tmp_path: Path) -> None:
+    state_file = tmp_path / "state.json"
+    state_file.write_text(json.dumps({"src-web": ["Pod", "default", "web"]}))
+    target = FakeTarget()
+    sink = _restarted(target, state_file)
+    sink.apply(Event(ADDED, POD, pod("web", rv="3"), initial=True))
+    assert target.find("Pod", "web", "default") is None

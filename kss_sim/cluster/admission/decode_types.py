@@ -52,6 +52,10 @@ _QUANTITIES = frozenset(
         ("V1CapacityRequestPolicyRange", "step"),
     }
 )
+# Maps of strings that are ResourceLists in Go (map[ResourceName]resource.Quantity): a JSON number is a value there.
+# Every other map of strings (labels, annotations, nodeSelector, matchLabels) takes strings only.
+_QUANTITY_MAPS = frozenset({"allocatable", "allocatedResources", "capacity", "consumedCapacity", "limits", "overhead",
+                            "requests"})  # fmt: skip
 # Integer fields that are int32 in every API type that has them (the others are checked as int64).
 _INT32 = frozenset(
     {
@@ -82,9 +86,28 @@ _INT32 = frozenset(
         "failedJobsHistoryLimit",
     }
 )
-# Bodies that are not stored kinds but are decoded all the same (a pod's binding).
-_EXTRA_ROOTS = {"Binding": "V1Binding"}
-_EXTRA_TREE = {"V1Binding": {"apiVersion": "", "kind": "", "metadata": "V1ObjectMeta", "target": "V1ObjectReference"}}
+# Bodies that are not stored kinds but are decoded all the same (a pod's binding, a DELETE's options, an eviction).
+_EXTRA_ROOTS = {"Binding": "V1Binding", "DeleteOptions": "V1DeleteOptions", "Eviction": "V1Eviction"}
+_EXTRA_TREE = {
+    "V1Binding": {"apiVersion": "", "kind": "", "metadata": "V1ObjectMeta", "target": "V1ObjectReference"},
+    "V1DeleteOptions": {"preconditions": "V1Preconditions"},
+    "V1Eviction": {"metadata": "V1ObjectMeta", "deleteOptions": "V1DeleteOptions"},
+}
+# Their leaf fields (meta/v1 DeleteOptions and Preconditions, policy/v1 Eviction), which field_types.json lacks: no
+# served kind holds them.
+_EXTRA_LEAVES = {
+    "V1DeleteOptions": {
+        "apiVersion": "string",
+        "kind": "string",
+        "gracePeriodSeconds": "int",
+        "orphanDependents": "bool",
+        "propagationPolicy": "string",
+        "dryRun": "[string",
+        "ignoreStoreReadErrorWithClusterBreakingPotential": "bool",
+    },
+    "V1Preconditions": {"uid": "string", "resourceVersion": "string"},
+    "V1Eviction": {"apiVersion": "string", "kind": "string"},
+}
 _RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _GO_SCALARS = {
     "string": "string",
@@ -118,11 +141,14 @@ def generate() -> dict[str, dict[str, str]]:
 @cache
 def _leaf_types() -> dict[str, dict[str, str]]:
     types: dict[str, dict[str, str]] = json.loads(TYPES_FILE.read_text())["models"]
+    types.update({model: dict(leaves) for model, leaves in _EXTRA_LEAVES.items()})
     for model, field in _QUANTITIES:
         if field in types.get(model, {}):
             types[model][field] = "quantity"
     for leaves in types.values():
         for field, code in leaves.items():
+            if code == "{string" and field in _QUANTITY_MAPS:
+                leaves[field] = "{quantity"
             if code.lstrip("[") == "int":
                 leaves[field] = code.replace("int", "int32" if field in _INT32 else "int64")
     return types
@@ -255,8 +281,6 @@ def _check_leaf(code: str, value: Any, struct: str, where: str) -> str | None:
         if not isinstance(value, container):
             return _unmarshal(value, struct, where, go_prefix + _GO_SCALARS.get(item_code, item_code))
         items = value if isinstance(value, list) else list(value.values())
-        if item_code == "string" and code[0] == "{":
-            item_code = "quantity"  # string maps are also ResourceLists: a number is a quantity there
         for item in items:
             if item is not None and (found := _scalar_problem(item_code, item)) is not None:
                 return _unmarshal(item, struct, where, found[1], shown=found[0])

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from kss_sim.cluster.admission import deletion
+from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.api import protobuf
 from kss_sim.cluster.errors import (
     ApiError,
@@ -90,6 +90,7 @@ def parse(content_type: str, body: bytes, name: str) -> Eviction:
         )
     if not isinstance(obj, dict) or obj.get("kind", "Eviction") != "Eviction":
         raise BadRequest("the object provided is unrecognized (must be of type Eviction)")
+    decode_types.check_types("Eviction", obj, version="v1")  # deleteOptions' fields included
     if obj.get("apiVersion", "policy/v1") not in _API_VERSIONS:
         raise BadRequest(
             f"the API version in the data ({obj.get('apiVersion')}) does not match the expected API version"

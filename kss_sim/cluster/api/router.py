@@ -398,13 +398,9 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
         if not isinstance(parsed, dict):
             raise BadRequest("DeleteOptions must be a JSON object")
         options = parsed
-    body_dry_run = options.get("dryRun") or []
-    if not isinstance(body_dry_run, list) or not all(isinstance(v, str) for v in body_dry_run):
-        raise BadRequest(
-            'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: json: cannot unmarshal '
-            f"{decode_types.json_type(body_dry_run)} into Go struct field DeleteOptions.dryRun of type []string"
-        )
-    dry_run = dry_run_requested(request, body_dry_run)
+    # Decoded into meta/v1 DeleteOptions as kube-apiserver does: a field of the wrong type is a 400.
+    decode_types.check_types("DeleteOptions", options, version="v1")
+    dry_run = dry_run_requested(request, options.get("dryRun") or [])
     if target.subresource is not None:
         raise MethodNotAllowed("delete")
     delete_options = deletion.parse_delete_options(options, request.query_params)

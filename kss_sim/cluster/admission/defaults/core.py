@@ -313,7 +313,7 @@ def default_namespace(ns: dict[str, Any]) -> None:
     spec.setdefault("finalizers", ["kubernetes"])
     _dict(ns, "status").setdefault("phase", "Active")
     labels = _dict(_dict(ns, "metadata"), "labels")
-    labels["kubernetes.io/metadata.name"] = ns["metadata"].get("name", "")
+    labels["kubernetes.io/metadata.name"] = ns["metadata"].get("name") or ""  # null: no name (Go's "")
 
 
 def default_persistent_volume(pv: dict[str, Any]) -> None:
