@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 from kss_sim.cluster.errors import Conflict, NotFound
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class ReconcileLoop(Generic[K]):
 
     def __init__(
         self,
-        store: ClusterStore,
+        store: ClusterPort,
         *,
         clock: Clock = utc_now,
         retry_base_seconds: float = 0.005,
