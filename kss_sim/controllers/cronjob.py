@@ -32,7 +32,7 @@ from kss_sim.cluster.admission.cron import CronError, CronSchedule, parse_standa
 from kss_sim.cluster.admission.deletion import BACKGROUND, DeleteOptions
 from kss_sim.cluster.errors import AlreadyExists, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.job_parts import COMPLETE, FAILED, has_true, is_finished, parse_time, rfc3339
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, OwnedIndex, controller_ref, is_deleting, key_of, meta, owner_reference
@@ -137,7 +137,7 @@ class CronJobController(ReconcileLoop[Key]):
     name = "cronjob-controller"
     watched_kinds = ("CronJob", "Job")
 
-    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
+    def __init__(self, store: ClusterPort, *, clock: Clock = utc_now) -> None:
         """A stopped controller over ``store``; ``clock`` is the time schedules are compared with."""
         super().__init__(store, clock=clock)
         self._jobs = OwnedIndex()  # Job -> the uid of the CronJob controlling it

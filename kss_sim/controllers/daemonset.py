@@ -40,7 +40,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.daemon_placement import (
     DaemonPlacement,
     daemon_pod_template,
@@ -152,7 +152,7 @@ class DaemonSetController(ReconcileLoop[Key]):
 
     def __init__(
         self,
-        store: ClusterStore,
+        store: ClusterPort,
         *,
         clock: Clock = utc_now,
         retry_base_seconds: float = 0.005,

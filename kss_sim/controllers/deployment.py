@@ -35,8 +35,8 @@ from collections.abc import Sequence
 
 from kss_sim.cluster.errors import AlreadyExists, ApiError, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers import deployment_util as du
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.deployment_rollout import DeploymentRollouts, RolloutSync, labels_of, quoted
 from kss_sim.controllers.loop import Clock, utc_now
 from kss_sim.controllers.owned import (
@@ -69,7 +69,7 @@ class DeploymentController(DeploymentRollouts):
 
     def __init__(
         self,
-        store: ClusterStore,
+        store: ClusterPort,
         *,
         clock: Clock = utc_now,
         retry_base_seconds: float = 0.005,

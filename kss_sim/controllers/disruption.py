@@ -33,7 +33,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, controller_ref, is_deleting, key_of, meta, pod_condition
 from kss_sim.controllers.rollout import parse_time, scaled_value
@@ -71,7 +71,7 @@ class DisruptionController(ReconcileLoop[Key]):
     name = "disruption-controller"
     watched_kinds = ("PodDisruptionBudget", "Pod")
 
-    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
+    def __init__(self, store: ClusterPort, *, clock: Clock = utc_now) -> None:
         """A stopped controller over ``store``; ``clock`` times the disruptedPods entries."""
         super().__init__(store, clock=clock)
         self._budgets: dict[str, dict[str, Obj]] = {}  # namespace -> name -> PDB (the store's read-only dict)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.owned import is_terminated, meta
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.pod_conditions import DISRUPTION_TARGET, with_disruption_target
 
 
 def mark_disruption_target(
-    store: ClusterStore, pod: Obj, *, reason: str, message: str, now: str, manager: str, fail: bool = False
+    store: ClusterPort, pod: Obj, *, reason: str, message: str, now: str, manager: str, fail: bool = False
 ) -> Obj:
     """Add (or update) ``pod``'s DisruptionTarget condition, and with ``fail`` make a pod that has not finished
     ``Failed``; nothing is written when the pod already says so. Returns the pod as stored."""

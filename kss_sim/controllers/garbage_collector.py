@@ -36,7 +36,7 @@ from kss_sim.cluster.admission.deletion import (
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.kube.objects import Obj
 
@@ -82,7 +82,7 @@ class GarbageCollector(ReconcileLoop[Ident]):
     name = "garbage-collector"
     watched_kinds = tuple(info.kind for info in KINDS if info.kind not in IGNORED_KINDS)
 
-    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
+    def __init__(self, store: ClusterPort, *, clock: Clock = utc_now) -> None:
         """A stopped garbage collector over ``store``."""
         super().__init__(store, clock=clock)
         self._live: dict[str, Ident] = {}  # uid -> object, every object seen

@@ -33,7 +33,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.job_parts import (
     BACKOFF_LIMIT_EXCEEDED,
     COMPLETE,
@@ -127,7 +127,7 @@ class JobController(ReconcileLoop[Key]):
     name = "job-controller"
     watched_kinds = WATCHED_KINDS
 
-    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
+    def __init__(self, store: ClusterPort, *, clock: Clock = utc_now) -> None:
         """A stopped controller over ``store``; ``clock`` times backoff, deadlines and status timestamps."""
         super().__init__(store, clock=clock)
         self._pods = OwnedIndex()  # pod -> the uid of the Job controlling it

@@ -25,8 +25,8 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.cluster.storage.versions import DEFAULT_MANAGER
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import is_deleting, is_terminated, key_of
@@ -86,7 +86,7 @@ class KubeletController(ReconcileLoop[_Key]):
 
     def __init__(
         self,
-        store: ClusterStore,
+        store: ClusterPort,
         *,
         clock: Clock = utc_now,
         retry_base_seconds: float = 0.005,

@@ -10,7 +10,12 @@ gone before the write is a normal race, logged without a traceback); one that as
 (``requeue_at``: a CronJob's next schedule, a pod's end of run) is, on the controller's clock.
 
 Controllers write through the store's verbs (create, patch with a resourceVersion, delete) as any client does;
-they never write from the listener.
+they never write from the listener. They see the store through ``ClusterPort`` (``cluster_port.py``) only.
+
+Two ways to run a loop: ``start`` gives it a worker thread (``kss serve``, on the wall clock); ``attach`` subscribes
+it without one, for a host that owns the clock (a replay on its virtual clock) and calls ``drain`` at each instant
+and again at ``next_due``. The reconcile, its retries and its timers are the same code either way; in the attached
+mode a retry's backoff is counted on the loop's clock, as a timer, since no wall time passes between two drains.
 """
 
 from __future__ import annotations
@@ -20,11 +25,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Generic, TypeVar
 
 from kss_sim.cluster.errors import Conflict, NotFound
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
@@ -46,7 +51,7 @@ class ReconcileLoop(Generic[K]):
 
     def __init__(
         self,
-        store: ClusterStore,
+        store: ClusterPort,
         *,
         clock: Clock = utc_now,
         retry_base_seconds: float = 0.005,
@@ -63,6 +68,7 @@ class ReconcileLoop(Generic[K]):
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._thread: threading.Thread | None = None
+        self._attached = False  # subscribed without a thread: the host drains (``attach``)
         # The worker's own state (its thread only).
         self._ready: dict[K, None] = {}  # keys to reconcile, in order, each once
         self._retry_at: dict[K, float] = {}  # monotonic time of a failed key's retry
@@ -108,30 +114,62 @@ class ReconcileLoop(Generic[K]):
 
     def start(self) -> None:
         """Subscribe to the watched kinds and start the worker, which first reconciles every key."""
-        if self._thread is not None:
+        if self._thread is not None or self._attached:
             return
         self._stop.clear()
-        self._idle.clear()
-        self._inbox.clear()  # a restart begins from the store as it is now
-        self._ready.clear()
-        self._retry_at.clear()
-        self._timers.clear()
-        self._failures.clear()
-        self.reset()
-        # Controllers only read what they are told (``observe`` indexes keys and owners; ``reconcile`` reads the
-        # store again), so they share the store's read-only dicts instead of decoding a copy each.
-        self.store.add_listener(self._on_change, self.watched_kinds, copy=False)
+        self._subscribe()
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Unsubscribe and stop the worker (a reconcile under way finishes first)."""
+        """Unsubscribe and stop the worker (a reconcile under way finishes first); an attached loop is detached."""
         self.store.remove_listener(self._on_change)
+        self._attached = False
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+
+    def attach(self) -> None:
+        """Subscribe to the watched kinds without a worker thread and queue every key (``resync``): the caller
+        drives the loop from then on (``drain``, ``next_due``), on the loop's clock."""
+        if self._thread is not None or self._attached:
+            return
+        self._subscribe()
+        self._attached = True
+        self._resync()
+
+    def detach(self) -> None:
+        """Unsubscribe an attached loop (what it has queued is forgotten)."""
+        if self._attached:
+            self.store.remove_listener(self._on_change)
+            self._attached = False
+
+    def drain(self) -> int:
+        """Reconcile, in the calling thread, every key the changes noted so far concern and every key due by the
+        clock, until none is left (a reconcile's own writes may queue more); returns how many reconciles ran. A
+        reconcile that raises is retried after its backoff on the clock (see ``next_due``)."""
+        reconciled = 0
+        while True:
+            self._drain()
+            key = self._next_ready()
+            if key is None:
+                return reconciled
+            reconciled += 1
+            delay = self._reconcile_once(key)
+            if delay is not None:
+                self.requeue_at(key, self.clock() + timedelta(seconds=delay))
+
+    def has_work(self) -> bool:
+        """Whether a change is noted, a key queued or a timer due by the clock, not yet reconciled."""
+        if self._inbox or self._ready:
+            return True
+        return bool(self._timers) and min(self._timers.values()) <= self.clock()
+
+    def next_due(self) -> datetime | None:
+        """The clock time of the earliest timer (``requeue_at``, or an attached loop's retry), or None."""
+        return min(self._timers.values()) if self._timers else None
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until every change seen so far is reconciled (timers aside); False on timeout."""
@@ -152,6 +190,25 @@ class ReconcileLoop(Generic[K]):
         self._wake.set()
 
     # --- internals ----------------------------------------------------------------------------------------
+    def _subscribe(self) -> None:
+        self._idle.clear()
+        self._inbox.clear()  # a restart begins from the store as it is now
+        self._ready.clear()
+        self._retry_at.clear()
+        self._timers.clear()
+        self._failures.clear()
+        self.reset()
+        # Controllers only read what they are told (``observe`` indexes keys and owners; ``reconcile`` reads the
+        # store again), so they share the store's read-only dicts instead of decoding a copy each.
+        self.store.add_listener(self._on_change, self.watched_kinds, copy=False)
+
+    def _resync(self) -> None:
+        try:
+            for initial in self.resync():
+                self._enqueue(initial)
+        except Exception:  # the queue still fills from changes
+            log.exception("%s: initial listing failed", self.name)
+
     def _on_change(self, event_type: str, kind: str, obj: Obj) -> None:
         # The committer thread, store lock held: note the change (``obj`` is the store's read-only dict) and wake
         # the worker. ``Event.set``/``clear`` take the event's lock even when nothing changes; with a dozen
@@ -203,12 +260,28 @@ class ReconcileLoop(Generic[K]):
         # Timers follow a clock that may be moved: look again at least every second.
         return max(0.0, min(min(waits), 1.0 if self._timers else min(waits))) if waits else None
 
-    def _run(self) -> None:
+    def _reconcile_once(self, key: K) -> float | None:
+        """Reconcile ``key``; the backoff in seconds before its retry when the reconcile raised, else None."""
         try:
-            for initial in self.resync():
-                self._enqueue(initial)
-        except Exception:  # the queue still fills from changes
-            log.exception("%s: initial listing failed", self.name)
+            self.reconcile(key)
+        except Exception as exc:
+            failures = self._failures.get(key, 0) + 1
+            self._failures[key] = failures
+            delay: float = min(self._retry_base * 2 ** min(failures - 1, 32), self._retry_max)
+            if isinstance(exc, Conflict):
+                log.info("%s %s: conflict, retried in %.3fs", self.name, key, delay)
+            elif isinstance(exc, NotFound):
+                # An object gone between the read and the write (a delete with --cascade=orphan, a pod
+                # evicted): a normal race, which the retry's fresh read settles.
+                log.debug("%s %s: %s, retried in %.3fs", self.name, key, exc, delay)
+            else:
+                log.exception("%s %s: reconcile failed, retried in %.3fs", self.name, key, delay)
+            return delay
+        self._failures.pop(key, None)
+        return None
+
+    def _run(self) -> None:
+        self._resync()
         while not self._stop.is_set():
             self._wake.clear()
             self._idle.clear()
@@ -219,20 +292,6 @@ class ReconcileLoop(Generic[K]):
                     self._idle.set()
                 self._wake.wait(self._sleep_for())
                 continue
-            try:
-                self.reconcile(key)
-            except Exception as exc:
-                failures = self._failures.get(key, 0) + 1
-                self._failures[key] = failures
-                delay = min(self._retry_base * 2 ** min(failures - 1, 32), self._retry_max)
-                if isinstance(exc, Conflict):
-                    log.info("%s %s: conflict, retried in %.3fs", self.name, key, delay)
-                elif isinstance(exc, NotFound):
-                    # An object gone between the read and the write (a delete with --cascade=orphan, a pod
-                    # evicted): a normal race, which the retry's fresh read settles.
-                    log.debug("%s %s: %s, retried in %.3fs", self.name, key, exc, delay)
-                else:
-                    log.exception("%s %s: reconcile failed, retried in %.3fs", self.name, key, delay)
+            delay = self._reconcile_once(key)
+            if delay is not None:
                 self._retry_at[key] = time.monotonic() + delay
-            else:
-                self._failures.pop(key, None)

@@ -25,6 +25,18 @@ from kss_sim.controllers.statefulset import StatefulSetController
 from kss_sim.controllers.taint_eviction import TaintEvictionController
 from kss_sim.controllers.ttl_after_finished import TTLAfterFinishedController
 
+# The workload controllers and what cleans up after them: what a host on another clock (a replay) runs too.
+WORKLOAD_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (
+    DeploymentController,
+    ReplicaSetController,
+    StatefulSetController,
+    DaemonSetController,
+    JobController,
+    CronJobController,
+    TTLAfterFinishedController,
+    GarbageCollector,
+)
+
 
 class ControllerManager:
     """Every controller over one store; ``start``/``stop`` with the app, ``wait_idle`` for tests and tools."""
@@ -46,18 +58,7 @@ class ControllerManager:
         self.controllers: list[ReconcileLoop[Any]] = []
         if controllers:
             self.controllers += [
-                controller(store, clock=clock)
-                for controller in (
-                    DeploymentController,
-                    ReplicaSetController,
-                    StatefulSetController,
-                    DaemonSetController,
-                    JobController,
-                    CronJobController,
-                    TTLAfterFinishedController,
-                    GarbageCollector,
-                    PodGroupController,
-                )
+                controller(store, clock=clock) for controller in (*WORKLOAD_CONTROLLERS, PodGroupController)
             ]
             self.controllers += [
                 NodeLifecycleController(store, clock=clock, grace_period=node_monitor_grace_period),

@@ -28,7 +28,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import AlreadyExists, Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.kube.objects import Obj
@@ -98,7 +98,7 @@ class NodeLeaseController(ReconcileLoop[str]):
 
     def __init__(
         self,
-        store: ClusterStore,
+        store: ClusterPort,
         *,
         clock: Clock = utc_now,
         renewals_per_second: float = RENEWALS_PER_SECOND,

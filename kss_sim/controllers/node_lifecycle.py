@@ -34,7 +34,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.node_lease import KUBELET_RENEW_INTERVAL, LEASE_NAMESPACE, renew_interval
@@ -140,7 +140,7 @@ class NodeLifecycleController(ReconcileLoop[str]):
     watched_kinds = ("Node", "Lease")
 
     def __init__(
-        self, store: ClusterStore, *, clock: Clock = utc_now, grace_period: float = NODE_MONITOR_GRACE_PERIOD
+        self, store: ClusterPort, *, clock: Clock = utc_now, grace_period: float = NODE_MONITOR_GRACE_PERIOD
     ) -> None:
         """A stopped controller over ``store``; ``grace_period``: seconds a lease may go unrenewed."""
         super().__init__(store, clock=clock)

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.kube.labels import label_selector_matches
 from kss_sim.kube.objects import Obj
 
@@ -243,7 +243,7 @@ class Controllers:
         """The names in ``namespace``, sorted."""
         return sorted(self._names_in.get(namespace, ()))
 
-    def selecting(self, store: ClusterStore, namespace: str, labels: Mapping[str, str]) -> list[Key]:
+    def selecting(self, store: ClusterPort, namespace: str, labels: Mapping[str, str]) -> list[Key]:
         """Those of ``namespace`` whose selector matches ``labels`` (who may adopt an orphan so labelled)."""
         keys: list[Key] = []
         for name in self.names_in(namespace):

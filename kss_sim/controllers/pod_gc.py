@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.disruption_target import mark_disruption_target
 from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
@@ -46,7 +46,7 @@ class PodGCController(ReconcileLoop[Key]):
 
     def __init__(
         self,
-        store: ClusterStore,
+        store: ClusterPort,
         *,
         clock: Clock = utc_now,
         terminated_pod_gc_threshold: int = TERMINATED_POD_GC_THRESHOLD,

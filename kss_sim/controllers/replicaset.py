@@ -29,7 +29,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import ApiError, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import (
     Controllers,
@@ -131,7 +131,7 @@ class ReplicaSetController(ReconcileLoop[Key]):
 
     def __init__(
         self,
-        store: ClusterStore,
+        store: ClusterPort,
         *,
         clock: Clock = utc_now,
         retry_base_seconds: float = 0.005,

@@ -32,8 +32,8 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import gate_enabled
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import OwnedIndex, is_deleting, meta
 from kss_sim.kube.objects import Obj
@@ -263,7 +263,7 @@ class ResourceClaimController(ReconcileLoop[Key]):
     name = "resource-claim-controller"
     watched_kinds = ("Pod", "ResourceClaim", "ResourceClaimTemplate")
 
-    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
+    def __init__(self, store: ClusterPort, *, clock: Clock = utc_now) -> None:
         """A stopped controller over ``store``; ``clock`` times the retries of pods whose claims failed."""
         super().__init__(store, clock=clock)
         gates = store.feature_gates

@@ -22,7 +22,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.disruption_target import mark_disruption_target
 from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
@@ -79,7 +79,7 @@ class TaintEvictionController(ReconcileLoop[Key]):
     name = COMPONENT
     watched_kinds = ("Node", "Pod")
 
-    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now, evictions_per_tick: int = 200) -> None:
+    def __init__(self, store: ClusterPort, *, clock: Clock = utc_now, evictions_per_tick: int = 200) -> None:
         """A stopped controller over ``store``; ``evictions_per_tick``: how many due evictions one pass writes
         before the worker looks at new changes again."""
         super().__init__(store, clock=clock)

@@ -14,7 +14,7 @@ from datetime import timedelta
 from kss_sim.cluster.admission.deletion import BACKGROUND, DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.job_parts import finish_time
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, is_deleting, key_of, meta
@@ -29,7 +29,7 @@ class TTLAfterFinishedController(ReconcileLoop[Key]):
     name = "ttl-after-finished-controller"
     watched_kinds = ("Job",)
 
-    def __init__(self, store: ClusterStore, *, clock: Clock = utc_now) -> None:
+    def __init__(self, store: ClusterPort, *, clock: Clock = utc_now) -> None:
         """A stopped controller over ``store``; ``clock`` decides when a TTL has passed."""
         super().__init__(store, clock=clock)
 
