@@ -21,8 +21,3 @@ def test_kubectl_create_namespace_priorityclass_and_pdb_with_protobuf_bodies(kub
     pdb = json.loads(kubectl("get", "pdb", "proto-pdb", "-n", "proto-ns", "-o", "json").stdout)
     assert pdb["spec"] == {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}}
 
-
-def test_protobuf_body_of_an_unsupported_kind_is_415(kubectl: KubectlRunner) -> None:
-    # `kubectl create service` builds a Service: not a kind the simulator serves, nor one it decodes.
-    result = kubectl("create", "service", "clusterip", "svc", "--tcp=80:80", check=False)
-    assert result.returncode != 0

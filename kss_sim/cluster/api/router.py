@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import orjson
@@ -217,7 +217,37 @@ def _watch(
         timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
         bookmark_seconds=settings.watch_bookmark_seconds,
     )
-    return StreamingResponse(watch.stream(store, req, _render(request, target.info)), media_type=JSON)
+    lines = watch.stream(store, req, _render(request, target.info))
+    info = target.info
+    if protobuf.accepts_protobuf(request.headers.get("accept", "")) and protobuf.has_protobuf(
+        info.api_version, info.kind
+    ):
+        return StreamingResponse(_protobuf_frames(lines), media_type=protobuf.PROTOBUF_STREAM)
+    return StreamingResponse(lines, media_type=JSON)
+
+
+async def _protobuf_frames(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async for line in lines:
+        yield protobuf.encode_watch_line(line)
+
+
+def negotiated(request: Request, response: Response) -> Response:
+    """``response`` in protobuf when the client asks for it first and its kind has a protobuf form (client-go's
+    typed clients); as it is otherwise (JSON clients pay one header lookup)."""
+    if (
+        response.media_type != JSON
+        or isinstance(response, StreamingResponse)
+        or not protobuf.accepts_protobuf(request.headers.get("accept", ""))
+    ):
+        return response
+    encoded = protobuf.encode_json(bytes(response.body))
+    if encoded is None:
+        return response
+    answer = Response(encoded, status_code=response.status_code, media_type=protobuf.PROTOBUF)
+    for key, value in response.raw_headers:
+        if key not in (b"content-length", b"content-type"):
+            answer.raw_headers.append((key, value))
+    return answer
 
 
 async def _handle_create(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -509,13 +539,13 @@ async def _handle_eviction(request: Request, store: ClusterStore, target: Target
 @router.api_route("/api/{version}/{path:path}", methods=_METHODS)
 async def core_api(request: Request, version: str, path: str) -> Response:
     """Every core (``/api/v1``) resource URL."""
-    return await _dispatch(request, "", version, path)
+    return negotiated(request, await _dispatch(request, "", version, path))
 
 
 @router.api_route("/apis/{group}/{version}/{path:path}", methods=_METHODS)
 async def group_api(request: Request, group: str, version: str, path: str) -> Response:
     """Every named-group (``/apis/{group}/{version}``) resource URL."""
-    return await _dispatch(request, group, version, path)
+    return negotiated(request, await _dispatch(request, group, version, path))
 
 
 def resource_route(path: str) -> tuple[str, str, str] | None:
@@ -555,4 +585,4 @@ async def kube_app(scope: Scope, receive: Receive, send: Send) -> None:
         # the exception as it does for the framework's routes.
         await error_response(ApiError("Internal error occurred"))(scope, receive, send)
         raise
-    await response(scope, receive, send)
+    await negotiated(request, response)(scope, receive, send)
