@@ -23,7 +23,6 @@ def test_kubectl_create_namespace_priorityclass_and_pdb_with_protobuf_bodies(kub
     assert pdb["spec"] == {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}}
 
 
-
 def test_kubectl_reads_the_protobuf_answers_of_its_creates_as_the_json_ones(kubectl: KubectlRunner) -> None:
     # kubectl's generators ask for protobuf first (client-go's typed clients): `-o json` prints the answer as
     # client-go decoded it from kss's protobuf, which must equal what the JSON path serves
