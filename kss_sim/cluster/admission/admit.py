@@ -13,8 +13,10 @@ import orjson
 from kss_sim.cluster.admission.decode_types import check_types
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.defaults import dra as defaults_dra
+from kss_sim.cluster.admission.defaults import stored as defaults_stored
 from kss_sim.cluster.admission.defaults import workloads as defaults_workloads
 from kss_sim.cluster.admission.quantities import canonicalize_quantities
+from kss_sim.cluster.admission.validation import stored as _stored_rules  # noqa: F401  (registers its rules)
 from kss_sim.cluster.admission.validation.decoding import check_decodable
 from kss_sim.cluster.admission.validation.dra import check_dra_decodable
 from kss_sim.cluster.admission.validation.workloads import check_workload_decodable
@@ -36,6 +38,7 @@ _KINDS_WITH_SPEC = frozenset(
         "Workload",
         *defaults_workloads.DEFAULTERS,
         *defaults_dra.DEFAULTERS,
+        *defaults_stored.WITH_SPEC,
     }
 )
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -87,6 +90,7 @@ def decode(info: KindInfo, obj: Any, *, owned: bool = False, status_only: bool =
         defaults.DEFAULTERS.get(info.kind)
         or defaults_workloads.DEFAULTERS.get(info.kind)
         or defaults_dra.DEFAULTERS.get(info.kind)
+        or defaults_stored.DEFAULTERS.get(info.kind)
     )
     if defaulter is not None:
         defaulter(body)

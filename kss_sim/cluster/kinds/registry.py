@@ -81,8 +81,39 @@ KINDS: tuple[KindInfo, ...] = (
         has_status=True,
     ),
     KindInfo("", "v1", "Event", "events", "event", True, ("ev",)),
+    # Kinds kss stores and serves without acting on them, as control-plane clients (kube-scheduler's informers,
+    # kube-controller-manager) and real manifests expect them to exist.
+    KindInfo("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",)),
+    KindInfo("", "v1", "Secret", "secrets", "secret", True),
+    KindInfo("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",)),
+    KindInfo("", "v1", "Service", "services", "service", True, ("svc",), ("status",), ("all",), has_status=True),
+    KindInfo("", "v1", "Endpoints", "endpoints", "endpoints", True, ("ep",)),
+    KindInfo(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        "replicationcontroller",
+        True,
+        ("rc",),
+        ("status",),
+        ("all",),
+        has_status=True,
+    ),
     KindInfo("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False, ("sc",)),
     KindInfo("storage.k8s.io", "v1", "CSINode", "csinodes", "csinode", False),
+    KindInfo("storage.k8s.io", "v1", "CSIDriver", "csidrivers", "csidriver", False),
+    KindInfo("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", "csistoragecapacity", True),
+    KindInfo(
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        "volumeattachments",
+        "volumeattachment",
+        False,
+        subresources=("status",),
+        has_status=True,
+    ),
     KindInfo("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
     KindInfo(
         "policy",
@@ -157,6 +188,13 @@ KINDS: tuple[KindInfo, ...] = (
         has_status=True,
     ),
     KindInfo("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", "resourceclaimtemplate", True),
+    KindInfo("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
+    KindInfo("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
+    KindInfo("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
+    KindInfo("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
+    KindInfo(
+        "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False
+    ),
 )
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
