@@ -33,6 +33,8 @@ async def test_discovery_lists_kinds_with_short_names_and_scope(client: httpx.As
         "resource.k8s.io",
         "discovery.k8s.io",
         "rbac.authorization.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
     }
     short = {
         r["name"]: r.get("shortNames")

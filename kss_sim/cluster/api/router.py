@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
-from kss_sim.cluster.api import eviction, params, protobuf, scale, watch
+from kss_sim.cluster.api import eviction, params, protobuf, reviews, scale, watch
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -487,6 +487,11 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         body = parse_body(request, None, await read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
     target = parse_target(group, version, segments, _settings(request).feature_gates)
+    if target.info.review:
+        if request.method != "POST" or target.name is not None:
+            raise MethodNotAllowed(request.method.lower())
+        body = parse_body(request, target.info, await read_body(request))
+        return json_response(reviews.answer(target.info, body, _settings(request).api_token or ""), 201)
     if target.subresource == "scale":
         return await _handle_scale(request, _store(request), target)
     if target.subresource == "eviction":

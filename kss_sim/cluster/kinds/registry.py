@@ -35,6 +35,8 @@ class KindInfo:
     custom: bool = False
     # The alpha feature gate that must be on for the kind to be served (None: always served).
     feature_gate: str | None = None
+    # A review (TokenReview, SubjectAccessReview): create only, answered and never stored.
+    review: bool = False
 
     @property
     def api_version(self) -> str:
@@ -189,6 +191,26 @@ KINDS: tuple[KindInfo, ...] = (
     ),
     KindInfo("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", "resourceclaimtemplate", True),
     KindInfo("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
+    # What delegated authentication and authorization ask (kube-scheduler's own HTTPS endpoint, kubectl auth can-i).
+    KindInfo("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview", False, review=True),
+    KindInfo(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        False,
+        review=True,
+    ),
+    KindInfo(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        False,
+        review=True,
+    ),
     KindInfo("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
     KindInfo("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
     KindInfo("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
