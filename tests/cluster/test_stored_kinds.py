@@ -185,11 +185,8 @@ ports: [{port: 8080, protocol: TCP}]
     assert _rows(kubectl, "rc", "rc1", "-o", "wide", *ns)[1][:2] == ["rc1", "2"]
     assert _rows(kubectl, "role", "reader", *ns)[0] == ["NAME", "CREATED", "AT"]
     assert _rows(kubectl, "rolebinding", "reader", "-o", "wide", *ns)[1][1] == "Role/reader"
-    assert _rows(kubectl, "clusterrolebinding", "stored-reader", "-o", "wide")[1][1:4] == [
-        "ClusterRole/stored-reader",
-        _rows(kubectl, "clusterrolebinding", "stored-reader")[1][2],
-        "alice",
-    ]
+    binding = _rows(kubectl, "clusterrolebinding", "stored-reader", "-o", "wide")[1]
+    assert (binding[1], binding[3]) == ("ClusterRole/stored-reader", "alice")
     assert _rows(kubectl, "csidriver", "stored.csi.example.com")[0][:3] == ["NAME", "ATTACHREQUIRED", "PODINFOONMOUNT"]
     assert _rows(kubectl, "csistoragecapacities", "cap1", *ns)[1] == ["cap1", "fast", "100Gi"]
     assert _rows(kubectl, "volumeattachment", "stored-va")[1][1:5] == ["stored.csi.example.com", "pv1", "n1", "false"]

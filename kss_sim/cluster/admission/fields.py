@@ -62,6 +62,9 @@ ROOT_MODELS = {
     "RoleBinding": "V1RoleBinding",
     "ClusterRole": "V1ClusterRole",
     "ClusterRoleBinding": "V1ClusterRoleBinding",
+    "TokenReview": "V1TokenReview",
+    "SubjectAccessReview": "V1SubjectAccessReview",
+    "SelfSubjectAccessReview": "V1SelfSubjectAccessReview",
 }
 
 # Models the installed client lacks, in the schema's notation (see below); keys name the API type.
