@@ -131,4 +131,86 @@ def objects_of_every_kind(suffix: str = "x") -> list[tuple[str, dict[str, Any]]]
                 "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
             },
         ),
+        *stored_objects(suffix),
+    ]
+
+
+def stored_objects(suffix: str = "x") -> list[tuple[str, dict[str, Any]]]:
+    """One valid object of each kind kss stores without acting on it (namespace ``ns-{suffix}``), in creation
+    order: (kind, object)."""
+    ns = f"ns-{suffix}"
+
+    def obj(api_version: str, kind: str, name: str, namespaced: bool = True, **fields: Any) -> tuple[str, Any]:
+        meta = {"name": name, "namespace": ns} if namespaced else {"name": name}
+        return kind, {"apiVersion": api_version, "kind": kind, "metadata": meta, **fields}
+
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        obj("v1", "ConfigMap", f"cm-{suffix}", data={"mode": "fast"}, binaryData={"blob": "AAEC"}),
+        obj("v1", "Secret", f"secret-{suffix}", data={"password": "czNjcmV0"}, type="Opaque"),
+        obj("v1", "ServiceAccount", f"sa-{suffix}", secrets=[{"name": f"secret-{suffix}"}]),
+        obj("v1", "Service", f"svc-{suffix}", spec={"selector": {"app": "x"}, "ports": [{"port": 80}]}),
+        obj(
+            "v1",
+            "Endpoints",
+            f"svc-{suffix}",
+            subsets=[{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80, "protocol": "TCP"}]}],
+        ),
+        obj(
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+            f"svc-{suffix}-abc",
+            addressType="IPv4",
+            endpoints=[{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}],
+            ports=[{"port": 80, "protocol": "TCP"}],
+        ),
+        obj(
+            "v1",
+            "ReplicationController",
+            f"rc-{suffix}",
+            spec={
+                "replicas": 0,
+                "template": {
+                    "metadata": {"labels": {"app": "rc"}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]},
+                },
+            },
+        ),
+        obj("storage.k8s.io/v1", "CSIDriver", f"csi.{suffix}.example.com", False, spec={"attachRequired": False}),
+        obj(
+            "storage.k8s.io/v1",
+            "CSIStorageCapacity",
+            f"cap-{suffix}",
+            storageClassName=f"sc-{suffix}",
+            capacity="100Gi",
+            nodeTopology={"matchLabels": {"topology.kubernetes.io/zone": "a"}},
+        ),
+        obj(
+            "storage.k8s.io/v1",
+            "VolumeAttachment",
+            f"va-{suffix}",
+            False,
+            spec={
+                "attacher": "x.csi",
+                "nodeName": f"node-{suffix}",
+                "source": {"persistentVolumeName": f"pv-{suffix}"},
+            },
+        ),
+        obj(rbac, "Role", f"role-{suffix}", rules=[{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]),
+        obj(
+            rbac,
+            "RoleBinding",
+            f"rb-{suffix}",
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"role-{suffix}"},
+            subjects=[{"kind": "ServiceAccount", "name": f"sa-{suffix}", "namespace": ns}],
+        ),
+        obj(rbac, "ClusterRole", f"cr-{suffix}", False, rules=[{"nonResourceURLs": ["/healthz"], "verbs": ["get"]}]),
+        obj(
+            rbac,
+            "ClusterRoleBinding",
+            f"crb-{suffix}",
+            False,
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"cr-{suffix}"},
+            subjects=[{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}],
+        ),
     ]

@@ -31,6 +31,10 @@ async def test_discovery_lists_kinds_with_short_names_and_scope(client: httpx.As
         "batch",
         "coordination.k8s.io",
         "resource.k8s.io",
+        "discovery.k8s.io",
+        "rbac.authorization.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
     }
     short = {
         r["name"]: r.get("shortNames")

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from kss_sim.cluster.kinds.registry import kind_info
 from tests.cluster.factories import node, objects_of_every_kind, pod
 from tests.conftest import start_server
 
@@ -16,18 +17,12 @@ from tests.conftest import start_server
 # PodDisruptionBudget's status).
 QUIET = {"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false"}
 
-URLS = {
-    "Namespace": "/api/v1/namespaces",
-    "Node": "/api/v1/nodes",
-    "Pod": "/api/v1/namespaces/{ns}/pods",
-    "PersistentVolume": "/api/v1/persistentvolumes",
-    "PersistentVolumeClaim": "/api/v1/namespaces/{ns}/persistentvolumeclaims",
-    "Event": "/api/v1/namespaces/{ns}/events",
-    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
-    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
-    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
-    "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
-}
+
+def _collection(kind: str, namespace: str) -> str:
+    """The URL of a kind's collection (in ``namespace`` for a namespaced kind)."""
+    info = kind_info(kind)
+    prefix = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
+    return f"{prefix}/namespaces/{namespace}/{info.plural}" if info.namespaced else f"{prefix}/{info.plural}"
 
 
 def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, backend_url: str) -> None:
@@ -37,7 +32,7 @@ def test_kill_9_loses_no_acknowledged_write(tmp_path: Path, backend_url: str) ->
     try:
         with httpx.Client(base_url=server.url, timeout=10) as c:
             for kind, obj in objects_of_every_kind("d"):
-                url = URLS[kind].format(ns=obj["metadata"].get("namespace", ""))
+                url = _collection(kind, obj["metadata"].get("namespace", ""))
                 r = c.post(url, json=obj)
                 assert r.status_code == 201, r.text
                 acknowledged[f"{url}/{obj['metadata']['name']}"] = r.json()

@@ -25,6 +25,20 @@ APIS: dict[str, tuple[type, str, bool]] = {
     "CSINode": (client.StorageV1Api, "csi_node", False),
     "PriorityClass": (client.SchedulingV1Api, "priority_class", False),
     "PodDisruptionBudget": (client.PolicyV1Api, "pod_disruption_budget", True),
+    "ConfigMap": (client.CoreV1Api, "config_map", True),
+    "Secret": (client.CoreV1Api, "secret", True),
+    "ServiceAccount": (client.CoreV1Api, "service_account", True),
+    "Service": (client.CoreV1Api, "service", True),
+    "Endpoints": (client.CoreV1Api, "endpoints", True),
+    "EndpointSlice": (client.DiscoveryV1Api, "endpoint_slice", True),
+    "ReplicationController": (client.CoreV1Api, "replication_controller", True),
+    "CSIDriver": (client.StorageV1Api, "csi_driver", False),
+    "CSIStorageCapacity": (client.StorageV1Api, "csi_storage_capacity", True),
+    "VolumeAttachment": (client.StorageV1Api, "volume_attachment", False),
+    "Role": (client.RbacAuthorizationV1Api, "role", True),
+    "RoleBinding": (client.RbacAuthorizationV1Api, "role_binding", True),
+    "ClusterRole": (client.RbacAuthorizationV1Api, "cluster_role", False),
+    "ClusterRoleBinding": (client.RbacAuthorizationV1Api, "cluster_role_binding", False),
 }
 
 

@@ -48,6 +48,23 @@ ROOT_MODELS = {
     "ResourceSlice": "V1ResourceSlice",
     "ResourceClaim": "ResourceV1ResourceClaim",
     "ResourceClaimTemplate": "V1ResourceClaimTemplate",
+    "ConfigMap": "V1ConfigMap",
+    "Secret": "V1Secret",
+    "ServiceAccount": "V1ServiceAccount",
+    "Service": "V1Service",
+    "Endpoints": "V1Endpoints",
+    "ReplicationController": "V1ReplicationController",
+    "CSIDriver": "V1CSIDriver",
+    "CSIStorageCapacity": "V1CSIStorageCapacity",
+    "VolumeAttachment": "V1VolumeAttachment",
+    "EndpointSlice": "V1EndpointSlice",
+    "Role": "V1Role",
+    "RoleBinding": "V1RoleBinding",
+    "ClusterRole": "V1ClusterRole",
+    "ClusterRoleBinding": "V1ClusterRoleBinding",
+    "TokenReview": "V1TokenReview",
+    "SubjectAccessReview": "V1SubjectAccessReview",
+    "SelfSubjectAccessReview": "V1SelfSubjectAccessReview",
 }
 
 # Models the installed client lacks, in the schema's notation (see below); keys name the API type.

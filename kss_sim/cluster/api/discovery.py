@@ -48,7 +48,11 @@ def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
             "namespaced": info.namespaced,
             "kind": info.kind,
             # Namespaces have no deletecollection in kube-apiserver (the router answers 405).
-            "verbs": [v for v in VERBS if v != "deletecollection"] if info.kind == "Namespace" else VERBS,
+            "verbs": ["create"]
+            if info.review
+            else [v for v in VERBS if v != "deletecollection"]
+            if info.kind == "Namespace"
+            else VERBS,
         }
         if info.short_names:
             entry["shortNames"] = list(info.short_names)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import orjson
@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
-from kss_sim.cluster.api import containers, eviction, params, protobuf, scale, watch
+from kss_sim.cluster.api import containers, eviction, params, protobuf, reviews, scale, watch
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -217,7 +217,37 @@ def _watch(
         timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
         bookmark_seconds=settings.watch_bookmark_seconds,
     )
-    return StreamingResponse(watch.stream(store, req, _render(request, target.info)), media_type=JSON)
+    lines = watch.stream(store, req, _render(request, target.info))
+    info = target.info
+    if protobuf.accepts_protobuf(request.headers.get("accept", "")) and protobuf.has_protobuf(
+        info.api_version, info.kind
+    ):
+        return StreamingResponse(_protobuf_frames(lines), media_type=protobuf.PROTOBUF_STREAM)
+    return StreamingResponse(lines, media_type=JSON)
+
+
+async def _protobuf_frames(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async for line in lines:
+        yield protobuf.encode_watch_line(line)
+
+
+def negotiated(request: Request, response: Response) -> Response:
+    """``response`` in protobuf when the client asks for it first and its kind has a protobuf form (client-go's
+    typed clients); as it is otherwise (JSON clients pay one header lookup)."""
+    if (
+        response.media_type != JSON
+        or isinstance(response, StreamingResponse)
+        or not protobuf.accepts_protobuf(request.headers.get("accept", ""))
+    ):
+        return response
+    encoded = protobuf.encode_json(bytes(response.body))
+    if encoded is None:
+        return response
+    answer = Response(encoded, status_code=response.status_code, media_type=protobuf.PROTOBUF)
+    for key, value in response.raw_headers:
+        if key not in (b"content-length", b"content-type"):
+            answer.raw_headers.append((key, value))
+    return answer
 
 
 async def _handle_create(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -453,6 +483,11 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         body = parse_body(request, None, await read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
     target = parse_target(group, version, segments, _settings(request).feature_gates)
+    if target.info.review:
+        if request.method != "POST" or target.name is not None:
+            raise MethodNotAllowed(request.method.lower())
+        body = parse_body(request, target.info, await read_body(request))
+        return json_response(reviews.answer(target.info, body, _settings(request).api_token or ""), 201)
     if target.subresource == "scale":
         return await _handle_scale(request, _store(request), target)
     if target.subresource == "eviction":
@@ -510,13 +545,13 @@ async def _handle_eviction(request: Request, store: ClusterStore, target: Target
 @router.api_route("/api/{version}/{path:path}", methods=_METHODS)
 async def core_api(request: Request, version: str, path: str) -> Response:
     """Every core (``/api/v1``) resource URL."""
-    return await _dispatch(request, "", version, path)
+    return negotiated(request, await _dispatch(request, "", version, path))
 
 
 @router.api_route("/apis/{group}/{version}/{path:path}", methods=_METHODS)
 async def group_api(request: Request, group: str, version: str, path: str) -> Response:
     """Every named-group (``/apis/{group}/{version}``) resource URL."""
-    return await _dispatch(request, group, version, path)
+    return negotiated(request, await _dispatch(request, group, version, path))
 
 
 def resource_route(path: str) -> tuple[str, str, str] | None:
@@ -556,4 +591,4 @@ async def kube_app(scope: Scope, receive: Receive, send: Send) -> None:
         # the exception as it does for the framework's routes.
         await error_response(ApiError("Internal error occurred"))(scope, receive, send)
         raise
-    await response(scope, receive, send)
+    await negotiated(request, response)(scope, receive, send)

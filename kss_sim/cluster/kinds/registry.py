@@ -35,6 +35,8 @@ class KindInfo:
     custom: bool = False
     # The alpha feature gate that must be on for the kind to be served (None: always served).
     feature_gate: str | None = None
+    # A review (TokenReview, SubjectAccessReview): create only, answered and never stored.
+    review: bool = False
 
     @property
     def api_version(self) -> str:
@@ -90,8 +92,39 @@ KINDS: tuple[KindInfo, ...] = (
         has_status=True,
     ),
     KindInfo("", "v1", "Event", "events", "event", True, ("ev",)),
+    # Kinds kss stores and serves without acting on them, as control-plane clients (kube-scheduler's informers,
+    # kube-controller-manager) and real manifests expect them to exist.
+    KindInfo("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",)),
+    KindInfo("", "v1", "Secret", "secrets", "secret", True),
+    KindInfo("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",)),
+    KindInfo("", "v1", "Service", "services", "service", True, ("svc",), ("status",), ("all",), has_status=True),
+    KindInfo("", "v1", "Endpoints", "endpoints", "endpoints", True, ("ep",)),
+    KindInfo(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        "replicationcontroller",
+        True,
+        ("rc",),
+        ("status",),
+        ("all",),
+        has_status=True,
+    ),
     KindInfo("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False, ("sc",)),
     KindInfo("storage.k8s.io", "v1", "CSINode", "csinodes", "csinode", False),
+    KindInfo("storage.k8s.io", "v1", "CSIDriver", "csidrivers", "csidriver", False),
+    KindInfo("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", "csistoragecapacity", True),
+    KindInfo(
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        "volumeattachments",
+        "volumeattachment",
+        False,
+        subresources=("status",),
+        has_status=True,
+    ),
     KindInfo("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
     KindInfo(
         "policy",
@@ -166,6 +199,33 @@ KINDS: tuple[KindInfo, ...] = (
         has_status=True,
     ),
     KindInfo("resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", "resourceclaimtemplate", True),
+    KindInfo("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", True),
+    # What delegated authentication and authorization ask (kube-scheduler's own HTTPS endpoint, kubectl auth can-i).
+    KindInfo("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", "tokenreview", False, review=True),
+    KindInfo(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        False,
+        review=True,
+    ),
+    KindInfo(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        False,
+        review=True,
+    ),
+    KindInfo("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
+    KindInfo("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
+    KindInfo("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
+    KindInfo(
+        "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False
+    ),
 )
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
