@@ -119,12 +119,24 @@ def test_high_priority_pod_preempts_and_events_show_it(kctl: KubectlRunner) -> N
         node_yaml("solo", cpu="2", spec="taints: [{key: solo, value: 'x', effect: NoSchedule}]"),
     )
     pin = "tolerations: [{key: solo, operator: Exists}]\n  nodeSelector: {kubernetes.io/hostname: solo}"
-    apply(kctl, pod_yaml("low-1", cpu="1500m", extra=f"priorityClassName: low\n  {pin}"))
+    grace = "terminationGracePeriodSeconds: 3"
+    apply(kctl, pod_yaml("low-1", cpu="1500m", extra=f"priorityClassName: low\n  {grace}\n  {pin}"))
     assert wait_for(lambda: pod_json(kctl, "low-1")["spec"].get("nodeName")) == "solo"
     apply(
         kctl,
         pod_yaml("vip", cpu="1500m", extra=f"priorityClassName: high\n  {pin}"),
     )
+    # The victim ends gracefully: marked DisruptionTarget, it holds the node for its 3 s while vip is nominated.
+    victim = wait_for(lambda: (p := pod_json(kctl, "low-1"))["metadata"].get("deletionTimestamp") and p)
+    assert victim["metadata"]["deletionGracePeriodSeconds"] == 3
+    assert {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "default-scheduler: preempting to accommodate a higher priority pod",
+    }.items() <= next(c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget").items()
+    waiting = pod_json(kctl, "vip")
+    assert waiting["status"].get("nominatedNodeName") == "solo" and not waiting["spec"].get("nodeName")
     assert wait_for(lambda: pod_json(kctl, "vip")["spec"].get("nodeName"), timeout=20) == "solo"
     gone = kctl("get", "pod", "low-1", check=False)
     assert gone.returncode != 0 and "NotFound" in gone.stderr
