@@ -299,3 +299,22 @@ spec: {storageClassName: fast, accessModes: [ReadWriteOnce], resources: {request
     assert pv["spec"]["claimRef"]["name"] == "dyn-claim"
     terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
     assert terms[0]["matchExpressions"][0]["values"] == [node]
+
+
+def test_a_pending_pod_being_deleted_is_skipped_not_scheduled(kctl: KubectlRunner) -> None:
+    """skipPodSchedule: a finalizer holds a deleted pending pod; when a node it fits comes, it is not bound."""
+    held = pod_yaml("held", cpu="40").replace("namespace: default}", "namespace: default, finalizers: [kss.test/hold]}")
+    apply(kctl, held)
+    wait_for(lambda: any(c.get("reason") == "Unschedulable" for c in pod_json(kctl, "held")["status"]["conditions"]))
+    kctl("delete", "pod", "held", "--wait=false")
+    assert pod_json(kctl, "held")["metadata"]["deletionTimestamp"]
+    apply(kctl, node_yaml("huge", cpu="64"))
+    wait_for(
+        lambda: (
+            "skip schedule deleting pod: default/held"
+            in kctl("get", "events", "--field-selector", "involvedObject.name=held", "-o", "json").stdout
+        ),
+        timeout=20,
+    )
+    assert not pod_json(kctl, "held")["spec"].get("nodeName")
+    kctl("patch", "pod", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
