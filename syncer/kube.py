@@ -543,7 +543,8 @@ class KubeTarget:
 
     def delete(self, kind: Kind, namespace: str | None, name: str, *, uid: str | None = None) -> None:
         """Delete the object, only if it still has ``uid`` when given (``Conflict`` otherwise)."""
-        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        # The source's kubelet ended the pod already: the mirror goes at once, not after a grace period of its own.
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
         if uid:
             body["preconditions"] = {"uid": uid}
         if kind.workload:

@@ -11,9 +11,14 @@
   restarted (``restartCount`` + 1, the exit in ``lastState``; at once: kss has no CrashLoopBackOff). A finished
   pod's resources are released by the scheduler, as for any Succeeded or Failed pod; its addresses here.
 - A running pod with readiness gates is Ready once every gate's condition is True (the kubelet's rule).
+- A bound pod deleted gracefully (``deletionTimestamp``, ``deletionGracePeriodSeconds`` above 0) is finished when
+  its grace period is over, at its ``deletionTimestamp`` on the controller's clock: the kubelet's status manager
+  then deletes it with a grace period of 0 (its uid as precondition), and it is gone but for finalizers. Until
+  then it holds its node (its resources for the scheduler, its addresses here), as containers that take their
+  whole grace period to stop would.
 
 Pods that are already Running (an import, a synced cluster) are left as they are, but for their run duration. The
-end of every run is kept in one ``DueQueue`` (one loop timer, whatever the number of pods).
+end of every run and every grace period is kept in one ``DueQueue`` (one loop timer, whatever the number of pods).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.cluster.storage.versions import DEFAULT_MANAGER
@@ -68,6 +74,13 @@ def _pod_ips(pod: Mapping[str, Any]) -> list[str]:
     status = pod.get("status") or {}
     ips = [str(p.get("ip")) for p in status.get("podIPs") or [] if isinstance(p, dict) and p.get("ip")]
     return ips or ([str(status["podIP"])] if status.get("podIP") else [])
+
+
+def _terminating(pod: Mapping[str, Any]) -> bool:
+    """Bound and deleted gracefully: the kubelet finishes it when its grace period is over. A grace period of 0 is
+    a pod held by finalizers only (or marked by them), which the kubelet has nothing more to do with."""
+    meta = pod.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds") and _spec(pod).get("nodeName"))
 
 
 def _time(value: str) -> datetime | None:
@@ -131,6 +144,8 @@ class KubeletController(ReconcileLoop[_Key]):
             freed = self._addresses.release(key)
             # A freed address may be what a pod waiting on that node needs.
             return sorted(self._waiting.pop(freed, ())) if freed else []
+        if _terminating(pod):
+            return [key]
         phase = _phase(pod)
         if phase == "Pending":
             return [] if is_deleting(pod) else [key]
@@ -161,6 +176,9 @@ class KubeletController(ReconcileLoop[_Key]):
         try:
             pod = self.store.read("Pod", namespace, name).obj  # read-only
         except NotFound:
+            return
+        if _terminating(pod):
+            self._finish_termination(key, pod)
             return
         if is_deleting(pod) or not _spec(pod).get("nodeName"):
             return
@@ -234,6 +252,27 @@ class KubeletController(ReconcileLoop[_Key]):
         else:
             self._write_status(pod, finished_status(pod, phase=phase, code=code, now=now))
             log.debug("pod %s/%s: %s (exit code %d)", key[0], key[1], phase, code)
+
+    def _finish_termination(self, key: _Key, pod: Obj) -> None:
+        """At the end of the pod's grace period, delete it as the kubelet's status manager does (``canBeDeleted``:
+        a grace period of 0, the uid as precondition); before, wait for it."""
+        meta = pod["metadata"]
+        end = _time(str(meta["deletionTimestamp"]))
+        if end is not None and self.now() < end:
+            self._schedule_end(key, end)
+            return
+        self._runs.discard(key)
+        try:
+            self.store.delete(
+                "Pod",
+                key[0],
+                key[1],
+                uid=str(meta.get("uid") or "") or None,
+                options=DeleteOptions(grace_period_seconds=0, graceful=True),
+            )
+        except (NotFound, Conflict):
+            return  # gone already, or another pod of that name now: its own kubelet work
+        log.debug("pod %s/%s: terminated after its grace period of %ss", *key, meta.get("deletionGracePeriodSeconds"))
 
     def _readdress(self, key: _Key, pod: Obj) -> Obj:
         """Give ``pod`` free addresses on its node in place of those a reported pod took, and write them (again

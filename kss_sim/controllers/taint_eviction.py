@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
@@ -202,7 +203,10 @@ class TaintEvictionController(ReconcileLoop[Key]):
                 now=self.timestamp(),
                 manager=COMPONENT,
             )
-            self.store.delete("Pod", key[0], key[1], uid=str(meta(pod).get("uid") or "") or None)
+            # DeleteOptions{} as the taint manager sends them: the pod ends after its grace period, on its node.
+            self.store.delete(
+                "Pod", key[0], key[1], uid=str(meta(pod).get("uid") or "") or None, options=DeleteOptions(graceful=True)
+            )
         except NotFound:
             return  # a Conflict (changed meanwhile) goes to the loop, which retries the tick
 

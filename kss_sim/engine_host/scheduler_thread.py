@@ -428,6 +428,14 @@ class SchedulerService(LoopHost):
             self.loop.skip(qpi)
             self._pending.pop(qpi.key, None)
             return
+        if (current.get("metadata") or {}).get("deletionTimestamp"):
+            # skipPodSchedule: a pod being deleted (finalizers hold it) is not scheduled; it is not tried again.
+            self.actions.record_event(
+                current, "FailedScheduling", f"skip schedule deleting pod: {pod.key}", event_type="Warning"
+            )
+            self.loop.skip(qpi)
+            self._pending.pop(qpi.key, None)
+            return
         pod = PodInfo(current)
         attempt_no = (
             self.results.next_attempt_number(pod.namespace, pod.name) if self.results is not None else qpi.attempts

@@ -15,9 +15,11 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, Invalid
 from kss_sim.cluster.storage.pod_writes import SCHEDULER_MANAGER
 from kss_sim.engine_host import volumes
+from kss_sim.kube.pod_conditions import with_disruption_target
 from kss_sim.results import annotations as result_annotations
 from kss_sim.scheduler.dra.dra_manager import ClaimConflict
 from kss_sim.scheduler.framework import Code, Status
@@ -26,6 +28,9 @@ from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.record import Attempt
 
 log = logging.getLogger("kss.scheduler")
+
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"  # v1.PodReasonPreemptionByScheduler
+CLIENT_DELETE = DeleteOptions(graceful=True)  # kube-scheduler's DeleteOptions{}: the victim's own grace period
 
 
 def _now_rfc3339() -> str:
@@ -59,7 +64,7 @@ class ClusterStoreLike(Protocol):
         copy: bool = True,
     ) -> dict[str, Any]: ...
 
-    def delete(self, kind: str, namespace: str | None, name: str) -> Any: ...
+    def delete(self, kind: str, namespace: str | None, name: str, *, options: DeleteOptions | None = None) -> Any: ...
 
     def add_listener(
         self,
@@ -201,8 +206,19 @@ class StoreActions(LoopWriter):
         return Status()
 
     def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+        """``PreemptPod``: the DisruptionTarget condition (PreemptionByScheduler) on the victim, then a delete with
+        DeleteOptions, so the victim ends gracefully and holds its node until its kubelet finishes it."""
         try:
-            self.store.delete("Pod", victim.namespace, victim.name)
+            current = self.store.get("Pod", victim.namespace, victim.name)
+            if current is not None:
+                status = dict(current.get("status") or {})
+                conditions = list(status.get("conditions") or [])
+                scheduler = (preemptor.pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+                message = f"{scheduler}: preempting to accommodate a higher priority pod"
+                updated = with_disruption_target(conditions, PREEMPTION_BY_SCHEDULER, message, _now_rfc3339())
+                if updated != conditions:
+                    self.store.update_pod_status(victim.namespace, victim.name, {**status, "conditions": updated})
+            self.store.delete("Pod", victim.namespace, victim.name, options=CLIENT_DELETE)
         except Exception as exc:
             return Status(Code.ERROR, f"deleting victim {victim.key}: {exc}")
         self.record_event(

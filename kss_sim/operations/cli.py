@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import ssl
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
 from kss_sim.config import Settings
+from kss_sim.kube.node_ready import NODE_REPORTS, ready_status_patch
 from kss_sim.server.tls import CERT_FILE
 from syncer.options import add_copy_arguments, add_source_context, add_source_kubeconfig
 
@@ -226,14 +226,6 @@ def run_reset(args: argparse.Namespace) -> int:
     return 0
 
 
-# kss node: the Ready condition a node's kubelet would report (what `kubectl patch node --subresource status` does).
-NODE_REPORTS = {
-    "fail": ("False", "KubeletNotReady", "kss node fail: the node's kubelet reports NotReady"),
-    "unreachable": ("Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status."),
-    "heal": ("True", "KubeletReady", "kubelet is posting ready status"),
-}
-
-
 def add_node_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``kss node``."""
     _add_server(parser)
@@ -250,21 +242,12 @@ def run_node(args: argparse.Namespace) -> int:
     (not-ready / unreachable NoExecute) and the taint eviction controller moves its pods off after their
     tolerations, as on a cluster."""
     report = "unreachable" if args.action == "fail" and args.unreachable else args.action
-    status, reason, message = NODE_REPORTS[report]
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    condition = {
-        "type": "Ready",
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastHeartbeatTime": now,
-        "lastTransitionTime": now,
-    }
+    status, reason, _ = NODE_REPORTS[report]
     with _client(args) as client:
         try:
             response = client.patch(
                 f"/api/v1/nodes/{args.name}/status",
-                json={"status": {"conditions": [condition]}},
+                json=ready_status_patch(report),
                 headers={"Content-Type": "application/strategic-merge-patch+json"},
             )
         except httpx.HTTPError as exc:

@@ -34,6 +34,7 @@ class PodRow:
     created: str
     scheduler: str
     terminal: bool
+    terminating: bool  # deleted gracefully: it keeps its node until its grace period is over
     labels: dict[str, str]
     resource_version: str
     obj: Obj  # the store's own dict: read-only
@@ -83,6 +84,7 @@ def pod_row(obj: Obj, requests_of: RequestsOf) -> PodRow:
         created=str(meta.get("creationTimestamp") or ""),
         scheduler=str(spec.get("schedulerName") or "default-scheduler"),
         terminal=phase in ("Succeeded", "Failed"),
+        terminating=bool(meta.get("deletionTimestamp")),
         labels=dict(meta.get("labels") or {}),
         resource_version=str(meta.get("resourceVersion") or ""),
         obj=obj,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from kss_sim.kube.objects import Obj
 
@@ -83,6 +83,10 @@ class Store(Protocol):
     def update(self, kind: str, obj: Obj) -> Obj: ...
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Obj: ...
+
+    def patch(
+        self, kind: str, namespace: str | None, name: str, patch: Any, patch_type: str = ..., *, subresource: str | None
+    ) -> Obj: ...
 
     def events_since(self, resource_version: int) -> Sequence[Change]: ...
 

@@ -23,7 +23,7 @@ from kss_sim.web.views.dra import node_devices
 from kss_sim.web.views.editor import TEMPLATES, EditOutcome, Target
 from kss_sim.web.views.events import events_for
 from kss_sim.web.views.groups import GROUP_KINDS, group_page, groups_view
-from kss_sim.web.views.node import node_view
+from kss_sim.web.views.node import node_view, report_ready
 from kss_sim.web.views.objects import objects_view
 from kss_sim.web.views.pod import pod_view
 from kss_sim.web.views.pods import POD_SORTS, POD_STATES, PodsQuery, pods_view
@@ -97,6 +97,20 @@ def cluster_page(
 @router.get("/ui/nodes/{name}")
 def node_page(request: Request, name: str) -> HTMLResponse:
     """One node: allocation, labels, taints, conditions, images and its pods."""
+    return _node_response(request, name)
+
+
+@router.post("/ui/nodes/{name}/ready")
+def node_report(request: Request, name: str, report: Annotated[str, Form()] = "") -> Response:
+    """Fail or heal the node as ``kss node fail|heal`` does (its Ready condition as its kubelet would report it),
+    then show it: for htmx its body, else back to its page; what went wrong is said on it, nothing changed."""
+    error = report_ready(web(request), name, report)
+    if not error and not is_htmx(request):
+        return RedirectResponse(f"/ui/nodes/{name}", status_code=303)
+    return _node_response(request, name, error=error)
+
+
+def _node_response(request: Request, name: str, *, error: str = "") -> HTMLResponse:
     service = web(request)
     rv = service.store.resource_version
     found = node_view(service, name)
@@ -109,11 +123,11 @@ def node_page(request: Request, name: str) -> HTMLResponse:
     devices = node_devices(service.store, node.obj)  # from ResourceSlices (DRA), with the claims holding them
     ctx = {
         **base_context(request, service, rv, "cluster"),
-        **{"node": node, "pods": pods, "events": events, "held": held, "devices": devices},
+        **{"node": node, "pods": pods, "events": events, "held": held, "devices": devices, "report_error": error},
     }
     if hx_target(request) == "node-body":
-        return render("components/node_body.html", **ctx)
-    return render("pages/node.html", **ctx)
+        return render("components/node_body.html", **ctx)  # htmx swaps 2xx answers only
+    return render("pages/node.html", 422 if error else 200, **ctx)
 
 
 # ---------------------------------------------------------------------------------------------- pods

@@ -19,8 +19,12 @@ PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
 VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget."
 
 
-async def running_pod(client: httpx.AsyncClient, name: str, *, ready: bool = True, phase: str = "Running") -> None:
-    created = await client.post(PODS, json=pod(name, labels={"app": "web"}, node_name="n1"))
+async def running_pod(
+    client: httpx.AsyncClient, name: str, *, ready: bool = True, phase: str = "Running", grace: int = 0
+) -> None:
+    """A pod on n1 with that status; no grace period by default, so an evicted one is gone at once."""
+    body = pod(name, labels={"app": "web"}, node_name="n1", terminationGracePeriodSeconds=grace)
+    created = await client.post(PODS, json=body)
     assert created.status_code == 201, created.text
     status = {
         "phase": phase,
@@ -211,6 +215,23 @@ async def test_a_pod_that_is_not_ready_under_a_short_budget_is_429_unless_always
     assert (await client.put(f"{PDBS}/web/status", json=pdb)).status_code == 200
     assert (await evict(client, "sick")).status_code == 201
     assert not await exists(client, "sick")
+
+
+async def test_an_evicted_pod_ends_gracefully_with_the_evictions_grace_period_or_its_own(
+    client: httpx.AsyncClient,
+) -> None:
+    await running_pod(client, "own", grace=30)
+    await running_pod(client, "asked", grace=30)
+    assert (await evict(client, "own")).status_code == 201
+    assert (await evict(client, "asked", eviction("asked", gracePeriodSeconds=5))).status_code == 201
+    for name, seconds in (("own", 30), ("asked", 5)):
+        terminating = (await client.get(f"{PODS}/{name}")).json()
+        assert terminating["metadata"]["deletionGracePeriodSeconds"] == seconds
+        assert any(c["type"] == "DisruptionTarget" for c in terminating["status"]["conditions"])
+    # Being deleted already: a second eviction changes nothing (kubectl drain's retry) and needs no budget.
+    await budget(client, allowed=0, current=2, desired=2)
+    assert (await evict(client, "own")).status_code == 201
+    assert (await client.get(f"{PODS}/own")).json()["metadata"]["deletionGracePeriodSeconds"] == 30
 
 
 async def test_pending_finished_and_terminating_pods_bypass_the_budget(client: httpx.AsyncClient) -> None:

@@ -202,7 +202,7 @@ def test_a_new_user_s_gpu_pod_gets_its_device_through_a_claim_template(cluster: 
                      r'plugin="DynamicResources",status="Success"\} [1-9]', metrics), metrics  # fmt: skip
 
     # Deleting the pod frees its device: the claim is deallocated and garbage collected.
-    kubectl("delete", "pod", "trainer")
+    kubectl("delete", "pod", "trainer", "--grace-period=1")  # it ends after a second, not the default 30 s
     _until(lambda: claim_name not in kubectl("get", "resourceclaims", "-o", "name").stdout, "the claim to be deleted")
     page = httpx.get(f"{server.url}/ui/nodes/gpu-node-0").text
     freed = _device_row(page, "gpu-node-0/gpu-0")

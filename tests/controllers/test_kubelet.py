@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import uvicorn
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.controllers.kubelet import KubeletController
@@ -591,6 +592,57 @@ def test_bad_go_durations(text: str, message: str) -> None:
     with pytest.raises(ValueError) as caught:
         parse_go_duration(text)
     assert str(caught.value) == message
+
+
+# ---------------------------------------------------------------------------------------------- graceful deletion
+
+
+def test_a_pod_deleted_gracefully_holds_its_address_and_ends_at_its_deletion_timestamp(
+    mem_store: ClusterStore, kubelet: KubeletController, clock: Clock
+) -> None:
+    mem_store.create("Node", a_node("n1", pod_cidr="10.244.1.0/24"))
+    kubelet.start()
+    mem_store.create("Pod", a_pod("web", node_name="n1", terminationGracePeriodSeconds=20))
+    settle(kubelet)
+    mem_store.delete("Pod", "default", "web", options=DeleteOptions(graceful=True))
+    settle(kubelet)
+    tick(kubelet, clock, 10)
+    mem_store.create("Pod", a_pod("other", node_name="n1"))
+    settle(kubelet)
+    assert pod_ips(mem_store, ["web", "other"]) == ["10.244.1.2", "10.244.1.3"]  # still its address
+    tick(kubelet, clock, 9)
+    assert mem_store.get("Pod", "default", "web") is not None
+    tick(kubelet, clock, 1)
+    assert mem_store.get("Pod", "default", "web") is None
+    # Shortened by a later delete: it ends then; a pod held by a finalizer stays, with no grace period left.
+    body = a_pod("held", node_name="n1")
+    body["metadata"]["finalizers"] = ["example.com/keep"]
+    mem_store.create("Pod", body)
+    mem_store.create("Pod", a_pod("shortened", node_name="n1"))
+    settle(kubelet)
+    for name in ("held", "shortened"):
+        mem_store.delete("Pod", "default", name, options=DeleteOptions(graceful=True))
+    mem_store.delete("Pod", "default", "shortened", options=DeleteOptions(grace_period_seconds=2, graceful=True))
+    settle(kubelet)
+    tick(kubelet, clock, 2)
+    assert mem_store.get("Pod", "default", "shortened") is None
+    tick(kubelet, clock, 28)
+    held = mem_store.get("Pod", "default", "held")
+    assert held is not None and held["metadata"]["deletionGracePeriodSeconds"] == 0
+
+
+def test_a_restarted_kubelet_ends_the_grace_periods_that_ran_meanwhile(mem_store: ClusterStore, clock: Clock) -> None:
+    mem_store.create("Node", a_node("n1"))
+    mem_store.create("Pod", a_pod("web", node_name="n1", terminationGracePeriodSeconds=5))
+    mem_store.delete("Pod", "default", "web", options=DeleteOptions(graceful=True))
+    clock.advance(6)
+    kubelet = KubeletController(mem_store, clock=clock)
+    kubelet.start()
+    try:
+        settle(kubelet)
+        assert mem_store.get("Pod", "default", "web") is None
+    finally:
+        kubelet.stop()
 
 
 # ---------------------------------------------------------------------------------------------- readiness gates

@@ -1,7 +1,8 @@
 """Node failures, taints and pod GC with the real kubectl against a real ``kss serve`` (controllers and simulated
 kubelet on, the scheduler off: pods are bound by nodeName; pod GC's quarantine shortened to 1 s): a NoExecute
-taint evicts at once and after tolerationSeconds, cordon taints, ``kss node fail|heal`` and a status patch taint
-not-ready / unreachable (the default 300 s tolerations keep pods there), a pod bound to a missing node goes."""
+taint evicts at once (the pod ends after its grace period) and after tolerationSeconds, cordon taints,
+``kss node fail|heal`` and a status patch taint not-ready / unreachable (the default 300 s tolerations keep pods
+there), a pod bound to a missing node goes."""
 
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ def eventually(check: Callable[[], bool], timeout: float = 20.0) -> float:
     return time.monotonic() - start
 
 
-def a_pod(name: str, node_name: str, tolerations: list[dict[str, Any]] | None = None) -> str:
+def a_pod(name: str, node_name: str, tolerations: list[dict[str, Any]] | None = None, grace: int = 0) -> str:
     spec: dict[str, Any] = {"nodeName": node_name, "containers": [{"name": "c", "image": "registry.k8s.io/pause"}]}
+    spec["terminationGracePeriodSeconds"] = grace
     if tolerations:
         spec["tolerations"] = tolerations
     return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
@@ -66,17 +68,23 @@ def test_node_failures_taints_and_pod_gc_with_kubectl(live: Server) -> None:
         assert httpx.post(f"{live.url}/api/v1/nodes", json=node(name)).status_code == 201
         kss_node("heal", name)
     toleration = {"key": "evict", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}
-    for name, node_name, tolerations in [
-        ("plain", "n1", None),
-        ("tolerant", "n1", [toleration]),
-        ("other", "n2", None),
+    for name, node_name, tolerations, grace in [
+        ("plain", "n1", None, 3),
+        ("tolerant", "n1", [toleration], 0),
+        ("other", "n2", None, 0),
     ]:
-        kubectl("create", "-f", "-", input=a_pod(name, node_name, tolerations))
+        kubectl("create", "-f", "-", input=a_pod(name, node_name, tolerations, grace))
     assert pods() == {"pod/plain", "pod/tolerant", "pod/other"}
 
-    # A NoExecute taint: the pod that does not tolerate it goes at once, the tolerating one after 5 s.
+    # A NoExecute taint: the pod that does not tolerate it is deleted at once and ends after its 3 s grace period
+    # (Terminating meanwhile); the tolerating one (no grace period) goes after 5 s.
     kubectl("taint", "nodes", "n1", "evict=yes:NoExecute")
-    eventually(lambda: "pod/plain" not in pods())
+    eventually(
+        lambda: "deletionTimestamp" in json.loads(kubectl("get", "pod", "plain", "-o", "json").stdout)["metadata"]
+    )
+    assert "Terminating" in kubectl("get", "pod", "plain").stdout
+    waited = eventually(lambda: "pod/plain" not in pods())
+    assert 1 < waited < 8
     assert "pod/tolerant" in pods()
     waited = eventually(lambda: "pod/tolerant" not in pods())
     assert 2 < waited < 10

@@ -644,7 +644,7 @@ def test_live_app_claims_from_templates_with_kubectl(tmp_path: Path) -> None:
 
         wait_for(lambda: reserved_for() == "server")
 
-        kubectl("delete", "pod", "trainer")
+        kubectl("delete", "pod", "trainer", "--grace-period=1")  # it ends after a second, not the default 30 s
         wait_for(lambda: set(claims_by_pod()) == {"server"})
 
         # The pod finishes: its reservation goes, the allocation with it, and then its generated claim.

@@ -1,11 +1,13 @@
 """The taint eviction controller (app/controllers/taint_eviction.py) over an in-memory store on a clock the tests
-move: pods that do not tolerate a NoExecute taint go at once with the DisruptionTarget condition and the
+move: pods that do not tolerate a NoExecute taint are deleted at once with the DisruptionTarget condition and the
 TaintManagerEviction Event, tolerating ones after the least tolerationSeconds, for ever without one; a taint
-removed in time cancels (with its Event); NoSchedule taints and unbound pods are left alone."""
+removed in time cancels (with its Event); NoSchedule taints and unbound pods are left alone. The deletes are a
+client's, so a pod ends after its grace period (its kubelet finishes it)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -56,8 +58,9 @@ def tolerating(name: str, seconds: int | None, **kw: Any) -> Obj:
 
 
 def names(store: ClusterStore) -> list[str]:
+    """The pods not being deleted: an evicted pod ends after its grace period, which its kubelet sees to."""
     pods, _ = store.list("Pod", "default")
-    return sorted(p["metadata"]["name"] for p in pods)
+    return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
 
 
 def taint(store: ClusterStore, *taints: Obj) -> None:
@@ -108,8 +111,9 @@ def test_a_no_execute_taint_evicts_the_pods_that_do_not_tolerate_it(
     taint(store, EVICT)
     settle(controller)
     assert names(store) == ["elsewhere", "five", "forever", "unbound"]
-    # The condition was written before the delete.
-    (conditions,) = [o["status"]["conditions"] for o in seen if o["status"].get("conditions")]
+    # The condition was written before the delete, which then marked the pod as terminating.
+    assert [bool(o["metadata"].get("deletionTimestamp")) for o in seen] == [False, True]
+    conditions = seen[0]["status"]["conditions"]
     assert [(c["type"], c["status"], c["reason"], c["message"]) for c in conditions] == [
         ("DisruptionTarget", "True", "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
     ]
@@ -169,3 +173,20 @@ def test_a_pod_bound_later_to_a_tainted_node_and_a_restart_with_work_left(
         assert names(store) == []
     finally:
         second.stop()
+
+
+def test_an_evicted_pod_ends_after_its_grace_period_unless_it_has_none(
+    store: ClusterStore, controller: TaintEvictionController, clock: FakeClock
+) -> None:
+    store.create("Node", node("n1"))
+    store.create("Pod", pod("graceful", node_name="n1"))
+    store.create("Pod", pod("abrupt", node_name="n1", terminationGracePeriodSeconds=0))
+    controller.start()
+    taint(store, EVICT)
+    settle(controller)
+    assert names(store) == []
+    terminating = store.get("Pod", "default", "graceful")
+    assert terminating is not None and store.get("Pod", "default", "abrupt") is None
+    expected = (clock() + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert terminating["metadata"]["deletionTimestamp"] == expected
+    assert terminating["metadata"]["deletionGracePeriodSeconds"] == 30

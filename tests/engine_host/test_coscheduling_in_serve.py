@@ -173,7 +173,7 @@ def test_gangs_with_coscheduling_through_kubectl(gang_server: tuple[Server, Kube
     # never fit (no such node), and with podGroupRejectPercentage 50 a gap of 1 in 3 does not reject the waiting
     # ones: the quorum never comes and the wait times out after permitWaitingTimeSeconds (3 s); the first to time
     # out is unreserved, which rejects its sibling.
-    kubectl("delete", "pod", "-n", "train", "fits-7", "fits-6")
+    kubectl("delete", "pod", "-n", "train", "fits-7", "fits-6", "--grace-period=1")  # ended after 1 s, not 30 s
     kubectl("create", "namespace", "late")
     docs = _gang("late", "stuck", 3, 3, cpu="1500m").split("---\n")
     docs = [

@@ -121,8 +121,9 @@ async def test_a_team_waits_with_its_nodes_reserved_then_binds_together(
     metrics = (await client.get("/metrics")).text
     assert "kss_permit_waiting_pods 2.0" in metrics
 
-    # With the loner gone, the third member takes the free node and the quorum is reached.
-    await client.delete("/api/v1/namespaces/default/pods/loner")
+    # With the loner gone (no grace period: its node is free at once), the third member takes the free node and the
+    # quorum is reached.
+    await client.delete("/api/v1/namespaces/default/pods/loner", params={"gracePeriodSeconds": "0"})
     await _settle(app)
     assert (await client.post("/api/v1/namespaces/default/pods", json=_member("c"))).status_code == 201
     await _settle(app)

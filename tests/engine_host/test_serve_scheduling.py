@@ -119,12 +119,24 @@ def test_high_priority_pod_preempts_and_events_show_it(kctl: KubectlRunner) -> N
         node_yaml("solo", cpu="2", spec="taints: [{key: solo, value: 'x', effect: NoSchedule}]"),
     )
     pin = "tolerations: [{key: solo, operator: Exists}]\n  nodeSelector: {kubernetes.io/hostname: solo}"
-    apply(kctl, pod_yaml("low-1", cpu="1500m", extra=f"priorityClassName: low\n  {pin}"))
+    grace = "terminationGracePeriodSeconds: 3"
+    apply(kctl, pod_yaml("low-1", cpu="1500m", extra=f"priorityClassName: low\n  {grace}\n  {pin}"))
     assert wait_for(lambda: pod_json(kctl, "low-1")["spec"].get("nodeName")) == "solo"
     apply(
         kctl,
         pod_yaml("vip", cpu="1500m", extra=f"priorityClassName: high\n  {pin}"),
     )
+    # The victim ends gracefully: marked DisruptionTarget, it holds the node for its 3 s while vip is nominated.
+    victim = wait_for(lambda: (p := pod_json(kctl, "low-1"))["metadata"].get("deletionTimestamp") and p)
+    assert victim["metadata"]["deletionGracePeriodSeconds"] == 3
+    assert {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "default-scheduler: preempting to accommodate a higher priority pod",
+    }.items() <= next(c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget").items()
+    waiting = pod_json(kctl, "vip")
+    assert waiting["status"].get("nominatedNodeName") == "solo" and not waiting["spec"].get("nodeName")
     assert wait_for(lambda: pod_json(kctl, "vip")["spec"].get("nodeName"), timeout=20) == "solo"
     gone = kctl("get", "pod", "low-1", check=False)
     assert gone.returncode != 0 and "NotFound" in gone.stderr
@@ -287,3 +299,22 @@ spec: {storageClassName: fast, accessModes: [ReadWriteOnce], resources: {request
     assert pv["spec"]["claimRef"]["name"] == "dyn-claim"
     terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
     assert terms[0]["matchExpressions"][0]["values"] == [node]
+
+
+def test_a_pending_pod_being_deleted_is_skipped_not_scheduled(kctl: KubectlRunner) -> None:
+    """skipPodSchedule: a finalizer holds a deleted pending pod; when a node it fits comes, it is not bound."""
+    held = pod_yaml("held", cpu="40").replace("namespace: default}", "namespace: default, finalizers: [kss.test/hold]}")
+    apply(kctl, held)
+    wait_for(lambda: any(c.get("reason") == "Unschedulable" for c in pod_json(kctl, "held")["status"]["conditions"]))
+    kctl("delete", "pod", "held", "--wait=false")
+    assert pod_json(kctl, "held")["metadata"]["deletionTimestamp"]
+    apply(kctl, node_yaml("huge", cpu="64"))
+    wait_for(
+        lambda: (
+            "skip schedule deleting pod: default/held"
+            in kctl("get", "events", "--field-selector", "involvedObject.name=held", "-o", "json").stdout
+        ),
+        timeout=20,
+    )
+    assert not pod_json(kctl, "held")["spec"].get("nodeName")
+    kctl("patch", "pod", "held", "--type=merge", "-p", '{"metadata":{"finalizers":null}}')

@@ -101,6 +101,7 @@ def test_binding_preemption_updates_and_deletions_leave_the_shared_objects_uncha
             }
         ],
         "priorityClassName": "low",
+        "terminationGracePeriodSeconds": 0,  # victims go at once, not after a grace period on the wall clock
     }
     for i in range(4):
         store.create("Pod", make_pod(name=f"low-{i}", labels={"app": "low"}, requests={"cpu": "900m"}, spec=spread))

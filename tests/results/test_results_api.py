@@ -116,7 +116,8 @@ async def test_a_deleted_pods_attempts_stay_readable_until_cleared(client: httpx
     assert (await client.post("/api/v1/nodes", json=node("n1"))).status_code == 201
     assert (await client.post("/api/v1/namespaces/default/pods", json=pod("gone"))).status_code == 201
     await bound_attempt(client, "gone")
-    assert (await client.delete("/api/v1/namespaces/default/pods/gone")).status_code == 200
+    gone = await client.delete("/api/v1/namespaces/default/pods/gone", params={"gracePeriodSeconds": "0"})
+    assert gone.status_code == 200  # no grace period: the pod is gone at once
     r = await client.get(RESULTS.format(name="gone"))
     assert r.status_code == 200 and r.json()["attempts"]
     r = await client.delete(RESULTS.format(name="gone"))

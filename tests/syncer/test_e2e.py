@@ -238,10 +238,10 @@ def test_deletions_on_either_side(mirror: Mirror) -> None:
         mirror.src.create_namespaced_pod("default", pod_body(name))
     eventually(lambda: {"doomed", "victim", "kept"} <= set(mirror.sim_pods()), what="the pods to be mirrored")
 
-    mirror.src.delete_namespaced_pod("doomed", "default")
+    mirror.src.delete_namespaced_pod("doomed", "default", grace_period_seconds=0)  # gone at once, no kubelet wait
     eventually(lambda: "doomed" not in mirror.sim_pods(), what="the source's deletion to reach the simulator")
 
-    mirror.sim.delete_namespaced_pod("victim", "default")  # a user (or preemption) in the simulator
+    mirror.sim.delete_namespaced_pod("victim", "default", grace_period_seconds=0)  # a user in the simulator
     mirror.src.patch_namespaced_pod("victim", "default", {"metadata": {"labels": {"later": "update"}}})
     mirror.src.patch_namespaced_pod("kept", "default", {"metadata": {"labels": {"later": "update"}}})
     eventually(

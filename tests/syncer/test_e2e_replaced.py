@@ -22,7 +22,7 @@ def _replace_during_a_watch_gap(ends: Mirror, name: str) -> str:
     ends.proxy.hold_watches()
     # Nine kinds and PodGroup, as in test_e2e's forced 410: every watch ends within --watch-timeout and is parked.
     eventually(lambda: ends.proxy.held >= 10, timeout=20, what="all ten watches to be parked")
-    ends.src.delete_namespaced_pod(name, "default")
+    ends.src.delete_namespaced_pod(name, "default", grace_period_seconds=0)  # gone at once, as replace --force
     replacement = pod_body(name, node="node-b", labels={"app": "web", "generation": "b"}, owned=False)
     created: Any = ends.src.create_namespaced_pod("default", replacement)
     for i in range(22):  # past the source's watch window: the parked watches' versions are gone

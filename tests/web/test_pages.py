@@ -490,3 +490,15 @@ def test_memory_bars_use_one_unit_scale_for_used_and_total() -> None:
     assert human_bytes(24478092 * 2**20) == "23.3Ti"  # not "24478092Mi" beside a total in Gi
     assert human_bytes(1536 * 2**20) == "1.5Gi"
     assert human_bytes(512) == "512"
+
+
+async def test_a_pod_deleted_gracefully_shows_terminating_while_it_keeps_its_node(client: httpx.AsyncClient) -> None:
+    # No kubelet in this app: the pod stays terminating, still counted on its node.
+    assert (await client.post("/api/v1/nodes", json=node("n1"))).status_code == 201
+    assert (await client.post("/api/v1/namespaces/default/pods", json=pod("going", node_name="n1"))).status_code == 201
+    assert (await client.delete("/api/v1/namespaces/default/pods/going")).status_code == 200
+    node_page = (await client.get("/ui/nodes/n1")).text
+    assert re.search(r'<a href="/ui/pods/default/going">default/going</a></td><td>Terminating</td>', node_page)
+    listing = (await client.get("/ui/pods")).text
+    assert re.search(r'<span class="badge ok">Bound</span>\s*<span class="muted">Terminating</span>', listing)
+    assert '<span class="badge warn">Terminating</span>' in (await client.get("/ui/pods/default/going")).text

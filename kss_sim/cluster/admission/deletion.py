@@ -7,16 +7,27 @@ A DELETE first decides the object's garbage-collection finalizers from the optio
 Jobs, kept for backward compatibility, ``Background`` for every other kind). An object left with any finalizer is
 not removed: it gets ``deletionTimestamp`` (once), ``deletionGracePeriodSeconds: 0`` and a generation bump, and is
 removed later when an update takes its last finalizer away. The garbage collector
-(``app/controllers/garbage_collector.py``) does what the GC finalizers ask and then removes them.
+(``kss_sim/controllers/garbage_collector.py``) does what the GC finalizers ask and then removes them.
+
+Pods end gracefully (``rest.BeforeDelete`` with the pod strategy's ``CheckGracefulDelete``) when a client's
+DeleteOptions came with the delete (the API's DELETE, an Eviction, the scheduler's preemption, the taint manager):
+a bound, unfinished pod gets ``deletionTimestamp`` = now + its grace period (``gracePeriodSeconds``, else
+``spec.terminationGracePeriodSeconds``; a negative one is 1 s) and ``deletionGracePeriodSeconds``, and stays until
+its kubelet deletes it again with a grace period of 0 (``kss_sim/controllers/kubelet.py``); a later delete may only
+shorten the period. An unbound or finished pod, or a grace period of 0, goes at once. The store's own deletes
+without options (a Node's pods, a Namespace's contents, the controllers') stay immediate, as a nil DeleteOptions is
+upstream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kss_sim.cluster.errors import Cause, Invalid, forbidden, invalid, not_supported
+from kss_sim.cluster.errors import BadRequest, Cause, Invalid, forbidden, invalid, not_supported
+from kss_sim.kube.times import parse_time
 
 ORPHAN_FINALIZER = "orphan"  # metav1.FinalizerOrphanDependents
 FOREGROUND_FINALIZER = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
@@ -36,10 +47,13 @@ JOB_DELETE_WARNING = (
 
 @dataclass(frozen=True, slots=True)
 class DeleteOptions:
-    """What a DELETE asks about dependents: ``propagationPolicy`` or the deprecated ``orphanDependents``."""
+    """What a DELETE asks about dependents (``propagationPolicy`` or the deprecated ``orphanDependents``) and, when
+    ``graceful`` (a client's DeleteOptions, not the store's own deletes), about a pod's grace period."""
 
     propagation_policy: str | None = None
     orphan_dependents: bool | None = None
+    grace_period_seconds: int | None = None
+    graceful: bool = False
 
     @property
     def chosen(self) -> bool:
@@ -47,9 +61,21 @@ class DeleteOptions:
         return self.propagation_policy is not None or self.orphan_dependents is not None
 
 
-def parse_delete_options(body: Mapping[str, Any], query: Mapping[str, str]) -> DeleteOptions:
-    """The DeleteOptions of a request (body fields win over query parameters), validated as
-    ``ValidateDeleteOptions``: a policy outside Foreground/Background/Orphan, or both fields set, is a 422."""
+def parse_delete_options(
+    body: Mapping[str, Any], query: Mapping[str, str], *, query_grace_period: int | None = None
+) -> DeleteOptions:
+    """The DeleteOptions of a request (body fields win over query parameters; ``query_grace_period``: the query's
+    ``gracePeriodSeconds``, parsed by the API), validated as ``ValidateDeleteOptions``: a policy outside
+    Foreground/Background/Orphan, or both fields set, is a 422; a ``gracePeriodSeconds`` that is not an integer is
+    the decoder's 400."""
+    grace: Any = body.get("gracePeriodSeconds")
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+        raise BadRequest(
+            'DeleteOptions in version "v1" cannot be handled as a DeleteOptions: json: cannot unmarshal '
+            f"{_json_type(grace)} into Go struct field DeleteOptions.gracePeriodSeconds of type int64"
+        )
+    if grace is None:
+        grace = query_grace_period
     policy: Any = body.get("propagationPolicy")
     if policy is None and "propagationPolicy" in query:
         policy = query["propagationPolicy"]
@@ -67,7 +93,74 @@ def parse_delete_options(body: Mapping[str, Any], query: Mapping[str, str]) -> D
         causes.append(not_supported("propagationPolicy", policy, list(POLICIES)))
     if causes:
         raise Invalid("DeleteOptions", "", causes, group="meta.k8s.io")
-    return DeleteOptions(policy if isinstance(policy, str) else None, orphan if isinstance(orphan, bool) else None)
+    return DeleteOptions(
+        policy if isinstance(policy, str) else None,
+        orphan if isinstance(orphan, bool) else None,
+        grace_period_seconds=grace,
+        graceful=True,
+    )
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type encoding/json names in an unmarshal error."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+# What rest.BeforeDelete decides of a delete.
+NOT_GRACEFUL = "not graceful"  # removed now (or, with finalizers, marked as deleting with a grace period of 0)
+GRACEFUL = "graceful"  # deletionTimestamp and deletionGracePeriodSeconds set (or shortened): removed now only at 0 s
+PENDING = "pending"  # a graceful deletion runs already and is not shortened: nothing changes
+
+
+def before_delete(kind: str, obj: dict[str, Any], options: DeleteOptions | None, now: datetime) -> tuple[str, int]:
+    """``rest.BeforeDelete`` for a delete of ``obj`` (changed in place when graceful) at ``now``: what it decides
+    and the grace period (seconds) of a graceful one. Only pods with a client's DeleteOptions end gracefully."""
+    meta = obj["metadata"]
+    period = options.grace_period_seconds if options is not None else None
+    if period is not None and period < 0:
+        period = 1  # "Negative values will be treated as the value `1s` on the delete path."
+    given = meta.get("deletionGracePeriodSeconds")
+    if isinstance(given, int) and given < 0:
+        given = meta["deletionGracePeriodSeconds"] = 1
+    if kind != "Pod" or options is None or not options.graceful:
+        return NOT_GRACEFUL, 0
+    if meta.get("deletionTimestamp"):
+        if not given:
+            return NOT_GRACEFUL, 0  # marked with no grace period (or by finalizers): it may go now
+        if period is None or period >= given:
+            return PENDING, int(given)
+        was = parse_time(meta["deletionTimestamp"])
+        base = (was if was is not None else now) - timedelta(seconds=int(given))
+        meta["deletionTimestamp"] = _rfc3339(base + timedelta(seconds=period))
+        meta["deletionGracePeriodSeconds"] = period
+        return GRACEFUL, period
+    period = pod_grace_period(obj, period)
+    meta["deletionTimestamp"] = _rfc3339(now + timedelta(seconds=period))
+    meta["deletionGracePeriodSeconds"] = period
+    if int(meta.get("generation") or 0) > 0:
+        meta["generation"] = int(meta["generation"]) + 1
+    return GRACEFUL, period
+
+
+def pod_grace_period(pod: Mapping[str, Any], asked: int | None) -> int:
+    """The pod strategy's ``CheckGracefulDelete``: the period asked, else the pod's
+    ``terminationGracePeriodSeconds``; 0 for a pod not bound to a node or already finished; 1 for a negative one."""
+    spec = pod.get("spec") or {}
+    period = asked if asked is not None else spec.get("terminationGracePeriodSeconds")
+    period = period if isinstance(period, int) and not isinstance(period, bool) else 0
+    if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded"):
+        period = 0
+    return 1 if period < 0 else period
+
+
+def _rfc3339(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def default_policy(kind: str) -> str:

@@ -433,7 +433,9 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
     dry_run = dry_run_requested(request, options.get("dryRun") or [])
     if target.subresource is not None:
         raise MethodNotAllowed("delete")
-    delete_options = deletion.parse_delete_options(options, request.query_params)
+    delete_options = deletion.parse_delete_options(
+        options, request.query_params, query_grace_period=params.int64(request.query_params, "gracePeriodSeconds")
+    )
     # batch/v1 Jobs orphan their pods unless told otherwise; kube-apiserver warns a client that did not choose.
     warnings = [deletion.JOB_DELETE_WARNING] if info.kind == "Job" and not delete_options.chosen else []
     if target.name is None:

@@ -294,6 +294,10 @@ class Versions:
                 return name
         raise AlreadyExists(BY_KIND[kind].plural, prefix)
 
+    def now(self) -> datetime:
+        """Now, on the store's clock."""
+        return self._clock()
+
     def timestamp(self) -> str:
         """Now, as metav1.Time writes it (whole seconds, UTC)."""
         now = self._clock()

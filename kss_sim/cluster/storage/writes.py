@@ -324,22 +324,29 @@ class ObjectWrites:
                     group=info.group,
                 )
             admission.check_deletable(info, current)
+            marked = current.copy()
+            decision, period = deletion.before_delete(kind, marked, options, self._versions.now())
+            if decision == deletion.PENDING:
+                return marked  # a graceful deletion runs: nothing changes, the finalizers neither
             finalizers = deletion.finalizers_on_delete(kind, list(meta.get("finalizers") or []), options or _NO_OPTIONS)
             if dry_run:
-                return current.copy()
-            marked: Obj | None = None
-            if finalizers:
-                marked = current.copy()
+                return current.copy() if decision == deletion.NOT_GRACEFUL else marked
+            if decision == deletion.GRACEFUL and (finalizers or period > 0):
+                if finalizers or "finalizers" in marked["metadata"]:
+                    marked["metadata"]["finalizers"] = list(finalizers)
+                result, batch = self._versions.stage_modified(kind, current, marked)
+            elif finalizers:
                 deletion.mark_deleting(marked, finalizers, self._versions.timestamp())
                 if marked == current.obj:
-                    return current.copy()
+                    return marked
                 result, batch = self._versions.stage_modified(kind, current, marked)
             else:
                 changes: _Changes = []
                 self._versions.delete_changes(info, current, changes, self._committer.rv)
                 batch = self._committer.stage(changes)
+                result = changes[-1].event_obj.copy()
         self._committer.acknowledge(batch)
-        return result if marked is not None else changes[-1].event_obj.copy()
+        return result
 
     def delete_collection(
         self,
@@ -366,12 +373,20 @@ class ObjectWrites:
                 if working.get((target.namespace, target.name)) is target and not any(
                     c.kind == kind and c.key == (target.namespace, target.name) for c in changes
                 ):
+                    marked = target.copy()
+                    decision, period = deletion.before_delete(kind, marked, options, self._versions.now())
+                    if decision == deletion.PENDING:
+                        continue
                     finalizers = deletion.finalizers_on_delete(
                         kind, list(target.obj["metadata"].get("finalizers") or []), options or _NO_OPTIONS
                     )
-                    if finalizers:
-                        marked = target.copy()
-                        deletion.mark_deleting(marked, finalizers, self._versions.timestamp())
+                    graceful = decision == deletion.GRACEFUL and (bool(finalizers) or period > 0)
+                    if graceful or finalizers:
+                        if graceful:
+                            if finalizers or "finalizers" in marked["metadata"]:
+                                marked["metadata"]["finalizers"] = list(finalizers)
+                        else:
+                            deletion.mark_deleting(marked, finalizers, self._versions.timestamp())
                         if marked != target.obj:
                             marked["metadata"]["resourceVersion"] = str(self._committer.rv + len(changes) + 1)
                             entry = StoredObject(marked, encode(marked))
