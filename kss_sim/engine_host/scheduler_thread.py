@@ -27,8 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kss_sim.config import Settings
 from kss_sim.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
 from kss_sim.extender_http import extenders_for
+from kss_sim.kube.versions import KubeVersion
+from kss_sim.kube.versions import kube_version as default_kube_version
 from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cycle import ScheduleOptions
@@ -98,13 +101,13 @@ def api_yield_seconds(cycle_cpu_seconds: float) -> float:
     return min(API_YIELD_MAX_SECONDS, max(API_YIELD_SECONDS, cycle_cpu_seconds))
 
 
-def load_scheduler_config(settings: Any) -> SchedulerConfig:
+def load_scheduler_config(settings: Settings) -> SchedulerConfig:
     """The starting configuration: ``KSS_SCHEDULER_CONFIG`` / ``--scheduler-config`` file, or the defaults."""
     path = getattr(settings, "scheduler_config", None)
-    gates = getattr(settings, "feature_gates", None)
+    gates = settings.effective_feature_gates
     if path is None:
-        return parse_config(None, gates)
-    return parse_config(Path(path).read_text(), gates)
+        return parse_config(None, gates, settings.version)
+    return parse_config(Path(path).read_text(), gates, settings.version)
 
 
 def _is_terminal(pod: dict[str, Any]) -> bool:
@@ -148,6 +151,7 @@ class SchedulerService(LoopHost):
         api_busy: Callable[[], bool] | None = None,
         on_idle: Callable[[], None] | None = None,
         feature_gates: dict[str, bool] | None = None,
+        kube_version: KubeVersion | None = None,
     ) -> None:
         self.store = store
         self.results = results
@@ -155,6 +159,7 @@ class SchedulerService(LoopHost):
         self.on_attempt = on_attempt
         self.on_config_change: Callable[[dict[str, Any]], None] | None = None
         self.feature_gates = dict(feature_gates or {})
+        self.kube_version = kube_version or (config.kube_version if config is not None else default_kube_version())
         self._inbox: deque[tuple[str, str, dict[str, Any]]] = deque()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -168,7 +173,7 @@ class SchedulerService(LoopHost):
         self._holds_lock = threading.Lock()
         self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
         # The configuration acknowledged to the API (the loop takes it up between cycles).
-        self.config = config or parse_config(None, self.feature_gates)
+        self.config = config or parse_config(None, self.feature_gates, self.kube_version)
         self.actions = StoreActions(
             store,
             write_annotations=write_annotations,
@@ -211,7 +216,7 @@ class SchedulerService(LoopHost):
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
         """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
-        config = parse_config(source, self.feature_gates)
+        config = parse_config(source, self.feature_gates, self.kube_version)
         # Instantiating every profile catches what only the framework can see (e.g. two queue sorts).
         for profile in config.profiles:
             build_framework(profile, Handle(ClusterObjects()))

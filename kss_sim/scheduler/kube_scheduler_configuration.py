@@ -1,10 +1,13 @@
 """``KubeSchedulerConfiguration`` (kubescheduler.config.k8s.io/v1): defaults, merging, validation.
 
-Defaults equal kube-scheduler v1.35's: the multiPoint plugin list and weights below, plugin args
-defaulted by each plugin class, percentageOfNodesToScore 0 (adaptive), backoff 1 s to 10 s.
+Defaults equal kube-scheduler's of the run's Kubernetes version (``kss_sim.kube.versions``): its multiPoint plugin
+list and weights, plugin args defaulted by each plugin class, percentageOfNodesToScore 0 (adaptive), backoff 1 s to
+10 s.
 
 Feature gates reach this module as a plain ``{name: enabled}`` dict (the host's ``--feature-gates``); they change
-the defaults as upstream's ``getDefaultPlugins`` does (GangScheduling joins multiPoint), not which plugins exist.
+the defaults as upstream's ``getDefaultPlugins`` does (GangScheduling joins multiPoint), not which plugins exist. The
+version decides which in-tree plugins exist (GangScheduling only from v1.35); one kss has not ported is refused when
+a configuration names it and left out of the default set (``SchedulerConfig.left_out``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kss_sim.kube.versions import UNPORTED_PLUGINS, KubeVersion, kube_version
 from kss_sim.scheduler import plugins as plugin_registry
 from kss_sim.scheduler.extender import ExtenderConfig
 from kss_sim.scheduler.extender_config import ExtenderConfigError, parse_extenders
@@ -46,37 +50,20 @@ KIND = "KubeSchedulerConfiguration"
 _GROUP = API_VERSION.rpartition("/")[0]
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
-# getDefaultPlugins() with the DynamicResourceAllocation gate on (DynamicResources before DefaultPreemption).
-DEFAULT_MULTI_POINT: list[dict[str, Any]] = [
-    {"name": "SchedulingGates"},
-    {"name": "PrioritySort"},
-    {"name": "NodeUnschedulable"},
-    {"name": "NodeName"},
-    {"name": "TaintToleration", "weight": 3},
-    {"name": "NodeAffinity", "weight": 2},
-    {"name": "NodePorts"},
-    {"name": "NodeResourcesFit", "weight": 1},
-    {"name": "VolumeRestrictions"},
-    {"name": "NodeVolumeLimits"},
-    {"name": "VolumeBinding"},
-    {"name": "VolumeZone"},
-    {"name": "PodTopologySpread", "weight": 2},
-    {"name": "InterPodAffinity", "weight": 2},
-    {"name": "DynamicResources", "weight": 2},
-    {"name": "DefaultPreemption"},
-    {"name": "NodeResourcesBalancedAllocation", "weight": 1},
-    {"name": "ImageLocality", "weight": 1},
-    {"name": "DefaultBinder"},
-]
+
+def default_multi_point(
+    feature_gates: Mapping[str, bool] | None = None, version: KubeVersion | None = None
+) -> list[dict[str, Any]]:
+    """``getDefaultPlugins``' multiPoint at ``version`` (default: the default version) under ``feature_gates`` (gates
+    not given take the version's default), without the plugins kss has not ported (``left_out_defaults``)."""
+    version = version or kube_version()
+    return [p for p in version.default_multi_point(feature_gates or {}) if p["name"] not in UNPORTED_PLUGINS]
 
 
-def default_multi_point(feature_gates: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
-    """``getDefaultPlugins``' multiPoint under ``feature_gates``: with GangScheduling on, GangScheduling is appended
-    (``applyGangScheduling``). Gates not given take their v1.35 default: off, both being alpha."""
-    plugins = copy.deepcopy(DEFAULT_MULTI_POINT)
-    if (feature_gates or {}).get("GangScheduling", False):
-        plugins.append({"name": "GangScheduling"})
-    return plugins
+def left_out_defaults(feature_gates: Mapping[str, bool] | None = None, version: KubeVersion | None = None) -> list[str]:
+    """The plugins ``version``'s default set has under ``feature_gates`` that kss has not ported, and so leaves out."""
+    version = version or kube_version()
+    return [p["name"] for p in version.default_multi_point(feature_gates or {}) if p["name"] in UNPORTED_PLUGINS]
 
 
 # Extension points in config order, with the interface a plugin needs to take part.
@@ -126,8 +113,12 @@ class SchedulerConfig:
     parallelism: int = 16
     raw: dict[str, Any] = field(default_factory=dict)
     extenders: list[ExtenderConfig] = field(default_factory=list)
-    # The feature gates the configuration was defaulted under (parse it again with these to get the same plugins).
+    # The feature gates and Kubernetes version the configuration was defaulted under (parse it again with these to
+    # get the same plugins).
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    kube_version: KubeVersion = field(default_factory=kube_version)
+    # Plugins of the version's default set that kss has not ported, left out (the host says so once).
+    left_out: list[str] = field(default_factory=list)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:
@@ -162,11 +153,14 @@ def _merge_plugin_set(
 
 
 def merge_plugins(
-    custom: dict[str, Any] | None, feature_gates: Mapping[str, bool] | None = None
+    custom: dict[str, Any] | None,
+    feature_gates: Mapping[str, bool] | None = None,
+    version: KubeVersion | None = None,
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """A profile's plugins: the defaults under ``feature_gates`` merged with ``custom`` (``mergePlugins``)."""
+    """A profile's plugins: the defaults at ``version`` under ``feature_gates`` merged with ``custom``
+    (``mergePlugins``)."""
     defaults: dict[str, dict[str, list[dict[str, Any]]]] = {p: {"enabled": [], "disabled": []} for p in ALL_POINTS}
-    defaults["multiPoint"]["enabled"] = default_multi_point(feature_gates)
+    defaults["multiPoint"]["enabled"] = default_multi_point(feature_gates, version)
     if custom is None:
         return defaults
     return {p: _merge_plugin_set(defaults[p], custom.get(p) or {}) for p in ALL_POINTS}
@@ -183,12 +177,16 @@ def _check_int(value: Any, path: str, lo: int | None = None, hi: int | None = No
 
 
 def parse_config(
-    source: str | dict[str, Any] | None, feature_gates: Mapping[str, bool] | None = None
+    source: str | dict[str, Any] | None,
+    feature_gates: Mapping[str, bool] | None = None,
+    version: KubeVersion | None = None,
 ) -> SchedulerConfig:
     """Parse, default and validate a configuration (YAML text or a dict); ``None`` gives the defaults.
 
-    ``feature_gates`` (name -> enabled, as the host was started with) decide the default plugins.
+    ``version`` (the run's Kubernetes version, default: the default one) and ``feature_gates`` (name -> enabled, as
+    the host was started with) decide which in-tree plugins exist and the default plugins.
     """
+    version = version or kube_version()
     if source is None:
         raw: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
     elif isinstance(source, str):
@@ -236,7 +234,7 @@ def parse_config(
         raise ConfigError("profiles", "must be a list")
     profiles: list[Profile] = []
     seen: set[str] = set()
-    known = set(plugin_registry.known_plugins())
+    known = _known_plugins(version)
     for i, rp in enumerate(raw_profiles):
         base = f"profiles[{i}]"
         if not isinstance(rp, dict):
@@ -259,10 +257,10 @@ def parse_config(
                     if not isinstance(p, dict) or not p.get("name"):
                         raise ConfigError(f"{path}.name", "Required value")
                     if kind == "enabled":
-                        _check_plugin(p["name"], known, f"{path}.name")
+                        _check_plugin(p["name"], known, f"{path}.name", version)
                     if "weight" in p and p["weight"] is not None:
                         _check_int(p["weight"], f"{path}.weight", 0)
-        plugins = merge_plugins(custom, feature_gates)
+        plugins = merge_plugins(custom, feature_gates, version)
         plugin_config: dict[str, dict[str, Any]] = {}
         for j, pc in enumerate(rp.get("pluginConfig") or []):
             path = f"{base}.pluginConfig[{j}]"
@@ -270,7 +268,7 @@ def parse_config(
                 raise ConfigError(f"{path}.name", "Required value")
             if pc["name"] in plugin_config:
                 raise ConfigError(f"{path}.name", f"Duplicate value: {pc['name']!r}")
-            _check_plugin(pc["name"], known, f"{path}.name")
+            _check_plugin(pc["name"], known, f"{path}.name", version)
             args = pc.get("args") or {}
             if not isinstance(args, dict):
                 raise ConfigError(f"{path}.args", "must be an object")
@@ -296,6 +294,8 @@ def parse_config(
         raw=raw,
         extenders=extenders,
         feature_gates=dict(feature_gates or {}),
+        kube_version=version,
+        left_out=left_out_defaults(feature_gates, version),
     )
 
 
@@ -315,10 +315,23 @@ def _ignore_extender_resources(profiles: list[Profile], extenders: list[Extender
         profile.plugin_config["NodeResourcesFit"] = args
 
 
-def _check_plugin(name: Any, known: set[str], path: str) -> None:
-    """An enabled or configured plugin must exist, and an out-of-tree one must load (its entry point)."""
+def _known_plugins(version: KubeVersion) -> set[str]:
+    """The plugin names a configuration may use at ``version``: that release's in-tree plugins (ported or not) and
+    users' out-of-tree ones; kss's in-tree plugins of later releases are not among them."""
+    in_tree = version.in_tree_plugins()
+    later = set(plugin_registry.REGISTRY) - in_tree
+    return set(in_tree | set(plugin_registry.known_plugins())) - later
+
+
+def _check_plugin(name: Any, known: set[str], path: str, version: KubeVersion) -> None:
+    """An enabled or configured plugin must exist at ``version`` and be ported, and an out-of-tree one must load
+    (its entry point)."""
     if name not in known:
         raise ConfigError(path, f"Invalid value: {name!r}: plugin does not exist")
+    if name in UNPORTED_PLUGINS:
+        raise ConfigError(
+            path, f"Invalid value: {name!r}: kube-scheduler v{version.name}'s plugin {name} is not ported to kss yet"
+        )
     if name in plugin_registry.REGISTRY:
         return
     try:
@@ -426,6 +439,7 @@ def build_profiles(
         handle.nominated_pods = nominated
         handle.activator = activator
         handle.feature_gates = dict(feature_gates)
+        handle.kube_version = config.kube_version
         handles.append(handle)
         frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=plugin_observer)
     return handles, frameworks

@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kss_sim.config import gate_enabled
 from kss_sim.kube.labels import NodeSelector, aggregate_message
+from kss_sim.kube.versions import gate_enabled
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.dra import (
     AllocatedState,
