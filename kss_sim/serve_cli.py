@@ -112,6 +112,7 @@ def run_serve(args: argparse.Namespace) -> int:
     gc.disable()
     try:
         from kss_sim.main import create_app
+        from kss_sim.scheduler.kube_scheduler_configuration import left_out_note
         from kss_sim.scheduler.plugins import PluginLoadError
 
         settings = _settings(args)
@@ -124,6 +125,9 @@ def run_serve(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"kss serve: {problem}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        note = left_out_note(settings.effective_feature_gates, settings.version)
+        if note is not None:
+            print(f"kss serve: {note}", file=sys.stderr)
         # Everything imported and built so far lives as long as the process: freeze it out of the garbage
         # collector, so the first full collection under load does not walk it (a 70-150 ms pause of every request,
         # issue #9).

@@ -236,7 +236,10 @@ class SchedulerService(LoopHost):
 
     def plugins_in_effect(self) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]:
         """Per profile (scheduler name): each extension point's plugins in the order they run, with weights."""
-        return [(profile.scheduler_name, plugins_in_effect(profile)) for profile in self.config.profiles]
+        return [
+            (profile.scheduler_name, plugins_in_effect(profile, self.config.kube_version))
+            for profile in self.config.profiles
+        ]
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:

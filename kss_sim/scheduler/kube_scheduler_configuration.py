@@ -66,6 +66,18 @@ def left_out_defaults(feature_gates: Mapping[str, bool] | None = None, version: 
     return [p["name"] for p in version.default_multi_point(feature_gates or {}) if p["name"] in UNPORTED_PLUGINS]
 
 
+def left_out_note(feature_gates: Mapping[str, bool] | None = None, version: KubeVersion | None = None) -> str | None:
+    """One line saying which of the version's default plugins kss leaves out (not ported); None when none is."""
+    version = version or kube_version()
+    names = left_out_defaults(feature_gates, version)
+    if not names:
+        return None
+    return (
+        f"note: Kubernetes v{version.name}'s default plugins {', '.join(names)} are not ported to kss: the default "
+        "profile runs without them"
+    )
+
+
 # Extension points in config order, with the interface a plugin needs to take part.
 EXTENSION_POINTS: list[tuple[str, type[Plugin]]] = [
     ("preEnqueue", PreEnqueuePlugin),
@@ -353,6 +365,14 @@ def _untyped_args(name: str, args: dict[str, Any], path: str) -> dict[str, Any]:
     return rest
 
 
+def plugin_class_at(name: str, version: KubeVersion) -> type[Plugin]:
+    """The class of plugin ``name`` as ``version``'s kube-scheduler has it: a plugin whose extension points changed
+    between releases names its older form through an ``at_version`` class method."""
+    cls = plugin_registry.plugin_class(name)
+    at_version: Callable[[KubeVersion], type[Plugin]] | None = getattr(cls, "at_version", None)
+    return at_version(version) if at_version is not None else cls
+
+
 def _needed_plugins(plugins: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
     names: list[str] = []
     for point in [p for p, _ in EXTENSION_POINTS] + ["multiPoint"]:
@@ -370,15 +390,18 @@ def _without(plugins: dict[str, dict[str, list[dict[str, Any]]]], missing: set[s
 
 
 def expand_points(
-    plugins: dict[str, dict[str, list[dict[str, Any]]]], classes: dict[str, type[Plugin]] | None = None
+    plugins: dict[str, dict[str, list[dict[str, Any]]]],
+    classes: dict[str, type[Plugin]] | None = None,
+    version: KubeVersion | None = None,
 ) -> dict[str, list[str]]:
     """The plugins each extension point runs, in order, with multiPoint expanded as ``NewFramework`` does:
     a point's own enabled plugins that multiPoint also lists first, then multiPoint's, then the point's others.
 
-    ``classes`` maps names to plugin classes (looked up in the registry when not given).
+    ``classes`` maps names to plugin classes (looked up in the registry, at ``version``, when not given).
     """
     if classes is None:
-        classes = {name: plugin_registry.plugin_class(name) for name in _needed_plugins(plugins)}
+        at = version or kube_version()
+        classes = {name: plugin_class_at(name, at) for name in _needed_plugins(plugins)}
     points: dict[str, list[str]] = {}
     for point, iface in EXTENSION_POINTS:
         pset = plugins[point]
@@ -407,11 +430,14 @@ def expand_points(
 
 
 def score_weights(
-    plugins: dict[str, dict[str, list[dict[str, Any]]]], classes: dict[str, type[Plugin]] | None = None
+    plugins: dict[str, dict[str, list[dict[str, Any]]]],
+    classes: dict[str, type[Plugin]] | None = None,
+    version: KubeVersion | None = None,
 ) -> dict[str, int]:
     """Each score plugin's weight: the score point's own entry first, then multiPoint's; unset or 0 means 1."""
     if classes is None:
-        classes = {name: plugin_registry.plugin_class(name) for name in _needed_plugins(plugins)}
+        at = version or kube_version()
+        classes = {name: plugin_class_at(name, at) for name in _needed_plugins(plugins)}
     weights: dict[str, int] = {}
     for p in [*plugins["score"]["enabled"], *plugins["multiPoint"]["enabled"]]:
         if not issubclass(classes[p["name"]], ScorePlugin) or p["name"] in weights:
@@ -468,7 +494,7 @@ def build_framework(
         plugins = _without(plugins, missing)
     instances: dict[str, Plugin] = {}
     for name in _needed_plugins(plugins):
-        cls = plugin_registry.plugin_class(name)
+        cls = plugin_class_at(name, handle.kube_version)
         args = profile.plugin_config.get(name)
         if args is None:
             args = cls.defaulted_args({}) if hasattr(cls, "defaulted_args") else {}
@@ -489,10 +515,12 @@ def build_framework(
     )
 
 
-def plugins_in_effect(profile: Profile) -> list[tuple[str, list[tuple[str, int | None]]]]:
-    """Each extension point with the plugins it runs, in order (score plugins with their weight)."""
-    points = expand_points(profile.plugins)
-    weights = score_weights(profile.plugins)
+def plugins_in_effect(
+    profile: Profile, version: KubeVersion | None = None
+) -> list[tuple[str, list[tuple[str, int | None]]]]:
+    """Each extension point with the plugins it runs at ``version``, in order (score plugins with their weight)."""
+    points = expand_points(profile.plugins, version=version)
+    weights = score_weights(profile.plugins, version=version)
     return [
         (point, [(name, weights[name] if point == "score" else None) for name in points[point]])
         for point, _ in EXTENSION_POINTS

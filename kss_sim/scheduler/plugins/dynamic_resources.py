@@ -3,7 +3,8 @@
 PreEnqueue waits for the pod's claims to exist; PreFilter reads them, checks their device classes and builds the
 structured-parameters allocator (``kss_sim.scheduler.dra``) over the slices, classes and devices already allocated;
 Filter keeps nodes where allocated claims are available (their ``nodeSelector``) and the allocator can place the
-others; Score prefers nodes where ``firstAvailable`` requests got an earlier subrequest; Reserve marks the chosen
+others; Score (from v1.35: ``DynamicResourcesBeforeScoring`` is v1.33 and v1.34's plugin, which has none) prefers
+nodes where ``firstAvailable`` requests got an earlier subrequest; Reserve marks the chosen
 allocations in flight; PreBind writes ``status.allocation`` and ``status.reservedFor`` (through the host's pod
 actions, retried on conflicts); Unreserve undoes both; PostFilter deallocates a claim that is unavailable where the
 pod could go, when no other pod uses it.
@@ -25,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kss_sim.kube.labels import NodeSelector, aggregate_message
-from kss_sim.kube.versions import gate_enabled
+from kss_sim.kube.versions import KubeVersion, gate_enabled
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.dra import (
     AllocatedState,
@@ -45,6 +46,7 @@ from kss_sim.scheduler.framework import (
     Handle,
     NodeScore,
     NodeToStatus,
+    Plugin,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
@@ -188,10 +190,11 @@ class _StateData:
         return [(i, c) for i, c in enumerate(self.claims) if dm.allocation_of(c) is None]
 
 
-class DynamicResources(
-    PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin, ReservePlugin, PreBindPlugin
+class DynamicResourcesBeforeScoring(
+    PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin, PreBindPlugin
 ):
-    """``dynamicresources.DynamicResources``."""
+    """``dynamicresources.DynamicResources`` of v1.33 and v1.34, which has no Score (``DynamicResources`` adds it, as
+    v1.35 did): what both have."""
 
     name: ClassVar[str] = NAME
 
@@ -511,54 +514,6 @@ class DynamicResources(
                 return None, unschedulable(MSG_DEALLOCATED)
         return None, unschedulable(MSG_STILL_NOT_SCHEDULABLE)
 
-    # --- Score --------------------------------------------------------------------------------------
-    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
-        if not self.enabled:
-            return 0, success()
-        s = self._state(state)
-        if s is None:
-            return 0, error(ERR_NOT_FOUND)
-        if not s.claims:
-            return 0, success()
-        if s.allocator is None:
-            return 0, success()
-        if not s.score_needs_results and node_info.name not in s.node_allocations:
-            # Without firstAvailable requests only the number of results counts (one per claim to allocate).
-            return _compute_score(s.claims, [{} for _ in s.pending])
-        try:
-            allocations = self._allocations_on(s, node_info.name)
-        except AllocationError as exc:
-            return 0, error(str(exc))
-        if allocations is None:
-            return 0, success()
-        return _compute_score(s.claims, allocations)
-
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
-        if self.enabled and self._state(state) is None:
-            return [], error(ERR_NOT_FOUND)
-        return super().score_nodes(state, pod, nodes)
-
-    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
-        s = self._state(state)
-        if self.enabled and s is None:
-            return None
-        if s is None or not s.claims:
-            return np.zeros(len(batch), np.int64)
-        if s.allocator is None or (not s.score_needs_results and len(s.claims) <= len(s.pending)):
-            # No results or no firstAvailable request: every node scores 0 (see ``score``).
-            return np.zeros(len(batch), np.int64)
-        return None  # per node (score_nodes), errors included
-
-    def has_normalize(self) -> bool:
-        return True
-
-    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
-        return default_normalize_batch(MAX_NODE_SCORE, False, scores)
-
-    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
-        default_normalize_score(MAX_NODE_SCORE, False, scores)
-        return success()
-
     # --- Reserve / Unreserve ------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         if not self.enabled:
@@ -741,6 +696,64 @@ class DynamicResources(
             if fresh is not None:
                 return fresh
         return self.handle.cluster.get_object(dm.RESOURCE_CLAIM, namespace, name)
+
+
+class DynamicResources(DynamicResourcesBeforeScoring, ScorePlugin):
+    """``dynamicresources.DynamicResources`` from v1.35 on: Score prefers nodes where ``firstAvailable`` requests got
+    an earlier subrequest."""
+
+    @classmethod
+    def at_version(cls, version: KubeVersion) -> type[Plugin]:
+        """The plugin as ``version``'s kube-scheduler has it: without Score before v1.35."""
+        return cls if version.minor >= 35 else DynamicResourcesBeforeScoring
+
+    # --- Score --------------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
+        if not self.enabled:
+            return 0, success()
+        s = self._state(state)
+        if s is None:
+            return 0, error(ERR_NOT_FOUND)
+        if not s.claims:
+            return 0, success()
+        if s.allocator is None:
+            return 0, success()
+        if not s.score_needs_results and node_info.name not in s.node_allocations:
+            # Without firstAvailable requests only the number of results counts (one per claim to allocate).
+            return _compute_score(s.claims, [{} for _ in s.pending])
+        try:
+            allocations = self._allocations_on(s, node_info.name)
+        except AllocationError as exc:
+            return 0, error(str(exc))
+        if allocations is None:
+            return 0, success()
+        return _compute_score(s.claims, allocations)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        if self.enabled and self._state(state) is None:
+            return [], error(ERR_NOT_FOUND)
+        return super().score_nodes(state, pod, nodes)
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        s = self._state(state)
+        if self.enabled and s is None:
+            return None
+        if s is None or not s.claims:
+            return np.zeros(len(batch), np.int64)
+        if s.allocator is None or (not s.score_needs_results and len(s.claims) <= len(s.pending)):
+            # No results or no firstAvailable request: every node scores 0 (see ``score``).
+            return np.zeros(len(batch), np.int64)
+        return None  # per node (score_nodes), errors included
+
+    def has_normalize(self) -> bool:
+        return True
+
+    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
+        return default_normalize_batch(MAX_NODE_SCORE, False, scores)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+        return success()
 
 
 def json_copy(obj: Any) -> Any:
