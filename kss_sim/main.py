@@ -118,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             lambda: session_scope(factory),
             max_attempts_per_pod=settings.results_max_attempts_per_pod,
             shared_commit=app.state.store,
+            kube_version=settings.version.name,
         )
         results.start()
         app.state.results = results
@@ -204,7 +205,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_url="/simulator/v1/openapi.json",
     )
     app.state.settings = settings
-    metrics = Metrics()
+    metrics = Metrics(settings.version.version_info())
     app.state.metrics = metrics
 
     def pending_counts() -> dict[str, int]:

@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         from kss_sim.replay.recording import RunRecorder
 
         recorder = RunRecorder(args.record_db, name=name, workload=workload.source or workload.name, seed=args.seed,
-                               config=replay.config_document)  # fmt: skip
+                               config=replay.config_document, kube_version=version.name)  # fmt: skip
         replay.observers.append(recorder)
     if not args.quiet:
         replay.observers.append(Progress(sys.stderr))

@@ -208,6 +208,12 @@ def resolve_selected(selected: Any, totals: dict[str, int]) -> list[str] | None:
     return sorted(name for name, total in totals.items() if total == best)
 
 
+def stamp_version(rows: list[dict[str, Any]], kube_version: str | None) -> None:
+    """Each row says the Kubernetes version its attempt was scheduled at."""
+    for row in rows:
+        row["kube_version"] = kube_version
+
+
 def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], max_attempts_per_pod: int | None) -> None:
     """Insert ``rows`` in one transaction; keep each live pod's newest ``max_attempts_per_pod`` attempts."""
     with session_scope() as session:

@@ -73,7 +73,7 @@ def _check_scenario(doc: Any) -> dict[str, Any]:
     return doc
 
 
-def _recorder(target: str | Path) -> Any:
+def _recorder(target: str | Path, kube_version: str) -> Any:
     """A results service writing into a results database at ``path`` (built by Alembic).
 
     Attempts are encoded and inserted by a writer process, on another core than the scheduling loop.
@@ -85,7 +85,9 @@ def _recorder(target: str | Path) -> Any:
     engine = make_engine(url, sqlite_synchronous="NORMAL")
     upgrade_database(engine)
     factory = make_session_factory(engine)
-    service = ResultsService(lambda: session_scope(factory), writer_url=url, sqlite_synchronous="NORMAL")
+    service = ResultsService(
+        lambda: session_scope(factory), writer_url=url, sqlite_synchronous="NORMAL", kube_version=kube_version
+    )
     service.start()
     return service
 
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kss simulate: {exc}", file=sys.stderr)
         return 2
     try:
-        recorder = _recorder(args.record_db) if args.record_db else None
+        recorder = _recorder(args.record_db, version.name) if args.record_db else None
     except Exception as exc:  # a bad URL or an unwritable file: say so, no traceback
         print(f"kss simulate: --record-db {args.record_db}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
