@@ -95,3 +95,60 @@ def test_at_v1_34_the_earlier_subrequest_gets_no_score_and_both_nodes_tie() -> N
     assert all("DynamicResources" not in scores for scores in at134["score"].values())
     assert at134["total"]["node-a"] == at134["total"]["node-b"]
     assert sorted(at134["selected"]) == ["node-a", "node-b"]  # a tie, broken at random: no preference for node-b
+
+
+def _tainted(name: str, key: str, value: str | None, effect: str) -> dict[str, Any]:
+    taint = {"key": key, "effect": effect, **({"value": value} if value is not None else {})}
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {"taints": [taint]},
+        "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}},
+    }
+
+
+@pytest.mark.parametrize("detail", ["placements", "full"])
+def test_v1_33_names_the_untolerated_taint_and_later_releases_do_not(detail: str) -> None:
+    scenario = {
+        "nodes": [
+            _tainted("a", "gpu", "true", "NoSchedule"),
+            _tainted("b", "dedicated", None, "NoExecute"),
+            _tainted("c", "gpu", "true", "NoSchedule"),
+        ],
+        "pods": [],
+        "pending": [{"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+                     "spec": {"containers": [{"name": "c", "image": "x"}]}}],
+    }  # fmt: skip
+    (at133,) = run_scenario(scenario, detail, kube_version=kube_version("1.33"))["results"]
+    assert at133["fitError"].startswith(
+        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: }, "
+        "2 node(s) had untolerated taint {gpu: true}. "
+    )
+    (at134,) = run_scenario(scenario, detail, kube_version=kube_version("1.34"))["results"]
+    assert at134["fitError"].startswith("0/3 nodes are available: 3 node(s) had untolerated taint(s). ")
+    if detail == "full":
+        assert at133["filter"]["b"]["TaintToleration"] == "node(s) had untolerated taint {dedicated: }"
+
+
+def test_from_v1_36_the_images_of_image_volumes_count_for_image_locality() -> None:
+    def node(name: str, images: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}, "images": images},
+        }
+
+    model = {"names": ["registry.example/model:v1"], "sizeBytes": 800 * 1024 * 1024}
+    pod = {
+        "metadata": {"name": "p", "namespace": "default", "uid": "u"},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "volumes": [{"name": "weights", "image": {"reference": "registry.example/model:v1"}}],
+        },
+    }
+    scenario = {"nodes": [node("with-model", [model]), node("bare", [])], "pods": [], "pending": [pod]}
+    (at135,) = run_scenario(scenario, "full", kube_version=kube_version("1.35"))["results"]
+    assert {n: s["ImageLocality"] for n, s in at135["score"].items()} == {"with-model": 0, "bare": 0}
+    (at136,) = run_scenario(scenario, "full", kube_version=kube_version("1.36"))["results"]
+    # 800 MiB held by one node of two: 400 MiB, scaled over [23 MiB, 1000 MiB] for one container.
+    assert at136["score"]["with-model"]["ImageLocality"] == 100 * (400 - 23) // (1000 - 23)
+    assert at136["score"]["bare"]["ImageLocality"] == 0
+    assert at136["boundTo"] == "with-model"
