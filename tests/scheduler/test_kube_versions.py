@@ -152,3 +152,31 @@ def test_from_v1_36_the_images_of_image_volumes_count_for_image_locality() -> No
     assert at136["score"]["with-model"]["ImageLocality"] == 100 * (400 - 23) // (1000 - 23)
     assert at136["score"]["bare"]["ImageLocality"] == 0
     assert at136["boundTo"] == "with-model"
+
+
+@pytest.mark.parametrize("detail", ["placements", "full"])
+def test_from_v1_34_a_request_above_the_nodes_allocatable_is_no_preemption_candidate(detail: str) -> None:
+    node = {
+        "metadata": {"name": "a", "labels": {"kubernetes.io/hostname": "a"}},
+        "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
+    }
+
+    def pod(name: str, cpu: str, priority: int, node_name: str | None = None) -> dict[str, Any]:
+        container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+        spec: dict[str, Any] = {"priority": priority, "containers": [container]}
+        if node_name:
+            spec["nodeName"] = node_name
+        return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
+
+    scenario = {"nodes": [node], "pods": [pod("low", "1", 0, "a")], "pending": [pod("big", "4", 100)]}
+    (at133,) = run_scenario(scenario, detail, kube_version=kube_version("1.33"))["results"]
+    # v1.33: Insufficient cpu is Unschedulable, so preemption tries the node (and finds evicting "low" is not enough).
+    assert at133["fitError"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Insufficient cpu."
+    )
+    (at134,) = run_scenario(scenario, detail, kube_version=kube_version("1.34"))["results"]
+    assert at134["fitError"].endswith(
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
+    if detail == "full":
+        assert at133["unresolvable"] == {} and at134["unresolvable"] == {"a": ["NodeResourcesFit"]}

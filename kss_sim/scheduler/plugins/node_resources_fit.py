@@ -622,6 +622,9 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.key_columns: NodeColumnCache[tuple[Any, ...], np.int64] = NodeColumnCache()
         # (checked resource names, key) -> (code, reasons) of the status: the same for every pod and node.
         self._key_statuses: dict[tuple[tuple[str, ...], int], tuple[Code, tuple[str, ...]]] = {}
+        # From v1.34 a request above the node's whole allocatable is unresolvable (no preemption candidate there);
+        # v1.33 says Unschedulable for every shortage.
+        self.over_allocatable_unresolvable = handle.kube_version.minor >= 34
 
     # --- args ---
     @classmethod
@@ -697,7 +700,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not insufficient:
             return success()
         code = Code.UNSCHEDULABLE
-        if any(r.unresolvable for r in insufficient):
+        if self.over_allocatable_unresolvable and any(r.unresolvable for r in insufficient):
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return Status(code, *(r.reason for r in insufficient))
 
@@ -817,6 +820,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 if key >> (1 + 2 * i) & 1:
                     reasons.append(f"Insufficient {name}")
                     unresolvable = unresolvable or bool(key >> (2 + 2 * i) & 1)
+            unresolvable = unresolvable and self.over_allocatable_unresolvable
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
             hit = self._key_statuses[(names, key)] = (code, tuple(reasons))
         return Status(hit[0], *hit[1])
