@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -624,7 +625,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self._key_statuses: dict[tuple[tuple[str, ...], int], tuple[Code, tuple[str, ...]]] = {}
         # From v1.34 a request above the node's whole allocatable is unresolvable (no preemption candidate there);
         # v1.33 says Unschedulable for every shortage.
-        self.over_allocatable_unresolvable = handle.kube_version.minor >= 34
+        version = handle.kube_version if handle is not None else kube_version()  # no handle: args checks alone
+        self.over_allocatable_unresolvable = version.minor >= 34
 
     # --- args ---
     @classmethod
