@@ -119,3 +119,15 @@ def test_serve_at_v1_36_says_which_default_plugins_it_leaves_out(tmp_path: Path)
     assert (
         "kss serve: note: Kubernetes v1.36's default plugins NodeDeclaredFeatures are not ported" in srv.log.read_text()
     )
+
+
+def test_a_configuration_naming_a_plugin_of_a_later_release_is_a_status(at_1_34: Server) -> None:
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}}}],
+    }
+    answer = httpx.put(f"{at_1_34.url}/simulator/v1/schedulerconfiguration", json=config, timeout=10)
+    assert answer.status_code == 422
+    status = answer.json()
+    assert status["kind"] == "Status" and "'GangScheduling': plugin does not exist" in status["message"]
