@@ -180,3 +180,33 @@ def test_from_v1_34_a_request_above_the_nodes_allocatable_is_no_preemption_candi
     )
     if detail == "full":
         assert at133["unresolvable"] == {} and at134["unresolvable"] == {"a": ["NodeResourcesFit"]}
+
+
+def test_from_v1_36_balanced_allocation_scores_the_improvement_in_balance() -> None:
+    def node(name: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+        }
+
+    def pod(name: str, cpu: str, memory: str, node_name: str | None = None) -> dict[str, Any]:
+        container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        spec: dict[str, Any] = {"containers": [container], **({"nodeName": node_name} if node_name else {})}
+        return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
+
+    # On "busy" (cpu 2/4, memory 1/8 Gi) the pod's 3 Gi evens the fractions out (0.5, 0.5); on "empty" it skews them.
+    scenario = {
+        "nodes": [node("busy"), node("empty")],
+        "pods": [pod("running", "2", "1Gi", "busy")],
+        "pending": [pod("p", "0", "3Gi")],
+    }
+    (at135,) = run_scenario(scenario, "full", kube_version=kube_version("1.35"))["results"]
+    (at136,) = run_scenario(scenario, "full", kube_version=kube_version("1.36"))["results"]
+    # v1.35: the balance with the pod, 100 x (1 - std): busy 100, empty 100 x (1 - 0.1875) = 81.
+    assert {n: s["NodeResourcesBalancedAllocation"] for n, s in at135["score"].items()} == {"busy": 100, "empty": 81}
+    # v1.36: 50 + (50 + with - without) / 2: busy 50 + (50 + 100 - 81) / 2 = 84, empty 50 + (50 + 81 - 100) / 2 = 65.
+    assert {n: s["NodeResourcesBalancedAllocation"] for n, s in at136["score"].items()} == {"busy": 84, "empty": 65}
+    # The batch path (no recording) places the pod as the per-node one does, at both versions.
+    for version, full in (("1.35", at135), ("1.36", at136)):
+        (fast,) = run_scenario(scenario, "placements", kube_version=kube_version(version))["results"]
+        assert fast["boundTo"] == full["boundTo"]

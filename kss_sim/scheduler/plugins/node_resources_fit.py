@@ -287,9 +287,11 @@ class ResourceAllocationScorer:
                 out.append(None)
         return out
 
-    def score(self, node_info: NodeInfo, pod_requests_list: Sequence[int]) -> tuple[int, Status]:
-        if not self.resources:
-            return 0, error("resources not found")
+    def requested_and_allocatable(
+        self, node_info: NodeInfo, pod_requests_list: Sequence[int]
+    ) -> tuple[list[int], list[int]]:
+        """Per configured resource, what the node would have requested with the pod and its allocatable (both 0
+        for a resource left out)."""
         n = len(self.resources)
         requested = [0] * n
         allocatable = [0] * n
@@ -299,6 +301,12 @@ class ResourceAllocationScorer:
                 continue
             allocatable[i] = alloc
             requested[i] = req
+        return requested, allocatable
+
+    def score(self, node_info: NodeInfo, pod_requests_list: Sequence[int]) -> tuple[int, Status]:
+        if not self.resources:
+            return 0, error("resources not found")
+        requested, allocatable = self.requested_and_allocatable(node_info, pod_requests_list)
         return self.scorer(requested, allocatable), success()
 
 
