@@ -247,6 +247,7 @@ def parse_config(
     profiles: list[Profile] = []
     seen: set[str] = set()
     known = _known_plugins(version)
+    gates_at_version = version.effective_gates(feature_gates or {})  # args defaults and checks follow gates
     for i, rp in enumerate(raw_profiles):
         base = f"profiles[{i}]"
         if not isinstance(rp, dict):
@@ -286,8 +287,8 @@ def parse_config(
                 raise ConfigError(f"{path}.args", "must be an object")
             args = _untyped_args(pc["name"], args, f"{path}.args")
             cls = plugin_registry.plugin_class(pc["name"])
-            args = cls.defaulted_args(args) if hasattr(cls, "defaulted_args") else dict(args)
-            errors = cls.validate_args(args) if hasattr(cls, "validate_args") else []
+            args = defaulted_args(cls, args, gates_at_version)
+            errors = _validated_args(cls, args, gates_at_version)
             if errors:
                 field_path, msg = errors[0]
                 raise ConfigError(f"{path}.args.{field_path}", msg)
@@ -321,7 +322,7 @@ def _ignore_extender_resources(profiles: list[Profile], extenders: list[Extender
     cls = plugin_registry.plugin_class("NodeResourcesFit")
     for profile in profiles:
         args = profile.plugin_config.get("NodeResourcesFit")
-        args = dict(args) if args is not None else cls.defaulted_args({})
+        args = dict(args) if args is not None else defaulted_args(cls, {}, {})
         given = list(args.get("ignoredResources") or [])
         args["ignoredResources"] = given + [r for r in ignored if r not in given]  # a document read back: once
         profile.plugin_config["NodeResourcesFit"] = args
@@ -333,6 +334,24 @@ def _known_plugins(version: KubeVersion) -> set[str]:
     in_tree = version.in_tree_plugins()
     later = set(plugin_registry.REGISTRY) - in_tree
     return set(in_tree | set(plugin_registry.known_plugins())) - later
+
+
+def defaulted_args(cls: type[Plugin], args: dict[str, Any], gates: Mapping[str, bool]) -> dict[str, Any]:
+    """A plugin's args defaulted as v1 defaulting does under ``gates`` (a plugin whose defaults follow gates has
+    ``defaulted_args_under``, as SetDefaults_DynamicResourcesArgs reads them)."""
+    under = getattr(cls, "defaulted_args_under", None)
+    if under is not None:
+        result: dict[str, Any] = under(args, gates)
+        return result
+    return cls.defaulted_args(args) if hasattr(cls, "defaulted_args") else dict(args)
+
+
+def _validated_args(cls: type[Plugin], args: dict[str, Any], gates: Mapping[str, bool]) -> list[tuple[str, str]]:
+    under = getattr(cls, "validate_args_under", None)
+    if under is not None:
+        errors: list[tuple[str, str]] = under(args, gates)
+        return errors
+    return cls.validate_args(args) if hasattr(cls, "validate_args") else []
 
 
 def _check_plugin(name: Any, known: set[str], path: str, version: KubeVersion) -> None:
@@ -497,7 +516,7 @@ def build_framework(
         cls = plugin_class_at(name, handle.kube_version)
         args = profile.plugin_config.get(name)
         if args is None:
-            args = cls.defaulted_args({}) if hasattr(cls, "defaulted_args") else {}
+            args = defaulted_args(cls, {}, handle.feature_gates)
         instances[name] = cls(handle, args)
     classes = {name: type(plugin) for name, plugin in instances.items()}
     points = {point: [instances[n] for n in names] for point, names in expand_points(plugins, classes).items()}
@@ -579,11 +598,12 @@ def defaulted_document(config: SchedulerConfig) -> dict[str, Any]:
     for key in ("healthzBindAddress", "metricsBindAddress", "extenders", "delayCacheUntilActive"):
         if key in raw:
             doc[key] = copy.deepcopy(raw[key])
-    doc["profiles"] = [_defaulted_profile(profile) for profile in config.profiles]
+    gates = config.kube_version.effective_gates(config.feature_gates)
+    doc["profiles"] = [_defaulted_profile(profile, gates, config.kube_version) for profile in config.profiles]
     return doc
 
 
-def _defaulted_profile(profile: Profile) -> dict[str, Any]:
+def _defaulted_profile(profile: Profile, gates: Mapping[str, bool], version: KubeVersion) -> dict[str, Any]:
     plugins = {
         point: {kind: copy.deepcopy(entries) for kind, entries in pset.items() if entries}
         for point, pset in profile.plugins.items()
@@ -595,9 +615,9 @@ def _defaulted_profile(profile: Profile) -> dict[str, Any]:
     plugin_config = [{"name": name, "args": _typed_args(name, args)} for name, args in profile.plugin_config.items()]
     enabled = {p["name"] for pset in profile.plugins.values() for p in pset["enabled"]}
     for name in sorted(enabled - profile.plugin_config.keys()):
-        if name in ARGS_KINDS:
+        if name in ARGS_KINDS and not (name == "DynamicResources" and version.minor < 34):  # no such kind in v1.33
             plugin_config.append(
-                {"name": name, "args": _typed_args(name, plugin_registry.plugin_class(name).defaulted_args({}))}
+                {"name": name, "args": _typed_args(name, defaulted_args(plugin_registry.plugin_class(name), {}, gates))}
             )
     out["pluginConfig"] = plugin_config
     return out

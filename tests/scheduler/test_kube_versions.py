@@ -210,3 +210,43 @@ def test_from_v1_36_balanced_allocation_scores_the_improvement_in_balance() -> N
     for version, full in (("1.35", at135), ("1.36", at136)):
         (fast,) = run_scenario(scenario, "placements", kube_version=kube_version(version))["results"]
         assert fast["boundTo"] == full["boundTo"]
+
+
+def _dra_args(version: str) -> list[dict[str, Any]]:
+    at = kube_version(version)
+    doc = defaulted_document(parse_config(None, at.effective_gates({"DynamicResourceAllocation": True}), at))
+    return [pc["args"] for pc in doc["profiles"][0]["pluginConfig"] if pc["name"] == "DynamicResources"]
+
+
+def test_dynamic_resources_args_are_defaulted_as_each_release_does() -> None:
+    typed = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "DynamicResourcesArgs"}
+    assert _dra_args("1.33") == []  # no DynamicResourcesArgs kind yet
+    assert _dra_args("1.34") == [{**typed, "filterTimeout": "10s"}]
+    assert _dra_args("1.35") == [{**typed, "filterTimeout": "10s"}]
+    # v1.36 turns on DRADeviceBindingConditions: bindingTimeout is defaulted (600 s) and may be set.
+    assert _dra_args("1.36") == [{**typed, "filterTimeout": "10s", "bindingTimeout": "10m0s"}]
+
+
+@pytest.mark.parametrize(
+    ("version", "timeout", "problem"),
+    [
+        (
+            "1.35",
+            "30s",
+            "Forbidden: DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
+        ),
+        ("1.36", "500ms", 'Invalid value: "500ms": must be at least 1 second'),
+        ("1.36", "30s", None),
+    ],
+)
+def test_binding_timeout_is_validated_under_the_releases_gates(version: str, timeout: str, problem: str | None) -> None:
+    at = kube_version(version)
+    doc = {"profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": {"bindingTimeout": timeout}}]}]}
+    if problem is None:
+        config = parse_config(doc, at.effective_gates({}), at)
+        assert config.profiles[0].plugin_config["DynamicResources"]["bindingTimeout"] == timeout
+        return
+    with pytest.raises(ConfigError) as err:
+        parse_config(doc, at.effective_gates({}), at)
+    assert err.value.field == "profiles[0].pluginConfig[0].args.bindingTimeout"
+    assert err.value.detail == problem

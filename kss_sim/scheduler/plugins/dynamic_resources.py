@@ -76,6 +76,7 @@ MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
 MSG_CANNOT_ALLOCATE_ALL = "cannot allocate all claims"
 MSG_NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
 DEFAULT_FILTER_TIMEOUT = "10s"
+DEFAULT_BINDING_TIMEOUT = "10m0s"  # DynamicResourcesBindingTimeoutDefault, 600 s
 FINALIZER = "resource.kubernetes.io/delete-protection"
 FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 CONFLICT_RETRIES = 5  # retry.DefaultRetry's steps
@@ -118,6 +119,10 @@ def parse_go_duration(text: str) -> float:
 def has_resource_claims(pod: PodInfo) -> bool:
     """The pod lists ``spec.resourceClaims``."""
     return bool(pod.spec.get("resourceClaims"))
+
+
+def _binding_conditions(gates: Mapping[str, bool]) -> bool:
+    return gate_enabled(gates, "DRADeviceBindingConditions") and gate_enabled(gates, "DRAResourceClaimDeviceStatus")
 
 
 class ClaimLookupError(Exception):
@@ -214,15 +219,30 @@ class DynamicResourcesBeforeScoring(
 
     @classmethod
     def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
-        """v1 defaults: ``filterTimeout`` 10s (DRASchedulerFilterTimeout is on); ``bindingTimeout`` stays unset."""
+        """v1 defaults under the default version's gates (``defaulted_args_under``)."""
+        return cls.defaulted_args_under(args, {})
+
+    @classmethod
+    def defaulted_args_under(cls, args: dict[str, Any], gates: Mapping[str, bool]) -> dict[str, Any]:
+        """``SetDefaults_DynamicResourcesArgs`` under ``gates`` (absent: the default version's): ``filterTimeout``
+        10s with DRASchedulerFilterTimeout (from v1.34), ``bindingTimeout`` 10m with DRADeviceBindingConditions and
+        DRAResourceClaimDeviceStatus (both on from v1.36)."""
         out = dict(args)
-        if out.get("filterTimeout") is None:
+        if out.get("filterTimeout") is None and gate_enabled(gates, "DRASchedulerFilterTimeout"):
             out["filterTimeout"] = DEFAULT_FILTER_TIMEOUT
+        if out.get("bindingTimeout") is None and _binding_conditions(gates):
+            out["bindingTimeout"] = DEFAULT_BINDING_TIMEOUT
         return out
 
     @classmethod
     def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
-        """``ValidateDynamicResourcesArgs`` with v1.35's default feature gates."""
+        """``ValidateDynamicResourcesArgs`` under the default version's gates (``validate_args_under``)."""
+        return cls.validate_args_under(args, {})
+
+    @classmethod
+    def validate_args_under(cls, args: dict[str, Any], gates: Mapping[str, bool]) -> list[tuple[str, str]]:
+        """``ValidateDynamicResourcesArgs`` under ``gates``: ``filterTimeout`` zero or positive; ``bindingTimeout``
+        at least 1 s, and only with the binding-conditions gates on."""
         errors: list[tuple[str, str]] = []
         timeout = args.get("filterTimeout")
         if timeout is not None:
@@ -233,13 +253,22 @@ class DynamicResourcesBeforeScoring(
             else:
                 if seconds < 0:
                     errors.append(("filterTimeout", f'Invalid value: "{timeout}": must be zero or positive'))
-        if args.get("bindingTimeout") is not None:
+        binding = args.get("bindingTimeout")
+        if binding is not None and not _binding_conditions(gates):
             errors.append(
                 (
                     "bindingTimeout",
                     "Forbidden: DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
                 )
             )
+        elif binding is not None:
+            try:
+                seconds = parse_go_duration(str(binding))
+            except ValueError as exc:
+                errors.append(("bindingTimeout", f'Invalid value: "{binding}": {exc}'))
+            else:
+                if seconds < 1:
+                    errors.append(("bindingTimeout", f'Invalid value: "{binding}": must be at least 1 second'))
         return errors
 
     def events_to_register(self) -> list[str] | None:
