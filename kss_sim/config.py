@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, VERSIONS, KubeVersion, kube_version
 
 
 class Settings(BaseSettings):
@@ -36,12 +41,17 @@ class Settings(BaseSettings):
         "module-level `PLUGINS = [...]`) for a KubeSchedulerConfiguration to enable by name; re-imported when a "
         "configuration is applied at runtime.",
     )
+    kube_version: str = Field(
+        default=DEFAULT_KUBE_VERSION,
+        description="The Kubernetes version simulated (`--kube-version`: 1.33, 1.34, 1.35 or 1.36): /version, every "
+        "feature gate's default and the default scheduler configuration are that release's.",
+    )
     feature_gates: Annotated[dict[str, bool], NoDecode] = Field(
         default_factory=dict,
-        description="Alpha Kubernetes features, as `--feature-gates` takes them (`GenericWorkload=true,"
+        description="Kubernetes feature gates, as `--feature-gates` takes them (`GenericWorkload=true,"
         "GangScheduling=true`): GenericWorkload serves the Workload kind and the pod field spec.workloadRef, "
-        "GangScheduling adds kube-scheduler's GangScheduling plugin (it needs GenericWorkload). Off by default, as in "
-        "v1.35.",
+        "GangScheduling adds kube-scheduler's GangScheduling plugin (it needs GenericWorkload). A gate not given "
+        "takes the default of --kube-version's release; one that release does not have is refused.",
     )
     max_body_bytes: int = Field(
         default=3 * 1024 * 1024,
@@ -162,11 +172,28 @@ class Settings(BaseSettings):
             return parse_feature_gates(value)
         return value
 
+    @field_validator("kube_version")
+    @classmethod
+    def _known_version(cls, value: str) -> str:
+        return kube_version(value).name
+
     @field_validator("feature_gates")
     @classmethod
-    def _known_gates(cls, value: dict[str, bool]) -> dict[str, bool]:
-        check_feature_gates(value)
+    def _known_gates(cls, value: dict[str, bool], info: ValidationInfo) -> dict[str, bool]:
+        version = info.data.get("kube_version")
+        if version is not None:  # else the version failed its own check, which names itself
+            check_feature_gates(value, version)
         return value
+
+    @property
+    def version(self) -> KubeVersion:
+        """The Kubernetes version simulated."""
+        return kube_version(self.kube_version)
+
+    @cached_property
+    def effective_feature_gates(self) -> dict[str, bool]:
+        """Every gate kss knows as this run has it: the ones given, else the version's defaults."""
+        return self.version.effective_gates(self.feature_gates)
 
     @field_validator("plugin_modules", mode="before")
     @classmethod
@@ -175,29 +202,6 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [name.strip() for name in value.split(",") if name.strip()]
         return value
-
-
-# The gates kss implements (v1.35 names and defaults); others are refused rather than silently ignored.
-FEATURE_GATES: dict[str, bool] = {
-    "GenericWorkload": False,
-    "GangScheduling": False,
-    # Dynamic Resource Allocation (resource.k8s.io/v1): GA and beta gates on, alpha ones off, as in v1.35.
-    "DynamicResourceAllocation": True,
-    "DRAAdminAccess": True,
-    "DRAPrioritizedList": True,
-    "DRAResourceClaimDeviceStatus": True,
-    "DRASchedulerFilterTimeout": True,
-    "DRAPartitionableDevices": False,
-    "DRADeviceTaints": False,
-    "DRADeviceTaintRules": False,
-    "DRAConsumableCapacity": False,
-    "DRAExtendedResource": False,
-    "DRADeviceBindingConditions": False,
-    # The scheduling queue pops backoffQ when activeQ is empty (beta, on since v1.33); `kss serve` and `kss replay`.
-    "SchedulerPopFromBackoffQ": True,
-    # kube-apiserver's binding clears status.nominatedNodeName (alpha in v1.34, beta and on in v1.35).
-    "ClearingNominatedNodeNameAfterBinding": True,
-}
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
@@ -215,15 +219,50 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
     return gates
 
 
-def check_feature_gates(gates: dict[str, bool]) -> None:
-    """Unknown gates and GangScheduling without GenericWorkload are refused (ValueError)."""
-    for name in gates:
-        if name not in FEATURE_GATES:
-            raise ValueError(f"unrecognized feature gate: {name} (known: {', '.join(sorted(FEATURE_GATES))})")
-    if gates.get("GangScheduling") and not gates.get("GenericWorkload"):
-        raise ValueError("feature gate GangScheduling requires GenericWorkload=true")
+def check_feature_gates(gates: Mapping[str, bool], version: str | None = None) -> None:
+    """ValueError for a gate the Kubernetes ``version`` (default: DEFAULT_KUBE_VERSION) does not have, a locked one
+    set otherwise, a gate without those it needs, or one kss does not simulate turned on."""
+    kube_version(version).check_gates(gates)
 
 
-def gate_enabled(gates: dict[str, bool], name: str) -> bool:
-    """A gate's value, its v1.35 default when not given."""
-    return gates.get(name, FEATURE_GATES[name])
+def add_kube_version_argument(parser: argparse.ArgumentParser) -> None:
+    """``--kube-version``, the same in every command that runs the scheduler."""
+    parser.add_argument(
+        "--kube-version",
+        default=None,
+        metavar="VERSION",
+        help=f"the Kubernetes version simulated: {', '.join(VERSIONS)} (default {DEFAULT_KUBE_VERSION}; "
+        "KSS_KUBE_VERSION): /version, feature gates' defaults and the default scheduler configuration",
+    )
+
+
+class OptionError(ValueError):
+    """A command-line option that cannot be used; the message names it (``--kube-version: ...``)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+        self.option = option
+
+
+def version_and_gates(
+    kube_version_option: str | None, feature_gates_option: str | None
+) -> tuple[KubeVersion, dict[str, bool]]:
+    """A run's Kubernetes version and every gate as the run has it, from ``--kube-version`` / ``--feature-gates``,
+    else ``KSS_KUBE_VERSION`` / ``KSS_FEATURE_GATES`` (a bad setting names itself as the settings are read);
+    OptionError naming a bad option. The gates are checked against the version they run at."""
+    overrides: dict[str, Any] = {}
+    if kube_version_option is not None:
+        try:
+            overrides["kube_version"] = kube_version(kube_version_option).name
+        except ValueError as exc:
+            raise OptionError("--kube-version", str(exc)) from None
+    if feature_gates_option:
+        version = kube_version(overrides.get("kube_version") or Settings().kube_version)
+        try:
+            gates = parse_feature_gates(feature_gates_option)
+            version.check_gates(gates)
+        except ValueError as exc:
+            raise OptionError("--feature-gates", str(exc)) from None
+        overrides["feature_gates"] = gates
+    settings = Settings(**overrides)
+    return settings.version, settings.effective_feature_gates

@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             engine,
             watch_window=settings.watch_window,
             auto_create_namespaces=settings.auto_create_namespaces,
-            feature_gates=settings.feature_gates,
+            feature_gates=settings.effective_feature_gates,
         )
         log.info("cluster store loaded at resourceVersion %s", app.state.store.resource_version)
         event_expiry = EventExpiry(app.state.store, settings.event_ttl_seconds)  # kube-apiserver's --event-ttl
@@ -121,6 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 settings.results_max_attempts_per_pod or None, settings.results_first_attempts_kept
             ),
             shared_commit=app.state.store,
+            kube_version=settings.version.name,
         )
         results.start()
         app.state.results = results
@@ -141,7 +142,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             plugin_metrics_sample_percent=settings.plugin_metrics_sample_percent,
             api_busy=app.api_busy if isinstance(app, _Application) else None,
             on_idle=reclaim_frozen,
-            feature_gates=settings.feature_gates,
+            feature_gates=settings.effective_feature_gates,
+            kube_version=settings.version,
         )
         app.state.scheduler = scheduler
         # The web pages read the scheduler through this port (plain view data, none of the engine's internals).
@@ -208,7 +210,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_url="/simulator/v1/openapi.json",
     )
     app.state.settings = settings
-    metrics = Metrics()
+    metrics = Metrics(settings.version.version_info())
     app.state.metrics = metrics
 
     def pending_counts() -> dict[str, int]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kss_sim.config import Settings, check_feature_gates, parse_feature_gates
+from kss_sim.config import OptionError, Settings, add_kube_version_argument, version_and_gates
 from kss_sim.server.gc_policy import install_gc_policy
 from kss_sim.server.tls import ensure_certificate
 
@@ -62,6 +62,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="GATES",
         help="alpha features, e.g. GenericWorkload=true,GangScheduling=true (KSS_FEATURE_GATES)",
     )
+    add_kube_version_argument(parser)
     parser.add_argument("--log-level", default="warning", help="uvicorn log level")
     parser.add_argument(
         "--tls", action="store_true", default=None, help="serve HTTPS with a self-signed certificate (KSS_TLS)"
@@ -79,6 +80,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             ("scheduler_config", getattr(args, "scheduler_config", None)),
             ("tls", getattr(args, "tls", None)),
             ("plugin_modules", getattr(args, "plugin_modules", None)),
+            ("kube_version", getattr(args, "kube_version", None)),
             ("feature_gates", getattr(args, "feature_gates", None)),
         )
         if value is not None
@@ -98,18 +100,19 @@ SERVE_GC_THRESHOLDS = (20_000, 20, 10)
 
 def run_serve(args: argparse.Namespace) -> int:
     """Start the API server in the foreground (Alembic migrations run on start)."""
-    if args.feature_gates is not None:  # the option's own name in the message (a bad KSS_* setting names itself)
-        try:
-            check_feature_gates(parse_feature_gates(args.feature_gates))
-        except ValueError as exc:
-            print(f"kss serve: --feature-gates: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+    # The options' own names in the message (a bad KSS_* setting names itself); the gates are the version's.
+    try:
+        version_and_gates(getattr(args, "kube_version", None), args.feature_gates)
+    except OptionError as exc:
+        print(f"kss serve: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     # No collections while the application's modules are imported and it is built: they find next to no garbage
     # and cost a fifth of that CPU (the one below, before the freeze, is enough).
     collecting = gc.isenabled()
     gc.disable()
     try:
         from kss_sim.main import create_app
+        from kss_sim.scheduler.kube_scheduler_configuration import left_out_note
         from kss_sim.scheduler.plugins import PluginLoadError
 
         settings = _settings(args)
@@ -122,6 +125,9 @@ def run_serve(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"kss serve: {problem}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        note = left_out_note(settings.effective_feature_gates, settings.version)
+        if note is not None:
+            print(f"kss serve: {note}", file=sys.stderr)
         # Everything imported and built so far lives as long as the process: freeze it out of the garbage
         # collector, so the first full collection under load does not walk it (a 70-150 ms pause of every request,
         # issue #9).

@@ -25,13 +25,14 @@ from types import FrameType
 from syncer.backoff import Backoff
 from syncer.importer import run_import
 from syncer.kinds import parse_kinds
-from syncer.kube import KubeSource, KubeTarget, api_client
+from syncer.kube import ApiProblem, KubeSource, KubeTarget, Unavailable, api_client
 from syncer.metrics import Metrics
 from syncer.options import add_import_arguments, add_sync_arguments
 from syncer.progress import Progress
 from syncer.recording import Recorder, RecordingError
 from syncer.runner import Syncer, SyncOptions
 from syncer.state import MirrorState
+from syncer.versions import Retry, read_version, version_skew
 
 log = logging.getLogger("kss.syncer")
 
@@ -69,6 +70,28 @@ def unreadable_kubeconfig(args: argparse.Namespace) -> str | None:
         if path is not None and not Path(path).expanduser().exists():
             return f"{option} {path}: no such file"
     return None
+
+
+def version_problem(
+    command: str, source: KubeSource, target: KubeTarget, *, allow_skew: bool, retry: Retry | None = None
+) -> int | None:
+    """Compare the source's and the simulator's /version: the exit status when the command must not go on (2: the
+    simulator runs another minor version, the line names the --kube-version to start it with; 1: an end did not
+    answer), None to go on (with a warning when ``allow_skew`` lets a skew pass)."""
+    try:
+        source_version = read_version(source.version, retry)
+        target_version = read_version(target.version, retry)
+    except ApiProblem as exc:
+        print(f"{command}: cannot read /version: {exc}", file=sys.stderr)
+        return 1
+    skew = version_skew(source_version, target_version)
+    if skew is None:
+        return None
+    if allow_skew:
+        print(f"{command}: warning: {skew.describe()}; mirroring anyway (--allow-version-skew)", file=sys.stderr)
+        return None
+    print(f"{command}: {skew.describe()}: {skew.fix()}", file=sys.stderr)
+    return 2
 
 
 def run_sync(args: argparse.Namespace) -> int:
@@ -117,6 +140,17 @@ def run_sync(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, on_signal)
     state = MirrorState(args.state_file) if args.state_file else None
     target = _target(args)
+    backoff = Backoff(cap=args.backoff_max)
+
+    def retry(exc: Unavailable, failures: int) -> bool:
+        delay = backoff.delay(failures)
+        log.warning("cannot read /version (%s); trying again in %.1fs", exc, delay)
+        stop.wait(delay)
+        return not stop.is_set()
+
+    status = version_problem("kss sync", source, target, allow_skew=args.allow_version_skew, retry=retry)
+    if status is not None:
+        return status if not stop.is_set() else 0
     if recorder is not None:
         try:
             recorder.open()
@@ -145,11 +179,15 @@ def run_import_command(args: argparse.Namespace) -> int:
     source = KubeSource(
         api_client(kubeconfig=args.source_kubeconfig, context=args.source_context), qps=args.qps, burst=args.burst
     )
+    target = _target(args)
+    status = version_problem("kss import", source, target, allow_skew=getattr(args, "allow_version_skew", False))
+    if status is not None:
+        return status
     metrics = Metrics()
     progress = Progress(live=False) if args.no_progress else Progress()
     report = run_import(
         source,
-        _target(args),
+        target,
         kinds=kinds,
         namespaces=_split(args.namespaces),
         label_selector=args.label_selector,

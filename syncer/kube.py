@@ -398,6 +398,10 @@ class KubeSource:
         """Whether the source serves ``kind`` (its CRD is installed, its feature gate on)."""
         return _serves(self._rest, kind, self._request_timeout)
 
+    def version(self) -> Obj:
+        """The source's ``/version`` (its Kubernetes release)."""
+        return self._rest.json("GET", "/version", timeout=self._request_timeout)
+
     def list(
         self,
         kind: Kind,
@@ -495,6 +499,10 @@ class KubeTarget:
     def serves(self, kind: Kind) -> bool:
         """Whether the simulator serves ``kind`` (Workload: only with its GenericWorkload gate on)."""
         return _serves(self._rest, kind, self._timeout)
+
+    def version(self) -> Obj:
+        """The simulator's ``/version`` (the Kubernetes release it was started at: ``kss serve --kube-version``)."""
+        return self._rest.json("GET", "/version", timeout=self._timeout)
 
     def list(self, kind: Kind) -> list[Obj]:
         """Every object of ``kind`` in the simulator (all pages)."""

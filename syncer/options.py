@@ -82,6 +82,11 @@ def _add_filters(parser: Options) -> None:
 def _add_common(parser: Options, *, qps: float, burst: int, log_level: str) -> None:
     parser.add_argument("--page-size", type=int, default=500, help="objects per list page (limit/continue)")
     parser.add_argument(
+        "--allow-version-skew",
+        action="store_true",
+        help="mirror even when the simulator runs another Kubernetes minor version than the source (a warning)",
+    )
+    parser.add_argument(
         "--qps", type=float, default=qps, help=f"requests per second to the source (default {qps:g}; 0: no limit)"
     )
     parser.add_argument("--burst", type=int, default=burst, help=f"requests to the source at once (default {burst})")

@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from kss_sim.cluster.storage.store import ClusterStore
-from kss_sim.config import gate_enabled
 from kss_sim.controllers.cronjob import CronJobController
 from kss_sim.controllers.daemonset import DaemonSetController
 from kss_sim.controllers.deployment import DeploymentController
@@ -24,6 +23,7 @@ from kss_sim.controllers.resourceclaim import ResourceClaimController
 from kss_sim.controllers.statefulset import StatefulSetController
 from kss_sim.controllers.taint_eviction import TaintEvictionController
 from kss_sim.controllers.ttl_after_finished import TTLAfterFinishedController
+from kss_sim.kube.versions import gate_enabled
 
 # The workload controllers and what cleans up after them: what a host on another clock (a replay) runs too.
 WORKLOAD_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (

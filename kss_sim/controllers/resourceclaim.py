@@ -32,11 +32,11 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
-from kss_sim.config import gate_enabled
 from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import OwnedIndex, is_deleting, meta
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import gate_enabled
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kss_sim.config import Settings
 from kss_sim.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
 from kss_sim.extender_http import extenders_for
+from kss_sim.kube.versions import KubeVersion
+from kss_sim.kube.versions import kube_version as default_kube_version
 from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cycle import ScheduleOptions
@@ -101,13 +104,13 @@ def api_yield_seconds(cycle_cpu_seconds: float) -> float:
     return min(API_YIELD_MAX_SECONDS, max(API_YIELD_SECONDS, cycle_cpu_seconds))
 
 
-def load_scheduler_config(settings: Any) -> SchedulerConfig:
+def load_scheduler_config(settings: Settings) -> SchedulerConfig:
     """The starting configuration: ``KSS_SCHEDULER_CONFIG`` / ``--scheduler-config`` file, or the defaults."""
     path = getattr(settings, "scheduler_config", None)
-    gates = getattr(settings, "feature_gates", None)
+    gates = settings.effective_feature_gates
     if path is None:
-        return parse_config(None, gates)
-    return parse_config(Path(path).read_text(), gates)
+        return parse_config(None, gates, settings.version)
+    return parse_config(Path(path).read_text(), gates, settings.version)
 
 
 def _is_terminal(pod: dict[str, Any]) -> bool:
@@ -153,6 +156,7 @@ class SchedulerService(LoopHost):
         feature_gates: dict[str, bool] | None = None,
         plugin_timeout: float | None = None,
         on_plugin_timeout: Callable[[PluginTimeoutReport], None] | None = None,
+        kube_version: KubeVersion | None = None,
     ) -> None:
         self.store = store
         self.results = results
@@ -160,6 +164,7 @@ class SchedulerService(LoopHost):
         self.on_attempt = on_attempt
         self.on_config_change: Callable[[dict[str, Any]], None] | None = None
         self.feature_gates = dict(feature_gates or {})
+        self.kube_version = kube_version or (config.kube_version if config is not None else default_kube_version())
         self._inbox: deque[tuple[str, str, dict[str, Any]]] = deque()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -178,7 +183,7 @@ class SchedulerService(LoopHost):
         self._holds_lock = threading.Lock()
         self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
         # The configuration acknowledged to the API (the loop takes it up between cycles).
-        self.config = config or parse_config(None, self.feature_gates)
+        self.config = config or parse_config(None, self.feature_gates, self.kube_version)
         self.actions = StoreActions(
             store,
             write_annotations=write_annotations,
@@ -221,7 +226,7 @@ class SchedulerService(LoopHost):
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
         """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
-        config = parse_config(source, self.feature_gates)
+        config = parse_config(source, self.feature_gates, self.kube_version)
         # Instantiating every profile catches what only the framework can see (e.g. two queue sorts).
         for profile in config.profiles:
             build_framework(profile, Handle(ClusterObjects()))
@@ -241,7 +246,10 @@ class SchedulerService(LoopHost):
 
     def plugins_in_effect(self) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]:
         """Per profile (scheduler name): each extension point's plugins in the order they run, with weights."""
-        return [(profile.scheduler_name, plugins_in_effect(profile)) for profile in self.config.profiles]
+        return [
+            (profile.scheduler_name, plugins_in_effect(profile, self.config.kube_version))
+            for profile in self.config.profiles
+        ]
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:

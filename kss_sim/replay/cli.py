@@ -19,8 +19,9 @@ import orjson
 import yaml
 
 from kss_sim import figures
-from kss_sim.config import Settings, check_feature_gates, parse_feature_gates
+from kss_sim.config import OptionError, Settings, add_kube_version_argument, version_and_gates
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import KubeVersion, kube_version
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.live_cli import add_live_arguments, run_live, wants_live
 from kss_sim.replay.metrics import Metrics, summarize
@@ -54,6 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", type=Path, metavar="SNAPSHOT", help="a `kss export` snapshot as the cluster at time 0")
     p.add_argument("--scheduler-config", type=Path, metavar="FILE", help="a KubeSchedulerConfiguration (YAML/JSON)")
     p.add_argument("--feature-gates", metavar="GATES", help="e.g. SchedulerPopFromBackoffQ=false,GenericWorkload=true")
+    add_kube_version_argument(p)
     p.add_argument("--plugin-module", action="append", dest="plugin_modules", metavar="MODULE",
                    help="a Python module of your own scheduler plugins; repeatable (KSS_PLUGIN_MODULES)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="the run's random seed (ties among equal nodes); default 0")
@@ -79,16 +81,13 @@ def _seconds(value: str | None, option: str, problems: list[str]) -> float | Non
         return None
 
 
-def _gates(args: argparse.Namespace, problems: list[str]) -> dict[str, bool]:
-    if not args.feature_gates:  # KSS_FEATURE_GATES is checked as the settings are read (app/cli.py names it)
-        return Settings().feature_gates
+def _version_and_gates(args: argparse.Namespace, problems: list[str]) -> tuple[KubeVersion, dict[str, bool]]:
+    # KSS_KUBE_VERSION and KSS_FEATURE_GATES are checked as the settings are read (kss_sim/cli.py names them).
     try:
-        gates = parse_feature_gates(args.feature_gates)
-        check_feature_gates(gates)
-        return gates
-    except ValueError as exc:
-        problems.append(f"--feature-gates: {exc}")
-        return {}
+        return version_and_gates(args.kube_version, args.feature_gates)
+    except OptionError as exc:
+        problems.append(str(exc))
+        return kube_version(), {}
 
 
 def _plugins(args: argparse.Namespace, problems: list[str]) -> None:
@@ -99,7 +98,9 @@ def _plugins(args: argparse.Namespace, problems: list[str]) -> None:
         problems.append(f"--plugin-module: {exc}")
 
 
-def _scheduler_config(path: Path | None, gates: dict[str, bool], problems: list[str]) -> Obj | None:
+def _scheduler_config(
+    path: Path | None, gates: dict[str, bool], version: KubeVersion, problems: list[str]
+) -> Obj | None:
     if path is None:
         return None
     try:
@@ -115,7 +116,7 @@ def _scheduler_config(path: Path | None, gates: dict[str, bool], problems: list[
         problems.append(f"{path}: must be a KubeSchedulerConfiguration object")
         return None
     try:
-        parse_config(doc, gates)
+        parse_config(doc, gates, version)
     except ConfigError as exc:
         problems.append(f"{path}: {exc}")
         return None
@@ -145,9 +146,9 @@ def run(args: argparse.Namespace) -> int:
     interval = _seconds(args.interval, "--interval", problems)
     if interval is not None and interval <= 0:
         problems.append(f"--interval: {args.interval!r} must be more than 0 s")
-    gates = _gates(args, problems)
+    version, gates = _version_and_gates(args, problems)
     _plugins(args, problems)
-    config = _scheduler_config(args.scheduler_config, gates, problems)
+    config = _scheduler_config(args.scheduler_config, gates, version, problems)
     workload = None if problems else _workload(args, problems)
     replay: Replay | None = None
     metrics = Metrics(interval or 3600.0, workload=workload) if workload is not None else None
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             replay = Replay(workload, scheduler_config=config, feature_gates=gates, seed=args.seed, until=until,
                             sample_interval=interval or 3600.0, observers=observers,
-                            record=bool(args.record_db))  # fmt: skip
+                            record=bool(args.record_db), kube_version=version)  # fmt: skip
         except (WorkloadError, ConfigError, PluginLoadError) as exc:
             problems.extend(exc.problems if isinstance(exc, WorkloadError) else [str(exc)])
     if problems or replay is None or workload is None or metrics is None:
@@ -175,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         from kss_sim.replay.recording import RunRecorder
 
         recorder = RunRecorder(args.record_db, name=name, workload=workload.source or workload.name, seed=args.seed,
-                               config=replay.config_document)  # fmt: skip
+                               config=replay.config_document, kube_version=version.name)  # fmt: skip
         replay.observers.append(recorder)
     if not args.quiet:
         replay.observers.append(Progress(sys.stderr))

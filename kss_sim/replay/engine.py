@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kss_sim.cluster.errors import Forbidden
+from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay import intake
 from kss_sim.replay.model import (
     DELETED,
@@ -116,6 +117,7 @@ class Replay(LoopHost):
         sample_interval: float = 3600.0,
         observers: Sequence[Observer] = (),
         record: bool = False,
+        kube_version: KubeVersion | None = None,
     ) -> None:
         if sample_interval <= 0:
             raise ValueError("sample_interval must be more than 0 s")
@@ -124,7 +126,8 @@ class Replay(LoopHost):
         self.config_document: dict[str, Any] = dict(
             scheduler_config if scheduler_config is not None else workload.scheduler_config or {}
         )
-        self.config = parse_config(self.config_document or None, self.feature_gates)
+        self.config = parse_config(self.config_document or None, self.feature_gates, kube_version)
+        self.kube_version = self.config.kube_version
         self.seed = seed
         self.until = until
         self.sample_interval = float(sample_interval)
@@ -211,7 +214,7 @@ class Replay(LoopHost):
     def apply_config(self, document: dict[str, Any]) -> None:
         """``applyConfig``: new frameworks from the next cycle on, the queue's backoff parameters updated; the
         tie-break RNG goes on (a run stays one seeded sequence)."""
-        config = parse_config(document, self.feature_gates)
+        config = parse_config(document, self.feature_gates, self.kube_version)
         rng = self.scheduler.rng
         start_index = self.scheduler.next_start_node_index
         self.config = config
@@ -269,6 +272,7 @@ class Replay(LoopHost):
             wall_seconds=time.perf_counter() - started,
             config=self.config_document,
             seed=self.seed,
+            kube_version=self.kube_version.name,
         )
 
     def _run(self) -> None:

@@ -23,6 +23,7 @@ _OFFLINE_ONLY = (
     ("--out", "out"),
     ("--record-db", "record_db"),
     ("--feature-gates", "feature_gates"),
+    ("--kube-version", "kube_version"),
     ("--plugin-module", "plugin_modules"),
     ("--write-workload", "write_workload"),
 )

@@ -350,6 +350,7 @@ def summarize(result: ReplayResult, metrics: Metrics | None) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "workload": result.workload,
         "seed": result.seed,
+        "kubeVersion": result.kube_version,
         "config": config_summary(result.config),
         "pods": len(pods),
         "scheduled": scheduled,

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kss_sim.kube.versions import DEFAULT_KUBE_VERSION
 from kss_sim.scheduler.framework import ClusterObjects
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.record import Attempt
@@ -109,4 +110,5 @@ class ReplayResult:
     wall_seconds: float
     config: dict[str, Any]  # the KubeSchedulerConfiguration in effect at the start (as given, not defaulted)
     seed: int
+    kube_version: str = DEFAULT_KUBE_VERSION  # the Kubernetes version simulated (``1.35``)
     extras: dict[str, Any] = field(default_factory=dict)

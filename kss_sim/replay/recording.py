@@ -41,6 +41,7 @@ class RunRecorder(NullObserver):
         seed: int = 0,
         config: Mapping[str, Any] | None = None,
         compare_group: str | None = None,
+        kube_version: str | None = None,
     ) -> None:
         self.url = database_url(target)
         self.name = name
@@ -55,7 +56,9 @@ class RunRecorder(NullObserver):
         factory = make_session_factory(self._engine)
         self.runs = RunsService(lambda: session_scope(factory))
         # Encoding and inserting attempts happen in a child process, off the replay's core.
-        self._writer = ResultsService(lambda: session_scope(factory), writer_url=self.url, sqlite_synchronous="NORMAL")
+        self._writer = ResultsService(
+            lambda: session_scope(factory), writer_url=self.url, sqlite_synchronous="NORMAL", kube_version=kube_version
+        )
         self._writing = False
 
     @property

@@ -27,6 +27,7 @@ from kss_sim.results.rows import (
     SessionFactory,
     attempt_row,
     resolve_selected,
+    stamp_version,
     write_rows,
     write_rows_on,
 )
@@ -52,6 +53,7 @@ def _summary(row: SchedulingAttempt) -> AttemptSummary:
         "nodes": row.node_count,
         "feasibleNodes": row.feasible_count,
         "rejections": details.get("rejections") or {},
+        "kubeVersion": row.kube_version,
     }
 
 
@@ -103,16 +105,21 @@ class ResultsService:
         writer_url: str | None = None,
         sqlite_synchronous: str = "FULL",
         shared_commit: SharedCommit | None = None,
+        kube_version: str | None = None,
     ) -> None:
         """``writer_url``: write through a child process connected to this database (the one ``session_scope``
         opens, already migrated) instead of a thread. ``shared_commit``: insert each batch in the transactions of
-        this committer, which writes to the same database as ``session_scope`` (the thread still builds the rows)."""
+        this committer, which writes to the same database as ``session_scope`` (the thread still builds the rows).
+        ``kube_version``: the Kubernetes version every attempt recorded was scheduled at (``1.35``)."""
         self._session_scope = session_scope
+        self.kube_version = kube_version
         self._shared_commit = shared_commit
         self.retention = retention
         self.batch_size = batch_size
         self._process = (
-            ProcessWriter(writer_url, sqlite_synchronous=sqlite_synchronous, retention=retention)
+            ProcessWriter(
+                writer_url, sqlite_synchronous=sqlite_synchronous, retention=retention, kube_version=kube_version
+            )
             if writer_url is not None
             else None
         )
@@ -217,6 +224,7 @@ class ResultsService:
             attempt_row(att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued, run_id=run_id)
             for att, ns, name, uid, queued, run_id in batch
         ]
+        stamp_version(rows, self.kube_version)
         if self._shared_commit is not None:
             retention = self.retention
             handed = self._shared_commit.write_alongside(lambda conn: write_rows_on(conn, rows, retention))

@@ -41,6 +41,8 @@ class SchedulingAttempt(Base):
     # The replay run (``replay_runs.id``) the attempt belongs to; NULL for the live cluster's attempts. No foreign
     # key: adding one would make SQLite copy the whole table on upgrade; runs delete their attempts themselves.
     run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The Kubernetes version the attempt was scheduled at (``1.35``); NULL for attempts recorded before kss had one.
+    kube_version: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
 
 class ReplayRun(Base):

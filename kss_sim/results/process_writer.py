@@ -48,6 +48,7 @@ from kss_sim.results.rows import (
     details_json,
     matrix_rejections,
     row_values,
+    stamp_version,
     table_row,
     write_rows,
 )
@@ -84,9 +85,15 @@ class ProcessWriter:
     """Encodes and inserts attempts in a child process (spawned) writing to the database at ``url``."""
 
     def __init__(
-        self, url: str, *, sqlite_synchronous: str = "FULL", retention: AttemptRetention = AttemptRetention()
+        self,
+        url: str,
+        *,
+        sqlite_synchronous: str = "FULL",
+        retention: AttemptRetention = AttemptRetention(),
+        kube_version: str | None = None,
     ) -> None:
         self.url = url
+        self.kube_version = kube_version
         self.sqlite_synchronous = sqlite_synchronous
         self.retention = retention
         self.errors: list[str] = []
@@ -127,7 +134,7 @@ class ProcessWriter:
         _widen_pipe(data_w.fileno())
         self._proc = ctx.Process(
             target=_child_main,
-            args=(data_r, ack_w, self.url, self.sqlite_synchronous, self.retention),
+            args=(data_r, ack_w, self.url, self.sqlite_synchronous, self.retention, self.kube_version),
             name="kss-results-writer",
             daemon=True,
         )
@@ -422,7 +429,9 @@ def _read_exact(f: Any, n: int, buf: bytearray | None = None) -> memoryview | No
     return view
 
 
-def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, retention: AttemptRetention) -> None:
+def _child_main(
+    data: Any, acks: Any, url: str, sqlite_synchronous: str, retention: AttemptRetention, kube_version: str | None
+) -> None:
     """The writer process: read batches, encode, insert (one transaction while more batches are waiting)."""
     from kss_sim.db import make_engine, make_session_factory, session_scope
 
@@ -441,6 +450,7 @@ def _child_main(data: Any, acks: Any, url: str, sqlite_synchronous: str, retenti
     def write() -> None:
         if rows:
             try:
+                stamp_version(rows, kube_version)
                 write_rows(scope, rows, retention)
             except Exception as exc:  # the batch is lost; later ones may still be written
                 errors.append(f"{type(exc).__name__}: {exc}")

@@ -227,6 +227,12 @@ class AttemptRetention:
         return newest - (self.total - first)
 
 
+def stamp_version(rows: list[dict[str, Any]], kube_version: str | None) -> None:
+    """Each row says the Kubernetes version its attempt was scheduled at."""
+    for row in rows:
+        row["kube_version"] = kube_version
+
+
 def write_rows(session_scope: SessionFactory, rows: list[dict[str, Any]], retention: AttemptRetention) -> None:
     """Insert ``rows`` in one transaction; each live pod keeps the attempts ``retention`` says."""
     with session_scope() as session:

@@ -27,6 +27,12 @@ class AttemptSummary(BaseModel):
             {"NodeResourcesFit": {"Insufficient cpu": 2}, "TaintToleration": {"node(s) had untolerated taint(s)": 1}}
         ],
     )
+    kubeVersion: str | None = Field(
+        default=None,
+        description="The Kubernetes version the attempt was scheduled at (--kube-version); null for attempts recorded "
+        "before kss had one",
+        examples=["1.35"],
+    )
 
 
 class MatrixRow(BaseModel):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from kss_sim.kube.versions import KubeVersion, kube_version
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.extender import Extender
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
@@ -590,8 +591,10 @@ class Handle:
         # The scheduler's clock (seconds; virtual in offline runs) and where activated pods go (set by the host).
         self.clock: Callable[[], float] = time.monotonic
         self.activator: Callable[[list[PodInfo]], None] | None = None
-        # The feature gates the scheduler runs with (name -> on; absent: the v1.35 default), set by the host.
+        # The feature gates the scheduler runs with (name -> on; absent: the default version's default) and its
+        # Kubernetes version (plugins whose code differs between releases read it), set by the host.
         self.feature_gates: dict[str, bool] = {}
+        self.kube_version: KubeVersion = kube_version()
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         """``GetWaitingPod``: the pod with this uid if it is waiting in Permit."""

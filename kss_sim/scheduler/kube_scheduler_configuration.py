@@ -1,10 +1,13 @@
 """``KubeSchedulerConfiguration`` (kubescheduler.config.k8s.io/v1): defaults, merging, validation.
 
-Defaults equal kube-scheduler v1.35's: the multiPoint plugin list and weights below, plugin args
-defaulted by each plugin class, percentageOfNodesToScore 0 (adaptive), backoff 1 s to 10 s.
+Defaults equal kube-scheduler's of the run's Kubernetes version (``kss_sim.kube.versions``): its multiPoint plugin
+list and weights, plugin args defaulted by each plugin class, percentageOfNodesToScore 0 (adaptive), backoff 1 s to
+10 s.
 
 Feature gates reach this module as a plain ``{name: enabled}`` dict (the host's ``--feature-gates``); they change
-the defaults as upstream's ``getDefaultPlugins`` does (GangScheduling joins multiPoint), not which plugins exist.
+the defaults as upstream's ``getDefaultPlugins`` does (GangScheduling joins multiPoint), not which plugins exist. The
+version decides which in-tree plugins exist (GangScheduling only from v1.35); one kss has not ported is refused when
+a configuration names it and left out of the default set (``SchedulerConfig.left_out``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kss_sim.kube.versions import UNPORTED_PLUGINS, KubeVersion, kube_version
 from kss_sim.scheduler import plugins as plugin_registry
 from kss_sim.scheduler.extender import ExtenderConfig
 from kss_sim.scheduler.extender_config import ExtenderConfigError, parse_extenders
@@ -46,37 +50,32 @@ KIND = "KubeSchedulerConfiguration"
 _GROUP = API_VERSION.rpartition("/")[0]
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
-# getDefaultPlugins() with the DynamicResourceAllocation gate on (DynamicResources before DefaultPreemption).
-DEFAULT_MULTI_POINT: list[dict[str, Any]] = [
-    {"name": "SchedulingGates"},
-    {"name": "PrioritySort"},
-    {"name": "NodeUnschedulable"},
-    {"name": "NodeName"},
-    {"name": "TaintToleration", "weight": 3},
-    {"name": "NodeAffinity", "weight": 2},
-    {"name": "NodePorts"},
-    {"name": "NodeResourcesFit", "weight": 1},
-    {"name": "VolumeRestrictions"},
-    {"name": "NodeVolumeLimits"},
-    {"name": "VolumeBinding"},
-    {"name": "VolumeZone"},
-    {"name": "PodTopologySpread", "weight": 2},
-    {"name": "InterPodAffinity", "weight": 2},
-    {"name": "DynamicResources", "weight": 2},
-    {"name": "DefaultPreemption"},
-    {"name": "NodeResourcesBalancedAllocation", "weight": 1},
-    {"name": "ImageLocality", "weight": 1},
-    {"name": "DefaultBinder"},
-]
+
+def default_multi_point(
+    feature_gates: Mapping[str, bool] | None = None, version: KubeVersion | None = None
+) -> list[dict[str, Any]]:
+    """``getDefaultPlugins``' multiPoint at ``version`` (default: the default version) under ``feature_gates`` (gates
+    not given take the version's default), without the plugins kss has not ported (``left_out_defaults``)."""
+    version = version or kube_version()
+    return [p for p in version.default_multi_point(feature_gates or {}) if p["name"] not in UNPORTED_PLUGINS]
 
 
-def default_multi_point(feature_gates: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
-    """``getDefaultPlugins``' multiPoint under ``feature_gates``: with GangScheduling on, GangScheduling is appended
-    (``applyGangScheduling``). Gates not given take their v1.35 default: off, both being alpha."""
-    plugins = copy.deepcopy(DEFAULT_MULTI_POINT)
-    if (feature_gates or {}).get("GangScheduling", False):
-        plugins.append({"name": "GangScheduling"})
-    return plugins
+def left_out_defaults(feature_gates: Mapping[str, bool] | None = None, version: KubeVersion | None = None) -> list[str]:
+    """The plugins ``version``'s default set has under ``feature_gates`` that kss has not ported, and so leaves out."""
+    version = version or kube_version()
+    return [p["name"] for p in version.default_multi_point(feature_gates or {}) if p["name"] in UNPORTED_PLUGINS]
+
+
+def left_out_note(feature_gates: Mapping[str, bool] | None = None, version: KubeVersion | None = None) -> str | None:
+    """One line saying which of the version's default plugins kss leaves out (not ported); None when none is."""
+    version = version or kube_version()
+    names = left_out_defaults(feature_gates, version)
+    if not names:
+        return None
+    return (
+        f"note: Kubernetes v{version.name}'s default plugins {', '.join(names)} are not ported to kss: the default "
+        "profile runs without them"
+    )
 
 
 # Extension points in config order, with the interface a plugin needs to take part.
@@ -126,8 +125,12 @@ class SchedulerConfig:
     parallelism: int = 16
     raw: dict[str, Any] = field(default_factory=dict)
     extenders: list[ExtenderConfig] = field(default_factory=list)
-    # The feature gates the configuration was defaulted under (parse it again with these to get the same plugins).
+    # The feature gates and Kubernetes version the configuration was defaulted under (parse it again with these to
+    # get the same plugins).
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    kube_version: KubeVersion = field(default_factory=kube_version)
+    # Plugins of the version's default set that kss has not ported, left out (the host says so once).
+    left_out: list[str] = field(default_factory=list)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:
@@ -162,11 +165,14 @@ def _merge_plugin_set(
 
 
 def merge_plugins(
-    custom: dict[str, Any] | None, feature_gates: Mapping[str, bool] | None = None
+    custom: dict[str, Any] | None,
+    feature_gates: Mapping[str, bool] | None = None,
+    version: KubeVersion | None = None,
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """A profile's plugins: the defaults under ``feature_gates`` merged with ``custom`` (``mergePlugins``)."""
+    """A profile's plugins: the defaults at ``version`` under ``feature_gates`` merged with ``custom``
+    (``mergePlugins``)."""
     defaults: dict[str, dict[str, list[dict[str, Any]]]] = {p: {"enabled": [], "disabled": []} for p in ALL_POINTS}
-    defaults["multiPoint"]["enabled"] = default_multi_point(feature_gates)
+    defaults["multiPoint"]["enabled"] = default_multi_point(feature_gates, version)
     if custom is None:
         return defaults
     return {p: _merge_plugin_set(defaults[p], custom.get(p) or {}) for p in ALL_POINTS}
@@ -183,12 +189,16 @@ def _check_int(value: Any, path: str, lo: int | None = None, hi: int | None = No
 
 
 def parse_config(
-    source: str | dict[str, Any] | None, feature_gates: Mapping[str, bool] | None = None
+    source: str | dict[str, Any] | None,
+    feature_gates: Mapping[str, bool] | None = None,
+    version: KubeVersion | None = None,
 ) -> SchedulerConfig:
     """Parse, default and validate a configuration (YAML text or a dict); ``None`` gives the defaults.
 
-    ``feature_gates`` (name -> enabled, as the host was started with) decide the default plugins.
+    ``version`` (the run's Kubernetes version, default: the default one) and ``feature_gates`` (name -> enabled, as
+    the host was started with) decide which in-tree plugins exist and the default plugins.
     """
+    version = version or kube_version()
     if source is None:
         raw: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
     elif isinstance(source, str):
@@ -236,7 +246,8 @@ def parse_config(
         raise ConfigError("profiles", "must be a list")
     profiles: list[Profile] = []
     seen: set[str] = set()
-    known = set(plugin_registry.known_plugins())
+    known = _known_plugins(version)
+    gates_at_version = version.effective_gates(feature_gates or {})  # args defaults and checks follow gates
     for i, rp in enumerate(raw_profiles):
         base = f"profiles[{i}]"
         if not isinstance(rp, dict):
@@ -259,10 +270,10 @@ def parse_config(
                     if not isinstance(p, dict) or not p.get("name"):
                         raise ConfigError(f"{path}.name", "Required value")
                     if kind == "enabled":
-                        _check_plugin(p["name"], known, f"{path}.name")
+                        _check_plugin(p["name"], known, f"{path}.name", version)
                     if "weight" in p and p["weight"] is not None:
                         _check_int(p["weight"], f"{path}.weight", 0)
-        plugins = merge_plugins(custom, feature_gates)
+        plugins = merge_plugins(custom, feature_gates, version)
         plugin_config: dict[str, dict[str, Any]] = {}
         for j, pc in enumerate(rp.get("pluginConfig") or []):
             path = f"{base}.pluginConfig[{j}]"
@@ -270,14 +281,14 @@ def parse_config(
                 raise ConfigError(f"{path}.name", "Required value")
             if pc["name"] in plugin_config:
                 raise ConfigError(f"{path}.name", f"Duplicate value: {pc['name']!r}")
-            _check_plugin(pc["name"], known, f"{path}.name")
+            _check_plugin(pc["name"], known, f"{path}.name", version)
             args = pc.get("args") or {}
             if not isinstance(args, dict):
                 raise ConfigError(f"{path}.args", "must be an object")
             args = _untyped_args(pc["name"], args, f"{path}.args")
             cls = plugin_registry.plugin_class(pc["name"])
-            args = cls.defaulted_args(args) if hasattr(cls, "defaulted_args") else dict(args)
-            errors = cls.validate_args(args) if hasattr(cls, "validate_args") else []
+            args = defaulted_args(cls, args, gates_at_version)
+            errors = _validated_args(cls, args, gates_at_version)
             if errors:
                 field_path, msg = errors[0]
                 raise ConfigError(f"{path}.args.{field_path}", msg)
@@ -296,6 +307,8 @@ def parse_config(
         raw=raw,
         extenders=extenders,
         feature_gates=dict(feature_gates or {}),
+        kube_version=version,
+        left_out=left_out_defaults(feature_gates, version),
     )
 
 
@@ -309,16 +322,47 @@ def _ignore_extender_resources(profiles: list[Profile], extenders: list[Extender
     cls = plugin_registry.plugin_class("NodeResourcesFit")
     for profile in profiles:
         args = profile.plugin_config.get("NodeResourcesFit")
-        args = dict(args) if args is not None else cls.defaulted_args({})
+        args = dict(args) if args is not None else defaulted_args(cls, {}, {})
         given = list(args.get("ignoredResources") or [])
         args["ignoredResources"] = given + [r for r in ignored if r not in given]  # a document read back: once
         profile.plugin_config["NodeResourcesFit"] = args
 
 
-def _check_plugin(name: Any, known: set[str], path: str) -> None:
-    """An enabled or configured plugin must exist, and an out-of-tree one must load (its entry point)."""
+def _known_plugins(version: KubeVersion) -> set[str]:
+    """The plugin names a configuration may use at ``version``: that release's in-tree plugins (ported or not) and
+    users' out-of-tree ones; kss's in-tree plugins of later releases are not among them."""
+    in_tree = version.in_tree_plugins()
+    later = set(plugin_registry.REGISTRY) - in_tree
+    return set(in_tree | set(plugin_registry.known_plugins())) - later
+
+
+def defaulted_args(cls: type[Plugin], args: dict[str, Any], gates: Mapping[str, bool]) -> dict[str, Any]:
+    """A plugin's args defaulted as v1 defaulting does under ``gates`` (a plugin whose defaults follow gates has
+    ``defaulted_args_under``, as SetDefaults_DynamicResourcesArgs reads them)."""
+    under = getattr(cls, "defaulted_args_under", None)
+    if under is not None:
+        result: dict[str, Any] = under(args, gates)
+        return result
+    return cls.defaulted_args(args) if hasattr(cls, "defaulted_args") else dict(args)
+
+
+def _validated_args(cls: type[Plugin], args: dict[str, Any], gates: Mapping[str, bool]) -> list[tuple[str, str]]:
+    under = getattr(cls, "validate_args_under", None)
+    if under is not None:
+        errors: list[tuple[str, str]] = under(args, gates)
+        return errors
+    return cls.validate_args(args) if hasattr(cls, "validate_args") else []
+
+
+def _check_plugin(name: Any, known: set[str], path: str, version: KubeVersion) -> None:
+    """An enabled or configured plugin must exist at ``version`` and be ported, and an out-of-tree one must load
+    (its entry point)."""
     if name not in known:
         raise ConfigError(path, f"Invalid value: {name!r}: plugin does not exist")
+    if name in UNPORTED_PLUGINS:
+        raise ConfigError(
+            path, f"Invalid value: {name!r}: kube-scheduler v{version.name}'s plugin {name} is not ported to kss yet"
+        )
     if name in plugin_registry.REGISTRY:
         return
     try:
@@ -340,6 +384,14 @@ def _untyped_args(name: str, args: dict[str, Any], path: str) -> dict[str, Any]:
     return rest
 
 
+def plugin_class_at(name: str, version: KubeVersion) -> type[Plugin]:
+    """The class of plugin ``name`` as ``version``'s kube-scheduler has it: a plugin whose extension points changed
+    between releases names its older form through an ``at_version`` class method."""
+    cls = plugin_registry.plugin_class(name)
+    at_version: Callable[[KubeVersion], type[Plugin]] | None = getattr(cls, "at_version", None)
+    return at_version(version) if at_version is not None else cls
+
+
 def _needed_plugins(plugins: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
     names: list[str] = []
     for point in [p for p, _ in EXTENSION_POINTS] + ["multiPoint"]:
@@ -357,15 +409,18 @@ def _without(plugins: dict[str, dict[str, list[dict[str, Any]]]], missing: set[s
 
 
 def expand_points(
-    plugins: dict[str, dict[str, list[dict[str, Any]]]], classes: dict[str, type[Plugin]] | None = None
+    plugins: dict[str, dict[str, list[dict[str, Any]]]],
+    classes: dict[str, type[Plugin]] | None = None,
+    version: KubeVersion | None = None,
 ) -> dict[str, list[str]]:
     """The plugins each extension point runs, in order, with multiPoint expanded as ``NewFramework`` does:
     a point's own enabled plugins that multiPoint also lists first, then multiPoint's, then the point's others.
 
-    ``classes`` maps names to plugin classes (looked up in the registry when not given).
+    ``classes`` maps names to plugin classes (looked up in the registry, at ``version``, when not given).
     """
     if classes is None:
-        classes = {name: plugin_registry.plugin_class(name) for name in _needed_plugins(plugins)}
+        at = version or kube_version()
+        classes = {name: plugin_class_at(name, at) for name in _needed_plugins(plugins)}
     points: dict[str, list[str]] = {}
     for point, iface in EXTENSION_POINTS:
         pset = plugins[point]
@@ -394,11 +449,14 @@ def expand_points(
 
 
 def score_weights(
-    plugins: dict[str, dict[str, list[dict[str, Any]]]], classes: dict[str, type[Plugin]] | None = None
+    plugins: dict[str, dict[str, list[dict[str, Any]]]],
+    classes: dict[str, type[Plugin]] | None = None,
+    version: KubeVersion | None = None,
 ) -> dict[str, int]:
     """Each score plugin's weight: the score point's own entry first, then multiPoint's; unset or 0 means 1."""
     if classes is None:
-        classes = {name: plugin_registry.plugin_class(name) for name in _needed_plugins(plugins)}
+        at = version or kube_version()
+        classes = {name: plugin_class_at(name, at) for name in _needed_plugins(plugins)}
     weights: dict[str, int] = {}
     for p in [*plugins["score"]["enabled"], *plugins["multiPoint"]["enabled"]]:
         if not issubclass(classes[p["name"]], ScorePlugin) or p["name"] in weights:
@@ -426,6 +484,7 @@ def build_profiles(
         handle.nominated_pods = nominated
         handle.activator = activator
         handle.feature_gates = dict(feature_gates)
+        handle.kube_version = config.kube_version
         handles.append(handle)
         frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=plugin_observer)
     return handles, frameworks
@@ -454,10 +513,10 @@ def build_framework(
         plugins = _without(plugins, missing)
     instances: dict[str, Plugin] = {}
     for name in _needed_plugins(plugins):
-        cls = plugin_registry.plugin_class(name)
+        cls = plugin_class_at(name, handle.kube_version)
         args = profile.plugin_config.get(name)
         if args is None:
-            args = cls.defaulted_args({}) if hasattr(cls, "defaulted_args") else {}
+            args = defaulted_args(cls, {}, handle.feature_gates)
         instances[name] = cls(handle, args)
     classes = {name: type(plugin) for name, plugin in instances.items()}
     points = {point: [instances[n] for n in names] for point, names in expand_points(plugins, classes).items()}
@@ -475,10 +534,12 @@ def build_framework(
     )
 
 
-def plugins_in_effect(profile: Profile) -> list[tuple[str, list[tuple[str, int | None]]]]:
-    """Each extension point with the plugins it runs, in order (score plugins with their weight)."""
-    points = expand_points(profile.plugins)
-    weights = score_weights(profile.plugins)
+def plugins_in_effect(
+    profile: Profile, version: KubeVersion | None = None
+) -> list[tuple[str, list[tuple[str, int | None]]]]:
+    """Each extension point with the plugins it runs at ``version``, in order (score plugins with their weight)."""
+    points = expand_points(profile.plugins, version=version)
+    weights = score_weights(profile.plugins, version=version)
     return [
         (point, [(name, weights[name] if point == "score" else None) for name in points[point]])
         for point, _ in EXTENSION_POINTS
@@ -537,11 +598,12 @@ def defaulted_document(config: SchedulerConfig) -> dict[str, Any]:
     for key in ("healthzBindAddress", "metricsBindAddress", "extenders", "delayCacheUntilActive"):
         if key in raw:
             doc[key] = copy.deepcopy(raw[key])
-    doc["profiles"] = [_defaulted_profile(profile) for profile in config.profiles]
+    gates = config.kube_version.effective_gates(config.feature_gates)
+    doc["profiles"] = [_defaulted_profile(profile, gates, config.kube_version) for profile in config.profiles]
     return doc
 
 
-def _defaulted_profile(profile: Profile) -> dict[str, Any]:
+def _defaulted_profile(profile: Profile, gates: Mapping[str, bool], version: KubeVersion) -> dict[str, Any]:
     plugins = {
         point: {kind: copy.deepcopy(entries) for kind, entries in pset.items() if entries}
         for point, pset in profile.plugins.items()
@@ -553,9 +615,9 @@ def _defaulted_profile(profile: Profile) -> dict[str, Any]:
     plugin_config = [{"name": name, "args": _typed_args(name, args)} for name, args in profile.plugin_config.items()]
     enabled = {p["name"] for pset in profile.plugins.values() for p in pset["enabled"]}
     for name in sorted(enabled - profile.plugin_config.keys()):
-        if name in ARGS_KINDS:
+        if name in ARGS_KINDS and not (name == "DynamicResources" and version.minor < 34):  # no such kind in v1.33
             plugin_config.append(
-                {"name": name, "args": _typed_args(name, plugin_registry.plugin_class(name).defaulted_args({}))}
+                {"name": name, "args": _typed_args(name, defaulted_args(plugin_registry.plugin_class(name), {}, gates))}
             )
     out["pluginConfig"] = plugin_config
     return out

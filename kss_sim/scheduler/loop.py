@@ -20,8 +20,8 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kss_sim.config import gate_enabled
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import gate_enabled
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.binding_cycle import Settled
 from kss_sim.scheduler.cache import SchedulerCache

@@ -7,11 +7,11 @@ gauge is read from the queue at scrape time; request metrics come from :class:`R
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -65,12 +65,37 @@ class _WaitingPods(Collector):
         yield family
 
 
+# kubernetes_build_info's labels -> /version's fields (component-base's version metric).
+_BUILD_INFO_LABELS = {
+    "build_date": "buildDate",
+    "compiler": "compiler",
+    "git_commit": "gitCommit",
+    "git_tree_state": "gitTreeState",
+    "git_version": "gitVersion",
+    "go_version": "goVersion",
+    "major": "major",
+    "minor": "minor",
+    "platform": "platform",
+}
+
+
 class Metrics:
     """The application's metrics; ``observe_*`` are the hooks, :meth:`render` the ``/metrics`` body."""
 
-    def __init__(self) -> None:
+    def __init__(self, version_info: Mapping[str, str] | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        if version_info is not None:
+            # Every Kubernetes component's build-info gauge: which release the numbers below come from.
+            build_info = Gauge(
+                "kubernetes_build_info",
+                "A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, "
+                "build date, Go version, and compiler from which Kubernetes was built, and platform on which it is "
+                "running.",
+                list(_BUILD_INFO_LABELS),
+                registry=r,
+            )
+            build_info.labels(*(version_info[key] for key in _BUILD_INFO_LABELS.values())).set(1)
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kss_sim.config import Settings, check_feature_gates, parse_feature_gates
+from kss_sim.config import OptionError, Settings, add_kube_version_argument, version_and_gates
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins import PluginLoadError, load_plugin_modules
 from kss_sim.scheduler.record import Attempt
@@ -38,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="GATES",
         help="alpha features, e.g. GenericWorkload=true,GangScheduling=true (KSS_FEATURE_GATES)",
     )
+    add_kube_version_argument(p)
     p.add_argument(
         "--record-db", help="also record every attempt into this results database (a file, or a SQLAlchemy URL)"
     )
@@ -72,7 +73,7 @@ def _check_scenario(doc: Any) -> dict[str, Any]:
     return doc
 
 
-def _recorder(target: str | Path) -> Any:
+def _recorder(target: str | Path, kube_version: str) -> Any:
     """A results service writing into a results database at ``path`` (built by Alembic).
 
     Attempts are encoded and inserted by a writer process, on another core than the scheduling loop.
@@ -84,29 +85,28 @@ def _recorder(target: str | Path) -> Any:
     engine = make_engine(url, sqlite_synchronous="NORMAL")
     upgrade_database(engine)
     factory = make_session_factory(engine)
-    service = ResultsService(lambda: session_scope(factory), writer_url=url, sqlite_synchronous="NORMAL")
+    service = ResultsService(
+        lambda: session_scope(factory), writer_url=url, sqlite_synchronous="NORMAL", kube_version=kube_version
+    )
     service.start()
     return service
 
 
 def run(args: argparse.Namespace) -> int:
     allow_missing = os.environ.get("KSS_ALLOW_MISSING_PLUGINS") == "1"
-    # KSS_FEATURE_GATES is checked as the settings are read (a bad one names itself, app/cli.py).
-    gates = Settings().feature_gates
-    if args.feature_gates:
-        try:
-            gates = parse_feature_gates(args.feature_gates)
-            check_feature_gates(gates)
-        except ValueError as exc:
-            print(f"kss simulate: --feature-gates: {exc}", file=sys.stderr)
-            return 2
+    # KSS_KUBE_VERSION and KSS_FEATURE_GATES are checked as the settings are read (a bad one names itself, cli.py).
+    try:
+        version, gates = version_and_gates(args.kube_version, args.feature_gates)
+    except OptionError as exc:
+        print(f"kss simulate: {exc}", file=sys.stderr)
+        return 2
     try:
         load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
     except PluginLoadError as exc:  # the user's plugin module: one clear line, no traceback
         print(f"kss simulate: {exc}", file=sys.stderr)
         return 2
     try:
-        recorder = _recorder(args.record_db) if args.record_db else None
+        recorder = _recorder(args.record_db, version.name) if args.record_db else None
     except Exception as exc:  # a bad URL or an unwritable file: say so, no traceback
         print(f"kss simulate: --record-db {args.record_db}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
                 allow_missing_plugins=allow_missing,
                 record_all=recorder is not None,
                 feature_gates=gates,
+                kube_version=version,
                 on_attempt=on_attempt if recorder is not None else None,
             )
         except Exception as exc:  # one bad scenario must not stop the batch

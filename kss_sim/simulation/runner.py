@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kss_sim.extender_http import extenders_for
+from kss_sim.kube.versions import KubeVersion
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
 from kss_sim.scheduler.framework import ClusterObjects, Handle, PodActions, Status
 from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
@@ -163,12 +164,13 @@ class ScenarioRun:
         record: bool = True,
         allow_missing_plugins: bool = False,
         feature_gates: dict[str, bool] | None = None,
+        kube_version: KubeVersion | None = None,
     ) -> None:
         self.scenario = scenario
         self.record = record
         # A scenario may name the gates of its run (the dra family's ``featureGates``); they win over the caller's.
         feature_gates = {**(feature_gates or {}), **(scenario.get("featureGates") or {})}
-        config = parse_config(scenario.get("config"), feature_gates)
+        config = parse_config(scenario.get("config"), feature_gates, kube_version)
         family = (scenario.get("meta") or {}).get("family")
         self.sampling = family == "sampling"
         self.config = config
@@ -180,6 +182,7 @@ class ScenarioRun:
             handle = Handle(cluster, self.actions)
             handle.nominated_pods = nominated
             handle.feature_gates = dict(feature_gates or {})
+            handle.kube_version = config.kube_version
             self.actions.handles.append(handle)
             self.frameworks[profile.scheduler_name] = build_framework(
                 profile, handle, allow_missing=allow_missing_plugins
@@ -378,8 +381,10 @@ def run_scenario(
     record_all: bool = False,
     on_attempt: Callable[[Attempt, PodInfo], None] | None = None,
     feature_gates: dict[str, bool] | None = None,
+    kube_version: KubeVersion | None = None,
 ) -> dict[str, Any]:
-    """Run a scenario and return the result document (same shape as an ``.expected.json``).
+    """Run a scenario and return the result document (same shape as an ``.expected.json``) at ``kube_version``
+    (default: the default version).
 
     ``record_all`` keeps every plugin's verdict even at the ``placements`` level (for ``--record-db``);
     ``on_attempt`` sees each attempt as it finishes.
@@ -391,6 +396,7 @@ def run_scenario(
         record=record_all or detail != "placements",
         allow_missing_plugins=allow_missing_plugins,
         feature_gates=feature_gates,
+        kube_version=kube_version,
     )
     run.on_attempt = on_attempt
     # Each entry is built as its attempt finishes, so the attempt (and its record) is freed at once.

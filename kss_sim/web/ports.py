@@ -128,6 +128,7 @@ class AttemptSummary(TypedDict):
     nodes: int
     feasibleNodes: int
     rejections: dict[str, dict[str, int]]  # plugin -> reason -> nodes, at the plugin where the filters stopped
+    kubeVersion: str | None  # the Kubernetes version it was scheduled at (None: recorded before kss had one)
 
 
 class MatrixRow(TypedDict):

@@ -151,9 +151,12 @@ def web(request: Request) -> WebService:
 
 
 def base_context(request: Request, service: WebService, rv: int, active: str) -> dict[str, Any]:
-    """What every page's template reads: the request, the resourceVersion shown, the active tab, what runs."""
+    """What every page's template reads: the request, the resourceVersion shown, the active tab, what runs and at
+    which Kubernetes release."""
+    settings: Settings = request.app.state.settings
     return {
         "request": request,
+        "kube_version": settings.version.git_version,
         "rv": rv,
         "active": active,
         "has_operations": service.operations is not None,

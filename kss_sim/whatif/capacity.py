@@ -23,6 +23,7 @@ from typing import Any
 from kss_sim.cluster.admission.defaults.core import default_node, default_pod, prepare_pod_create
 from kss_sim.cluster.errors import ApiError
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay.model import PodRecord
 from kss_sim.replay.workload import TimedWorkload, WorkloadError
 from kss_sim.scheduler.cycle import ScheduleOptions
@@ -193,13 +194,14 @@ def count_replicas(
     *,
     config: Obj | None = None,
     feature_gates: dict[str, bool] | None = None,
+    kube_version: KubeVersion | None = None,
     limit: int | None = None,
     seed: int = 0,
 ) -> CapacityReport:
     """Schedule copies of ``pod`` (prepared by :func:`prepare_pod`) into the cluster of ``objects`` until one fails
     or ``limit`` are placed. Ties among the best nodes are broken by kube-scheduler's reservoir sampling, seeded."""
     objects = list(objects)
-    run = ScenarioRun(_scenario(objects, config), record=False, feature_gates=feature_gates)
+    run = ScenarioRun(_scenario(objects, config), record=False, feature_gates=feature_gates, kube_version=kube_version)
     run.scheduler.rng = random.Random(seed)
     opts = ScheduleOptions(record=False, tie_break="random", run_binding_cycle=False)
     base = _name_of(pod)
@@ -271,6 +273,7 @@ def nodes_for_replicas(
     *,
     config: Obj | None = None,
     feature_gates: dict[str, bool] | None = None,
+    kube_version: KubeVersion | None = None,
     max_nodes: int = 1000,
     seed: int = 0,
 ) -> tuple[NodeSearch, CapacityReport]:
@@ -282,7 +285,7 @@ def nodes_for_replicas(
     def enough(k: int) -> bool:
         rep = count_replicas(
             pod, [*objects, *added_nodes(template, k)], config=config, feature_gates=feature_gates,
-            limit=replicas, seed=seed,
+            kube_version=kube_version, limit=replicas, seed=seed,
         )  # fmt: skip
         reports[k] = rep
         return rep.count >= replicas
@@ -327,6 +330,7 @@ def nodes_for_workload(
     p95_wait_under: float | None = None,
     config: Obj | None = None,
     feature_gates: dict[str, bool] | None = None,
+    kube_version: KubeVersion | None = None,
     max_nodes: int = 1000,
     seed: int = 0,
     until: float | None = None,
@@ -341,7 +345,7 @@ def nodes_for_workload(
     def enough(k: int) -> bool:
         result = Replay(
             with_added_nodes(workload, template, k), scheduler_config=config, feature_gates=feature_gates,
-            seed=seed, until=until,
+            seed=seed, until=until, kube_version=kube_version,
         ).run()  # fmt: skip
         total, never, p95 = workload_waits(result.pods)
         detail[k] = {"pods": total, "neverScheduled": never, "waitP95": p95 if p95 != float("inf") else None}

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay.sources import load_source
 from kss_sim.replay.workload import TimedWorkload, WorkloadError, parse_duration, read_snapshot
 from kss_sim.whatif import inputs
@@ -80,16 +81,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"kss capacity: {problem}", file=sys.stderr)
         return 2
     try:
-        gates = inputs.feature_gates(args)
+        version, gates = inputs.version_and_gates(args)
         inputs.load_plugins(args)
         template = read_node_template(inputs.read_yaml(args.add_nodes)) if args.add_nodes else None
         if args.for_workload is not None:
             assert template is not None
             workload = load_source([args.for_workload])
-            config = _config(args, workload.scheduler_config, gates)
-            return _for_workload(args, workload, template, config, gates)
+            config = _config(args, workload.scheduler_config, gates, version)
+            return _for_workload(args, workload, template, config, gates, version)
         objects, own_config = _cluster(args)
-        config = _config(args, own_config, gates)
+        config = _config(args, own_config, gates, version)
         pod = prepare_pod(inputs.read_yaml(args.pod), objects)
     except WorkloadError as exc:
         for problem in exc.problems:
@@ -97,12 +98,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if template is not None:
         search, report = nodes_for_replicas(
-            pod, objects, template, args.replicas, config=config, feature_gates=gates,
+            pod, objects, template, args.replicas, config=config, feature_gates=gates, kube_version=version,
             max_nodes=args.max_nodes, seed=args.seed,
         )  # fmt: skip
         _print_search(args, search, report, f"{args.replicas} replica(s) of the pod {report.pod}")
         return 0 if search.nodes is not None else 1
-    report = count_replicas(pod, objects, config=config, feature_gates=gates, limit=args.max, seed=args.seed)
+    report = count_replicas(
+        pod, objects, config=config, feature_gates=gates, kube_version=version, limit=args.max, seed=args.seed
+    )
     if args.output == "json":
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -110,14 +113,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _config(args: argparse.Namespace, own: Obj | None, gates: dict[str, bool]) -> Obj | None:
+def _config(args: argparse.Namespace, own: Obj | None, gates: dict[str, bool], version: KubeVersion) -> Obj | None:
     if args.scheduler_config is not None:
-        return inputs.read_config(args.scheduler_config, gates)
-    return inputs.check_config(own, "the cluster's schedulerConfig", gates) if own is not None else None
+        return inputs.read_config(args.scheduler_config, gates, version)
+    return inputs.check_config(own, "the cluster's schedulerConfig", gates, version) if own is not None else None
 
 
 def _for_workload(
-    args: argparse.Namespace, workload: TimedWorkload, template: Obj, config: Obj | None, gates: dict[str, bool]
+    args: argparse.Namespace,
+    workload: TimedWorkload,
+    template: Obj,
+    config: Obj | None,
+    gates: dict[str, bool],
+    version: KubeVersion,
 ) -> int:
     try:
         bound = parse_duration(args.p95_wait_under, "--p95-wait-under") if args.p95_wait_under else None
@@ -126,7 +134,7 @@ def _for_workload(
         print(f"kss capacity: {exc}", file=sys.stderr)
         return 2
     search = nodes_for_workload(
-        workload, template, p95_wait_under=bound, config=config, feature_gates=gates,
+        workload, template, p95_wait_under=bound, config=config, feature_gates=gates, kube_version=version,
         max_nodes=args.max_nodes, seed=args.seed, until=until,
     )  # fmt: skip
     goal = f"every pod of {workload.name} scheduled"

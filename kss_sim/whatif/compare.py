@@ -20,6 +20,7 @@ import orjson
 
 from kss_sim import figures
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import KubeVersion, kube_version
 from kss_sim.package_data import TEMPLATES_DIR
 from kss_sim.replay.outputs import file_summary
 from kss_sim.replay.report import (
@@ -74,6 +75,7 @@ def run_sides(
     sides: Sequence[Side],
     *,
     feature_gates: dict[str, bool] | None = None,
+    kube_version: KubeVersion | None = None,
     seed: int = 0,
     interval: float = 3600.0,
     until: float | None = None,
@@ -85,7 +87,7 @@ def run_sides(
     plugins' verdicts) as a run of ``group``."""
     runs = []
     for side in sides:
-        run = _run_side(workload, side, feature_gates, seed, interval, until, record_db, group)
+        run = _run_side(workload, side, (feature_gates, kube_version), seed, interval, until, record_db, group)
         runs.append(run)
         if on_side is not None:
             on_side(run)
@@ -95,24 +97,26 @@ def run_sides(
 def _run_side(
     workload: TimedWorkload,
     side: Side,
-    gates: dict[str, bool] | None,
+    engine: tuple[dict[str, bool] | None, KubeVersion | None],
     seed: int,
     interval: float,
     until: float | None,
     record_db: str | None,
     group: str | None,
 ) -> SideRun:
+    gates, version = engine
     if record_db is None:
         outcome = replay_once(workload, config=side.config, feature_gates=gates, seed=seed, interval=interval,
-                              until=until, name=side.name)  # fmt: skip
+                              until=until, name=side.name, kube_version=version)  # fmt: skip
         return SideRun(side, outcome)
     from kss_sim.replay.recording import RunRecorder
 
     config = side.config or workload.scheduler_config or {}
     with RunRecorder(record_db, name=side.name, workload=workload.name, seed=seed, config=config,
-                     compare_group=group) as recorder:  # fmt: skip
+                     compare_group=group, kube_version=(version or kube_version()).name) as recorder:  # fmt: skip
         outcome = replay_once(workload, config=side.config, feature_gates=gates, seed=seed, interval=interval,
-                              until=until, name=side.name, observers=[recorder], record=True)  # fmt: skip
+                              until=until, name=side.name, observers=[recorder], record=True,
+                              kube_version=version)  # fmt: skip
         recorder.finish(outcome.summary, outcome.timeseries, outcome.pods)
         return SideRun(side, outcome, recorder.run_id)
 

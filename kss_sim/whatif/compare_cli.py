@@ -10,6 +10,7 @@ from urllib.parse import quote
 import orjson
 
 from kss_sim import figures
+from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay.outputs import write_outputs
 from kss_sim.replay.workload import WorkloadError, parse_duration
 from kss_sim.whatif import inputs
@@ -38,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="+", type=Path, help="a workload file, a trace directory, or node + pod CSVs")
     p.add_argument(
         "--config", action="append", dest="configs", default=[], metavar="FILE",
-        help="a KubeSchedulerConfiguration, one per side (two or more); 'default' for v1.35's defaults",
+        help="a KubeSchedulerConfiguration, one per side (two or more); 'default' for the version's defaults",
     )  # fmt: skip
     p.add_argument("--pods", help="the trace's pod list: default, gpuspec33, multigpu50 (a trace directory)")
     p.add_argument("--form", choices=("extended", "dra"), default="extended", help="how the trace's GPUs are offered")
@@ -54,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EXAMPLES
 
 
-def _sides(args: argparse.Namespace, gates: dict[str, bool]) -> list[Side]:
+def _sides(args: argparse.Namespace, gates: dict[str, bool], version: KubeVersion) -> list[Side]:
     if len(args.configs) < 2:
         raise WorkloadError(["--config: two or more are needed (one per side)"])
     sides = []
@@ -62,10 +63,10 @@ def _sides(args: argparse.Namespace, gates: dict[str, bool]) -> list[Side]:
     for name, source in zip(side_names(args.configs), args.configs, strict=True):
         path = Path(source)
         if source == DEFAULTS and not path.exists():
-            sides.append(Side(name, "the v1.35 defaults", None))
+            sides.append(Side(name, f"the v{version.name} defaults", None))
             continue
         try:
-            sides.append(Side(name, source, inputs.read_config(path, gates)))
+            sides.append(Side(name, source, inputs.read_config(path, gates, version)))
         except WorkloadError as exc:
             problems += exc.problems
     if problems:
@@ -77,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
     from kss_sim.replay.sources import load_source
 
     try:
-        gates = inputs.feature_gates(args)
+        version, gates = inputs.version_and_gates(args)
         inputs.load_plugins(args)
-        sides = _sides(args, gates)
+        sides = _sides(args, gates, version)
         interval = parse_duration(args.interval, "--interval")
         until = parse_duration(args.until, "--until") if args.until else None
         if interval <= 0:
@@ -102,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
 
     try:
-        runs = run_sides(workload, sides, feature_gates=gates, seed=args.seed, interval=interval, until=until,
-                         record_db=args.record_db, group=group, on_side=progress)  # fmt: skip
+        runs = run_sides(workload, sides, feature_gates=gates, kube_version=version, seed=args.seed,
+                         interval=interval, until=until, record_db=args.record_db, group=group,
+                         on_side=progress)  # fmt: skip
     except Exception as exc:  # a configuration's plugin that fails to build, a database that cannot be written
         print(f"kss compare: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

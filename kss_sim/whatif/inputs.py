@@ -12,8 +12,10 @@ from typing import Any
 
 import yaml
 
-from kss_sim.config import Settings, check_feature_gates, parse_feature_gates
+from kss_sim.config import OptionError, Settings, add_kube_version_argument
+from kss_sim.config import version_and_gates as config_version_and_gates
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay.workload import WorkloadError
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from kss_sim.scheduler.plugins import PluginLoadError, load_plugin_modules
@@ -24,6 +26,7 @@ def add_engine_arguments(p: argparse.ArgumentParser, *, config: bool = True) -> 
     if config:
         p.add_argument("--scheduler-config", type=Path, metavar="FILE", help="a KubeSchedulerConfiguration (YAML/JSON)")
     p.add_argument("--feature-gates", metavar="GATES", help="e.g. GenericWorkload=true,GangScheduling=true")
+    add_kube_version_argument(p)
     p.add_argument(
         "--plugin-module",
         action="append",
@@ -34,16 +37,13 @@ def add_engine_arguments(p: argparse.ArgumentParser, *, config: bool = True) -> 
     p.add_argument("--seed", type=int, default=0, help="the run's random seed (ties among equal nodes); default 0")
 
 
-def feature_gates(args: argparse.Namespace) -> dict[str, bool]:
-    """The gates of --feature-gates (else KSS_FEATURE_GATES, checked as the settings are read), checked."""
-    if not args.feature_gates:
-        return Settings().feature_gates
+def version_and_gates(args: argparse.Namespace) -> tuple[KubeVersion, dict[str, bool]]:
+    """The run's Kubernetes version and gates: --kube-version and --feature-gates (else KSS_KUBE_VERSION and
+    KSS_FEATURE_GATES, checked as the settings are read), the gates checked against the version."""
     try:
-        gates = parse_feature_gates(args.feature_gates)
-        check_feature_gates(gates)
-    except ValueError as exc:
-        raise WorkloadError([f"--feature-gates: {exc}"]) from None
-    return gates
+        return config_version_and_gates(args.kube_version, args.feature_gates)
+    except OptionError as exc:
+        raise WorkloadError([str(exc)]) from None
 
 
 def load_plugins(args: argparse.Namespace) -> None:
@@ -69,17 +69,18 @@ def read_yaml(path: Path) -> Any:
     return docs[0]
 
 
-def check_config(doc: Any, where: str, gates: dict[str, bool] | None) -> Obj:
-    """A KubeSchedulerConfiguration document, validated now (a bad one is an input error, not a failed run)."""
+def check_config(doc: Any, where: str, gates: dict[str, bool] | None, version: KubeVersion | None = None) -> Obj:
+    """A KubeSchedulerConfiguration document, validated now at ``version`` (a bad one is an input error, not a
+    failed run)."""
     if not isinstance(doc, dict):
         raise WorkloadError([f"{where}: must be a KubeSchedulerConfiguration object"])
     try:
-        parse_config(doc, gates)
+        parse_config(doc, gates, version)
     except ConfigError as exc:
         raise WorkloadError([f"{where}: {exc}"]) from None
     return doc
 
 
-def read_config(path: Path, gates: dict[str, bool] | None) -> Obj:
-    """A KubeSchedulerConfiguration file, validated."""
-    return check_config(read_yaml(path), str(path), gates)
+def read_config(path: Path, gates: dict[str, bool] | None, version: KubeVersion | None = None) -> Obj:
+    """A KubeSchedulerConfiguration file, validated at ``version``."""
+    return check_config(read_yaml(path), str(path), gates, version)

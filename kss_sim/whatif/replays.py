@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.metrics import Metrics, summarize
 from kss_sim.replay.model import Observer, ReplayResult
@@ -40,13 +41,14 @@ def replay_once(
     name: str = "",
     observers: Sequence[Observer] = (),
     record: bool = False,
+    kube_version: KubeVersion | None = None,
 ) -> ReplayOutcome:
     """Replay ``workload`` under ``config`` (None: the workload's own, else the defaults) with the metrics sampling
     every ``interval``; ``observers`` see the run too (a RunRecorder with ``record``)."""
     metrics = Metrics(interval, workload=workload)
     result = Replay(
         workload, scheduler_config=config, feature_gates=feature_gates, seed=seed, until=until,
-        sample_interval=interval, observers=[metrics, *observers], record=record,
+        sample_interval=interval, observers=[metrics, *observers], record=record, kube_version=kube_version,
     ).run()  # fmt: skip
     summary = summarize(result, metrics)
     if name:

@@ -2,7 +2,7 @@
 
 The spec (YAML, paths relative to it)::
 
-    configs:                      # KubeSchedulerConfigurations; neither file nor inline: the v1.35 defaults
+    configs:                      # KubeSchedulerConfigurations; neither file nor inline: the version's defaults
     - {name: default}
     - {name: packed, file: most-allocated.yaml}
     - {name: inline, inline: {apiVersion: kubescheduler.config.k8s.io/v1, kind: KubeSchedulerConfiguration, ...}}
@@ -16,6 +16,7 @@ The spec (YAML, paths relative to it)::
     interval: 1h                  # optional, the samples' interval
     until: 30d                    # optional, stop each replay there
     featureGates: {GenericWorkload: true}  # optional
+    kubeVersion: "1.35"           # optional (--kube-version, else KSS_KUBE_VERSION, else the default version)
 
 Workloads are read (and every spec problem reported) before anything runs. Configurations are checked where they
 run: a configuration naming a plugin the workers do not have fails its cells, each reported with its error, and
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, kube_version
 from kss_sim.replay.workload import Event, TimedWorkload, WorkloadError, parse_duration
 from kss_sim.whatif.capacity import added_nodes, read_node_template
 from kss_sim.whatif.inputs import read_yaml
@@ -108,6 +110,7 @@ class Cell:
     until: float | None
     feature_gates: dict[str, bool] = field(default_factory=dict)
     plugin_modules: tuple[str, ...] = ()
+    kube_version: str = DEFAULT_KUBE_VERSION
 
     @property
     def id(self) -> str:
@@ -124,12 +127,23 @@ class SweepSpec:
     interval: float = 3600.0
     until: float | None = None
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    kube_version: str = DEFAULT_KUBE_VERSION
 
     def cells(self, plugin_modules: tuple[str, ...] = ()) -> list[Cell]:
         """The grid, configurations outermost, seeds innermost."""
+        version = self.kube_version
         return [
             Cell(
-                cname, config, w.name, shape, seed, self.interval, self.until, dict(self.feature_gates), plugin_modules
+                cname,
+                config,
+                w.name,
+                shape,
+                seed,
+                self.interval,
+                self.until,
+                dict(self.feature_gates),
+                plugin_modules,
+                version,
             )
             for cname, config in self.configs
             for w in self.workloads
@@ -173,13 +187,14 @@ def _unknown(entry: Obj, allowed: set[str], path: str, problems: list[str]) -> N
         problems.append(f"{path}: unknown field(s) {', '.join(extra)}")
 
 
-def parse_spec(doc: Any, *, base: Path, name: str = "sweep") -> SweepSpec:
-    """A sweep spec from its document; every problem (path: message) in one :class:`WorkloadError`."""
+def parse_spec(doc: Any, *, base: Path, name: str = "sweep", version: str | None = None) -> SweepSpec:
+    """A sweep spec from its document; every problem (path: message) in one :class:`WorkloadError`. ``version``
+    (``--kube-version``) wins over the spec's kubeVersion; without either, KSS_KUBE_VERSION's or the default."""
     if not isinstance(doc, dict):
         raise WorkloadError(["the sweep spec must be an object with configs and workloads"])
     problems: list[str] = []
     _unknown(doc, {"apiVersion", "kind", "metadata", "configs", "workloads", "nodeShapes", "seeds", "interval",
-                   "until", "featureGates"}, "spec", problems)  # fmt: skip
+                   "until", "featureGates", "kubeVersion"}, "spec", problems)  # fmt: skip
     configs: list[tuple[str, Obj | None]] = []
     for path, cname, entry in _named_list(doc, "configs", problems, required=True):
         _unknown(entry, {"name", "file", "inline"}, path, problems)
@@ -217,14 +232,23 @@ def parse_spec(doc: Any, *, base: Path, name: str = "sweep") -> SweepSpec:
                 problems.append(str(exc))
     if spec.interval <= 0:
         problems.append("interval: must be more than 0")
+    if version is not None:
+        spec.kube_version = version
+    elif doc.get("kubeVersion") is not None:
+        try:
+            spec.kube_version = kube_version(str(doc["kubeVersion"])).name
+        except ValueError as exc:
+            problems.append(f"kubeVersion: {exc}")
+    else:
+        from kss_sim.config import Settings
+
+        spec.kube_version = Settings().kube_version
     gates = doc.get("featureGates") or {}
     if not isinstance(gates, dict) or not all(isinstance(v, bool) for v in gates.values()):
         problems.append("featureGates: must map gate names to true or false")
     else:
-        from kss_sim.config import check_feature_gates
-
         try:
-            check_feature_gates(gates)
+            kube_version(spec.kube_version).check_gates(gates)
             spec.feature_gates = dict(gates)
         except ValueError as exc:
             problems.append(f"featureGates: {exc}")
@@ -288,9 +312,10 @@ def _shape(path: str, name: str, entry: Obj, problems: list[str]) -> NodeShape |
     return NodeShape(name, node, count, replace)
 
 
-def load_spec(path: Path) -> tuple[SweepSpec, dict[str, TimedWorkload]]:
-    """The spec at ``path`` and its workloads, read now (so a bad file stops the sweep before it starts)."""
-    spec = parse_spec(read_yaml(path), base=path.parent, name=path.stem)
+def load_spec(path: Path, version: str | None = None) -> tuple[SweepSpec, dict[str, TimedWorkload]]:
+    """The spec at ``path`` and its workloads, read now (so a bad file stops the sweep before it starts); ``version``
+    overrides the spec's kubeVersion."""
+    spec = parse_spec(read_yaml(path), base=path.parent, name=path.stem, version=version)
     workloads: dict[str, TimedWorkload] = {}
     problems: list[str] = []
     for source in spec.workloads:
@@ -318,9 +343,11 @@ def run_cell(cell: Cell, workload: TimedWorkload) -> Obj:
             from kss_sim.scheduler.plugins import load_plugin_modules
 
             load_plugin_modules(cell.plugin_modules)
+        version = kube_version(cell.kube_version)
         outcome = replay_once(
-            cell.shape.apply(workload), config=copy.deepcopy(cell.config), feature_gates=cell.feature_gates,
-            seed=cell.seed, interval=cell.interval, until=cell.until, name=cell.id,
+            cell.shape.apply(workload), config=copy.deepcopy(cell.config),
+            feature_gates=version.effective_gates(cell.feature_gates), seed=cell.seed, interval=cell.interval,
+            until=cell.until, name=cell.id, kube_version=version,
         )  # fmt: skip
         row.update(summary=outcome.summary, timeseries=outcome.timeseries, pods=outcome.pods)
     except Exception as exc:  # one cell's failure is its row, not the sweep's end

@@ -6,7 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from kss_sim.config import add_kube_version_argument
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import kube_version
 from kss_sim.replay.workload import WorkloadError
 from kss_sim.whatif.sweep import DONE, load_spec, run_cells
 from kss_sim.whatif.sweep_outputs import write_sweep
@@ -32,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a Python module of your own plugins, imported on every worker; repeatable (KSS_PLUGIN_MODULES)",
     )
     p.add_argument("--quiet", action="store_true", help="no line per finished cell")
+    add_kube_version_argument(p)
     p.epilog = EXAMPLES
 
 
@@ -41,8 +44,15 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         print("kss sweep: --workers: must be 1 or more", file=sys.stderr)
         return 2
+    version = None
+    if args.kube_version is not None:
+        try:
+            version = kube_version(args.kube_version).name
+        except ValueError as exc:
+            print(f"kss sweep: --kube-version: {exc}", file=sys.stderr)
+            return 2
     try:
-        spec, workloads = load_spec(args.spec)
+        spec, workloads = load_spec(args.spec, version)
     except WorkloadError as exc:
         for problem in exc.problems:  # each named after the spec file once
             where = "" if problem.startswith(str(args.spec)) else f"{args.spec}: "

@@ -24,8 +24,8 @@ from kss_sim.cluster.admission.validation.dra import check_dra_decodable
 from kss_sim.cluster.errors import BadRequest, Forbidden
 from kss_sim.cluster.kinds.registry import Gates, KindInfo
 from kss_sim.cluster.kinds.stored import StoredObject
-from kss_sim.config import gate_enabled
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import gate_enabled
 
 _KINDS_WITH_SPEC = frozenset(
     {

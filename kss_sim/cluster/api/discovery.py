@@ -20,21 +20,10 @@ _settings = state_accessor("settings", Settings)
 
 
 def _gates(request: Request) -> Gates:
-    """The feature gates the server runs with (what it serves depends on them)."""
-    return _settings(request).feature_gates
+    """The feature gates the server runs with, its version's defaults included (what it serves depends on them)."""
+    return _settings(request).effective_feature_gates
 
 
-SERVER_VERSION = {
-    "major": "1",
-    "minor": "35",
-    "gitVersion": "v1.35.0-kss",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2025-11-01T00:00:00Z",
-    "goVersion": "go1.24.0",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
 # Subresources served with the object's own verbs (binding is create-only and listed on its own).
 STATUS_SUBRESOURCES = {"status"}
 
@@ -136,9 +125,9 @@ def _group(name: str, gates: Gates) -> dict[str, Any]:
 
 
 @router.get("/version")
-async def version() -> Response:
-    """``/version``: the Kubernetes version this simulator mirrors."""
-    return json_response(SERVER_VERSION)
+async def version(request: Request) -> Response:
+    """``/version``: the Kubernetes release this simulator runs as (``--kube-version``'s reference patch release)."""
+    return json_response(_settings(request).version.version_info())
 
 
 @router.get("/healthz")

@@ -484,7 +484,7 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
             raise MethodNotAllowed(request.method.lower())
         body = parse_body(request, None, await read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
-    target = parse_target(group, version, segments, _settings(request).feature_gates)
+    target = parse_target(group, version, segments, _settings(request).effective_feature_gates)
     if target.info.review:
         if request.method != "POST" or target.name is not None:
             raise MethodNotAllowed(request.method.lower())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kss_sim.config import gate_enabled
+from kss_sim.kube.versions import gate_enabled
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 

@@ -37,8 +37,8 @@ from kss_sim.cluster.storage.pod_writes import PodWrites
 from kss_sim.cluster.storage.selectors import Selector, make_selector
 from kss_sim.cluster.storage.versions import Versions, kind_info
 from kss_sim.cluster.storage.writes import ObjectWrites
-from kss_sim.config import gate_enabled
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import gate_enabled
 
 log = logging.getLogger(__name__)
 

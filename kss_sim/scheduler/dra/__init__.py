@@ -14,12 +14,11 @@ compiled selectors and per-device selector verdicts.
 
 from kss_sim.scheduler.dra.allocated import AllocatedState, DeviceID, SharedDeviceID, is_device_allocated
 from kss_sim.scheduler.dra.allocator import AllocationError, Allocator, NodeAllocationError
-from kss_sim.scheduler.dra.features import DRA_GATE_DEFAULTS, Features, allocator_variant, features_from_gates
+from kss_sim.scheduler.dra.features import Features, allocator_variant, features_from_gates
 from kss_sim.scheduler.dra.pools import Pool, PoolGatherError, PoolID, SliceIndex, gather_pools, node_matches
 from kss_sim.scheduler.dra.selectors import DeviceMatchCache, SelectorCompileError, SelectorRuntimeError
 
 __all__ = [
-    "DRA_GATE_DEFAULTS",
     "AllocatedState",
     "AllocationError",
     "Allocator",

@@ -12,16 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-# kube-scheduler v1.35's defaults for the gates the allocator reads (pkg/features/kube_features.go).
-DRA_GATE_DEFAULTS: Mapping[str, bool] = {
-    "DRAAdminAccess": True,
-    "DRAPrioritizedList": True,
-    "DRAResourceClaimDeviceStatus": True,
-    "DRAPartitionableDevices": False,
-    "DRADeviceTaints": False,
-    "DRADeviceBindingConditions": False,
-    "DRAConsumableCapacity": False,
-}
+from kss_sim.kube.versions import gate_enabled
 
 Variant = Literal["stable", "incubating", "experimental"]
 
@@ -39,10 +30,11 @@ class Features:
 
 
 def features_from_gates(gates: Mapping[str, bool]) -> Features:
-    """``dynamicresources.AllocatorFeatures``: the allocator's features from feature gates (absent = v1.35 default)."""
+    """``dynamicresources.AllocatorFeatures``: the allocator's features from feature gates (absent = the default
+    version's default)."""
 
     def on(name: str) -> bool:
-        return bool(gates.get(name, DRA_GATE_DEFAULTS[name]))
+        return gate_enabled(gates, name)
 
     return Features(
         admin_access=on("DRAAdminAccess"),

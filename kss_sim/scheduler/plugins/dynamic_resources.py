@@ -3,7 +3,8 @@
 PreEnqueue waits for the pod's claims to exist; PreFilter reads them, checks their device classes and builds the
 structured-parameters allocator (``kss_sim.scheduler.dra``) over the slices, classes and devices already allocated;
 Filter keeps nodes where allocated claims are available (their ``nodeSelector``) and the allocator can place the
-others; Score prefers nodes where ``firstAvailable`` requests got an earlier subrequest; Reserve marks the chosen
+others; Score (from v1.35: ``DynamicResourcesBeforeScoring`` is v1.33 and v1.34's plugin, which has none) prefers
+nodes where ``firstAvailable`` requests got an earlier subrequest; Reserve marks the chosen
 allocations in flight; PreBind writes ``status.allocation`` and ``status.reservedFor`` (through the host's pod
 actions, retried on conflicts); Unreserve undoes both; PostFilter deallocates a claim that is unavailable where the
 pod could go, when no other pod uses it.
@@ -24,8 +25,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kss_sim.config import gate_enabled
 from kss_sim.kube.labels import NodeSelector, aggregate_message
+from kss_sim.kube.versions import KubeVersion, gate_enabled
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.dra import (
     AllocatedState,
@@ -45,6 +46,7 @@ from kss_sim.scheduler.framework import (
     Handle,
     NodeScore,
     NodeToStatus,
+    Plugin,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
@@ -74,6 +76,7 @@ MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
 MSG_CANNOT_ALLOCATE_ALL = "cannot allocate all claims"
 MSG_NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
 DEFAULT_FILTER_TIMEOUT = "10s"
+DEFAULT_BINDING_TIMEOUT = "10m0s"  # DynamicResourcesBindingTimeoutDefault, 600 s
 FINALIZER = "resource.kubernetes.io/delete-protection"
 FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 CONFLICT_RETRIES = 5  # retry.DefaultRetry's steps
@@ -116,6 +119,10 @@ def parse_go_duration(text: str) -> float:
 def has_resource_claims(pod: PodInfo) -> bool:
     """The pod lists ``spec.resourceClaims``."""
     return bool(pod.spec.get("resourceClaims"))
+
+
+def _binding_conditions(gates: Mapping[str, bool]) -> bool:
+    return gate_enabled(gates, "DRADeviceBindingConditions") and gate_enabled(gates, "DRAResourceClaimDeviceStatus")
 
 
 class ClaimLookupError(Exception):
@@ -188,10 +195,11 @@ class _StateData:
         return [(i, c) for i, c in enumerate(self.claims) if dm.allocation_of(c) is None]
 
 
-class DynamicResources(
-    PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ScorePlugin, ReservePlugin, PreBindPlugin
+class DynamicResourcesBeforeScoring(
+    PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin, ReservePlugin, PreBindPlugin
 ):
-    """``dynamicresources.DynamicResources``."""
+    """``dynamicresources.DynamicResources`` of v1.33 and v1.34, which has no Score (``DynamicResources`` adds it, as
+    v1.35 did): what both have."""
 
     name: ClassVar[str] = NAME
 
@@ -211,15 +219,30 @@ class DynamicResources(
 
     @classmethod
     def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
-        """v1 defaults: ``filterTimeout`` 10s (DRASchedulerFilterTimeout is on); ``bindingTimeout`` stays unset."""
+        """v1 defaults under the default version's gates (``defaulted_args_under``)."""
+        return cls.defaulted_args_under(args, {})
+
+    @classmethod
+    def defaulted_args_under(cls, args: dict[str, Any], gates: Mapping[str, bool]) -> dict[str, Any]:
+        """``SetDefaults_DynamicResourcesArgs`` under ``gates`` (absent: the default version's): ``filterTimeout``
+        10s with DRASchedulerFilterTimeout (from v1.34), ``bindingTimeout`` 10m with DRADeviceBindingConditions and
+        DRAResourceClaimDeviceStatus (both on from v1.36)."""
         out = dict(args)
-        if out.get("filterTimeout") is None:
+        if out.get("filterTimeout") is None and gate_enabled(gates, "DRASchedulerFilterTimeout"):
             out["filterTimeout"] = DEFAULT_FILTER_TIMEOUT
+        if out.get("bindingTimeout") is None and _binding_conditions(gates):
+            out["bindingTimeout"] = DEFAULT_BINDING_TIMEOUT
         return out
 
     @classmethod
     def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
-        """``ValidateDynamicResourcesArgs`` with v1.35's default feature gates."""
+        """``ValidateDynamicResourcesArgs`` under the default version's gates (``validate_args_under``)."""
+        return cls.validate_args_under(args, {})
+
+    @classmethod
+    def validate_args_under(cls, args: dict[str, Any], gates: Mapping[str, bool]) -> list[tuple[str, str]]:
+        """``ValidateDynamicResourcesArgs`` under ``gates``: ``filterTimeout`` zero or positive; ``bindingTimeout``
+        at least 1 s, and only with the binding-conditions gates on."""
         errors: list[tuple[str, str]] = []
         timeout = args.get("filterTimeout")
         if timeout is not None:
@@ -230,13 +253,22 @@ class DynamicResources(
             else:
                 if seconds < 0:
                     errors.append(("filterTimeout", f'Invalid value: "{timeout}": must be zero or positive'))
-        if args.get("bindingTimeout") is not None:
+        binding = args.get("bindingTimeout")
+        if binding is not None and not _binding_conditions(gates):
             errors.append(
                 (
                     "bindingTimeout",
                     "Forbidden: DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
                 )
             )
+        elif binding is not None:
+            try:
+                seconds = parse_go_duration(str(binding))
+            except ValueError as exc:
+                errors.append(("bindingTimeout", f'Invalid value: "{binding}": {exc}'))
+            else:
+                if seconds < 1:
+                    errors.append(("bindingTimeout", f'Invalid value: "{binding}": must be at least 1 second'))
         return errors
 
     def events_to_register(self) -> list[str] | None:
@@ -511,54 +543,6 @@ class DynamicResources(
                 return None, unschedulable(MSG_DEALLOCATED)
         return None, unschedulable(MSG_STILL_NOT_SCHEDULABLE)
 
-    # --- Score --------------------------------------------------------------------------------------
-    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
-        if not self.enabled:
-            return 0, success()
-        s = self._state(state)
-        if s is None:
-            return 0, error(ERR_NOT_FOUND)
-        if not s.claims:
-            return 0, success()
-        if s.allocator is None:
-            return 0, success()
-        if not s.score_needs_results and node_info.name not in s.node_allocations:
-            # Without firstAvailable requests only the number of results counts (one per claim to allocate).
-            return _compute_score(s.claims, [{} for _ in s.pending])
-        try:
-            allocations = self._allocations_on(s, node_info.name)
-        except AllocationError as exc:
-            return 0, error(str(exc))
-        if allocations is None:
-            return 0, success()
-        return _compute_score(s.claims, allocations)
-
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
-        if self.enabled and self._state(state) is None:
-            return [], error(ERR_NOT_FOUND)
-        return super().score_nodes(state, pod, nodes)
-
-    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
-        s = self._state(state)
-        if self.enabled and s is None:
-            return None
-        if s is None or not s.claims:
-            return np.zeros(len(batch), np.int64)
-        if s.allocator is None or (not s.score_needs_results and len(s.claims) <= len(s.pending)):
-            # No results or no firstAvailable request: every node scores 0 (see ``score``).
-            return np.zeros(len(batch), np.int64)
-        return None  # per node (score_nodes), errors included
-
-    def has_normalize(self) -> bool:
-        return True
-
-    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
-        return default_normalize_batch(MAX_NODE_SCORE, False, scores)
-
-    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
-        default_normalize_score(MAX_NODE_SCORE, False, scores)
-        return success()
-
     # --- Reserve / Unreserve ------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         if not self.enabled:
@@ -741,6 +725,64 @@ class DynamicResources(
             if fresh is not None:
                 return fresh
         return self.handle.cluster.get_object(dm.RESOURCE_CLAIM, namespace, name)
+
+
+class DynamicResources(DynamicResourcesBeforeScoring, ScorePlugin):
+    """``dynamicresources.DynamicResources`` from v1.35 on: Score prefers nodes where ``firstAvailable`` requests got
+    an earlier subrequest."""
+
+    @classmethod
+    def at_version(cls, version: KubeVersion) -> type[Plugin]:
+        """The plugin as ``version``'s kube-scheduler has it: without Score before v1.35."""
+        return cls if version.minor >= 35 else DynamicResourcesBeforeScoring
+
+    # --- Score --------------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
+        if not self.enabled:
+            return 0, success()
+        s = self._state(state)
+        if s is None:
+            return 0, error(ERR_NOT_FOUND)
+        if not s.claims:
+            return 0, success()
+        if s.allocator is None:
+            return 0, success()
+        if not s.score_needs_results and node_info.name not in s.node_allocations:
+            # Without firstAvailable requests only the number of results counts (one per claim to allocate).
+            return _compute_score(s.claims, [{} for _ in s.pending])
+        try:
+            allocations = self._allocations_on(s, node_info.name)
+        except AllocationError as exc:
+            return 0, error(str(exc))
+        if allocations is None:
+            return 0, success()
+        return _compute_score(s.claims, allocations)
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
+        if self.enabled and self._state(state) is None:
+            return [], error(ERR_NOT_FOUND)
+        return super().score_nodes(state, pod, nodes)
+
+    def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        s = self._state(state)
+        if self.enabled and s is None:
+            return None
+        if s is None or not s.claims:
+            return np.zeros(len(batch), np.int64)
+        if s.allocator is None or (not s.score_needs_results and len(s.claims) <= len(s.pending)):
+            # No results or no firstAvailable request: every node scores 0 (see ``score``).
+            return np.zeros(len(batch), np.int64)
+        return None  # per node (score_nodes), errors included
+
+    def has_normalize(self) -> bool:
+        return True
+
+    def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
+        return default_normalize_batch(MAX_NODE_SCORE, False, scores)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+        return success()
 
 
 def json_copy(obj: Any) -> Any:

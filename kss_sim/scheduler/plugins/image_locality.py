@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from kss_sim.scheduler.columns import IntArray, NodeBatch, NodeColumns
-from kss_sim.scheduler.framework import MAX_NODE_SCORE, CycleState, ScorePlugin, Status, success
+from kss_sim.scheduler.framework import MAX_NODE_SCORE, CycleState, Handle, ScorePlugin, Status, success
 from kss_sim.scheduler.nodeinfo import ImageStateSummary, NodeInfo, PodInfo, normalized_image_name
 
 MB = 1024 * 1024
@@ -16,15 +16,23 @@ MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
-def pod_images(pod: PodInfo) -> tuple[tuple[str, ...], int]:
-    """Normalized image names of init containers then containers, and the container count."""
+def pod_images(pod: PodInfo, *, image_volumes: bool = False) -> tuple[tuple[str, ...], int]:
+    """Normalized image names of init containers then containers (then, with ``image_volumes``, of the pod's image
+    volumes, as v1.36 counts them), and the container count."""
 
     def build() -> tuple[tuple[str, ...], int]:
         spec = pod.spec
         containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-        return tuple(normalized_image_name(str(c.get("image") or "")) for c in containers), len(containers)
+        images = [str(c.get("image") or "") for c in containers]
+        if image_volumes:
+            images += [
+                str(v["image"].get("reference") or "")
+                for v in spec.get("volumes") or []
+                if isinstance(v, dict) and isinstance(v.get("image"), dict)
+            ]
+        return tuple(normalized_image_name(image) for image in images), len(containers)
 
-    return pod.memo("ImageLocality:images", build)
+    return pod.memo("ImageLocality:images+volumes" if image_volumes else "ImageLocality:images", build)
 
 
 def scaled_image_score(state: ImageStateSummary, total_num_nodes: int) -> int:
@@ -52,13 +60,18 @@ class ImageLocality(ScorePlugin):
 
     name: ClassVar[str] = "ImageLocality"
 
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        # From v1.36 the images of the pod's image volumes count too (not in the container count).
+        self.image_volumes = handle.kube_version.minor >= 36
+
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
-        images, num_containers = pod_images(pod)
+        images, num_containers = pod_images(pod, image_volumes=self.image_volumes)
         total = len(self.handle.snapshot.node_info_list)
         return self._score(images, num_containers, node_info, total), success()
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
-        images, num_containers = pod_images(pod)
+        images, num_containers = pod_images(pod, image_volumes=self.image_volumes)
         total = len(self.handle.snapshot.node_info_list)
         return [self._score(images, num_containers, ni, total) for ni in nodes], success()
 
@@ -69,7 +82,7 @@ class ImageLocality(ScorePlugin):
             if spec.get("containers") or spec.get("initContainers"):
                 # No node holds any image (image states are fixed for the columns' lifetime): every score is 0.
                 return np.zeros(len(batch), np.int64)
-        images, num_containers = pod_images(pod)
+        images, num_containers = pod_images(pod, image_volumes=self.image_volumes)
         if num_containers == 0:
             return None
         total = len(self.handle.snapshot.node_info_list)

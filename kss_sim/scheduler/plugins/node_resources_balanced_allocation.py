@@ -2,7 +2,8 @@
 
 Port of kube-scheduler v1.35 ``noderesources/balanced_allocation.go``: the actual requests (no
 non-zero defaults), each fraction capped at 1, score ``int64((1 - std) * 100)``; best-effort pods
-(requesting none of the resources) are skipped at PreScore.
+(requesting none of the resources) are skipped at PreScore. From v1.36 the score is the change in balance the pod
+brings, ``50 + (50 + balance with the pod - balance without it) / 2`` (``balanced_improvement``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kss_sim.scheduler.framework import (
     PreScorePlugin,
     ScorePlugin,
     Status,
+    error,
     success,
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -64,6 +66,12 @@ def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> in
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
+def balanced_improvement(with_pod: int, without_pod: int) -> int:
+    """v1.36's ``balancedResourceScorer``: both balances are in [50, 100], so their difference in [-50, 50]; brought
+    back to [50, 100] (about 75 when the pod changes little, towards 100 when it improves the balance)."""
+    return MAX_NODE_SCORE // 2 + (MAX_NODE_SCORE // 2 + with_pod - without_pod) // 2
+
+
 class _PreScoreState:
     __slots__ = ("pod_requests",)
 
@@ -86,6 +94,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         self.scorer = ResourceAllocationScorer(
             NAME, resources, balanced_resource_scorer, use_requested=True, feature_gates=True
         )
+        # v1.36 scores the improvement in balance rather than the balance with the pod.
+        self.score_improvement = handle is not None and handle.kube_version.minor >= 36
 
     @classmethod
     def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +144,18 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         reqs = self._pod_requests(state, pod)
         if reqs is None:
             return 0, success()
-        return self.scorer.score(node_info, reqs)
+        return self._score_node(node_info, reqs)
+
+    def _score_node(self, node_info: NodeInfo, reqs: list[int]) -> tuple[int, Status]:
+        if not self.score_improvement:
+            return self.scorer.score(node_info, reqs)
+        if not self.scorer.resources:
+            return 0, error("resources not found")
+        requested, allocatable = self.scorer.requested_and_allocatable(node_info, reqs)
+        # What the node has allocated without the pod, where the resource counts (its allocatable is not 0).
+        allocated = [req - pod if cap else 0 for req, pod, cap in zip(requested, reqs, allocatable, strict=True)]
+        with_pod = balanced_resource_scorer(requested, allocatable)
+        return balanced_improvement(with_pod, balanced_resource_scorer(allocated, allocatable)), success()
 
     def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
         """``balancedResourceScorer`` on columns (one or two resources; more go through ``score``)."""
@@ -146,18 +167,30 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             return None
         scorer = self.scorer
         return scorer.score_columns.take(
-            batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), lambda ni: scorer.score(ni, reqs)[0]
+            batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), lambda ni: self._score_node(ni, reqs)[0]
         )
 
     def _score_columns(self, batch: NodeBatch, reqs: list[int]) -> IntArray:
-        """``balancedResourceScorer`` on columns (one or two resources)."""
+        """``balancedResourceScorer`` on columns (one or two resources): the balance with the pod, or from v1.36
+        its improvement over the balance without it."""
+        with_pod = self._balance_columns(batch, reqs, without_pod=False)
+        if not self.score_improvement:
+            return with_pod
+        without_pod = self._balance_columns(batch, reqs, without_pod=True)
+        half = MAX_NODE_SCORE // 2
+        scores: IntArray = half + (half + with_pod - without_pod) // 2
+        return scores
+
+    def _balance_columns(self, batch: NodeBatch, reqs: list[int], *, without_pod: bool) -> IntArray:
         n = len(batch)
         fractions = []
         valid = []
-        for col in self.scorer.columns(batch, reqs):
+        for col, pod_request in zip(self.scorer.columns(batch, reqs), reqs, strict=True):
             if col is None:
                 continue
             cap, req = col
+            if without_pod:
+                req = req - pod_request
             ok = cap != 0
             with np.errstate(divide="ignore", invalid="ignore"):
                 f = np.minimum(req.astype(np.float64) / np.where(ok, cap, 1).astype(np.float64), 1.0)
@@ -176,7 +209,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             return [0] * len(nodes), success()
         scores: list[int] = []
         for ni in nodes:
-            s, st = self.scorer.score(ni, reqs)
+            s, st = self._score_node(ni, reqs)
             if not st.is_success():
                 return scores, st
             scores.append(s)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -286,9 +287,11 @@ class ResourceAllocationScorer:
                 out.append(None)
         return out
 
-    def score(self, node_info: NodeInfo, pod_requests_list: Sequence[int]) -> tuple[int, Status]:
-        if not self.resources:
-            return 0, error("resources not found")
+    def requested_and_allocatable(
+        self, node_info: NodeInfo, pod_requests_list: Sequence[int]
+    ) -> tuple[list[int], list[int]]:
+        """Per configured resource, what the node would have requested with the pod and its allocatable (both 0
+        for a resource left out)."""
         n = len(self.resources)
         requested = [0] * n
         allocatable = [0] * n
@@ -298,6 +301,12 @@ class ResourceAllocationScorer:
                 continue
             allocatable[i] = alloc
             requested[i] = req
+        return requested, allocatable
+
+    def score(self, node_info: NodeInfo, pod_requests_list: Sequence[int]) -> tuple[int, Status]:
+        if not self.resources:
+            return 0, error("resources not found")
+        requested, allocatable = self.requested_and_allocatable(node_info, pod_requests_list)
         return self.scorer(requested, allocatable), success()
 
 
@@ -622,6 +631,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.key_columns: NodeColumnCache[tuple[Any, ...], np.int64] = NodeColumnCache()
         # (checked resource names, key) -> (code, reasons) of the status: the same for every pod and node.
         self._key_statuses: dict[tuple[tuple[str, ...], int], tuple[Code, tuple[str, ...]]] = {}
+        # From v1.34 a request above the node's whole allocatable is unresolvable (no preemption candidate there);
+        # v1.33 says Unschedulable for every shortage.
+        version = handle.kube_version if handle is not None else kube_version()  # no handle: args checks alone
+        self.over_allocatable_unresolvable = version.minor >= 34
 
     # --- args ---
     @classmethod
@@ -697,7 +710,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if not insufficient:
             return success()
         code = Code.UNSCHEDULABLE
-        if any(r.unresolvable for r in insufficient):
+        if self.over_allocatable_unresolvable and any(r.unresolvable for r in insufficient):
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return Status(code, *(r.reason for r in insufficient))
 
@@ -817,6 +830,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 if key >> (1 + 2 * i) & 1:
                     reasons.append(f"Insufficient {name}")
                     unresolvable = unresolvable or bool(key >> (2 + 2 * i) & 1)
+            unresolvable = unresolvable and self.over_allocatable_unresolvable
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
             hit = self._key_statuses[(names, key)] = (code, tuple(reasons))
         return Status(hit[0], *hit[1])

@@ -26,6 +26,7 @@ from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
     FilterPlugin,
+    Handle,
     NodeScore,
     PreScorePlugin,
     ScorePlugin,
@@ -40,6 +41,8 @@ from kss_sim.scheduler.plugins.helper import default_normalize_batch, default_no
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+# v1.33's reason: the first untolerated taint, as fmt's "{%s: %s}" of its key and value.
+ERR_REASON_UNTOLERATED_TAINT = "node(s) had untolerated taint {{{key}: {value}}}"
 
 
 def pod_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
@@ -67,16 +70,27 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     name: ClassVar[str] = NAME
 
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        # v1.33 names the taint in the reason (one reason per taint); v1.34 on, every rejection says the same.
+        self.taint_in_reason = handle.kube_version.minor < 34
+
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         taints = node_info.taints
         if not taints:
             return success()
-        if find_matching_untolerated_taint(taints, pod_tolerations(pod), DO_NOT_SCHEDULE_EFFECTS) is None:
+        taint = find_matching_untolerated_taint(taints, pod_tolerations(pod), DO_NOT_SCHEDULE_EFFECTS)
+        if taint is None:
             return success()
+        if self.taint_in_reason:
+            key, value = taint.get("key") or "", taint.get("value") or ""
+            return unresolvable(ERR_REASON_UNTOLERATED_TAINT.format(key=key, value=value))
         return unresolvable(ERR_REASON_UNTOLERATED)
 
     def filter_status_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
-        """Every rejection has the same status."""
+        """Every rejection has the same status (from v1.34: v1.33's names the taint, so each node is asked)."""
+        if self.taint_in_reason:
+            return None
         return np.zeros(len(batch), np.int64)
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:

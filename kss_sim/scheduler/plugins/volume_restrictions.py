@@ -11,6 +11,7 @@ from kss_sim.scheduler.framework import (
     Code,
     CycleState,
     FilterPlugin,
+    Handle,
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
@@ -25,6 +26,10 @@ PRE_FILTER_STATE_KEY = "PreFilterVolumeRestrictions"
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_RWOP_CONFLICT = (
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
+)
+# v1.33's wording of the same conflict.
+ERR_REASON_RWOP_CONFLICT_V1_33 = (
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 )
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 _CONFLICT_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
@@ -122,6 +127,12 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
 
     name: ClassVar[str] = "VolumeRestrictions"
 
+    def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
+        super().__init__(handle, args)
+        self.rwop_conflict = (
+            ERR_REASON_RWOP_CONFLICT if handle.kube_version.minor >= 34 else ERR_REASON_RWOP_CONFLICT_V1_33
+        )
+
     def _rwop_pvcs(self, pod: PodInfo) -> tuple[frozenset[str], str | None]:
         """Names of the pod's ReadWriteOncePod claims; the NotFound message for a missing claim."""
         names: set[str] = set()
@@ -168,5 +179,5 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
         if not isinstance(s, VolumeRestrictionsState):
             return error(f'cannot read "{PRE_FILTER_STATE_KEY}" from cycleState')
         if s.conflicting_pvc_ref_count > 0:
-            return Status(Code.UNSCHEDULABLE, ERR_REASON_RWOP_CONFLICT)
+            return Status(Code.UNSCHEDULABLE, self.rwop_conflict)
         return success()

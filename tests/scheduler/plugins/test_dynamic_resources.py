@@ -401,8 +401,16 @@ def test_preemption_victim_releases_its_claim_and_the_preemptor_gets_the_device(
 
 
 def test_dynamic_resource_allocation_gate_off_ignores_claims() -> None:
+    # Off, the gate leaves DynamicResources out of the default plugins (applyFeatureGates), as v1.33 and v1.34 allow.
     scenario = _scenario(resourceClaims=[_claim("c")], pending=[_pod("p", "c")])
     (entry,) = run_scenario(scenario, "full", feature_gates={"DynamicResourceAllocation": False})["results"]
+    assert "DynamicResources" not in entry["prefilter"]
+    assert entry["boundTo"] is not None
+    # Enabled by a configuration with the gate off, the plugin skips the pod.
+    enabled = {"profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "DynamicResources"}]}}}]}
+    (entry,) = run_scenario(
+        {**scenario, "config": enabled}, "full", feature_gates={"DynamicResourceAllocation": False}
+    )["results"]
     assert entry["prefilter"]["DynamicResources"] == "skip"
     assert entry["boundTo"] is not None
 

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+import numpy as np
+import pytest
+
+from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler.columns import NodeBatch
 from kss_sim.scheduler.framework import Code, CycleState
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.node_resources_balanced_allocation import (
@@ -114,3 +120,43 @@ def test_defaults_and_validation() -> None:
         ("resources[1].name", 'Duplicate value: "cpu"'),
         ("resources[1].weight", "Invalid value: 2: must be 1"),
     ]
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.36"])
+def test_score_batch_equals_the_per_node_path_at_each_version(version: str) -> None:
+    # Random clusters and pods, one or two resources: the columns' scores are the per-node path's exactly, whether
+    # the score is the balance with the pod (v1.35) or its improvement (v1.36).
+    rng = random.Random(7)
+    for trial in range(40):
+        nodes = [
+            make_node(
+                name=f"n{i}",
+                allocatable={"cpu": str(rng.choice([2, 4, 8, 16])), "memory": f"{rng.choice([4, 8, 32])}Gi"},
+            )
+            for i in range(rng.randint(2, 20))
+        ]
+        pods = [
+            make_pod(name=f"p{j}", node_name=f"n{rng.randrange(len(nodes))}",
+                     requests={"cpu": f"{rng.randint(0, 2000)}m", "memory": f"{rng.randint(0, 4096)}Mi"})
+            for j in range(rng.randint(0, 40))
+        ]  # fmt: skip
+        handle = make_handle(nodes=nodes, pods=pods)
+        handle.kube_version = kube_version(version)
+        resources = rng.choice([[{"name": "cpu"}, {"name": "memory"}], [{"name": "memory"}]])
+        plugin = NodeResourcesBalancedAllocation(
+            handle, NodeResourcesBalancedAllocation.defaulted_args({"resources": resources})
+        )
+        pod = PodInfo(
+            make_pod(name="in", requests={"cpu": f"{rng.randint(1, 3000)}m", "memory": f"{rng.randint(1, 6000)}Mi"})
+        )
+        cols = handle.snapshot.columns()
+        batch = NodeBatch(cols, np.arange(cols.n, dtype=np.int64))
+        state = CycleState()
+        assert plugin.pre_score(state, pod, batch.nodes).is_success()
+        per_node, st = plugin.score_nodes(state, pod, batch.nodes)
+        assert st.is_success()
+        scores = plugin.score_batch(state, pod, batch)
+        assert scores is not None
+        assert scores.tolist() == per_node, trial
+        if version == "1.36":
+            assert all(50 <= s <= 100 for s in per_node), trial

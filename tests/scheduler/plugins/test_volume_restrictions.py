@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.framework import Code, CycleState, Handle
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.volume_restrictions import PRE_FILTER_STATE_KEY, VolumeRestrictions
@@ -40,6 +41,20 @@ def test_rwop_claim_in_use_fails_every_node_as_unschedulable() -> None:
         st = pl.filter(state, pod, node_info(handle, name))
         assert st.code == Code.UNSCHEDULABLE  # preemption may help
         assert st.message() == RWOP_MSG
+
+
+def test_v1_33_words_the_rwop_conflict_as_it_did() -> None:
+    handle = _handle([_pod("owner", [claim_volume("solo")], node="n1")])
+    handle.kube_version = kube_version("1.33")
+    pl = VolumeRestrictions(handle, {})
+    state = CycleState()
+    pod = PodInfo(_pod("p", [claim_volume("solo")]))
+    pl.pre_filter(state, pod, handle.snapshot.node_info_list)
+    st = pl.filter(state, pod, node_info(handle, "n2"))
+    assert st.code == Code.UNSCHEDULABLE
+    assert (
+        st.message() == "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    )
 
 
 def test_rwop_claim_not_in_use_and_no_disks_is_skipped() -> None:

@@ -16,31 +16,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kss_sim.cluster.admission.quantities import canonical_quantity
-from kss_sim.config import FEATURE_GATES
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import QuantityError
+from kss_sim.kube.versions import gate_enabled
 
 Gates = Mapping[str, bool]
 
-# v1.35's defaults of the DRA feature gates (the ones the API server's strategies consult).
-DRA_GATE_DEFAULTS: dict[str, bool] = {
-    "DRAAdminAccess": True,
-    "DRAPrioritizedList": True,
-    "DRAResourceClaimDeviceStatus": True,
-    "DRAPartitionableDevices": False,
-    "DRADeviceTaints": False,
-    "DRAConsumableCapacity": False,
-    "DRAExtendedResource": False,
-    "DRADeviceBindingConditions": False,
-}
 DRA_KINDS = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
 
 
 def gate_on(gates: Gates, name: str) -> bool:
-    """A DRA gate's value: the one given, else kss's configured default, else v1.35's."""
-    if name in gates:
-        return bool(gates[name])
-    return FEATURE_GATES.get(name, DRA_GATE_DEFAULTS[name])
+    """A DRA gate's value: the one given, else the default version's."""
+    return gate_enabled(gates, name)
 
 
 def _dicts(items: Any) -> Iterable[Obj]:
