@@ -138,12 +138,42 @@ def _without_share_ids(value: Any) -> Any:
     return value
 
 
+# Where kss does not yet decide as that release's kube-scheduler does, and why (issue #32). Strict: a family that
+# starts to agree fails here until its line goes.
+_V136_FAMILIES = [
+    "config",
+    "images",
+    "interpod",
+    "mixed",
+    "nodeaffinity",
+    "ports",
+    "preemption",
+    "resources",
+    "spread",
+    "taints",
+    "volumes",
+    "dra",
+]
+NOT_YET: dict[str, str] = {
+    "v1.33/config": "PodLevelResources off by default at v1.33 changes placements; not yet switched by version",
+    "v1.33/resources": "PodLevelResources off by default at v1.33 changes placements; not yet switched by version",
+    "v1.34/dra": "v1.34's DRA allocator (prioritized list not ranked, partitionable devices, consumable capacity)",
+    **{
+        f"v1.36/{family}": "NodeDeclaredFeatures (PreFilter/Filter, on by default at v1.36) is not ported"
+        for family in _V136_FAMILIES
+    },
+}
+
+
 def _cases() -> list[Any]:
     cases = []
     for version_dir in VERSIONS:
         families = sorted({s.parent.name for s in _scenarios()})
         for family in families:
             marks = [pytest.mark.slow] if family in HEAVY else []
+            reason = NOT_YET.get(f"{version_dir.name}/{family}")
+            if reason is not None:
+                marks.append(pytest.mark.xfail(reason=reason, strict=True))
             cases.append(pytest.param(version_dir, family, id=f"{version_dir.name}/{family}", marks=marks))
     return cases
 
