@@ -166,6 +166,30 @@ class RawClient:
         self._reader = self._writer = None
 
 
+async def post_all(url: str, bodies: list[tuple[str, bytes]], concurrency: int) -> list[float]:
+    """POST every (path, body), ``concurrency`` requests in flight, taking them in order; returns the latencies.
+    Anything but 201 stops the benchmark."""
+    latencies: list[float] = []
+    next_index = [0]
+
+    async def worker() -> None:
+        client = RawClient(url)
+        try:
+            while next_index[0] < len(bodies):
+                path, body = bodies[next_index[0]]
+                next_index[0] += 1
+                t0 = time.perf_counter()
+                status, payload = await client.request("POST", path, body)
+                latencies.append(time.perf_counter() - t0)
+                if status != 201:
+                    raise SystemExit(f"POST {path}: {status} {payload[:300]!r}")
+        finally:
+            await client.close()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
 def thread_cpu(pid: int) -> dict[int, float]:
     """CPU seconds (user + system) of each live thread of process ``pid``, by thread id."""
     ticks = os.sysconf("SC_CLK_TCK")

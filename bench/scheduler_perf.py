@@ -37,7 +37,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine  # puts the checkout on the path too
-from _serve import RawClient, start
+from _serve import post_all, start
 
 from kss_sim.simulation.runner import ScenarioRun
 
@@ -317,22 +317,7 @@ def path_of(obj: Obj) -> str:
 
 async def create_all(url: str, objects: list[Obj], concurrency: int) -> None:
     """POST every object, ``concurrency`` requests in flight."""
-    bodies = [(path_of(o), orjson.dumps(o)) for o in objects]
-    next_index = [0]
-
-    async def worker() -> None:
-        client = RawClient(url)
-        try:
-            while next_index[0] < len(bodies):
-                path, body = bodies[next_index[0]]
-                next_index[0] += 1
-                status, payload = await client.request("POST", path, body)
-                if status != 201:
-                    raise SystemExit(f"POST {path}: {status} {payload[:300]!r}")
-        finally:
-            await client.close()
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await post_all(url, [(path_of(o), orjson.dumps(o)) for o in objects], concurrency)
 
 
 def run_serve(case: Case, scale: float, concurrency: int, timeout: float) -> tuple[int, float]:

@@ -33,7 +33,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _serve import WORKLOADS, Profiler, RawClient, latency_line, machine_busy_seconds, start
+from _serve import WORKLOADS, Profiler, latency_line, machine_busy_seconds, post_all, start
 
 TRACE = WORKLOADS / "alibaba-gpu-trace"
 
@@ -55,26 +55,7 @@ def collection_path(obj: dict[str, Any]) -> str:
 
 async def create_all(url: str, objects: list[dict[str, Any]], concurrency: int) -> list[float]:
     """POST every object, ``concurrency`` at a time, taking them in order; returns the latencies."""
-    bodies = [(collection_path(o), orjson.dumps(o)) for o in objects]
-    latencies: list[float] = []
-    next_index = [0]
-
-    async def worker() -> None:
-        client = RawClient(url)
-        try:
-            while next_index[0] < len(bodies):
-                path, body = bodies[next_index[0]]
-                next_index[0] += 1
-                t0 = time.perf_counter()
-                status, payload = await client.request("POST", path, body)
-                latencies.append(time.perf_counter() - t0)
-                if status != 201:
-                    raise SystemExit(f"POST {path}: {status} {payload[:300]!r}")
-        finally:
-            await client.close()
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies
+    return await post_all(url, [(collection_path(o), orjson.dumps(o)) for o in objects], concurrency)
 
 
 class PodWatch:

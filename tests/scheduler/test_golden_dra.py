@@ -8,9 +8,7 @@ allocation): it is compared by presence only.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import pytest
 
 from kss_sim.simulation.runner import run_scenario
+from tools.golden.versions import compare_module
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY = ROOT / "tests" / "golden" / "dra"
@@ -25,18 +24,9 @@ COMPARE = ROOT.parent / "shared" / "golden" / "compare.py"
 SCENARIOS = sorted(FAMILY.glob("*.scenario.json"))
 
 
-def _compare_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("golden_compare", COMPARE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["golden_compare"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def compare() -> ModuleType:
-    return _compare_module()
+    return compare_module()
 
 
 def _without_share_ids(value: Any) -> Any:
