@@ -199,8 +199,15 @@ class Target:
     def delete(
         self, kind: str, namespace: str, name: str, *, uid: str | None = None, api_version: str | None = None
     ) -> None:
-        """Delete (dependents in the background, as ``kubectl delete``); with ``uid``, only that very object."""
-        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        """Delete (dependents in the background, as ``kubectl delete``); with ``uid``, only that very object. At once
+        (grace period 0): a workload's pod ends at its time on the replay's clock, as the offline replay ends it,
+        not after a grace period counted on the server's wall clock."""
+        body: Obj = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "propagationPolicy": "Background",
+            "gracePeriodSeconds": 0,
+        }
         if uid:
             body["preconditions"] = {"uid": uid}
         path = self.resource(kind, api_version).path(namespace, name)

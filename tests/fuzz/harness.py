@@ -446,8 +446,8 @@ class Fuzzer:
         bad: list[str] = []
         for kind in fields.ROOT_MODELS:
             info = BY_KIND.get(kind)
-            if info is None:
-                continue
+            if info is None or info.review:
+                continue  # reviews are answered, never stored
             prefix = f"/apis/{info.group}/{info.version}" if info.group else "/api/v1"
             r = self.client.get(f"{prefix}/{info.plural}")
             if r.status_code == 404:

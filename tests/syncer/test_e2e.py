@@ -277,8 +277,9 @@ def test_a_simulator_side_deletion_stays_deleted_across_a_syncer_restart(mirror:
 
     # Deleted in the simulator: one whose source copy never changes while the syncer runs, one whose source updates
     # are ignored (scheduled in the source): neither deletion is seen by an update that fails.
-    mirror.sim.delete_namespaced_pod("quiet", "default")
-    mirror.sim.delete_namespaced_pod("moved", "default")
+    # At once (a bound pod is otherwise deleted gracefully, and this simulator runs no kubelet to end it).
+    mirror.sim.delete_namespaced_pod("quiet", "default", grace_period_seconds=0)
+    mirror.sim.delete_namespaced_pod("moved", "default", grace_period_seconds=0)
     _bind(mirror.src, "moved", "node-a")
     mirror.src.patch_namespaced_pod("moved", "default", {"metadata": {"labels": {"later": "update"}}})
     eventually(lambda: mirror.metric("Pod", "ignored_scheduled") >= 1, what="the source's update to be ignored")
