@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck contracts unit golden browser-deps compose-check
+.PHONY: serve test lint typecheck contracts unit golden browser-deps compose-check docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -58,4 +58,9 @@ golden: $(STAMP)
 	@test -f ../shared/golden/compare.py || { echo "make golden: needs the golden corpus in ../shared/golden (beside the clone; README.md, Offline runs)" >&2; exit 2; }
 	KSS_SIMULATE="$(BIN)/kss simulate" $(BIN)/python ../shared/golden/compare.py --show 0
 
-test: $(STAMP) browser-deps lint typecheck contracts compose-check unit
+# The docs site (mkdocs.yml): README, docs/ and the plugin API from kss.framework's docstrings; a broken link or
+# reference fails the build (strict). Opens at build/site/index.html.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: $(STAMP) browser-deps lint typecheck contracts compose-check docs unit
