@@ -284,7 +284,11 @@ def test_ctrl_c_stops_the_run_cleanly(server: Server, tmp_path: Path) -> None:
     events = [{"at": f"{i}m", "create": pod(f"p{i}")} for i in range(60)]
     path.write_text(workload([node("n1")], events))
     proc = run_cli(server, path, "--target-url", server.url, "--speed", "60", "--quiet")
-    time.sleep(3)
+    # Interrupted once it has created its first pod (a fixed wait could end while kss was still importing).
+    deadline = time.monotonic() + 120
+    while httpx.get(f"{server.url}/api/v1/namespaces/default/pods/p0", timeout=10).status_code != 200:
+        assert proc.poll() is None and time.monotonic() < deadline, "the replay never created its first pod"
+        time.sleep(0.2)
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
