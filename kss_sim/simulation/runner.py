@@ -189,7 +189,9 @@ class ScenarioRun:
             )
         nodes = [_copy_object(n) for n in scenario.get("nodes") or []]
         bound = [PodInfo(_copy_object(p)) for p in scenario.get("pods") or [] if _visible(p)]
-        snapshot = Snapshot.build(nodes, bound)
+        snapshot = Snapshot.build(
+            nodes, bound, pod_level_resources=config.kube_version.effective_gates(feature_gates)["PodLevelResources"]
+        )
         self.clock = VirtualClock()
         self.scheduler = Scheduler(
             self.frameworks,
