@@ -295,7 +295,7 @@ class ScenarioRun:
             return
         fwk = self.frameworks.get(att.profile)
         plugin = fwk.plugins_by_name.get(dra_plugin.NAME) if fwk is not None else None
-        if isinstance(plugin, dra_plugin.DynamicResources):
+        if isinstance(plugin, dra_plugin.DynamicResourcesBeforeScoring):  # every release's form writes claims
             written = plugin.bind_claims_after_reserve(pod)
             if written:
                 self.claim_allocations[id(att)] = written
