@@ -208,7 +208,10 @@ class DynamicResourcesBeforeScoring(
         gates = handle.feature_gates
         self.enabled = gate_enabled(gates, "DynamicResourceAllocation")
         self.prioritized_list = gate_enabled(gates, "DRAPrioritizedList")
-        self.allocator_features = features_from_gates(gates)
+        # The run's gates at its version (a gate not set takes that version's default, as upstream's would).
+        self.allocator_features = features_from_gates(
+            handle.kube_version.effective_gates(gates), handle.kube_version.minor
+        )
         # Parsed slices, compiled selectors and per-device verdicts, kept across cycles (upstream's CEL cache).
         self.match_cache = DeviceMatchCache(consumable_capacity=self.allocator_features.consumable_capacity)
 
