@@ -172,7 +172,8 @@ class _Run:
                     self.results[i],
                     [self._chosen(i, r) for r in range(len(_requests(claim)))],
                     self.node,
-                    with_tolerations=self.variant != "stable",
+                    # v1.34's allocators write no tolerations into the results (v1.35's non-stable ones do).
+                    with_tolerations=self.variant != "stable" and self.features.release >= 35,
                     with_binding=self.features.device_binding,
                     name_from_slice=self.variant != "experimental",
                 )
