@@ -528,8 +528,13 @@ class _Run:
         texts: dict[str, str] = {}
         share_id: str | None = None
         if self.features.consumable_capacity:
+            # v1.34's allocateDevice checks the capacity of the slice's device at the index of the device wanted
+            # (r.device), not of the device taken: kept, it decides placements there.
+            probe = dev
+            if self.features.release < 35 and r.device < len(cand.slice.devices):
+                probe = cand.slice.devices[r.device]
             try:
-                fits = self._capacity_fits(request, dev)
+                fits = self._capacity_fits(request, probe)
             except CapacityRequestError:
                 return None
             if not fits:
