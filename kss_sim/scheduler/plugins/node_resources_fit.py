@@ -2,8 +2,9 @@
 
 Port of kube-scheduler v1.35 ``noderesources`` (fit.go, resource_allocation.go, least_allocated.go,
 most_allocated.go, requested_to_capacity_ratio.go) and ``helper/shape_score.go``, with the v1.35
-feature defaults: SidecarContainers and InPlacePodVerticalScaling GA, PodLevelResources on,
-DRAExtendedResource off. ``ResourceAllocationScorer`` is shared with NodeResourcesBalancedAllocation.
+feature defaults: SidecarContainers and InPlacePodVerticalScaling GA, DRAExtendedResource off; PodLevelResources
+follows the run's gate (on from v1.34, off at v1.33). ``ResourceAllocationScorer`` is shared with
+NodeResourcesBalancedAllocation.
 """
 
 from __future__ import annotations
