@@ -55,6 +55,8 @@ GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
     "SchedulerPopFromBackoffQ": (GateSpec(33, True, "BETA"),),
     # kube-apiserver's binding clears status.nominatedNodeName.
     "ClearingNominatedNodeNameAfterBinding": (GateSpec(34, False, "ALPHA"), GateSpec(35, True, "BETA")),
+    # Pod-level spec.resources count as the pod's requests (NodeResourcesFit, BalancedAllocation, NodeInfo).
+    "PodLevelResources": (GateSpec(32, False, "ALPHA"), GateSpec(34, True, "BETA")),
     # Adds kube-scheduler's NodeDeclaredFeatures plugin to the defaults (UNPORTED_PLUGINS).
     "NodeDeclaredFeatures": (GateSpec(35, False, "ALPHA"), GateSpec(36, True, "BETA")),
 }

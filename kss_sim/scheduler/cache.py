@@ -19,8 +19,10 @@ log = logging.getLogger("kss.scheduler")
 class SchedulerCache:
     """Owns the Snapshot the scheduling cycle reads and applies node and pod changes to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, pod_level_resources: bool = True) -> None:
         self.snapshot = Snapshot([])
+        # The PodLevelResources gate: whether the nodes count pods' pod-level requests.
+        self.pod_level_resources = pod_level_resources
         self._nodes: dict[str, dict[str, Any]] = {}  # insertion order = arrival order
         self._pods: dict[str, PodInfo] = {}  # uid -> bound (or assumed) pod
         # Bound pods whose node is not known yet (pods may arrive before their node).
@@ -95,7 +97,7 @@ class SchedulerCache:
         if name in self._nodes:
             self.update_node(node)
             return
-        ni = NodeInfo(node)
+        ni = NodeInfo(node, pod_level_resources=self.pod_level_resources)
         node = ni.node  # without wrongly typed fields (node_shape.py)
         self._nodes[name] = node
         self.snapshot.node_info_map[name] = ni
@@ -112,7 +114,7 @@ class SchedulerCache:
         if old is None:
             self.add_node(node)
             return
-        ni = NodeInfo(node)
+        ni = NodeInfo(node, pod_level_resources=self.pod_level_resources)
         node = ni.node  # without wrongly typed fields (node_shape.py)
         same_zone = zone_key(old) == zone_key(node)
         if not same_zone:

@@ -596,6 +596,10 @@ class Handle:
         self.feature_gates: dict[str, bool] = {}
         self.kube_version: KubeVersion = kube_version()
 
+    def gate_enabled(self, name: str) -> bool:
+        """Whether feature gate ``name`` is on for this scheduler: as set, else its Kubernetes version's default."""
+        return self.kube_version.effective_gates(self.feature_gates)[name]
+
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         """``GetWaitingPod``: the pod with this uid if it is waiting in Permit."""
         return self.waiting_pods.get(uid)

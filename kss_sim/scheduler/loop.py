@@ -188,7 +188,9 @@ class SchedulingLoop:
         self.plugin_observer = plugin_observer
         self.plugin_metrics_sample_percent = plugin_metrics_sample_percent
         self.cluster = ClusterObjects()
-        self.cache = SchedulerCache()
+        self.cache = SchedulerCache(
+            pod_level_resources=config.kube_version.effective_gates(self.feature_gates)["PodLevelResources"]
+        )
         self.handles: list[Handle] = []
         self.frameworks: dict[str, Framework] = {}
         self.nominated: dict[str, list[PodInfo]] = {}

@@ -143,6 +143,18 @@ class PodInfo:
         self._requests = requests
         self._non_zero = (cpu0, mem0)
 
+    def without_pod_level_resources(self) -> tuple[Resource, int, int]:
+        """``requests`` and ``non_zero_cpu_memory`` with the PodLevelResources gate off (pod-level requests
+        ignored): what a node of a scheduler without that gate counts."""
+        return self.memo(
+            "calculate:no-pod-level",
+            lambda: shared_by_resources(
+                self,
+                "calculate:no-pod-level",
+                lambda: calculate_pod_resource(self.pod, pod_level_resources=False),
+            ),
+        )
+
     def inherit(self, other: PodInfo) -> None:
         """Reuse what was derived from ``other``, the same pod before ``spec.nodeName`` was set."""
         self._requests = other._requests
@@ -269,6 +281,7 @@ class NodeInfo:
         "name",
         "node",
         "non_zero_requested",
+        "pod_level_resources",
         "pods",
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
@@ -277,7 +290,7 @@ class NodeInfo:
         "used_ports",
     )
 
-    def __init__(self, node: dict[str, Any] | None = None) -> None:
+    def __init__(self, node: dict[str, Any] | None = None, *, pod_level_resources: bool = True) -> None:
         # A stored node with wrongly typed fields is read without them, and fails Filter (node_shape.py).
         self.node: dict[str, Any]
         self.defect: NodeDefect | None
@@ -297,6 +310,8 @@ class NodeInfo:
         self.image_states: dict[str, ImageStateSummary] = {}
         self.pvc_ref_counts: dict[str, int] = {}
         self.generation = 0
+        # The PodLevelResources gate of the scheduler this node belongs to: whether pod-level requests count.
+        self.pod_level_resources = pod_level_resources
         # The snapshot's columns this NodeInfo reports its pod changes to (None for clones).
         self._columns: NodeColumns | None = None
         self.column_index = -1
@@ -321,8 +336,11 @@ class NodeInfo:
         return bool(self.spec.get("unschedulable"))
 
     def _update(self, pi: PodInfo, sign: int) -> None:
-        req = pi.requests
-        cpu0, mem0 = pi.non_zero_cpu_memory
+        if self.pod_level_resources:
+            req = pi.requests
+            cpu0, mem0 = pi.non_zero_cpu_memory
+        else:
+            req, cpu0, mem0 = pi.without_pod_level_resources()
         if sign > 0:
             self.requested.add(req)
         else:
@@ -388,6 +406,7 @@ class NodeInfo:
         c.image_states = self.image_states
         c.pvc_ref_counts = dict(self.pvc_ref_counts)
         c.generation = self.generation
+        c.pod_level_resources = self.pod_level_resources
         c._columns = None
         c.column_index = -1
         return c
@@ -453,10 +472,17 @@ class Snapshot:
         self._positions: dict[str, int] = {}
 
     @classmethod
-    def build(cls, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any] | PodInfo]) -> Snapshot:
-        """Build NodeInfos for ``nodes`` (in node-tree order) with the bound ``pods`` assigned."""
+    def build(
+        cls,
+        nodes: Iterable[dict[str, Any]],
+        pods: Iterable[dict[str, Any] | PodInfo],
+        *,
+        pod_level_resources: bool = True,
+    ) -> Snapshot:
+        """Build NodeInfos for ``nodes`` (in node-tree order) with the bound ``pods`` assigned; with
+        ``pod_level_resources`` (the gate) off, the nodes ignore pods' pod-level requests."""
         # NodeInfo first: the node tree reads the labels of the checked nodes (node_shape.py).
-        by_name = {ni.name: ni for ni in map(NodeInfo, nodes)}
+        by_name = {ni.name: ni for ni in (NodeInfo(n, pod_level_resources=pod_level_resources) for n in nodes)}
         infos = {name: by_name[name] for name in node_tree_order(ni.node for ni in by_name.values())}
         for p in pods:
             pi = p if isinstance(p, PodInfo) else PodInfo(p)

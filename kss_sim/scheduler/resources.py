@@ -217,11 +217,15 @@ def non_missing_requests(requests: Mapping[str, Fraction], pod_level_set: bool) 
     return {k: v for k, v in _NON_MISSING.items() if k not in requests}
 
 
-def calculate_pod_resource(pod: Mapping[str, Any]) -> tuple[Resource, int, int]:
-    """``PodInfo.CalculateResource``: what a bound pod adds to NodeInfo.Requested, and its non-zero cpu/memory."""
-    requests = pod_requests(pod, use_status=True)
-    defaults = non_missing_requests(requests, is_pod_level_requests_set(pod))
-    non0 = pod_requests(pod, use_status=True, non_missing=defaults) if defaults else requests
+def calculate_pod_resource(pod: Mapping[str, Any], *, pod_level_resources: bool = True) -> tuple[Resource, int, int]:
+    """``PodInfo.CalculateResource``: what a bound pod adds to NodeInfo.Requested, and its non-zero cpu/memory.
+
+    ``pod_level_resources``: the PodLevelResources gate (off: pod-level requests are ignored, as in v1.33).
+    """
+    skip = not pod_level_resources
+    requests = pod_requests(pod, use_status=True, skip_pod_level=skip)
+    defaults = non_missing_requests(requests, pod_level_resources and is_pod_level_requests_set(pod))
+    non0 = pod_requests(pod, use_status=True, non_missing=defaults, skip_pod_level=skip) if defaults else requests
     return (
         Resource.from_list(requests),
         milli_of(non0.get(CPU, Fraction(0))),

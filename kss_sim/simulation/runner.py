@@ -189,7 +189,9 @@ class ScenarioRun:
             )
         nodes = [_copy_object(n) for n in scenario.get("nodes") or []]
         bound = [PodInfo(_copy_object(p)) for p in scenario.get("pods") or [] if _visible(p)]
-        snapshot = Snapshot.build(nodes, bound)
+        snapshot = Snapshot.build(
+            nodes, bound, pod_level_resources=config.kube_version.effective_gates(feature_gates)["PodLevelResources"]
+        )
         self.clock = VirtualClock()
         self.scheduler = Scheduler(
             self.frameworks,
@@ -293,7 +295,7 @@ class ScenarioRun:
             return
         fwk = self.frameworks.get(att.profile)
         plugin = fwk.plugins_by_name.get(dra_plugin.NAME) if fwk is not None else None
-        if isinstance(plugin, dra_plugin.DynamicResources):
+        if isinstance(plugin, dra_plugin.DynamicResourcesBeforeScoring):  # every release's form writes claims
             written = plugin.bind_claims_after_reserve(pod)
             if written:
                 self.claim_allocations[id(att)] = written

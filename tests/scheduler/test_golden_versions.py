@@ -109,9 +109,6 @@ _V136_FAMILIES = [
     "dra",
 ]
 NOT_YET: dict[str, str] = {
-    "v1.33/config": "PodLevelResources off by default at v1.33 changes placements; not yet switched by version",
-    "v1.33/resources": "PodLevelResources off by default at v1.33 changes placements; not yet switched by version",
-    "v1.34/dra": "v1.34's DRA allocator (prioritized list not ranked, partitionable devices, consumable capacity)",
     **{
         f"v1.36/{family}": "NodeDeclaredFeatures (PreFilter/Filter, on by default at v1.36) is not ported"
         for family in _V136_FAMILIES

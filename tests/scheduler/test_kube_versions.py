@@ -212,6 +212,48 @@ def test_from_v1_36_balanced_allocation_scores_the_improvement_in_balance() -> N
         assert fast["boundTo"] == full["boundTo"]
 
 
+def _pod_level_scenario() -> dict[str, Any]:
+    node = {
+        "metadata": {"name": "a", "labels": {"kubernetes.io/hostname": "a"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+
+    def pod(name: str, cpu: str, pod_level_cpu: str | None, node_name: str | None = None) -> dict[str, Any]:
+        container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+        spec: dict[str, Any] = {"containers": [container]}
+        if pod_level_cpu is not None:
+            spec["resources"] = {"requests": {"cpu": pod_level_cpu}}
+        if node_name:
+            spec["nodeName"] = node_name
+        return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec}
+
+    # "running" holds 3 cpu at pod level (100m in its container); "p" asks 2 cpu of its container, "q" 3 at pod level.
+    return {
+        "nodes": [node],
+        "pods": [pod("running", "100m", "3", "a")],
+        "pending": [pod("p", "2", None), pod("q", "500m", "3")],
+    }
+
+
+@pytest.mark.parametrize("detail", ["placements", "full"])
+def test_at_v1_33_pod_level_requests_count_nowhere_unless_the_gate_is_on(detail: str) -> None:
+    scenario = _pod_level_scenario()
+    at133 = run_scenario(scenario, detail, kube_version=kube_version("1.33"))["results"]
+    # PodLevelResources is off at v1.33: the node holds 100m for "running", "p" fits, then "q" asks its 500m only.
+    assert [r["boundTo"] for r in at133] == ["a", "a"]
+    if detail == "full":
+        # BalancedAllocation counts 500m for "q" on 2.1 cpu in use: fractions 0.65 and 0: 100 x (1 - 0.325) = 67.
+        assert at133[1]["score"]["a"]["NodeResourcesBalancedAllocation"] == 67
+    for gates, version in (({"PodLevelResources": True}, "1.33"), ({}, "1.35")):
+        results = run_scenario(scenario, detail, feature_gates=gates, kube_version=kube_version(version))["results"]
+        # Counted: 3 cpu in use, so neither 2 (container) nor 3 (pod level) more fit in 4.
+        assert [r["boundTo"] for r in results] == [None, None], (version, gates)
+    at135_off = run_scenario(
+        scenario, detail, feature_gates={"PodLevelResources": False}, kube_version=kube_version("1.35")
+    )["results"]
+    assert [r["boundTo"] for r in at135_off] == ["a", "a"]
+
+
 def _dra_args(version: str) -> list[dict[str, Any]]:
     at = kube_version(version)
     doc = defaulted_document(parse_config(None, at.effective_gates({"DynamicResourceAllocation": True}), at))

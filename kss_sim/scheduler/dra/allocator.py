@@ -161,7 +161,7 @@ class _Run:
         except _ResultsMaxSizeExceeded:
             done = False
         if not done:
-            if any(p.is_invalid for p in self.pools):
+            if self.features.release >= 35 and any(p.is_invalid for p in self.pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
             return None
         out: list[Obj] = []
@@ -172,7 +172,8 @@ class _Run:
                     self.results[i],
                     [self._chosen(i, r) for r in range(len(_requests(claim)))],
                     self.node,
-                    with_tolerations=self.variant != "stable",
+                    # v1.34's allocators write no tolerations into the results (v1.35's non-stable ones do).
+                    with_tolerations=self.variant != "stable" and self.features.release >= 35,
                     with_binding=self.features.device_binding,
                     name_from_slice=self.variant != "experimental",
                 )
@@ -369,7 +370,11 @@ class _Run:
             return self._continue(_Indices(r.claim, r.request, 0, r.device + 1), allocate_subrequest, undo)
 
         for pool in self.pools:
-            if pool.is_incomplete or pool.is_invalid:
+            if self.features.release < 35:
+                # v1.34 searches incomplete pools too, and fails the attempt on reaching an invalid one.
+                if pool.is_invalid:
+                    raise AllocationError(f"pool {pool.pool_id.pool} is invalid: {pool.invalid_reason}")
+            elif pool.is_incomplete or pool.is_invalid:
                 continue
             for s in pool.slices:
                 for dev in s.devices:
@@ -523,8 +528,13 @@ class _Run:
         texts: dict[str, str] = {}
         share_id: str | None = None
         if self.features.consumable_capacity:
+            # v1.34's allocateDevice checks the capacity of the slice's device at the index of the device wanted
+            # (r.device), not of the device taken: kept, it decides placements there.
+            probe = dev
+            if self.features.release < 35 and r.device < len(cand.slice.devices):
+                probe = cand.slice.devices[r.device]
             try:
-                fits = self._capacity_fits(request, dev)
+                fits = self._capacity_fits(request, probe)
             except CapacityRequestError:
                 return None
             if not fits:
@@ -556,6 +566,8 @@ class _Run:
         pool = cand.pool
         if pool is None:
             return True
+        if self.features.release < 35:
+            return self._take_slice_counters(cand)
         pool_name = pool.pool_id.pool
         available = self.owner.available_counters.get(pool_name)
         if available is None:
@@ -586,11 +598,44 @@ class _Run:
                     return False
         return True
 
+    def _take_slice_counters(self, cand: Candidate) -> bool:
+        """v1.34's ``checkAvailableCounters``: the counters are those the device's own slice shares, less what the
+        slice's allocated devices consume (a device whose slice shares none always fits)."""
+        key = cand.slice.name
+        available = self.owner.available_counters.get(key)
+        if available is None:
+            available = {name: dict(counters) for name, counters in cand.slice.shared_counters}
+            allocated = self.owner.allocated_state.allocated_devices
+            for d in cand.slice.devices:
+                if d.id not in allocated:
+                    continue
+                for set_name, counters in d.consumes_counters:
+                    left = available.get(set_name)
+                    if left is None:
+                        continue
+                    for name, amount in counters.items():
+                        if name in left:
+                            left[name] -= amount
+            self.owner.available_counters[key] = available
+        consumed = self.consumed_counters.setdefault(key, {})
+        for set_name, counters in cand.device.consumes_counters:
+            used = consumed.setdefault(set_name, {})
+            for name, amount in counters.items():
+                used[name] = used.get(name, Fraction(0)) + amount
+        for set_name, counters in available.items():
+            used = consumed.get(set_name) or {}
+            for name, amount in counters.items():
+                if amount < used.get(name, Fraction(0)):
+                    self.deallocate_counters(cand)
+                    return False
+        return True
+
     def deallocate_counters(self, cand: Candidate) -> None:
         """``deallocateCountersForDevice``."""
         if cand.pool is None:
             return
-        consumed = self.consumed_counters.get(cand.pool.pool_id.pool) or {}
+        key = cand.slice.name if self.features.release < 35 else cand.pool.pool_id.pool
+        consumed = self.consumed_counters.get(key) or {}
         for set_name, counters in cand.device.consumes_counters:
             used = consumed.setdefault(set_name, {})
             for name, amount in counters.items():

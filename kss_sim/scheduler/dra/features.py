@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from kss_sim.kube.versions import gate_enabled
+from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, VERSIONS, gate_enabled
 
 Variant = Literal["stable", "incubating", "experimental"]
 
@@ -24,14 +24,19 @@ class Features:
     admin_access: bool = False
     consumable_capacity: bool = False
     device_binding: bool = False  # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus
+    # v1.34's own DeviceStatus feature (DRAResourceClaimDeviceStatus alone, on by default): only ``experimental``
+    # supports it, so v1.34's defaults run that implementation. v1.35 folds it into device_binding.
+    device_status: bool = False
     device_taints: bool = False
     partitionable_devices: bool = False
     prioritized_list: bool = False
+    # The Kubernetes minor release whose allocator code runs: the few places where its code differs switch on it.
+    release: int = VERSIONS[DEFAULT_KUBE_VERSION].minor
 
 
-def features_from_gates(gates: Mapping[str, bool]) -> Features:
+def features_from_gates(gates: Mapping[str, bool], release: int = VERSIONS[DEFAULT_KUBE_VERSION].minor) -> Features:
     """``dynamicresources.AllocatorFeatures``: the allocator's features from feature gates (absent = the default
-    version's default)."""
+    version's default) for the allocator of minor release ``release``."""
 
     def on(name: str) -> bool:
         return gate_enabled(gates, name)
@@ -43,12 +48,14 @@ def features_from_gates(gates: Mapping[str, bool]) -> Features:
         device_taints=on("DRADeviceTaints"),
         partitionable_devices=on("DRAPartitionableDevices"),
         prioritized_list=on("DRAPrioritizedList"),
+        device_status=release < 35 and on("DRAResourceClaimDeviceStatus"),
+        release=release,
     )
 
 
 def allocator_variant(features: Features) -> Variant:
     """Which of upstream's implementations ``structured.NewAllocator`` picks for these features."""
-    if features.consumable_capacity or features.device_binding:
+    if features.consumable_capacity or features.device_binding or features.device_status:
         return "experimental"
     if features.admin_access or features.prioritized_list or features.partitionable_devices or features.device_taints:
         return "incubating"

@@ -177,12 +177,14 @@ def _gather_pools(
     with_binding_conditions: list[SliceInfo] = []
     # Only the experimental variant moves slices with binding conditions behind the others.
     sort_binding = variant == "experimental"
+    # v1.34's pools are the slices reaching the node, as v1.35's stable ones, counters being per slice there.
+    slices_only = variant == "stable" or features.release < 35
     for s in index.candidates(node_name):
         if not features.partitionable_devices and (
-            s.per_device_node_selection is not None or (variant != "stable" and s.shared_counters)
+            s.per_device_node_selection is not None or (not slices_only and s.shared_counters)
         ):
             continue
-        if s.shared_counters and variant != "stable":
+        if s.shared_counters and not slices_only:
             # Always kept: the pool's devices need them whatever node they are on.
             _add_slice(pools, s)
         elif s.node_name or s.all_nodes or s.node_selector is not None:
@@ -227,6 +229,11 @@ def _gather_pools(
     for pid, pool_slices in pools.items():
         first = pool_slices[0]
         all_slices: list[SliceInfo] | None = None
+        if features.release < 35:
+            # v1.34 counts only the slices reaching the node (no look for an obsolete or complete generation).
+            pool = _stable_pool(pid, pool_slices, incomplete=len(pool_slices) != first.slice_count)
+            (last if sort_binding and _pool_has_binding_conditions(pool) else result).append(pool)
+            continue
         if len(pool_slices) != first.slice_count:
             # Slices for other nodes were skipped: count the whole generation before calling the pool incomplete.
             obsolete, all_slices = _slices_in_pool(index, pid, first.generation)

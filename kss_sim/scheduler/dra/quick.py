@@ -261,7 +261,7 @@ class QuickCheck:
         for pool in pools:
             if pool.is_invalid:
                 return _UNDECIDED
-            if pool.is_incomplete:
+            if pool.is_incomplete and features.release >= 35:  # v1.34 searches incomplete pools too
                 continue
             for s in pool.slices:
                 if s.per_device_node_selection or _selector_terms(s) > 1:

@@ -205,10 +205,11 @@ class DynamicResourcesBeforeScoring(
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)
-        gates = handle.feature_gates
-        self.enabled = gate_enabled(gates, "DynamicResourceAllocation")
-        self.prioritized_list = gate_enabled(gates, "DRAPrioritizedList")
-        self.allocator_features = features_from_gates(gates)
+        # The run's gates at its version: a gate not set takes that version's default, as upstream's would.
+        gates = handle.kube_version.effective_gates(handle.feature_gates)
+        self.enabled = gates["DynamicResourceAllocation"]
+        self.prioritized_list = gates["DRAPrioritizedList"]
+        self.allocator_features = features_from_gates(gates, handle.kube_version.minor)
         # Parsed slices, compiled selectors and per-device verdicts, kept across cycles (upstream's CEL cache).
         self.match_cache = DeviceMatchCache(consumable_capacity=self.allocator_features.consumable_capacity)
 

@@ -92,7 +92,12 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         a = self.args if self.args else self.defaulted_args({})
         resources = parse_resource_specs(a.get("resources") or DEFAULT_RESOURCES)
         self.scorer = ResourceAllocationScorer(
-            NAME, resources, balanced_resource_scorer, use_requested=True, feature_gates=True
+            NAME,
+            resources,
+            balanced_resource_scorer,
+            use_requested=True,
+            use_status=True,
+            pod_level_resources=handle is None or handle.gate_enabled("PodLevelResources"),
         )
         # v1.36 scores the improvement in balance rather than the balance with the pod.
         self.score_improvement = handle is not None and handle.kube_version.minor >= 36

@@ -2,8 +2,9 @@
 
 Port of kube-scheduler v1.35 ``noderesources`` (fit.go, resource_allocation.go, least_allocated.go,
 most_allocated.go, requested_to_capacity_ratio.go) and ``helper/shape_score.go``, with the v1.35
-feature defaults: SidecarContainers and InPlacePodVerticalScaling GA, PodLevelResources on,
-DRAExtendedResource off. ``ResourceAllocationScorer`` is shared with NodeResourcesBalancedAllocation.
+feature defaults: SidecarContainers and InPlacePodVerticalScaling GA, DRAExtendedResource off; PodLevelResources
+follows the run's gate (on from v1.34, off at v1.33). ``ResourceAllocationScorer`` is shared with
+NodeResourcesBalancedAllocation.
 """
 
 from __future__ import annotations
@@ -209,9 +210,9 @@ class ResourceAllocationScorer:
     ``use_requested`` (BalancedAllocation) reads the actual requests; otherwise cpu and memory use the
     non-zero requests (100m / 200Mi for each container without a request), as NodeInfo.NonZeroRequested does.
 
-    ``feature_gates``: whether the pod's requests honour PodLevelResources and InPlacePodVerticalScaling.
-    Upstream sets those flags on BalancedAllocation's scorer only; NodeResourcesFit's scorer keeps them
-    off, so Fit scoring ignores pod-level requests (the golden corpus confirms it).
+    ``use_status`` (InPlacePodVerticalScaling) and ``pod_level_resources`` (PodLevelResources): whether the pod's
+    requests honour those gates. Upstream sets those flags on BalancedAllocation's scorer only; NodeResourcesFit's
+    scorer keeps them off, so Fit scoring ignores pod-level requests (the golden corpus confirms it).
     """
 
     def __init__(
@@ -220,14 +221,18 @@ class ResourceAllocationScorer:
         resources: Sequence[ResourceSpec],
         scorer: Callable[[list[int], list[int]], int],
         use_requested: bool,
-        feature_gates: bool,
+        use_status: bool,
+        pod_level_resources: bool,
     ) -> None:
         self.plugin = plugin
-        self.feature_gates = feature_gates
+        self.use_status = use_status
+        self.pod_level_resources = pod_level_resources
         self.resources = tuple(resources)
         self.scorer = scorer
         self.use_requested = use_requested
-        self._memo_key = f"{plugin}:requests:{','.join(r.name for r in self.resources)}"
+        self._memo_key = (
+            f"{plugin}:requests:{use_status}:{pod_level_resources}:{','.join(r.name for r in self.resources)}"
+        )
         self.score_columns: NodeColumnCache[tuple[int, ...], np.int64] = NodeColumnCache()
 
     def pod_request_list(self, pod: PodInfo) -> list[int]:
@@ -237,8 +242,8 @@ class ResourceAllocationScorer:
             reqs = pod_requests(
                 pod.pod,
                 non_missing=not self.use_requested,
-                use_status=self.feature_gates,
-                skip_pod_level=not self.feature_gates,
+                use_status=self.use_status,
+                skip_pod_level=not self.pod_level_resources,
             )
             out: list[int] = []
             for r in self.resources:
@@ -454,11 +459,15 @@ def max_resource(rl: Mapping[str, Fraction]) -> Resource:
     return r
 
 
-def compute_pod_resource_request(pod: PodInfo) -> Resource:
-    """``computePodResourceRequest``: the pod's requests as the Fit filter compares them."""
+def compute_pod_resource_request(pod: PodInfo, *, pod_level_resources: bool = True) -> Resource:
+    """``computePodResourceRequest``: the pod's requests as the Fit filter compares them (pod-level requests
+    ignored with the PodLevelResources gate off)."""
+    key = f"{NAME}:request" if pod_level_resources else f"{NAME}:request:no-pod-level"
     return pod.memo(
-        f"{NAME}:request",
-        lambda: shared_by_resources(pod, f"{NAME}:request", lambda: max_resource(pod_requests(pod.pod))),
+        key,
+        lambda: shared_by_resources(
+            pod, key, lambda: max_resource(pod_requests(pod.pod, skip_pod_level=not pod_level_resources))
+        ),
     )
 
 
@@ -521,8 +530,9 @@ def fits_request(
 
 
 def fits(pod: PodInfo, node_info: NodeInfo) -> list[InsufficientResource]:
-    """``Fits``: the pod against the node with nothing ignored."""
-    return fits_request(compute_pod_resource_request(pod), node_info)
+    """``Fits``: the pod against the node with nothing ignored (pod-level requests counted as the node counts
+    them)."""
+    return fits_request(compute_pod_resource_request(pod, pod_level_resources=node_info.pod_level_resources), node_info)
 
 
 # --- the plugin -----------------------------------------------------------------------------------
@@ -625,7 +635,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             scorer = requested_to_capacity_ratio_scorer(resources, shape)
         else:
             scorer = least_resource_scorer(resources)
-        self.scorer = ResourceAllocationScorer(NAME, resources, scorer, use_requested=False, feature_gates=False)
+        self.scorer = ResourceAllocationScorer(
+            NAME, resources, scorer, use_requested=False, use_status=False, pod_level_resources=False
+        )
+        self.pod_level_resources = handle is None or handle.gate_enabled("PodLevelResources")
         # Filter verdicts per pod request, for every node; and which checks fail (recording: the status keys).
         self.fit_columns: NodeColumnCache[tuple[Any, ...], np.bool_] = NodeColumnCache()
         self.key_columns: NodeColumnCache[tuple[Any, ...], np.int64] = NodeColumnCache()
@@ -698,7 +711,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        request = compute_pod_resource_request(pod)
+        request = compute_pod_resource_request(pod, pod_level_resources=self.pod_level_resources)
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request, self._checks(request)))
         return None, success()
 
