@@ -140,28 +140,11 @@ def _without_share_ids(value: Any) -> Any:
 
 # Where kss does not yet decide as that release's kube-scheduler does, and why (issue #32). Strict: a family that
 # starts to agree fails here until its line goes.
-_V136_FAMILIES = [
-    "config",
-    "images",
-    "interpod",
-    "mixed",
-    "nodeaffinity",
-    "ports",
-    "preemption",
-    "resources",
-    "spread",
-    "taints",
-    "volumes",
-    "dra",
-]
 NOT_YET: dict[str, str] = {
     "v1.33/config": "PodLevelResources off by default at v1.33 changes placements; not yet switched by version",
     "v1.33/resources": "PodLevelResources off by default at v1.33 changes placements; not yet switched by version",
     "v1.34/dra": "v1.34's DRA allocator (prioritized list not ranked, partitionable devices, consumable capacity)",
-    **{
-        f"v1.36/{family}": "NodeDeclaredFeatures (PreFilter/Filter, on by default at v1.36) is not ported"
-        for family in _V136_FAMILIES
-    },
+    "v1.36/dra": "DynamicResources' Score at v1.36 reads an allocated claim's result from its status",
 }
 
 
