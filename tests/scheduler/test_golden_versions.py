@@ -144,7 +144,6 @@ NOT_YET: dict[str, str] = {
     "v1.33/config": "PodLevelResources off by default at v1.33 changes placements; not yet switched by version",
     "v1.33/resources": "PodLevelResources off by default at v1.33 changes placements; not yet switched by version",
     "v1.34/dra": "v1.34's DRA allocator (prioritized list not ranked, partitionable devices, consumable capacity)",
-    "v1.36/dra": "DynamicResources' Score at v1.36 reads an allocated claim's result from its status",
 }
 
 
