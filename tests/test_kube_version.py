@@ -110,15 +110,38 @@ def test_metrics_the_ui_and_every_attempt_say_the_version(at_1_34: Server) -> No
     assert [a["kubeVersion"] for a in attempts] == ["1.34"]
 
 
-def test_serve_at_v1_36_says_which_default_plugins_it_leaves_out(tmp_path: Path) -> None:
+def test_serve_at_v1_36_runs_node_declared_features(tmp_path: Path) -> None:
+    # NodeDeclaredFeatures is on by default at v1.36: a pod restarting all its containers on an exit code goes only
+    # to a node declaring RestartAllContainersOnContainerExits (status.declaredFeatures, kept by the API), though
+    # the other node, twice its size, scores higher.
     srv = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}", env={"KSS_KUBE_VERSION": "1.36"})
     try:
         assert httpx.get(f"{srv.url}/version", timeout=10).json()["gitVersion"] == "v1.36.2"
+        for name, cpu, declared in (
+            ("a-plain", "8", None),
+            ("b-declares", "4", ["RestartAllContainersOnContainerExits"]),
+        ):
+            node = {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
+            if declared:
+                node["status"]["declaredFeatures"] = declared
+            assert httpx.post(f"{srv.url}/api/v1/nodes", json=node, timeout=10).status_code == 201
+        stored = httpx.get(f"{srv.url}/api/v1/nodes/b-declares", timeout=10).json()
+        assert stored["status"]["declaredFeatures"] == ["RestartAllContainersOnContainerExits"]
+        rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+        container = {"name": "c", "image": "x", "restartPolicy": "Never", "restartPolicyRules": [rule]}
+        pod = {"metadata": {"name": "p"}, "spec": {"containers": [container]}}
+        assert httpx.post(f"{srv.url}/api/v1/namespaces/default/pods", json=pod, timeout=10).status_code == 201
+        for _ in range(100):
+            node_name = (
+                httpx.get(f"{srv.url}/api/v1/namespaces/default/pods/p", timeout=10).json()["spec"].get("nodeName")
+            )
+            if node_name:
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        assert node_name == "b-declares"
     finally:
         srv.stop()
-    assert (
-        "kss serve: note: Kubernetes v1.36's default plugins NodeDeclaredFeatures are not ported" in srv.log.read_text()
-    )
+    assert "not ported" not in srv.log.read_text()
 
 
 def test_a_configuration_naming_a_plugin_of_a_later_release_is_a_status(at_1_34: Server) -> None:

@@ -57,7 +57,7 @@ GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
     "ClearingNominatedNodeNameAfterBinding": (GateSpec(34, False, "ALPHA"), GateSpec(35, True, "BETA")),
     # Pod-level spec.resources count as the pod's requests (NodeResourcesFit, BalancedAllocation, NodeInfo).
     "PodLevelResources": (GateSpec(32, False, "ALPHA"), GateSpec(34, True, "BETA")),
-    # Adds kube-scheduler's NodeDeclaredFeatures plugin to the defaults (UNPORTED_PLUGINS).
+    # Adds kube-scheduler's NodeDeclaredFeatures plugin to the defaults and turns it on.
     "NodeDeclaredFeatures": (GateSpec(35, False, "ALPHA"), GateSpec(36, True, "BETA")),
 }
 
@@ -81,7 +81,7 @@ _BASE_PLUGINS = (
 
 # In-tree plugins of a version that kss has no port of: named in a configuration, they are refused; in the
 # version's default set, they are left out (ported_default_multi_point) and the run says so.
-UNPORTED_PLUGINS = frozenset({"NodeDeclaredFeatures", "TopologyPlacementGenerator", "PodGroupPodsCount"})
+UNPORTED_PLUGINS = frozenset({"TopologyPlacementGenerator", "PodGroupPodsCount"})
 
 # getDefaultPlugins()'s multiPoint before applyFeatureGates (the same list in v1.33 to v1.36).
 _DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (

@@ -69,6 +69,7 @@ PLUGIN_EVENTS: dict[str, set[str]] = {
     "PodTopologySpread": {*_NODE, NODE_DELETE, POD_ADD, POD_UPDATE, POD_DELETE},
     "InterPodAffinity": {*_NODE, POD_ADD, POD_UPDATE, POD_DELETE, NAMESPACE_CHANGE},
     "DynamicResources": _NODE,
+    "NodeDeclaredFeatures": _NODE,  # upstream: a node added or its declared features changed
     "SchedulingGates": set(),  # a gate is lifted by the pod's own update, which re-runs PreEnqueue
 }
 

@@ -94,26 +94,7 @@ def _has_kube_version() -> bool:
 
 # Where kss does not yet decide as that release's kube-scheduler does, and why (issue #32). Strict: a family that
 # starts to agree fails here until its line goes.
-_V136_FAMILIES = [
-    "config",
-    "images",
-    "interpod",
-    "mixed",
-    "nodeaffinity",
-    "ports",
-    "preemption",
-    "resources",
-    "spread",
-    "taints",
-    "volumes",
-    "dra",
-]
-NOT_YET: dict[str, str] = {
-    **{
-        f"v1.36/{family}": "NodeDeclaredFeatures (PreFilter/Filter, on by default at v1.36) is not ported"
-        for family in _V136_FAMILIES
-    },
-}
+NOT_YET: dict[str, str] = {}  # every (version, family) agrees today
 
 
 def _cases() -> list[Any]:

@@ -48,18 +48,34 @@ def test_a_plugin_kss_has_not_ported_is_refused_with_a_clear_line() -> None:
         parse_config(doc, {}, kube_version("1.35"))
 
 
-def test_an_unported_default_plugin_is_left_out_and_said_so() -> None:
+def test_v1_36_default_profile_runs_node_declared_features() -> None:
     v136 = kube_version("1.36")
     config = parse_config(None, v136.effective_gates({}), v136)
-    assert config.left_out == ["NodeDeclaredFeatures"]
-    assert "NodeDeclaredFeatures" not in [p["name"] for p in config.profiles[0].plugins["multiPoint"]["enabled"]]
-    assert left_out_note(v136.effective_gates({}), v136) == (
-        "note: Kubernetes v1.36's default plugins NodeDeclaredFeatures are not ported to kss: the default profile "
-        "runs without them"
-    )
+    assert config.left_out == []
+    assert config.profiles[0].plugins["multiPoint"]["enabled"][-1] == {"name": "NodeDeclaredFeatures"}
+    assert left_out_note(v136.effective_gates({}), v136) is None
+    points = dict(plugins_in_effect(config.profiles[0], v136))
+    assert "NodeDeclaredFeatures" in [name for name, _ in points["preFilter"]]
+    assert "NodeDeclaredFeatures" in [name for name, _ in points["filter"]]
+    # v1.35 has the plugin, behind its alpha gate.
     v135 = kube_version("1.35")
+    assert "NodeDeclaredFeatures" not in [p["name"] for p in _multi_point("1.35")]
+    assert {"name": "NodeDeclaredFeatures"} in _multi_point("1.35", {"NodeDeclaredFeatures": True})
     assert parse_config(None, v135.effective_gates({}), v135).left_out == []
-    assert left_out_note(v135.effective_gates({}), v135) is None
+
+
+def test_an_unported_default_plugin_is_left_out_and_said_so() -> None:
+    # The gate adding them is refused on the command line (not simulated); the defaults still leave them out.
+    v136 = kube_version("1.36")
+    gates = {**v136.effective_gates({}), "TopologyAwareWorkloadScheduling": True}
+    config = parse_config(None, gates, v136)
+    assert config.left_out == ["TopologyPlacementGenerator", "PodGroupPodsCount"]
+    enabled = [p["name"] for p in config.profiles[0].plugins["multiPoint"]["enabled"]]
+    assert "TopologyPlacementGenerator" not in enabled and "PodGroupPodsCount" not in enabled
+    assert left_out_note(gates, v136) == (
+        "note: Kubernetes v1.36's default plugins TopologyPlacementGenerator, PodGroupPodsCount are not ported to "
+        "kss: the default profile runs without them"
+    )
 
 
 def test_dynamic_resources_scores_from_v1_35_only() -> None:

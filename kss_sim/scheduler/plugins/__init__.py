@@ -47,6 +47,8 @@ REGISTRY: dict[str, str] = {
     # Registered whatever the feature gates say, as upstream's NewInTreeRegistry does; the GangScheduling gate
     # only adds it to the default plugins (config.default_multi_point).
     "GangScheduling": "gang_scheduling:GangScheduling",
+    # Likewise: the NodeDeclaredFeatures gate adds it to the defaults and turns it on (off, it skips every pod).
+    "NodeDeclaredFeatures": "node_declared_features:NodeDeclaredFeatures",
 }
 
 

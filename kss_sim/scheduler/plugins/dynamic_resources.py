@@ -738,8 +738,14 @@ class DynamicResources(DynamicResourcesBeforeScoring, ScorePlugin):
         return cls if version.minor >= 35 else DynamicResourcesBeforeScoring
 
     # --- Score --------------------------------------------------------------------------------------
+    def _scores_from_v1_36(self) -> bool:
+        """v1.36 reads an allocated claim's result from its status (v1.35 indexes the node's results by claim, and
+        fails a pod with an allocated claim before one to allocate) and scores only with DRAPrioritizedList on."""
+        return self.handle.kube_version.minor >= 36
+
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
-        if not self.enabled:
+        v1_36 = self._scores_from_v1_36()
+        if not self.enabled or (v1_36 and not self.prioritized_list):
             return 0, success()
         s = self._state(state)
         if s is None:
@@ -750,14 +756,14 @@ class DynamicResources(DynamicResourcesBeforeScoring, ScorePlugin):
             return 0, success()
         if not s.score_needs_results and node_info.name not in s.node_allocations:
             # Without firstAvailable requests only the number of results counts (one per claim to allocate).
-            return _compute_score(s.claims, [{} for _ in s.pending])
+            return _compute_score(s.claims, [{} for _ in s.pending], results_of_pending_only=v1_36)
         try:
             allocations = self._allocations_on(s, node_info.name)
         except AllocationError as exc:
             return 0, error(str(exc))
         if allocations is None:
             return 0, success()
-        return _compute_score(s.claims, allocations)
+        return _compute_score(s.claims, allocations, results_of_pending_only=v1_36)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
         if self.enabled and self._state(state) is None:
@@ -768,9 +774,10 @@ class DynamicResources(DynamicResourcesBeforeScoring, ScorePlugin):
         s = self._state(state)
         if self.enabled and s is None:
             return None
-        if s is None or not s.claims:
+        if s is None or not s.claims or (self._scores_from_v1_36() and not self.prioritized_list):
             return np.zeros(len(batch), np.int64)
-        if s.allocator is None or (not s.score_needs_results and len(s.claims) <= len(s.pending)):
+        results_suffice = len(s.claims) <= len(s.pending) or self._scores_from_v1_36()
+        if s.allocator is None or (not s.score_needs_results and results_suffice):
             # No results or no firstAvailable request: every node scores 0 (see ``score``).
             return np.zeros(len(batch), np.int64)
         return None  # per node (score_nodes), errors included
@@ -830,19 +837,30 @@ def release_claims_of_deleted_pod(handle: Handle, pod: PodInfo) -> None:
         store_claim_in_memory(handle, updated)
 
 
-def _compute_score(claims: list[dict[str, Any]], allocations: list[dict[str, Any]]) -> tuple[int, Status]:
+def _compute_score(
+    claims: list[dict[str, Any]], allocations: list[dict[str, Any]], *, results_of_pending_only: bool = False
+) -> tuple[int, Status]:
     """``computeScore``: per ``firstAvailable`` request, ``8 - i`` for its i-th subrequest that got allocated.
 
-    As upstream, the claims are walked in pod order against the node's allocation results in their own order
-    (the results exist only for claims that needed allocation).
+    The node's allocation results exist only for the claims that needed allocation, in their order. v1.35 walks the
+    claims in pod order against them by claim index (an allocated claim before one to allocate makes it fail);
+    ``results_of_pending_only`` (v1.36) takes an allocated claim's result from its status and walks the node's
+    results for the others only.
     """
     score = 0
+    next_result = 0
     for i, claim in enumerate(claims):
-        if i >= len(allocations):
-            return 0, error(f"number of allocations {len(allocations)} is smaller than number of claims")
+        allocation = dm.allocation_of(claim) if results_of_pending_only else None
+        if allocation is None:
+            index = next_result if results_of_pending_only else i
+            if index >= len(allocations):
+                needing = " needing allocation" if results_of_pending_only else ""
+                return 0, error(f"number of allocations {len(allocations)} is smaller than number of claims{needing}")
+            allocation = allocations[index]
+            next_result += 1
         allocated_subrequests = {
             str(res.get("request") or "")
-            for res in ((allocations[i].get("devices") or {}).get("results") or [])
+            for res in ((allocation.get("devices") or {}).get("results") or [])
             if str(res.get("request") or "").count("/") == 1
         }
         for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:

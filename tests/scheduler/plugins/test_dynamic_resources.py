@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.dra.dra_manager import dra_manager_for
 from kss_sim.scheduler.framework import Code, CycleState, NodeScore, NodeToStatus
 from kss_sim.scheduler.plugins.dynamic_resources import DynamicResources
@@ -360,6 +361,34 @@ def test_first_available_scores_the_earlier_subrequest_higher() -> None:
     assert entry["score"]["node-b"]["DynamicResources"] == 8  # "big" (two devices)
     assert entry["boundTo"] == "node-b"
     assert [r["request"] for r in entry["allocations"]["default/c"]["devices"]["results"]] == ["gpu/big", "gpu/big"]
+
+
+def test_an_allocated_claim_before_one_to_allocate_fails_score_at_v1_35_and_scores_from_its_status_at_v1_36() -> None:
+    # v1.35 indexes the node's allocation results (one per claim to allocate) by claim index, so the second claim
+    # has none; v1.36 reads the allocated claim's result from its status (dra-multiclaim-003 of the golden corpus).
+    held = _allocated(_claim("held"), "node-a", ["gpu-0"])
+    both = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-a", "node-b"]}
+    held["status"]["allocation"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [both]}]}
+    scenario = _scenario(
+        deviceClasses=[_device_class()],
+        resourceSlices=[
+            _slice("node-a", [("gpu-0", "a100"), ("gpu-1", "a100")]),
+            _slice("node-b", [("gpu-0", "a100"), ("gpu-1", "a100")]),
+        ],
+        resourceClaims=[held, _claim("new", first_available=True)],
+        pending=[_pod("p", "held", "new")],
+    )
+    (at_v1_35,) = _entries(scenario)
+    assert at_v1_35["feasible"] == ["node-a", "node-b"]
+    assert at_v1_35["boundTo"] is None
+    assert at_v1_35["fitError"] == (
+        'running Score plugins: plugin "DynamicResources" failed with: number of allocations 1 is smaller than '
+        "number of claims"
+    )
+    (at_v1_36,) = run_scenario(scenario, "full", kube_version=kube_version("1.36"))["results"]
+    # node-a has one free device left ("small"), node-b two ("big").
+    assert {n: s["DynamicResources"] for n, s in at_v1_36["score"].items()} == {"node-a": 7, "node-b": 8}
+    assert at_v1_36["boundTo"] == "node-b"
 
 
 def test_a_node_without_devices_for_the_claim_is_no_preemption_candidate() -> None:

@@ -360,6 +360,37 @@ def validate_node(node: dict[str, Any]) -> list[Cause]:
         for name, quantity in (status.get(part) or {}).items():
             if parse_quantity(quantity) < 0:
                 causes.append(invalid(f"status.{part}[{name}]", str(quantity), "must be greater than or equal to 0"))
+    causes += _declared_features_errors(status.get("declaredFeatures") or [])
+    return causes
+
+
+# UpperCamelCase, then "/"-separated segments (``MyFeature/mySubFeature``).
+_DECLARED_FEATURE = re.compile(r"[A-Z][a-zA-Z0-9]*(/[a-zA-Z][a-zA-Z0-9]*)*")
+_DECLARED_FEATURE_FORMAT = (
+    "must start with an UpperCamelCase segment, with subsequent segments separated by '/' (e.g., MyFeature or "
+    "MyFeature/mySubFeature), and contain only alphanumeric characters and slashes"
+)
+
+
+def _declared_features_errors(features: list[Any]) -> list[Cause]:
+    """``validateNodeDeclaredFeatures`` (v1.35 on): well-formed names, sorted and unique, as NodeDeclaredFeatures
+    reads them (the decoder has refused entries that are no strings)."""
+    names = [f for f in features if isinstance(f, str)]
+    causes: list[Cause] = []
+    for i, name in enumerate(names):
+        p = f"status.declaredFeatures[{i}]"
+        if len(name) > 253:
+            causes.append(invalid(p, name, f'invalid feature name "{name}": must be no more than 253 characters'))
+        elif not _DECLARED_FEATURE.fullmatch(name):
+            causes.append(invalid(p, name, f'invalid feature name "{name}": {_DECLARED_FEATURE_FORMAT}'))
+        if i + 1 < len(names):
+            following = names[i + 1]
+            if name == following:
+                causes.append(duplicate(f"status.declaredFeatures[{i + 1}]", following))
+            elif name > following:
+                causes.append(
+                    invalid(f"status.declaredFeatures[{i + 1}]", following, "list must be sorted alphabetically")
+                )
     return causes
 
 
