@@ -562,18 +562,25 @@ class _Run:
     # --- partitionable devices ----------------------------------------------------------------------------
 
     def _take_counters(self, cand: Candidate) -> bool:
-        """``checkAvailableCounters``: count the device's consumption; refuse (and uncount) if a counter runs out."""
+        """``checkAvailableCounters``: count the device's consumption; refuse (and uncount) if a counter runs out.
+
+        From v1.35 the counters are the pool's (every slice of it); v1.34's are those the device's own slice shares
+        (a device whose slice shares none always fits)."""
         pool = cand.pool
         if pool is None:
             return True
-        if self.features.release < 35:
-            return self._take_slice_counters(cand)
-        pool_name = pool.pool_id.pool
-        available = self.owner.available_counters.get(pool_name)
+        key = self._counters_key(cand)
+        available = self.owner.available_counters.get(key)
         if available is None:
-            available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+            if self.features.release < 35:
+                shared = dict(cand.slice.shared_counters)
+                slices: Sequence[Any] = (cand.slice,)
+            else:
+                shared = pool.counter_sets
+                slices = (*pool.slices, *pool.slices_not_targeting_node)
+            available = {name: dict(counters) for name, counters in shared.items()}
             allocated = self.owner.allocated_state.allocated_devices
-            for s in (*pool.slices, *pool.slices_not_targeting_node):
+            for s in slices:
                 for d in s.devices:
                     if d.id not in allocated:
                         continue
@@ -584,38 +591,6 @@ class _Run:
                         for name, amount in counters.items():
                             if name in left:
                                 left[name] -= amount
-            self.owner.available_counters[pool_name] = available
-        consumed = self.consumed_counters.setdefault(pool_name, {})
-        for set_name, counters in cand.device.consumes_counters:
-            used = consumed.setdefault(set_name, {})
-            for name, amount in counters.items():
-                used[name] = used.get(name, Fraction(0)) + amount
-        for set_name, counters in available.items():
-            used = consumed.get(set_name) or {}
-            for name, amount in counters.items():
-                if amount < used.get(name, Fraction(0)):
-                    self.deallocate_counters(cand)
-                    return False
-        return True
-
-    def _take_slice_counters(self, cand: Candidate) -> bool:
-        """v1.34's ``checkAvailableCounters``: the counters are those the device's own slice shares, less what the
-        slice's allocated devices consume (a device whose slice shares none always fits)."""
-        key = cand.slice.name
-        available = self.owner.available_counters.get(key)
-        if available is None:
-            available = {name: dict(counters) for name, counters in cand.slice.shared_counters}
-            allocated = self.owner.allocated_state.allocated_devices
-            for d in cand.slice.devices:
-                if d.id not in allocated:
-                    continue
-                for set_name, counters in d.consumes_counters:
-                    left = available.get(set_name)
-                    if left is None:
-                        continue
-                    for name, amount in counters.items():
-                        if name in left:
-                            left[name] -= amount
             self.owner.available_counters[key] = available
         consumed = self.consumed_counters.setdefault(key, {})
         for set_name, counters in cand.device.consumes_counters:
@@ -630,12 +605,16 @@ class _Run:
                     return False
         return True
 
+    def _counters_key(self, cand: Candidate) -> str:
+        """What the counters are kept by: the pool's name, v1.34's the slice's."""
+        assert cand.pool is not None
+        return cand.slice.name if self.features.release < 35 else cand.pool.pool_id.pool
+
     def deallocate_counters(self, cand: Candidate) -> None:
         """``deallocateCountersForDevice``."""
         if cand.pool is None:
             return
-        key = cand.slice.name if self.features.release < 35 else cand.pool.pool_id.pool
-        consumed = self.consumed_counters.get(key) or {}
+        consumed = self.consumed_counters.get(self._counters_key(cand)) or {}
         for set_name, counters in cand.device.consumes_counters:
             used = consumed.setdefault(set_name, {})
             for name, amount in counters.items():
