@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
 from kss_sim.simulation.runner import run_scenario
-from tools.golden.versions import compare_module
+from tools.golden.versions import compare_module, without_share_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY = ROOT / "tests" / "golden" / "dra"
@@ -27,15 +26,6 @@ SCENARIOS = sorted(FAMILY.glob("*.scenario.json"))
 @pytest.fixture(scope="module")
 def compare() -> ModuleType:
     return compare_module()
-
-
-def _without_share_ids(value: Any) -> Any:
-    """The allocations with every shareID replaced by a marker (kept: whether a result is a share)."""
-    if isinstance(value, dict):
-        return {k: ("<shareID>" if k == "shareID" else _without_share_ids(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_share_ids(v) for v in value]
-    return value
 
 
 def test_every_scenario_has_an_expected_file() -> None:
@@ -57,4 +47,4 @@ def test_engine_agrees_with_kube_scheduler(scenario_path: Path, compare: ModuleT
     assert not problems, "\n".join(problems)
     for want, have in zip(expected["results"], got["results"], strict=True):
         where = f"{want['pod']} attempt {want['attempt']}"
-        assert _without_share_ids(have.get("allocations")) == _without_share_ids(want.get("allocations")), where
+        assert without_share_ids(have.get("allocations")) == without_share_ids(want.get("allocations")), where

@@ -93,11 +93,12 @@ def compare_module() -> ModuleType:
     return module
 
 
-def _without_share_ids(value: Any) -> Any:
+def without_share_ids(value: Any) -> Any:
+    """DRA allocations with every shareID replaced by a marker (kept: whether a result is a share)."""
     if isinstance(value, dict):
-        return {k: ("<shareID>" if k == "shareID" else _without_share_ids(v)) for k, v in value.items()}
+        return {k: ("<shareID>" if k == "shareID" else without_share_ids(v)) for k, v in value.items()}
     if isinstance(value, list):
-        return [_without_share_ids(v) for v in value]
+        return [without_share_ids(v) for v in value]
     return value
 
 
@@ -142,7 +143,7 @@ def measure(version_dir: Path, family: str, out_dir: Path) -> Measured:
             notes = [f"{scenario.name}: {note}" for note in compare.compare_scenario(expected, got).notes[:3]]
             if got is not None:
                 for want, have in zip(expected["results"], got["results"], strict=False):
-                    if _without_share_ids(want.get("allocations")) != _without_share_ids(have.get("allocations")):
+                    if without_share_ids(want.get("allocations")) != without_share_ids(have.get("allocations")):
                         notes.append(f"{scenario.name}: allocations of {want['pod']} attempt {want['attempt']}")
             if notes:
                 measured.problems += notes
