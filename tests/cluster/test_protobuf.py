@@ -273,9 +273,24 @@ async def test_bad_protobuf_bodies_are_refused_and_nothing_is_stored(client: htt
     ]
     for body in cases:
         r = await client.post(PODS, content=body, headers={"content-type": PROTOBUF})
-        assert r.status_code == 415, (body, r.text)
-        assert r.json()["kind"] == "Status"
+        assert r.status_code == 400, (body, r.text)
+        status = r.json()
+        assert status["kind"] == "Status" and status["reason"] == "BadRequest"
+        assert status["message"].startswith("the object provided is unrecognized (must be of type Pod): ")
     assert (await client.get(PODS)).json()["items"] == []
+    r = await client.post(PODS, content=b"not protobuf", headers={"content-type": PROTOBUF})
+    assert r.json()["message"].endswith(
+        "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] "
+        "(6e6f742070726f746f627566)"
+    )
+
+
+async def test_custom_resources_refuse_protobuf_bodies_as_unsupported(client: httpx.AsyncClient) -> None:
+    url = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
+    body = _unknown("scheduling.x-k8s.io/v1alpha1", "PodGroup", b"")
+    r = await client.post(url, content=body, headers={"content-type": PROTOBUF})
+    assert r.status_code == 415 and r.json()["reason"] == "UnsupportedMediaType", r.text
+    assert (await client.get(url)).json()["items"] == []
 
 
 async def test_watch_streams_length_prefixed_protobuf_frames(client: httpx.AsyncClient) -> None:

@@ -27,7 +27,8 @@ class ProtobufError(ValueError):
 def decode(body: bytes) -> dict[str, Any]:
     """The JSON form of a protobuf-encoded object, with its apiVersion and kind; ProtobufError otherwise."""
     if not body.startswith(MAGIC):
-        raise ProtobufError("missing the k8s protobuf magic number")
+        prefix = " ".join(str(b) for b in MAGIC)  # Go's %v of a byte slice
+        raise ProtobufError(f"provided data does not appear to be a protobuf message, expected prefix [{prefix}]")
     from kss_sim.cluster.api import protobuf_codec
 
     try:

@@ -97,6 +97,15 @@ def media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
+def _summary(body: bytes, limit: int = 30) -> str:
+    """The start of a refused body as kube-apiserver quotes it: JSON as text, anything else in hex."""
+    if not body:
+        return "<empty>"
+    head = body[:limit]
+    text = head.decode("utf-8", "replace") if body.startswith(b"{") else head.hex()
+    return text + " ..." if len(body) > limit else text
+
+
 _YAML_TOO_DEEP = "the object provided is unrecognized: yaml parse error: exceeded max depth"
 
 
@@ -104,11 +113,18 @@ def parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
     """Decode a create/update body: JSON, YAML, or protobuf for the kinds kubectl's generators create."""
     content_type = media_type(request)
     if content_type == protobuf.PROTOBUF:
+        if info is not None and info.custom:  # custom resources are served in JSON and YAML only, as on a cluster
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format ({content_type}) - accepted media types "
+                "include: application/json, application/yaml"
+            )
         try:
             return protobuf.decode(body)
         except protobuf.ProtobufError as exc:
-            raise UnsupportedMediaType(
-                f"the body of the request was in an unknown format ({content_type}): {exc}"
+            # kube-apiserver's transformDecodeError: a body its decoder refuses is a bad request.
+            expected = info.kind if info is not None else "Object"
+            raise BadRequest(
+                f"the object provided is unrecognized (must be of type {expected}): {exc} ({_summary(body)})"
             ) from None
     if content_type not in _BODY_TYPES:
         raise UnsupportedMediaType(
