@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kss_sim.kube.objects import Obj
-from kss_sim.kube.versions import gate_enabled
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.binding_cycle import Settled
 from kss_sim.scheduler.cache import SchedulerCache
@@ -188,9 +187,9 @@ class SchedulingLoop:
         self.plugin_observer = plugin_observer
         self.plugin_metrics_sample_percent = plugin_metrics_sample_percent
         self.cluster = ClusterObjects()
-        self.cache = SchedulerCache(
-            pod_level_resources=config.kube_version.effective_gates(self.feature_gates)["PodLevelResources"]
-        )
+        # Every gate resolved at the configuration's Kubernetes version (the explicit ones over its defaults).
+        self.gates = config.kube_version.effective_gates(self.feature_gates)
+        self.cache = SchedulerCache(pod_level_resources=self.gates["PodLevelResources"])
         self.handles: list[Handle] = []
         self.frameworks: dict[str, Framework] = {}
         self.nominated: dict[str, list[PodInfo]] = {}
@@ -203,7 +202,7 @@ class SchedulingLoop:
             lambda: self.frameworks,
             config,
             clock=clock,
-            pop_from_backoff=gate_enabled(self.feature_gates, "SchedulerPopFromBackoffQ"),
+            pop_from_backoff=self.gates.get("SchedulerPopFromBackoffQ", False),
         )
         self.scheduler = self._build(config)
 
@@ -239,6 +238,7 @@ class SchedulingLoop:
         """New frameworks from the next cycle on; the cache, the queue and the pods waiting in Permit stay (the
         queue takes the new backoff bounds)."""
         self.config = config
+        self.gates = config.kube_version.effective_gates(self.feature_gates)
         self.scheduler = self._build(config)
         self.queue.initial_backoff = config.pod_initial_backoff_seconds
         self.queue.max_backoff = config.pod_max_backoff_seconds
@@ -314,7 +314,7 @@ class SchedulingLoop:
         if not self.responsible_for(pod):
             return False
         self.queue.add(pod)
-        if gate_enabled(self.feature_gates, "GangScheduling"):
+        if self.gates.get("GangScheduling", False):
             # As kube-scheduler with the gate: a new pending pod may complete a gang others wait for.
             self.queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD)
         return True
