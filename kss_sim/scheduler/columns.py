@@ -29,6 +29,11 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 _JOURNAL_MAX = 200_000
+# Past this many entries, and past this many per pod the nodes hold, the oldest half is dropped: replaying that
+# many costs more than counting afresh, and each entry keeps its pod alive (pods churned through a long-running
+# server would otherwise stay in memory until _JOURNAL_MAX).
+_JOURNAL_FLOOR = 4096
+_JOURNAL_PER_POD = 4
 
 
 def same_to_aggregates(old: PodInfo, new: PodInfo) -> bool:
@@ -109,6 +114,7 @@ class NodeColumns:
         self._added: dict[str, int] = {}
         # The journal's end as last handed to a reader (``journal_end``): entries before it may be counted somewhere.
         self._read_end = 0
+        self._next_size_check = _JOURNAL_FLOOR
         for i, ni in enumerate(infos):
             ni.attach_columns(self, i)
             self._write(i, ni)
@@ -149,7 +155,7 @@ class NodeColumns:
                 if seq >= self.journal_base and journal[seq - self.journal_base][0] is old:
                     journal[seq - self.journal_base] = (pod, ni, 1)
                 return
-        if len(journal) >= _JOURNAL_MAX:
+        if len(journal) >= _JOURNAL_MAX or (len(journal) >= self._next_size_check and self._outgrown()):
             # Aggregates older than what is kept are rebuilt from scratch (``changes_since`` returns None).
             drop = len(journal) // 2
             del journal[:drop]
@@ -158,6 +164,15 @@ class NodeColumns:
         if sign > 0:
             self._added[pod.uid] = self.journal_base + len(journal)
         journal.append((pod, ni, sign))
+
+    def _outgrown(self) -> bool:
+        """Whether the journal holds more entries than its nodes' pods warrant (counted now and then: the next
+        count waits for at least one entry per node)."""
+        pods = sum(len(ni.pods) for ni in self.infos)
+        limit = _JOURNAL_FLOOR + _JOURNAL_PER_POD * pods
+        size = len(self.journal)
+        self._next_size_check = max(limit, size + len(self.infos))
+        return size >= limit
 
     def journal_end(self) -> int:
         """The sequence number the next pod change will get (a reader keeps it to replay what follows)."""

@@ -207,3 +207,19 @@ def test_cached_aggregates_equal_fresh_ones_through_random_versions_and_removals
     superseded = {id(pi) for pi, _, sign in cols.journal if sign > 0} - {id(pi) for pi in live.values()}
     removed_or_changed = {id(pi) for pi, _, sign in cols.journal if sign < 0}
     assert superseded <= removed_or_changed  # an addition names a live version unless that version went since
+
+
+def test_churned_pods_do_not_stay_in_the_journal() -> None:
+    """Pods added and removed over and over (a long-running server's churn) leave a journal bounded by the pods
+    the nodes hold, not by how many ever passed: each entry keeps its pod alive."""
+    cache = _cache(nodes=3)
+    cols = cache.snapshot.columns()
+    for i in range(3):
+        cache.add_pod(_pod(f"stay{i}", f"n{i}"))
+    for i in range(5 * columns_module._JOURNAL_FLOOR):
+        churned = _pod(f"c{i}", f"n{i % 3}")
+        cache.add_pod(churned)
+        cache.remove_pod(churned.uid)
+    assert len(cols.journal) < 2 * columns_module._JOURNAL_FLOOR
+    assert cols.journal_base > 0
+    assert [pi.name for pi in cache.snapshot.node_info_map["n0"].pods] == ["stay0"]
