@@ -91,6 +91,9 @@ def _tie(details: dict[str, Any], totals: dict[str, int], bound_to: str | None) 
 
 
 DECODED_ATTEMPTS_KEPT = 8  # decoded attempts kept for pages that read one attempt more than once
+# Pods whose attempt count is kept in memory, the most recently scheduled; an older one's is read back from the
+# database when it is scheduled again (a server churning pods would otherwise keep a count per pod ever seen).
+ATTEMPT_COUNTS_KEPT = 50_000
 
 
 class ResultsService:
@@ -125,7 +128,8 @@ class ResultsService:
         )
         self._queue: queue.Queue[tuple[Attempt, str, str, str, float, int | None] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
-        self._counters: dict[tuple[str, str], int] | None = None
+        self._counters: OrderedDict[tuple[str, str], int] | None = None  # least recently numbered first
+        self._counters_complete = True  # every pod with recorded attempts has its count above: a miss means none
         self._counter_lock = threading.Lock()
         # row id -> (matrices bytes, details text, decoded details, decoded matrices), least recently used first
         self._decoded_cache: OrderedDict[int, tuple[bytes | None, str, dict[str, Any], dict[str, Any]]] = OrderedDict()
@@ -160,13 +164,25 @@ class ResultsService:
     def next_attempt_number(self, namespace: str, pod_name: str) -> int:
         """Attempts are numbered per pod, continuing across restarts."""
         with self._counter_lock:
-            if self._counters is None:
+            counters = self._counters
+            if counters is None:
                 with self._session_scope() as session:
-                    self._counters = ResultsRepository(session).attempt_counts()
+                    counters = self._counters = OrderedDict(ResultsRepository(session).attempt_counts())
+                self._trim_counters(counters)
             key = (namespace, pod_name)
-            n = self._counters.get(key, 0) + 1
-            self._counters[key] = n
+            known = counters.pop(key, None)
+            if known is None and not self._counters_complete:
+                with self._session_scope() as session:
+                    known = ResultsRepository(session).max_attempt(namespace, pod_name)
+            n = (known or 0) + 1
+            counters[key] = n
+            self._trim_counters(counters)
             return n
+
+    def _trim_counters(self, counters: OrderedDict[tuple[str, str], int]) -> None:
+        while len(counters) > ATTEMPT_COUNTS_KEPT:
+            counters.popitem(last=False)
+            self._counters_complete = False
 
     def submit(
         self,
@@ -363,7 +379,8 @@ class ResultsService:
         with self._session_scope() as session:
             ResultsRepository(session).delete_all()
         with self._counter_lock:
-            self._counters = {}
+            self._counters = OrderedDict()
+            self._counters_complete = True
 
     def count(self, *, run_id: int | None = None) -> int:
         """Attempts recorded for the live cluster (or for replay run ``run_id``)."""

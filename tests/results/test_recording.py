@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
 from kss_sim.results import annotations as ann
+from kss_sim.results import attempts as attempts_module
 from kss_sim.results.attempts import ResultsService
 from kss_sim.results.codec import decode_matrices, encode_matrices
 from kss_sim.results.rows import AttemptRetention
@@ -293,3 +294,23 @@ def test_result_history_drops_oldest_entries_past_256_kib() -> None:
     # The 100 KB current entry leaves room for one 100 KB history entry in the pod's 256 KiB of annotations.
     assert sum(len(k) + len(v) for k, v in existing.items()) <= 256 * 1024
     assert [h[ann.SELECTED_NODE] for h in history] == ["node-4"]
+
+
+def test_attempt_numbers_continue_for_a_pod_whose_count_left_memory(
+    results_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts are kept for the most recently scheduled pods only; an older pod's numbering resumes from the
+    database, and a pod never seen starts at 1."""
+    monkeypatch.setattr(attempts_module, "ATTEMPT_COUNTS_KEPT", 2)
+    svc = ResultsService(lambda: session_scope(make_session_factory(results_engine)))
+    first, _, pod = run_two_attempts()
+    for name in ("a", "a", "a", "b", "c", "d"):
+        att = dataclasses.replace(first)
+        att.attempt = svc.next_attempt_number("default", name)
+        svc.submit(att, namespace="default", pod_name=name, pod_uid=pod.uid)
+    svc.flush()
+    assert svc._counters is not None and list(svc._counters) == [("default", "c"), ("default", "d")]
+    assert svc.next_attempt_number("default", "a") == 4  # from the database
+    assert svc.next_attempt_number("default", "e") == 1
+    assert svc.next_attempt_number("default", "a") == 5  # kept again
+    svc.stop()
