@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from kss_sim.cluster.api import watch
 from kss_sim.cluster.kinds.registry import BY_KIND
-from kss_sim.cluster.storage import change_log
+from kss_sim.cluster.storage import change_log, shared_values
 from kss_sim.cluster.storage.selectors import make_selector
 from kss_sim.cluster.storage.shared_values import SharedValues
 from kss_sim.cluster.storage.store import ClusterStore
@@ -208,25 +208,43 @@ def test_a_reloaded_store_holds_equal_parts_once_too(engine: Engine) -> None:
 
 
 def test_shared_values_tell_equal_from_merely_colliding_and_start_again_when_full() -> None:
-    shared = SharedValues(limit=2)
+    shared = SharedValues(limit=2)  # two values met more than once
     first = {"x": [1, 2]}
     assert shared.value(first) is first
     assert shared.value({"x": [1, 2]}) is first
     assert shared.value(first) is first
     other = {"x": [1, 3]}
-    assert shared.value(other) is other and len(shared) == 2
+    assert shared.value(other) is other and shared.value({"x": [1, 3]}) is other and len(shared) == 2
     third = {"y": 1}
-    assert shared.value(third) is third and len(shared) == 1  # full: started again
+    assert shared.value(third) is third and len(shared) == 3  # met once so far
+    assert shared.value({"y": 1}) is third and len(shared) == 1  # the third repeated one: full, started again
     again = {"x": [1, 2]}
     assert shared.value(again) is again  # forgotten, so held anew
     # A value whose JSON hashes like a held one's but differs is not shared (a collision, forced here).
     shared = SharedValues()
     a = [1]
     shared.value(a)
-    key = next(iter(shared._held))
+    key = next(iter(shared._unmatched))
     b = [2]
-    shared._held[hash(orjson.dumps(b))] = shared._held.pop(key)
+    shared._unmatched[hash(orjson.dumps(b))] = shared._unmatched.pop(key)
     assert shared.value(b) is b
+
+
+def test_values_met_only_once_are_forgotten_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values unique to one version (a pod's IP in its status) must not fill the table under churn: those not met
+    again are held in a small table of their own, the oldest forgotten first; a value met twice stays."""
+    monkeypatch.setattr(shared_values, "UNMATCHED_VALUES_LIMIT", 3)
+    shared = SharedValues()
+    template = {"containers": [{"name": "c"}]}
+    shared.value(template)
+    assert shared.value({"containers": [{"name": "c"}]}) is template
+    unique = [{"podIP": f"10.0.0.{i}"} for i in range(5)]
+    for value in unique:
+        assert shared.value(value) is value
+    assert len(shared) == 1 + 3
+    assert shared.value({"podIP": "10.0.0.0"}) is not unique[0]  # forgotten
+    assert shared.value({"podIP": "10.0.0.4"}) is unique[4]
+    assert shared.value({"containers": [{"name": "c"}]}) is template
 
 
 def test_a_create_draws_one_uid(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ the sighting where every string in it has been seen before: the second, for a pa
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import orjson
@@ -28,6 +29,10 @@ _SHARED_PARTS = ("spec", "status")
 _SHARED_METADATA = ("labels", "ownerReferences", "finalizers", "namespace")  # the namespace: one string for all
 # Distinct values remembered; past this the table starts again (values already shared stay shared).
 SHARED_VALUES_LIMIT = 100_000
+# Values held but not met a second time yet, the oldest forgotten first: most are unique to one version (a status
+# with its pod's IP, a managedFields entry of its second), and a server churning pods would otherwise fill the
+# table with them (and keep them alive) up to SHARED_VALUES_LIMIT.
+UNMATCHED_VALUES_LIMIT = 10_000
 # Distinct strings met inside parts looked into (times of a second, images, reasons); unique ones (a container's id,
 # an IP) pass through, so a smaller table that starts again sooner.
 SHARED_STRINGS_LIMIT = 20_000
@@ -43,18 +48,19 @@ class SharedValues:
     Not thread-safe: the store calls it with its lock held.
     """
 
-    __slots__ = ("_held", "_ids", "_limit", "_pieces", "_strings")
+    __slots__ = ("_held", "_ids", "_limit", "_pieces", "_strings", "_unmatched")
 
     def __init__(self, limit: int = SHARED_VALUES_LIMIT) -> None:
         """An empty table of at most ``limit`` values."""
-        self._held: dict[int, Any] = {}
+        self._held: dict[int, Any] = {}  # values met at least twice
+        self._unmatched: OrderedDict[int, Any] = OrderedDict()  # values met once so far, oldest first
         self._ids: set[int] = set()  # ids of the values held (alive while held): what is already shared
         self._strings: dict[str, str] = {}  # annotation values
         self._pieces: dict[str, str] = {}  # strings inside parts looked into
         self._limit = limit
 
     def __len__(self) -> int:
-        return len(self._held)
+        return len(self._held) + len(self._unmatched)
 
     def value(self, value: Any) -> Any:
         """The held value equal to ``value``, or ``value`` itself (now held) when none is."""
@@ -135,18 +141,33 @@ class SharedValues:
 
     def _found(self, key: int, value: Any) -> Any:
         held = self._held.get(key)
-        if held is not None and held == value:
+        if held is None:
+            held = self._unmatched.get(key)
+            if held is None or held != value:
+                return None
+            del self._unmatched[key]  # met again: kept with the values that repeat
+            self._keep(key, held)
             return held
-        return None  # not held, or a hash collision: not shared
+        if held == value:
+            return held
+        return None  # a hash collision: not shared
 
     def _hold(self, key: int, value: Any) -> None:
-        if key in self._held:
+        if key in self._held or key in self._unmatched:
             return  # a collision: the first stays
+        self._unmatched[key] = value
+        self._ids.add(id(value))
+        if len(self._unmatched) > UNMATCHED_VALUES_LIMIT:
+            _, oldest = self._unmatched.popitem(last=False)
+            self._ids.discard(id(oldest))
+
+    def _keep(self, key: int, value: Any) -> None:
         if len(self._held) >= self._limit:
             self._held.clear()
+            self._unmatched.clear()
             self._ids.clear()
+            self._ids.add(id(value))
         self._held[key] = value
-        self._ids.add(id(value))
 
     def _text(self, text: str) -> tuple[str, bool]:
         """(the held string equal to ``text`` or ``text`` itself, now held; whether it was found)."""
