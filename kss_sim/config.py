@@ -71,6 +71,12 @@ class Settings(BaseSettings):
         description="Events are deleted this long after their last write, as kube-apiserver's --event-ttl (1 h); "
         "0 keeps them forever.",
     )
+    event_limit: int = Field(
+        default=20_000,
+        ge=0,
+        description="Most Events kept: past it the oldest go first, as if their TTL had run out (kube-apiserver "
+        "leaves Events to etcd; kss holds them in memory). 0: no limit.",
+    )
     watch_bookmark_seconds: float = Field(
         default=30.0, description="Interval between BOOKMARK events on watches that asked for them."
     )

@@ -111,7 +111,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             feature_gates=settings.effective_feature_gates,
         )
         log.info("cluster store loaded at resourceVersion %s", app.state.store.resource_version)
-        event_expiry = EventExpiry(app.state.store, settings.event_ttl_seconds)  # kube-apiserver's --event-ttl
+        # kube-apiserver's --event-ttl, and a bound on what kss holds in memory
+        event_expiry = EventExpiry(app.state.store, settings.event_ttl_seconds, limit=settings.event_limit)
         event_expiry.start()
         factory = make_session_factory(engine)
         # The store's committer inserts the recorded attempts too: one writer for the database file.

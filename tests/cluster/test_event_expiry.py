@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client, config, watch
 from sqlalchemy import Engine
 
@@ -153,3 +154,24 @@ def test_kss_serve_expires_events_and_a_watch_sees_them_deleted(tmp_path: Path) 
     finally:
         api.close()
         srv.stop()
+
+
+@pytest.mark.parametrize("ttl", [HOUR, 0], ids=["with-ttl", "no-ttl"])
+def test_past_the_limit_the_oldest_events_go_first(ttl: float) -> None:
+    clock = Clock()
+    store = ClusterStore(None, clock=clock)
+    expiry = EventExpiry(store, ttl, limit=3, interval=3600)
+    expiry.start()
+    try:
+        for name in ("e1", "e2", "e3", "e4"):
+            store.create("Event", _event(name))
+            clock.advance(1)
+        store.patch("Event", "default", "e1", {"count": 2})  # rewritten: now the newest
+        store.create("Event", _event("e5"))
+        store.flush()
+        assert expiry.expire_due() == 2
+        assert _names(store) == ["e1", "e4", "e5"]
+        assert expiry.pending() == 3
+        assert expiry.expire_due() == 0  # within the limit, and nothing past its TTL
+    finally:
+        expiry.stop()

@@ -9,6 +9,9 @@ last state, at a new resourceVersion. Without it, the simulator kept every Event
 loaded from the database, the newest time the Event itself records) and deletes the due ones through the store, so
 the deletion is published, watched and written through like any other. A TTL of 0 keeps Events forever (the etcd
 store attaches no lease then).
+
+kss holds Events in memory where kube-apiserver leaves them to etcd, so it also bounds how many it keeps
+(``limit``, ``KSS_EVENT_LIMIT``): past it the Events due first go first, as if their TTL had run out.
 """
 
 from __future__ import annotations
@@ -53,11 +56,15 @@ class EventExpiry:
         store: ClusterStore,
         ttl_seconds: float,
         *,
+        limit: int = 0,
         clock: Callable[[], datetime] | None = None,
         interval: float = 1.0,
     ) -> None:
+        """Expiry of ``store``'s Events ``ttl_seconds`` after their last write (0: never), keeping at most
+        ``limit`` (0: no limit); the thread looks every ``interval`` seconds."""
         self.store = store
         self.ttl = timedelta(seconds=ttl_seconds)
+        self.limit = max(0, limit)
         self.clock = clock or store.clock
         self.interval = interval
         self._lock = threading.Lock()
@@ -68,7 +75,11 @@ class EventExpiry:
 
     @property
     def enabled(self) -> bool:
-        return self.ttl > timedelta(0)
+        return self.ttl > timedelta(0) or self.limit > 0
+
+    def _due_after(self, written: datetime) -> datetime:
+        # Without a TTL, Events are only ever due by the limit: oldest write first.
+        return written + self.ttl if self.ttl > timedelta(0) else written
 
     def start(self) -> None:
         """Take the stored Events, follow every Event write, and delete the due ones once a second."""
@@ -78,7 +89,7 @@ class EventExpiry:
         now = self.clock()
         for entry in self.store.select("Event").items:
             written = last_written(entry.obj) or now
-            self._note(entry.obj, min(written, now) + self.ttl)
+            self._note(entry.obj, self._due_after(min(written, now)))
         self._thread = threading.Thread(target=self._run, name="event-expiry", daemon=True)
         self._thread.start()
 
@@ -101,7 +112,7 @@ class EventExpiry:
             with self._lock:
                 self._due.pop(_key(obj), None)
             return
-        self._note(obj, self.clock() + self.ttl)
+        self._note(obj, self._due_after(self.clock()))
 
     def _note(self, obj: dict[str, Any], due: datetime) -> None:
         key = _key(obj)
@@ -112,8 +123,12 @@ class EventExpiry:
 
     def _take_due(self, now: datetime) -> list[tuple[Key, str]]:
         due: list[tuple[Key, str]] = []
+        expires = self.ttl > timedelta(0)
         with self._lock:
-            while self._heap and self._heap[0][0] <= now and len(due) < DELETE_BATCH:
+            while self._heap and len(due) < DELETE_BATCH:
+                over_limit = self.limit and len(self._due) - len(due) > self.limit
+                if not over_limit and not (expires and self._heap[0][0] <= now):
+                    break
                 when, key, version = heapq.heappop(self._heap)
                 if self._due.get(key) == (when, version):
                     due.append((key, version))
