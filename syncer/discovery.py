@@ -45,7 +45,7 @@ def available_kinds(
                 "the simulator does not serve %s (%s): not mirroring them%s",
                 kind.plural,
                 kind.api_version,
-                " (start it with --feature-gates=GenericWorkload=true)" if kind.name == "Workload" else "",
+                " (start it with --feature-gates=GenericWorkload=true)" if kind.object_kind == "Workload" else "",
             )
         else:
             out.append(kind)

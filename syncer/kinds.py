@@ -2,6 +2,10 @@
 
 Some kinds are ``optional``: a cluster serves them only with a CRD installed (PodGroup, from scheduler-plugins) or
 an alpha feature gate on (Workload, GenericWorkload). They are mirrored when both ends serve them (discovery).
+Kubernetes v1.36 replaced v1.35's Workload (scheduling.k8s.io/v1alpha1) with v1alpha2's Workload and PodGroup: the
+same kind names in another version, so their ``name`` here says the version (``Workload.v1alpha2``) and
+``object_kind`` the kind; asking for Workloads or PodGroups asks for every version of them, and discovery keeps the
+one both ends serve.
 
 The ``workload`` kinds (apps/v1 Deployments, ReplicaSets, StatefulSets, DaemonSets, batch/v1 Jobs, CronJobs) are
 mirrored only when asked for (``--workloads`` or by name in ``--kinds``): the simulator's own controllers then run
@@ -26,6 +30,12 @@ class Kind:
     mirror_status: bool  # status comes from the source too (nodes' allocatable, PV/PVC phases, PDB budgets)
     optional: bool = False  # not every cluster serves it: mirrored only when discovery finds it on both ends
     workload: bool = False  # a controller's object: mirrored only when asked for, run by the simulator's controllers
+    wire_kind: str = ""  # the objects' ``kind`` when ``name`` is not it (a second version of a kind)
+
+    @property
+    def object_kind(self) -> str:
+        """``kind`` as the objects say it (``Workload``)."""
+        return self.wire_kind or self.name
 
     @property
     def group_version_path(self) -> str:
@@ -57,6 +67,13 @@ PDB = Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True, Tru
 # the status is not copied.
 POD_GROUP = Kind("PodGroup", "scheduling.x-k8s.io/v1alpha1", "podgroups", True, False, optional=True)
 WORKLOAD = Kind("Workload", "scheduling.k8s.io/v1alpha1", "workloads", True, False, optional=True)
+# v1.36: a PodGroup's status is the scheduler's account of its pods, made anew by the simulator's scheduler.
+WORKLOAD_V1ALPHA2 = Kind(
+    "Workload.v1alpha2", "scheduling.k8s.io/v1alpha2", "workloads", True, False, optional=True, wire_kind="Workload"
+)
+POD_GROUP_V1ALPHA2 = Kind(
+    "PodGroup.v1alpha2", "scheduling.k8s.io/v1alpha2", "podgroups", True, False, optional=True, wire_kind="PodGroup"
+)
 # Dynamic Resource Allocation (resource.k8s.io/v1, v1.34+): optional, mirrored where both ends serve it. A claim's
 # status is not copied (the simulator's scheduler allocates); claims a pod owns (made from its template by the
 # source's resourceclaim controller) are left to the simulator's controller, which makes them from the template.
@@ -91,6 +108,8 @@ ORDER: tuple[Kind, ...] = (
     PDB,
     POD_GROUP,
     WORKLOAD,
+    WORKLOAD_V1ALPHA2,
+    POD_GROUP_V1ALPHA2,
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_CLAIM,
     POD,
@@ -108,6 +127,8 @@ WORKLOADS: tuple[Kind, ...] = tuple(k for k in ORDER if k.workload)
 # A controller mirrored without the kind it manages would be run beside copies it cannot adopt or would duplicate
 # (a Deployment creating its own ReplicaSets next to the mirrored ones' pods), so asking for it brings that kind.
 _BRINGS: dict[str, str] = {"Deployment": "ReplicaSet", "CronJob": "Job"}
+# A kind asked for by name is asked for in every version (discovery keeps those both ends serve).
+_OTHER_VERSIONS: dict[str, str] = {"Workload": "Workload.v1alpha2", "PodGroup": "PodGroup.v1alpha2"}
 # Accepted spellings on the command line: Kind, lower-case kind, plural, short name.
 _ALIASES: dict[str, str] = {
     "ns": "Namespace",
@@ -167,4 +188,5 @@ def parse_kinds(spec: str | None, *, workloads: bool = False) -> tuple[Kind, ...
             raise ValueError(f"unknown kind {word!r}; known: {', '.join(k.name for k in ORDER)}")
         wanted.add(name)
     wanted |= {_BRINGS[name] for name in wanted if name in _BRINGS}
+    wanted |= {_OTHER_VERSIONS[name] for name in wanted if name in _OTHER_VERSIONS}
     return tuple(k for k in ORDER if k.name in wanted)

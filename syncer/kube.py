@@ -342,7 +342,7 @@ def _with_kind(kind: Kind, items: list[Any]) -> list[Obj]:
     out: list[Obj] = []
     for item in items:
         if isinstance(item, dict):
-            item.setdefault("kind", kind.name)
+            item.setdefault("kind", kind.object_kind)
             item.setdefault("apiVersion", kind.api_version)
             out.append(item)
     return out

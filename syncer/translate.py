@@ -159,7 +159,7 @@ def desired(kind: Kind, source: Obj, *, keep_binding: bool, pvc_uid: PvcUid) -> 
     the source's ``status`` (the sink decides whether to mirror it).
     """
     obj = json_copy(source)
-    obj["kind"] = kind.name
+    obj["kind"] = kind.object_kind
     obj["apiVersion"] = kind.api_version
     m = obj.setdefault("metadata", {})
     for field in _SERVER_METADATA:

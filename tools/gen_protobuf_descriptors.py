@@ -11,6 +11,13 @@ name, number, label, type and JSON name and flags. kss builds its descriptors fr
 Usage (a git checkout, or a bare mirror, of a tree with ``vendor/k8s.io/{api,apimachinery}``)::
 
     python tools/gen_protobuf_descriptors.py --git-dir PATH/TO/REPO [--rev HEAD] [--prefix vendor/]
+
+kss serves several Kubernetes versions with one codec, so a newer tree can be merged in (``--newer-git-dir`` and its
+``--newer-rev``/``--newer-prefix``/``--newer-source``): its packages the first tree lacks are added (v1.36's
+``api/scheduling/v1alpha2``, ``NEWER_ROOTS``), and every message gains the fields the newer release added. Kubernetes
+never reuses a field number (a removed field's number stays reserved, as the pod's ``workloadRef``, 42, in v1.36),
+so the union encodes each version's objects as its own kube-apiserver does; a field a version lacks never reaches
+the codec (it is dropped as unknown first).
 """
 
 from __future__ import annotations
@@ -44,6 +51,10 @@ ROOTS = (
     "api/autoscaling/v1",
     "apimachinery/pkg/apis/meta/v1",
 )
+
+# Packages only the newer tree has (``--newer-git-dir``), and the roots both trees have (v1.36 dropped v1alpha1).
+NEWER_ROOTS = ("api/scheduling/v1alpha2",)
+ROOTS_AT_NEWER = tuple(r for r in ROOTS if r != "api/scheduling/v1alpha1")
 
 _PACKAGE = re.compile(r"^package\s+([\w.]+);", re.M)
 _IMPORT = re.compile(r'^import\s+"k8s\.io/([\w/.]+)/generated\.proto";', re.M)
@@ -115,9 +126,9 @@ def _go_fields(tree: Tree, package: str) -> tuple[dict[str, dict[int, tuple[str,
     return structs, slices
 
 
-def generate(tree: Tree) -> dict[str, object]:
-    """Every message of ROOTS' packages and their imports: ``{"files": [{package, deps, messages}]}``."""
-    todo, seen = list(ROOTS), set(ROOTS)
+def generate(tree: Tree, roots: tuple[str, ...] = ROOTS) -> dict[str, object]:
+    """Every message of ``roots``' packages and their imports: ``{"files": [{package, deps, messages}]}``."""
+    todo, seen = list(roots), set(roots)
     files: list[dict[str, Any]] = []
     while todo:
         package_path = todo.pop(0)
@@ -163,20 +174,58 @@ def generate(tree: Tree) -> dict[str, object]:
     return {"files": ordered}
 
 
+def merge_newer(older: dict[str, object], newer: dict[str, object]) -> dict[str, object]:
+    """``older``'s packages with ``newer``'s added: whole packages it lacks, and in the packages both have, the
+    messages and field numbers only ``newer`` has (an existing number keeps ``older``'s definition)."""
+    old_files = older["files"]
+    new_files = newer["files"]
+    assert isinstance(old_files, list) and isinstance(new_files, list)
+    by_path: dict[str, dict[str, Any]] = {str(f["path"]): f for f in old_files}
+    merged = [dict(f) for f in old_files]
+    index = {str(f["path"]): i for i, f in enumerate(merged)}
+    for new in new_files:
+        path = str(new["path"])
+        if path not in by_path:
+            merged.append(new)  # after its dependencies: every package it imports is older's too, or placed first
+            continue
+        messages = dict(merged[index[path]]["messages"])
+        for name, message in new["messages"].items():
+            if name not in messages:
+                messages[name] = message
+                continue
+            fields = list(messages[name]["fields"])
+            numbers = {int(f[1]) for f in fields}
+            fields += [f for f in message["fields"] if int(f[1]) not in numbers]
+            fields.sort(key=lambda f: int(str(f[1])))
+            messages[name] = {**messages[name], "fields": fields}
+        merged[index[path]] = {**merged[index[path]], "messages": dict(sorted(messages.items()))}
+    return {"files": merged}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--git-dir", required=True)
     parser.add_argument("--rev", default="HEAD")
     parser.add_argument("--prefix", default="vendor/", help="where k8s.io/ lies in the tree")
     parser.add_argument("--source", default="", help="what the tree is, recorded in the output")
+    parser.add_argument("--newer-git-dir", help="a newer release's tree whose additions are merged in")
+    parser.add_argument("--newer-rev", default="HEAD")
+    parser.add_argument("--newer-prefix", default="vendor/")
+    parser.add_argument("--newer-source", default="")
     args = parser.parse_args()
-    data = {"source": args.source, **generate(Tree(args.git_dir, args.rev, args.prefix))}
+    generated = generate(Tree(args.git_dir, args.rev, args.prefix))
+    source = args.source
+    if args.newer_git_dir:
+        newer = generate(Tree(args.newer_git_dir, args.newer_rev, args.newer_prefix), ROOTS_AT_NEWER + NEWER_ROOTS)
+        generated = merge_newer(generated, newer)
+        source = f"{source}; with the additions of {args.newer_source}"
+    data = {"source": source, **generated}
     files = data["files"]
     assert isinstance(files, list)
     # One file per line: small diffs when a version changes, and still one JSON document.
     lines = [json.dumps(f, separators=(",", ":")) for f in files]
     OUTPUT.write_text(
-        '{"source":' + json.dumps(args.source) + ',"files":[\n' + ",\n".join(lines) + "\n]}\n", encoding="utf-8"
+        '{"source":' + json.dumps(source) + ',"files":[\n' + ",\n".join(lines) + "\n]}\n", encoding="utf-8"
     )
     print(f"wrote {OUTPUT} ({sum(len(f['messages']) for f in files)} messages in {len(files)} packages)")
 

@@ -34,7 +34,7 @@ from kss_sim.cluster.admission.deletion import (
     DeleteOptions,
 )
 from kss_sim.cluster.errors import Conflict, NotFound
-from kss_sim.cluster.kinds.registry import BY_KIND, KINDS
+from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, info_for
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
@@ -180,7 +180,8 @@ class GarbageCollector(ReconcileLoop[Ident]):
     def _classify(self, namespace: str, ref: Mapping[str, Any]) -> str:
         """Whether the owner ``ref`` names exists (solid), is gone (dangling) or is being deleted in the
         foreground (waiting)."""
-        info = BY_KIND.get(str(ref.get("kind") or ""))
+        kind = str(ref.get("kind") or "")
+        info = info_for(str(ref.get("apiVersion") or ""), kind) or BY_KIND.get(kind)
         if info is None:
             return _SOLID  # a kind this cluster does not know: never collect on its account
         try:

@@ -72,6 +72,7 @@ WATCHED_KINDS = (
     "PodDisruptionBudget",
     "PodGroup",
     "Workload",
+    "PodGroup.v1alpha2",
     "DeviceClass",
     "ResourceSlice",
     "ResourceClaim",

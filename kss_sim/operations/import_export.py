@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kss_sim.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, required
-from kss_sim.cluster.kinds.registry import KINDS
+from kss_sim.cluster.kinds.registry import KINDS, info_for
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.engine_host.scheduler_thread import SchedulerService
@@ -355,9 +355,13 @@ def _relink_owners(store: ClusterStore, body: Obj, namespace: str | None) -> Non
     if not isinstance(refs, list):
         return
     for ref in refs:
-        if not isinstance(ref, dict) or not store.serves(str(ref.get("kind") or "")):
+        if not isinstance(ref, dict):
             continue
-        owner = store.get(str(ref["kind"]), namespace, str(ref.get("name") or ""), working=True)
+        owner_info = info_for(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
+        owner_kind = owner_info.kind if owner_info is not None else str(ref.get("kind") or "")
+        if not store.serves(owner_kind):
+            continue
+        owner = store.get(owner_kind, namespace, str(ref.get("name") or ""), working=True)
         if owner is None:
             continue
         uid = owner["metadata"]["uid"]

@@ -13,7 +13,7 @@ import orjson
 import yaml
 
 from kss_sim.cluster.errors import BadRequest, Cause, invalid
-from kss_sim.cluster.kinds.registry import BY_KIND
+from kss_sim.cluster.kinds.registry import BY_KIND, POD_GROUP_V1ALPHA2, WORKLOAD_V1ALPHA2, info_for
 from kss_sim.kube.objects import Obj
 
 # kube-scheduler-simulator's ResourcesForSnap keys (and ours for kinds it does not carry). Leases are left out: a
@@ -30,6 +30,9 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "podDisruptionBudgets": "PodDisruptionBudget",
     "podGroups": "PodGroup",
     "workloads": "Workload",
+    # v1.36's scheduling.k8s.io/v1alpha2 kinds (a run serves either v1alpha1's Workload or these).
+    "workloadsV1alpha2": WORKLOAD_V1ALPHA2,
+    "podGroupsV1alpha2": POD_GROUP_V1ALPHA2,
     "deployments": "Deployment",
     "replicaSets": "ReplicaSet",
     "statefulSets": "StatefulSet",
@@ -56,6 +59,8 @@ EXPORT_ORDER = (
     "podDisruptionBudgets",
     "podGroups",
     "workloads",
+    "workloadsV1alpha2",
+    "podGroupsV1alpha2",
     "deployments",
     "replicaSets",
     "statefulSets",
@@ -97,6 +102,8 @@ CREATE_ORDER = (
     "PodDisruptionBudget",
     "PodGroup",
     "Workload",
+    WORKLOAD_V1ALPHA2,
+    POD_GROUP_V1ALPHA2,
     "CronJob",
     "Job",
     "Deployment",
@@ -237,14 +244,14 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
         return
     given = obj.get("kind")
     if isinstance(given, str) and given.endswith("List") and isinstance(obj.get("items"), list):
-        item_kind = given[: -len("List")] or None
+        item_kind = _registry_kind(given[: -len("List")], obj.get("apiVersion"), None)
         for i, item in enumerate(obj["items"]):
             _add_object(parsed, item, f"{path}.items[{i}]", item_kind if item_kind in BY_KIND else None)
         return
     if given == SCHEDULER_CONFIG_KIND:
         _set_config(parsed, obj, path)
         return
-    kind = given if isinstance(given, str) and given else kind
+    kind = _registry_kind(given, obj.get("apiVersion"), kind)
     if kind is None:
         parsed.errors.append(Cause(f"{path}.kind", "FieldValueRequired", "Required value: the object has no kind"))
         return
@@ -255,9 +262,23 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
         )
         return
     # Typed Go exports omit apiVersion/kind on list elements; fill them in from where the object came from.
-    body = {"apiVersion": obj.get("apiVersion") or info.api_version, "kind": kind, **obj}
+    body = {"apiVersion": obj.get("apiVersion") or info.api_version, "kind": info.api_kind, **obj}
     body["apiVersion"] = body["apiVersion"] or info.api_version
     parsed.items.append(Item(path, kind, body))
+
+
+def _registry_kind(given: Any, api_version: Any, fallback: str | None) -> str | None:
+    """The registry's name for an object saying ``kind: given`` (and maybe ``apiVersion``), found where it came
+    from as ``fallback``: its apiVersion tells v1.35's Workload from v1.36's, else where it was found does."""
+    if not isinstance(given, str) or not given:
+        return fallback
+    if isinstance(api_version, str) and api_version:
+        typed = info_for(api_version, given)
+        if typed is not None:
+            return typed.kind
+    if fallback is not None and fallback in BY_KIND and BY_KIND[fallback].api_kind == given:
+        return fallback
+    return given
 
 
 def clean(item: Item, *, unbind: bool) -> None:

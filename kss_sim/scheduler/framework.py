@@ -423,10 +423,12 @@ class ClusterObjects:
         self.replication_controllers: list[dict[str, Any]] = []
 
         # The scheduler's pod lister: every pod it knows that has not finished, pending or bound ("ns/name" -> pod),
-        # with indexes for the gang plugins (the pod-group label, the workload reference).
+        # with indexes for the gang plugins (the pod-group label, the workload reference of v1.35, the scheduling
+        # group of v1.36).
         self.pods: dict[str, dict[str, Any]] = {}
         self._by_pod_group: dict[tuple[str, str], set[str]] = {}
         self._by_workload: dict[tuple[str, str, str, str], set[str]] = {}
+        self._by_scheduling_group: dict[tuple[str, str], set[str]] = {}
         # Objects of kinds without a typed table above (PodGroup, Workload): kind -> "namespace/name" -> object.
         self.objects: dict[str, dict[str, dict[str, Any]]] = {}
         # Told (kind, old, new) of every put_object/delete_object (None for absent): informer event handlers,
@@ -447,6 +449,9 @@ class ClusterObjects:
         ref = workload_key(pod)
         if ref is not None:
             self._by_workload.setdefault(ref, set()).add(key)
+        scheduling_group = scheduling_group_key(pod)
+        if scheduling_group is not None:
+            self._by_scheduling_group.setdefault(scheduling_group, set()).add(key)
 
     def delete_pod(self, pod: dict[str, Any]) -> None:
         key = _key(pod)
@@ -461,6 +466,9 @@ class ClusterObjects:
         ref = workload_key(pod)
         if ref is not None:
             _discard(self._by_workload, ref, key)
+        scheduling_group = scheduling_group_key(pod)
+        if scheduling_group is not None:
+            _discard(self._by_scheduling_group, scheduling_group, key)
 
     def pods_in_pod_group(self, namespace: str, group: str) -> list[dict[str, Any]]:
         """Pods labelled ``scheduling.x-k8s.io/pod-group=<group>`` in ``namespace`` (Coscheduling's lister query)."""
@@ -471,6 +479,10 @@ class ClusterObjects:
         index_key = (namespace, str(ref.get("name") or ""), str(ref.get("podGroup") or ""),
                      str(ref.get("podGroupReplicaKey") or ""))  # fmt: skip
         return [self.pods[k] for k in sorted(self._by_workload.get(index_key, ()))]
+
+    def pods_of_scheduling_group(self, namespace: str, pod_group: str) -> list[dict[str, Any]]:
+        """Pods whose ``spec.schedulingGroup.podGroupName`` is ``pod_group`` in ``namespace`` (v1.36)."""
+        return [self.pods[k] for k in sorted(self._by_scheduling_group.get((namespace, pod_group), ()))]
 
     # --- other kinds ------------------------------------------------------------------------------
     def put_object(self, kind: str, obj: dict[str, Any]) -> None:
@@ -534,6 +546,15 @@ def workload_key(pod: dict[str, Any]) -> tuple[str, str, str, str] | None:
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     return (namespace, str(ref.get("name") or ""), str(ref.get("podGroup") or ""),
             str(ref.get("podGroupReplicaKey") or ""))  # fmt: skip
+
+
+def scheduling_group_key(pod: dict[str, Any]) -> tuple[str, str] | None:
+    """(namespace, PodGroup name) of a pod's ``spec.schedulingGroup`` (v1.36); None without one."""
+    group = (pod.get("spec") or {}).get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, dict) else None
+    if not name:
+        return None
+    return (pod.get("metadata") or {}).get("namespace") or "default", str(name)
 
 
 class PodActions(ABC):

@@ -52,6 +52,8 @@ _LISTS = {"PodDisruptionBudget": "pdbs", "Service": "services", "ReplicationCont
 _NAMED: dict[str, tuple[str | None, str | None]] = {
     "PodGroup": ("PodGroup/Add", "PodGroup/Update"),
     "Workload": ("Workload/Add", "Workload/Update"),
+    # v1.36's scheduling.k8s.io/v1alpha2 PodGroup (the cluster registry's name): upstream's fwk.PodGroup events.
+    "PodGroup.v1alpha2": ("PodGroup/Add", "PodGroup/Update"),
     "DeviceClass": ("DeviceClass/AddOrUpdate", "DeviceClass/AddOrUpdate"),
     "ResourceSlice": ("ResourceSlice/AddOrUpdate", "ResourceSlice/AddOrUpdate"),
     "ResourceClaim": ("ResourceClaim/AddOrUpdate", "ResourceClaim/AddOrUpdate"),

@@ -63,7 +63,8 @@ def cluster_objects_from(scenario: dict[str, Any]) -> ClusterObjects:
     co.replication_controllers = list(scenario.get("replicationControllers") or [])
     for kind, field_name in (("PodGroup", "podGroups"), ("Workload", "workloads")):
         for obj in scenario.get(field_name) or []:
-            co.put_object(kind, obj)
+            # v1.36's scheduling.k8s.io/v1alpha2 objects go by the scheduler's own names for them.
+            co.put_object(f"{kind}.v1alpha2" if obj.get("apiVersion") == _V1ALPHA2 else kind, obj)
     # The pod lister (the gang plugins' query) sees every pod of the run from the start: all are created before
     # scheduling begins. Filled only for scenarios with groups, which are the only ones that read it.
     if _uses_pod_lister(co):
@@ -85,9 +86,12 @@ _DRA_KEYS = (
 )
 
 
+_V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+
+
 def _uses_pod_lister(co: ClusterObjects) -> bool:
     """Scenarios with pod groups or workloads: their plugins read the pod lister."""
-    return bool(co.objects.get("PodGroup") or co.objects.get("Workload"))
+    return any(co.objects.get(k) for k in ("PodGroup", "Workload", "PodGroup.v1alpha2", "Workload.v1alpha2"))
 
 
 _ATOMS = frozenset((str, int, float, bool, type(None)))

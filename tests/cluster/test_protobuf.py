@@ -88,15 +88,15 @@ def _sample(reg: Any, name: str, depth: int = 0) -> Any:
 
 
 def _with_protobuf(info: KindInfo) -> bool:
-    return protobuf.has_protobuf(info.api_version, info.kind)
+    return protobuf.has_protobuf(info.api_version, info.api_kind)
 
 
 @pytest.mark.parametrize("info", [k for k in KINDS if _with_protobuf(k)], ids=lambda k: f"{k.api_version}/{k.kind}")
 def test_every_field_of_every_served_kind_round_trips(info: KindInfo) -> None:
     reg = protobuf_codec.registry()
-    name = reg.object_message(info.api_version, info.kind)
+    name = reg.object_message(info.api_version, info.api_kind)
     assert name is not None
-    obj = {"apiVersion": info.api_version, "kind": info.kind, **_sample(reg, name)}
+    obj = {"apiVersion": info.api_version, "kind": info.api_kind, **_sample(reg, name)}
     encoded = protobuf_codec.encode(obj)
     assert encoded is not None and encoded.startswith(MAGIC)
     assert protobuf.decode(encoded) == obj

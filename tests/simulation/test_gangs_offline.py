@@ -1,4 +1,5 @@
-"""Gangs in ``kss simulate``: Coscheduling PodGroups and v1.35 Workloads on the run's virtual clock."""
+"""Gangs in ``kss simulate``: Coscheduling PodGroups, v1.35 Workloads and v1.36 PodGroups on the run's virtual
+clock."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.simulation.runner import run_scenario
 
 
@@ -127,3 +129,34 @@ def test_gang_scheduling_behind_its_gates_in_the_cli(tmp_path: Path) -> None:
     assert "GangScheduling" not in json.loads(off.stdout)["plugins"].get("permit", [])
     bad = subprocess.run([*cli, "--feature-gates", "GangScheduling=true"], capture_output=True, text=True)
     assert bad.returncode == 2 and "GangScheduling requires GenericWorkload=true" in bad.stderr
+
+
+def test_a_v1_36_pod_group_gang_offline() -> None:
+    # scheduling.k8s.io/v1alpha2 PodGroups sit under "podGroups" beside scheduler-plugins' (apiVersion tells them
+    # apart); members join by spec.schedulingGroup.
+    def member(name: str, group: str) -> dict[str, Any]:
+        pod = _pod(name)
+        pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+        return pod
+
+    def group(name: str, min_count: int) -> dict[str, Any]:
+        return {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        }
+
+    scenario = {
+        "nodes": [_node("n0", cpu="1"), _node("n1", cpu="1")],
+        "podGroups": [group("pair", 2), group("trio", 3)],
+        "pending": [member("p0", "pair"), member("p1", "pair"), member("t0", "trio"), member("t1", "trio")],
+    }
+    gates = {"GenericWorkload": True, "GangScheduling": True}
+    results = run_scenario(scenario, "placements", feature_gates=gates, kube_version=kube_version("1.36"))["results"]
+    bound = {e["pod"]: e["boundTo"] for e in results}
+    # The pair makes its quorum and binds; the trio has two of its three members and is held before the queue.
+    assert sorted(p for p, n in bound.items() if n) == ["default/p0", "default/p1"]
+    held = {e["pod"]: e.get("preEnqueue") for e in results if e["pod"].startswith("default/t")}
+    reason = "GangScheduling: waiting for minCount pods from a gang to appear in scheduling queue"
+    assert held == {"default/t0": reason, "default/t1": reason}

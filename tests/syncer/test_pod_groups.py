@@ -11,7 +11,7 @@ import pytest
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
 from syncer.importer import run_import
-from syncer.kinds import DEFAULT, POD, POD_GROUP, WORKLOAD, parse_kinds
+from syncer.kinds import DEFAULT, POD, POD_GROUP, POD_GROUP_V1ALPHA2, WORKLOAD, WORKLOAD_V1ALPHA2, parse_kinds
 from syncer.kube import Unavailable
 from syncer.objects import Obj
 from syncer.runner import Syncer, SyncOptions
@@ -53,9 +53,26 @@ def workload(name: str) -> Obj:
 
 
 def test_the_new_kinds_come_before_pods_and_have_their_names() -> None:
-    assert [k.name for k in DEFAULT][-5:] == ["PodGroup", "Workload", "ResourceClaimTemplate", "ResourceClaim", "Pod"]
-    assert parse_kinds("pg,workloads,pods") == (POD_GROUP, WORKLOAD, POD)
-    assert parse_kinds("pgs") == parse_kinds("podgroups") == parse_kinds("PodGroup") == (POD_GROUP,)
+    assert [k.name for k in DEFAULT][-7:] == [
+        "PodGroup",
+        "Workload",
+        "Workload.v1alpha2",
+        "PodGroup.v1alpha2",
+        "ResourceClaimTemplate",
+        "ResourceClaim",
+        "Pod",
+    ]
+    # Workloads and PodGroups are asked for in every version; discovery keeps what both ends serve.
+    assert parse_kinds("pg,workloads,pods") == (POD_GROUP, WORKLOAD, WORKLOAD_V1ALPHA2, POD_GROUP_V1ALPHA2, POD)
+    assert parse_kinds("pgs") == parse_kinds("podgroups") == parse_kinds("PodGroup") == (POD_GROUP, POD_GROUP_V1ALPHA2)
+    assert parse_kinds("Workload.v1alpha2") == (WORKLOAD_V1ALPHA2,)
+    assert (WORKLOAD_V1ALPHA2.object_kind, POD_GROUP_V1ALPHA2.object_kind, POD_GROUP.object_kind) == (
+        "Workload",
+        "PodGroup",
+        "PodGroup",
+    )
+    status_path = "/apis/scheduling.k8s.io/v1alpha2/namespaces/ns/podgroups/g/status"
+    assert POD_GROUP_V1ALPHA2.path("ns", "g", "status") == status_path
     assert POD_GROUP.path("ns", "g", "status") == "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups/g/status"
     assert WORKLOAD.group_version_path == "/apis/scheduling.k8s.io/v1alpha1"
     assert POD_GROUP.optional and WORKLOAD.optional and not POD.optional
@@ -89,9 +106,40 @@ def test_pod_groups_and_workloads_are_mirrored_with_the_usual_rules() -> None:
     assert target.find("Workload", "train", "default") is None
 
 
+def test_v1_36_workloads_and_pod_groups_are_mirrored_without_the_pod_groups_status() -> None:
+    target = FakeTarget()
+    sink = Sink(target)
+    source_workload: Obj = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "Workload",
+        "metadata": {"name": "job", "namespace": "default", "uid": "src-job", "resourceVersion": "1"},
+        "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 3}}}]},
+    }
+    source_group: Obj = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "job-workers-0", "namespace": "default", "uid": "src-pg", "resourceVersion": "2"},
+        "spec": {
+            "podGroupTemplateRef": {"workload": {"workloadName": "job", "podGroupTemplateName": "workers"}},
+            "schedulingPolicy": {"gang": {"minCount": 3}},
+        },
+        "status": {"conditions": [{"type": "PodGroupScheduled", "status": "True"}]},
+    }
+    sink.apply(Event(ADDED, WORKLOAD_V1ALPHA2, source_workload, initial=True))
+    sink.apply(Event(ADDED, POD_GROUP_V1ALPHA2, source_group, initial=True))
+    mirrored = target.find("PodGroup.v1alpha2", "job-workers-0", "default")
+    assert mirrored is not None
+    assert (mirrored["apiVersion"], mirrored["kind"]) == ("scheduling.k8s.io/v1alpha2", "PodGroup")
+    assert mirrored["spec"] == source_group["spec"]
+    assert [c[0] for c in target.writes()] == ["create", "create"], "a PodGroup's status is the scheduler's"
+    workload_copy = target.find("Workload.v1alpha2", "job", "default")
+    assert workload_copy is not None and workload_copy["kind"] == "Workload"
+
+
 def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="kss.syncer")
-    source = FakeSource(unserved={"PodGroup"})
+    # A v1.35 source: no v1alpha2 kinds.
+    source = FakeSource(unserved={"PodGroup", "Workload.v1alpha2", "PodGroup.v1alpha2"})
     target = FakeTarget()
     target.unserved = {"Workload"}
     dra = {"DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim"}  # served by both fakes
@@ -101,8 +149,10 @@ def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.L
         "the source does not serve podgroups (scheduling.x-k8s.io/v1alpha1): not mirroring them",
         "the simulator does not serve workloads (scheduling.k8s.io/v1alpha1): not mirroring them "
         "(start it with --feature-gates=GenericWorkload=true)",
+        "the source does not serve workloads (scheduling.k8s.io/v1alpha2): not mirroring them",
+        "the source does not serve podgroups (scheduling.k8s.io/v1alpha2): not mirroring them",
     ]
-    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING"]
+    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING", "INFO", "INFO"]
     # Kinds every cluster serves are never asked about.
     discovered = [c[1] for c in target.calls if c[0] == "discover"]
     assert discovered == ["DeviceClass", "ResourceSlice", "Workload", "ResourceClaimTemplate", "ResourceClaim"]

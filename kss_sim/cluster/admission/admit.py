@@ -22,13 +22,15 @@ from kss_sim.cluster.admission.validation import apps, batch, coordination, stor
 from kss_sim.cluster.admission.validation.decoding import check_decodable, check_workload_decodable
 from kss_sim.cluster.admission.validation.dra import check_dra_decodable
 from kss_sim.cluster.errors import BadRequest, Forbidden
-from kss_sim.cluster.kinds.registry import Gates, KindInfo
+from kss_sim.cluster.kinds.registry import POD_GROUP_V1ALPHA2, WORKLOAD_V1ALPHA2, Gates, KindInfo
 from kss_sim.cluster.kinds.stored import StoredObject
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import gate_enabled
 
 _KINDS_WITH_SPEC = frozenset(
     {
+        WORKLOAD_V1ALPHA2,
+        POD_GROUP_V1ALPHA2,
         "Namespace",
         "Node",
         "Pod",
@@ -64,8 +66,8 @@ def decode(info: KindInfo, obj: Any, *, owned: bool = False, status_only: bool =
     object stored before the type check (an older database) can still be told why it does not schedule."""
     body = obj if owned and isinstance(obj, dict) else own(obj)
     api_version, kind = body.get("apiVersion"), body.get("kind")
-    if kind is not None and kind != info.kind:
-        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind}): kind {kind!r}")
+    if kind is not None and kind != info.api_kind:
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.api_kind}): kind {kind!r}")
     if api_version is not None and api_version != info.api_version:
         raise BadRequest(
             f"the API version in the data ({api_version}) does not match the expected API version ({info.api_version})"
@@ -73,10 +75,11 @@ def decode(info: KindInfo, obj: Any, *, owned: bool = False, status_only: bool =
     body.pop("apiVersion", None)
     body.pop("kind", None)
     # Field order as kube-apiserver prints it: apiVersion, kind, metadata first.
-    body = {"apiVersion": info.api_version, "kind": info.kind, "metadata": body.pop("metadata", {}), **body}
+    body = {"apiVersion": info.api_version, "kind": info.api_kind, "metadata": body.pop("metadata", {}), **body}
     if not info.custom:  # a custom resource is decoded as unstructured: its schema judges it (422)
-        check_types(info.kind, {"status": body.get("status")} if status_only else body, version=info.version)
-    check_decodable(info.kind, body, version=info.version, custom=info.custom)
+        shown = {"status": body.get("status")} if status_only else body
+        check_types(info.kind, shown, version=info.version, api_kind=info.api_kind)
+    check_decodable(info.api_kind, body, version=info.version, custom=info.custom)
     if info.kind in defaults_workloads.DEFAULTERS:
         check_workload_decodable(info.kind, info.version, body)
     elif info.kind in defaults_dra.DRA_KINDS:
@@ -120,6 +123,8 @@ def prepare_create(
         body["status"] = {"phase": "Available"}
     elif info.kind == "Namespace":
         body["status"] = {"phase": "Active"}
+    elif info.kind == POD_GROUP_V1ALPHA2:
+        body["status"] = {}  # set by the scheduler alone (its status subresource)
     elif info.kind in defaults_workloads.WORKLOAD_KINDS:
         defaults_workloads.prepare_workload_create(info.kind, body)
     elif info.kind in defaults_dra.DRA_KINDS:
@@ -153,21 +158,60 @@ def prepare_create(
                 )
 
 
+# v1.36's gated fields of a pod group (template or PodGroup spec) and their gates; DRAWorkloadResourceClaims is a
+# gate kss does not know, so always off.
+_GROUP_FIELD_GATES = {
+    "schedulingConstraints": "TopologyAwareWorkloadScheduling",
+    "resourceClaims": "DRAWorkloadResourceClaims",
+    "disruptionMode": "WorkloadAwarePreemption",
+    "priorityClassName": "WorkloadAwarePreemption",
+    "priority": "WorkloadAwarePreemption",
+}
+
+
+def _drop_disabled_group_fields(group: Obj, old: Obj | None, gates: Gates, *, template: bool) -> None:
+    """dropDisabledPodGroupSpecFields (v1.36): a gated field goes unless its gate is on or ``old`` uses it."""
+    for field, gate in _GROUP_FIELD_GATES.items():
+        if field in group and not gate_enabled(dict(gates), gate) and not (old or {}).get(field):
+            if template and field == "schedulingConstraints":
+                group[field] = None  # a template renders it (no omitempty)
+            else:
+                del group[field]
+
+
+# The pod's reference to its gang: ``workloadRef`` in v1.35, ``schedulingGroup`` from v1.36 (a version has one).
+_POD_GROUP_REFERENCES = ("workloadRef", "schedulingGroup")
+
+
 def drop_disabled_fields(info: KindInfo, body: Obj, old: Obj | None, gates: Gates) -> None:
-    """kube-apiserver's dropDisabledFields, in place: a pod's ``spec.workloadRef`` is kept only while the
-    GenericWorkload gate is on, or when the pod being updated already has one; the DRA kinds' gated fields as
-    their strategies drop them (defaults_dra)."""
+    """kube-apiserver's dropDisabledFields, in place: a pod's ``spec.workloadRef`` (v1.35) or
+    ``spec.schedulingGroup`` (v1.36) is kept only while the GenericWorkload gate is on, or when the pod being
+    updated already has one; the DRA kinds' gated fields as their strategies drop them (defaults_dra)."""
     if info.kind in defaults_dra.DRA_KINDS:
         defaults_dra.drop_disabled_fields(info.kind, body, old, gates)
+        return
+    if info.kind == WORKLOAD_V1ALPHA2:
+        olds = {str(t.get("name")): t for t in ((old or {}).get("spec") or {}).get("podGroupTemplates") or []}
+        for template in (body.get("spec") or {}).get("podGroupTemplates") or []:
+            if isinstance(template, dict):
+                _drop_disabled_group_fields(template, olds.get(str(template.get("name"))), gates, template=True)
+        return
+    if info.kind == POD_GROUP_V1ALPHA2:
+        spec, old_spec = body.get("spec"), (old or {}).get("spec")
+        if isinstance(spec, dict):
+            _drop_disabled_group_fields(spec, old_spec, gates, template=False)
+        status = body.get("status")
+        if isinstance(status, dict) and not (old_spec or {}).get("resourceClaims"):
+            status.pop("resourceClaimStatuses", None)
         return
     if info.kind != "Pod" or gate_enabled(dict(gates), "GenericWorkload"):
         return
     spec = body.get("spec")
-    if not isinstance(spec, dict) or "workloadRef" not in spec:
+    if not isinstance(spec, dict):
         return
-    if old is not None and (old.get("spec") or {}).get("workloadRef") is not None:
-        return
-    del spec["workloadRef"]
+    for field in _POD_GROUP_REFERENCES:
+        if field in spec and (old is None or (old.get("spec") or {}).get(field) is None):
+            del spec[field]
 
 
 def protected(info: KindInfo, entry: StoredObject) -> bool:

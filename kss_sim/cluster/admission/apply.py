@@ -110,7 +110,7 @@ def check_configuration(info: KindInfo, config: Any, namespace: str | None, name
             f"Incorrect version specified in apply patch. Specified patch version: {api_version}, "
             f"expected: {info.api_version}"
         )
-    if kind != info.kind:
+    if kind != info.api_kind:
         raise BadRequest(f"invalid object type: {info.api_version}, Kind={kind}")
     meta = config.get("metadata")
     if meta is None:
@@ -196,7 +196,7 @@ def apply(
 
 
 def _gvk(info: KindInfo) -> str:
-    return f"{info.group}/{info.version}, Kind={info.kind}"
+    return f"{info.group}/{info.version}, Kind={info.api_kind}"
 
 
 def _has_last_applied(obj: dict[str, Any]) -> bool:

@@ -154,16 +154,17 @@ def _leaf_types() -> dict[str, dict[str, str]]:
     return types
 
 
-def check_types(kind: str, obj: dict[str, Any], *, version: str) -> None:
+def check_types(kind: str, obj: dict[str, Any], *, version: str, api_kind: str | None = None) -> None:
     """``BadRequest`` with encoding/json's message at the first field (in document order) whose value Go could
     not decode into its type; a ``null`` item of a list of objects becomes ``{}`` in place. Kinds without a
-    model are not checked."""
+    model are not checked. ``api_kind``: the kind the message names, when the registry's name is not it."""
     root = fields.ROOT_MODELS.get(kind) or _EXTRA_ROOTS.get(kind)
     if root is None:
         return
     problem = _walk(fields.models(), _leaf_types(), obj, root, "")
     if problem is not None:
-        raise BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}')
+        shown = api_kind or kind
+        raise BadRequest(f'{shown} in version "{version}" cannot be handled as a {shown}: {problem}')
 
 
 def _go_type(ref: str) -> str:

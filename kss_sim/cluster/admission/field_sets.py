@@ -59,6 +59,11 @@ LIST_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("V1PodDisruptionBudgetStatus", "conditions"): ("type",),
     ("V1CSINodeSpec", "drivers"): ("name",),
     ("V1ObjectMeta", "ownerReferences"): ("uid",),
+    # v1.36's scheduling.k8s.io/v1alpha2 (+listType=map, +listMapKey=name).
+    ("scheduling.k8s.io/v1alpha2.WorkloadSpec", "podGroupTemplates"): ("name",),
+    ("scheduling.k8s.io/v1alpha2.PodGroupTemplate", "resourceClaims"): ("name",),
+    ("scheduling.k8s.io/v1alpha2.PodGroupSpec", "resourceClaims"): ("name",),
+    ("scheduling.k8s.io/v1alpha2.PodGroupStatus", "resourceClaimStatuses"): ("name",),
 }
 # Key fields with a default (``+default``): an item may leave them out.
 KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}

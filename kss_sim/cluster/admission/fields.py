@@ -9,7 +9,9 @@ The field tree comes from the official ``kubernetes`` client's models (the API t
 new as v1.35) and is kept in ``field_schema.json``: ``python -m kss_sim.cluster.admission.fields`` regenerates it, and
 ``tests/cluster/test_fields.py`` checks it matches the installed client. What the client has no model for is
 written here (``EXTRA_MODELS``, ``EXTRA_FIELDS``): the PodGroup CRD of scheduler-plugins, v1.35's alpha
-scheduling.k8s.io/v1alpha1 Workload and the pod's ``spec.workloadRef`` (later clients carry newer versions).
+scheduling.k8s.io/v1alpha1 Workload and the pod's ``spec.workloadRef``, v1.36's scheduling.k8s.io/v1alpha2 Workload
+and PodGroup (later clients carry newer versions). Fields only some Kubernetes versions have are in
+``VERSIONED_FIELDS``: the pod's ``spec.workloadRef`` (v1.35) gave way to ``spec.schedulingGroup`` (v1.36).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ ROOT_MODELS = {
     "PodDisruptionBudget": "V1PodDisruptionBudget",
     "PodGroup": "scheduling.x-k8s.io/v1alpha1.PodGroup",
     "Workload": "scheduling.k8s.io/v1alpha1.Workload",
+    "Workload.v1alpha2": "scheduling.k8s.io/v1alpha2.Workload",
+    "PodGroup.v1alpha2": "scheduling.k8s.io/v1alpha2.PodGroup",
     "Deployment": "V1Deployment",
     "ReplicaSet": "V1ReplicaSet",
     "StatefulSet": "V1StatefulSet",
@@ -98,9 +102,65 @@ EXTRA_MODELS: dict[str, dict[str, str]] = {
     "scheduling.k8s.io/v1alpha1.BasicSchedulingPolicy": {},
     "scheduling.k8s.io/v1alpha1.GangSchedulingPolicy": {"minCount": ""},
     "core/v1.WorkloadReference": {"name": "", "podGroup": "", "podGroupReplicaKey": ""},
+    # v1.36 (k8s.io/api/scheduling/v1alpha2).
+    "scheduling.k8s.io/v1alpha2.Workload": {**_OBJECT_ROOT, "spec": "scheduling.k8s.io/v1alpha2.WorkloadSpec"},
+    "scheduling.k8s.io/v1alpha2.WorkloadSpec": {
+        "controllerRef": "scheduling.k8s.io/v1alpha1.TypedLocalObjectReference",
+        "podGroupTemplates": "[scheduling.k8s.io/v1alpha2.PodGroupTemplate",
+    },
+    "scheduling.k8s.io/v1alpha2.PodGroupTemplate": {
+        "name": "",
+        "schedulingPolicy": "scheduling.k8s.io/v1alpha2.PodGroupSchedulingPolicy",
+        "schedulingConstraints": "scheduling.k8s.io/v1alpha2.PodGroupSchedulingConstraints",
+        "resourceClaims": "[scheduling.k8s.io/v1alpha2.PodGroupResourceClaim",
+        "disruptionMode": "",
+        "priorityClassName": "",
+        "priority": "",
+    },
+    "scheduling.k8s.io/v1alpha2.PodGroupSchedulingPolicy": {
+        "basic": "scheduling.k8s.io/v1alpha1.BasicSchedulingPolicy",
+        "gang": "scheduling.k8s.io/v1alpha1.GangSchedulingPolicy",
+    },
+    "scheduling.k8s.io/v1alpha2.PodGroupSchedulingConstraints": {
+        "topology": "[scheduling.k8s.io/v1alpha2.TopologyConstraint"
+    },
+    "scheduling.k8s.io/v1alpha2.TopologyConstraint": {"key": ""},
+    "scheduling.k8s.io/v1alpha2.PodGroupResourceClaim": {
+        "name": "",
+        "resourceClaimName": "",
+        "resourceClaimTemplateName": "",
+    },
+    "scheduling.k8s.io/v1alpha2.PodGroup": {
+        **_OBJECT_ROOT,
+        "spec": "scheduling.k8s.io/v1alpha2.PodGroupSpec",
+        "status": "scheduling.k8s.io/v1alpha2.PodGroupStatus",
+    },
+    "scheduling.k8s.io/v1alpha2.PodGroupSpec": {
+        "podGroupTemplateRef": "scheduling.k8s.io/v1alpha2.PodGroupTemplateReference",
+        "schedulingPolicy": "scheduling.k8s.io/v1alpha2.PodGroupSchedulingPolicy",
+        "schedulingConstraints": "scheduling.k8s.io/v1alpha2.PodGroupSchedulingConstraints",
+        "resourceClaims": "[scheduling.k8s.io/v1alpha2.PodGroupResourceClaim",
+        "disruptionMode": "",
+        "priorityClassName": "",
+        "priority": "",
+    },
+    "scheduling.k8s.io/v1alpha2.PodGroupTemplateReference": {
+        "workload": "scheduling.k8s.io/v1alpha2.WorkloadPodGroupTemplateReference"
+    },
+    "scheduling.k8s.io/v1alpha2.WorkloadPodGroupTemplateReference": {"workloadName": "", "podGroupTemplateName": ""},
+    "scheduling.k8s.io/v1alpha2.PodGroupStatus": {
+        "conditions": "[V1Condition",
+        "resourceClaimStatuses": "[scheduling.k8s.io/v1alpha2.PodGroupResourceClaimStatus",
+    },
+    "scheduling.k8s.io/v1alpha2.PodGroupResourceClaimStatus": {"name": "", "resourceClaimName": ""},
 }
 # Fields of the client's models that v1.35 has and the installed client may not.
 EXTRA_FIELDS: dict[str, dict[str, str]] = {"V1PodSpec": {"workloadRef": "core/v1.WorkloadReference"}}
+# Fields that only some Kubernetes minor versions have (first, last; None: still there): unknown in the others.
+VERSIONED_FIELDS: dict[str, dict[str, tuple[int, int | None]]] = {
+    # v1.36 tombstoned workloadRef (protobuf 42) for schedulingGroup (43).
+    "V1PodSpec": {"workloadRef": (35, 35), "schedulingGroup": (36, None)},
+}
 # Fields of the client's models that v1.35 does not have yet (a newer client's DRA additions): unknown there.
 ABSENT_FIELDS: dict[str, tuple[str, ...]] = {
     "V1ExactDeviceRequest": ("derivedAttributes",),
@@ -156,6 +216,8 @@ def _schema() -> dict[str, dict[str, str]]:
     schema: dict[str, dict[str, str]] = json.loads(SCHEMA_FILE.read_text())["models"]
     for model, extra in EXTRA_FIELDS.items():
         schema[model] = {**schema[model], **extra}
+    for model, spans in VERSIONED_FIELDS.items():
+        schema[model] = {**schema[model], **{f: schema[model].get(f, "") for f in spans}}
     for model, absent in ABSENT_FIELDS.items():
         schema[model] = {k: v for k, v in schema[model].items() if k not in absent}
     schema.update(EXTRA_MODELS)
@@ -167,16 +229,32 @@ def models() -> dict[str, dict[str, str]]:
     return _schema()
 
 
-def unknown_fields(kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False) -> list[str]:
+@cache
+def _schema_at(minor: int | None) -> dict[str, dict[str, str]]:
+    """The field tree as Kubernetes 1.``minor`` has it (None: every versioned field, whatever the version)."""
+    schema = _schema()
+    if minor is None:
+        return schema
+    out = dict(schema)
+    for model, spans in VERSIONED_FIELDS.items():
+        absent = {f for f, (first, last) in spans.items() if minor < first or (last is not None and minor > last)}
+        out[model] = {k: v for k, v in schema[model].items() if k not in absent}
+    return out
+
+
+def unknown_fields(
+    kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False, minor: int | None = None
+) -> list[str]:
     """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
     with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. ``patch``: ``obj`` is a
     merge or strategic merge patch, whose ``$``-directives (``$patch``, ``$setElementOrder/...``) are not fields.
-    Kinds without a model are not checked."""
+    ``minor``: the Kubernetes version whose fields count (``VERSIONED_FIELDS``; None: all of them). Kinds without
+    a model are not checked."""
     root = ROOT_MODELS.get(kind)
     if root is None:
         return []
     out: list[str] = []
-    _walk(_schema(), obj, root, "", out, prune, patch)
+    _walk(_schema_at(minor), obj, root, "", out, prune, patch)
     return out
 
 

@@ -24,18 +24,23 @@ def _gates(request: Request) -> Gates:
     return _settings(request).effective_feature_gates
 
 
+def _minor(request: Request) -> int:
+    """The Kubernetes minor version the server runs as (what it serves depends on it too)."""
+    return _settings(request).version.minor
+
+
 # Subresources served with the object's own verbs (binding is create-only and listed on its own).
 STATUS_SUBRESOURCES = {"status"}
 
 
-def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
+def _resource_list(group: str, version: str, gates: Gates, minor: int) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
-    for info in kinds_in(group, version, gates):
+    for info in kinds_in(group, version, gates, minor):
         entry: dict[str, Any] = {
             "name": info.plural,
             "singularName": info.singular,
             "namespaced": info.namespaced,
-            "kind": info.kind,
+            "kind": info.api_kind,
             # Namespaces have no deletecollection in kube-apiserver (the router answers 405).
             "verbs": ["create"]
             if info.review
@@ -103,7 +108,7 @@ def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
                         "name": f"{info.plural}/{sub}",
                         "singularName": "",
                         "namespaced": info.namespaced,
-                        "kind": info.kind,
+                        "kind": info.api_kind,
                         "verbs": ["get", "patch", "update"],
                     }
                 )
@@ -119,8 +124,8 @@ def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
     }
 
 
-def _group(name: str, gates: Gates) -> dict[str, Any]:
-    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in group_versions(gates)[name]]
+def _group(name: str, gates: Gates, minor: int) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in group_versions(gates, minor)[name]]
     return {"name": name, "versions": versions, "preferredVersion": versions[0]}
 
 
@@ -142,7 +147,7 @@ async def healthz() -> Response:
 async def openapi_root(request: Request) -> Response:
     """``/openapi/v3``: the index of per-group-version documents."""
     authorize(request)
-    return raw_response(openapi.root_document(openapi.gates_key(_gates(request))))
+    return raw_response(openapi.root_document(openapi.gates_key(_gates(request)), _minor(request)))
 
 
 @router.get("/openapi/v2")
@@ -159,7 +164,7 @@ async def openapi_v2(request: Request) -> Response:
 async def openapi_group_version(request: Request, path: str) -> Response:
     """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``)."""
     authorize(request)
-    doc = openapi.lookup(path, _gates(request))
+    doc = openapi.lookup(path, _gates(request), _minor(request))
     if doc is None:
         raise UnknownResource()
     return raw_response(doc)
@@ -183,8 +188,8 @@ async def api_versions(request: Request) -> Response:
 async def api_groups(request: Request) -> Response:
     """``/apis``: every named group served."""
     authorize(request)
-    gates = _gates(request)
-    groups = [_group(g, gates) for g in group_versions(gates) if g]
+    gates, minor = _gates(request), _minor(request)
+    groups = [_group(g, gates, minor) for g in group_versions(gates, minor) if g]
     return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
 
@@ -192,24 +197,24 @@ async def api_groups(request: Request) -> Response:
 async def api_group(request: Request, group: str) -> Response:
     """``/apis/{group}``: one group's versions."""
     authorize(request)
-    gates = _gates(request)
-    if group not in group_versions(gates) or not group:
+    gates, minor = _gates(request), _minor(request)
+    if group not in group_versions(gates, minor) or not group:
         raise UnknownResource()
-    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, gates)})
+    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, gates, minor)})
 
 
 @router.get("/api/v1")
 async def core_resources(request: Request) -> Response:
     """``/api/v1``: the core resources."""
     authorize(request)
-    return json_response(_resource_list("", "v1", _gates(request)))
+    return json_response(_resource_list("", "v1", _gates(request), _minor(request)))
 
 
 @router.get("/apis/{group}/{version}")
 async def group_resources(request: Request, group: str, version: str) -> Response:
     """``/apis/{group}/{version}``: one group version's resources."""
     authorize(request)
-    gates = _gates(request)
-    if version not in group_versions(gates).get(group, []) or not group:
+    gates, minor = _gates(request), _minor(request)
+    if version not in group_versions(gates, minor).get(group, []) or not group:
         raise UnknownResource()
-    return json_response(_resource_list(group, version, gates))
+    return json_response(_resource_list(group, version, gates, minor))

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from kss_sim.cluster.api.openapi_schemas import component_schemas
-from kss_sim.cluster.kinds.registry import Gates, group_versions, kinds_in
+from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, Gates, group_versions, kinds_in
 
 
 def gv_path(group: str, version: str) -> str:
@@ -35,11 +35,13 @@ def gates_key(gates: Gates) -> frozenset[tuple[str, bool]]:
 
 
 @cache
-def group_version_document(group: str, version: str, gates: frozenset[tuple[str, bool]] = frozenset()) -> bytes:
-    """The OpenAPI v3 document of one group version (its kinds served with ``gates``), encoded."""
+def group_version_document(
+    group: str, version: str, gates: frozenset[tuple[str, bool]] = frozenset(), minor: int = DEFAULT_MINOR
+) -> bytes:
+    """The OpenAPI v3 document of one group version (its kinds served with ``gates`` by 1.``minor``), encoded."""
     prefix = "/" + gv_path(group, version)
     paths: dict[str, Any] = {}
-    for info in kinds_in(group, version, dict(gates)):
+    for info in kinds_in(group, version, dict(gates), minor):
         path = (
             f"{prefix}/namespaces/{{namespace}}/{info.plural}/{{name}}"
             if info.namespaced
@@ -47,8 +49,8 @@ def group_version_document(group: str, version: str, gates: frozenset[tuple[str,
         )
         paths[path] = {
             "patch": {
-                "operationId": f"patch{info.kind}",
-                "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": info.kind},
+                "operationId": f"patch{info.api_kind}",
+                "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": info.api_kind},
                 "x-kubernetes-action": "patch",
                 "parameters": [
                     {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
@@ -59,7 +61,7 @@ def group_version_document(group: str, version: str, gates: frozenset[tuple[str,
         }
     # The schemas serve `kubectl explain`; the PATCH operations still carry no request body, so `kubectl apply`
     # keeps computing strategic merge patches from its compiled-in types (it only uses schemas offered there).
-    components = {"schemas": component_schemas(kinds_in(group, version, dict(gates)))}
+    components = {"schemas": component_schemas(kinds_in(group, version, dict(gates), minor))}
     doc = {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.35.0"},
@@ -70,23 +72,24 @@ def group_version_document(group: str, version: str, gates: frozenset[tuple[str,
 
 
 @cache
-def root_document(gates: frozenset[tuple[str, bool]] = frozenset()) -> bytes:
+def root_document(gates: frozenset[tuple[str, bool]] = frozenset(), minor: int = DEFAULT_MINOR) -> bytes:
     """``/openapi/v3``: where each group version's document lives (with a content hash, as kube-apiserver)."""
     paths: dict[str, Any] = {}
-    for group, versions in group_versions(dict(gates)).items():
+    for group, versions in group_versions(dict(gates), minor).items():
         for version in versions:
-            digest = hashlib.sha512(group_version_document(group, version, gates)).hexdigest()[:32].upper()
+            document = group_version_document(group, version, gates, minor)
+            digest = hashlib.sha512(document).hexdigest()[:32].upper()
             key = gv_path(group, version)
             paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
     return orjson.dumps({"paths": paths})
 
 
-def lookup(path: str, gates: Gates) -> bytes | None:
-    """The document served at ``/openapi/v3/{path}`` with ``gates``, or None."""
-    for group, versions in group_versions(gates).items():
+def lookup(path: str, gates: Gates, minor: int = DEFAULT_MINOR) -> bytes | None:
+    """The document served at ``/openapi/v3/{path}`` with ``gates`` by 1.``minor``, or None."""
+    for group, versions in group_versions(gates, minor).items():
         for version in versions:
             if gv_path(group, version) == path.strip("/"):
-                return group_version_document(group, version, gates_key(gates))
+                return group_version_document(group, version, gates_key(gates), minor)
     return None
 
 

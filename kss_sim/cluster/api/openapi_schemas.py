@@ -112,6 +112,6 @@ def component_schemas(kinds: list[KindInfo]) -> dict[str, Any]:
     schemas = {name: dict(schema) for name, schema in _schemas_from(tuple(sorted(roots))).items()}
     for name, info in roots.items():
         schemas[schema_name(name)]["x-kubernetes-group-version-kind"] = [
-            {"group": info.group, "kind": info.kind, "version": info.version}
+            {"group": info.group, "kind": info.api_kind, "version": info.version}
         ]
     return schemas

@@ -17,7 +17,7 @@ from kss_sim.cluster.admission import fields
 from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
 from kss_sim.cluster.api import params, protobuf
 from kss_sim.cluster.errors import BadRequest, RequestEntityTooLarge, UnknownResource, UnsupportedMediaType
-from kss_sim.cluster.kinds.registry import NO_GATES, Gates, KindInfo, resource_info
+from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, NO_GATES, Gates, KindInfo, resource_info
 from kss_sim.config import Settings
 from kss_sim.kube.objects import Obj
 from kss_sim.state import state_accessor
@@ -35,22 +35,24 @@ class Target:
     subresource: str | None
 
 
-def parse_target(group: str, version: str, segments: list[str], gates: Gates = NO_GATES) -> Target:
+def parse_target(
+    group: str, version: str, segments: list[str], gates: Gates = NO_GATES, minor: int = DEFAULT_MINOR
+) -> Target:
     """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}`` (only kinds served
-    with the feature gates ``gates``)."""
+    with the feature gates ``gates`` by Kubernetes 1.``minor``)."""
     segments = [s for s in segments if s]
     namespace: str | None = None
     if (
         len(segments) >= 3
         and segments[0] == "namespaces"
-        and resource_info(group, version, segments[2], gates) is not None
+        and resource_info(group, version, segments[2], gates, minor) is not None
         and segments[2] != "namespaces"
     ):
         namespace = segments[1]
         segments = segments[2:]
     if not segments:
         raise UnknownResource()
-    info = resource_info(group, version, segments[0], gates)
+    info = resource_info(group, version, segments[0], gates, minor)
     if info is None or len(segments) > 3:
         raise UnknownResource()
     if namespace is not None and not info.namespaced:
@@ -149,7 +151,7 @@ def parse_json(info: KindInfo | None, body: bytes) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        what = f"must be of type {info.kind}" if info is not None else "must be JSON"
+        what = f"must be of type {info.api_kind}" if info is not None else "must be JSON"
         raise BadRequest(
             f"the object provided is unrecognized ({what}): couldn't get version/kind; json parse error: {exc}"
         ) from None
@@ -170,18 +172,22 @@ def field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = 
     mode = _field_validation(request)
     if not isinstance(obj, dict):
         return []
-    messages = _unknown_field_messages(mode, info, obj, patch=patch)
+    messages = _unknown_field_messages(mode, info, obj, _settings(request).version.minor, patch=patch)
     if messages and mode == "Strict":
+        kind = info.api_kind
         raise BadRequest(
-            f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: strict decoding error: '
+            f'{kind} in version "{info.version}" cannot be handled as a {kind}: strict decoding error: '
             + ", ".join(messages)
         )
     return messages
 
 
-def _unknown_field_messages(mode: str, info: KindInfo, obj: dict[str, Any], *, patch: bool = False) -> list[str]:
-    """Drop from ``obj`` the fields ``info.kind`` does not have; what to report about them under ``mode``."""
-    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch)
+def _unknown_field_messages(
+    mode: str, info: KindInfo, obj: dict[str, Any], minor: int, *, patch: bool = False
+) -> list[str]:
+    """Drop from ``obj`` the fields ``info.kind`` does not have in Kubernetes 1.``minor``; what to report about
+    them under ``mode``."""
+    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch, minor=minor)
     if not unknown or mode == "Ignore":
         return []
     return [f'unknown field "{path}"' for path in unknown]
@@ -192,9 +198,10 @@ def json_patch_field_check(request: Request, info: KindInfo, warnings: list[str]
     unknown ones are dropped from it, refused under ``Strict`` (400, with decoding's message) or added to
     ``warnings``."""
     mode = _field_validation(request)  # an unknown mode is refused before anything is patched
+    minor = _settings(request).version.minor
 
     def check(patched: Obj) -> None:
-        messages = _unknown_field_messages(mode, info, patched)
+        messages = _unknown_field_messages(mode, info, patched, minor)
         if messages and mode == "Strict":
             raise BadRequest("strict decoding error: " + ", ".join(messages))
         warnings.extend(messages)

@@ -19,7 +19,7 @@ ALLOWED_REASON = "kss authorizes every request it authenticates"
 def answer(info: KindInfo, body: Any, api_token: str) -> dict[str, Any]:
     """The review ``body`` asks for with its status filled in; BadRequest / Invalid for a malformed one."""
     if not isinstance(body, dict) or body.get("kind", info.kind) != info.kind:
-        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.api_kind})")
     spec = body.get("spec")
     if not isinstance(spec, dict):
         spec = {}

@@ -220,7 +220,7 @@ def _watch(
     lines = watch.stream(store, req, _render(request, target.info))
     info = target.info
     if protobuf.accepts_protobuf(request.headers.get("accept", "")) and protobuf.has_protobuf(
-        info.api_version, info.kind
+        info.api_version, info.api_kind
     ):
         return StreamingResponse(_protobuf_frames(lines), media_type=protobuf.PROTOBUF_STREAM)
     return StreamingResponse(lines, media_type=JSON)
@@ -259,7 +259,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     if target.name is not None:
         raise MethodNotAllowed("create")
     if not isinstance(body, dict):
-        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.api_kind})")
     warnings = field_warnings(request, info, body)
     manager = field_manager(request)
     # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
@@ -295,7 +295,7 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     dry_run = dry_run_requested(request)
     body = parse_body(request, info, await read_body(request))
     if not isinstance(body, dict):
-        raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
+        raise BadRequest(f"the object provided is unrecognized (must be of type {info.api_kind})")
     meta = body.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
@@ -484,7 +484,8 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
             raise MethodNotAllowed(request.method.lower())
         body = parse_body(request, None, await read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
-    target = parse_target(group, version, segments, _settings(request).effective_feature_gates)
+    settings = _settings(request)
+    target = parse_target(group, version, segments, settings.effective_feature_gates, settings.version.minor)
     if target.info.review:
         if request.method != "POST" or target.name is not None:
             raise MethodNotAllowed(request.method.lower())

@@ -48,7 +48,9 @@ def _bookmark(info: KindInfo, resource_version: int, *, initial_end: bool = Fals
     meta: dict[str, Any] = {"resourceVersion": str(resource_version)}
     if initial_end:
         meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-    return event_line("BOOKMARK", orjson.dumps({"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}))
+    return event_line(
+        "BOOKMARK", orjson.dumps({"kind": info.api_kind, "apiVersion": info.api_version, "metadata": meta})
+    )
 
 
 def _in_scope(req: WatchRequest, obj: dict[str, Any]) -> bool:

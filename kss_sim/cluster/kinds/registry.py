@@ -1,9 +1,14 @@
 """The kinds the virtual cluster serves: API group/version, plural, short names, scope and subresources.
 
-Two kinds are not always there, as on a real cluster: ``PodGroup`` (scheduling.x-k8s.io) is served as the
-scheduler-plugins CustomResourceDefinition would be (``custom``), and ``Workload`` (scheduling.k8s.io/v1alpha1)
-only while its feature gate, GenericWorkload, is on (``feature_gate``; ``served`` says which kinds a set of gates
-serves). The registry itself lists every kind, so the store keeps a place for each whatever the gates.
+Some kinds are not always there, as on a real cluster: ``PodGroup`` (scheduling.x-k8s.io) is served as the
+scheduler-plugins CustomResourceDefinition would be (``custom``); the workload-scheduling kinds only while their
+feature gate, GenericWorkload, is on (``feature_gate``) and only in the Kubernetes versions that have them
+(``minors``): ``Workload`` in scheduling.k8s.io/v1alpha1 in v1.35, ``Workload`` and ``PodGroup`` in
+scheduling.k8s.io/v1alpha2 from v1.36 on. ``served`` says which kinds a version and a set of gates serve. The
+registry itself lists every kind, so the store keeps a place for each whatever the version and the gates.
+
+A kind's ``kind`` is the name the store, the dispatch tables and the UI know it by, unique in the registry; it is
+the Kubernetes kind itself except where two served types share one (``api_kind`` is what clients see).
 """
 
 from __future__ import annotations
@@ -11,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kss_sim.kube.versions import gate_enabled
+from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, gate_enabled
+
+# The registry's names of v1.36's workload-scheduling kinds (``Workload`` and ``PodGroup`` are older types').
+WORKLOAD_V1ALPHA2 = "Workload.v1alpha2"
+POD_GROUP_V1ALPHA2 = "PodGroup.v1alpha2"
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -37,6 +46,15 @@ class KindInfo:
     feature_gate: str | None = None
     # A review (TokenReview, SubjectAccessReview): create only, answered and never stored.
     review: bool = False
+    # The Kubernetes minor versions whose kube-apiserver has this kind, first and last (None: still there).
+    minors: tuple[int, int | None] = (0, None)
+    # The kind clients see when ``kind`` (the registry's unique name) is not it: a second type of the same name.
+    wire_kind: str = ""
+
+    @property
+    def api_kind(self) -> str:
+        """``kind`` of objects of this type as clients send and receive them (``PodGroup``)."""
+        return self.wire_kind or self.kind
 
     @property
     def api_version(self) -> str:
@@ -46,7 +64,7 @@ class KindInfo:
     @property
     def list_kind(self) -> str:
         """Kind of the list object (``PodList``)."""
-        return f"{self.kind}List"
+        return f"{self.api_kind}List"
 
     @property
     def qualified(self) -> str:
@@ -150,7 +168,40 @@ KINDS: tuple[KindInfo, ...] = (
         custom=True,
     ),
     KindInfo(
-        "scheduling.k8s.io", "v1alpha1", "Workload", "workloads", "workload", True, feature_gate="GenericWorkload"
+        "scheduling.k8s.io",
+        "v1alpha1",
+        "Workload",
+        "workloads",
+        "workload",
+        True,
+        feature_gate="GenericWorkload",
+        minors=(35, 35),
+    ),
+    # v1.36 replaced v1alpha1 (whose objects it cannot read) with an immutable Workload of pod group templates and
+    # a runtime PodGroup with a status subresource (pkg/registry/scheduling/{workload,podgroup}).
+    KindInfo(
+        "scheduling.k8s.io",
+        "v1alpha2",
+        WORKLOAD_V1ALPHA2,
+        "workloads",
+        "workload",
+        True,
+        feature_gate="GenericWorkload",
+        minors=(36, None),
+        wire_kind="Workload",
+    ),
+    KindInfo(
+        "scheduling.k8s.io",
+        "v1alpha2",
+        POD_GROUP_V1ALPHA2,
+        "podgroups",
+        "podgroup",
+        True,
+        subresources=("status",),
+        has_status=True,
+        feature_gate="GenericWorkload",
+        minors=(36, None),
+        wire_kind="PodGroup",
     ),
     # The workload kinds kube-controller-manager's controllers own (app/controllers/ plays that part here).
     KindInfo(
@@ -230,20 +281,32 @@ KINDS: tuple[KindInfo, ...] = (
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 BY_RESOURCE: dict[tuple[str, str, str], KindInfo] = {(k.group, k.version, k.plural): k for k in KINDS}
+BY_API_TYPE: dict[tuple[str, str], KindInfo] = {(k.api_version, k.api_kind): k for k in KINDS}
 Gates = Mapping[str, bool]
 NO_GATES: Gates = {}
+# The minor version a caller that names none serves (the default --kube-version).
+DEFAULT_MINOR = int(DEFAULT_KUBE_VERSION.split(".")[1])
 
 
-def served(info: KindInfo, gates: Gates) -> bool:
-    """Whether ``info`` is served with these feature gates (an alpha kind only while its gate is on)."""
+def served(info: KindInfo, gates: Gates, minor: int = DEFAULT_MINOR) -> bool:
+    """Whether ``info`` is served by Kubernetes 1.``minor`` with these feature gates (an alpha kind only while its
+    gate is on)."""
+    first, last = info.minors
+    if minor < first or (last is not None and minor > last):
+        return False
     return info.feature_gate is None or gate_enabled(dict(gates), info.feature_gate)
 
 
-def group_versions(gates: Gates) -> dict[str, list[str]]:
+def info_for(api_version: str, kind: str) -> KindInfo | None:
+    """The registry entry of objects that say ``apiVersion: api_version`` and ``kind: kind``, or None."""
+    return BY_API_TYPE.get((api_version, kind))
+
+
+def group_versions(gates: Gates, minor: int = DEFAULT_MINOR) -> dict[str, list[str]]:
     """Every served group and its versions, in registry order (the first one is the preferred version)."""
     out: dict[str, list[str]] = {}
     for info in KINDS:
-        if served(info, gates):
+        if served(info, gates, minor):
             versions = out.setdefault(info.group, [])
             if info.version not in versions:
                 versions.append(info.version)
@@ -255,12 +318,15 @@ def kind_info(kind: str) -> KindInfo:
     return BY_KIND[kind]
 
 
-def resource_info(group: str, version: str, plural: str, gates: Gates = NO_GATES) -> KindInfo | None:
-    """The kind served at ``/apis/{group}/{version}/{plural}`` (group "" is the core ``/api/v1``) with ``gates``."""
+def resource_info(
+    group: str, version: str, plural: str, gates: Gates = NO_GATES, minor: int = DEFAULT_MINOR
+) -> KindInfo | None:
+    """The kind served at ``/apis/{group}/{version}/{plural}`` (group "" is the core ``/api/v1``) with ``gates``
+    by Kubernetes 1.``minor``."""
     info = BY_RESOURCE.get((group, version, plural))
-    return info if info is not None and served(info, gates) else None
+    return info if info is not None and served(info, gates, minor) else None
 
 
-def kinds_in(group: str, version: str, gates: Gates = NO_GATES) -> list[KindInfo]:
-    """Every kind served in one group/version with ``gates``, in registry order."""
-    return [k for k in KINDS if k.group == group and k.version == version and served(k, gates)]
+def kinds_in(group: str, version: str, gates: Gates = NO_GATES, minor: int = DEFAULT_MINOR) -> list[KindInfo]:
+    """Every kind served in one group/version with ``gates`` by Kubernetes 1.``minor``, in registry order."""
+    return [k for k in KINDS if k.group == group and k.version == version and served(k, gates, minor)]

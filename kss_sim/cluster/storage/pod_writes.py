@@ -19,7 +19,7 @@ from kss_sim.cluster.admission import managed_fields, uids
 from kss_sim.cluster.admission.validation.core import validate_event
 from kss_sim.cluster.admission.validation.metadata import TOTAL_ANNOTATION_BYTES, qualified_name_errors
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Cause, Conflict, Invalid, invalid
-from kss_sim.cluster.kinds.registry import BY_KIND
+from kss_sim.cluster.kinds.registry import BY_KIND, info_for
 from kss_sim.cluster.kinds.stored import Change
 from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.event_series import RecentEvents, event_key, repeated
@@ -322,7 +322,8 @@ class PodWrites:
         """Record a core/v1 Event about ``involved`` (what ``kubectl describe`` lists); a repeat of one recorded
         lately counts on it instead (``event_series``). Returns the stored Event (read-only: the store's dict)."""
         meta = involved.get("metadata") or {}
-        info = BY_KIND.get(str(involved.get("kind") or ""))
+        involved_kind = str(involved.get("kind") or "")
+        info = info_for(str(involved.get("apiVersion") or ""), involved_kind) or BY_KIND.get(involved_kind)
         namespace = str(meta.get("namespace") or "default")
         with self._lock:
             self._event_seq += 1

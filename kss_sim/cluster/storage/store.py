@@ -25,7 +25,7 @@ from kss_sim.cluster.admission import admit as admission
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.errors import InternalError as InternalError
 from kss_sim.cluster.errors import NotFound
-from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, served
+from kss_sim.cluster.kinds.registry import BY_KIND, DEFAULT_MINOR, KINDS, served
 from kss_sim.cluster.kinds.stored import Change
 from kss_sim.cluster.kinds.stored import StoredObject as StoredObject
 from kss_sim.cluster.storage import repository
@@ -69,24 +69,27 @@ class ClusterStore:
         auto_create_namespaces: bool = True,
         clock: Callable[[], datetime] = _utcnow,
         feature_gates: Mapping[str, bool] | None = None,
+        kube_minor: int = DEFAULT_MINOR,
     ) -> None:
         """An empty store; ``engine=None`` keeps everything in memory only (tests, offline simulation).
 
-        ``feature_gates`` (``Settings.feature_gates``) decide what is served as on kube-apiserver: the Workload
-        kind and a pod's ``spec.workloadRef`` only with GenericWorkload on.
+        ``feature_gates`` (``Settings.feature_gates``) and the Kubernetes minor version ``kube_minor`` decide what
+        is served as on kube-apiserver: the workload-scheduling kinds and a pod's ``spec.workloadRef`` (v1.35) or
+        ``spec.schedulingGroup`` (v1.36) only with GenericWorkload on, each kind in the versions that have it.
         """
         self._lock = threading.RLock()
         self._engine = engine
         self._auto_create_namespaces = auto_create_namespaces
         self._clock = clock
         self._gates: dict[str, bool] = dict(feature_gates or {})
+        self._minor = kube_minor
         self._changes = ChangeLog(self._lock, watch_window)
         # The objects and their versions, staged and committed (``_committer.objects``, ``.rv``, ``.committed_rv``).
         self._committer = Committer(self._lock, engine, self._changes)
         self._versions = Versions(
             self._committer, clock=clock, gates=self._gates, auto_create_namespaces=auto_create_namespaces
         )
-        self._writes = writes = ObjectWrites(self._lock, self._committer, self._versions, self._gates)
+        self._writes = writes = ObjectWrites(self._lock, self._committer, self._versions, self._gates, kube_minor)
         self._pod_writes = pod_writes = PodWrites(
             self._lock,
             self._committer,
@@ -123,6 +126,7 @@ class ClusterStore:
         auto_create_namespaces: bool = True,
         clock: Callable[[], datetime] = _utcnow,
         feature_gates: Mapping[str, bool] | None = None,
+        kube_minor: int = DEFAULT_MINOR,
     ) -> ClusterStore:
         """Load every object from ``engine``'s database (already migrated) and add the built-in objects."""
         store = cls(
@@ -131,6 +135,7 @@ class ClusterStore:
             auto_create_namespaces=auto_create_namespaces,
             clock=clock,
             feature_gates=feature_gates,
+            kube_minor=kube_minor,
         )
         store.load()
         store.ensure_builtins()
@@ -164,6 +169,7 @@ class ClusterStore:
                 auto_create_namespaces=self._auto_create_namespaces,
                 clock=self._clock,
                 feature_gates=self._gates,
+                kube_minor=self._minor,
             )
             # StoredObjects are immutable, so sharing them is safe. Only committed state is copied.
             committed = self._committer.committed_rv
@@ -200,12 +206,17 @@ class ClusterStore:
         """The feature gates the store was opened with (a copy)."""
         return dict(self._gates)
 
+    @property
+    def kube_minor(self) -> int:
+        """The Kubernetes minor version whose API the store serves."""
+        return self._minor
+
     def serves(self, kind: str) -> bool:
-        """Whether the API serves ``kind`` with these feature gates. Reads and deletes work for every registered
-        kind (objects may remain from a run with the gate on); creates, updates and patches only for served ones.
-        """
+        """Whether the API serves ``kind`` with these feature gates at this version. Reads and deletes work for
+        every registered kind (objects may remain from a run with the gate on); creates, updates and patches only
+        for served ones."""
         info = BY_KIND.get(kind)
-        return info is not None and served(info, self._gates)
+        return info is not None and served(info, self._gates, self._minor)
 
     @property
     def clock(self) -> Callable[[], datetime]:

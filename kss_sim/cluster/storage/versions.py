@@ -17,7 +17,7 @@ from kss_sim.cluster.admission import deletion, managed_fields, uids
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.validation.core import VALIDATORS, validate_update
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound
-from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, KindInfo
+from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, POD_GROUP_V1ALPHA2, KindInfo
 from kss_sim.cluster.kinds.stored import Change, StoredObject
 from kss_sim.cluster.storage.change_log import ADDED, DELETED, MODIFIED
 from kss_sim.cluster.storage.committer import Batch, Committer
@@ -28,6 +28,7 @@ from kss_sim.kube.objects import Obj
 GENERATION_KINDS = frozenset(
     {"Pod", "PodDisruptionBudget", "PodGroup", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
     | {"DeviceClass", "ResourceSlice"}  # their strategies set generation 1 and bump it on spec changes
+    | {POD_GROUP_V1ALPHA2}
 )
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
 # The managedFields manager of writes made in-process without one (the web UI's editor, imports).
@@ -180,7 +181,7 @@ class Versions:
         self.track_fields(info, old, new, subresource, manager, managed, sent_managed)
         causes = validate_update(info.kind, new, old) + deletion.update_causes(old, new)
         if causes:
-            raise Invalid(info.kind, name, causes, group=info.group)
+            raise Invalid(info.api_kind, name, causes, group=info.group)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         if new == old or dry_run:
             return (admission.own(new) if dry_run else current.copy()), None

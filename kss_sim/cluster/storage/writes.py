@@ -25,7 +25,7 @@ from kss_sim.cluster.admission.patch import (
 )
 from kss_sim.cluster.admission.validation.core import VALIDATORS
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound, invalid
-from kss_sim.cluster.kinds.registry import KindInfo, served
+from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, KindInfo, served
 from kss_sim.cluster.kinds.stored import Change, StoredObject
 from kss_sim.cluster.storage.change_log import MODIFIED
 from kss_sim.cluster.storage.committer import Committer
@@ -51,20 +51,31 @@ _Objs = list[Obj]
 
 class ObjectWrites:
     """The store's write verbs over its ``committer`` and ``versions``, under ``lock`` (the store's); creates,
-    updates and patches only of the kinds ``gates`` serve."""
+    updates and patches only of the kinds ``gates`` serve at Kubernetes 1.``minor``."""
 
-    def __init__(self, lock: threading.RLock, committer: Committer, versions: Versions, gates: Mapping[str, bool]):
+    def __init__(
+        self,
+        lock: threading.RLock,
+        committer: Committer,
+        versions: Versions,
+        gates: Mapping[str, bool],
+        minor: int = DEFAULT_MINOR,
+    ):
         self._lock = lock
         self._committer = committer
         self._versions = versions
         self._gates = gates
+        self._minor = minor
 
     def _writable(self, kind: str) -> KindInfo:
         info = kind_info(kind)
-        if not served(info, self._gates):
-            raise BadRequest(
-                f"the kind {kind} ({info.api_version}) is not served: feature gate {info.feature_gate} is off"
-            )
+        if not served(info, self._gates, self._minor):
+            first, last = info.minors
+            if self._minor < first or (last is not None and self._minor > last):
+                why = f"Kubernetes v1.{self._minor} does not have it"
+            else:
+                why = f"feature gate {info.feature_gate} is off"
+            raise BadRequest(f"the kind {info.api_kind} ({info.api_version}) is not served: {why}")
         return info
 
     def create(
@@ -135,7 +146,7 @@ class ObjectWrites:
                 meta["managedFields"] = managed
             causes = VALIDATORS[kind](body)
             if causes:
-                raise Invalid(kind, str(meta.get("name") or ""), causes, group=info.group)
+                raise Invalid(info.api_kind, str(meta.get("name") or ""), causes, group=info.group)
             key = (str(meta.get("namespace") or ""), str(meta["name"]))
             if key in self._committer.objects[kind]:
                 raise AlreadyExists(info.plural, key[1], group=info.group)
@@ -172,7 +183,7 @@ class ObjectWrites:
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
         if not name:
-            raise Invalid(kind, "", [invalid("metadata.name", "", "name is required")], group=info.group)
+            raise Invalid(info.api_kind, "", [invalid("metadata.name", "", "name is required")], group=info.group)
         with self._lock:
             current = self._versions.current(kind, namespace, name)
             result, batch = self._versions.stage_update(info, current, body, subresource, dry_run, manager=manager)
@@ -217,7 +228,7 @@ class ObjectWrites:
                 else:
                     patched = strategic_merge_patch(base, patch)
             except PatchError as exc:
-                raise Invalid(kind, name, [invalid("patch", "", str(exc))], group=info.group) from None
+                raise Invalid(info.api_kind, name, [invalid("patch", "", str(exc))], group=info.group) from None
             if not isinstance(patched, dict):
                 raise BadRequest("the patch did not produce an object")
             if check is not None:

@@ -4,6 +4,12 @@ A pod whose ``spec.workloadRef`` names a pod group with a ``gang`` policy is hel
 exists and ``minCount`` pods of the group are known, then waits in Permit (holding its reservation) until
 ``minCount`` pods of the group are assumed or bound; the pod that completes the quorum allows the waiting others.
 
+v1.36 (scheduling.k8s.io/v1alpha2) keys the same rules by the pod's ``spec.schedulingGroup.podGroupName``: the
+group is a standalone PodGroup object (``PodGroup.v1alpha2``) whose ``spec.schedulingPolicy.gang`` holds minCount,
+its state is the scheduler cache's, a pod waits in Permit a fixed five minutes (no group deadline), and the words
+change (``_V1_36``). kss runs these rules pod by pod: v1.36's PodGroup scheduling cycle, which schedules a group's
+queued pods together, is not ported yet.
+
 kube-scheduler keeps each pod group's state in its WorkloadManager, fed by the pod event handlers. Here the pod
 lister (``ClusterObjects.pods_of_workload``) gives the group's pods and which are bound, and :class:`PodGroups`, the
 plugin's own part of that manager, keeps what the lister cannot know: the pods Reserve assumed and the group's
@@ -30,6 +36,7 @@ from kss_sim.scheduler.framework import (
     ReservePlugin,
     Status,
     error,
+    scheduling_group_key,
     success,
     unresolvable,
     workload_key,
@@ -42,7 +49,12 @@ NAME = "GangScheduling"
 # How long a gang's pods wait in Permit for the quorum (workloadmanager.DefaultSchedulingTimeoutDuration).
 DEFAULT_SCHEDULING_TIMEOUT = 5 * 60.0
 
-PodGroupKey = tuple[str, str, str, str]  # namespace, workload, pod group, replica key
+# v1.35: namespace, workload, pod group, replica key; v1.36: namespace, PodGroup name.
+PodGroupKey = tuple[str, ...]
+# v1.36's PodGroup kind, as the scheduler's informers name it (the cluster registry's name: kss_sim.cluster.kinds).
+POD_GROUP_V1ALPHA2 = "PodGroup.v1alpha2"
+# v1.36's permitTimeoutDuration: every Permit wait of a gang's pod, counted from its own Permit.
+PERMIT_TIMEOUT_V1_36 = 5 * 60.0
 
 GROUP_STATE_MISSING = "internal pod group state doesn't exist for a pod's workload"
 
@@ -68,19 +80,33 @@ class PodGroupInfo:
     unscheduled: list[dict[str, Any]] = field(default_factory=list)
 
 
+def group_key(pod: dict[str, Any], minor: int) -> PodGroupKey | None:
+    """The gang a pod belongs to as Kubernetes 1.``minor`` reads it: its ``spec.schedulingGroup`` from v1.36, its
+    ``spec.workloadRef`` before; None for a pod of none."""
+    return scheduling_group_key(pod) if minor >= 36 else workload_key(pod)
+
+
 class PodGroups:
-    """The plugin's part of kube-scheduler's WorkloadManager: assumed pods and the scheduling deadline per group."""
+    """The plugin's part of kube-scheduler's WorkloadManager (v1.35) or cache (v1.36): assumed pods and the
+    scheduling deadline per group."""
 
     def __init__(self, handle: Handle) -> None:
         self.handle = handle
+        self.minor = handle.kube_version.minor
         self._assumed: dict[PodGroupKey, set[str]] = {}
         self._deadlines: dict[PodGroupKey, float] = {}
 
-    def info(self, key: PodGroupKey) -> PodGroupInfo | None:
-        """``PodGroupInfo``: None when the scheduler knows no pod of the group (its state is then gone)."""
+    def _pods(self, key: PodGroupKey) -> list[dict[str, Any]]:
+        if self.minor >= 36:
+            namespace, name = key
+            return self.handle.cluster.pods_of_scheduling_group(namespace, name)
         namespace, workload, group, replica = key
         ref = {"name": workload, "podGroup": group, "podGroupReplicaKey": replica}
-        pods = self.handle.cluster.pods_of_workload(namespace, ref)
+        return self.handle.cluster.pods_of_workload(namespace, ref)
+
+    def info(self, key: PodGroupKey) -> PodGroupInfo | None:
+        """``PodGroupInfo``: None when the scheduler knows no pod of the group (its state is then gone)."""
+        pods = self._pods(key)
         if not pods:
             self._assumed.pop(key, None)
             self._deadlines.pop(key, None)
@@ -124,7 +150,9 @@ class PodGroups:
 
     def _waiting(self, key: PodGroupKey) -> list[WaitingPod]:
         """The group's pods this plugin holds in Permit (they passed its Reserve)."""
-        return [wp for wp in self.handle.waiting_pods if NAME in wp.timeouts and workload_key(wp.pod.pod) == key]
+        return [
+            wp for wp in self.handle.waiting_pods if NAME in wp.timeouts and group_key(wp.pod.pod, self.minor) == key
+        ]
 
 
 class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
@@ -135,12 +163,19 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)
         self.pod_groups = PodGroups(handle)
+        self.v1_36 = handle.kube_version.minor >= 36
 
     def events_to_register(self) -> list[str]:
-        # A pod added may complete a gang; a Workload added may let a gang in (both immutable where it matters).
-        return ["Pod/Add", "Workload/Add"]
+        # A pod added may complete a gang; a Workload (v1.35) or a PodGroup (v1.36) added may let a gang in (both
+        # immutable where it matters).
+        return ["Pod/Add", "PodGroup/Add" if self.v1_36 else "Workload/Add"]
+
+    def _of_group(self, pod: PodInfo) -> bool:
+        return bool(pod.spec.get("schedulingGroup" if self.v1_36 else "workloadRef"))
 
     def pre_enqueue(self, pod: PodInfo) -> Status:
+        if self.v1_36:
+            return self._pre_enqueue_v1_36(pod)
         ref = pod.spec.get("workloadRef")
         if not ref:
             return success()
@@ -154,28 +189,47 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
             return unresolvable(f"pod group {_q(group)} doesn't exist for a workload {_q(name)}")
         if gang is None:
             return success()
-        info = self.pod_groups.info(_key(pod))
+        info = self.pod_groups.info(_key(pod, self.v1_36))
         if info is None:
             return error(GROUP_STATE_MISSING)
         if len(info.all_pods) < _min_count(gang):
             return unresolvable("waiting for minCount pods from a gang to appear in scheduling queue")
         return success()
 
-    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        if not pod.spec.get("workloadRef"):
+    def _pre_enqueue_v1_36(self, pod: PodInfo) -> Status:
+        name = str((pod.spec.get("schedulingGroup") or {}).get("podGroupName") or "")
+        if not name:
             return success()
-        key = _key(pod)
+        group = self.handle.cluster.get_object(POD_GROUP_V1ALPHA2, pod.namespace, name)
+        if group is None:
+            return unresolvable(f"waiting for pods's pod group {_q(name)} to appear in scheduling queue")
+        gang = _gang_of_pod_group(group)
+        if gang is None:
+            return success()
+        info = self.pod_groups.info(_key(pod, self.v1_36))
+        if info is None:
+            return error(f"pod group state not found for pod group {pod.namespace}/{name}")
+        if len(info.all_pods) < _min_count(gang):
+            return unresolvable("waiting for minCount pods from a gang to appear in scheduling queue")
+        return success()
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not self._of_group(pod):
+            return success()
+        key = _key(pod, self.v1_36)
         if self.pod_groups.info(key) is None:
             return error(GROUP_STATE_MISSING)
         self.pod_groups.assume(key, pod.uid)
         return success()
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        if not pod.spec.get("workloadRef"):
+        if not self._of_group(pod):
             return
-        self.pod_groups.forget(_key(pod), pod.uid)
+        self.pod_groups.forget(_key(pod, self.v1_36), pod.uid)
 
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        if self.v1_36:
+            return self._permit_v1_36(pod)
         ref = pod.spec.get("workloadRef")
         if not ref:
             return success(), 0
@@ -191,7 +245,7 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
             return error(f"pod group {_q(group)} doesn't exist for a workload {_q(name)}"), 0
         if gang is None:
             return success(), 0
-        key = _key(pod)
+        key = _key(pod, self.v1_36)
         info = self.pod_groups.info(key)
         if info is None:
             return error(GROUP_STATE_MISSING), 0
@@ -208,11 +262,40 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
                 waiting.allow(NAME)
         return success(), 0
 
+    def _permit_v1_36(self, pod: PodInfo) -> tuple[Status, float]:
+        name = str((pod.spec.get("schedulingGroup") or {}).get("podGroupName") or "")
+        if not name:
+            return success(), 0
+        group = self.handle.cluster.get_object(POD_GROUP_V1ALPHA2, pod.namespace, name)
+        if group is None:
+            not_found = f"podgroups.scheduling.k8s.io {_q(name)} not found"
+            return error(f"failed to get podGroup {pod.namespace}/{name}: {not_found}"), 0
+        gang = _gang_of_pod_group(group)
+        if gang is None:
+            return success(), 0
+        info = self.pod_groups.info(_key(pod, self.v1_36))
+        if info is None:
+            return error(f"pod group state not found for pod group {pod.namespace}/{name}"), 0
+        if len(info.assumed | info.assigned) < _min_count(gang):
+            self.handle.activate(PodInfo(p) for p in info.unscheduled)
+            return Status(Code.WAIT, "waiting for minCount pods from a gang to be scheduled"), PERMIT_TIMEOUT_V1_36
+        for uid in sorted(info.assumed):
+            waiting = self.handle.get_waiting_pod(uid)
+            if waiting is not None:
+                waiting.allow(NAME)
+        return success(), 0
 
-def _key(pod: PodInfo) -> PodGroupKey:
-    key = workload_key(pod.pod)
-    assert key is not None  # callers checked spec.workloadRef
+
+def _key(pod: PodInfo, v1_36: bool) -> PodGroupKey:
+    key = group_key(pod.pod, 36 if v1_36 else 35)
+    assert key is not None  # callers checked the pod's reference
     return key
+
+
+def _gang_of_pod_group(group: dict[str, Any]) -> dict[str, Any] | None:
+    """A v1alpha2 PodGroup's gang policy (None: basic)."""
+    gang = ((group.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
+    return gang if isinstance(gang, dict) else None
 
 
 def _gang_policy(workload: dict[str, Any], group: str) -> tuple[bool, dict[str, Any] | None]:

@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from kss_sim.cluster.errors import Forbidden
+from kss_sim.cluster.kinds.registry import POD_GROUP_V1ALPHA2, WORKLOAD_V1ALPHA2
 from kss_sim.kube.quantity import QuantityError, parse_quantity
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -388,6 +389,44 @@ def default_workload(workload: dict[str, Any]) -> None:
                 gang.setdefault("minCount", 0)
 
 
+def _default_group_fields(group: dict[str, Any]) -> None:
+    """What a v1alpha2 pod group template and PodGroup spec always render: the policy struct, a gang's count."""
+    policy = _dict(group, "schedulingPolicy")
+    gang = policy.get("gang")
+    if isinstance(gang, dict):
+        gang.setdefault("minCount", 0)
+
+
+def default_workload_v1alpha2(workload: dict[str, Any]) -> None:
+    """What the typed decoder renders for a v1alpha2 Workload (v1.36): a template's name, its policy and its
+    schedulingConstraints (no omitempty: ``null`` when absent), a controllerRef's kind and name."""
+    spec = _dict(workload, "spec")
+    spec.setdefault("podGroupTemplates", None)
+    ref = spec.get("controllerRef")
+    if isinstance(ref, dict):
+        ref.setdefault("kind", "")
+        ref.setdefault("name", "")
+    for template in spec.get("podGroupTemplates") or []:
+        if isinstance(template, dict):
+            template.setdefault("name", "")
+            _default_group_fields(template)
+            template.setdefault("schedulingConstraints", None)
+
+
+def default_pod_group_v1alpha2(group: dict[str, Any]) -> None:
+    """SetObjectDefaults_PodGroup (v1.36): ``disruptionMode`` Pod; the typed decoder renders
+    ``podGroupTemplateRef`` (``null`` when absent) and the policy struct."""
+    spec = _dict(group, "spec")
+    spec.setdefault("podGroupTemplateRef", None)
+    ref = (spec.get("podGroupTemplateRef") or {}).get("workload")
+    if isinstance(ref, dict):
+        ref.setdefault("workloadName", "")
+        ref.setdefault("podGroupTemplateName", "")
+    _default_group_fields(spec)
+    if spec.get("disruptionMode") is None:
+        spec["disruptionMode"] = "Pod"
+
+
 # Defaulting that decoding applies to every create and update body.
 DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "Pod": default_pod,
@@ -399,4 +438,6 @@ DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "PriorityClass": default_priority_class,
     "PodGroup": default_pod_group,
     "Workload": default_workload,
+    WORKLOAD_V1ALPHA2: default_workload_v1alpha2,
+    POD_GROUP_V1ALPHA2: default_pod_group_v1alpha2,
 }

@@ -23,10 +23,15 @@ from kss_sim.cluster.admission.validation.metadata import (
 )
 from kss_sim.cluster.admission.validation.scheduling import (
     validate_pod_group,
+    validate_pod_group_v1alpha2,
+    validate_pod_group_v1alpha2_update,
     validate_workload,
     validate_workload_update,
+    validate_workload_v1alpha2,
+    validate_workload_v1alpha2_update,
 )
 from kss_sim.cluster.errors import Cause, duplicate, forbidden, invalid, not_supported, required
+from kss_sim.cluster.kinds.registry import POD_GROUP_V1ALPHA2, WORKLOAD_V1ALPHA2
 from kss_sim.kube.quantity import parse_quantity
 
 HIGHEST_USER_PRIORITY = 1_000_000_000
@@ -226,6 +231,8 @@ def validate_pod(pod: dict[str, Any]) -> list[Cause]:
         causes += _resource_errors("spec.resources", spec["resources"])
     if isinstance(spec.get("workloadRef"), dict):
         causes += _workload_reference_errors("spec.workloadRef", spec["workloadRef"])
+    if isinstance(spec.get("schedulingGroup"), dict):
+        causes += _scheduling_group_errors("spec.schedulingGroup", spec["schedulingGroup"])
     causes += _pod_resource_claims_errors(spec)
     return causes
 
@@ -284,6 +291,14 @@ def _container_claim_errors(claims: list[Any], pod_claims: set[str], path: str) 
             detail = f"must be one of the names in pod.spec.resourceClaims{listed}"
             causes.append(Cause(p, "FieldValueNotFound", f'Not found: "{name}": {detail}'))
     return causes
+
+
+def _scheduling_group_errors(path: str, group: dict[str, Any]) -> list[Cause]:
+    """v1.36's PodSchedulingGroup, a one-member union: the PodGroup's name (a DNS subdomain) is required."""
+    name = group.get("podGroupName")
+    if name is None:
+        return [invalid(path, "", "must specify one of: `podGroupName`")]
+    return [required(f"{path}.podGroupName")] if not name else name_errors(f"{path}.podGroupName", str(name))
 
 
 def _workload_reference_errors(path: str, ref: dict[str, Any]) -> list[Cause]:
@@ -543,10 +558,15 @@ VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "CSINode": validate_csinode,
     "PodGroup": validate_pod_group,
     "Workload": validate_workload,
+    WORKLOAD_V1ALPHA2: validate_workload_v1alpha2,
+    POD_GROUP_V1ALPHA2: validate_pod_group_v1alpha2,
 }
 # Update rules of kinds whose module registers them (workloads.py: apps/v1, batch/v1, Lease; dra.py); that
 # module builds on this one and adds its kinds to both tables when imported (admission imports it).
-UPDATE_VALIDATORS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[Cause]]] = {}
+UPDATE_VALIDATORS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[Cause]]] = {
+    WORKLOAD_V1ALPHA2: validate_workload_v1alpha2_update,
+    POD_GROUP_V1ALPHA2: validate_pod_group_v1alpha2_update,
+}
 
 
 def validate_update(kind: str, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:

@@ -70,8 +70,10 @@ def check_decodable(kind: str, obj: dict[str, Any], *, version: str = "v1", cust
     expect_type(kind, "spec", spec, dict, f"{version}.{kind}Spec", version)
     expect_type(kind, "status", obj.get("status"), dict, f"{version}.{kind}Status", version)
     spec = spec or {}
-    if kind == "Workload":
+    if kind == "Workload" and version == "v1alpha1":
         _check_workload_decodable(spec)
+    elif kind in ("Workload", "PodGroup") and version == "v1alpha2":
+        _check_v1alpha2_decodable(kind, spec)
     if kind == "Pod":
         for field in ("containers", "initContainers", "tolerations", "volumes", "topologySpreadConstraints"):
             expect_type(kind, f"spec.{field}", spec.get(field), list, "[]v1.Container")
@@ -109,6 +111,33 @@ def check_decodable(kind: str, obj: dict[str, Any], *, version: str = "v1", cust
         value = obj.get("value")
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise type_error(kind, "value", "int32", value)
+
+
+def _check_v1alpha2_decodable(kind: str, spec: dict[str, Any]) -> None:
+    """The typed decoder's view of a v1alpha2 WorkloadSpec or PodGroupSpec (v1.36)."""
+
+    def expect(path: str, value: Any, want: type | tuple[type, ...], go_type: str) -> None:
+        expect_type(kind, path, value, want, go_type, "v1alpha2")
+
+    def group_fields(path: str, group: dict[str, Any]) -> None:
+        policy = group.get("schedulingPolicy")
+        expect(f"{path}.schedulingPolicy", policy, dict, "v1alpha2.PodGroupSchedulingPolicy")
+        gang = (policy or {}).get("gang")
+        expect(f"{path}.schedulingPolicy.gang", gang, dict, "v1alpha2.GangSchedulingPolicy")
+        expect(f"{path}.schedulingPolicy.gang.minCount", (gang or {}).get("minCount"), int, "int32")
+        expect(f"{path}.priority", group.get("priority"), int, "int32")
+        for field in ("disruptionMode", "priorityClassName"):
+            expect(f"{path}.{field}", group.get(field), str, "string")
+
+    if kind == "PodGroup":
+        group_fields("spec", spec)
+        return
+    templates = spec.get("podGroupTemplates")
+    expect("spec.podGroupTemplates", templates, list, "[]v1alpha2.PodGroupTemplate")
+    for template in templates or []:
+        expect("spec.podGroupTemplates", template, dict, "v1alpha2.PodGroupTemplate")
+        expect("spec.podGroupTemplates.name", template.get("name"), str, "string")
+        group_fields("spec.podGroupTemplates", template)
 
 
 def _check_workload_decodable(spec: dict[str, Any]) -> None:

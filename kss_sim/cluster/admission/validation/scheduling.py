@@ -1,5 +1,6 @@
 """Validation of the scheduling kinds: PodGroup (scheduler-plugins' CRD, checked against its OpenAPI schema as
-kube-apiserver checks a custom resource) and Workload (scheduling.k8s.io/v1alpha1, the gang-scheduling alpha)."""
+kube-apiserver checks a custom resource), Workload (scheduling.k8s.io/v1alpha1, v1.35's gang-scheduling alpha), and
+v1.36's Workload and PodGroup (scheduling.k8s.io/v1alpha2)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from typing import Any
 
 from kss_sim.cluster.admission.validation.metadata import name_errors, validate_metadata
-from kss_sim.cluster.errors import Cause, duplicate, invalid, required
+from kss_sim.cluster.errors import Cause, duplicate, invalid, not_supported, required
 
 # ---------------------------------------------------------------------------------------------- PodGroup (a CRD)
 
@@ -187,4 +188,124 @@ def validate_workload_update(new: dict[str, Any], old: dict[str, Any]) -> list[C
         if new_spec.get(field) != old_spec.get(field):
             shown = _go_value(new_spec.get(field))
             causes.append(Cause(field, "FieldValueInvalid", f"Invalid value: {shown}: field is immutable"))
+    return causes
+
+
+# ------------------------------------------------------------------------------ Workload and PodGroup (v1alpha2)
+
+DISRUPTION_MODES = ["Pod", "PodGroup"]
+
+
+def _scheduling_policy_errors(path: str, policy: dict[str, Any]) -> list[Cause]:
+    """validatePodGroupSchedulingPolicy (v1.36): exactly one of ``basic`` and ``gang``; a gang's minCount set
+    and positive."""
+    chosen = [f"`{name}`" for name in ("basic", "gang") if policy.get(name) is not None]
+    if not chosen:
+        return [invalid(path, "", "must specify one of: `basic`, `gang`")]
+    if len(chosen) > 1:
+        detail = "exactly one of `basic`, `gang` is required, but multiple fields are set"
+        return [invalid(path, "{" + ", ".join(chosen) + "}", detail)]
+    gang = policy.get("gang")
+    if isinstance(gang, dict):
+        count = gang.get("minCount") or 0
+        if count == 0:
+            return [required(f"{path}.gang.minCount")]
+        if count < 0:
+            return [invalid(f"{path}.gang.minCount", count, "must be greater than zero")]
+    return []
+
+
+def _short_name_errors(path: str, value: Any) -> list[Cause]:
+    """A required DNS label (ValidatePodGroupName): Required when empty, as declarative validation says it."""
+    text = str(value or "")
+    return [required(path)] if not text else name_errors(path, text, label=True)
+
+
+def _group_fields_errors(path: str, group: dict[str, Any]) -> list[Cause]:
+    """The fields a pod group template and a PodGroup's spec share: the scheduling policy, a disruption mode."""
+    causes = _scheduling_policy_errors(f"{path}.schedulingPolicy", group.get("schedulingPolicy") or {})
+    mode = group.get("disruptionMode")
+    if mode is not None and mode not in DISRUPTION_MODES:
+        causes.append(not_supported(f"{path}.disruptionMode", mode, DISRUPTION_MODES))
+    return causes
+
+
+def validate_workload_v1alpha2(workload: dict[str, Any]) -> list[Cause]:
+    """ValidateWorkload (v1.36): a controllerRef that names its object, one to eight pod group templates with
+    unique DNS-label names, each with exactly one scheduling policy."""
+    causes = validate_metadata(workload, namespaced=True)
+    spec = workload.get("spec") or {}
+    if isinstance(spec.get("controllerRef"), dict):
+        causes += _controller_ref_errors("spec.controllerRef", spec["controllerRef"])
+    causes += _templates_errors(spec, check_each=True)
+    return causes
+
+
+def _templates_errors(spec: dict[str, Any], *, check_each: bool) -> list[Cause]:
+    templates = spec.get("podGroupTemplates") or []
+    path = "spec.podGroupTemplates"
+    if not templates:
+        return [required(path, "must have at least one item")]
+    if len(templates) > WORKLOAD_MAX_POD_GROUPS:
+        detail = f"Too many: {len(templates)}: must have at most {WORKLOAD_MAX_POD_GROUPS} items"
+        return [Cause(path, "FieldValueTooMany", detail)]
+    causes: list[Cause] = []
+    if not check_each:  # immutable after create: the update checks only that they did not change
+        return causes
+    seen: set[str] = set()
+    for i, template in enumerate(templates):
+        at = f"{path}[{i}]"
+        name = str(template.get("name") or "")
+        causes += _short_name_errors(f"{at}.name", name)
+        if name in seen:
+            causes.append(duplicate(at, name))
+        seen.add(name)
+        causes += _group_fields_errors(at, template)
+    return causes
+
+
+def _immutable(path: str, new: Any, old: Any) -> list[Cause]:
+    if new == old:
+        return []
+    return [Cause(path, "FieldValueInvalid", f"Invalid value: {_go_value(new)}: field is immutable")]
+
+
+def validate_workload_v1alpha2_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """ValidateWorkloadUpdate (v1.36): a controllerRef fixed once set, the pod group templates immutable."""
+    causes = validate_metadata(new, namespaced=True)
+    new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+    if old_spec.get("controllerRef") is not None:
+        causes += _immutable("spec.controllerRef", new_spec.get("controllerRef"), old_spec.get("controllerRef"))
+    elif isinstance(new_spec.get("controllerRef"), dict):
+        causes += _controller_ref_errors("spec.controllerRef", new_spec["controllerRef"])
+    causes += _immutable("spec.podGroupTemplates", new_spec.get("podGroupTemplates"), old_spec.get("podGroupTemplates"))
+    causes += _templates_errors(new_spec, check_each=False)
+    return causes
+
+
+def validate_pod_group_v1alpha2(group: dict[str, Any]) -> list[Cause]:
+    """ValidatePodGroup (v1.36): a template reference naming its Workload and template, and the fields it shares
+    with a template."""
+    causes = validate_metadata(group, namespaced=True)
+    spec = group.get("spec") or {}
+    ref = (spec.get("podGroupTemplateRef") or {}).get("workload")
+    if isinstance(ref, dict):
+        at = "spec.podGroupTemplateRef.workload"
+        causes += _short_name_errors(f"{at}.workloadName", ref.get("workloadName"))
+        causes += _short_name_errors(f"{at}.podGroupTemplateName", ref.get("podGroupTemplateName"))
+    causes += _group_fields_errors("spec", spec)
+    return causes
+
+
+# The PodGroup's spec fields fixed at create (the scheduler reads them once per group).
+_POD_GROUP_IMMUTABLE = ("podGroupTemplateRef", "schedulingPolicy", "schedulingConstraints")
+
+
+def validate_pod_group_v1alpha2_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """ValidatePodGroupUpdate (v1.36): the template reference and the scheduling policy and constraints are
+    immutable."""
+    causes = validate_metadata(new, namespaced=True)
+    new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+    for field in _POD_GROUP_IMMUTABLE:
+        causes += _immutable(f"spec.{field}", new_spec.get(field), old_spec.get(field))
     return causes
