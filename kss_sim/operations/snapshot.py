@@ -104,6 +104,7 @@ CREATE_ORDER = (
     "ReplicationController",
     "StatefulSet",
     "DaemonSet",
+    "ControllerRevision",
     "Pod",
     "ResourceClaim",
     "Event",
