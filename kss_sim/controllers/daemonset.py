@@ -23,7 +23,9 @@ One reconcile of a DaemonSet, as ``syncDaemonSet``:
   changed, so ``kubectl rollout status ds/x`` follows; a pod Ready but not yet ``minReadySeconds`` old brings the
   DaemonSet back when it becomes available.
 
-Pods are claimed as ``ControllerRefManager`` does: those it controls, orphans matching the selector (adopted),
+Pods are deleted as ``podControl.DeletePod`` does, with DeleteOptions: a bound pod ends gracefully (Terminating
+until its kubelet removes it) and its node gets no new pod meanwhile (without surge). Pods are claimed as
+``ControllerRefManager`` does: those it controls, orphans matching the selector (adopted),
 and controlled pods that stopped matching are released.
 
 Revisions are ControllerRevisions (``history.py``), as ``constructHistory`` keeps them: the current one is the
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
@@ -99,6 +102,7 @@ FAILED_POD_BACKOFF = timedelta(seconds=1)  # dsc.failedPodsBackoff: 1s doubling 
 FAILED_POD_BACKOFF_MAX = timedelta(minutes=15)
 
 WATCHED_KINDS = ("DaemonSet", "Pod", "Node")
+GRACEFUL = DeleteOptions(graceful=True)  # podControl's DeleteOptions{}: the pod's own grace period
 
 
 # --- the status ------------------------------------------------------------------------------------------------
@@ -487,7 +491,7 @@ class DaemonSetController(ReconcileLoop[Key]):
             )
         for pod_name in dict.fromkeys(plan.delete):
             try:
-                self.store.delete("Pod", namespace, pod_name)
+                self.store.delete("Pod", namespace, pod_name, options=GRACEFUL)
             except NotFound:
                 continue
             wrote = True

@@ -17,6 +17,8 @@ from v1.35.4):
   at a time and only while every other pod is healthy when OrderedReady, all at once when Parallel;
 - a RollingUpdate then deletes the highest-ordinal replica not at the update revision, at or above the
   partition, one at a time, waiting for each replacement to be healthy (OnDelete leaves them);
+- pods are deleted with DeleteOptions, as ``podControl`` does: a bound pod ends gracefully (Terminating, which
+  the ordered passes wait for, until its kubelet removes it);
 - claims carry the ownerReferences ``persistentVolumeClaimRetentionPolicy`` asks for (the garbage collector acts
   on them); a claim whose pod owner is an earlier pod of that name ("stale") holds the pod back until it is
   deleted (claims' deletions are watched for that);
@@ -42,6 +44,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
@@ -99,6 +102,7 @@ log = logging.getLogger(__name__)
 
 COMPONENT = "statefulset-controller"
 WATCHED_KINDS = ("StatefulSet", "Pod", "PersistentVolumeClaim")
+GRACEFUL = DeleteOptions(graceful=True)  # podControl's DeleteOptions{}: the pod's own grace period
 _STATUS_FIELDS = (
     "observedGeneration",
     "replicas",
@@ -322,9 +326,10 @@ class StatefulSetController(ReconcileLoop[Key]):
         return created
 
     def delete_pod(self, sts: Obj, pod: Obj) -> None:
-        """``DeleteStatefulPod`` (the claims' owners first, as ``processCondemned``'s caller fixed them)."""
+        """``DeleteStatefulPod`` (the claims' owners first, as ``processCondemned``'s caller fixed them): with
+        DeleteOptions, so a bound pod ends gracefully, as any client's delete."""
         try:
-            self.store.delete("Pod", *key_of(pod), uid=str(meta(pod).get("uid")))
+            self.store.delete("Pod", *key_of(pod), uid=str(meta(pod).get("uid")), options=GRACEFUL)
         except NotFound:
             return
         self._event(
