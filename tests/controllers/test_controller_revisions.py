@@ -198,3 +198,30 @@ def test_daemonset_history_beyond_the_limit_goes_oldest_first(
         _ds_image(mem, image)
         ds_helpers._roll(mem, ds_controller, clock, 2)
     assert [n for n, _ in numbered(mem)] == [3, 4]
+
+
+def test_statefulset_and_daemonset_deletes_of_bound_pods_are_graceful(
+    mem: ClusterStore, sts_controller: StatefulSetController, ds_controller: DaemonSetController, clock: Clock
+) -> None:
+    mem.create("Node", node("n0"))
+    mem.create("StatefulSet", sts_helpers.statefulset(replicas=2, claims=False))
+    mem.create("DaemonSet", ds_helpers.daemonset())
+    sts_controller.start()
+    ds_controller.start()
+    sts_helpers.ready_until_stable(mem, sts_controller, clock)
+    sts_helpers.settle(sts_controller)
+    ds_helpers.settle(ds_controller)
+    (agent,) = ds_helpers.daemon_pods(mem)
+    for pod_name in ("web-0", "web-1", agent["metadata"]["name"]):
+        mem.bind_pod("default", pod_name, "n0")
+
+    mem.patch("StatefulSet", "default", "web", {"spec": {"replicas": 1}}, "merge")
+    mem.patch("Node", None, "n0", {"spec": {"taints": [{"key": "k", "effect": "NoExecute"}]}}, "merge")
+    sts_helpers.settle(sts_controller)
+    ds_helpers.settle(ds_controller)
+    for pod_name in ("web-1", agent["metadata"]["name"]):
+        terminating = mem.get("Pod", "default", pod_name)
+        assert terminating is not None, pod_name  # a kubelet removes it at the end of its grace period
+        assert (
+            terminating["metadata"]["deletionTimestamp"] and terminating["metadata"]["deletionGracePeriodSeconds"] == 30
+        )
