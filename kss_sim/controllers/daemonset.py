@@ -28,11 +28,8 @@ until its kubelet removes it) and its node gets no new pod meanwhile (without su
 ``ControllerRefManager`` does: those it controls, orphans matching the selector (adopted),
 and controlled pods that stopped matching are released.
 
-Revisions are ControllerRevisions (``history.py``), as ``constructHistory`` keeps them: the current one is the
-revision whose data is the template's (renumbered past the others when older: a rollback, ``kubectl rollout undo``;
-duplicates folded into the newest), else a new one named ``<ds>-<hash>``; its ``controller-revision-hash`` label is
-the hash new pods carry and updated pods are recognised by. Old revisions no pod is at go, oldest first, beyond
-``revisionHistoryLimit`` (``cleanupHistory``).
+Revisions are ControllerRevisions (``daemon_history.py``): the current one's ``controller-revision-hash`` label is
+the hash new pods carry and updated pods are recognised by.
 """
 
 from __future__ import annotations
@@ -50,6 +47,7 @@ from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
+from kss_sim.controllers.daemon_history import cleanup_history, construct_history
 from kss_sim.controllers.daemon_placement import (
     DaemonPlacement,
     daemon_pod_template,
@@ -57,15 +55,6 @@ from kss_sim.controllers.daemon_placement import (
     replace_node_name_affinity,
     target_node_name,
     template_generation,
-)
-from kss_sim.controllers.history import (
-    controlled_revisions,
-    create_revision,
-    delete_revision,
-    new_revision,
-    revision_number,
-    sort_revisions,
-    update_revision_number,
 )
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import (
@@ -87,7 +76,6 @@ from kss_sim.controllers.rollout import (
     creation_order,
     int_field,
     is_available,
-    revision_data,
     scaled_value,
 )
 from kss_sim.kube.objects import Obj
@@ -255,7 +243,7 @@ class DaemonSetController(ReconcileLoop[Key]):
             )
             return
         nodes = [entry.obj for entry in self.store.select("Node").items]
-        current, old = self._construct_history(ds)
+        current, old = construct_history(self.store, ds, lambda: self._claim_pods(ds))
         hash_ = str((meta(current).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or "")
         generation = template_generation(ds)
         placement = DaemonPlacement.of(ds)
@@ -263,65 +251,8 @@ class DaemonSetController(ReconcileLoop[Key]):
         if not wrote and _strategy(ds) == ROLLING_UPDATE:
             # Upstream rolls only once manage's creations and deletions are observed: ours come back as changes.
             self._rolling_update(ds, nodes, placement, hash_, generation)
-        self._cleanup_history(ds, old)
+        cleanup_history(self.store, ds, old, lambda: self._claim_pods(ds))
         self._update_status(ds, nodes, placement, hash_, generation)
-
-    # --- revisions ----------------------------------------------------------------------------------------------
-    def _construct_history(self, ds: Obj) -> tuple[Obj, list[Obj]]:
-        """``constructHistory``: (the current revision, the old ones)."""
-        data = revision_data((ds.get("spec") or {}).get("template"))
-        current: list[Obj] = []
-        old: list[Obj] = []
-        for revision in controlled_revisions(self.store, ds):
-            name = str(meta(revision).get("name"))
-            if CONTROLLER_REVISION_HASH_LABEL not in (meta(revision).get("labels") or {}):
-                # The name stands in for the hash, as upstream labels a revision that lacks it.
-                body = {"metadata": {"labels": {CONTROLLER_REVISION_HASH_LABEL: name}}}
-                revision = self.store.patch("ControllerRevision", *key_of(revision), body, "merge")
-            (current if revision.get("data") == data else old).append(revision)
-        number = max((revision_number(r) for r in old), default=0) + 1
-        if not current:
-            collisions = int_field(ds.get("status"), "collisionCount", 0)
-            created, used = create_revision(self.store, ds, new_revision(ds, number, collisions), collisions)
-            if used != collisions:
-                status = {"status": {"collisionCount": used}}
-                self.store.patch("DaemonSet", *key_of(ds), status, "merge", subresource="status")
-            return created, old
-        keep = self._dedup_current(ds, current)
-        if revision_number(keep) < number:
-            keep = update_revision_number(self.store, keep, number)
-        return keep, old
-
-    def _dedup_current(self, ds: Obj, current: list[Obj]) -> Obj:
-        """``dedupCurHistories``: of several revisions of the current template the newest stays; the pods not at
-        its hash are relabelled (all of them, as upstream does) and the others deleted."""
-        keep = max(current, key=revision_number)
-        hash_ = (meta(keep).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL)
-        for duplicate in current:
-            if duplicate is keep:
-                continue
-            for pod in self._claim_pods(ds):
-                if (meta(pod).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) != hash_:
-                    body = {"metadata": {"labels": {CONTROLLER_REVISION_HASH_LABEL: hash_}}}
-                    with contextlib.suppress(NotFound):
-                        self.store.patch("Pod", *key_of(pod), body, "strategic")
-            delete_revision(self.store, duplicate)
-        return keep
-
-    def _cleanup_history(self, ds: Obj, old: list[Obj]) -> None:
-        """``cleanupHistory``: old revisions beyond ``revisionHistoryLimit`` go, oldest first, unless a pod is at
-        their hash."""
-        excess = len(old) - int_field(ds.get("spec"), "revisionHistoryLimit", 10)
-        if excess <= 0:
-            return
-        live = {(meta(pod).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) for pod in self._claim_pods(ds)}
-        for revision in sort_revisions(old):
-            if excess <= 0:
-                break
-            if (meta(revision).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) in live:
-                continue
-            delete_revision(self.store, revision)
-            excess -= 1
 
     def _claim_pods(self, ds: Obj) -> list[Obj]:
         """``ClaimPods``: pods ``ds`` controls and still selects, orphans it selects (adopted); controlled pods
