@@ -11,6 +11,7 @@ import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.daemonset import DaemonSetController
+from kss_sim.controllers.garbage_collector import GarbageCollector
 from kss_sim.controllers.statefulset import StatefulSetController
 from kss_sim.kube.objects import Obj
 from tests.cluster.factories import node
@@ -225,3 +226,20 @@ def test_statefulset_and_daemonset_deletes_of_bound_pods_are_graceful(
         assert (
             terminating["metadata"]["deletionTimestamp"] and terminating["metadata"]["deletionGracePeriodSeconds"] == 30
         )
+
+
+def test_deleting_a_statefulset_takes_its_revisions_with_it(
+    mem: ClusterStore, sts_controller: StatefulSetController, clock: Clock
+) -> None:
+    collector = GarbageCollector(mem, clock=clock)
+    mem.create("StatefulSet", sts_helpers.statefulset(replicas=1, claims=False))
+    sts_controller.start()
+    collector.start()
+    try:
+        sts_helpers.ready_until_stable(mem, sts_controller, clock)
+        assert len(revisions(mem)) == 1
+        mem.delete("StatefulSet", "default", "web")
+        assert collector.wait_idle()
+        assert revisions(mem) == []
+    finally:
+        collector.stop()
