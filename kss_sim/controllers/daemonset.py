@@ -23,8 +23,13 @@ One reconcile of a DaemonSet, as ``syncDaemonSet``:
   changed, so ``kubectl rollout status ds/x`` follows; a pod Ready but not yet ``minReadySeconds`` old brings the
   DaemonSet back when it becomes available.
 
-Pods are claimed as ``ControllerRefManager`` does: those it controls, orphans matching the selector (adopted),
-and controlled pods that stopped matching are released. The revision hash is ``rollout.template_hash``.
+Pods are deleted as ``podControl.DeletePod`` does, with DeleteOptions: a bound pod ends gracefully (Terminating
+until its kubelet removes it) and its node gets no new pod meanwhile (without surge). Pods are claimed as
+``ControllerRefManager`` does: those it controls, orphans matching the selector (adopted),
+and controlled pods that stopped matching are released.
+
+Revisions are ControllerRevisions (``daemon_history.py``): the current one's ``controller-revision-hash`` label is
+the hash new pods carry and updated pods are recognised by.
 """
 
 from __future__ import annotations
@@ -38,9 +43,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
+from kss_sim.controllers.daemon_history import cleanup_history, construct_history
 from kss_sim.controllers.daemon_placement import (
     DaemonPlacement,
     daemon_pod_template,
@@ -70,7 +77,6 @@ from kss_sim.controllers.rollout import (
     int_field,
     is_available,
     scaled_value,
-    template_hash,
 )
 from kss_sim.kube.objects import Obj
 
@@ -84,6 +90,7 @@ FAILED_POD_BACKOFF = timedelta(seconds=1)  # dsc.failedPodsBackoff: 1s doubling 
 FAILED_POD_BACKOFF_MAX = timedelta(minutes=15)
 
 WATCHED_KINDS = ("DaemonSet", "Pod", "Node")
+GRACEFUL = DeleteOptions(graceful=True)  # podControl's DeleteOptions{}: the pod's own grace period
 
 
 # --- the status ------------------------------------------------------------------------------------------------
@@ -236,13 +243,15 @@ class DaemonSetController(ReconcileLoop[Key]):
             )
             return
         nodes = [entry.obj for entry in self.store.select("Node").items]
-        hash_ = template_hash((ds.get("spec") or {}).get("template"), int_field(ds.get("status"), "collisionCount", 0))
+        current, old = construct_history(self.store, ds, lambda: self._claim_pods(ds))
+        hash_ = str((meta(current).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or "")
         generation = template_generation(ds)
         placement = DaemonPlacement.of(ds)
         wrote = self._manage(ds, nodes, placement, hash_, generation)
         if not wrote and _strategy(ds) == ROLLING_UPDATE:
             # Upstream rolls only once manage's creations and deletions are observed: ours come back as changes.
             self._rolling_update(ds, nodes, placement, hash_, generation)
+        cleanup_history(self.store, ds, old, lambda: self._claim_pods(ds))
         self._update_status(ds, nodes, placement, hash_, generation)
 
     def _claim_pods(self, ds: Obj) -> list[Obj]:
@@ -413,7 +422,7 @@ class DaemonSetController(ReconcileLoop[Key]):
             )
         for pod_name in dict.fromkeys(plan.delete):
             try:
-                self.store.delete("Pod", namespace, pod_name)
+                self.store.delete("Pod", namespace, pod_name, options=GRACEFUL)
             except NotFound:
                 continue
             wrote = True

@@ -12,10 +12,13 @@
   pod's resources are released by the scheduler, as for any Succeeded or Failed pod; its addresses here.
 - A running pod with readiness gates is Ready once every gate's condition is True (the kubelet's rule).
 - A bound pod deleted gracefully (``deletionTimestamp``, ``deletionGracePeriodSeconds`` above 0) is finished when
-  its grace period is over, at its ``deletionTimestamp`` on the controller's clock: the kubelet's status manager
-  then deletes it with a grace period of 0 (its uid as precondition), and it is gone but for finalizers. Until
-  then it holds its node (its resources for the scheduler, its addresses here), as containers that take their
-  whole grace period to stop would.
+  its grace period is over, at its ``deletionTimestamp`` on the controller's clock: its containers, killed at the
+  end of the period, exit 137, and the pod is written Failed (the status manager's ``TerminatePod`` makes every
+  pod that was Pending or Running Failed); then the status manager deletes it with a grace period of 0 (its uid
+  as precondition), and it is gone but for finalizers. Until then it holds its node (its resources for the
+  scheduler, its addresses here), as containers that take their whole grace period to stop would. A node whose
+  Ready condition is False or Unknown, or that does not exist, has no kubelet to do this: its pods stay
+  Terminating (until it is Ready again, pod GC, or a delete with a grace period of 0).
 
 Pods that are already Running (an import, a synced cluster) are left as they are, but for their run duration. The
 end of every run and every grace period is kept in one ``DueQueue`` (one loop timer, whatever the number of pods).
@@ -56,6 +59,7 @@ COMPONENT = "kubelet"
 WATCHED_KINDS = ("Pod", "Node")
 INVALID_ANNOTATION = "InvalidAnnotation"
 SANDBOX_FAILED = "FailedCreatePodSandBox"
+KILLED_EXIT_CODE = 137  # 128 + SIGKILL: the containers did not stop within the grace period
 
 _Key = tuple[str, str]  # (namespace, name)
 TICK: _Key = ("", "")  # the key whose timer is the earliest end of a run (no pod has an empty name)
@@ -143,7 +147,9 @@ class KubeletController(ReconcileLoop[_Key]):
                 self._warned.pop(str(pod["metadata"].get("uid") or ""), None)
             freed = self._addresses.release(key)
             # A freed address may be what a pod waiting on that node needs.
-            return sorted(self._waiting.pop(freed, ())) if freed else []
+            keys = sorted(self._waiting.pop(freed, ())) if freed else []
+            # Written Failed at the end of its grace period but not deleted yet (a restart in between): finish it.
+            return [*keys, key] if event_type != DELETED and _terminating(pod) else keys
         if _terminating(pod):
             return [key]
         phase = _phase(pod)
@@ -262,6 +268,14 @@ class KubeletController(ReconcileLoop[_Key]):
             self._schedule_end(key, end)
             return
         self._runs.discard(key)
+        node_name = str(_spec(pod).get("nodeName"))
+        if not self._node_runs_kubelet(node_name):
+            self._waiting.setdefault(node_name, set()).add(key)  # the node's next change looks again
+            return
+        if not is_terminated(pod):
+            killed = finished_status(pod, phase="Failed", code=KILLED_EXIT_CODE, now=self.timestamp())
+            pod = self._write_status(pod, killed)  # a conflict: the loop retries the whole step
+            meta = pod["metadata"]
         try:
             self.store.delete(
                 "Pod",
@@ -273,6 +287,17 @@ class KubeletController(ReconcileLoop[_Key]):
         except (NotFound, Conflict):
             return  # gone already, or another pod of that name now: its own kubelet work
         log.debug("pod %s/%s: terminated after its grace period of %ss", *key, meta.get("deletionGracePeriodSeconds"))
+
+    def _node_runs_kubelet(self, node_name: str) -> bool:
+        """Whether the node exists with a kubelet reporting: its Ready condition, if it has one, is True."""
+        try:
+            node = self.store.read("Node", None, node_name).obj
+        except NotFound:
+            return False
+        for condition in (node.get("status") or {}).get("conditions") or []:
+            if isinstance(condition, dict) and condition.get("type") == "Ready":
+                return condition.get("status") == "True"
+        return True  # a node nobody reports conditions for (a bare test node) is taken as up
 
     def _readdress(self, key: _Key, pod: Obj) -> Obj:
         """Give ``pod`` free addresses on its node in place of those a reported pod took, and write them (again

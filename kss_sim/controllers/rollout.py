@@ -3,14 +3,14 @@
 - ``template_hash``: ``history.HashControllerRevision`` over the revision's data, the strategic merge patch
   ``{"spec": {"template": {..., "$patch": "replace"}}}`` that ``getPatch`` builds (Go's ``json.Marshal`` of a map:
   keys sorted, compact, ``<``, ``>``, ``&`` escaped), FNV-1 32-bit plus the collision count, rendered with
-  ``rand.SafeEncodeString``. kss keeps no ControllerRevision objects; the hash is a pure function of the template,
-  so a restarted controller finds the same revision names.
+  ``rand.SafeEncodeString``; ``revision_data`` is that patch, a ControllerRevision's ``data`` (``history.py``).
 - ``scaled_value``: ``intstr.GetScaledValueFromIntOrPercent``.
 - ``is_available``: ``podutil.IsPodAvailable`` (Ready for at least ``minReadySeconds``) and when it will be.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -51,14 +51,20 @@ def safe_encode(text: str) -> str:
     return "".join(_SAFE_ALPHANUMS[ord(c) % len(_SAFE_ALPHANUMS)] for c in text)
 
 
-def template_hash(template: Mapping[str, Any] | None, collision_count: int = 0) -> str:
-    """The revision hash of a pod template (see the module docstring)."""
-    body = dict(template or {})
+def revision_data(template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A ControllerRevision's ``data`` for a pod template: ``getPatch``'s ``{"spec": {"template": {...,
+    "$patch": "replace"}}}``."""
+    body = copy.deepcopy(dict(template or {}))
     template_meta = dict(body.get("metadata") or {})
     template_meta.setdefault("creationTimestamp", None)  # Go renders the zero metav1.Time as null
     body["metadata"] = template_meta
     body["$patch"] = "replace"
-    raw = _go_json({"spec": {"template": body}}).encode()
+    return {"spec": {"template": body}}
+
+
+def template_hash(template: Mapping[str, Any] | None, collision_count: int = 0) -> str:
+    """The revision hash of a pod template (see the module docstring)."""
+    raw = _go_json(revision_data(template)).encode()
     digest = _fnv1_32(str(collision_count).encode(), _fnv1_32(raw))
     return safe_encode(str(digest))
 

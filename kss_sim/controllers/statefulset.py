@@ -17,6 +17,8 @@ from v1.35.4):
   at a time and only while every other pod is healthy when OrderedReady, all at once when Parallel;
 - a RollingUpdate then deletes the highest-ordinal replica not at the update revision, at or above the
   partition, one at a time, waiting for each replacement to be healthy (OnDelete leaves them);
+- pods are deleted with DeleteOptions, as ``podControl`` does: a bound pod ends gracefully (Terminating, which
+  the ordered passes wait for, until its kubelet removes it);
 - claims carry the ownerReferences ``persistentVolumeClaimRetentionPolicy`` asks for (the garbage collector acts
   on them); a claim whose pod owner is an earlier pod of that name ("stale") holds the pod back until it is
   deleted (claims' deletions are watched for that);
@@ -25,8 +27,11 @@ from v1.35.4):
   a rollout completes (current := update) when every replica is updated and ready, so
   ``kubectl rollout status sts/x`` follows.
 
-kss keeps no ControllerRevision objects: a revision's template is remembered when seen, and after a restart
-recovered from a pod at that revision (``template_from_pod``); with neither, the update template stands in.
+Revisions are ControllerRevisions (``history.py``), as ``getStatefulSetRevisions`` keeps them: the update revision is
+the newest when its data equals the template's, an older equal one renumbered past the newest (a rollback, ``kubectl
+rollout undo``), or a new one; the current revision is the one ``status.currentRevision`` names (the update revision
+when none does), and pods made below the partition get its template. After each pass the revisions that are neither
+current, update, nor any pod's are deleted oldest first beyond ``revisionHistoryLimit`` (``truncateHistory``).
 """
 
 from __future__ import annotations
@@ -34,14 +39,27 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
+from kss_sim.controllers.history import (
+    applied_template,
+    controlled_revisions,
+    create_revision,
+    delete_revision,
+    equal_data,
+    new_revision,
+    next_revision,
+    revision_number,
+    sort_revisions,
+    update_revision_number,
+)
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import (
     Key,
@@ -53,7 +71,7 @@ from kss_sim.controllers.owned import (
     meta,
     selector_matches,
 )
-from kss_sim.controllers.rollout import available_at
+from kss_sim.controllers.rollout import available_at, int_field
 from kss_sim.controllers.statefulset_pods import (
     DELETE,
     ON_DELETE,
@@ -73,11 +91,9 @@ from kss_sim.controllers.statefulset_pods import (
     refs_equal,
     replicas_of,
     retention_policy,
-    revision_name,
     start_ordinal,
     storage_matches,
     strategy_type,
-    template_from_pod,
     wanted_claim_refs,
 )
 from kss_sim.kube.objects import Obj
@@ -86,7 +102,7 @@ log = logging.getLogger(__name__)
 
 COMPONENT = "statefulset-controller"
 WATCHED_KINDS = ("StatefulSet", "Pod", "PersistentVolumeClaim")
-_HISTORY = 12  # templates remembered per set (revisionHistoryLimit's default is 10, plus current and update)
+GRACEFUL = DeleteOptions(graceful=True)  # podControl's DeleteOptions{}: the pod's own grace period
 _STATUS_FIELDS = (
     "observedGeneration",
     "replicas",
@@ -148,19 +164,17 @@ class StatefulSetController(ReconcileLoop[Key]):
         super().__init__(store, clock=clock, retry_base_seconds=retry_base_seconds, retry_max_seconds=retry_max_seconds)
         self._pods = OwnedIndex()  # pod -> uid of its controlling StatefulSet
         self._sets: dict[str, Key] = {}  # StatefulSet uid -> key
-        self._templates: dict[Key, dict[str, Obj]] = {}  # set -> revision name -> template, oldest first
 
     # --- indexes ------------------------------------------------------------------------------------------------
     def reset(self) -> None:
         self._pods.clear()
         self._sets.clear()
-        self._templates.clear()
 
     def resync(self) -> list[Key]:
         """Index every StatefulSet and pod; queue every set."""
         keys: list[Key] = []
         for entry in self.store.select("StatefulSet").items:
-            self._note_set(entry.obj)
+            self._sets[str(meta(entry.obj).get("uid"))] = (entry.namespace, entry.name)
             keys.append((entry.namespace, entry.name))
         for entry in self.store.select("Pod").items:
             self._index_pod(entry.obj, deleted=False)
@@ -171,9 +185,8 @@ class StatefulSetController(ReconcileLoop[Key]):
         if kind == "StatefulSet":
             if deleted:
                 self._sets.pop(str(meta(obj).get("uid")), None)
-                self._templates.pop(key_of(obj), None)
             else:
-                self._note_set(obj)
+                self._sets[str(meta(obj).get("uid"))] = key_of(obj)
             return [key_of(obj)]
         if kind == "PersistentVolumeClaim":
             # A claim gone may free a pod held back by a stale claim (the garbage collector deleted it).
@@ -202,16 +215,6 @@ class StatefulSetController(ReconcileLoop[Key]):
                 keys.append((entry.namespace, entry.name))
         return keys
 
-    def _note_set(self, sts: Obj) -> None:
-        key = key_of(sts)
-        self._sets[str(meta(sts).get("uid"))] = key
-        history = self._templates.setdefault(key, {})
-        revision = revision_name(sts)
-        history.pop(revision, None)
-        history[revision] = copy.deepcopy((sts.get("spec") or {}).get("template") or {})
-        while len(history) > _HISTORY:
-            del history[next(iter(history))]
-
     def _index_pod(self, pod: Obj, *, deleted: bool) -> tuple[str | None, str | None]:
         """Record the pod's controlling StatefulSet (or orphanhood); returns (controller before, controller now)."""
         return self._pods.track(pod, deleted=deleted, owner_kind="StatefulSet")
@@ -225,14 +228,39 @@ class StatefulSetController(ReconcileLoop[Key]):
         selector = (sts.get("spec") or {}).get("selector") or {}
         if not (selector.get("matchLabels") or selector.get("matchExpressions")):
             return  # validation requires a selector; nothing can be claimed without one
+        revisions = sort_revisions(controlled_revisions(self.store, sts))  # adoptOrphanRevisions, ListRevisions
         pods = self._claim_pods(sts)
-        update_revision = revision_name(sts)
-        current_revision = str((sts.get("status") or {}).get("currentRevision") or "")
-        current_template = self._template_of(key, current_revision, pods) if current_revision else None
-        if current_template is None:
-            current_revision = update_revision  # no such revision: the history starts here
-        status = _SetSync(self, sts, pods, current_revision, update_revision, current_template).run()
+        current, update, collision_count = self._revisions(sts, revisions)
+        current_name, update_name = str(meta(current).get("name")), str(meta(update).get("name"))
+        template = applied_template(sts, current)
+        status = _SetSync(self, sts, pods, current_name, update_name, template).run()
+        status["collisionCount"] = collision_count
         self._write_status(sts, status)
+        self._truncate_history(sts, pods, revisions, {current_name, update_name})
+
+    def _revisions(self, sts: Obj, revisions: list[Obj]) -> tuple[Obj, Obj, int]:
+        """``getStatefulSetRevisions``: (current, update, collision count); ``revisions`` sorted oldest first."""
+        collision_count = int_field(sts.get("status"), "collisionCount", 0)
+        update = new_revision(sts, next_revision(revisions), collision_count)
+        equal = [r for r in revisions if equal_data(r, update)]
+        if equal and equal[-1] is revisions[-1]:
+            update = revisions[-1]  # the template has not changed since the newest revision
+        elif equal:
+            update = update_revision_number(self.store, equal[-1], revision_number(update))  # a rollback
+        else:
+            update, collision_count = create_revision(self.store, sts, update, collision_count)
+        wanted = (sts.get("status") or {}).get("currentRevision")
+        current = next((r for r in revisions if meta(r).get("name") == wanted), update)
+        return current, update, collision_count
+
+    def _truncate_history(self, sts: Obj, pods: list[Obj], revisions: list[Obj], live: set[str]) -> None:
+        """``truncateHistory``: revisions no pod is at, neither current nor update, beyond the limit go, oldest
+        first."""
+        live |= {pod_revision(pod) for pod in pods}
+        history = [r for r in revisions if meta(r).get("name") not in live]
+        excess = len(history) - int_field(sts.get("spec"), "revisionHistoryLimit", 10)
+        for revision in history[: max(0, excess)]:
+            delete_revision(self.store, revision)
 
     def _claim_pods(self, sts: Obj) -> list[Obj]:
         """``getPodsForStatefulSet``: ``ClaimPods`` with the ``isMemberOf`` filter (pods as stored, read-only)."""
@@ -264,16 +292,6 @@ class StatefulSetController(ReconcileLoop[Key]):
             return self.store.read(kind, *key).obj
         except NotFound:
             return None
-
-    def _template_of(self, key: Key, revision: str, pods: Sequence[Obj]) -> Obj | None:
-        """The template of ``revision``: remembered, or recovered from a pod at that revision."""
-        known = self._templates.get(key, {}).get(revision)
-        if known is not None:
-            return known
-        for pod in pods:
-            if pod_revision(pod) == revision:
-                return template_from_pod(pod)
-        return None
 
     def _write_status(self, sts: Obj, status: dict[str, Any]) -> None:
         """``updateStatefulSetStatus``: complete a finished rollout, write when something differs."""
@@ -308,9 +326,10 @@ class StatefulSetController(ReconcileLoop[Key]):
         return created
 
     def delete_pod(self, sts: Obj, pod: Obj) -> None:
-        """``DeleteStatefulPod`` (the claims' owners first, as ``processCondemned``'s caller fixed them)."""
+        """``DeleteStatefulPod`` (the claims' owners first, as ``processCondemned``'s caller fixed them): with
+        DeleteOptions, so a bound pod ends gracefully, as any client's delete."""
         try:
-            self.store.delete("Pod", *key_of(pod), uid=str(meta(pod).get("uid")))
+            self.store.delete("Pod", *key_of(pod), uid=str(meta(pod).get("uid")), options=GRACEFUL)
         except NotFound:
             return
         self._event(

@@ -205,26 +205,6 @@ def pod_revision(pod: Mapping[str, Any]) -> str:
     return str((meta(pod).get("labels") or {}).get(CONTROLLER_REVISION_HASH_LABEL) or "")
 
 
-def template_from_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """A template that makes pods like ``pod`` (its labels less the identity ones, annotations, spec less what
-    the scheduler and the identity set): how a restarted controller recovers an old revision without
-    ControllerRevisions."""
-    labels = {
-        k: v
-        for k, v in (meta(pod).get("labels") or {}).items()
-        if k not in (POD_NAME_LABEL, POD_INDEX_LABEL, CONTROLLER_REVISION_HASH_LABEL)
-    }
-    template_meta: dict[str, Any] = {"labels": labels}
-    if meta(pod).get("annotations"):
-        template_meta["annotations"] = dict(meta(pod)["annotations"])
-    spec = {
-        k: copy.deepcopy(v)
-        for k, v in (pod.get("spec") or {}).items()
-        if k not in ("nodeName", "hostname", "subdomain")
-    }
-    return {"metadata": template_meta, "spec": spec}
-
-
 # --- claims' owners (the retention policy) ----------------------------------------------------------------------
 
 

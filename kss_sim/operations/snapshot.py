@@ -111,6 +111,7 @@ CREATE_ORDER = (
     "ReplicationController",
     "StatefulSet",
     "DaemonSet",
+    "ControllerRevision",
     "Pod",
     "ResourceClaim",
     "Event",

@@ -131,6 +131,18 @@ def objects_of_every_kind(suffix: str = "x") -> list[tuple[str, dict[str, Any]]]
                 "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
             },
         ),
+        (
+            "ControllerRevision",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ControllerRevision",
+                "metadata": {"name": f"web-{suffix}-5d8f", "namespace": f"ns-{suffix}"},
+                "data": {
+                    "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}, "$patch": "replace"}}
+                },
+                "revision": 1,
+            },
+        ),
         *stored_objects(suffix),
     ]
 

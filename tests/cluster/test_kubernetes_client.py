@@ -25,6 +25,7 @@ APIS: dict[str, tuple[type, str, bool]] = {
     "CSINode": (client.StorageV1Api, "csi_node", False),
     "PriorityClass": (client.SchedulingV1Api, "priority_class", False),
     "PodDisruptionBudget": (client.PolicyV1Api, "pod_disruption_budget", True),
+    "ControllerRevision": (client.AppsV1Api, "controller_revision", True),
     "ConfigMap": (client.CoreV1Api, "config_map", True),
     "Secret": (client.CoreV1Api, "secret", True),
     "ServiceAccount": (client.CoreV1Api, "service_account", True),

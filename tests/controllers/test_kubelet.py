@@ -645,6 +645,56 @@ def test_a_restarted_kubelet_ends_the_grace_periods_that_ran_meanwhile(mem_store
         kubelet.stop()
 
 
+def test_at_the_end_of_its_grace_period_a_pod_is_written_failed_its_containers_killed_then_deleted(
+    mem_store: ClusterStore, kubelet: KubeletController, clock: Clock
+) -> None:
+    mem_store.create("Node", a_node("n1"))
+    kubelet.start()
+    seen: list[tuple[str, str]] = []
+    mem_store.add_listener(lambda event, kind, obj: seen.append((event, obj["status"].get("phase"))), ["Pod"])
+    for name in ("web", "held"):
+        body = a_pod(name, node_name="n1", terminationGracePeriodSeconds=5)
+        if name == "held":
+            body["metadata"]["finalizers"] = ["example.com/keep"]
+        mem_store.create("Pod", body)
+    settle(kubelet)
+    for name in ("web", "held"):
+        mem_store.delete("Pod", "default", name, options=DeleteOptions(graceful=True))
+    settle(kubelet)
+    tick(kubelet, clock, 4)
+    assert status_of(mem_store, "web")["phase"] == "Running"  # its containers still stopping
+    tick(kubelet, clock, 1)
+    assert mem_store.get("Pod", "default", "web") is None
+    held = status_of(mem_store, "held")
+    assert held["phase"] == "Failed"
+    (container,) = held["containerStatuses"]
+    assert container["state"]["terminated"]["exitCode"] == 137 and container["ready"] is False
+    assert conditions(held)["Ready"]["status"] == "False"
+    # web went Failed before it went away, as the status manager's TerminatePod writes it.
+    assert seen.index(("MODIFIED", "Failed")) < seen.index(("DELETED", "Failed"))
+
+
+def test_a_failed_node_leaves_its_pods_terminating_until_it_is_ready_again(
+    mem_store: ClusterStore, kubelet: KubeletController, clock: Clock
+) -> None:
+    mem_store.create("Node", a_node("n1"))
+    kubelet.start()
+    mem_store.create("Pod", a_pod("web", node_name="n1", terminationGracePeriodSeconds=5))
+    settle(kubelet)
+    ready = {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}
+    mem_store.patch("Node", None, "n1", {"status": {"conditions": [ready]}}, "strategic", subresource="status")
+    mem_store.delete("Pod", "default", "web", options=DeleteOptions(graceful=True))
+    settle(kubelet)
+    tick(kubelet, clock, 60)
+    still = mem_store.get("Pod", "default", "web")
+    assert still is not None and still["status"]["phase"] == "Running" and still["metadata"]["deletionTimestamp"]
+
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+    mem_store.patch("Node", None, "n1", {"status": {"conditions": [ready]}}, "strategic", subresource="status")
+    settle(kubelet)
+    assert mem_store.get("Pod", "default", "web") is None
+
+
 # ---------------------------------------------------------------------------------------------- readiness gates
 
 

@@ -15,8 +15,9 @@ a bound, unfinished pod gets ``deletionTimestamp`` = now + its grace period (``g
 ``spec.terminationGracePeriodSeconds``; a negative one is 1 s) and ``deletionGracePeriodSeconds``, and stays until
 its kubelet deletes it again with a grace period of 0 (``kss_sim/controllers/kubelet.py``); a later delete may only
 shorten the period. An unbound or finished pod, or a grace period of 0, goes at once. The store's own deletes
-without options (a Node's pods, a Namespace's contents, the controllers') stay immediate, as a nil DeleteOptions is
-upstream.
+without options (a Node's pods, a Namespace's contents, the ReplicaSet and Job controllers') stay immediate, as a nil
+DeleteOptions is upstream; the StatefulSet and DaemonSet controllers delete with DeleteOptions, as
+kube-controller-manager's pod control does.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ ROOT_MODELS = {
     "ReplicaSet": "V1ReplicaSet",
     "StatefulSet": "V1StatefulSet",
     "DaemonSet": "V1DaemonSet",
+    "ControllerRevision": "V1ControllerRevision",
     "Job": "V1Job",
     "CronJob": "V1CronJob",
     "Lease": "V1Lease",

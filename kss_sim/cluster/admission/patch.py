@@ -178,22 +178,27 @@ def json_patch(target: Any, operations: Any) -> Any:
 
 def strategic_merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """Apply a strategic merge patch (with ``$patch``, ``$retainKeys``, ``$setElementOrder/`` and
-    ``$deleteFromPrimitiveList/`` directives) to a copy of ``target``."""
-    result = _merge_map(copy.deepcopy(target), patch)
-    if result is None:
+    ``$deleteFromPrimitiveList/`` directives) to a copy of ``target``, as ``strategicpatch.StrategicMergePatch``
+    does: ``$patch: replace`` in a map takes the patch's map as it is, ``$patch: delete`` leaves an empty map;
+    in a list, ``replace`` takes the patch's other items and ``delete`` drops the items with that merge key;
+    ``$retainKeys`` clears the map's keys it does not list (and every key the patch sets must be listed)."""
+    if patch.get("$patch") == "delete":
         raise PatchError("the patch deletes the whole object")
-    return result
+    return _merge_map(copy.deepcopy(target), patch)
 
 
-def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any]) -> dict[str, Any] | None:
+def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any]) -> dict[str, Any]:
     directive = patch.get("$patch")
     if directive == "delete":
-        return None
+        return {}  # handleDirectiveInMergeMap: an empty map, not the key removed
     if directive == "replace":
         return {k: v for k, v in copy.deepcopy(patch).items() if k != "$patch"}
-    if directive not in (None, "merge"):
-        raise PatchError(f"unknown patch type {directive!r}")
+    if directive is not None:
+        raise PatchError(f"unknown patch type: {directive} in map: {patch}")
     result: dict[str, Any] = dict(original) if isinstance(original, dict) else {}
+    retain = patch.get("$retainKeys")
+    if retain is not None:
+        result = _retain_keys(result, patch, retain)
     orders: dict[str, list[Any]] = {}
     for key, value in patch.items():
         if key in ("$patch", "$retainKeys"):
@@ -209,11 +214,7 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any]) -> dict[s
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            merged = _merge_map(result.get(key) if isinstance(result.get(key), dict) else None, value)
-            if merged is None:
-                result.pop(key, None)
-            else:
-                result[key] = merged
+            result[key] = _merge_map(result.get(key) if isinstance(result.get(key), dict) else None, value)
         elif isinstance(value, list):
             result[key] = _merge_list(key, result.get(key), value)
         else:
@@ -221,33 +222,54 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any]) -> dict[s
     for field, order in orders.items():
         if isinstance(result.get(field), list):
             result[field] = _apply_order(field, result[field], order)
-    retain = patch.get("$retainKeys")
-    if isinstance(retain, list):
-        result = {k: v for k, v in result.items() if k in retain}
     return result
 
 
+def _retain_keys(original: dict[str, Any], patch: dict[str, Any], retain: Any) -> dict[str, Any]:
+    """``applyRetainKeysDirective``."""
+    if not isinstance(retain, list):
+        raise PatchError("invalid patch format of retainKeys")
+    for key, value in patch.items():
+        if value is None or key.startswith("$"):  # directives ($deleteFromPrimitiveList/, $setElementOrder/)
+            continue
+        if key not in retain:
+            raise PatchError("invalid patch format of retainKeys")
+    return {k: v for k, v in original.items() if k in retain}
+
+
 def _merge_list(field: str, original: Any, patch: list[Any]) -> list[Any]:
-    if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
-        return [copy.deepcopy(i) for i in patch if not (isinstance(i, dict) and i.get("$patch") == "replace")]
     current = list(original) if isinstance(original, list) else []
     key = MERGE_KEYS.get(field)
-    if key is not None and all(isinstance(i, dict) for i in patch):
+    if key is not None and patch and all(isinstance(i, dict) for i in patch):
+        # mergeSliceWithSpecialElements: the directives first, then the other items merged by key.
+        items: list[dict[str, Any]] = []
+        replace = False
         for item in patch:
-            if item.get("$patch") == "delete":
+            directive = item.get("$patch")
+            if directive is None:
+                items.append(item)
+            elif directive == "delete":
+                if key not in item:
+                    raise PatchError("delete patch type with no merge key defined")
                 current = [c for c in current if not (isinstance(c, dict) and _same_key(c, item, key))]
-                continue
+            elif directive == "replace":
+                replace = True
+            elif directive == "merge":
+                raise PatchError("merging lists cannot yet be specified in the patch")
+            else:
+                raise PatchError(f"unknown patch type: {directive} in map: {item}")
+        if replace:
+            return copy.deepcopy(items)
+        for item in items:
             for idx, existing in enumerate(current):
                 if isinstance(existing, dict) and _same_key(existing, item, key):
-                    merged = _merge_map(existing, item)
-                    if merged is None:
-                        current.pop(idx)
-                    else:
-                        current[idx] = merged
+                    current[idx] = _merge_map(existing, item)
                     break
             else:
-                current.append({k: v for k, v in copy.deepcopy(item).items() if k != "$patch"})
+                current.append(copy.deepcopy(item))
         return current
+    if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
+        return [copy.deepcopy(i) for i in patch if not (isinstance(i, dict) and "$patch" in i)]
     if field in MERGED_SCALAR_LISTS:
         return current + [v for v in patch if v not in current]
     return copy.deepcopy(patch)

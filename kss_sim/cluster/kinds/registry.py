@@ -232,6 +232,8 @@ KINDS: tuple[KindInfo, ...] = (
         has_status=True,
     ),
     KindInfo("apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, ("ds",), ("status",), ("all",), True),
+    # The StatefulSet and DaemonSet controllers' template history (kubectl rollout history/undo reads it).
+    KindInfo("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True),
     KindInfo("batch", "v1", "Job", "jobs", "job", True, (), ("status",), ("all",), has_status=True),
     KindInfo("batch", "v1", "CronJob", "cronjobs", "cronjob", True, ("cj",), ("status",), ("all",), True),
     # Node heartbeats (kube-node-lease), renewed by the simulated kubelet.

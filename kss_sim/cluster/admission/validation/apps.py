@@ -1,10 +1,12 @@
-"""Validation of apps/v1 Deployments, ReplicaSets, StatefulSets and DaemonSets as kube-apiserver v1.35 does it: the
-field errors of pkg/apis/apps/validation (their specs, status counters, update rules), with upstream's field paths
-and messages; pod templates are checked with the pod validator under ``spec.template.spec``.
+"""Validation of apps/v1 Deployments, ReplicaSets, StatefulSets, DaemonSets and ControllerRevisions as
+kube-apiserver v1.35 does it: the field errors of pkg/apis/apps/validation (their specs, status counters, update
+rules), with upstream's field paths and messages; pod templates are checked with the pod validator under
+``spec.template.spec``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from kss_sim.cluster.admission.validation import core
@@ -219,7 +221,24 @@ def validate_stateful_set_update(new: Obj, old: Obj) -> list[Cause]:
     return causes + validate_status("StatefulSet", new, old)
 
 
+def validate_controller_revision(revision: Obj) -> list[Cause]:
+    """ValidateControllerRevisionCreate: the metadata, ``data`` present, ``revision`` not negative."""
+    causes = validate_metadata(revision, namespaced=True)
+    if revision.get("data") is None:
+        causes.append(required("data", "data is mandatory"))
+    return causes + nonnegative("revision", revision.get("revision"))
+
+
+def validate_controller_revision_update(new: Obj, old: Obj) -> list[Cause]:
+    """ValidateControllerRevisionUpdate: the create rules and ``data`` unchanged (``revision`` may change: a
+    controller rolling back to an old template bumps its revision number)."""
+    data = new.get("data")
+    shown = json.dumps(data, separators=(",", ":"), sort_keys=True)
+    return validate_controller_revision(new) + immutable("data", data, old.get("data"), shown)
+
+
 VALIDATORS: dict[str, Callable[[Obj], list[Cause]]] = {
+    "ControllerRevision": validate_controller_revision,
     "Deployment": lambda obj: validate_deployment(obj) + validate_status("Deployment", obj),
     "ReplicaSet": lambda obj: validate_replica_set(obj) + validate_status("ReplicaSet", obj),
     "StatefulSet": lambda obj: validate_stateful_set(obj) + validate_status("StatefulSet", obj),
@@ -230,6 +249,7 @@ UPDATE_VALIDATORS: dict[str, Callable[[Obj, Obj], list[Cause]]] = {
     "ReplicaSet": _apps_update("ReplicaSet", validate_replica_set),
     "DaemonSet": _apps_update("DaemonSet", validate_daemon_set),
     "StatefulSet": validate_stateful_set_update,
+    "ControllerRevision": validate_controller_revision_update,
 }
 
 # The write paths look validators up in core's tables.

@@ -1,5 +1,6 @@
-"""Table columns of the workload kinds and Leases, as kube-apiserver's printers (pkg/printers/internalversion)
-render them for ``kubectl get`` (``-o wide`` shows the priority-1 columns). Registered into ``tables``."""
+"""Table columns of the workload kinds, ControllerRevisions and Leases, as kube-apiserver's printers
+(pkg/printers/internalversion) render them for ``kubectl get`` (``-o wide`` shows the priority-1 columns). Registered
+into ``tables``."""
 
 from __future__ import annotations
 
@@ -49,6 +50,20 @@ def format_labels(labels: Any) -> str:
     if not isinstance(labels, dict) or not labels:
         return NONE
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _controller_revision_row(revision: Obj, now: datetime) -> list[Any]:
+    """``printControllerRevision``: the controller as ``<kind>.<group>/<name>`` in lower case (``formatResourceName``
+    of its GroupKind)."""
+    controller = NONE
+    for ref in _section(revision, "metadata").get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            kind = f"{ref.get('kind')}.{group}" if group else str(ref.get("kind"))
+            controller = f"{kind.lower()}/{ref.get('name')}"
+            break
+    number = revision.get("revision")
+    return [_name(revision), controller, number if isinstance(number, int) else 0, _age(revision, now)]
 
 
 def _wide(template: Obj, selector: Any) -> list[Any]:
@@ -235,6 +250,11 @@ COLUMNS: dict[str, tuple[list[Column], Callable[[Obj, datetime], list[Any]]]] = 
             _AGE, _CONTAINERS, _IMAGES, _SELECTOR,
         ],
         _cron_job_row,
+    ),
+    "ControllerRevision": (
+        [_NAME, ("Controller", "string", 0, "Controller of the object"),
+         ("Revision", "string", 0, "Revision indicates the revision of the state represented by Data."), _AGE],
+        _controller_revision_row,
     ),
     "Lease": (
         [_NAME, ("Holder", "string", 0, "holderIdentity contains the identity of the holder of a current lease."),
