@@ -98,33 +98,50 @@ def _volume_mode(obj: Mapping[str, Any]) -> str:
 def find_matching_volume(
     claim: Mapping[str, Any], volumes: Sequence[Mapping[str, Any]], *, delay_binding: bool
 ) -> Mapping[str, Any] | None:
-    """``FindMatchingVolume`` without a node (the controller's call): the volume pre-bound to the claim, else (not
-    for a delayed-binding claim: the scheduler chooses) the smallest Available one that fits."""
+    """``findBestMatchForClaim``: the volumes offering every access mode the claim asks for, taken by their sets
+    of modes, fewest modes first (upstream's access-modes index); in each, ``FindMatchingVolume`` without a node:
+    the volume pre-bound to the claim, else (not for a delayed-binding claim: the scheduler chooses) the smallest
+    Available one that fits."""
+    wanted = frozenset(_spec(claim).get("accessModes") or [])
+    groups: dict[frozenset[str], list[Mapping[str, Any]]] = {}
+    for volume in volumes:
+        modes = frozenset(_spec(volume).get("accessModes") or [])
+        if wanted <= modes:
+            groups.setdefault(modes, []).append(volume)
+    for modes in sorted(groups, key=lambda m: (len(m), sorted(m))):
+        match = _match_in(claim, groups[modes], delay_binding=delay_binding)
+        if match is not None:
+            return match
+    return None
+
+
+def _match_in(
+    claim: Mapping[str, Any], volumes: list[Mapping[str, Any]], *, delay_binding: bool
+) -> Mapping[str, Any] | None:
     requested = claim_request(claim)
     requested_class = pvs.claim_class(claim)
     claim_spec = _spec(claim)
-    wanted_modes = set(claim_spec.get("accessModes") or [])
     selector = claim_spec.get("selector")
     smallest: Mapping[str, Any] | None = None
     for volume in volumes:
+        bound_to_claim = pvs.is_volume_bound_to_claim(volume, claim)
+        if _spec(volume).get("claimRef") is not None and not bound_to_claim:
+            continue
         capacity = volume_capacity(volume)
         if capacity < requested or _volume_mode(volume) != _volume_mode(claim):
             continue
-        if (_spec(volume).get("volumeAttributesClassName") or "") != (
-            claim_spec.get("volumeAttributesClassName") or ""
-        ):
+        volume_attributes_class = _spec(volume).get("volumeAttributesClassName") or ""
+        if volume_attributes_class != (claim_spec.get("volumeAttributesClassName") or ""):
             continue
-        if pvs.is_volume_bound_to_claim(volume, claim):
+        if _meta(volume).get("deletionTimestamp"):
+            continue
+        if bound_to_claim:
             return volume
-        if delay_binding or _spec(volume).get("claimRef") is not None:
-            continue
-        if _phase(volume) != "Available" or _meta(volume).get("deletionTimestamp"):
+        if delay_binding or _phase(volume) != "Available":
             continue
         if selector is not None and not label_selector_matches(selector, _meta(volume).get("labels") or {}):
             continue
         if pvs.volume_class(volume) != requested_class:
-            continue
-        if not wanted_modes <= set(_spec(volume).get("accessModes") or []):
             continue
         if smallest is None or capacity < volume_capacity(smallest):
             smallest = volume

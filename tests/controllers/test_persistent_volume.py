@@ -361,3 +361,15 @@ def test_the_controller_leaves_volumes_kss_scheduler_bound_untouched(store: Clus
         for kind in ("PersistentVolume", "PersistentVolumeClaim")
     }
     assert after == before
+
+
+def test_an_immediate_claim_prefers_a_volume_with_fewer_access_modes_to_a_smaller_one(
+    store: ClusterStore, controller: PersistentVolumeController
+) -> None:
+    # Upstream's access-modes index: the sets of modes are tried fewest first, the smallest volume within one.
+    store.create("StorageClass", storage_class("fast", volumeBindingMode="Immediate"))
+    store.create("PersistentVolume", volume("small-shared", "5Gi", cls="fast", modes=("ReadWriteOnce", "ReadOnlyMany")))
+    store.create("PersistentVolume", volume("larger-exact", "8Gi", cls="fast"))
+    store.create("PersistentVolumeClaim", claim("data", "2Gi", cls="fast"))
+    settle(controller)
+    assert get(store, "PersistentVolumeClaim", "data")["spec"]["volumeName"] == "larger-exact"
