@@ -99,24 +99,30 @@ def bind_pod_volumes(
     store: VolumeStore, namespace: str, node_name: str, static: list[tuple[Obj, Obj]], dynamic: list[Obj]
 ) -> None:
     """VolumeBinding's PreBind writes and the controllers' work after them: each chosen PV bound to its claim, each
-    claim to provision given a PV on ``node_name`` and bound to it (``LookupError``: an object gone meanwhile)."""
+    claim to provision given a PV on ``node_name`` and bound to it (``LookupError``: an object gone meanwhile). A
+    write that meets one of the PV controller's is made again from fresh reads."""
     for pv, claim in static:
         claim_name = str((claim.get("metadata") or {}).get("name") or "")
-        _bind_claim_retrying(store, str((pv.get("metadata") or {}).get("name") or ""), namespace, claim_name)
+        pv_name = str((pv.get("metadata") or {}).get("name") or "")
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                bind_claim(store, pv_name, namespace, claim_name)
+                break
+            except Conflict:
+                if attempt == CONFLICT_RETRIES:
+                    raise
     for claim in dynamic:
-        pv, updated = provision(store, claim, node_name)
-        claim_name = str((claim.get("metadata") or {}).get("name") or "")
-        _bind_claim_retrying(store, pv["metadata"]["name"], namespace, claim_name, pv=pv, pvc=updated)
+        _provision_and_bind(store, namespace, node_name, claim)
 
 
-def _bind_claim_retrying(
-    store: VolumeStore, pv_name: str, namespace: str, claim_name: str, *, pv: Obj | None = None, pvc: Obj | None = None
-) -> None:
+def _provision_and_bind(store: VolumeStore, namespace: str, node_name: str, claim: Obj) -> None:
+    claim_name = str((claim.get("metadata") or {}).get("name") or "")
     for attempt in range(CONFLICT_RETRIES + 1):
         try:
-            bind_claim(store, pv_name, namespace, claim_name, pv=pv, pvc=pvc)
+            pv, updated = provision(store, claim, node_name)
+            # The objects just written: inside ``store.deferred()`` a read would not show them yet.
+            bind_claim(store, pv["metadata"]["name"], namespace, claim_name, pv=pv, pvc=updated)
             return
         except Conflict:
             if attempt == CONFLICT_RETRIES:
                 raise
-            pv = pvc = None

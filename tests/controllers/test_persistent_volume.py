@@ -373,3 +373,37 @@ def test_an_immediate_claim_prefers_a_volume_with_fewer_access_modes_to_a_smalle
     store.create("PersistentVolumeClaim", claim("data", "2Gi", cls="fast"))
     settle(controller)
     assert get(store, "PersistentVolumeClaim", "data")["spec"]["volumeName"] == "larger-exact"
+
+
+class RacingStore:
+    """The store, with a write of the PV controller landing on each claim just before kss's PreBind writes it."""
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+        self.raced: set[str] = set()
+
+    def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
+        return self.store.get(kind, namespace, name)
+
+    def create(self, kind: str, obj: Obj, namespace: str | None = None) -> Obj:
+        return self.store.create(kind, obj, namespace)
+
+    def update(self, kind: str, obj: Obj, *, subresource: str | None = None) -> Obj:
+        name = obj["metadata"]["name"]
+        if kind == "PersistentVolumeClaim" and name not in self.raced:
+            self.raced.add(name)
+            racing = {"status": {"phase": "Pending"}, "metadata": {"annotations": {"raced": "yes"}}}
+            self.store.patch(kind, "default", name, racing, "merge")
+        return self.store.update(kind, obj, subresource=subresource)
+
+
+def test_kss_prebind_makes_again_a_write_the_pv_controller_got_in_first(store: ClusterStore) -> None:
+    _cluster_for_both_paths(store)
+    racing = RacingStore(store)
+    pv, pvc = get(store, "PersistentVolume", "pv-a"), get(store, "PersistentVolumeClaim", "static")
+    dynamic = get(store, "PersistentVolumeClaim", "dynamic")
+    volumes.bind_pod_volumes(racing, "default", "node-a", [(pv, pvc)], [dynamic])
+    assert racing.raced == {"static", "dynamic"}
+    for name in ("static", "dynamic"):
+        bound = get(store, "PersistentVolumeClaim", name)
+        assert phase(bound) == "Bound" and bound["metadata"]["annotations"][BIND_COMPLETED] == "yes"
