@@ -48,6 +48,9 @@ def bind_claim(
     pv = pv if pv is not None else store.get("PersistentVolume", None, pv_name)
     if pvc is None or pv is None:
         raise LookupError(f"volume {pv_name} or claim {namespace}/{claim_name} is gone")
+    if (pv.get("spec") or {}).get("claimRef") and not pvs.is_volume_bound_to_claim(pv, pvc):
+        # Taken meanwhile (the PV controller bound it to an Immediate claim): the scheduler's write would conflict.
+        raise LookupError(f"volume {pv_name} is bound to another claim")
     bound_volume = pvs.volume_bound_to_claim(pv, pvc)
     if bound_volume is not None:
         pv = store.update("PersistentVolume", bound_volume)

@@ -407,3 +407,13 @@ def test_kss_prebind_makes_again_a_write_the_pv_controller_got_in_first(store: C
     for name in ("static", "dynamic"):
         bound = get(store, "PersistentVolumeClaim", name)
         assert phase(bound) == "Bound" and bound["metadata"]["annotations"][BIND_COMPLETED] == "yes"
+
+
+def test_kss_prebind_does_not_take_a_volume_bound_to_another_claim_meanwhile(store: ClusterStore) -> None:
+    _cluster_for_both_paths(store)
+    pv, pvc = get(store, "PersistentVolume", "pv-a"), get(store, "PersistentVolumeClaim", "static")
+    store.create("PersistentVolumeClaim", claim("quicker", "1Gi"))
+    scheduler_prebinds(store, "pv-a", "quicker")
+    with pytest.raises(LookupError, match="bound to another claim"):
+        volumes.bind_pod_volumes(store, "default", "node-a", [(pv, pvc)], [])
+    assert get(store, "PersistentVolume", "pv-a")["spec"]["claimRef"]["name"] == "quicker"
