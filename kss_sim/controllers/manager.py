@@ -16,6 +16,7 @@ from kss_sim.controllers.kubelet import KubeletController
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.node_lease import NodeLeaseController
 from kss_sim.controllers.node_lifecycle import NODE_MONITOR_GRACE_PERIOD, NodeLifecycleController
+from kss_sim.controllers.persistent_volume import PersistentVolumeController
 from kss_sim.controllers.pod_gc import QUARANTINE_SECONDS, TERMINATED_POD_GC_THRESHOLD, PodGCController
 from kss_sim.controllers.podgroup import PodGroupController
 from kss_sim.controllers.replicaset import ReplicaSetController
@@ -64,6 +65,7 @@ class ControllerManager:
                 NodeLifecycleController(store, clock=clock, grace_period=node_monitor_grace_period),
                 TaintEvictionController(store, clock=clock),
                 DisruptionController(store, clock=clock),
+                PersistentVolumeController(store, clock=clock),
                 PodGCController(
                     store,
                     clock=clock,

@@ -311,6 +311,7 @@ def _apply_one(store: ClusterStore, item: Item) -> bool:
     if not item.name and not (body.get("metadata") or {}).get("generateName"):
         raise Invalid(item.kind, "", [required("metadata.name", "name or generateName is required")])
     _relink_owners(store, body, namespace)
+    _relink_claim(store, body, item.kind)
     existing = store.get(item.kind, namespace, item.name, working=True) if item.name else None
     if existing is not None and item.kind != "Pod":
         if namespace is not None:
@@ -333,6 +334,7 @@ def _create_one(store: ClusterStore, item: Item, *, owned: bool) -> Obj:
     body = item.obj
     namespace = item.namespace
     _relink_owners(store, body, namespace)
+    _relink_claim(store, body, item.kind)
     status = body.get("status")
     if item.kind == "ResourceClaim" and isinstance(status, dict):
         body["status"] = _relink_consumers(store, status, namespace)
@@ -371,6 +373,18 @@ def _relink_owners(store: ClusterStore, body: Obj, namespace: str | None) -> Non
             for key in snapshot.JOB_UID_LABELS:
                 if key in labels:
                     labels[key] = uid
+
+
+def _relink_claim(store: ClusterStore, body: Obj, kind: str) -> None:
+    """A bound PV's ``claimRef`` names its claim by uid: point it at the claim of that name here (imported before
+    the volume, with a new uid), or the PV controller would take the claim for deleted and release the volume. A
+    claim that is not here leaves the reference as it is (the volume is then released, as on a cluster)."""
+    ref = (body.get("spec") or {}).get("claimRef") if kind == "PersistentVolume" else None
+    if not isinstance(ref, dict) or not ref.get("uid") or not ref.get("name"):
+        return
+    claim = store.get("PersistentVolumeClaim", str(ref.get("namespace") or "default"), str(ref["name"]), working=True)
+    if claim is not None:
+        ref["uid"] = claim["metadata"]["uid"]
 
 
 def _relink_consumers(store: ClusterStore, status: Obj, namespace: str | None) -> Obj:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 class ReplayVolumeStore:
-    """``volumes.VolumeStore`` over a replay's PVs, claims and storage classes (copies in, copies out)."""
+    """``volumes.VolumeStore`` over a replay's PVs, claims, storage classes and nodes (copies in, copies out)."""
 
     def __init__(self, run: Replay) -> None:
         self.run = run
@@ -38,6 +38,7 @@ class ReplayVolumeStore:
             "PersistentVolume": cluster.pvs,
             "PersistentVolumeClaim": cluster.pvcs,
             "StorageClass": cluster.storage_classes,
+            "Node": self.run.objects.nodes,  # read only: the provisioned volume's topology
         }
         return tables[kind]
 

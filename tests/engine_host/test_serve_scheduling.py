@@ -138,6 +138,8 @@ def test_high_priority_pod_preempts_and_events_show_it(kctl: KubectlRunner) -> N
     waiting = pod_json(kctl, "vip")
     assert waiting["status"].get("nominatedNodeName") == "solo" and not waiting["spec"].get("nodeName")
     assert wait_for(lambda: pod_json(kctl, "vip")["spec"].get("nodeName"), timeout=20) == "solo"
+    # The nomination is spent with the binding (ClearingNominatedNodeNameAfterBinding, on in v1.35).
+    assert "nominatedNodeName" not in pod_json(kctl, "vip")["status"]
     gone = kctl("get", "pod", "low-1", check=False)
     assert gone.returncode != 0 and "NotFound" in gone.stderr
     events = kctl("get", "events", "-o", "json").stdout

@@ -116,6 +116,14 @@ async def test_round_trip_export_reset_import_gives_same_objects_and_placements(
     again = (await sclient.get("/simulator/v1/export")).json()
     for key in ("pods", "nodes", "pvs", "pvcs", "storageClasses", "priorityClasses", "namespaces"):
         assert _comparable(again[key]) == _comparable(snap[key]), key
+    # A bound volume's claimRef names its claim as imported here (a new uid), so the PV controller keeps it Bound.
+    claims = {(c["metadata"]["namespace"], c["metadata"]["name"]): c["metadata"]["uid"] for c in again["pvcs"]}
+    bound = [pv for pv in again["pvs"] if pv["spec"].get("claimRef")]
+    assert bound and all(pv["status"]["phase"] == "Bound" for pv in bound)
+    assert all(
+        claims[(pv["spec"]["claimRef"]["namespace"], pv["spec"]["claimRef"]["name"])] == pv["spec"]["claimRef"]["uid"]
+        for pv in bound
+    )
     assert again["schedulerConfig"] == snap["schedulerConfig"]
 
 
@@ -133,7 +141,12 @@ def _comparable(items: list[dict[str, Any]]) -> dict[str, Any]:
             status = {k: v for k, v in status.items() if k != "conditions"}
         else:
             status = {**status, "conditions": [{**c, "lastTransitionTime": None} for c in status.get("conditions", [])]}
+        spec = item.get("spec")
+        if isinstance(spec, dict) and isinstance(spec.get("claimRef"), dict):  # its uid: the claim's new one
+            spec = {**spec, "claimRef": {k: v for k, v in spec["claimRef"].items() if k != "uid"}}
         out[f"{meta.get('namespace', '')}/{meta['name']}"] = {**item, "metadata": meta, "status": status}
+        if spec is not None:
+            out[f"{meta.get('namespace', '')}/{meta['name']}"]["spec"] = spec
     return out
 
 
