@@ -337,16 +337,17 @@ class LiveControllers:
             self._actions.create_pod(pod, run_for=self._run_for_of(pod), owner=owner)
 
     def _ask_timers(self) -> None:
-        """A wake-up at each controller's next timer; a CronJob's schedule does not hold the run (it never ends)."""
+        """A wake-up at each controller's next timer. Neither a CronJob's schedule (it never ends) nor the retry of
+        a reconcile that failed (one the API keeps refusing would retry for ever) holds the run."""
         for loop in self._loops:
-            due = loop.next_due()
-            if due is None:
-                continue
-            timer = (max(self._virtual(due), float(self._actions.now)), not isinstance(loop, CronJobController))
-            if timer in self._timers:
-                continue
-            self._timers.add(timer)
-            self._actions.call_at(timer[0], functools.partial(self._timer_fired, timer), holds_run=timer[1])
+            holding = None if isinstance(loop, CronJobController) else loop.next_due(retries=False)
+            for due, holds in ((holding, True), (loop.next_due(), False)):
+                if due is None or (not holds and holding is not None and holding <= due):
+                    continue
+                timer = (max(self._virtual(due), float(self._actions.now)), holds)
+                if timer not in self._timers:
+                    self._timers.add(timer)
+                    self._actions.call_at(timer[0], functools.partial(self._timer_fired, timer), holds_run=holds)
 
     def _timer_fired(self, timer: tuple[float, bool]) -> None:
         self._timers.discard(timer)

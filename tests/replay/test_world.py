@@ -3,11 +3,12 @@ engine's virtual clock, pods handed to and from the engine."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.world import LiveControllers, check_workload_object
-from tests.replay.test_controllers import EPOCH, FakeEngine, deployment, job, pod_template, workload_obj
+from tests.replay.test_controllers import EPOCH, FakeEngine, deployment, job, pod_template, statefulset, workload_obj
 
 
 class LiveEngine(FakeEngine):
@@ -103,3 +104,27 @@ def test_objects_the_api_refuses_are_named_with_the_apis_own_messages() -> None:
     assert check_workload_object({"kind": "Pod"}) == [
         "kind: 'Pod' is not a workload kind (CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet)"
     ]
+
+
+class TimerEngine(LiveEngine):
+    """Records every timer asked for a later time: (virtual time, whether it holds the run)."""
+
+    def __init__(self, nodes: list[str]) -> None:
+        self.asked: list[tuple[float, bool]] = []
+        super().__init__(nodes)
+
+    def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
+        if at > self.now:  # not a settle at the current instant
+            self.asked.append((at, holds_run))
+        super().call_at(at, callback, holds_run=holds_run)
+
+
+def test_a_jobs_deadline_holds_the_run_and_the_retries_of_a_reconcile_the_api_refuses_do_not() -> None:
+    engine = TimerEngine(["n1"])
+    sts = statefulset("db", 1)
+    sts["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {"resources": {}}}]  # refused
+    engine.apply("create", sts)
+    engine.apply("create", job("batch", activeDeadlineSeconds=100))
+    engine.run(until=50.0)
+    assert {at for at, holds in engine.asked if holds} == {100.0}
+    assert any(at < 50 and not holds for at, holds in engine.asked)  # the StatefulSet's retries, backing off
