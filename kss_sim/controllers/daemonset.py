@@ -268,7 +268,7 @@ class DaemonSetController(ReconcileLoop[Key]):
                 claimed.append(pod)
             elif not is_deleting(pod):
                 self._release(pod, uid)
-        for pod_key in self._pods.orphans_in(namespace):
+        for pod_key in self._pods.orphans_for(namespace, (ds.get("spec") or {}).get("selector")):
             pod = self._read_pod(pod_key)
             if pod is None or controller_ref(pod) is not None or is_deleting(pod):
                 continue

@@ -167,9 +167,11 @@ class ReconcileLoop(Generic[K]):
             return True
         return bool(self._timers) and min(self._timers.values()) <= self.clock()
 
-    def next_due(self) -> datetime | None:
-        """The clock time of the earliest timer (``requeue_at``, or an attached loop's retry), or None."""
-        return min(self._timers.values()) if self._timers else None
+    def next_due(self, *, retries: bool = True) -> datetime | None:
+        """The clock time of the earliest timer (``requeue_at``, or an attached loop's retry), or None;
+        ``retries=False`` leaves out the keys whose last reconcile failed (a host may let a run end on those)."""
+        due = [at for key, at in self._timers.items() if retries or key not in self._failures]
+        return min(due) if due else None
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until every change seen so far is reconciled (timers aside); False on timeout."""

@@ -155,12 +155,18 @@ class OwnedIndex:
         self._owner_of: dict[Key, str] = {}
         self._owned: dict[str, set[Key]] = {}
         self._orphans: dict[str, set[Key]] = {}  # namespace -> objects without a controller (``track``)
+        # namespace -> (label, value) -> the orphans so labelled, and each orphan's pairs: a selector's matchLabels
+        # narrow the orphans it may adopt without reading every orphan of the namespace.
+        self._orphans_labelled: dict[str, dict[tuple[str, str], set[Key]]] = {}
+        self._orphan_labels: dict[Key, tuple[tuple[str, str], ...]] = {}
 
     def clear(self) -> None:
         """Forget everything."""
         self._owner_of.clear()
         self._owned.clear()
         self._orphans.clear()
+        self._orphans_labelled.clear()
+        self._orphan_labels.clear()
 
     def update(self, key: Key, owner_uid: str | None) -> str | None:
         """Record ``key``'s controller (None: orphan or deleted); returns the one it had."""
@@ -196,15 +202,51 @@ class OwnedIndex:
         owner = str(ref.get("uid")) if ref is not None and owner_kind in (None, ref.get("kind")) else None
         before = self.update(key, owner)
         orphans = self._orphans.setdefault(key[0], set())
+        self._unlabel_orphan(key)
         if ref is None and not deleted:
             orphans.add(key)
+            pairs = tuple((str(k), str(v)) for k, v in (meta(obj).get("labels") or {}).items())
+            self._orphan_labels[key] = pairs
+            labelled = self._orphans_labelled.setdefault(key[0], {})
+            for pair in pairs:
+                labelled.setdefault(pair, set()).add(key)
         else:
             orphans.discard(key)
         return before, owner
 
+    def _unlabel_orphan(self, key: Key) -> None:
+        labelled = self._orphans_labelled.get(key[0], {})
+        for pair in self._orphan_labels.pop(key, ()):
+            keys = labelled.get(pair)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del labelled[pair]
+
     def orphans_in(self, namespace: str) -> list[Key]:
         """The objects of ``namespace`` with no controller, sorted (``track`` feeds this)."""
         return sorted(self._orphans.get(namespace, ()))
+
+    def orphans_for(self, namespace: str, selector: Mapping[str, Any] | None) -> list[Key]:
+        """The orphans of ``namespace`` that ``selector`` may match, sorted: every one carrying all of its
+        ``matchLabels`` (every orphan when it has none); the caller still matches the whole selector."""
+        return sorted(self._orphans_for(namespace, selector))
+
+    def claimable(self, owner_uid: str, namespace: str, selector: Mapping[str, Any] | None) -> list[Key]:
+        """What a controller's claim looks at, sorted: the objects of ``namespace`` ``owner_uid`` controls and the
+        orphans its ``selector`` may match."""
+        # Sorted by name within the one namespace: comparing strings is about twice as fast as comparing keys.
+        names = {name for ns, name in self._owned.get(owner_uid, ()) if ns == namespace}
+        names.update(name for _, name in self._orphans_for(namespace, selector))
+        return [(namespace, name) for name in sorted(names)]
+
+    def _orphans_for(self, namespace: str, selector: Mapping[str, Any] | None) -> set[Key]:
+        match_labels = (selector or {}).get("matchLabels") or {}
+        if not match_labels:
+            return self._orphans.get(namespace, set())
+        labelled = self._orphans_labelled.get(namespace, {})
+        postings = sorted((labelled.get((str(k), str(v)), set()) for k, v in match_labels.items()), key=len)
+        return postings[0].intersection(*postings[1:])
 
 
 class Controllers:

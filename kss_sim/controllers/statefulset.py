@@ -278,7 +278,7 @@ class StatefulSetController(ReconcileLoop[Key]):
                 body = {"metadata": {"ownerReferences": refs or None, "resourceVersion": meta(pod)["resourceVersion"]}}
                 with contextlib.suppress(NotFound, Conflict):  # its change brings the set back
                     self.store.patch("Pod", *pod_key, body, "merge")
-        for pod_key in self._pods.orphans_in(namespace):
+        for pod_key in self._pods.orphans_for(namespace, (sts.get("spec") or {}).get("selector")):
             pod = self._read("Pod", pod_key)
             if pod is None or controller_ref(pod) is not None or is_deleting(pod):
                 continue

@@ -1,8 +1,10 @@
-"""Objects' uids, drawn in blocks: random version-4 UUIDs, never handed out twice (threads, a forked child)."""
+"""Objects' uids, drawn in blocks: random version-4 UUIDs, never handed out twice (threads, a forked child); seeded
+within ``drawn_from``, with generateName's suffixes."""
 
 from __future__ import annotations
 
 import os
+import random
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -39,3 +41,39 @@ def test_a_forked_child_does_not_hand_out_its_parents_uids() -> None:
     os.waitpid(child, 0)
     ours = {uids.new_uid() for _ in range(10)}
     assert len(theirs) == 10 and not theirs & ours
+
+
+def _deployment_through_the_controllers(seed: int) -> list[tuple[str, str, str]]:
+    """A Deployment of 3 created and settled by the stepped controllers within ``drawn_from(Random(seed))``: the
+    (kind, name, uid) of every Deployment, ReplicaSet and pod."""
+    from kss_sim.cluster.storage.store import ClusterStore
+    from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
+    from kss_sim.controllers.stepped import SteppedControllers
+    from tests.controllers.workloads import FakeClock, deployment
+
+    clock = FakeClock()
+    with uids.drawn_from(random.Random(seed)):
+        store = ClusterStore(None, clock=clock)
+        controllers = SteppedControllers([c(store, clock=clock) for c in WORKLOAD_CONTROLLERS])
+        controllers.attach()
+        store.create("Deployment", deployment("web", 3, {"app": "web"}))
+        assert controllers.settle()
+        controllers.detach()
+    return [
+        (kind, o["metadata"]["name"], o["metadata"]["uid"])
+        for kind in ("Deployment", "ReplicaSet", "Pod")
+        for o in store.list(kind, "default")[0]
+    ]
+
+
+def test_within_drawn_from_the_same_seed_gives_the_same_names_and_uids_and_outside_it_they_are_random() -> None:
+    first, again, other = (_deployment_through_the_controllers(seed) for seed in (7, 7, 8))
+    assert len(first) == 5 and [kind for kind, _, _ in first] == ["Deployment", "ReplicaSet", "Pod", "Pod", "Pod"]
+    assert first == again
+    assert [uid for _, _, uid in first] != [uid for _, _, uid in other]
+    assert {name for kind, name, _ in first if kind == "Pod"} != {name for kind, name, _ in other if kind == "Pod"}
+    assert all(uuid.UUID(uid).version == 4 for _, _, uid in first)
+    # Outside the context the system's randomness is back.
+    with uids.drawn_from(random.Random(7)):
+        seeded = uids.new_uid()
+    assert uids.new_uid() != seeded

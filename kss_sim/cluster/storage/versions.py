@@ -287,10 +287,8 @@ class Versions:
 
     def generate_name(self, kind: str, namespace: str, prefix: str) -> str:
         """A free name for ``generateName`` ``prefix``: five random characters after it."""
-        import random
-
         for _ in range(100):
-            name = prefix[:58] + "".join(random.choices(_NAME_CHARS, k=5))
+            name = prefix[:58] + uids.name_suffix(_NAME_CHARS, 5)
             if (namespace if BY_KIND[kind].namespaced else "", name) not in self._committer.objects[kind]:
                 return name
         raise AlreadyExists(BY_KIND[kind].plural, prefix)

@@ -1,0 +1,130 @@
+"""``kss serve``'s workload controllers in a replay (kss_sim/replay/world.py): over an in-memory store, on the stand-in
+engine's virtual clock, pods handed to and from the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kss_sim.kube.objects import Obj
+from kss_sim.replay.world import LiveControllers, check_workload_object
+from tests.replay.test_controllers import EPOCH, FakeEngine, deployment, job, pod_template, statefulset, workload_obj
+
+
+class LiveEngine(FakeEngine):
+    """The stand-in engine of test_controllers with the live controllers instead of the replay's own."""
+
+    def __init__(self, nodes: list[str], *, seed: int = 0, **options: Any) -> None:
+        super().__init__(nodes, **options)
+        self.controllers = LiveControllers(self, EPOCH, seed=seed)  # type: ignore[assignment]
+
+
+def test_a_deployment_makes_owned_spread_pods_and_replaces_those_of_a_removed_node_at_once() -> None:
+    engine = LiveEngine(["n1", "n2", "n3"])
+    engine.apply("create", deployment("web", 3))
+    engine.run(until=59.0)
+    names = engine.names()
+    assert len(names) == 3 and sorted(engine.node_of.values()) == ["n1", "n2", "n3"]
+    rs_name = names[0].rsplit("-", 1)[0]
+    assert all(engine.owner_of[n] == f"ReplicaSet/default/{rs_name}" for n in names)
+    rs = engine.controllers.get("ReplicaSet", "default", rs_name)
+    assert rs is not None and rs["metadata"]["ownerReferences"][0]["name"] == "web"
+    status = engine.controllers.get("Deployment", "default", "web")
+    assert status is not None and status["status"]["availableReplicas"] == 3
+    engine.call_at(60.0, lambda: engine.remove_node("n2"))
+    engine.run(until=61.0)
+    assert [t for t, _ in engine.events("create")] == [0.0, 0.0, 0.0, 60.0]
+    assert len(engine.pods) == 3 and sorted(set(engine.node_of.values())) == ["n1", "n3"]
+    assert sorted(p["metadata"]["name"] for p in engine.controllers.store.list("Pod", "default")[0]) == engine.names()
+
+
+def test_the_same_seed_gives_the_same_names_and_another_seed_others() -> None:
+    def names(seed: int) -> list[str]:
+        engine = LiveEngine(["n1"], seed=seed)
+        engine.apply("create", deployment("web", 3))
+        engine.run(until=1.0)
+        return engine.names()
+
+    assert names(1) == names(1)
+    assert names(1) != names(2)
+
+
+def test_a_job_runs_its_completions_in_waves_for_the_workloads_run_for_and_completes() -> None:
+    engine = LiveEngine(["n1"])
+    engine.apply("create", job("batch", completions=4, parallelism=2), run_for=600.0)
+    engine.run(until=1300.0)
+    assert [t for t, _ in engine.events("create")] == [0.0, 0.0, 600.0, 600.0]
+    assert [t for t, _ in engine.events("succeed")] == [600.0, 600.0, 1200.0, 1200.0]
+    status = engine.controllers.get("Job", "default", "batch")
+    assert status is not None
+    assert status["status"]["succeeded"] == 4 and status["status"]["completionTime"] == "2025-03-01T00:20:00Z"
+    assert [c["type"] for c in status["status"]["conditions"]] == ["SuccessCriteriaMet", "Complete"]
+
+
+def test_a_templates_run_duration_annotation_is_the_pods_run_time() -> None:
+    engine = LiveEngine(["n1"])
+    d = deployment("web", 1)
+    d["spec"]["template"]["metadata"]["annotations"] = {"kss.sigs.k8s.io/run-duration": "90s"}
+    engine.apply("create", d, run_for=600.0)
+    engine.run(until=1.0)
+    assert list(engine.run_for.values()) == [90.0]
+
+
+def test_an_orphan_that_arrived_first_is_adopted_and_counted() -> None:
+    engine = LiveEngine(["n1"])
+    orphan: Obj = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "old-web", "namespace": "default", "uid": "uid-old-web", "labels": {"app": "web"}},
+        "spec": {**pod_template({"app": "web"})["spec"], "nodeName": "n1"},
+    }
+    engine.controllers.pod_arrived(orphan)
+    rs = workload_obj(
+        "ReplicaSet",
+        "web",
+        {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": pod_template({"app": "web"})},
+    )
+    engine.apply("create", rs)
+    engine.run(until=1.0)
+    assert len(engine.events("create")) == 1  # one more pod: the orphan is the other
+    adopted = engine.controllers.store.get("Pod", "default", "old-web")
+    assert adopted is not None and adopted["metadata"]["ownerReferences"][0]["name"] == "web"
+    stored = engine.controllers.get("ReplicaSet", "default", "web")
+    assert stored is not None and stored["status"]["replicas"] == 2
+
+
+def test_objects_the_api_refuses_are_named_with_the_apis_own_messages() -> None:
+    bad_schedule = workload_obj(
+        "CronJob", "c", {"schedule": "@sometimes", "jobTemplate": {"spec": {"template": pod_template({})}}}
+    )
+    assert any("spec.schedule" in p for p in check_workload_object(bad_schedule))
+    no_template = workload_obj("Deployment", "d", {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}})
+    assert check_workload_object(no_template)
+    assert check_workload_object(deployment("fine", 2)) == []
+    assert check_workload_object({"kind": "Pod"}) == [
+        "kind: 'Pod' is not a workload kind (CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet)"
+    ]
+
+
+class TimerEngine(LiveEngine):
+    """Records every timer asked for a later time: (virtual time, whether it holds the run)."""
+
+    def __init__(self, nodes: list[str]) -> None:
+        self.asked: list[tuple[float, bool]] = []
+        super().__init__(nodes)
+
+    def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
+        if at > self.now:  # not a settle at the current instant
+            self.asked.append((at, holds_run))
+        super().call_at(at, callback, holds_run=holds_run)
+
+
+def test_a_jobs_deadline_holds_the_run_and_the_retries_of_a_reconcile_the_api_refuses_do_not() -> None:
+    engine = TimerEngine(["n1"])
+    sts = statefulset("db", 1)
+    sts["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {"resources": {}}}]  # refused
+    engine.apply("create", sts)
+    engine.apply("create", job("batch", activeDeadlineSeconds=100))
+    engine.run(until=50.0)
+    assert {at for at, holds in engine.asked if holds} == {100.0}
+    assert any(at < 50 and not holds for at, holds in engine.asked)  # the StatefulSet's retries, backing off
