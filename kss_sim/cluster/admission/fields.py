@@ -21,6 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kss_sim.cluster.admission import decode_types
+
 SCHEMA_FILE = Path(__file__).with_name("field_schema.json")
 
 # Served kind -> the client's model of it.
@@ -167,17 +169,20 @@ def models() -> dict[str, dict[str, str]]:
     return _schema()
 
 
-def unknown_fields(kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False) -> list[str]:
+def unknown_fields(
+    kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False, kube_version: str | None = None
+) -> list[str]:
     """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
     with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. ``patch``: ``obj`` is a
     merge or strategic merge patch, whose ``$``-directives (``$patch``, ``$setElementOrder/...``) are not fields.
-    Kinds without a model are not checked."""
+    Then the fields ``kube_version`` (None: the default one) lacks that other releases have
+    (``decode_types.absent_fields``). Kinds without a model are not checked."""
     root = ROOT_MODELS.get(kind)
     if root is None:
         return []
     out: list[str] = []
     _walk(_schema(), obj, root, "", out, prune, patch)
-    return out
+    return out + decode_types.absent_fields(kind, obj, kube_version=kube_version, prune=prune)
 
 
 def _walk(

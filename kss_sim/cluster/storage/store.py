@@ -69,24 +69,29 @@ class ClusterStore:
         auto_create_namespaces: bool = True,
         clock: Callable[[], datetime] = _utcnow,
         feature_gates: Mapping[str, bool] | None = None,
+        kube_version: str | None = None,
     ) -> None:
         """An empty store; ``engine=None`` keeps everything in memory only (tests, offline simulation).
 
         ``feature_gates`` (``Settings.feature_gates``) decide what is served as on kube-apiserver: the Workload
-        kind and a pod's ``spec.workloadRef`` only with GenericWorkload on.
+        kind and a pod's ``spec.workloadRef`` only with GenericWorkload on. ``kube_version`` (``1.35``; None: the
+        default) is the release whose schema decodes every body.
         """
         self._lock = threading.RLock()
         self._engine = engine
         self._auto_create_namespaces = auto_create_namespaces
         self._clock = clock
         self._gates: dict[str, bool] = dict(feature_gates or {})
+        self._kube_version = kube_version
         self._changes = ChangeLog(self._lock, watch_window)
         # The objects and their versions, staged and committed (``_committer.objects``, ``.rv``, ``.committed_rv``).
         self._committer = Committer(self._lock, engine, self._changes)
         self._versions = Versions(
             self._committer, clock=clock, gates=self._gates, auto_create_namespaces=auto_create_namespaces
         )
-        self._writes = writes = ObjectWrites(self._lock, self._committer, self._versions, self._gates)
+        self._writes = writes = ObjectWrites(
+            self._lock, self._committer, self._versions, self._gates, kube_version=kube_version
+        )
         self._pod_writes = pod_writes = PodWrites(
             self._lock,
             self._committer,
@@ -94,6 +99,7 @@ class ClusterStore:
             self,
             clock=clock,
             clear_nominated_on_bind=gate_enabled(self._gates, "ClearingNominatedNodeNameAfterBinding"),
+            kube_version=kube_version,
         )
         # Their verbs are the store's own, bound here so that a call costs no delegating frame (every API write; the
         # scheduler's and the kubelet's writes, once per pod).
@@ -123,6 +129,7 @@ class ClusterStore:
         auto_create_namespaces: bool = True,
         clock: Callable[[], datetime] = _utcnow,
         feature_gates: Mapping[str, bool] | None = None,
+        kube_version: str | None = None,
     ) -> ClusterStore:
         """Load every object from ``engine``'s database (already migrated) and add the built-in objects."""
         store = cls(
@@ -131,6 +138,7 @@ class ClusterStore:
             auto_create_namespaces=auto_create_namespaces,
             clock=clock,
             feature_gates=feature_gates,
+            kube_version=kube_version,
         )
         store.load()
         store.ensure_builtins()
@@ -164,6 +172,7 @@ class ClusterStore:
                 auto_create_namespaces=self._auto_create_namespaces,
                 clock=self._clock,
                 feature_gates=self._gates,
+                kube_version=self._kube_version,
             )
             # StoredObjects are immutable, so sharing them is safe. Only committed state is copied.
             committed = self._committer.committed_rv
@@ -199,6 +208,11 @@ class ClusterStore:
     def feature_gates(self) -> dict[str, bool]:
         """The feature gates the store was opened with (a copy)."""
         return dict(self._gates)
+
+    @property
+    def kube_version(self) -> str | None:
+        """The Kubernetes release whose schema decodes the bodies (None: the default one)."""
+        return self._kube_version
 
     def serves(self, kind: str) -> bool:
         """Whether the API serves ``kind`` with these feature gates. Reads and deletes work for every registered

@@ -53,8 +53,17 @@ class ObjectWrites:
     """The store's write verbs over its ``committer`` and ``versions``, under ``lock`` (the store's); creates,
     updates and patches only of the kinds ``gates`` serve."""
 
-    def __init__(self, lock: threading.RLock, committer: Committer, versions: Versions, gates: Mapping[str, bool]):
+    def __init__(
+        self,
+        lock: threading.RLock,
+        committer: Committer,
+        versions: Versions,
+        gates: Mapping[str, bool],
+        *,
+        kube_version: str | None = None,
+    ):
         self._lock = lock
+        self._kube_version = kube_version
         self._committer = committer
         self._versions = versions
         self._gates = gates
@@ -90,7 +99,7 @@ class ObjectWrites:
         Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj, owned=owned)
+        body = admission.decode(info, obj, owned=owned, kube_version=self._kube_version)
         sent_status = body.get("status") if keep_status and info.has_status else None
         admission.drop_disabled_fields(info, body, None, self._gates)
         meta = meta_of(body)
@@ -167,7 +176,7 @@ class ObjectWrites:
         takes the fields the update changes (managedFields).
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj)
+        body = admission.decode(info, obj, kube_version=self._kube_version)
         meta = meta_of(body)
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
@@ -231,7 +240,7 @@ class ObjectWrites:
                 raise BadRequest(
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
-            body = admission.decode(info, patched)
+            body = admission.decode(info, patched, kube_version=self._kube_version)
             result, batch = self._versions.stage_update(info, current, body, subresource, dry_run, manager=manager)
         self._committer.acknowledge(batch)
         return result
@@ -269,7 +278,7 @@ class ObjectWrites:
                         time=self._versions.timestamp(),
                     )
                     managed = merged["metadata"]["managedFields"]
-                    body = admission.decode(info, merged)
+                    body = admission.decode(info, merged, kube_version=self._kube_version)
                     result, batch = self._versions.stage_update(
                         info, current, body, subresource, dry_run, managed=managed
                     )
