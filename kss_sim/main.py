@@ -109,7 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             watch_window=settings.watch_window,
             auto_create_namespaces=settings.auto_create_namespaces,
             feature_gates=settings.effective_feature_gates,
-            kube_minor=settings.version.minor,
+            kube_version=settings.version.name,
         )
         log.info("cluster store loaded at resourceVersion %s", app.state.store.resource_version)
         # kube-apiserver's --event-ttl, and a bound on what kss holds in memory

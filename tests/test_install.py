@@ -72,6 +72,7 @@ def test_the_wheel_carries_templates_static_files_and_migrations(wheel: Path) ->
         "kss_sim/migrations/env.py",
         "kss_sim/migrations/script.py.mako",
         "kss_sim/cluster/admission/field_schema.json",
+        "kss_sim/cluster/admission/decode_schemas.json",
     ):
         assert shipped in names, shipped
     versions = {path.name for path in (ROOT / "migrations" / "versions").glob("*.py")}

@@ -1,7 +1,7 @@
 """Schema-driven fuzzing of kss's API (issue #35): requests built with Hypothesis from the kinds' field types.
 
 The bodies start from a valid object of each kind and change one to three fields, anywhere in the object, to a value
-drawn from that field's type (``field_types.json``, ``fields.py``'s tree: the schema ``decode_types`` checks bodies
+drawn from that field's type (``decode_types.schema()``: the version's schema ``decode_types`` checks bodies
 against): most often a value of the right type at its edges (int32/int64 bounds, quantities such as ``1e1000`` or
 ``" 1"``, timestamps that are not RFC 3339), else a value of any JSON type. They go to every verb of the Kubernetes
 API (create, update, the three patch types, server-side apply, the status subresource, delete, list and watch with
@@ -170,13 +170,19 @@ ANY_JSON = st.recursive(
 
 
 def _right_scalar(code: str) -> st.SearchStrategy[Any]:
-    """Values of the leaf type ``code`` (int32, int64, quantity, time, string, bool, float), edges included."""
+    """Values of the leaf type ``code`` (``decode_types.Schema``'s codes), edges included."""
     if code in ("int32", "int64"):
         return st.one_of(st.integers(min_value=-5, max_value=100), st.sampled_from(_EDGE_INTS))
     if code == "quantity":
         return st.one_of(st.sampled_from(_QUANTITIES), st.integers(-5, 10**20), st.floats(-1e3, 1e30))
-    if code == "time":
+    if code in ("time", "microtime"):
         return st.sampled_from(_TIMES)
+    if code == "intorstr":
+        return st.one_of(st.sampled_from(("25%", "x", "1")), st.sampled_from(_EDGE_INTS), st.floats(-2, 2))
+    if code == "bytes":
+        return st.sampled_from(("aGVsbG8=", "aGVsbG8", "!!!!", "", "YQ==\nYQ=="))
+    if code == "any":
+        return ANY_JSON
     if code == "bool":
         return st.booleans()
     if code == "float":
@@ -186,7 +192,7 @@ def _right_scalar(code: str) -> st.SearchStrategy[Any]:
 
 def _leaf_value(code: str) -> st.SearchStrategy[Any]:
     if code[0] in "[{":
-        item = _right_scalar("quantity" if code == "{string" else code[1:])
+        item = _right_scalar(code[1:])
         right: st.SearchStrategy[Any] = (
             st.lists(st.one_of(item, ANY_JSON), max_size=3)
             if code[0] == "["
@@ -197,10 +203,22 @@ def _leaf_value(code: str) -> st.SearchStrategy[Any]:
     return st.one_of(right, right, right, ANY_JSON)
 
 
-def _field_names(model: str) -> list[str]:
+def _fields(model: str) -> dict[str, str]:
+    """The fields of the struct ``model`` and their codes, in the default version's schema; a custom resource's
+    (PodGroup) from field validation's tree, its leaves free-form."""
+    structs = decode_types.schema().structs
+    if model in structs:
+        return structs[model]
     tree = fields.models().get(model, {})
-    leaves = decode_types._leaf_types().get(model, {})
-    return sorted(set(tree) | set(leaves))
+    return {
+        name: ref[0] + "@" + ref[1:] if ref[:1] in ("[", "{") else "@" + ref if ref else "any"
+        for name, ref in tree.items()
+    }
+
+
+def _model(kind: str) -> str:
+    """The struct (or, for a custom resource, field validation's model) of ``kind``."""
+    return decode_types.schema().roots.get(kind) or fields.ROOT_MODELS[kind]
 
 
 @st.composite
@@ -209,22 +227,19 @@ def mutated(draw: st.DrawFn, model: str, base: Any, depth: int = 0) -> Any:
     if not isinstance(base, dict):
         base = {}
     obj = copy.deepcopy(base)
-    names = _field_names(model)
+    codes = _fields(model)
+    names = sorted(codes)
     if not names:
         return obj
-    tree = fields.models().get(model, {})
-    leaves = decode_types._leaf_types().get(model, {})
     for _ in range(draw(st.integers(1, 3 if depth == 0 else 2))):
         # Fields the base has are the likelier targets: the change then lands deep inside a valid object.
         present = [n for n in names if n in obj]
         name = draw(st.sampled_from(present)) if present and draw(st.booleans()) else draw(st.sampled_from(names))
-        ref = tree.get(name)
-        if ref:
-            obj[name] = draw(_ref_value(ref, obj.get(name), depth + 1))
-        elif name in leaves:
-            obj[name] = draw(_leaf_value(leaves[name]))
+        code = codes[name]
+        if "@" in code:
+            obj[name] = draw(_ref_value(code, obj.get(name), depth + 1))
         else:
-            obj[name] = draw(ANY_JSON)
+            obj[name] = draw(_leaf_value(code))
     return obj
 
 
@@ -232,7 +247,7 @@ def _ref_value(ref: str, current: Any, depth: int) -> st.SearchStrategy[Any]:
     """A value for a field holding an object, a list or a map of objects of another model."""
     if depth > 5:
         return ANY_JSON
-    head, model = ref[0], ref.lstrip("[{")
+    head, model = ref[0], ref.lstrip("[{@")
     if head == "[":
         items = current if isinstance(current, list) and current else [{}]
         right: st.SearchStrategy[Any] = st.lists(
@@ -276,7 +291,7 @@ def requests(draw: st.DrawFn) -> Request:
     """One request of any verb on any fuzzed kind, or to the simulator's own endpoints."""
     kind = draw(st.sampled_from(KIND_NAMES))
     info = BY_KIND[kind]
-    model = fields.ROOT_MODELS[kind]
+    model = _model(kind)
     name = draw(st.sampled_from(NAMES))
     base = {"apiVersion": info.api_version, "kind": kind, **copy.deepcopy(BASES[kind])}
     base["metadata"] = {"name": name, **({"namespace": NAMESPACE} if info.namespaced else {})}
@@ -327,11 +342,7 @@ def requests(draw: st.DrawFn) -> Request:
     if verb == "status":
         if not info.has_status:
             return Request("GET", _path(info, name))
-        status = (
-            draw(_ref_value(fields.models()[model].get("status", ""), None, 1))
-            if "status" in fields.models()[model]
-            else draw(ANY_JSON)
-        )
+        status = draw(_ref_value(_fields(model)["status"], None, 1)) if "status" in _fields(model) else draw(ANY_JSON)
         if draw(st.booleans()):
             return Request(
                 "PATCH", _path(info, name, "status"), _dumps({"status": status}), "application/merge-patch+json"
@@ -442,9 +453,10 @@ class Fuzzer:
         assert status < 500, f"{status} for {request.describe()}"
 
     def stored_objects_that_fail_the_type_check(self) -> list[str]:
-        """Every object the API serves that kube-apiserver's decoder would refuse (``decode_types.check_types``)."""
+        """Every object the API serves that kube-apiserver's decoder would refuse (``decode_types.check_types``
+        with the default version's schema), or that holds a ``null`` where Go would have stored a value."""
         bad: list[str] = []
-        for kind in fields.ROOT_MODELS:
+        for kind in decode_types.schema().roots:
             info = BY_KIND.get(kind)
             if info is None or info.review:
                 continue  # reviews are answered, never stored
@@ -455,10 +467,14 @@ class Fuzzer:
             assert r.status_code == 200, f"{r.status_code} listing {info.plural}: {r.text[:300]}"
             for obj in r.json()["items"]:
                 meta = obj.get("metadata") or {}
+                decoded = copy.deepcopy(obj)
                 try:
-                    decode_types.check_types(kind, obj, version=info.version)
+                    decode_types.check_types(kind, decoded, version=info.version)
                 except BadRequest as exc:
                     bad.append(f"{kind} {meta.get('namespace', '')}/{meta.get('name')}: {exc}")
+                else:
+                    if decoded != obj:  # the decode changed it: a null kube-apiserver would not have stored
+                        bad.append(f"{kind} {meta.get('namespace', '')}/{meta.get('name')}: a null is stored")
         return bad
 
     def check_after(self, *, timeout: float = 30.0) -> None:

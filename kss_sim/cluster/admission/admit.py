@@ -58,12 +58,15 @@ def own(obj: Any) -> Obj:
     return result
 
 
-def decode(info: KindInfo, obj: Any, *, owned: bool = False, status_only: bool = False) -> Obj:
+def decode(
+    info: KindInfo, obj: Any, *, owned: bool = False, status_only: bool = False, kube_version: str | None = None
+) -> Obj:
     """A private copy of a request's ``obj`` in ``info``'s canonical form, defaults applied; ``BadRequest`` if it
     is not one of that kind. ``owned``: ``obj`` is plain JSON (just parsed) that the caller gives away, so it is
     taken as it is, not copied first (its top level is rebuilt anyway). ``status_only``: ``obj`` is a stored object
     with a new status (the scheduler's and the kubelet's status writes): only the status's types are checked, so an
-    object stored before the type check (an older database) can still be told why it does not schedule."""
+    object stored before the type check (an older database) can still be told why it does not schedule.
+    ``kube_version``: the release whose schema decodes the body (None: the default)."""
     body = obj if owned and isinstance(obj, dict) else own(obj)
     api_version, kind = body.get("apiVersion"), body.get("kind")
     if kind is not None and kind != info.api_kind:
@@ -75,10 +78,12 @@ def decode(info: KindInfo, obj: Any, *, owned: bool = False, status_only: bool =
     body.pop("apiVersion", None)
     body.pop("kind", None)
     # Field order as kube-apiserver prints it: apiVersion, kind, metadata first.
-    body = {"apiVersion": info.api_version, "kind": info.api_kind, "metadata": body.pop("metadata", {}), **body}
+    metadata = body.pop("metadata", None)  # null: no metadata, as Go decodes it
+    body = {"apiVersion": info.api_version, "kind": info.api_kind, "metadata": {} if metadata is None else metadata,
+            **body}  # fmt: skip
     if not info.custom:  # a custom resource is decoded as unstructured: its schema judges it (422)
-        shown = {"status": body.get("status")} if status_only else body
-        check_types(info.kind, shown, version=info.version, api_kind=info.api_kind)
+        checked = {"status": body.get("status")} if status_only else body
+        check_types(info.kind, checked, version=info.version, kube_version=kube_version, api_kind=info.api_kind)
     check_decodable(info.api_kind, body, version=info.version, custom=info.custom)
     if info.kind in defaults_workloads.DEFAULTERS:
         check_workload_decodable(info.kind, info.version, body)

@@ -23,6 +23,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kss_sim.cluster.admission import decode_types
+from kss_sim.cluster.kinds.registry import minor_of
+
 SCHEMA_FILE = Path(__file__).with_name("field_schema.json")
 
 # Served kind -> the client's model of it.
@@ -244,19 +247,20 @@ def _schema_at(minor: int | None) -> dict[str, dict[str, str]]:
 
 
 def unknown_fields(
-    kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False, minor: int | None = None
+    kind: str, obj: dict[str, Any], *, prune: bool, patch: bool = False, kube_version: str | None = None
 ) -> list[str]:
     """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
     with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. ``patch``: ``obj`` is a
     merge or strategic merge patch, whose ``$``-directives (``$patch``, ``$setElementOrder/...``) are not fields.
-    ``minor``: the Kubernetes version whose fields count (``VERSIONED_FIELDS``; None: all of them). Kinds without
-    a model are not checked."""
+    Then the fields ``kube_version`` (None: the default one) lacks that other releases have
+    (``decode_types.absent_fields``). Kinds without a model are not checked."""
     root = ROOT_MODELS.get(kind)
     if root is None:
         return []
     out: list[str] = []
-    _walk(_schema_at(minor), obj, root, "", out, prune, patch)
-    return out
+    _walk(_schema_at(minor_of(kube_version)), obj, root, "", out, prune, patch)
+    absent = decode_types.absent_fields(kind, obj, kube_version=kube_version, prune=prune)
+    return out + [path for path in absent if path not in out]
 
 
 def _walk(

@@ -63,9 +63,9 @@ class Eviction:
     delete_options: dict[str, Any]
 
 
-def parse(content_type: str, body: bytes, name: str) -> Eviction:
-    """The Eviction of a request body (JSON, or protobuf as client-go sends it); 400 for anything else, or a
-    name that is not the URL's."""
+def parse(content_type: str, body: bytes, name: str, *, kube_version: str | None = None) -> Eviction:
+    """The Eviction of a request body (JSON, or protobuf as client-go sends it), decoded as ``kube_version``'s
+    kube-apiserver does; 400 for anything else, or a name that is not the URL's."""
     if content_type == protobuf.PROTOBUF:
         try:
             obj: Any = protobuf.decode(body)
@@ -90,7 +90,7 @@ def parse(content_type: str, body: bytes, name: str) -> Eviction:
         )
     if not isinstance(obj, dict) or obj.get("kind", "Eviction") != "Eviction":
         raise BadRequest("the object provided is unrecognized (must be of type Eviction)")
-    decode_types.check_types("Eviction", obj, version="v1")  # deleteOptions' fields included
+    decode_types.check_types("Eviction", obj, version="v1", kube_version=kube_version)  # deleteOptions' fields included
     if obj.get("apiVersion", "policy/v1") not in _API_VERSIONS:
         raise BadRequest(
             f"the API version in the data ({obj.get('apiVersion')}) does not match the expected API version"

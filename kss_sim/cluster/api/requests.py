@@ -165,14 +165,16 @@ def _field_validation(request: Request) -> str:
     return request.query_params.get("fieldValidation") or "Warn"
 
 
-def field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = False) -> list[str]:
+def field_warnings(
+    request: Request, info: KindInfo, obj: Any, *, patch: bool = False, kube_version: str | None = None
+) -> list[str]:
     """kube-apiserver's ``fieldValidation`` on a create/update body or a merge patch: fields ``info.kind`` does
-    not have are dropped, and reported as warnings (``Warn``, the default), not at all (``Ignore``), or refused
-    (``Strict``, what kubectl sends: 400, nothing written)."""
+    not have in ``kube_version`` are dropped, and reported as warnings (``Warn``, the default), not at all
+    (``Ignore``), or refused (``Strict``, what kubectl sends: 400, nothing written)."""
     mode = _field_validation(request)
     if not isinstance(obj, dict):
         return []
-    messages = _unknown_field_messages(mode, info, obj, _settings(request).version.minor, patch=patch)
+    messages = _unknown_field_messages(mode, info, obj, patch=patch, kube_version=kube_version)
     if messages and mode == "Strict":
         kind = info.api_kind
         raise BadRequest(
@@ -183,25 +185,25 @@ def field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = 
 
 
 def _unknown_field_messages(
-    mode: str, info: KindInfo, obj: dict[str, Any], minor: int, *, patch: bool = False
+    mode: str, info: KindInfo, obj: dict[str, Any], *, patch: bool = False, kube_version: str | None = None
 ) -> list[str]:
-    """Drop from ``obj`` the fields ``info.kind`` does not have in Kubernetes 1.``minor``; what to report about
-    them under ``mode``."""
-    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch, minor=minor)
+    """Drop from ``obj`` the fields ``info.kind`` does not have; what to report about them under ``mode``."""
+    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch, kube_version=kube_version)
     if not unknown or mode == "Ignore":
         return []
     return [f'unknown field "{path}"' for path in unknown]
 
 
-def json_patch_field_check(request: Request, info: KindInfo, warnings: list[str]) -> Callable[[Obj], None]:
+def json_patch_field_check(
+    request: Request, info: KindInfo, warnings: list[str], *, kube_version: str | None = None
+) -> Callable[[Obj], None]:
     """kube-apiserver checks a JSON patch's fields on the object it produces (the operations have no shape):
     unknown ones are dropped from it, refused under ``Strict`` (400, with decoding's message) or added to
     ``warnings``."""
     mode = _field_validation(request)  # an unknown mode is refused before anything is patched
-    minor = _settings(request).version.minor
 
     def check(patched: Obj) -> None:
-        messages = _unknown_field_messages(mode, info, patched, minor)
+        messages = _unknown_field_messages(mode, info, patched, kube_version=kube_version)
         if messages and mode == "Strict":
             raise BadRequest("strict decoding error: " + ", ".join(messages))
         warnings.extend(messages)

@@ -260,7 +260,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
         raise MethodNotAllowed("create")
     if not isinstance(body, dict):
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.api_kind})")
-    warnings = field_warnings(request, info, body)
+    warnings = field_warnings(request, info, body, kube_version=store.kube_version)
     manager = field_manager(request)
     # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
     # the answer is rendered from the stored object itself (read-only) instead of a copy of it.
@@ -277,7 +277,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
 async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
     if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
         raise BadRequest("the object provided is unrecognized (must be of type Binding)")
-    decode_types.check_types("Binding", body, version="v1")
+    decode_types.check_types("Binding", body, version="v1", kube_version=store.kube_version)
     meta = body.get("metadata") or {}
     name = target.name or meta.get("name") or ""
     if target.name and meta.get("name") and meta["name"] != target.name:
@@ -310,7 +310,7 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     sub = target.subresource
     if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("update")
-    warnings = field_warnings(request, info, body)
+    warnings = field_warnings(request, info, body, kube_version=store.kube_version)
     manager = field_manager(request)
     updated = await _write(
         store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run, manager=manager)
@@ -351,9 +351,9 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
     warnings: list[str] = []
     check = None
     if content_type == JSON_PATCH:
-        check = json_patch_field_check(request, info, warnings)
+        check = json_patch_field_check(request, info, warnings, kube_version=store.kube_version)
     else:
-        warnings = field_warnings(request, info, patch, patch=True)
+        warnings = field_warnings(request, info, patch, patch=True, kube_version=store.kube_version)
     manager = field_manager(request)
     patched = await _write(
         store,
@@ -397,7 +397,7 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
         raise BadRequest("error decoding YAML: exceeded max depth") from None
     if not isinstance(configuration, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
-    warnings = field_warnings(request, info, configuration)
+    warnings = field_warnings(request, info, configuration, kube_version=store.kube_version)
     name = target.name
     applied, created = await _write(
         store,
@@ -429,7 +429,7 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
             raise BadRequest("DeleteOptions must be a JSON object")
         options = parsed
     # Decoded into meta/v1 DeleteOptions as kube-apiserver does: a field of the wrong type is a 400.
-    decode_types.check_types("DeleteOptions", options, version="v1")
+    decode_types.check_types("DeleteOptions", options, version="v1", kube_version=store.kube_version)
     dry_run = dry_run_requested(request, options.get("dryRun") or [])
     if target.subresource is not None:
         raise MethodNotAllowed("delete")
@@ -539,7 +539,7 @@ async def _handle_eviction(request: Request, store: ClusterStore, target: Target
     if request.method != "POST" or target.name is None:
         raise MethodNotAllowed(request.method.lower())
     dry_run = dry_run_requested(request)
-    asked = eviction.parse(media_type(request), await read_body(request), target.name)
+    asked = eviction.parse(media_type(request), await read_body(request), target.name, kube_version=store.kube_version)
     namespace = target.namespace or "default"
     status = await _write(store, lambda: eviction.evict(store, namespace, asked, dry_run=dry_run))
     return json_response(status, int(status["code"]))

@@ -290,6 +290,11 @@ NO_GATES: Gates = {}
 DEFAULT_MINOR = int(DEFAULT_KUBE_VERSION.split(".")[1])
 
 
+def minor_of(kube_version: str | None) -> int:
+    """The minor number of a release name (``"1.36"`` -> 36); None: the default version's."""
+    return int(kube_version.split(".")[1]) if kube_version else DEFAULT_MINOR
+
+
 def served(info: KindInfo, gates: Gates, minor: int = DEFAULT_MINOR) -> bool:
     """Whether ``info`` is served by Kubernetes 1.``minor`` with these feature gates (an alpha kind only while its
     gate is on)."""

@@ -160,8 +160,10 @@ class PodWrites:
         *,
         clock: Callable[[], datetime],
         clear_nominated_on_bind: bool = True,
+        kube_version: str | None = None,
     ) -> None:
         self._lock = lock
+        self._kube_version = kube_version
         self._clear_nominated_on_bind = clear_nominated_on_bind
         self._committer = committer
         self._versions = versions
@@ -231,7 +233,10 @@ class PodWrites:
         with self._lock:
             current = self._versions.current("Pod", namespace, name)
             body = admission.decode(
-                BY_KIND["Pod"], _with_status(current.obj, status, resource_version), status_only=True
+                BY_KIND["Pod"],
+                _with_status(current.obj, status, resource_version),
+                status_only=True,
+                kube_version=self._kube_version,
             )
             result, batch = self._versions.stage_update(
                 BY_KIND["Pod"], current, body, "status", False, annotations, manager=SCHEDULER_MANAGER
@@ -304,7 +309,12 @@ class PodWrites:
         info = BY_KIND[kind]
         with self._lock:
             current = self._versions.current(kind, namespace, name)
-            body = admission.decode(info, _with_status(current.obj, status, resource_version), status_only=True)
+            body = admission.decode(
+                info,
+                _with_status(current.obj, status, resource_version),
+                status_only=True,
+                kube_version=self._kube_version,
+            )
             result, batch = self._versions.stage_update(info, current, body, "status", False, annotations)
         self._committer.acknowledge(batch)
         return result

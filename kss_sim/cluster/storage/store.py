@@ -25,7 +25,7 @@ from kss_sim.cluster.admission import admit as admission
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.errors import InternalError as InternalError
 from kss_sim.cluster.errors import NotFound
-from kss_sim.cluster.kinds.registry import BY_KIND, DEFAULT_MINOR, KINDS, served
+from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, minor_of, served
 from kss_sim.cluster.kinds.stored import Change
 from kss_sim.cluster.kinds.stored import StoredObject as StoredObject
 from kss_sim.cluster.storage import repository
@@ -69,27 +69,31 @@ class ClusterStore:
         auto_create_namespaces: bool = True,
         clock: Callable[[], datetime] = _utcnow,
         feature_gates: Mapping[str, bool] | None = None,
-        kube_minor: int = DEFAULT_MINOR,
+        kube_version: str | None = None,
     ) -> None:
         """An empty store; ``engine=None`` keeps everything in memory only (tests, offline simulation).
 
-        ``feature_gates`` (``Settings.feature_gates``) and the Kubernetes minor version ``kube_minor`` decide what
-        is served as on kube-apiserver: the workload-scheduling kinds and a pod's ``spec.workloadRef`` (v1.35) or
-        ``spec.schedulingGroup`` (v1.36) only with GenericWorkload on, each kind in the versions that have it.
+        ``feature_gates`` (``Settings.feature_gates``) and the Kubernetes release ``kube_version`` (``"1.36"``;
+        None: the default) decide what is served as on kube-apiserver: the workload-scheduling kinds and a pod's
+        ``spec.workloadRef`` (v1.35) or ``spec.schedulingGroup`` (v1.36) only with GenericWorkload on, each kind in
+        the versions that have it; the release's schema decodes every body.
         """
         self._lock = threading.RLock()
         self._engine = engine
         self._auto_create_namespaces = auto_create_namespaces
         self._clock = clock
         self._gates: dict[str, bool] = dict(feature_gates or {})
-        self._minor = kube_minor
+        self._kube_version = kube_version
+        self._minor = minor_of(kube_version)
         self._changes = ChangeLog(self._lock, watch_window)
         # The objects and their versions, staged and committed (``_committer.objects``, ``.rv``, ``.committed_rv``).
         self._committer = Committer(self._lock, engine, self._changes)
         self._versions = Versions(
             self._committer, clock=clock, gates=self._gates, auto_create_namespaces=auto_create_namespaces
         )
-        self._writes = writes = ObjectWrites(self._lock, self._committer, self._versions, self._gates, kube_minor)
+        self._writes = writes = ObjectWrites(
+            self._lock, self._committer, self._versions, self._gates, kube_version=kube_version
+        )
         self._pod_writes = pod_writes = PodWrites(
             self._lock,
             self._committer,
@@ -97,6 +101,7 @@ class ClusterStore:
             self,
             clock=clock,
             clear_nominated_on_bind=gate_enabled(self._gates, "ClearingNominatedNodeNameAfterBinding"),
+            kube_version=kube_version,
         )
         # Their verbs are the store's own, bound here so that a call costs no delegating frame (every API write; the
         # scheduler's and the kubelet's writes, once per pod).
@@ -126,7 +131,7 @@ class ClusterStore:
         auto_create_namespaces: bool = True,
         clock: Callable[[], datetime] = _utcnow,
         feature_gates: Mapping[str, bool] | None = None,
-        kube_minor: int = DEFAULT_MINOR,
+        kube_version: str | None = None,
     ) -> ClusterStore:
         """Load every object from ``engine``'s database (already migrated) and add the built-in objects."""
         store = cls(
@@ -135,7 +140,7 @@ class ClusterStore:
             auto_create_namespaces=auto_create_namespaces,
             clock=clock,
             feature_gates=feature_gates,
-            kube_minor=kube_minor,
+            kube_version=kube_version,
         )
         store.load()
         store.ensure_builtins()
@@ -169,7 +174,7 @@ class ClusterStore:
                 auto_create_namespaces=self._auto_create_namespaces,
                 clock=self._clock,
                 feature_gates=self._gates,
-                kube_minor=self._minor,
+                kube_version=self._kube_version,
             )
             # StoredObjects are immutable, so sharing them is safe. Only committed state is copied.
             committed = self._committer.committed_rv
@@ -207,8 +212,14 @@ class ClusterStore:
         return dict(self._gates)
 
     @property
+    def kube_version(self) -> str | None:
+        """The Kubernetes release whose API the store serves and whose schema decodes the bodies (None: the
+        default one)."""
+        return self._kube_version
+
+    @property
     def kube_minor(self) -> int:
-        """The Kubernetes minor version whose API the store serves."""
+        """The minor number of that release."""
         return self._minor
 
     def serves(self, kind: str) -> bool:

@@ -25,7 +25,7 @@ from kss_sim.cluster.admission.patch import (
 )
 from kss_sim.cluster.admission.validation.core import VALIDATORS
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound, invalid
-from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, KindInfo, served
+from kss_sim.cluster.kinds.registry import KindInfo, minor_of, served
 from kss_sim.cluster.kinds.stored import Change, StoredObject
 from kss_sim.cluster.storage.change_log import MODIFIED
 from kss_sim.cluster.storage.committer import Committer
@@ -51,7 +51,7 @@ _Objs = list[Obj]
 
 class ObjectWrites:
     """The store's write verbs over its ``committer`` and ``versions``, under ``lock`` (the store's); creates,
-    updates and patches only of the kinds ``gates`` serve at Kubernetes 1.``minor``."""
+    updates and patches only of the kinds ``gates`` serve at Kubernetes ``kube_version`` (None: the default)."""
 
     def __init__(
         self,
@@ -59,13 +59,15 @@ class ObjectWrites:
         committer: Committer,
         versions: Versions,
         gates: Mapping[str, bool],
-        minor: int = DEFAULT_MINOR,
+        *,
+        kube_version: str | None = None,
     ):
         self._lock = lock
+        self._kube_version = kube_version
         self._committer = committer
         self._versions = versions
         self._gates = gates
-        self._minor = minor
+        self._minor = minor_of(kube_version)
 
     def _writable(self, kind: str) -> KindInfo:
         info = kind_info(kind)
@@ -101,7 +103,7 @@ class ObjectWrites:
         Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj, owned=owned)
+        body = admission.decode(info, obj, owned=owned, kube_version=self._kube_version)
         sent_status = body.get("status") if keep_status and info.has_status else None
         admission.drop_disabled_fields(info, body, None, self._gates)
         meta = meta_of(body)
@@ -178,7 +180,7 @@ class ObjectWrites:
         takes the fields the update changes (managedFields).
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj)
+        body = admission.decode(info, obj, kube_version=self._kube_version)
         meta = meta_of(body)
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
@@ -242,7 +244,7 @@ class ObjectWrites:
                 raise BadRequest(
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
-            body = admission.decode(info, patched)
+            body = admission.decode(info, patched, kube_version=self._kube_version)
             result, batch = self._versions.stage_update(info, current, body, subresource, dry_run, manager=manager)
         self._committer.acknowledge(batch)
         return result
@@ -280,7 +282,7 @@ class ObjectWrites:
                         time=self._versions.timestamp(),
                     )
                     managed = merged["metadata"]["managedFields"]
-                    body = admission.decode(info, merged)
+                    body = admission.decode(info, merged, kube_version=self._kube_version)
                     result, batch = self._versions.stage_update(
                         info, current, body, subresource, dry_run, managed=managed
                     )

@@ -1,0 +1,216 @@
+"""The values with a decoder of their own in Go, checked as that decoder checks them, with its error's text.
+
+kube-apiserver decodes ``metav1.Time`` / ``MicroTime`` with ``time.Parse`` (RFC 3339, microseconds for MicroTime),
+``resource.Quantity`` with ``ParseQuantity`` (the text trimmed of spaces), ``intstr.IntOrString`` as a string or
+an int32, and ``[]byte`` fields from standard base64. Each function here returns the error Go returns for a
+value (None when it decodes); encoding/json puts that text, unwrapped, after "cannot be handled as a Kind: ".
+"""
+
+from __future__ import annotations
+
+import calendar
+from typing import Any
+
+from kss_sim.kube.quantity import QuantityError, parse_quantity
+
+RFC3339 = "2006-01-02T15:04:05Z07:00"
+RFC3339_MICRO = "2006-01-02T15:04:05.000000Z07:00"
+# The layouts' elements as Go's nextStdChunk splits them: (text in the layout, what it is).
+_LAYOUTS = {
+    RFC3339: (("2006", "year"), ("-", ""), ("01", "month"), ("-", ""), ("02", "day"), ("T", ""), ("15", "hour"),
+              (":", ""), ("04", "minute"), (":", ""), ("05", "second"), ("Z07:00", "zone")),
+    RFC3339_MICRO: (("2006", "year"), ("-", ""), ("01", "month"), ("-", ""), ("02", "day"), ("T", ""),
+                    ("15", "hour"), (":", ""), ("04", "minute"), (":", ""), ("05", "second"),
+                    (".000000", "fraction"), ("Z07:00", "zone")),
+}  # fmt: skip
+_QUANTITY_ERRORS = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+    "unable to parse numeric part of quantity",
+    "unable to parse quantity's suffix",
+)
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def go_quote(text: str) -> str:
+    """``time``'s quote: printable ASCII as is (``"`` and ``\\`` escaped), every other byte as ``\\xNN``."""
+    out = ['"']
+    for byte in text.encode("utf-8", "surrogatepass"):
+        if 0x20 <= byte < 0x80:
+            out.append(("\\" if byte in (0x22, 0x5C) else "") + chr(byte))
+        else:
+            out.append(f"\\x{byte:02x}")
+    return "".join(out) + '"'
+
+
+def json_kind(value: Any) -> str:
+    """How encoding/json names a JSON value's kind in its errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "null"
+
+
+def _digits(text: str, start: int, count: int) -> bool:
+    return (
+        len(text) >= start + count and text[start : start + count].isascii() and text[start : start + count].isdigit()
+    )
+
+
+def _number(value: str, fixed: bool) -> tuple[int, str] | None:
+    """Go's getnum: one or (``fixed``: exactly) two digits."""
+    if not _digits(value, 0, 1):
+        return None
+    if not _digits(value, 1, 1):
+        return None if fixed else (int(value[0]), value[1:])
+    return int(value[:2]), value[2:]
+
+
+def time_error(text: str, layout: str = RFC3339) -> str | None:
+    """``time.Parse(layout, text)``'s error for the RFC 3339 layouts (None when it parses)."""
+
+    def failed(layout_elem: str, value_elem: str, message: str = "") -> str:
+        if message:
+            return f"parsing time {go_quote(text)}{message}"
+        return (
+            f"parsing time {go_quote(text)} as {go_quote(layout)}: "
+            f"cannot parse {go_quote(value_elem)} as {go_quote(layout_elem)}"
+        )
+
+    value = text
+    parts: dict[str, int] = {}
+    elements = _LAYOUTS[layout]
+    for index, (elem, what) in enumerate(elements):
+        if not what:
+            if not value.startswith(elem):
+                return failed(elem, value)
+            value = value[len(elem) :]
+            continue
+        hold = value
+        out_of_range = ""
+        if what == "year":
+            if len(value) < 4 or not _digits(value, 0, 1) or not _digits(value, 0, 4):
+                return failed(elem, hold)
+            parts[what], value = int(value[:4]), value[4:]
+        elif what == "zone":
+            if value.startswith("Z"):
+                value = value[1:]
+            elif len(value) < 6 or value[3] != ":" or value[0] not in "+-":
+                return failed(elem, hold)
+            else:
+                hours, minutes = _number(value[1:3], True), _number(value[4:6], True)
+                if hours is None or minutes is None:
+                    return failed(elem, hold)
+                out_of_range = "time zone offset hour" if hours[0] > 24 else ""
+                out_of_range = out_of_range or ("time zone offset minute" if minutes[0] > 60 else "")
+                value = value[6:]
+        elif what == "fraction":
+            if len(value) < len(elem) or value[0] not in ".," or not _digits(value, 1, len(elem) - 1):
+                return failed(elem, hold)
+            value = value[len(elem) :]
+        else:
+            found = _number(value, fixed=what != "hour")
+            if found is None:
+                return failed(elem, hold)
+            parts[what], value = found
+            limits = {"month": (1, 12), "day": (1, 31), "hour": (0, 23), "minute": (0, 59), "second": (0, 59)}
+            low, high = limits[what]
+            if not low <= parts[what] <= high:
+                out_of_range = what
+            elif (
+                what == "second"
+                and value[:1] in (".", ",")
+                and _digits(value, 1, 1)
+                and elements[index + 1][1] != "fraction"
+            ):
+                # A fraction the layout does not show is taken all the same (RFC3339 only).
+                end = 2
+                while _digits(value, end, 1):
+                    end += 1
+                value = value[end:]
+        if out_of_range:
+            return failed(elem, value, f": {out_of_range} out of range")
+    if value:
+        return failed("", value, f": extra text: {go_quote(value)}")
+    if parts["day"] > calendar.monthrange(parts["year"] or 2000, parts["month"])[1] and not (
+        parts["year"] == 0 and parts["month"] == 2 and parts["day"] == 29  # year 0 is a leap year in Go
+    ):
+        return failed("", value, ": day out of range")
+    return None
+
+
+def time_value_error(value: Any, layout: str = RFC3339) -> str | None:
+    """``metav1.Time`` (or ``MicroTime``) ``UnmarshalJSON``: a string (decoded on its own: no struct named in
+    the error), then ``time.Parse``."""
+    if not isinstance(value, str):
+        return f"json: cannot unmarshal {json_kind(value)} into Go value of type string"
+    return time_error(value, layout)
+
+
+def quantity_error(value: Any) -> str | None:
+    """``resource.Quantity.UnmarshalJSON``: the raw JSON (a string's quotes removed), trimmed, through
+    ``ParseQuantity``; numbers parse as their text does, anything else fails its regular expression."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return _QUANTITY_ERRORS[0]
+    try:
+        parse_quantity(value)
+    except QuantityError as exc:
+        text = str(exc)
+        return next((message for message in _QUANTITY_ERRORS if text.startswith(message)), _QUANTITY_ERRORS[0])
+    return None
+
+
+def int_or_string_error(value: Any) -> str | None:
+    """``intstr.IntOrString.UnmarshalJSON``: a string, or else an int32 decoded on its own."""
+    if isinstance(value, str):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"json: cannot unmarshal {json_kind(value)} into Go value of type int32"
+    if isinstance(value, float) or not _INT32[0] <= value <= _INT32[1]:
+        return f"json: cannot unmarshal number {value} into Go value of type int32"
+    return None
+
+
+def base64_error(text: str) -> str | None:
+    """``base64.StdEncoding.Decode``'s error for a ``[]byte`` field (None when it decodes): line breaks are
+    skipped, the last group of four must be whole, padded with ``=``."""
+    offset = _bad_base64_offset(text)
+    return None if offset is None else f"illegal base64 data at input byte {offset}"
+
+
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _bad_base64_offset(text: str) -> int | None:
+    """Where Go's decoder reports the error (decodeQuantum's CorruptInputError), or None."""
+    quantum: list[int] = []  # offsets of the current group of four
+    index, end = 0, len(text)
+    while index < end:
+        char = text[index]
+        index += 1
+        if char in "\r\n":
+            continue
+        if char == "=":
+            if len(quantum) < 2:
+                return index - 1  # padding too early
+            if len(quantum) == 2:  # a second "=" must follow
+                while index < end and text[index] in "\r\n":
+                    index += 1
+                if index == end:
+                    return end
+                if text[index] != "=":
+                    return index - 1
+                index += 1
+            while index < end and text[index] in "\r\n":
+                index += 1
+            return index if index < end else None  # anything after the padding is garbage
+        if char not in _BASE64:
+            return index - 1
+        quantum.append(index - 1)
+        if len(quantum) == 4:
+            quantum = []
+    return quantum[0] if quantum else None

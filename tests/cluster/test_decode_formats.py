@@ -1,0 +1,259 @@
+"""Formats decoded as kube-apiserver decodes them, per version: times (``time.Parse``), quantities
+(``ParseQuantity``), int-or-strings, base64 bytes, int32/int64 ranges and nulls; the messages are Go's."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kss_sim.cluster.admission import go_values
+from kss_sim.cluster.admission.decode_types import check_types, schema
+from kss_sim.cluster.errors import BadRequest
+from kss_sim.config import Settings
+from kss_sim.main import create_app
+from tests.cluster.factories import node, pod
+from tests.conftest import asgi_client
+
+PODS = "/api/v1/namespaces/default/pods"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+TIME_LAYOUT = '"2006-01-02T15:04:05Z07:00"'
+QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def _cannot_handle(kind: str, message: str) -> str:
+    return f'{kind} in version "v1" cannot be handled as a {kind}: {message}'
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("2024-05-01T10:00:00Z", None),
+        ("2024-05-01T10:00:00.123456789+02:00", None),  # a fraction the layout lacks is read all the same
+        ("2024-05-01T9:00:00Z", None),  # the hour takes one digit (Go's stdHour)
+        ("not-a-time", f'parsing time "not-a-time" as {TIME_LAYOUT}: cannot parse "not-a-time" as "2006"'),
+        ("2024-05-01", f'parsing time "2024-05-01" as {TIME_LAYOUT}: cannot parse "" as "T"'),
+        ("2024-5-01T10:00:00Z",
+         f'parsing time "2024-5-01T10:00:00Z" as {TIME_LAYOUT}: cannot parse "5-01T10:00:00Z" as "01"'),
+        ("2024-13-01T10:00:00Z", 'parsing time "2024-13-01T10:00:00Z": month out of range'),
+        ("2023-02-29T10:00:00Z", 'parsing time "2023-02-29T10:00:00Z": day out of range'),
+        ("2024-02-29T10:00:00Z", None),
+        ("2024-05-01T24:00:00Z", 'parsing time "2024-05-01T24:00:00Z": hour out of range'),
+        ("2024-05-01T10:00:00Zjunk", 'parsing time "2024-05-01T10:00:00Zjunk": extra text: "junk"'),
+        ("2024-05-01T10:00:00+0200",
+         f'parsing time "2024-05-01T10:00:00+0200" as {TIME_LAYOUT}: cannot parse "+0200" as "Z07:00"'),
+        ("é", f'parsing time "\\xc3\\xa9" as {TIME_LAYOUT}: cannot parse "\\xc3\\xa9" as "2006"'),
+    ],
+)  # fmt: skip
+def test_times_parse_as_go_time_parse_with_rfc3339(text: str, error: str | None) -> None:
+    assert go_values.time_error(text) == error
+
+
+def test_micro_times_need_their_six_digits() -> None:
+    assert go_values.time_error("2024-05-01T10:00:00.000000Z", go_values.RFC3339_MICRO) is None
+    assert go_values.time_error("2024-05-01T10:00:00Z", go_values.RFC3339_MICRO) == (
+        'parsing time "2024-05-01T10:00:00Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" as ".000000"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("aGVsbG8=", None),
+        ("aGVs\nbG8=", None),  # line breaks are skipped
+        ("", None),
+        ("aGVsbG8", "illegal base64 data at input byte 4"),  # the last group is not whole
+        ("a!Vs", "illegal base64 data at input byte 1"),
+        ("=aGV", "illegal base64 data at input byte 0"),
+        ("aGVsbA=", "illegal base64 data at input byte 7"),
+        ("aGVsbA=x", "illegal base64 data at input byte 6"),
+        ("aGVsbA==aGVs", "illegal base64 data at input byte 8"),
+    ],
+)
+def test_bytes_decode_as_standard_base64(value: str, error: str | None) -> None:
+    assert go_values.base64_error(value) == error
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("1e1000", None),
+        (" 1", None),
+        ("1 ", None),
+        (5, None),
+        (0.5, None),
+        ("abc", QUANTITY_FORMAT),
+        ("", QUANTITY_FORMAT),
+        (True, QUANTITY_FORMAT),
+        ([1], QUANTITY_FORMAT),
+        ("1e99999999999999999999", "unable to parse quantity's suffix"),
+    ],
+)
+def test_quantities_parse_as_parse_quantity(value: Any, error: str | None) -> None:
+    assert go_values.quantity_error(value) == error
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("25%", None),
+        (3, None),
+        (2**31 - 1, None),
+        (2**31, "json: cannot unmarshal number 2147483648 into Go value of type int32"),
+        (1.5, "json: cannot unmarshal number 1.5 into Go value of type int32"),
+        (True, "json: cannot unmarshal bool into Go value of type int32"),
+        ({}, "json: cannot unmarshal object into Go value of type int32"),
+    ],
+)
+def test_int_or_strings_are_a_string_or_an_int32(value: Any, error: str | None) -> None:
+    assert go_values.int_or_string_error(value) == error
+
+
+def test_nulls_become_what_go_decodes_them_into() -> None:
+    body = pod("p")
+    body["metadata"].update(labels={"a": None}, finalizers=[None], deletionTimestamp=None)
+    body["spec"].update(nodeName=None, tolerations=[None], priority=None)
+    check_types("Pod", body, version="v1")
+    assert body["metadata"]["labels"] == {"a": ""} and body["metadata"]["finalizers"] == [""]
+    assert "deletionTimestamp" not in body["metadata"]
+    assert "nodeName" not in body["spec"] and "priority" not in body["spec"]
+    assert body["spec"]["tolerations"] == [{}]
+    # Fields without omitempty keep their zero value: Go writes it back (a zero metav1.Time as null).
+    body = pod("p")
+    body["spec"]["containers"][0]["name"] = None
+    body["status"] = {"conditions": [{"type": "Ready", "status": None, "lastProbeTime": None}]}
+    check_types("Pod", body, version="v1")
+    assert body["spec"]["containers"][0]["name"] == ""
+    assert body["status"]["conditions"] == [{"type": "Ready", "status": "", "lastProbeTime": None}]
+
+
+def test_each_version_decodes_with_its_own_schema() -> None:
+    # v1.36 added CSIDriverSpec.preventPodSchedulingIfMissing (a bool); every version checks it as a bool (the
+    # nearest one that has it), and every version has its own v1.35-and-later fields' types.
+    assert schema("1.36").structs["storage.v1.CSIDriverSpec"]["preventPodSchedulingIfMissing"] == "bool"
+    assert "hostnameOverride" in schema("1.35").structs["core.v1.PodSpec"]
+    body = {"metadata": {"name": "d"}, "spec": {"preventPodSchedulingIfMissing": "yes"}}
+    for version in ("1.33", "1.36"):
+        with pytest.raises(BadRequest, match=r"CSIDriverSpec\.spec\.preventPodSchedulingIfMissing of type bool"):
+            check_types("CSIDriver", body, version="v1", kube_version=version)
+    # A kind a version does not have (resource.k8s.io/v1 before v1.34) is checked with the nearest version's.
+    assert schema("1.33").roots["ResourceClaim"] == "resource.v1.ResourceClaim"
+
+
+async def test_creation_timestamp_that_is_not_a_time_is_a_400(client: httpx.AsyncClient) -> None:
+    body = pod("bad")
+    body["metadata"]["creationTimestamp"] = "not-a-time"
+    r = await client.post(PODS, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle(
+        "Pod", f'parsing time "not-a-time" as {TIME_LAYOUT}: cannot parse "not-a-time" as "2006"'
+    )
+    body["metadata"]["creationTimestamp"] = 5
+    r = await client.post(PODS, json=body)
+    assert r.json()["message"] == _cannot_handle("Pod", "json: cannot unmarshal number into Go value of type string")
+    assert (await client.get(f"{PODS}/bad")).status_code == 404
+
+
+async def test_quantities_kube_apiserver_takes_are_stored_canonical(client: httpx.AsyncClient) -> None:
+    body = node("big", cpu="1e1000")
+    assert (await client.post("/api/v1/nodes", json=body)).status_code == 201
+    spaced = pod("spaced", cpu=" 1", limits={"cpu": "1 "})
+    r = await client.post(PODS, json=spaced)
+    assert r.status_code == 201, r.text
+    resources = r.json()["spec"]["containers"][0]["resources"]
+    assert resources == {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}
+    r = await client.post(PODS, json=pod("bad", cpu="abc"))
+    assert r.status_code == 400 and r.json()["message"] == _cannot_handle("Pod", QUANTITY_FORMAT)
+
+
+async def test_an_int_or_string_beyond_int32_is_a_400(client: httpx.AsyncClient) -> None:
+    template = {"metadata": {"labels": {"a": "b"}}, "spec": pod()["spec"]}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": template,
+            "strategy": {"rollingUpdate": {"maxSurge": 1.5}},
+        },
+    }
+    r = await client.post(DEPLOYMENTS, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle(
+        "Deployment", "json: cannot unmarshal number 1.5 into Go value of type int32"
+    )
+    body["spec"]["strategy"]["rollingUpdate"]["maxSurge"] = "50%"
+    assert (await client.post(DEPLOYMENTS, json=body)).status_code == 201
+
+
+async def test_secret_data_that_is_not_base64_is_a_400(client: httpx.AsyncClient) -> None:
+    url = "/api/v1/namespaces/default/secrets"
+    body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"k": "not base64"}}
+    r = await client.post(url, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle("Secret", "illegal base64 data at input byte 3")
+    body["data"] = {"k": 5}
+    r = await client.post(url, json=body)
+    assert r.json()["message"] == _cannot_handle(
+        "Secret", "json: cannot unmarshal number into Go struct field Secret.data of type []uint8"
+    )
+    body["data"] = {"k": "aGVsbG8="}
+    assert (await client.post(url, json=body)).status_code == 201
+
+
+async def test_a_lease_renew_time_needs_microseconds(client: httpx.AsyncClient) -> None:
+    url = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}}
+    body["spec"] = {"holderIdentity": "x", "renewTime": "2024-05-01T10:00:00Z"}
+    r = await client.post(url, json=body)
+    assert r.status_code == 400, r.text
+    assert 'cannot parse "Z" as ".000000"' in r.json()["message"]
+    body["spec"]["renewTime"] = "2024-05-01T10:00:00.000000Z"
+    assert (await client.post(url, json=body)).status_code == 201
+
+
+async def test_a_null_scalar_is_stored_as_kube_apiserver_stores_it(client: httpx.AsyncClient) -> None:
+    body = pod("p")
+    body["metadata"]["labels"] = {"a": None}
+    body["spec"].update(nodeName=None, hostNetwork=None, terminationGracePeriodSeconds=None)
+    r = await client.post(PODS, json=body)
+    assert r.status_code == 201, r.text
+    stored = (await client.get(f"{PODS}/p")).json()
+    assert stored["metadata"]["labels"] == {"a": ""}
+    assert "nodeName" not in stored["spec"] and "hostNetwork" not in stored["spec"]
+    assert stored["spec"]["terminationGracePeriodSeconds"] == 30  # absent, so defaulted
+
+
+@pytest.fixture
+async def client_133(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """The API of a kss serving Kubernetes v1.33."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss-v133.db'}",  # beside the default app's kss.db
+        kube_version="1.33",
+        scheduler_enabled=False,
+        controllers=False,
+        kubelet=False,
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application), asgi_client(application) as client:
+        yield client
+
+
+async def test_a_field_the_version_lacks_is_unknown_there(
+    client: httpx.AsyncClient, client_133: httpx.AsyncClient
+) -> None:
+    # spec.hostnameOverride came in v1.34: v1.33's kube-apiserver drops it with a warning, or refuses it (Strict).
+    body = pod("p", hostnameOverride="h")
+    r = await client_133.post(PODS, json=body)
+    assert r.status_code == 201, r.text
+    assert r.headers["warning"] == '299 - "unknown field \\"spec.hostnameOverride\\""'
+    assert "hostnameOverride" not in r.json()["spec"]
+    r = await client_133.post(f"{PODS}?fieldValidation=Strict", json=pod("q", hostnameOverride="h"))
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle("Pod", 'strict decoding error: unknown field "spec.hostnameOverride"')
+    r = await client.post(PODS, json=body)  # the default version, v1.35, has it
+    assert r.status_code == 201 and r.json()["spec"]["hostnameOverride"] == "h" and "warning" not in r.headers
