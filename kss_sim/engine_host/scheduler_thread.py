@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kss_sim.config import Settings
+from kss_sim.engine_host.external_bindings import ExternalBindings
 from kss_sim.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
 from kss_sim.extender_http import extenders_for
 from kss_sim.kube.versions import KubeVersion
@@ -124,6 +125,11 @@ def _scheduling_relevant(pod: dict[str, Any]) -> Any:
     return (meta.get("labels"), pod.get("spec"), (pod.get("status") or {}).get("resourceClaimStatuses"))
 
 
+# The shadow's cycle: recorded in full, ties broken by name (no draw from the loop's random source, which its own
+# attempts use), and stopped after selectHost.
+_JUDGE_OPTIONS = ScheduleOptions(record=True, tie_break="name", judge_only=True)
+
+
 @dataclass
 class _InFlight:
     """One attempt's writes not yet acknowledged by the store."""
@@ -157,7 +163,11 @@ class SchedulerService(LoopHost):
         plugin_timeout: float | None = None,
         on_plugin_timeout: Callable[[PluginTimeoutReport], None] | None = None,
         kube_version: KubeVersion | None = None,
+        shadow: bool = False,
+        on_shadow: Callable[[bool], None] | None = None,
     ) -> None:
+        """``shadow``: judge every binding another scheduler makes with this loop's own scheduler (placing nothing);
+        ``on_shadow`` is told whether each judgement agreed."""
         self.store = store
         self.results = results
         self.clock = clock
@@ -204,6 +214,10 @@ class SchedulerService(LoopHost):
             plugin_observer=on_plugin,
             plugin_metrics_sample_percent=plugin_metrics_sample_percent,
         )
+        self.external = ExternalBindings(
+            store, results, judge=self._judge if shadow else None, on_judged=on_shadow, clock=clock
+        )
+        self._observing = False  # started only to record other schedulers' bindings: no cycle of its own
 
     # --- configuration --------------------------------------------------------------------------
     def apply_config(self, config: SchedulerConfig) -> None:
@@ -269,6 +283,12 @@ class SchedulerService(LoopHost):
         self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
         self._thread.start()
 
+    def observe(self) -> None:
+        """Start without scheduling (``KSS_SCHEDULER_ENABLED=false``): the loop's cache kept current only to record
+        the bindings other schedulers make, and to judge them (``shadow``)."""
+        self._observing = True
+        self.start()
+
     def _plugin_timed_out(self, report: PluginTimeoutReport) -> None:
         """The watchdog's report of a plugin call past its timeout (from its thread): kept if it is this loop's."""
         thread = self._thread
@@ -286,6 +306,7 @@ class SchedulerService(LoopHost):
         self.queue.close()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.external.record_due(everything=True)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -344,6 +365,19 @@ class SchedulerService(LoopHost):
         loop = self.loop
         pi = PodInfo(pod)
         key = pi.key
+        before = loop.cluster.pods.get(key)
+        if (
+            event_type == "MODIFIED"
+            and pi.node_name
+            and before is not None
+            and not (before.get("spec") or {}).get("nodeName")
+            and loop.cache.get_pod(pi.uid) is None
+        ):
+            # Bound, and not by this loop (it assumes what it binds): another scheduler's binding, judged on the
+            # cache as it was just before it.
+            self.external.bound(before, pod)
+        elif self.external.awaiting:
+            self.external.updated(pod, deleted=event_type == "DELETED")
         if event_type == "DELETED" or _is_terminal(pod):
             loop.cluster.delete_pod(pod)
         else:
@@ -364,7 +398,7 @@ class SchedulerService(LoopHost):
                 return
             loop.add_assigned_pod(pi)
             return
-        if _is_terminal(pod):
+        if _is_terminal(pod) or self._observing:
             return
         fingerprint = _scheduling_relevant(pod)
         if key not in self._pending:
@@ -382,7 +416,9 @@ class SchedulerService(LoopHost):
         idle_since = time.monotonic()
         while not self._stop.is_set():
             self._drain_inbox()
-            if self._holds:
+            if self.external.awaiting:
+                self.external.record_due()
+            if self._holds or self._observing:
                 self._settle(keep=0)
                 self._idle.set()
                 self._wake.wait(timeout=0.05)
@@ -459,6 +495,15 @@ class SchedulerService(LoopHost):
             self._submit(pod, att)
         if len(self.loop.waiting_pods):
             self._resolve_waiting()
+
+    def _judge(self, pod: PodInfo) -> Attempt:
+        """kss's own cycle for a pending pod another scheduler just bound, with the pod's profile when kss has it,
+        else the first: where it would have gone, nothing assumed, reserved or bound (``judge_only``)."""
+        profiles = self.loop.frameworks
+        if not self.loop.responsible_for(pod):
+            spec = {**pod.spec, "schedulerName": next(iter(profiles))}
+            pod = PodInfo({**pod.pod, "spec": spec})
+        return self.loop.scheduler.schedule_one(pod, 0, _JUDGE_OPTIONS)
 
     def _submit(self, pod: PodInfo, att: Attempt) -> None:
         if self.results is not None:
