@@ -25,19 +25,29 @@ NODES = {"n-big": "16", "n-mid": "8", "n-small": "4"}
 
 @pytest.fixture(scope="module")
 def shadow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    workdir = tmp_path_factory.mktemp("kss-external")
-    srv = start_server(
-        workdir,
-        f"sqlite:///{workdir / 'kss.db'}",
-        env={"KSS_SCHEDULER_ENABLED": "false", "KSS_SHADOW": "true", "KSS_KUBELET": "false"},
-    )
+    srv = start_shadow_server(tmp_path_factory)
     yield srv
     srv.stop()
 
 
+def start_shadow_server(tmp_path_factory: pytest.TempPathFactory) -> Server:
+    """kss serve with its scheduler off (another binds) and the shadow on."""
+    workdir = tmp_path_factory.mktemp("kss-external")
+    return start_server(
+        workdir,
+        f"sqlite:///{workdir / 'kss.db'}",
+        env={"KSS_SCHEDULER_ENABLED": "false", "KSS_SHADOW": "true", "KSS_KUBELET": "false"},
+    )
+
+
 @pytest.fixture(scope="module")
 def core(shadow_server: Server) -> k8s.CoreV1Api:
-    api = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(shadow_server.kubeconfig)))
+    return with_nodes(shadow_server)
+
+
+def with_nodes(server: Server) -> k8s.CoreV1Api:
+    """A client of ``server``, whose nodes it creates."""
+    api = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(server.kubeconfig)))
     for name, cpu in NODES.items():
         api.create_node(
             k8s.V1Node(
@@ -48,7 +58,7 @@ def core(shadow_server: Server) -> k8s.CoreV1Api:
     return api
 
 
-def _pod(core: k8s.CoreV1Api, name: str) -> None:
+def create_pod(core: k8s.CoreV1Api, name: str) -> None:
     core.create_namespaced_pod(
         "default",
         k8s.V1Pod(
@@ -67,7 +77,7 @@ def _pod(core: k8s.CoreV1Api, name: str) -> None:
     )
 
 
-def _bind(core: k8s.CoreV1Api, name: str, node: str, annotations: dict[str, str] | None) -> None:
+def bind_as_external(core: k8s.CoreV1Api, name: str, node: str, annotations: dict[str, str] | None) -> None:
     """The external scheduler's binding cycle: the Binding, its Scheduled Event, then (a debuggable scheduler's
     store reflector) the result annotations in an update of their own."""
     pod = core.read_namespaced_pod(name, "default")
@@ -92,7 +102,7 @@ def _bind(core: k8s.CoreV1Api, name: str, node: str, annotations: dict[str, str]
         core.patch_namespaced_pod(name, "default", {"metadata": {"annotations": annotations}})
 
 
-def _results(node: str, *, worst: str) -> dict[str, str]:
+def debuggable_annotations(node: str, *, worst: str) -> dict[str, str]:
     """What a debuggable scheduler writes: every plugin's verdict and score per node, as annotations.py shapes them."""
     filters = {n: {"NodeResourcesFit": "passed", "TaintToleration": "passed"} for n in NODES}
     filters[worst]["NodeResourcesFit"] = "Insufficient cpu"
@@ -113,7 +123,7 @@ def _results(node: str, *, worst: str) -> dict[str, str]:
     }
 
 
-def _recorded(server: Server, name: str, timeout: float = 30.0) -> dict[str, Any]:
+def recorded(server: Server, name: str, timeout: float = 30.0) -> dict[str, Any]:
     """The pod's newest recorded attempt in full, once recorded (bindings are recorded a moment after)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -132,9 +142,9 @@ def _recorded(server: Server, name: str, timeout: float = 30.0) -> dict[str, Any
 def test_binding_with_annotations_is_recorded_with_its_matrices_and_agreement(
     shadow_server: Server, core: k8s.CoreV1Api
 ) -> None:
-    _pod(core, "agreed")
-    _bind(core, "agreed", "n-big", _results("n-big", worst="n-small"))
-    detail = _recorded(shadow_server, "agreed")
+    create_pod(core, "agreed")
+    bind_as_external(core, "agreed", "n-big", debuggable_annotations("n-big", worst="n-small"))
+    detail = recorded(shadow_server, "agreed")
     assert detail["result"] == "scheduled"
     assert detail["boundTo"] == "n-big"
     assert detail["boundBy"] == "external"
@@ -167,9 +177,9 @@ def test_binding_with_annotations_is_recorded_with_its_matrices_and_agreement(
 def test_binding_to_the_worst_node_is_a_disagreement_with_the_rows_that_explain_it(
     shadow_server: Server, core: k8s.CoreV1Api
 ) -> None:
-    _pod(core, "forced")
-    _bind(core, "forced", "n-small", None)  # no annotations: the binding alone is recorded
-    detail = _recorded(shadow_server, "forced")
+    create_pod(core, "forced")
+    bind_as_external(core, "forced", "n-small", None)  # no annotations: the binding alone is recorded
+    detail = recorded(shadow_server, "forced")
     assert detail["boundTo"] == "n-small" and detail["scheduledBy"] == EXTERNAL
     assert detail["external"]["annotations"] == []
     assert detail["matrix"]["rows"] == []
@@ -193,12 +203,12 @@ def test_binding_to_the_worst_node_is_a_disagreement_with_the_rows_that_explain_
 def test_annotations_of_the_wrong_shape_are_a_warning_on_the_attempt(
     shadow_server: Server, core: k8s.CoreV1Api
 ) -> None:
-    _pod(core, "garbled")
-    annotations = _results("n-mid", worst="n-small")
+    create_pod(core, "garbled")
+    annotations = debuggable_annotations("n-mid", worst="n-small")
     annotations[PREFIX + "filter-result"] = "{not json"
     annotations[PREFIX + "score-result"] = json.dumps({"n-mid": {"NodeResourcesFit": "high"}})
-    _bind(core, "garbled", "n-mid", annotations)
-    detail = _recorded(shadow_server, "garbled")
+    bind_as_external(core, "garbled", "n-mid", annotations)
+    detail = recorded(shadow_server, "garbled")
     warnings = detail["external"]["warnings"]
     assert len(warnings) == 2
     assert any(PREFIX + "filter-result" in w and "not JSON" in w for w in warnings)
