@@ -218,6 +218,9 @@ class SchedulerService(LoopHost):
             store, results, judge=self._judge if shadow else None, on_judged=on_shadow, clock=clock
         )
         self._observing = False  # started only to record other schedulers' bindings: no cycle of its own
+        # Observing without the shadow needs no cache: only the pending pods, to see which become bound.
+        self._pods_only = False
+        self._unbound: dict[tuple[str, str], dict[str, Any]] = {}
 
     # --- configuration --------------------------------------------------------------------------
     def apply_config(self, config: SchedulerConfig) -> None:
@@ -273,8 +276,9 @@ class SchedulerService(LoopHost):
         # this side may change them; what the engine changes it copies first (tests/engine_host/
         # test_shared_store_objects.py checks every version it was handed after binding, preemption, volumes, DRA
         # and gangs). Copies here were ~29 kB per bound pod (issue #20).
-        self.store.add_listener(self._on_change, WATCHED_KINDS, copy=False)
-        for kind in WATCHED_KINDS:
+        kinds = ("Pod",) if self._pods_only else WATCHED_KINDS
+        self.store.add_listener(self._on_change, kinds, copy=False)
+        for kind in kinds:
             for entry in self.store.select(kind).items:
                 self._apply_change("ADDED", kind, entry.obj)
         if self.plugin_timeout is not None:
@@ -287,6 +291,9 @@ class SchedulerService(LoopHost):
         """Start without scheduling (``KSS_SCHEDULER_ENABLED=false``): the loop's cache kept current only to record
         the bindings other schedulers make, and to judge them (``shadow``)."""
         self._observing = True
+        # Without the shadow nothing reads the cache: the kubelet's status writes of 5,000 pods would otherwise keep
+        # this thread (and the GIL) busy updating it while the API answers.
+        self._pods_only = self.external.judge is None
         self.start()
 
     def _plugin_timed_out(self, report: PluginTimeoutReport) -> None:
@@ -354,7 +361,9 @@ class SchedulerService(LoopHost):
                 log.exception("applying %s %s failed", event_type, kind)
 
     def _apply_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
-        if kind == "Pod":
+        if self._pods_only:
+            self._note_binding(event_type, obj)
+        elif kind == "Pod":
             self._apply_pod(event_type, obj)
         else:
             self.loop.handle(event_type, kind, obj)
@@ -407,6 +416,19 @@ class SchedulerService(LoopHost):
         elif self._pending[key] != fingerprint:
             self._pending[key] = fingerprint
             loop.update_unscheduled_pod(pi)
+
+    def _note_binding(self, event_type: str, pod: dict[str, Any]) -> None:
+        """Observing without the shadow: a pending pod that becomes bound is another scheduler's binding."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        bound = (pod.get("spec") or {}).get("nodeName")
+        before = self._unbound.pop(key, None) if bound or event_type == "DELETED" else None
+        if event_type != "DELETED" and not bound:
+            self._unbound[key] = pod
+        if event_type == "MODIFIED" and before is not None:
+            self.external.bound(before, pod)
+        elif self.external.awaiting:
+            self.external.updated(pod, deleted=event_type == "DELETED")
 
     # --- the loop -------------------------------------------------------------------------------
     def _run(self) -> None:
