@@ -155,6 +155,7 @@ class ExternalBindings:
         binder = scheduler_name
         if scheduled is not None:
             binder = scheduled.get("reportingController") or scheduled.get("source") or scheduler_name
+        # creationTimestamp has whole seconds (as kube-apiserver's): the time to bind reads up to a second long.
         created = _rfc3339_seconds(meta.get("creationTimestamp"))
         to_bind = round(max(0.0, awaiting.bound_at - created), 3) if created is not None else None
         read = read_result_annotations(meta.get("annotations"))
