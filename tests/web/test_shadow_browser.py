@@ -28,15 +28,17 @@ pytestmark = MARKS
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """Three nodes; one pod bound where kss would bind it (with result annotations), one on the worst node."""
     srv = start_shadow_server(tmp_path_factory)
-    core = with_nodes(srv)
-    create_pod(core, "agreed")
-    bind_as_external(core, "agreed", "n-big", debuggable_annotations("n-big", worst="n-small"))
-    create_pod(core, "forced")
-    bind_as_external(core, "forced", "n-small", debuggable_annotations("n-small", worst="n-mid"))
-    recorded(srv, "agreed")
-    recorded(srv, "forced")
-    yield srv
-    srv.stop()
+    try:  # a failure while filling it must not leave the server running
+        core = with_nodes(srv)
+        create_pod(core, "agreed")
+        bind_as_external(core, "agreed", "n-big", debuggable_annotations("n-big", worst="n-small"))
+        create_pod(core, "forced")
+        bind_as_external(core, "forced", "n-small", debuggable_annotations("n-small", worst="n-mid"))
+        recorded(srv, "agreed")
+        recorded(srv, "forced")
+        yield srv
+    finally:
+        srv.stop()
 
 
 def test_the_pod_page_shows_the_external_matrices_and_kss_judgement(page: Any, cluster: Server) -> None:
