@@ -104,6 +104,12 @@ class Settings(BaseSettings):
     scheduler_enabled: bool = Field(
         default=True, description="Run the scheduler inside kss serve; off leaves pods pending (API-only use, imports)."
     )
+    shadow: bool = Field(
+        default=False,
+        description="Shadow judgement: for each pod another scheduler binds, kss's own scheduler (this version's, the "
+        "configured profile) computes where it would have placed it, on the cluster as it was just before the "
+        "binding, placing nothing; recorded beside the binding, listed on the Shadow page, counted in /metrics.",
+    )
     controllers: bool = Field(
         default=True,
         description="Run the controllers inside kss serve (the PodGroup controller keeps PodGroup status current, as "

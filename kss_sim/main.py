@@ -146,6 +146,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             on_idle=reclaim_frozen,
             feature_gates=settings.effective_feature_gates,
             kube_version=settings.version,
+            shadow=settings.shadow,
+            on_shadow=metrics.observe_shadow,
         )
         app.state.scheduler = scheduler
         # The web pages read the scheduler through this port (plain view data, none of the engine's internals).
@@ -178,6 +180,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scheduler.on_config_change = save_config
         if settings.scheduler_enabled:
             scheduler.start()
+        else:
+            # No cycles of its own: its cache kept current to record (and, --shadow, judge) other schedulers'
+            # bindings.
+            scheduler.observe()
         # What kube-controller-manager (and scheduler-plugins' controller) keep current on a real cluster.
         controllers = ControllerManager(
             app.state.store,
@@ -195,8 +201,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stop_warming.set()
             controllers.stop()
             event_expiry.stop()
-            if settings.scheduler_enabled:
-                scheduler.stop()
+            scheduler.stop()
             results.stop()
             # Writes the scheduler queued but has not confirmed yet reach the database before it closes.
             app.state.store.flush()

@@ -67,6 +67,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tls", action="store_true", default=None, help="serve HTTPS with a self-signed certificate (KSS_TLS)"
     )
+    parser.add_argument(
+        "--shadow",
+        action="store_true",
+        default=None,
+        help="judge every binding another scheduler makes with kss's own scheduler, placing nothing (KSS_SHADOW)",
+    )
     parser.epilog = SERVE_EXAMPLES
 
 
@@ -79,6 +85,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             ("database_url", getattr(args, "database_url", None)),
             ("scheduler_config", getattr(args, "scheduler_config", None)),
             ("tls", getattr(args, "tls", None)),
+            ("shadow", getattr(args, "shadow", None)),
             ("plugin_modules", getattr(args, "plugin_modules", None)),
             ("kube_version", getattr(args, "kube_version", None)),
             ("feature_gates", getattr(args, "feature_gates", None)),

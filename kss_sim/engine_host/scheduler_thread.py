@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kss_sim.config import Settings
+from kss_sim.engine_host.external_bindings import ExternalBindings
 from kss_sim.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
 from kss_sim.extender_http import extenders_for
 from kss_sim.kube.versions import KubeVersion
@@ -125,6 +126,11 @@ def _scheduling_relevant(pod: dict[str, Any]) -> Any:
     return (meta.get("labels"), pod.get("spec"), (pod.get("status") or {}).get("resourceClaimStatuses"))
 
 
+# The shadow's cycle: recorded in full, ties broken by name (no draw from the loop's random source, which its own
+# attempts use), and stopped after selectHost.
+_JUDGE_OPTIONS = ScheduleOptions(record=True, tie_break="name", judge_only=True)
+
+
 @dataclass
 class _InFlight:
     """One attempt's writes not yet acknowledged by the store."""
@@ -158,7 +164,11 @@ class SchedulerService(LoopHost):
         plugin_timeout: float | None = None,
         on_plugin_timeout: Callable[[PluginTimeoutReport], None] | None = None,
         kube_version: KubeVersion | None = None,
+        shadow: bool = False,
+        on_shadow: Callable[[bool], None] | None = None,
     ) -> None:
+        """``shadow``: judge every binding another scheduler makes with this loop's own scheduler (placing nothing);
+        ``on_shadow`` is told whether each judgement agreed."""
         self.store = store
         self.results = results
         self.clock = clock
@@ -205,6 +215,13 @@ class SchedulerService(LoopHost):
             plugin_observer=on_plugin,
             plugin_metrics_sample_percent=plugin_metrics_sample_percent,
         )
+        self.external = ExternalBindings(
+            store, results, judge=self._judge if shadow else None, on_judged=on_shadow, clock=clock
+        )
+        self._observing = False  # started only to record other schedulers' bindings: no cycle of its own
+        # Observing without the shadow needs no cache: only the pending pods, to see which become bound.
+        self._pods_only = False
+        self._unbound: dict[tuple[str, str], dict[str, Any]] = {}
 
     # --- configuration --------------------------------------------------------------------------
     def apply_config(self, config: SchedulerConfig) -> None:
@@ -260,8 +277,9 @@ class SchedulerService(LoopHost):
         # this side may change them; what the engine changes it copies first (tests/engine_host/
         # test_shared_store_objects.py checks every version it was handed after binding, preemption, volumes, DRA
         # and gangs). Copies here were ~29 kB per bound pod (issue #20).
-        self.store.add_listener(self._on_change, WATCHED_KINDS, copy=False)
-        for kind in WATCHED_KINDS:
+        kinds = ("Pod",) if self._pods_only else WATCHED_KINDS
+        self.store.add_listener(self._on_change, kinds, copy=False)
+        for kind in kinds:
             for entry in self.store.select(kind).items:
                 self._apply_change("ADDED", kind, entry.obj)
         if self.plugin_timeout is not None:
@@ -269,6 +287,15 @@ class SchedulerService(LoopHost):
         WATCHDOG.add_listener(self._plugin_timed_out)
         self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
         self._thread.start()
+
+    def observe(self) -> None:
+        """Start without scheduling (``KSS_SCHEDULER_ENABLED=false``): the loop's cache kept current only to record
+        the bindings other schedulers make, and to judge them (``shadow``)."""
+        self._observing = True
+        # Without the shadow nothing reads the cache: the kubelet's status writes of 5,000 pods would otherwise keep
+        # this thread (and the GIL) busy updating it while the API answers.
+        self._pods_only = self.external.judge is None
+        self.start()
 
     def _plugin_timed_out(self, report: PluginTimeoutReport) -> None:
         """The watchdog's report of a plugin call past its timeout (from its thread): kept if it is this loop's."""
@@ -287,6 +314,7 @@ class SchedulerService(LoopHost):
         self.queue.close()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.external.record_due(everything=True)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -334,7 +362,9 @@ class SchedulerService(LoopHost):
                 log.exception("applying %s %s failed", event_type, kind)
 
     def _apply_change(self, event_type: str, kind: str, obj: dict[str, Any]) -> None:
-        if kind == "Pod":
+        if self._pods_only:
+            self._note_binding(event_type, obj)
+        elif kind == "Pod":
             self._apply_pod(event_type, obj)
         else:
             self.loop.handle(event_type, kind, obj)
@@ -345,6 +375,19 @@ class SchedulerService(LoopHost):
         loop = self.loop
         pi = PodInfo(pod)
         key = pi.key
+        before = loop.cluster.pods.get(key)
+        if (
+            event_type == "MODIFIED"
+            and pi.node_name
+            and before is not None
+            and not (before.get("spec") or {}).get("nodeName")
+            and loop.cache.get_pod(pi.uid) is None
+        ):
+            # Bound, and not by this loop (it assumes what it binds): another scheduler's binding, judged on the
+            # cache as it was just before it.
+            self.external.bound(before, pod)
+        elif self.external.awaiting:
+            self.external.updated(pod, deleted=event_type == "DELETED")
         if event_type == "DELETED" or _is_terminal(pod):
             loop.cluster.delete_pod(pod)
         else:
@@ -365,7 +408,7 @@ class SchedulerService(LoopHost):
                 return
             loop.add_assigned_pod(pi)
             return
-        if _is_terminal(pod):
+        if _is_terminal(pod) or self._observing:
             return
         fingerprint = _scheduling_relevant(pod)
         if key not in self._pending:
@@ -375,6 +418,19 @@ class SchedulerService(LoopHost):
             self._pending[key] = fingerprint
             loop.update_unscheduled_pod(pi)
 
+    def _note_binding(self, event_type: str, pod: dict[str, Any]) -> None:
+        """Observing without the shadow: a pending pod that becomes bound is another scheduler's binding."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        bound = (pod.get("spec") or {}).get("nodeName")
+        before = self._unbound.pop(key, None) if bound or event_type == "DELETED" else None
+        if event_type != "DELETED" and not bound:
+            self._unbound[key] = pod
+        if event_type == "MODIFIED" and before is not None:
+            self.external.bound(before, pod)
+        elif self.external.awaiting:
+            self.external.updated(pod, deleted=event_type == "DELETED")
+
     # --- the loop -------------------------------------------------------------------------------
     def _run(self) -> None:
         last_backoff_flush = 0.0
@@ -383,7 +439,9 @@ class SchedulerService(LoopHost):
         idle_since = time.monotonic()
         while not self._stop.is_set():
             self._drain_inbox()
-            if self._holds:
+            if self.external.awaiting:
+                self.external.record_due()
+            if self._holds or self._observing:
                 self._settle(keep=0)
                 self._idle.set()
                 self._wake.wait(timeout=0.05)
@@ -460,6 +518,15 @@ class SchedulerService(LoopHost):
             self._submit(pod, att)
         if len(self.loop.waiting_pods):
             self._resolve_waiting()
+
+    def _judge(self, pod: PodInfo) -> Attempt:
+        """kss's own cycle for a pending pod another scheduler just bound, with the pod's profile when kss has it,
+        else the first: where it would have gone, nothing assumed, reserved or bound (``judge_only``)."""
+        profiles = self.loop.frameworks
+        if not self.loop.responsible_for(pod):
+            spec = {**pod.spec, "schedulerName": next(iter(profiles))}
+            pod = PodInfo({**pod.pod, "spec": spec})
+        return self.loop.scheduler.schedule_one(pod, 0, _JUDGE_OPTIONS)
 
     def _submit(self, pod: PodInfo, att: Attempt) -> None:
         if self.results is not None:

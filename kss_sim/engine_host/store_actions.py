@@ -50,7 +50,7 @@ class ClusterStoreLike(Protocol):
 
     def list(self, kind: str, namespace: str | None = None) -> Any: ...
 
-    def select(self, kind: str) -> Any: ...  # stored entries (``.obj``: the store's read-only dict)
+    def select(self, kind: str, namespace: str | None = None) -> Any: ...  # stored entries (``.obj``: read-only)
 
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
 

@@ -33,7 +33,7 @@ from kss_sim.results.rows import (
 )
 from kss_sim.results.shared_commit import SharedCommit
 from kss_sim.scheduler.record import Attempt
-from kss_sim.web.ports import ATTEMPT_SORTS, AttemptDetail, AttemptQuery, AttemptSummary, MatrixRow
+from kss_sim.web.ports import ATTEMPT_SORTS, AttemptDetail, AttemptQuery, AttemptSummary, MatrixRow, ShadowRow
 
 
 def _summary(row: SchedulingAttempt) -> AttemptSummary:
@@ -54,6 +54,8 @@ def _summary(row: SchedulingAttempt) -> AttemptSummary:
         "feasibleNodes": row.feasible_count,
         "rejections": details.get("rejections") or {},
         "kubeVersion": row.kube_version,
+        "scheduledBy": row.scheduled_by,
+        "shadowAgrees": row.shadow_agrees,
     }
 
 
@@ -344,7 +346,33 @@ class ResultsService:
             "weights": matrices["weights"] or details.get("weights") or {},
             "topNodes": [{"node": n, "total": totals[n], "finalScore": matrices["finalscore"][n]} for n in ranked],
             "matrix": {"page": page, "pageSize": page_size, "totalRows": len(nodes), "sort": sort, "rows": rows},
+            "external": details.get("external"),
+            "shadow": details.get("shadow"),
         }
+
+    def shadow_judgements(self, *, differing_only: bool = True, limit: int = 200) -> list[ShadowRow]:
+        """The live cluster's judged bindings by other schedulers, newest first (``differing_only``: where kss would
+        have chosen another node)."""
+        self.flush()
+        with self._session_scope() as session:
+            rows = ResultsRepository(session).shadow_judged(differing_only=differing_only, limit=limit)
+            return [
+                {
+                    "pod": f"{r.namespace}/{r.pod_name}",
+                    "attempt": r.attempt,
+                    "startedAt": r.started_at,
+                    "scheduledBy": r.scheduled_by,
+                    "boundTo": r.bound_to,
+                    "shadow": json.loads(r.details).get("shadow") or {},
+                }
+                for r in rows
+            ]
+
+    def shadow_counts(self) -> dict[str, int]:
+        """The live cluster's judged bindings: ``agree`` and ``differ``."""
+        self.flush()
+        with self._session_scope() as session:
+            return ResultsRepository(session).shadow_counts()
 
     def _decoded(self, row: SchedulingAttempt) -> tuple[dict[str, Any], dict[str, Any]]:
         """The attempt's details and matrices decoded, from the last few decoded when the same bytes come again:

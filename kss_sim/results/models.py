@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Float, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import Boolean, Float, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kss_sim.db import Base
@@ -43,6 +43,11 @@ class SchedulingAttempt(Base):
     run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # The Kubernetes version the attempt was scheduled at (``1.35``); NULL for attempts recorded before kss had one.
     kube_version: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # Who bound the pod when another scheduler did (the Scheduled Event's reporting controller, else the pod's
+    # schedulerName); NULL for kss's own attempts.
+    scheduled_by: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    # With ``--shadow``: whether kss's own choice at that moment agreed with that binding (NULL: not judged).
+    shadow_agrees: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
 
 
 class ReplayRun(Base):

@@ -112,6 +112,33 @@ class ResultsRepository:
         """Forget every attempt of one replay run."""
         self.session.execute(delete(SchedulingAttempt).where(_of_run(run_id)))
 
+    def shadow_judged(self, *, differing_only: bool, limit: int) -> list[SchedulingAttempt]:
+        """The live cluster's attempts of other schedulers that the shadow judged, newest first."""
+        judged = (
+            SchedulingAttempt.shadow_agrees.is_(False)
+            if differing_only
+            else SchedulingAttempt.shadow_agrees.is_not(None)
+        )
+        stmt = (
+            select(SchedulingAttempt)
+            .where(judged, _of_run(None))
+            .order_by(SchedulingAttempt.started_at.desc(), SchedulingAttempt.id.desc())
+            .limit(limit)
+        )
+        return list(self.session.scalars(stmt))
+
+    def shadow_counts(self) -> dict[str, int]:
+        """Judged bindings of the live cluster: how many agreed with kss's choice and how many differed."""
+        stmt = (
+            select(SchedulingAttempt.shadow_agrees, func.count())
+            .where(SchedulingAttempt.shadow_agrees.is_not(None), _of_run(None))
+            .group_by(SchedulingAttempt.shadow_agrees)
+        )
+        counts = {"agree": 0, "differ": 0}
+        for agrees, n in self.session.execute(stmt):
+            counts["agree" if agrees else "differ"] = int(n)
+        return counts
+
     def count(self, *, run_id: int | None = None) -> int:
         stmt = select(func.count()).select_from(SchedulingAttempt).where(_of_run(run_id))
         return int(self.session.scalar(stmt) or 0)

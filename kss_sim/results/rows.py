@@ -116,13 +116,18 @@ def _detail_values(att: Attempt) -> tuple[Any, ...]:
     return values
 
 
-def details_json(values: Sequence[Any], rejections: dict[str, dict[str, int]]) -> str:
-    """The ``details`` column: ``values`` (in ``DETAILS`` order) and the rejection counts, as JSON."""
+def details_json(
+    values: Sequence[Any], rejections: dict[str, dict[str, int]], extra: dict[str, Any] | None = None
+) -> str:
+    """The ``details`` column: ``values`` (in ``DETAILS`` order), the rejection counts and ``extra`` (keys only some
+    attempts have: ``external``, ``shadow``), as JSON."""
     head = len(_DETAIL_FIELDS)
     doc = {key: v for (key, _), v in zip(_DETAIL_FIELDS, values[:head], strict=True)}
     doc["rejections"] = rejections
     for (key, _), v in zip((*_DETAIL_TAIL, *_DETAIL_TAIL2), values[head:], strict=True):
         doc[key] = v
+    if extra:
+        doc.update(extra)
     return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
@@ -181,11 +186,23 @@ def attempt_row(
     # node -> "plugin: reason" dict first was ~2/3 of a row with 5,000 nodes (~1,000 of them evaluated).
     pure = att.matrices_only()
     rejections = matrix_rejections(pure[0]) if pure is not None else rejection_histogram(att)
-    return table_row(
+    row = table_row(
         row_values(att, namespace, pod_name, pod_uid, queued_seconds, run_id),
-        details_json(values, rejections),
+        details_json(values, rejections, _external_details(att)),
         encode_matrices(att) if att.has_record() else None,
     )
+    if att.external is not None:
+        # Only another scheduler's bindings have these columns set (kss's own rows leave them NULL).
+        row["scheduled_by"] = att.external.get("binder") or ""
+        row["shadow_agrees"] = None if att.shadow is None else bool(att.shadow.get("agrees"))
+    return row
+
+
+def _external_details(att: Attempt) -> dict[str, Any] | None:
+    """The ``details`` keys of a binding another scheduler made: what it did, and the shadow judgement."""
+    if att.external is None and att.shadow is None:
+        return None
+    return {"external": att.external, "shadow": att.shadow}
 
 
 def _selected_from_scores(att: Attempt) -> bool:

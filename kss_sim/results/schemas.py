@@ -16,7 +16,10 @@ class AttemptSummary(BaseModel):
     queuedSeconds: float = Field(description="Time spent in the queue before this attempt", examples=[1.0])
     result: str = Field(description="scheduled, unschedulable or error", examples=["scheduled"])
     boundTo: str | None = Field(examples=["node-c"])
-    boundBy: str | None = Field(description="score, single-feasible or nominated-node", examples=["score"])
+    boundBy: str | None = Field(
+        description="score, single-feasible, nominated-node or external (another scheduler bound it)",
+        examples=["score"],
+    )
     nominatedNode: str | None = Field(examples=[None])
     message: str = Field(examples=["0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."])
     nodes: int = Field(examples=[3])
@@ -32,6 +35,18 @@ class AttemptSummary(BaseModel):
         description="The Kubernetes version the attempt was scheduled at (--kube-version); null for attempts recorded "
         "before kss had one",
         examples=["1.35"],
+    )
+    scheduledBy: str | None = Field(
+        default=None,
+        description="Who bound the pod when another scheduler did (the Scheduled Event's reporting controller, "
+        "else the pod's schedulerName); null for kss's own attempts",
+        examples=[None],
+    )
+    shadowAgrees: bool | None = Field(
+        default=None,
+        description="With --shadow: whether kss's own scheduler would have chosen the node another scheduler bound "
+        "the pod to (one of its best nodes); null when not judged",
+        examples=[None],
     )
 
 
@@ -112,6 +127,19 @@ class AttemptDetail(AttemptSummary):
     weights: dict[str, int]
     topNodes: list[TopNode]
     matrix: Matrix
+    external: dict[str, Any] | None = Field(
+        default=None,
+        description="Another scheduler's binding: binder, node, secondsToBind (from creation), events, conditions, "
+        "warnings on its result annotations, annotations (the result keys read)",
+        examples=[None],
+    )
+    shadow: dict[str, Any] | None = Field(
+        default=None,
+        description="With --shadow: kss's own judgement of the pod just before that binding: node (its pick), best "
+        "(the nodes with its best total), agrees, result, message, and rows (kss's filter verdicts and scores of the "
+        "bound node and of its pick)",
+        examples=[None],
+    )
 
 
 class AttemptList(BaseModel):

@@ -52,7 +52,14 @@ class BatchCycle:
         def _pick(self, top: list[str], tie_break: str) -> str: ...
 
         def _handle_fit_error(
-            self, fwk: Framework, state: CycleState, pod: PodInfo, diagnosis: Diagnosis, att: Attempt
+            self,
+            fwk: Framework,
+            state: CycleState,
+            pod: PodInfo,
+            diagnosis: Diagnosis,
+            att: Attempt,
+            *,
+            post_filter: bool = True,
         ) -> None: ...
 
         def _assume_and_bind(

@@ -64,6 +64,9 @@ class BindingCycle:
     ) -> None:
         att.suggested_host = node_name
         att.tie_break = opts.tie_break
+        if opts.judge_only:
+            att.result = "scheduled"  # where it would go; the cluster and the cache are left as they were
+            return
         assumed = PodInfo(_with_node_name(pod.pod, node_name))
         assumed.inherit(pod)
         if self.cache is not None:

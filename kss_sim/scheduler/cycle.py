@@ -96,6 +96,9 @@ class ScheduleOptions:
     # nowhere; with record the verdicts and scores go to ``filter_matrix`` / ``score_matrix`` (same records as the
     # per-node loop). False: the per-node loop (the reference the batch path is checked against).
     batch: bool = True
+    # Judge only (kss serve's shadow of another scheduler's binding): Filter, Score and selectHost, then stop; no
+    # PostFilter (no preemption planned), nothing assumed, reserved or bound. The pick is ``suggested_host``.
+    judge_only: bool = False
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -255,14 +258,14 @@ class Scheduler(BatchCycle, BindingCycle):
         if isinstance(found, NodeBatch):
             att.set_feasible_lazy(found.names)
             if not len(found):
-                self._handle_fit_error(fwk, state, pod, diagnosis, att)
+                self._handle_fit_error(fwk, state, pod, diagnosis, att, post_filter=not opts.judge_only)
                 return
             self._score_and_bind_batch(fwk, state, pod, found, att, opts)
             return
         feasible = found
         att.feasible = [ni.name for ni in feasible]
         if not feasible:
-            self._handle_fit_error(fwk, state, pod, diagnosis, att)
+            self._handle_fit_error(fwk, state, pod, diagnosis, att, post_filter=not opts.judge_only)
             return
         single = len(feasible) == 1
         if single and not (opts.record and opts.score_single_feasible):
@@ -600,11 +603,18 @@ class Scheduler(BatchCycle, BindingCycle):
 
     # ------------------------------------------------------------------------------------------
     def _handle_fit_error(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, diagnosis: Diagnosis, att: Attempt
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        diagnosis: Diagnosis,
+        att: Attempt,
+        *,
+        post_filter: bool = True,
     ) -> None:
         att.result = "unschedulable"
         num_all = self.snapshot.num_nodes()
-        if fwk.has_post_filter_plugins():
+        if post_filter and fwk.has_post_filter_plugins():
             result, st = fwk.run_post_filter_plugins(state, pod, diagnosis.node_to_status)
             diagnosis.post_filter_msg = st.message()
             diagnosis.post_filter_code = st.code

@@ -283,6 +283,10 @@ class Attempt:
     # Objects this attempt met malformed for the first time (issue #35): (kind, namespace, name, problem); the host
     # records a Warning Event on each (a node is reported once per version the engine holds).
     malformed_objects: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # Set by a host, never by the engine: a binding another scheduler made (binder, times, Events, conditions,
+    # warnings on its result annotations), and kss's own judgement of the same pod at that moment (the shadow).
+    external: dict[str, Any] | None = None
+    shadow: dict[str, Any] | None = None
     started_at: float = 0.0
     duration: float = 0.0
     queued_for: float = 0.0

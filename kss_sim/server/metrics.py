@@ -139,6 +139,13 @@ class Metrics:
             ["plugin", "extension_point"],
             registry=r,
         )
+        self.shadow_judgements = Counter(
+            "kss_shadow_judgements",
+            "Bindings by other schedulers judged by kss's own scheduler (--shadow), by verdict: agree (the bound node "
+            "is one of kss's best) or differ.",
+            ["verdict"],
+            registry=r,
+        )
         self.preemption_attempts = Counter(
             "scheduler_preemption_attempts", "Total preemption attempts in the cluster till now", registry=r
         )
@@ -184,6 +191,10 @@ class Metrics:
         if child is None:
             child = self._plugin_children[key] = self.plugin_duration.labels(plugin, point, status)
         child.observe(seconds)
+
+    def observe_shadow(self, agrees: bool) -> None:
+        """``SchedulerService.on_shadow``: one binding by another scheduler, judged."""
+        self.shadow_judgements.labels("agree" if agrees else "differ").inc()
 
     def observe_plugin_timeout(self, report: PluginTimeoutReport) -> None:
         """``SchedulerService.on_plugin_timeout``: a plugin call past its timeout."""

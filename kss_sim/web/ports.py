@@ -122,13 +122,15 @@ class AttemptSummary(TypedDict):
     queuedSeconds: float
     result: str  # scheduled, unschedulable or error
     boundTo: str | None
-    boundBy: str | None  # score, single-feasible or nominated-node
+    boundBy: str | None  # score, single-feasible, nominated-node or external (another scheduler bound it)
     nominatedNode: str | None
     message: str
     nodes: int
     feasibleNodes: int
     rejections: dict[str, dict[str, int]]  # plugin -> reason -> nodes, at the plugin where the filters stopped
     kubeVersion: str | None  # the Kubernetes version it was scheduled at (None: recorded before kss had one)
+    scheduledBy: str | None  # who bound the pod when another scheduler did (None: kss's own attempt)
+    shadowAgrees: bool | None  # with --shadow: whether kss's own choice agreed with that binding (None: not judged)
 
 
 class MatrixRow(TypedDict):
@@ -190,6 +192,21 @@ class AttemptDetail(AttemptSummary):
     weights: dict[str, int]
     topNodes: list[TopNode]
     matrix: AttemptMatrix
+    # Another scheduler's binding: binder, node, seconds from creation to binding, Events, conditions, warnings on
+    # its result annotations; and the shadow judgement (kss's choice, its best nodes, the rows that explain it).
+    external: Obj | None
+    shadow: Obj | None
+
+
+class ShadowRow(TypedDict):
+    """One pod another scheduler bound, judged by kss's own scheduler (the Shadow page's row)."""
+
+    pod: str  # namespace/name
+    attempt: int
+    startedAt: float
+    scheduledBy: str | None
+    boundTo: str | None
+    shadow: Obj
 
 
 class Results(Protocol):
@@ -204,6 +221,14 @@ class Results(Protocol):
     def get_attempt(
         self, namespace: str, pod_name: str, attempt: int, query: AttemptQuery = AttemptQuery()
     ) -> AttemptDetail | None: ...
+
+
+class ShadowJudgements(Protocol):
+    """``kss_sim.results.attempts.ResultsService``: the shadow's judgements of other schedulers' bindings."""
+
+    def shadow_judgements(self, *, differing_only: bool = True, limit: int = 200) -> list[ShadowRow]: ...
+
+    def shadow_counts(self) -> dict[str, int]: ...
 
 
 class Runs(Protocol):

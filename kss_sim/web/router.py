@@ -16,6 +16,7 @@ from kss_sim.cluster.errors import ApiError
 from kss_sim.cluster.kinds.registry import BY_KIND
 from kss_sim.package_data import STATIC_DIR
 from kss_sim.web import sse
+from kss_sim.web.ports import ShadowJudgements
 from kss_sim.web.rendering import base_context, hx_target, is_htmx, not_found, render, web
 from kss_sim.web.views import editor
 from kss_sim.web.views.cluster import NODE_SORTS, NODE_STATES, cluster_view
@@ -28,6 +29,7 @@ from kss_sim.web.views.objects import objects_view
 from kss_sim.web.views.pod import pod_view
 from kss_sim.web.views.pods import POD_SORTS, POD_STATES, PodsQuery, pods_view
 from kss_sim.web.views.scheduler import apply_config, config_in_effect, config_yaml
+from kss_sim.web.views.shadow import shadow_view
 
 router = APIRouter(include_in_schema=False)
 
@@ -224,6 +226,19 @@ def groups_page(request: Request, page: Annotated[int, Query(ge=1)] = 1) -> HTML
     if hx_target(request) == "groups-body":
         return render("components/groups_body.html", **ctx)
     return render("pages/groups.html", **ctx)
+
+
+@router.get("/ui/shadow")
+def shadow_page(request: Request, everything: Annotated[bool, Query(alias="all")] = False) -> HTMLResponse:
+    """Pods another scheduler bound where kss's own scheduler would have chosen another node (``all``: every
+    judgement), with kss's filter and score rows of both nodes."""
+    service = web(request)
+    judgements: ShadowJudgements = request.app.state.results
+    view = shadow_view(judgements, everything=everything, enabled=request.app.state.settings.shadow)
+    ctx = {**base_context(request, service, service.store.resource_version, "shadow"), "view": view}
+    if hx_target(request) == "shadow-body":
+        return render("components/shadow_body.html", **ctx)
+    return render("pages/shadow.html", **ctx)
 
 
 @router.get("/ui/groups/{namespace}/{kind}/{name}")

@@ -288,6 +288,8 @@ def selection_text(detail: AttemptDetail) -> str:
     """How selectHost chose the node: ``drawn at random among 4 nodes tied at total 187``, ``the only feasible
     node``, ``its nominated node``, ``the best total, 187``."""
     by = detail.get("boundBy")
+    if by == "external":
+        return f"chosen by {detail.get('scheduledBy') or 'another scheduler'}"
     if by == "nominated-node":
         return "its nominated node"
     if by == "single-feasible":
