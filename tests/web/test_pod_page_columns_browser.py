@@ -237,6 +237,12 @@ def test_dra_why_pending_leads_with_the_claim_and_groups_nodes_refused_alike(pag
     assert sorted(verdicts[:2]) == [("gpu-node-a", [no_h100]), ("gpu-node-b", [no_h100])]
     assert verdicts[2:] == [("cpu-1,cpu-2,cpu-3,gpu-1,gpu-2", ["no ResourceSlice offers this node any device"])]
     assert groups.nth(2).get_by_test_id("dra-group-count").inner_text() == "5 nodes"
+    # The claim's pod too shows every column (DynamicResources run, the user's plugin) and every reason whole.
+    matrix = '[data-testid="filter-matrix"]'
+    headers = page.locator(f"{matrix} thead th.plugin").evaluate_all("els => els.map(e => e.title)")
+    assert "DynamicResources" in headers and "MaxPodsPerNode" in headers
+    assert hidden_columns(page, matrix) == []
+    assert overflowing(page, f"{matrix} th, {matrix} td") == []
     shot(page, "pod-dra-why-pending")
 
 
