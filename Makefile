@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck contracts unit golden browser-deps compose-check docs
+.PHONY: serve test lint typecheck contracts unit golden browser-deps compose-check docs screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -62,5 +62,11 @@ golden: $(STAMP)
 # reference fails the build (strict). Opens at build/site/index.html.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The docs site's screenshots (tools/docs_site.py's SCREENSHOTS, committed in docs/screenshots/ so that `make docs`
+# needs neither Chromium nor a test run) taken again by the browser tests.
+screenshots: $(STAMP) browser-deps
+	$(BIN)/pytest -q -m browser tests/web
+	$(BIN)/python -m tools.docs_site --screenshots
 
 test: $(STAMP) browser-deps lint typecheck contracts compose-check docs unit

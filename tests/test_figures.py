@@ -32,3 +32,29 @@ def test_gpu_beside_an_extended_gpu_resource_is_explained_once() -> None:
     assert note.startswith("gpu: every GPU of the cluster, whichever way it is offered (here nvidia.com/gpu, ")
     (dra,) = figures.resource_notes(["cpu", "gpu"])
     assert "(DRA devices of GPU drivers)" in dra
+
+
+def test_cpu_reads_as_kubectl_writes_it() -> None:
+    amounts = (0, 250, 1000, 1500, 4000, 99_999, 116_448_000, 116_448_500, 0.4, None)
+    assert [figures.cpu(m) for m in amounts] == [
+        "0", "250m", "1", "1500m", "4", "99999m", "116448", "116448.5", "0", "–",
+    ]  # fmt: skip
+
+
+def test_bytes_read_in_the_largest_binary_unit_they_reach() -> None:
+    gi, mi, ki = 2**30, 2**20, 2**10
+    amounts = (0, 512, 1024, 512 * ki, 1000 * mi, 32 * gi, int(31.5 * gi), 10**9, 3 * 2**50, 1025, None)
+    assert [figures.byte_size(b) for b in amounts] == [
+        "0", "512", "1Ki", "512Ki", "1000Mi", "32Gi", "31.5Gi", "953.7Mi", "3Pi", "1.0Ki", "–",
+    ]  # fmt: skip
+    # Used and total on one scale: not kubectl's exact "1536Mi" or "24478092Mi" beside a total in Gi.
+    assert [figures.byte_size(n * mi) for n in (1536, 24478092)] == ["1.5Gi", "23.3Ti"]
+
+
+def test_a_quantity_is_written_in_its_resources_unit() -> None:
+    assert figures.quantity("cpu", 3500) == "3500m"
+    assert figures.quantity("memory", 2 * 2**30) == "2Gi"
+    assert figures.quantity("ephemeral-storage", 10 * 2**30) == "10Gi"
+    assert figures.quantity("hugepages-2Mi", 4 * 2**20) == "4Mi"
+    assert figures.quantity("pods", 110) == "110"
+    assert figures.quantity("nvidia.com/gpu", 8) == "8"

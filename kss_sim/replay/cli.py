@@ -178,11 +178,14 @@ def run(args: argparse.Namespace) -> int:
         recorder = RunRecorder(args.record_db, name=name, workload=workload.source or workload.name, seed=args.seed,
                                config=replay.config_document, kube_version=version.name)  # fmt: skip
         replay.observers.append(recorder)
-    if not args.quiet:
-        replay.observers.append(Progress(sys.stderr))
+    progress = None if args.quiet else Progress(sys.stderr)
+    if progress is not None:
+        replay.observers.append(progress)
     try:
         result = replay.run()
     except BaseException as exc:  # Ctrl-C too: a recorded run ends failed, never left "running"
+        if progress is not None:
+            progress.end_line()
         if recorder is not None:
             recorder.fail(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             recorder.close()

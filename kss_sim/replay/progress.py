@@ -42,6 +42,7 @@ class Progress(NullObserver):
         self._started = clock()
         self._last = self._started
         self._width = 0
+        self._open = False  # a line rewritten in place on the terminal, not yet ended
 
     def line(self, state: ReplayState) -> str:
         elapsed = max(self.clock() - self._started, 1e-9)
@@ -55,6 +56,7 @@ class Progress(NullObserver):
         if self.tty:
             self.stream.write("\r" + text.ljust(self._width) + ("\n" if final else ""))
             self._width = len(text)
+            self._open = not final
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
@@ -75,3 +77,11 @@ class Progress(NullObserver):
 
     def on_end(self, state: ReplayState) -> None:
         self._write(state, final=True)
+
+    def end_line(self) -> None:
+        """End the line a run left open when it stopped before its end (Ctrl-C, an error), so that what is printed
+        next starts a line of its own instead of running on after the pods/s."""
+        if self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False

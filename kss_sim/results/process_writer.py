@@ -27,9 +27,10 @@ import operator
 import os
 import pickle
 import select
+import signal
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -138,7 +139,8 @@ class ProcessWriter:
             name="kss-results-writer",
             daemon=True,
         )
-        self._proc.start()
+        with _sigint_ignored():
+            self._proc.start()
         data_r.close()
         ack_w.close()
         self._data, self._fd, self._acks = data_w, data_w.fileno(), ack_r
@@ -429,11 +431,30 @@ def _read_exact(f: Any, n: int, buf: bytearray | None = None) -> memoryview | No
     return view
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while the writer process starts, so that it is born ignoring it (an ignored signal stays
+    ignored across exec, and Python then installs no KeyboardInterrupt handler). Ctrl-C on a terminal reaches the
+    whole process group: the parent decides what happens (it stops the writer once what is queued is written); a
+    KeyboardInterrupt in the writer would lose those attempts and print a traceback over the parent's output.
+    Only the main thread may set a handler: from another, the writer ignores SIGINT once its own code runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _child_main(
     data: Any, acks: Any, url: str, sqlite_synchronous: str, retention: AttemptRetention, kube_version: str | None
 ) -> None:
     """The writer process: read batches, encode, insert (one transaction while more batches are waiting)."""
     from kss_sim.db import make_engine, make_session_factory, session_scope
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _sigint_ignored (a writer started from another thread)
 
     engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
     factory = make_session_factory(engine)

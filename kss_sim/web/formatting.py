@@ -1,4 +1,5 @@
-"""Formatting shared by the web pages: YAML as kubectl prints it, resource amounts, bars, ages and paging."""
+"""Formatting shared by the web pages: YAML as kubectl prints it, bars, ages and paging (amounts of resources are
+kss_sim.figures's, as everywhere)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Generic, TypeVar
 
 import yaml
 
+from kss_sim import figures
 from kss_sim.web.ports import ResourceAmounts
 
 T = TypeVar("T")
@@ -65,30 +67,9 @@ class Bar:
         return "full" if self.over or p >= 90 else ("high" if p >= 70 else "ok")
 
 
-def cores(milli: int) -> str:
-    """Millicores as cores, the way people read them (``3.5``, ``0.25``, ``4``)."""
-    return f"{milli / 1000:.3f}".rstrip("0").rstrip(".")
-
-
-def _format(resource: str, amount: int) -> str:
-    if resource == CPU:
-        return cores(amount)
-    if resource in (MEMORY, EPHEMERAL_STORAGE) or resource.startswith("hugepages-"):
-        return human_bytes(amount)
-    return str(amount)
-
-
-def human_bytes(n: int) -> str:
-    """Bytes in the largest binary unit they reach (``32Gi``, ``31.5Gi``), so used and total compare at a glance."""
-    for suffix, size in (("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if abs(n) >= size:
-            return f"{n // size}{suffix}" if n % size == 0 else f"{n / size:.1f}{suffix}"
-    return str(n)
-
-
 def make_bar(resource: str, used: int, total: int) -> Bar:
-    """A bar with amounts formatted for the resource."""
-    return Bar(resource, used, total, _format(resource, used), _format(resource, total))
+    """A bar with amounts written in the resource's unit (kss_sim.figures.quantity)."""
+    return Bar(resource, used, total, figures.quantity(resource, used), figures.quantity(resource, total))
 
 
 def resource_bars(requested: ResourceAmounts, allocatable: ResourceAmounts, pod_count: int) -> list[Bar]:

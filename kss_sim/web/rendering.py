@@ -15,11 +15,11 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup, escape
 
+from kss_sim import figures
 from kss_sim.cluster.kinds.registry import KINDS
 from kss_sim.config import Settings
-from kss_sim.kube.quantity import format_milli_cpu
 from kss_sim.package_data import STATIC_DIR, TEMPLATES_DIR
-from kss_sim.web.formatting import age, duration_text, human_bytes
+from kss_sim.web.formatting import age, duration_text
 from kss_sim.web.page_sources import WebCaches, WebService
 from kss_sim.web.ports import Operations, Results, SchedulerView, Store
 from kss_sim.web.views.pod import status_ok
@@ -95,8 +95,8 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["cpu"] = format_milli_cpu
-    env.filters["bytes"] = human_bytes
+    env.filters["cpu"] = figures.cpu
+    env.filters["bytes"] = figures.byte_size
     env.filters["age"] = age
     env.filters["wrap"] = _camel_wrap
     env.filters["plugin_header"] = _plugin_header

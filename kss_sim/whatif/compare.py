@@ -1,7 +1,10 @@
-"""``kss compare``: one workload replayed under two or more scheduler configurations, side by side.
+"""``kss compare``: one workload replayed under two or more scheduler configurations, or under one configuration at
+two or more Kubernetes versions (the upgrade question: what changes in my cluster's placements from v1.34 to v1.36),
+side by side.
 
 Every side replays the same workload with the same seed (:func:`run_sides`); :func:`differences` lists the pods
-placed differently (another node, or bound on one side and never on another), :func:`compare_document` is
+placed differently (another node, or bound on one side and never on another; across versions also a pod that waited
+longer or was refused with other words), :func:`compare_document` is
 compare.json and :func:`render_compare_html` compare.html (the summaries side by side, the series overlaid with the
 report's charts, the differing pods). With a results database each side is a run of one compare group, recorded
 with every plugin's verdicts, which the Compare page of ``kss serve`` shows.
@@ -38,11 +41,15 @@ DIFFERENCES_SHOWN = 500  # compare.html's table; compare.json has them all
 
 @dataclass(frozen=True)
 class Side:
-    """One configuration compared: its name (the file's stem), where it came from, the document (None: defaults)."""
+    """One side compared: its name (the configuration file's stem, or ``v1.36``), where its configuration came from,
+    the document (None: the defaults); a side of a comparison across versions has its version and gates (else the
+    comparison's own)."""
 
     name: str
     source: str
     config: Obj | None
+    kube_version: KubeVersion | None = None
+    feature_gates: dict[str, bool] | None = None
 
 
 @dataclass
@@ -105,6 +112,8 @@ def _run_side(
     group: str | None,
 ) -> SideRun:
     gates, version = engine
+    if side.kube_version is not None:
+        gates, version = side.feature_gates, side.kube_version
     if record_db is None:
         outcome = replay_once(workload, config=side.config, feature_gates=gates, seed=seed, interval=interval,
                               until=until, name=side.name, kube_version=version)  # fmt: skip
@@ -121,14 +130,29 @@ def _run_side(
         return SideRun(side, outcome, recorder.run_id)
 
 
+# What may differ between two sides' runs of one pod: where it went (another node, or bound on one side only), how
+# long it waited, and the last reason it was refused with.
+NODE, WAIT, REASON = "node", "wait", "reason"
+ACROSS_CONFIGURATIONS = (NODE,)
+ACROSS_VERSIONS = (NODE, WAIT, REASON)
+
+
 def _placement(row: Mapping[str, Any]) -> tuple[str, bool]:
     bound = row.get("bound") not in (None, "")
     return (str(row.get("node") or "") if bound else "", bound)
 
 
-def differences(runs: Sequence[SideRun]) -> list[Obj]:
-    """The pods placed differently: on another node, or bound on one side and never on another (or arrived on one
-    side only), in order of first arrival; each with every side's node, wait, outcome, attempts and last message."""
+_ASPECT_OF: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    NODE: _placement,
+    WAIT: lambda row: row.get("wait"),
+    REASON: lambda row: row.get("lastMessage") or "",
+}
+
+
+def differences(runs: Sequence[SideRun], aspects: Sequence[str] = ACROSS_CONFIGURATIONS) -> list[Obj]:
+    """The pods whose runs differ in one of ``aspects`` (by default where they were placed: on another node, or bound
+    on one side and never on another) or that arrived on one side only, in order of first arrival; each with what
+    differs and every side's node, wait, outcome, attempts and last message."""
     by_side = [{str(row["pod"]): row for row in run.outcome.pods} for run in runs]
     arrival: dict[str, float] = {}
     for pods in by_side:
@@ -138,17 +162,35 @@ def differences(runs: Sequence[SideRun]) -> list[Obj]:
     out = []
     for key in sorted(arrival, key=lambda k: (arrival[k], k)):
         rows = [pods.get(key) for pods in by_side]
-        placements = {_placement(r) if r is not None else None for r in rows}
-        if len(placements) == 1:
-            continue
-        out.append({"pod": key, "sides": [_side_view(r) for r in rows]})
+        present = [r for r in rows if r is not None]
+        if len(present) < len(rows):
+            differs = list(aspects)
+        else:
+            differs = [a for a in aspects if len({_key(_ASPECT_OF[a](r)) for r in present}) > 1]
+        if differs:
+            out.append({"pod": key, "differs": differs, "sides": [_side_view(r) for r in rows]})
     return out
+
+
+def _key(value: Any) -> Any:
+    """A value to compare sides by: a wait the same in every run whether read as 12 or "12"."""
+    if isinstance(value, str) and value:
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _side_view(row: Mapping[str, Any] | None) -> Obj | None:
     if row is None:
         return None
     return {k: row.get(k, "") for k in ("node", "bound", "wait", "outcome", "attempts", "lastMessage")}
+
+
+def across_versions(runs: Sequence[SideRun]) -> bool:
+    """Whether the sides are versions (one configuration at two or more Kubernetes versions)."""
+    return len({str(r.outcome.summary.get("kubeVersion") or "") for r in runs}) > 1
 
 
 # The figures compared, as (label, path into the summary, how to show it).
@@ -166,6 +208,7 @@ FIGURES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("GPU fragmentation, mean", ("fragmentation", "mean"), "number"),
     ("GPU fragmentation, peak", ("fragmentation", "peak"), "number"),
     ("Virtual time", ("virtualSeconds",), "duration"),
+    ("Kubernetes version", ("kubeVersion",), "text"),
 )
 
 
@@ -195,7 +238,8 @@ def figure_rows(summaries: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, 
 def compare_document(
     workload: TimedWorkload, runs: Sequence[SideRun], diffs: Sequence[Obj], *, seed: int, group: str | None = None
 ) -> Obj:
-    """compare.json: the sides (name, configuration file, summary), the figures side by side, the differing pods."""
+    """compare.json: the sides (name, configuration file, summary), what they differ by (configurations or versions),
+    the figures side by side, the differing pods."""
     summaries = [run.outcome.summary for run in runs]
     doc: Obj = {
         "workload": workload.name,
@@ -204,6 +248,7 @@ def compare_document(
             {"name": r.side.name, "config": r.side.source, "summary": file_summary(r.outcome.summary)} for r in runs
         ],
         "figures": [{"figure": label, "values": values} for label, _, values in figure_rows(summaries)],
+        "compared": "versions" if across_versions(runs) else "configurations",
         "differentPods": len(diffs),
         "differences": list(diffs),
     }
@@ -257,6 +302,7 @@ def render_compare_html(doc: Mapping[str, Any], runs: Sequence[SideRun], *, ui_u
         notes=figures.resource_notes(
             {name: None for r in runs for name in (r.outcome.summary.get("allocation") or {})}
         ),
+        versions=doc.get("compared") == "versions",
         differences=diffs[:DIFFERENCES_SHOWN],
         differences_total=len(diffs),
         links=links,

@@ -1,4 +1,5 @@
-"""``kss compare WORKLOAD --config a.yaml --config b.yaml``: one workload under each configuration, compared."""
+"""``kss compare WORKLOAD --config a.yaml --config b.yaml``: one workload under each configuration, compared;
+``kss compare WORKLOAD --kube-version 1.34 --kube-version 1.36``: under one configuration at each version."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ from urllib.parse import quote
 import orjson
 
 from kss_sim import figures
-from kss_sim.kube.versions import KubeVersion
+from kss_sim.config import OptionError
+from kss_sim.config import version_and_gates as config_version_and_gates
+from kss_sim.kube.versions import KubeVersion, kube_version
 from kss_sim.replay.outputs import write_outputs
 from kss_sim.replay.workload import WorkloadError, parse_duration
 from kss_sim.whatif import inputs
 from kss_sim.whatif.compare import (
+    ACROSS_CONFIGURATIONS,
+    ACROSS_VERSIONS,
     Side,
     SideRun,
     compare_document,
@@ -32,14 +37,16 @@ DEFAULTS = "default"  # --config default: the v1.35 default profile (when no fil
 
 EXAMPLES = """examples:
   kss compare examples/replay/bin-packing.yaml --config default --config examples/replay/most-allocated.yaml
-  kss compare day.yaml --config a.yaml --config b.yaml --out ab/ --record-db runs.db   # and the UI's Compare page"""
+  kss compare day.yaml --config a.yaml --config b.yaml --out ab/ --record-db runs.db   # and the UI's Compare page
+  kss compare examples/replay/gpu-day.yaml --kube-version 1.34 --kube-version 1.36   # what an upgrade changes"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="+", type=Path, help="a workload file, a trace directory, or node + pod CSVs")
     p.add_argument(
         "--config", action="append", dest="configs", default=[], metavar="FILE",
-        help="a KubeSchedulerConfiguration, one per side (two or more); 'default' for the version's defaults",
+        help="a KubeSchedulerConfiguration, one per side (two or more); 'default' for the version's defaults; "
+        "with two or more --kube-version, at most one, the same at every version",
     )  # fmt: skip
     p.add_argument("--pods", help="the trace's pod list: default, gpuspec33, multigpu50 (a trace directory)")
     p.add_argument("--form", choices=("extended", "dra"), default="extended", help="how the trace's GPUs are offered")
@@ -51,13 +58,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record-db", metavar="FILE|URL", help="record each side as a run (one compare group)")
     p.add_argument("--ui-url", default="http://127.0.0.1:8000", help="with --record-db: kss serve's URL for links")
     p.add_argument("--quiet", action="store_true", help="no line per side")
-    inputs.add_engine_arguments(p, config=False)
+    inputs.add_engine_arguments(p, config=False, versions=True)
     p.epilog = EXAMPLES
 
 
 def _sides(args: argparse.Namespace, gates: dict[str, bool], version: KubeVersion) -> list[Side]:
     if len(args.configs) < 2:
-        raise WorkloadError(["--config: two or more are needed (one per side)"])
+        raise WorkloadError(["--config: two or more are needed (one per side), or --kube-version twice or more"])
     sides = []
     problems = []
     for name, source in zip(side_names(args.configs), args.configs, strict=True):
@@ -74,13 +81,48 @@ def _sides(args: argparse.Namespace, gates: dict[str, bool], version: KubeVersio
     return sides
 
 
+def _version_sides(args: argparse.Namespace) -> list[Side]:
+    """One side per --kube-version, each with its gates (--feature-gates checked against it) and the one
+    configuration (--config, validated at each version; else each version's defaults)."""
+    if len(args.configs) > 1:
+        raise WorkloadError(["--config: one at most with two or more --kube-version (versions or configurations)"])
+    sides: list[Side] = []
+    problems: list[str] = []
+    for option in args.kube_versions:
+        try:
+            version, gates = config_version_and_gates(option, args.feature_gates)
+        except OptionError as exc:
+            problems.append(str(exc) if exc.option == "--kube-version" else f"{exc} (at v{option})")
+            continue
+        name = f"v{version.name}"
+        if any(side.name == name for side in sides):
+            problems.append(f"--kube-version: {option} given twice")
+            continue
+        source = args.configs[0] if args.configs else DEFAULTS
+        if source == DEFAULTS and not Path(source).exists():
+            sides.append(Side(name, f"the v{version.name} defaults", None, version, gates))
+            continue
+        try:
+            config = inputs.read_config(Path(source), gates, version)
+        except WorkloadError as exc:
+            problems += [f"{p} (at v{version.name})" for p in exc.problems]
+            continue
+        sides.append(Side(name, source, config, version, gates))
+    if problems:
+        raise WorkloadError(problems)
+    return sides
+
+
 def run(args: argparse.Namespace) -> int:
     from kss_sim.replay.sources import load_source
 
+    across_versions = len(args.kube_versions) > 1
+    args.kube_version = args.kube_versions[0] if len(args.kube_versions) == 1 else None
     try:
-        version, gates = inputs.version_and_gates(args)
+        # Across versions each side has its own version and gates (a gate may exist at one version only).
+        version, gates = (kube_version(), {}) if across_versions else inputs.version_and_gates(args)
         inputs.load_plugins(args)
-        sides = _sides(args, gates, version)
+        sides = _version_sides(args) if across_versions else _sides(args, gates, version)
         interval = parse_duration(args.interval, "--interval")
         until = parse_duration(args.until, "--until") if args.until else None
         if interval <= 0:
@@ -110,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kss compare: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     out = args.out or Path(f"{workload.name}-compare")
-    diffs = differences(runs)
+    diffs = differences(runs, ACROSS_VERSIONS if across_versions else ACROSS_CONFIGURATIONS)
     doc = compare_document(workload, runs, diffs, seed=args.seed, group=group)
     for run_ in runs:
         write_outputs(run_.outcome.result, run_.outcome.metrics, out / run_.side.name, summary=run_.outcome.summary)
@@ -119,7 +161,8 @@ def run(args: argparse.Namespace) -> int:
     ui = args.ui_url if group is not None else None
     (out / "compare.html").write_text(render_compare_html(doc, runs, ui_url=ui), encoding="utf-8")
     _print_table(runs)
-    print(f"{len(diffs)} pod(s) placed differently; wrote {out / 'compare.json'} and {out / 'compare.html'}")
+    what = "placed, waiting or refused differently" if across_versions else "placed differently"
+    print(f"{len(diffs)} pod(s) {what}; wrote {out / 'compare.json'} and {out / 'compare.html'}")
     if group is not None:
         ids = ", ".join(str(r.run_id) for r in runs)
         print(f"recorded as runs {ids}: {args.ui_url}/ui/compare?group={quote(group)}")

@@ -15,18 +15,26 @@ import yaml
 from kss_sim.config import OptionError, Settings, add_kube_version_argument
 from kss_sim.config import version_and_gates as config_version_and_gates
 from kss_sim.kube.objects import Obj
-from kss_sim.kube.versions import KubeVersion
+from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, VERSIONS, KubeVersion
 from kss_sim.replay.workload import WorkloadError
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from kss_sim.scheduler.plugins import PluginLoadError, load_plugin_modules
 
 
-def add_engine_arguments(p: argparse.ArgumentParser, *, config: bool = True) -> None:
-    """--scheduler-config, --feature-gates, --plugin-module, --seed: how the engine is set up."""
+def add_engine_arguments(p: argparse.ArgumentParser, *, config: bool = True, versions: bool = False) -> None:
+    """--scheduler-config, --feature-gates, --kube-version, --plugin-module, --seed: how the engine is set up; with
+    ``versions``, --kube-version may be repeated (``kss compare``: one side per version) into ``kube_versions``."""
     if config:
         p.add_argument("--scheduler-config", type=Path, metavar="FILE", help="a KubeSchedulerConfiguration (YAML/JSON)")
     p.add_argument("--feature-gates", metavar="GATES", help="e.g. GenericWorkload=true,GangScheduling=true")
-    add_kube_version_argument(p)
+    if versions:
+        p.add_argument(
+            "--kube-version", action="append", dest="kube_versions", default=[], metavar="VERSION",
+            help=f"the Kubernetes version simulated: {', '.join(VERSIONS)} (default {DEFAULT_KUBE_VERSION}; "
+            "KSS_KUBE_VERSION); given twice or more, one side per version, under one configuration",
+        )  # fmt: skip
+    else:
+        add_kube_version_argument(p)
     p.add_argument(
         "--plugin-module",
         action="append",

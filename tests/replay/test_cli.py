@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import pty
+import re
+import select
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -122,3 +128,50 @@ def test_kss_replay_records_the_run_in_a_results_database(tmp_path: Path) -> Non
         (attempts,) = conn.execute("select count(*) from scheduling_attempts where run_id = 1").fetchone()
     assert (name, status, attempts) == ("first", "done", attempts_printed)
     assert attempts > 20  # every pod's attempts, the failed retries included
+
+
+def test_ctrl_c_on_a_terminal_ends_the_progress_line_before_the_last_line(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal reaches kss replay and its results writer (one process group): the progress line, rewritten
+    in place, is ended before "kss replay: interrupted", and the writer prints no traceback over it."""
+    events = [{"at": i, "runFor": 600, "create": pod(f"p{i}", "1")} for i in range(40_000)]
+    w = _write(tmp_path / "w.yaml", events)
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [*KSS, "replay", str(w), "--record-db", str(tmp_path / "runs.db")],
+        cwd=REPO,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 120
+        while b"pods placed" not in seen and time.monotonic() < deadline:
+            seen += _read_some(controller)
+        assert b"pods placed" in seen, seen
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        assert proc.wait(timeout=60) == 130
+        while chunk := _read_some(controller):
+            seen += chunk
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)
+    lines = seen.decode().replace("\r\n", "\n").split("\n")
+    shown = [line.rsplit("\r", 1)[-1] for line in lines if line]  # what a terminal shows of each line
+    assert shown[-1] == "kss replay: interrupted", shown
+    assert re.fullmatch(r"day \d+ \d\d:\d\d · [\d,]+/[\d,]+ pods placed · [\d,]+ pods/s *", shown[-2]), shown
+    assert "Traceback" not in seen.decode()
+
+
+def _read_some(fd: int) -> bytes:
+    """What the terminal shows next (b"" once it is closed or after a second of quiet)."""
+    ready, _, _ = select.select([fd], [], [], 1.0)
+    if not ready:
+        return b""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: every writer of the terminal is gone
+        return b""

@@ -483,13 +483,14 @@ async def test_operations_page_offers_export_import_and_reset(app: FastAPI, clie
     assert store_of(app).get("Node", None, "exported") is None
 
 
-def test_memory_bars_use_one_unit_scale_for_used_and_total() -> None:
-    from kss_sim.web.formatting import human_bytes
+def test_bars_write_used_and_total_as_kss_sim_figures_does() -> None:
+    from kss_sim.web.formatting import make_bar
 
-    assert human_bytes(32 * 2**30) == "32Gi"
-    assert human_bytes(24478092 * 2**20) == "23.3Ti"  # not "24478092Mi" beside a total in Gi
-    assert human_bytes(1536 * 2**20) == "1.5Gi"
-    assert human_bytes(512) == "512"
+    memory = make_bar("memory", 1536 * 2**20, 32 * 2**30)
+    assert (memory.used_text, memory.total_text) == ("1.5Gi", "32Gi")  # one scale, not kubectl's "1536Mi"
+    cpu = make_bar("cpu", 1500, 4000)
+    assert (cpu.used_text, cpu.total_text) == ("1500m", "4")
+    assert make_bar("nvidia.com/gpu", 3, 8).used_text == "3"
 
 
 async def test_a_pod_deleted_gracefully_shows_terminating_while_it_keeps_its_node(client: httpx.AsyncClient) -> None:

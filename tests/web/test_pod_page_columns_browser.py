@@ -237,4 +237,31 @@ def test_dra_why_pending_leads_with_the_claim_and_groups_nodes_refused_alike(pag
     assert sorted(verdicts[:2]) == [("gpu-node-a", [no_h100]), ("gpu-node-b", [no_h100])]
     assert verdicts[2:] == [("cpu-1,cpu-2,cpu-3,gpu-1,gpu-2", ["no ResourceSlice offers this node any device"])]
     assert groups.nth(2).get_by_test_id("dra-group-count").inner_text() == "5 nodes"
+    # The claim's pod too shows every column (DynamicResources run, the user's plugin) and every reason whole.
+    matrix = '[data-testid="filter-matrix"]'
+    headers = page.locator(f"{matrix} thead th.plugin").evaluate_all("els => els.map(e => e.title)")
+    assert "DynamicResources" in headers and "MaxPodsPerNode" in headers
+    assert hidden_columns(page, matrix) == []
+    assert overflowing(page, f"{matrix} th, {matrix} td") == []
     shot(page, "pod-dra-why-pending")
+
+
+def test_score_table_and_heat_map_fit_at_1024(page: Any, cluster: Server, extender: ExtenderServer) -> None:
+    """At 1024 px the score table and the heat map show every column, the extender's too, and every header whole:
+    the heat map takes the width its columns need and the per-plugin bars go under it when it does not leave them
+    enough."""
+    page.set_viewport_size({"width": 1024, "height": 800})
+    page.goto(f"{cluster.url}/ui/pods/default/first")
+    heatmap = page.locator('[data-testid="heatmap"]')
+    heatmap.wait_for()
+    for table in ('[data-testid="score-table"]', '[data-testid="heatmap"]'):
+        assert hidden_columns(page, table) == [], table
+        assert overflowing(page, f"{table} th, {table} td") == [], table
+        assert page.evaluate(
+            "(t) => { const s = document.querySelector(t).closest('.scroll'); return s.scrollWidth <= s.clientWidth; }",
+            table,
+        ), table
+    heads = heatmap.locator("thead th.plugin").evaluate_all("els => els.map(e => e.title)")
+    assert f"Extender({extender.url})" in heads and "PreferNodeLabel" in heads
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    shot(page, "pod-columns-scores-1024")

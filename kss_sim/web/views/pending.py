@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kss_sim import figures
 from kss_sim.kube.labels import NodeSelectorTerm, RequiredNodeAffinity
 from kss_sim.kube.objects import Obj, metadata_of
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, tolerations_tolerate_taint
-from kss_sim.web.formatting import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, cores, human_bytes
+from kss_sim.web.formatting import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from kss_sim.web.ports import DraRequestSummary, ResourceAmounts, StoredEntry
 
 # NodeUnschedulable's taint: a cordoned node keeps off pods that do not tolerate it.
@@ -82,14 +83,6 @@ def _some_of(n: int, total: int, verb: str) -> str:
     return f"{n} of {_nodes(total)} {agreed}"
 
 
-def _amount(resource: str, value: int) -> str:
-    if resource == CPU:
-        return cores(value)
-    if resource in (MEMORY, EPHEMERAL_STORAGE) or resource.startswith("hugepages-"):
-        return human_bytes(value)
-    return str(value)
-
-
 def _requested_resources(requests: ResourceAmounts) -> list[tuple[str, int]]:
     wanted = [(CPU, requests.milli_cpu), (MEMORY, requests.memory), (EPHEMERAL_STORAGE, requests.ephemeral_storage)]
     wanted += sorted(requests.scalar_resources.items())
@@ -133,10 +126,10 @@ def _resource_needs(
         needs.append(
             ResourceNeed(
                 resource,
-                _amount(resource, amount),
-                _amount(resource, max(best_free, 0)),
+                figures.quantity(resource, amount),
+                figures.quantity(resource, max(best_free, 0)),
                 best_node,
-                _amount(resource, best_allocatable),
+                figures.quantity(resource, best_allocatable),
                 room,
                 verdict,
             )

@@ -359,12 +359,14 @@ class PodSide:
     wait: float | None
     attempts: int
     url: str
+    message: str = ""  # the last reason the pod was refused with
 
 
 @dataclass(slots=True)
 class PodDifference:
     key: str
     sides: list[PodSide | None]  # one per run (None: the pod is not in that run)
+    differs: list[str] = field(default_factory=list)  # node, wait, reason (kss_sim.whatif.compare's aspects)
 
 
 @dataclass(slots=True)
@@ -375,6 +377,7 @@ class CompareView:
     differences: Page[PodDifference]
     compared: int  # pods in every run
     missing: list[int] = field(default_factory=list)  # asked-for runs that do not exist
+    across_versions: bool = False  # one workload at several Kubernetes versions: waits and reasons compared too
     notes: list[str] = field(default_factory=list)  # resource names explained (``gpu`` beside ``nvidia.com/gpu``)
 
 
@@ -405,7 +408,28 @@ def _compare_lines(summaries: list[Obj]) -> list[CompareLine]:
     for stat in ("peak", "mean", "end"):
         amounts = [number(_dig(s, "fragmentation", stat)) for s in summaries]
         lines.append(line(f"GPU fragmentation {stat}", [figures.number(v) for v in amounts]))
+    if any(s.get("kubeVersion") for s in summaries):
+        lines.append(line("Kubernetes version", [str(s.get("kubeVersion") or figures.MISSING) for s in summaries]))
     return lines
+
+
+def versions_differ(runs: list[Obj]) -> bool:
+    """Whether the runs compared are one workload at several Kubernetes versions (``kss compare --kube-version 1.34
+    --kube-version 1.36``): then waits and reasons are compared pod by pod too, not only placements."""
+    return len({str((r.get("summary") or {}).get("kubeVersion") or "") for r in runs}) > 1
+
+
+def _pod_differs(sides: list[PodSide | None], across_versions: bool) -> list[str]:
+    present = [s for s in sides if s is not None]
+    aspects = ["node", "wait", "reason"] if across_versions else ["node"]
+    if len(present) < len(sides):
+        return aspects
+    values: dict[str, set[Any]] = {
+        "node": {(s.node, s.outcome) for s in present},
+        "wait": {s.wait for s in present},
+        "reason": {s.message for s in present},
+    }
+    return [a for a in aspects if len(values[a]) > 1]
 
 
 def compare_view(runs: Runs, run_ids: list[int], *, page: int = 1) -> CompareView:
@@ -421,16 +445,19 @@ def compare_view(runs: Runs, run_ids: list[int], *, page: int = 1) -> CompareVie
             if key not in seen:
                 seen.add(key)
                 keys.append(key)
+    across_versions = versions_differ(ordered)
     differences: list[PodDifference] = []
     for key in keys:
         sides: list[PodSide | None] = []
         for run, pods in zip(ordered, per_run, strict=True):
             p = pods.get(key)
             url = f"/ui/runs/{run['id']}/pods/{key}"
-            sides.append(None if p is None else PodSide(int(run["id"]), p.node, p.outcome, p.wait, p.attempts, url))
-        placements = {(s.node, s.outcome) if s is not None else None for s in sides}
-        if len(placements) > 1:
-            differences.append(PodDifference(key, sides))
+            sides.append(
+                None if p is None else PodSide(int(run["id"]), p.node, p.outcome, p.wait, p.attempts, url, p.message)
+            )
+        differs = _pod_differs(sides, across_versions)
+        if differs:
+            differences.append(PodDifference(key, sides, differs))
     compared = sum(1 for key in keys if all(key in pods for pods in per_run))
     return CompareView(
         runs=[run_row(r) for r in ordered],
@@ -439,6 +466,7 @@ def compare_view(runs: Runs, run_ids: list[int], *, page: int = 1) -> CompareVie
         differences=paginate(differences, page, RUN_PODS_PAGE_SIZE),
         compared=compared,
         missing=missing,
+        across_versions=across_versions,
         notes=figures.resource_notes(
             {name: None for r in ordered for name in ((r.get("summary") or {}).get("allocation") or {})}
         ),
