@@ -3,6 +3,7 @@ OpenAPI documents, as kube-apiserver answers them (kubectl and the official clie
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -10,13 +11,16 @@ from fastapi.responses import Response
 
 from kss_sim.cluster.api import containers, openapi
 from kss_sim.cluster.api.responses import JSON, authorize, json_response, raw_response
+from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import UnknownResource
-from kss_sim.cluster.kinds.registry import VERBS, Gates, group_versions, kinds_in
+from kss_sim.cluster.kinds.registry import VERBS, Gates, KindInfo, group_versions, kinds_in
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.state import state_accessor
 
 router = APIRouter()
 _settings = state_accessor("settings", Settings)
+_store = state_accessor("store", ClusterStore)
 
 
 def _gates(request: Request) -> Gates:
@@ -28,9 +32,42 @@ def _gates(request: Request) -> Gates:
 STATUS_SUBRESOURCES = {"status"}
 
 
-def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def _version_priority(version: str) -> tuple[int, int, int, str]:
+    """kube's version priority (``v2`` > ``v1`` > ``v1beta2`` > ``v1beta1`` > ``v1alpha1`` > anything else, by
+    name), as a sort key: what a CRD group's preferred version is."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (3, 0, 0, version)
+    stage = {None: 0, "beta": 1, "alpha": 2}[match[2]]
+    return (stage, -int(match[1]), -int(match[3] or 0), version)
+
+
+def _custom(request: Request) -> list[CustomKindInfo]:
+    return _store(request).custom_kinds().served()
+
+
+def _all_group_versions(gates: Gates, custom: list[CustomKindInfo]) -> dict[str, list[str]]:
+    """The built-in groups' versions, then the CRDs' groups (each group's versions by kube's priority)."""
+    out = group_versions(gates)
+    extra: dict[str, set[str]] = {}
+    for info in custom:
+        if info.group not in out:
+            extra.setdefault(info.group, set()).add(info.version)
+    for group in sorted(extra):
+        out[group] = sorted(extra[group], key=_version_priority)
+    return out
+
+
+def _resource_list(
+    group: str, version: str, gates: Gates, custom: list[CustomKindInfo] | None = None
+) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
-    for info in kinds_in(group, version, gates):
+    served: list[KindInfo] = kinds_in(group, version, gates)
+    served += [c for c in custom or [] if c.group == group and c.version == version]
+    for info in served:
         entry: dict[str, Any] = {
             "name": info.plural,
             "singularName": info.singular,
@@ -119,8 +156,8 @@ def _resource_list(group: str, version: str, gates: Gates) -> dict[str, Any]:
     }
 
 
-def _group(name: str, gates: Gates) -> dict[str, Any]:
-    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in group_versions(gates)[name]]
+def _group(name: str, all_versions: dict[str, list[str]]) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in all_versions[name]]
     return {"name": name, "versions": versions, "preferredVersion": versions[0]}
 
 
@@ -183,8 +220,8 @@ async def api_versions(request: Request) -> Response:
 async def api_groups(request: Request) -> Response:
     """``/apis``: every named group served."""
     authorize(request)
-    gates = _gates(request)
-    groups = [_group(g, gates) for g in group_versions(gates) if g]
+    all_versions = _all_group_versions(_gates(request), _custom(request))
+    groups = [_group(g, all_versions) for g in all_versions if g]
     return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
 
@@ -192,10 +229,10 @@ async def api_groups(request: Request) -> Response:
 async def api_group(request: Request, group: str) -> Response:
     """``/apis/{group}``: one group's versions."""
     authorize(request)
-    gates = _gates(request)
-    if group not in group_versions(gates) or not group:
+    all_versions = _all_group_versions(_gates(request), _custom(request))
+    if group not in all_versions or not group:
         raise UnknownResource()
-    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, gates)})
+    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, all_versions)})
 
 
 @router.get("/api/v1")
@@ -210,6 +247,7 @@ async def group_resources(request: Request, group: str, version: str) -> Respons
     """``/apis/{group}/{version}``: one group version's resources."""
     authorize(request)
     gates = _gates(request)
-    if version not in group_versions(gates).get(group, []) or not group:
+    custom = _custom(request)
+    if version not in _all_group_versions(gates, custom).get(group, []) or not group:
         raise UnknownResource()
-    return json_response(_resource_list(group, version, gates))
+    return json_response(_resource_list(group, version, gates, custom))

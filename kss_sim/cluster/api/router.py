@@ -47,6 +47,7 @@ from kss_sim.cluster.api.requests import (
 )
 from kss_sim.cluster.api.responses import JSON, authorize, error_response, json_response, raw_response
 from kss_sim.cluster.api.tables import core as tables
+from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import (
     ApiError,
     BadRequest,
@@ -144,13 +145,13 @@ def _warned(response: Response, warnings: list[str]) -> Response:
 async def _handle_get(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
     if target.name is not None:
-        entry = store.read(info.kind, target.namespace, target.name)  # in memory, committed state: quick
+        entry = store.read(info.key, target.namespace, target.name)  # in memory, committed state: quick
         if wants(request, "Table"):
             include = request.query_params.get("includeObject", "Metadata")
             return json_response(tables.table(info, [entry.obj], entry.resource_version, include_object=include))
         return raw_response(_render(request, info)(entry.obj, entry.raw))
     selector = make_selector(
-        info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
+        info.key, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
     )
     # No query (the common case) is the default options: parsing an empty query still costs.
     options = params.list_options(request.query_params) if request.scope.get("query_string") else params.NO_OPTIONS
@@ -158,7 +159,7 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
         return _watch(request, store, target, selector, options)
     result = await run_in_threadpool(
         store.select,
-        info.kind,
+        info.key,
         target.namespace,
         selector,
         limit=options.limit,
@@ -202,7 +203,7 @@ def _watch(
         name_selector = f"metadata.name={target.name}"
         field = request.query_params.get("fieldSelector")
         selector = make_selector(
-            target.info.kind,
+            target.info.key,
             request.query_params.get("labelSelector"),
             f"{field},{name_selector}" if field else name_selector,
         )
@@ -250,6 +251,15 @@ def negotiated(request: Request, response: Response) -> Response:
     return answer
 
 
+def _to_storage_version(info: KindInfo, body: dict[str, Any]) -> None:
+    """A custom object sent in another served version of its CRD, as the CRD's ``None`` conversion makes it: only
+    its apiVersion changes (the store keeps the storage version)."""
+    if not isinstance(info, CustomKindInfo) or info.version == info.storage_version:
+        return
+    if body.get("apiVersion") == info.api_version:
+        body["apiVersion"] = info.storage_api_version
+
+
 async def _handle_create(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
     dry_run = dry_run_requested(request)
@@ -261,6 +271,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     if not isinstance(body, dict):
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
     warnings = field_warnings(request, info, body)
+    _to_storage_version(info, body)
     manager = field_manager(request)
     # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
     # the answer is rendered from the stored object itself (read-only) instead of a copy of it.
@@ -268,7 +279,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     created = await _write(
         store,
         lambda: store.create(
-            info.kind, body, target.namespace, dry_run=dry_run, manager=manager, owned=owned, copy=False
+            info.key, body, target.namespace, dry_run=dry_run, manager=manager, owned=owned, copy=False
         ),
     )
     return _warned(json_response(created, 201), warnings)
@@ -311,9 +322,10 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("update")
     warnings = field_warnings(request, info, body)
+    _to_storage_version(info, body)
     manager = field_manager(request)
     updated = await _write(
-        store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run, manager=manager)
+        store, lambda: store.update(info.key, body, subresource=sub, dry_run=dry_run, manager=manager)
     )
     return _warned(json_response(updated), warnings)
 
@@ -358,7 +370,7 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
     patched = await _write(
         store,
         lambda: store.patch(
-            info.kind,
+            info.key,
             target.namespace,
             name,
             patch,
@@ -398,11 +410,12 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
     if not isinstance(configuration, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
     warnings = field_warnings(request, info, configuration)
+    _to_storage_version(info, configuration)
     name = target.name
     applied, created = await _write(
         store,
         lambda: store.apply(
-            info.kind,
+            info.key,
             target.namespace,
             name,
             configuration,
@@ -444,7 +457,7 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
         field = request.query_params.get("fieldSelector")
         deleted = await run_in_threadpool(
             lambda: store.delete_collection(
-                info.kind, target.namespace, label, field, dry_run=dry_run, options=delete_options
+                info.key, target.namespace, label, field, dry_run=dry_run, options=delete_options
             )
         )
         return _warned(json_response(_list_of(info, deleted, store.resource_version)), warnings)
@@ -453,7 +466,7 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
     deleted_obj = await _write(
         store,
         lambda: store.delete(
-            info.kind,
+            info.key,
             target.namespace,
             name,
             uid=preconditions.get("uid"),
@@ -484,7 +497,9 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
             raise MethodNotAllowed(request.method.lower())
         body = parse_body(request, None, await read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
-    target = parse_target(group, version, segments, _settings(request).effective_feature_gates)
+    target = parse_target(
+        group, version, segments, _settings(request).effective_feature_gates, _store(request).custom_resource
+    )
     if target.info.review:
         if request.method != "POST" or target.name is not None:
             raise MethodNotAllowed(request.method.lower())

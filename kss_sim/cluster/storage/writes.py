@@ -24,6 +24,9 @@ from kss_sim.cluster.admission.patch import (
     strategic_merge_patch,
 )
 from kss_sim.cluster.admission.validation.core import VALIDATORS
+from kss_sim.cluster.crd import objects as custom_objects
+from kss_sim.cluster.crd.definition import KIND as CRD_KIND
+from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound, invalid
 from kss_sim.cluster.kinds.registry import KindInfo, served
 from kss_sim.cluster.kinds.stored import Change, StoredObject
@@ -31,7 +34,7 @@ from kss_sim.cluster.storage.change_log import MODIFIED
 from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.listing import page
 from kss_sim.cluster.storage.selectors import make_selector
-from kss_sim.cluster.storage.versions import DEFAULT_MANAGER, GENERATION_KINDS, Versions, encode, kind_info, meta_of
+from kss_sim.cluster.storage.versions import DEFAULT_MANAGER, GENERATION_KINDS, Versions, encode, meta_of
 from kss_sim.kube.objects import Obj
 
 _NO_OPTIONS = deletion.DeleteOptions()
@@ -49,6 +52,14 @@ _Changes = list[Change]
 _Objs = list[Obj]
 
 
+def _decode(info: KindInfo, obj: Any, *, owned: bool = False) -> Obj:
+    """``admission.decode``, then, for a CRD's kind, its unknown fields pruned and its schema's defaults applied."""
+    body = admission.decode(info, obj, owned=owned)
+    if isinstance(info, CustomKindInfo):
+        custom_objects.admit(info, body)
+    return body
+
+
 class ObjectWrites:
     """The store's write verbs over its ``committer`` and ``versions``, under ``lock`` (the store's); creates,
     updates and patches only of the kinds ``gates`` serve."""
@@ -59,8 +70,12 @@ class ObjectWrites:
         self._versions = versions
         self._gates = gates
 
+    def _info(self, kind: str) -> KindInfo:
+        with self._lock:  # a CRD's kind may be looked up (and its kinds rebuilt) only under the lock
+            return self._versions.kind_info(kind)
+
     def _writable(self, kind: str) -> KindInfo:
-        info = kind_info(kind)
+        info = self._info(kind)
         if not served(info, self._gates):
             raise BadRequest(
                 f"the kind {kind} ({info.api_version}) is not served: feature gate {info.feature_gate} is off"
@@ -90,7 +105,7 @@ class ObjectWrites:
         Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj, owned=owned)
+        body = _decode(info, obj, owned=owned)
         sent_status = body.get("status") if keep_status and info.has_status else None
         admission.drop_disabled_fields(info, body, None, self._gates)
         meta = meta_of(body)
@@ -133,15 +148,17 @@ class ObjectWrites:
                 body["status"] = sent_status
             if managed:
                 meta["managedFields"] = managed
-            causes = VALIDATORS[kind](body)
+            if info.kind == CRD_KIND:
+                body["status"] = self._versions.crd_status(body)
+            causes = custom_objects.validate(info, body) if isinstance(info, CustomKindInfo) else VALIDATORS[kind](body)
             if causes:
-                raise Invalid(kind, str(meta.get("name") or ""), causes, group=info.group)
+                raise Invalid(info.kind, str(meta.get("name") or ""), causes, group=info.group)
             key = (str(meta.get("namespace") or ""), str(meta["name"]))
             if key in self._committer.objects[kind]:
                 raise AlreadyExists(info.plural, key[1], group=info.group)
             meta.setdefault("uid", new_uid)  # a Job's is chosen in admission, for its selector
             meta["creationTimestamp"] = self._versions.timestamp()
-            if kind in GENERATION_KINDS:
+            if kind in GENERATION_KINDS or info.from_definition:
                 meta["generation"] = 1
             if dry_run:
                 return admission.own(body)
@@ -167,12 +184,12 @@ class ObjectWrites:
         takes the fields the update changes (managedFields).
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj)
+        body = _decode(info, obj)
         meta = meta_of(body)
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
         if not name:
-            raise Invalid(kind, "", [invalid("metadata.name", "", "name is required")], group=info.group)
+            raise Invalid(info.kind, "", [invalid("metadata.name", "", "name is required")], group=info.group)
         with self._lock:
             current = self._versions.current(kind, namespace, name)
             result, batch = self._versions.stage_update(info, current, body, subresource, dry_run, manager=manager)
@@ -217,7 +234,7 @@ class ObjectWrites:
                 else:
                     patched = strategic_merge_patch(base, patch)
             except PatchError as exc:
-                raise Invalid(kind, name, [invalid("patch", "", str(exc))], group=info.group) from None
+                raise Invalid(info.kind, name, [invalid("patch", "", str(exc))], group=info.group) from None
             if not isinstance(patched, dict):
                 raise BadRequest("the patch did not produce an object")
             if check is not None:
@@ -231,7 +248,7 @@ class ObjectWrites:
                 raise BadRequest(
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
-            body = admission.decode(info, patched)
+            body = _decode(info, patched)
             result, batch = self._versions.stage_update(info, current, body, subresource, dry_run, manager=manager)
         self._committer.acknowledge(batch)
         return result
@@ -269,7 +286,7 @@ class ObjectWrites:
                         time=self._versions.timestamp(),
                     )
                     managed = merged["metadata"]["managedFields"]
-                    body = admission.decode(info, merged)
+                    body = _decode(info, merged)
                     result, batch = self._versions.stage_update(
                         info, current, body, subresource, dry_run, managed=managed
                     )
@@ -304,7 +321,7 @@ class ObjectWrites:
         An object left with finalizers after ``options`` (``kss_sim.cluster.admission.deletion``) is only marked as
         being deleted and returned as it now is; it goes when an update removes its last finalizer.
         """
-        info = kind_info(kind)
+        info = self._info(kind)
         with self._lock:
             current = self._versions.current(kind, namespace, name)
             meta = current.obj["metadata"]
@@ -360,7 +377,7 @@ class ObjectWrites:
     ) -> _Objs:
         """Delete every matching object in one transaction; returns their last states (as ``delete``, one left
         with finalizers is only marked as being deleted)."""
-        info = kind_info(kind)
+        info = self._info(kind)
         selector = make_selector(kind, label_selector, field_selector)
         with self._lock:
             working = self._committer.objects[kind]
