@@ -344,3 +344,51 @@ def test_custom_objects_survive_a_restart(engine: Any, database_url: str) -> Non
     reopened = ClusterStore.open(create_engine(database_url))
     assert reopened.get("RayCluster.ray.example.com", "default", "r1") is not None
     assert reopened.custom_kind("RayCluster.ray.example.com") is not None
+
+
+async def test_a_crd_whose_names_are_taken_in_its_group_is_not_established(client: httpx.AsyncClient) -> None:
+    await _install(client, RAY_CRD)
+    rival = copy.deepcopy(RAY_CRD)
+    rival["metadata"]["name"] = "rayclusters2.ray.example.com"
+    rival["spec"]["names"] = {"kind": "RayCluster2", "plural": "rayclusters2", "shortNames": ["raycluster"]}
+    crd = await _install(client, rival)
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in crd["status"]["conditions"]}
+    assert conditions == {"NamesAccepted": ("False", "NameConflict"), "Established": ("False", "NotAccepted")}
+    assert (await client.get("/apis/ray.example.com/v1/namespaces/default/rayclusters2")).status_code == 404
+
+
+async def test_custom_objects_are_watched_and_go_with_their_namespace(client: httpx.AsyncClient) -> None:
+    await _install(client, RAY_CRD)
+    listed = (await client.get(RAYS)).json()
+    rv = listed["metadata"]["resourceVersion"]
+    await client.post(RAYS, json=_ray())
+    watched = await client.get(f"{RAYS}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
+    events = [line for line in watched.text.splitlines() if line]
+    assert len(events) == 1 and '"type":"ADDED"' in events[0] and '"kind":"RayCluster"' in events[0]
+    assert (await client.delete("/api/v1/namespaces/default")).status_code in (403, 422)  # built-in: kept
+    other = "/apis/ray.example.com/v1/namespaces/team/rayclusters"
+    assert (await client.post(other, json=_ray("t1"))).status_code == 201
+    assert (await client.delete("/api/v1/namespaces/team")).status_code == 200
+    assert (await client.get(f"{other}/t1")).status_code == 404
+
+
+async def test_server_side_apply_and_merge_patches_work_on_custom_objects(client: httpx.AsyncClient) -> None:
+    await _install(client, RAY_CRD)
+    applied = await client.patch(
+        f"{RAYS}/r1?fieldManager=me",
+        content=b"apiVersion: ray.example.com/v1\nkind: RayCluster\nmetadata: {name: r1}\nspec: {image: ray, workers: 1}\n",
+        headers={"content-type": "application/apply-patch+yaml"},
+    )
+    assert applied.status_code == 201, applied.text
+    assert applied.json()["metadata"]["managedFields"][0]["manager"] == "me"
+    patched = await client.patch(
+        f"{RAYS}/r1", content=b'{"spec":{"workers":4}}', headers={"content-type": "application/merge-patch+json"}
+    )
+    assert patched.json()["spec"] == {"image": "ray", "workers": 4}
+    assert patched.json()["metadata"]["generation"] == 2
+    strategic = await client.patch(
+        f"{RAYS}/r1",
+        content=b'{"spec":{"workers":4}}',
+        headers={"content-type": "application/strategic-merge-patch+json"},
+    )
+    assert strategic.status_code == 415
