@@ -376,7 +376,8 @@ async def test_server_side_apply_and_merge_patches_work_on_custom_objects(client
     await _install(client, RAY_CRD)
     applied = await client.patch(
         f"{RAYS}/r1?fieldManager=me",
-        content=b"apiVersion: ray.example.com/v1\nkind: RayCluster\nmetadata: {name: r1}\nspec: {image: ray, workers: 1}\n",
+        content=b"apiVersion: ray.example.com/v1\nkind: RayCluster\nmetadata: {name: r1}\n"
+        b"spec: {image: ray, workers: 1}\n",
         headers={"content-type": "application/apply-patch+yaml"},
     )
     assert applied.status_code == 201, applied.text
