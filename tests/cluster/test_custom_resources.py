@@ -393,3 +393,38 @@ async def test_server_side_apply_and_merge_patches_work_on_custom_objects(client
         headers={"content-type": "application/strategic-merge-patch+json"},
     )
     assert strategic.status_code == 415
+
+
+async def test_cel_rules_of_the_schema_are_enforced(client: httpx.AsyncClient) -> None:
+    crd = copy.deepcopy(RAY_CRD)
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["properties"]["maxWorkers"] = {"type": "integer"}
+    spec_schema["x-kubernetes-validations"] = [
+        {"rule": "!has(self.maxWorkers) || self.workers <= self.maxWorkers", "message": "workers above maxWorkers"},
+        {"rule": "self.image == oldSelf.image", "message": "image is immutable"},
+    ]
+    broken = copy.deepcopy(crd)
+    broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = [{"rule": "self.x +"}]
+    refused = await client.post(CRDS, json=broken)
+    assert refused.status_code == 422
+    assert (
+        "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: "
+        in (refused.json()["message"])
+    )
+    assert "compilation failed" in refused.json()["message"]
+    await _install(client, crd)
+    too_many = await client.post(RAYS, json=_ray(workers=5, maxWorkers=4))
+    assert too_many.status_code == 422
+    assert too_many.json()["message"] == (
+        'RayCluster.ray.example.com "r1" is invalid: spec: Invalid value: "object": workers above maxWorkers'
+    )
+    assert (await client.post(RAYS, json=_ray(workers=3, maxWorkers=4))).status_code == 201
+    changed = await client.patch(
+        f"{RAYS}/r1", content=b'{"spec":{"image":"other"}}', headers={"content-type": "application/merge-patch+json"}
+    )
+    assert changed.status_code == 422
+    assert 'spec: Invalid value: "object": image is immutable' in changed.json()["message"]
+    kept = await client.patch(
+        f"{RAYS}/r1", content=b'{"spec":{"workers":4}}', headers={"content-type": "application/merge-patch+json"}
+    )
+    assert kept.status_code == 200, kept.text

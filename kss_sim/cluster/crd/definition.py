@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kss_sim.cluster.admission.validation.metadata import dns_label_messages, subdomain_messages, validate_metadata
+from kss_sim.cluster.crd.cel import compile_errors
 from kss_sim.cluster.crd.schema import structural_causes
 from kss_sim.cluster.errors import Cause, invalid, not_supported, required
 from kss_sim.kube.objects import Obj
@@ -125,7 +126,8 @@ def _versions_causes(versions: Any) -> list[Cause]:
         schema = (
             (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version.get("schema"), dict) else None
         )
-        causes += structural_causes(schema, f"{path}.schema.openAPIV3Schema")
+        schema_causes = structural_causes(schema, f"{path}.schema.openAPIV3Schema")
+        causes += schema_causes or compile_errors(schema, f"{path}.schema.openAPIV3Schema")
         subresources = version.get("subresources") or {}
         scale = subresources.get("scale") if isinstance(subresources, dict) else None
         if isinstance(scale, dict):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kss_sim.cluster.crd import schema as crd_schema
+from kss_sim.cluster.crd.cel import Validations, compile_validations
 from kss_sim.cluster.crd.definition import is_established
 from kss_sim.cluster.kinds.registry import KindInfo
 from kss_sim.cluster.kinds.stored import StoredObject
@@ -47,6 +48,7 @@ class CustomKindInfo(KindInfo):
     crd_name: str = ""
     schema: Mapping[str, Any] = field(default_factory=dict)
     validator: Callable[[Any], Any] | None = None
+    validations: Validations | None = None  # x-kubernetes-validations (CEL)
     printer_columns: tuple[PrinterColumn, ...] = ()
     scale: ScalePaths | None = None
 
@@ -112,6 +114,7 @@ def kinds_of(crd: Obj) -> list[CustomKindInfo]:
             crd_name=str((crd.get("metadata") or {}).get("name", "")),
             schema=openapi,
             validator=crd_schema.compile_validator(openapi),
+            validations=compile_validations(openapi),
             printer_columns=columns,
             scale=ScalePaths(
                 str(scale.get("specReplicasPath", "")),

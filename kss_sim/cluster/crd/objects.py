@@ -33,11 +33,14 @@ def unknown_fields(info: CustomKindInfo, body: dict[str, Any]) -> list[str]:
     return crd_schema.prune(dict(info.schema), body)
 
 
-def validate(info: CustomKindInfo, body: Obj) -> list[Cause]:
-    """ObjectMeta's rules, then the version's schema."""
+def validate(info: CustomKindInfo, body: Obj, old: Obj | None = None) -> list[Cause]:
+    """ObjectMeta's rules, then the version's schema, then its CEL rules (``old``: the stored object, on
+    updates)."""
     causes = validate_metadata(body, namespaced=info.namespaced)
     if info.validator is not None:
         causes += crd_schema.validation_causes(info.validator, body)
+    if not causes and info.validations is not None:
+        causes += info.validations.causes(body, old)
     return causes
 
 

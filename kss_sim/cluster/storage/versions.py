@@ -225,7 +225,7 @@ class Versions:
             new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
         self.track_fields(info, old, new, subresource, manager, managed, sent_managed)
         causes = (
-            custom_objects.validate(info, new)
+            custom_objects.validate(info, new, old)
             if isinstance(info, CustomKindInfo)
             else validate_update(info.kind, new, old)
         ) + deletion.update_causes(old, new)
