@@ -428,3 +428,22 @@ async def test_cel_rules_of_the_schema_are_enforced(client: httpx.AsyncClient) -
         f"{RAYS}/r1", content=b'{"spec":{"workers":4}}', headers={"content-type": "application/merge-patch+json"}
     )
     assert kept.status_code == 200, kept.text
+
+
+async def test_every_served_version_reads_and_writes_the_same_objects(client: httpx.AsyncClient) -> None:
+    crd = copy.deepcopy(RAY_CRD)
+    beta = {**copy.deepcopy(crd["spec"]["versions"][0]), "name": "v1beta1", "storage": False}
+    crd["spec"]["versions"].append(beta)
+    await _install(client, crd)
+    group = (await client.get("/apis/ray.example.com")).json()
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    assert group["preferredVersion"]["version"] == "v1"
+    beta_rays = "/apis/ray.example.com/v1beta1/namespaces/default/rayclusters"
+    created = await client.post(beta_rays, json={**_ray(), "apiVersion": "ray.example.com/v1beta1"})
+    assert created.status_code == 201, created.text
+    assert created.json()["apiVersion"] == "ray.example.com/v1beta1"
+    assert (await client.get(f"{RAYS}/r1")).json()["apiVersion"] == "ray.example.com/v1"
+    assert (await client.get(f"{beta_rays}/r1")).json()["apiVersion"] == "ray.example.com/v1beta1"
+    listed = (await client.get(beta_rays)).json()
+    assert listed["apiVersion"] == "ray.example.com/v1beta1"
+    assert [i["apiVersion"] for i in listed["items"]] == ["ray.example.com/v1beta1"]

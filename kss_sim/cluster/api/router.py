@@ -29,6 +29,7 @@ from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from kss_sim.cluster.api import containers, eviction, params, protobuf, reviews, scale, watch
+from kss_sim.cluster.api.custom_versions import converted, in_version, to_storage_version
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -47,7 +48,6 @@ from kss_sim.cluster.api.requests import (
 )
 from kss_sim.cluster.api.responses import JSON, authorize, error_response, json_response, raw_response
 from kss_sim.cluster.api.tables import core as tables
-from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import (
     ApiError,
     BadRequest,
@@ -111,7 +111,8 @@ def _list_body(info: KindInfo, items: list[StoredObject], rv: int, token: str, r
     if remaining is not None:
         meta["remainingItemCount"] = remaining
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    return head[:-1] + b',"items":[' + b",".join(e.raw for e in items) + b"]}"
+    raws = [orjson.dumps(in_version(info, e.obj)) for e in items] if converted(info) else [e.raw for e in items]
+    return head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
 
 
 def _list_of(info: KindInfo, objects: list[dict[str, Any]], rv: int) -> dict[str, Any]:
@@ -131,6 +132,8 @@ def _render(request: Request, info: KindInfo) -> Callable[[dict[str, Any], bytes
         return lambda obj, _raw: orjson.dumps(
             {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
         )
+    if converted(info):
+        return lambda obj, _raw: orjson.dumps(in_version(info, obj))
     return lambda _obj, raw: raw
 
 
@@ -251,15 +254,6 @@ def negotiated(request: Request, response: Response) -> Response:
     return answer
 
 
-def _to_storage_version(info: KindInfo, body: dict[str, Any]) -> None:
-    """A custom object sent in another served version of its CRD, as the CRD's ``None`` conversion makes it: only
-    its apiVersion changes (the store keeps the storage version)."""
-    if not isinstance(info, CustomKindInfo) or info.version == info.storage_version:
-        return
-    if body.get("apiVersion") == info.api_version:
-        body["apiVersion"] = info.storage_api_version
-
-
 async def _handle_create(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
     dry_run = dry_run_requested(request)
@@ -271,7 +265,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     if not isinstance(body, dict):
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.kind})")
     warnings = field_warnings(request, info, body)
-    _to_storage_version(info, body)
+    to_storage_version(info, body)
     manager = field_manager(request)
     # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
     # the answer is rendered from the stored object itself (read-only) instead of a copy of it.
@@ -282,7 +276,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
             info.key, body, target.namespace, dry_run=dry_run, manager=manager, owned=owned, copy=False
         ),
     )
-    return _warned(json_response(created, 201), warnings)
+    return _warned(json_response(in_version(info, created), 201), warnings)
 
 
 async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
@@ -322,12 +316,12 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("update")
     warnings = field_warnings(request, info, body)
-    _to_storage_version(info, body)
+    to_storage_version(info, body)
     manager = field_manager(request)
     updated = await _write(
         store, lambda: store.update(info.key, body, subresource=sub, dry_run=dry_run, manager=manager)
     )
-    return _warned(json_response(updated), warnings)
+    return _warned(json_response(in_version(info, updated)), warnings)
 
 
 async def _handle_patch(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -381,7 +375,7 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
             manager=manager,
         ),
     )
-    return _warned(json_response(patched), warnings)
+    return _warned(json_response(in_version(info, patched)), warnings)
 
 
 async def _handle_apply(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -410,7 +404,7 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
     if not isinstance(configuration, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
     warnings = field_warnings(request, info, configuration)
-    _to_storage_version(info, configuration)
+    to_storage_version(info, configuration)
     name = target.name
     applied, created = await _write(
         store,
@@ -425,7 +419,7 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
             dry_run=dry_run,
         ),
     )
-    return _warned(json_response(applied, 201 if created else 200), warnings)
+    return _warned(json_response(in_version(info, applied), 201 if created else 200), warnings)
 
 
 async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
