@@ -99,6 +99,13 @@ spec: {image: ray, workerReplicas: -1}
         'The RayCluster "bad" is invalid: spec.workerReplicas: Invalid value: -1: '
         "spec.workerReplicas in body should be greater than or equal to 0"
     ) in refused.stderr
+    typo = kubectl(
+        "apply", "-f", "-", input=bad.replace("workerReplicas: -1", "workerReplicas: 1, workerReplica: 2"), check=False
+    )
+    assert typo.returncode != 0
+    assert 'strict decoding error: unknown field "spec.workerReplica"' in typo.stderr
+    explained = kubectl("explain", "rayclusters.ray2.kss.example.spec")
+    assert "workerReplicas" in explained.stdout and "<integer>" in explained.stdout
     unknown = kubectl("apply", "-f", "-", input=bad.replace("ray2.kss.example", "nowhere.kss.example"), check=False)
     assert unknown.returncode != 0
     assert 'no matches for kind "RayCluster" in version "nowhere.kss.example/v1"' in unknown.stderr

@@ -179,7 +179,8 @@ async def healthz() -> Response:
 async def openapi_root(request: Request) -> Response:
     """``/openapi/v3``: the index of per-group-version documents."""
     authorize(request)
-    return raw_response(openapi.root_document(openapi.gates_key(_gates(request))))
+    root = openapi.root_document(openapi.gates_key(_gates(request)))
+    return raw_response(openapi.root_with(root, openapi.custom_documents(_custom(request))))
 
 
 @router.get("/openapi/v2")
@@ -196,7 +197,7 @@ async def openapi_v2(request: Request) -> Response:
 async def openapi_group_version(request: Request, path: str) -> Response:
     """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``)."""
     authorize(request)
-    doc = openapi.lookup(path, _gates(request))
+    doc = openapi.lookup(path, _gates(request)) or openapi.custom_documents(_custom(request)).get(path.strip("/"))
     if doc is None:
         raise UnknownResource()
     return raw_response(doc)
