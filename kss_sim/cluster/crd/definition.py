@@ -20,7 +20,6 @@ from kss_sim.cluster.errors import Cause, invalid, not_supported, required
 from kss_sim.kube.objects import Obj
 
 KIND = "CustomResourceDefinition"
-GROUP = "apiextensions.k8s.io"
 _SCOPES = ["Cluster", "Namespaced"]
 _PRINTER_TYPES = ["boolean", "date", "integer", "number", "string"]
 _KIND_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")

@@ -24,6 +24,12 @@ Schema = dict[str, Any]
 # The object's own fields: never pruned (metadata is ObjectMeta, checked as every kind's).
 _ROOT_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
+# The validation keywords JSON Schema shares with OpenAPI v3; ``format`` is left out (kube's formats are not JSON
+# Schema's), the x-kubernetes extensions are translated or only matter to pruning and defaulting.
+_KEPT = frozenset(
+    {"type", "enum", "required", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+    | {"minLength", "maxLength", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "multipleOf"}
+)
 
 
 # ---------------------------------------------------------------------------------------------- structural
@@ -170,11 +176,7 @@ def _json_schema(node: Any, *, root: bool = False) -> Any:
             out[key] = _json_schema(value)
         elif key in ("allOf", "anyOf", "oneOf"):
             out[key] = [_json_schema(v) for v in value]
-        elif (
-            key in ("type", "enum", "required", "pattern", "minimum", "maximum", "exclusiveMinimum")
-            or key in ("exclusiveMaximum", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems")
-            or key in ("minProperties", "maxProperties", "multipleOf")
-        ):
+        elif key in _KEPT:
             out[key] = value
     if node.get("x-kubernetes-int-or-string"):
         out["type"] = ["integer", "string"]
