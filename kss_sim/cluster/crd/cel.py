@@ -17,10 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cel_expr_python import cel as celx
-
 from kss_sim.cluster.errors import Cause
-from kss_sim.kube.dra.cel_library import POOL
 
 _EXTENSIONS = """
 extensions:
@@ -49,6 +46,11 @@ class _Environment:
 
     @classmethod
     def get(cls) -> Any:
+        # Imported on first use, as DRA's selectors import it: most servers never meet a CEL rule.
+        from cel_expr_python import cel as celx
+
+        from kss_sim.kube.dra.cel_library import POOL
+
         with cls._lock:
             if cls._env is None:
                 cls._env = celx.NewEnv(
