@@ -5,8 +5,8 @@
     kss import --source-kubeconfig PATH [--source-context NAME] (--target-url URL | --target-kubeconfig PATH)
                [--page-size N] [--qps Q] [--burst B]
 
-Both take ``--kinds`` and ``--workloads`` (also copy Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and
-CronJobs for the simulator's controllers to run).
+Both take ``--kinds``, ``--workloads`` (also copy Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and
+CronJobs for the simulator's controllers to run) and ``--custom-resources`` (also the CRDs and their objects).
 
 ``python -m syncer import ...`` runs the import too.
 """
@@ -98,7 +98,7 @@ def run_sync(args: argparse.Namespace) -> int:
     """Run the syncer until SIGTERM or SIGINT."""
     _logging(args.log_level)
     try:
-        kinds = parse_kinds(args.kinds, workloads=args.workloads)
+        kinds = parse_kinds(args.kinds, workloads=args.workloads, custom_resources=args.custom_resources)
     except ValueError as exc:
         print(f"kss sync: {exc}", file=sys.stderr)
         return 2
@@ -172,7 +172,7 @@ def run_import_command(args: argparse.Namespace) -> int:
         print(f"kss import: {problem}", file=sys.stderr)
         return 2
     try:
-        kinds = parse_kinds(args.kinds, workloads=args.workloads)
+        kinds = parse_kinds(args.kinds, workloads=args.workloads, custom_resources=args.custom_resources)
     except ValueError as exc:
         print(f"kss import: {exc}", file=sys.stderr)
         return 2

@@ -10,8 +10,9 @@ import logging
 from collections.abc import Callable
 from functools import partial
 
-from syncer.kinds import Kind
-from syncer.kube import SourceApi, TargetApi, Unavailable
+from syncer.kinds import CRD, Kind, custom_kinds
+from syncer.kube import Page, SourceApi, TargetApi, Unavailable
+from syncer.objects import Obj
 
 log = logging.getLogger("kss.syncer")
 # Called when a discovery request could not be answered (the problem, how many times so far): True to ask again
@@ -50,3 +51,26 @@ def available_kinds(
         else:
             out.append(kind)
     return tuple(out)
+
+
+def source_custom_kinds(source: SourceApi, *, page_size: int = 500, retry: Retry | None = None) -> tuple[Kind, ...]:
+    """The kinds of the source's established CRDs (``syncer.kinds.custom_kinds``), listed once at the start."""
+    crds: list[Obj] = []
+    token: str | None = None
+    while True:
+        page = _list(source, token, page_size, retry)
+        crds += page.items
+        token = page.continue_token
+        if not token:
+            return custom_kinds(crds)
+
+
+def _list(source: SourceApi, token: str | None, page_size: int, retry: Retry | None) -> Page:
+    failures = 0
+    while True:
+        try:
+            return source.list(CRD, None, label_selector=None, limit=page_size, continue_token=token)
+        except Unavailable as exc:
+            failures += 1
+            if retry is None or not retry(exc, failures):
+                raise

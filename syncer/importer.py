@@ -27,8 +27,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from syncer.backoff import Backoff
-from syncer.discovery import available_kinds
-from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
+from syncer.discovery import available_kinds, source_custom_kinds
+from syncer.kinds import CRD, DEFAULT, NAMESPACE, POD, Kind, with_custom_kinds
 from syncer.kube import ApiProblem, NotFound, Page, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
 from syncer.objects import Obj
@@ -71,6 +71,8 @@ def run_import(
     """Copy every object of ``kinds`` from the source into the simulator once (optional kinds only where both
     ends serve them); returns the counts."""
     kinds = available_kinds(source, target, kinds)
+    if CRD in kinds:
+        kinds = with_custom_kinds(kinds, source_custom_kinds(source, page_size=page_size))
     metrics = metrics or Metrics()
     sink = Sink(target, metrics=metrics, backoff=backoff or Backoff())
     sink.mirrored_kinds = frozenset(k.name for k in kinds)

@@ -11,11 +11,16 @@ The ``workload`` kinds (apps/v1 Deployments, ReplicaSets, StatefulSets, DaemonSe
 mirrored only when asked for (``--workloads`` or by name in ``--kinds``): the simulator's own controllers then run
 them. They come after pods in the apply order, so that a mirrored controller finds the pods (ReplicaSets) it
 adopts already there instead of creating its own.
+
+CustomResourceDefinitions are mirrored when asked for (``--custom-resources`` or ``crd`` in ``--kinds``), and with
+them the objects of every CRD the source has when the run starts (``custom_kinds``: one ``custom`` kind per CRD,
+at its storage version, applied right after the CRDs, before what may refer to them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 
@@ -31,6 +36,7 @@ class Kind:
     optional: bool = False  # not every cluster serves it: mirrored only when discovery finds it on both ends
     workload: bool = False  # a controller's object: mirrored only when asked for, run by the simulator's controllers
     wire_kind: str = ""  # the objects' ``kind`` when ``name`` is not it (a second version of a kind)
+    custom: bool = False  # a CRD's kind, found in the source's CRDs (``custom_kinds``)
 
     @property
     def object_kind(self) -> str:
@@ -65,6 +71,10 @@ PV = Kind("PersistentVolume", "v1", "persistentvolumes", False, True)
 PDB = Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True, True)
 # A PodGroup's status is its controller's account of the source's pods; the simulator's pods are placed anew, so
 # the status is not copied.
+# A CRD's status is the simulator's own (names accepted, established), never copied.
+CRD = Kind(
+    "CustomResourceDefinition", "apiextensions.k8s.io/v1", "customresourcedefinitions", False, False, optional=True
+)
 POD_GROUP = Kind("PodGroup", "scheduling.x-k8s.io/v1alpha1", "podgroups", True, False, optional=True)
 WORKLOAD = Kind("Workload", "scheduling.k8s.io/v1alpha1", "workloads", True, False, optional=True)
 # v1.36: a PodGroup's status is the scheduler's account of its pods, made anew by the simulator's scheduler.
@@ -99,6 +109,7 @@ ORDER: tuple[Kind, ...] = (
     NAMESPACE,
     PRIORITY_CLASS,
     STORAGE_CLASS,
+    CRD,
     DEVICE_CLASS,
     PVC,
     NODE,
@@ -121,8 +132,8 @@ ORDER: tuple[Kind, ...] = (
     CRON_JOB,
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in ORDER}
-# Mirrored by default: everything but the workloads.
-DEFAULT: tuple[Kind, ...] = tuple(k for k in ORDER if not k.workload)
+# Mirrored by default: everything but the workloads and the CRDs.
+DEFAULT: tuple[Kind, ...] = tuple(k for k in ORDER if not k.workload and k is not CRD)
 WORKLOADS: tuple[Kind, ...] = tuple(k for k in ORDER if k.workload)
 # A controller mirrored without the kind it manages would be run beside copies it cannot adopt or would duplicate
 # (a Deployment creating its own ReplicaSets next to the mirrored ones' pods), so asking for it brings that kind.
@@ -167,15 +178,21 @@ _ALIASES: dict[str, str] = {
     "resourceslices": "ResourceSlice",
     "resourceclaimtemplates": "ResourceClaimTemplate",
     "resourceclaims": "ResourceClaim",
+    "crd": "CustomResourceDefinition",
+    "crds": "CustomResourceDefinition",
+    "customresourcedefinitions": "CustomResourceDefinition",
 }
 
 
-def parse_kinds(spec: str | None, *, workloads: bool = False) -> tuple[Kind, ...]:
+def parse_kinds(spec: str | None, *, workloads: bool = False, custom_resources: bool = False) -> tuple[Kind, ...]:
     """Kinds named in a comma-separated list (any spelling), in apply order; ``DEFAULT`` for None or "".
 
     ``workloads`` adds every workload kind; a Deployment brings ReplicaSets and a CronJob brings Jobs.
+    ``custom_resources`` adds the CRDs (their objects' kinds are found when the run starts: ``custom_kinds``).
     """
     wanted: set[str] = {k.name for k in WORKLOADS} if workloads else set()
+    if custom_resources:
+        wanted.add(CRD.name)
     if not spec:
         wanted |= {k.name for k in DEFAULT}
     lower = {k.name.lower(): k.name for k in ORDER}
@@ -190,3 +207,37 @@ def parse_kinds(spec: str | None, *, workloads: bool = False) -> tuple[Kind, ...
     wanted |= {_BRINGS[name] for name in wanted if name in _BRINGS}
     wanted |= {_OTHER_VERSIONS[name] for name in wanted if name in _OTHER_VERSIONS}
     return tuple(k for k in ORDER if k.name in wanted)
+
+
+def custom_kinds(crds: list[dict[str, Any]]) -> tuple[Kind, ...]:
+    """One ``custom`` kind per established CRD of ``crds`` (the source's), at its storage version."""
+    out: list[Kind] = []
+    for crd in crds:
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            continue
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        storage = next((v.get("name") for v in spec.get("versions") or [] if v.get("storage")), None)
+        if not storage or not names.get("kind") or not names.get("plural"):
+            continue
+        api_version = f"{spec.get('group')}/{storage}"
+        out.append(
+            Kind(
+                str(names["kind"]),
+                api_version,
+                str(names["plural"]),
+                spec.get("scope") == "Namespaced",
+                False,
+                custom=True,
+            )
+        )
+    return tuple(sorted(out, key=lambda k: (k.api_version, k.name)))
+
+
+def with_custom_kinds(kinds: tuple[Kind, ...], custom: tuple[Kind, ...]) -> tuple[Kind, ...]:
+    """``kinds`` with ``custom`` right after the CRDs (their objects after the CRD that defines them)."""
+    if CRD not in kinds:
+        return kinds
+    at = kinds.index(CRD) + 1
+    return (*kinds[:at], *custom, *kinds[at:])

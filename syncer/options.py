@@ -75,6 +75,12 @@ def _add_filters(parser: Options) -> None:
         help="also copy Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs, which the "
         "simulator's controllers then run (adopting the copied pods); by default only their pods are copied",
     )
+    parser.add_argument(
+        "--custom-resources",
+        action="store_true",
+        help="also copy CustomResourceDefinitions and the objects of every CRD the source has when the run starts "
+        "(their status is the simulator's own)",
+    )
     parser.add_argument("--namespaces", help="comma-separated namespaces (default: all)")
     parser.add_argument("--label-selector", help="label selector choosing which pods to copy (default: all)")
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from itertools import groupby
 
 from syncer.backoff import Backoff
-from syncer.discovery import available_kinds
-from syncer.kinds import DEFAULT, NAMESPACE, POD, Kind
+from syncer.discovery import available_kinds, source_custom_kinds
+from syncer.kinds import CRD, DEFAULT, NAMESPACE, POD, Kind, with_custom_kinds
 from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
 from syncer.objects import Obj
@@ -135,7 +135,11 @@ class Syncer:
         """Ask which kinds both ends serve, adopt earlier mirrors, list the source in apply order, then start the
         sink and watcher threads."""
         try:
-            self.kinds = available_kinds(self.source, self.target, self.options.kinds, retry=self._retry_discovery)
+            kinds = available_kinds(self.source, self.target, self.options.kinds, retry=self._retry_discovery)
+            if CRD in kinds:
+                found = source_custom_kinds(self.source, page_size=self.options.page_size, retry=self._retry_discovery)
+                kinds = with_custom_kinds(kinds, found)
+            self.kinds = kinds
         except Unavailable:
             return  # stopped while an end was unreachable
         self.sink.mirrored_kinds = frozenset(k.name for k in self.kinds)

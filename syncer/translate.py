@@ -168,7 +168,7 @@ def desired(kind: Kind, source: Obj, *, keep_binding: bool, pvc_uid: PvcUid) -> 
     annotations[SOURCE_UID_ANNOTATION] = source_uid(source)
     m["annotations"] = annotations
     m.pop("ownerReferences", None)
-    if kind.workload or kind.name == "ResourceClaim":
+    if kind.workload or kind.name in ("ResourceClaim", "CustomResourceDefinition"):
         obj.pop("status", None)  # a controller's or the scheduler's account of the source, not the simulator
     if kind.name == "Job":
         _drop_generated_job_selector(obj)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kss_sim.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, required
-from kss_sim.cluster.kinds.registry import KINDS, info_for
+from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, info_for
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.engine_host.scheduler_thread import SchedulerService
@@ -120,12 +120,20 @@ class OperationsService:
                 # Without managedFields, as ``kubectl get -o yaml`` shows objects: who wrote which field here
                 # means nothing on the cluster a snapshot is loaded into (import drops them too).
                 objects[key] = [_without_managed_fields(o) for o in self.store.list(kind)[0]]
+        if self.store.serves("CustomResourceDefinition"):
+            objects[snapshot.CUSTOM_RESOURCES_KEY] = [
+                _without_managed_fields(o) for key in self._custom_keys() for o in self.store.list(key)[0]
+            ]
         config = self.scheduler.config_document()
         return {
             key: (config if key == snapshot.SCHEDULER_CONFIG_KEY else objects[key])
             for key in snapshot.EXPORT_ORDER
             if key == snapshot.SCHEDULER_CONFIG_KEY or key in objects
         }
+
+    def _custom_keys(self) -> list[str]:
+        """Where the store keeps each CRD's kind (``Kind.group``), in a stable order."""
+        return sorted(info.key for info in self.store.custom_kinds().storage_kinds())
 
     def export(self, fmt: str = "json") -> str:
         """:meth:`snapshot` as JSON or YAML text."""
@@ -237,7 +245,7 @@ class OperationsService:
     def capture_initial(self) -> None:
         """Remember the current objects and scheduler configuration as what :meth:`reset` returns to."""
         items: list[Item] = []
-        for kind in _STATE_KINDS:
+        for kind in (*_STATE_KINDS, *self._custom_keys()):
             for obj in self.store.list(kind)[0]:
                 items.append(Item(f"initial.{kind}", kind, obj))
         self._initial_items = items
@@ -304,8 +312,17 @@ def _apply(store: ClusterStore, items: list[Item], *, replace: bool, keep_going:
     return applied
 
 
+def _check_served(store: ClusterStore, item: Item) -> None:
+    """``Invalid`` at the item's ``kind`` when it is of a CRD's kind that no established CRD serves here."""
+    if item.kind not in BY_KIND and not store.serves(item.kind):
+        kind = item.obj.get("kind")
+        cause = Cause("kind", "FieldValueNotSupported", f"kind {kind!r} is not served by the virtual cluster")
+        raise Invalid(item.kind, item.name, [cause])
+
+
 def _apply_one(store: ClusterStore, item: Item) -> bool:
     """Write one item; True when it was created, False when it replaced an existing object."""
+    _check_served(store, item)
     body = copy.deepcopy(item.obj)
     namespace = item.namespace
     if not item.name and not (body.get("metadata") or {}).get("generateName"):
@@ -331,6 +348,7 @@ def _create_one(store: ClusterStore, item: Item, *, owned: bool) -> Obj:
     """Create one item with the status it carries (``create_objects``); a pod not bound gets the server's.
     ``owned``: the item is plain JSON, which the store may take without copying it (it is parsed for this request
     only). Returns the stored object: read it, never change it."""
+    _check_served(store, item)
     body = item.obj
     namespace = item.namespace
     _relink_owners(store, body, namespace)

@@ -43,8 +43,11 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "resourceSlices": "ResourceSlice",
     "resourceClaimTemplates": "ResourceClaimTemplate",
     "resourceClaims": "ResourceClaim",
+    "customResourceDefinitions": "CustomResourceDefinition",
 }
 SCHEDULER_CONFIG_KEY = "schedulerConfig"
+# The objects of every CRD's kind, whatever their kind (each carries its apiVersion and kind).
+CUSTOM_RESOURCES_KEY = "customResources"
 # Export key order as kube-scheduler-simulator writes it; our extra kinds last.
 EXPORT_ORDER = (
     "pods",
@@ -71,12 +74,15 @@ EXPORT_ORDER = (
     "resourceSlices",
     "resourceClaimTemplates",
     "resourceClaims",
+    "customResourceDefinitions",
+    CUSTOM_RESOURCES_KEY,
 )
 # Creation order: what an object refers to exists before it (namespaces, classes, claims, nodes, owners before
 # what they own: CronJob > Job > Pod, Deployment > ReplicaSet > Pod; device classes and slices before the pods that
 # use them, ResourceClaims after the pods that own them so their ownerReferences point at the new pods).
 CREATE_ORDER = (
     "Namespace",
+    "CustomResourceDefinition",  # its kinds' objects (not listed here) come after every listed kind
     "ClusterRole",
     "ClusterRoleBinding",
     "ServiceAccount",
@@ -136,9 +142,13 @@ class Item:
     @property
     def namespace(self) -> str | None:
         """``metadata.namespace`` of a namespaced kind (default "default"), else None."""
-        if not BY_KIND[self.kind].namespaced:
+        info = BY_KIND.get(self.kind)
+        namespace = (self.obj.get("metadata") or {}).get("namespace")
+        if info is None:  # a CRD's kind: its scope is the CRD's, so the object's own namespace (if any) stands
+            return str(namespace) if namespace else None
+        if not info.namespaced:
             return None
-        return str((self.obj.get("metadata") or {}).get("namespace") or "default")
+        return str(namespace or "default")
 
     @property
     def name(self) -> str:
@@ -189,7 +199,11 @@ def _load(text: str, what: str) -> tuple[list[Any], bool]:
 
 def is_snapshot(doc: Any) -> bool:
     """Whether ``doc`` has kube-scheduler-simulator's snapshot shape (no ``kind``, resource lists by key)."""
-    return isinstance(doc, dict) and "kind" not in doc and any(k in doc for k in (*SNAPSHOT_KINDS, "schedulerConfig"))
+    return (
+        isinstance(doc, dict)
+        and "kind" not in doc
+        and any(k in doc for k in (*SNAPSHOT_KINDS, SCHEDULER_CONFIG_KEY, CUSTOM_RESOURCES_KEY))
+    )
 
 
 def parse(text: str) -> Parsed:
@@ -221,7 +235,7 @@ def _add_snapshot(parsed: Parsed, doc: Obj, path: str) -> None:
                 _set_config(parsed, value, prefix + key)
             continue
         kind = SNAPSHOT_KINDS.get(key)
-        if kind is None:
+        if kind is None and key != CUSTOM_RESOURCES_KEY:
             parsed.errors.append(Cause(prefix + key, "FieldValueNotSupported", "unknown field in the snapshot"))
             continue
         if value is None:
@@ -258,6 +272,10 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
         return
     info = BY_KIND.get(kind)
     if info is None:
+        group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+        if "." in group:  # a CRD's kind, stored as Kind.group: the import finds out whether its CRD is there
+            parsed.items.append(Item(path, f"{kind}.{group}", dict(obj)))
+            return
         parsed.errors.append(
             Cause(f"{path}.kind", "FieldValueNotSupported", f"kind {kind!r} is not served by the virtual cluster")
         )

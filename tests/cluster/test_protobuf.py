@@ -105,8 +105,9 @@ def test_every_field_of_every_served_kind_round_trips(info: KindInfo) -> None:
 def test_kinds_served_as_custom_resources_have_no_protobuf_form() -> None:
     custom = [k for k in KINDS if k.custom]
     assert custom and not any(_with_protobuf(k) for k in custom)
-    # every other kind kss serves has its message
-    assert [k.kind for k in KINDS if not k.custom and not _with_protobuf(k)] == []
+    # every other kind kss serves has its message, but CustomResourceDefinition: its schemas (JSONSchemaProps and the
+    # JSON, JSONSchemaPropsOrBool, ... that marshal themselves) are not in the generic codec; it is served as JSON
+    assert [k.kind for k in KINDS if not k.custom and not _with_protobuf(k)] == ["CustomResourceDefinition"]
 
 
 def test_zero_values_follow_go_json_tags() -> None:

@@ -75,7 +75,8 @@ async def test_export_import_round_trip_keeps_groups_workloads_and_refs(
     await _load(gated)
     exported = (await gated.get("/simulator/v1/export", params={"format": "yaml"})).text
     snap = yaml.safe_load(exported)
-    assert list(snap)[-12:-10] == ["podGroups", "workloads"]  # then the workload kinds and the DRA kinds
+    # then the workload kinds, the DRA kinds, the CRDs and the custom objects
+    assert list(snap)[-14:-12] == ["podGroups", "workloads"]
     assert [g["metadata"]["name"] for g in snap["podGroups"]] == ["gang"]
     assert snap["podGroups"][0]["status"]["phase"] == "Running"
     assert [w["metadata"]["name"] for w in snap["workloads"]] == ["train"]

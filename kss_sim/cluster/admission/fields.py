@@ -73,6 +73,7 @@ ROOT_MODELS = {
     "TokenReview": "V1TokenReview",
     "SubjectAccessReview": "V1SubjectAccessReview",
     "SelfSubjectAccessReview": "V1SelfSubjectAccessReview",
+    "CustomResourceDefinition": "V1CustomResourceDefinition",
 }
 
 # Models the installed client lacks, in the schema's notation (see below); keys name the API type.

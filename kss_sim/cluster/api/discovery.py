@@ -3,6 +3,7 @@ OpenAPI documents, as kube-apiserver answers them (kubectl and the official clie
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -10,13 +11,16 @@ from fastapi.responses import Response
 
 from kss_sim.cluster.api import containers, openapi
 from kss_sim.cluster.api.responses import JSON, authorize, json_response, raw_response
+from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import UnknownResource
-from kss_sim.cluster.kinds.registry import VERBS, Gates, group_versions, kinds_in
+from kss_sim.cluster.kinds.registry import VERBS, Gates, KindInfo, group_versions, kinds_in
+from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.state import state_accessor
 
 router = APIRouter()
 _settings = state_accessor("settings", Settings)
+_store = state_accessor("store", ClusterStore)
 
 
 def _gates(request: Request) -> Gates:
@@ -33,9 +37,42 @@ def _minor(request: Request) -> int:
 STATUS_SUBRESOURCES = {"status"}
 
 
-def _resource_list(group: str, version: str, gates: Gates, minor: int) -> dict[str, Any]:
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def _version_priority(version: str) -> tuple[int, int, int, str]:
+    """kube's version priority (``v2`` > ``v1`` > ``v1beta2`` > ``v1beta1`` > ``v1alpha1`` > anything else, by
+    name), as a sort key: what a CRD group's preferred version is."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (3, 0, 0, version)
+    stage = {None: 0, "beta": 1, "alpha": 2}[match[2]]
+    return (stage, -int(match[1]), -int(match[3] or 0), version)
+
+
+def _custom(request: Request) -> list[CustomKindInfo]:
+    return _store(request).custom_kinds().served()
+
+
+def _all_group_versions(gates: Gates, minor: int, custom: list[CustomKindInfo]) -> dict[str, list[str]]:
+    """The built-in groups' versions, then the CRDs' groups (each group's versions by kube's priority)."""
+    out = group_versions(gates, minor)
+    extra: dict[str, set[str]] = {}
+    for info in custom:
+        if info.group not in out:
+            extra.setdefault(info.group, set()).add(info.version)
+    for group in sorted(extra):
+        out[group] = sorted(extra[group], key=_version_priority)
+    return out
+
+
+def _resource_list(
+    group: str, version: str, gates: Gates, minor: int, custom: list[CustomKindInfo] | None = None
+) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
-    for info in kinds_in(group, version, gates, minor):
+    served: list[KindInfo] = kinds_in(group, version, gates, minor)
+    served += [c for c in custom or [] if c.group == group and c.version == version]
+    for info in served:
         entry: dict[str, Any] = {
             "name": info.plural,
             "singularName": info.singular,
@@ -124,8 +161,8 @@ def _resource_list(group: str, version: str, gates: Gates, minor: int) -> dict[s
     }
 
 
-def _group(name: str, gates: Gates, minor: int) -> dict[str, Any]:
-    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in group_versions(gates, minor)[name]]
+def _group(name: str, all_versions: dict[str, list[str]]) -> dict[str, Any]:
+    versions = [{"groupVersion": f"{name}/{v}", "version": v} for v in all_versions[name]]
     return {"name": name, "versions": versions, "preferredVersion": versions[0]}
 
 
@@ -147,7 +184,8 @@ async def healthz() -> Response:
 async def openapi_root(request: Request) -> Response:
     """``/openapi/v3``: the index of per-group-version documents."""
     authorize(request)
-    return raw_response(openapi.root_document(openapi.gates_key(_gates(request)), _minor(request)))
+    root = openapi.root_document(openapi.gates_key(_gates(request)), _minor(request))
+    return raw_response(openapi.root_with(root, openapi.custom_documents(_custom(request))))
 
 
 @router.get("/openapi/v2")
@@ -164,7 +202,9 @@ async def openapi_v2(request: Request) -> Response:
 async def openapi_group_version(request: Request, path: str) -> Response:
     """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``)."""
     authorize(request)
-    doc = openapi.lookup(path, _gates(request), _minor(request))
+    doc = openapi.lookup(path, _gates(request), _minor(request)) or openapi.custom_documents(_custom(request)).get(
+        path.strip("/")
+    )
     if doc is None:
         raise UnknownResource()
     return raw_response(doc)
@@ -188,8 +228,8 @@ async def api_versions(request: Request) -> Response:
 async def api_groups(request: Request) -> Response:
     """``/apis``: every named group served."""
     authorize(request)
-    gates, minor = _gates(request), _minor(request)
-    groups = [_group(g, gates, minor) for g in group_versions(gates, minor) if g]
+    all_versions = _all_group_versions(_gates(request), _minor(request), _custom(request))
+    groups = [_group(g, all_versions) for g in all_versions if g]
     return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
 
@@ -197,10 +237,10 @@ async def api_groups(request: Request) -> Response:
 async def api_group(request: Request, group: str) -> Response:
     """``/apis/{group}``: one group's versions."""
     authorize(request)
-    gates, minor = _gates(request), _minor(request)
-    if group not in group_versions(gates, minor) or not group:
+    all_versions = _all_group_versions(_gates(request), _minor(request), _custom(request))
+    if group not in all_versions or not group:
         raise UnknownResource()
-    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, gates, minor)})
+    return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, all_versions)})
 
 
 @router.get("/api/v1")
@@ -215,6 +255,7 @@ async def group_resources(request: Request, group: str, version: str) -> Respons
     """``/apis/{group}/{version}``: one group version's resources."""
     authorize(request)
     gates, minor = _gates(request), _minor(request)
-    if version not in group_versions(gates, minor).get(group, []) or not group:
+    custom = _custom(request)
+    if version not in _all_group_versions(gates, minor, custom).get(group, []) or not group:
         raise UnknownResource()
-    return json_response(_resource_list(group, version, gates, minor))
+    return json_response(_resource_list(group, version, gates, minor, custom))

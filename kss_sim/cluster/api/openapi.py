@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from kss_sim.cluster.api.openapi_schemas import component_schemas
+from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, Gates, group_versions, kinds_in
 
 
@@ -32,6 +33,19 @@ def gv_path(group: str, version: str) -> str:
 def gates_key(gates: Gates) -> frozenset[tuple[str, bool]]:
     """The feature gates as a hashable key for the cached documents."""
     return frozenset(gates.items())
+
+
+def _patch_operation(kind: str, gvk: dict[str, str]) -> dict[str, Any]:
+    return {
+        "operationId": f"patch{kind}",
+        "x-kubernetes-group-version-kind": gvk,
+        "x-kubernetes-action": "patch",
+        "parameters": [
+            {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+            for name in ("dryRun", "fieldManager", "fieldValidation", "force")
+        ],
+        "responses": {"200": {"description": "OK"}},
+    }
 
 
 @cache
@@ -48,16 +62,7 @@ def group_version_document(
             else f"{prefix}/{info.plural}/{{name}}"
         )
         paths[path] = {
-            "patch": {
-                "operationId": f"patch{info.api_kind}",
-                "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": info.api_kind},
-                "x-kubernetes-action": "patch",
-                "parameters": [
-                    {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
-                    for name in ("dryRun", "fieldManager", "fieldValidation", "force")
-                ],
-                "responses": {"200": {"description": "OK"}},
-            }
+            "patch": _patch_operation(info.api_kind, {"group": group, "version": version, "kind": info.api_kind})
         }
     # The schemas serve `kubectl explain`; the PATCH operations still carry no request body, so `kubectl apply`
     # keeps computing strategic merge patches from its compiled-in types (it only uses schemas offered there).
@@ -91,6 +96,59 @@ def lookup(path: str, gates: Gates, minor: int = DEFAULT_MINOR) -> bytes | None:
             if gv_path(group, version) == path.strip("/"):
                 return group_version_document(group, version, gates_key(gates), minor)
     return None
+
+
+def custom_documents(kinds: list[CustomKindInfo]) -> dict[str, bytes]:
+    """The OpenAPI v3 documents of the CRDs' group versions (path key -> document), as kube-apiserver publishes a
+    CRD's: each kind's PATCH operation (so kubectl sends ``fieldValidation=Strict``) and its schema, tagged with its
+    group, version and kind (``kubectl explain``)."""
+    by_gv: dict[tuple[str, str], list[CustomKindInfo]] = {}
+    for info in kinds:
+        by_gv.setdefault((info.group, info.version), []).append(info)
+    out: dict[str, bytes] = {}
+    for (group, version), infos in by_gv.items():
+        prefix = "/" + gv_path(group, version)
+        paths: dict[str, Any] = {}
+        schemas: dict[str, Any] = {}
+        for info in infos:
+            path = (
+                f"{prefix}/namespaces/{{namespace}}/{info.plural}/{{name}}"
+                if info.namespaced
+                else (f"{prefix}/{info.plural}/{{name}}")
+            )
+            gvk = {"group": group, "version": version, "kind": info.kind}
+            paths[path] = {"patch": _patch_operation(info.kind, gvk)}
+            name = ".".join([*reversed(group.split(".")), version, info.kind])
+            properties = {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                **{
+                    k: v
+                    for k, v in (info.schema.get("properties") or {}).items()
+                    if k not in ("apiVersion", "kind", "metadata")
+                },
+            }
+            schemas[name] = {**info.schema, "properties": properties, "x-kubernetes-group-version-kind": [gvk]}
+        doc = {
+            "openapi": "3.0.0",
+            "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+            "paths": paths,
+            "components": {"schemas": schemas},
+        }
+        out[gv_path(group, version)] = orjson.dumps(doc)
+    return out
+
+
+def root_with(root: bytes, custom: dict[str, bytes]) -> bytes:
+    """``/openapi/v3``'s index ``root`` with the CRDs' group versions ``custom`` added."""
+    if not custom:
+        return root
+    paths = orjson.loads(root)["paths"]
+    for key, doc in custom.items():
+        digest = hashlib.sha512(doc).hexdigest()[:32].upper()
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
+    return orjson.dumps({"paths": paths})
 
 
 # What kubectl asks /openapi/v2 for (gnostic's OpenAPI v2 Document message).

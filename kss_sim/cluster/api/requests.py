@@ -16,6 +16,8 @@ from fastapi import Request
 from kss_sim.cluster.admission import fields
 from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
 from kss_sim.cluster.api import params, protobuf
+from kss_sim.cluster.crd import objects as custom_objects
+from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import BadRequest, RequestEntityTooLarge, UnknownResource, UnsupportedMediaType
 from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, NO_GATES, Gates, KindInfo, resource_info
 from kss_sim.config import Settings
@@ -35,24 +37,35 @@ class Target:
     subresource: str | None
 
 
+CustomLookup = Callable[[str, str, str], KindInfo | None]
+
+
 def parse_target(
-    group: str, version: str, segments: list[str], gates: Gates = NO_GATES, minor: int = DEFAULT_MINOR
+    group: str,
+    version: str,
+    segments: list[str],
+    gates: Gates = NO_GATES,
+    custom: CustomLookup | None = None,
+    minor: int = DEFAULT_MINOR,
 ) -> Target:
     """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}`` (only kinds served
-    with the feature gates ``gates`` by Kubernetes 1.``minor``)."""
+    with the feature gates ``gates`` by Kubernetes 1.``minor``, then the CRDs' kinds ``custom`` finds by group,
+    version and plural)."""
+
+    def lookup(plural: str) -> KindInfo | None:
+        info = resource_info(group, version, plural, gates, minor)
+        if info is None and custom is not None and group:
+            info = custom(group, version, plural)
+        return info
+
     segments = [s for s in segments if s]
     namespace: str | None = None
-    if (
-        len(segments) >= 3
-        and segments[0] == "namespaces"
-        and resource_info(group, version, segments[2], gates, minor) is not None
-        and segments[2] != "namespaces"
-    ):
+    if len(segments) >= 3 and segments[0] == "namespaces" and segments[2] != "namespaces" and lookup(segments[2]):
         namespace = segments[1]
         segments = segments[2:]
     if not segments:
         raise UnknownResource()
-    info = resource_info(group, version, segments[0], gates, minor)
+    info = lookup(segments[0])
     if info is None or len(segments) > 3:
         raise UnknownResource()
     if namespace is not None and not info.namespaced:
@@ -188,7 +201,10 @@ def _unknown_field_messages(
     mode: str, info: KindInfo, obj: dict[str, Any], *, patch: bool = False, kube_version: str | None = None
 ) -> list[str]:
     """Drop from ``obj`` the fields ``info.kind`` does not have; what to report about them under ``mode``."""
-    unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch, kube_version=kube_version)
+    if isinstance(info, CustomKindInfo):
+        unknown = custom_objects.unknown_fields(info, obj)
+    else:
+        unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch, kube_version=kube_version)
     if not unknown or mode == "Ignore":
         return []
     return [f'unknown field "{path}"' for path in unknown]

@@ -29,6 +29,7 @@ from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from kss_sim.cluster.api import containers, eviction, params, protobuf, reviews, scale, watch
+from kss_sim.cluster.api.custom_versions import converted, in_version, to_storage_version
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -110,7 +111,8 @@ def _list_body(info: KindInfo, items: list[StoredObject], rv: int, token: str, r
     if remaining is not None:
         meta["remainingItemCount"] = remaining
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    return head[:-1] + b',"items":[' + b",".join(e.raw for e in items) + b"]}"
+    raws = [orjson.dumps(in_version(info, e.obj)) for e in items] if converted(info) else [e.raw for e in items]
+    return head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
 
 
 def _list_of(info: KindInfo, objects: list[dict[str, Any]], rv: int) -> dict[str, Any]:
@@ -130,6 +132,8 @@ def _render(request: Request, info: KindInfo) -> Callable[[dict[str, Any], bytes
         return lambda obj, _raw: orjson.dumps(
             {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
         )
+    if converted(info):
+        return lambda obj, _raw: orjson.dumps(in_version(info, obj))
     return lambda _obj, raw: raw
 
 
@@ -144,13 +148,13 @@ def _warned(response: Response, warnings: list[str]) -> Response:
 async def _handle_get(request: Request, store: ClusterStore, target: Target) -> Response:
     info = target.info
     if target.name is not None:
-        entry = store.read(info.kind, target.namespace, target.name)  # in memory, committed state: quick
+        entry = store.read(info.key, target.namespace, target.name)  # in memory, committed state: quick
         if wants(request, "Table"):
             include = request.query_params.get("includeObject", "Metadata")
             return json_response(tables.table(info, [entry.obj], entry.resource_version, include_object=include))
         return raw_response(_render(request, info)(entry.obj, entry.raw))
     selector = make_selector(
-        info.kind, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
+        info.key, request.query_params.get("labelSelector"), request.query_params.get("fieldSelector")
     )
     # No query (the common case) is the default options: parsing an empty query still costs.
     options = params.list_options(request.query_params) if request.scope.get("query_string") else params.NO_OPTIONS
@@ -158,7 +162,7 @@ async def _handle_get(request: Request, store: ClusterStore, target: Target) -> 
         return _watch(request, store, target, selector, options)
     result = await run_in_threadpool(
         store.select,
-        info.kind,
+        info.key,
         target.namespace,
         selector,
         limit=options.limit,
@@ -202,7 +206,7 @@ def _watch(
         name_selector = f"metadata.name={target.name}"
         field = request.query_params.get("fieldSelector")
         selector = make_selector(
-            target.info.kind,
+            target.info.key,
             request.query_params.get("labelSelector"),
             f"{field},{name_selector}" if field else name_selector,
         )
@@ -261,6 +265,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     if not isinstance(body, dict):
         raise BadRequest(f"the object provided is unrecognized (must be of type {info.api_kind})")
     warnings = field_warnings(request, info, body, kube_version=store.kube_version)
+    to_storage_version(info, body)
     manager = field_manager(request)
     # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
     # the answer is rendered from the stored object itself (read-only) instead of a copy of it.
@@ -268,10 +273,10 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     created = await _write(
         store,
         lambda: store.create(
-            info.kind, body, target.namespace, dry_run=dry_run, manager=manager, owned=owned, copy=False
+            info.key, body, target.namespace, dry_run=dry_run, manager=manager, owned=owned, copy=False
         ),
     )
-    return _warned(json_response(created, 201), warnings)
+    return _warned(json_response(in_version(info, created), 201), warnings)
 
 
 async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
@@ -311,11 +316,12 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
     if sub is not None and sub not in STATUS_SUBRESOURCES:
         raise MethodNotAllowed("update")
     warnings = field_warnings(request, info, body, kube_version=store.kube_version)
+    to_storage_version(info, body)
     manager = field_manager(request)
     updated = await _write(
-        store, lambda: store.update(info.kind, body, subresource=sub, dry_run=dry_run, manager=manager)
+        store, lambda: store.update(info.key, body, subresource=sub, dry_run=dry_run, manager=manager)
     )
-    return _warned(json_response(updated), warnings)
+    return _warned(json_response(in_version(info, updated)), warnings)
 
 
 async def _handle_patch(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -358,7 +364,7 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
     patched = await _write(
         store,
         lambda: store.patch(
-            info.kind,
+            info.key,
             target.namespace,
             name,
             patch,
@@ -369,7 +375,7 @@ async def _handle_patch(request: Request, store: ClusterStore, target: Target) -
             manager=manager,
         ),
     )
-    return _warned(json_response(patched), warnings)
+    return _warned(json_response(in_version(info, patched)), warnings)
 
 
 async def _handle_apply(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -398,11 +404,12 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
     if not isinstance(configuration, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
     warnings = field_warnings(request, info, configuration, kube_version=store.kube_version)
+    to_storage_version(info, configuration)
     name = target.name
     applied, created = await _write(
         store,
         lambda: store.apply(
-            info.kind,
+            info.key,
             target.namespace,
             name,
             configuration,
@@ -412,7 +419,7 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
             dry_run=dry_run,
         ),
     )
-    return _warned(json_response(applied, 201 if created else 200), warnings)
+    return _warned(json_response(in_version(info, applied), 201 if created else 200), warnings)
 
 
 async def _handle_delete(request: Request, store: ClusterStore, target: Target) -> Response:
@@ -444,7 +451,7 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
         field = request.query_params.get("fieldSelector")
         deleted = await run_in_threadpool(
             lambda: store.delete_collection(
-                info.kind, target.namespace, label, field, dry_run=dry_run, options=delete_options
+                info.key, target.namespace, label, field, dry_run=dry_run, options=delete_options
             )
         )
         return _warned(json_response(_list_of(info, deleted, store.resource_version)), warnings)
@@ -453,7 +460,7 @@ async def _handle_delete(request: Request, store: ClusterStore, target: Target) 
     deleted_obj = await _write(
         store,
         lambda: store.delete(
-            info.kind,
+            info.key,
             target.namespace,
             name,
             uid=preconditions.get("uid"),
@@ -485,7 +492,14 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         body = parse_body(request, None, await read_body(request))
         return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
     settings = _settings(request)
-    target = parse_target(group, version, segments, settings.effective_feature_gates, settings.version.minor)
+    target = parse_target(
+        group,
+        version,
+        segments,
+        settings.effective_feature_gates,
+        _store(request).custom_resource,
+        settings.version.minor,
+    )
     if target.info.review:
         if request.method != "POST" or target.name is not None:
             raise MethodNotAllowed(request.method.lower())

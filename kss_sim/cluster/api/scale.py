@@ -1,6 +1,7 @@
 """The ``scale`` subresource of Deployments, ReplicaSets and StatefulSets: an autoscaling/v1 ``Scale`` read from
 the object (``spec.replicas``, ``status.replicas`` and the selector as a string) and written back to its
-``spec.replicas``, as kube-apiserver's ScaleREST does (``kubectl scale``, HorizontalPodAutoscalers).
+``spec.replicas``, as kube-apiserver's ScaleREST does (``kubectl scale``, HorizontalPodAutoscalers). A CRD's kind
+with a scale subresource reads and writes the paths its CRD names instead (``specReplicasPath``, ...).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kss_sim.cluster.admission.patch import JSON_PATCH, MERGE_PATCH, PatchError, json_merge_patch, json_patch
+from kss_sim.cluster.crd.kinds import CustomKindInfo, ScalePaths
 from kss_sim.cluster.errors import BadRequest, Invalid, invalid
 from kss_sim.cluster.kinds.registry import KindInfo
 from kss_sim.cluster.storage.store import ClusterStore
@@ -56,9 +58,44 @@ def scale_of(obj: Obj) -> Obj:
     }
 
 
+def _at(obj: Any, path: str) -> Any:
+    for part in path.strip(".").split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def custom_scale_of(obj: Obj, paths: ScalePaths) -> Obj:
+    """The Scale of a custom object, read at its CRD's scale paths."""
+    meta = obj.get("metadata") or {}
+    scale_meta = {
+        key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if key in meta
+    }
+    replicas = _at(obj, paths.spec_replicas)
+    status: Obj = {"replicas": _at(obj, paths.status_replicas) or 0}
+    if paths.label_selector:
+        selector = _at(obj, paths.label_selector)
+        if isinstance(selector, str) and selector:
+            status["selector"] = selector
+    return {
+        "kind": "Scale",
+        "apiVersion": SCALE_API_VERSION,
+        "metadata": scale_meta,
+        "spec": {"replicas": replicas} if replicas else {},
+        "status": status,
+    }
+
+
+def _scale(info: KindInfo, obj: Obj) -> Obj:
+    if isinstance(info, CustomKindInfo) and info.scale is not None:
+        return custom_scale_of(obj, info.scale)
+    return scale_of(obj)
+
+
 def read_scale(store: ClusterStore, info: KindInfo, namespace: str | None, name: str) -> Obj:
     """``GET .../{name}/scale``."""
-    return scale_of(store.read(info.kind, namespace, name).obj)
+    return _scale(info, store.read(info.key, namespace, name).obj)
 
 
 def _replicas(info: KindInfo, name: str, scale: Any) -> tuple[int, str | None]:
@@ -93,10 +130,17 @@ def write_scale(
     """``PUT .../{name}/scale``: ``spec.replicas`` of the object set (a stale resourceVersion is a 409)."""
     replicas, rv = _replicas(info, name, scale)
     patch: Obj = {"spec": {"replicas": replicas}}
+    if isinstance(info, CustomKindInfo) and info.scale is not None:
+        patch = {}
+        node = patch
+        parts = info.scale.spec_replicas.strip(".").split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = replicas
     if rv:
         patch["metadata"] = {"resourceVersion": rv}
-    updated = store.patch(info.kind, namespace, name, patch, MERGE_PATCH, dry_run=dry_run)
-    return scale_of(updated)
+    updated = store.patch(info.key, namespace, name, patch, MERGE_PATCH, dry_run=dry_run)
+    return _scale(info, updated)
 
 
 def patch_scale(

@@ -79,7 +79,7 @@ async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> Asyn
     try:
         last = req.resource_version
         if last is None:
-            listing = store.select(req.info.kind, req.namespace, req.selector)
+            listing = store.select(req.info.key, req.namespace, req.selector)
             entries: list[StoredObject] = listing.items
             for entry in entries:
                 yield event_line(ADDED, render(entry.obj, entry.raw))
@@ -97,7 +97,7 @@ async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> Asyn
                 return
             for ev in events:
                 last = ev.resource_version
-                if ev.kind != req.info.kind:
+                if ev.kind != req.info.key:
                     continue
                 if req.info.namespaced and req.namespace and ev.namespace != req.namespace:
                     continue

@@ -57,6 +57,17 @@ class KindInfo:
         return self.wire_kind or self.kind
 
     @property
+    def key(self) -> str:
+        """Where the store keeps this kind's objects: its kind (a CRD's kinds: ``Kind.group``, see
+        ``kss_sim.cluster.crd.kinds``)."""
+        return self.kind
+
+    @property
+    def from_definition(self) -> bool:
+        """Served from a CustomResourceDefinition (False for every kind of this registry)."""
+        return False
+
+    @property
     def api_version(self) -> str:
         """``apiVersion`` of objects of this kind (``v1`` or ``group/version``)."""
         return f"{self.group}/{self.version}" if self.group else self.version
@@ -272,6 +283,19 @@ KINDS: tuple[KindInfo, ...] = (
         "selfsubjectaccessreview",
         False,
         review=True,
+    ),
+    # CustomResourceDefinitions (kss_sim.cluster.crd); the kinds they define are served per store, not listed here.
+    KindInfo(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        False,
+        ("crd", "crds"),
+        ("status",),
+        ("api-extensions",),
+        has_status=True,
     ),
     KindInfo("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
     KindInfo("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),

@@ -168,7 +168,15 @@ class Committer:
     def reset(self, objects: Objects, resource_version: int) -> None:
         """Hold ``objects`` as committed at ``resource_version`` (lock held, nothing staged): a load."""
         self.objects = objects
+        for kind in objects:
+            self._shadow.setdefault(kind, {})
         self.rv = self.committed_rv = resource_version
+
+    def ensure_bucket(self, kind: str) -> None:
+        """Make room for a kind not in the registry (a CRD's, once established; lock held)."""
+        if kind not in self.objects:
+            self.objects[kind] = {}
+            self._shadow[kind] = {}
 
     def committed_entry(self, kind: str, key: tuple[str, str]) -> StoredObject | None:
         """The committed entry of one key, or None (lock held): what readers may see."""

@@ -23,9 +23,10 @@ from sqlalchemy import Engine
 
 from kss_sim.cluster.admission import admit as admission
 from kss_sim.cluster.admission.defaults import core as defaults
+from kss_sim.cluster.crd.kinds import CustomKindInfo, CustomKinds
 from kss_sim.cluster.errors import InternalError as InternalError
 from kss_sim.cluster.errors import NotFound
-from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, minor_of, served
+from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, KindInfo, minor_of, served
 from kss_sim.cluster.kinds.stored import Change
 from kss_sim.cluster.kinds.stored import StoredObject as StoredObject
 from kss_sim.cluster.storage import repository
@@ -35,7 +36,7 @@ from kss_sim.cluster.storage.committer import PendingWrites as PendingWrites
 from kss_sim.cluster.storage.listing import ListResult, decode_continue, page
 from kss_sim.cluster.storage.pod_writes import PodWrites
 from kss_sim.cluster.storage.selectors import Selector, make_selector
-from kss_sim.cluster.storage.versions import Versions, kind_info
+from kss_sim.cluster.storage.versions import Versions
 from kss_sim.cluster.storage.writes import ObjectWrites
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import gate_enabled
@@ -153,6 +154,8 @@ class ClusterStore:
         with self._lock, self._engine.connect() as conn:
             objects: dict[str, dict[tuple[str, str], StoredObject]] = {k.kind: {} for k in KINDS}
             for row in repository.load_rows(conn):
+                if row.kind not in objects and "." in row.kind:
+                    objects[row.kind] = {}  # a CRD's kind (Kind.group): served again once its CRD is loaded
                 if row.kind not in objects:
                     log.warning("ignoring stored object of unknown kind %s", row.kind)
                     continue
@@ -227,7 +230,31 @@ class ClusterStore:
         every registered kind (objects may remain from a run with the gate on); creates, updates and patches only
         for served ones."""
         info = BY_KIND.get(kind)
+        if info is None and "." in kind:
+            return self.custom_kind(kind) is not None
         return info is not None and served(info, self._gates, self._minor)
+
+    def _kind(self, kind: str) -> KindInfo:
+        info = BY_KIND.get(kind)
+        if info is not None:
+            return info
+        with self._lock:
+            return self._versions.kind_info(kind)
+
+    def custom_kinds(self) -> CustomKinds:
+        """The kinds the established CustomResourceDefinitions serve (``kss_sim.cluster.crd.kinds``)."""
+        with self._lock:
+            return self._versions.custom_kinds()
+
+    def custom_resource(self, group: str, version: str, plural: str) -> CustomKindInfo | None:
+        """The custom kind served at ``/apis/{group}/{version}/{plural}``, or None."""
+        with self._lock:
+            return self._versions.custom_kinds().resource(group, version, plural)
+
+    def custom_kind(self, key: str) -> CustomKindInfo | None:
+        """The custom kind stored under ``key`` (``Kind.group``), at its storage version; None if none is served."""
+        with self._lock:
+            return self._versions.custom_kinds().by_key(key)
 
     @property
     def clock(self) -> Callable[[], datetime]:
@@ -243,7 +270,7 @@ class ClusterStore:
     def get(self, kind: str, namespace: str | None, name: str, *, working: bool = False) -> Obj | None:
         """A copy of one object, or None. ``working``: staged writes included, so a bulk write inside
         ``deferred()`` (an import) sees the objects it wrote before they are committed."""
-        info = kind_info(kind)
+        info = self._kind(kind)
         key = ((namespace or "") if info.namespaced else "", name)
         with self._lock:
             entry = self._committer.objects[kind].get(key) if working else self._committer.committed_entry(kind, key)
@@ -251,7 +278,7 @@ class ClusterStore:
 
     def read(self, kind: str, namespace: str | None, name: str) -> StoredObject:
         """The stored entry of one object (read-only), or ``NotFound``."""
-        info = kind_info(kind)
+        info = self._kind(kind)
         with self._lock:
             entry = self._committer.committed_entry(kind, ((namespace or "") if info.namespaced else "", name))
         if entry is None:
@@ -279,7 +306,7 @@ class ClusterStore:
         continue_token: str | None = None,
     ) -> ListResult:
         """Stored entries (read-only) matching ``selector``, optionally one page of ``limit`` items."""
-        info = kind_info(kind)
+        info = self._kind(kind)
         start: tuple[str, str] | None = decode_continue(continue_token) if continue_token else None
         with self._lock:
             entries = self._committer.view(kind)

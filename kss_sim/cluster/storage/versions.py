@@ -16,6 +16,10 @@ from kss_sim.cluster.admission import admit as admission
 from kss_sim.cluster.admission import deletion, managed_fields, uids
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.validation.core import VALIDATORS, validate_update
+from kss_sim.cluster.crd import objects as custom_objects
+from kss_sim.cluster.crd.definition import KIND as CRD_KIND
+from kss_sim.cluster.crd.definition import established_status
+from kss_sim.cluster.crd.kinds import CustomKindInfo, CustomKinds, crd_key
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, POD_GROUP_V1ALPHA2, KindInfo
 from kss_sim.cluster.kinds.stored import Change, StoredObject
@@ -27,7 +31,7 @@ from kss_sim.kube.objects import Obj
 # Kinds whose metadata.generation tracks spec changes (custom resources always have one).
 GENERATION_KINDS = frozenset(
     {"Pod", "PodDisruptionBudget", "PodGroup", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
-    | {"DeviceClass", "ResourceSlice"}  # their strategies set generation 1 and bump it on spec changes
+    | {"DeviceClass", "ResourceSlice", "CustomResourceDefinition"}  # their strategies bump it on spec changes
     | {POD_GROUP_V1ALPHA2}
 )
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet: no vowels, no look-alikes
@@ -51,14 +55,6 @@ def meta_of(obj: Obj) -> Obj:
         meta = {}
         obj["metadata"] = meta
     return meta
-
-
-def kind_info(kind: str) -> KindInfo:
-    """The registered kind ``kind``; ``BadRequest`` when there is none."""
-    info = BY_KIND.get(kind)
-    if info is None:
-        raise BadRequest(f"no kind {kind!r} is registered in the virtual cluster")
-    return info
 
 
 def merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
@@ -93,11 +89,56 @@ class Versions:
         self._gates = gates
         self._auto_create_namespaces = auto_create_namespaces
         self.shared = SharedValues()  # equal parts of stored objects held once
+        self.custom = CustomKinds()  # the kinds the CRDs serve
         self._second_text: tuple[int | None, str] = (None, "")  # the last timestamp written, by its second
+
+    def custom_kinds(self) -> CustomKinds:
+        """The kinds the established CRDs serve, as the working state has them, each with room in the store."""
+        self.custom.refresh(self._committer.objects[CRD_KIND])
+        for info in self.custom.storage_kinds():
+            self._committer.ensure_bucket(info.key)
+        return self.custom
+
+    def kind_info(self, kind: str) -> KindInfo:
+        """The kind stored under ``kind`` (a registered kind, or a CRD's ``Kind.group``); ``BadRequest`` if none."""
+        info = BY_KIND.get(kind)
+        if info is None and "." in kind:
+            info = self.custom_kinds().by_key(kind)
+        if info is None:
+            raise BadRequest(f"no kind {kind!r} is registered in the virtual cluster")
+        return info
+
+    def all_kinds(self) -> list[KindInfo]:
+        """Every registered kind, then every custom kind at its storage version."""
+        return [*KINDS, *self.custom_kinds().storage_kinds()]
+
+    def crd_status(self, crd: Obj) -> Obj:
+        """``crd``'s status as the apiextensions controllers write it: its names checked against the other CRDs of
+        its group (a plural, kind or short name already taken is a conflict: not established)."""
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        mine = {names.get("plural"), names.get("singular"), *(names.get("shortNames") or [])} - {None}
+        conflicts: list[str] = []
+        for entry in self._committer.objects[CRD_KIND].values():
+            other = entry.obj
+            if other["metadata"].get("name") == crd["metadata"].get("name"):
+                continue
+            other_spec = other.get("spec") or {}
+            other_names = (other.get("status") or {}).get("acceptedNames") or {}
+            if other_spec.get("group") != spec.get("group"):
+                continue
+            if names.get("plural") == other_names.get("plural"):
+                conflicts.append(f'"{names.get("plural")}" is already in use')
+            elif names.get("kind") == other_names.get("kind"):
+                conflicts.append(f'"{names.get("kind")}" is already in use')
+            else:
+                taken = {other_names.get("singular"), *(other_names.get("shortNames") or [])} - {None}
+                conflicts += [f'"{n}" is already in use' for n in sorted(mine & taken)]
+        return established_status(crd, self.timestamp(), conflicts)
 
     def current(self, kind: str, namespace: str | None, name: str) -> StoredObject:
         """The working entry of one object (staged changes included), or ``NotFound``."""
-        info = kind_info(kind)
+        info = self.kind_info(kind)
         entry = self._committer.objects[kind].get(((namespace or "") if info.namespaced else "", name))
         if entry is None:
             raise NotFound(info.plural, name, group=info.group)
@@ -167,7 +208,12 @@ class Versions:
             else:
                 new_meta.pop(field, None)
         sent_managed = new_meta.pop("managedFields", None)
-        if info.kind in GENERATION_KINDS and (
+        if info.kind == CRD_KIND and subresource is None:
+            new["status"] = self.crd_status(new)
+        if info.from_definition:
+            if custom_objects.content_changed(new, old):
+                new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        elif info.kind in GENERATION_KINDS and (
             new.get("spec") != old.get("spec")
             # A Deployment's annotations are copied to its ReplicaSets, so changing them is a new generation too
             # (not through the status subresource: the Deployment controller's UpdateStatus carries its revision).
@@ -179,7 +225,11 @@ class Versions:
         ):
             new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
         self.track_fields(info, old, new, subresource, manager, managed, sent_managed)
-        causes = validate_update(info.kind, new, old) + deletion.update_causes(old, new)
+        causes = (
+            custom_objects.validate(info, new, old)
+            if isinstance(info, CustomKindInfo)
+            else validate_update(info.kind, new, old)
+        ) + deletion.update_causes(old, new)
         if causes:
             raise Invalid(info.api_kind, name, causes, group=info.group)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
@@ -190,7 +240,7 @@ class Versions:
             changes: _Changes = []
             self.delete_changes(info, StoredObject(new, encode(new)), changes, self._committer.rv)
             return changes[-1].event_obj.copy(), self._committer.stage(changes)
-        return self.stage_modified(info.kind, current, new)
+        return self.stage_modified(info.key, current, new)
 
     def track_fields(
         self,
@@ -260,13 +310,18 @@ class Versions:
         """Append the deletions of ``entry`` and of what depends on it (resourceVersions after ``base_rv``)."""
         dependents: list[tuple[KindInfo, StoredObject]] = []
         if info.kind == "Namespace":
-            for other in KINDS:
+            for other in self.all_kinds():
                 if other.namespaced:
                     dependents += [
                         (other, e)
-                        for (ns, _), e in sorted(self._committer.objects[other.kind].items())
+                        for (ns, _), e in sorted(self._committer.objects[other.key].items())
                         if ns == entry.name
                     ]
+        elif info.kind == CRD_KIND:
+            # Deleting a CRD deletes its objects (kube's finalizer, customresourcecleanup, does it before the CRD).
+            custom = self.custom_kinds().by_key(crd_key(entry.obj))
+            if custom is not None:
+                dependents += [(custom, e) for _, e in sorted(self._committer.objects[custom.key].items())]
         elif info.kind == "Node":
             dependents += [
                 (BY_KIND["Pod"], e)
@@ -277,21 +332,21 @@ class Versions:
         rv = base_rv
         for dep_info, dep in [*dependents, (info, entry)]:
             key = (dep.namespace, dep.name)
-            if (dep_info.kind, key) in deleted:
+            if (dep_info.key, key) in deleted:
                 continue
             rv += 1
             last = dep.copy()
             last["metadata"]["resourceVersion"] = str(rv)
             last_entry = StoredObject(last, encode(last))
-            changes.append(Change(DELETED, dep_info.kind, key, None, dep, last_entry))
+            changes.append(Change(DELETED, dep_info.key, key, None, dep, last_entry))
 
     def generate_name(self, kind: str, namespace: str, prefix: str) -> str:
         """A free name for ``generateName`` ``prefix``: five random characters after it."""
         for _ in range(100):
             name = prefix[:58] + uids.name_suffix(_NAME_CHARS, 5)
-            if (namespace if BY_KIND[kind].namespaced else "", name) not in self._committer.objects[kind]:
+            if (namespace if self.kind_info(kind).namespaced else "", name) not in self._committer.objects[kind]:
                 return name
-        raise AlreadyExists(BY_KIND[kind].plural, prefix)
+        raise AlreadyExists(self.kind_info(kind).plural, prefix)
 
     def now(self) -> datetime:
         """Now, on the store's clock."""

@@ -24,6 +24,9 @@ from kss_sim.cluster.admission.patch import (
     strategic_merge_patch,
 )
 from kss_sim.cluster.admission.validation.core import VALIDATORS
+from kss_sim.cluster.crd import objects as custom_objects
+from kss_sim.cluster.crd.definition import KIND as CRD_KIND
+from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound, invalid
 from kss_sim.cluster.kinds.registry import KindInfo, minor_of, served
 from kss_sim.cluster.kinds.stored import Change, StoredObject
@@ -31,7 +34,7 @@ from kss_sim.cluster.storage.change_log import MODIFIED
 from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.listing import page
 from kss_sim.cluster.storage.selectors import make_selector
-from kss_sim.cluster.storage.versions import DEFAULT_MANAGER, GENERATION_KINDS, Versions, encode, kind_info, meta_of
+from kss_sim.cluster.storage.versions import DEFAULT_MANAGER, GENERATION_KINDS, Versions, encode, meta_of
 from kss_sim.kube.objects import Obj
 
 _NO_OPTIONS = deletion.DeleteOptions()
@@ -69,8 +72,20 @@ class ObjectWrites:
         self._gates = gates
         self._minor = minor_of(kube_version)
 
+    def _info(self, kind: str) -> KindInfo:
+        with self._lock:  # a CRD's kind may be looked up (and its kinds rebuilt) only under the lock
+            return self._versions.kind_info(kind)
+
+    def _decode(self, info: KindInfo, obj: Any, *, owned: bool = False) -> Obj:
+        """``admission.decode`` at the store's Kubernetes version, then, for a CRD's kind, its unknown fields pruned
+        and its schema's defaults applied."""
+        body = admission.decode(info, obj, owned=owned, kube_version=self._kube_version)
+        if isinstance(info, CustomKindInfo):
+            custom_objects.admit(info, body)
+        return body
+
     def _writable(self, kind: str) -> KindInfo:
-        info = kind_info(kind)
+        info = self._info(kind)
         if not served(info, self._gates, self._minor):
             first, last = info.minors
             if self._minor < first or (last is not None and self._minor > last):
@@ -103,7 +118,7 @@ class ObjectWrites:
         Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj, owned=owned, kube_version=self._kube_version)
+        body = self._decode(info, obj, owned=owned)
         sent_status = body.get("status") if keep_status and info.has_status else None
         admission.drop_disabled_fields(info, body, None, self._gates)
         meta = meta_of(body)
@@ -146,7 +161,9 @@ class ObjectWrites:
                 body["status"] = sent_status
             if managed:
                 meta["managedFields"] = managed
-            causes = VALIDATORS[kind](body)
+            if info.kind == CRD_KIND:
+                body["status"] = self._versions.crd_status(body)
+            causes = custom_objects.validate(info, body) if isinstance(info, CustomKindInfo) else VALIDATORS[kind](body)
             if causes:
                 raise Invalid(info.api_kind, str(meta.get("name") or ""), causes, group=info.group)
             key = (str(meta.get("namespace") or ""), str(meta["name"]))
@@ -154,7 +171,7 @@ class ObjectWrites:
                 raise AlreadyExists(info.plural, key[1], group=info.group)
             meta.setdefault("uid", new_uid)  # a Job's is chosen in admission, for its selector
             meta["creationTimestamp"] = self._versions.timestamp()
-            if kind in GENERATION_KINDS:
+            if kind in GENERATION_KINDS or info.from_definition:
                 meta["generation"] = 1
             if dry_run:
                 return admission.own(body)
@@ -180,7 +197,7 @@ class ObjectWrites:
         takes the fields the update changes (managedFields).
         """
         info = self._writable(kind)
-        body = admission.decode(info, obj, kube_version=self._kube_version)
+        body = self._decode(info, obj)
         meta = meta_of(body)
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
@@ -244,7 +261,7 @@ class ObjectWrites:
                 raise BadRequest(
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
-            body = admission.decode(info, patched, kube_version=self._kube_version)
+            body = self._decode(info, patched)
             result, batch = self._versions.stage_update(info, current, body, subresource, dry_run, manager=manager)
         self._committer.acknowledge(batch)
         return result
@@ -282,7 +299,7 @@ class ObjectWrites:
                         time=self._versions.timestamp(),
                     )
                     managed = merged["metadata"]["managedFields"]
-                    body = admission.decode(info, merged, kube_version=self._kube_version)
+                    body = self._decode(info, merged)
                     result, batch = self._versions.stage_update(
                         info, current, body, subresource, dry_run, managed=managed
                     )
@@ -317,7 +334,7 @@ class ObjectWrites:
         An object left with finalizers after ``options`` (``kss_sim.cluster.admission.deletion``) is only marked as
         being deleted and returned as it now is; it goes when an update removes its last finalizer.
         """
-        info = kind_info(kind)
+        info = self._info(kind)
         with self._lock:
             current = self._versions.current(kind, namespace, name)
             meta = current.obj["metadata"]
@@ -373,7 +390,7 @@ class ObjectWrites:
     ) -> _Objs:
         """Delete every matching object in one transaction; returns their last states (as ``delete``, one left
         with finalizers is only marked as being deleted)."""
-        info = kind_info(kind)
+        info = self._info(kind)
         selector = make_selector(kind, label_selector, field_selector)
         with self._lock:
             working = self._committer.objects[kind]

@@ -3,6 +3,7 @@ read back as from kube-apiserver; allocation (a Service's cluster IP and node po
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 from kss_sim.cluster.admission.defaults.core import default_pod_spec
@@ -78,9 +79,16 @@ def default_csi_driver(obj: Obj) -> None:
 
 
 def default_secret(obj: Obj) -> None:
-    """SetDefaults_Secret: Opaque."""
+    """SetDefaults_Secret: Opaque; ``stringData`` merged into ``data`` (base64, over the same keys there) and not
+    stored, as the v1 to internal conversion does (it is write-only)."""
     if not obj.get("type"):
         obj["type"] = "Opaque"
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = dict(obj.get("data") or {})
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
 
 
 def default_volume_attachment(obj: Obj) -> None:

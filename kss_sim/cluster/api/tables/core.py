@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.kinds.registry import KindInfo
 from kss_sim.kube.objects import Obj
 
@@ -396,7 +397,10 @@ def table(
     now: datetime | None = None,
 ) -> Obj:
     """A ``meta.k8s.io/v1`` Table of ``objects`` (all columns; kubectl hides priority>0 unless ``-o wide``)."""
-    columns, row = _COLUMNS.get(info.kind, _GENERIC)
+    if isinstance(info, CustomKindInfo):
+        columns, row = custom.columns(info)
+    else:
+        columns, row = _COLUMNS.get(info.kind, _GENERIC)
     moment = now or datetime.now(UTC)
     meta: Obj = {}
     if resource_version is not None:
@@ -436,4 +440,4 @@ def register(columns: dict[str, tuple[list[Column], Callable[[Obj, datetime], li
 
 
 # The workload kinds' and the DRA kinds' printers live in their own modules, which register them here.
-from kss_sim.cluster.api.tables import dra, stored, workloads  # noqa: E402, F401
+from kss_sim.cluster.api.tables import custom, dra, stored, workloads  # noqa: E402, F401

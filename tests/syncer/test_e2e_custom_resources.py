@@ -1,0 +1,102 @@
+"""End to end: ``python -m syncer --custom-resources`` mirrors a source's CustomResourceDefinitions and their objects
+into ``kss serve`` (the CRD established there by the simulator itself, the objects following the source's changes
+and deletions) and never writes to the source; without the flag, neither is mirrored."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from typing import Any
+
+import httpx
+
+from syncer.translate import SOURCE_UID_ANNOTATION
+from tests.cluster.test_custom_resources import CRDS, RAY_CRD
+from tests.conftest import KSS
+from tests.syncer.test_e2e import REPO, Mirror, eventually, mirror, raw  # noqa: F401
+
+RAYS = "/apis/ray.example.com/v1/namespaces/default/rayclusters"
+
+
+def _ray(name: str, workers: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.example.com/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name},
+        "spec": {"image": "rayproject/ray", "workers": workers},
+    }
+
+
+def _send(m: Mirror, method: str, path: str, body: Any = None, content_type: str = "application/json") -> None:
+    """A write to the source (the test plays its users)."""
+    answer = httpx.request(
+        method,
+        m.source.url + path,
+        content=json.dumps(body).encode() if body is not None else None,
+        headers={"content-type": content_type},
+        timeout=10,
+    )
+    assert answer.status_code < 300, answer.text
+
+
+def _sim_rays(m: Mirror) -> dict[str, dict[str, Any]]:
+    try:
+        return {o["metadata"]["name"]: o for o in raw(m.sim, RAYS)["items"]}
+    except Exception:  # the CRD is not mirrored yet: 404
+        return {}
+
+
+def test_crds_and_their_objects_are_mirrored_and_followed(mirror: Mirror) -> None:  # noqa: F811
+    _send(mirror, "POST", CRDS, copy.deepcopy(RAY_CRD))
+    for name, workers in (("a", 1), ("b", 2)):
+        _send(mirror, "POST", RAYS, _ray(name, workers))
+    source_rays = {o["metadata"]["name"]: o for o in raw(mirror.src, RAYS)["items"]}
+    mirror.start_syncer("--custom-resources")
+
+    def mirrored() -> dict[str, dict[str, Any]] | None:
+        rays = _sim_rays(mirror)
+        return rays if set(rays) == {"a", "b"} else None
+
+    rays = eventually(mirrored, what="the RayClusters in the simulator")
+    assert rays["b"]["spec"] == {"image": "rayproject/ray", "workers": 2}
+    assert rays["a"]["metadata"]["annotations"][SOURCE_UID_ANNOTATION] == source_rays["a"]["metadata"]["uid"]
+    crd = raw(mirror.sim, f"{CRDS}/rayclusters.ray.example.com")
+    assert {c["type"]: c["status"] for c in crd["status"]["conditions"]}["Established"] == "True"
+
+    _send(mirror, "PATCH", f"{RAYS}/a", {"spec": {"workers": 7}}, "application/merge-patch+json")
+    _send(mirror, "DELETE", f"{RAYS}/b")
+    eventually(
+        lambda: set(_sim_rays(mirror)) == {"a"} and _sim_rays(mirror)["a"]["spec"]["workers"] == 7,
+        what="the change and the deletion mirrored",
+    )
+    assert mirror.proxy.mutating() == [], "the syncer never writes to the source"
+
+
+def test_without_the_flag_crds_are_not_mirrored(mirror: Mirror) -> None:  # noqa: F811
+    _send(mirror, "POST", CRDS, copy.deepcopy(RAY_CRD))
+    _send(mirror, "POST", RAYS, _ray("a", 1))
+    mirror.start_syncer()
+    eventually(lambda: mirror.metric("Namespace", "listed") >= 1, what="the syncer's lists")
+    assert raw(mirror.sim, CRDS)["items"] == []
+    assert mirror.proxy.mutating() == []
+
+
+def test_kss_import_copies_crds_and_their_objects_once(mirror: Mirror) -> None:  # noqa: F811
+    _send(mirror, "POST", CRDS, copy.deepcopy(RAY_CRD))
+    for name, workers in (("a", 1), ("b", 2), ("c", 3)):
+        _send(mirror, "POST", RAYS, _ray(name, workers))
+    source_config = mirror.workdir / "source.kubeconfig"
+    source_config.write_text(mirror.source.kubeconfig.read_text().replace(mirror.source.url, mirror.proxy.url))
+    target = ["--target-url", mirror.simulator.url]
+    done = subprocess.run(
+        [str(KSS), "import", "--kubeconfig", str(source_config), *target, "--custom-resources", "--page-size", "2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    rays = _sim_rays(mirror)
+    assert {name: o["spec"]["workers"] for name, o in rays.items()} == {"a": 1, "b": 2, "c": 3}
+    assert mirror.proxy.mutating() == []
