@@ -112,6 +112,7 @@ CREATE_ORDER = (
     "StatefulSet",
     "DaemonSet",
     "ControllerRevision",
+    "HorizontalPodAutoscaler",
     "Pod",
     "ResourceClaim",
     "Event",
