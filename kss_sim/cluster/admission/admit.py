@@ -120,6 +120,8 @@ def prepare_create(
         defaults.prepare_pvc_create(body, [e.obj for e in objects["StorageClass"].values()])
     elif info.kind == "PodDisruptionBudget":
         defaults.prepare_pdb_create(body)
+    elif info.kind == "HorizontalPodAutoscaler":
+        defaults_autoscaling.prepare_create(body)
     elif info.kind == "PersistentVolume":
         # No PV controller runs here: a new volume is Available at once, as the controller would make it
         # (left Pending, no static volume could ever be chosen by VolumeBinding).

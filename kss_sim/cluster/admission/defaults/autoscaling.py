@@ -42,7 +42,7 @@ def _fill(rules: Any, defaults: Obj) -> Obj:
 
 
 def default_horizontal_pod_autoscaler(obj: Obj) -> None:
-    """SetDefaults_HorizontalPodAutoscaler (autoscaling/v2)."""
+    """SetDefaults_HorizontalPodAutoscaler (autoscaling/v2), and the status's ``desiredReplicas`` Go renders."""
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return
@@ -58,10 +58,18 @@ def default_horizontal_pod_autoscaler(obj: Obj) -> None:
                 },
             }
         ]
+    status = obj.get("status")
+    if isinstance(status, dict):
+        status.setdefault("desiredReplicas", 0)  # no omitempty: always rendered
     behavior = spec.get("behavior")
     if isinstance(behavior, dict):
         behavior["scaleUp"] = _fill(behavior.get("scaleUp"), scale_up_rules())
         behavior["scaleDown"] = _fill(behavior.get("scaleDown"), scale_down_rules())
+
+
+def prepare_create(obj: Obj) -> None:
+    """PrepareForCreate: a new autoscaler's status is the controller's to write."""
+    obj["status"] = {"desiredReplicas": 0}
 
 
 DEFAULTERS = {"HorizontalPodAutoscaler": default_horizontal_pod_autoscaler}

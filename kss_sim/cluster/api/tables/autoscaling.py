@@ -27,16 +27,18 @@ def _resource_target(spec: Obj, current: Obj) -> str:
         shown = f"{value}/{target['averageValue']}"
     else:
         value = f"{now['averageUtilization']}%" if now.get("averageUtilization") is not None else _UNKNOWN
-        shown = f"{value}/{target.get('averageUtilization')}%"
+        goal = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
+        shown = f"{value}/{goal}"
     return f"{spec.get('name')}: {shown}"
 
 
-def _other_target(spec: Obj, current: Obj) -> str:
-    """An Object, Pods or External metric: its value or average value against the target's."""
+def _other_target(spec: Obj, current: Obj, *, pods: bool) -> str:
+    """An Object, Pods or External metric: its value or average value against the target's (``(avg)`` for an
+    Object's or External's average; a Pods metric has only averages)."""
     target, now = _dict(spec.get("target")), _dict(current.get("current"))
-    key = "value" if target.get("value") is not None else "averageValue"
+    key = "averageValue" if pods or target.get("averageValue") is not None else "value"
     value = str(now[key]) if now.get(key) is not None else _UNKNOWN
-    return f"{value}/{target.get(key)}" + (" (avg)" if key == "averageValue" else "")
+    return f"{value}/{target.get(key)}" + (" (avg)" if key == "averageValue" and not pods else "")
 
 
 _SOURCES = {
@@ -61,9 +63,9 @@ def format_targets(specs: list[Any], statuses: list[Any]) -> str:
         if key in ("resource", "containerResource"):
             shown.append(_resource_target(source, current))
         elif key:
-            shown.append(_other_target(source, current))
+            shown.append(_other_target(source, current, pods=key == "pods"))
         else:
-            shown.append(f"{_UNKNOWN} (type: {metric.get('type')})")
+            shown.append("<unknown type>")
     more = len(shown) - _SHOWN_METRICS
     return ", ".join(shown[:_SHOWN_METRICS]) + (f" + {more} more..." if more > 0 else "")
 
@@ -77,8 +79,8 @@ def _hpa_row(hpa: Obj, now: datetime) -> list[Any]:
         f"{ref.get('kind', '')}/{ref.get('name', '')}",
         format_targets(list(spec.get("metrics") or []), list(status.get("currentMetrics") or [])),
         "<unset>" if minimum is None else str(minimum),
-        str(spec.get("maxReplicas", 0)),
-        str(status.get("currentReplicas", 0)),
+        spec.get("maxReplicas", 0),
+        status.get("currentReplicas", 0),
         _age(hpa, now),
     ]
 
@@ -91,9 +93,9 @@ _COLUMNS: list[Column] = [
      "count (the maximum replica count across all metrics will be used)."),
     ("MinPods", "string", 0, "minReplicas is the lower limit for the number of replicas to which the autoscaler can "
      "scale down.  It defaults to 1 pod."),
-    ("MaxPods", "string", 0, "maxReplicas is the upper limit for the number of replicas to which the autoscaler can "
+    ("MaxPods", "integer", 0, "maxReplicas is the upper limit for the number of replicas to which the autoscaler can "
      "scale up. It cannot be less that minReplicas."),
-    ("Replicas", "string", 0, "currentReplicas is current number of replicas of pods managed by this autoscaler, as "
+    ("Replicas", "integer", 0, "currentReplicas is current number of replicas of pods managed by this autoscaler, as "
      "last seen by the autoscaler."),
     ("Age", "string", 0, "CreationTimestamp is a timestamp representing the server time when this object was "
      "created."),
