@@ -94,6 +94,18 @@ def _condition(status: Obj, kind: str, value: str, reason: str, message: str, no
     conditions.append({"type": kind, "status": value, "lastTransitionTime": now, "reason": reason, "message": message})
 
 
+def _set_counts(status: Obj, current: int, desired: int, metrics: list[Obj]) -> None:
+    """setStatus: the replicas seen and wanted and the metrics read (Go leaves out a zero currentReplicas and
+    empty currentMetrics; desiredReplicas is always there)."""
+    status.pop("currentReplicas", None)
+    status.pop("currentMetrics", None)
+    if current:
+        status["currentReplicas"] = current
+    status["desiredReplicas"] = desired
+    if metrics:
+        status["currentMetrics"] = metrics
+
+
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
@@ -172,7 +184,7 @@ class HorizontalController(ReconcileLoop[Key]):
         if target is None:
             message = f'{target_kind.lower()}s.{group or "core"} "{target_name}" not found'
             if (group, target_kind) not in SCALABLE:
-                message = f"no matches for kind {target_kind!r} in group {group!r}"
+                message = f'no matches for kind "{target_kind}" in group "{group}"'
             _condition(
                 status,
                 "AbleToScale",
@@ -197,7 +209,7 @@ class HorizontalController(ReconcileLoop[Key]):
         # controller) does not scale down before a stabilization window has seen the load.
         self._recommendations.setdefault(key, [Recommendation(current, self.now())])
         minimum, maximum = _int(spec.get("minReplicas"), 1), _int(spec.get("maxReplicas"), 1)
-        metric_statuses: list[Obj] = list(old_status.get("currentMetrics") or [])
+        metric_statuses: list[Obj] = []  # none unless the metrics are read (setStatus)
         reason = ""
         if current == 0 and minimum != 0:
             desired = 0
@@ -232,8 +244,7 @@ class HorizontalController(ReconcileLoop[Key]):
                     stamp,
                 )
                 self._event(hpa, "FailedComputeMetricsReplicas", str(exc), warning=True)
-                status["currentReplicas"] = current
-                status["currentMetrics"] = exc.statuses
+                _set_counts(status, current, _int(old_status.get("desiredReplicas"), 0), exc.statuses)
                 self._write_status(key, hpa, status)
                 return
             _condition(
@@ -291,10 +302,7 @@ class HorizontalController(ReconcileLoop[Key]):
             self._store_scale_event(key, spec, current, desired)
             log.info("HorizontalPodAutoscaler %s/%s: %s to %d (%s)", *key, target_kind, desired, reason)
             status["lastScaleTime"] = stamp
-        status["currentReplicas"] = current
-        status["desiredReplicas"] = desired
-        if metric_statuses:
-            status["currentMetrics"] = metric_statuses
+        _set_counts(status, current, desired, metric_statuses)
         self._write_status(key, hpa, status)
 
     def _replicas_for_metrics(self, hpa: Obj, spec: Obj, current: int, pods: list[Obj]) -> tuple[int, str, list[Obj]]:

@@ -298,6 +298,44 @@ def test_a_zero_replica_target_disables_scaling(store: ClusterStore, controller:
     controller.drain()
     assert replicas(store) == 0
     assert condition(store, "ScalingActive")[:2] == ("False", "ScalingDisabled")
+    got = status(store)
+    assert got["desiredReplicas"] == 0 and "currentReplicas" not in got and "currentMetrics" not in got
+
+
+def test_an_invalid_metric_only_lets_the_others_scale_up(store: ClusterStore, controller: HorizontalController) -> None:
+    web(store, 2)
+    pod(store, "a", "450m")
+    pod(store, "b", "450m")
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
+    qps = {
+        "type": "Pods",
+        "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+    }
+    hpa(store, metrics=[qps, cpu])
+    controller.drain()
+    assert replicas(store) == 4  # the cpu metric asks for more: scaled, as upstream does with a metric missing
+    assert ("Warning", "FailedGetPodsMetric", "unable to get metric: kss has no Pods metric source") in events(store)
+    assert status(store)["currentMetrics"][0] == {"type": ""}
+
+
+def test_an_invalid_metric_stops_a_scale_down(store: ClusterStore, controller: HorizontalController) -> None:
+    web(store, 4)
+    for name in "abcd":
+        pod(store, name, "50m")
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
+    qps = {
+        "type": "Pods",
+        "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+    }
+    hpa(store, metrics=[cpu, qps], behavior={"scaleDown": {"stabilizationWindowSeconds": 0}})
+    controller.drain()
+    assert replicas(store) == 4
+    assert condition(store, "ScalingActive")[:2] == ("False", "FailedGetPodsMetric")
+    assert events(store)[-1] == (
+        "Warning",
+        "FailedComputeMetricsReplicas",
+        "invalid metrics (1 invalid out of 2), first error is: unable to get metric: kss has no Pods metric source",
+    )
 
 
 def test_average_value_targets_and_pending_pods(store: ClusterStore, controller: HorizontalController) -> None:
