@@ -37,6 +37,7 @@ def _dict(value: Any) -> Obj:
 
 
 def milli(text: Any) -> int | None:
+    """``Quantity.MilliValue()`` of ``text``, None when it is no quantity."""
     try:
         return milli_value(text)
     except (QuantityError, TypeError, ValueError):
@@ -88,10 +89,11 @@ def _group_pods(pods: list[Obj], resource: str) -> tuple[dict[str, int], set[str
         if is_deleting(pod) or phase == "Failed":
             continue
         usage = pod_usage(pod, resource)
-        if usage is None:
-            missing.add(name)
-        elif phase == "Pending" or (resource == "cpu" and not _ready(pod)):
+        # Pending before missing, as upstream: a Pending pod without a metric is unready, not missing.
+        if phase == "Pending" or (usage is not None and resource == "cpu" and not _ready(pod)):
             unready.add(name)
+        elif usage is None:
+            missing.add(name)
         else:
             metrics[name] = usage
     return metrics, unready, missing

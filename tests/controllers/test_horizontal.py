@@ -241,7 +241,7 @@ def test_behavior_policies_limit_the_rate(
     assert replicas(store) == 4
 
 
-def test_unready_pods_count_at_zero_on_a_scale_up() -> None:
+def test_unready_and_failed_pods() -> None:
     def mk(name: str, usage: str, ready: bool, phase: str = "Running") -> Obj:
         conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
         return {
@@ -256,6 +256,12 @@ def test_unready_pods_count_at_zero_on_a_scale_up() -> None:
     # A Failed pod is ignored altogether.
     pods[2] = mk("c", "1", True, phase="Failed")
     assert resource_replicas(2, 50, "cpu", pods, Tolerances()) == (4, 100, 1000)
+    # A Pending pod without a metric is unready, not missing: left out of a scale-down (a missing pod would count
+    # at its whole request, 1200m / 3000m = 40 %, and hold the count at 3).
+    pending = mk("c", "1", False, phase="Pending")
+    del pending["metadata"]["annotations"]
+    quiet = [mk("a", "100m", True), mk("b", "100m", True), pending]
+    assert resource_replicas(3, 50, "cpu", quiet, Tolerances()) == (1, 10, 100)
 
 
 def test_missing_metrics_and_requests_are_reported(store: ClusterStore, controller: HorizontalController) -> None:
