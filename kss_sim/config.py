@@ -140,6 +140,18 @@ class Settings(BaseSettings):
         description="Seconds a node must be missing before pod GC deletes the pods bound to it (upstream's fixed "
         "40 s quarantine; shorter for tests and demonstrations).",
     )
+    horizontal_pod_autoscaler_sync_period: float = Field(
+        default=15.0,
+        gt=0,
+        description="Seconds between two syncs of a HorizontalPodAutoscaler (kube-controller-manager's "
+        "--horizontal-pod-autoscaler-sync-period).",
+    )
+    horizontal_pod_autoscaler_downscale_stabilization: float = Field(
+        default=300.0,
+        ge=0,
+        description="Seconds of recommendations a HorizontalPodAutoscaler without spec.behavior takes the highest "
+        "of before it scales down (--horizontal-pod-autoscaler-downscale-stabilization).",
+    )
     plugin_timeout: float = Field(
         default=10.0,
         description="Seconds one call of a user's plugin may run before it is reported (log, "

@@ -192,6 +192,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             node_monitor_grace_period=settings.node_monitor_grace_period,
             terminated_pod_gc_threshold=settings.terminated_pod_gc_threshold,
             pod_gc_quarantine=settings.pod_gc_quarantine,
+            hpa_sync_period=settings.horizontal_pod_autoscaler_sync_period,
+            hpa_downscale_stabilization=settings.horizontal_pod_autoscaler_downscale_stabilization,
         )
         app.state.controllers = controllers
         controllers.start()

@@ -49,6 +49,7 @@ ROOTS = (
     "api/authentication/v1",
     "api/authorization/v1",
     "api/autoscaling/v1",
+    "api/autoscaling/v2",
     "apimachinery/pkg/apis/meta/v1",
 )
 

@@ -11,6 +11,7 @@ from kss_sim.controllers.daemonset import DaemonSetController
 from kss_sim.controllers.deployment import DeploymentController
 from kss_sim.controllers.disruption import DisruptionController
 from kss_sim.controllers.garbage_collector import GarbageCollector
+from kss_sim.controllers.horizontal import DOWNSCALE_STABILIZATION, SYNC_PERIOD, HorizontalController
 from kss_sim.controllers.job import JobController
 from kss_sim.controllers.kubelet import KubeletController
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
@@ -52,10 +53,13 @@ class ControllerManager:
         node_monitor_grace_period: float = NODE_MONITOR_GRACE_PERIOD,
         terminated_pod_gc_threshold: int = TERMINATED_POD_GC_THRESHOLD,
         pod_gc_quarantine: float = QUARANTINE_SECONDS,
+        hpa_sync_period: float = SYNC_PERIOD,
+        hpa_downscale_stabilization: float = DOWNSCALE_STABILIZATION,
     ) -> None:
         """The controllers of a cluster, stopped: with ``controllers`` kube-controller-manager's (and the PodGroup
         one), with ``kubelet`` the simulated kubelet and its node Leases (``KSS_CONTROLLERS``, ``KSS_KUBELET``);
-        the other settings are the node lifecycle controller's and pod GC's (``kss_sim.config.Settings``)."""
+        the other settings are the node lifecycle controller's, pod GC's and the horizontal pod autoscaler's
+        (``kss_sim.config.Settings``)."""
         self.controllers: list[ReconcileLoop[Any]] = []
         if controllers:
             self.controllers += [
@@ -71,6 +75,12 @@ class ControllerManager:
                     clock=clock,
                     terminated_pod_gc_threshold=terminated_pod_gc_threshold,
                     quarantine_seconds=pod_gc_quarantine,
+                ),
+                HorizontalController(
+                    store,
+                    clock=clock,
+                    sync_period=hpa_sync_period,
+                    downscale_stabilization=hpa_downscale_stabilization,
                 ),
             ]
             # kube-controller-manager starts the resourceclaim controller only with DRA on.

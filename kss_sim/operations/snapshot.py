@@ -118,6 +118,7 @@ CREATE_ORDER = (
     "StatefulSet",
     "DaemonSet",
     "ControllerRevision",
+    "HorizontalPodAutoscaler",
     "Pod",
     "ResourceClaim",
     "Event",

@@ -132,6 +132,18 @@ def objects_of_every_kind(suffix: str = "x") -> list[tuple[str, dict[str, Any]]]
             },
         ),
         (
+            "HorizontalPodAutoscaler",
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": f"hpa-{suffix}", "namespace": f"ns-{suffix}"},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"web-{suffix}"},
+                    "maxReplicas": 3,
+                },
+            },
+        ),
+        (
             "ControllerRevision",
             {
                 "apiVersion": "apps/v1",

@@ -28,6 +28,7 @@ async def test_discovery_lists_kinds_with_short_names_and_scope(client: httpx.As
         "policy",
         "scheduling.x-k8s.io",
         "apps",
+        "autoscaling",
         "batch",
         "coordination.k8s.io",
         "resource.k8s.io",

@@ -26,6 +26,7 @@ APIS: dict[str, tuple[type, str, bool]] = {
     "PriorityClass": (client.SchedulingV1Api, "priority_class", False),
     "PodDisruptionBudget": (client.PolicyV1Api, "pod_disruption_budget", True),
     "ControllerRevision": (client.AppsV1Api, "controller_revision", True),
+    "HorizontalPodAutoscaler": (client.AutoscalingV2Api, "horizontal_pod_autoscaler", True),
     "ConfigMap": (client.CoreV1Api, "config_map", True),
     "Secret": (client.CoreV1Api, "secret", True),
     "ServiceAccount": (client.CoreV1Api, "service_account", True),

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from kss_sim.cluster.admission.decode_types import check_types
+from kss_sim.cluster.admission.defaults import autoscaling as defaults_autoscaling
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.defaults import dra as defaults_dra
 from kss_sim.cluster.admission.defaults import stored as defaults_stored
@@ -18,7 +19,7 @@ from kss_sim.cluster.admission.defaults import workloads as defaults_workloads
 from kss_sim.cluster.admission.quantities import canonicalize_quantities
 
 # Importing them registers their kinds' validators in core's tables.
-from kss_sim.cluster.admission.validation import apps, batch, coordination, stored  # noqa: F401
+from kss_sim.cluster.admission.validation import apps, autoscaling, batch, coordination, stored  # noqa: F401
 from kss_sim.cluster.admission.validation.decoding import check_decodable, check_workload_decodable
 from kss_sim.cluster.admission.validation.dra import check_dra_decodable
 from kss_sim.cluster.errors import BadRequest, Forbidden
@@ -42,6 +43,7 @@ _KINDS_WITH_SPEC = frozenset(
         *defaults_workloads.DEFAULTERS,
         *defaults_dra.DEFAULTERS,
         *defaults_stored.WITH_SPEC,
+        *defaults_autoscaling.DEFAULTERS,
     }
 )
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -100,6 +102,7 @@ def decode(
         or defaults_workloads.DEFAULTERS.get(info.kind)
         or defaults_dra.DEFAULTERS.get(info.kind)
         or defaults_stored.DEFAULTERS.get(info.kind)
+        or defaults_autoscaling.DEFAULTERS.get(info.kind)
     )
     if defaulter is not None:
         defaulter(body)
@@ -122,6 +125,8 @@ def prepare_create(
         defaults.prepare_pvc_create(body, [e.obj for e in objects["StorageClass"].values()])
     elif info.kind == "PodDisruptionBudget":
         defaults.prepare_pdb_create(body)
+    elif info.kind == "HorizontalPodAutoscaler":
+        defaults_autoscaling.prepare_create(body)
     elif info.kind == "PersistentVolume":
         # No PV controller runs here: a new volume is Available at once, as the controller would make it
         # (left Pending, no static volume could ever be chosen by VolumeBinding).

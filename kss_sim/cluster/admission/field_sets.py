@@ -57,6 +57,7 @@ LIST_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
     ("V1NamespaceStatus", "conditions"): ("type",),
     ("V1PersistentVolumeClaimStatus", "conditions"): ("type",),
     ("V1PodDisruptionBudgetStatus", "conditions"): ("type",),
+    ("V2HorizontalPodAutoscalerStatus", "conditions"): ("type",),
     ("V1CSINodeSpec", "drivers"): ("name",),
     ("V1ObjectMeta", "ownerReferences"): ("uid",),
     # v1.36's scheduling.k8s.io/v1alpha2 (+listType=map, +listMapKey=name).

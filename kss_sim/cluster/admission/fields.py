@@ -51,6 +51,7 @@ ROOT_MODELS = {
     "ControllerRevision": "V1ControllerRevision",
     "Job": "V1Job",
     "CronJob": "V1CronJob",
+    "HorizontalPodAutoscaler": "V2HorizontalPodAutoscaler",
     "Lease": "V1Lease",
     "DeviceClass": "V1DeviceClass",
     "ResourceSlice": "V1ResourceSlice",

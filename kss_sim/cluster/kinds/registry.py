@@ -247,6 +247,19 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", True),
     KindInfo("batch", "v1", "Job", "jobs", "job", True, (), ("status",), ("all",), has_status=True),
     KindInfo("batch", "v1", "CronJob", "cronjobs", "cronjob", True, ("cj",), ("status",), ("all",), True),
+    # Scales a workload through its scale subresource from a per-pod metric (controllers/horizontal.py).
+    KindInfo(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+        True,
+        ("hpa",),
+        ("status",),
+        ("all",),
+        has_status=True,
+    ),
     # Node heartbeats (kube-node-lease), renewed by the simulated kubelet.
     KindInfo("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
     # Dynamic Resource Allocation (GA in v1.34): no short names or categories, as `kubectl api-resources` lists them.

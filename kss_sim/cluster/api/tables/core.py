@@ -440,4 +440,4 @@ def register(columns: dict[str, tuple[list[Column], Callable[[Obj, datetime], li
 
 
 # The workload kinds' and the DRA kinds' printers live in their own modules, which register them here.
-from kss_sim.cluster.api.tables import custom, dra, stored, workloads  # noqa: E402, F401
+from kss_sim.cluster.api.tables import autoscaling, custom, dra, stored, workloads  # noqa: E402, F401

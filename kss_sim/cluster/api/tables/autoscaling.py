@@ -1,0 +1,104 @@
+"""Table columns of HorizontalPodAutoscalers as kube-apiserver's printer fills them (printHorizontalPodAutoscaler):
+the target as ``Kind/name``, each metric's current value against its target (two shown, then ``+ N more...``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from kss_sim.cluster.api.tables import core as tables
+from kss_sim.cluster.api.tables.core import Column, _age, _name
+from kss_sim.kube.objects import Obj
+
+_SHOWN_METRICS = 2
+_UNKNOWN = "<unknown>"
+
+
+def _dict(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def _resource_target(spec: Obj, current: Obj) -> str:
+    """A Resource or ContainerResource metric: a raw average value, or a utilization in percent."""
+    target = _dict(spec.get("target"))
+    now = _dict(current.get("current"))
+    if target.get("averageValue") is not None:
+        value = str(now["averageValue"]) if now.get("averageValue") is not None else _UNKNOWN
+        shown = f"{value}/{target['averageValue']}"
+    else:
+        value = f"{now['averageUtilization']}%" if now.get("averageUtilization") is not None else _UNKNOWN
+        goal = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
+        shown = f"{value}/{goal}"
+    return f"{spec.get('name')}: {shown}"
+
+
+def _other_target(spec: Obj, current: Obj, *, pods: bool) -> str:
+    """An Object, Pods or External metric: its value or average value against the target's (``(avg)`` for an
+    Object's or External's average; a Pods metric has only averages)."""
+    target, now = _dict(spec.get("target")), _dict(current.get("current"))
+    key = "averageValue" if pods or target.get("averageValue") is not None else "value"
+    value = str(now[key]) if now.get(key) is not None else _UNKNOWN
+    return f"{value}/{target.get(key)}" + (" (avg)" if key == "averageValue" and not pods else "")
+
+
+_SOURCES = {
+    "Resource": "resource",
+    "ContainerResource": "containerResource",
+    "Pods": "pods",
+    "Object": "object",
+    "External": "external",
+}
+
+
+def format_targets(specs: list[Any], statuses: list[Any]) -> str:
+    """formatHPAMetrics: ``cpu: 90%/50%`` per metric, ``<none>`` without any."""
+    if not specs:
+        return "<none>"
+    shown: list[str] = []
+    for i, metric in enumerate(specs):
+        metric = _dict(metric)
+        key = _SOURCES.get(str(metric.get("type")), "")
+        current = _dict(_dict(statuses[i] if i < len(statuses) else None).get(key))
+        source = _dict(metric.get(key))
+        if key in ("resource", "containerResource"):
+            shown.append(_resource_target(source, current))
+        elif key:
+            shown.append(_other_target(source, current, pods=key == "pods"))
+        else:
+            shown.append("<unknown type>")
+    more = len(shown) - _SHOWN_METRICS
+    return ", ".join(shown[:_SHOWN_METRICS]) + (f" + {more} more..." if more > 0 else "")
+
+
+def _hpa_row(hpa: Obj, now: datetime) -> list[Any]:
+    spec, status = _dict(hpa.get("spec")), _dict(hpa.get("status"))
+    ref = _dict(spec.get("scaleTargetRef"))
+    minimum = spec.get("minReplicas")
+    return [
+        _name(hpa),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        format_targets(list(spec.get("metrics") or []), list(status.get("currentMetrics") or [])),
+        "<unset>" if minimum is None else str(minimum),
+        spec.get("maxReplicas", 0),
+        status.get("currentReplicas", 0),
+        _age(hpa, now),
+    ]
+
+
+_COLUMNS: list[Column] = [
+    ("Name", "string", 0, "Name must be unique within a namespace."),
+    ("Reference", "string", 0, "scaleTargetRef points to the target resource to scale, and is used to the pods for "
+     "which metrics should be collected, as well as to actually change the replica count."),
+    ("Targets", "string", 0, "metrics contains the specifications for which to use to calculate the desired replica "
+     "count (the maximum replica count across all metrics will be used)."),
+    ("MinPods", "string", 0, "minReplicas is the lower limit for the number of replicas to which the autoscaler can "
+     "scale down.  It defaults to 1 pod."),
+    ("MaxPods", "integer", 0, "maxReplicas is the upper limit for the number of replicas to which the autoscaler can "
+     "scale up. It cannot be less that minReplicas."),
+    ("Replicas", "integer", 0, "currentReplicas is current number of replicas of pods managed by this autoscaler, as "
+     "last seen by the autoscaler."),
+    ("Age", "string", 0, "CreationTimestamp is a timestamp representing the server time when this object was "
+     "created."),
+]  # fmt: skip
+
+tables.register({"HorizontalPodAutoscaler": (_COLUMNS, _hpa_row)})

@@ -1,0 +1,181 @@
+"""The horizontal pod autoscaler's replica calculation: kube-controller-manager's
+``pkg/controller/podautoscaler/replica_calculator.go`` (v1.35) over the usage the user sets per pod.
+
+A pod's usage of a resource is its ``kss.sigs.k8s.io/<resource>-usage`` annotation (``cpu-usage: 450m``,
+``memory-usage: 300Mi``), in thousandths here as metrics-server's are read; a pod without it has no metric
+(upstream's missing pod). Failed and deleting pods are ignored; Pending pods, and for cpu pods not Ready, are
+unready: left out, and counted at 0 when the others ask for a scale-up. Missing pods count at the target's edge
+(their whole request, or the target when above 100 %, on a scale-down; 0 on a scale-up), and a recount that
+changes direction or falls within the tolerance keeps the current count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kss_sim.controllers.owned import is_deleting, meta, pod_condition
+from kss_sim.kube.objects import Obj
+from kss_sim.kube.quantity import QuantityError, milli_value
+
+USAGE_ANNOTATION = "kss.sigs.k8s.io/{resource}-usage"
+TOLERANCE = 0.1  # --horizontal-pod-autoscaler-tolerance
+
+
+class MetricError(Exception):
+    """A metric that gives no replica count (its ScalingActive reason and the error)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _dict(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def milli(text: Any) -> int | None:
+    """``Quantity.MilliValue()`` of ``text``, None when it is no quantity."""
+    try:
+        return milli_value(text)
+    except (QuantityError, TypeError, ValueError):
+        return None
+
+
+def pod_usage(pod: Mapping[str, Any], resource: str) -> int | None:
+    """The pod's usage of ``resource`` in thousandths (its annotation), None without one."""
+    annotations = _dict(_dict(pod.get("metadata")).get("annotations"))
+    text = annotations.get(USAGE_ANNOTATION.format(resource=resource))
+    return None if text is None else milli(text)
+
+
+def pod_request(pod: Mapping[str, Any], resource: str) -> int | None:
+    """calculatePodRequests: the containers' requests added up; None when a container has none."""
+    total = 0
+    for container in _dict(pod.get("spec")).get("containers") or []:
+        request = _dict(_dict(container.get("resources")).get("requests")).get(resource)
+        thousandths = None if request is None else milli(request)
+        if thousandths is None:
+            return None
+        total += thousandths
+    return total
+
+
+@dataclass
+class Tolerances:
+    scale_down: float = TOLERANCE
+    scale_up: float = TOLERANCE
+
+    def within(self, ratio: float) -> bool:
+        return 1.0 - self.scale_down <= ratio <= 1.0 + self.scale_up
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    condition = pod_condition(pod, "Ready")
+    return condition is not None and condition.get("status") == "True"
+
+
+def _group_pods(pods: list[Obj], resource: str) -> tuple[dict[str, int], set[str], set[str]]:
+    """groupPods: the ready pods' metrics, the unready pods (Pending; for cpu not Ready either) and the pods
+    without a metric; Failed and deleting pods are ignored."""
+    metrics: dict[str, int] = {}
+    unready: set[str] = set()
+    missing: set[str] = set()
+    for pod in pods:
+        name = str(meta(pod).get("name"))
+        phase = _dict(pod.get("status")).get("phase")
+        if is_deleting(pod) or phase == "Failed":
+            continue
+        usage = pod_usage(pod, resource)
+        # Pending before missing, as upstream: a Pending pod without a metric is unready, not missing.
+        if phase == "Pending" or (usage is not None and resource == "cpu" and not _ready(pod)):
+            unready.add(name)
+        elif usage is None:
+            missing.add(name)
+        else:
+            metrics[name] = usage
+    return metrics, unready, missing
+
+
+def _utilization(metrics: Mapping[str, int], requests: Mapping[str, int], target: int) -> tuple[float, int, int]:
+    """GetResourceUtilizationRatio: the ratio to the target, the utilization (percent) and the average usage."""
+    used = sum(value for name, value in metrics.items() if name in requests)
+    requested = sum(requests[name] for name in metrics if name in requests)
+    counted = sum(1 for name in metrics if name in requests)
+    if requested == 0:
+        raise MetricError("FailedGetResourceMetric", "no metrics returned matched known pods")
+    utilization = used * 100 // requested
+    return utilization / target, utilization, used // counted
+
+
+def resource_replicas(
+    current: int, target: int, resource: str, pods: list[Obj], tolerances: Tolerances
+) -> tuple[int, int, int]:
+    """GetResourceReplicas: the replicas a utilization target asks for, the utilization and the average usage."""
+    metrics, unready, missing = _group_pods(pods, resource)
+    requests: dict[str, int] = {}
+    for pod in pods:
+        request = pod_request(pod, resource)
+        if request is None:
+            raise MetricError(
+                "FailedGetResourceMetric",
+                f"missing request for {resource} in container of Pod {meta(pod).get('name')}",
+            )
+        requests[str(meta(pod).get("name"))] = request
+    if not metrics:
+        raise MetricError(
+            "FailedGetResourceMetric", "did not receive metrics for targeted pods (pods might be unready)"
+        )
+    ratio, utilization, raw = _utilization(metrics, requests, target)
+    scale_up_with_unready = bool(unready) and ratio > 1.0
+    if not scale_up_with_unready and not missing:
+        if tolerances.within(ratio):
+            return current, utilization, raw
+        return math.ceil(ratio * len(metrics)), utilization, raw
+    if missing:
+        if ratio < 1.0:  # on a scale-down a missing pod counts as using all of its request (or the target)
+            fallback = max(100, target)
+            metrics.update({name: requests[name] * fallback // 100 for name in missing})
+        elif ratio > 1.0:
+            metrics.update(dict.fromkeys(missing, 0))
+    if scale_up_with_unready:
+        metrics.update(dict.fromkeys(unready, 0))
+    new_ratio, _, _ = _utilization(metrics, requests, target)
+    if tolerances.within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+        return current, utilization, raw
+    replicas = math.ceil(new_ratio * len(metrics))
+    if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
+        return current, utilization, raw
+    return replicas, utilization, raw
+
+
+def raw_resource_replicas(
+    current: int, target: int, resource: str, pods: list[Obj], tolerances: Tolerances
+) -> tuple[int, int]:
+    """GetRawResourceReplicas (calcPlainMetricReplicas): the replicas an average-value target asks for and the
+    average usage (thousandths)."""
+    metrics, unready, missing = _group_pods(pods, resource)
+    if not metrics:
+        raise MetricError(
+            "FailedGetResourceMetric", "did not receive metrics for targeted pods (pods might be unready)"
+        )
+    average = sum(metrics.values()) // len(metrics)
+    ratio = sum(metrics.values()) / len(metrics) / target
+    scale_up_with_unready = bool(unready) and ratio > 1.0
+    if not scale_up_with_unready and not missing:
+        if tolerances.within(ratio):
+            return current, average
+        return math.ceil(ratio * len(metrics)), average
+    if missing:
+        metrics.update(dict.fromkeys(missing, target if ratio < 1.0 else 0))
+    if scale_up_with_unready:
+        metrics.update(dict.fromkeys(unready, 0))
+    new_ratio = sum(metrics.values()) / len(metrics) / target
+    if tolerances.within(new_ratio) or (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
+        return current, average
+    replicas = math.ceil(new_ratio * len(metrics))
+    if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
+        return current, average
+    return replicas, average

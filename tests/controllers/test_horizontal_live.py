@@ -1,0 +1,160 @@
+"""A HorizontalPodAutoscaler in a real ``kss serve``, driven with the official client and kubectl: a Deployment of 2
+replicas whose pod template says each pod uses 450m of its 500m cpu request scales to 4 as the formula says
+(ceil(2 * 90 / 50)), then to the maximum of 5; pods annotated down to 10 % bring it back to the minimum of 2 once
+the scale-down stabilization window has passed; ``kubectl get hpa`` reads as on a cluster; bad specs are 422s with
+kube's messages."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from tests.conftest import KUBECTL, KubectlRunner, Server, start_server
+
+NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "worker-1", "labels": {"kubernetes.io/hostname": "worker-1"}},
+    "status": {"capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
+}
+DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web"},
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}, "annotations": {"kss.sigs.k8s.io/cpu-usage": "450m"}},
+            "spec": {
+                "containers": [{"name": "web", "image": "nginx:1.27", "resources": {"requests": {"cpu": "500m"}}}]
+            },
+        },
+    },
+}
+
+
+def autoscaler(name: str = "web", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 2,
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
+                }
+            ],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 3}},
+            **spec,
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, client.ApiClient]]:
+    """One server for the module: the bad specs are refused, so they leave the scaling test's world alone."""
+    tmp_path = tmp_path_factory.mktemp("hpa")
+    server = start_server(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'kss.db'}",
+        env={"KSS_HORIZONTAL_POD_AUTOSCALER_SYNC_PERIOD": "0.5"},
+    )
+    try:
+        api = config.new_client_from_config(str(server.kubeconfig))  # type: ignore[no-untyped-call]
+        yield server, api
+        api.close()
+    finally:
+        server.stop()
+
+
+def until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (got := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+    return got
+
+
+def test_a_deployment_scales_with_its_pods_usage(cluster: tuple[Server, client.ApiClient]) -> None:
+    server, api = cluster
+    core, apps, autoscaling = client.CoreV1Api(api), client.AppsV1Api(api), client.AutoscalingV2Api(api)
+    core.create_node(NODE)
+    apps.create_namespaced_deployment("default", DEPLOYMENT)
+    until(lambda: len(core.list_namespaced_pod("default", label_selector="app=web").items) == 2, "2 pods")
+    autoscaling.create_namespaced_horizontal_pod_autoscaler("default", autoscaler())
+
+    def rescales() -> list[str]:
+        events = core.list_namespaced_event("default", field_selector="involvedObject.kind=HorizontalPodAutoscaler")
+        return [e.message for e in events.items if e.reason == "SuccessfulRescale"]
+
+    first = until(rescales, "the first rescale")
+    assert first[0] == "New size: 4; reason: cpu resource utilization (percentage of request) above target"
+    until(lambda: apps.read_namespaced_deployment("web", "default").spec.replicas == 5, "the maximum, 5")
+    hpa = until(
+        lambda: (
+            (h := autoscaling.read_namespaced_horizontal_pod_autoscaler("web", "default")).status.current_replicas == 5
+            and h
+        ),
+        "the status to say 5",
+    )
+    assert hpa.status.current_metrics[0].resource.current.average_utilization == 90
+    limited = next(c for c in hpa.status.conditions if c.type == "ScalingLimited")
+    assert (limited.status, limited.reason) == ("True", "TooManyReplicas")
+    if KUBECTL and Path(KUBECTL).exists():
+        table = KubectlRunner(server.kubeconfig)("get", "hpa").stdout.splitlines()
+        assert table[0].split() == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+        assert table[1].split()[:7] == ["web", "Deployment/web", "cpu:", "90%/50%", "2", "5", "5"]
+
+    # Every pod now uses 10 %: ceil(5 * 10 / 50) = 1, held at the minimum of 2 once the window has passed.
+    for pod in core.list_namespaced_pod("default", label_selector="app=web").items:
+        core.patch_namespaced_pod(
+            pod.metadata.name, "default", {"metadata": {"annotations": {"kss.sigs.k8s.io/cpu-usage": "50m"}}}
+        )
+    until(lambda: apps.read_namespaced_deployment("web", "default").spec.replicas == 2, "the minimum, 2", timeout=30)
+    assert rescales()[-1] == "New size: 2; reason: All metrics below target"
+    hpa = autoscaling.read_namespaced_horizontal_pod_autoscaler("web", "default")
+    assert hpa.status.desired_replicas == 2
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"minReplicas": 3, "maxReplicas": 2},
+            "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
+        ),
+        ({"minReplicas": 0}, "spec.minReplicas: Invalid value: 0: must be greater than or equal to 1"),
+        (
+            {"behavior": {"scaleUp": {"stabilizationWindowSeconds": 4000}}},
+            "spec.behavior.scaleUp.stabilizationWindowSeconds: Invalid value: 4000: must be less than or equal to 3600",
+        ),
+        (
+            {"metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}]},
+            "spec.metrics[0].resource.target.averageUtilization: Required value: must set either a target raw value "
+            "or a target utilization",
+        ),
+    ],
+)
+def test_bad_specs_are_refused_with_kube_s_message(
+    cluster: tuple[Server, client.ApiClient], spec: dict[str, Any], message: str
+) -> None:
+    _, api = cluster
+    with pytest.raises(ApiException) as refused:
+        client.AutoscalingV2Api(api).create_namespaced_horizontal_pod_autoscaler("default", autoscaler("bad", **spec))
+    assert refused.value.status == 422
+    body = json.loads(refused.value.body)
+    assert body["reason"] == "Invalid"
+    assert body["message"] == f'HorizontalPodAutoscaler.autoscaling "bad" is invalid: {message}'
