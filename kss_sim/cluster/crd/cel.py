@@ -18,17 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kss_sim.cluster.errors import Cause
+from kss_sim.kube.cel_environment import EXTENSIONS
 
-_EXTENSIONS = """
-extensions:
-  - name: "bindings"
-  - name: "lists"
-  - name: "optional"
-  - name: "sets"
-  - name: "strings"
-    version: 2
-  - name: "two-var-comprehensions"
-"""
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _REASONS = {
     "FieldValueInvalid": "FieldValueInvalid",
@@ -55,7 +46,7 @@ class _Environment:
             if cls._env is None:
                 cls._env = celx.NewEnv(
                     POOL,
-                    config=celx.NewEnvConfigFromYaml(_EXTENSIONS),
+                    config=celx.NewEnvConfigFromYaml(EXTENSIONS),
                     variables={"self": celx.Type.DYN, "oldSelf": celx.Type.DYN},
                     functions=[],
                 )

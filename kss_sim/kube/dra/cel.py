@@ -23,6 +23,7 @@ from typing import Any
 
 from cel_expr_python import cel as celx
 
+from kss_sim.kube.cel_environment import EXTENSIONS
 from kss_sim.kube.dra.cel_library import (
     DEVICE_TYPE_NAME,
     DEVICE_TYPE_NAME_CONSUMABLE,
@@ -89,22 +90,10 @@ def _split(name: str, driver: str) -> tuple[str, str]:
 # --- the environments ---------------------------------------------------------------------------------------------
 
 
-_EXTENSIONS = """
-extensions:
-  - name: "bindings"
-  - name: "lists"
-  - name: "optional"
-  - name: "sets"
-  - name: "strings"
-    version: 2
-  - name: "two-var-comprehensions"
-"""
-
-
 def _env(device_type: Any, functions: list[Any], config: str = "") -> Any:
     return celx.NewEnv(
         POOL,
-        config=celx.NewEnvConfigFromYaml(_EXTENSIONS + config),
+        config=celx.NewEnvConfigFromYaml(EXTENSIONS + config),
         variables={"device": device_type},
         functions=functions,
     )
