@@ -20,18 +20,6 @@ LABELS = {"app": "web"}
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(clock: FakeClock) -> ClusterStore:
-    store = ClusterStore(None, clock=clock)
-    store.ensure_builtins()
-    return store
-
-
-@pytest.fixture
 def controller(store: ClusterStore, clock: FakeClock) -> Iterator[HorizontalController]:
     loop = HorizontalController(store, clock=clock)
     loop.attach()

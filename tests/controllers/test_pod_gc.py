@@ -15,18 +15,6 @@ from tests.cluster.factories import node, pod
 from tests.controllers.workloads import FakeClock
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(clock: FakeClock) -> ClusterStore:
-    store = ClusterStore(None, clock=clock)
-    store.ensure_builtins()
-    return store
-
-
 def settle(loop: PodGCController) -> None:
     assert loop.wait_idle(), "the controller did not settle"
 

@@ -20,11 +20,6 @@ LABELS = {"app": "web"}
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def store(clock: FakeClock) -> ClusterStore:
     return ClusterStore(None, clock=clock)
 
