@@ -12,6 +12,7 @@ import pytest
 from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.job import JobController
+from kss_sim.controllers.job_parts import COMPLETION_INDEX
 from kss_sim.controllers.kubelet import KubeletController
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.replicaset import ReplicaSetController
@@ -177,3 +178,27 @@ def test_a_jobs_replacement_for_a_deleted_pod_waits_as_its_pod_replacement_polic
         assert not pods  # the backoff now counts from its end
         tick(loops, clock, 10)
         assert len(job_pods(store, "work")) == 1 and get(store, "Job", "work")["status"].get("active", 0) == 1
+
+
+def test_an_indexed_job_replacing_only_failed_pods_starts_no_other_index_while_one_terminates(
+    store: ClusterStore, loops: list[ReconcileLoop[Any]], clock: FakeClock
+) -> None:
+    # manageJob: wantActive - terminating - active pods to create (2 - 1 - 1: none), not another index meanwhile.
+    spec = {"completionMode": "Indexed", "completions": 3, "parallelism": 2, "podReplacementPolicy": "Failed"}
+    store.create("Job", job("work", **spec))
+    settle(loops)
+    bind_all(store, job_pods(store, "work"), loops)
+    index_of = {p["metadata"]["name"]: p["metadata"]["annotations"][COMPLETION_INDEX] for p in job_pods(store, "work")}
+    assert sorted(index_of.values()) == ["0", "1"]
+    first = next(name for name, index in index_of.items() if index == "0")
+    store.delete("Pod", "default", first, options=DeleteOptions(graceful=True))
+    settle(loops)
+    tick(loops, clock, 29)
+    assert sorted(p["metadata"]["name"] for p in job_pods(store, "work")) == sorted(index_of)
+    assert get(store, "Job", "work")["status"]["terminating"] == 1
+    tick(loops, clock, 1)  # it ends Failed: index 0 again after the backoff
+    tick(loops, clock, 10)
+    pods = job_pods(store, "work")
+    assert sorted(p["metadata"]["annotations"][COMPLETION_INDEX] for p in pods) == ["0", "1"] and first not in [
+        p["metadata"]["name"] for p in pods
+    ]
