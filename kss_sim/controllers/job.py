@@ -19,6 +19,13 @@ One sync of a Job, in upstream's order:
   has its remaining pods deleted, and gets ``Complete`` (with ``completionTime``) or ``Failed`` once no pod is
   uncounted or terminating, with the Events upstream records.
 
+Pods are deleted with DeleteOptions, as ``podControl.DeletePod`` does: a bound pod ends gracefully and stays, not
+active, in ``status.terminating`` (JobPodReplacementPolicy, GA) until its kubelet removes it. The default
+podReplacementPolicy (TerminatingOrFailed) replaces it at once; ``Failed`` (or a podFailurePolicy) creates the
+replacement only once it has gone (``manageJob``'s ``wantActive - terminating - active``; Indexed Jobs also leave
+the terminating pods' indexes alone). Pods this sync deleted that still terminate are counted at once, as
+upstream's ``terminating += removed``.
+
 Pods that lost their Job (deleted, or finished) have their finalizer removed, as ``syncOrphanPod`` does. The status
 is written as a merge patch of the status subresource carrying the resourceVersion read (a conflict re-syncs).
 """
@@ -31,6 +38,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
@@ -79,6 +87,7 @@ log = logging.getLogger(__name__)
 
 COMPONENT = "job-controller"
 WATCHED_KINDS = ("Job", "Pod")
+GRACEFUL = DeleteOptions(graceful=True)  # podControl's DeleteOptions{}: the pod's own grace period
 
 # Status fields JobStatus encodes with omitempty (ready, terminating and uncountedTerminatedPods always appear).
 _OMIT_EMPTY = frozenset({"active", "succeeded", "failed", "conditions", "completedIndexes", "startTime"})
@@ -342,8 +351,10 @@ class JobController(ReconcileLoop[Key]):
         status["uncountedTerminatedPods"] = self._uncounted(unc_succeeded, unc_failed)
         if spec.indexed:
             succeeded_count = len(completed)
-        terminating = sum(1 for p in pods if is_deleting(p) and not is_terminated(p) and _uid(p) not in released_uids)
         removed_uids = {_uid(p) for p in removed}
+        terminating = self._still_terminating(
+            [p for p in pods if _uid(p) in removed_uids or (is_deleting(p) and not is_terminated(p))]
+        )
         remaining_active = [p for p in active if _uid(p) not in removed_uids]
         status["active"] = len(remaining_active) + created
         status["ready"] = sum(1 for p in remaining_active if is_ready(p))
@@ -363,6 +374,21 @@ class JobController(ReconcileLoop[Key]):
             elif finish is not None:
                 self.store.create_event(job, finish[1][0], finish[1][1], type="Warning", component=COMPONENT)
         self._schedule_wakeups(namespace, name, spec, status, backoff, now, finish is not None)
+
+    def _still_terminating(self, pods: list[Obj]) -> int:
+        """How many of ``pods`` are, after this sync's writes, being deleted and not finished: a pod released or
+        deleted before it was bound has gone, a bound one waits for its kubelet."""
+        count = 0
+        for pod in pods:
+            current = self.store.get("Pod", *key_of(pod))
+            if (
+                current is not None
+                and _uid(current) == _uid(pod)
+                and is_deleting(current)
+                and not is_terminated(current)
+            ):
+                count += 1
+        return count
 
     @staticmethod
     def _uncounted(succeeded: list[str], failed: list[str]) -> dict[str, list[str]]:
@@ -437,7 +463,7 @@ class JobController(ReconcileLoop[Key]):
                     by_index[index] = pod
             if len(by_index) > want:
                 excess += [by_index.pop(i) for i in sorted(by_index, reverse=True)[: len(by_index) - want]]
-            need = want - len(by_index)
+            need = want - len(by_index) - (len(terminating) if spec.only_replace_failed else 0)
             if need <= 0 or backoff.remaining(now) > timedelta(0):
                 return excess, 0
             blocked = {completion_index(p) for p in terminating} if spec.only_replace_failed else set()
@@ -486,7 +512,9 @@ class JobController(ReconcileLoop[Key]):
 
     def _delete_pod(self, job: Obj, pod: Obj) -> None:
         try:
-            self.store.delete("Pod", meta(pod).get("namespace"), str(meta(pod).get("name")), uid=_uid(pod))
+            self.store.delete(
+                "Pod", meta(pod).get("namespace"), str(meta(pod).get("name")), uid=_uid(pod), options=GRACEFUL
+            )
         except (NotFound, Conflict):
             return
         self.store.create_event(job, "SuccessfulDelete", f"Deleted pod: {meta(pod).get('name')}", component=COMPONENT)

@@ -9,7 +9,9 @@ One sync of a ReplicaSet, as upstream's ``syncReplicaSet``:
   them), at most 500 a sync (``burstReplicas``) and stopping at the first failure; extra ones are deleted in
   ``ActivePodsWithRanks`` order (``pod_ranking``), ranked against the pods of every ReplicaSet with the same
   controller; each with upstream's ``SuccessfulCreate`` / ``SuccessfulDelete`` Event (``FailedCreate`` /
-  ``FailedDelete`` and a ``ReplicaFailure`` condition on an error);
+  ``FailedDelete`` and a ``ReplicaFailure`` condition on an error). Pods are deleted with DeleteOptions, as
+  ``podControl.DeletePod`` does: a bound pod ends gracefully (Terminating until its kubelet removes it), and
+  counts as terminating, not active, meanwhile (so its replacement is not held back, nor a surplus re-created);
 - its status (``replicas``, ``fullyLabeledReplicas``, ``readyReplicas``, ``availableReplicas``,
   ``terminatingReplicas`` — DeploymentReplicaSetTerminatingReplicas is beta and on in v1.35 —,
   ``observedGeneration``, conditions) is written when it differs, with ``omitempty`` as Go writes it.
@@ -27,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import ApiError, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
@@ -57,6 +60,7 @@ log = logging.getLogger(__name__)
 COMPONENT = "replicaset-controller"
 BURST_REPLICAS = 500  # kube-controller-manager's --concurrent-... burstReplicas
 WATCHED_KINDS = ("ReplicaSet", "Pod")
+GRACEFUL = DeleteOptions(graceful=True)  # podControl's DeleteOptions{}: the pod's own grace period
 
 
 def replicas_of(obj: Mapping[str, Any]) -> int:
@@ -189,7 +193,8 @@ class ReplicaSetController(ReconcileLoop[Key]):
         ]
         failure: tuple[str, str] | None = None
         if not is_deleting(rs):
-            claimed, failure = self._manage_replicas(rs, claimed, now)
+            claimed, failure, ending = self._manage_replicas(rs, claimed, now)
+            terminating += ending
         self._write_status(rs, claimed, terminating, failure, now)
         self._requeue_for_availability(key, rs, claimed, now)
 
@@ -264,15 +269,17 @@ class ReplicaSetController(ReconcileLoop[Key]):
             return
         self._index_pod(released)
 
-    def _manage_replicas(self, rs: Obj, pods: list[Obj], now: datetime) -> tuple[list[Obj], tuple[str, str] | None]:
-        """``manageReplicas``: create or delete pods towards ``spec.replicas``; returns the pods after, and the
-        ReplicaFailure (reason, message) of an error."""
+    def _manage_replicas(
+        self, rs: Obj, pods: list[Obj], now: datetime
+    ) -> tuple[list[Obj], tuple[str, str] | None, list[Obj]]:
+        """``manageReplicas``: create or delete pods towards ``spec.replicas``; returns the pods after, the
+        ReplicaFailure (reason, message) of an error, and the pods it deleted that now terminate gracefully."""
         diff = len(pods) - replicas_of(rs)
         if diff < 0:
-            return self._create_pods(rs, pods, min(-diff, BURST_REPLICAS))
+            return (*self._create_pods(rs, pods, min(-diff, BURST_REPLICAS)), [])
         if diff > 0:
             return self._delete_pods(rs, pods, min(diff, BURST_REPLICAS), now)
-        return pods, None
+        return pods, None, []
 
     def _create_pods(self, rs: Obj, pods: list[Obj], count: int) -> tuple[list[Obj], tuple[str, str] | None]:
         template = (rs.get("spec") or {}).get("template") or {}
@@ -295,14 +302,16 @@ class ReplicaSetController(ReconcileLoop[Key]):
 
     def _delete_pods(
         self, rs: Obj, pods: list[Obj], count: int, now: datetime
-    ) -> tuple[list[Obj], tuple[str, str] | None]:
+    ) -> tuple[list[Obj], tuple[str, str] | None, list[Obj]]:
         victims = pods_to_delete(pods, self._related_pods(rs), count, now)
         gone: set[str] = set()
+        ending: list[Obj] = []
         failure: tuple[str, str] | None = None
         for pod in victims:
             namespace, name = key_of(pod)
+            uid = str(meta(pod).get("uid") or "")
             try:
-                self.store.delete("Pod", namespace, name, uid=str(meta(pod).get("uid") or "") or None)
+                self.store.delete("Pod", namespace, name, uid=uid or None, options=GRACEFUL)
             except NotFound:
                 pass
             except ApiError as exc:
@@ -313,9 +322,14 @@ class ReplicaSetController(ReconcileLoop[Key]):
                 continue
             else:
                 self.store.create_event(rs, "SuccessfulDelete", f"Deleted pod: {name}", component=COMPONENT)
-            self._index_pod(pod, deleted=True)
             gone.add(name)
-        return [p for p in pods if meta(p).get("name") not in gone], failure
+            after = self.store.get("Pod", namespace, name)
+            if after is not None and meta(after).get("uid") == uid and is_terminating(after):
+                self._index_pod(after)  # still this ReplicaSet's until its kubelet removes it
+                ending.append(after)
+            else:
+                self._index_pod(pod, deleted=True)
+        return [p for p in pods if meta(p).get("name") not in gone], failure, ending
 
     def _related_pods(self, rs: Obj) -> list[Obj]:
         """``getIndirectlyRelatedPods``: the pods of every ReplicaSet with the same controller (only this one's

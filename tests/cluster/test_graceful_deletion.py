@@ -122,6 +122,20 @@ def test_finalizers_still_hold_a_pod_after_its_grace_period(store: ClusterStore)
     assert store.get("Pod", "default", "held") is None
 
 
+def test_a_terminating_pod_whose_last_finalizer_goes_still_waits_for_its_grace_period(store: ClusterStore) -> None:
+    # shouldDeleteDuringUpdate: only an object with no grace period left goes when its last finalizer does.
+    body = pod("tracked", node_name="n1")
+    body["metadata"]["finalizers"] = ["batch.kubernetes.io/job-tracking"]
+    store.create("Pod", body)
+    store.delete("Pod", "default", "tracked", options=client_delete())
+    store.patch("Pod", "default", "tracked", {"metadata": {"finalizers": None}})
+    left = store.get("Pod", "default", "tracked")
+    assert left is not None and left["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert not left["metadata"].get("finalizers")
+    store.delete("Pod", "default", "tracked", options=client_delete(0))  # what the kubelet sends at the end
+    assert store.get("Pod", "default", "tracked") is None
+
+
 def test_a_grace_period_that_is_not_an_integer_is_the_decoders_400() -> None:
     with pytest.raises(BadRequest) as refused:
         parse_delete_options({"gracePeriodSeconds": "5"}, {})

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.controllers import deployment_util as du
@@ -93,8 +94,21 @@ def sizes(store: ClusterStore) -> list[int]:
     return [rs["spec"]["replicas"] for rs in replica_sets(store)]
 
 
+def end_terminating(store: ClusterStore, kcm: Controllers) -> None:
+    """End the pods being deleted as their kubelet does after their grace period (there is none here), then let
+    the controllers act."""
+    for p in store.list("Pod", "default")[0]:
+        if p["metadata"].get("deletionTimestamp"):
+            store.delete(
+                "Pod", "default", p["metadata"]["name"], options=DeleteOptions(grace_period_seconds=0, graceful=True)
+            )
+    kcm.settle()
+
+
 def ready_all(store: ClusterStore, kcm: Controllers, clock: FakeClock) -> None:
-    """Make every pod Ready (each on its own node), then let the controllers act."""
+    """End the pods being deleted, make every other pod Ready (each on its own node), then let the controllers
+    act."""
+    end_terminating(store, kcm)
     pods, _ = store.list("Pod", "default")
     for i, p in enumerate(pods):
         if not any(c["type"] == "Ready" for c in (p.get("status") or {}).get("conditions") or []):
@@ -225,7 +239,10 @@ def test_rolling_update_with_max_surge_1_and_max_unavailable_0_step_by_step(
     assert (
         condition(d, "Progressing")["message"] == f'ReplicaSet "{new["metadata"]["name"]}" has successfully progressed.'
     )
-    assert len(pods_of(store, new)) == 3 and not pods_of(store, old)
+    assert len(pods_of(store, new)) == 3
+    assert len(pods_of(store, old)) == 1 and pods_of(store, old)[0]["metadata"]["deletionTimestamp"]  # the last one
+    end_terminating(store, kcm)
+    assert not pods_of(store, old)
     name_old, name_new = old["metadata"]["name"], new["metadata"]["name"]
     assert scaling_events(store)[1:] == [
         f"Scaled up replica set {name_new} from 0 to 1",
@@ -282,6 +299,9 @@ def test_recreate_scales_the_old_replica_set_to_zero_before_the_new_one_exists(
     assert old["metadata"]["annotations"][du.MAX_REPLICAS] == "2"  # no surge with Recreate
     set_image(store, "web", "registry.k8s.io/pause:3.9")
     kcm.settle()
+    (old_now,) = replica_sets(store)  # its pods terminate: Recreate waits for them to be gone
+    assert old_now["spec"]["replicas"] == 0 and old_now["status"]["terminatingReplicas"] == 2
+    end_terminating(store, kcm)
     old_now, new = replica_sets(store)
     assert old_now["spec"]["replicas"] == 0 and new["spec"]["replicas"] == 2
     events = scaling_events(store)

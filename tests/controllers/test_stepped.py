@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.loop import ReconcileLoop
@@ -74,8 +75,13 @@ class Cluster:
         return got
 
     def ready_all(self) -> None:
+        """End the pods being deleted, as their kubelet at the end of their grace period (there is none here),
+        and make the others Ready."""
         for pod in self.list("Pod"):
-            if (pod.get("status") or {}).get("phase") != "Running":
+            if pod["metadata"].get("deletionTimestamp"):
+                grace_over = DeleteOptions(grace_period_seconds=0, graceful=True)
+                self.store.delete("Pod", "default", pod["metadata"]["name"], options=grace_over)
+            elif (pod.get("status") or {}).get("phase") != "Running":
                 make_ready(self.store, pod, at=self.clock())
 
 

@@ -14,9 +14,10 @@ DeleteOptions came with the delete (the API's DELETE, an Eviction, the scheduler
 a bound, unfinished pod gets ``deletionTimestamp`` = now + its grace period (``gracePeriodSeconds``, else
 ``spec.terminationGracePeriodSeconds``; a negative one is 1 s) and ``deletionGracePeriodSeconds``, and stays until
 its kubelet deletes it again with a grace period of 0 (``kss_sim/controllers/kubelet.py``); a later delete may only
-shorten the period. An unbound or finished pod, or a grace period of 0, goes at once. The store's own deletes
-without options (a Node's pods, a Namespace's contents, the ReplicaSet and Job controllers') stay immediate, as a nil
-DeleteOptions is upstream; the StatefulSet and DaemonSet controllers delete with DeleteOptions, as
+shorten the period. An unbound or finished pod, or a grace period of 0, goes at once. An update that takes a
+terminating pod's last finalizer away leaves it to its kubelet while its grace period runs. The store's own
+deletes without options (a Node's pods, a Namespace's contents) stay immediate, as a nil DeleteOptions is upstream;
+the workload controllers (ReplicaSet, Job, StatefulSet, DaemonSet) delete with DeleteOptions, as
 kube-controller-manager's pod control does.
 """
 
@@ -223,12 +224,14 @@ def is_deleting(obj: Mapping[str, Any]) -> bool:
 
 def deletes_on_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether an update of an object being deleted takes its last finalizer away, so that it is removed
-    instead (``shouldDeleteDuringUpdate``)."""
+    instead (``shouldDeleteDuringUpdate``): only once no grace period runs, so a terminating pod whose last
+    finalizer goes (a Job's tracking one) still waits for its kubelet."""
     old_meta = old.get("metadata") or {}
     return (
         bool(old_meta.get("deletionTimestamp"))
         and bool(old_meta.get("finalizers"))
         and not ((new.get("metadata") or {}).get("finalizers"))
+        and not old_meta.get("deletionGracePeriodSeconds")
     )
 
 
