@@ -20,6 +20,13 @@ LABELS = {"app": "web"}
 
 
 @pytest.fixture
+def store(clock: FakeClock) -> ClusterStore:
+    store = ClusterStore(None, clock=clock)
+    store.ensure_builtins()
+    return store
+
+
+@pytest.fixture
 def controller(store: ClusterStore, clock: FakeClock) -> Iterator[DisruptionController]:
     loop = DisruptionController(store, clock=clock)
     loop.start()

@@ -26,6 +26,13 @@ GRACE = 50.0
 
 
 @pytest.fixture
+def store(clock: FakeClock) -> ClusterStore:
+    store = ClusterStore(None, clock=clock)
+    store.ensure_builtins()
+    return store
+
+
+@pytest.fixture
 def controller(store: ClusterStore, clock: FakeClock) -> Iterator[NodeLifecycleController]:
     loop = NodeLifecycleController(store, clock=clock, grace_period=GRACE)
     yield loop

@@ -31,6 +31,13 @@ def names(store: ClusterStore) -> list[str]:
 
 
 @pytest.fixture
+def store(clock: FakeClock) -> ClusterStore:
+    store = ClusterStore(None, clock=clock)
+    store.ensure_builtins()
+    return store
+
+
+@pytest.fixture
 def gc(store: ClusterStore, clock: FakeClock) -> Iterator[PodGCController]:
     loop = PodGCController(store, clock=clock, terminated_pod_gc_threshold=2)
     yield loop

@@ -22,6 +22,13 @@ EVICT = {"key": "evict", "value": "yes", "effect": "NoExecute"}
 
 
 @pytest.fixture
+def store(clock: FakeClock) -> ClusterStore:
+    store = ClusterStore(None, clock=clock)
+    store.ensure_builtins()
+    return store
+
+
+@pytest.fixture
 def controller(store: ClusterStore, clock: FakeClock) -> Iterator[TaintEvictionController]:
     loop = TaintEvictionController(store, clock=clock)
     yield loop
