@@ -157,7 +157,7 @@ def parse_json(info: KindInfo | None, body: bytes) -> Any:
         ) from None
 
 
-def _field_validation(request: Request) -> str:
+def field_validation(request: Request) -> str:
     """The request's ``fieldValidation`` mode (``Warn`` unless given); 422 for an unknown one."""
     if not request.scope.get("query_string"):
         return "Warn"
@@ -169,7 +169,7 @@ def field_warnings(request: Request, info: KindInfo, obj: Any, *, patch: bool = 
     """kube-apiserver's ``fieldValidation`` on a create/update body or a merge patch: fields ``info.kind`` does
     not have are dropped, and reported as warnings (``Warn``, the default), not at all (``Ignore``), or refused
     (``Strict``, what kubectl sends: 400, nothing written)."""
-    mode = _field_validation(request)
+    mode = field_validation(request)
     if not isinstance(obj, dict):
         return []
     messages = _unknown_field_messages(mode, info, obj, _settings(request).version.minor, patch=patch)
@@ -197,7 +197,7 @@ def json_patch_field_check(request: Request, info: KindInfo, warnings: list[str]
     """kube-apiserver checks a JSON patch's fields on the object it produces (the operations have no shape):
     unknown ones are dropped from it, refused under ``Strict`` (400, with decoding's message) or added to
     ``warnings``."""
-    mode = _field_validation(request)  # an unknown mode is refused before anything is patched
+    mode = field_validation(request)  # an unknown mode is refused before anything is patched
     minor = _settings(request).version.minor
 
     def check(patched: Obj) -> None:
