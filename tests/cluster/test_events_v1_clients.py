@@ -121,5 +121,7 @@ def test_kubectl_reads_the_same_events_in_both_forms(api_client: client.ApiClien
     assert as_json["apiVersion"] == "events.k8s.io/v1" and as_json["regarding"]["name"] == "worker-0"
     resources = kubectl("api-resources", "--api-group", "events.k8s.io").stdout
     assert resources.split("\n")[1].split() == ["events", "ev", "events.k8s.io/v1", "true", "Event"]
+    explained = kubectl("explain", "events", "--api-version=events.k8s.io/v1").stdout
+    assert "GROUP:      events.k8s.io" in explained and "regarding" in explained and "involvedObject" not in explained
     listed = kubectl("events", "-n", NAMESPACE).stdout
     assert "Waiting" in listed and "Pod/worker-0" in listed and "waiting for 2 more members" in listed
