@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -11,6 +12,8 @@ import pytest
 
 from kss_sim.cluster.api import events_v1
 from kss_sim.cluster.api.protobuf_codec import decode, encode
+from kss_sim.cluster.storage.event_expiry import EventExpiry
+from kss_sim.cluster.storage.store import ClusterStore
 
 V1 = "/apis/events.k8s.io/v1/namespaces/default/events"
 CORE = "/api/v1/namespaces/default/events"
@@ -209,3 +212,23 @@ async def test_a_watch_in_the_events_form_sees_core_events(client: httpx.AsyncCl
     lines = [json.loads(line) for line in answer.text.splitlines() if line]
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in lines] == [("ADDED", "watched")]
     assert lines[0]["object"]["apiVersion"] == "events.k8s.io/v1" and lines[0]["object"]["note"] == "image pulled"
+
+
+def test_events_v1_events_expire_and_a_series_patch_renews_them() -> None:
+    """What the events form writes is a core Event to the store, so --event-ttl counts from its last write."""
+    now = [datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)]
+    store = ClusterStore(None, clock=lambda: now[0])
+    expiry = EventExpiry(store, 3600.0, interval=3600)  # the test calls expire_due itself
+    expiry.start()
+    try:
+        for name in ("quiet", "repeated"):
+            store.create("Event", events_v1.to_core(v1_event(name)))
+        now[0] += timedelta(minutes=50)
+        series = events_v1.to_core({"series": {"count": 2, "lastObservedTime": "2026-01-02T03:54:05.000000Z"}})
+        store.patch("Event", "default", "repeated", series, "strategic")
+        now[0] += timedelta(minutes=11)
+        store.flush()
+        assert expiry.expire_due() == 1
+        assert [e["metadata"]["name"] for e in store.list("Event", "default")[0]] == ["repeated"]
+    finally:
+        expiry.stop()
