@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from kss_sim.cluster.api import events_v1
-from kss_sim.cluster.api.protobuf_codec import decode, encode
+from kss_sim.cluster.api.protobuf_codec import decode, decode_watch_event, encode
 from kss_sim.cluster.storage.event_expiry import EventExpiry
 from kss_sim.cluster.storage.store import ClusterStore
 
@@ -232,3 +232,21 @@ def test_events_v1_events_expire_and_a_series_patch_renews_them() -> None:
         assert [e["metadata"]["name"] for e in store.list("Event", "default")[0]] == ["repeated"]
     finally:
         expiry.stop()
+
+
+async def test_a_protobuf_watch_in_the_events_form_streams_events_v1_frames(client: httpx.AsyncClient) -> None:
+    assert (await client.post(CORE, json=core_event("framed"))).status_code == 201
+    answer = await client.get(
+        f"{V1}?watch=true&timeoutSeconds=1&allowWatchBookmarks=true&sendInitialEvents=true"
+        "&resourceVersionMatch=NotOlderThan",
+        headers={"accept": "application/vnd.kubernetes.protobuf, application/json"},
+    )
+    assert answer.headers["content-type"] == "application/vnd.kubernetes.protobuf;stream=watch"
+    data, events = answer.content, []
+    while data:
+        size = int.from_bytes(data[:4], "big")
+        events.append(decode_watch_event(data[4 : 4 + size]))
+        data = data[4 + size :]
+    assert (events[0][0], events[0][1]["metadata"]["name"]) == ("ADDED", "framed")
+    assert events[0][1]["note"] == "image pulled" and events[0][1]["regarding"]["name"] == "p"
+    assert events[-1][0] == "BOOKMARK"
