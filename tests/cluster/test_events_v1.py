@@ -97,13 +97,22 @@ async def test_patch_apply_and_delete_in_the_events_form(client: httpx.AsyncClie
         patched = await client.patch(f"{V1}/series", json=series, headers={"content-type": content_type})
         assert patched.status_code == 200, patched.text
         assert patched.json()["series"] == {"count": 2, "lastObservedTime": NOW}
-    json_patch = [{"op": "replace", "path": "/note", "value": "noted again"}]
+    # A JSON patch's paths are the events form's (a test of /note fails unless it reaches core's message).
+    json_patch = [
+        {"op": "test", "path": "/note", "value": "Successfully assigned default/p to n1"},
+        {"op": "replace", "path": "/series/count", "value": 3},
+    ]
     patched = await client.patch(
         f"{V1}/series", content=json.dumps(json_patch), headers={"content-type": "application/json-patch+json"}
     )
     assert patched.status_code == 200, patched.text
-    assert patched.json()["note"] == "noted again"
-    assert (await client.get(f"{CORE}/series")).json()["message"] == "noted again"
+    assert patched.json()["series"]["count"] == 3
+    assert (await client.get(f"{CORE}/series")).json()["series"]["count"] == 3
+    json_patch[0]["value"] = "another note"
+    failed = await client.patch(
+        f"{V1}/series", content=json.dumps(json_patch), headers={"content-type": "application/json-patch+json"}
+    )
+    assert failed.status_code == 422
 
     applied = await client.patch(
         f"{V1}/applied?fieldManager=test",
@@ -250,3 +259,53 @@ async def test_a_protobuf_watch_in_the_events_form_streams_events_v1_frames(clie
     assert (events[0][0], events[0][1]["metadata"]["name"]) == ("ADDED", "framed")
     assert events[0][1]["note"] == "image pulled" and events[0][1]["regarding"]["name"] == "p"
     assert events[-1][0] == "BOOKMARK"
+
+
+async def test_an_events_v1_update_keeps_the_event_immutable_but_a_core_one_may_change_it(
+    client: httpx.AsyncClient,
+) -> None:
+    made = (await client.post(V1, json=v1_event("fixed"))).json()
+    changed = {**made, "note": "rewritten"}
+    refused = await client.put(f"{V1}/fixed", json=changed)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["message"] == (
+        'Event.events.k8s.io "fixed" is invalid: message: Invalid value: "rewritten": field is immutable'
+    )
+    moved = await client.patch(
+        f"{V1}/fixed",
+        json={"regarding": {"name": "q"}},
+        headers={"content-type": "application/merge-patch+json"},
+    )
+    assert moved.status_code == 422
+    assert moved.json()["message"] == (
+        'Event.events.k8s.io "fixed" is invalid: involvedObject: Invalid value: core.ObjectReference{Kind:"Pod", '
+        'Namespace:"default", Name:"q", UID:"", APIVersion:"v1", ResourceVersion:"", FieldPath:""}: '
+        "field is immutable"
+    )
+    bad_series = await client.patch(
+        f"{V1}/fixed",
+        json={"series": {"count": 1}},
+        headers={"content-type": "application/merge-patch+json"},
+    )
+    assert bad_series.json()["message"] == (
+        'Event.events.k8s.io "fixed" is invalid: [series.count: Invalid value: "": should be at least 2, '
+        "series.lastObservedTime: Required value]"
+    )
+    assert (await client.get(f"{V1}/fixed")).json()["note"] == made["note"]
+    # core/v1 keeps its older rules for the same stored Event.
+    as_core = await client.patch(
+        f"{CORE}/fixed", json={"message": "rewritten"}, headers={"content-type": "application/merge-patch+json"}
+    )
+    assert as_core.status_code == 200
+    assert (await client.get(f"{V1}/fixed")).json()["note"] == "rewritten"
+
+
+async def test_an_apply_that_creates_an_events_v1_event_is_validated_as_a_create(client: httpx.AsyncClient) -> None:
+    refused = await client.patch(
+        f"{V1}/applied-bad?fieldManager=test",
+        content=json.dumps(v1_event("applied-bad", action="")),
+        headers={"content-type": "application/apply-patch+yaml"},
+    )
+    assert refused.status_code == 422
+    assert refused.json()["message"] == 'Event.events.k8s.io "applied-bad" is invalid: action: Required value'
+    assert (await client.get(f"{CORE}/applied-bad")).status_code == 404
