@@ -123,5 +123,8 @@ def test_kubectl_reads_the_same_events_in_both_forms(api_client: client.ApiClien
     assert resources.split("\n")[1].split() == ["events", "ev", "events.k8s.io/v1", "true", "Event"]
     explained = kubectl("explain", "events", "--api-version=events.k8s.io/v1").stdout
     assert "GROUP:      events.k8s.io" in explained and "regarding" in explained and "involvedObject" not in explained
+    # The plain resource name stays core/v1's, as kubectl prefers the legacy group.
+    plain = json.loads(kubectl("get", "events", "for-kubectl", "-n", NAMESPACE, "-o", "json").stdout)
+    assert plain["apiVersion"] == "v1" and plain["involvedObject"]["name"] == "worker-0"
     listed = kubectl("events", "-n", NAMESPACE).stdout
     assert "Waiting" in listed and "Pod/worker-0" in listed and "waiting for 2 more members" in listed
