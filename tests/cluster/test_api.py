@@ -37,6 +37,7 @@ async def test_discovery_lists_kinds_with_short_names_and_scope(client: httpx.As
         "authentication.k8s.io",
         "authorization.k8s.io",
         "apiextensions.k8s.io",
+        "events.k8s.io",
     }
     short = {
         r["name"]: r.get("shortNames")

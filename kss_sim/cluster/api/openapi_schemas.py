@@ -14,7 +14,10 @@ from functools import cache
 from typing import Any
 
 from kss_sim.cluster.admission.fields import ABSENT_FIELDS, ROOT_MODELS
-from kss_sim.cluster.kinds.registry import KindInfo
+from kss_sim.cluster.kinds.registry import EVENTS_V1, KindInfo
+
+# The client's models of the kinds served from another kind's stored objects (``KindInfo.view``), by apiVersion.
+VIEW_MODELS = {EVENTS_V1.api_version: "EventsV1Event"}
 
 _LIST = re.compile(r"^[Ll]ist\[(.+)\]$")
 _DICT = re.compile(r"^(?:Dict\[str, (.+)\]|dict\(str, (.+)\))$")
@@ -105,10 +108,15 @@ def _schemas_from(roots: tuple[str, ...]) -> dict[str, Any]:
     return schemas
 
 
+def _model_of(info: KindInfo) -> str | None:
+    """The client's model of a kind as this group version serves it (a view's own, not its stored kind's)."""
+    return VIEW_MODELS.get(info.api_version) if info.view else ROOT_MODELS.get(info.kind)
+
+
 def component_schemas(kinds: list[KindInfo]) -> dict[str, Any]:
     """``components.schemas`` for ``kinds`` (one group version's): their models and every model they use, the
     kinds' own schemas tagged with their group, version and kind."""
-    roots = {ROOT_MODELS[k.kind]: k for k in kinds if k.kind in ROOT_MODELS and _client_model(ROOT_MODELS[k.kind])}
+    roots = {m: k for k in kinds if (m := _model_of(k)) and _client_model(m)}
     schemas = {name: dict(schema) for name, schema in _schemas_from(tuple(sorted(roots))).items()}
     for name, info in roots.items():
         schemas[schema_name(name)]["x-kubernetes-group-version-kind"] = [

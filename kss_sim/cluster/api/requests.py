@@ -170,7 +170,7 @@ def parse_json(info: KindInfo | None, body: bytes) -> Any:
         ) from None
 
 
-def _field_validation(request: Request) -> str:
+def field_validation(request: Request) -> str:
     """The request's ``fieldValidation`` mode (``Warn`` unless given); 422 for an unknown one."""
     if not request.scope.get("query_string"):
         return "Warn"
@@ -184,7 +184,7 @@ def field_warnings(
     """kube-apiserver's ``fieldValidation`` on a create/update body or a merge patch: fields ``info.kind`` does
     not have in ``kube_version`` are dropped, and reported as warnings (``Warn``, the default), not at all
     (``Ignore``), or refused (``Strict``, what kubectl sends: 400, nothing written)."""
-    mode = _field_validation(request)
+    mode = field_validation(request)
     if not isinstance(obj, dict):
         return []
     messages = _unknown_field_messages(mode, info, obj, patch=patch, kube_version=kube_version)
@@ -216,7 +216,7 @@ def json_patch_field_check(
     """kube-apiserver checks a JSON patch's fields on the object it produces (the operations have no shape):
     unknown ones are dropped from it, refused under ``Strict`` (400, with decoding's message) or added to
     ``warnings``."""
-    mode = _field_validation(request)  # an unknown mode is refused before anything is patched
+    mode = field_validation(request)  # an unknown mode is refused before anything is patched
 
     def check(patched: Obj) -> None:
         messages = _unknown_field_messages(mode, info, patched, kube_version=kube_version)

@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
-from kss_sim.cluster.api import containers, eviction, params, protobuf, reviews, scale, watch
+from kss_sim.cluster.api import containers, events_v1, eviction, params, protobuf, reviews, scale, watch
 from kss_sim.cluster.api.custom_versions import converted, in_version, to_storage_version
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
@@ -505,6 +505,9 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
             raise MethodNotAllowed(request.method.lower())
         body = parse_body(request, target.info, await read_body(request))
         return json_response(reviews.answer(target.info, body, _settings(request).api_token or ""), 201)
+    if target.info.view:
+        store = _store(request)
+        return await events_v1.serve(request, target, lambda req, core: _HANDLERS[req.method](req, store, core))
     if target.subresource == "scale":
         return await _handle_scale(request, _store(request), target)
     if target.subresource == "eviction":

@@ -50,6 +50,9 @@ class KindInfo:
     minors: tuple[int, int | None] = (0, None)
     # The kind clients see when ``kind`` (the registry's unique name) is not it: a second type of the same name.
     wire_kind: str = ""
+    # Another group-version of ``kind``'s stored objects (``VIEWS``): kube-apiserver keeps one resource in storage
+    # and converts it to the version a request names; the API converts at its edges, the store never sees it.
+    view: bool = False
 
     @property
     def api_kind(self) -> str:
@@ -318,8 +321,13 @@ KINDS: tuple[KindInfo, ...] = (
     ),
 )
 
+# Kinds served from another kind's stored objects (``kind`` names the stored one, ``view`` set): not in ``KINDS``,
+# which lists what the store holds; found by URL (``resource_info``) and listed by discovery.
+EVENTS_V1 = KindInfo("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",), view=True)
+VIEWS: tuple[KindInfo, ...] = (EVENTS_V1,)
+
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
-BY_RESOURCE: dict[tuple[str, str, str], KindInfo] = {(k.group, k.version, k.plural): k for k in KINDS}
+BY_RESOURCE: dict[tuple[str, str, str], KindInfo] = {(k.group, k.version, k.plural): k for k in KINDS + VIEWS}
 BY_API_TYPE: dict[tuple[str, str], KindInfo] = {(k.api_version, k.api_kind): k for k in KINDS}
 Gates = Mapping[str, bool]
 NO_GATES: Gates = {}
@@ -349,7 +357,7 @@ def info_for(api_version: str, kind: str) -> KindInfo | None:
 def group_versions(gates: Gates, minor: int = DEFAULT_MINOR) -> dict[str, list[str]]:
     """Every served group and its versions, in registry order (the first one is the preferred version)."""
     out: dict[str, list[str]] = {}
-    for info in KINDS:
+    for info in KINDS + VIEWS:
         if served(info, gates, minor):
             versions = out.setdefault(info.group, [])
             if info.version not in versions:
@@ -373,4 +381,4 @@ def resource_info(
 
 def kinds_in(group: str, version: str, gates: Gates = NO_GATES, minor: int = DEFAULT_MINOR) -> list[KindInfo]:
     """Every kind served in one group/version with ``gates`` by Kubernetes 1.``minor``, in registry order."""
-    return [k for k in KINDS if k.group == group and k.version == version and served(k, gates, minor)]
+    return [k for k in KINDS + VIEWS if k.group == group and k.version == version and served(k, gates, minor)]

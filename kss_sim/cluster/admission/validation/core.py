@@ -11,6 +11,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from kss_sim.cluster.admission.validation.events import (
+    EVENTS_V1_REQUEST,
+    validate_events_v1_create,
+    validate_events_v1_update,
+)
 from kss_sim.cluster.admission.validation.metadata import (
     dns_label_messages,
     label_value_errors,
@@ -509,8 +514,7 @@ def validate_pdb(pdb: dict[str, Any]) -> list[Cause]:
     return causes
 
 
-def validate_event(event: dict[str, Any]) -> list[Cause]:
-    """ValidateEventCreate: the involved object's namespace matches the event's."""
+def _validate_core_event(event: dict[str, Any]) -> list[Cause]:
     causes = validate_metadata(event, namespaced=True)
     involved = event.get("involvedObject")
     if not isinstance(involved, dict):
@@ -519,6 +523,24 @@ def validate_event(event: dict[str, Any]) -> list[Cause]:
     ns = (event.get("metadata") or {}).get("namespace")
     if involved.get("namespace") and involved["namespace"] != ns:
         causes.append(invalid("involvedObject.namespace", involved["namespace"], "does not match event.namespace"))
+    return causes
+
+
+def validate_event(event: dict[str, Any]) -> list[Cause]:
+    """ValidateEventCreate: the involved object's namespace matches the event's; through events.k8s.io/v1, that
+    version's stricter rules too (``events.py``)."""
+    causes = _validate_core_event(event)
+    if EVENTS_V1_REQUEST.get():
+        causes += validate_events_v1_create(event)
+    return causes
+
+
+def validate_event_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """ValidateEventUpdate: a core/v1 update as a create; through events.k8s.io/v1, that version's immutable
+    fields (``events.py``)."""
+    causes = _validate_core_event(new)
+    if EVENTS_V1_REQUEST.get():
+        causes += validate_events_v1_update(new, old)
     return causes
 
 
@@ -564,6 +586,7 @@ VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
 # Update rules of kinds whose module registers them (workloads.py: apps/v1, batch/v1, Lease; dra.py); that
 # module builds on this one and adds its kinds to both tables when imported (admission imports it).
 UPDATE_VALIDATORS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[Cause]]] = {
+    "Event": validate_event_update,
     WORKLOAD_V1ALPHA2: validate_workload_v1alpha2_update,
     POD_GROUP_V1ALPHA2: validate_pod_group_v1alpha2_update,
 }
