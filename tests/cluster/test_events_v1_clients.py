@@ -53,12 +53,13 @@ def test_events_v1_api_and_core_v1_api_see_each_others_events(api_client: client
     assert as_core.reporting_component == "example.com/gang-plugin" and as_core.action == "Scheduling"
 
     # The client's EventsV1Event refuses an eventTime of null (as a core Event without one reads on any cluster),
-    # so this core/v1 Event has one, and the reporting fields kube-apiserver then asks for.
+    # so this core/v1 Event has one, and the reporting fields kube-apiserver then asks for. Its microseconds are not
+    # zero: the client re-serializes the time (isoformat drops ".000000"), which kube-apiserver's MicroTime refuses.
     core.create_namespaced_event(
         NAMESPACE,
         {
             "metadata": {"name": "from-core-api"},
-            "eventTime": "2026-01-02T03:04:06.000000Z",
+            "eventTime": "2026-01-02T03:04:06.250000Z",
             "reportingComponent": "kubelet",
             "reportingInstance": "n1",
             "action": "Pulling",
@@ -85,7 +86,7 @@ def test_events_v1_api_and_core_v1_api_see_each_others_events(api_client: client
     patched = events.patch_namespaced_event(
         "from-events-api",
         NAMESPACE,
-        {"series": {"count": 2, "lastObservedTime": "2026-01-02T03:05:00.000000Z"}},
+        {"series": {"count": 2, "lastObservedTime": "2026-01-02T03:05:00.500000Z"}},
     )
     assert patched.series.count == 2
     assert core.read_namespaced_event("from-events-api", NAMESPACE).series.count == 2
