@@ -58,7 +58,10 @@ _MANAGER = "kss-replay"
 
 
 class Engine(Protocol):
-    """What the controllers ask of the replay engine (``kss_sim/replay/engine.py``'s ``Replay`` offers it)."""
+    """What the controllers ask of the replay engine (``kss_sim/replay/engine.py``'s ``Replay`` offers it). An
+    engine may also offer ``create_object(obj) -> bool`` (an object such as a StatefulSet's claim, created as a
+    create event would; False when one of that kind and name exists) and ``delete_object(kind, namespace, name)``;
+    the replay's own StatefulSet controller uses them when they are there."""
 
     @property
     def now(self) -> float: ...

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from kss_sim.controllers.job_parts import rfc3339
 from kss_sim.controllers.owned import controller_ref, owner_reference, selector_matches
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.workload import WorkloadError
+from kss_sim.replay.world import Engine
 
 __all__ = ["WorkloadError"]  # raised for objects the controllers cannot run
 
@@ -34,22 +34,8 @@ _MAX_GENERATE_PREFIX = 58  # validation.maxGeneratedNameLength: 63 less the five
 _UID_NAMESPACE = uuid.UUID("6f1c1b43-5a0e-4c7e-9d3b-2f3c4b5a6d7e")
 
 
-class ReplayActions(Protocol):
-    """What the engine does for the controllers (``app/replay/engine.py`` implements it). An engine may also offer
-    ``create_object(obj) -> bool`` (an object such as a StatefulSet's claim, created as a create event would; False
-    when one of that kind and name exists) and ``delete_object(kind, namespace, name)``; the StatefulSet controller
-    uses them when they are there."""
-
-    @property
-    def now(self) -> float: ...
-
-    def create_pod(self, pod: Obj, *, run_for: float | None, owner: str) -> None: ...
-
-    def delete_pod(self, namespace: str, name: str) -> None: ...
-
-    def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None: ...
-
-    def node_objects(self) -> list[Obj]: ...
+# What the engine does for the controllers: the protocol the replay's object world uses too, written once.
+ReplayActions = Engine
 
 
 @dataclass(slots=True, eq=False)
