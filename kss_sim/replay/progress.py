@@ -54,9 +54,10 @@ class Progress(NullObserver):
     def _write(self, state: ReplayState, *, final: bool = False) -> None:
         text = self.line(state)
         if self.tty:
+            # Marked open before the write: Ctrl-C can land between the write and the next statement.
+            self._open = not final
             self.stream.write("\r" + text.ljust(self._width) + ("\n" if final else ""))
             self._width = len(text)
-            self._open = not final
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
