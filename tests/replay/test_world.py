@@ -7,8 +7,19 @@ from collections.abc import Callable
 from typing import Any
 
 from kss_sim.kube.objects import Obj
+from kss_sim.replay.model import DELETED
 from kss_sim.replay.world import LiveControllers, check_workload_object
-from tests.replay.test_controllers import EPOCH, FakeEngine, deployment, job, pod_template, statefulset, workload_obj
+from tests.replay.test_controllers import (
+    EPOCH,
+    FakeEngine,
+    _node_doc,
+    _replay,
+    deployment,
+    job,
+    pod_template,
+    statefulset,
+    workload_obj,
+)
 
 
 class LiveEngine(FakeEngine):
@@ -119,12 +130,33 @@ class TimerEngine(LiveEngine):
         super().call_at(at, callback, holds_run=holds_run)
 
 
-def test_a_jobs_deadline_holds_the_run_and_the_retries_of_a_reconcile_the_api_refuses_do_not() -> None:
+def test_no_controller_timer_holds_the_run_and_each_fires_while_the_run_goes_on() -> None:
     engine = TimerEngine(["n1"])
     sts = statefulset("db", 1)
     sts["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {"resources": {}}}]  # refused
     engine.apply("create", sts)
     engine.apply("create", job("batch", activeDeadlineSeconds=100))
-    engine.run(until=50.0)
-    assert {at for at, holds in engine.asked if holds} == {100.0}
-    assert any(at < 50 and not holds for at, holds in engine.asked)  # the StatefulSet's retries, backing off
+    engine.run(until=150.0)
+    assert engine.asked and not any(holds for _, holds in engine.asked)
+    assert 100.0 in {at for at, _ in engine.asked}  # the Job's deadline
+    assert any(at < 1 for at, _ in engine.asked)  # the StatefulSet's retries, backing off
+    assert [t for t, _ in engine.events("delete")] == [100.0]  # the deadline passed: the Job's pod deleted
+    status = engine.controllers.get("Job", "default", "batch")
+    assert status is not None and "DeadlineExceeded" in {c.get("reason") for c in status["status"]["conditions"]}
+
+
+def test_a_replay_ends_with_its_workload_not_at_a_controllers_next_timer() -> None:
+    # The Deployment's progress check is due 600 s after its rollout began (progressDeadlineSeconds); the Job's
+    # deadline at 100 s is passed while its pods, still running for 200 s, hold the run.
+    events = [
+        {"at": 0, "create": deployment("web", 1)},
+        {"at": 0, "create": job("batch", activeDeadlineSeconds=100, parallelism=2, completions=2), "runFor": "200s"},
+        {"at": 60, "cordon": "n1"},
+    ]
+    run = _replay(events, start=[_node_doc("n1")])
+    result = run.run()
+    assert result.virtual_seconds == 200.0
+    batch = [r for r in result.pods if r.owner == "Job/default/batch"]
+    assert [(r.outcome, r.finished_at) for r in batch] == [(DELETED, 100.0)] * 2
+    web = [r for r in result.pods if r.owner.startswith("ReplicaSet/default/web-")]
+    assert [(r.outcome, r.bound_at) for r in web] == [("running", 0.0)]
