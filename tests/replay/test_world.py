@@ -1,16 +1,15 @@
 """``kss serve``'s workload controllers in a replay (kss_sim/replay/world.py): over an in-memory store, on the stand-in
-engine's virtual clock, pods handed to and from the engine."""
+engine's virtual clock (test_controllers' ``FakeEngine``), pods handed to and from the engine; seeded names, run
+times, adoption, the API's refusals, and when a run ends."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.model import DELETED
-from kss_sim.replay.world import LiveControllers, check_workload_object
+from kss_sim.replay.world import check_workload_object
 from tests.replay.test_controllers import (
-    EPOCH,
     FakeEngine,
     _node_doc,
     _replay,
@@ -22,16 +21,8 @@ from tests.replay.test_controllers import (
 )
 
 
-class LiveEngine(FakeEngine):
-    """The stand-in engine of test_controllers with the live controllers instead of the replay's own."""
-
-    def __init__(self, nodes: list[str], *, seed: int = 0, **options: Any) -> None:
-        super().__init__(nodes, **options)
-        self.controllers = LiveControllers(self, EPOCH, seed=seed)  # type: ignore[assignment]
-
-
 def test_a_deployment_makes_owned_spread_pods_and_replaces_those_of_a_removed_node_at_once() -> None:
-    engine = LiveEngine(["n1", "n2", "n3"])
+    engine = FakeEngine(["n1", "n2", "n3"])
     engine.apply("create", deployment("web", 3))
     engine.run(until=59.0)
     names = engine.names()
@@ -51,7 +42,7 @@ def test_a_deployment_makes_owned_spread_pods_and_replaces_those_of_a_removed_no
 
 def test_the_same_seed_gives_the_same_names_and_another_seed_others() -> None:
     def names(seed: int) -> list[str]:
-        engine = LiveEngine(["n1"], seed=seed)
+        engine = FakeEngine(["n1"], seed=seed)
         engine.apply("create", deployment("web", 3))
         engine.run(until=1.0)
         return engine.names()
@@ -61,7 +52,7 @@ def test_the_same_seed_gives_the_same_names_and_another_seed_others() -> None:
 
 
 def test_a_job_runs_its_completions_in_waves_for_the_workloads_run_for_and_completes() -> None:
-    engine = LiveEngine(["n1"])
+    engine = FakeEngine(["n1"])
     engine.apply("create", job("batch", completions=4, parallelism=2), run_for=600.0)
     engine.run(until=1300.0)
     assert [t for t, _ in engine.events("create")] == [0.0, 0.0, 600.0, 600.0]
@@ -73,7 +64,7 @@ def test_a_job_runs_its_completions_in_waves_for_the_workloads_run_for_and_compl
 
 
 def test_a_templates_run_duration_annotation_is_the_pods_run_time() -> None:
-    engine = LiveEngine(["n1"])
+    engine = FakeEngine(["n1"])
     d = deployment("web", 1)
     d["spec"]["template"]["metadata"]["annotations"] = {"kss.sigs.k8s.io/run-duration": "90s"}
     engine.apply("create", d, run_for=600.0)
@@ -82,7 +73,7 @@ def test_a_templates_run_duration_annotation_is_the_pods_run_time() -> None:
 
 
 def test_an_orphan_that_arrived_first_is_adopted_and_counted() -> None:
-    engine = LiveEngine(["n1"])
+    engine = FakeEngine(["n1"])
     orphan: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -117,7 +108,7 @@ def test_objects_the_api_refuses_are_named_with_the_apis_own_messages() -> None:
     ]
 
 
-class TimerEngine(LiveEngine):
+class TimerEngine(FakeEngine):
     """Records every timer asked for a later time: (virtual time, whether it holds the run)."""
 
     def __init__(self, nodes: list[str]) -> None:
