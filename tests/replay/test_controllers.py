@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -619,8 +620,6 @@ def _replay(events: list[Obj], *, start: list[Obj] | None = None, until: float |
         "metadata": {"name": "t"},
         "spec": {"epoch": "2025-03-01T00:00:00Z", "start": start or [], "events": events},
     }
-    import json
-
     return Replay(parse_workload(json.dumps(doc)), until=until)
 
 
@@ -704,3 +703,27 @@ def test_replay_without_until_ends_when_only_a_cronjobs_schedule_is_left() -> No
     assert [r.arrival for r in result.pods] == [600.1]
     assert result.pods[0].finished_at == 660.1
     assert result.virtual_seconds == 700.0
+
+
+def test_replay_with_workload_objects_is_the_same_for_the_same_seed_and_names_differ_for_another() -> None:
+    def records(seed: int) -> list[tuple[str, str, str, float, float | None, float | None, str]]:
+        events = [
+            {"at": 0, "create": deployment("web", 3)},
+            {"at": 0, "create": job("batch", completions=4, parallelism=2), "runFor": "10m"},
+            {"at": "15m", "delete": {"kind": "Node", "name": "n2"}},
+        ]
+        doc = {
+            "apiVersion": "kss.sigs.k8s.io/v1alpha1",
+            "kind": "TimedWorkload",
+            "metadata": {"name": "t"},
+            "spec": {"epoch": "2025-03-01T00:00:00Z", "start": [_node_doc("n1"), _node_doc("n2")], "events": events},
+        }
+        result = Replay(parse_workload(json.dumps(doc)), seed=seed).run()
+        return [(r.key, r.uid, r.owner, r.arrival, r.bound_at, r.finished_at, r.node) for r in result.pods]
+
+    first = records(7)
+    assert len(first) > 3 + 4  # and the pods of n2 made again at 15 min
+    assert records(7) == first
+    other = records(8)
+    assert [r[0] for r in other] != [r[0] for r in first]  # generated names drawn from another seed
+    assert len(other) == len(first)
