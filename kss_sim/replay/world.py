@@ -205,6 +205,8 @@ class LiveControllers:
                     else:
                         body["metadata"].pop(field, None)
                 body["spec"] = copy.deepcopy(obj.get("spec") or {})
+                if kind == "Job":
+                    self._keep_generated_selector(body["spec"], existing["spec"])
                 stored = self.store.update(kind, body, manager=_MANAGER)
         except ApiError as exc:
             raise WorkloadError([f"{kind} {namespace}/{name}: {exc.message}"]) from exc
@@ -332,13 +334,34 @@ class LiveControllers:
                 uid = str(meta(owner).get("uid")) if owner is not None else None
             if uid is not None:
                 ref["uid"] = uid
-        labels = meta(obj).get("labels")
-        if isinstance(labels, dict) and obj.get("kind") == "Pod":
+        if obj.get("kind") == "Pod":
+            self._store_uid_labels(meta(obj).get("labels"))
+        return obj
+
+    def _keep_generated_selector(self, spec: Obj, stored: Obj) -> None:
+        """A Job's update keeps the selector and template labels the API generated at its create, as ``kubectl
+        apply`` keeps fields it did not set (both are immutable: written without them, or naming the uid a
+        snapshot's Job came with, the update would be refused)."""
+        if spec.get("manualSelector"):
+            return
+        template = spec.setdefault("template", {})
+        labels = template.setdefault("metadata", {}).setdefault("labels", {})
+        self._store_uid_labels(labels)
+        self._store_uid_labels((spec.get("selector") or {}).get("matchLabels"))
+        stored_labels = ((stored.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        for label in (*JOB_UID_LABELS, "job-name", "batch.kubernetes.io/job-name"):
+            if label in stored_labels:
+                labels.setdefault(label, stored_labels[label])
+        if "selector" in stored:
+            spec.setdefault("selector", copy.deepcopy(stored["selector"]))
+
+    def _store_uid_labels(self, labels: object) -> None:
+        """A Job's uid labels (``controller-uid``) naming it by the uid the store gave it."""
+        if isinstance(labels, dict):
             for label in JOB_UID_LABELS:
                 uid = self._store_uid.get(str(labels.get(label)))
                 if uid is not None:
                     labels[label] = uid
-        return obj
 
     # --- reading ------------------------------------------------------------------------------------------------
     def objects(self) -> list[Obj]:

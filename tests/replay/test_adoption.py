@@ -389,3 +389,31 @@ def test_a_pod_naming_its_owner_by_a_uid_the_hand_written_owner_lacks_is_the_own
     result = run.run()
     assert (result.pods[0].key, result.pods[0].outcome) == (f"{NS}/front-aaaaa", RUNNING)
     assert len(result.pods) == 2 and all(r.outcome == RUNNING for r in result.pods)
+
+
+def test_a_snapshot_jobs_update_naming_the_uid_it_came_with_applies_to_it() -> None:
+    """The snapshot's Job names its generated selector by its uid there; the replay's store gives it another, and its
+    pod and a later update naming the old one still refer to it."""
+    spec: Obj = {"completions": 4, "parallelism": 1, "template": _template("j"),
+                 "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-j"}}}  # fmt: skip
+    spec["template"]["spec"]["restartPolicy"] = "Never"
+    generated = {"batch.kubernetes.io/controller-uid": "u-j", "controller-uid": "u-j",
+                 "batch.kubernetes.io/job-name": "j", "job-name": "j"}  # fmt: skip
+    spec["template"]["metadata"]["labels"].update(generated)
+    job = _workload("Job", "j", spec)
+    job["metadata"]["uid"] = "u-j"
+    pod = _pod("j-aaaaa", "j", "n1")
+    pod["metadata"]["labels"].update(generated)
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-j", "controller": True}
+    ]
+    wider = copy.deepcopy(job)
+    wider["spec"]["parallelism"] = 2
+    run = _replay([_node("n1"), pod, job], [{"at": "10m", "update": wider}])
+    result = run.run()
+    first = result.pods[0]
+    assert (first.key, first.arrival, first.outcome) == (f"{NS}/j-aaaaa", 0.0, RUNNING)
+    assert [r.arrival for r in result.pods] == [0.0, 600.0]
+    assert run.controllers is not None
+    stored = run.controllers.get("Job", NS, "j")
+    assert stored is not None and stored["spec"]["parallelism"] == 2 and stored["metadata"]["uid"] != "u-j"

@@ -727,3 +727,17 @@ def test_replay_with_workload_objects_is_the_same_for_the_same_seed_and_names_di
     other = records(8)
     assert [r[0] for r in other] != [r[0] for r in first]  # generated names drawn from another seed
     assert len(other) == len(first)
+
+
+def test_replay_job_update_keeps_what_the_api_generated_and_takes_the_new_parallelism() -> None:
+    # The update is written as the create was, without the selector and labels the API generated at the create
+    # (immutable, so they are kept, as kubectl apply keeps them).
+    events = [
+        {"at": 0, "create": job("batch", completions=4, parallelism=1)},
+        {"at": "10m", "update": job("batch", completions=4, parallelism=2)},
+    ]
+    run = _replay(events, start=[_node_doc("n1")])
+    result = run.run()
+    assert [r.arrival for r in result.pods] == [0.0, 600.0]
+    assert run.controllers is not None
+    assert run.controllers.get("Job", "default", "batch")["spec"]["parallelism"] == 2
