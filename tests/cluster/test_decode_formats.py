@@ -130,6 +130,49 @@ def test_nulls_become_what_go_decodes_them_into() -> None:
     assert body["status"]["conditions"] == [{"type": "Ready", "status": "", "lastProbeTime": None}]
 
 
+def test_nulls_follow_each_versions_json_tags() -> None:
+    # ObjectMeta.creationTimestamp is `json:"creationTimestamp,omitempty"` in v1.33: a zero metav1.Time is written
+    # back as null; v1.34 added omitzero, which leaves it out. A nil map with omitempty is left out everywhere.
+    for version, kept in [("1.33", True), ("1.34", False), ("1.35", False), ("1.36", False)]:
+        body = pod("p")
+        body["metadata"].update(creationTimestamp=None)
+        body["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "zone", "labelSelector": {"matchLabels": None}}]}}  # fmt: skip
+        check_types("Pod", body, version="v1", kube_version=version)
+        assert ("creationTimestamp" in body["metadata"]) is kept, version
+        assert body["metadata"].get("creationTimestamp") is None
+        term = body["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        assert term["labelSelector"] == {}, version
+
+
+def test_a_struct_that_omitempty_cannot_leave_out_is_its_zero_value() -> None:
+    # ServicePort.targetPort is a non-pointer intstr.IntOrString with omitempty: encoding/json writes a struct
+    # whatever its omitempty, so a null is the zero IntOrString, 0 (which defaulting then sets to the port).
+    body = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "targetPort": None}]}}
+    check_types("Service", body, version="v1")
+    assert body["spec"]["ports"] == [{"port": 80, "targetPort": 0}]
+
+
+async def test_a_template_with_a_null_creation_timestamp_is_stored_per_version(
+    client: httpx.AsyncClient, client_133: httpx.AsyncClient
+) -> None:
+    template = {"metadata": {"labels": {"a": "b"}, "creationTimestamp": None}, "spec": pod()["spec"]}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template},
+    }
+    r = await client_133.post(DEPLOYMENTS, json=body)
+    assert r.status_code == 201, r.text
+    stored = (await client_133.get(f"{DEPLOYMENTS}/d")).json()
+    assert stored["spec"]["template"]["metadata"] == {"labels": {"a": "b"}, "creationTimestamp": None}
+    r = await client.post(DEPLOYMENTS, json=body)
+    assert r.status_code == 201, r.text
+    stored = (await client.get(f"{DEPLOYMENTS}/d")).json()
+    assert stored["spec"]["template"]["metadata"] == {"labels": {"a": "b"}}
+
+
 def test_each_version_decodes_with_its_own_schema() -> None:
     # v1.36 added CSIDriverSpec.preventPodSchedulingIfMissing (a bool); every version checks it as a bool (the
     # nearest one that has it), and every version has its own v1.35-and-later fields' types.
