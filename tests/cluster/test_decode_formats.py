@@ -233,6 +233,76 @@ async def test_an_int_or_string_beyond_int32_is_a_400(client: httpx.AsyncClient)
     assert (await client.post(DEPLOYMENTS, json=body)).status_code == 201
 
 
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (1e30, "1e+30"),
+        (1e20, "100000000000000000000"),
+        (2.0**64, "18446744073709552000"),
+        (1e21, "1e+21"),
+        (100000.0, "100000"),
+        (1.5e-7, "1.5e-7"),
+        (1e-6, "0.000001"),
+        (-2.5, "-2.5"),
+        (0.0, "0"),
+    ],
+)
+def test_floats_print_as_encoding_json_writes_them(value: float, text: str) -> None:
+    assert go_values.format_float(value) == text
+
+
+def _deployment(replicas: str, strategy: str = "{}") -> bytes:
+    """A Deployment's JSON with ``replicas`` and ``strategy`` written as given (numbers no float can hold)."""
+    template = '{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"x"}]}}'
+    head = '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":'
+    tail = f',"selector":{{"matchLabels":{{"a":"b"}}}},"template":{template},"strategy":{strategy}}}}}'
+    return (head + replicas + tail).encode()
+
+
+@pytest.mark.parametrize(
+    "literal", ["99999999999999999999", "18446744073709551616", "-9223372036854775809", "1e30", "1E+30", "1e5", "2.50"]
+)
+async def test_a_number_an_int32_cannot_hold_is_quoted_as_it_was_sent(client: httpx.AsyncClient, literal: str) -> None:
+    # encoding/json's literalStore quotes the literal (ParseInt failed), never a float's rendering of it.
+    r = await client.post(DEPLOYMENTS, content=_deployment(literal), headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle(
+        "Deployment",
+        f"json: cannot unmarshal number {literal} into Go struct field DeploymentSpec.spec.replicas of type int32",
+    )
+
+
+async def test_an_int_or_string_beyond_64_bits_is_quoted_as_sent(client: httpx.AsyncClient) -> None:
+    body = _deployment("1", '{"rollingUpdate":{"maxSurge":99999999999999999999}}')
+    r = await client.post(DEPLOYMENTS, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle(
+        "Deployment", "json: cannot unmarshal number 99999999999999999999 into Go value of type int32"
+    )
+
+
+async def test_a_merge_patch_keeps_the_literal_and_yaml_is_read_as_go_yaml_reads_it(
+    client: httpx.AsyncClient,
+) -> None:
+    assert (await client.post(DEPLOYMENTS, content=_deployment("1"))).status_code == 201
+    r = await client.patch(
+        f"{DEPLOYMENTS}/d",
+        content=b'{"spec":{"replicas":18446744073709551616}}',
+        headers={"content-type": "application/merge-patch+json"},
+    )
+    assert r.status_code == 400, r.text
+    assert "cannot unmarshal number 18446744073709551616 into Go struct field" in r.json()["message"]
+    # YAML: go-yaml reads an integer beyond uint64 as a float64, which the JSON it becomes writes in full.
+    body = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: y}\nspec: {replicas: 99999999999999999999}\n"
+    r = await client.post(DEPLOYMENTS, content=body, headers={"content-type": "application/yaml"})
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle(
+        "Deployment",
+        "json: cannot unmarshal number 100000000000000000000 into Go struct field DeploymentSpec.spec.replicas of "
+        "type int32",
+    )
+
+
 async def test_secret_data_that_is_not_base64_is_a_400(client: httpx.AsyncClient) -> None:
     url = "/api/v1/namespaces/default/secrets"
     body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"k": "not base64"}}

@@ -280,7 +280,7 @@ def _scalar(code: str, value: Any, struct: str, where: str, go: str | None) -> s
             return _unmarshal(value, struct, where, go or code)
         low, high = _RANGES[code]
         if isinstance(value, float) or not low <= value <= high:
-            return _unmarshal(value, struct, where, go or code, shown=f"number {value}")
+            return _unmarshal(value, struct, where, go or code, shown=f"number {go_values.number_text(value)}")
         return None
     if code == "bytes":  # encoding/json's own: a string, then standard base64
         if not isinstance(value, str):
