@@ -309,6 +309,33 @@ async def test_server_side_apply_of_a_selector_with_numbers_is_a_400(client: htt
     )
 
 
+async def test_server_side_apply_of_a_wrong_type_is_a_400_before_any_conflict(client: httpx.AsyncClient) -> None:
+    # The configuration is decoded before it is merged: a field of the wrong type that another manager owns is
+    # refused as undecodable (400), never reported as a conflict (409), with force or without.
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "rs"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "a"}}, "template": template},
+    }
+    url = "/apis/apps/v1/namespaces/default/replicasets/rs"
+    apply = {"Content-Type": "application/apply-patch+yaml"}
+    assert (await client.patch(f"{url}?fieldManager=first", content=json.dumps(body), headers=apply)).status_code == 201
+    body["spec"]["replicas"] = "two"
+    for query in ("fieldManager=second", "fieldManager=second&force=true"):
+        r = await client.patch(f"{url}?{query}", content=json.dumps(body), headers=apply)
+        assert r.status_code == 400, r.text
+        assert r.json()["message"] == _decode_error(
+            "ReplicaSet", "string into Go struct field ReplicaSetSpec.spec.replicas of type int32"
+        )
+    assert (await client.get(url)).json()["spec"]["replicas"] == 1
+    # A null in a configuration still removes a field (decoding checks a copy): the first manager gives replicas up.
+    body["spec"]["replicas"] = None
+    r = await client.patch(f"{url}?fieldManager=first", content=json.dumps(body), headers=apply)
+    assert r.status_code == 200, r.text
+
+
 async def test_a_namespace_with_a_null_name_is_a_422(client: httpx.AsyncClient) -> None:
     r = await client.post("/api/v1/namespaces", json={"metadata": {"name": None}})
     assert r.status_code == 422, r.text
