@@ -8,15 +8,21 @@ PyPI package ``kubernetes-validate`` ships those documents as JSON schemas for e
 per struct, each field's type code (see ``decode_types``). Enums are left out on purpose: kube-apiserver's decoder
 takes any string for an enum field; validation refuses the bad ones (422), as kss's validation does.
 
-The result is committed (~100 KB for four versions, definitions shared between versions stored once) rather than
-read from the installed package at run time: the package is 108 MB of schemas for releases kss does not run, and
-a build-time step keeps the server's dependencies and start-up unchanged. What a ``null`` becomes (``nulls``) follows
-the Go structs' JSON tags, which kss's ``protobuf_messages.json`` holds.
+Two things the OpenAPI documents do not carry come from each release's Go structs (``go_structs``, reading the
+k8s.io/api of a module vendored against that release): what a ``null`` becomes (``nulls``: the JSON tags'
+omitempty/omitzero and pointers, which differ between releases: v1.34 made ``creationTimestamp`` omitzero), and the
+Go type encoding/json names in its errors where the code does not say it (``go_types``: ``v1.TaintEffect``).
 
-Usage (the package needs no install into the venv)::
+The result is committed (~140 KB for four versions, what every version has alike stored once) rather than read from
+the installed package at run time: the package is 108 MB of schemas for releases kss does not run, and a build-time
+step keeps the server's dependencies and start-up unchanged.
+
+Usage (the package needs no install into the venv; one ``--vendor`` per version kss runs, any module's
+``vendor/`` built against that release: its ``modules.txt`` names the k8s.io/api release)::
 
     pip install --target /tmp/kv kubernetes-validate
-    python tools/gen_decode_schemas.py --schemas /tmp/kv/kubernetes_validate/kubernetes-json-schema
+    python tools/gen_decode_schemas.py --schemas /tmp/kv/kubernetes_validate/kubernetes-json-schema \
+        --vendor ../v1.33/vendor --vendor ../v1.34/vendor --vendor ../v1.35/vendor --vendor ../v1.36/vendor
 """
 
 from __future__ import annotations
@@ -26,13 +32,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kss_sim.cluster.admission.decode_types import go_type
 from kss_sim.cluster.kinds.registry import KINDS
 from kss_sim.kube.versions import VERSIONS
+from tools.go_structs import GoField, GoSources, api_minor
 
 OUTPUT = Path(__file__).resolve().parent.parent / "kss_sim" / "cluster" / "admission" / "decode_schemas.json"
-# The Go structs' JSON tags (omitempty, pointer), which the OpenAPI documents do not carry: kss's protobuf messages
-# (tools/gen_protobuf_descriptors.py) have them, from k8s.io/api v0.35.
-GO_MESSAGES = OUTPUT.parent.parent / "api" / "protobuf_messages.json"
 _DROP = object()
 
 # Bodies decoded that are not stored kinds: a pod's binding, a DELETE's options, an eviction.
@@ -124,73 +129,94 @@ def served_roots(definitions: dict[str, Any]) -> dict[str, str]:
     return dict(sorted(roots.items()))
 
 
-def _go_flags() -> dict[str, dict[str, str]]:
-    """Per struct (short name), its fields' Go flags: ``o`` omitempty, ``p`` a pointer."""
-    doc = json.loads(GO_MESSAGES.read_text())
-    out: dict[str, dict[str, str]] = {}
-    for file in doc["files"]:
-        package = short_name("io.k8s." + file["package"].removeprefix("k8s.io."))
-        for message, body in file["messages"].items():
-            out[f"{package}.{message}"] = {field[4]: field[5] for field in body["fields"]}
-    return out
+def go_package(struct: str) -> tuple[str, str]:
+    """(Go import path, struct name) of a short name: ``core.v1.Pod`` -> (``k8s.io/api/core/v1``, ``Pod``)."""
+    package, _, name = struct.rpartition(".")
+    if package.startswith("meta."):
+        return "k8s.io/apimachinery/pkg/apis/" + package.replace(".", "/"), name
+    if package.startswith("apiextensions-apiserver."):
+        return "k8s.io/" + package.replace(".", "/"), name
+    return "k8s.io/api/" + package.replace(".", "/"), name
 
 
-def _null_becomes(code: str, flags: str) -> Any:
-    """What Go stores for a field sent as ``null``: the field's zero value as encoding/json writes it back, or
-    ``_DROP`` when it is left out (omitempty and empty)."""
-    omitted = "o" in flags
-    if "p" in flags or code[0] in "[{" or code == "bytes":  # nil: a pointer, a slice or a map
-        return _DROP if omitted else None
-    if code[0] == "@":
-        return {}  # a struct is always written (omitempty does not apply to structs)
-    if code in ("time", "microtime", "any"):
-        return None  # a zero metav1.Time (or RawExtension) writes itself as null
-    zero = {"quantity": "0", "intorstr": 0, "string": "", "bool": False, "int32": 0, "int64": 0, "float": 0}
-    return _DROP if omitted else zero.get(code)
+def _null_becomes(code: str, field: GoField) -> Any:
+    """What Go stores for a field sent as ``null`` (decoding a null leaves the field's zero value), as encoding/json
+    writes it back: ``_DROP`` when it is left out (``omitempty`` and empty, ``omitzero`` and zero)."""
+    if field.pointer or field.kind in ("slice", "map") or code == "bytes":  # nil
+        return _DROP if field.omitempty or field.omitzero else None
+    if field.kind == "struct":  # omitempty never leaves a struct out; omitzero does (IsZero, or all fields zero)
+        if field.omitzero:
+            return _DROP
+        if code in ("time", "microtime", "any"):
+            return None  # a zero metav1.Time (or RawExtension) writes itself as null
+        return {"quantity": "0", "intorstr": 0}.get(code, {})
+    zero = {"string": "", "bool": False, "int32": 0, "int64": 0, "float": 0}
+    return _DROP if field.omitempty or field.omitzero else zero.get(code)
 
 
-def null_values(structs: dict[str, dict[str, str]]) -> dict[str, dict[str, Any]]:
-    """Per struct, the fields whose ``null`` Go does not drop, and what it stores instead."""
-    flags = _go_flags()
-    out: dict[str, dict[str, Any]] = {}
+def go_tables(
+    structs: dict[str, dict[str, str]], sources: GoSources
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
+    """Per struct, from one release's Go sources: the fields whose ``null`` Go does not drop and what it stores
+    instead; the fields whose Go type encoding/json names otherwise than their code says (``v1.TaintEffect``)."""
+    nulls: dict[str, dict[str, Any]] = {}
+    go_types: dict[str, dict[str, str]] = {}
     for struct, fields in structs.items():
-        go = flags.get(struct, {})
+        go = sources.fields(*go_package(struct))
+        if go is None:
+            continue  # not in this tree (a kind of another release): the nearest release's apply
         kept = {f: v for f, code in fields.items() if f in go and (v := _null_becomes(code, go[f])) is not _DROP}
         if kept:
-            out[struct] = dict(sorted(kept.items()))
-    return dict(sorted(out.items()))
+            nulls[struct] = dict(sorted(kept.items()))
+        named = {f: go[f].go_type for f, code in fields.items() if f in go and go[f].go_type != go_type(code)}
+        if named:
+            go_types[struct] = dict(sorted(named.items()))
+    return dict(sorted(nulls.items())), dict(sorted(go_types.items()))
 
 
-def generate(schemas_dir: Path) -> dict[str, Any]:
-    """The document: per version its roots and structs; a struct that every version has alike is kept once."""
-    per_version: dict[str, tuple[dict[str, str], dict[str, dict[str, str]]]] = {}
+_TABLES = ("structs", "nulls", "go_types")
+
+
+def generate(schemas_dir: Path, vendors: list[Path]) -> dict[str, Any]:
+    """The document: per version its roots and tables; a table's entry for a struct that every version has alike
+    is kept once, in ``shared``."""
+    trees = {f"1.{api_minor(vendor)}": GoSources(vendor) for vendor in vendors}
+    missing = [name for name in VERSIONS if name not in trees]
+    if missing:
+        raise SystemExit(f"no vendored k8s.io/api for {', '.join(missing)} (--vendor)")
+    per_version: dict[str, dict[str, Any]] = {}
     for name in VERSIONS:
         definitions = json.loads((schemas_dir / f"v{name}.0-local" / "_definitions.json").read_text())["$defs"]
         roots = served_roots(definitions)
-        per_version[name] = (
-            {key: short_name(value) for key, value in roots.items()},
-            version_schema(definitions, roots),
-        )
-    shared: dict[str, dict[str, str]] = {}
-    first = next(iter(per_version.values()))[1]
-    for struct, fields in first.items():
-        if all(structs.get(struct) == fields for _, structs in per_version.values()):
-            shared[struct] = fields
-    every: dict[str, dict[str, str]] = {}
-    for _, structs in per_version.values():
-        for struct, fields in structs.items():
-            every.setdefault(struct, {}).update(fields)
+        structs = version_schema(definitions, roots)
+        nulls, go_types = go_tables(structs, trees[name])
+        per_version[name] = {
+            "roots": {key: short_name(value) for key, value in roots.items()},
+            "structs": structs,
+            "nulls": nulls,
+            "go_types": go_types,
+        }
+    shared: dict[str, dict[str, Any]] = {}
+    for table in _TABLES:
+        first = next(iter(per_version.values()))[table]
+        shared[table] = {
+            struct: entry
+            for struct, entry in sorted(first.items())
+            if all(tables[table].get(struct) == entry for tables in per_version.values())
+        }
     return {
-        "source": "kubernetes-validate (PyPI): kubernetes-json-schema/v1.XX.0-local/_definitions.json",
-        "nulls": null_values(every),
-        "shared": dict(sorted(shared.items())),
+        "source": "kubernetes-validate (PyPI): kubernetes-json-schema/v1.XX.0-local/_definitions.json; the Go "
+        "structs of each release's k8s.io/api (JSON tags, Go type names)",
+        "shared": shared,
         "versions": {
             name: {
-                "roots": roots,
-                "structs": {s: f for s, f in sorted(structs.items()) if s not in shared},
-                "absent": sorted(s for s in shared if s not in structs),
+                "roots": tables["roots"],
+                **{
+                    table: {s: e for s, e in sorted(tables[table].items()) if s not in shared[table]}
+                    for table in _TABLES
+                },
             }
-            for name, (roots, structs) in per_version.items()
+            for name, tables in per_version.items()
         },
     }
 
@@ -198,8 +224,15 @@ def generate(schemas_dir: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schemas", type=Path, required=True, help="kubernetes_validate/kubernetes-json-schema")
+    parser.add_argument(
+        "--vendor",
+        type=Path,
+        action="append",
+        required=True,
+        help="a vendor/ directory holding one release's k8s.io/api (once per version kss runs)",
+    )
     args = parser.parse_args()
-    doc = generate(args.schemas)
+    doc = generate(args.schemas, args.vendor)
     OUTPUT.write_text(json.dumps(doc, indent=0, separators=(",", ":")) + "\n")
     print(f"wrote {OUTPUT} ({OUTPUT.stat().st_size} bytes)")
 

@@ -130,6 +130,49 @@ def test_nulls_become_what_go_decodes_them_into() -> None:
     assert body["status"]["conditions"] == [{"type": "Ready", "status": "", "lastProbeTime": None}]
 
 
+def test_nulls_follow_each_versions_json_tags() -> None:
+    # ObjectMeta.creationTimestamp is `json:"creationTimestamp,omitempty"` in v1.33: a zero metav1.Time is written
+    # back as null; v1.34 added omitzero, which leaves it out. A nil map with omitempty is left out everywhere.
+    for version, kept in [("1.33", True), ("1.34", False), ("1.35", False), ("1.36", False)]:
+        body = pod("p")
+        body["metadata"].update(creationTimestamp=None)
+        body["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "zone", "labelSelector": {"matchLabels": None}}]}}  # fmt: skip
+        check_types("Pod", body, version="v1", kube_version=version)
+        assert ("creationTimestamp" in body["metadata"]) is kept, version
+        assert body["metadata"].get("creationTimestamp") is None
+        term = body["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        assert term["labelSelector"] == {}, version
+
+
+def test_a_struct_that_omitempty_cannot_leave_out_is_its_zero_value() -> None:
+    # ServicePort.targetPort is a non-pointer intstr.IntOrString with omitempty: encoding/json writes a struct
+    # whatever its omitempty, so a null is the zero IntOrString, 0 (which defaulting then sets to the port).
+    body = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "targetPort": None}]}}
+    check_types("Service", body, version="v1")
+    assert body["spec"]["ports"] == [{"port": 80, "targetPort": 0}]
+
+
+async def test_a_template_with_a_null_creation_timestamp_is_stored_per_version(
+    client: httpx.AsyncClient, client_133: httpx.AsyncClient
+) -> None:
+    template = {"metadata": {"labels": {"a": "b"}, "creationTimestamp": None}, "spec": pod()["spec"]}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template},
+    }
+    r = await client_133.post(DEPLOYMENTS, json=body)
+    assert r.status_code == 201, r.text
+    stored = (await client_133.get(f"{DEPLOYMENTS}/d")).json()
+    assert stored["spec"]["template"]["metadata"] == {"labels": {"a": "b"}, "creationTimestamp": None}
+    r = await client.post(DEPLOYMENTS, json=body)
+    assert r.status_code == 201, r.text
+    stored = (await client.get(f"{DEPLOYMENTS}/d")).json()
+    assert stored["spec"]["template"]["metadata"] == {"labels": {"a": "b"}}
+
+
 def test_each_version_decodes_with_its_own_schema() -> None:
     # v1.36 added CSIDriverSpec.preventPodSchedulingIfMissing (a bool); every version checks it as a bool (the
     # nearest one that has it), and every version has its own v1.35-and-later fields' types.
@@ -188,6 +231,76 @@ async def test_an_int_or_string_beyond_int32_is_a_400(client: httpx.AsyncClient)
     )
     body["spec"]["strategy"]["rollingUpdate"]["maxSurge"] = "50%"
     assert (await client.post(DEPLOYMENTS, json=body)).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (1e30, "1e+30"),
+        (1e20, "100000000000000000000"),
+        (2.0**64, "18446744073709552000"),
+        (1e21, "1e+21"),
+        (100000.0, "100000"),
+        (1.5e-7, "1.5e-7"),
+        (1e-6, "0.000001"),
+        (-2.5, "-2.5"),
+        (0.0, "0"),
+    ],
+)
+def test_floats_print_as_encoding_json_writes_them(value: float, text: str) -> None:
+    assert go_values.format_float(value) == text
+
+
+def _deployment(replicas: str, strategy: str = "{}") -> bytes:
+    """A Deployment's JSON with ``replicas`` and ``strategy`` written as given (numbers no float can hold)."""
+    template = '{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"x"}]}}'
+    head = '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":'
+    tail = f',"selector":{{"matchLabels":{{"a":"b"}}}},"template":{template},"strategy":{strategy}}}}}'
+    return (head + replicas + tail).encode()
+
+
+@pytest.mark.parametrize(
+    "literal", ["99999999999999999999", "18446744073709551616", "-9223372036854775809", "1e30", "1E+30", "1e5", "2.50"]
+)
+async def test_a_number_an_int32_cannot_hold_is_quoted_as_it_was_sent(client: httpx.AsyncClient, literal: str) -> None:
+    # encoding/json's literalStore quotes the literal (ParseInt failed), never a float's rendering of it.
+    r = await client.post(DEPLOYMENTS, content=_deployment(literal), headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle(
+        "Deployment",
+        f"json: cannot unmarshal number {literal} into Go struct field DeploymentSpec.spec.replicas of type int32",
+    )
+
+
+async def test_an_int_or_string_beyond_64_bits_is_quoted_as_sent(client: httpx.AsyncClient) -> None:
+    body = _deployment("1", '{"rollingUpdate":{"maxSurge":99999999999999999999}}')
+    r = await client.post(DEPLOYMENTS, content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle(
+        "Deployment", "json: cannot unmarshal number 99999999999999999999 into Go value of type int32"
+    )
+
+
+async def test_a_merge_patch_keeps_the_literal_and_yaml_is_read_as_go_yaml_reads_it(
+    client: httpx.AsyncClient,
+) -> None:
+    assert (await client.post(DEPLOYMENTS, content=_deployment("1"))).status_code == 201
+    r = await client.patch(
+        f"{DEPLOYMENTS}/d",
+        content=b'{"spec":{"replicas":18446744073709551616}}',
+        headers={"content-type": "application/merge-patch+json"},
+    )
+    assert r.status_code == 400, r.text
+    assert "cannot unmarshal number 18446744073709551616 into Go struct field" in r.json()["message"]
+    # YAML: go-yaml reads an integer beyond uint64 as a float64, which the JSON it becomes writes in full.
+    body = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: y}\nspec: {replicas: 99999999999999999999}\n"
+    r = await client.post(DEPLOYMENTS, content=body, headers={"content-type": "application/yaml"})
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _cannot_handle(
+        "Deployment",
+        "json: cannot unmarshal number 100000000000000000000 into Go struct field DeploymentSpec.spec.replicas of "
+        "type int32",
+    )
 
 
 async def test_secret_data_that_is_not_base64_is_a_400(client: httpx.AsyncClient) -> None:

@@ -101,6 +101,52 @@ async def test_node_taints_of_the_wrong_type_are_a_400(client: httpx.AsyncClient
     assert (await client.get("/api/v1/nodes/bad")).status_code == 404
 
 
+@pytest.mark.parametrize("version", list(VERSIONS))
+def test_named_go_types_are_every_versions_own(version: str) -> None:
+    go_types = decode_types.schema(version).go_types
+    assert go_types["core.v1.Taint"]["effect"] == "v1.TaintEffect"
+    assert go_types["core.v1.Capabilities"]["add"] == "[]v1.Capability"
+    assert go_types["meta.v1.ObjectMeta"]["uid"] == "types.UID"
+    assert "key" not in go_types["core.v1.Taint"], "a plain string is named by its code"
+
+
+async def test_a_taint_effect_of_the_wrong_type_names_its_go_type(client: httpx.AsyncClient) -> None:
+    body = node("bad")
+    body["spec"] = {"taints": [{"key": "k", "effect": 5}]}
+    r = await client.post("/api/v1/nodes", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _decode_error(
+        "Node", "number into Go struct field Taint.spec.taints.effect of type v1.TaintEffect"
+    )
+
+
+@pytest.mark.parametrize(
+    ("add", "text"),
+    [
+        ("x", "string into Go struct field Capabilities.spec.containers.securityContext.capabilities.add of type "
+         "[]v1.Capability"),
+        ([5], "number into Go struct field Capabilities.spec.containers.securityContext.capabilities.add of type "
+         "v1.Capability"),
+    ],
+)  # fmt: skip
+async def test_a_list_of_a_named_type_names_it_for_the_list_and_for_an_item(
+    client: httpx.AsyncClient, add: Any, text: str
+) -> None:
+    r = await client.post(PODS, json=_with_container(securityContext={"capabilities": {"add": add}}))
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _decode_error("Pod", text)
+
+
+async def test_a_uid_of_the_wrong_type_is_a_types_uid(client: httpx.AsyncClient) -> None:
+    body = pod("bad")
+    body["metadata"]["uid"] = 5
+    r = await client.post(PODS, json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == _decode_error(
+        "Pod", "number into Go struct field ObjectMeta.metadata.uid of type types.UID"
+    )
+
+
 async def test_a_replica_count_beyond_int32_is_refused(client: httpx.AsyncClient) -> None:
     template = {"metadata": {"labels": {"a": "b"}}, "spec": pod()["spec"]}
     body = {
@@ -137,7 +183,7 @@ async def test_a_merge_patch_of_the_wrong_type_changes_nothing(client: httpx.Asy
 @pytest.mark.parametrize(
     ("path", "patch", "message"),
     [
-        ("/status", b'{"status":{"phase":5,"conditions":"x"}}', "PodStatus.status.phase of type string"),
+        ("/status", b'{"status":{"phase":5,"conditions":"x"}}', "PodStatus.status.phase of type v1.PodPhase"),
         (
             "",
             b'{"metadata":{"ownerReferences":"x"}}',
@@ -189,7 +235,10 @@ async def test_delete_options_of_the_wrong_type_are_a_400(client: httpx.AsyncCli
     assert (await client.post(PODS, json=pod("p"))).status_code == 201
     for options, text in [
         ({"preconditions": True}, "bool into Go struct field DeleteOptions.preconditions of type v1.Preconditions"),
-        ({"preconditions": {"uid": 5}}, "number into Go struct field Preconditions.preconditions.uid of type string"),
+        (
+            {"preconditions": {"uid": 5}},
+            "number into Go struct field Preconditions.preconditions.uid of type types.UID",
+        ),
         ({"gracePeriodSeconds": "x"}, "string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"),
     ]:
         r = await client.request("DELETE", f"{PODS}/p", json=options)
@@ -258,6 +307,33 @@ async def test_server_side_apply_of_a_selector_with_numbers_is_a_400(client: htt
         "cannot unmarshal number into Go struct field LabelSelector.spec.selector.matchLabels of type string"
         in (r.json()["message"])
     )
+
+
+async def test_server_side_apply_of_a_wrong_type_is_a_400_before_any_conflict(client: httpx.AsyncClient) -> None:
+    # The configuration is decoded before it is merged: a field of the wrong type that another manager owns is
+    # refused as undecodable (400), never reported as a conflict (409), with force or without.
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "rs"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "a"}}, "template": template},
+    }
+    url = "/apis/apps/v1/namespaces/default/replicasets/rs"
+    apply = {"Content-Type": "application/apply-patch+yaml"}
+    assert (await client.patch(f"{url}?fieldManager=first", content=json.dumps(body), headers=apply)).status_code == 201
+    body["spec"]["replicas"] = "two"
+    for query in ("fieldManager=second", "fieldManager=second&force=true"):
+        r = await client.patch(f"{url}?{query}", content=json.dumps(body), headers=apply)
+        assert r.status_code == 400, r.text
+        assert r.json()["message"] == _decode_error(
+            "ReplicaSet", "string into Go struct field ReplicaSetSpec.spec.replicas of type int32"
+        )
+    assert (await client.get(url)).json()["spec"]["replicas"] == 1
+    # A null in a configuration still removes a field (decoding checks a copy): the first manager gives replicas up.
+    body["spec"]["replicas"] = None
+    r = await client.patch(f"{url}?fieldManager=first", content=json.dumps(body), headers=apply)
+    assert r.status_code == 200, r.text
 
 
 async def test_a_namespace_with_a_null_name_is_a_422(client: httpx.AsyncClient) -> None:

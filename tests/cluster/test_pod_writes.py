@@ -81,7 +81,8 @@ def test_a_status_write_checks_the_types_of_the_status_it_brings(store: ClusterS
     before = store.get("Pod", "default", "p")
     with pytest.raises(BadRequest) as refused:
         store.update_pod_status("default", "p", {"phase": 5})
-    assert "cannot unmarshal number into Go struct field PodStatus.status.phase of type string" in str(refused.value)
+    message = "cannot unmarshal number into Go struct field PodStatus.status.phase of type v1.PodPhase"
+    assert message in str(refused.value)
     assert store.get("Pod", "default", "p") == before
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from kss_sim.cluster.admission import field_sets
+from kss_sim.cluster.admission.decode_types import check_types
 from kss_sim.cluster.admission.field_sets import LIST_MAP, MAP, SET, STRUCT, Node, Shape
 from kss_sim.cluster.admission.managed_fields import (
     APPLY,
@@ -98,8 +99,12 @@ class Applied:
     created: bool
 
 
-def check_configuration(info: KindInfo, config: Any, namespace: str | None, name: str) -> dict[str, Any]:
-    """The applied configuration, checked as kube-apiserver checks it before merging (400 otherwise)."""
+def check_configuration(
+    info: KindInfo, config: Any, namespace: str | None, name: str, *, kube_version: str | None = None
+) -> dict[str, Any]:
+    """The applied configuration, checked as kube-apiserver checks it before merging (400 otherwise): a field of
+    the wrong type is refused here, before any conflict with another manager's fields could be reported (409).
+    ``kube_version``: the release whose types decode it (None: the default)."""
     if not isinstance(config, dict):
         raise BadRequest("error decoding YAML: the applied configuration must be an object")
     api_version, kind = config.get("apiVersion"), config.get("kind")
@@ -126,6 +131,10 @@ def check_configuration(info: KindInfo, config: Any, namespace: str | None, name
         if meta.get("namespace") and meta["namespace"] != namespace:
             raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
         meta["namespace"] = namespace
+    if not info.custom:  # a custom resource's schema judges it after the merge (422)
+        # On a copy: the configuration's nulls mean "remove the field", not the zero values decoding makes of them.
+        check_types(info.kind, orjson.loads(orjson.dumps(config)), version=info.version, kube_version=kube_version,
+                    api_kind=info.api_kind)  # fmt: skip
     return config
 
 

@@ -4,11 +4,18 @@ kube-apiserver decodes ``metav1.Time`` / ``MicroTime`` with ``time.Parse`` (RFC 
 ``resource.Quantity`` with ``ParseQuantity`` (the text trimmed of spaces), ``intstr.IntOrString`` as a string or
 an int32, and ``[]byte`` fields from standard base64. Each function here returns the error Go returns for a
 value (None when it decodes); encoding/json puts that text, unwrapped, after "cannot be handled as a Kind: ".
+
+A number encoding/json cannot store is quoted as the request wrote it (``number 99999999999999999999``, ``1e5``):
+``remember_literals`` keeps the literals orjson's floats lose; a number Go re-encoded first (a YAML body) is quoted
+as encoding/json writes a float64 (``format_float``).
 """
 
 from __future__ import annotations
 
 import calendar
+import re
+from contextvars import ContextVar
+from decimal import Decimal
 from typing import Any
 
 from kss_sim.kube.quantity import QuantityError, parse_quantity
@@ -53,6 +60,80 @@ def json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object" if isinstance(value, dict) else "null"
+
+
+# The number literals of the JSON body being decoded (in this request's context) whose Python value prints otherwise
+# than the literal (an integer beyond 64 bits that orjson reads as a float, ``1e5``, ``1E+30``): encoding/json quotes
+# a number it cannot store as it was sent.
+_LITERALS: ContextVar[dict[float, str] | None] = ContextVar("kss_number_literals", default=None)
+# A JSON string (skipped) or a number literal (group 1).
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)')
+# A body without a fraction, an exponent or a 19-digit integer has no number orjson reads inexactly.
+_MAYBE_INEXACT = re.compile(rb"[0-9][.eE]|[0-9]{19}")
+# What orjson reads exactly: an integer within int64 or uint64.
+_EXACT_INTS = (-(2**63), 2**64 - 1)
+
+
+def remember_literals(body: bytes) -> None:
+    """Keep, for this request, the literal of every number in the JSON ``body`` that ``number_text`` would not print
+    as it was sent (errors name ``number 99999999999999999999``, not the float orjson made of it)."""
+    if _MAYBE_INEXACT.search(body) is None:
+        _LITERALS.set(None)  # only integers orjson reads exactly
+        return
+    literals: dict[float, str] = {}
+    for found in _JSON_TOKEN.finditer(body):
+        literal = found.group(1)
+        if literal is None:
+            continue
+        text = literal.decode()
+        exact_int = not any(mark in text for mark in ".eE") and len(text) <= len(str(_EXACT_INTS[1]))
+        if exact_int and _EXACT_INTS[0] <= int(text) <= _EXACT_INTS[1]:
+            continue
+        value = float(text)
+        if value == value and abs(value) != float("inf") and format_float(value) != text:
+            literals.setdefault(value, text)
+    _LITERALS.set(literals or None)
+
+
+def format_float(value: float) -> str:
+    """A float64 as encoding/json writes it (``strconv.AppendFloat`` with 'f' from 1e-6 to 1e21, else 'e' with
+    ``e-07`` cleaned up to ``e-7``): what kube-apiserver prints of a number it re-encoded (a YAML body, a patch)."""
+    if value == 0:
+        return "-0" if str(value).startswith("-") else "0"
+    if 1e-6 <= abs(value) < 1e21:
+        return format(Decimal(repr(value)).normalize(), "f")
+    text = repr(value)  # shortest round-trip digits, in exponent form at these magnitudes: 1e+21, 1.5e-07
+    mantissa, _, exponent = text.partition("e")
+    if len(exponent) == 3 and exponent[0] == "-" and exponent[1] == "0":
+        exponent = "-" + exponent[2]
+    return f"{mantissa}e{exponent}"
+
+
+def yaml_numbers(document: Any) -> Any:
+    """``document`` (parsed YAML) with its integers beyond uint64 and below int64 made floats, in place, as
+    kube-apiserver's YAML reader (go-yaml, then JSON) reads them: ``99999999999999999999`` is ``1e+20``."""
+    pending = [document]
+    while pending:
+        node = pending.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            if isinstance(value, int) and not isinstance(value, bool):
+                if not _EXACT_INTS[0] <= value <= _EXACT_INTS[1]:
+                    node[key] = float(value)
+            elif isinstance(value, dict | list):
+                pending.append(value)
+    return document
+
+
+def number_text(value: int | float) -> str:
+    """A JSON number as encoding/json quotes it in ``cannot unmarshal number X``: the literal the request sent
+    (``remember_literals``), else an integer's digits or a float as Go encodes it."""
+    if isinstance(value, int):
+        return str(value)
+    literals = _LITERALS.get()
+    if literals is not None and value in literals:
+        return literals[value]
+    return format_float(value)
 
 
 def _digits(text: str, start: int, count: int) -> bool:
@@ -171,7 +252,7 @@ def int_or_string_error(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"json: cannot unmarshal {json_kind(value)} into Go value of type int32"
     if isinstance(value, float) or not _INT32[0] <= value <= _INT32[1]:
-        return f"json: cannot unmarshal number {value} into Go value of type int32"
+        return f"json: cannot unmarshal number {number_text(value)} into Go value of type int32"
     return None
 
 

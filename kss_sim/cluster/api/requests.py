@@ -13,7 +13,7 @@ import orjson
 import yaml
 from fastapi import Request
 
-from kss_sim.cluster.admission import fields
+from kss_sim.cluster.admission import fields, go_values
 from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
 from kss_sim.cluster.api import params, protobuf
 from kss_sim.cluster.crd import objects as custom_objects
@@ -150,7 +150,7 @@ def parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
         if not body.strip():
             raise BadRequest("the request body is empty")
         try:
-            return yaml.safe_load(body)
+            return go_values.yaml_numbers(yaml.safe_load(body))
         except yaml.YAMLError as exc:
             raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
         except RecursionError:  # PyYAML's constructor recurses once per level of nesting
@@ -162,12 +162,14 @@ def parse_json(info: KindInfo | None, body: bytes) -> Any:
     if not body.strip():
         raise BadRequest("the request body is empty")
     try:
-        return orjson.loads(body)
+        parsed = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         what = f"must be of type {info.api_kind}" if info is not None else "must be JSON"
         raise BadRequest(
             f"the object provided is unrecognized ({what}): couldn't get version/kind; json parse error: {exc}"
         ) from None
+    go_values.remember_literals(body)  # for the decoder's messages, which quote numbers as they were sent
+    return parsed
 
 
 def field_validation(request: Request) -> str:

@@ -284,7 +284,9 @@ class ObjectWrites:
         """
         info = self._writable(kind)
         namespace = (namespace or "default") if info.namespaced else None
-        config = check_configuration(info, admission.own(configuration), namespace, name)
+        config = check_configuration(
+            info, admission.own(configuration), namespace, name, kube_version=self._kube_version
+        )
         for _ in range(2):  # a create that lost a race with another becomes an apply to what it created
             with self._lock:
                 current = self._committer.objects[kind].get((namespace or "", name))
