@@ -203,3 +203,55 @@ def test_kubectl_shows_every_violation(kubectl: KubectlRunner) -> None:
         ) in refused.stderr
     finally:
         kubectl("delete", "crd", "gadgets.violations.kss.example", "--wait=false", check=False)
+
+
+def _crd_with_rules(name: str, *rules: dict[str, Any]) -> dict[str, Any]:
+    crd = copy.deepcopy(GADGET_CRD)
+    crd["metadata"]["name"] = f"gadgets.{name}.kss.example"
+    crd["spec"]["group"] = f"{name}.kss.example"
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = list(
+        rules
+    )
+    return crd
+
+
+async def test_a_failed_rule_says_its_message_expression(client: httpx.AsyncClient) -> None:
+    crd = _crd_with_rules(
+        "messages",
+        {"rule": "self.size < 10", "messageExpression": "'size ' + string(self.size) + ' is not below 10'"},
+        # Evaluates to an error (no such field): the message is used instead.
+        {"rule": "self.size < 11", "message": "size below 11", "messageExpression": "'mode ' + self.mode"},
+        # Evaluates to an empty string: the default words are used.
+        {"rule": "self.size < 12", "messageExpression": "''"},
+        # Evaluates to more than one line: not used either.
+        {"rule": "self.size < 13", "message": "one line", "messageExpression": "'two\\nlines'"},
+    )
+    assert (await client.post(CRDS, json=crd)).status_code == 201
+    url = "/apis/messages.kss.example/v1/namespaces/default/gadgets"
+    answer = await client.post(url, json=_gadget("g", size=20) | {"apiVersion": "messages.kss.example/v1"})
+    assert _causes(answer.json()) == [
+        ("spec", "FieldValueInvalid", 'Invalid value: "object": size 20 is not below 10'),
+        ("spec", "FieldValueInvalid", 'Invalid value: "object": size below 11'),
+        ("spec", "FieldValueInvalid", 'Invalid value: "object": failed rule: self.size < 12'),
+        ("spec", "FieldValueInvalid", 'Invalid value: "object": one line'),
+    ]
+
+
+async def test_a_message_expression_that_cannot_give_a_string_refuses_the_crd(client: httpx.AsyncClient) -> None:
+    crd = _crd_with_rules(
+        "badmessages",
+        {"rule": "self.size < 10", "messageExpression": "'size ' + this does not compile"},
+        {"rule": "self.size < 10", "messageExpression": "1 + 2"},
+    )
+    refused = await client.post(CRDS, json=crd)
+    assert refused.status_code == 422
+    where = "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations"
+    causes = _causes(refused.json())
+    assert [c[0] for c in causes] == [f"{where}[0].messageExpression", f"{where}[1].messageExpression"]
+    assert causes[0][2].startswith(
+        'Invalid value: apiextensions.ValidationRule{Rule:"self.size < 10", Message:"", '
+        "MessageExpression:\"'size ' + this does not compile\", Reason:(*apiextensions.FieldValueErrorReason)(nil), "
+        'FieldPath:"", OptionalOldSelf:(*bool)(nil)}: messageExpression compilation failed: ERROR: <input>:1:16: '
+        "Syntax error: mismatched input 'does' expecting <EOF>"
+    )
+    assert causes[1][2].endswith(": messageExpression must evaluate to a string")
