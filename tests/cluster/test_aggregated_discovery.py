@@ -146,6 +146,12 @@ async def test_other_accepts_get_the_unaggregated_lists(client: httpx.AsyncClien
     assert (await client.get("/api", headers={"Accept": accept} if accept else {})).json()["kind"] == "APIVersions"
 
 
+async def test_newer_client_gos_nopeer_profile_gets_the_v2_document(client: httpx.AsyncClient) -> None:
+    # client-go v1.35 asks for the document without peer-aggregated resources first; kss has no peers.
+    answer = await client.get("/apis", headers={"Accept": f"{V2};profile=nopeer,{CLIENT_GO_ACCEPT}"})
+    assert answer.headers["content-type"] == V2 and answer.json()["apiVersion"] == "apidiscovery.k8s.io/v2"
+
+
 async def test_protobuf_first_falls_through_to_the_aggregated_json(client: httpx.AsyncClient) -> None:
     accept = f"application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,{V2}"
     answer = await client.get("/apis", headers={"Accept": accept})
