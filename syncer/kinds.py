@@ -13,8 +13,9 @@ them. They come after pods in the apply order, so that a mirrored controller fin
 adopts already there instead of creating its own.
 
 CustomResourceDefinitions are mirrored when asked for (``--custom-resources`` or ``crd`` in ``--kinds``), and with
-them the objects of every CRD the source has when the run starts (``custom_kinds``: one ``custom`` kind per CRD,
-at its storage version, applied right after the CRDs, before what may refer to them).
+them the objects of every CRD the source has (``custom_kinds``: one ``custom`` kind per CRD, at its storage
+version, applied right after the CRDs, before what may refer to them; a CRD established later brings its kind along
+while the syncer runs: ``syncer.runner``).
 """
 
 from __future__ import annotations

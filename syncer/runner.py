@@ -4,6 +4,10 @@ Start-up first asks both ends which optional kinds they serve (``discovery``), t
 the other in apply order (namespaces first, pods last), so the simulator receives the existing cluster in an
 order it can take (the pods the source has not scheduled after every pod it has: ``syncer.ordering``); then every
 watcher follows its kind on its own thread, all feeding the same FIFO queue that the sink drains.
+
+With the CRDs mirrored, a CRD the source establishes after the start brings its kind along: a watcher for its objects
+starts when the CRD's event is queued, so the sink creates the CRD before any of them. A CRD deleted in the source
+stops its kind's watcher (the simulator deletes the objects with the CRD); created again, it is followed again.
 """
 
 from __future__ import annotations
@@ -17,12 +21,12 @@ from itertools import groupby
 
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds, source_custom_kinds
-from syncer.kinds import CRD, DEFAULT, NAMESPACE, POD, Kind, with_custom_kinds
+from syncer.kinds import CRD, DEFAULT, NAMESPACE, POD, Kind, custom_kinds, with_custom_kinds
 from syncer.kube import ApiProblem, Gone, SourceApi, TargetApi, Unavailable
 from syncer.metrics import Metrics
 from syncer.objects import Obj
 from syncer.recording import Recorder
-from syncer.sink import Event, Sink, Stopped
+from syncer.sink import ADDED, DELETED, MODIFIED, Event, Sink, Stopped
 from syncer.state import MirrorState
 from syncer.watch import Watcher, start_thread
 
@@ -75,20 +79,69 @@ class Syncer:
         self.kinds: tuple[Kind, ...] = ()
         self.watchers: list[Watcher] = []
         self._threads: list[threading.Thread] = []
+        # A custom kind's watchers stop on their own event (its CRD deleted in the source) as well as on shutdown.
+        self._custom_stops: dict[tuple[str, str], threading.Event] = {}
+        self._custom_lock = threading.Lock()
+        self._watching = False  # the start-up lists are done: new custom kinds get their own threads
+        self._pending_crds: list[Obj] = []  # CRDs seen while the start-up lists ran
 
     def _emit(self, event: Event) -> None:
         if self.recorder is not None:
             self.recorder.record(event)
         self.queue.put(event)
+        if event.kind is CRD and event.type in (ADDED, MODIFIED, DELETED):
+            self._follow_crd(event)
+
+    def _follow_crd(self, event: Event) -> None:
+        """Start watching the kind of a CRD the source established since the start (after its event is queued, so
+        the CRD reaches the simulator first); stop watching the kind of one it deleted."""
+        with self._custom_lock:
+            if event.type == DELETED:
+                for kind in custom_kinds([_established(event.obj)]):
+                    stop = self._custom_stops.pop((kind.api_version, kind.name), None)
+                    if stop is not None:
+                        stop.set()
+                        log.info("the source deleted the CRD of %s: no longer watching them", kind.plural)
+                return
+            if self.stop.is_set():
+                return
+            if not self._watching:
+                # Listed during start-up: its kind may be one found at the start (then it is known by the time
+                # ``start`` is done), or one created since, followed once the start-up lists are done.
+                self._pending_crds.append(event.obj)
+                return
+            self._follow_custom_kinds(custom_kinds([event.obj]))
+
+    def _follow_custom_kinds(self, kinds: tuple[Kind, ...]) -> None:
+        """Start a watcher per scope of each of ``kinds`` not followed yet (the custom lock is held)."""
+        for kind in kinds:
+            key = (kind.api_version, kind.name)
+            if key in self._custom_stops:
+                continue
+            stop = threading.Event()
+            self._custom_stops[key] = stop
+            known = {(k.api_version, k.name) for k in self.kinds}
+            if key not in known:
+                self.kinds = with_custom_kinds(self.kinds, (kind,))
+            self.sink.mirrored_kinds = frozenset(k.name for k in self.kinds)
+            if self.recorder is not None:
+                self.recorder.kinds = self.sink.mirrored_kinds
+            log.info("the source established the CRD of %s (%s): watching them", kind.plural, kind.api_version)
+            for watcher in self._watchers((kind,), stop=stop):
+                self.watchers.append(watcher)
+                self._threads.append(start_thread(watcher))
 
     def _wait(self, seconds: float) -> None:
         """Sleep that ends early on shutdown."""
         self.stop.wait(seconds)
 
-    def _watchers(self, kinds: tuple[Kind, ...]) -> list[Watcher]:
+    def _watchers(self, kinds: tuple[Kind, ...], *, stop: threading.Event | None = None) -> list[Watcher]:
         opts = self.options
         watchers: list[Watcher] = []
         for kind in kinds:
+            kind_stop = stop or self.stop
+            if kind.custom and stop is None:
+                kind_stop = self._custom_stops.setdefault((kind.api_version, kind.name), threading.Event())
             scopes: tuple[str | None, ...] = opts.namespaces if (kind.namespaced and opts.namespaces) else (None,)
             for namespace in scopes:
                 watchers.append(
@@ -104,7 +157,7 @@ class Syncer:
                         inactivity_timeout=opts.inactivity_timeout,
                         backoff=opts.backoff,
                         sleep=self._wait,
-                        stop=self.stop,
+                        stop=kind_stop,
                         metrics=self.metrics,
                     )
                 )
@@ -163,14 +216,21 @@ class Syncer:
                 self._initial_list(watcher, held)
             for event in held:
                 self._emit(event)
-        for watcher in self.watchers:
-            if not self.stop.is_set():
-                self._threads.append(start_thread(watcher))
+        with self._custom_lock:
+            for watcher in self.watchers:
+                if not self.stop.is_set():
+                    self._threads.append(start_thread(watcher))
+            self._watching = True
+            self._follow_custom_kinds(custom_kinds(self._pending_crds))
+            self._pending_crds.clear()
         log.info("syncing %d kinds; watching", len(self.kinds))
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop every loop and wait (briefly) for the threads."""
         self.stop.set()
+        with self._custom_lock:
+            for stop in self._custom_stops.values():
+                stop.set()
         close = getattr(self.source, "close_watches", None)
         if close is not None:
             close()
@@ -184,3 +244,9 @@ class Syncer:
         self.start()
         self.stop.wait()
         self.shutdown()
+
+
+def _established(crd: Obj) -> Obj:
+    """A deleted CRD as ``custom_kinds`` takes it: its last state may no longer say Established."""
+    status = {**(crd.get("status") or {}), "conditions": [{"type": "Established", "status": "True"}]}
+    return {**crd, "status": status}

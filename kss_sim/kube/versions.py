@@ -59,6 +59,11 @@ GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
     "PodLevelResources": (GateSpec(32, False, "ALPHA"), GateSpec(34, True, "BETA")),
     # Adds kube-scheduler's NodeDeclaredFeatures plugin to the defaults and turns it on.
     "NodeDeclaredFeatures": (GateSpec(35, False, "ALPHA"), GateSpec(36, True, "BETA")),
+    # kube-apiserver's: on, aggregated discovery is served as apidiscovery.k8s.io/v2 only (v2beta1 dropped).
+    "AggregatedDiscoveryRemoveBetaType": (
+        GateSpec(33, True, "DEPRECATED"),
+        GateSpec(35, True, "DEPRECATED", locked=True),
+    ),
 }
 
 # A gate that needs others on (upstream's defaultKubernetesFeatureGateDependencies, for the gates above).

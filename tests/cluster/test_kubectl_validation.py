@@ -149,3 +149,58 @@ def test_openapi_v2_is_served_as_json_and_protobuf(server: Server) -> None:
     as_pb = httpx.get(f"{server.url}/openapi/v2", headers={"Accept": accept})
     assert as_pb.status_code == 200 and as_pb.headers["content-type"] == "application/octet-stream"
     assert as_pb.content.startswith(b"\x0a\x032.0")  # Document.swagger (field 1) = "2.0"
+
+
+RFC1123_SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+@kubectl_only
+@pytest.mark.parametrize(
+    ("manifest", "lines"),
+    [
+        (
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Bad_Name", "namespace": "default"},
+             "spec": {"restartPolicy": "Sometimes", "containers": [{"name": "c"}, {"name": "c", "image": "i"}]}},
+            ['The Pod "Bad_Name" is invalid: ',
+             f'* metadata.name: Invalid value: "Bad_Name": {RFC1123_SUBDOMAIN}',
+             "* spec.containers[0].image: Required value",
+             '* spec.containers[1].name: Duplicate value: "c"',
+             '* spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"'],
+        ),
+        (
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"},
+             "spec": {"replicas": -1, "selector": {"matchLabels": {"a": "b"}},
+                      "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}}},
+            ['The Deployment "d" is invalid: ',
+             "* spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+             "* spec.template.spec.containers[0].image: Required value"],
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
+             "spec": {"ports": [{"port": 0}, {"port": 80, "protocol": "XTP"}]}},
+            ['The Service "s" is invalid: ',
+             "* spec.ports[0].name: Required value",
+             "* spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+             "* spec.ports[1].name: Required value",
+             '* spec.ports[1].protocol: Unsupported value: "XTP": supported values: "SCTP", "TCP", "UDP"'],
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "N_1"},
+             "spec": {"taints": [{"key": "k", "effect": "Bad"}]}},
+            ['The Node "N_1" is invalid: ',
+             f'* metadata.name: Invalid value: "N_1": {RFC1123_SUBDOMAIN}',
+             '* spec.taints[0].effect: Unsupported value: "Bad": supported values: "NoSchedule", "PreferNoSchedule", '
+             '"NoExecute"'],
+        ),
+    ],
+)  # fmt: skip
+def test_every_field_error_of_a_builtin_kind_is_reported_at_once(
+    kubectl: KubectlRunner, manifest: dict[str, object], lines: list[str]
+) -> None:
+    refused = kubectl("create", "-f", "-", input=json.dumps(manifest), check=False)
+    assert refused.returncode != 0
+    assert "\n".join(lines) + "\n" in refused.stderr, refused.stderr

@@ -100,3 +100,31 @@ def test_kss_import_copies_crds_and_their_objects_once(mirror: Mirror) -> None: 
     rays = _sim_rays(mirror)
     assert {name: o["spec"]["workers"] for name, o in rays.items()} == {"a": 1, "b": 2, "c": 3}
     assert mirror.proxy.mutating() == []
+
+
+def test_a_crd_created_after_the_start_brings_its_objects_along(mirror: Mirror) -> None:  # noqa: F811
+    # The source has no CRD when the syncer starts: the kind is found from the CRD's watch event.
+    mirror.start_syncer("--custom-resources")
+    eventually(lambda: mirror.metric("CustomResourceDefinition", "listed") >= 1, what="the CRDs' first list")
+    _send(mirror, "POST", CRDS, copy.deepcopy(RAY_CRD))
+    for name, workers in (("a", 1), ("b", 2)):
+        _send(mirror, "POST", RAYS, _ray(name, workers))
+    rays = eventually(lambda: _sim_rays(mirror) if set(_sim_rays(mirror)) == {"a", "b"} else None, what="the objects")
+    assert rays["b"]["spec"] == {"image": "rayproject/ray", "workers": 2}
+    _send(mirror, "PATCH", f"{RAYS}/a", {"spec": {"workers": 7}}, "application/merge-patch+json")
+    _send(mirror, "DELETE", f"{RAYS}/b")
+    eventually(
+        lambda: set(_sim_rays(mirror)) == {"a"} and _sim_rays(mirror)["a"]["spec"]["workers"] == 7,
+        what="the change and the deletion of objects of a kind created after the start",
+    )
+
+    # Deleted in the source: the CRD goes from the simulator, its objects with it, and its watcher stops.
+    _send(mirror, "DELETE", f"{CRDS}/rayclusters.ray.example.com")
+    eventually(lambda: raw(mirror.sim, CRDS)["items"] == [], what="the CRD's deletion mirrored")
+    eventually(lambda: "no longer watching them" in mirror.syncer_log(), what="the kind's watcher stopped")
+    # Created again, with new objects: followed again.
+    _send(mirror, "POST", CRDS, copy.deepcopy(RAY_CRD))
+    _send(mirror, "POST", RAYS, _ray("c", 3))
+    eventually(lambda: set(_sim_rays(mirror)) == {"c"}, what="the objects of the CRD created again")
+    assert mirror.syncer_log().count("the source established the CRD of rayclusters") == 2
+    assert mirror.proxy.mutating() == [], "the syncer never writes to the source"

@@ -9,13 +9,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from kss_sim.cluster.api import containers, openapi
+from kss_sim.cluster.api import aggregated_discovery, containers, openapi
 from kss_sim.cluster.api.responses import JSON, authorize, json_response, raw_response
 from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import UnknownResource
 from kss_sim.cluster.kinds.registry import VERBS, Gates, KindInfo, group_versions, kinds_in
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
+from kss_sim.kube.versions import gate_enabled
 from kss_sim.state import state_accessor
 
 router = APIRouter()
@@ -210,10 +211,21 @@ async def openapi_group_version(request: Request, path: str) -> Response:
     return raw_response(doc)
 
 
+def _aggregated_version(request: Request) -> str | None:
+    """The apidiscovery version the client asks ``/api`` or ``/apis`` for first, or None for the plain lists."""
+    serve_v2beta1 = not gate_enabled(_gates(request), aggregated_discovery.REMOVE_BETA_GATE)
+    return aggregated_discovery.negotiate(request.headers.get("accept", ""), serve_v2beta1=serve_v2beta1)
+
+
 @router.get("/api")
 async def api_versions(request: Request) -> Response:
-    """``/api``: the core group's versions."""
+    """``/api``: the core group's versions; aggregated discovery of its resources when asked for."""
     authorize(request)
+    aggregated = _aggregated_version(request)
+    if aggregated is not None:
+        core = _resource_list("", "v1", _gates(request), _minor(request))
+        items = [aggregated_discovery.group_entry("", [("v1", aggregated_discovery.resources_of(core, "", "v1"))])]
+        return aggregated_discovery.respond(items, aggregated, request.headers.get("if-none-match"))
     server = f"{request.url.hostname}:{request.url.port or 80}"
     return json_response(
         {
@@ -226,9 +238,25 @@ async def api_versions(request: Request) -> Response:
 
 @router.get("/apis")
 async def api_groups(request: Request) -> Response:
-    """``/apis``: every named group served."""
+    """``/apis``: every named group served; aggregated discovery of their resources when asked for (CRDs' groups
+    included, so they appear and disappear with their definitions)."""
     authorize(request)
-    all_versions = _all_group_versions(_gates(request), _minor(request), _custom(request))
+    gates, minor, custom = _gates(request), _minor(request), _custom(request)
+    all_versions = _all_group_versions(gates, minor, custom)
+    aggregated = _aggregated_version(request)
+    if aggregated is not None:
+        items = [
+            aggregated_discovery.group_entry(
+                group,
+                [
+                    (v, aggregated_discovery.resources_of(_resource_list(group, v, gates, minor, custom), group, v))
+                    for v in versions
+                ],
+            )
+            for group, versions in all_versions.items()
+            if group
+        ]
+        return aggregated_discovery.respond(items, aggregated, request.headers.get("if-none-match"))
     groups = [_group(g, all_versions) for g in all_versions if g]
     return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 

@@ -5,12 +5,14 @@ apiextensions-apiserver's CEL validator does.
 
 The runtime is cel-expr-python, the one DRA's selectors use, with the same extension libraries; values are passed
 as plain JSON (``self`` is dynamic: no type checking against the schema, so a misspelt field fails when it is
-evaluated, not when the CRD is written). Not there: ``messageExpression``, cost limits, the Kubernetes URL, IP and
-CIDR libraries.
+evaluated, not when the CRD is written). A failed rule's message is its ``messageExpression``'s value when that
+evaluates to a non-empty single line of at most 5 KiB, else its ``message``, else ``failed rule: <rule>``, as
+kube's validator falls back. Not there: cost limits, the Kubernetes URL, IP and CIDR libraries.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Mapping
@@ -21,6 +23,8 @@ from kss_sim.cluster.errors import Cause
 from kss_sim.kube.cel_environment import EXTENSIONS
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
+# celconfig.MaxEvaluatedMessageExpressionSizeBytes: a longer evaluated message is not used.
+MAX_MESSAGE_BYTES = 5 * 1024
 _REASONS = {
     "FieldValueInvalid": "FieldValueInvalid",
     "FieldValueForbidden": "FieldValueForbidden",
@@ -63,6 +67,20 @@ class Rule:
     field_path: str
     transition: bool
     program: Any
+    message_program: Any = None  # the compiled messageExpression, if any
+
+    def failure_message(self, data: Mapping[str, Any]) -> str:
+        """What the 422 says when this rule fails on ``data``."""
+        if self.message_program is not None:
+            try:
+                result = self.message_program.eval(data=data)
+            except RuntimeError:
+                result = None
+            if result is not None and result.type().name() == "STRING":
+                text = str(result.value())
+                if text.strip() and "\n" not in text and len(text.encode()) <= MAX_MESSAGE_BYTES:
+                    return text
+        return self.message or f"failed rule: {self.rule}"
 
 
 def _compile(rule: str) -> Any:
@@ -88,7 +106,47 @@ def compile_errors(schema: Any, path: str) -> list[Cause]:
                 causes.append(
                     Cause(where, "FieldValueInvalid", f'Invalid value: "{rule}": compilation failed: {detail}')
                 )
+            expression = entry.get("messageExpression")
+            if isinstance(expression, str) and expression:
+                problem = _message_expression_problem(expression)
+                if problem:
+                    where = f"{node_path}.x-kubernetes-validations[{i}].messageExpression"
+                    causes.append(Cause(where, "FieldValueInvalid", f"Invalid value: {_go_rule(entry)}: {problem}"))
     return causes
+
+
+def _message_expression_problem(expression: str) -> str:
+    """Why a ``messageExpression`` cannot be used ("" when it can), in kube's words: it does not compile, or it
+    cannot give a string (``self`` being dynamic, an expression of unknown type is let through)."""
+    env = _Environment.get()
+    try:
+        checked = env.compile(expression)
+    except RuntimeError as exc:
+        issues = "ERROR: " + str(exc).split("ERROR: ", 1)[-1].removesuffix("[INVALID_ARGUMENT]").strip()
+        return f"messageExpression compilation failed: {issues}"
+    if checked.return_type().name() not in ("STRING", "DYN"):
+        return "messageExpression must evaluate to a string"
+    return ""
+
+
+def _go_rule(entry: Mapping[str, Any]) -> str:
+    """A rule as Go's ``%#v`` prints the ``apiextensions.ValidationRule`` kube reports as the bad value (its
+    pointers as Go prints a set one: an address, which varies in kube)."""
+
+    def quoted(key: str) -> str:
+        return json.dumps(str(entry.get(key) or ""), ensure_ascii=False)
+
+    reason = (
+        "(*apiextensions.FieldValueErrorReason)(nil)"
+        if not entry.get("reason")
+        else ("(*apiextensions.FieldValueErrorReason)(0xc000000000)")
+    )
+    optional = "(*bool)(nil)" if entry.get("optionalOldSelf") is None else "(*bool)(0xc000000000)"
+    return (
+        f"apiextensions.ValidationRule{{Rule:{quoted('rule')}, Message:{quoted('message')}, "
+        f"MessageExpression:{quoted('messageExpression')}, Reason:{reason}, FieldPath:{quoted('fieldPath')}, "
+        f"OptionalOldSelf:{optional}}}"
+    )
 
 
 def _nodes(schema: Any, path: str) -> list[tuple[Mapping[str, Any], str]]:
@@ -128,7 +186,7 @@ class Validations:
             try:
                 result = rule.program.eval(data=data)
                 ok = result.type().name() == "BOOL" and bool(result.value())
-                failure = "" if ok else rule.message or f"failed rule: {rule.rule}"
+                failure = "" if ok else rule.failure_message(data)
             except RuntimeError as exc:
                 failure = str(exc).split(": ", 1)[-1]
             if failure:
@@ -177,6 +235,10 @@ def compile_validations(schema: Mapping[str, Any]) -> Validations:
                 program = _compile(rule)
             except RuntimeError:
                 continue
+            expression = entry.get("messageExpression")
+            message_program = None
+            if isinstance(expression, str) and expression and not _message_expression_problem(expression):
+                message_program = _compile(expression)
             compiled.append(
                 Rule(
                     rule,
@@ -185,6 +247,7 @@ def compile_validations(schema: Mapping[str, Any]) -> Validations:
                     str(entry.get("fieldPath") or ""),
                     bool(_OLD_SELF.search(rule)),
                     program,
+                    message_program,
                 )
             )
         if compiled:

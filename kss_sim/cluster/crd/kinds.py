@@ -14,6 +14,7 @@ from typing import Any
 from kss_sim.cluster.crd import schema as crd_schema
 from kss_sim.cluster.crd.cel import Validations, compile_validations
 from kss_sim.cluster.crd.definition import is_established
+from kss_sim.cluster.errors import Cause
 from kss_sim.cluster.kinds.registry import KindInfo
 from kss_sim.cluster.kinds.stored import StoredObject
 from kss_sim.kube.objects import Obj
@@ -47,7 +48,7 @@ class CustomKindInfo(KindInfo):
     storage_version: str = ""
     crd_name: str = ""
     schema: Mapping[str, Any] = field(default_factory=dict)
-    validator: Callable[[Any], Any] | None = None
+    validator: Callable[[Any], list[Cause]] | None = None  # every violation of the version's schema
     validations: Validations | None = None  # x-kubernetes-validations (CEL)
     printer_columns: tuple[PrinterColumn, ...] = ()
     scale: ScalePaths | None = None

@@ -33,14 +33,30 @@ def unknown_fields(info: CustomKindInfo, body: dict[str, Any]) -> list[str]:
     return crd_schema.prune(dict(info.schema), body)
 
 
+# Schema violations that leave the object without the shape its CEL rules were written for: the rules are not run
+# (apiextensions-apiserver's hasBlockingErr), and one more error says so.
+_BLOCKING = frozenset(
+    {"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany", "FieldValueTypeInvalid"}
+)
+RULES_NOT_CHECKED = Cause(
+    "<nil>",
+    "FieldValueInvalid",
+    'Invalid value: "null": some validation rules were not checked because the object was invalid; '
+    "correct the existing errors to complete validation",
+)
+
+
 def validate(info: CustomKindInfo, body: Obj, old: Obj | None = None) -> list[Cause]:
-    """ObjectMeta's rules, then the version's schema, then its CEL rules (``old``: the stored object, on
-    updates)."""
+    """ObjectMeta's rules, then every violation of the version's schema, then its CEL rules (``old``: the stored
+    object, on updates) unless a schema violation blocks them, all in one list as kube reports them."""
     causes = validate_metadata(body, namespaced=info.namespaced)
     if info.validator is not None:
-        causes += crd_schema.validation_causes(info.validator, body)
-    if not causes and info.validations is not None:
-        causes += info.validations.causes(body, old)
+        causes += info.validator(body)
+    if info.validations is not None and info.validations.rules:
+        if any(c.reason in _BLOCKING for c in causes):
+            causes.append(RULES_NOT_CHECKED)
+        else:
+            causes += info.validations.causes(body, old)
     return causes
 
 

@@ -3,20 +3,21 @@ is structural (a CRD whose schema is not is refused), and, for the custom object
 defaulting and validation.
 
 Validation is a JSON Schema check compiled once per CRD version by fastjsonschema (the OpenAPI dialect translated:
-``nullable``, ``x-kubernetes-int-or-string``); its first violation is reported as kube-openapi words it, with the
-field path. Pruning and defaulting walk the structural schema as kube's ``structural/pruning`` and
-``structural/defaulting`` do.
+``nullable``, ``x-kubernetes-int-or-string``); when it finds a violation, ``violations`` walks the schema for all
+of them, each worded as kube-openapi words it, with the field path. Pruning and defaulting walk the structural
+schema as kube's ``structural/pruning`` and ``structural/defaulting`` do.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import fastjsonschema
 
+from kss_sim.cluster.crd import violations
 from kss_sim.cluster.errors import Cause, forbidden, invalid, required
 
 Schema = dict[str, Any]
@@ -188,24 +189,25 @@ def _json_schema(node: Any, *, root: bool = False) -> Any:
     return out
 
 
-def compile_validator(schema: Schema) -> Callable[[Any], Any]:
-    """The object validator of one CRD version's schema (compiled once: the CRD's kinds are rebuilt only when the
-    CRD changes)."""
+def compile_validator(schema: Schema) -> Callable[[Any], list[Cause]]:
+    """The object validator of one CRD version's schema, compiled once (the CRD's kinds are rebuilt only when the
+    CRD changes): every violation of an object's schema as the CRD handler reports them (``spec.replicas in body
+    must be of type integer``). The compiled check says quickly whether there is any (it stops at the first);
+    only then, or when the schema has formats (which it does not check), is the schema walked for all of them."""
     compiled: Callable[[Any], Any] = fastjsonschema.compile(
         {"$schema": "http://json-schema.org/draft-04/schema#", **_json_schema(schema, root=True)},
         use_formats=False,
     )
-    return compiled
+    formats = violations.has_formats(schema)
 
+    def validate(obj: Any) -> list[Cause]:
+        try:
+            compiled(obj)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            return violations.walk(schema, obj, violation) or [_cause(exc)]
+        return violations.walk(schema, obj, violation) if formats else []
 
-def validation_causes(validator: Callable[[Any], Any], obj: dict[str, Any]) -> list[Cause]:
-    """``obj``'s violation of its schema as the CRD handler reports it (``spec.replicas in body must be of type
-    integer``); the first one found."""
-    try:
-        validator(obj)
-    except fastjsonschema.JsonSchemaValueException as exc:
-        return [_cause(exc)]
-    return []
+    return validate
 
 
 def _field_path(exc: fastjsonschema.JsonSchemaValueException) -> str:
@@ -224,35 +226,55 @@ def _go_value(value: Any) -> str:
 
 
 def _cause(exc: fastjsonschema.JsonSchemaValueException) -> Cause:
-    path = _field_path(exc)
-    rule, definition, value = exc.rule, exc.definition or {}, exc.value
-    shown = _go_value(value)
+    """The compiled validator's violation in kube's words (when the walk found none: it should not happen)."""
+    path, rule, definition, value = _field_path(exc), str(exc.rule), exc.definition or {}, exc.value
     if rule == "required":
         missing = next((name for name in definition.get("required", []) if name not in (value or {})), "")
-        return required(f"{path}.{missing}" if path else missing)
+        path = f"{path}.{missing}" if path else missing
+    return violation(path, rule, definition, value, exc.message.removeprefix("data").strip())
+
+
+def violation(path: str, rule: str, node: Any, value: Any, fallback: str = "") -> Cause:
+    """One violation of keyword ``rule`` of schema ``node`` by ``value`` at ``path`` as kube-openapi words it and
+    apiextensions-apiserver turns it into a field error (``required``: ``path`` is the missing field's)."""
+    definition: Mapping[str, Any] = node if isinstance(node, Mapping) else {}
+    shown = _go_value(value)
+    if rule == "required":
+        return required(path)
     if rule == "type":
         typ = definition.get("type")
+        if definition.get("x-kubernetes-int-or-string"):
+            typ = ["integer", "string"]
         names = [t for t in (typ if isinstance(typ, list) else [typ]) if t != "null"]
         actual = _type_name(value)
         detail = f"{path} in body must be of type {','.join(str(n) for n in names)}: {actual}"
         return Cause(path, "FieldValueTypeInvalid", f"Invalid value: {actual}: {detail}")
+    if rule == "format":
+        detail = f"{path} in body must be of type {definition.get('format')}: {shown}"
+        return Cause(path, "FieldValueTypeInvalid", f"Invalid value: {shown}: {detail}")
     if rule == "enum":
         allowed = ", ".join(_go_value(v) for v in definition.get("enum", []) if v is not None)
         return Cause(path, "FieldValueNotSupported", f"Unsupported value: {shown}: supported values: {allowed}")
+    if rule == "maxLength":
+        return Cause(path, "FieldValueTooLong", f"Too long: may not be more than {definition.get('maxLength')} bytes")
+    if rule in ("maxItems", "maxProperties"):
+        limit = definition.get(rule)
+        return Cause(path, "FieldValueTooMany", f"Too many: {len(value or ())}: must have at most {limit} items")
+    exclusive_min, exclusive_max = definition.get("exclusiveMinimum"), definition.get("exclusiveMaximum")
     words = {
-        "minimum": f"should be greater than or equal to {definition.get('minimum')}",
-        "maximum": f"should be less than or equal to {definition.get('maximum')}",
+        "minimum": f"should be greater than {'' if exclusive_min else 'or equal to '}{definition.get('minimum')}",
+        "maximum": f"should be less than {'' if exclusive_max else 'or equal to '}{definition.get('maximum')}",
         "pattern": f"should match '{definition.get('pattern')}'",
         "minLength": f"should be at least {definition.get('minLength')} chars long",
-        "maxLength": f"should be at most {definition.get('maxLength')} chars long",
         "minItems": f"should have at least {definition.get('minItems')} items",
-        "maxItems": f"must have at most {definition.get('maxItems')} items",
         "minProperties": f"should have at least {definition.get('minProperties')} properties",
-        "maxProperties": f"should have at most {definition.get('maxProperties')} properties",
         "multipleOf": f"should be a multiple of {definition.get('multipleOf')}",
         "uniqueItems": "shouldn't contain duplicates",
+        "anyOf": "must validate at least one schema (anyOf)",
+        "oneOf": "must validate one and only one schema (oneOf)",
+        "not": "must not validate the schema (not)",
     }
-    detail = words.get(str(rule), exc.message.removeprefix("data").strip())
+    detail = words.get(rule, fallback)
     return Cause(path, "FieldValueInvalid", f"Invalid value: {shown}: {path} in body {detail}")
 
 
