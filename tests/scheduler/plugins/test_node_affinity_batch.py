@@ -69,6 +69,7 @@ PODS: list[dict[str, Any]] = [
             {"matchFields": [_expr("metadata.name", "NotIn", "n07"), _expr("metadata.name", "NotIn", "n08")]}
         )
     },
+    {"affinity": _required(*({"matchFields": [_expr("metadata.name", "In", f"n{i:02d}")]} for i in range(0, 60, 3)))},
     {"affinity": _required({"matchFields": [_expr("metadata.uid", "In", "n07")]})},  # only metadata.name is known
     {"affinity": _required({"matchFields": [_expr("metadata.name", "In", "n07", "n08")]})},  # one value allowed
 ]
