@@ -99,15 +99,16 @@ class BatchCycle:
         cols = self.snapshot.columns()
         n = len(nodes)
         record = opts.record
+        if n == 0:
+            if record and record_excluded:  # no candidate: every node was left out, recorded one by one as before
+                self._record_only(fwk, state, pod, cols.infos, att)
+            return NodeBatch(cols, np.zeros(0, np.int64), []), 0
         if record and self._has_relevant_nominated(fwk, pod):
             return None
-        if n == 0 or not fwk.filter:
-            if record and record_excluded:
-                # Nothing to batch (no candidate, or no filter plugin): the left-out nodes one by one, as before.
-                allowed = {ni.name for ni in nodes}
-                self._record_only(fwk, state, pod, [ni for ni in cols.infos if ni.name not in allowed], att)
-            if n == 0:
-                return NodeBatch(cols, np.zeros(0, np.int64), []), 0
+        if record and record_excluded and not fwk.filter:
+            # No filter plugin: nothing to batch (each left-out node's record is empty), one by one as before.
+            allowed = {ni.name for ni in nodes}
+            self._record_only(fwk, state, pod, [ni for ni in cols.infos if ni.name not in allowed], att)
         to_find = self._nodes_to_find(fwk, opts, n)
         start = self.next_start_node_index % n
         same_list = nodes is cols.infos
