@@ -3,7 +3,9 @@ thresholds: offline (the engine as ``kss simulate`` runs it) and through ``kss s
 the Kubernetes API).
 
 Usage: ``.venv/bin/python bench/scheduler_perf.py [--mode offline|serve|both] [--case NAME ...] [--scale F]
-[--concurrency 8] [--timeout S]``.
+[--concurrency 8] [--timeout S] [--py-spy DIR]``. Through the server it prints the server's CPU seconds over the
+measured span too (the steadier figure on a shared machine); ``--py-spy DIR`` profiles that span (read it with
+``bench/serve_profile.py DIR/<case>``).
 
 Each case is our own reading of upstream's ``performance-config.yaml`` (its ``performance``-labelled workload) and
 templates: the same node shape (4 CPU, 32Gi, 110 pods; zones where upstream labels them, given round robin where
@@ -37,7 +39,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine  # puts the checkout on the path too
-from _serve import post_all, start
+from _serve import Profiler, post_all, start
 
 from kss_sim.simulation.runner import ScenarioRun
 
@@ -320,9 +322,12 @@ async def create_all(url: str, objects: list[Obj], concurrency: int) -> None:
     await post_all(url, [(path_of(o), orjson.dumps(o)) for o in objects], concurrency)
 
 
-def run_serve(case: Case, scale: float, concurrency: int, timeout: float) -> tuple[int, float]:
+def run_serve(
+    case: Case, scale: float, concurrency: int, timeout: float, py_spy: Path | None = None
+) -> tuple[int, float, float]:
     """The same through a fresh ``kss serve`` (SQLite, scheduler on, controllers and kubelet off: scheduler_perf
-    runs no kubelet either); (measured pods bound, seconds from the first measured create to the last bound)."""
+    runs no kubelet either); (measured pods bound, seconds from the first measured create to the last bound, the
+    server's CPU seconds over that span). ``py_spy``: profile the server over the span (bench/serve_profile.py)."""
     nodes, init, measured = case.objects(scale)
     namespaces = sorted({case.init_namespace, case.measure_namespace})
     ns_objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in namespaces]
@@ -340,10 +345,15 @@ def run_serve(case: Case, scale: float, concurrency: int, timeout: float) -> tup
             watch = BoundWatch(served.url, case.measure_namespace)
             watches.append(watch)
             already = len(watch.bound)  # init pods of the same namespace
+            profiler = Profiler(served.process.pid, py_spy) if py_spy else None
+            cpu0 = served.cpu_seconds()
             start_at = time.perf_counter()
             asyncio.run(create_all(served.url, measured, concurrency))
             watch.wait_for(already + len(measured), timeout)
-            return len(watch.bound) - already, watch.last_bound_at - start_at
+            cpu = served.cpu_seconds() - cpu0
+            if profiler is not None:
+                profiler.stop(cpu)
+            return len(watch.bound) - already, watch.last_bound_at - start_at, cpu
         finally:
             for w in watches:
                 w.stop()
@@ -357,6 +367,7 @@ def main() -> int:
     p.add_argument("--scale", type=float, default=1.0, help="multiply every count (default 1: upstream's)")
     p.add_argument("--concurrency", type=int, default=8, help="create requests in flight through the server (8)")
     p.add_argument("--timeout", type=float, default=3600, help="give up on a serve case after this many seconds")
+    p.add_argument("--py-spy", type=Path, metavar="DIR", help="serve: profile the server into DIR/<case> (one case)")
     args = p.parse_args()
     cases = [c for c in CASES if not args.case or any(c.name.startswith(prefix) for prefix in args.case)]
     if not cases:
@@ -367,10 +378,12 @@ def main() -> int:
         for mode in modes:
             if mode == "offline":
                 bound, seconds, cpu = run_offline(case, args.scale)
-                cpu_note = f"; CPU {cpu:.2f} s = {bound / cpu:.0f} pods per CPU-second" if cpu > 0 else ""
+                who = "CPU"
             else:
-                bound, seconds = run_serve(case, args.scale, args.concurrency, args.timeout)
-                cpu_note = ""
+                spy = args.py_spy / case.name.replace("/", "_") if args.py_spy else None
+                bound, seconds, cpu = run_serve(case, args.scale, args.concurrency, args.timeout, spy)
+                who = "server CPU"  # the clients' own CPU aside: the same two cores serve them
+            cpu_note = f"; {who} {cpu:.2f} s = {bound / cpu:.0f} pods per CPU-second" if cpu > 0 else ""
             rate = bound / seconds if seconds > 0 else float("inf")
             verdict = "" if args.scale != 1.0 else ("  ok" if rate >= case.threshold else "  BELOW")
             print(

@@ -24,22 +24,26 @@ from pathlib import Path
 
 # (area, thread name prefix or None for any, substrings any of which in the stack matches); first match wins.
 AREAS: list[tuple[str, str | None, tuple[str, ...]]] = [
-    ("store listeners: copies for each listener", None, ("StoredObject.copy (app/cluster/kinds/stored.py",)),
+    ("store listeners: copies for each listener", None, ("StoredObject.copy (kss_sim/cluster/kinds/stored.py",)),
     ("store listeners: callbacks (inbox, wake)", "kss-store-committer", ("ChangeLog._notify",)),
     ("store commit: SQL write-through", "kss-store-committer", ("write_changes", "Engine.begin", "_commit_loop")),
     (
         "managedFields (every write)",
         None,
-        ("app/cluster/admission/managed_fields.py", "app/cluster/admission/field_sets.py"),
+        ("kss_sim/cluster/admission/managed_fields.py", "kss_sim/cluster/admission/field_sets.py"),
     ),
     ("scheduler: Events", "scheduler", ("create_event",)),
-    ("scheduler: writes (bind, status, annotations)", "scheduler", ("app/cluster/", "app/engine_host/store_actions")),
+    (
+        "scheduler: writes (bind, status, annotations)",
+        "scheduler",
+        ("kss_sim/cluster/", "kss_sim/engine_host/store_actions"),
+    ),
     ("scheduler: taking in changes (cache, queue)", "scheduler", ("_drain_inbox", "_apply_change")),
-    ("scheduler: results annotations and record hand-off", "scheduler", ("app/results/",)),
-    ("scheduler: cycle (engine)", "scheduler", ("app/scheduler/",)),
+    ("scheduler: results annotations and record hand-off", "scheduler", ("kss_sim/results/",)),
+    ("scheduler: cycle (engine)", "scheduler", ("kss_sim/scheduler/",)),
     ("scheduler: loop and rest", "scheduler", ("",)),
     ("results writer thread (SQL of attempts)", "results-writer", ("",)),
-    ("kubelet: status writes", "kubelet", ("app/cluster/",)),
+    ("kubelet: status writes", "kubelet", ("kss_sim/cluster/",)),
     ("kubelet: rest", "kubelet", ("",)),
     ("node leases", "node-lease", ("",)),
     ("controllers (kube-controller-manager's)", "-controller", ("",)),
@@ -48,13 +52,13 @@ AREAS: list[tuple[str, str | None, tuple[str, ...]]] = [
         "HTTP: store writes (validation, defaults, admission)",
         "MainThread",
         (
-            "(app/cluster/storage/store.py",
-            "(app/cluster/storage/writes.py",
-            "(app/cluster/storage/versions.py",
+            "(kss_sim/cluster/storage/store.py",
+            "(kss_sim/cluster/storage/writes.py",
+            "(kss_sim/cluster/storage/versions.py",
             "apply.py",
         ),
     ),
-    ("HTTP: watch streams", "MainThread", ("app/cluster/api/watch.py",)),
+    ("HTTP: watch streams", "MainThread", ("kss_sim/cluster/api/watch.py",)),
     ("HTTP: ASGI, routing, JSON, asyncio", "MainThread", ("",)),
     ("HTTP: reads in the thread pool", "AnyIO worker", ("",)),
     ("GC policy (freeze)", None, ("gc_policy.py",)),
@@ -64,7 +68,7 @@ AREAS: list[tuple[str, str | None, tuple[str, ...]]] = [
 # A stack whose innermost frame is one of these is parked (waiting for work, I/O or a timer), not runnable.
 PARKED = re.compile(
     r"^(Condition\.wait|Event\.wait|Runner\.run|sleep|select|"
-    r"SchedulerService\._run \(app/engine_host/scheduler_thread\.py|"
+    r"SchedulerService\._run \(kss_sim/engine_host/scheduler_thread\.py|"
     r"_worker|Queue\.get|.*\.recv|DefaultDialect\.do_(execute|executemany|commit))"
 )
 

@@ -178,7 +178,7 @@ def main() -> int:
                 f"({bound} bound, {len(keys) - bound} unschedulable)"
             )
             print(
-                f"server: peak RSS {served.peak_rss_mb():.0f} MB, CPU {cpu:.0f} s; "
+                f"server: peak RSS {served.peak_rss_mb():.0f} MB, CPU {cpu:.1f} s; "
                 f"database {served.db_size_mb():.0f} MB"
             )
             # How much of the machine the run kept busy: the wall cannot fall below (server + client CPU) / cores

@@ -21,6 +21,12 @@ def _of_run(run_id: int | None) -> ColumnElement[bool]:
     return SchedulingAttempt.run_id.is_(None) if run_id is None else SchedulingAttempt.run_id == run_id
 
 
+_MAX_ATTEMPT_SQLITE = (
+    f"SELECT max(attempt) FROM {SchedulingAttempt.__tablename__} "
+    "WHERE namespace = ? AND pod_name = ? AND run_id IS NULL"
+)
+
+
 class ResultsRepository:
     """Reads and writes ``scheduling_attempts`` within the caller's session."""
 
@@ -76,6 +82,12 @@ class ResultsRepository:
 
     def max_attempt(self, namespace: str, pod_name: str) -> int:
         """The live cluster's newest attempt number of a pod."""
+        conn = self.session.connection()
+        if conn.dialect.name == "sqlite":
+            # A fixed statement text (pysqlite keeps it prepared): asked once per recorded attempt inside the store's
+            # commit, the ORM select cost ~0.25 ms of Python each, a tenth of the server's CPU per pod.
+            row = conn.exec_driver_sql(_MAX_ATTEMPT_SQLITE, (namespace, pod_name)).first()
+            return int(row[0] or 0) if row is not None else 0
         stmt = select(func.max(SchedulingAttempt.attempt)).where(
             SchedulingAttempt.namespace == namespace, SchedulingAttempt.pod_name == pod_name, _of_run(None)
         )

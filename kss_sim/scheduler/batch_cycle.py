@@ -66,6 +66,10 @@ class BatchCycle:
             self, fwk: Framework, state: CycleState, pod: PodInfo, node_name: str, att: Attempt, opts: ScheduleOptions
         ) -> None: ...
 
+        def _record_only(
+            self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], att: Attempt
+        ) -> None: ...
+
     def _filter_batch(
         self,
         fwk: Framework,
@@ -75,6 +79,8 @@ class BatchCycle:
         nodes: Sequence[NodeInfo],
         att: Attempt,
         opts: ScheduleOptions,
+        *,
+        record_excluded: bool = False,
     ) -> tuple[NodeBatch, int] | None:
         """``findNodesThatPassFilters`` on all candidate nodes at once; the feasible nodes and how many were processed.
 
@@ -83,24 +89,46 @@ class BatchCycle:
         Statuses are materialised only for a pod that fits nowhere. With ``opts.record`` every plugin runs on
         every node and the visited nodes' verdicts go to ``att.filter_matrix``. None when a plugin returned an
         error (or, recording, when nominated pods need the per-node loop, or when a node is malformed).
+
+        ``record_excluded`` (with ``opts.record``): the snapshot's nodes outside ``nodes`` (those a PreFilterResult
+        left out) are recorded too, before the visited ones and in node-list order, as ``_record_only`` would; no
+        decision depends on them. Done here unless None is returned (the caller then records them per node).
         """
         if self.snapshot.any_defective():  # malformed nodes fail per node (Framework.run_filter_plugins)
             return None
         cols = self.snapshot.columns()
         n = len(nodes)
-        if n == 0:
-            return NodeBatch(cols, np.zeros(0, np.int64), []), 0
         record = opts.record
+        if n == 0:
+            if record and record_excluded:  # no candidate: every node was left out, recorded one by one as before
+                self._record_only(fwk, state, pod, cols.infos, att)
+            return NodeBatch(cols, np.zeros(0, np.int64), []), 0
         if record and self._has_relevant_nominated(fwk, pod):
             return None
+        if record and record_excluded and not fwk.filter:
+            # No filter plugin: nothing to batch (each left-out node's record is empty), one by one as before.
+            allowed = {ni.name for ni in nodes}
+            self._record_only(fwk, state, pod, [ni for ni in cols.infos if ni.name not in allowed], att)
         to_find = self._nodes_to_find(fwk, opts, n)
         start = self.next_start_node_index % n
         same_list = nodes is cols.infos
         whole = same_list and start == 0
+        table = ReasonTable()
+        excluded: RecordFilterOutcome | None = None
         if same_list:
             positions = _rolled_range(n, start)
         else:
             positions = np.fromiter((ni.column_index for ni in nodes), np.int64, n)
+            if record and record_excluded and fwk.filter:
+                # Every plugin on every left-out node in one batch (per node, 15,000 of them for a DaemonSet
+                # pod at upstream's scale, this was most of the server's cycle); the same reason table.
+                left_out = np.ones(cols.n, np.bool_)
+                left_out[positions] = False
+                excluded = fwk.run_filter_plugins_record_batch(
+                    state, pod, NodeBatch(cols, np.flatnonzero(left_out)), table
+                )
+                if excluded is None:
+                    return None
             if start:
                 positions = np.roll(positions, -start)
         if not fwk.filter:
@@ -114,7 +142,6 @@ class BatchCycle:
         size = n if to_find >= n else min(n, max(2 * to_find, 256))
         chunks: list[tuple[int, BatchFilterOutcome]] = []
         rec_chunks: list[RecordFilterOutcome] = []
-        table = ReasonTable()
         offset = found = 0
         while offset < n:
             end = min(n, offset + size)
@@ -152,7 +179,8 @@ class BatchCycle:
         att.evaluated_nodes += cutoff
         if record:
             rotation = start if same_list else None
-            self._keep_filter_matrix(rec_chunks, positions, cutoff, diagnosis, att, len(feasible_pos) == 0, rotation)
+            fits_nowhere = len(feasible_pos) == 0
+            self._keep_filter_matrix(rec_chunks, positions, cutoff, diagnosis, att, fits_nowhere, rotation, excluded)
         elif not len(feasible_pos):
             names = cols.names
             node_to_status, filter_fail = diagnosis.node_to_status.statuses, att.filter_fail
@@ -279,9 +307,18 @@ class BatchCycle:
         att: Attempt,
         fits_nowhere: bool,
         rotation: int | None = None,
+        excluded: RecordFilterOutcome | None = None,
     ) -> None:
         """The verdicts of the nodes the walk visited (the first ``cutoff``) as the attempt's filter matrix;
-        ``rotation``: the walk's start when ``positions`` is the whole node list rotated."""
+        ``rotation``: the walk's start when ``positions`` is the whole node list rotated. ``excluded``: the
+        verdicts on the nodes a PreFilterResult left out, the matrix's first rows (no part of the diagnosis)."""
+        skipped = 0
+        if excluded is not None:
+            skipped = len(excluded.fail)
+            chunks = [excluded, *chunks]
+            positions = np.concatenate([excluded.batch.idx, positions])
+            cutoff += skipped
+            rotation = None
         table = chunks[0].table
         # Cells in the smallest type that holds them (copied to the results writer, maybe kept by the caller): the
         # batch built them so unless a later chunk met more reasons.
@@ -326,7 +363,7 @@ class BatchCycle:
         if not fits_nowhere:
             return
         # Diagnosis for the fit error and PostFilter: each rejected node's status (one object per reason).
-        for i in np.flatnonzero(fail >= 0).tolist():
+        for i in (np.flatnonzero(fail[skipped:] >= 0) + skipped).tolist():
             k = int(fail[i])
             st = table.statuses[(k, int(columns[k][i]))]
             diagnosis.node_to_status.set(all_names[int(positions[i])], st)

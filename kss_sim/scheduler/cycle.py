@@ -12,7 +12,7 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -353,6 +353,9 @@ class Scheduler(BatchCycle, BindingCycle):
                     return feasible, None
 
         nodes: list[NodeInfo] = all_nodes
+        allowed: Collection[str] = ()
+        # The nodes a PreFilterResult leaves out are recorded all the same (the record shows every node), first.
+        record_excluded = False
         if pre.result is not None and pre.result.node_names is not None:
             allowed = pre.result.node_names
             nodes = self.snapshot.in_list_order(allowed)
@@ -360,10 +363,9 @@ class Scheduler(BatchCycle, BindingCycle):
             diagnosis.node_to_status.absent = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{names}]"
             )
-            if opts.record:
-                self._record_only(fwk, state, pod, [ni for ni in all_nodes if ni.name not in allowed], att)
+            record_excluded = opts.record and len(nodes) < len(all_nodes)
         if opts.batch and not self.extenders:
-            found = self._filter_batch(fwk, state, pod, diagnosis, nodes, att, opts)
+            found = self._filter_batch(fwk, state, pod, diagnosis, nodes, att, opts, record_excluded=record_excluded)
             if found is not None:
                 batch, processed = found
                 if all_nodes:
@@ -372,6 +374,8 @@ class Scheduler(BatchCycle, BindingCycle):
             # A plugin returned an error somewhere: the per-node loop decides where kube-scheduler stops.
             diagnosis.node_to_status.statuses.clear()
             diagnosis.unschedulable_plugins = set(pre.unscheduled_plugins)
+        if record_excluded:
+            self._record_only(fwk, state, pod, [ni for ni in all_nodes if ni.name not in allowed], att)
         feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes, att, opts, sample=True)
         if diagnosis.error is not None:
             if opts.record:

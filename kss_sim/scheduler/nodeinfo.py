@@ -378,9 +378,13 @@ class NodeInfo:
 
     def remove_pod(self, pi: PodInfo) -> bool:
         """Forget a pod (matched by uid); False when it was not here."""
-        for i, existing in enumerate(self.pods):
-            if existing.uid == pi.uid:
-                del self.pods[i]
+        # From the end: the pod forgotten is usually one just assumed (its bound version replaces it), and a node
+        # may hold tens of thousands (scheduler_perf's DaemonSet node). A uid is on a node once (cache.add_pod
+        # replaces the earlier version), so the match is the one a scan from the front would find.
+        pods, uid = self.pods, pi.uid
+        for i in range(len(pods) - 1, -1, -1):
+            if pods[i].uid == uid:
+                existing = pods.pop(i)
                 break
         else:
             return False

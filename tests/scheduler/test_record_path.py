@@ -140,3 +140,62 @@ def test_incremental_aggregates_equal_a_count_from_scratch() -> None:
     pts.pre_filter(state, probe, nodes)
     counts = pts._count(probe, pts._constraints(probe, "DoNotSchedule"), nodes)
     assert state.read(PRE_FILTER_STATE_KEY).tp_value_to_match_num == counts
+
+
+def _named_nodes_pod(name: str, nodes: list[str], cpu: str = "10m") -> PodInfo:
+    """A DaemonSet pod's shape: required node affinity on metadata.name, so NodeAffinity's PreFilterResult names
+    ``nodes`` and leaves every other node out."""
+    # One term per node: a metadata.name requirement takes one value (kube-apiserver's field selector).
+    terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in nodes]
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    return PodInfo(make_pod(name=name, requests={"cpu": cpu}, affinity=affinity))
+
+
+def _ordered(att: Attempt) -> dict[str, Any]:
+    """The record with its per-node dicts as lists of items: the order the nodes were recorded in counts too."""
+    out = _record(att)
+    for f in ("filter", "unresolvable", "filter_fail"):
+        out[f] = list(out[f].items())
+    return out
+
+
+@pytest.mark.parametrize(
+    ("named", "cpu", "result"),
+    [
+        (["n007"], "10m", "scheduled"),
+        (["n031", "n002", "n999"], "10m", "scheduled"),  # n999 does not exist
+        (["n010", "n011"], "64", "unschedulable"),  # fits nowhere: the left-out nodes stay out of the diagnosis
+        (["n999"], "10m", "unschedulable"),  # no named node exists: nothing to filter
+    ],
+)
+def test_nodes_a_prefilter_result_leaves_out_are_recorded_as_the_per_node_loop_records_them(
+    named: list[str], cpu: str, result: str
+) -> None:
+    records = []
+    atts = []
+    for batch in (True, False):
+        sched, cache = _scheduler(40)
+        # Some left-out nodes rejected by another plugin too (their reasons and unresolvable plugins are recorded).
+        taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+        for i in range(0, 40, 9):
+            cache.add_node(make_node(name=f"n{i:03d}", taints=[taint], labels={"topology.kubernetes.io/zone": "z0"}))
+        sched.next_start_node_index = 5
+        att = sched.schedule_one(
+            _named_nodes_pod("ds", named, cpu),
+            1,
+            ScheduleOptions(batch=batch, tie_break="name", run_binding_cycle=False),
+        )
+        records.append(_ordered(att))
+        atts.append(att)
+    assert records[0] == records[1]
+    assert atts[0].result == result
+    assert len(records[0]["filter"]) == 40  # every node, the left-out ones first
+    assert [n for n, _ in records[0]["filter"]][: 40 - len(set(named) - {"n999"})] == [
+        f"n{i:03d}" for i in range(40) if f"n{i:03d}" not in named
+    ]
+    assert records[0]["filter_fail"]
+    batch_att = atts[0]
+    if named != ["n999"]:
+        # Through the batch path the whole record is one matrix (the results writer's compact form).
+        assert batch_att.matrices_only() is not None
+    assert decode_matrices(encode_matrices(batch_att)) == decode_matrices(_encode_v1(batch_att))

@@ -55,11 +55,29 @@ PODS: list[dict[str, Any]] = [
     },
     {"affinity": _required({"matchExpressions": [_expr("zone", "Bogus", "a")]})},  # an erroneous term matches nothing
     {"nodeSelector": {"zone": "b"}, "affinity": _required({"matchExpressions": [_expr("spot", "Exists")]})},
+    # The node's name only (a DaemonSet pod's affinity): the mentioned names are decided apart from the rest.
+    {"affinity": _required({"matchFields": [_expr("metadata.name", "In", "n07")]})},
+    {
+        "affinity": _required(
+            {"matchFields": [_expr("metadata.name", "In", "n31")]},
+            {"matchFields": [_expr("metadata.name", "In", "n02")]},
+            {"matchFields": [_expr("metadata.name", "In", "gone")]},
+        )
+    },
+    {
+        "affinity": _required(
+            {"matchFields": [_expr("metadata.name", "NotIn", "n07"), _expr("metadata.name", "NotIn", "n08")]}
+        )
+    },
+    {"affinity": _required(*({"matchFields": [_expr("metadata.name", "In", f"n{i:02d}")]} for i in range(0, 60, 3)))},
+    {"affinity": _required({"matchFields": [_expr("metadata.uid", "In", "n07")]})},  # only metadata.name is known
+    {"affinity": _required({"matchFields": [_expr("metadata.name", "In", "n07", "n08")]})},  # one value allowed
 ]
 ADDED = {"addedAffinity": _required({"matchExpressions": [_expr("zone", "NotIn", "a")]})["nodeAffinity"]}
+ADDED_BY_NAME = {"addedAffinity": _required({"matchFields": [_expr("metadata.name", "NotIn", "n31")]})["nodeAffinity"]}
 
 
-@pytest.mark.parametrize("args", [{}, ADDED], ids=["plain", "addedAffinity"])
+@pytest.mark.parametrize("args", [{}, ADDED, ADDED_BY_NAME], ids=["plain", "addedAffinity", "addedAffinityByName"])
 @pytest.mark.parametrize("spec", PODS)
 def test_the_batch_verdicts_and_status_keys_are_filters(spec: dict[str, Any], args: dict[str, Any]) -> None:
     handle = make_handle(nodes=_nodes())
