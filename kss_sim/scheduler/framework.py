@@ -131,12 +131,15 @@ def error(msg: str) -> Status:
 class CycleState:
     """Per-cycle scratch space shared by a profile's plugins (``framework.CycleState``)."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "pod_group_cycle", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # Set while a v1.36 PodGroup scheduling cycle tries the pod (``SetPodGroupSchedulingCycle``): Reserve and
+        # Permit run, and the pod is then held by the group's trial (podgroup_cycle.py), never bound from here.
+        self.pod_group_cycle: Any = None
 
     def read(self, key: str) -> Any:
         """The value written under ``key``; KeyError when absent (upstream's ErrNotFound)."""
@@ -159,6 +162,7 @@ class CycleState:
             c._data[k] = cloner() if callable(cloner) else copy.deepcopy(v)
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.pod_group_cycle = self.pod_group_cycle
         return c
 
 

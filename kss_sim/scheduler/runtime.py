@@ -75,6 +75,10 @@ _R = TypeVar("_R")
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
 
+# RunPermitPlugins' reason when some plugin asked to wait.
+PERMIT_WAIT_REASON = "one or more plugins asked to wait and no plugin rejected pod"
+
+
 def status_text(st: Status) -> str:
     """How the golden files and the results store render a plugin status."""
     return _STATUS_WORDS.get(st.code) or st.message()
@@ -851,6 +855,7 @@ class Framework:
         """``RunPermitPlugins``: a rejection or error ends the run; plugins answering Wait give their timeouts
         (capped at 15 minutes), returned per plugin for the waiting pod."""
         waits: dict[str, float] = {}
+        last_wait = Status(Code.WAIT)
         for pl in self.permit:
             try:
                 if self.record_plugin_metrics:
@@ -863,13 +868,17 @@ class Framework:
                 return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
             if waiting:
                 waits[pl.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                last_wait = st
                 continue
             if not st.is_success():
                 if st.is_rejected():
                     return st.with_plugin(pl.name), {}
                 return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
         if waits:
-            msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
+            if self.handle.kube_version.minor >= 36:
+                # v1.36 keeps the last waiting plugin's reasons and appends its own, without the pod's name.
+                return Status(Code.WAIT, *last_wait.reasons, PERMIT_WAIT_REASON), waits
+            msg = f'{PERMIT_WAIT_REASON} "{pod.name}"'
             return Status(Code.WAIT, msg), waits
         return success(), {}
 
