@@ -320,7 +320,7 @@ class Scheduler(BatchCycle, BindingCycle, PodGroupCycle):
         att: Attempt,
         opts: ScheduleOptions,
     ) -> tuple[list[NodeInfo] | NodeBatch, Status | None]:
-        all_nodes = self.snapshot.node_info_list
+        all_nodes = self.snapshot.nodes_in_placement()
         pre = fwk.run_pre_filter_plugins(state, pod, record=opts.record)
         att.prefilter = pre.per_plugin
         att.prefilter_plugin_nodes = pre.per_plugin_nodes
@@ -340,7 +340,8 @@ class Scheduler(BatchCycle, BindingCycle, PodGroupCycle):
 
         nominated = (pod.pod.get("status") or {}).get("nominatedNodeName")
         if nominated:
-            ni = self.snapshot.get(nominated)
+            # A nominated node outside the PodGroup cycle's placement is not tried (nor an error).
+            ni = self.snapshot.get(nominated) if self.snapshot.in_placement(nominated) else None
             if ni is not None:
                 feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [ni], att, opts, sample=False)
                 if diagnosis.error is not None:
@@ -360,6 +361,8 @@ class Scheduler(BatchCycle, BindingCycle, PodGroupCycle):
         if pre.result is not None and pre.result.node_names is not None:
             allowed = pre.result.node_names
             nodes = self.snapshot.in_list_order(allowed)
+            if self.snapshot.placement is not None:
+                nodes = [ni for ni in nodes if self.snapshot.in_placement(ni.name)]
             names = " ".join(sorted(pre.unscheduled_plugins))
             diagnosis.node_to_status.absent = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{names}]"

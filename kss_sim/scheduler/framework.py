@@ -374,6 +374,46 @@ class ScorePlugin(Plugin, ABC):
         return None
 
 
+@dataclass
+class Placement:
+    """``fwk.Placement``: a set of nodes a v1.36 PodGroup cycle may place the whole group on (named, for a topology
+    domain, by it)."""
+
+    name: str
+    nodes: list[NodeInfo]
+
+
+@dataclass
+class PodGroupAssignments:
+    """``fwk.PodGroupAssignments``: a placement on which the group is feasible and where its pods would go (pod
+    key -> node; the pods that fit nowhere are absent)."""
+
+    placement: Placement
+    proposed: dict[str, str]
+
+
+class PlacementGeneratePlugin(Plugin, ABC):
+    """v1.36's PlacementGenerate point: the placements a PodGroup cycle tries, from a parent placement."""
+
+    @abstractmethod
+    def generate_placements(
+        self, namespace: str, pod_group: str, parent: Placement
+    ) -> tuple[list[Placement], Status]: ...
+
+
+class PlacementScorePlugin(Plugin, ABC):
+    """v1.36's PlacementScore point: a feasible placement's score (then normalized to 0..100, weighted)."""
+
+    @abstractmethod
+    def score_placement(
+        self, namespace: str, pod_group: str, assignments: PodGroupAssignments
+    ) -> tuple[int, Status]: ...
+
+    def normalize_placement_scores(self, namespace: str, pod_group: str, scores: list[int]) -> Status:
+        """``NormalizePlacementScore``, in place; none by default."""
+        return success()
+
+
 class ReservePlugin(Plugin, ABC):
     @abstractmethod
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
