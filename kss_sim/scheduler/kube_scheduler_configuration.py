@@ -522,14 +522,9 @@ def build_framework(
         instances[name] = cls(handle, args)
     classes = {name: type(plugin) for name, plugin in instances.items()}
     points = {point: [instances[n] for n in names] for point, names in expand_points(plugins, classes).items()}
-    # v1.36's PodGroup placement points, as the defaults enable their plugins: through multiPoint, in its order.
+    # v1.36's PodGroup placement points, as the defaults enable their plugins: through multiPoint, in its order
+    # (set on the framework beside the points a configuration lists, whose output every version shares).
     multi = [p for p in plugins["multiPoint"]["enabled"] if p["name"] in instances]
-    points["placementGenerate"] = [
-        instances[p["name"]] for p in multi if issubclass(classes[p["name"]], PlacementGeneratePlugin)
-    ]
-    points["placementScore"] = [
-        instances[p["name"]] for p in multi if issubclass(classes[p["name"]], PlacementScorePlugin)
-    ]
     if len(points["queueSort"]) != 1 and not allow_missing:
         raise ConfigError(
             "plugins.queueSort",
@@ -542,9 +537,16 @@ def build_framework(
     for p in multi:
         if issubclass(classes[p["name"]], PlacementScorePlugin):
             weights.setdefault(p["name"], int(p.get("weight") or 0) or 1)
-    return Framework(
+    fwk = Framework(
         profile.scheduler_name, handle, points, weights, profile.percentage_of_nodes_to_score, plugin_observer
     )
+    for p in multi:
+        plugin = instances[p["name"]]
+        if isinstance(plugin, PlacementGeneratePlugin):
+            fwk.placement_generate.append(plugin)
+        if isinstance(plugin, PlacementScorePlugin):
+            fwk.placement_score.append(plugin)
+    return fwk
 
 
 def plugins_in_effect(

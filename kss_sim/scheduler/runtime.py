@@ -216,13 +216,10 @@ class Framework:
         self.pre_bind: list[PreBindPlugin] = [p for p in plugins.get("preBind", []) if isinstance(p, PreBindPlugin)]
         self.bind: list[BindPlugin] = [p for p in plugins.get("bind", []) if isinstance(p, BindPlugin)]
         self.post_bind: list[PostBindPlugin] = [p for p in plugins.get("postBind", []) if isinstance(p, PostBindPlugin)]
-        # v1.36's PodGroup cycle (podgroup_cycle.py): placements to try and how to rank the feasible ones.
-        self.placement_generate: list[PlacementGeneratePlugin] = [
-            p for p in plugins.get("placementGenerate", []) if isinstance(p, PlacementGeneratePlugin)
-        ]
-        self.placement_score: list[PlacementScorePlugin] = [
-            p for p in plugins.get("placementScore", []) if isinstance(p, PlacementScorePlugin)
-        ]
+        # v1.36's PodGroup cycle (podgroup_cycle.py): placements to try and how to rank the feasible ones (filled
+        # by build_framework from multiPoint; no configuration point lists them).
+        self.placement_generate: list[PlacementGeneratePlugin] = []
+        self.placement_score: list[PlacementScorePlugin] = []
         self.weights = weights
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.plugins_by_name: dict[str, Plugin] = {}
