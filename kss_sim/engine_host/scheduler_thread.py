@@ -487,26 +487,13 @@ class SchedulerService(LoopHost):
 
     def _schedule(self, qpi: q.QueuedPodInfo) -> None:
         """One popped pod through the loop, its writes staged in one deferred batch not waited for here."""
-        pod = qpi.pod_info
-        if any(f.key == qpi.key for f in self._in_flight):
-            self._settle(keep=0)  # this pod's last outcome must be visible before it is tried again
-        current = self.store.get("Pod", pod.namespace, pod.name)
-        if current is None or (current.get("spec") or {}).get("nodeName"):
-            self.loop.skip(qpi)
-            self._pending.pop(qpi.key, None)
+        if self.loop.pod_group_of(qpi.pod_info):
+            self._schedule_pod_group(qpi)
             return
-        if (current.get("metadata") or {}).get("deletionTimestamp"):
-            # skipPodSchedule: a pod being deleted (finalizers hold it) is not scheduled; it is not tried again.
-            self.actions.record_event(
-                current, "FailedScheduling", f"skip schedule deleting pod: {pod.key}", event_type="Warning"
-            )
-            self.loop.skip(qpi)
-            self._pending.pop(qpi.key, None)
+        current = self._to_schedule(qpi)
+        if current is None:
             return
-        pod = PodInfo(current)
-        attempt_no = (
-            self.results.next_attempt_number(pod.namespace, pod.name) if self.results is not None else qpi.attempts
-        )
+        pod, attempt_no = current
         with self.store.deferred() as pending:
             att = self.loop.schedule(qpi, pod, attempt_no)
         if att.result == "scheduled":
@@ -516,6 +503,54 @@ class SchedulerService(LoopHost):
         self._settle(keep=ATTEMPTS_IN_FLIGHT)
         if att.result != "waiting":
             self._submit(pod, att)
+        if len(self.loop.waiting_pods):
+            self._resolve_waiting()
+
+    def _to_schedule(self, qpi: q.QueuedPodInfo) -> tuple[PodInfo, int] | None:
+        """The popped pod as the store has it now and its attempt number; None (and done with it) when it is gone,
+        bound or being deleted (``skipPodSchedule``)."""
+        pod = qpi.pod_info
+        if any(f.key == qpi.key for f in self._in_flight):
+            self._settle(keep=0)  # this pod's last outcome must be visible before it is tried again
+        current = self.store.get("Pod", pod.namespace, pod.name)
+        if current is None or (current.get("spec") or {}).get("nodeName"):
+            self.loop.skip(qpi)
+            self._pending.pop(qpi.key, None)
+            return None
+        if (current.get("metadata") or {}).get("deletionTimestamp"):
+            # skipPodSchedule: a pod being deleted (finalizers hold it) is not scheduled; it is not tried again.
+            self.actions.record_event(
+                current, "FailedScheduling", f"skip schedule deleting pod: {pod.key}", event_type="Warning"
+            )
+            self.loop.skip(qpi)
+            self._pending.pop(qpi.key, None)
+            return None
+        pod = PodInfo(current)
+        attempt_no = (
+            self.results.next_attempt_number(pod.namespace, pod.name) if self.results is not None else qpi.attempts
+        )
+        return pod, attempt_no
+
+    def _schedule_pod_group(self, qpi: q.QueuedPodInfo) -> None:
+        """A popped pod of a v1.36 PodGroup: its group's queued pods in one PodGroup cycle, their writes (and the
+        group's condition) in one deferred batch."""
+        members: list[tuple[q.QueuedPodInfo, PodInfo, int]] = []
+        for member in self.loop.pop_pod_group(qpi):
+            current = self._to_schedule(member)
+            if current is not None:
+                members.append((member, *current))
+        if not members:
+            return
+        with self.store.deferred() as pending:
+            attempts = self.loop.schedule_pod_group(members)
+        for (member, pod, _), att in zip(members, attempts, strict=True):
+            if att.result == "scheduled":
+                self._pending.pop(member.key, None)
+            self._in_flight.append(_InFlight(pending, member.key, pod.uid, att.result == "scheduled"))
+        self._settle(keep=ATTEMPTS_IN_FLIGHT)
+        for (_, pod, _), att in zip(members, attempts, strict=True):
+            if att.result != "waiting":
+                self._submit(pod, att)
         if len(self.loop.waiting_pods):
             self._resolve_waiting()
 

@@ -25,6 +25,8 @@ from kss_sim.scheduler.dra.dra_manager import ClaimConflict
 from kss_sim.scheduler.framework import Code, Status
 from kss_sim.scheduler.loop import LoopWriter
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.gang_scheduling import POD_GROUP_V1ALPHA2
+from kss_sim.scheduler.podgroup_cycle import set_status_condition
 from kss_sim.scheduler.record import Attempt
 
 log = logging.getLogger("kss.scheduler")
@@ -76,7 +78,17 @@ class ClusterStoreLike(Protocol):
 
     def remove_listener(self, callback: Callable[[str, str, dict[str, Any]], None]) -> None: ...
 
-    def patch(self, kind: str, namespace: str | None, name: str, patch: Any, patch_type: str = "merge") -> Any: ...
+    def patch(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str = "merge",
+        *,
+        subresource: str | None = None,
+        manager: str = ...,
+    ) -> Any: ...
 
     def update_pod_status(
         self, namespace: str, name: str, status: dict[str, Any], *, annotations: dict[str, str] | None = None
@@ -175,6 +187,34 @@ class StoreActions(LoopWriter):
 
     def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
         self.bindings.pop(pod.uid, None)
+
+    def pod_group_condition(self, namespace: str, name: str, condition: dict[str, str]) -> None:
+        """``updatePodGroupCondition``: the condition on the PodGroup's status (its observedGeneration the group's),
+        patched through the status subresource when it changes anything; a group once scheduled is not turned back
+        to False by a later cycle for more pods."""
+        group = self.store.get(POD_GROUP_V1ALPHA2, namespace, name)
+        if group is None:
+            return
+        conditions = list((group.get("status") or {}).get("conditions") or [])
+        existing = next((c for c in conditions if c.get("type") == condition["type"]), None)
+        if existing is not None and existing.get("status") == "True" and condition["status"] != "True":
+            return
+        wanted = {**condition, "observedGeneration": (group.get("metadata") or {}).get("generation") or 0}
+        updated = set_status_condition(conditions, wanted, _now_rfc3339)
+        if updated is None:
+            return
+        try:
+            self.store.patch(
+                POD_GROUP_V1ALPHA2,
+                namespace,
+                name,
+                {"status": {"conditions": updated}},
+                "merge",
+                subresource="status",
+                manager=SCHEDULER_MANAGER,
+            )
+        except Exception:
+            log.exception("updating the status of PodGroup %s/%s failed", namespace, name)
 
     def malformed_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
         if (obj := self.store.get(kind, namespace, name)) is not None:

@@ -32,7 +32,8 @@ class GateSpec:
 GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
     "GenericWorkload": (GateSpec(35, False, "ALPHA"),),
     "GangScheduling": (GateSpec(35, False, "ALPHA"),),
-    # v1.36's workload scheduling: known so a run at v1.36 can name them; kss has not ported them (UNPORTED_GATES).
+    # v1.36's workload scheduling: topology-aware placement of a PodGroup (ported), workload-aware preemption (not:
+    # UNPORTED_GATES).
     "TopologyAwareWorkloadScheduling": (GateSpec(36, False, "ALPHA"),),
     "WorkloadAwarePreemption": (GateSpec(36, False, "ALPHA"),),
     "DynamicResourceAllocation": (
@@ -74,7 +75,7 @@ GATE_DEPENDENCIES: dict[str, tuple[str, ...]] = {
 }
 
 # Gates whose feature kss does not simulate yet: turning one on is refused rather than silently ignored.
-UNPORTED_GATES = frozenset({"TopologyAwareWorkloadScheduling", "WorkloadAwarePreemption"})
+UNPORTED_GATES = frozenset({"WorkloadAwarePreemption"})
 
 # Upstream's in-tree plugins of every version (pkg/scheduler/framework/plugins/registry.go of v1.33).
 _BASE_PLUGINS = (
@@ -86,7 +87,7 @@ _BASE_PLUGINS = (
 
 # In-tree plugins of a version that kss has no port of: named in a configuration, they are refused; in the
 # version's default set, they are left out (ported_default_multi_point) and the run says so.
-UNPORTED_PLUGINS = frozenset({"TopologyPlacementGenerator", "PodGroupPodsCount"})
+UNPORTED_PLUGINS: frozenset[str] = frozenset()
 
 # getDefaultPlugins()'s multiPoint before applyFeatureGates (the same list in v1.33 to v1.36).
 _DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (

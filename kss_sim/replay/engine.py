@@ -348,11 +348,23 @@ class Replay(LoopHost):
 
     # --- scheduling -----------------------------------------------------------------------------
     def _schedule(self, qpi: q.QueuedPodInfo) -> None:
+        if self.loop.pod_group_of(qpi.pod_info):
+            # A v1.36 PodGroup's pod: its group's queued pods in one PodGroup cycle.
+            members = [(m, pod, m.attempts) for m in self.loop.pop_pod_group(qpi) if (pod := self._current(m))]
+            if members:
+                self.loop.schedule_pod_group(members)
+            return
+        pod = self._current(qpi)
+        if pod is not None:
+            self.loop.schedule(qpi, pod, qpi.attempts)
+
+    def _current(self, qpi: q.QueuedPodInfo) -> PodInfo | None:
+        """The popped pod as the replay has it now; None (and done with it) when it is gone or was re-created."""
         pod = self.pending.get(qpi.key)
         if pod is None or pod.uid != qpi.pod_info.uid:
             self.loop.skip(qpi)
-            return
-        self.loop.schedule(qpi, pod, qpi.attempts)
+            return None
+        return pod
 
     def _attempt_concluded(self, pod: PodInfo, att: Attempt) -> None:
         """An attempt is final: counted, and shown to the observers."""

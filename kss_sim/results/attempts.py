@@ -348,6 +348,7 @@ class ResultsService:
             "matrix": {"page": page, "pageSize": page_size, "totalRows": len(nodes), "sort": sort, "rows": rows},
             "external": details.get("external"),
             "shadow": details.get("shadow"),
+            "podGroup": details.get("podGroup"),
         }
 
     def shadow_judgements(self, *, differing_only: bool = True, limit: int = 200) -> list[ShadowRow]:

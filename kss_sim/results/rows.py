@@ -188,7 +188,7 @@ def attempt_row(
     rejections = matrix_rejections(pure[0]) if pure is not None else rejection_histogram(att)
     row = table_row(
         row_values(att, namespace, pod_name, pod_uid, queued_seconds, run_id),
-        details_json(values, rejections, _external_details(att)),
+        details_json(values, rejections, _extra_details(att)),
         encode_matrices(att) if att.has_record() else None,
     )
     if att.external is not None:
@@ -198,11 +198,15 @@ def attempt_row(
     return row
 
 
-def _external_details(att: Attempt) -> dict[str, Any] | None:
-    """The ``details`` keys of a binding another scheduler made: what it did, and the shadow judgement."""
-    if att.external is None and att.shadow is None:
-        return None
-    return {"external": att.external, "shadow": att.shadow}
+def _extra_details(att: Attempt) -> dict[str, Any] | None:
+    """The ``details`` keys only some attempts have: a binding another scheduler made (what it did, and the shadow
+    judgement), a v1.36 PodGroup cycle's record (``podGroup``)."""
+    extra: dict[str, Any] = {}
+    if att.external is not None or att.shadow is not None:
+        extra.update(external=att.external, shadow=att.shadow)
+    if att.pod_group is not None:
+        extra["podGroup"] = att.pod_group
+    return extra or None
 
 
 def _selected_from_scores(att: Attempt) -> bool:

@@ -95,6 +95,8 @@ class AttemptDetail(AttemptSummary):
     permit: dict[str, str] | None
     permitTimeout: dict[str, float] | None
     permitWait: dict[str, Any] | None = None
+    # A v1.36 PodGroup cycle's attempt: the group, its pods in the order tried, the outcome, message and placement.
+    podGroup: dict[str, Any] | None = None
     prebind: dict[str, str] | None
     bind: dict[str, str] | None
     extenders: dict[str, dict[str, str]] = Field(

@@ -90,6 +90,11 @@ class BindingCycle:
                 att.permit_timeout[pl.name] = waits[pl.name]
             else:
                 att.permit[pl.name] = status_text(st) if st.plugin == pl.name else "success"
+        if state.pod_group_cycle is not None and (st.is_wait() or st.is_success()):
+            # A PodGroup scheduling cycle's try (podGroupPodSchedulingAlgorithm): the pod stays assumed and
+            # reserved so its siblings see it; the group's cycle takes it back or binds it once all were tried.
+            state.pod_group_cycle.hold(fwk, state, pod, assumed, node_name, att, st)
+            return
         if st.is_wait():
             wp = WaitingPod(assumed, node_name, waits, self.clock())
             wp.context = _Held(fwk, state, att, opts, pod)

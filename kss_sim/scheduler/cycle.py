@@ -33,6 +33,7 @@ from kss_sim.scheduler.extender import (
 from kss_sim.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
 from kss_sim.scheduler.pod_shape import POD_DEFECT_MEMO, pod_defect
+from kss_sim.scheduler.podgroup_cycle import PodGroupCycle
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import Framework, RaisedStatus
 from kss_sim.scheduler.waiting import WaitingPods
@@ -115,11 +116,12 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return num
 
 
-class Scheduler(BatchCycle, BindingCycle):
+class Scheduler(BatchCycle, BindingCycle, PodGroupCycle):
     """Schedules pods against a live snapshot with a set of profiles (frameworks).
 
     The per-node path is here; the batch path (``ScheduleOptions.batch``) is ``BatchCycle``'s (``batch_cycle.py``),
-    Reserve to Bind and the pods waiting in Permit ``BindingCycle``'s (``binding_cycle.py``).
+    Reserve to Bind and the pods waiting in Permit ``BindingCycle``'s (``binding_cycle.py``), v1.36's PodGroup
+    scheduling cycle ``PodGroupCycle``'s (``podgroup_cycle.py``).
     """
 
     def __init__(
@@ -163,8 +165,11 @@ class Scheduler(BatchCycle, BindingCycle):
         return self.frameworks.get(name)
 
     # ------------------------------------------------------------------------------------------
-    def schedule_one(self, pod: PodInfo, attempt_no: int = 1, opts: ScheduleOptions | None = None) -> Attempt:
-        """Run one scheduling cycle for ``pod``; on success the pod is assumed in the snapshot."""
+    def schedule_one(
+        self, pod: PodInfo, attempt_no: int = 1, opts: ScheduleOptions | None = None, state: CycleState | None = None
+    ) -> Attempt:
+        """Run one scheduling cycle for ``pod``; on success the pod is assumed in the snapshot. ``state``: the cycle
+        state to run it with (a PodGroup scheduling cycle marks its own), a new one by default."""
         opts = opts or ScheduleOptions()
         self.cycle += 1
         # A malformed pod (pod_shape.py) is an Error attempt before anything reads it.
@@ -199,7 +204,7 @@ class Scheduler(BatchCycle, BindingCycle):
                         att.score_plugins.append(e.record_name)
                         att.weights[e.record_name] = e.weight
             att.num_nodes = self.snapshot.num_nodes()
-            self._schedule(fwk, pod, att, opts)
+            self._schedule(fwk, pod, att, opts, CycleState() if state is None else state)
             return att
         except Exception as exc:
             # Whatever the stored objects hold, one pod's cycle cannot stop the loop: an Error attempt, backoff.
@@ -241,8 +246,7 @@ class Scheduler(BatchCycle, BindingCycle):
             )
         return names
 
-    def _schedule(self, fwk: Framework, pod: PodInfo, att: Attempt, opts: ScheduleOptions) -> None:
-        state = CycleState()
+    def _schedule(self, fwk: Framework, pod: PodInfo, att: Attempt, opts: ScheduleOptions, state: CycleState) -> None:
         snapshot = self.snapshot
         if snapshot.num_nodes() == 0:
             att.result = "error"
@@ -316,7 +320,7 @@ class Scheduler(BatchCycle, BindingCycle):
         att: Attempt,
         opts: ScheduleOptions,
     ) -> tuple[list[NodeInfo] | NodeBatch, Status | None]:
-        all_nodes = self.snapshot.node_info_list
+        all_nodes = self.snapshot.nodes_in_placement()
         pre = fwk.run_pre_filter_plugins(state, pod, record=opts.record)
         att.prefilter = pre.per_plugin
         att.prefilter_plugin_nodes = pre.per_plugin_nodes
@@ -336,7 +340,8 @@ class Scheduler(BatchCycle, BindingCycle):
 
         nominated = (pod.pod.get("status") or {}).get("nominatedNodeName")
         if nominated:
-            ni = self.snapshot.get(nominated)
+            # A nominated node outside the PodGroup cycle's placement is not tried (nor an error).
+            ni = self.snapshot.get(nominated) if self.snapshot.in_placement(nominated) else None
             if ni is not None:
                 feasible = self._find_nodes_that_pass_filters(fwk, state, pod, diagnosis, [ni], att, opts, sample=False)
                 if diagnosis.error is not None:
@@ -359,6 +364,8 @@ class Scheduler(BatchCycle, BindingCycle):
         if pre.result is not None and pre.result.node_names is not None:
             allowed = pre.result.node_names
             nodes = self.snapshot.in_list_order(allowed)
+            if self.snapshot.placement is not None:
+                nodes = [ni for ni in nodes if self.snapshot.in_placement(ni.name)]
             names = " ".join(sorted(pre.unscheduled_plugins))
             diagnosis.node_to_status.absent = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"node(s) didn't satisfy plugin(s) [{names}]"

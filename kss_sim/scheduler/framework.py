@@ -131,12 +131,15 @@ def error(msg: str) -> Status:
 class CycleState:
     """Per-cycle scratch space shared by a profile's plugins (``framework.CycleState``)."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "pod_group_cycle", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # Set while a v1.36 PodGroup scheduling cycle tries the pod (``SetPodGroupSchedulingCycle``): Reserve and
+        # Permit run, and the pod is then held by the group's trial (podgroup_cycle.py), never bound from here.
+        self.pod_group_cycle: Any = None
 
     def read(self, key: str) -> Any:
         """The value written under ``key``; KeyError when absent (upstream's ErrNotFound)."""
@@ -159,6 +162,7 @@ class CycleState:
             c._data[k] = cloner() if callable(cloner) else copy.deepcopy(v)
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.pod_group_cycle = self.pod_group_cycle
         return c
 
 
@@ -368,6 +372,46 @@ class ScorePlugin(Plugin, ABC):
     def normalize_batch(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray | None:
         """Batch NormalizeScore: a new array as ``normalize_score`` would leave the scores, or None."""
         return None
+
+
+@dataclass
+class Placement:
+    """``fwk.Placement``: a set of nodes a v1.36 PodGroup cycle may place the whole group on (named, for a topology
+    domain, by it)."""
+
+    name: str
+    nodes: list[NodeInfo]
+
+
+@dataclass
+class PodGroupAssignments:
+    """``fwk.PodGroupAssignments``: a placement on which the group is feasible and where its pods would go (pod
+    key -> node; the pods that fit nowhere are absent)."""
+
+    placement: Placement
+    proposed: dict[str, str]
+
+
+class PlacementGeneratePlugin(Plugin, ABC):
+    """v1.36's PlacementGenerate point: the placements a PodGroup cycle tries, from a parent placement."""
+
+    @abstractmethod
+    def generate_placements(
+        self, namespace: str, pod_group: str, parent: Placement
+    ) -> tuple[list[Placement], Status]: ...
+
+
+class PlacementScorePlugin(Plugin, ABC):
+    """v1.36's PlacementScore point: a feasible placement's score (then normalized to 0..100, weighted)."""
+
+    @abstractmethod
+    def score_placement(
+        self, namespace: str, pod_group: str, assignments: PodGroupAssignments
+    ) -> tuple[int, Status]: ...
+
+    def normalize_placement_scores(self, namespace: str, pod_group: str, scores: list[int]) -> Status:
+        """``NormalizePlacementScore``, in place; none by default."""
+        return success()
 
 
 class ReservePlugin(Plugin, ABC):

@@ -30,6 +30,8 @@ from kss_sim.scheduler.framework import (
     FilterPlugin,
     Handle,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     PodActions,
     PostBindPlugin,
@@ -520,6 +522,9 @@ def build_framework(
         instances[name] = cls(handle, args)
     classes = {name: type(plugin) for name, plugin in instances.items()}
     points = {point: [instances[n] for n in names] for point, names in expand_points(plugins, classes).items()}
+    # v1.36's PodGroup placement points, as the defaults enable their plugins: through multiPoint, in its order
+    # (set on the framework beside the points a configuration lists, whose output every version shares).
+    multi = [p for p in plugins["multiPoint"]["enabled"] if p["name"] in instances]
     if len(points["queueSort"]) != 1 and not allow_missing:
         raise ConfigError(
             "plugins.queueSort",
@@ -529,9 +534,19 @@ def build_framework(
     if not points["bind"] and not allow_missing:
         raise ConfigError("plugins.bind", f"at least one bind plugin is needed for profile {profile.scheduler_name!r}")
     weights = score_weights(plugins, classes)
-    return Framework(
+    for p in multi:
+        if issubclass(classes[p["name"]], PlacementScorePlugin):
+            weights.setdefault(p["name"], int(p.get("weight") or 0) or 1)
+    fwk = Framework(
         profile.scheduler_name, handle, points, weights, profile.percentage_of_nodes_to_score, plugin_observer
     )
+    for p in multi:
+        plugin = instances[p["name"]]
+        if isinstance(plugin, PlacementGeneratePlugin):
+            fwk.placement_generate.append(plugin)
+        if isinstance(plugin, PlacementScorePlugin):
+            fwk.placement_score.append(plugin)
+    return fwk
 
 
 def plugins_in_effect(

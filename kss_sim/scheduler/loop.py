@@ -30,6 +30,7 @@ from kss_sim.scheduler.filter_timing import PluginObserver
 from kss_sim.scheduler.framework import ClusterObjects, Handle, PodActions
 from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig, build_profiles
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.podgroup_cycle import scheduling_group_name
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.resources import Resource
 from kss_sim.scheduler.runtime import Framework
@@ -106,6 +107,10 @@ class LoopWriter(PodActions):
     def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
         """A pod gone while it waited in Permit: drop what its attempt left behind."""
 
+    def pod_group_condition(self, namespace: str, name: str, condition: dict[str, str]) -> None:
+        """A v1.36 PodGroup cycle's outcome: ``condition`` (type, status, reason, message) set on the PodGroup's status
+        (``updatePodGroupCondition``); hosts without the API object ignore it."""
+
     def malformed_object(self, kind: str, namespace: str, name: str, problem: str) -> None:
         """An object the attempt found malformed (``Attempt.malformed_objects``): kss serve warns on the object itself
         (issue #35); hosts without Events ignore it."""
@@ -117,8 +122,8 @@ def unschedulable_plugins(att: Attempt) -> set[str]:
     pass; none for an error (any event may help)."""
     if att.rejected_by:
         return {att.rejected_by}
-    if att.result != "unschedulable":
-        return set()
+    if att.result != "unschedulable" or (att.pod_group or {}).get("rejectedByGroup"):
+        return set()  # an error, or the pod's PodGroup failed while it fitted (errPodGroupUnschedulable)
     # (Distinct texts first: on a full cluster every node has one, mostly the same few.)
     plugins = {text.split(":", 1)[0] for text in set(att.filter_fail.values())}
     if not plugins and att.prefilter_status != "success":
@@ -379,6 +384,58 @@ class SchedulingLoop:
         else:
             self._conclude(qpi, pod, att, cycle, pod.pod)
         return att
+
+    # --- PodGroup scheduling cycles (v1.36's schedule_one_podgroup.go) ---------------------------
+    def pod_group_of(self, pod: PodInfo) -> str:
+        """The PodGroup whose cycle schedules ``pod`` (its ``spec.schedulingGroup``, at v1.36 with GenericWorkload),
+        "" for a pod scheduled on its own."""
+        if self.config.kube_version.minor < 36 or not self.gates.get("GenericWorkload", False):
+            return ""
+        return scheduling_group_name(pod)
+
+    def pop_pod_group(self, qpi: q.QueuedPodInfo) -> list[q.QueuedPodInfo]:
+        """``podGroupInfoForPod``: the popped pod and the other pods of its group that are neither bound nor
+        assumed, taken from the queue (a gated or in-flight one stays), by priority (highest first), then by when
+        each first entered activeQ."""
+        lead = qpi.pod_info
+        members = [qpi]
+        for obj in self.cluster.pods_of_scheduling_group(lead.namespace, self.pod_group_of(lead)):
+            meta = obj.get("metadata") or {}
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            if key == qpi.key or (obj.get("spec") or {}).get("nodeName"):
+                continue
+            if self.cache.get_pod(str(meta.get("uid") or "")) is not None:
+                continue  # assumed (waiting in Permit, or binding)
+            popped = self.queue.pop_specific(key)
+            if popped is not None:
+                members.append(popped)
+        members.sort(key=lambda m: (-m.pod_info.priority, m.initial_attempt_timestamp or 0.0))
+        return members
+
+    def schedule_pod_group(self, members: list[tuple[q.QueuedPodInfo, PodInfo, int]]) -> list[Attempt]:
+        """One PodGroup scheduling cycle for ``members`` (from :meth:`pop_pod_group`: queued pod, the pod as the
+        API has it now, attempt number), each attempt concluded as :meth:`schedule` concludes one, then the group's
+        PodGroupScheduled condition written. The attempts, in the members' order."""
+        cycle = self.queue.scheduling_cycle
+        now = self.clock()
+        lead = members[0][1]
+        name = self.pod_group_of(lead)
+        for qpi, pod, _ in members:
+            qpi.pod_info = pod
+        outcome = self.scheduler.schedule_pod_group(
+            [(pod, attempt_no) for _, pod, attempt_no in members], self.options, lead.namespace, name
+        )
+        for (qpi, pod, _), att in zip(members, outcome.attempts, strict=True):
+            att.queued_for = max(0.0, now - qpi.timestamp)
+            for kind, namespace, obj_name, problem in att.malformed_objects:
+                self.writer.malformed_object(kind, namespace, obj_name, problem)
+            if att.result == "waiting":
+                self._held[pod.uid] = (qpi, cycle)
+            else:
+                self._conclude(qpi, pod, att, cycle, pod.pod)
+        if outcome.condition is not None:
+            self.writer.pod_group_condition(lead.namespace, name, outcome.condition)
+        return outcome.attempts
 
     def _conclude(self, qpi: q.QueuedPodInfo, pod: PodInfo, att: Attempt, cycle: int, current: Obj) -> None:
         """The end of an attempt: bound and done, or (binding refused too) back to the queue as unschedulable."""

@@ -463,6 +463,9 @@ class Snapshot:
         self.node_info_list = node_infos
         self.node_info_map: dict[str, NodeInfo] = {ni.name: ni for ni in node_infos}
         self.generation = 0
+        # A v1.36 PodGroup cycle's placement being tried (``AssumePlacement``): the only nodes its pods may go to.
+        self.placement: list[NodeInfo] | None = None
+        self._placement_names: frozenset[str] = frozenset()
         self._columns: NodeColumns | None = None
         # The order nodes reached kube-scheduler's cache (file order): an image's size is the first node's.
         self.cache_order: list[str] = [ni.name for ni in node_infos]
@@ -543,6 +546,26 @@ class Snapshot:
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
+
+    def assume_placement(self, nodes: list[NodeInfo]) -> None:
+        """``AssumePlacement``: cycles see only ``nodes`` (all of them: no placement) until :meth:`forget_placement`."""
+        if len(nodes) == len(self.node_info_list):
+            self.forget_placement()
+            return
+        self.placement = nodes
+        self._placement_names = frozenset(ni.name for ni in nodes)
+
+    def forget_placement(self) -> None:
+        self.placement = None
+        self._placement_names = frozenset()
+
+    def nodes_in_placement(self) -> list[NodeInfo]:
+        """``ListNodesInPlacement``: the placement's nodes, or every node when none is assumed."""
+        return self.node_info_list if self.placement is None else self.placement
+
+    def in_placement(self, name: str) -> bool:
+        """Whether node ``name`` is one a cycle may pick now (``GetNodeInPlacement`` finds it)."""
+        return self.placement is None or name in self._placement_names
 
     def in_list_order(self, names: Collection[str]) -> list[NodeInfo]:
         """The named nodes that exist, in ``node_info_list`` order: the nodes a PreFilterResult allows.

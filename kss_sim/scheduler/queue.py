@@ -422,6 +422,21 @@ class SchedulingQueue:
                     moved += 1
             return moved
 
+    def pop_specific(self, key: str) -> QueuedPodInfo | None:
+        """``PopSpecificPod``: the pod activated (out of the unschedulable pool or backoffQ) and taken from activeQ,
+        in flight as a popped pod is (a PodGroup cycle takes its group's pods together); None when it is not
+        there to take (gated, in flight, not queued)."""
+        with self._lock:
+            self.activate([key])
+            q = self._active_items.pop(key, None)
+            if q is None:
+                return None  # its heap entry is left behind, skipped by pop
+            q.backoff_expiration = None
+            q.attempts += 1
+            self.scheduling_cycle += 1
+            self._in_flight[key] = q
+            return q
+
     def update(self, pod: PodInfo) -> None:
         """The pending pod changed: refresh it, and re-check gates of a gated pod."""
         with self._lock:

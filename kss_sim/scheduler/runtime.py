@@ -39,6 +39,8 @@ from kss_sim.scheduler.framework import (
     NodeScore,
     NodeToStatus,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
     Plugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -73,6 +75,10 @@ _R = TypeVar("_R")
 # cycle when every cycle was observed). ``kss serve`` samples as upstream; a framework built without a percentage
 # observes every cycle.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+
+# RunPermitPlugins' reason when some plugin asked to wait.
+PERMIT_WAIT_REASON = "one or more plugins asked to wait and no plugin rejected pod"
 
 
 def status_text(st: Status) -> str:
@@ -210,6 +216,10 @@ class Framework:
         self.pre_bind: list[PreBindPlugin] = [p for p in plugins.get("preBind", []) if isinstance(p, PreBindPlugin)]
         self.bind: list[BindPlugin] = [p for p in plugins.get("bind", []) if isinstance(p, BindPlugin)]
         self.post_bind: list[PostBindPlugin] = [p for p in plugins.get("postBind", []) if isinstance(p, PostBindPlugin)]
+        # v1.36's PodGroup cycle (podgroup_cycle.py): placements to try and how to rank the feasible ones (filled
+        # by build_framework from multiPoint; no configuration point lists them).
+        self.placement_generate: list[PlacementGeneratePlugin] = []
+        self.placement_score: list[PlacementScorePlugin] = []
         self.weights = weights
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.plugins_by_name: dict[str, Plugin] = {}
@@ -851,6 +861,7 @@ class Framework:
         """``RunPermitPlugins``: a rejection or error ends the run; plugins answering Wait give their timeouts
         (capped at 15 minutes), returned per plugin for the waiting pod."""
         waits: dict[str, float] = {}
+        last_wait = Status(Code.WAIT)
         for pl in self.permit:
             try:
                 if self.record_plugin_metrics:
@@ -863,13 +874,17 @@ class Framework:
                 return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
             if waiting:
                 waits[pl.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                last_wait = st
                 continue
             if not st.is_success():
                 if st.is_rejected():
                     return st.with_plugin(pl.name), {}
                 return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
         if waits:
-            msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
+            if self.handle.kube_version.minor >= 36:
+                # v1.36 keeps the last waiting plugin's reasons and appends its own, without the pod's name.
+                return Status(Code.WAIT, *last_wait.reasons, PERMIT_WAIT_REASON), waits
+            msg = f'{PERMIT_WAIT_REASON} "{pod.name}"'
             return Status(Code.WAIT, msg), waits
         return success(), {}
 

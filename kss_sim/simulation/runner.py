@@ -26,6 +26,7 @@ from kss_sim.scheduler.kube_scheduler_configuration import build_framework, pars
 from kss_sim.scheduler.loop import clear_lower_nominations
 from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
 from kss_sim.scheduler.plugins import dynamic_resources as dra_plugin
+from kss_sim.scheduler.podgroup_cycle import scheduling_group_name
 from kss_sim.scheduler.record import Attempt
 
 START_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
@@ -205,6 +206,9 @@ class ScenarioRun:
             clock=self.clock,
         )
         self.actions.scheduler = self.scheduler
+        # v1.36 with GenericWorkload: a PodGroup's pending pods are scheduled together (podgroup_cycle.py).
+        effective = config.kube_version.effective_gates(feature_gates)
+        self.pod_group_cycles = config.kube_version.minor >= 36 and effective["GenericWorkload"]
         self.bound_count = 0
         self.on_attempt: Callable[[Attempt, PodInfo], None] | None = None
         # What PreBind wrote into each bound pod's claims (R6-DRA), by attempt: the golden ``allocations`` key.
@@ -231,12 +235,22 @@ class ScenarioRun:
         1,200-node cluster holds ~40 KB of matrices).
         """
         opts = self.options()
+        raws = list(self.scenario.get("pending") or [])
+        # Pods already tried in a PodGroup cycle with an earlier member of their group.
+        tried: set[str] = set()
         # Each pending pod is copied as its turn comes (the scenario's own dicts are never written to).
-        for raw in list(self.scenario.get("pending") or []):
+        for i, raw in enumerate(raws):
             pod = PodInfo(_copy_object(raw))
+            if pod.key in tried:
+                continue
             gated = self._pre_enqueue(pod)
             if gated is not None:
                 yield gated, None
+                continue
+            group = scheduling_group_name(pod) if self.pod_group_cycles else ""
+            if group:
+                yield from self._pod_group_cycle(pod, group, raws[i + 1 :], tried, opts)
+                yield from self._settled()
                 continue
             att = self.scheduler.schedule_one(pod, 1, opts)
             if att.result != "waiting":
@@ -252,6 +266,25 @@ class ScenarioRun:
         while (deadline := self.scheduler.next_permit_deadline()) is not None:
             self.clock.now = max(self.clock.now, deadline)
             yield from self._settled()
+
+    def _pod_group_cycle(
+        self, pod: PodInfo, group: str, later: list[Any], tried: set[str], opts: ScheduleOptions
+    ) -> Iterator[tuple[Attempt, str | None]]:
+        """v1.36's PodGroup cycle for ``pod`` and its group's later pending pods (those PreEnqueue lets in), by
+        priority, then file order (the order they entered the queue); each is tried once, there."""
+        members = [pod]
+        for raw in later:
+            other = PodInfo(_copy_object(raw))
+            if other.namespace != pod.namespace or scheduling_group_name(other) != group or other.key in tried:
+                continue
+            if self._pre_enqueue(other) is None:
+                members.append(other)
+        members.sort(key=lambda m: -m.priority)  # stable: file order among equals
+        tried.update(m.key for m in members)
+        outcome = self.scheduler.schedule_pod_group([(m, 1) for m in members], opts, pod.namespace, group)
+        for member, att in zip(members, outcome.attempts, strict=True):
+            if att.result != "waiting":
+                yield att, self._after(member, att)
 
     def _settled(self) -> Iterator[tuple[Attempt, str | None]]:
         """The attempts of pods whose wait in Permit ended, each reported as it is now final."""

@@ -196,6 +196,8 @@ class AttemptDetail(AttemptSummary):
     # its result annotations; and the shadow judgement (kss's choice, its best nodes, the rows that explain it).
     external: Obj | None
     shadow: Obj | None
+    # A v1.36 PodGroup cycle's attempt: the group, its pods in the order tried, the outcome, message and placement.
+    podGroup: Obj | None
 
 
 class ShadowRow(TypedDict):

@@ -1,7 +1,7 @@
 """v1.36's Workload and PodGroup (scheduling.k8s.io/v1alpha2) with the real kubectl against ``kss serve
 --kube-version 1.36 --feature-gates GenericWorkload=true,GangScheduling=true`` (issue #32's done-when): the kinds in
-discovery, and a gang of minCount 3 held, then bound together; one that cannot fit binds none. (v1.36's PodGroup
-cycle is not ported: the members that fit wait in Permit without a reason of their own until their timeout.)"""
+discovery, and a gang of minCount 3 held, then bound together; one that cannot fit binds none (what each member and
+the group then say: test_kubectl_podgroup_cycle.py)."""
 
 from __future__ import annotations
 

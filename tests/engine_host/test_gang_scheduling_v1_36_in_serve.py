@@ -2,9 +2,9 @@
 standalone PodGroup (scheduling.k8s.io/v1alpha2) by ``spec.schedulingGroup``; a gang of minCount 3 is held before
 the queue until its PodGroup and three pods exist, then bound all together; one that cannot fit binds none.
 
-The rules are GangScheduling's own (PreEnqueue, Permit); v1.36's PodGroup scheduling cycle, which would schedule the
-queued members together in one cycle, is not ported: kss schedules them one by one, the early ones waiting in
-Permit."""
+GangScheduling's rules (PreEnqueue, Permit) run inside v1.36's PodGroup scheduling cycle, which tries the queued
+members together: a gang that cannot fit leaves no member waiting in Permit, each says why at once and so does its
+PodGroup's PodGroupScheduled condition."""
 
 from __future__ import annotations
 
@@ -94,12 +94,25 @@ async def test_a_gang_that_cannot_fit_binds_none(app: FastAPI, client: httpx.Asy
     for name in ("b0", "b1", "b2"):
         await _create(client, "/api/v1/namespaces/default/pods", _member(name, cpu="900m", group="big"))
     await _settle(app)
-    # Two fit and wait in Permit for a quorum the third can never make: none is bound.
+    # Two fit, the third fits nowhere: the group's cycle binds none and holds none in Permit.
     assert await _nodes_of(client, ["b0", "b1", "b2"]) == [None, None, None]
-    waiting = {wp.pod.name for wp in app.state.scheduler.waiting_pods}
-    assert len(waiting) == 2
-    (unfit,) = {"b0", "b1", "b2"} - waiting
-    got = (await client.get(f"/api/v1/namespaces/default/pods/{unfit}")).json()
-    (condition,) = [c for c in got["status"]["conditions"] if c["type"] == "PodScheduled"]
-    assert condition["reason"] == "Unschedulable"
-    assert "Insufficient cpu" in condition["message"]
+    assert not list(app.state.scheduler.waiting_pods)
+    messages = {}
+    for name in ("b0", "b1", "b2"):
+        got = (await client.get(f"/api/v1/namespaces/default/pods/{name}")).json()
+        (condition,) = [c for c in got["status"]["conditions"] if c["type"] == "PodScheduled"]
+        assert condition["reason"] == "Unschedulable"
+        messages[name] = condition["message"]
+    waiting_words = "pod group is unschedulable, waiting for minCount"
+    group_failures = [n for n, m in messages.items() if m.startswith(waiting_words)]
+    assert len(group_failures) == 2, messages
+    (unfit,) = set(messages) - set(group_failures)
+    assert messages[unfit].startswith("0/2 nodes are available: 2 Insufficient cpu."), messages
+    group = (await client.get(f"{V1ALPHA2}/podgroups/big")).json()
+    (scheduled,) = group["status"]["conditions"]
+    assert (scheduled["type"], scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+        "PodGroupScheduled",
+        "False",
+        "Unschedulable",
+        "pod group is unschedulable",
+    )

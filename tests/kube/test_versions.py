@@ -83,9 +83,12 @@ def test_a_gate_needs_the_gates_it_depends_on() -> None:
 
 
 def test_a_gate_kss_does_not_simulate_cannot_be_turned_on() -> None:
-    with pytest.raises(ValueError, match=r"feature gate TopologyAwareWorkloadScheduling \(Kubernetes v1\.36\) is not "):
-        kube_version("1.36").check_gates({"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True})
-    kube_version("1.36").check_gates({"TopologyAwareWorkloadScheduling": False})
+    on = {"GenericWorkload": True, "GangScheduling": True, "WorkloadAwarePreemption": True}
+    with pytest.raises(ValueError, match=r"feature gate WorkloadAwarePreemption \(Kubernetes v1\.36\) is not "):
+        kube_version("1.36").check_gates(on)
+    kube_version("1.36").check_gates({"WorkloadAwarePreemption": False})
+    # Topology-aware placement is simulated.
+    kube_version("1.36").check_gates({"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True})
 
 
 def _names(plugins: list[dict[str, object]]) -> list[object]:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler import kube_scheduler_configuration
 from kss_sim.scheduler.kube_scheduler_configuration import (
     ConfigError,
     defaulted_document,
@@ -40,12 +41,15 @@ def test_a_plugin_of_a_later_release_does_not_exist_at_an_earlier_one() -> None:
     assert parse_config(doc, {}, kube_version("1.35")).kube_version.name == "1.35"
 
 
-def test_a_plugin_kss_has_not_ported_is_refused_with_a_clear_line() -> None:
+def test_a_plugin_kss_has_not_ported_is_refused_with_a_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = {"profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "PodGroupPodsCount"}]}}}]}
-    with pytest.raises(ConfigError, match=r"kube-scheduler v1\.36's plugin PodGroupPodsCount is not ported to kss yet"):
-        parse_config(doc, {}, kube_version("1.36"))
+    assert parse_config(doc, {}, kube_version("1.36")).kube_version.name == "1.36"  # v1.36's, ported
     with pytest.raises(ConfigError, match="'PodGroupPodsCount': plugin does not exist"):
         parse_config(doc, {}, kube_version("1.35"))
+    # Were it not ported: refused.
+    monkeypatch.setattr(kube_scheduler_configuration, "UNPORTED_PLUGINS", frozenset({"PodGroupPodsCount"}))
+    with pytest.raises(ConfigError, match=r"kube-scheduler v1\.36's plugin PodGroupPodsCount is not ported to kss yet"):
+        parse_config(doc, {}, kube_version("1.36"))
 
 
 def test_v1_36_default_profile_runs_node_declared_features() -> None:
@@ -64,8 +68,20 @@ def test_v1_36_default_profile_runs_node_declared_features() -> None:
     assert parse_config(None, v135.effective_gates({}), v135).left_out == []
 
 
-def test_an_unported_default_plugin_is_left_out_and_said_so() -> None:
-    # The gate adding them is refused on the command line (not simulated); the defaults still leave them out.
+def test_topology_aware_scheduling_adds_the_placement_plugins_to_the_default_profile() -> None:
+    v136 = kube_version("1.36")
+    gates = {**v136.effective_gates({}), "TopologyAwareWorkloadScheduling": True}
+    config = parse_config(None, gates, v136)
+    assert config.left_out == []
+    enabled = config.profiles[0].plugins["multiPoint"]["enabled"]
+    assert enabled[-2:] == [{"name": "TopologyPlacementGenerator"}, {"name": "PodGroupPodsCount", "weight": 1}]
+    assert left_out_note(gates, v136) is None
+
+
+def test_an_unported_default_plugin_is_left_out_and_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No default plugin is unported today: as if v1.36's placement plugins were not.
+    unported = frozenset({"TopologyPlacementGenerator", "PodGroupPodsCount"})
+    monkeypatch.setattr(kube_scheduler_configuration, "UNPORTED_PLUGINS", unported)
     v136 = kube_version("1.36")
     gates = {**v136.effective_gates({}), "TopologyAwareWorkloadScheduling": True}
     config = parse_config(None, gates, v136)

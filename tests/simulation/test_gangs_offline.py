@@ -160,3 +160,51 @@ def test_a_v1_36_pod_group_gang_offline() -> None:
     held = {e["pod"]: e.get("preEnqueue") for e in results if e["pod"].startswith("default/t")}
     reason = "GangScheduling: waiting for minCount pods from a gang to appear in scheduling queue"
     assert held == {"default/t0": reason, "default/t1": reason}
+
+
+def test_a_v1_36_pod_group_is_scheduled_in_one_cycle_offline() -> None:
+    # v1.36's PodGroup cycle in kss simulate: the group's pending pods are tried together (by priority, then file
+    # order); one that cannot fit binds none, each member saying why; one that fits binds all, nothing left waiting.
+    def member(name: str, group: str, cpu: str, priority: int = 0) -> dict[str, Any]:
+        pod = _pod(name, cpu=cpu)
+        pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+        pod["spec"]["priority"] = priority
+        return pod
+
+    def group(name: str, min_count: int) -> dict[str, Any]:
+        return {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        }
+
+    scenario = {
+        "nodes": [_node("n0", cpu="1"), _node("n1", cpu="1"), _node("n2", cpu="1")],
+        "podGroups": [group("wide", 3), group("trio", 3)],
+        "pending": [
+            member("w0", "wide", "600m"),
+            member("t0", "trio", "600m"),
+            member("w1", "wide", "600m"),
+            member("t1", "trio", "600m", priority=10),
+            member("w2", "wide", "2"),
+            member("t2", "trio", "600m"),
+        ],
+    }
+    gates = {"GenericWorkload": True, "GangScheduling": True}
+    results = run_scenario(scenario, "placements", feature_gates=gates, kube_version=kube_version("1.36"))["results"]
+    # Each pod tried once, in its group's cycle: wide's members first (w0 leads), then trio's, t1 (priority 10) first.
+    assert [e["pod"] for e in results][:3] == ["default/w0", "default/w1", "default/w2"]
+    by_pod = {e["pod"]: e for e in results}
+    assert len(results) == 6
+    assert [by_pod[f"default/w{i}"]["boundTo"] for i in range(3)] == [None, None, None]
+    waiting = (
+        "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
+        "one or more plugins asked to wait and no plugin rejected pod"
+    )
+    # t1 (priority 10) was tried first and took the first node by name, then t0, then t2.
+    assert [by_pod[f"default/t{i}"]["boundTo"] for i in (1, 0, 2)] == ["n0", "n1", "n2"]
+    messages = run_scenario(scenario, "full", feature_gates=gates, kube_version=kube_version("1.36"))["results"]
+    said = {e["pod"]: e.get("message") or e.get("fitError") for e in messages}
+    assert said["default/w0"] == said["default/w1"] == waiting, said
+    assert str(said["default/w2"]).startswith("0/3 nodes are available: 3 Insufficient cpu."), said

@@ -225,7 +225,7 @@ async def test_groups_page_lists_pod_groups_and_workload_gangs_with_counts_and_s
     app.state.scheduler_view = fake
     page = (await client.get("/ui/groups")).text
     assert "<h1>Gangs</h1>" in page and 'href="/ui/groups" aria-current="page"' in page
-    assert 'hx-trigger="sse:pod, sse:podgroup, sse:workload, sse:waiting"' in page
+    assert 'hx-trigger="sse:pod, sse:podgroup, sse:podgroup.v1alpha2, sse:workload, sse:waiting"' in page
     assert 'data-seconds="52.0" data-step="down">52 s</span> left' in page
     assert '<span class="badge warn">waiting for quorum</span>' in page
     assert 'title="waiting for quorum: 2 of 3 reserved, 52 s left"' in page

@@ -49,6 +49,10 @@ REGISTRY: dict[str, str] = {
     "GangScheduling": "gang_scheduling:GangScheduling",
     # Likewise: the NodeDeclaredFeatures gate adds it to the defaults and turns it on (off, it skips every pod).
     "NodeDeclaredFeatures": "node_declared_features:NodeDeclaredFeatures",
+    # v1.36's placement plugins of the PodGroup cycle; the TopologyAwareWorkloadScheduling gate adds them to the
+    # defaults (registered whatever the gates say).
+    "TopologyPlacementGenerator": "topology_placement:TopologyPlacement",
+    "PodGroupPodsCount": "podgroup_pods_count:PodGroupPodsCount",
 }
 
 

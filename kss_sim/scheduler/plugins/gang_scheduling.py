@@ -7,8 +7,8 @@ exists and ``minCount`` pods of the group are known, then waits in Permit (holdi
 v1.36 (scheduling.k8s.io/v1alpha2) keys the same rules by the pod's ``spec.schedulingGroup.podGroupName``: the
 group is a standalone PodGroup object (``PodGroup.v1alpha2``) whose ``spec.schedulingPolicy.gang`` holds minCount,
 its state is the scheduler cache's, a pod waits in Permit a fixed five minutes (no group deadline), and the words
-change (``_V1_36``). kss runs these rules pod by pod: v1.36's PodGroup scheduling cycle, which schedules a group's
-queued pods together, is not ported yet.
+change. v1.36's PodGroup scheduling cycle (``podgroup_cycle.py``) runs these rules for a group's queued pods
+together (kss serve, kss replay, kss simulate).
 
 kube-scheduler keeps each pod group's state in its WorkloadManager, fed by the pod event handlers. Here the pod
 lister (``ClusterObjects.pods_of_workload``) gives the group's pods and which are bound, and :class:`PodGroups`, the

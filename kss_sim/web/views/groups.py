@@ -1,9 +1,14 @@
-"""The gangs page: every PodGroup (Coscheduling) and Workload gang pod group, its quorum, its members and its state.
+"""The gangs page: every PodGroup (Coscheduling), Workload gang pod group (v1.35) and v1.36 PodGroup, its quorum,
+its members and its state.
 
-A gang is one of two things. A **PodGroup** (``scheduling.x-k8s.io/v1alpha1``) whose members are the pods of its
+A gang is one of three things. A **PodGroup** (``scheduling.x-k8s.io/v1alpha1``) whose members are the pods of its
 namespace labelled ``scheduling.x-k8s.io/pod-group: <name>``, quorum ``spec.minMember``. A **Workload**'s pod group
 with a gang policy (``scheduling.k8s.io/v1alpha1``, ``spec.podGroups[].policy.gang.minCount``), whose members are
-the pods whose ``spec.workloadRef`` names it; each replica key (``podGroupReplicaKey``) is a gang of its own.
+the pods whose ``spec.workloadRef`` names it; each replica key (``podGroupReplicaKey``) is a gang of its own. A v1.36
+**PodGroup** (``scheduling.k8s.io/v1alpha2``, the store's ``PodGroup.v1alpha2``) whose members are the pods whose
+``spec.schedulingGroup.podGroupName`` names it, quorum ``spec.schedulingPolicy.gang.minCount`` (a basic policy has
+none); its page also shows its ``PodGroupScheduled`` condition and the last PodGroup scheduling cycle its members were
+tried in (the attempts' ``podGroup`` record: the pods tried together, the outcome, the placement).
 Pods that name a group with no object behind it are listed too, so a typo shows.
 
 Everything is read through the ports: the pods from the pod index, the groups from the store, the pods held in
@@ -27,7 +32,15 @@ from kss_sim.web.ports import AttemptQuery, AttemptSummary, Results, SchedulerVi
 
 POD_GROUP = "PodGroup"
 WORKLOAD = "Workload"
-GROUP_KINDS = (POD_GROUP, WORKLOAD)
+POD_GROUP_V1ALPHA2 = "PodGroup.v1alpha2"  # v1.36's, as the store names it
+GROUP_KINDS = (POD_GROUP, WORKLOAD, POD_GROUP_V1ALPHA2)
+# How the pages name each kind.
+KIND_LABELS = {
+    POD_GROUP: "PodGroup",
+    WORKLOAD: "Workload",
+    POD_GROUP_V1ALPHA2: "PodGroup (scheduling.k8s.io/v1alpha2)",
+}
+POD_GROUP_SCHEDULED = "PodGroupScheduled"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 COSCHEDULING = "Coscheduling"
 GANG_SCHEDULING = "GangScheduling"
@@ -51,9 +64,14 @@ class GangKey:
     replica_key: str = ""  # its podGroupReplicaKey ("" when the pods give none)
 
     @property
+    def kind_label(self) -> str:
+        """The kind as the pages name it."""
+        return KIND_LABELS.get(self.kind, self.kind)
+
+    @property
     def label(self) -> str:
         """How the pages name the gang: ``g``, ``job / workers``, ``job / workers [replica 1]``."""
-        if self.kind == POD_GROUP:
+        if self.kind != WORKLOAD:
             return self.name
         text = f"{self.name} / {self.pod_group}"
         return f"{text} [replica {self.replica_key}]" if self.replica_key else text
@@ -62,7 +80,7 @@ class GangKey:
     def url(self) -> str:
         """The gang's own page."""
         base = f"/ui/groups/{self.namespace}/{self.kind}/{self.name}"
-        if self.kind == POD_GROUP:
+        if self.kind != WORKLOAD:
             return base
         params = {"podGroup": self.pod_group, **({"replicaKey": self.replica_key} if self.replica_key else {})}
         return f"{base}?{urlencode(params)}"
@@ -85,6 +103,7 @@ class Member:
     attempt: AttemptSummary | None = None  # the latest attempt, on the gang's own page
     permit_wait: Obj | None = None  # how the latest attempt's wait in Permit ended
     attempt_count: int = 0
+    cycle: Obj | None = None  # the latest attempt's PodGroup cycle record (v1.36), on the gang's own page
 
     @property
     def key(self) -> str:
@@ -138,6 +157,10 @@ class Gang:
     phase: str = ""  # PodGroup status.phase (written by its controller, when there is one)
     enforced: bool = True  # the plugin that enforces this kind of gang runs in some profile
     state: GangState = field(default_factory=lambda: GangState("", "", ""))
+    # v1.36's PodGroup: its scheduling policy (gang | basic), topology constraint key, PodGroupScheduled condition.
+    policy: str = "gang"
+    topology_key: str = ""
+    condition: Obj | None = None
 
     def _count(self, state: str) -> int:
         return sum(1 for m in self.members if m.state == state)
@@ -212,12 +235,25 @@ class GroupsView:
 
 
 @dataclass(slots=True)
+class GroupCycle:
+    """The latest v1.36 PodGroup scheduling cycle of a gang, as its members' attempts recorded it: the pods tried
+    together (in order) with what each attempt came to, the outcome and message (the PodGroupScheduled condition's)
+    and the placement (TopologyAwareWorkloadScheduling)."""
+
+    pods: list[tuple[str, str, str]]  # pod, its attempt's result ("" when not on this page), its message
+    outcome: str
+    message: str
+    placement: str | None
+
+
+@dataclass(slots=True)
 class GangDetail:
     """A gang on its own page: members (paged) with their last attempts, and why the gang did not fit."""
 
     gang: Gang
     members: Page[Member]
     rejections: list[Rejection]
+    cycle: GroupCycle | None = None
 
 
 @dataclass(slots=True)
@@ -231,6 +267,11 @@ class GroupPage:
     yaml: str
     gangs: list[GangDetail]
     resource_version: int
+
+    @property
+    def kind_label(self) -> str:
+        """The kind as the pages name it."""
+        return KIND_LABELS.get(self.kind, self.kind)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -247,8 +288,12 @@ def _workload_ref(row: PodRow) -> Mapping[str, Any] | None:
 
 
 def gang_keys_of(row: PodRow) -> list[GangKey]:
-    """The gangs a pod belongs to: its PodGroup label and its ``spec.workloadRef`` (a pod may have both)."""
+    """The gangs a pod belongs to: its PodGroup label, its ``spec.workloadRef`` and its ``spec.schedulingGroup``
+    (a pod may have more than one)."""
     keys: list[GangKey] = []
+    scheduling_group = (row.obj.get("spec") or {}).get("schedulingGroup")
+    if isinstance(scheduling_group, Mapping) and scheduling_group.get("podGroupName"):
+        keys.append(GangKey(row.namespace, POD_GROUP_V1ALPHA2, str(scheduling_group["podGroupName"])))
     group = row.labels.get(POD_GROUP_LABEL)
     if group:
         keys.append(GangKey(row.namespace, POD_GROUP, str(group)))
@@ -307,6 +352,7 @@ class _Context:
         self.snapshot = web.pod_index.get(web.store)
         self.pod_groups = _objects(web.store, POD_GROUP, namespace)
         self.workloads = _objects(web.store, WORKLOAD, namespace)
+        self.pod_groups_v1alpha2 = _objects(web.store, POD_GROUP_V1ALPHA2, namespace)
         self.waiting = {w.pod: w for w in web.scheduler.waiting_pods()}
         running = plugins_running(web.scheduler)
         self.coscheduling = COSCHEDULING in running
@@ -322,6 +368,7 @@ class _Context:
         """Every gang: each PodGroup, each gang pod group of each Workload (per replica key), and every group
         pods name that has no object."""
         keys = {GangKey(ns, POD_GROUP, name) for ns, name in self.pod_groups}
+        keys.update(GangKey(ns, POD_GROUP_V1ALPHA2, name) for ns, name in self.pod_groups_v1alpha2)
         for (ns, name), found in self.workloads.items():
             for group in _gang_pod_groups(found):
                 replicas = {
@@ -331,7 +378,7 @@ class _Context:
                 }
                 keys.update(GangKey(ns, WORKLOAD, name, group, r) for r in replicas or {""})
         for key in self.members:
-            if key.kind == POD_GROUP:
+            if key.kind != WORKLOAD:
                 keys.add(key)
             else:
                 workload = self.workloads.get((key.namespace, key.name))
@@ -357,6 +404,23 @@ class _Context:
                 min_resources=dict(spec.get("minResources") or {}),
                 phase=str(((obj or {}).get("status") or {}).get("phase") or ""),
                 enforced=self.coscheduling,
+            )
+        elif key.kind == POD_GROUP_V1ALPHA2:
+            obj = self.pod_groups_v1alpha2.get((key.namespace, key.name))
+            spec = (obj or {}).get("spec") or {}
+            gang_spec = (spec.get("schedulingPolicy") or {}).get("gang")
+            topology = (spec.get("schedulingConstraints") or {}).get("topology") or []
+            conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+            gang = Gang(
+                key,
+                obj,
+                int((gang_spec or {}).get("minCount") or 0),
+                "minCount",
+                [],
+                enforced=self.gang_scheduling or not isinstance(gang_spec, Mapping),
+                policy="gang" if isinstance(gang_spec, Mapping) else "basic",
+                topology_key=str((topology[0] or {}).get("key") or "") if topology else "",
+                condition=next((c for c in conditions if c.get("type") == POD_GROUP_SCHEDULED), None),
             )
         else:
             obj = self.workloads.get((key.namespace, key.name))
@@ -388,6 +452,13 @@ class _Context:
         gates = [str((g or {}).get("name") or "") for g in (row.obj.get("spec") or {}).get("schedulingGates") or []]
         if gates:
             return f"SchedulingGates: waiting for scheduling gates: [{' '.join(gates)}]"
+        if gang.key.kind == POD_GROUP_V1ALPHA2 and self.gang_scheduling:
+            if gang.obj is None:
+                name = _quoted(gang.key.name)
+                return f"{GANG_SCHEDULING}: waiting for pods's pod group {name} to appear in scheduling queue"
+            if gang.policy == "gang" and len(self.members.get(gang.key, [])) < gang.quorum:
+                return f"{GANG_SCHEDULING}: waiting for minCount pods from a gang to appear in scheduling queue"
+            return ""
         if gang.key.kind != WORKLOAD or not self.gang_scheduling:
             return ""
         name, group = gang.key.name, gang.key.pod_group
@@ -489,7 +560,8 @@ def group_page(
         and (not pod_group or k.pod_group == pod_group)
         and (replica_key is None or k.replica_key == replica_key)
     ]
-    obj = (ctx.pod_groups if kind == POD_GROUP else ctx.workloads).get((namespace, name))
+    objects = {POD_GROUP: ctx.pod_groups, WORKLOAD: ctx.workloads, POD_GROUP_V1ALPHA2: ctx.pod_groups_v1alpha2}
+    obj = objects[kind].get((namespace, name))
     if obj is None and not keys:
         return None
     web.results.flush()  # attempts are written off-thread: show what was submitted before this request
@@ -512,10 +584,37 @@ def _detail(results: Results, gang: Gang, page: int) -> GangDetail:
         latest = AttemptQuery(page_size=1, top=0)  # the statuses alone
         detail = results.get_attempt(m.row.namespace, m.row.name, int(attempts[0]["attempt"]), latest)
         m.permit_wait = (detail.get("permitWait") or None) if detail else None
+        m.cycle = (detail.get("podGroup") or None) if detail else None
         failed = [a for a in attempts if a.get("result") in FAILED_RESULTS and a.get("message")]
         for a in failed[:REJECTIONS_PER_MEMBER]:
             failures.append((float(a.get("startedAt") or 0.0), m.key, int(a["attempt"]), str(a["message"])))
-    return GangDetail(gang, members, fold_rejections(failures))
+    return GangDetail(gang, members, fold_rejections(failures), latest_cycle(members.items))
+
+
+def latest_cycle(members: Iterable[Member]) -> GroupCycle | None:
+    """The newest PodGroup cycle among the members' latest attempts, with what each pod tried in it came to (as far
+    as the members shown tell)."""
+    newest: tuple[float, Obj] | None = None
+    for m in members:
+        if m.cycle is not None and m.attempt is not None:
+            started = float(m.attempt.get("startedAt") or 0.0)
+            if newest is None or started > newest[0]:
+                newest = (started, m.cycle)
+    if newest is None:
+        return None
+    record = newest[1]
+    by_pod = {m.key: m for m in members if m.cycle is not None and m.cycle.get("pods") == record.get("pods")}
+    pods = []
+    for pod in record.get("pods") or []:
+        member = by_pod.get(str(pod))
+        attempt = member.attempt if member is not None else None
+        result = str(attempt.get("result") or "") if attempt is not None else ""
+        message = str(attempt.get("message") or "") if attempt is not None else ""
+        pods.append((str(pod), result, message))
+    placement = record.get("placement")
+    return GroupCycle(
+        pods, str(record.get("outcome") or ""), str(record.get("message") or ""), str(placement) if placement else None
+    )
 
 
 def fold_rejections(failures: Iterable[tuple[float, str, int, str]], limit: int = REJECTIONS_SHOWN) -> list[Rejection]:
