@@ -29,6 +29,7 @@ from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from kss_sim.cluster.api import (
+    autoscaling_v1,
     containers,
     events_v1,
     eviction,
@@ -491,7 +492,7 @@ _HANDLERS = {
 }
 _METHODS = list(_HANDLERS)
 # How each kind served from another kind's stored objects converts them (``KindInfo.view``).
-_VIEW_CONVERSIONS = {(c.view.api_version, c.view.plural): c for c in (events_v1.CONVERSION,)}
+_VIEW_CONVERSIONS = {(c.view.api_version, c.view.plural): c for c in (events_v1.CONVERSION, autoscaling_v1.CONVERSION)}
 KUBE_METHODS = frozenset(_HANDLERS)
 
 
