@@ -16,7 +16,8 @@ a bound, unfinished pod gets ``deletionTimestamp`` = now + its grace period (``g
 its kubelet deletes it again with a grace period of 0 (``kss_sim/controllers/kubelet.py``); a later delete may only
 shorten the period. An unbound or finished pod, or a grace period of 0, goes at once. An update that takes a
 terminating pod's last finalizer away leaves it to its kubelet while its grace period runs. The store's own
-deletes without options (a Node's pods, a Namespace's contents) stay immediate, as a nil DeleteOptions is upstream;
+deletes without options (a Namespace's contents; a Node's pods, except when a client deletes the Node: then they are
+the pod GC's, force-deleted once the node has been missing 40 s) stay immediate, as a nil DeleteOptions is upstream;
 the workload controllers (ReplicaSet, Job, StatefulSet, DaemonSet) delete with DeleteOptions, as
 kube-controller-manager's pod control does.
 """

@@ -306,8 +306,11 @@ class Versions:
             raise Invalid("Namespace", namespace, causes)
         return self.added("Namespace", obj, rv + 1)
 
-    def delete_changes(self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int) -> None:
-        """Append the deletions of ``entry`` and of what depends on it (resourceVersions after ``base_rv``)."""
+    def delete_changes(
+        self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int, *, node_pods: bool = True
+    ) -> None:
+        """Append the deletions of ``entry`` and of what depends on it (resourceVersions after ``base_rv``); a
+        Node's pods only with ``node_pods`` (the store's own deletes: a client's leave them to the pod GC)."""
         dependents: list[tuple[KindInfo, StoredObject]] = []
         if info.kind == "Namespace":
             for other in self.all_kinds():
@@ -322,7 +325,7 @@ class Versions:
             custom = self.custom_kinds().by_key(crd_key(entry.obj))
             if custom is not None:
                 dependents += [(custom, e) for _, e in sorted(self._committer.objects[custom.key].items())]
-        elif info.kind == "Node":
+        elif info.kind == "Node" and node_pods:
             dependents += [
                 (BY_KIND["Pod"], e)
                 for _, e in sorted(self._committer.objects["Pod"].items())

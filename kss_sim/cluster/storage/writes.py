@@ -329,7 +329,8 @@ class ObjectWrites:
         dry_run: bool = False,
         options: DeleteOptions | None = None,
     ) -> Obj:
-        """Delete one object (and, for a Namespace its contents, for a Node its pods); returns its last state.
+        """Delete one object (and, for a Namespace its contents, for a Node its pods unless a client's DeleteOptions
+        came: kube-apiserver leaves them to the pod GC); returns its last state.
 
         An object left with finalizers after ``options`` (``kss_sim.cluster.admission.deletion``) is only marked as
         being deleted and returned as it now is; it goes when an update removes its last finalizer.
@@ -372,7 +373,9 @@ class ObjectWrites:
                 result, batch = self._versions.stage_modified(kind, current, marked)
             else:
                 changes: _Changes = []
-                self._versions.delete_changes(info, current, changes, self._committer.rv)
+                self._versions.delete_changes(
+                    info, current, changes, self._committer.rv, node_pods=not (options and options.graceful)
+                )
                 batch = self._committer.stage(changes)
                 result = changes[-1].event_obj.copy()
         self._committer.acknowledge(batch)
@@ -423,7 +426,13 @@ class ObjectWrites:
                             key = (target.namespace, target.name)
                             changes.append(Change(MODIFIED, kind, key, entry, target, entry))
                         continue
-                    self._versions.delete_changes(info, target, changes, self._committer.rv + len(changes))
+                    self._versions.delete_changes(
+                        info,
+                        target,
+                        changes,
+                        self._committer.rv + len(changes),
+                        node_pods=not (options and options.graceful),
+                    )
             batch = self._committer.stage(changes) if changes else None
         self._committer.acknowledge(batch)
         return [c.event_obj.copy() for c in changes if c.kind == kind]
