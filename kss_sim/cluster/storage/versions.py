@@ -235,7 +235,9 @@ class Versions:
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         if new == old or dry_run:
             return (admission.own(new) if dry_run else current.copy()), None
-        if deletion.deletes_on_update(old, new):
+        if deletion.deletes_on_update(old, new) or (
+            info.kind == "Namespace" and deletion.namespace_finalized(old, new)
+        ):
             # The last finalizer of an object being deleted is gone: it is removed now, in its updated state.
             changes: _Changes = []
             self.delete_changes(info, StoredObject(new, encode(new)), changes, self._committer.rv)
@@ -305,6 +307,11 @@ class Versions:
         if causes:
             raise Invalid("Namespace", namespace, causes)
         return self.added("Namespace", obj, rv + 1)
+
+    def namespace_terminating(self, namespace: str) -> bool:
+        """Whether ``namespace`` is being deleted (the NamespaceLifecycle admission then refuses new content)."""
+        entry = self._committer.objects["Namespace"].get(("", namespace))
+        return entry is not None and bool(entry.obj["metadata"].get("deletionTimestamp"))
 
     def delete_changes(
         self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int, *, node_pods: bool = True

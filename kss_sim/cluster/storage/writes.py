@@ -27,7 +27,16 @@ from kss_sim.cluster.admission.validation.core import VALIDATORS
 from kss_sim.cluster.crd import objects as custom_objects
 from kss_sim.cluster.crd.definition import KIND as CRD_KIND
 from kss_sim.cluster.crd.kinds import CustomKindInfo
-from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound, invalid
+from kss_sim.cluster.errors import (
+    STALE,
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Invalid,
+    NamespaceTerminating,
+    NotFound,
+    invalid,
+)
 from kss_sim.cluster.kinds.registry import KindInfo, minor_of, served
 from kss_sim.cluster.kinds.stored import Change, StoredObject
 from kss_sim.cluster.storage.change_log import MODIFIED
@@ -153,6 +162,8 @@ class ObjectWrites:
                 if ns_change is not None:
                     changes.append(ns_change)
                     rv += 1
+                elif self._versions.namespace_terminating(str(meta["namespace"])):
+                    raise NamespaceTerminating(info.plural, str(meta["name"]), str(meta["namespace"]), group=info.group)
             # Fields are owned as the client sent them (defaults included), before admission adds its own.
             if managed is None:
                 managed = managed_fields.track_update(info, None, body, [], manager, None, self._versions.timestamp())
@@ -356,6 +367,16 @@ class ObjectWrites:
                 )
             admission.check_deletable(info, current)
             marked = current.copy()
+            if kind == "Namespace" and options is not None and options.graceful and deletion.namespace_held(marked):
+                # A client's delete of a namespace: Terminating until the namespace controller has emptied it.
+                if deletion.is_deleting(marked):
+                    raise Conflict(info.plural, name, deletion.NAMESPACE_BEING_EMPTIED, group=info.group)
+                deletion.mark_terminating(marked, self._versions.timestamp())
+                if dry_run:
+                    return marked
+                result, batch = self._versions.stage_modified(kind, current, marked)
+                self._committer.acknowledge(batch)
+                return result
             decision, period = deletion.before_delete(kind, marked, options, self._versions.now())
             if decision == deletion.PENDING:
                 return marked  # a graceful deletion runs: nothing changes, the finalizers neither
