@@ -194,6 +194,15 @@ async def test_v1_validation_unknown_fields_and_discovery(client: httpx.AsyncCli
     assert strict.status_code == 400
     assert strict.json()["message"].endswith('strict decoding error: unknown field "spec.metrics"')
 
+    # A field v1 cannot decode is named as v1 has it (after conversion it would be v2's metrics).
+    mistyped = await client.post(V1, json=v1_autoscaler("typed", targetCPUUtilizationPercentage="80"))
+    assert mistyped.status_code == 400
+    assert mistyped.json()["message"] == (
+        'HorizontalPodAutoscaler in version "v1" cannot be handled as a HorizontalPodAutoscaler: json: cannot '
+        "unmarshal string into Go struct field HorizontalPodAutoscalerSpec.spec.targetCPUUtilizationPercentage of "
+        "type int32"
+    )
+
     group = next(g for g in (await client.get("/apis")).json()["groups"] if g["name"] == "autoscaling")
     assert [v["version"] for v in group["versions"]] == ["v2", "v1"]
     assert group["preferredVersion"]["version"] == "v2"

@@ -522,7 +522,11 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         store = _store(request)
         conversion = _VIEW_CONVERSIONS[target.info.api_version, target.info.plural]
         return await views.serve(
-            request, target, conversion, lambda req, stored: _HANDLERS[req.method](req, store, stored)
+            request,
+            target,
+            conversion,
+            lambda req, stored: _HANDLERS[req.method](req, store, stored),
+            kube_version=store.kube_version,
         )
     if target.subresource == "scale":
         return await _handle_scale(request, _store(request), target)

@@ -27,6 +27,7 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.types import Message
 
+from kss_sim.cluster.admission import decode_types
 from kss_sim.cluster.admission.patch import (
     APPLY_PATCH,
     JSON_PATCH,
@@ -132,7 +133,9 @@ def _unknown_fields(request: Request, conversion: Conversion, body: dict[str, An
     return messages
 
 
-async def _stored_body(request: Request, conversion: Conversion, raw: bytes, warnings: list[str]) -> bytes:
+async def _stored_body(
+    request: Request, conversion: Conversion, raw: bytes, warnings: list[str], kube_version: str | None
+) -> bytes:
     """A create, update or apply body in the stored form (a patch: renamed when the view renames patches)."""
     content_type = media_type(request)
     if request.method == "PATCH":
@@ -150,7 +153,17 @@ async def _stored_body(request: Request, conversion: Conversion, raw: bytes, war
     if not isinstance(body, dict) or body.get("apiVersion") == conversion.stored.api_version:
         return orjson.dumps(body)  # the stored version is decoded as such, as kube-apiserver's decoder does
     warnings += _unknown_fields(request, conversion, body)
+    _check_types(conversion, body, kube_version)
     return orjson.dumps(conversion.to_stored(body))
+
+
+def _check_types(conversion: Conversion, body: dict[str, Any], kube_version: str | None) -> None:
+    """The decoder's 400 for a field of the view's type it cannot decode, named as in the view's version (after
+    conversion it would be another field of another version); views without a decoding schema are not checked."""
+    view = conversion.view
+    decode_types.check_types(
+        decode_types.view_root(view), body, version=view.version, kube_version=kube_version, api_kind=view.api_kind
+    )
 
 
 def _patched(conversion: Conversion, content_type: str, current: dict[str, Any], patch: Any) -> Any:
@@ -165,7 +178,13 @@ def _patched(conversion: Conversion, content_type: str, current: dict[str, Any],
 
 
 async def _read_modify_write(
-    request: Request, target: Target, conversion: Conversion, handle: Handle, raw: bytes, warnings: list[str]
+    request: Request,
+    target: Target,
+    conversion: Conversion,
+    handle: Handle,
+    raw: bytes,
+    warnings: list[str],
+    kube_version: str | None,
 ) -> Response:
     """A merge, strategic merge or JSON patch to a view whose form is not a renaming of the stored one: applied
     to the object in the view's form, written back in the stored form as an update with the read resourceVersion."""
@@ -183,6 +202,7 @@ async def _read_modify_write(
             raise BadRequest(f"the object provided is unrecognized (must be of type {conversion.view.api_kind})")
         resource_version = current.get("metadata", {}).get("resourceVersion")
         warnings += _unknown_fields(request, conversion, patched)
+        _check_types(conversion, patched, kube_version)
         stored = conversion.to_stored(patched)
         stored.setdefault("metadata", {})["resourceVersion"] = resource_version
         body = orjson.dumps(stored)
@@ -208,9 +228,11 @@ def _with_warnings(response: Response, warnings: list[str]) -> Response:
     return response
 
 
-async def serve(request: Request, target: Target, conversion: Conversion, handle: Handle) -> Response:
+async def serve(
+    request: Request, target: Target, conversion: Conversion, handle: Handle, *, kube_version: str | None = None
+) -> Response:
     """Answer a request to a view's URL through ``handle``, the stored kind's handler of the request's verb,
-    converting the body in and the answer out."""
+    converting the body in and the answer out (decoded as ``kube_version``'s kube-apiserver decodes it)."""
     stored_target = Target(conversion.stored, target.namespace, target.name, target.subresource)
     warnings: list[str] = []
     frames = request.method == "GET" and protobuf.accepts_protobuf(request.headers.get("accept", ""))
@@ -218,11 +240,13 @@ async def serve(request: Request, target: Target, conversion: Conversion, handle
         with conversion.during_write():
             if request.method == "PATCH" and conversion.rename_patch is None and media_type(request) != APPLY_PATCH:
                 raw = await read_body(request)
-                response = await _read_modify_write(request, stored_target, conversion, handle, raw, warnings)
+                response = await _read_modify_write(
+                    request, stored_target, conversion, handle, raw, warnings, kube_version
+                )
             else:
                 body = None
                 if request.method in ("POST", "PUT", "PATCH"):
-                    body = await _stored_body(request, conversion, await read_body(request), warnings)
+                    body = await _stored_body(request, conversion, await read_body(request), warnings, kube_version)
                 response = await handle(_request_with(request, body, json_accept=frames), stored_target)
     except ApiError as exc:
         raise conversion.regroup(exc) from None
