@@ -40,11 +40,13 @@ from tools.go_structs import GoField, GoSources, api_minor
 OUTPUT = Path(__file__).resolve().parent.parent / "kss_sim" / "cluster" / "admission" / "decode_schemas.json"
 _DROP = object()
 
-# Bodies decoded that are not stored kinds: a pod's binding, a DELETE's options, an eviction.
+# Bodies decoded that are not stored kinds: a pod's binding, a DELETE's options, an eviction, and the bodies of a
+# kind served over another's stored objects (``registry.VIEWS``) whose fields differ by more than their names.
 EXTRA_ROOTS = {
     "v1/Binding": "io.k8s.api.core.v1.Binding",
     "v1/DeleteOptions": "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
     "policy/v1/Eviction": "io.k8s.api.policy.v1.Eviction",
+    "autoscaling/v1/HorizontalPodAutoscaler": "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler",
 }
 # Definitions with a decoder of their own in Go (UnmarshalJSON): a code, not a struct.
 SPECIAL = {

@@ -114,6 +114,21 @@ class Forbidden(ApiError):
         super().__init__(f"{subject} is forbidden: {detail}", details=_details(name, group, resource))
 
 
+class NamespaceTerminating(Forbidden):
+    """403 from the NamespaceLifecycle admission: no new content in a namespace being deleted (with the
+    ``NamespaceTerminating`` cause clients look for)."""
+
+    def __init__(self, resource: str, name: str, namespace: str, *, group: str = "") -> None:
+        detail = f"unable to create new content in namespace {namespace} because it is being terminated"
+        super().__init__(resource, name, detail, group=group)
+        cause = {
+            "reason": "NamespaceTerminating",
+            "message": f"namespace {namespace} is being terminated",
+            "field": "metadata.namespace",
+        }
+        self.details = {**(self.details or {}), "causes": [cause]}
+
+
 class NotFound(ApiError):
     """404: no such object (or no such resource type)."""
 

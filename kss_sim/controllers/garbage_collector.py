@@ -6,7 +6,8 @@ uid to its dependents, and acts on three things, as upstream's ``attemptToDelete
 - a dependent some of whose owners are gone (a dangling reference: no object of that kind and name, or one with
   another uid): with an owner left ("solid") it only loses the dead references; with none it is deleted, with the
   propagation its own finalizers ask for (``orphan``: Orphan, ``foregroundDeletion``: Foreground, else
-  Background), preconditioned on the uid and resourceVersion it was judged at;
+  Background), preconditioned on the uid and resourceVersion it was judged at, with DeleteOptions as upstream's
+  ``deleteObject`` sends them (a pod is deleted gracefully: it terminates over its own grace period);
 - an owner being deleted in the foreground (``deletionTimestamp`` and the ``foregroundDeletion`` finalizer): its
   dependents are deleted (Foreground themselves when they have dependents, so the wait goes down the tree); a
   dependent with a solid owner besides only loses its reference; once no dependent blocks it
@@ -223,7 +224,8 @@ class GarbageCollector(ReconcileLoop[Ident]):
                 key[2],
                 uid=uid,
                 resource_version=str(_meta(obj).get("resourceVersion") or "") or None,
-                options=DeleteOptions(propagation_policy=policy),
+                # A client's DeleteOptions (no grace period): a pod ends gracefully, over its own grace period.
+                options=DeleteOptions(propagation_policy=policy, graceful=True),
             )
         except NotFound:
             return

@@ -16,7 +16,13 @@ behavior, by the controller's 5-minute downscale window and its scale-up limit (
 A change is written through the target's ``spec.replicas`` with the resourceVersion read (its scale subresource's
 meaning), with the ``SuccessfulRescale`` Event. The status says currentReplicas, desiredReplicas, currentMetrics,
 lastScaleTime and the AbleToScale, ScalingActive and ScalingLimited conditions with upstream's reasons.
-Object, Pods, External and ContainerResource metrics have no source here: they fail as an unavailable metric would.
+Pods, Object and External metrics read values the user sets the same way, ``kss.sigs.k8s.io/<metric>-metric``
+(a quantity): a Pods metric on each pod (GetMetricReplicas: their average against the target, the readiness rules
+of a non-cpu resource), an Object metric on the described object (the autoscaler itself for a kind kss does not
+store; GetObjectMetricReplicas against a value, GetObjectPerPodMetricReplicas against an average value), an
+External metric on the autoscaler (the total of its series; GetExternalMetricReplicas and its per-pod form).
+Metric label selectors select nothing here: one value per object. ContainerResource metrics have no source: they
+fail as an unavailable metric would.
 """
 
 from __future__ import annotations
@@ -34,12 +40,17 @@ from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, key_of, meta
 from kss_sim.controllers.replica_calculator import (
+    METRIC_ANNOTATION,
     TOLERANCE,
     MetricError,
     Tolerances,
+    metric_value,
     milli,
+    per_pod_replicas,
+    pods_metric_replicas,
     raw_resource_replicas,
     resource_replicas,
+    usage_ratio_replicas,
 )
 from kss_sim.kube.labels import label_selector_matches
 from kss_sim.kube.objects import Obj
@@ -104,6 +115,24 @@ def _set_counts(status: Obj, current: int, desired: int, metrics: list[Obj]) -> 
     status["desiredReplicas"] = desired
     if metrics:
         status["currentMetrics"] = metrics
+
+
+def _go_selector(selector: Any) -> str:
+    """A metric's label selector as Go's ``%+v`` shows it in the scaling reason: the generated String() of the
+    pointer (``nil`` without one)."""
+    if not isinstance(selector, dict):
+        return "nil"
+    labels = "".join(f"{k}: {v}," for k, v in sorted(_dict(selector.get("matchLabels")).items()))
+    expressions = "".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
+        f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
+        for e in selector.get("matchExpressions") or []
+        if isinstance(e, dict)
+    )
+    return (
+        f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},"
+        f"MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
 
 
 def _int(value: Any, default: int) -> int:
@@ -233,7 +262,7 @@ class HorizontalController(ReconcileLoop[Key]):
                 if selector and label_selector_matches(selector, _dict(meta(e.obj).get("labels")))
             ]
             try:
-                proposal, metric_name, metric_statuses = self._replicas_for_metrics(hpa, spec, current, pods)
+                proposal, metric_name, metric_statuses = self._replicas_for_metrics(hpa, spec, current, pods, target)
             except InvalidMetrics as exc:
                 _condition(
                     status,
@@ -305,7 +334,9 @@ class HorizontalController(ReconcileLoop[Key]):
         _set_counts(status, current, desired, metric_statuses)
         self._write_status(key, hpa, status)
 
-    def _replicas_for_metrics(self, hpa: Obj, spec: Obj, current: int, pods: list[Obj]) -> tuple[int, str, list[Obj]]:
+    def _replicas_for_metrics(
+        self, hpa: Obj, spec: Obj, current: int, pods: list[Obj], target: Obj
+    ) -> tuple[int, str, list[Obj]]:
         """computeReplicasForMetrics: the largest count any metric asks for, its name and every metric's status
         (a failed one's left empty, with its Warning); InvalidMetrics when all fail, or some do and the others
         would scale down (upstream then scales up only)."""
@@ -313,7 +344,7 @@ class HorizontalController(ReconcileLoop[Key]):
         metrics = [m for m in spec.get("metrics") or [] if isinstance(m, dict)]
         for metric in metrics:
             try:
-                replicas, name, metric_status = self._replicas_for_metric(metric, current, pods, spec)
+                replicas, name, metric_status = self._replicas_for_metric(hpa, metric, current, pods, spec, target)
             except MetricError as exc:
                 self._event(hpa, exc.reason, str(exc), warning=True)
                 failed += 1
@@ -327,12 +358,20 @@ class HorizontalController(ReconcileLoop[Key]):
             raise InvalidMetrics(failed, len(metrics), first_error, statuses)
         return best, best_name, statuses
 
-    def _replicas_for_metric(self, metric: Obj, current: int, pods: list[Obj], spec: Obj) -> tuple[int, str, Obj]:
+    def _replicas_for_metric(
+        self, hpa: Obj, metric: Obj, current: int, pods: list[Obj], spec: Obj, target: Obj
+    ) -> tuple[int, str, Obj]:
         kind = metric.get("type")
+        if kind == "Pods":
+            return self._pods_metric(metric, current, pods, spec)
+        if kind in ("Object", "External"):
+            # statusReplicas: the target's scale status, what the per-pod average divides by.
+            status_replicas = _int(_dict(target.get("status")).get("replicas"), 0)
+            if kind == "Object":
+                return self._object_metric(hpa, metric, current, status_replicas, pods, spec)
+            return self._external_metric(hpa, metric, current, status_replicas, pods, spec)
         if kind != "Resource":
-            family = {"ContainerResource": "ContainerResource", "Pods": "Pods", "Object": "Object"}.get(
-                str(kind), "External"
-            )
+            family = "ContainerResource" if kind == "ContainerResource" else "External"
             raise MetricError(f"FailedGet{family}Metric", f"unable to get metric: kss has no {kind} metric source")
         source = _dict(metric.get("resource"))
         resource, target = str(source.get("name") or ""), _dict(source.get("target"))
@@ -348,6 +387,86 @@ class HorizontalController(ReconcileLoop[Key]):
             current_value = {"averageValue": _quantity(average), "averageUtilization": utilization}
             name = f"{resource} resource utilization (percentage of request)"
         return replicas, name, {"type": "Resource", "resource": {"name": resource, "current": current_value}}
+
+    def _pods_metric(self, metric: Obj, current: int, pods: list[Obj], spec: Obj) -> tuple[int, str, Obj]:
+        """computeStatusForPodsMetric: the pods' ``kss.sigs.k8s.io/<metric>-metric`` against the average value."""
+        source = _dict(metric.get("pods"))
+        identifier = _dict(source.get("metric"))
+        name = str(identifier.get("name") or "")
+        goal = milli(_dict(source.get("target")).get("averageValue")) or 1
+        replicas, average = pods_metric_replicas(current, goal, name, pods, self._tolerances(spec))
+        status = {"type": "Pods", "pods": {"metric": identifier, "current": {"averageValue": _quantity(average)}}}
+        return replicas, f"pods metric {name}", status
+
+    def _object_metric(
+        self, hpa: Obj, metric: Obj, current: int, status_replicas: int, pods: list[Obj], spec: Obj
+    ) -> tuple[int, str, Obj]:
+        """computeStatusForObjectMetric: the described object's ``kss.sigs.k8s.io/<metric>-metric`` (or, for a
+        kind kss does not store, the autoscaler's own) against a value or a per-pod average value."""
+        source = _dict(metric.get("object"))
+        identifier, described = _dict(source.get("metric")), _dict(source.get("describedObject"))
+        name, kind = str(identifier.get("name") or ""), str(described.get("kind") or "")
+        namespace = str(meta(hpa).get("namespace") or "")
+        holder = self.store.get(kind, namespace, str(described.get("name") or "")) if self.store.serves(kind) else hpa
+        usage = None if holder is None else metric_value(holder, name)
+        if usage is None:
+            raise MetricError(
+                "FailedGetObjectMetric",
+                f"unable to get metric {name}: {kind} on {namespace} {described.get('name')}: no metric value "
+                f"(set the {METRIC_ANNOTATION.format(metric=name)} annotation)",
+            )
+        target = _dict(source.get("target"))
+        base: Obj = {"metric": identifier, "describedObject": described}
+        tolerances = self._tolerances(spec)
+        if target.get("type") == "Value" and target.get("value") is not None:
+            goal = milli(target["value"]) or 1
+            replicas = usage_ratio_replicas(current, usage / goal, pods, tolerances, "FailedGetObjectMetric")
+            current_value: Obj = {"value": _quantity(usage)}
+        elif target.get("type") == "AverageValue" and target.get("averageValue") is not None:
+            goal = milli(target["averageValue"]) or 1
+            replicas, average = per_pod_replicas(status_replicas, usage, goal, tolerances)
+            current_value = {"averageValue": _quantity(average)}
+        else:
+            raise MetricError(
+                "FailedGetObjectMetric", "invalid object metric source: neither a value target nor an average value "
+                "target was set"
+            )  # fmt: skip
+        status = {"type": "Object", "object": {**base, "current": current_value}}
+        return replicas, f"{kind} metric {name}", status
+
+    def _external_metric(
+        self, hpa: Obj, metric: Obj, current: int, status_replicas: int, pods: list[Obj], spec: Obj
+    ) -> tuple[int, str, Obj]:
+        """computeStatusForExternalMetric: the autoscaler's ``kss.sigs.k8s.io/<metric>-metric`` (the total of the
+        metric's series) against a value or a per-pod average value."""
+        source = _dict(metric.get("external"))
+        identifier = _dict(source.get("metric"))
+        name = str(identifier.get("name") or "")
+        usage = metric_value(hpa, name)
+        if usage is None:
+            raise MetricError(
+                "FailedGetExternalMetric",
+                f"unable to get external metric {meta(hpa).get('namespace')}/{name}: no metric value "
+                f"(set the {METRIC_ANNOTATION.format(metric=name)} annotation)",
+            )
+        target = _dict(source.get("target"))
+        tolerances = self._tolerances(spec)
+        if target.get("averageValue") is not None:
+            goal = milli(target["averageValue"]) or 1
+            replicas, average = per_pod_replicas(status_replicas, usage, goal, tolerances)
+            current_value: Obj = {"averageValue": _quantity(average)}
+        elif target.get("value") is not None:
+            goal = milli(target["value"]) or 1
+            replicas = usage_ratio_replicas(current, usage / goal, pods, tolerances, "FailedGetExternalMetric")
+            current_value = {"value": _quantity(usage)}
+        else:
+            raise MetricError(
+                "FailedGetExternalMetric", "invalid external metric source: neither a value target nor an average "
+                "value target was set"
+            )  # fmt: skip
+        selector = identifier.get("selector")
+        status = {"type": "External", "external": {"metric": identifier, "current": current_value}}
+        return replicas, f"external metric {name}({_go_selector(selector)})", status
 
     def _tolerances(self, spec: Obj) -> Tolerances:
         """The controller's tolerance, or a behavior's own (``tolerance``, HPAConfigurableTolerance)."""

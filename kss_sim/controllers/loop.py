@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Generic, TypeVar
 
-from kss_sim.cluster.errors import Conflict, NotFound
+from kss_sim.cluster.errors import Conflict, NamespaceTerminating, NotFound
 from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.kube.objects import Obj
 
@@ -272,9 +272,10 @@ class ReconcileLoop(Generic[K]):
             delay: float = min(self._retry_base * 2 ** min(failures - 1, 32), self._retry_max)
             if isinstance(exc, Conflict):
                 log.info("%s %s: conflict, retried in %.3fs", self.name, key, delay)
-            elif isinstance(exc, NotFound):
+            elif isinstance(exc, (NotFound, NamespaceTerminating)):
                 # An object gone between the read and the write (a delete with --cascade=orphan, a pod
-                # evicted): a normal race, which the retry's fresh read settles.
+                # evicted), or a create refused in a namespace being deleted: a normal race, which the retry's
+                # fresh read settles.
                 log.debug("%s %s: %s, retried in %.3fs", self.name, key, exc, delay)
             else:
                 log.exception("%s %s: reconcile failed, retried in %.3fs", self.name, key, delay)

@@ -15,6 +15,7 @@ from kss_sim.controllers.horizontal import DOWNSCALE_STABILIZATION, SYNC_PERIOD,
 from kss_sim.controllers.job import JobController
 from kss_sim.controllers.kubelet import KubeletController
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
+from kss_sim.controllers.namespace import NamespaceController
 from kss_sim.controllers.node_lease import NodeLeaseController
 from kss_sim.controllers.node_lifecycle import NODE_MONITOR_GRACE_PERIOD, NodeLifecycleController
 from kss_sim.controllers.persistent_volume import PersistentVolumeController
@@ -69,6 +70,7 @@ class ControllerManager:
                 NodeLifecycleController(store, clock=clock, grace_period=node_monitor_grace_period),
                 TaintEvictionController(store, clock=clock),
                 DisruptionController(store, clock=clock),
+                NamespaceController(store, clock=clock),
                 PersistentVolumeController(store, clock=clock),
                 PodGCController(
                     store,

@@ -3,8 +3,9 @@
 - Orphaned pods (``gcOrphaned``): a pod bound to a node that does not exist is deleted once the node has been
   missing for the quarantine (40 s, upstream's ``quarantineTime``; ``pod_gc_quarantine_seconds``), the node
   looked up again first: marked ``Failed`` unless it has finished, given the ``DisruptionTarget`` condition
-  (``DeletionByPodGC``, "PodGC: node no longer exists") and deleted (force-deleted upstream; deletion in kss is
-  immediate), whether it was being deleted already or not. A node that appears in time saves its pods.
+  (``DeletionByPodGC``, "PodGC: node no longer exists") and force-deleted (a grace period of 0, upstream's
+  ``NewDeleteOptions(0)``: no kubelet will end it), whether it was being deleted already or not. A node that appears
+  in time saves its pods. A Node deleted through the API leaves its pods to this, as kube-apiserver does.
 - Terminated pods (``gcTerminated``): above ``--terminated-pod-gc-threshold`` (12,500; 0 turns it off)
   Succeeded or Failed pods, the oldest (by creation) are deleted down to the threshold.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
@@ -33,6 +35,9 @@ QUARANTINE_SECONDS = 40.0
 TERMINATED_POD_GC_THRESHOLD = 12500
 GC_REASON = "DeletionByPodGC"
 GC_MESSAGE = "PodGC: node no longer exists"
+
+# markFailedAndDeletePod's DeleteOptions: a grace period of 0, the pod goes at once.
+FORCE = DeleteOptions(grace_period_seconds=0, graceful=True)
 
 TICK = ("", "")  # the earliest quarantine's end
 TERMINATED = ("", "terminated")  # the threshold check (no pod has an empty namespace)
@@ -166,10 +171,10 @@ class PodGCController(ReconcileLoop[Key]):
         log.info("garbage collecting %d terminated pods", excess)
         for key, (_, uid) in oldest:
             try:
-                self.store.delete("Pod", key[0], key[1], uid=uid or None)
+                self.store.delete("Pod", key[0], key[1], uid=uid or None, options=FORCE)
             except (NotFound, Conflict):
                 self._terminated.pop(key, None)  # gone, or another pod of that name now
 
     def _force_delete(self, key: Key, pod: Obj) -> None:
-        # Deletion in kss is immediate (no grace period to skip); a pod's finalizers still hold it.
-        self.store.delete("Pod", key[0], key[1], uid=str(meta(pod).get("uid") or "") or None)
+        # A pod's finalizers still hold it (marked as deleting).
+        self.store.delete("Pod", key[0], key[1], uid=str(meta(pod).get("uid") or "") or None, options=FORCE)

@@ -7,6 +7,11 @@ A pod's usage of a resource is its ``kss.sigs.k8s.io/<resource>-usage`` annotati
 unready: left out, and counted at 0 when the others ask for a scale-up. Missing pods count at the target's edge
 (their whole request, or the target when above 100 %, on a scale-down; 0 on a scale-up), and a recount that
 changes direction or falls within the tolerance keeps the current count.
+
+Custom and external metrics (Pods, Object, External) are the ``kss.sigs.k8s.io/<metric>-metric`` annotation of a
+pod, the described object or the autoscaler, read in thousandths as the HPA reads them: a Pods metric averaged as
+calcPlainMetricReplicas does, a value target scaling the ready pods by the ratio (getUsageRatioReplicaCount), an
+average-value target dividing the total among the target's replicas (Get{Object,External}PerPodMetricReplicas).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import QuantityError, milli_value
 
 USAGE_ANNOTATION = "kss.sigs.k8s.io/{resource}-usage"
+# A custom (Pods, Object) or external metric's value: on each pod, on the described object, on the autoscaler.
+METRIC_ANNOTATION = "kss.sigs.k8s.io/{metric}-metric"
 TOLERANCE = 0.1  # --horizontal-pod-autoscaler-tolerance
 
 
@@ -161,6 +168,13 @@ def raw_resource_replicas(
         raise MetricError(
             "FailedGetResourceMetric", "did not receive metrics for targeted pods (pods might be unready)"
         )
+    return _plain_replicas(current, target, metrics, unready, missing, tolerances)
+
+
+def _plain_replicas(
+    current: int, target: int, metrics: dict[str, int], unready: set[str], missing: set[str], tolerances: Tolerances
+) -> tuple[int, int]:
+    """calcPlainMetricReplicas over grouped pods: the replicas an average target asks for and the average."""
     average = sum(metrics.values()) // len(metrics)
     ratio = sum(metrics.values()) / len(metrics) / target
     scale_up_with_unready = bool(unready) and ratio > 1.0
@@ -179,3 +193,81 @@ def raw_resource_replicas(
     if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
         return current, average
     return replicas, average
+
+
+# --- Pods, Object and External metrics: custom and external metrics the user sets --------------------------------
+
+
+def metric_value(obj: Mapping[str, Any], metric: str) -> int | None:
+    """The value of the custom or external metric ``metric`` an object's ``kss.sigs.k8s.io/<metric>-metric``
+    annotation gives, in thousandths (``Quantity.MilliValue()``, as the HPA reads custom metrics); None without."""
+    annotations = _dict(_dict(obj.get("metadata")).get("annotations"))
+    text = annotations.get(METRIC_ANNOTATION.format(metric=metric))
+    return None if text is None else milli(text)
+
+
+def pods_metric_replicas(
+    current: int, target: int, metric: str, pods: list[Obj], tolerances: Tolerances
+) -> tuple[int, int]:
+    """GetMetricReplicas: the replicas a Pods metric's average-value target asks for and the pods' average (the
+    readiness rules of a non-cpu resource: Pending pods are unready, pods without the annotation missing)."""
+    values: dict[str, int] = {}
+    for pod in pods:
+        value = metric_value(pod, metric)
+        if value is not None:
+            values[str(meta(pod).get("name"))] = value
+    if not values:
+        raise MetricError(
+            "FailedGetPodsMetric", f"unable to get metric {metric}: no metrics returned from custom metrics API"
+        )
+    if not pods:
+        raise MetricError("FailedGetPodsMetric", "no pods returned by selector while calculating replica count")
+    metrics, unready, missing = _group_values(pods, values)
+    if not metrics:
+        raise MetricError("FailedGetPodsMetric", "did not receive metrics for targeted pods (pods might be unready)")
+    return _plain_replicas(current, target, metrics, unready, missing, tolerances)
+
+
+def _group_values(pods: list[Obj], values: Mapping[str, int]) -> tuple[dict[str, int], set[str], set[str]]:
+    """groupPods for a metric other than cpu: Failed and deleting pods ignored, Pending ones unready, pods without
+    a value missing."""
+    metrics: dict[str, int] = {}
+    unready: set[str] = set()
+    missing: set[str] = set()
+    for pod in pods:
+        name = str(meta(pod).get("name"))
+        phase = _dict(pod.get("status")).get("phase")
+        if is_deleting(pod) or phase == "Failed":
+            continue
+        if phase == "Pending":
+            unready.add(name)
+        elif name not in values:
+            missing.add(name)
+        else:
+            metrics[name] = values[name]
+    return metrics, unready, missing
+
+
+def usage_ratio_replicas(current: int, ratio: float, pods: list[Obj], tolerances: Tolerances, reason: str) -> int:
+    """getUsageRatioReplicaCount (an Object or External metric's value target): the ready pods times the ratio;
+    from zero replicas, the ratio itself."""
+    if current == 0:
+        return math.ceil(ratio)
+    if tolerances.within(ratio):
+        return current
+    if not pods:
+        raise MetricError(
+            reason, "unable to calculate ready pods: no pods returned by selector while calculating replica count"
+        )
+    ready = sum(1 for pod in pods if _dict(pod.get("status")).get("phase") == "Running" and _ready(pod))
+    return math.ceil(ratio * ready)
+
+
+def per_pod_replicas(status_replicas: int, usage: int, target: int, tolerances: Tolerances) -> tuple[int, int]:
+    """GetObjectPerPodMetricReplicas / GetExternalPerPodMetricReplicas (an average-value target): the replicas
+    the total asks for, unless within the tolerance of the current ones, and the average per current replica."""
+    replicas = status_replicas
+    ratio = usage / (target * replicas) if replicas else math.inf
+    if not tolerances.within(ratio):
+        replicas = math.ceil(usage / target)
+    return replicas, math.ceil(usage / status_replicas) if status_replicas else 0

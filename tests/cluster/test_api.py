@@ -221,13 +221,16 @@ async def test_table_output_for_pods_and_nodes(client: httpx.AsyncClient) -> Non
     assert generic["rows"][0]["cells"][0] == "system-cluster-critical"
 
 
-async def test_deleting_a_node_deletes_its_pods(client: httpx.AsyncClient) -> None:
+async def test_deleting_a_node_leaves_its_pods_to_the_pod_gc(client: httpx.AsyncClient) -> None:
+    """As kube-apiserver: the pods stay bound to the missing node until the pod GC's quarantine ends
+    (tests/controllers/test_pod_gc.py)."""
     await client.post("/api/v1/nodes", json=node("doomed"))
     await client.post("/api/v1/namespaces/default/pods", json=pod("on-it", node_name="doomed"))
     await client.post("/api/v1/namespaces/default/pods", json=pod("elsewhere"))
-    await client.delete("/api/v1/nodes/doomed")
+    assert (await client.delete("/api/v1/nodes/doomed")).status_code == 200
+    assert (await client.get("/api/v1/nodes/doomed")).status_code == 404
     names = [p["metadata"]["name"] for p in (await client.get("/api/v1/pods")).json()["items"]]
-    assert names == ["elsewhere"]
+    assert names == ["elsewhere", "on-it"]
 
 
 async def test_delete_collection(client: httpx.AsyncClient) -> None:

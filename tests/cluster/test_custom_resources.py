@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 from sqlalchemy import create_engine
 
 from kss_sim.cluster.storage.store import ClusterStore
@@ -357,7 +358,7 @@ async def test_a_crd_whose_names_are_taken_in_its_group_is_not_established(clien
     assert (await client.get("/apis/ray.example.com/v1/namespaces/default/rayclusters2")).status_code == 404
 
 
-async def test_custom_objects_are_watched_and_go_with_their_namespace(client: httpx.AsyncClient) -> None:
+async def test_custom_objects_are_watched_and_go_with_their_namespace(app: FastAPI, client: httpx.AsyncClient) -> None:
     await _install(client, RAY_CRD)
     listed = (await client.get(RAYS)).json()
     rv = listed["metadata"]["resourceVersion"]
@@ -369,6 +370,14 @@ async def test_custom_objects_are_watched_and_go_with_their_namespace(client: ht
     other = "/apis/ray.example.com/v1/namespaces/team/rayclusters"
     assert (await client.post(other, json=_ray("t1"))).status_code == 201
     assert (await client.delete("/api/v1/namespaces/team")).status_code == 200
+    # Terminating until emptied (no namespace controller runs here): finalized as it would, the namespace goes
+    # and its custom objects with it.
+    store: ClusterStore = app.state.store
+    team = store.get("Namespace", None, "team")
+    assert team is not None and team["status"]["phase"] == "Terminating"
+    assert (await client.get(f"{other}/t1")).status_code == 200
+    store.update("Namespace", {**team, "spec": {"finalizers": []}})
+    assert store.get("Namespace", None, "team") is None
     assert (await client.get(f"{other}/t1")).status_code == 404
 
 

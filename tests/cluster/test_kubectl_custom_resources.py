@@ -69,7 +69,10 @@ def test_a_bundle_with_a_crd_applies_and_reads_as_on_a_cluster(kubectl: KubectlR
     kubectl("delete", "crd", "rayclusters.ray.kss.example")
     gone = kubectl("get", "--raw", "/apis/ray.kss.example/v1/namespaces/ray-demo/rayclusters/demo", check=False)
     assert gone.returncode != 0 and "NotFound" in gone.stderr
-    kubectl("delete", "namespace", "ray-demo")
+    # Without kube-controller-manager (this server runs none) the namespace stays Terminating, as on a cluster.
+    deleted = kubectl("delete", "namespace", "ray-demo", "--wait=false")
+    assert deleted.stdout.strip() == 'namespace "ray-demo" deleted'
+    assert kubectl("get", "namespace", "ray-demo", "-o", "jsonpath={.status.phase}").stdout == "Terminating"
 
 
 def test_bad_custom_input_is_refused_as_kube_apiserver_refuses_it(kubectl: KubectlRunner) -> None:

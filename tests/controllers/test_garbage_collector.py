@@ -210,3 +210,23 @@ def test_events_are_not_collected_with_their_owner_as_upstream_ignores_them(stor
         assert names(store, "Event") == ["web.1", "web.2"]  # upstream's graph builder never watches Events
     finally:
         collector.stop()
+
+
+def test_a_bound_dependent_pod_is_deleted_gracefully_over_its_own_grace_period(
+    store: ClusterStore, gc: GarbageCollector
+) -> None:
+    """Upstream's deleteObject sends DeleteOptions without a grace period: a running pod terminates (its kubelet
+    ends it) rather than vanishing; an unbound one goes at once."""
+    rs = store.create("ReplicaSet", replica_set("web"))
+    bound = owned_pod("bound", rs)
+    bound["spec"].update(nodeName="n1", terminationGracePeriodSeconds=45)
+    store.create("Pod", bound)
+    store.create("Pod", owned_pod("unbound", rs))
+    settle(gc)
+    store.delete("ReplicaSet", "default", "web")
+    settle(gc)
+    assert names(store, "Pod") == ["bound"]
+    terminating = store.get("Pod", "default", "bound")
+    assert terminating is not None
+    assert terminating["metadata"]["deletionGracePeriodSeconds"] == 45
+    assert terminating["metadata"]["deletionTimestamp"]

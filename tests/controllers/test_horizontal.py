@@ -315,7 +315,8 @@ def test_an_invalid_metric_only_lets_the_others_scale_up(store: ClusterStore, co
     hpa(store, metrics=[qps, cpu])
     controller.drain()
     assert replicas(store) == 4  # the cpu metric asks for more: scaled, as upstream does with a metric missing
-    assert ("Warning", "FailedGetPodsMetric", "unable to get metric: kss has no Pods metric source") in events(store)
+    no_values = "unable to get metric qps: no metrics returned from custom metrics API"  # no pod has the annotation
+    assert ("Warning", "FailedGetPodsMetric", no_values) in events(store)
     assert status(store)["currentMetrics"][0] == {"type": ""}
 
 
@@ -335,7 +336,8 @@ def test_an_invalid_metric_stops_a_scale_down(store: ClusterStore, controller: H
     assert events(store)[-1] == (
         "Warning",
         "FailedComputeMetricsReplicas",
-        "invalid metrics (1 invalid out of 2), first error is: unable to get metric: kss has no Pods metric source",
+        "invalid metrics (1 invalid out of 2), first error is: unable to get metric qps: no metrics returned from "
+        "custom metrics API",
     )
 
 
@@ -359,3 +361,92 @@ def test_average_value_targets_and_pending_pods(store: ClusterStore, controller:
     assert status(store)["currentMetrics"] == [
         {"type": "Resource", "resource": {"name": "cpu", "current": {"averageValue": "300m"}}}
     ]
+
+
+def annotate(store: ClusterStore, kind: str, name: str, **values: str) -> None:
+    """Set ``kss.sigs.k8s.io/<metric>-metric`` annotations on an object."""
+    annotations = {f"kss.sigs.k8s.io/{metric.replace('_', '-')}-metric": value for metric, value in values.items()}
+    store.patch(kind, "default", name, {"metadata": {"annotations": annotations}}, "merge")
+
+
+def test_a_pods_metric_averages_the_pods_values(store: ClusterStore, controller: HorizontalController) -> None:
+    web(store, 3)
+    for name, value in (("a", "30"), ("b", "20"), ("c", "10")):
+        pod(store, name, None)
+        annotate(store, "Pod", name, requests_per_second=value)
+    set_phase(store, pod(store, "d", None, ready=False), "Pending")
+    qps = {
+        "type": "Pods",
+        "pods": {"metric": {"name": "requests-per-second"}, "target": {"type": "AverageValue", "averageValue": "10"}},
+    }
+    hpa(store, metrics=[qps])
+    controller.drain()
+    # An average of 20 against 10 on the three pods with a value; the Pending one counts at 0 on this scale-up:
+    # 60 / 4 = 15 -> ceil(1.5 * 4) = 6.
+    assert replicas(store) == 6
+    assert status(store)["currentMetrics"] == [
+        {"type": "Pods", "pods": {"metric": {"name": "requests-per-second"}, "current": {"averageValue": "20"}}}
+    ]
+    assert events(store)[-1][2] == "New size: 6; reason: pods metric requests-per-second above target"
+
+
+def test_an_object_metric_against_a_value_and_an_average_value(
+    store: ClusterStore, clock: FakeClock, controller: HorizontalController
+) -> None:
+    web(store, 3)
+    for name in "abc":
+        pod(store, name, None)
+    store.create("Service", {"metadata": {"name": "front"}, "spec": {"ports": [{"port": 80}]}}, "default")
+    annotate(store, "Service", "front", hits="20")
+    described = {"apiVersion": "v1", "kind": "Service", "name": "front"}
+    hits = {
+        "type": "Object",
+        "object": {
+            "describedObject": described,
+            "metric": {"name": "hits"},
+            "target": {"type": "Value", "value": "10"},
+        },
+    }
+    hpa(store, metrics=[hits], max_replicas=20)
+    controller.drain()
+    # The value is twice the target: the 3 ready pods times 2.
+    assert replicas(store) == 6
+    assert status(store)["currentMetrics"] == [
+        {
+            "type": "Object",
+            "object": {"metric": {"name": "hits"}, "describedObject": described, "current": {"value": "20"}},
+        }
+    ]
+    assert events(store)[-1][2] == "New size: 6; reason: Service metric hits above target"
+
+    # An average value: the object's value over the target's status replicas.
+    hits["object"]["target"] = {"type": "AverageValue", "averageValue": "3"}
+    store.patch("HorizontalPodAutoscaler", "default", "web", {"spec": {"metrics": [hits]}}, "merge")
+    store.patch("Deployment", "default", "web", {"status": {"replicas": 6}}, "merge", subresource="status")
+    annotate(store, "Service", "front", hits="45")
+    sync(controller, clock)
+    assert replicas(store) == 12  # ceil(45 / 3) = 15, held to the scale-up limit, double
+    assert status(store)["currentMetrics"][0]["object"]["current"] == {"averageValue": "7500m"}  # 45 / 6
+
+
+def test_an_external_metric_is_read_from_the_autoscaler(store: ClusterStore, controller: HorizontalController) -> None:
+    web(store, 2)
+    store.patch("Deployment", "default", "web", {"status": {"replicas": 2}}, "merge", subresource="status")
+    for name in "ab":
+        pod(store, name, None)
+    queue = {
+        "type": "External",
+        "external": {"metric": {"name": "queue-depth"}, "target": {"type": "AverageValue", "averageValue": "5"}},
+    }
+    hpa(store, metrics=[queue])
+    controller.drain()
+    assert condition(store, "ScalingActive")[:2] == ("False", "FailedGetExternalMetric")
+    annotate(store, "HorizontalPodAutoscaler", "web", queue_depth="20")
+    controller.reset()
+    controller.drain()
+    # 20 against 5 per pod: 20 / (5 * 2) = 2 is outside the tolerance, so ceil(20 / 5) = 4.
+    assert replicas(store) == 4
+    assert status(store)["currentMetrics"] == [
+        {"type": "External", "external": {"metric": {"name": "queue-depth"}, "current": {"averageValue": "10"}}}
+    ]
+    assert events(store)[-1][2] == "New size: 4; reason: external metric queue-depth(nil) above target"

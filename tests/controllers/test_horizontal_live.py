@@ -158,3 +158,42 @@ def test_bad_specs_are_refused_with_kube_s_message(
     body = json.loads(refused.value.body)
     assert body["reason"] == "Invalid"
     assert body["message"] == f'HorizontalPodAutoscaler.autoscaling "bad" is invalid: {message}'
+
+
+@pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is not installed")
+def test_kubectl_autoscale_creates_a_v1_autoscaler_the_controller_follows(
+    cluster: tuple[Server, client.ApiClient],
+) -> None:
+    """kubectl autoscale (before v1.34) posts an autoscaling/v1 object: stored as v2, it scales like any other."""
+    server, api = cluster
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    if not core.list_node().items:  # run alone, without the first test's node
+        core.create_node(NODE)
+    deployment = json.loads(json.dumps(DEPLOYMENT).replace('"web"', '"api"'))
+    deployment["spec"]["replicas"] = 1
+    apps.create_namespaced_deployment("default", deployment)
+    kubectl = KubectlRunner(server.kubeconfig)
+    made = kubectl("autoscale", "deployment", "api", "--min=2", "--max=5", "--cpu-percent=80")
+    assert made.stdout.strip() == "horizontalpodautoscaler.autoscaling/api autoscaled"
+    # 90 % of the request against a target of 80 %: 2 (the minimum), then ceil(2 * 90 / 80) = 3, ... up to the
+    # maximum, 5, since every new pod uses 90 % as well.
+    until(lambda: apps.read_namespaced_deployment("api", "default").spec.replicas == 5, "the maximum, 5")
+    as_v1 = until(
+        lambda: (
+            (h := json.loads(kubectl("get", "horizontalpodautoscalers.v1.autoscaling", "api", "-o", "json").stdout))[
+                "status"
+            ].get("currentCPUUtilizationPercentage")
+            and h
+        ),
+        "v1's current cpu percentage",
+    )
+    assert as_v1["apiVersion"] == "autoscaling/v1"
+    assert as_v1["spec"]["targetCPUUtilizationPercentage"] == 80
+    assert as_v1["status"]["currentCPUUtilizationPercentage"] == 90
+    conditions = json.loads(as_v1["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/conditions"])
+    assert {c["type"] for c in conditions} >= {"AbleToScale", "ScalingActive"}
+    v2 = client.AutoscalingV2Api(api).read_namespaced_horizontal_pod_autoscaler("api", "default")
+    assert v2.spec.metrics[0].resource.target.average_utilization == 80
+    assert v2.metadata.annotations is None
+    row = kubectl("get", "hpa", "api").stdout.splitlines()[1].split()
+    assert row[:6] == ["api", "Deployment/api", "cpu:", "90%/80%", "2", "5"]  # REPLICAS: the status, still catching up

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.pod_gc import PodGCController
 from kss_sim.kube.objects import Obj
@@ -107,3 +108,27 @@ def test_terminated_pods_above_the_threshold_go_oldest_first(
         store.merge_pod_status("default", f"p{i}", {"phase": "Succeeded"}, resource_version=None, manager="kubelet")
         settle(gc)
     assert names(store) == ["p1", "p2", "p3"]  # three terminated, threshold 2: p0, the oldest, went
+
+
+def test_a_node_deleted_through_the_api_leaves_its_pods_to_be_force_deleted_after_the_quarantine(
+    store: ClusterStore, gc: PodGCController, clock: FakeClock
+) -> None:
+    """kube-apiserver does not delete a Node's pods; the pod GC force-deletes them (grace period 0, however long
+    their own) once the node has been missing 40 s. The store's own Node deletes still take the pods at once."""
+    store.create("Node", node("doomed"))
+    slow = pod("slow", node_name="doomed", terminationGracePeriodSeconds=600)
+    store.create("Pod", slow)
+    store.create("Pod", pod("fast", node_name="doomed"))
+    gc.start()
+    settle(gc)
+    store.delete("Node", None, "doomed", options=DeleteOptions(graceful=True))
+    settle(gc)
+    tick(gc, clock, 39)
+    assert names(store) == ["fast", "slow"]
+    tick(gc, clock, 1)
+    assert names(store) == []
+
+    store.create("Node", node("internal"))
+    store.create("Pod", pod("with-it", node_name="internal"))
+    store.delete("Node", None, "internal")
+    assert names(store) == []

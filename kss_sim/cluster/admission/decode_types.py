@@ -32,7 +32,7 @@ from typing import Any
 from kss_sim.cluster.admission import go_values
 from kss_sim.cluster.admission.go_values import json_kind
 from kss_sim.cluster.errors import BadRequest
-from kss_sim.cluster.kinds.registry import BY_API_TYPE
+from kss_sim.cluster.kinds.registry import BY_API_TYPE, VIEWS, KindInfo
 from kss_sim.kube.versions import DEFAULT_KUBE_VERSION
 
 SCHEMAS_FILE = Path(__file__).with_name("decode_schemas.json")
@@ -71,10 +71,22 @@ def _document() -> dict[str, Any]:
     return doc
 
 
+def view_root(info: KindInfo) -> str:
+    """The name a view's root is looked up by (``HorizontalPodAutoscaler.autoscaling/v1``): its kind is the stored
+    kind's, whose root has the kind's name."""
+    return f"{info.kind}.{info.api_version}"
+
+
+_VIEW_TYPES = {(v.api_version, v.api_kind): v for v in VIEWS}
+
+
 def _root_name(key: str) -> str:
     """The name a root is looked up by: the registry's for a stored kind (``Workload.v1alpha2`` beside
-    ``Workload``), else the kind's (``Binding``, ``DeleteOptions``, ``Eviction``)."""
+    ``Workload``), ``view_root`` for a view's, else the kind's (``Binding``, ``DeleteOptions``, ``Eviction``)."""
     api_version, _, kind = key.rpartition("/")
+    view = _VIEW_TYPES.get((api_version, kind))
+    if view is not None:
+        return view_root(view)
     info = BY_API_TYPE.get((api_version, kind))
     return info.kind if info is not None else kind
 

@@ -16,7 +16,8 @@ a bound, unfinished pod gets ``deletionTimestamp`` = now + its grace period (``g
 its kubelet deletes it again with a grace period of 0 (``kss_sim/controllers/kubelet.py``); a later delete may only
 shorten the period. An unbound or finished pod, or a grace period of 0, goes at once. An update that takes a
 terminating pod's last finalizer away leaves it to its kubelet while its grace period runs. The store's own
-deletes without options (a Node's pods, a Namespace's contents) stay immediate, as a nil DeleteOptions is upstream;
+deletes without options (a Namespace's contents; a Node's pods, except when a client deletes the Node: then they are
+the pod GC's, force-deleted once the node has been missing 40 s) stay immediate, as a nil DeleteOptions is upstream;
 the workload controllers (ReplicaSet, Job, StatefulSet, DaemonSet) delete with DeleteOptions, as
 kube-controller-manager's pod control does.
 """
@@ -250,3 +251,33 @@ def update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]
             f"no new finalizers can be added if the object is being deleted, found new finalizers {shown}",
         )
     ]
+
+
+# What a second delete of a namespace still being emptied answers (the namespace registry's 409).
+NAMESPACE_BEING_EMPTIED = (
+    "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will "
+    "automatically be purged by the system."
+)
+
+
+def namespace_held(namespace: Mapping[str, Any]) -> bool:
+    """Whether a namespace still has ``spec.finalizers`` (``kubernetes``: the namespace controller's), so that a
+    client's delete only marks it Terminating (the namespace registry's Delete)."""
+    return bool((namespace.get("spec") or {}).get("finalizers"))
+
+
+def mark_terminating(namespace: dict[str, Any], now: str) -> None:
+    """A namespace's first delete: ``deletionTimestamp`` and ``status.phase: Terminating``."""
+    namespace["metadata"].setdefault("deletionTimestamp", now)
+    namespace["status"] = {**(namespace.get("status") or {}), "phase": "Terminating"}
+
+
+def namespace_finalized(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether an update of a terminating namespace takes its last ``spec.finalizers`` away with no metadata
+    finalizer left, so that it is removed instead (``ShouldDeleteNamespaceDuringUpdate``)."""
+    return (
+        is_deleting(old)
+        and namespace_held(old)
+        and not namespace_held(new)
+        and not ((new.get("metadata") or {}).get("finalizers"))
+    )

@@ -14,10 +14,10 @@ from functools import cache
 from typing import Any
 
 from kss_sim.cluster.admission.fields import ABSENT_FIELDS, ROOT_MODELS
-from kss_sim.cluster.kinds.registry import EVENTS_V1, KindInfo
+from kss_sim.cluster.kinds.registry import AUTOSCALING_V1, EVENTS_V1, KindInfo
 
 # The client's models of the kinds served from another kind's stored objects (``KindInfo.view``), by apiVersion.
-VIEW_MODELS = {EVENTS_V1.api_version: "EventsV1Event"}
+VIEW_MODELS = {EVENTS_V1.api_version: "EventsV1Event", AUTOSCALING_V1.api_version: "V1HorizontalPodAutoscaler"}
 
 _LIST = re.compile(r"^[Ll]ist\[(.+)\]$")
 _DICT = re.compile(r"^(?:Dict\[str, (.+)\]|dict\(str, (.+)\))$")

@@ -28,7 +28,18 @@ from starlette.types import Receive, Scope, Send
 from kss_sim.cluster.admission import decode_types, deletion, go_values
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
-from kss_sim.cluster.api import containers, events_v1, eviction, params, protobuf, reviews, scale, watch
+from kss_sim.cluster.api import (
+    autoscaling_v1,
+    containers,
+    events_v1,
+    eviction,
+    params,
+    protobuf,
+    reviews,
+    scale,
+    views,
+    watch,
+)
 from kss_sim.cluster.api.custom_versions import converted, in_version, to_storage_version
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
@@ -480,6 +491,8 @@ _HANDLERS = {
     "DELETE": _handle_delete,
 }
 _METHODS = list(_HANDLERS)
+# How each kind served from another kind's stored objects converts them (``KindInfo.view``).
+_VIEW_CONVERSIONS = {(c.view.api_version, c.view.plural): c for c in (events_v1.CONVERSION, autoscaling_v1.CONVERSION)}
 KUBE_METHODS = frozenset(_HANDLERS)
 
 
@@ -507,7 +520,14 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         return json_response(reviews.answer(target.info, body, _settings(request).api_token or ""), 201)
     if target.info.view:
         store = _store(request)
-        return await events_v1.serve(request, target, lambda req, core: _HANDLERS[req.method](req, store, core))
+        conversion = _VIEW_CONVERSIONS[target.info.api_version, target.info.plural]
+        return await views.serve(
+            request,
+            target,
+            conversion,
+            lambda req, stored: _HANDLERS[req.method](req, store, stored),
+            kube_version=store.kube_version,
+        )
     if target.subresource == "scale":
         return await _handle_scale(request, _store(request), target)
     if target.subresource == "eviction":

@@ -324,7 +324,21 @@ KINDS: tuple[KindInfo, ...] = (
 # Kinds served from another kind's stored objects (``kind`` names the stored one, ``view`` set): not in ``KINDS``,
 # which lists what the store holds; found by URL (``resource_info``) and listed by discovery.
 EVENTS_V1 = KindInfo("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",), view=True)
-VIEWS: tuple[KindInfo, ...] = (EVENTS_V1,)
+# kubectl autoscale (before v1.34) creates autoscaling/v1 objects; v2 stays the preferred version, as upstream's.
+AUTOSCALING_V1 = KindInfo(
+    "autoscaling",
+    "v1",
+    "HorizontalPodAutoscaler",
+    "horizontalpodautoscalers",
+    "horizontalpodautoscaler",
+    True,
+    ("hpa",),
+    ("status",),
+    ("all",),
+    has_status=True,
+    view=True,
+)
+VIEWS: tuple[KindInfo, ...] = (EVENTS_V1, AUTOSCALING_V1)
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 BY_RESOURCE: dict[tuple[str, str, str], KindInfo] = {(k.group, k.version, k.plural): k for k in KINDS + VIEWS}

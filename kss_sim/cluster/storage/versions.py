@@ -235,7 +235,9 @@ class Versions:
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         if new == old or dry_run:
             return (admission.own(new) if dry_run else current.copy()), None
-        if deletion.deletes_on_update(old, new):
+        if deletion.deletes_on_update(old, new) or (
+            info.kind == "Namespace" and deletion.namespace_finalized(old, new)
+        ):
             # The last finalizer of an object being deleted is gone: it is removed now, in its updated state.
             changes: _Changes = []
             self.delete_changes(info, StoredObject(new, encode(new)), changes, self._committer.rv)
@@ -306,8 +308,16 @@ class Versions:
             raise Invalid("Namespace", namespace, causes)
         return self.added("Namespace", obj, rv + 1)
 
-    def delete_changes(self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int) -> None:
-        """Append the deletions of ``entry`` and of what depends on it (resourceVersions after ``base_rv``)."""
+    def namespace_terminating(self, namespace: str) -> bool:
+        """Whether ``namespace`` is being deleted (the NamespaceLifecycle admission then refuses new content)."""
+        entry = self._committer.objects["Namespace"].get(("", namespace))
+        return entry is not None and bool(entry.obj["metadata"].get("deletionTimestamp"))
+
+    def delete_changes(
+        self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int, *, node_pods: bool = True
+    ) -> None:
+        """Append the deletions of ``entry`` and of what depends on it (resourceVersions after ``base_rv``); a
+        Node's pods only with ``node_pods`` (the store's own deletes: a client's leave them to the pod GC)."""
         dependents: list[tuple[KindInfo, StoredObject]] = []
         if info.kind == "Namespace":
             for other in self.all_kinds():
@@ -322,7 +332,7 @@ class Versions:
             custom = self.custom_kinds().by_key(crd_key(entry.obj))
             if custom is not None:
                 dependents += [(custom, e) for _, e in sorted(self._committer.objects[custom.key].items())]
-        elif info.kind == "Node":
+        elif info.kind == "Node" and node_pods:
             dependents += [
                 (BY_KIND["Pod"], e)
                 for _, e in sorted(self._committer.objects["Pod"].items())

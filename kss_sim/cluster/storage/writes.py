@@ -27,7 +27,16 @@ from kss_sim.cluster.admission.validation.core import VALIDATORS
 from kss_sim.cluster.crd import objects as custom_objects
 from kss_sim.cluster.crd.definition import KIND as CRD_KIND
 from kss_sim.cluster.crd.kinds import CustomKindInfo
-from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound, invalid
+from kss_sim.cluster.errors import (
+    STALE,
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Invalid,
+    NamespaceTerminating,
+    NotFound,
+    invalid,
+)
 from kss_sim.cluster.kinds.registry import KindInfo, minor_of, served
 from kss_sim.cluster.kinds.stored import Change, StoredObject
 from kss_sim.cluster.storage.change_log import MODIFIED
@@ -153,6 +162,8 @@ class ObjectWrites:
                 if ns_change is not None:
                     changes.append(ns_change)
                     rv += 1
+                elif self._versions.namespace_terminating(str(meta["namespace"])):
+                    raise NamespaceTerminating(info.plural, str(meta["name"]), str(meta["namespace"]), group=info.group)
             # Fields are owned as the client sent them (defaults included), before admission adds its own.
             if managed is None:
                 managed = managed_fields.track_update(info, None, body, [], manager, None, self._versions.timestamp())
@@ -331,7 +342,8 @@ class ObjectWrites:
         dry_run: bool = False,
         options: DeleteOptions | None = None,
     ) -> Obj:
-        """Delete one object (and, for a Namespace its contents, for a Node its pods); returns its last state.
+        """Delete one object (and, for a Namespace its contents, for a Node its pods unless a client's DeleteOptions
+        came: kube-apiserver leaves them to the pod GC); returns its last state.
 
         An object left with finalizers after ``options`` (``kss_sim.cluster.admission.deletion``) is only marked as
         being deleted and returned as it now is; it goes when an update removes its last finalizer.
@@ -357,6 +369,16 @@ class ObjectWrites:
                 )
             admission.check_deletable(info, current)
             marked = current.copy()
+            if kind == "Namespace" and options is not None and options.graceful and deletion.namespace_held(marked):
+                # A client's delete of a namespace: Terminating until the namespace controller has emptied it.
+                if deletion.is_deleting(marked):
+                    raise Conflict(info.plural, name, deletion.NAMESPACE_BEING_EMPTIED, group=info.group)
+                deletion.mark_terminating(marked, self._versions.timestamp())
+                if dry_run:
+                    return marked
+                result, batch = self._versions.stage_modified(kind, current, marked)
+                self._committer.acknowledge(batch)
+                return result
             decision, period = deletion.before_delete(kind, marked, options, self._versions.now())
             if decision == deletion.PENDING:
                 return marked  # a graceful deletion runs: nothing changes, the finalizers neither
@@ -374,7 +396,9 @@ class ObjectWrites:
                 result, batch = self._versions.stage_modified(kind, current, marked)
             else:
                 changes: _Changes = []
-                self._versions.delete_changes(info, current, changes, self._committer.rv)
+                self._versions.delete_changes(
+                    info, current, changes, self._committer.rv, node_pods=not (options and options.graceful)
+                )
                 batch = self._committer.stage(changes)
                 result = changes[-1].event_obj.copy()
         self._committer.acknowledge(batch)
@@ -425,7 +449,13 @@ class ObjectWrites:
                             key = (target.namespace, target.name)
                             changes.append(Change(MODIFIED, kind, key, entry, target, entry))
                         continue
-                    self._versions.delete_changes(info, target, changes, self._committer.rv + len(changes))
+                    self._versions.delete_changes(
+                        info,
+                        target,
+                        changes,
+                        self._committer.rv + len(changes),
+                        node_pods=not (options and options.graceful),
+                    )
             batch = self._committer.stage(changes) if changes else None
         self._committer.acknowledge(batch)
         return [c.event_obj.copy() for c in changes if c.kind == kind]
