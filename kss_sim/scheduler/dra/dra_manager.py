@@ -144,6 +144,7 @@ class DraManager:
         # the consumed capacities of the shares by device and claim.
         self._holdings_by_claim: dict[str, tuple[frozenset[DeviceID], tuple[_Share, ...]]] = {}
         self._whole_holders: Counter[DeviceID] = Counter()
+        self._held_whole: set[DeviceID] = set()  # the devices counted there (a set copies cheaper, hashes kept)
         self._consumed_by_device: dict[DeviceID, dict[str, list[ConsumedCapacity]]] = {}
         for claim in self._claims().values():
             self._track(claim_key(claim), claim)
@@ -232,7 +233,7 @@ class DraManager:
                     add_consumed(total, amounts)
             aggregated[device] = total
         state = AllocatedState(
-            allocated_devices=set(self._whole_holders),
+            allocated_devices=set(self._held_whole),
             allocated_shared_device_ids=set(),
             aggregated_capacity=aggregated,
         )
@@ -283,9 +284,11 @@ class DraManager:
         # Union semantics, as a gathering over every claim has them: a device stays held while some claim holds it.
         self._whole_holders.subtract(before[0])
         self._whole_holders.update(holdings[0])
+        self._held_whole.update(holdings[0])
         for device in before[0] - holdings[0]:
             if self._whole_holders[device] <= 0:
                 del self._whole_holders[device]
+                self._held_whole.discard(device)
         for device, _, consumed in before[1]:
             if consumed is not None:
                 by_claim = self._consumed_by_device.get(device)
