@@ -141,8 +141,9 @@ class DraManager:
         self._allocated: set[DeviceID] = set()
         # ``GatherAllocatedState``'s part from the claims, kept up to date the same way (gathering every claim per
         # pod made a cycle linear in the claims): each claim's holdings, how many claims hold a device whole, and
-        # the consumed capacities of the shares by device and claim.
-        self._holdings_by_claim: dict[str, tuple[frozenset[DeviceID], tuple[_Share, ...]]] = {}
+        # the consumed capacities of the shares by device and claim. Kept from the first gathering on (None before):
+        # only DRAConsumableCapacity gathers.
+        self._holdings_by_claim: dict[str, tuple[frozenset[DeviceID], tuple[_Share, ...]]] | None = None
         self._whole_holders: Counter[DeviceID] = Counter()
         self._held_whole: set[DeviceID] = set()  # the devices counted there (a set copies cheaper, hashes kept)
         self._consumed_by_device: dict[DeviceID, dict[str, list[ConsumedCapacity]]] = {}
@@ -225,6 +226,10 @@ class DraManager:
         """``GatherAllocatedState`` (DRAConsumableCapacity on): devices held whole, and the capacity consumed per
         shared device, by allocated claims and allocations in flight. As in v1.35, the SharedDeviceIDs are those
         of allocations in flight only (the tracker's own set of them is not passed on)."""
+        if self._holdings_by_claim is None:
+            self._holdings_by_claim = {}
+            for key, claim in self._claims().items():
+                self._track_holdings(key, self._latest(key, claim))
         aggregated: dict[DeviceID, ConsumedCapacity] = {}
         for device, by_claim in self._consumed_by_device.items():
             total: ConsumedCapacity = {}
@@ -263,7 +268,8 @@ class DraManager:
 
     def _track(self, key: str, claim: Obj | None) -> None:
         """The claim's latest version changed: move its devices in or out of the allocated set and the holdings."""
-        self._track_holdings(key, claim)
+        if self._holdings_by_claim is not None:
+            self._track_holdings(key, claim)
         devices = allocated_devices_of(claim) if claim is not None else frozenset()
         before = self._devices_by_claim.get(key, frozenset())
         if devices == before:
@@ -277,6 +283,7 @@ class DraManager:
             self._devices_by_claim.pop(key, None)
 
     def _track_holdings(self, key: str, claim: Obj | None) -> None:
+        assert self._holdings_by_claim is not None
         holdings = _claim_holdings(claim) if claim is not None else (frozenset(), ())
         before = self._holdings_by_claim.get(key, (frozenset(), ()))
         if holdings == before:
