@@ -542,11 +542,14 @@ class Replay(LoopHost):
         deallocated), and the claims made for it from templates are garbage-collected."""
         if not pod.spec.get("resourceClaims") or not self.handles:
             return
-        dra_plugin.release_claims_of_deleted_pod(self.handles[0], pod)
+        for released in dra_plugin.release_claims_of_deleted_pod(self.handles[0], pod):
+            # The update's event, as the informer brings it: a pod waiting for the freed devices is retried now
+            # (DynamicResources registers claim updates, not pod deletions).
+            self.objects.put("ResourceClaim", released, added=False)
         for namespace, name in intake.owned_claims(pod.pod):
-            claim = self.cluster.get_object("ResourceClaim", namespace, name)
-            if claim is not None:
-                self.cluster.delete_object("ResourceClaim", claim)
+            owned = self.cluster.get_object("ResourceClaim", namespace, name)
+            if owned is not None:
+                self.cluster.delete_object("ResourceClaim", owned)
 
     def _terminate(self, victim: PodInfo, preemptor: PodInfo) -> None:
         """A preemption victim: deletionTimestamp and the DisruptionTarget condition now, gone after its grace

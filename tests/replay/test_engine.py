@@ -83,6 +83,51 @@ def test_a_pods_end_frees_its_node_and_the_next_pod_binds_at_that_virtual_time()
     assert result.virtual_seconds == 160.0
 
 
+def _one_gpu_cluster() -> list[Obj]:
+    """Node n1 with one DRA device, its class, and a claim template asking for one device."""
+    gpu_slice = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "n1-gpu"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                 "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]},
+    }  # fmt: skip
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+    }
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount",
+                                        "count": 1}}]}}},
+    }  # fmt: skip
+    return [node("n1"), device_class, gpu_slice, template]
+
+
+def _gpu_pod(name: str) -> Obj:
+    return pod(name, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+
+
+def test_a_pods_end_frees_its_device_and_the_pod_waiting_for_it_binds_at_that_virtual_time() -> None:
+    # Nothing else happens after a's end: only the claim's deallocation (an update DynamicResources registers)
+    # can retry b, before the run would end with b pending.
+    w = workload(
+        [{"at": 0, "runFor": "100s", "create": _gpu_pod("a")}, {"at": 10, "runFor": "1m", "create": _gpu_pod("b")}],
+        start=_one_gpu_cluster(),
+    )
+    result = Replay(w).run()
+    a, b = by_name(result)["a"], by_name(result)["b"]
+    assert (a.bound_at, a.finished_at, a.outcome) == (0.0, 100.0, SUCCEEDED)
+    assert (b.first_attempt, b.bound_at, b.node, b.outcome) == (10.0, 100.0, "n1", SUCCEEDED)
+    assert b.attempts == 2 and "cannot allocate all claims" in b.last_message
+    assert result.virtual_seconds == 160.0
+
+
 def _error_config() -> Obj:
     return {"profiles": [{"schedulerName": "default-scheduler",
                           "plugins": {"filter": {"enabled": [{"name": "KssReplayError"}]}}}]}  # fmt: skip

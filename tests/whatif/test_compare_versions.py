@@ -36,7 +36,10 @@ def test_a_tainted_device_is_used_at_v134_and_left_free_at_v136() -> None:
     assert (diff["pod"], diff["differs"]) == ("default/train-2", ["node", "wait", "reason"])
     old, new = diff["sides"]
     assert (old["node"], old["outcome"], old["lastMessage"]) == ("gpu-b", "succeeded", "")
-    assert (new["node"], new["outcome"], new["lastMessage"]) == ("", "pending", REFUSED)
+    # Refused while the tainted device is the only free one; train-1's end frees gpu-a's device, and the claim's
+    # deallocation retries train-2 at once.
+    assert (new["node"], new["outcome"], new["lastMessage"]) == ("gpu-a", "succeeded", REFUSED)
+    assert (old["wait"], new["wait"]) == (0, 3540)
     # Between configurations only placements count: the same runs differ there in train-2 alone too.
     assert [d["differs"] for d in differences(runs)] == [["node"]]
 

@@ -19,12 +19,20 @@ the ClusterObjects they share.
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import parse_quantity
-from kss_sim.scheduler.dra.allocated import AllocatedState, DeviceID, SharedDeviceID, insert_consumed
+from kss_sim.scheduler.dra.allocated import (
+    AllocatedState,
+    ConsumedCapacity,
+    DeviceID,
+    SharedDeviceID,
+    add_consumed,
+    insert_consumed,
+)
 from kss_sim.scheduler.framework import ClusterObjects
 
 DEVICE_CLASS = "DeviceClass"
@@ -79,13 +87,17 @@ def allocated_devices_of(claim: Mapping[str, Any]) -> frozenset[DeviceID]:
     return frozenset(out)
 
 
-def _gather_claim(claim: Mapping[str, Any], state: AllocatedState, *, shared_ids: bool) -> None:
-    """``foreachAllocatedDevice`` with DRAConsumableCapacity on: a result with a shareID is a share of the device
-    (its consumedCapacity added to the device's aggregate; its SharedDeviceID noted only when ``shared_ids``), any
-    other result holds the device; results with admin access are not counted."""
+_Share = tuple[DeviceID, str, ConsumedCapacity | None]  # a shared device, the shareID, its consumedCapacity
+
+
+def _claim_holdings(claim: Mapping[str, Any]) -> tuple[frozenset[DeviceID], tuple[_Share, ...]]:
+    """What an allocated claim holds with DRAConsumableCapacity on: the devices held whole, and the shares (results
+    with a shareID); results with admin access hold nothing."""
     allocation = allocation_of(claim)
     if not allocation:
-        return
+        return frozenset(), ()
+    whole: set[DeviceID] = set()
+    shares: list[_Share] = []
     for result in (allocation.get("devices") or {}).get("results") or []:
         if result.get("adminAccess"):
             continue
@@ -94,15 +106,25 @@ def _gather_claim(claim: Mapping[str, Any], state: AllocatedState, *, shared_ids
         )
         share_id = result.get("shareID")
         if share_id is None:
-            state.allocated_devices.add(device)  # type: ignore[union-attr]
+            whole.add(device)
             continue
-        if shared_ids:
-            state.allocated_shared_device_ids.add(SharedDeviceID(*device, str(share_id)))  # type: ignore[union-attr]
         consumed = result.get("consumedCapacity")
+        amounts = None if consumed is None else {name: parse_quantity(str(q)) for name, q in consumed.items()}
+        shares.append((device, str(share_id), amounts))
+    return frozenset(whole), tuple(shares)
+
+
+def _gather_claim(claim: Mapping[str, Any], state: AllocatedState, *, shared_ids: bool) -> None:
+    """``foreachAllocatedDevice`` with DRAConsumableCapacity on: a result with a shareID is a share of the device
+    (its consumedCapacity added to the device's aggregate; its SharedDeviceID noted only when ``shared_ids``), any
+    other result holds the device; results with admin access are not counted."""
+    whole, shares = _claim_holdings(claim)
+    state.allocated_devices.update(whole)  # type: ignore[union-attr]
+    for device, share_id, consumed in shares:
+        if shared_ids:
+            state.allocated_shared_device_ids.add(SharedDeviceID(*device, share_id))  # type: ignore[union-attr]
         if consumed is not None:
-            insert_consumed(
-                state.aggregated_capacity, device, {name: parse_quantity(str(q)) for name, q in consumed.items()}
-            )
+            insert_consumed(state.aggregated_capacity, device, consumed)
 
 
 class DraManager:
@@ -117,6 +139,14 @@ class DraManager:
         # ``allocatedDevices``: claim key -> its devices as last seen (latest version), and their union.
         self._devices_by_claim: dict[str, frozenset[DeviceID]] = {}
         self._allocated: set[DeviceID] = set()
+        # ``GatherAllocatedState``'s part from the claims, kept up to date the same way (gathering every claim per
+        # pod made a cycle linear in the claims): each claim's holdings, how many claims hold a device whole, and
+        # the consumed capacities of the shares by device and claim. Kept from the first gathering on (None before):
+        # only DRAConsumableCapacity gathers.
+        self._holdings_by_claim: dict[str, tuple[frozenset[DeviceID], tuple[_Share, ...]]] | None = None
+        self._whole_holders: Counter[DeviceID] = Counter()
+        self._held_whole: set[DeviceID] = set()  # the devices counted there (a set copies cheaper, hashes kept)
+        self._consumed_by_device: dict[DeviceID, dict[str, list[ConsumedCapacity]]] = {}
         for claim in self._claims().values():
             self._track(claim_key(claim), claim)
         cluster.object_listeners.append(self._on_object)
@@ -196,9 +226,22 @@ class DraManager:
         """``GatherAllocatedState`` (DRAConsumableCapacity on): devices held whole, and the capacity consumed per
         shared device, by allocated claims and allocations in flight. As in v1.35, the SharedDeviceIDs are those
         of allocations in flight only (the tracker's own set of them is not passed on)."""
-        state = AllocatedState(allocated_devices=set(), allocated_shared_device_ids=set(), aggregated_capacity={})
-        for claim in self.list_claims():
-            _gather_claim(claim, state, shared_ids=False)
+        if self._holdings_by_claim is None:
+            self._holdings_by_claim = {}
+            for key, claim in self._claims().items():
+                self._track_holdings(key, self._latest(key, claim))
+        aggregated: dict[DeviceID, ConsumedCapacity] = {}
+        for device, by_claim in self._consumed_by_device.items():
+            total: ConsumedCapacity = {}
+            for consumed in by_claim.values():
+                for amounts in consumed:
+                    add_consumed(total, amounts)
+            aggregated[device] = total
+        state = AllocatedState(
+            allocated_devices=set(self._held_whole),
+            allocated_shared_device_ids=set(),
+            aggregated_capacity=aggregated,
+        )
         for claim in self.in_flight.values():
             _gather_claim(claim, state, shared_ids=True)
         return state
@@ -224,7 +267,9 @@ class DraManager:
         self._track(key, self._latest(key, new))
 
     def _track(self, key: str, claim: Obj | None) -> None:
-        """The claim's latest version changed: move its devices in or out of the allocated set."""
+        """The claim's latest version changed: move its devices in or out of the allocated set and the holdings."""
+        if self._holdings_by_claim is not None:
+            self._track_holdings(key, claim)
         devices = allocated_devices_of(claim) if claim is not None else frozenset()
         before = self._devices_by_claim.get(key, frozenset())
         if devices == before:
@@ -236,6 +281,33 @@ class DraManager:
             self._devices_by_claim[key] = devices
         else:
             self._devices_by_claim.pop(key, None)
+
+    def _track_holdings(self, key: str, claim: Obj | None) -> None:
+        assert self._holdings_by_claim is not None
+        holdings = _claim_holdings(claim) if claim is not None else (frozenset(), ())
+        before = self._holdings_by_claim.get(key, (frozenset(), ()))
+        if holdings == before:
+            return
+        # Union semantics, as a gathering over every claim has them: a device stays held while some claim holds it.
+        self._whole_holders.subtract(before[0])
+        self._whole_holders.update(holdings[0])
+        self._held_whole.update(holdings[0])
+        for device in before[0] - holdings[0]:
+            if self._whole_holders[device] <= 0:
+                del self._whole_holders[device]
+                self._held_whole.discard(device)
+        for device, _, consumed in before[1]:
+            if consumed is not None:
+                by_claim = self._consumed_by_device.get(device)
+                if by_claim is not None and by_claim.pop(key, None) is not None and not by_claim:
+                    del self._consumed_by_device[device]
+        for device, _, consumed in holdings[1]:
+            if consumed is not None:
+                self._consumed_by_device.setdefault(device, {}).setdefault(key, []).append(consumed)
+        if holdings[0] or holdings[1]:
+            self._holdings_by_claim[key] = holdings
+        else:
+            self._holdings_by_claim.pop(key, None)
 
 
 _MANAGERS: weakref.WeakKeyDictionary[ClusterObjects, DraManager] = weakref.WeakKeyDictionary()

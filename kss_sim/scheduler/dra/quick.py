@@ -3,18 +3,21 @@
 The allocator (:mod:`kss_sim.scheduler.dra.allocator`) walks pools, slices and devices with backtracking for every
 node; for most pods that walk only finds out whether the node has enough free devices of one kind. For claims of
 the common shape — every request ``exactly`` with ``ExactCount``, no admin access, no capacity, no
-``firstAvailable``, no constraints — and the default device features, this module answers from counts:
+``firstAvailable``, no constraints — this module answers from counts, whatever the device features:
 
 - per (device class, request selectors) and node, the *candidates*: devices of the node's complete, valid pools
-  that the class and request selectors select, that carry no binding conditions (DRADeviceBindingConditions off)
-  and consume no counters (DRAPartitionableDevices off); kept per :class:`~kss_sim.scheduler.dra.pools.SliceIndex`,
-  since selector verdicts and pools depend only on the slices and the node;
+  that the class and request selectors select, that carry no binding conditions (DRADeviceBindingConditions off),
+  consume no counters, and (DRAConsumableCapacity on) are not shareable and have room for what a request without
+  capacity consumes; kept per :class:`~kss_sim.scheduler.dra.pools.SliceIndex`, since selector verdicts and pools
+  depend only on the slices and the node;
 - per pod, the free ones: candidates not in the allocated state.
 
 A node is *undecided* (the allocator must decide) when its pools cannot be gathered or one is invalid (the
 allocator's error or "invalid resource pools were encountered"), or a device's selectors fail, or a device has
-something the count does not model (binding conditions or taints under their gates, a node selector the result
-cannot carry). On a decided node:
+something the count does not model (binding conditions or taints under their gates, counters to consume under
+DRAPartitionableDevices, a shareable device or one some allocation holds a share of under DRAConsumableCapacity, a
+node selector the result cannot carry). v1.36 has the last two gates on by default: before they were modelled,
+the allocator's search ran on every node there. On a decided node:
 
 - fewer free candidates than some request kind needs: the search fails, ``allocate`` returns None;
 - one request kind (the same class and selectors for every request) and enough free candidates: the search takes
@@ -39,6 +42,7 @@ import numpy.typing as npt
 from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.dra.allocated import DeviceID
 from kss_sim.scheduler.dra.allocator import Allocator
+from kss_sim.scheduler.dra.capacity import request_fits
 from kss_sim.scheduler.dra.devices import DeviceInfo, SliceInfo
 from kss_sim.scheduler.dra.pools import PoolGatherError, SliceIndex, gather_pools
 from kss_sim.scheduler.dra.requests import ALLOCATION_RESULTS_MAX_SIZE, MODE_EXACT_COUNT
@@ -73,6 +77,14 @@ class _ColumnTable:
     used: IntArray  # candidates per node in ``counted``
     counted: frozenset[DeviceID] = frozenset()
     counted_from: object = None  # the set ``counted`` copies (one allocator's, asked once per batch of nodes)
+
+    def holding(self, devices: Mapping[DeviceID, object]) -> BoolArray:
+        """Per node, whether one of its candidates is among ``devices``."""
+        mask = np.zeros(len(self.total), np.bool_)
+        for dev in devices:
+            for c in self.columns_of.get(dev, ()):
+                mask[c] = True
+        return mask
 
     def count_allocated(self, allocated: set[DeviceID] | frozenset[DeviceID]) -> None:
         """Bring ``used`` to ``allocated`` by the devices that changed since the last call."""
@@ -110,6 +122,9 @@ class QuickCheck:
         self.allocator = allocator
         self.index: SliceIndex = allocator.index
         self.allocated = allocator.allocated_state.allocated_devices
+        # Devices some allocation holds a share of (DRAConsumableCapacity): what is left of them is the allocator's
+        # to judge, so a node with one among its candidates is undecided.
+        self.held = allocator.allocated_state.aggregated_capacity
         # Per kind: key, class, the request's selectors, devices needed in all.
         self.kinds = kinds
         self.exact = len(kinds) == 1
@@ -126,8 +141,6 @@ class QuickCheck:
     def for_claims(cls, allocator: Allocator, claims: Sequence[Obj]) -> QuickCheck | None:
         """The check for these claims (all to allocate), or None when only the allocator can answer."""
         features = allocator.features
-        if features.partitionable_devices or features.consumable_capacity:
-            return None
         kinds: dict[KindKey, tuple[Obj, list[Mapping[str, Any]], int]] = {}
         for claim in claims:
             devices = (claim.get("spec") or {}).get("devices") or {}
@@ -172,7 +185,7 @@ class QuickCheck:
         frees: list[int] = []
         for table, (key, device_class, selectors, need) in zip(self.tables, self.kinds, strict=True):
             found = self._candidates(table, key, device_class, selectors, node)
-            if found.undecided:
+            if found.undecided or (self.held and any(d in self.held for d in found.devices)):
                 return None
             free = sum(1 for d in found.devices if d not in allocated)
             frees.append(free)
@@ -195,6 +208,8 @@ class QuickCheck:
             columns.count_allocated(self.allocated)
             free = columns.total[idx] - columns.used[idx]
             decided &= ~columns.undecided[idx]
+            if self.held:
+                decided &= ~columns.holding(self.held)[idx]
             fits &= free >= need
         if not self.exact:
             # Enough of every kind proves nothing: only "not enough" is decided.
@@ -266,6 +281,9 @@ class QuickCheck:
             for s in pool.slices:
                 if s.per_device_node_selection or _selector_terms(s) > 1:
                     return _UNDECIDED
+                if features.consumable_capacity and features.release < 35 and any(d.capacity for d in s.devices):
+                    # v1.34 checks the capacity of the slice's device at the index of the device wanted.
+                    return _UNDECIDED
                 for dev in s.devices:
                     usable = self._usable(dev, s, expressions)
                     if usable is None:
@@ -295,8 +313,22 @@ class QuickCheck:
                 return False
         if features.device_taints and dev.taints:
             return None
-        # Without DRAPartitionableDevices a device that consumes counters is refused when taken.
-        return not dev.consumes_counters
+        if dev.consumes_counters:
+            # Without DRAPartitionableDevices a device that consumes counters is refused when taken; with it, only
+            # the counters left decide.
+            return None if features.partitionable_devices else False
+        if features.consumable_capacity:
+            if dev.allow_multiple_allocations:
+                return None  # shared: taken by several requests, never counted as allocated
+            if dev.capacity:
+                # A request without capacity consumes each capacity's default (or all of it): whether that fits an
+                # unshared device is the device's own property, unless some allocation holds a share of it (those
+                # devices are left to the allocator, see ``held``).
+                try:
+                    return request_fits({}, None, dev.capacity, None)
+                except Exception:
+                    return None
+        return True
 
 
 def _expression(selector: Mapping[str, Any]) -> str:

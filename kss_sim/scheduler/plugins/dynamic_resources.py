@@ -817,9 +817,11 @@ def store_claim_in_memory(handle: Handle, claim: dict[str, Any]) -> dict[str, An
     return written
 
 
-def release_claims_of_deleted_pod(handle: Handle, pod: PodInfo) -> None:
+def release_claims_of_deleted_pod(handle: Handle, pod: PodInfo) -> list[dict[str, Any]]:
     """The resourceclaim controller's part when a pod is gone (offline runs, rule R5-DRA): the pod leaves its claims'
-    ``reservedFor``, and a claim nobody reserves any more is deallocated."""
+    ``reservedFor``, and a claim nobody reserves any more is deallocated. Returns the claims written (a host with a
+    queue raises their update events)."""
+    written: list[dict[str, Any]] = []
     for pod_claim in pod.spec.get("resourceClaims") or []:
         try:
             name, _ = claim_name_for(pod, pod_claim)
@@ -834,7 +836,8 @@ def release_claims_of_deleted_pod(handle: Handle, pod: PodInfo) -> None:
         if not st["reservedFor"]:
             for key in ("reservedFor", "allocation", "devices"):
                 st.pop(key, None)
-        store_claim_in_memory(handle, updated)
+        written.append(store_claim_in_memory(handle, updated))
+    return written
 
 
 def _compute_score(

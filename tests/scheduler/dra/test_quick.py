@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,7 +19,16 @@ import numpy as np
 import pytest
 
 from kss_sim.kube.objects import Obj
-from kss_sim.scheduler.dra import AllocatedState, AllocationError, Allocator, DeviceID, DeviceMatchCache, Features
+from kss_sim.kube.versions import VERSIONS
+from kss_sim.scheduler.dra import (
+    AllocatedState,
+    AllocationError,
+    Allocator,
+    DeviceID,
+    DeviceMatchCache,
+    Features,
+    features_from_gates,
+)
 from kss_sim.scheduler.dra.quick import QuickCheck
 from kss_sim.simulation.runner import run_scenario
 from tests.scheduler.dra.test_allocator import (
@@ -45,12 +55,24 @@ def gpu(name: str, model: str, **fields: Any) -> Obj:
     return device(name, attributes={"model": {"string": model}}, **fields)
 
 
+# v1.36's defaults: partitionable devices, consumable capacity, device taints and binding conditions on.
+V1_36 = features_from_gates(VERSIONS["1.36"].effective_gates(), 36)
+# v1.34 with consumable capacity on, whose capacity check reads another device of the slice.
+V1_34_CAPACITY = features_from_gates(
+    VERSIONS["1.34"].effective_gates({"DRAConsumableCapacity": True, "DRAPartitionableDevices": True}), 34
+)
+
+
 def allocator_for(
-    slices: list[Obj], allocated: set[DeviceID], features: Features = DEFAULTS, classes: list[Obj] | None = None
+    slices: list[Obj],
+    allocated: set[DeviceID],
+    features: Features = DEFAULTS,
+    classes: list[Obj] | None = None,
+    shares: dict[DeviceID, dict[str, Fraction]] | None = None,
 ) -> Allocator:
     return Allocator(
         features,
-        AllocatedState(allocated_devices=allocated),
+        AllocatedState(allocated_devices=allocated, aggregated_capacity=dict(shares or {})),
         {c["metadata"]["name"]: c for c in classes or [CLASS_A]},
         slices,
         DeviceMatchCache(consumable_capacity=features.consumable_capacity),
@@ -112,6 +134,50 @@ def random_cluster(rng: random.Random) -> tuple[list[Obj], list[Obj], set[Device
     return nodes, slices, allocated
 
 
+def random_partitionable_cluster(
+    rng: random.Random,
+) -> tuple[list[Obj], list[Obj], set[DeviceID], dict[DeviceID, dict[str, Fraction]]]:
+    """:func:`random_cluster` with what v1.36's defaults change the allocator for: devices with capacity (some
+    whose default consumption cannot fit), shareable devices, devices consuming a pool's counters, and shares held
+    by allocated claims."""
+    nodes, slices, allocated = random_cluster(rng)
+    shares: dict[DeviceID, dict[str, Fraction]] = {}
+    for s in list(slices):
+        spec = s["spec"]
+        if spec.get("nodeName") is None:
+            continue
+        pool = spec["pool"]["name"]
+        for d in spec["devices"]:
+            kind = rng.random()
+            if kind < 0.3:
+                d["capacity"] = {"memory": {"value": "32Gi"}}
+            elif kind < 0.4:
+                # The default consumption is more than the device has: never fits.
+                d["capacity"] = {"memory": {"value": "32Gi", "requestPolicy": {"default": "64Gi"}}}
+            elif kind < 0.5:
+                d["capacity"] = {"memory": {"value": "32Gi", "requestPolicy": {"validValues": ["8Gi", "16Gi"]}}}
+            elif kind < 0.6:
+                d["allowMultipleAllocations"] = True
+                d["capacity"] = {"memory": {"value": "32Gi"}}
+            elif kind < 0.7:
+                d["consumesCounters"] = [{"counterSet": "mem", "counters": {"memory": {"value": "20Gi"}}}]
+            if rng.random() < 0.1:
+                shares[DeviceID(DRIVER_A, pool, d["name"])] = {"memory": Fraction(8 * 2**30)}
+        if any("consumesCounters" in d for d in spec["devices"]):
+            spec["pool"]["resourceSliceCount"] += 1
+            counters = {
+                "metadata": {"name": s["metadata"]["name"] + "-counters"},
+                "spec": {
+                    "driver": DRIVER_A,
+                    "pool": dict(spec["pool"]),
+                    "nodeName": spec["nodeName"],
+                    "sharedCounters": [{"name": "mem", "counters": {"memory": {"value": "40Gi"}}}],
+                },
+            }
+            slices.append(counters)
+    return nodes, slices, allocated, shares
+
+
 def random_claims(rng: random.Random) -> list[Obj]:
     """Claims of the common shape; one request kind, or several."""
     claims = []
@@ -135,6 +201,55 @@ def test_counts_agree_with_the_allocator_on_varied_clusters(seed: int) -> None:
     nodes, slices, allocated = random_cluster(rng)
     claims = random_claims(rng)
     verdicts_agree(allocator_for(slices, allocated), nodes, claims)
+
+
+@pytest.mark.parametrize("features", [DEFAULTS, V1_36, V1_34_CAPACITY], ids=["v1.35", "v1.36", "v1.34+capacity"])
+@pytest.mark.parametrize("seed", range(40))
+def test_counts_agree_with_the_allocator_on_partitionable_and_shared_devices(seed: int, features: Features) -> None:
+    rng = random.Random(seed)
+    nodes, slices, allocated, shares = random_partitionable_cluster(rng)
+    claims = random_claims(rng)
+    verdicts_agree(allocator_for(slices, allocated, features, shares=shares), nodes, claims)
+
+
+def test_counts_decide_most_nodes_under_v1_36_defaults() -> None:
+    decided = total = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        nodes, slices, allocated = random_cluster(rng)
+        claims = random_claims(rng)
+        verdicts = verdicts_agree(allocator_for(slices, allocated, V1_36), nodes, claims)
+        decided += sum(v is not None for v in verdicts)
+        total += len(verdicts)
+    assert decided > total // 2
+
+
+def test_devices_the_counts_cannot_judge_under_v1_36_defaults_go_to_the_allocator() -> None:
+    counters = {
+        "metadata": {"name": "counters"},
+        "spec": {
+            "driver": DRIVER_A,
+            "pool": {"name": "pool", "generation": 1, "resourceSliceCount": 2},
+            "nodeName": "node-1",
+            "sharedCounters": [{"name": "mem", "counters": {"memory": {"value": "40Gi"}}}],
+        },
+    }
+    partition = gpu("a", "t4", consumesCounters=[{"counterSet": "mem", "counters": {"memory": {"value": "20Gi"}}}])
+    shared = gpu("b", "t4", allowMultipleAllocations=True)
+    for slices, shares in (
+        ([resource_slice("s", "node-1", "pool", DRIVER_A, partition, count=2), counters], None),
+        ([resource_slice("s", "node-1", "pool", DRIVER_A, shared)], None),
+        # Held in part by a share, though the device does not allow it: the allocator decides what is left.
+        (
+            [resource_slice("s", "node-1", "pool", DRIVER_A, gpu("c", "t4", capacity={"m": {"value": "2"}}))],
+            {DeviceID(DRIVER_A, "pool", "c"): {"m": Fraction(1)}},
+        ),
+    ):
+        allocator = allocator_for(slices, set(), V1_36, shares=shares)
+        wants = [claim("claim-0", request("req-0", "class-a", 1))]
+        quick = QuickCheck.for_claims(allocator, wants)
+        assert quick is not None and quick.node_verdict(node("node-1")) is None
+        assert verdicts_agree(allocator, [node("node-1")], wants) == [None]
 
 
 def test_counts_decide_most_nodes_of_varied_clusters() -> None:
@@ -224,12 +339,6 @@ def test_other_request_shapes_are_left_to_the_allocator(shape: Obj) -> None:
         "firstAvailable": [{"name": "s", "deviceClassName": "class-a", "allocationMode": "ExactCount", "count": 1}],
     }
     assert QuickCheck.for_claims(allocator, [claim("claim-0", first)]) is None
-    assert (
-        QuickCheck.for_claims(
-            allocator_for([], set(), Features(partitionable_devices=True)), [claim("c", request("r", "class-a"))]
-        )
-        is None
-    )
 
 
 # --- DynamicResources with and without the counts -------------------------------------------------------------------
