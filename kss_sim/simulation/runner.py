@@ -32,7 +32,11 @@ from kss_sim.scheduler.record import Attempt
 START_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
 _START_NAIVE = START_EPOCH.replace(tzinfo=None)
 DETAIL_LEVELS = ("full", "compact", "summary", "placements")
-ORACLE = "kss (Python port of kube-scheduler v1.35)"
+
+
+def oracle(version: KubeVersion) -> str:
+    """Who produced a result document: kss's port, at the release it ran as."""
+    return f"kss (Python port of kube-scheduler {version.git_version})"
 
 
 def cluster_objects_from(scenario: dict[str, Any]) -> ClusterObjects:
@@ -446,7 +450,7 @@ def run_scenario(
     first = next(iter(run.frameworks.values()))
     names = first.plugin_names()
     return {
-        "oracle": ORACLE,
+        "oracle": oracle(run.config.kube_version),
         "detail": detail,
         "weights": {p: first.weights.get(p, 1) for p in sorted(names.get("score", []))},
         "plugins": {point: names.get(point, []) for point in sorted(names)},
