@@ -181,16 +181,3 @@ def milli_value(text: str | int | float) -> int:
 def value(text: str | int | float) -> int:
     """``Quantity.Value()``: whole units, rounded up, as an int64 (see ``scaled_value``)."""
     return scaled_value(parse_quantity(text), 0)
-
-
-def format_milli_cpu(milli: int) -> str:
-    """Render millicores the way kubectl does (``2`` or ``1500m``)."""
-    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
-
-
-def format_bytes(n: int) -> str:
-    """Render a byte count with the largest exact binary suffix."""
-    for suffix, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if n and n % size == 0:
-            return f"{n // size}{suffix}"
-    return str(n)

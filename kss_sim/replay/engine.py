@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import gc
 import heapq
-import importlib
 import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kss_sim.cluster.errors import Forbidden
 from kss_sim.kube.versions import KubeVersion
@@ -49,10 +48,14 @@ from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins import dynamic_resources as dra_plugin
 from kss_sim.scheduler.record import Attempt
 
+if TYPE_CHECKING:
+    from kss_sim.replay.world import LiveControllers
+
 log = logging.getLogger("kss.replay")
 
-WORKLOAD_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
+WORKLOAD_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))  # world.KINDS
 DEFAULT_GRACE_SECONDS = 30.0
+_START_RANK = {"Deployment": 1, "CronJob": 1, "StatefulSet": 1, "DaemonSet": 1, "ReplicaSet": 2, "Job": 2, "Pod": 3}
 
 
 class _Actions(LoopWriter):
@@ -105,7 +108,7 @@ class _Actions(LoopWriter):
 
 
 class Replay(LoopHost):
-    """One replay of a timed workload (``ReplayState`` for observers, ``ReplayActions`` for the controllers)."""
+    """One replay of a timed workload (``ReplayState`` for observers, ``world.Engine`` for the workload controllers)."""
 
     def __init__(
         self,
@@ -157,7 +160,7 @@ class Replay(LoopHost):
         self._next_event = 0
         self.attempts = 0
         self.objects = ObjectIntake(self)
-        self.controllers: Any = None
+        self.controllers: LiveControllers | None = None
         self._check_workload_kinds()
 
     # --- ReplayState ----------------------------------------------------------------------------
@@ -182,7 +185,7 @@ class Replay(LoopHost):
     def running_pods(self) -> int:
         return len(self.bound)
 
-    # --- ReplayActions (the workload controllers' side) ------------------------------------------
+    # --- world.Engine (the workload controllers' side) ----------------------------------------------
     def create_pod(self, pod: dict[str, Any], *, run_for: float | None, owner: str) -> None:
         self._create_pod(pod, run_for=run_for, end_at=None, owner=owner)
 
@@ -224,32 +227,20 @@ class Replay(LoopHost):
         self.queue.max_in_unschedulable = config.pod_max_in_unschedulable_pods_duration
 
     def _check_workload_kinds(self) -> None:
-        kinds = [(e.seq, e.kind) for e in self._events if e.action in ("create", "update") and e.kind in WORKLOAD_KINDS]
-        kinds += [(-1, str(o.get("kind"))) for o in self.workload.start if o.get("kind") in WORKLOAD_KINDS]
-        if not kinds:
-            return
-        try:
-            controllers = getattr(importlib.import_module("kss_sim.replay.controllers"), "WorkloadControllers", None)
-        except ImportError:
-            controllers = None
-        if controllers is None:
-            raise WorkloadError(
-                [
-                    f"{'spec.start' if seq < 0 else f'spec.events[{seq}]'}: {kind}: the workload controllers "
-                    "(kss_sim.replay.controllers) are not available"
-                    for seq, kind in kinds
-                ]
-            )
-        self.controllers = controllers(self, self.workload.epoch)
-        # Objects the controllers cannot run are refused before the run, each named (a bad schedule, no template).
-        from kss_sim.replay.controllers import check_workload_object
-
+        """With workload objects, ``kss serve``'s controllers on this run's clock (``replay/world.py``); objects the API
+        would refuse are named before the run, each with its path in the workload."""
         objects = [(f"spec.events[{e.seq}].{e.action}", e.obj) for e in self._events if e.kind in WORKLOAD_KINDS]
         start = enumerate(self.workload.start)
         objects += [(f"spec.start[{i}]", o) for i, o in start if o.get("kind") in WORKLOAD_KINDS]
+        if not objects:
+            return
+        # Imported here: a replay of pods alone does not load the controllers and the in-memory API.
+        from kss_sim.replay.world import LiveControllers, check_workload_object
+
         problems = [f"{path}: {p}" for path, obj in objects if obj is not None for p in check_workload_object(obj)]
         if problems:
             raise WorkloadError(problems)
+        self.controllers = LiveControllers(self, self.workload.epoch, seed=self.seed)
 
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> ReplayResult:
@@ -277,8 +268,9 @@ class Replay(LoopHost):
 
     def _run(self) -> None:
         # The starting cluster: the objects pods depend on (classes, namespaces, nodes, claims) before the pods.
-        later = {"Pod", *WORKLOAD_KINDS}
-        for obj in sorted(self.workload.start, key=lambda o: o.get("kind") in later):
+        # Owners before what they own (a Deployment before its ReplicaSets, those before their pods), so the
+        # workload controllers' store knows each owner when what names it arrives.
+        for obj in sorted(self.workload.start, key=lambda o: _START_RANK.get(str(o.get("kind")), 0)):
             self.objects.create(intake.copy_object(obj), run_for=None, end_at=None, seq=next(self._arrivals))
         for observer in self.observers:
             observer.on_start(self)

@@ -72,9 +72,7 @@ class ObjectIntake:
             run._create_pod(obj, run_for=run_for, end_at=end_at, owner="", seq=seq)
             return
         if kind in _WORKLOAD:
-            meta = obj.get("metadata") or {}
-            run.controllers.apply("create", kind, meta.get("namespace") or "default", str(meta.get("name")), obj,
-                                  run_for)  # fmt: skip
+            self._to_controllers("create", obj, run_for)
             return
         arrival = next(run._arrivals) if seq is None else seq
         intake.ensure_name(obj, kind, arrival)
@@ -88,6 +86,8 @@ class ObjectIntake:
             return
         intake.admit_storage(kind, obj, run.cluster)
         self.put(kind, obj, added=True)
+        if run.controllers is not None:
+            run.controllers.object_put(obj)
 
     def create_if_absent(self, obj: Obj) -> bool:
         """:meth:`create` unless an object of that kind, namespace and name exists (False then)."""
@@ -117,8 +117,7 @@ class ObjectIntake:
             run._update_pod(obj)
             return
         if kind in _WORKLOAD:
-            run.controllers.apply("update", kind, meta.get("namespace") or "default", str(meta.get("name")), obj,
-                                  None)  # fmt: skip
+            self._to_controllers("update", obj, None)
             return
         if kind == "Node":
             old = self.nodes.get(str(meta.get("name")))
@@ -135,6 +134,8 @@ class ObjectIntake:
         if kind not in intake.CLUSTER_SCOPED:
             meta["namespace"] = meta.get("namespace") or "default"
         self.put(kind, obj, added=False)
+        if run.controllers is not None:
+            run.controllers.object_put(obj)
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         run = self.run
@@ -143,7 +144,8 @@ class ObjectIntake:
             run._delete_pod(f"{namespace}/{name}", DELETED)
             return
         if kind in _WORKLOAD:
-            run.controllers.apply("delete", kind, namespace, name, None, None)
+            if run.controllers is not None:  # none made: the workload never had one of these kinds to delete
+                run.controllers.apply("delete", kind, namespace, name, None, None)
             return
         if kind == "Node":
             self._remove_node(name)
@@ -155,8 +157,17 @@ class ObjectIntake:
         if gone is None:
             return
         run.loop.handle("DELETED", kind, gone)
+        if run.controllers is not None:
+            run.controllers.object_deleted(kind, name)
         if kind == "PersistentVolumeClaim":
             release_volume_of(run, gone)
+
+    def _to_controllers(self, action: str, obj: Obj, run_for: float | None) -> None:
+        controllers = self.run.controllers
+        assert controllers is not None, "the engine makes the controllers when its workload holds a workload kind"
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name"))
+        controllers.apply(action, str(obj.get("kind")), meta.get("namespace") or "default", name, obj, run_for)
 
     # --- other kinds ----------------------------------------------------------------------------
     def put(self, kind: str, obj: Obj, *, added: bool = True) -> None:

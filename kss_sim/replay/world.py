@@ -15,10 +15,19 @@ act through its :class:`Engine` verbs:
   ``runFor`` of the object at the top of its chain of controllers (a Deployment's, a CronJob's);
 - a pod a controller deletes (or the garbage collector) is deleted in the engine and from the store at once (a
   Job's pod once its controller takes the tracking finalizer off);
+- a claim a controller creates (a StatefulSet's) reaches the engine as a created claim, before the pods that mount
+  it; one the store deletes (the set's retention policy, through the garbage collector) is deleted there;
 - what the engine does to a pod the controllers see: a binding makes it Running and Ready (the replay's pods start
   at once); a pod that ran its time Succeeds; one deleted, preempted or evicted is deleted;
-- pods that reach the engine otherwise (a start snapshot's, an event's) are created in the store as they are (uids
-  and owner references kept), so their controllers count or adopt them as upstream's ``ClaimPods`` does.
+- pods that reach the engine otherwise (a start snapshot's, an event's) are created in the store as they are, so
+  their controllers count or adopt them as upstream's ``ClaimPods`` does; the store gives every object a uid of its
+  own, so what names an owner by the uid it came with (owner references, a Job's generated selector labels) is
+  made to name it by the store's. A workload object keeps the status it came with (a snapshot's Job goes on from
+  its counted completions);
+- PriorityClasses are held as the engine holds them: the API's admission of a pod reads them.
+
+The controllers' timers never hold the run: it ends when the workload is done (docs/architecture.md, "The replay's
+object world", says why).
 
 Names and uids the store gives (``generateName``, every new object's uid) are drawn from a Random seeded with the
 run's seed (``uids.drawn_from``): the same workload, the same names. Objects the API would refuse are refused before
@@ -40,7 +49,6 @@ from kss_sim.cluster.admission import uids
 from kss_sim.cluster.errors import ApiError, NotFound
 from kss_sim.cluster.storage.change_log import ADDED, DELETED
 from kss_sim.cluster.storage.store import ClusterStore
-from kss_sim.controllers.cronjob import CronJobController
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
 from kss_sim.controllers.owned import controller_ref, key_of, meta
@@ -55,13 +63,13 @@ Key = tuple[str, str]  # (namespace, name)
 
 KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
 _MANAGER = "kss-replay"
+# Kinds besides nodes the store holds as the engine does: those the API's admission of a pod reads (cluster-scoped).
+ADMISSION_KINDS = frozenset(("PriorityClass",))
+JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 
 
 class Engine(Protocol):
-    """What the controllers ask of the replay engine (``kss_sim/replay/engine.py``'s ``Replay`` offers it). An
-    engine may also offer ``create_object(obj) -> bool`` (an object such as a StatefulSet's claim, created as a
-    create event would; False when one of that kind and name exists) and ``delete_object(kind, namespace, name)``;
-    the replay's own StatefulSet controller uses them when they are there."""
+    """What the controllers ask of the replay engine (``kss_sim/replay/engine.py``'s ``Replay`` offers it)."""
 
     @property
     def now(self) -> float: ...
@@ -74,6 +82,15 @@ class Engine(Protocol):
 
     def node_objects(self) -> list[Obj]: ...
 
+    def create_object(self, obj: Obj) -> bool:
+        """An object a controller made that scheduling reads (a StatefulSet's claim), created as a create event's
+        would be; False, and nothing done, when one of that kind and name exists."""
+        ...
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """Such an object deleted (a StatefulSet's claim under its retention policy), as a delete event deletes."""
+        ...
+
 
 def check_workload_object(obj: Obj) -> list[str]:
     """What keeps a workload object from running in a replay, each as ``path: message`` (empty: it runs): the kind,
@@ -81,7 +98,7 @@ def check_workload_object(obj: Obj) -> list[str]:
     kind = obj.get("kind")
     if kind not in KINDS:
         return [f"kind: {kind!r} is not a workload kind ({', '.join(sorted(KINDS))})"]
-    body = copy.deepcopy(obj)
+    body = _without_job_uid(copy.deepcopy(obj))
     body.setdefault("metadata", {}).setdefault("namespace", "default")
     try:
         ClusterStore(None).create(str(kind), body)
@@ -91,6 +108,24 @@ def check_workload_object(obj: Obj) -> list[str]:
             f"{c.get('field')}: {c.get('message')}" if c.get("field") else str(c.get("message")) for c in causes
         ] or [exc.message]
     return []
+
+
+def _without_job_uid(obj: Obj) -> Obj:
+    """A Job that names its uid (a snapshot's) in the selector and labels the API generated from it loses them: the
+    store gives every object a uid of its own and generates them anew from it (as ``kss import`` does)."""
+    uid = meta(obj).get("uid")
+    spec = obj.get("spec")
+    if obj.get("kind") != "Job" or not uid or not isinstance(spec, dict) or spec.get("manualSelector"):
+        return obj
+    template_meta = (spec.get("template") or {}).get("metadata") or {}
+    selector = spec.get("selector") or {}
+    for labels in (meta(obj).get("labels"), template_meta.get("labels"), selector.get("matchLabels")):
+        for label in JOB_UID_LABELS:
+            if isinstance(labels, dict) and labels.get(label) == uid:
+                del labels[label]
+    if "selector" in spec and not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        del spec["selector"]
+    return obj
 
 
 class LiveControllers:
@@ -110,11 +145,15 @@ class LiveControllers:
         self._engine_pods: set[Key] = set()  # pods the engine holds, as the store knows them
         self._created: dict[Key, None] = {}  # pods the controllers made, for the engine, in creation order
         self._ending: dict[Key, None] = {}  # engine pods the store deletes (a controller, the garbage collector)
+        self._claims: dict[Key, bool] = {}  # claims the controllers made (True) or deleted (False), for the engine
         self._run_for: dict[str, float | None] = {}  # a workload object's uid -> its runFor
+        self._store_uid: dict[str, str] = {}  # the uid an object came with (a snapshot's) -> the one the store gave
+        self._without_uid: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of those that came with none
         self._settle_due = False
-        self._timers: set[tuple[float, bool]] = set()  # (virtual time, holds the run) of the timers asked for
+        self._timers: set[float] = set()  # virtual times of the wake-ups asked for
         self.pods_created = 0
         self.store.add_listener(self._on_pod, ("Pod",))
+        self.store.add_listener(self._on_claim, ("PersistentVolumeClaim",))
         with uids.drawn_from(self._rng):
             self._stepped.attach()
         for node in actions.node_objects():  # nodes the engine held before the first workload object
@@ -148,9 +187,15 @@ class LiveControllers:
         existing = self.store.get(kind, namespace, name)
         try:
             if existing is None:
-                body = copy.deepcopy(obj)
+                body = self._with_store_uids(_without_job_uid(copy.deepcopy(obj)))
                 body.setdefault("metadata", {})["namespace"] = namespace
-                stored = self.store.create(kind, body, manager=_MANAGER)
+                # A snapshot's object goes on from its status (a Job's counted completions, a set's revisions).
+                stored = self.store.create(kind, body, manager=_MANAGER, keep_status=True)
+                given = meta(obj).get("uid")
+                if given:
+                    self._store_uid[str(given)] = str(meta(stored).get("uid"))
+                else:
+                    self._without_uid.add((kind, namespace, name))
             else:
                 body = copy.deepcopy(existing)
                 new_meta = obj.get("metadata") or {}
@@ -160,6 +205,8 @@ class LiveControllers:
                     else:
                         body["metadata"].pop(field, None)
                 body["spec"] = copy.deepcopy(obj.get("spec") or {})
+                if kind == "Job":
+                    self._keep_generated_selector(body["spec"], existing["spec"])
                 stored = self.store.update(kind, body, manager=_MANAGER)
         except ApiError as exc:
             raise WorkloadError([f"{kind} {namespace}/{name}: {exc.message}"]) from exc
@@ -170,7 +217,7 @@ class LiveControllers:
         it as it is, so its controller counts it or an owner adopts it. Finished or deleting pods count for none."""
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or meta(pod).get("deletionTimestamp"):
             return
-        body = copy.deepcopy(pod)
+        body = self._with_store_uids(copy.deepcopy(pod))
         body["metadata"].pop("resourceVersion", None)
         key = key_of(body)
         self._engine_pods.add(key)
@@ -238,6 +285,33 @@ class LiveControllers:
 
     node_updated = node_added
 
+    def object_put(self, obj: Obj) -> None:
+        """An object of another kind came or changed: the store holds those its admission reads (a PriorityClass:
+        a pod naming one the store does not know is refused, a controller's as well as a snapshot's)."""
+        kind = str(obj.get("kind"))
+        if kind not in ADMISSION_KINDS:
+            return
+        name = str(meta(obj).get("name"))
+        body = copy.deepcopy(obj)
+        for field in ("resourceVersion", "uid"):
+            body["metadata"].pop(field, None)
+        with uids.drawn_from(self._rng):
+            try:
+                existing = self.store.get(kind, None, name)
+                if existing is None:
+                    self.store.create(kind, body, manager=_MANAGER)
+                else:
+                    body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+                    self.store.update(kind, body, manager=_MANAGER)
+            except ApiError as exc:
+                log.warning("%s %s: not seen by the workload controllers: %s", kind, name, exc.message)
+
+    def object_deleted(self, kind: str, name: str) -> None:
+        """An object of another kind went (the store forgets those it holds)."""
+        if kind in ADMISSION_KINDS:
+            with uids.drawn_from(self._rng), contextlib.suppress(NotFound):
+                self.store.delete(kind, None, name)
+
     def node_removed(self, name: str) -> None:
         """A node went (the engine deletes its pods, as PodGC does)."""
         with uids.drawn_from(self._rng):
@@ -246,6 +320,48 @@ class LiveControllers:
             except NotFound:
                 return
         self._wake()
+
+    def _with_store_uids(self, obj: Obj) -> Obj:
+        """``obj`` naming its owners by the uids the store gave them (the owner references of a snapshot's pods and
+        ReplicaSets, a Job's pods' uid labels): the store gives every object a uid of its own, and the garbage
+        collector deletes what names an owner that is not there. An owner that came without a uid (hand-written) is
+        named by kind and name."""
+        namespace = str(meta(obj).get("namespace") or "default")
+        for ref in meta(obj).get("ownerReferences") or []:
+            uid = self._store_uid.get(str(ref.get("uid")))
+            if uid is None and (str(ref.get("kind")), namespace, str(ref.get("name"))) in self._without_uid:
+                owner = self.store.get(str(ref.get("kind")), namespace, str(ref.get("name")))
+                uid = str(meta(owner).get("uid")) if owner is not None else None
+            if uid is not None:
+                ref["uid"] = uid
+        if obj.get("kind") == "Pod":
+            self._store_uid_labels(meta(obj).get("labels"))
+        return obj
+
+    def _keep_generated_selector(self, spec: Obj, stored: Obj) -> None:
+        """A Job's update keeps the selector and template labels the API generated at its create, as ``kubectl
+        apply`` keeps fields it did not set (both are immutable: written without them, or naming the uid a
+        snapshot's Job came with, the update would be refused)."""
+        if spec.get("manualSelector"):
+            return
+        template = spec.setdefault("template", {})
+        labels = template.setdefault("metadata", {}).setdefault("labels", {})
+        self._store_uid_labels(labels)
+        self._store_uid_labels((spec.get("selector") or {}).get("matchLabels"))
+        stored_labels = ((stored.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        for label in (*JOB_UID_LABELS, "job-name", "batch.kubernetes.io/job-name"):
+            if label in stored_labels:
+                labels.setdefault(label, stored_labels[label])
+        if "selector" in stored:
+            spec.setdefault("selector", copy.deepcopy(stored["selector"]))
+
+    def _store_uid_labels(self, labels: object) -> None:
+        """A Job's uid labels (``controller-uid``) naming it by the uid the store gave it."""
+        if isinstance(labels, dict):
+            for label in JOB_UID_LABELS:
+                uid = self._store_uid.get(str(labels.get(label)))
+                if uid is not None:
+                    labels[label] = uid
 
     # --- reading ------------------------------------------------------------------------------------------------
     def objects(self) -> list[Obj]:
@@ -266,6 +382,14 @@ class LiveControllers:
                 self._ending[key] = None
         elif event_type == ADDED and controller_ref(pod) is not None:
             self._created[key] = None
+
+    def _on_claim(self, event_type: str, kind: str, claim: Obj) -> None:
+        # Only the controllers write claims to the store (the engine keeps its own): a StatefulSet's, or the garbage
+        # collector's delete of one under its retention policy. Noted, handed over after the settle.
+        if event_type in (ADDED, DELETED):
+            key = key_of(claim)
+            self._claims.pop(key, None)  # the latest write last, in the order of the writes
+            self._claims[key] = event_type == ADDED
 
     def _running(self, key: Key) -> None:
         """The pod's status as a started pod's: Running, Ready since now (what availability counts from)."""
@@ -316,12 +440,20 @@ class LiveControllers:
             while True:
                 if not self._stepped.settle():
                     log.warning("the workload controllers did not settle at %gs", self._actions.now)
-                if not self._created and not self._ending:
+                if not self._created and not self._ending and not self._claims:
                     break
                 self._hand_over()
         self._ask_timers()
 
     def _hand_over(self) -> None:
+        # Claims first: the pods that mount them reach the scheduler with their claims there.
+        claims, self._claims = list(self._claims.items()), {}
+        for key, made in claims:
+            claim = self.store.get("PersistentVolumeClaim", *key) if made else None
+            if claim is not None:
+                self._actions.create_object(claim)
+            elif not made:
+                self._actions.delete_object("PersistentVolumeClaim", *key)
         ending, self._ending = list(self._ending), {}
         for key in ending:
             self._engine_pods.discard(key)
@@ -340,18 +472,15 @@ class LiveControllers:
             self._actions.create_pod(pod, run_for=self._run_for_of(pod), owner=owner)
 
     def _ask_timers(self) -> None:
-        """A wake-up at each controller's next timer. Neither a CronJob's schedule (it never ends) nor the retry of
-        a reconcile that failed (one the API keeps refusing would retry for ever) holds the run."""
-        for loop in self._loops:
-            holding = None if isinstance(loop, CronJobController) else loop.next_due(retries=False)
-            for due, holds in ((holding, True), (loop.next_due(), False)):
-                if due is None or (not holds and holding is not None and holding <= due):
-                    continue
-                timer = (max(self._virtual(due), float(self._actions.now)), holds)
-                if timer not in self._timers:
-                    self._timers.add(timer)
-                    self._actions.call_at(timer[0], functools.partial(self._timer_fired, timer), holds_run=holds)
+        """A wake-up at the controllers' next timer, which never holds the run (module docstring: when a run ends)."""
+        due = self._stepped.next_due()
+        if due is None:
+            return
+        at = max(self._virtual(due), float(self._actions.now))
+        if at not in self._timers:
+            self._timers.add(at)
+            self._actions.call_at(at, functools.partial(self._timer_fired, at), holds_run=False)
 
-    def _timer_fired(self, timer: tuple[float, bool]) -> None:
-        self._timers.discard(timer)
+    def _timer_fired(self, at: float) -> None:
+        self._timers.discard(at)
         self._wake()

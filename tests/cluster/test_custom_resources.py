@@ -447,3 +447,31 @@ async def test_every_served_version_reads_and_writes_the_same_objects(client: ht
     listed = (await client.get(beta_rays)).json()
     assert listed["apiVersion"] == "ray.example.com/v1beta1"
     assert [i["apiVersion"] for i in listed["items"]] == ["ray.example.com/v1beta1"]
+
+
+def test_a_kind_with_a_long_group_is_stored_on_every_backend(backend_url: str) -> None:
+    """A custom kind is stored under ``Kind.group``: a 59-character kind in a long group (kube allows a 253-character
+    DNS subdomain) must fit the database's kind column on PostgreSQL too, where column widths are enforced."""
+    from kss_sim.db import make_engine, upgrade_database
+
+    group = "scheduling-" + "x" * 40 + ".platform-team." + "y" * 60 + ".example.com"
+    kind = "K" + "a" * 58  # its listKind (kind + "List") is a DNS-1035 label too: at most 63
+    crd = copy.deepcopy(RAY_CRD)
+    crd["metadata"]["name"] = f"widgets.{group}"
+    crd["spec"]["group"] = group
+    crd["spec"]["names"] = {"kind": kind, "plural": "widgets"}
+    engine = make_engine(backend_url)
+    upgrade_database(engine)
+    try:
+        store = ClusterStore.open(engine)
+        store.create("CustomResourceDefinition", crd)
+        key = f"{kind}.{group}"
+        assert len(key) > 63
+        body = _ray("w1")
+        body["apiVersion"], body["kind"] = f"{group}/v1", kind
+        store.create(key, body, "default")
+        store.flush()
+        reopened = ClusterStore.open(make_engine(backend_url))
+        assert reopened.get(key, "default", "w1") is not None
+    finally:
+        engine.dispose()

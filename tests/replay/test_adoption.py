@@ -17,6 +17,8 @@ import httpx
 import pytest
 import yaml
 
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.statefulset_pods import revision_name
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.model import DELETED, RUNNING
@@ -159,11 +161,11 @@ def test_orphans_are_adopted_by_selector_and_statefulsets_only_take_their_ordina
                                            "template": _template("front")})  # fmt: skip
     sts = _workload("StatefulSet", "db", {"replicas": 2, "serviceName": "db", "template": _template("db"),
                                           "selector": {"matchLabels": {"app": "db"}}})  # fmt: skip
-    # The snapshot says its pods are at the set's revision (another cluster names revisions its own way): db-0 is
-    # kept, not rolled. A pod without the revision label would be replaced, as upstream's RollingUpdate does.
-    sts["status"] = {"currentRevision": "db-7d9f", "updateRevision": "db-7d9f"}
+    # db-0 is at the set's revision (its name the hash of the template as the API stores it): kept, not rolled. A
+    # pod at another revision, or without the label, is replaced, as upstream's RollingUpdate does.
+    revision = revision_name(ClusterStore(None).create("StatefulSet", copy.deepcopy(sts)))
     db0 = _pod("db-0", "db", "n1")
-    db0["metadata"]["labels"]["controller-revision-hash"] = "db-7d9f"
+    db0["metadata"]["labels"]["controller-revision-hash"] = revision
     start = [
         _node("n1"),
         _pod("front-aaaaa", "front", "n1"),
@@ -373,3 +375,45 @@ def test_a_mirrored_deployment_without_owner_references_adopts_its_replicaset_an
     assert sizes.pop("web-5d8c9") == 0, "the rollout scaled the adopted ReplicaSet down"
     assert list(sizes.values()) == [2], "and one new ReplicaSet up"
     assert {r.outcome for r in result.pods if r.arrival == 0.0} == {DELETED}
+
+
+def test_a_pod_naming_its_owner_by_a_uid_the_hand_written_owner_lacks_is_the_owners_by_kind_and_name() -> None:
+    """The replay's store gives the ReplicaSet a uid of its own; the pod naming it by another uid stays its own (the
+    garbage collector would delete a pod whose owner's uid is not there)."""
+    rs = _workload("ReplicaSet", "front", {"replicas": 2, "selector": {"matchLabels": {"app": "front"}},
+                                           "template": _template("front")})  # fmt: skip
+    pod = _pod("front-aaaaa", "front", "n1")
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "front", "uid": "written-by-hand", "controller": True}
+    pod["metadata"]["ownerReferences"] = [ref]
+    run = _replay([_node("n1"), pod, rs])
+    result = run.run()
+    assert (result.pods[0].key, result.pods[0].outcome) == (f"{NS}/front-aaaaa", RUNNING)
+    assert len(result.pods) == 2 and all(r.outcome == RUNNING for r in result.pods)
+
+
+def test_a_snapshot_jobs_update_naming_the_uid_it_came_with_applies_to_it() -> None:
+    """The snapshot's Job names its generated selector by its uid there; the replay's store gives it another, and its
+    pod and a later update naming the old one still refer to it."""
+    spec: Obj = {"completions": 4, "parallelism": 1, "template": _template("j"),
+                 "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-j"}}}  # fmt: skip
+    spec["template"]["spec"]["restartPolicy"] = "Never"
+    generated = {"batch.kubernetes.io/controller-uid": "u-j", "controller-uid": "u-j",
+                 "batch.kubernetes.io/job-name": "j", "job-name": "j"}  # fmt: skip
+    spec["template"]["metadata"]["labels"].update(generated)
+    job = _workload("Job", "j", spec)
+    job["metadata"]["uid"] = "u-j"
+    pod = _pod("j-aaaaa", "j", "n1")
+    pod["metadata"]["labels"].update(generated)
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u-j", "controller": True}
+    ]
+    wider = copy.deepcopy(job)
+    wider["spec"]["parallelism"] = 2
+    run = _replay([_node("n1"), pod, job], [{"at": "10m", "update": wider}])
+    result = run.run()
+    first = result.pods[0]
+    assert (first.key, first.arrival, first.outcome) == (f"{NS}/j-aaaaa", 0.0, RUNNING)
+    assert [r.arrival for r in result.pods] == [0.0, 600.0]
+    assert run.controllers is not None
+    stored = run.controllers.get("Job", NS, "j")
+    assert stored is not None and stored["spec"]["parallelism"] == 2 and stored["metadata"]["uid"] != "u-j"

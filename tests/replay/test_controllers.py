@@ -1,10 +1,12 @@
-"""The workload controllers of a replay (app/replay/controllers): unit tests over a small stand-in engine (a heap of
-timers, pods bound by hand or to the emptiest node), then end-to-end runs through ``Replay``."""
+"""The workload controllers in a replay (``kss serve``'s own, through kss_sim/replay/world.py): unit tests over a small
+stand-in engine (a heap of timers, pods bound by hand or to the emptiest node), then end-to-end runs through
+``Replay``."""
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -12,24 +14,26 @@ from typing import Any
 import pytest
 
 from kss_sim.kube.objects import Obj
-from kss_sim.replay.controllers import WorkloadControllers, check_workload_object
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.model import DELETED, SUCCEEDED
 from kss_sim.replay.workload import WorkloadError, parse_workload
+from kss_sim.replay.world import LiveControllers, check_workload_object
 
 EPOCH = datetime(2025, 3, 1, 0, 0, 0, tzinfo=UTC)  # on the hour: cron times are round virtual seconds
 
 
 # --- a stand-in engine ---------------------------------------------------------------------------------------
 class FakeEngine:
-    """ReplayActions with a timer heap; pods bind at once to the node with fewest pods (``auto_bind``, at most
+    """world.Engine with a timer heap; pods bind at once to the node with fewest pods (``auto_bind``, at most
     ``capacity`` per node, DaemonSet pods to their node) or when a test calls ``bind``; a bound pod with runFor
-    succeeds after it. ``log`` records (time, what, pod name)."""
+    succeeds after it. ``log`` records (time, what, pod name); ``claims`` the claims the controllers made."""
 
-    def __init__(self, nodes: list[str], *, auto_bind: bool = True, capacity: int = 100) -> None:
+    def __init__(self, nodes: list[str], *, auto_bind: bool = True, capacity: int = 100, seed: int = 0) -> None:
         self._now = 0.0
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._holding: set[int] = set()
         self._seq = itertools.count()
+        self.claims: dict[str, Obj] = {}
         self.nodes: dict[str, Obj] = {n: node(n) for n in nodes}
         self.pods: dict[str, Obj] = {}  # name -> pod (the namespace is always default here)
         self.owner_of: dict[str, str] = {}
@@ -38,10 +42,10 @@ class FakeEngine:
         self.auto_bind = auto_bind
         self.capacity = capacity
         self.log: list[tuple[float, str, str]] = []
-        self.controllers = WorkloadControllers(self, EPOCH)
         self.max_live = 0
+        self.controllers = LiveControllers(self, EPOCH, seed=seed)
 
-    # ReplayActions
+    # world.Engine
     @property
     def now(self) -> float:
         return self._now
@@ -61,10 +65,25 @@ class FakeEngine:
         self._gone(name, succeeded=False, what="delete")
 
     def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
-        heapq.heappush(self._timers, (max(at, self._now), next(self._seq), callback))
+        seq = next(self._seq)
+        if holds_run:
+            self._holding.add(seq)
+        heapq.heappush(self._timers, (max(at, self._now), seq, callback))
 
     def node_objects(self) -> list[Obj]:
         return list(self.nodes.values())
+
+    def create_object(self, obj: Obj) -> bool:
+        name = obj["metadata"]["name"]
+        if name in self.claims:
+            return False
+        self.claims[name] = obj
+        self.log.append((self._now, "create-claim", name))
+        return True
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        if self.claims.pop(name, None) is not None:
+            self.log.append((self._now, "delete-claim", name))
 
     # the engine's side
     def apply(self, action: str, obj: Obj, run_for: float | None = None) -> None:
@@ -112,8 +131,10 @@ class FakeEngine:
         self.controllers.node_added(obj)
 
     def run(self, until: float = float("inf")) -> None:
-        while self._timers and self._timers[0][0] <= until:
-            at, _, callback = heapq.heappop(self._timers)
+        """Up to ``until``; without one, as the engine: until only timers that do not hold the run are left."""
+        while self._timers and self._timers[0][0] <= until and (until != float("inf") or self._holding):
+            at, seq, callback = heapq.heappop(self._timers)
+            self._holding.discard(seq)
             self._now = at
             callback()
         if until != float("inf"):
@@ -362,13 +383,27 @@ def test_statefulset_parallel_creates_all_at_once_and_rolls_updates_from_the_top
     assert status is not None and status["status"]["currentRevision"] == status["status"]["updateRevision"]
 
 
-def test_statefulset_claim_templates_without_create_object_leave_the_volumes_out() -> None:
-    engine = FakeEngine(["n1"])
-    sts = statefulset("db", 1)
-    sts["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {"resources": {}}}]
+def test_statefulset_claims_reach_the_engine_before_each_pod_and_go_with_the_set_when_it_says_so() -> None:
+    engine = FakeEngine(["n1"], auto_bind=False)
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                    "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+    sts = statefulset("db", 2, volumeClaimTemplates=[claim], podManagementPolicy="Parallel",
+                      persistentVolumeClaimRetentionPolicy={"whenDeleted": "Delete"})  # fmt: skip
     engine.apply("create", sts)
     engine.run()
-    assert "volumes" not in engine.pods["db-0"]["spec"]
+    made = [(what, name) for _, what, name in engine.log if what in ("create", "create-claim")]
+    assert made == [
+        ("create-claim", "data-db-0"),
+        ("create-claim", "data-db-1"),
+        ("create", "db-0"),
+        ("create", "db-1"),
+    ]
+    volumes = engine.pods["db-0"]["spec"]["volumes"]
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}} in volumes
+    assert engine.claims["data-db-0"]["metadata"]["labels"] == {"app": "db"}
+    engine.apply("delete", sts)
+    engine.run()
+    assert engine.claims == {} and engine.pods == {}
 
 
 # --- DaemonSet -----------------------------------------------------------------------------------------------
@@ -435,7 +470,8 @@ def test_daemonset_rolling_update_replaces_one_node_at_a_time() -> None:
 
 def test_daemonset_node_selector_limits_nodes() -> None:
     engine = FakeEngine([])
-    engine.nodes = {"a": node("a", labels={"role": "edge"}), "b": node("b")}
+    engine.add_node(node("a", labels={"role": "edge"}))
+    engine.add_node(node("b"))
     engine.apply("create", daemonset("edge", nodeSelector={"role": "edge"}))
     engine.run()
     assert list(engine.node_of.values()) == ["a"]
@@ -454,7 +490,7 @@ def test_job_runs_completions_in_waves_of_parallelism() -> None:
     status = engine.controllers.get("Job", "default", "batch")
     assert status is not None
     assert status["status"]["succeeded"] == 4
-    assert status["status"]["conditions"][0]["type"] == "Complete"
+    assert [c["type"] for c in status["status"]["conditions"]] == ["SuccessCriteriaMet", "Complete"]
     assert status["status"]["completionTime"] == "2025-03-01T00:20:00Z"
     name = engine.events("create")[0][1]
     assert name.startswith("batch-") and len(name) == len("batch-") + 5
@@ -477,7 +513,7 @@ def test_indexed_job_pods_carry_their_index() -> None:
     # index 1 fails: it alone is made again, after the 10 s pod-failure backoff
     one = next(n for n in engine.names() if n.startswith("idx-1-"))
     engine._gone(one, succeeded=False, what="delete")
-    engine.run()
+    engine.run(until=60.0)  # the backoff does not hold a run: it fires while the run goes on
     assert [t for t, _ in engine.events("create")] == [0.0, 0.0, 0.0, 10.0]
     assert engine.events("create")[-1][1].startswith("idx-1-")
 
@@ -486,9 +522,9 @@ def test_job_backoff_doubles_and_the_limit_fails_the_job() -> None:
     engine = FakeEngine(["n1"], auto_bind=False)
     engine.apply("create", job("flaky", backoffLimit=2))
     engine.run()
-    for _ in range(3):
+    for until in (10.0, 30.0, 100.0):  # each pod fails as soon as it is made
         engine._gone(engine.names()[0], succeeded=False, what="delete")
-        engine.run()
+        engine.run(until=until)  # the backoff does not hold a run: it fires while the run goes on
     assert [t for t, _ in engine.events("create")] == [0.0, 10.0, 30.0]
     status = engine.controllers.get("Job", "default", "flaky")
     assert status is not None
@@ -516,11 +552,12 @@ def cronjob(name: str, schedule: str, **spec: Any) -> Obj:
 
 
 def test_cronjob_makes_its_jobs_at_the_schedule_times() -> None:
+    # Each 100 ms after its time: the controller looks again then (upstream's nextScheduleTimeDuration).
     engine = FakeEngine(["n1"])
     engine.apply("create", cronjob("tick", "*/10 * * * *"), run_for=60.0)
-    engine.run(until=3000.0)
+    engine.run(until=3000.1)
     times = [t for t, _ in engine.events("create")]
-    assert times == [600.0, 1200.0, 1800.0, 2400.0, 3000.0]
+    assert times == [600.1, 1200.1, 1800.1, 2400.1, 3000.1]
     minutes = int(EPOCH.timestamp()) // 60
     owners = sorted(set(engine.owner_of.values()))
     assert owners == [f"Job/default/tick-{minutes + m}" for m in (10, 20, 30, 40, 50)]
@@ -535,31 +572,34 @@ def test_cronjob_makes_its_jobs_at_the_schedule_times() -> None:
 def test_cronjob_forbid_starts_a_missed_time_when_the_running_job_ends() -> None:
     engine = FakeEngine(["n1"])
     engine.apply("create", cronjob("long", "*/10 * * * *", concurrencyPolicy="Forbid"), run_for=900.0)
-    engine.run(until=2400.0)
+    engine.run(until=2400.2)
     # 600: starts (runs to 1500); 1200: forbidden; 1500: the 1200 run starts late (runs to 2400); 1800 forbidden
-    assert [t for t, _ in engine.events("create")] == [600.0, 1500.0, 2400.0]
+    assert [t for t, _ in engine.events("create")] == [600.1, 1500.1, 2400.1]
 
 
 def test_cronjob_replace_deletes_the_running_job() -> None:
     engine = FakeEngine(["n1"])
     engine.apply("create", cronjob("swap", "*/10 * * * *", concurrencyPolicy="Replace"), run_for=900.0)
-    engine.run(until=1200.0)
-    assert [t for t, _ in engine.events("create")] == [600.0, 1200.0]
-    assert [t for t, _ in engine.events("delete")] == [1200.0]
+    engine.run(until=1200.1)
+    assert [t for t, _ in engine.events("create")] == [600.1, 1200.1]
+    assert [t for t, _ in engine.events("delete")] == [1200.1]
 
 
 # --- bad input ---------------------------------------------------------------------------------------------
 def test_bad_workload_objects_are_named_with_their_problem() -> None:
     assert check_workload_object(deployment("ok", 1)) == []
-    no_template = workload_obj("Deployment", "x", {"replicas": 1})
-    assert check_workload_object(no_template) == ["spec.template.spec: Required value: a pod template"]
+    no_template = workload_obj("Deployment", "x", {"replicas": 1})  # the API's own messages
+    assert check_workload_object(no_template) == [
+        "spec.selector: Required value",
+        "spec.template.spec.containers: Required value",
+    ]
     bad = cronjob("c", "every tuesday")
     problems = check_workload_object(bad)
-    assert len(problems) == 1 and problems[0].startswith("spec.schedule: Invalid value: 'every tuesday'")
+    assert len(problems) == 1 and problems[0].startswith('spec.schedule: Invalid value: "every tuesday"')
     engine = FakeEngine(["n1"])
     with pytest.raises(WorkloadError) as info:
         engine.apply("create", bad)
-    assert info.value.problems[0].startswith("CronJob default/c: spec.schedule")
+    assert info.value.problems[0].startswith('CronJob default/c: CronJob.batch "c" is invalid: spec.schedule')
     assert engine.controllers.objects() == []
 
 
@@ -580,16 +620,14 @@ def _replay(events: list[Obj], *, start: list[Obj] | None = None, until: float |
         "metadata": {"name": "t"},
         "spec": {"epoch": "2025-03-01T00:00:00Z", "start": start or [], "events": events},
     }
-    import json
-
     return Replay(parse_workload(json.dumps(doc)), until=until)
 
 
 def test_replay_refuses_a_bad_workload_object_before_running() -> None:
     with pytest.raises(WorkloadError) as info:
         _replay([{"at": 0, "create": node("n1")}, {"at": "5m", "create": cronjob("c", "@sometimes")}])
-    assert info.value.problems == [
-        "spec.events[1].create: spec.schedule: Invalid value: '@sometimes': unrecognized descriptor: @sometimes"
+    assert info.value.problems == [  # the API's own validation, as kube-apiserver words it
+        'spec.events[1].create: spec.schedule: Invalid value: "@sometimes": unrecognized descriptor: @sometimes'
     ]
 
 
@@ -638,20 +676,22 @@ def test_replay_daemonset_covers_a_node_added_later() -> None:
 
 
 def test_replay_cronjob_every_ten_minutes_makes_its_jobs_on_time() -> None:
-    run = _replay([{"at": 0, "create": cronjob("tick", "*/10 * * * *"), "runFor": "1m"}], until=3600.0)
+    # The controller looks again 100 ms after each schedule time (upstream's nextScheduleTimeDuration), so a Job
+    # is made then.
+    run = _replay([{"at": 0, "create": cronjob("tick", "*/10 * * * *"), "runFor": "1m"}], until=3600.1)
     run.workload.start.append(_node_doc("n1"))
     result = run.run()
-    assert [r.arrival for r in result.pods] == [600.0 * k for k in range(1, 7)]
+    assert [r.arrival for r in result.pods] == [600.0 * k + 0.1 for k in range(1, 7)]
     assert all(r.bound_at == r.arrival for r in result.pods)
-    assert [r.finished_at for r in result.pods[:-1]] == [600.0 * k + 60.0 for k in range(1, 6)]
-    assert result.pods[-1].outcome == "running"  # made at 3600, the run ends there
+    assert [r.finished_at for r in result.pods[:-1]] == [600.0 * k + 60.1 for k in range(1, 6)]
+    assert result.pods[-1].outcome == "running"  # made at 3600.1, the run ends there
     minutes = int(EPOCH.timestamp()) // 60
     assert [r.owner for r in result.pods] == [f"Job/default/tick-{minutes + 10 * k}" for k in range(1, 7)]
 
 
 def test_replay_without_until_ends_when_only_a_cronjobs_schedule_is_left() -> None:
     # A CronJob would make Jobs forever: its schedule does not hold the run, the workload's last event and the
-    # pods it started do (the Job made at 600 s runs until 660 s, the event at 700 s is the last).
+    # pods it started do (the Job made at 600.1 s runs until 660.1 s, the event at 700 s is the last).
     run = _replay(
         [
             {"at": 0, "create": cronjob("tick", "*/10 * * * *"), "runFor": "1m"},
@@ -660,6 +700,44 @@ def test_replay_without_until_ends_when_only_a_cronjobs_schedule_is_left() -> No
     )
     run.workload.start.append(_node_doc("n1"))
     result = run.run()
-    assert [r.arrival for r in result.pods] == [600.0]
-    assert result.pods[0].finished_at == 660.0
+    assert [r.arrival for r in result.pods] == [600.1]
+    assert result.pods[0].finished_at == 660.1
     assert result.virtual_seconds == 700.0
+
+
+def test_replay_with_workload_objects_is_the_same_for_the_same_seed_and_names_differ_for_another() -> None:
+    def records(seed: int) -> list[tuple[str, str, str, float, float | None, float | None, str]]:
+        events = [
+            {"at": 0, "create": deployment("web", 3)},
+            {"at": 0, "create": job("batch", completions=4, parallelism=2), "runFor": "10m"},
+            {"at": "15m", "delete": {"kind": "Node", "name": "n2"}},
+        ]
+        doc = {
+            "apiVersion": "kss.sigs.k8s.io/v1alpha1",
+            "kind": "TimedWorkload",
+            "metadata": {"name": "t"},
+            "spec": {"epoch": "2025-03-01T00:00:00Z", "start": [_node_doc("n1"), _node_doc("n2")], "events": events},
+        }
+        result = Replay(parse_workload(json.dumps(doc)), seed=seed).run()
+        return [(r.key, r.uid, r.owner, r.arrival, r.bound_at, r.finished_at, r.node) for r in result.pods]
+
+    first = records(7)
+    assert len(first) > 3 + 4  # and the pods of n2 made again at 15 min
+    assert records(7) == first
+    other = records(8)
+    assert [r[0] for r in other] != [r[0] for r in first]  # generated names drawn from another seed
+    assert len(other) == len(first)
+
+
+def test_replay_job_update_keeps_what_the_api_generated_and_takes_the_new_parallelism() -> None:
+    # The update is written as the create was, without the selector and labels the API generated at the create
+    # (immutable, so they are kept, as kubectl apply keeps them).
+    events = [
+        {"at": 0, "create": job("batch", completions=4, parallelism=1)},
+        {"at": "10m", "update": job("batch", completions=4, parallelism=2)},
+    ]
+    run = _replay(events, start=[_node_doc("n1")])
+    result = run.run()
+    assert [r.arrival for r in result.pods] == [0.0, 600.0]
+    assert run.controllers is not None
+    assert run.controllers.get("Job", "default", "batch")["spec"]["parallelism"] == 2

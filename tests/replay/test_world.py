@@ -1,26 +1,28 @@
 """``kss serve``'s workload controllers in a replay (kss_sim/replay/world.py): over an in-memory store, on the stand-in
-engine's virtual clock, pods handed to and from the engine."""
+engine's virtual clock (test_controllers' ``FakeEngine``), pods handed to and from the engine; seeded names, run
+times, adoption, the API's refusals, and when a run ends."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from kss_sim.kube.objects import Obj
-from kss_sim.replay.world import LiveControllers, check_workload_object
-from tests.replay.test_controllers import EPOCH, FakeEngine, deployment, job, pod_template, statefulset, workload_obj
-
-
-class LiveEngine(FakeEngine):
-    """The stand-in engine of test_controllers with the live controllers instead of the replay's own."""
-
-    def __init__(self, nodes: list[str], *, seed: int = 0, **options: Any) -> None:
-        super().__init__(nodes, **options)
-        self.controllers = LiveControllers(self, EPOCH, seed=seed)  # type: ignore[assignment]
+from kss_sim.replay.model import DELETED
+from kss_sim.replay.world import check_workload_object
+from tests.replay.test_controllers import (
+    FakeEngine,
+    _node_doc,
+    _replay,
+    deployment,
+    job,
+    pod_template,
+    statefulset,
+    workload_obj,
+)
 
 
 def test_a_deployment_makes_owned_spread_pods_and_replaces_those_of_a_removed_node_at_once() -> None:
-    engine = LiveEngine(["n1", "n2", "n3"])
+    engine = FakeEngine(["n1", "n2", "n3"])
     engine.apply("create", deployment("web", 3))
     engine.run(until=59.0)
     names = engine.names()
@@ -40,7 +42,7 @@ def test_a_deployment_makes_owned_spread_pods_and_replaces_those_of_a_removed_no
 
 def test_the_same_seed_gives_the_same_names_and_another_seed_others() -> None:
     def names(seed: int) -> list[str]:
-        engine = LiveEngine(["n1"], seed=seed)
+        engine = FakeEngine(["n1"], seed=seed)
         engine.apply("create", deployment("web", 3))
         engine.run(until=1.0)
         return engine.names()
@@ -50,7 +52,7 @@ def test_the_same_seed_gives_the_same_names_and_another_seed_others() -> None:
 
 
 def test_a_job_runs_its_completions_in_waves_for_the_workloads_run_for_and_completes() -> None:
-    engine = LiveEngine(["n1"])
+    engine = FakeEngine(["n1"])
     engine.apply("create", job("batch", completions=4, parallelism=2), run_for=600.0)
     engine.run(until=1300.0)
     assert [t for t, _ in engine.events("create")] == [0.0, 0.0, 600.0, 600.0]
@@ -62,7 +64,7 @@ def test_a_job_runs_its_completions_in_waves_for_the_workloads_run_for_and_compl
 
 
 def test_a_templates_run_duration_annotation_is_the_pods_run_time() -> None:
-    engine = LiveEngine(["n1"])
+    engine = FakeEngine(["n1"])
     d = deployment("web", 1)
     d["spec"]["template"]["metadata"]["annotations"] = {"kss.sigs.k8s.io/run-duration": "90s"}
     engine.apply("create", d, run_for=600.0)
@@ -71,7 +73,7 @@ def test_a_templates_run_duration_annotation_is_the_pods_run_time() -> None:
 
 
 def test_an_orphan_that_arrived_first_is_adopted_and_counted() -> None:
-    engine = LiveEngine(["n1"])
+    engine = FakeEngine(["n1"])
     orphan: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -106,7 +108,7 @@ def test_objects_the_api_refuses_are_named_with_the_apis_own_messages() -> None:
     ]
 
 
-class TimerEngine(LiveEngine):
+class TimerEngine(FakeEngine):
     """Records every timer asked for a later time: (virtual time, whether it holds the run)."""
 
     def __init__(self, nodes: list[str]) -> None:
@@ -119,12 +121,33 @@ class TimerEngine(LiveEngine):
         super().call_at(at, callback, holds_run=holds_run)
 
 
-def test_a_jobs_deadline_holds_the_run_and_the_retries_of_a_reconcile_the_api_refuses_do_not() -> None:
+def test_no_controller_timer_holds_the_run_and_each_fires_while_the_run_goes_on() -> None:
     engine = TimerEngine(["n1"])
     sts = statefulset("db", 1)
     sts["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {"resources": {}}}]  # refused
     engine.apply("create", sts)
     engine.apply("create", job("batch", activeDeadlineSeconds=100))
-    engine.run(until=50.0)
-    assert {at for at, holds in engine.asked if holds} == {100.0}
-    assert any(at < 50 and not holds for at, holds in engine.asked)  # the StatefulSet's retries, backing off
+    engine.run(until=150.0)
+    assert engine.asked and not any(holds for _, holds in engine.asked)
+    assert 100.0 in {at for at, _ in engine.asked}  # the Job's deadline
+    assert any(at < 1 for at, _ in engine.asked)  # the StatefulSet's retries, backing off
+    assert [t for t, _ in engine.events("delete")] == [100.0]  # the deadline passed: the Job's pod deleted
+    status = engine.controllers.get("Job", "default", "batch")
+    assert status is not None and "DeadlineExceeded" in {c.get("reason") for c in status["status"]["conditions"]}
+
+
+def test_a_replay_ends_with_its_workload_not_at_a_controllers_next_timer() -> None:
+    # The Deployment's progress check is due 600 s after its rollout began (progressDeadlineSeconds); the Job's
+    # deadline at 100 s is passed while its pods, still running for 200 s, hold the run.
+    events = [
+        {"at": 0, "create": deployment("web", 1)},
+        {"at": 0, "create": job("batch", activeDeadlineSeconds=100, parallelism=2, completions=2), "runFor": "200s"},
+        {"at": 60, "cordon": "n1"},
+    ]
+    run = _replay(events, start=[_node_doc("n1")])
+    result = run.run()
+    assert result.virtual_seconds == 200.0
+    batch = [r for r in result.pods if r.owner == "Job/default/batch"]
+    assert [(r.outcome, r.finished_at) for r in batch] == [(DELETED, 100.0)] * 2
+    web = [r for r in result.pods if r.owner.startswith("ReplicaSet/default/web-")]
+    assert [(r.outcome, r.bound_at) for r in web] == [("running", 0.0)]

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.metrics import Metrics, summarize
 from kss_sim.replay.model import PodRecord
@@ -182,6 +183,7 @@ def test_run_page_draws_the_charts_and_filters_pods(served: tuple[Server, dict[s
         assert painted and all(n > 500 for n in painted), painted
         summary = page.locator("[data-testid=run-summary]").inner_text()
         assert "Never scheduled\n1" in summary
+        assert f"Kubernetes version\n{kube_version().name}" in summary  # the default version the run was at
         assert page.locator("[data-testid=run-pods] tbody tr").count() == 19
         shot(page, "run-page")
         page.select_option("[data-testid=outcome-filter]", "pending")

@@ -7,6 +7,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from kss_sim.db import Base
 
+KIND_KEY_LENGTH = 63 + 1 + 253
+
 
 class ClusterObject(Base):
     """One Kubernetes object as acknowledged to a client (its full JSON body)."""
@@ -15,7 +17,8 @@ class ClusterObject(Base):
     __table_args__ = (UniqueConstraint("kind", "namespace", "name"),)
 
     uid: Mapped[str] = mapped_column(String(36), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(63), index=True)
+    # Built-in kinds by name; a custom kind as "Kind.group": a 63-character kind, a dot, a 253-character group.
+    kind: Mapped[str] = mapped_column(String(KIND_KEY_LENGTH), index=True)
     # "" for cluster-scoped kinds so the unique constraint also covers them (NULLs never collide).
     namespace: Mapped[str] = mapped_column(String(253))
     name: Mapped[str] = mapped_column(String(253))

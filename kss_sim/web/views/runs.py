@@ -190,6 +190,7 @@ def summary_facts(summary: Obj) -> list[Fact]:
         if value not in (None, ""):
             facts.append(Fact(label, str(value)))
 
+    add("Kubernetes version", summary.get("kubeVersion"))
     add("Pods", summary.get("pods"))
     add("Scheduled", summary.get("scheduled"))
     add("Never scheduled", summary.get("neverScheduled"))
