@@ -168,3 +168,48 @@ def test_a_bad_runtime_config_is_one_line_in_kube_apiserver_s_words(tmp_path: Pa
     assert done.stderr.strip() == (
         "kss serve: --runtime-config: group version resource.k8s.io/v1 that has not been registered"
     )
+
+
+def test_the_official_python_client_s_v1beta1_and_v1beta2_apis(tmp_path: Path) -> None:
+    from kubernetes import client, config
+
+    (server,) = start_servers(
+        _launch(
+            tmp_path,
+            "client",
+            {
+                "KSS_KUBE_VERSION": "1.33",
+                "KSS_FEATURE_GATES": "DynamicResourceAllocation=true",
+                "KSS_RUNTIME_CONFIG": "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true",
+                "KSS_SCHEDULER_ENABLED": "false",
+                "KSS_CONTROLLERS": "false",
+            },
+        )
+    )
+    api_client = config.new_client_from_config(str(server.kubeconfig))
+    try:
+        beta1, beta2 = client.ResourceV1beta1Api(api_client), client.ResourceV1beta2Api(api_client)
+        beta1.create_namespaced_resource_claim(
+            "default",
+            {
+                "apiVersion": "resource.k8s.io/v1beta1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": "gpu"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": DRIVER, "count": 2}]}},
+            },
+        )
+        read1 = beta1.read_namespaced_resource_claim("gpu", "default")
+        assert (read1.spec.devices.requests[0].device_class_name, read1.spec.devices.requests[0].count) == (DRIVER, 2)
+        read2 = beta2.read_namespaced_resource_claim("gpu", "default")
+        assert read2.api_version == "resource.k8s.io/v1beta2"
+        assert (
+            read2.spec.devices.requests[0].exactly.device_class_name,
+            read2.spec.devices.requests[0].exactly.count,
+        ) == (DRIVER, 2)
+        (listed,) = beta2.list_namespaced_resource_claim("default").items
+        assert listed.metadata.name == "gpu"
+        beta1.patch_namespaced_resource_claim("gpu", "default", {"metadata": {"labels": {"team": "ml"}}})
+        assert beta2.read_namespaced_resource_claim("gpu", "default").metadata.labels == {"team": "ml"}
+    finally:
+        api_client.close()
+        server.stop()

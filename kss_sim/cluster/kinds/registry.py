@@ -393,8 +393,11 @@ def api_served(
     info: KindInfo, gates: Gates, minor: int = DEFAULT_MINOR, apis: RuntimeConfig = NO_RUNTIME_CONFIG
 ) -> bool:
     """Whether the API serves ``info`` at Kubernetes 1.``minor`` with these gates and the ``--runtime-config``
-    ``apis``: the kind is there (``served``) and its group version enabled."""
-    return served(info, gates, minor) and api_enabled(info.group, info.version, info.plural, minor, apis)
+    ``apis``: the kind is there (``served``) and its group version enabled (a kind served as a
+    CustomResourceDefinition would be is not kube-apiserver's own: the flag does not reach it)."""
+    if not served(info, gates, minor):
+        return False
+    return info.custom or api_enabled(info.group, info.version, info.plural, minor, apis)
 
 
 def info_for(api_version: str, kind: str) -> KindInfo | None:
