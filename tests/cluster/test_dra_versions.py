@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 from pydantic import ValidationError
@@ -313,3 +314,47 @@ async def test_at_1_35_the_betas_are_served_only_when_enabled(tmp_path: Path) ->
             assert (await client.post(f"{GROUP}/v1beta1/deviceclasses", json=V1BETA1_CLASS)).status_code == 201
             stored = (await client.get(f"{GROUP}/v1/deviceclasses/gpu.example.com")).json()
             assert stored["apiVersion"] == "resource.k8s.io/v1"
+
+
+async def test_server_side_apply_and_json_patch_in_the_beta_versions(v133: httpx.AsyncClient) -> None:
+    applied = await v133.patch(
+        f"{GROUP}/v1beta1/resourceslices/node-1-gpus?fieldManager=driver",
+        json=V1BETA1_SLICE,
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert applied.status_code == 201, applied.text
+    assert applied.json()["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
+    # v1beta2 has v1's fields: a JSON patch at a device's attribute is v1's path as it is.
+    patch = [{"op": "replace", "path": "/spec/devices/0/attributes/model/string", "value": "H100"}]
+    patched = await v133.patch(
+        f"{GROUP}/v1beta2/resourceslices/node-1-gpus",
+        json=patch,
+        headers={"Content-Type": "application/json-patch+json"},
+    )
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["spec"]["devices"][0]["attributes"]["model"] == {"string": "H100"}
+    # In v1beta1 the same attribute sits under basic.
+    patch = [{"op": "replace", "path": "/spec/devices/0/basic/attributes/model/string", "value": "B200"}]
+    patched = await v133.patch(
+        f"{GROUP}/v1beta1/resourceslices/node-1-gpus",
+        json=patch,
+        headers={"Content-Type": "application/json-patch+json"},
+    )
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["spec"]["devices"][0]["basic"]["attributes"]["model"] == {"string": "B200"}
+
+
+async def test_a_v1beta1_watch_sees_v1beta1_objects(v133: httpx.AsyncClient) -> None:
+    listed = (await v133.get(f"{GROUP}/v1beta1/resourceslices")).json()
+    version = listed["metadata"]["resourceVersion"]
+    assert (await v133.post(f"{GROUP}/v1beta1/resourceslices", json=V1BETA1_SLICE)).status_code == 201
+    async with v133.stream(
+        "GET", f"{GROUP}/v1beta1/resourceslices?watch=true&resourceVersion={version}&timeoutSeconds=1"
+    ) as watched:
+        async for line in watched.aiter_lines():
+            if line.strip():
+                event = orjson.loads(line)
+                break
+    assert event["type"] == "ADDED"
+    assert event["object"]["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert event["object"]["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
