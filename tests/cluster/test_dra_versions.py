@@ -358,3 +358,14 @@ async def test_a_v1beta1_watch_sees_v1beta1_objects(v133: httpx.AsyncClient) -> 
     assert event["type"] == "ADDED"
     assert event["object"]["apiVersion"] == "resource.k8s.io/v1beta1"
     assert event["object"]["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
+
+
+async def test_the_beta_versions_openapi_documents_describe_their_own_types(v133: httpx.AsyncClient) -> None:
+    beta1 = (await v133.get("/openapi/v3/apis/resource.k8s.io/v1beta1")).json()["components"]["schemas"]
+    request = beta1["io.k8s.api.DeviceRequest"]["properties"]
+    assert "deviceClassName" in request and "exactly" not in request
+    assert "basic" in beta1["io.k8s.api.Device"]["properties"]
+    beta2 = (await v133.get("/openapi/v3/apis/resource.k8s.io/v1beta2")).json()["components"]["schemas"]
+    assert "exactly" in beta2["io.k8s.api.DeviceRequest"]["properties"]
+    kinds = {gvk["kind"] for s in beta2.values() for gvk in s.get("x-kubernetes-group-version-kind", [])}
+    assert kinds == {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}
