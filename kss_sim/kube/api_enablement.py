@@ -75,7 +75,7 @@ def check_runtime_config(config: RuntimeConfig, minor: int) -> None:
         if len(tokens) < 2 or len(tokens) > 3:
             continue  # upstream skips such keys
         group, version = tokens[0], tokens[1]
-        if not version or "/" in group:
+        if not version:
             raise ValueError(f"invalid key {key}")
         registered = _REGISTERED.get(group, {}).get(minor)
         if registered is not None and version not in registered:
@@ -109,8 +109,9 @@ def api_enabled(group: str, version: str, plural: str, minor: int, config: Runti
     for matcher in _MATCHERS:
         if matcher in config and (matcher == "api/all" or matcher == f"api/{_stability(version)}"):
             enabled = config[matcher] == "true"
-    if f"{group}/{version}" in config:
-        enabled = _bool(group, config[f"{group}/{version}"])
+    version_key = f"{group}/{version}"
+    if version_key in config:
+        enabled = _bool(version_key, config[version_key])
     resource_key = f"{group}/{version}/{plural}"
     if resource_key in config:
         enabled = _bool(resource_key, config[resource_key])

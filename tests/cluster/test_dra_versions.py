@@ -369,3 +369,15 @@ async def test_the_beta_versions_openapi_documents_describe_their_own_types(v133
     assert "exactly" in beta2["io.k8s.api.DeviceRequest"]["properties"]
     kinds = {gvk["kind"] for s in beta2.values() for gvk in s.get("x-kubernetes-group-version-kind", [])}
     assert kinds == {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}
+
+
+def test_a_file_of_v1beta1_objects_is_read_into_v1_by_the_commands_that_serve_no_api() -> None:
+    from kss_sim.operations import snapshot
+
+    text = "\n---\n".join(orjson.dumps(o).decode() for o in (V1BETA1_CLAIM, V1BETA1_SLICE, V1BETA1_CLASS))
+    parsed = snapshot.parse(text)
+    assert not parsed.errors
+    claim, slice_, device_class = (item.obj for item in parsed.items)
+    assert claim == V1_CLAIM
+    assert slice_["apiVersion"] == "resource.k8s.io/v1" and "basic" not in slice_["spec"]["devices"][0]
+    assert device_class["apiVersion"] == "resource.k8s.io/v1"

@@ -157,3 +157,12 @@ CONVERSIONS: tuple[Conversion, ...] = (
     *(_conversion_v1beta2(view) for view in DRA_V1BETA2),
     *(_conversion_v1beta1(view) for view in DRA_V1BETA1),
 )
+
+_BY_VIEW = {(c.view.api_version, c.view.api_kind): c for c in CONVERSIONS}
+
+
+def in_stored_version(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` in v1 when it is a DRA object in a beta version (a file written for a v1.33 cluster), else itself:
+    what the commands that read objects without the API (simulate, import, replay) store."""
+    conversion = _BY_VIEW.get((obj.get("apiVersion"), obj.get("kind")))  # type: ignore[arg-type]
+    return conversion.to_stored(obj) if conversion is not None else obj
