@@ -7,8 +7,8 @@ feature gate, GenericWorkload, is on (``feature_gate``) and only in the Kubernet
 scheduling.k8s.io/v1alpha2 from v1.36 on; and only in the group versions the release serves by default or
 ``--runtime-config`` enables (``kss_sim.kube.api_enablement``: resource.k8s.io/v1 from v1.34 on, its betas when
 enabled). ``served`` says which kinds a version and a set of gates have, ``api_served`` which of them the API serves
-under a runtime config. The registry itself lists
-every kind, so the store keeps a place for each whatever the version and the gates.
+under a runtime config. The registry itself lists every kind, so the store keeps a place for each whatever the
+version and the gates.
 
 A kind's ``kind`` is the name the store, the dispatch tables and the UI know it by, unique in the registry; it is
 the Kubernetes kind itself except where two served types share one (``api_kind`` is what clients see).
