@@ -381,3 +381,25 @@ def test_a_file_of_v1beta1_objects_is_read_into_v1_by_the_commands_that_serve_no
     assert claim == V1_CLAIM
     assert slice_["apiVersion"] == "resource.k8s.io/v1" and "basic" not in slice_["spec"]["devices"][0]
     assert device_class["apiVersion"] == "resource.k8s.io/v1"
+
+
+async def test_a_client_preferring_protobuf_is_answered_in_json_in_the_version_it_asked(
+    v133: httpx.AsyncClient,
+) -> None:
+    # client-go's typed clients (a v1.33 kube-scheduler's informers) put protobuf first and JSON second.
+    accept = {"Accept": "application/vnd.kubernetes.protobuf, application/json"}
+    created = await v133.post(f"{GROUP}/v1beta1/resourceslices", json=V1BETA1_SLICE, headers=accept)
+    assert created.status_code == 201
+    assert created.headers["content-type"].startswith("application/json")
+    assert created.json()["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
+    listed = await v133.get(f"{GROUP}/v1beta1/resourceslices", headers=accept)
+    assert listed.json()["items"][0]["apiVersion"] == "resource.k8s.io/v1beta1"
+    async with v133.stream(
+        "GET", f"{GROUP}/v1beta1/resourceslices?watch=true&resourceVersion=0&timeoutSeconds=1", headers=accept
+    ) as watched:
+        assert watched.headers["content-type"].startswith("application/json")
+        async for line in watched.aiter_lines():
+            if line.strip():
+                event = orjson.loads(line)
+                break
+    assert event["object"]["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
