@@ -12,7 +12,6 @@ from typing import Any
 import orjson
 import yaml
 
-from kss_sim.cluster.api.dra_versions import in_stored_version
 from kss_sim.cluster.errors import BadRequest, Cause, invalid
 from kss_sim.cluster.kinds.registry import BY_KIND, POD_GROUP_V1ALPHA2, WORKLOAD_V1ALPHA2, info_for
 from kss_sim.kube.objects import Obj
@@ -285,7 +284,12 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
     # Typed Go exports omit apiVersion/kind on list elements; fill them in from where the object came from.
     body = {"apiVersion": obj.get("apiVersion") or info.api_version, "kind": info.api_kind, **obj}
     body["apiVersion"] = body["apiVersion"] or info.api_version
-    parsed.items.append(Item(path, kind, in_stored_version(body)))
+    if str(body["apiVersion"]).startswith("resource.k8s.io/v1beta"):
+        # Imported here: the conversions live with the API's views, which the commands reading files do not load.
+        from kss_sim.cluster.api.dra_versions import in_stored_version
+
+        body = in_stored_version(body)
+    parsed.items.append(Item(path, kind, body))
 
 
 def _registry_kind(given: Any, api_version: Any, fallback: str | None) -> str | None:
