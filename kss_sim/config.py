@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from kss_sim.kube.api_enablement import check_runtime_config, parse_runtime_config
 from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, VERSIONS, KubeVersion, kube_version
 
 
@@ -52,6 +53,12 @@ class Settings(BaseSettings):
         "GangScheduling=true`): GenericWorkload serves the Workload kind and the pod field spec.workloadRef, "
         "GangScheduling adds kube-scheduler's GangScheduling plugin (it needs GenericWorkload). A gate not given "
         "takes the default of --kube-version's release; one that release does not have is refused.",
+    )
+    runtime_config: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="API group versions turned on or off, as kube-apiserver's `--runtime-config` takes them "
+        "(`resource.k8s.io/v1beta1=true,api/beta=false`): beta APIs are off by default, so a v1.33 cluster serves DRA "
+        "(resource.k8s.io/v1beta1, v1beta2) only when they are enabled here; resource.k8s.io/v1 is on from v1.34.",
     )
     max_body_bytes: int = Field(
         default=3 * 1024 * 1024,
@@ -207,6 +214,22 @@ class Settings(BaseSettings):
         version = info.data.get("kube_version")
         if version is not None:  # else the version failed its own check, which names itself
             check_feature_gates(value, version)
+        return value
+
+    @field_validator("runtime_config", mode="before")
+    @classmethod
+    def _parse_runtime_config(cls, value: Any) -> Any:
+        """``KSS_RUNTIME_CONFIG=resource.k8s.io/v1beta1=true`` as kube-apiserver parses its flag."""
+        if isinstance(value, str):
+            return parse_runtime_config(value)
+        return value
+
+    @field_validator("runtime_config")
+    @classmethod
+    def _known_apis(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        version = info.data.get("kube_version")
+        if version is not None:  # else the version failed its own check, which names itself
+            check_runtime_config(value, kube_version(version).minor)
         return value
 
     @property

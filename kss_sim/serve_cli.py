@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from kss_sim.config import OptionError, Settings, add_kube_version_argument, version_and_gates
+from kss_sim.kube.api_enablement import check_runtime_config, parse_runtime_config
 from kss_sim.server.gc_policy import install_gc_policy
 from kss_sim.server.tls import ensure_certificate
 
@@ -32,6 +33,8 @@ SERVE_EXAMPLES = """examples:
   kss serve --port 9000 --database-url sqlite:///run.db
   kss serve --scheduler-config examples/replay/most-allocated.yaml
   kss serve --plugin-module my_plugins --feature-gates GenericWorkload=true,GangScheduling=true
+  kss serve --kube-version 1.33 --feature-gates DynamicResourceAllocation=true \\
+      --runtime-config resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true   # DRA as a v1.33 cluster has it
   kss serve --tls                                  # HTTPS, for kubectl with a token (KSS_API_TOKEN)
 
 The KSS_* setting an option names (KSS_PORT=9000) is used when the option is not given."""
@@ -63,6 +66,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="alpha features, e.g. GenericWorkload=true,GangScheduling=true (KSS_FEATURE_GATES)",
     )
     add_kube_version_argument(parser)
+    parser.add_argument(
+        "--runtime-config",
+        default=None,
+        metavar="APIS",
+        help="API group versions to serve or not, as kube-apiserver's flag: "
+        "resource.k8s.io/v1beta1=true,api/beta=false (beta APIs are off by default; KSS_RUNTIME_CONFIG)",
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level")
     parser.add_argument(
         "--tls", action="store_true", default=None, help="serve HTTPS with a self-signed certificate (KSS_TLS)"
@@ -89,6 +99,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             ("plugin_modules", getattr(args, "plugin_modules", None)),
             ("kube_version", getattr(args, "kube_version", None)),
             ("feature_gates", getattr(args, "feature_gates", None)),
+            ("runtime_config", getattr(args, "runtime_config", None)),
         )
         if value is not None
     }
@@ -109,7 +120,13 @@ def run_serve(args: argparse.Namespace) -> int:
     """Start the API server in the foreground (Alembic migrations run on start)."""
     # The options' own names in the message (a bad KSS_* setting names itself); the gates are the version's.
     try:
-        version_and_gates(getattr(args, "kube_version", None), args.feature_gates)
+        version, _ = version_and_gates(getattr(args, "kube_version", None), args.feature_gates)
+        runtime_config = getattr(args, "runtime_config", None)
+        if runtime_config is not None:
+            try:
+                check_runtime_config(parse_runtime_config(runtime_config), version.minor)
+            except ValueError as exc:
+                raise OptionError("--runtime-config", str(exc)) from None
     except OptionError as exc:
         print(f"kss serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

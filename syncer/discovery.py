@@ -2,12 +2,18 @@
 
 A source without the PodGroup CRD, or a simulator without the GenericWorkload gate, is not an error: the kind is
 left out of the run, with one log line saying why.
+
+The DRA kinds are mirrored in the newest resource.k8s.io version both ends serve (``DRA_VERSIONS``): a v1.33
+cluster has no resource.k8s.io/v1, only v1beta1 and v1beta2 when its ``--runtime-config`` enables them, so its
+objects are read and written in a beta version the simulator (at v1.33, enabled the same way) serves too; the
+simulator converts them to what it stores.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from syncer.kinds import CRD, Kind, custom_kinds
@@ -31,13 +37,46 @@ def _ask(question: Callable[[], bool], retry: Retry | None) -> bool:
                 raise
 
 
+# resource.k8s.io's versions, newest first: the DRA kinds are mirrored in the first one both ends serve.
+DRA_GROUP = "resource.k8s.io"
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
+
+
+def _dra_version(source: SourceApi, target: TargetApi, kind: Kind, retry: Retry | None) -> Kind | None:
+    """``kind`` (a DRA kind) in the newest resource.k8s.io version both ends serve, or None (logged)."""
+    source_has: list[str] = []
+    for version in DRA_VERSIONS:
+        candidate = replace(kind, api_version=f"{DRA_GROUP}/{version}")
+        if not _ask(partial(source.serves, candidate), retry):
+            continue
+        source_has.append(version)
+        if _ask(partial(target.serves, candidate), retry):
+            return candidate
+    if not source_has:
+        log.info("the source does not serve %s (%s): not mirroring them", kind.plural, DRA_GROUP)
+    else:
+        log.warning(
+            "the simulator does not serve %s in %s (the source's): not mirroring them (start it with "
+            "--runtime-config %s)",
+            kind.plural,
+            ", ".join(f"{DRA_GROUP}/{v}" for v in source_has),
+            f"{DRA_GROUP}/{source_has[0]}=true",
+        )
+    return None
+
+
 def available_kinds(
     source: SourceApi, target: TargetApi, kinds: tuple[Kind, ...], *, retry: Retry | None = None
 ) -> tuple[Kind, ...]:
-    """``kinds`` without the optional ones the source or the simulator does not serve, in the same order."""
+    """``kinds`` without the optional ones the source or the simulator does not serve, in the same order (a DRA
+    kind in the version both serve)."""
     out: list[Kind] = []
     for kind in kinds:
-        if not kind.optional:
+        if kind.api_version.startswith(f"{DRA_GROUP}/") and not kind.custom:
+            chosen = _dra_version(source, target, kind, retry)
+            if chosen is not None:
+                out.append(chosen)
+        elif not kind.optional:
             out.append(kind)
         elif not _ask(partial(source.serves, kind), retry):
             log.info("the source does not serve %s (%s): not mirroring them", kind.plural, kind.api_version)

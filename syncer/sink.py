@@ -260,7 +260,7 @@ class Sink:
             return
         controller = translate.controller_of(source)
         run_by = self._run_by_simulator(kind, controller)
-        if kind is RESOURCE_CLAIM and controller is not None and controller[1] == "Pod":
+        if kind.name == RESOURCE_CLAIM.name and controller is not None and controller[1] == "Pod":
             run_by = "its pod's claim is made by the simulator's resourceclaim controller from the pod's template"
         if run_by is not None:
             self.metrics.count(kind.name, "left_to_controller")
@@ -388,7 +388,7 @@ class Sink:
         controller = translate.controller_of(source)
         if self._run_by_simulator(kind, controller) is not None:
             return None
-        if kind is RESOURCE_CLAIM and controller is not None and controller[1] == "Pod":
+        if kind.name == RESOURCE_CLAIM.name and controller is not None and controller[1] == "Pod":
             return None
         if kind is JOB and translate.is_finished_job(source):
             return None

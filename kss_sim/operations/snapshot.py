@@ -284,6 +284,11 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
     # Typed Go exports omit apiVersion/kind on list elements; fill them in from where the object came from.
     body = {"apiVersion": obj.get("apiVersion") or info.api_version, "kind": info.api_kind, **obj}
     body["apiVersion"] = body["apiVersion"] or info.api_version
+    if str(body["apiVersion"]).startswith("resource.k8s.io/v1beta"):
+        # Imported here: the conversions live with the API's views, which the commands reading files do not load.
+        from kss_sim.cluster.api.dra_versions import in_stored_version
+
+        body = in_stored_version(body)
     parsed.items.append(Item(path, kind, body))
 
 

@@ -16,6 +16,7 @@ from kss_sim.cluster.errors import UnknownResource
 from kss_sim.cluster.kinds.registry import VERBS, Gates, KindInfo, group_versions, kinds_in
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
+from kss_sim.kube.api_enablement import NO_RUNTIME_CONFIG, RuntimeConfig
 from kss_sim.kube.versions import gate_enabled
 from kss_sim.state import state_accessor
 
@@ -32,6 +33,11 @@ def _gates(request: Request) -> Gates:
 def _minor(request: Request) -> int:
     """The Kubernetes minor version the server runs as (what it serves depends on it too)."""
     return _settings(request).version.minor
+
+
+def _apis(request: Request) -> RuntimeConfig:
+    """The server's ``--runtime-config`` (the group versions it serves depend on it too)."""
+    return _settings(request).runtime_config
 
 
 # Subresources served with the object's own verbs (binding is create-only and listed on its own).
@@ -55,9 +61,11 @@ def _custom(request: Request) -> list[CustomKindInfo]:
     return _store(request).custom_kinds().served()
 
 
-def _all_group_versions(gates: Gates, minor: int, custom: list[CustomKindInfo]) -> dict[str, list[str]]:
+def _all_group_versions(
+    gates: Gates, minor: int, custom: list[CustomKindInfo], apis: RuntimeConfig = NO_RUNTIME_CONFIG
+) -> dict[str, list[str]]:
     """The built-in groups' versions, then the CRDs' groups (each group's versions by kube's priority)."""
-    out = group_versions(gates, minor)
+    out = group_versions(gates, minor, apis)
     extra: dict[str, set[str]] = {}
     for info in custom:
         if info.group not in out:
@@ -68,10 +76,15 @@ def _all_group_versions(gates: Gates, minor: int, custom: list[CustomKindInfo]) 
 
 
 def _resource_list(
-    group: str, version: str, gates: Gates, minor: int, custom: list[CustomKindInfo] | None = None
+    group: str,
+    version: str,
+    gates: Gates,
+    minor: int,
+    custom: list[CustomKindInfo] | None = None,
+    apis: RuntimeConfig = NO_RUNTIME_CONFIG,
 ) -> dict[str, Any]:
     resources: list[dict[str, Any]] = []
-    served: list[KindInfo] = kinds_in(group, version, gates, minor)
+    served: list[KindInfo] = kinds_in(group, version, gates, minor, apis)
     served += [c for c in custom or [] if c.group == group and c.version == version]
     for info in served:
         entry: dict[str, Any] = {
@@ -185,7 +198,7 @@ async def healthz() -> Response:
 async def openapi_root(request: Request) -> Response:
     """``/openapi/v3``: the index of per-group-version documents."""
     authorize(request)
-    root = openapi.root_document(openapi.gates_key(_gates(request)), _minor(request))
+    root = openapi.root_document(openapi.gates_key(_gates(request)), _minor(request), openapi.apis_key(_apis(request)))
     return raw_response(openapi.root_with(root, openapi.custom_documents(_custom(request))))
 
 
@@ -203,9 +216,9 @@ async def openapi_v2(request: Request) -> Response:
 async def openapi_group_version(request: Request, path: str) -> Response:
     """``/openapi/v3/{api/v1 | apis/g/v}``: a minimal document (see ``openapi.py``)."""
     authorize(request)
-    doc = openapi.lookup(path, _gates(request), _minor(request)) or openapi.custom_documents(_custom(request)).get(
-        path.strip("/")
-    )
+    doc = openapi.lookup(path, _gates(request), _minor(request), _apis(request)) or openapi.custom_documents(
+        _custom(request)
+    ).get(path.strip("/"))
     if doc is None:
         raise UnknownResource()
     return raw_response(doc)
@@ -223,7 +236,7 @@ async def api_versions(request: Request) -> Response:
     authorize(request)
     aggregated = _aggregated_version(request)
     if aggregated is not None:
-        core = _resource_list("", "v1", _gates(request), _minor(request))
+        core = _resource_list("", "v1", _gates(request), _minor(request), apis=_apis(request))
         items = [aggregated_discovery.group_entry("", [("v1", aggregated_discovery.resources_of(core, "", "v1"))])]
         return aggregated_discovery.respond(items, aggregated, request.headers.get("if-none-match"))
     server = f"{request.url.hostname}:{request.url.port or 80}"
@@ -241,15 +254,20 @@ async def api_groups(request: Request) -> Response:
     """``/apis``: every named group served; aggregated discovery of their resources when asked for (CRDs' groups
     included, so they appear and disappear with their definitions)."""
     authorize(request)
-    gates, minor, custom = _gates(request), _minor(request), _custom(request)
-    all_versions = _all_group_versions(gates, minor, custom)
+    gates, minor, custom, apis = _gates(request), _minor(request), _custom(request), _apis(request)
+    all_versions = _all_group_versions(gates, minor, custom, apis)
     aggregated = _aggregated_version(request)
     if aggregated is not None:
         items = [
             aggregated_discovery.group_entry(
                 group,
                 [
-                    (v, aggregated_discovery.resources_of(_resource_list(group, v, gates, minor, custom), group, v))
+                    (
+                        v,
+                        aggregated_discovery.resources_of(
+                            _resource_list(group, v, gates, minor, custom, apis), group, v
+                        ),
+                    )
                     for v in versions
                 ],
             )
@@ -265,7 +283,7 @@ async def api_groups(request: Request) -> Response:
 async def api_group(request: Request, group: str) -> Response:
     """``/apis/{group}``: one group's versions."""
     authorize(request)
-    all_versions = _all_group_versions(_gates(request), _minor(request), _custom(request))
+    all_versions = _all_group_versions(_gates(request), _minor(request), _custom(request), _apis(request))
     if group not in all_versions or not group:
         raise UnknownResource()
     return json_response({"kind": "APIGroup", "apiVersion": "v1", **_group(group, all_versions)})
@@ -275,15 +293,15 @@ async def api_group(request: Request, group: str) -> Response:
 async def core_resources(request: Request) -> Response:
     """``/api/v1``: the core resources."""
     authorize(request)
-    return json_response(_resource_list("", "v1", _gates(request), _minor(request)))
+    return json_response(_resource_list("", "v1", _gates(request), _minor(request), apis=_apis(request)))
 
 
 @router.get("/apis/{group}/{version}")
 async def group_resources(request: Request, group: str, version: str) -> Response:
     """``/apis/{group}/{version}``: one group version's resources."""
     authorize(request)
-    gates, minor = _gates(request), _minor(request)
+    gates, minor, apis = _gates(request), _minor(request), _apis(request)
     custom = _custom(request)
-    if version not in _all_group_versions(gates, minor, custom).get(group, []) or not group:
+    if version not in _all_group_versions(gates, minor, custom, apis).get(group, []) or not group:
         raise UnknownResource()
-    return json_response(_resource_list(group, version, gates, minor, custom))
+    return json_response(_resource_list(group, version, gates, minor, custom, apis))

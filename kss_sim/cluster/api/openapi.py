@@ -23,6 +23,7 @@ import orjson
 from kss_sim.cluster.api.openapi_schemas import component_schemas
 from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, Gates, group_versions, kinds_in
+from kss_sim.kube.api_enablement import NO_RUNTIME_CONFIG, RuntimeConfig
 
 
 def gv_path(group: str, version: str) -> str:
@@ -50,12 +51,17 @@ def _patch_operation(kind: str, gvk: dict[str, str]) -> dict[str, Any]:
 
 @cache
 def group_version_document(
-    group: str, version: str, gates: frozenset[tuple[str, bool]] = frozenset(), minor: int = DEFAULT_MINOR
+    group: str,
+    version: str,
+    gates: frozenset[tuple[str, bool]] = frozenset(),
+    minor: int = DEFAULT_MINOR,
+    apis: frozenset[tuple[str, str]] = frozenset(),
 ) -> bytes:
-    """The OpenAPI v3 document of one group version (its kinds served with ``gates`` by 1.``minor``), encoded."""
+    """The OpenAPI v3 document of one group version (its kinds served with ``gates`` by 1.``minor`` under the
+    runtime config ``apis``), encoded."""
     prefix = "/" + gv_path(group, version)
     paths: dict[str, Any] = {}
-    for info in kinds_in(group, version, dict(gates), minor):
+    for info in kinds_in(group, version, dict(gates), minor, dict(apis)):
         path = (
             f"{prefix}/namespaces/{{namespace}}/{info.plural}/{{name}}"
             if info.namespaced
@@ -66,7 +72,7 @@ def group_version_document(
         }
     # The schemas serve `kubectl explain`; the PATCH operations still carry no request body, so `kubectl apply`
     # keeps computing strategic merge patches from its compiled-in types (it only uses schemas offered there).
-    components = {"schemas": component_schemas(kinds_in(group, version, dict(gates), minor))}
+    components = {"schemas": component_schemas(kinds_in(group, version, dict(gates), minor, dict(apis)))}
     doc = {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.35.0"},
@@ -77,25 +83,36 @@ def group_version_document(
 
 
 @cache
-def root_document(gates: frozenset[tuple[str, bool]] = frozenset(), minor: int = DEFAULT_MINOR) -> bytes:
+def root_document(
+    gates: frozenset[tuple[str, bool]] = frozenset(),
+    minor: int = DEFAULT_MINOR,
+    apis: frozenset[tuple[str, str]] = frozenset(),
+) -> bytes:
     """``/openapi/v3``: where each group version's document lives (with a content hash, as kube-apiserver)."""
     paths: dict[str, Any] = {}
-    for group, versions in group_versions(dict(gates), minor).items():
+    for group, versions in group_versions(dict(gates), minor, dict(apis)).items():
         for version in versions:
-            document = group_version_document(group, version, gates, minor)
+            document = group_version_document(group, version, gates, minor, apis)
             digest = hashlib.sha512(document).hexdigest()[:32].upper()
             key = gv_path(group, version)
             paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={digest}"}
     return orjson.dumps({"paths": paths})
 
 
-def lookup(path: str, gates: Gates, minor: int = DEFAULT_MINOR) -> bytes | None:
-    """The document served at ``/openapi/v3/{path}`` with ``gates`` by 1.``minor``, or None."""
-    for group, versions in group_versions(gates, minor).items():
+def lookup(
+    path: str, gates: Gates, minor: int = DEFAULT_MINOR, apis: RuntimeConfig = NO_RUNTIME_CONFIG
+) -> bytes | None:
+    """The document served at ``/openapi/v3/{path}`` with ``gates`` by 1.``minor`` under ``apis``, or None."""
+    for group, versions in group_versions(gates, minor, apis).items():
         for version in versions:
             if gv_path(group, version) == path.strip("/"):
-                return group_version_document(group, version, gates_key(gates), minor)
+                return group_version_document(group, version, gates_key(gates), minor, apis_key(apis))
     return None
+
+
+def apis_key(apis: RuntimeConfig) -> frozenset[tuple[str, str]]:
+    """A runtime config as the documents' caches key it."""
+    return frozenset(apis.items())
 
 
 def custom_documents(kinds: list[CustomKindInfo]) -> dict[str, bytes]:

@@ -14,10 +14,16 @@ from functools import cache
 from typing import Any
 
 from kss_sim.cluster.admission.fields import ABSENT_FIELDS, ROOT_MODELS
-from kss_sim.cluster.kinds.registry import AUTOSCALING_V1, EVENTS_V1, KindInfo
+from kss_sim.cluster.kinds.registry import AUTOSCALING_V1, DRA_V1BETA1, DRA_V1BETA2, EVENTS_V1, KindInfo
 
-# The client's models of the kinds served from another kind's stored objects (``KindInfo.view``), by apiVersion.
-VIEW_MODELS = {EVENTS_V1.api_version: "EventsV1Event", AUTOSCALING_V1.api_version: "V1HorizontalPodAutoscaler"}
+# The client's models of the kinds served from another kind's stored objects (``KindInfo.view``), by apiVersion
+# and kind.
+VIEW_MODELS = {
+    (EVENTS_V1.api_version, EVENTS_V1.kind): "EventsV1Event",
+    (AUTOSCALING_V1.api_version, AUTOSCALING_V1.kind): "V1HorizontalPodAutoscaler",
+    **{(info.api_version, info.kind): f"V1beta1{info.kind}" for info in DRA_V1BETA1},
+    **{(info.api_version, info.kind): f"V1beta2{info.kind}" for info in DRA_V1BETA2},
+}
 
 _LIST = re.compile(r"^[Ll]ist\[(.+)\]$")
 _DICT = re.compile(r"^(?:Dict\[str, (.+)\]|dict\(str, (.+)\))$")
@@ -110,7 +116,7 @@ def _schemas_from(roots: tuple[str, ...]) -> dict[str, Any]:
 
 def _model_of(info: KindInfo) -> str | None:
     """The client's model of a kind as this group version serves it (a view's own, not its stored kind's)."""
-    return VIEW_MODELS.get(info.api_version) if info.view else ROOT_MODELS.get(info.kind)
+    return VIEW_MODELS.get((info.api_version, info.kind)) if info.view else ROOT_MODELS.get(info.kind)
 
 
 def component_schemas(kinds: list[KindInfo]) -> dict[str, Any]:

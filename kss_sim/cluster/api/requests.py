@@ -21,6 +21,7 @@ from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import BadRequest, RequestEntityTooLarge, UnknownResource, UnsupportedMediaType
 from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, NO_GATES, Gates, KindInfo, resource_info
 from kss_sim.config import Settings
+from kss_sim.kube.api_enablement import NO_RUNTIME_CONFIG, RuntimeConfig
 from kss_sim.kube.objects import Obj
 from kss_sim.state import state_accessor
 
@@ -47,13 +48,14 @@ def parse_target(
     gates: Gates = NO_GATES,
     custom: CustomLookup | None = None,
     minor: int = DEFAULT_MINOR,
+    apis: RuntimeConfig = NO_RUNTIME_CONFIG,
 ) -> Target:
     """Resolve ``.../namespaces/{ns}/{plural}/{name}/{sub}`` or ``.../{plural}/{name}/{sub}`` (only kinds served
-    with the feature gates ``gates`` by Kubernetes 1.``minor``, then the CRDs' kinds ``custom`` finds by group,
-    version and plural)."""
+    with the feature gates ``gates`` by Kubernetes 1.``minor`` under the runtime config ``apis``, then the CRDs'
+    kinds ``custom`` finds by group, version and plural)."""
 
     def lookup(plural: str) -> KindInfo | None:
-        info = resource_info(group, version, plural, gates, minor)
+        info = resource_info(group, version, plural, gates, minor, apis)
         if info is None and custom is not None and group:
             info = custom(group, version, plural)
         return info

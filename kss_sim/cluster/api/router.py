@@ -31,6 +31,7 @@ from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH
 from kss_sim.cluster.api import (
     autoscaling_v1,
     containers,
+    dra_versions,
     events_v1,
     eviction,
     params,
@@ -492,7 +493,10 @@ _HANDLERS = {
 }
 _METHODS = list(_HANDLERS)
 # How each kind served from another kind's stored objects converts them (``KindInfo.view``).
-_VIEW_CONVERSIONS = {(c.view.api_version, c.view.plural): c for c in (events_v1.CONVERSION, autoscaling_v1.CONVERSION)}
+_VIEW_CONVERSIONS = {
+    (c.view.api_version, c.view.plural): c
+    for c in (events_v1.CONVERSION, autoscaling_v1.CONVERSION, *dra_versions.CONVERSIONS)
+}
 KUBE_METHODS = frozenset(_HANDLERS)
 
 
@@ -512,6 +516,7 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         settings.effective_feature_gates,
         _store(request).custom_resource,
         settings.version.minor,
+        settings.runtime_config,
     )
     if target.info.review:
         if request.method != "POST" or target.name is not None:

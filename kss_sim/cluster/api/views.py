@@ -235,7 +235,12 @@ async def serve(
     converting the body in and the answer out (decoded as ``kube_version``'s kube-apiserver decodes it)."""
     stored_target = Target(conversion.stored, target.namespace, target.name, target.subresource)
     warnings: list[str] = []
-    frames = request.method == "GET" and protobuf.accepts_protobuf(request.headers.get("accept", ""))
+    wants_protobuf = protobuf.accepts_protobuf(request.headers.get("accept", ""))
+    has_form = protobuf.has_protobuf(conversion.view.api_version, conversion.view.api_kind)
+    frames = request.method == "GET" and wants_protobuf and has_form  # a watch's frames, encoded after conversion
+    # A view without a protobuf form (resource.k8s.io's betas) answers in JSON, as the client's Accept allows:
+    # never the stored kind's protobuf, another version's object.
+    json_accept = (request.method == "GET" or not has_form) and wants_protobuf
     try:
         with conversion.during_write():
             if request.method == "PATCH" and conversion.rename_patch is None and media_type(request) != APPLY_PATCH:
@@ -247,7 +252,7 @@ async def serve(
                 body = None
                 if request.method in ("POST", "PUT", "PATCH"):
                     body = await _stored_body(request, conversion, await read_body(request), warnings, kube_version)
-                response = await handle(_request_with(request, body, json_accept=frames), stored_target)
+                response = await handle(_request_with(request, body, json_accept=json_accept), stored_target)
     except ApiError as exc:
         raise conversion.regroup(exc) from None
     if isinstance(response, StreamingResponse):  # a watch

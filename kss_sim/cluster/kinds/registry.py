@@ -4,8 +4,11 @@ Some kinds are not always there, as on a real cluster: ``PodGroup`` (scheduling.
 scheduler-plugins CustomResourceDefinition would be (``custom``); the workload-scheduling kinds only while their
 feature gate, GenericWorkload, is on (``feature_gate``) and only in the Kubernetes versions that have them
 (``minors``): ``Workload`` in scheduling.k8s.io/v1alpha1 in v1.35, ``Workload`` and ``PodGroup`` in
-scheduling.k8s.io/v1alpha2 from v1.36 on. ``served`` says which kinds a version and a set of gates serve. The
-registry itself lists every kind, so the store keeps a place for each whatever the version and the gates.
+scheduling.k8s.io/v1alpha2 from v1.36 on; and only in the group versions the release serves by default or
+``--runtime-config`` enables (``kss_sim.kube.api_enablement``: resource.k8s.io/v1 from v1.34 on, its betas when
+enabled). ``served`` says which kinds a version and a set of gates have, ``api_served`` which of them the API serves
+under a runtime config. The registry itself lists every kind, so the store keeps a place for each whatever the
+version and the gates.
 
 A kind's ``kind`` is the name the store, the dispatch tables and the UI know it by, unique in the registry; it is
 the Kubernetes kind itself except where two served types share one (``api_kind`` is what clients see).
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kss_sim.kube.api_enablement import NO_RUNTIME_CONFIG, RuntimeConfig, api_enabled
 from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, gate_enabled
 
 # The registry's names of v1.36's workload-scheduling kinds (``Workload`` and ``PodGroup`` are older types').
@@ -338,7 +342,29 @@ AUTOSCALING_V1 = KindInfo(
     has_status=True,
     view=True,
 )
-VIEWS: tuple[KindInfo, ...] = (EVENTS_V1, AUTOSCALING_V1)
+
+
+def _dra_view(version: str, stored: str) -> KindInfo:
+    info = next(k for k in KINDS if k.kind == stored)
+    return KindInfo(
+        info.group,
+        version,
+        info.kind,
+        info.plural,
+        info.singular,
+        info.namespaced,
+        subresources=info.subresources,
+        has_status=info.has_status,
+        view=True,
+    )
+
+
+# resource.k8s.io's beta versions over the stored v1 objects (kss_sim.cluster.api.dra_versions), v1beta2 first: the
+# group's version priority (pkg/apis/resource/install), so the preferred version at v1.33, where v1 is not served.
+DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+DRA_V1BETA2 = tuple(_dra_view("v1beta2", kind) for kind in DRA_KINDS)
+DRA_V1BETA1 = tuple(_dra_view("v1beta1", kind) for kind in DRA_KINDS)
+VIEWS: tuple[KindInfo, ...] = (EVENTS_V1, AUTOSCALING_V1, *DRA_V1BETA2, *DRA_V1BETA1)
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 BY_RESOURCE: dict[tuple[str, str, str], KindInfo] = {(k.group, k.version, k.plural): k for k in KINDS + VIEWS}
@@ -355,12 +381,23 @@ def minor_of(kube_version: str | None) -> int:
 
 
 def served(info: KindInfo, gates: Gates, minor: int = DEFAULT_MINOR) -> bool:
-    """Whether ``info`` is served by Kubernetes 1.``minor`` with these feature gates (an alpha kind only while its
-    gate is on)."""
+    """Whether Kubernetes 1.``minor`` has ``info`` with these feature gates (an alpha kind only while its gate is
+    on): what the store accepts, whatever group version the API serves it in."""
     first, last = info.minors
     if minor < first or (last is not None and minor > last):
         return False
     return info.feature_gate is None or gate_enabled(dict(gates), info.feature_gate)
+
+
+def api_served(
+    info: KindInfo, gates: Gates, minor: int = DEFAULT_MINOR, apis: RuntimeConfig = NO_RUNTIME_CONFIG
+) -> bool:
+    """Whether the API serves ``info`` at Kubernetes 1.``minor`` with these gates and the ``--runtime-config``
+    ``apis``: the kind is there (``served``) and its group version enabled (a kind served as a
+    CustomResourceDefinition would be is not kube-apiserver's own: the flag does not reach it)."""
+    if not served(info, gates, minor):
+        return False
+    return info.custom or api_enabled(info.group, info.version, info.plural, minor, apis)
 
 
 def info_for(api_version: str, kind: str) -> KindInfo | None:
@@ -368,11 +405,13 @@ def info_for(api_version: str, kind: str) -> KindInfo | None:
     return BY_API_TYPE.get((api_version, kind))
 
 
-def group_versions(gates: Gates, minor: int = DEFAULT_MINOR) -> dict[str, list[str]]:
+def group_versions(
+    gates: Gates, minor: int = DEFAULT_MINOR, apis: RuntimeConfig = NO_RUNTIME_CONFIG
+) -> dict[str, list[str]]:
     """Every served group and its versions, in registry order (the first one is the preferred version)."""
     out: dict[str, list[str]] = {}
     for info in KINDS + VIEWS:
-        if served(info, gates, minor):
+        if api_served(info, gates, minor, apis):
             versions = out.setdefault(info.group, [])
             if info.version not in versions:
                 versions.append(info.version)
@@ -385,14 +424,26 @@ def kind_info(kind: str) -> KindInfo:
 
 
 def resource_info(
-    group: str, version: str, plural: str, gates: Gates = NO_GATES, minor: int = DEFAULT_MINOR
+    group: str,
+    version: str,
+    plural: str,
+    gates: Gates = NO_GATES,
+    minor: int = DEFAULT_MINOR,
+    apis: RuntimeConfig = NO_RUNTIME_CONFIG,
 ) -> KindInfo | None:
     """The kind served at ``/apis/{group}/{version}/{plural}`` (group "" is the core ``/api/v1``) with ``gates``
-    by Kubernetes 1.``minor``."""
+    by Kubernetes 1.``minor`` under the runtime config ``apis``."""
     info = BY_RESOURCE.get((group, version, plural))
-    return info if info is not None and served(info, gates, minor) else None
+    return info if info is not None and api_served(info, gates, minor, apis) else None
 
 
-def kinds_in(group: str, version: str, gates: Gates = NO_GATES, minor: int = DEFAULT_MINOR) -> list[KindInfo]:
-    """Every kind served in one group/version with ``gates`` by Kubernetes 1.``minor``, in registry order."""
-    return [k for k in KINDS + VIEWS if k.group == group and k.version == version and served(k, gates, minor)]
+def kinds_in(
+    group: str,
+    version: str,
+    gates: Gates = NO_GATES,
+    minor: int = DEFAULT_MINOR,
+    apis: RuntimeConfig = NO_RUNTIME_CONFIG,
+) -> list[KindInfo]:
+    """Every kind served in one group/version with ``gates`` by Kubernetes 1.``minor`` under the runtime config
+    ``apis``, in registry order."""
+    return [k for k in KINDS + VIEWS if k.group == group and k.version == version and api_served(k, gates, minor, apis)]
