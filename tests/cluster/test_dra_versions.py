@@ -233,6 +233,12 @@ async def test_at_1_33_the_betas_are_served_when_enabled_and_v1_is_not(v133: htt
     }
     paths = (await v133.get("/openapi/v3")).json()["paths"]
     assert "apis/resource.k8s.io/v1beta1" in paths and "apis/resource.k8s.io/v1" not in paths
+    # Aggregated discovery (kubectl's and client-go's first choice) says the same.
+    aggregated = await v133.get(
+        "/apis", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}
+    )
+    (entry,) = [item for item in aggregated.json()["items"] if item["metadata"]["name"] == "resource.k8s.io"]
+    assert [v["version"] for v in entry["versions"]] == ["v1beta2", "v1beta1"]
 
 
 async def test_v1beta1_objects_are_stored_in_v1_and_read_in_the_version_asked(v133: httpx.AsyncClient) -> None:
