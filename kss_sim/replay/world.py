@@ -3,9 +3,11 @@
 The replay's workload objects (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob) live in an in-memory
 ``ClusterStore`` (no database), with the nodes and every pod the controllers may own or adopt; the controllers of
 ``kss_sim/controllers/`` (``manager.WORKLOAD_CONTROLLERS``: the workload controllers, TTL-after-finished and the
-garbage collector) are attached to it and settled by ``SteppedControllers`` whenever something changed, at the
-current virtual instant, and again when one of their timers is due. Why a store and not a lighter object world of
-the replay's own: docs/architecture.md ("The replay's object world").
+garbage collector; and the taint eviction controller, which evicts what a node's NoExecute taints no longer let
+stay, the ``DisruptionTarget`` condition written, the pod deleted in the engine at once) are attached to it and
+settled by ``SteppedControllers`` whenever something changed, at the current virtual instant, and again when one
+of their timers is due. Why a store and not a lighter object world of the replay's own: docs/architecture.md
+("The replay's object world").
 
 The engine (``kss_sim/replay/engine.py``) talks to :class:`LiveControllers` as to its own workload controllers; they
 act through its :class:`Engine` verbs:
@@ -27,7 +29,7 @@ act through its :class:`Engine` verbs:
 - PriorityClasses are held as the engine holds them: the API's admission of a pod reads them.
 
 The controllers' timers never hold the run: it ends when the workload is done (docs/architecture.md, "The replay's
-object world", says why).
+object world", says why); a planned taint eviction's does, as it happens once.
 
 Names and uids the store gives (``generateName``, every new object's uid) are drawn from a Random seeded with the
 run's seed (``uids.drawn_from``): the same workload, the same names. Objects the API would refuse are refused before
@@ -54,6 +56,7 @@ from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
 from kss_sim.controllers.owned import controller_ref, key_of, meta
 from kss_sim.controllers.pod_status import RUN_DURATION_ANNOTATION, parse_go_duration
 from kss_sim.controllers.stepped import SteppedControllers
+from kss_sim.controllers.taint_eviction import TaintEvictionController
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.workload import WorkloadError
 
@@ -66,6 +69,11 @@ _MANAGER = "kss-replay"
 # Kinds besides nodes the store holds as the engine does: those the API's admission of a pod reads (cluster-scoped).
 ADMISSION_KINDS = frozenset(("PriorityClass",))
 JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+# The controllers a replay runs: the workload ones and what acts on nodes' NoExecute taints.
+REPLAY_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (*WORKLOAD_CONTROLLERS, TaintEvictionController)
+# Controllers whose timers end by themselves (a planned eviction happens once): those timers hold the run, as the
+# engine's own do. The others' may recur for ever (a CronJob's schedule) and never hold it.
+RUN_HOLDING_CONTROLLERS = (TaintEvictionController,)
 
 
 class Engine(Protocol):
@@ -140,7 +148,7 @@ class LiveControllers:
         self._rng = random.Random(f"kss-replay-controllers/{seed}")
         with uids.drawn_from(self._rng):
             self.store = ClusterStore(None, clock=self._clock)
-        self._loops: list[ReconcileLoop[Any]] = [c(self.store, clock=self._clock) for c in WORKLOAD_CONTROLLERS]
+        self._loops: list[ReconcileLoop[Any]] = [c(self.store, clock=self._clock) for c in REPLAY_CONTROLLERS]
         self._stepped = SteppedControllers(self._loops)
         self._engine_pods: set[Key] = set()  # pods the engine holds, as the store knows them
         self._created: dict[Key, None] = {}  # pods the controllers made, for the engine, in creation order
@@ -150,7 +158,7 @@ class LiveControllers:
         self._store_uid: dict[str, str] = {}  # the uid an object came with (a snapshot's) -> the one the store gave
         self._without_uid: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of those that came with none
         self._settle_due = False
-        self._timers: set[float] = set()  # virtual times of the wake-ups asked for
+        self._timers: set[tuple[float, bool]] = set()  # (virtual time, holds the run) of the wake-ups asked for
         self.pods_created = 0
         self.store.add_listener(self._on_pod, ("Pod",))
         self.store.add_listener(self._on_claim, ("PersistentVolumeClaim",))
@@ -472,15 +480,25 @@ class LiveControllers:
             self._actions.create_pod(pod, run_for=self._run_for_of(pod), owner=owner)
 
     def _ask_timers(self) -> None:
-        """A wake-up at the controllers' next timer, which never holds the run (module docstring: when a run ends)."""
+        """A wake-up at the controllers' next timer, which never holds the run (module docstring: when a run ends),
+        and one at the next timer that ends by itself (a planned taint eviction), which does."""
         due = self._stepped.next_due()
-        if due is None:
-            return
-        at = max(self._virtual(due), float(self._actions.now))
-        if at not in self._timers:
-            self._timers.add(at)
-            self._actions.call_at(at, functools.partial(self._timer_fired, at), holds_run=False)
+        if due is not None:
+            self._ask_wake_up(self._virtual(due), holds_run=False)
+        held = [
+            when
+            for loop in self._loops
+            if isinstance(loop, RUN_HOLDING_CONTROLLERS) and (when := loop.next_due(retries=False)) is not None
+        ]
+        if held:
+            self._ask_wake_up(self._virtual(min(held)), holds_run=True)
 
-    def _timer_fired(self, at: float) -> None:
-        self._timers.discard(at)
+    def _ask_wake_up(self, at: float, *, holds_run: bool) -> None:
+        at = max(at, float(self._actions.now))
+        if (at, holds_run) not in self._timers:
+            self._timers.add((at, holds_run))
+            self._actions.call_at(at, functools.partial(self._timer_fired, at, holds_run), holds_run=holds_run)
+
+    def _timer_fired(self, at: float, holds_run: bool) -> None:
+        self._timers.discard((at, holds_run))
         self._wake()

@@ -274,6 +274,52 @@ def test_a_toleration_window_ends_early_when_the_taint_goes() -> None:
     assert by_name(Replay(w).run())["p"].outcome == RUNNING
 
 
+def test_a_pod_bound_to_a_node_with_a_noexecute_taint_it_tolerates_for_a_while_is_evicted_when_that_ends() -> None:
+    toleration = {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+    w = workload(
+        [
+            {"at": 0, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}},
+            {"at": 10, "create": pod("p", tolerations=[toleration])},
+        ]
+    )
+    p = by_name(Replay(w).run())["p"]
+    assert (p.bound_at, p.finished_at, p.outcome) == (10.0, 40.0, DELETED)  # the run waits for the eviction
+
+
+def test_a_start_snapshots_pod_on_a_noexecute_tainted_node_it_does_not_tolerate_is_evicted_at_once() -> None:
+    tainted = {**node("n1"), "spec": {"taints": [{"key": "k", "effect": "NoExecute"}]}}
+    w = workload(
+        [{"at": 5, "create": pod("later", nodeName="n2")}], start=[tainted, node("n2"), pod("p", nodeName="n1")]
+    )
+    pods = by_name(Replay(w).run())
+    assert (pods["p"].finished_at, pods["p"].outcome) == (0.0, DELETED)
+    assert pods["later"].outcome == RUNNING
+
+
+def test_a_taint_eviction_marks_the_pod_as_disrupted_before_deleting_it() -> None:
+    w = workload(
+        [{"at": 0, "create": pod("p")}, {"at": 20, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}}]
+    )
+    run = Replay(w)
+    assert run.controllers is not None
+    deleting: list[Obj] = []
+    run.controllers.store.add_listener(
+        lambda _event, _kind, obj: deleting.append(obj) if obj["metadata"].get("deletionTimestamp") else None, ("Pod",)
+    )
+    assert by_name(run.run())["p"].finished_at == 20.0
+    conditions = {c["type"]: c for c in deleting[0]["status"]["conditions"]}
+    assert conditions["DisruptionTarget"]["reason"] == "DeletionByTaintManager"
+    events = [e for e in run.controllers.store.list("Event")[0] if e["reason"] == "TaintManagerEviction"]
+    assert [e["message"] for e in events] == ["Marking for deletion Pod default/p"]
+
+
+def test_a_replay_without_noexecute_taints_or_workload_objects_runs_no_controllers() -> None:
+    w = workload(
+        [{"at": 0, "create": pod("p")}, {"at": 5, "taint": {"node": "n1", "key": "k", "effect": "NoSchedule"}}]
+    )
+    assert Replay(w).controllers is None
+
+
 def test_apply_config_mid_run_changes_the_scoring_from_the_next_cycle_on() -> None:
     most = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
         {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}  # fmt: skip
