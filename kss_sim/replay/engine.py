@@ -579,9 +579,12 @@ class Replay(LoopHost):
 
 
 def _has_no_execute_taints(workload: TimedWorkload) -> bool:
-    """Whether a node of the workload has, or is given, a NoExecute taint (the taint eviction controller's work)."""
+    """Whether a node of the workload has, or is given, a NoExecute taint (the taint eviction controller's work),
+    or fails (its Ready condition then brings the node lifecycle controller's)."""
     nodes = [o for o in workload.start if o.get("kind") == "Node"]
     nodes += [e.obj for e in workload.events if e.kind == "Node" and e.obj is not None]
+    if any(e.action == "failNode" for e in workload.events):
+        return True  # the node lifecycle controller taints it NoExecute
     if any(e.action == "taint" and (e.taint or {}).get("effect") == "NoExecute" for e in workload.events):
         return True
     return any(

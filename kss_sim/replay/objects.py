@@ -61,6 +61,15 @@ class ObjectIntake:
             # A NoExecute taint's evictions are the taint eviction controller's (``replay/world.py``): the engine
             # runs it whenever the workload holds such a taint.
             self._replace_node(intake.tainted(node, event.taint, add=add, epoch=run.workload.epoch, now=run.now))
+        elif action in ("failNode", "healNode"):
+            node = self.nodes.get(event.name)
+            if node is None:
+                log.warning("%s %s at %gs: no such node", action, event.name, run.now)
+                return
+            # The engine runs the controllers whenever the workload fails a node (the node lifecycle controller's
+            # taints, the taint eviction controller's evictions).
+            assert run.controllers is not None
+            self._replace_node(run.controllers.reported_node(node, event.report))
         elif action == "applyConfig":
             assert event.obj is not None
             run.apply_config(event.obj)

@@ -53,10 +53,12 @@ from kss_sim.cluster.storage.change_log import ADDED, DELETED
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
+from kss_sim.controllers.node_lifecycle import UNSCHEDULABLE, reconciled_taints
 from kss_sim.controllers.owned import controller_ref, key_of, meta
 from kss_sim.controllers.pod_status import RUN_DURATION_ANNOTATION, parse_go_duration
 from kss_sim.controllers.stepped import SteppedControllers
 from kss_sim.controllers.taint_eviction import TaintEvictionController
+from kss_sim.kube.node_ready import ready_condition
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.workload import WorkloadError
 
@@ -292,6 +294,32 @@ class LiveControllers:
         self._wake()
 
     node_updated = node_added
+
+    def reported_node(self, node: Obj, report: str) -> Obj:
+        """``node`` (a new object) with the Ready condition its kubelet reports (``kss node fail|heal``'s ``report``)
+        and the taints the node lifecycle controller gives it for that (not-ready or unreachable, NoSchedule and
+        NoExecute; none once Ready again): what the replay's scheduler and the taint eviction controller then see."""
+        out = copy.deepcopy(node)
+        now = self._clock()
+        status = out.setdefault("status", {})
+        condition = ready_condition(report, now)
+        kept = [c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") != "Ready"]
+        status["conditions"] = [*kept, condition]
+        # The Ready taints only: a replay's cordon sets spec.unschedulable without the controller's taint (which
+        # uncordon would then leave behind), so the unschedulable taint stays as the node has it.
+        probe = copy.deepcopy(out)
+        has_unschedulable_taint = any(
+            t.get("key") == UNSCHEDULABLE for t in (probe.get("spec") or {}).get("taints") or []
+        )
+        probe.setdefault("spec", {})["unschedulable"] = has_unschedulable_taint
+        taints = reconciled_taints(probe, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if taints is not None:
+            spec = out.setdefault("spec", {})
+            if taints:
+                spec["taints"] = taints
+            else:
+                spec.pop("taints", None)
+        return out
 
     def object_put(self, obj: Obj) -> None:
         """An object of another kind came or changed: the store holds those its admission reads (a PriorityClass:

@@ -320,6 +320,68 @@ def test_a_replay_without_noexecute_taints_or_workload_objects_runs_no_controlle
     assert Replay(w).controllers is None
 
 
+def test_a_failed_node_is_tainted_and_its_pods_evicted_after_the_default_300_s_unless_it_heals_first() -> None:
+    w = workload(
+        [
+            {"at": 10, "failNode": "n2"},
+            {"at": 10, "failNode": "n3"},
+            {"at": 20, "create": pod("new", "3")},
+            {"at": 100, "healNode": "n2"},
+        ],
+        start=[node("n1"), node("n2"), node("n3"), pod("stays", nodeName="n2"), pod("goes", nodeName="n3")],
+    )
+    run = Replay(w, until=50)
+    run.run()
+    assert sorted((t["key"], t["effect"]) for t in run.objects.nodes["n3"]["spec"]["taints"]) == [
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+    ]
+    ready = {c["type"]: c for c in run.objects.nodes["n3"]["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "KubeletNotReady")
+    run = Replay(w)
+    pods = by_name(run.run())
+    assert pods["stays"].outcome == RUNNING  # healed within its 300 s not-ready toleration
+    assert (pods["goes"].finished_at, pods["goes"].outcome) == (310.0, DELETED)
+    assert pods["new"].node == "n1"  # the failed nodes' NoSchedule taints keep it off them
+    assert "taints" not in run.objects.nodes["n2"]["spec"]
+    ready = {c["type"]: c for c in run.objects.nodes["n2"]["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "True"
+
+
+def test_an_unreachable_node_is_tainted_unreachable_and_its_pods_go_after_their_toleration() -> None:
+    toleration = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}
+    w = workload(
+        [{"at": 5, "failNode": {"node": "n1", "unreachable": True}}],
+        start=[node("n1"), pod("p", nodeName="n1", tolerations=[{**toleration, "tolerationSeconds": 60}])],
+    )
+    run = Replay(w)
+    p = by_name(run.run())["p"]
+    assert (p.finished_at, p.outcome) == (65.0, DELETED)
+    assert {t["key"] for t in run.objects.nodes["n1"]["spec"]["taints"]} == {"node.kubernetes.io/unreachable"}
+
+
+def test_a_deployments_pods_on_a_failed_node_are_replaced_on_the_others() -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod("x", "3")["spec"]},
+        },
+    }
+    w = workload(
+        [{"at": 0, "create": deployment}, {"at": 60, "failNode": "n1"}], start=[node("n1"), node("n2"), node("n3")]
+    )
+    pods = sorted(Replay(w).run().pods, key=lambda p: p.arrival)
+    evicted = [p for p in pods if p.node == "n1"]
+    assert [(p.finished_at, p.outcome) for p in evicted] == [(360.0, DELETED)]
+    (survivor,) = [p for p in pods if p.arrival == 0.0 and p.node != "n1"]
+    free = ({"n2", "n3"} - {survivor.node}).pop()  # 3 CPUs each: one pod a node
+    assert [(p.arrival, p.node, p.outcome) for p in pods if p.arrival > 0.0] == [(360.0, free, RUNNING)]
+
+
 def test_apply_config_mid_run_changes_the_scoring_from_the_next_cycle_on() -> None:
     most = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
         {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}  # fmt: skip
