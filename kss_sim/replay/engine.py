@@ -583,8 +583,8 @@ def _has_no_execute_taints(workload: TimedWorkload) -> bool:
     or fails (its Ready condition then brings the node lifecycle controller's)."""
     nodes = [o for o in workload.start if o.get("kind") == "Node"]
     nodes += [e.obj for e in workload.events if e.kind == "Node" and e.obj is not None]
-    if any(e.action == "failNode" for e in workload.events):
-        return True  # the node lifecycle controller taints it NoExecute
+    if any(e.action in ("failNode", "drain") for e in workload.events):
+        return True  # the node lifecycle controller's taints; the eviction API and the disruption controller
     if any(e.action == "taint" and (e.taint or {}).get("effect") == "NoExecute" for e in workload.events):
         return True
     return any(

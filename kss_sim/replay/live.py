@@ -292,6 +292,8 @@ class LiveReplay:
         try:
             if event.action in ("failNode", "healNode"):
                 self._report_node(event)
+            elif event.action == "drain":
+                self._drain_node(event)
             else:
                 getattr(self, "_" + event.action)(event)
         except ApiError as exc:
@@ -348,6 +350,9 @@ class LiveReplay:
 
     def _cordon(self, event: Event) -> None:
         self.target.merge_patch("Node", "", event.name, {"spec": {"unschedulable": True}})
+
+    def _drain_node(self, event: Event) -> None:
+        raise ApiError(501, "NotImplemented", "drain is replayed offline only (kss replay without --target-url)")
 
     def _report_node(self, event: Event) -> None:
         # As ``kss node fail|heal``: the server's node lifecycle controller then taints the node.

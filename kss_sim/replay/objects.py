@@ -61,6 +61,14 @@ class ObjectIntake:
             # A NoExecute taint's evictions are the taint eviction controller's (``replay/world.py``): the engine
             # runs it whenever the workload holds such a taint.
             self._replace_node(intake.tainted(node, event.taint, add=add, epoch=run.workload.epoch, now=run.now))
+        elif action == "drain":
+            node = self.nodes.get(event.name)
+            if node is None:
+                log.warning("drain %s at %gs: no such node", event.name, run.now)
+                return
+            self._replace_node(intake.cordoned(node, True))
+            assert run.controllers is not None  # the engine runs them whenever the workload drains a node
+            run.controllers.drain(event.name)
         elif action in ("failNode", "healNode"):
             node = self.nodes.get(event.name)
             if node is None:
@@ -167,7 +175,7 @@ class ObjectIntake:
             return
         run.loop.handle("DELETED", kind, gone)
         if run.controllers is not None:
-            run.controllers.object_deleted(kind, name)
+            run.controllers.object_deleted(kind, namespace, name)
         if kind == "PersistentVolumeClaim":
             release_volume_of(run, gone)
 

@@ -7,7 +7,8 @@ The format (docs/replay.md) is ours: a ``TimedWorkload`` document whose ``spec.e
   (how long a pod runs once bound, then it succeeds and leaves) or ``endAt`` (when it is deleted, bound or not);
 - ``update: <manifest>`` replaces the object of that kind, namespace and name (scale a Deployment, change a node);
 - ``delete: {kind, name, namespace}``;
-- ``cordon: NODE`` / ``uncordon: NODE``;
+- ``cordon: NODE`` / ``uncordon: NODE``; ``drain: NODE`` (``kubectl drain``: cordon, then evictions that respect
+  PodDisruptionBudgets, retried every 5 s; DaemonSet pods stay);
 - ``taint: {node, key, value, effect}`` / ``untaint: {node, key, effect}`` (``effect`` optional: every effect);
 - ``failNode: NODE`` (or ``{node, unreachable: true}``) / ``healNode: NODE``: the node's Ready condition as its
   kubelet reports it (False; Unknown when unreachable; True), as ``kss node fail|heal`` sets it;
@@ -58,6 +59,7 @@ ACTIONS = (
     "untaint",
     "failNode",
     "healNode",
+    "drain",
     "applyConfig",
 )
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -279,7 +281,7 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
             return None
         event.kind, event.name = str(body["kind"]), str(body["name"])
         event.namespace = str(body.get("namespace") or "")
-    elif action in ("cordon", "uncordon"):
+    elif action in ("cordon", "uncordon", "drain"):
         if not isinstance(body, str) or not body:
             problems.append(f"{where}: must be a node name")
             return None
@@ -404,7 +406,7 @@ def event_document(e: Event) -> Obj:
         if e.namespace:
             target["namespace"] = e.namespace
         entry["delete"] = target
-    elif e.action in ("cordon", "uncordon", "healNode"):
+    elif e.action in ("cordon", "uncordon", "drain", "healNode"):
         entry[e.action] = e.name
     elif e.action == "failNode":
         entry[e.action] = {"node": e.name, "unreachable": True} if e.report == "unreachable" else e.name

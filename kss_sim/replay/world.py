@@ -26,7 +26,8 @@ act through its :class:`Engine` verbs:
   own, so what names an owner by the uid it came with (owner references, a Job's generated selector labels) is
   made to name it by the store's. A workload object keeps the status it came with (a snapshot's Job goes on from
   its counted completions);
-- PriorityClasses are held as the engine holds them: the API's admission of a pod reads them.
+- PriorityClasses are held as the engine holds them: the API's admission of a pod reads them; so are
+  PodDisruptionBudgets, which the disruption controller keeps and a drain's evictions (``drain``) read.
 
 The controllers' timers never hold the run: it ends when the workload is done (docs/architecture.md, "The replay's
 object world", says why); a planned taint eviction's does, as it happens once.
@@ -48,9 +49,11 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from kss_sim.cluster.admission import uids
-from kss_sim.cluster.errors import ApiError, NotFound
+from kss_sim.cluster.api.eviction import Eviction, evict
+from kss_sim.cluster.errors import ApiError, NotFound, TooManyRequests
 from kss_sim.cluster.storage.change_log import ADDED, DELETED
 from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.disruption import DisruptionController
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
 from kss_sim.controllers.node_lifecycle import UNSCHEDULABLE, reconciled_taints
@@ -68,11 +71,19 @@ Key = tuple[str, str]  # (namespace, name)
 
 KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
 _MANAGER = "kss-replay"
-# Kinds besides nodes the store holds as the engine does: those the API's admission of a pod reads (cluster-scoped).
+# Kinds besides nodes the store holds as the engine does: those the API's admission of a pod reads (cluster-scoped),
+# and the budgets the eviction API (a drain's) and the disruption controller read (namespaced).
 ADMISSION_KINDS = frozenset(("PriorityClass",))
+STORED_KINDS = ADMISSION_KINDS | {"PodDisruptionBudget"}
+# kubectl drain's pause before it asks again for an eviction a PodDisruptionBudget refused.
+DRAIN_RETRY_SECONDS = 5.0
 JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 # The controllers a replay runs: the workload ones and what acts on nodes' NoExecute taints.
-REPLAY_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (*WORKLOAD_CONTROLLERS, TaintEvictionController)
+REPLAY_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (
+    *WORKLOAD_CONTROLLERS,
+    TaintEvictionController,
+    DisruptionController,
+)
 # Controllers whose timers end by themselves (a planned eviction happens once): those timers hold the run, as the
 # engine's own do. The others' may recur for ever (a CronJob's schedule) and never hold it.
 RUN_HOLDING_CONTROLLERS = (TaintEvictionController,)
@@ -325,15 +336,18 @@ class LiveControllers:
         """An object of another kind came or changed: the store holds those its admission reads (a PriorityClass:
         a pod naming one the store does not know is refused, a controller's as well as a snapshot's)."""
         kind = str(obj.get("kind"))
-        if kind not in ADMISSION_KINDS:
+        if kind not in STORED_KINDS:
             return
         name = str(meta(obj).get("name"))
+        namespace = None if kind in ADMISSION_KINDS else str(meta(obj).get("namespace") or "default")
         body = copy.deepcopy(obj)
         for field in ("resourceVersion", "uid"):
             body["metadata"].pop(field, None)
+        if namespace is not None:
+            body["metadata"]["namespace"] = namespace
         with uids.drawn_from(self._rng):
             try:
-                existing = self.store.get(kind, None, name)
+                existing = self.store.get(kind, namespace, name)
                 if existing is None:
                     self.store.create(kind, body, manager=_MANAGER)
                 else:
@@ -342,11 +356,42 @@ class LiveControllers:
             except ApiError as exc:
                 log.warning("%s %s: not seen by the workload controllers: %s", kind, name, exc.message)
 
-    def object_deleted(self, kind: str, name: str) -> None:
+        if namespace is not None:
+            self._wake()  # a budget: the disruption controller keeps its status
+
+    def object_deleted(self, kind: str, namespace: str, name: str) -> None:
         """An object of another kind went (the store forgets those it holds)."""
-        if kind in ADMISSION_KINDS:
+        if kind in STORED_KINDS:
             with uids.drawn_from(self._rng), contextlib.suppress(NotFound):
-                self.store.delete(kind, None, name)
+                self.store.delete(kind, None if kind in ADMISSION_KINDS else namespace or "default", name)
+            self._wake()
+
+    def drain(self, node: str) -> None:
+        """``kubectl drain NODE`` after its cordon: every pod on the node but a DaemonSet's is evicted through the
+        eviction API (its PodDisruptionBudget asked); one a budget refuses is asked for again every 5 s virtual,
+        as kubectl retries, until it goes (its replacement Ready elsewhere frees the budget) or is gone."""
+        blocked = 0
+        with uids.drawn_from(self._rng):
+            for pod in self.store.list("Pod")[0]:
+                spec = pod.get("spec") or {}
+                ref = controller_ref(pod) or {}
+                if spec.get("nodeName") != node or meta(pod).get("deletionTimestamp") or ref.get("kind") == "DaemonSet":
+                    continue
+                namespace, name = key_of(pod)
+                try:
+                    evict(self.store, namespace, Eviction(name, {}))
+                except TooManyRequests:
+                    blocked += 1
+                except (NotFound, ApiError) as exc:
+                    log.warning("drain %s: pod %s/%s not evicted: %s", node, namespace, name, exc)
+        self._wake()
+        if blocked:
+            at = float(self._actions.now) + DRAIN_RETRY_SECONDS
+            self._actions.call_at(at, functools.partial(self._drain_again, node))
+
+    def _drain_again(self, node: str) -> None:
+        if self.store.get("Node", None, node) is not None:
+            self.drain(node)
 
     def node_removed(self, name: str) -> None:
         """A node went (the engine deletes its pods, as PodGC does)."""

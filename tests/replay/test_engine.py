@@ -382,6 +382,43 @@ def test_a_deployments_pods_on_a_failed_node_are_replaced_on_the_others() -> Non
     assert [(p.arrival, p.node, p.outcome) for p in pods if p.arrival > 0.0] == [(360.0, free, RUNNING)]
 
 
+def test_a_drain_evicts_within_the_disruption_budget_retries_every_5_s_and_leaves_daemonset_pods() -> None:
+    def workload_object(kind: str, name: str, cpu: str, **spec: Any) -> Obj:
+        template = {"metadata": {"labels": {"app": name}}, "spec": pod("x", cpu)["spec"]}
+        body = {"selector": {"matchLabels": {"app": name}}, "template": template, **spec}
+        return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name}, "spec": body}
+
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    w = workload(
+        [
+            {"at": 0, "create": workload_object("DaemonSet", "agent", "1")},
+            {"at": 0, "create": workload_object("Deployment", "web", "3", replicas=2)},
+            {"at": 0, "create": budget},
+            {"at": 30, "create": node("n3")},
+            {"at": 60, "drain": "n1"},
+            {"at": 60, "drain": "n2"},
+        ],
+        start=[node("n1"), node("n2")],
+    )
+    run = Replay(w)
+    pods = run.run().pods
+    web = {(p.node, p.arrival): p for p in pods if p.owner.startswith("ReplicaSet/")}
+    on_n1, on_n2 = [p for (n, _), p in web.items() if n in ("n1", "n2")]
+    assert {(on_n1.node, on_n1.finished_at), (on_n2.node, on_n2.finished_at)} == {("n1", 60.0), ("n2", 65.0)}
+    # the first eviction takes the budget's one disruption; its replacement (on n3, Ready at once) frees it again
+    # for kubectl's retry 5 s on
+    replacements = sorted((p.arrival, p.node, p.outcome) for p in web.values() if p.arrival >= 60.0)
+    assert replacements == [(60.0, "n3", RUNNING), (65.0, None, PENDING)]
+    agents = sorted((p.node, p.outcome) for p in pods if p.owner.startswith("DaemonSet/"))
+    assert agents == [("n1", RUNNING), ("n2", RUNNING), ("n3", RUNNING)]
+    assert all(run.objects.nodes[n]["spec"].get("unschedulable") for n in ("n1", "n2"))
+
+
 def test_apply_config_mid_run_changes_the_scoring_from_the_next_cycle_on() -> None:
     most = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
         {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}  # fmt: skip

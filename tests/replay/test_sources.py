@@ -248,6 +248,7 @@ def test_node_failure_events_read_back_as_written_and_bad_ones_are_named() -> No
             {"at": 1, "failNode": "n1"},
             {"at": 2, "failNode": {"node": "n1", "unreachable": True}},
             {"at": 3, "healNode": "n1"},
+            {"at": 4, "drain": "n1"},
         ],
     }
     doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "w"}, "spec": spec}
@@ -256,6 +257,7 @@ def test_node_failure_events_read_back_as_written_and_bad_ones_are_named() -> No
         ("failNode", "n1", "fail"),
         ("failNode", "n1", "unreachable"),
         ("healNode", "n1", "heal"),
+        ("drain", "n1", ""),
     ]
     assert to_document(workload)["spec"]["events"] == [{**e, "at": float(e["at"])} for e in spec["events"]]
     spec["events"] = [
