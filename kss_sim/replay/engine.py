@@ -53,7 +53,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kss.replay")
 
-WORKLOAD_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))  # world.KINDS
+WORKLOAD_KINDS = frozenset(
+    ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler")
+)  # world.KINDS
 DEFAULT_GRACE_SECONDS = 30.0
 _START_RANK = {"Deployment": 1, "CronJob": 1, "StatefulSet": 1, "DaemonSet": 1, "ReplicaSet": 2, "Job": 2, "Pod": 3}
 

@@ -227,5 +227,7 @@ class ObjectIntake:
             run.controllers.node_removed(name)
 
 
-_WORKLOAD = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
+_WORKLOAD = frozenset(
+    ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler")
+)  # world.KINDS
 CLUSTER_SCOPED_OR_KNOWN = OBJECT_KINDS - {"Node"}

@@ -1,6 +1,7 @@
 """The live workload controllers in a replay: ``kss serve``'s controllers over an in-memory store, on the virtual clock.
 
-The replay's workload objects (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob) live in an in-memory
+The replay's workload objects (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, and the
+HorizontalPodAutoscalers that scale them, the horizontal controller syncing every 15 s) live in an in-memory
 ``ClusterStore`` (no database), with the nodes and every pod the controllers may own or adopt; the controllers of
 ``kss_sim/controllers/`` (``manager.WORKLOAD_CONTROLLERS``: the workload controllers, TTL-after-finished and the
 garbage collector; and the taint eviction controller, which evicts what a node's NoExecute taints no longer let
@@ -54,6 +55,7 @@ from kss_sim.cluster.errors import ApiError, NotFound, TooManyRequests
 from kss_sim.cluster.storage.change_log import ADDED, DELETED
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.disruption import DisruptionController
+from kss_sim.controllers.horizontal import HorizontalController
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
 from kss_sim.controllers.node_lifecycle import UNSCHEDULABLE, reconciled_taints
@@ -69,7 +71,8 @@ log = logging.getLogger("kss.replay")
 
 Key = tuple[str, str]  # (namespace, name)
 
-KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
+# The workload kinds, and the autoscaler that scales them (its controller runs here too).
+KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler"))
 _MANAGER = "kss-replay"
 # Kinds besides nodes the store holds as the engine does: those the API's admission of a pod reads (cluster-scoped),
 # and the budgets the eviction API (a drain's) and the disruption controller read (namespaced).
@@ -83,6 +86,7 @@ REPLAY_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (
     *WORKLOAD_CONTROLLERS,
     TaintEvictionController,
     DisruptionController,
+    HorizontalController,
 )
 # Controllers whose timers end by themselves (a planned eviction happens once): those timers hold the run, as the
 # engine's own do. The others' may recur for ever (a CronJob's schedule) and never hold it.

@@ -419,6 +419,37 @@ def test_a_drain_evicts_within_the_disruption_budget_retries_every_5_s_and_leave
     assert all(run.objects.nodes[n]["spec"].get("unschedulable") for n in ("n1", "n2"))
 
 
+def test_a_horizontal_pod_autoscaler_scales_its_deployment_from_the_usage_annotation_every_15_s() -> None:
+    template = pod("x", "1")
+    template["metadata"] = {"labels": {"app": "web"}, "annotations": {"kss.sigs.k8s.io/cpu-usage": "900m"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+    target = {"type": "Utilization", "averageUtilization": 50}
+    autoscaler = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": target}}],
+        },
+    }
+    w = workload([{"at": 0, "create": deployment}, {"at": 10, "create": autoscaler}], start=[node("n1", "8")])
+    run = Replay(w, until=120)
+    arrivals = sorted(p.arrival for p in run.run().pods)
+    # 90% of the request against 50%: 1 -> 2 at its first sync, 2 -> 4 a sync period on, then the maximum, 5
+    assert arrivals == [0.0, 10.0, 25.0, 25.0, 40.0]
+    assert run.controllers is not None
+    status = (run.controllers.get("HorizontalPodAutoscaler", "default", "web") or {})["status"]
+    assert (status["currentReplicas"], status["desiredReplicas"]) == (5, 5)
+
+
 def test_apply_config_mid_run_changes_the_scoring_from_the_next_cycle_on() -> None:
     most = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
         {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}  # fmt: skip
