@@ -53,7 +53,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kss.replay")
 
-WORKLOAD_KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))  # world.KINDS
+WORKLOAD_KINDS = frozenset(
+    ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler")
+)  # world.KINDS
 DEFAULT_GRACE_SECONDS = 30.0
 _START_RANK = {"Deployment": 1, "CronJob": 1, "StatefulSet": 1, "DaemonSet": 1, "ReplicaSet": 2, "Job": 2, "Pod": 3}
 
@@ -227,12 +229,13 @@ class Replay(LoopHost):
         self.queue.max_in_unschedulable = config.pod_max_in_unschedulable_pods_duration
 
     def _check_workload_kinds(self) -> None:
-        """With workload objects, ``kss serve``'s controllers on this run's clock (``replay/world.py``); objects the API
-        would refuse are named before the run, each with its path in the workload."""
+        """With workload objects or NoExecute taints, ``kss serve``'s controllers on this run's clock
+        (``replay/world.py``); objects the API would refuse are named before the run, each with its path in the
+        workload."""
         objects = [(f"spec.events[{e.seq}].{e.action}", e.obj) for e in self._events if e.kind in WORKLOAD_KINDS]
         start = enumerate(self.workload.start)
         objects += [(f"spec.start[{i}]", o) for i, o in start if o.get("kind") in WORKLOAD_KINDS]
-        if not objects:
+        if not objects and not _has_no_execute_taints(self.workload):
             return
         # Imported here: a replay of pods alone does not load the controllers and the in-memory API.
         from kss_sim.replay.world import LiveControllers, check_workload_object
@@ -575,6 +578,22 @@ class Replay(LoopHost):
         key, uid = victim.key, victim.uid
         self.call_at(self._now + seconds, lambda: self._finish_bound(key, uid, PREEMPTED))
         self.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
+
+
+def _has_no_execute_taints(workload: TimedWorkload) -> bool:
+    """Whether a node of the workload has, or is given, a NoExecute taint (the taint eviction controller's work),
+    or fails (its Ready condition then brings the node lifecycle controller's)."""
+    nodes = [o for o in workload.start if o.get("kind") == "Node"]
+    nodes += [e.obj for e in workload.events if e.kind == "Node" and e.obj is not None]
+    if any(e.action in ("failNode", "drain") for e in workload.events):
+        return True  # the node lifecycle controller's taints; the eviction API and the disruption controller
+    if any(e.action == "taint" and (e.taint or {}).get("effect") == "NoExecute" for e in workload.events):
+        return True
+    return any(
+        isinstance(t, dict) and t.get("effect") == "NoExecute"
+        for node in nodes
+        for t in (node.get("spec") or {}).get("taints") or []
+    )
 
 
 def _extenders(config: SchedulerConfig) -> Any:

@@ -234,33 +234,3 @@ def tainted(node: Obj, taint: Obj, *, add: bool, epoch: datetime, now: float) ->
     else:
         spec.pop("taints", None)
     return out
-
-
-def toleration_seconds(pod: Obj, taint: Obj) -> float | None:
-    """How long the pod may stay on a node with this NoExecute taint (the taint manager's getMinTolerationTime):
-    0 if no toleration matches, None if the matching ones set no ``tolerationSeconds`` (forever), else the least."""
-    matching = [
-        t for t in (pod.get("spec") or {}).get("tolerations") or [] if isinstance(t, dict) and _tolerates(t, taint)
-    ]
-    if not matching:
-        return 0.0
-    seconds = [float(t["tolerationSeconds"]) for t in matching if t.get("tolerationSeconds") is not None]
-    if not seconds:
-        return None
-    return max(0.0, min(seconds))
-
-
-def _tolerates(toleration: Obj, taint: Obj) -> bool:
-    """``Toleration.ToleratesTaint``: effect (empty = all), key (empty with Exists = all) and operator."""
-    effect = toleration.get("effect")
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key")
-    operator = toleration.get("operator") or "Equal"
-    if key and key != taint.get("key"):
-        return False
-    if not key and operator != "Exists":
-        return False
-    if operator == "Exists":
-        return True
-    return str(toleration.get("value") or "") == str(taint.get("value") or "")

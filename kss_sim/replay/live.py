@@ -8,8 +8,8 @@ driver only does what the workload says at each moment:
 - the starting objects at once, through the simulator's import (owners and uids remapped, kinds in order, the
   snapshot's bound pods bound), then each event at its time: ``create`` POSTs the manifest (namespaces made when
   missing), ``update`` PUTs it with the current resourceVersion, ``delete`` deletes (dependents in the
-  background), ``cordon``/``uncordon``/``taint``/``untaint`` patch the node, ``applyConfig`` PUTs the scheduler
-  configuration;
+  background), ``cordon``/``uncordon``/``taint``/``untaint`` patch the node, ``failNode``/``healNode`` its
+  status (the Ready condition, as ``kss node fail|heal``), ``applyConfig`` PUTs the scheduler configuration;
 - a pod's ``runFor``: the driver watches pods and deletes each ``runFor / speed`` wall seconds after it saw it
   bound (it carries the ``replay.kss.sigs.k8s.io/run-for`` annotation; a Deployment's, ReplicaSet's,
   StatefulSet's or DaemonSet's pod template gets it too, so its controller replaces the pods that end); a Job's or
@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from kss_sim.kube.node_ready import ready_status_patch
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.live_api import SERVER_MANAGED, ApiError, Target, list_pods, watch_pods
 from kss_sim.replay.workload import RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
@@ -289,7 +290,12 @@ class LiveReplay:
     # --- events ---------------------------------------------------------------------------------
     def _apply(self, event: Event) -> None:
         try:
-            getattr(self, "_" + event.action)(event)
+            if event.action in ("failNode", "healNode"):
+                self._report_node(event)
+            elif event.action == "drain":
+                self._drain_node(event)
+            else:
+                getattr(self, "_" + event.action)(event)
         except ApiError as exc:
             self._error(f"at {clock_text(event.at)}: {event.action} {self._named(event)}: {exc}")
             return
@@ -344,6 +350,13 @@ class LiveReplay:
 
     def _cordon(self, event: Event) -> None:
         self.target.merge_patch("Node", "", event.name, {"spec": {"unschedulable": True}})
+
+    def _drain_node(self, event: Event) -> None:
+        raise ApiError(501, "NotImplemented", "drain is replayed offline only (kss replay without --target-url)")
+
+    def _report_node(self, event: Event) -> None:
+        # As ``kss node fail|heal``: the server's node lifecycle controller then taints the node.
+        self.target.patch_status("Node", "", event.name, ready_status_patch(event.report))
 
     def _uncordon(self, event: Event) -> None:
         self.target.merge_patch("Node", "", event.name, {"spec": {"unschedulable": None}})

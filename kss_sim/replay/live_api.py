@@ -196,6 +196,11 @@ class Target:
         path = self.resource(kind).path(namespace, name)
         return self._json("PATCH", path, content=orjson.dumps(patch), headers=_MERGE_PATCH)
 
+    def patch_status(self, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+        """A strategic merge patch of the object's ``status`` subresource (a node's conditions merge by type)."""
+        path = self.resource(kind).path(namespace, name) + "/status"
+        return self._json("PATCH", path, content=orjson.dumps(patch), headers=_STRATEGIC_MERGE_PATCH)
+
     def delete(
         self, kind: str, namespace: str, name: str, *, uid: str | None = None, api_version: str | None = None
     ) -> None:
@@ -271,3 +276,4 @@ def watch_pods(
 
 _JSON = {"Content-Type": "application/json"}
 _MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+_STRATEGIC_MERGE_PATCH = {"Content-Type": "application/strategic-merge-patch+json"}

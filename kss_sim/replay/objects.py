@@ -3,7 +3,7 @@ scheduler's informers would see it.
 
 Nodes and the kinds plugins read go to the scheduling loop's event handlers (app/scheduler/loop.py, as in
 ``kss serve``); the workload kinds go to the workload controllers; pods to the engine. A node's removal deletes its
-pods (PodGC); a NoExecute taint evicts the pods that do not tolerate it, after their tolerationSeconds.
+pods (PodGC); a NoExecute taint's evictions are the taint eviction controller's (``world.py``).
 """
 
 from __future__ import annotations
@@ -58,9 +58,26 @@ class ObjectIntake:
                 return
             assert event.taint is not None
             add = action == "taint"
+            # A NoExecute taint's evictions are the taint eviction controller's (``replay/world.py``): the engine
+            # runs it whenever the workload holds such a taint.
             self._replace_node(intake.tainted(node, event.taint, add=add, epoch=run.workload.epoch, now=run.now))
-            if add and event.taint.get("effect") == "NoExecute":
-                self._evict_intolerant(event.name, event.taint)
+        elif action == "drain":
+            node = self.nodes.get(event.name)
+            if node is None:
+                log.warning("drain %s at %gs: no such node", event.name, run.now)
+                return
+            self._replace_node(intake.cordoned(node, True))
+            assert run.controllers is not None  # the engine runs them whenever the workload drains a node
+            run.controllers.drain(event.name)
+        elif action in ("failNode", "healNode"):
+            node = self.nodes.get(event.name)
+            if node is None:
+                log.warning("%s %s at %gs: no such node", action, event.name, run.now)
+                return
+            # The engine runs the controllers whenever the workload fails a node (the node lifecycle controller's
+            # taints, the taint eviction controller's evictions).
+            assert run.controllers is not None
+            self._replace_node(run.controllers.reported_node(node, event.report))
         elif action == "applyConfig":
             assert event.obj is not None
             run.apply_config(event.obj)
@@ -158,7 +175,7 @@ class ObjectIntake:
             return
         run.loop.handle("DELETED", kind, gone)
         if run.controllers is not None:
-            run.controllers.object_deleted(kind, name)
+            run.controllers.object_deleted(kind, namespace, name)
         if kind == "PersistentVolumeClaim":
             release_volume_of(run, gone)
 
@@ -209,29 +226,8 @@ class ObjectIntake:
         if run.controllers is not None:
             run.controllers.node_removed(name)
 
-    def _evict_intolerant(self, node_name: str, taint: Obj) -> None:
-        """The taint manager: pods on the node that do not tolerate a new NoExecute taint are deleted now, or after
-        their tolerationSeconds if the taint is still there then."""
-        run = self.run
-        for key, pod in list(run.bound.items()):
-            if pod.node_name != node_name:
-                continue
-            seconds = intake.toleration_seconds(pod.pod, taint)
-            if seconds is None:
-                continue
-            uid = pod.uid
-            if seconds == 0:
-                run._finish_bound(key, uid, DELETED)
-                continue
 
-            def evict(key: str = key, uid: str = uid) -> None:
-                node = self.nodes.get(node_name)
-                taints = ((node or {}).get("spec") or {}).get("taints") or []
-                if any(t.get("key") == taint.get("key") and t.get("effect") == "NoExecute" for t in taints):
-                    run._finish_bound(key, uid, DELETED)
-
-            run.call_at(run.now + seconds, evict)
-
-
-_WORKLOAD = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
+_WORKLOAD = frozenset(
+    ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler")
+)  # world.KINDS
 CLUSTER_SCOPED_OR_KNOWN = OBJECT_KINDS - {"Node"}

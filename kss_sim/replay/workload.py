@@ -7,8 +7,11 @@ The format (docs/replay.md) is ours: a ``TimedWorkload`` document whose ``spec.e
   (how long a pod runs once bound, then it succeeds and leaves) or ``endAt`` (when it is deleted, bound or not);
 - ``update: <manifest>`` replaces the object of that kind, namespace and name (scale a Deployment, change a node);
 - ``delete: {kind, name, namespace}``;
-- ``cordon: NODE`` / ``uncordon: NODE``;
+- ``cordon: NODE`` / ``uncordon: NODE``; ``drain: NODE`` (``kubectl drain``: cordon, then evictions that respect
+  PodDisruptionBudgets, retried every 5 s; DaemonSet pods stay);
 - ``taint: {node, key, value, effect}`` / ``untaint: {node, key, effect}`` (``effect`` optional: every effect);
+- ``failNode: NODE`` (or ``{node, unreachable: true}``) / ``healNode: NODE``: the node's Ready condition as its
+  kubelet reports it (False; Unknown when unreachable; True), as ``kss node fail|heal`` sets it;
 - ``applyConfig: <KubeSchedulerConfiguration>`` from that moment on.
 
 ``spec.start`` is the cluster at time 0: a ``kss export`` snapshot file (path relative to the workload file) or a
@@ -46,7 +49,19 @@ END_AT_ANNOTATION = ANNOTATION_PREFIX + "end-at"
 # Virtual time 0 as a wall-clock time, for creationTimestamp/startTime (the golden runs' epoch).
 DEFAULT_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
 
-ACTIONS = ("create", "update", "delete", "cordon", "uncordon", "taint", "untaint", "applyConfig")
+ACTIONS = (
+    "create",
+    "update",
+    "delete",
+    "cordon",
+    "uncordon",
+    "taint",
+    "untaint",
+    "failNode",
+    "healNode",
+    "drain",
+    "applyConfig",
+)
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -69,12 +84,13 @@ class Event:
     seq: int
     action: str
     obj: Obj | None = None  # create / update: the manifest; applyConfig: the configuration
-    kind: str = ""  # delete / cordon / uncordon / taint / untaint: what it is done to
+    kind: str = ""  # delete / cordon / uncordon / taint / untaint / failNode / healNode: what it is done to
     namespace: str = ""
     name: str = ""
     run_for: float | None = None  # create of a pod or pod-making workload: seconds a pod runs once bound
     end_at: float | None = None  # create of a pod: when it is deleted, bound or not
     taint: Obj | None = None  # taint / untaint: {key, value, effect}
+    report: str = ""  # failNode / healNode: what the node's kubelet reports (a key of kube.node_ready.NODE_REPORTS)
 
     @property
     def sort_key(self) -> tuple[float, int]:
@@ -265,11 +281,24 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
             return None
         event.kind, event.name = str(body["kind"]), str(body["name"])
         event.namespace = str(body.get("namespace") or "")
-    elif action in ("cordon", "uncordon"):
+    elif action in ("cordon", "uncordon", "drain"):
         if not isinstance(body, str) or not body:
             problems.append(f"{where}: must be a node name")
             return None
         event.kind, event.name = "Node", body
+    elif action in ("failNode", "healNode"):
+        if isinstance(body, dict) and action == "failNode":
+            unknown = sorted(set(body) - {"node", "unreachable"})
+            if unknown or not isinstance(body.get("node"), str) or not isinstance(body.get("unreachable", False), bool):
+                problems.append(f"{where}: must be a node name or {{node, unreachable: true|false}}")
+                return None
+            node, report = str(body["node"]), "unreachable" if body.get("unreachable") else "fail"
+        else:
+            node, report = body, "fail" if action == "failNode" else "heal"
+        if not isinstance(node, str) or not node:
+            problems.append(f"{where}: must be a node name")
+            return None
+        event.kind, event.name, event.report = "Node", node, report
     else:  # taint / untaint
         if not isinstance(body, dict) or not body.get("node") or not body.get("key"):
             problems.append(f"{where}: needs node and key")
@@ -377,8 +406,10 @@ def event_document(e: Event) -> Obj:
         if e.namespace:
             target["namespace"] = e.namespace
         entry["delete"] = target
-    elif e.action in ("cordon", "uncordon"):
+    elif e.action in ("cordon", "uncordon", "drain", "healNode"):
         entry[e.action] = e.name
+    elif e.action == "failNode":
+        entry[e.action] = {"node": e.name, "unreachable": True} if e.report == "unreachable" else e.name
     else:
         entry[e.action] = {"node": e.name, **(e.taint or {})}
     if e.run_for is not None:

@@ -1,11 +1,14 @@
 """The live workload controllers in a replay: ``kss serve``'s controllers over an in-memory store, on the virtual clock.
 
-The replay's workload objects (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob) live in an in-memory
+The replay's workload objects (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, and the
+HorizontalPodAutoscalers that scale them, the horizontal controller syncing every 15 s) live in an in-memory
 ``ClusterStore`` (no database), with the nodes and every pod the controllers may own or adopt; the controllers of
 ``kss_sim/controllers/`` (``manager.WORKLOAD_CONTROLLERS``: the workload controllers, TTL-after-finished and the
-garbage collector) are attached to it and settled by ``SteppedControllers`` whenever something changed, at the
-current virtual instant, and again when one of their timers is due. Why a store and not a lighter object world of
-the replay's own: docs/architecture.md ("The replay's object world").
+garbage collector; and the taint eviction controller, which evicts what a node's NoExecute taints no longer let
+stay, the ``DisruptionTarget`` condition written, the pod deleted in the engine at once) are attached to it and
+settled by ``SteppedControllers`` whenever something changed, at the current virtual instant, and again when one
+of their timers is due. Why a store and not a lighter object world of the replay's own: docs/architecture.md
+("The replay's object world").
 
 The engine (``kss_sim/replay/engine.py``) talks to :class:`LiveControllers` as to its own workload controllers; they
 act through its :class:`Engine` verbs:
@@ -24,10 +27,11 @@ act through its :class:`Engine` verbs:
   own, so what names an owner by the uid it came with (owner references, a Job's generated selector labels) is
   made to name it by the store's. A workload object keeps the status it came with (a snapshot's Job goes on from
   its counted completions);
-- PriorityClasses are held as the engine holds them: the API's admission of a pod reads them.
+- PriorityClasses are held as the engine holds them: the API's admission of a pod reads them; so are
+  PodDisruptionBudgets, which the disruption controller keeps and a drain's evictions (``drain``) read.
 
 The controllers' timers never hold the run: it ends when the workload is done (docs/architecture.md, "The replay's
-object world", says why).
+object world", says why); a planned taint eviction's does, as it happens once.
 
 Names and uids the store gives (``generateName``, every new object's uid) are drawn from a Random seeded with the
 run's seed (``uids.drawn_from``): the same workload, the same names. Objects the API would refuse are refused before
@@ -46,14 +50,20 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from kss_sim.cluster.admission import uids
-from kss_sim.cluster.errors import ApiError, NotFound
+from kss_sim.cluster.api.eviction import Eviction, evict
+from kss_sim.cluster.errors import ApiError, NotFound, TooManyRequests
 from kss_sim.cluster.storage.change_log import ADDED, DELETED
 from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.controllers.disruption import DisruptionController
+from kss_sim.controllers.horizontal import HorizontalController
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
+from kss_sim.controllers.node_lifecycle import UNSCHEDULABLE, reconciled_taints
 from kss_sim.controllers.owned import controller_ref, key_of, meta
 from kss_sim.controllers.pod_status import RUN_DURATION_ANNOTATION, parse_go_duration
 from kss_sim.controllers.stepped import SteppedControllers
+from kss_sim.controllers.taint_eviction import TaintEvictionController
+from kss_sim.kube.node_ready import ready_condition
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.workload import WorkloadError
 
@@ -61,11 +71,26 @@ log = logging.getLogger("kss.replay")
 
 Key = tuple[str, str]  # (namespace, name)
 
-KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"))
+# The workload kinds, and the autoscaler that scales them (its controller runs here too).
+KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler"))
 _MANAGER = "kss-replay"
-# Kinds besides nodes the store holds as the engine does: those the API's admission of a pod reads (cluster-scoped).
+# Kinds besides nodes the store holds as the engine does: those the API's admission of a pod reads (cluster-scoped),
+# and the budgets the eviction API (a drain's) and the disruption controller read (namespaced).
 ADMISSION_KINDS = frozenset(("PriorityClass",))
+STORED_KINDS = ADMISSION_KINDS | {"PodDisruptionBudget"}
+# kubectl drain's pause before it asks again for an eviction a PodDisruptionBudget refused.
+DRAIN_RETRY_SECONDS = 5.0
 JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+# The controllers a replay runs: the workload ones and what acts on nodes' NoExecute taints.
+REPLAY_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (
+    *WORKLOAD_CONTROLLERS,
+    TaintEvictionController,
+    DisruptionController,
+    HorizontalController,
+)
+# Controllers whose timers end by themselves (a planned eviction happens once): those timers hold the run, as the
+# engine's own do. The others' may recur for ever (a CronJob's schedule) and never hold it.
+RUN_HOLDING_CONTROLLERS = (TaintEvictionController,)
 
 
 class Engine(Protocol):
@@ -140,7 +165,7 @@ class LiveControllers:
         self._rng = random.Random(f"kss-replay-controllers/{seed}")
         with uids.drawn_from(self._rng):
             self.store = ClusterStore(None, clock=self._clock)
-        self._loops: list[ReconcileLoop[Any]] = [c(self.store, clock=self._clock) for c in WORKLOAD_CONTROLLERS]
+        self._loops: list[ReconcileLoop[Any]] = [c(self.store, clock=self._clock) for c in REPLAY_CONTROLLERS]
         self._stepped = SteppedControllers(self._loops)
         self._engine_pods: set[Key] = set()  # pods the engine holds, as the store knows them
         self._created: dict[Key, None] = {}  # pods the controllers made, for the engine, in creation order
@@ -150,7 +175,7 @@ class LiveControllers:
         self._store_uid: dict[str, str] = {}  # the uid an object came with (a snapshot's) -> the one the store gave
         self._without_uid: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of those that came with none
         self._settle_due = False
-        self._timers: set[float] = set()  # virtual times of the wake-ups asked for
+        self._timers: set[tuple[float, bool]] = set()  # (virtual time, holds the run) of the wake-ups asked for
         self.pods_created = 0
         self.store.add_listener(self._on_pod, ("Pod",))
         self.store.add_listener(self._on_claim, ("PersistentVolumeClaim",))
@@ -285,19 +310,48 @@ class LiveControllers:
 
     node_updated = node_added
 
+    def reported_node(self, node: Obj, report: str) -> Obj:
+        """``node`` (a new object) with the Ready condition its kubelet reports (``kss node fail|heal``'s ``report``)
+        and the taints the node lifecycle controller gives it for that (not-ready or unreachable, NoSchedule and
+        NoExecute; none once Ready again): what the replay's scheduler and the taint eviction controller then see."""
+        out = copy.deepcopy(node)
+        now = self._clock()
+        status = out.setdefault("status", {})
+        condition = ready_condition(report, now)
+        kept = [c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") != "Ready"]
+        status["conditions"] = [*kept, condition]
+        # The Ready taints only: a replay's cordon sets spec.unschedulable without the controller's taint (which
+        # uncordon would then leave behind), so the unschedulable taint stays as the node has it.
+        probe = copy.deepcopy(out)
+        has_unschedulable_taint = any(
+            t.get("key") == UNSCHEDULABLE for t in (probe.get("spec") or {}).get("taints") or []
+        )
+        probe.setdefault("spec", {})["unschedulable"] = has_unschedulable_taint
+        taints = reconciled_taints(probe, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        if taints is not None:
+            spec = out.setdefault("spec", {})
+            if taints:
+                spec["taints"] = taints
+            else:
+                spec.pop("taints", None)
+        return out
+
     def object_put(self, obj: Obj) -> None:
         """An object of another kind came or changed: the store holds those its admission reads (a PriorityClass:
         a pod naming one the store does not know is refused, a controller's as well as a snapshot's)."""
         kind = str(obj.get("kind"))
-        if kind not in ADMISSION_KINDS:
+        if kind not in STORED_KINDS:
             return
         name = str(meta(obj).get("name"))
+        namespace = None if kind in ADMISSION_KINDS else str(meta(obj).get("namespace") or "default")
         body = copy.deepcopy(obj)
         for field in ("resourceVersion", "uid"):
             body["metadata"].pop(field, None)
+        if namespace is not None:
+            body["metadata"]["namespace"] = namespace
         with uids.drawn_from(self._rng):
             try:
-                existing = self.store.get(kind, None, name)
+                existing = self.store.get(kind, namespace, name)
                 if existing is None:
                     self.store.create(kind, body, manager=_MANAGER)
                 else:
@@ -306,11 +360,42 @@ class LiveControllers:
             except ApiError as exc:
                 log.warning("%s %s: not seen by the workload controllers: %s", kind, name, exc.message)
 
-    def object_deleted(self, kind: str, name: str) -> None:
+        if namespace is not None:
+            self._wake()  # a budget: the disruption controller keeps its status
+
+    def object_deleted(self, kind: str, namespace: str, name: str) -> None:
         """An object of another kind went (the store forgets those it holds)."""
-        if kind in ADMISSION_KINDS:
+        if kind in STORED_KINDS:
             with uids.drawn_from(self._rng), contextlib.suppress(NotFound):
-                self.store.delete(kind, None, name)
+                self.store.delete(kind, None if kind in ADMISSION_KINDS else namespace or "default", name)
+            self._wake()
+
+    def drain(self, node: str) -> None:
+        """``kubectl drain NODE`` after its cordon: every pod on the node but a DaemonSet's is evicted through the
+        eviction API (its PodDisruptionBudget asked); one a budget refuses is asked for again every 5 s virtual,
+        as kubectl retries, until it goes (its replacement Ready elsewhere frees the budget) or is gone."""
+        blocked = 0
+        with uids.drawn_from(self._rng):
+            for pod in self.store.list("Pod")[0]:
+                spec = pod.get("spec") or {}
+                ref = controller_ref(pod) or {}
+                if spec.get("nodeName") != node or meta(pod).get("deletionTimestamp") or ref.get("kind") == "DaemonSet":
+                    continue
+                namespace, name = key_of(pod)
+                try:
+                    evict(self.store, namespace, Eviction(name, {}))
+                except TooManyRequests:
+                    blocked += 1
+                except (NotFound, ApiError) as exc:
+                    log.warning("drain %s: pod %s/%s not evicted: %s", node, namespace, name, exc)
+        self._wake()
+        if blocked:
+            at = float(self._actions.now) + DRAIN_RETRY_SECONDS
+            self._actions.call_at(at, functools.partial(self._drain_again, node))
+
+    def _drain_again(self, node: str) -> None:
+        if self.store.get("Node", None, node) is not None:
+            self.drain(node)
 
     def node_removed(self, name: str) -> None:
         """A node went (the engine deletes its pods, as PodGC does)."""
@@ -472,15 +557,25 @@ class LiveControllers:
             self._actions.create_pod(pod, run_for=self._run_for_of(pod), owner=owner)
 
     def _ask_timers(self) -> None:
-        """A wake-up at the controllers' next timer, which never holds the run (module docstring: when a run ends)."""
+        """A wake-up at the controllers' next timer, which never holds the run (module docstring: when a run ends),
+        and one at the next timer that ends by itself (a planned taint eviction), which does."""
         due = self._stepped.next_due()
-        if due is None:
-            return
-        at = max(self._virtual(due), float(self._actions.now))
-        if at not in self._timers:
-            self._timers.add(at)
-            self._actions.call_at(at, functools.partial(self._timer_fired, at), holds_run=False)
+        if due is not None:
+            self._ask_wake_up(self._virtual(due), holds_run=False)
+        held = [
+            when
+            for loop in self._loops
+            if isinstance(loop, RUN_HOLDING_CONTROLLERS) and (when := loop.next_due(retries=False)) is not None
+        ]
+        if held:
+            self._ask_wake_up(self._virtual(min(held)), holds_run=True)
 
-    def _timer_fired(self, at: float) -> None:
-        self._timers.discard(at)
+    def _ask_wake_up(self, at: float, *, holds_run: bool) -> None:
+        at = max(at, float(self._actions.now))
+        if (at, holds_run) not in self._timers:
+            self._timers.add((at, holds_run))
+            self._actions.call_at(at, functools.partial(self._timer_fired, at, holds_run), holds_run=holds_run)
+
+    def _timer_fired(self, at: float, holds_run: bool) -> None:
+        self._timers.discard((at, holds_run))
         self._wake()

@@ -274,6 +274,182 @@ def test_a_toleration_window_ends_early_when_the_taint_goes() -> None:
     assert by_name(Replay(w).run())["p"].outcome == RUNNING
 
 
+def test_a_pod_bound_to_a_node_with_a_noexecute_taint_it_tolerates_for_a_while_is_evicted_when_that_ends() -> None:
+    toleration = {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+    w = workload(
+        [
+            {"at": 0, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}},
+            {"at": 10, "create": pod("p", tolerations=[toleration])},
+        ]
+    )
+    p = by_name(Replay(w).run())["p"]
+    assert (p.bound_at, p.finished_at, p.outcome) == (10.0, 40.0, DELETED)  # the run waits for the eviction
+
+
+def test_a_start_snapshots_pod_on_a_noexecute_tainted_node_it_does_not_tolerate_is_evicted_at_once() -> None:
+    tainted = {**node("n1"), "spec": {"taints": [{"key": "k", "effect": "NoExecute"}]}}
+    w = workload(
+        [{"at": 5, "create": pod("later", nodeName="n2")}], start=[tainted, node("n2"), pod("p", nodeName="n1")]
+    )
+    pods = by_name(Replay(w).run())
+    assert (pods["p"].finished_at, pods["p"].outcome) == (0.0, DELETED)
+    assert pods["later"].outcome == RUNNING
+
+
+def test_a_taint_eviction_marks_the_pod_as_disrupted_before_deleting_it() -> None:
+    w = workload(
+        [{"at": 0, "create": pod("p")}, {"at": 20, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}}]
+    )
+    run = Replay(w)
+    assert run.controllers is not None
+    deleting: list[Obj] = []
+    run.controllers.store.add_listener(
+        lambda _event, _kind, obj: deleting.append(obj) if obj["metadata"].get("deletionTimestamp") else None, ("Pod",)
+    )
+    assert by_name(run.run())["p"].finished_at == 20.0
+    conditions = {c["type"]: c for c in deleting[0]["status"]["conditions"]}
+    assert conditions["DisruptionTarget"]["reason"] == "DeletionByTaintManager"
+    events = [e for e in run.controllers.store.list("Event")[0] if e["reason"] == "TaintManagerEviction"]
+    assert [e["message"] for e in events] == ["Marking for deletion Pod default/p"]
+
+
+def test_a_replay_without_noexecute_taints_or_workload_objects_runs_no_controllers() -> None:
+    w = workload(
+        [{"at": 0, "create": pod("p")}, {"at": 5, "taint": {"node": "n1", "key": "k", "effect": "NoSchedule"}}]
+    )
+    assert Replay(w).controllers is None
+
+
+def test_a_failed_node_is_tainted_and_its_pods_evicted_after_the_default_300_s_unless_it_heals_first() -> None:
+    w = workload(
+        [
+            {"at": 10, "failNode": "n2"},
+            {"at": 10, "failNode": "n3"},
+            {"at": 20, "create": pod("new", "3")},
+            {"at": 100, "healNode": "n2"},
+        ],
+        start=[node("n1"), node("n2"), node("n3"), pod("stays", nodeName="n2"), pod("goes", nodeName="n3")],
+    )
+    run = Replay(w, until=50)
+    run.run()
+    assert sorted((t["key"], t["effect"]) for t in run.objects.nodes["n3"]["spec"]["taints"]) == [
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+    ]
+    ready = {c["type"]: c for c in run.objects.nodes["n3"]["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "KubeletNotReady")
+    run = Replay(w)
+    pods = by_name(run.run())
+    assert pods["stays"].outcome == RUNNING  # healed within its 300 s not-ready toleration
+    assert (pods["goes"].finished_at, pods["goes"].outcome) == (310.0, DELETED)
+    assert pods["new"].node == "n1"  # the failed nodes' NoSchedule taints keep it off them
+    assert "taints" not in run.objects.nodes["n2"]["spec"]
+    ready = {c["type"]: c for c in run.objects.nodes["n2"]["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "True"
+
+
+def test_an_unreachable_node_is_tainted_unreachable_and_its_pods_go_after_their_toleration() -> None:
+    toleration = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}
+    w = workload(
+        [{"at": 5, "failNode": {"node": "n1", "unreachable": True}}],
+        start=[node("n1"), pod("p", nodeName="n1", tolerations=[{**toleration, "tolerationSeconds": 60}])],
+    )
+    run = Replay(w)
+    p = by_name(run.run())["p"]
+    assert (p.finished_at, p.outcome) == (65.0, DELETED)
+    assert {t["key"] for t in run.objects.nodes["n1"]["spec"]["taints"]} == {"node.kubernetes.io/unreachable"}
+
+
+def test_a_deployments_pods_on_a_failed_node_are_replaced_on_the_others() -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod("x", "3")["spec"]},
+        },
+    }
+    w = workload(
+        [{"at": 0, "create": deployment}, {"at": 60, "failNode": "n1"}], start=[node("n1"), node("n2"), node("n3")]
+    )
+    pods = sorted(Replay(w).run().pods, key=lambda p: p.arrival)
+    evicted = [p for p in pods if p.node == "n1"]
+    assert [(p.finished_at, p.outcome) for p in evicted] == [(360.0, DELETED)]
+    (survivor,) = [p for p in pods if p.arrival == 0.0 and p.node != "n1"]
+    free = ({"n2", "n3"} - {survivor.node}).pop()  # 3 CPUs each: one pod a node
+    assert [(p.arrival, p.node, p.outcome) for p in pods if p.arrival > 0.0] == [(360.0, free, RUNNING)]
+
+
+def test_a_drain_evicts_within_the_disruption_budget_retries_every_5_s_and_leaves_daemonset_pods() -> None:
+    def workload_object(kind: str, name: str, cpu: str, **spec: Any) -> Obj:
+        template = {"metadata": {"labels": {"app": name}}, "spec": pod("x", cpu)["spec"]}
+        body = {"selector": {"matchLabels": {"app": name}}, "template": template, **spec}
+        return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name}, "spec": body}
+
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    w = workload(
+        [
+            {"at": 0, "create": workload_object("DaemonSet", "agent", "1")},
+            {"at": 0, "create": workload_object("Deployment", "web", "3", replicas=2)},
+            {"at": 0, "create": budget},
+            {"at": 30, "create": node("n3")},
+            {"at": 60, "drain": "n1"},
+            {"at": 60, "drain": "n2"},
+        ],
+        start=[node("n1"), node("n2")],
+    )
+    run = Replay(w)
+    pods = run.run().pods
+    web = {(p.node, p.arrival): p for p in pods if p.owner.startswith("ReplicaSet/")}
+    on_n1, on_n2 = [p for (n, _), p in web.items() if n in ("n1", "n2")]
+    assert {(on_n1.node, on_n1.finished_at), (on_n2.node, on_n2.finished_at)} == {("n1", 60.0), ("n2", 65.0)}
+    # the first eviction takes the budget's one disruption; its replacement (on n3, Ready at once) frees it again
+    # for kubectl's retry 5 s on
+    replacements = sorted((p.arrival, p.node, p.outcome) for p in web.values() if p.arrival >= 60.0)
+    assert replacements == [(60.0, "n3", RUNNING), (65.0, None, PENDING)]
+    agents = sorted((p.node, p.outcome) for p in pods if p.owner.startswith("DaemonSet/"))
+    assert agents == [("n1", RUNNING), ("n2", RUNNING), ("n3", RUNNING)]
+    assert all(run.objects.nodes[n]["spec"].get("unschedulable") for n in ("n1", "n2"))
+
+
+def test_a_horizontal_pod_autoscaler_scales_its_deployment_from_the_usage_annotation_every_15_s() -> None:
+    template = pod("x", "1")
+    template["metadata"] = {"labels": {"app": "web"}, "annotations": {"kss.sigs.k8s.io/cpu-usage": "900m"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+    target = {"type": "Utilization", "averageUtilization": 50}
+    autoscaler = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": target}}],
+        },
+    }
+    w = workload([{"at": 0, "create": deployment}, {"at": 10, "create": autoscaler}], start=[node("n1", "8")])
+    run = Replay(w, until=120)
+    arrivals = sorted(p.arrival for p in run.run().pods)
+    # 90% of the request against 50%: 1 -> 2 at its first sync, 2 -> 4 a sync period on, then the maximum, 5
+    assert arrivals == [0.0, 10.0, 25.0, 25.0, 40.0]
+    assert run.controllers is not None
+    status = (run.controllers.get("HorizontalPodAutoscaler", "default", "web") or {})["status"]
+    assert (status["currentReplicas"], status["desiredReplicas"]) == (5, 5)
+
+
 def test_apply_config_mid_run_changes_the_scoring_from_the_next_cycle_on() -> None:
     most = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
         {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}  # fmt: skip

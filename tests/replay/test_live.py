@@ -256,6 +256,31 @@ def test_node_updates_taints_deletes_and_configurations_happen_and_refusals_are_
     assert "applyConfig scheduler configuration: 422" in summary.errors[1]
 
 
+def test_a_node_failure_sets_the_nodes_ready_condition_and_the_servers_controllers_taint_it(server: Server) -> None:
+    text = workload([node("n1"), node("n2")], [{"at": 0, "failNode": {"node": "n1", "unreachable": True}}])
+    text2 = workload([], [{"at": 0, "failNode": "n2"}, {"at": 6, "healNode": "n1"}])
+    summary = replay(server, text, speed=600)
+    assert summary.errors == [] and summary.events_applied == 1
+
+    def ready_and_taints(name: str) -> tuple[str, list[str]]:
+        got = httpx.get(f"{server.url}/api/v1/nodes/{name}").json()
+        ready = next(c for c in got["status"]["conditions"] if c["type"] == "Ready")
+        return ready["status"], sorted(f"{t['key']}:{t['effect']}" for t in got["spec"].get("taints") or [])
+
+    unreachable = ["node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/unreachable:NoSchedule"]
+    deadline = time.monotonic() + 20
+    while ready_and_taints("n1") != ("Unknown", unreachable):
+        assert time.monotonic() < deadline, ready_and_taints("n1")
+        time.sleep(0.1)
+    summary = replay(server, text2, speed=600)
+    assert summary.errors == [] and summary.events_applied == 2
+    not_ready = ["node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/not-ready:NoSchedule"]
+    deadline = time.monotonic() + 20
+    while (ready_and_taints("n1"), ready_and_taints("n2")) != (("True", []), ("False", not_ready)):
+        assert time.monotonic() < deadline, (ready_and_taints("n1"), ready_and_taints("n2"))
+        time.sleep(0.1)
+
+
 def run_cli(server: Server, path: Path, *args: str, **kwargs: Any) -> subprocess.Popen[str]:
     command = [str(KSS), "replay", str(path), *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)

@@ -14,7 +14,14 @@ import yaml
 
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.sources import load_source, write_workload
-from kss_sim.replay.workload import TimedWorkload, WorkloadError, load_workload, parse_event_stream, to_document
+from kss_sim.replay.workload import (
+    TimedWorkload,
+    WorkloadError,
+    load_workload,
+    parse_event_stream,
+    parse_workload,
+    to_document,
+)
 from tests.conftest import Server
 
 KSS = Path(sys.executable).with_name("kss")
@@ -232,3 +239,34 @@ def test_a_kss_export_snapshot_with_bound_and_pending_pods_is_the_start(server: 
     }
     assert records[f"{ns}/bound"].attempts == 0, "already bound in the snapshot: never scheduled again"
     assert records[f"{ns}/waiting"].node is not None and records[f"{ns}/later"].bound_at == 10.0
+
+
+def test_node_failure_events_read_back_as_written_and_bad_ones_are_named() -> None:
+    spec = {
+        "start": [_node("n1")],
+        "events": [
+            {"at": 1, "failNode": "n1"},
+            {"at": 2, "failNode": {"node": "n1", "unreachable": True}},
+            {"at": 3, "healNode": "n1"},
+            {"at": 4, "drain": "n1"},
+        ],
+    }
+    doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "w"}, "spec": spec}
+    workload = parse_workload(json.dumps(doc))
+    assert [(e.action, e.name, e.report) for e in workload.events] == [
+        ("failNode", "n1", "fail"),
+        ("failNode", "n1", "unreachable"),
+        ("healNode", "n1", "heal"),
+        ("drain", "n1", ""),
+    ]
+    assert to_document(workload)["spec"]["events"] == [{**e, "at": float(e["at"])} for e in spec["events"]]
+    spec["events"] = [
+        {"at": 1, "failNode": {"node": "n1", "unreachable": "yes"}},
+        {"at": 2, "healNode": {"node": "n1"}},
+    ]
+    with pytest.raises(WorkloadError) as failed:
+        parse_workload(json.dumps(doc))
+    assert failed.value.problems == [
+        "spec.events[0].failNode: must be a node name or {node, unreachable: true|false}",
+        "spec.events[1].healNode: must be a node name",
+    ]

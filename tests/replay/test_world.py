@@ -104,7 +104,8 @@ def test_objects_the_api_refuses_are_named_with_the_apis_own_messages() -> None:
     assert check_workload_object(no_template)
     assert check_workload_object(deployment("fine", 2)) == []
     assert check_workload_object({"kind": "Pod"}) == [
-        "kind: 'Pod' is not a workload kind (CronJob, DaemonSet, Deployment, Job, ReplicaSet, StatefulSet)"
+        "kind: 'Pod' is not a workload kind"
+        " (CronJob, DaemonSet, Deployment, HorizontalPodAutoscaler, Job, ReplicaSet, StatefulSet)"
     ]
 
 
