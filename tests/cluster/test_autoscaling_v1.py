@@ -217,8 +217,12 @@ async def test_table_protobuf_and_watch_answers_are_in_the_v1_form(client: httpx
     listing = (await client.get(V1)).json()
     payload = encode(v1_autoscaler("framed"))
     assert payload is not None
-    made = await client.post(V1, content=payload, headers={"content-type": "application/vnd.kubernetes.protobuf"})
+    protobuf_first = "application/vnd.kubernetes.protobuf, application/json"  # as client-go's typed clients ask
+    made = await client.post(
+        V1, content=payload, headers={"content-type": "application/vnd.kubernetes.protobuf", "accept": protobuf_first}
+    )
     assert made.status_code == 201, made.text
+    assert decode(made.content)[:2] == ("autoscaling/v1", "HorizontalPodAutoscaler")
     answer = await client.get(f"{V1}/framed", headers={"accept": "application/vnd.kubernetes.protobuf"})
     api_version, kind, obj = decode(answer.content)
     assert (api_version, kind) == ("autoscaling/v1", "HorizontalPodAutoscaler")

@@ -208,8 +208,16 @@ async def test_table_and_protobuf_answers_are_in_the_events_form(client: httpx.A
 
     body = encode(v1_event("from-protobuf"))
     assert body is not None
-    made = await client.post(V1, content=body, headers={"content-type": "application/vnd.kubernetes.protobuf"})
+    # As client-go's typed client writes: a protobuf body, protobuf asked for first; the answer is the view's.
+    protobuf_first = "application/vnd.kubernetes.protobuf, application/json"
+    made = await client.post(
+        V1, content=body, headers={"content-type": "application/vnd.kubernetes.protobuf", "accept": protobuf_first}
+    )
     assert made.status_code == 201, made.text
+    assert made.headers["content-type"] == "application/vnd.kubernetes.protobuf"
+    api_version, kind, obj = decode(made.content)
+    assert (api_version, kind) == ("events.k8s.io/v1", "Event")
+    assert obj["regarding"]["name"] == "p" and obj["reportingController"] == "default-scheduler"
     assert (await client.get(f"{CORE}/from-protobuf")).json()["reportingComponent"] == "default-scheduler"
 
 
