@@ -17,7 +17,7 @@ average-value target dividing the total among the target's replicas (Get{Object,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,9 +84,12 @@ def _ready(pod: Mapping[str, Any]) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
-def _group_pods(pods: list[Obj], resource: str) -> tuple[dict[str, int], set[str], set[str]]:
+def _group_pods(
+    pods: list[Obj], resource: str, usage_of: Callable[[Obj], int | None] | None = None
+) -> tuple[dict[str, int], set[str], set[str]]:
     """groupPods: the ready pods' metrics, the unready pods (Pending; for cpu not Ready either) and the pods
-    without a metric; Failed and deleting pods are ignored."""
+    without a metric; Failed and deleting pods are ignored. ``usage_of``: where a pod's value comes from (default:
+    its ``resource`` usage)."""
     metrics: dict[str, int] = {}
     unready: set[str] = set()
     missing: set[str] = set()
@@ -95,7 +98,7 @@ def _group_pods(pods: list[Obj], resource: str) -> tuple[dict[str, int], set[str
         phase = _dict(pod.get("status")).get("phase")
         if is_deleting(pod) or phase == "Failed":
             continue
-        usage = pod_usage(pod, resource)
+        usage = pod_usage(pod, resource) if usage_of is None else usage_of(pod)
         # Pending before missing, as upstream: a Pending pod without a metric is unready, not missing.
         if phase == "Pending" or (usage is not None and resource == "cpu" and not _ready(pod)):
             unready.add(name)
@@ -222,30 +225,11 @@ def pods_metric_replicas(
         )
     if not pods:
         raise MetricError("FailedGetPodsMetric", "no pods returned by selector while calculating replica count")
-    metrics, unready, missing = _group_values(pods, values)
+    # Not "cpu": a Pending pod is unready, any other pod without a value is missing.
+    metrics, unready, missing = _group_pods(pods, "", lambda pod: values.get(str(meta(pod).get("name"))))
     if not metrics:
         raise MetricError("FailedGetPodsMetric", "did not receive metrics for targeted pods (pods might be unready)")
     return _plain_replicas(current, target, metrics, unready, missing, tolerances)
-
-
-def _group_values(pods: list[Obj], values: Mapping[str, int]) -> tuple[dict[str, int], set[str], set[str]]:
-    """groupPods for a metric other than cpu: Failed and deleting pods ignored, Pending ones unready, pods without
-    a value missing."""
-    metrics: dict[str, int] = {}
-    unready: set[str] = set()
-    missing: set[str] = set()
-    for pod in pods:
-        name = str(meta(pod).get("name"))
-        phase = _dict(pod.get("status")).get("phase")
-        if is_deleting(pod) or phase == "Failed":
-            continue
-        if phase == "Pending":
-            unready.add(name)
-        elif name not in values:
-            missing.add(name)
-        else:
-            metrics[name] = values[name]
-    return metrics, unready, missing
 
 
 def usage_ratio_replicas(current: int, ratio: float, pods: list[Obj], tolerances: Tolerances, reason: str) -> int:
