@@ -98,8 +98,9 @@ def test_a_namespace_terminates_with_its_pods_grace_period(servers: tuple[Server
     again = kubectl("delete", "namespace", "team", "--wait=false", check=False)
     assert "The system is ensuring all content is removed from this namespace." in again.stderr
     until(lambda: phase(kubectl) == "gone", "the namespace to go")
-    # The pods held it for their 3 s grace period (the kubelet ended them), not less.
-    assert time.monotonic() - started >= 2.5
+    # The pods held it for their 3 s grace period (the kubelet ended them), not less; deletionTimestamp is whole
+    # seconds, so the grace can end up to 1 s before 3 s after the delete.
+    assert time.monotonic() - started >= 2.0
 
 
 def test_without_a_kubelet_terminating_pods_hold_the_namespace_until_force_deleted(
