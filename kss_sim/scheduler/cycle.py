@@ -624,7 +624,8 @@ class Scheduler(BatchCycle, BindingCycle, PodGroupCycle):
         post_filter: bool = True,
     ) -> None:
         att.result = "unschedulable"
-        num_all = self.snapshot.num_nodes()
+        # NumNodesInPlacement: a v1.36 PodGroup cycle's placement narrows the nodes counted.
+        num_all = len(self.snapshot.nodes_in_placement())
         if post_filter and fwk.has_post_filter_plugins():
             result, st = fwk.run_post_filter_plugins(state, pod, diagnosis.node_to_status)
             diagnosis.post_filter_msg = st.message()

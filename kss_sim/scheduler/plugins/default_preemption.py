@@ -34,6 +34,8 @@ DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
 MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_NOT_ELIGIBLE_PLACEMENT = "preemption: not eligible due to placement-based pod group scheduling limitation"
+POD_GROUP_V1ALPHA2 = "PodGroup.v1alpha2"
 
 
 def _is_int(value: Any) -> bool:
@@ -102,6 +104,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         self.min_candidate_nodes_percentage = int(self.args["minCandidateNodesPercentage"])
         self.min_candidate_nodes_absolute = int(self.args["minCandidateNodesAbsolute"])
         self.evaluator = Evaluator(NAME, handle, self)
+        # v1.36 (TopologyAwareWorkloadScheduling): no pod-by-pod preemption for a PodGroup with constraints.
+        self.topology_aware_workloads = handle.kube_version.effective_gates(handle.feature_gates).get(
+            "TopologyAwareWorkloadScheduling", False
+        )
         # Node name -> (its NodeInfo, generation, lowest priority of its pods or None): ``nodes_without_victims``.
         self._lowest_by_node: dict[str, tuple[NodeInfo, int, int | None]] = {}
 
@@ -157,6 +163,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
         """Run the evaluator; messages get the ``preemption: `` prefix. On success the pod is nominated."""
+        refused = self._placement_refusal(pod)
+        if refused is not None:
+            return None, refused
         result, st = self.evaluator.preempt(state, pod, statuses)
         actions = self.handle.actions
         if st.is_success() and result is not None and result.nominated_node_name and actions is not None:
@@ -165,6 +174,20 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         if msg:
             return result, Status(st.code, "preemption: " + msg)
         return result, st
+
+    def _placement_refusal(self, pod: PodInfo) -> Status | None:
+        """With TopologyAwareWorkloadScheduling, a member of a PodGroup that has scheduling constraints is not
+        preempted for pod by pod: that would preempt once per topology placement tried (upstream leaves it to
+        workload-aware preemption)."""
+        group_name = (pod.spec.get("schedulingGroup") or {}).get("podGroupName")
+        if not self.topology_aware_workloads or group_name is None:
+            return None
+        group = self.handle.cluster.get_object(POD_GROUP_V1ALPHA2, pod.namespace, str(group_name))
+        if group is None:
+            return Status(Code.UNSCHEDULABLE, "preemption: pod group for pod not found")
+        if (group.get("spec") or {}).get("schedulingConstraints") is not None:
+            return Status(Code.UNSCHEDULABLE, MSG_NOT_ELIGIBLE_PLACEMENT)
+        return None
 
     # --- preemption.Interface -----------------------------------------------------------------
     def calculate_num_candidates(self, num_nodes: int) -> int:
