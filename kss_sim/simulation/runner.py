@@ -286,9 +286,16 @@ class ScenarioRun:
         members.sort(key=lambda m: -m.priority)  # stable: file order among equals
         tried.update(m.key for m in members)
         outcome = self.scheduler.schedule_pod_group([(m, 1) for m in members], opts, pod.namespace, group)
+        # A gang's first members wait in Permit until the one that meets the quorum allows them, within this
+        # cycle: the group's attempts are reported (and bound, startTime by startTime) in the order tried.
+        settled = self.scheduler.resolve_waiting()
+        own = {id(att) for att in outcome.attempts}
         for member, att in zip(members, outcome.attempts, strict=True):
             if att.result != "waiting":
                 yield att, self._after(member, att)
+        for done in settled:
+            if id(done.attempt) not in own:
+                yield done.attempt, self._after(done.pod, done.attempt)
 
     def _settled(self) -> Iterator[tuple[Attempt, str | None]]:
         """The attempts of pods whose wait in Permit ended, each reported as it is now final."""
@@ -348,6 +355,8 @@ def attempt_entry(
     """One ``results`` entry of the golden format at the given detail level (``allocations``: what PreBind wrote
     into the bound pod's claims, kss issue #18's key)."""
     base: dict[str, Any] = {"pod": att.pod, "attempt": att.attempt, "priority": att.priority}
+    if att.pod_group is not None:
+        base["podGroup"] = pod_group_entry(att.pod_group)
     if att.pre_enqueue is not None:
         base.update(
             preEnqueue=att.pre_enqueue, prefilter=None, prefilterStatus="", prefilterNodes=None, feasible=None,
@@ -402,6 +411,19 @@ def attempt_entry(
     if allocations:
         base["allocations"] = allocations
     return base
+
+
+def pod_group_entry(record: dict[str, Any]) -> dict[str, Any]:
+    """The ``podGroup`` key of a pod tried in a v1.36 PodGroup cycle (tests/golden/README.md): its group, the
+    cycle's outcome (the PodGroupScheduled condition's reason and message), the placement chosen (None without
+    one) and whether the pod fitted but was turned back because the group did not."""
+    return {
+        "podGroup": record["podGroup"],
+        "outcome": record["outcome"],
+        "message": record["message"],
+        "placement": record.get("placement") or None,
+        "rejectedByGroup": record["rejectedByGroup"],
+    }
 
 
 @contextlib.contextmanager
