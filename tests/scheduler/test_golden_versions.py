@@ -22,14 +22,17 @@ from typing import Any
 
 import pytest
 
+from tools.golden import workload_scenarios
 from tools.golden.versions import (
     COMPARE,
     KSS,
     ROOT,
     agreement,
-    families,
+    entry_notes,
+    families_of,
     measure,
     own_expected,
+    own_scenarios,
     read_gz,
     repo_path,
     scenarios,
@@ -71,6 +74,17 @@ def test_every_scenario_is_accounted_for(version_dir: Path) -> None:
             problems.append(f"{repo_path(scenario)}: {kinds}")
     assert not problems, problems[:10]
     assert all(reason.strip() for reason in measured_against["cannotRun"].values())
+    # The version's own families (v1.36's gangs, topology): each scenario has its expected file beside it.
+    missing = [repo_path(s) for s in own_scenarios(version_dir) if not own_expected(version_dir, s).exists()]
+    assert not missing, missing
+    every_versions_families = {s.parent.name for s in scenarios()}
+    orphans = [
+        str(p)
+        for p in version_dir.glob("*/*.expected.json.gz")
+        if p.parent.name not in every_versions_families
+        and not p.with_name(p.name.replace(".expected.json.gz", ".scenario.json")).exists()
+    ]
+    assert not orphans, orphans
 
 
 @pytest.mark.parametrize("version_dir", VERSIONS, ids=lambda p: p.name)
@@ -100,7 +114,7 @@ NOT_YET: dict[str, str] = {}  # every (version, family) agrees today
 def _cases() -> list[Any]:
     cases = []
     for version_dir in VERSIONS:
-        for family in families():
+        for family in families_of(version_dir):
             marks = [pytest.mark.slow] if family in HEAVY else []
             reason = NOT_YET.get(f"{version_dir.name}/{family}")
             if reason is not None:
@@ -117,3 +131,20 @@ def test_simulator_agrees_with_each_version(version_dir: Path, family: str, tmp_
     measured = measure(version_dir, family, tmp_path)
     problems = measured.problems
     assert not problems, "\n".join(problems[:20])
+
+
+def test_the_workload_generator_reproduces_the_v1_36_families(capsys: pytest.CaptureFixture[str]) -> None:
+    v136 = next(d for d in VERSIONS if d.name == "v1.36")
+    assert workload_scenarios.main(["--check", "--out-dir", str(v136)]) == 0, capsys.readouterr().err
+    assert {s.parent.name for s in own_scenarios(v136)} == {"gangs", "topology"}
+
+
+def test_a_pod_group_outcome_that_differs_is_reported() -> None:
+    want = {"pod": "default/a", "attempt": 1, "podGroup": {"podGroup": "default/g", "outcome": "Scheduled"}}
+    assert entry_notes("s", want, dict(want)) == []
+    other = {**want, "podGroup": {"podGroup": "default/g", "outcome": "Unschedulable"}}
+    assert entry_notes("s", want, other) == [
+        "s: podGroup of default/a attempt 1: expected {'podGroup': 'default/g', 'outcome': 'Scheduled'} "
+        "got {'podGroup': 'default/g', 'outcome': 'Unschedulable'}"
+    ]
+    assert entry_notes("s", want, {"pod": "default/a", "attempt": 1}) != []

@@ -44,13 +44,26 @@ def agreement(version_dir: Path) -> dict[str, Any]:
 
 
 def scenarios() -> list[Path]:
-    """Every scenario a version is measured on: the shared corpus (when present) and the repository's families."""
+    """Every scenario each version is measured on: the shared corpus (when present) and the repository's families."""
     shared = sorted(SHARED.glob("*/*.scenario.json")) if SHARED.is_dir() else []
     return shared + sorted((GOLDEN / "dra").glob("*.scenario.json"))
 
 
+def own_scenarios(version_dir: Path) -> list[Path]:
+    """The families of one version alone (v1.36's `gangs`, `topology`): scenario and expected file side by side."""
+    return sorted(version_dir.glob("*/*.scenario.json"))
+
+
+def scenarios_of(version_dir: Path) -> list[Path]:
+    return scenarios() + own_scenarios(version_dir)
+
+
 def families() -> list[str]:
     return sorted({s.parent.name for s in scenarios()})
+
+
+def families_of(version_dir: Path) -> list[str]:
+    return sorted({s.parent.name for s in scenarios_of(version_dir)})
 
 
 def repo_path(path: Path) -> str:
@@ -102,6 +115,18 @@ def without_share_ids(value: Any) -> Any:
     return value
 
 
+def entry_notes(name: str, want: dict[str, Any], have: dict[str, Any]) -> list[str]:
+    """What compare.py does not check of one entry: DRA allocations (shareIDs aside) and, for a pod tried in a
+    v1.36 PodGroup cycle, its ``podGroup`` (the group's outcome, placement, whether the group turned it back)."""
+    notes = []
+    attempt = f"{want['pod']} attempt {want['attempt']}"
+    if without_share_ids(want.get("allocations")) != without_share_ids(have.get("allocations")):
+        notes.append(f"{name}: allocations of {attempt}")
+    if want.get("podGroup") != have.get("podGroup"):
+        notes.append(f"{name}: podGroup of {attempt}: expected {want.get('podGroup')} got {have.get('podGroup')}")
+    return notes
+
+
 @dataclass
 class Measured:
     """One (version, family): how many scenarios agree in full, of how many run, and the first problems."""
@@ -120,7 +145,7 @@ def measure(version_dir: Path, family: str, out_dir: Path) -> Measured:
     version = version_dir.name.removeprefix("v")
     measured = Measured()
     by_detail: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
-    for scenario in (s for s in scenarios() if s.parent.name == family):
+    for scenario in (s for s in scenarios_of(version_dir) if s.parent.name == family):
         if repo_path(scenario) in cannot:
             measured.cannot_run += 1
             continue
@@ -143,8 +168,7 @@ def measure(version_dir: Path, family: str, out_dir: Path) -> Measured:
             notes = [f"{scenario.name}: {note}" for note in compare.compare_scenario(expected, got).notes[:3]]
             if got is not None:
                 for want, have in zip(expected["results"], got["results"], strict=False):
-                    if without_share_ids(want.get("allocations")) != without_share_ids(have.get("allocations")):
-                        notes.append(f"{scenario.name}: allocations of {want['pod']} attempt {want['attempt']}")
+                    notes += entry_notes(scenario.name, want, have)
             if notes:
                 measured.problems += notes
             else:
@@ -159,7 +183,7 @@ def main() -> int:
     dirs = [d for d in version_dirs() if not args.version or d.name.removeprefix("v") in args.version]
     table: dict[str, dict[str, Measured]] = {}
     for version_dir in dirs:
-        for family in families():
+        for family in families_of(version_dir):
             with tempfile.TemporaryDirectory() as out:
                 table.setdefault(family, {})[version_dir.name] = measure(version_dir, family, Path(out))
     names = [d.name for d in dirs]
@@ -168,7 +192,7 @@ def main() -> int:
     for family, row in table.items():
         cells = []
         for name in names:
-            m = row[name]
+            m = row.get(name, Measured())
             cell = f"{m.agreed}/{m.total}" if m.total else "—"
             if m.cannot_run:
                 cell += f" ({m.cannot_run} cannot run)"

@@ -1,0 +1,274 @@
+"""Generate the v1.36-only golden families `gangs` and `topology`: tests/golden/v1.36/<family>/<name>.scenario.json.
+
+    .venv/bin/python -m tools.golden.workload_scenarios            # (re)write the scenario files
+    .venv/bin/python -m tools.golden.workload_scenarios --check    # fail if a file differs from what would be written
+
+Each scenario checks one behaviour of v1.36's PodGroup scheduling cycle (scheduling.k8s.io/v1alpha2 PodGroups, pods
+joining by ``spec.schedulingGroup``): `gangs` with GenericWorkload and GangScheduling on, `topology` with
+TopologyAwareWorkloadScheduling too. The reference program (kube-scheduler v1.36.2's framework, built outside the
+repository) writes the matching ``<name>.expected.json.gz`` beside them; tests/golden/README.md describes the
+group cycle's rules and the ``podGroup`` key of a result entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+OUT_DIR = Path(__file__).resolve().parents[2] / "tests" / "golden" / "v1.36"
+GANG_GATES = {"GenericWorkload": True, "GangScheduling": True}
+TOPOLOGY_GATES = {**GANG_GATES, "TopologyAwareWorkloadScheduling": True}
+RACK = "example.com/rack"
+
+
+def node(name: str, cpu: str = "2", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    alloc = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+    return {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-node-{name}",
+            "resourceVersion": "1",
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})},
+        },
+        "spec": {},
+        "status": {
+            "capacity": dict(alloc),
+            "allocatable": dict(alloc),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(name: str, cpu: str, group: str | None = None, priority: int = 0) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.9",
+                "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}},
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent",
+            }
+        ],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "securityContext": {},
+        "schedulerName": "default-scheduler",
+        "priority": priority,
+        "enableServiceLinks": True,
+        "preemptionPolicy": "PreemptLowerPriority",
+    }
+    if group is not None:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-pod-default-{name}", "resourceVersion": "1"},
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+def pod_group(name: str, min_count: int | None = None, topology_key: str | None = None) -> dict[str, Any]:
+    """A v1alpha2 PodGroup: gang with ``min_count``, basic otherwise; optionally one topology constraint."""
+    policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if topology_key is not None:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
+    return {
+        "kind": "PodGroup",
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-podgroup-{name}", "resourceVersion": "1"},
+        "spec": spec,
+    }
+
+
+@dataclass
+class Scenario:
+    family: str
+    name: str
+    description: str
+    gates: dict[str, bool]
+    nodes: list[dict[str, Any]]
+    pending: list[dict[str, Any]]
+    groups: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "meta": {"description": self.description, "family": self.family, "name": self.name},
+            "featureGates": dict(sorted(self.gates.items())),
+            "nodes": self.nodes,
+            "pods": [],
+            "pending": self.pending,
+            "namespaces": [{"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}}],
+            "podGroups": self.groups,
+        }
+
+
+def gangs() -> Iterator[Scenario]:
+    def s(n: int, slug: str, description: str, **kw: Any) -> Scenario:
+        return Scenario("gangs", f"gangs-{n:03d}-{slug}", description, GANG_GATES, **kw)
+
+    yield s(
+        0, "mincount-met", "a gang of 3 (minCount 3) on 3 nodes of 2 CPU: all three bound in one cycle",
+        nodes=[node(f"node-{i}") for i in range(3)],
+        groups=[pod_group("trio", 3)],
+        pending=[pod(f"trio-{i}", "1500m", "trio") for i in range(3)],
+    )  # fmt: skip
+    yield s(
+        1, "mincount-not-met", "a gang of 3 (minCount 3) where only two fit: none bound, the two that fitted rejected "
+        "by the group (Permit's quorum message), the third with its own FitError",
+        nodes=[node(f"node-{i}") for i in range(2)],
+        groups=[pod_group("trio", 3)],
+        pending=[pod(f"trio-{i}", "1500m", "trio") for i in range(3)],
+    )  # fmt: skip
+    yield s(
+        2, "partial-fit", "a gang of 4 with minCount 2 where three fit: the three bound, the fourth fails alone",
+        nodes=[node(f"node-{i}") for i in range(3)],
+        groups=[pod_group("quad", 2)],
+        pending=[pod(f"quad-{i}", "1500m", "quad") for i in range(4)],
+    )  # fmt: skip
+    yield s(
+        3, "too-few-members", "minCount 3 with only two pods created: PreEnqueue holds both out of the queue",
+        nodes=[node(f"node-{i}") for i in range(3)],
+        groups=[pod_group("trio", 3)],
+        pending=[pod(f"trio-{i}", "500m", "trio") for i in range(2)],
+    )  # fmt: skip
+    yield s(
+        4, "member-priority", "members tried by priority (then queue order): the two high-priority ones take the "
+        "room, the low-priority one listed first fails; minCount 2 met",
+        nodes=[node(f"node-{i}") for i in range(2)],
+        groups=[pod_group("mixed", 2)],
+        pending=[pod("mixed-low", "1500m", "mixed", 0), pod("mixed-high", "1500m", "mixed", 100),
+                 pod("mixed-mid", "1500m", "mixed", 50)],
+    )  # fmt: skip
+    yield s(
+        5, "basic-policy", "a basic (not gang) PodGroup: its pods tried in one cycle, each that fits bound, one "
+        "that does not fails on its own",
+        nodes=[node(f"node-{i}") for i in range(2)],
+        groups=[pod_group("loose")],
+        pending=[pod(f"loose-{i}", "1500m", "loose") for i in range(3)],
+    )  # fmt: skip
+    yield s(
+        6, "two-gangs", "two gangs whose pods interleave in the queue: the first group's cycle takes its later "
+        "members with it; the second gang no longer fits and binds none",
+        nodes=[node(f"node-{i}") for i in range(3)],
+        groups=[pod_group("first", 2), pod_group("second", 2)],
+        pending=[pod("first-0", "1500m", "first"), pod("second-0", "1500m", "second"),
+                 pod("first-1", "1500m", "first"), pod("second-1", "1500m", "second")],
+    )  # fmt: skip
+    yield s(
+        7, "loose-pod-between", "a pod of no group listed between a gang's members: the gang's cycle runs first "
+        "with all its members, the loose pod after it",
+        nodes=[node("node-0", cpu="4"), node("node-1", cpu="2")],
+        groups=[pod_group("pair", 2)],
+        pending=[pod("pair-0", "1", "pair"), pod("loner", "3"), pod("pair-1", "1", "pair")],
+    )  # fmt: skip
+    yield s(
+        8, "missing-podgroup", "pods naming a PodGroup that does not exist wait in PreEnqueue",
+        nodes=[node(f"node-{i}") for i in range(2)],
+        groups=[],
+        pending=[pod(f"ghost-{i}", "500m", "ghost") for i in range(2)],
+    )  # fmt: skip
+    yield s(
+        9, "gang-unresolvable", "a gang member asking more CPU than any node has: the gang binds none",
+        nodes=[node(f"node-{i}") for i in range(3)],
+        groups=[pod_group("pair", 2)],
+        pending=[pod("pair-0", "1", "pair"), pod("pair-1", "3", "pair")],
+    )  # fmt: skip
+
+
+def topology() -> Iterator[Scenario]:
+    def s(n: int, slug: str, description: str, **kw: Any) -> Scenario:
+        return Scenario("topology", f"topology-{n:03d}-{slug}", description, TOPOLOGY_GATES, **kw)
+
+    def racked(counts: dict[str, int], cpu: str = "2") -> list[dict[str, Any]]:
+        return [
+            node(f"{rack}-node-{i}", cpu=cpu, labels={RACK: rack})
+            for rack, count in counts.items()
+            for i in range(count)
+        ]
+
+    yield s(
+        0, "only-one-rack-fits", "a gang of 4 (minCount 4) with a rack constraint: rack-a has room for 2, rack-b "
+        "for 4: rack-b is the placement, every pod there",
+        nodes=racked({"rack-a": 2, "rack-b": 4}),
+        groups=[pod_group("job", 4, RACK)],
+        pending=[pod(f"job-{i}", "1500m", "job") for i in range(4)],
+    )  # fmt: skip
+    yield s(
+        1, "most-pods-wins", "a gang of 4 (minCount 2): rack-a fits 3, rack-b fits 2: PodGroupPodsCount prefers "
+        "rack-a, the fourth pod fails there",
+        nodes=racked({"rack-a": 3, "rack-b": 2}),
+        groups=[pod_group("job", 2, RACK)],
+        pending=[pod(f"job-{i}", "1500m", "job") for i in range(4)],
+    )  # fmt: skip
+    yield s(
+        2, "no-placement", "a gang of 3 (minCount 3): each rack fits 2: 0/2 placements are available",
+        nodes=racked({"rack-a": 2, "rack-b": 2}),
+        groups=[pod_group("job", 3, RACK)],
+        pending=[pod(f"job-{i}", "1500m", "job") for i in range(3)],
+    )  # fmt: skip
+    yield s(
+        3, "unlabelled-nodes", "nodes without the topology key are in no placement: the gang fits only if spread "
+        "over them, so it binds none",
+        nodes=[*racked({"rack-a": 1}), node("free-0"), node("free-1")],
+        groups=[pod_group("job", 3, RACK)],
+        pending=[pod(f"job-{i}", "1500m", "job") for i in range(3)],
+    )  # fmt: skip
+    yield s(
+        4, "no-constraint", "TopologyAwareWorkloadScheduling on, a gang without constraints: one placement, "
+        "every node",
+        nodes=racked({"rack-a": 1, "rack-b": 2}),
+        groups=[pod_group("job", 3)],
+        pending=[pod(f"job-{i}", "1500m", "job") for i in range(3)],
+    )  # fmt: skip
+    yield s(
+        5, "basic-in-rack", "a basic PodGroup with a rack constraint: the rack taking most pods (rack-b, 3 of 3)",
+        nodes=racked({"rack-a": 2, "rack-b": 3}),
+        groups=[pod_group("job", None, RACK)],
+        pending=[pod(f"job-{i}", "1500m", "job") for i in range(3)],
+    )  # fmt: skip
+
+
+def scenarios() -> Iterator[Scenario]:
+    yield from gangs()
+    yield from topology()
+
+
+def render(scenario: Scenario) -> str:
+    return json.dumps(scenario.to_json(), indent=1) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--check", action="store_true", help="only compare with the files on disk")
+    p.add_argument("--out-dir", type=Path, default=OUT_DIR, help="the version directory (families beneath it)")
+    args = p.parse_args(argv)
+    stale = []
+    for scenario in scenarios():
+        path = args.out_dir / scenario.family / f"{scenario.name}.scenario.json"
+        text = render(scenario)
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(str(path))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    if stale:
+        print("stale or missing:", *stale, sep="\n  ", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
