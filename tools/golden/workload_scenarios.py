@@ -1,11 +1,13 @@
-"""Generate the v1.36-only golden families `gangs` and `topology`: tests/golden/v1.36/<family>/<name>.scenario.json.
+"""Generate the v1.36-only golden families `gangs`, `topology` and `declaredfeatures`:
+tests/golden/v1.36/<family>/<name>.scenario.json.
 
     .venv/bin/python -m tools.golden.workload_scenarios            # (re)write the scenario files
     .venv/bin/python -m tools.golden.workload_scenarios --check    # fail if a file differs from what would be written
 
 Each scenario checks one behaviour of v1.36's PodGroup scheduling cycle (scheduling.k8s.io/v1alpha2 PodGroups, pods
 joining by ``spec.schedulingGroup``): `gangs` with GenericWorkload and GangScheduling on, `topology` with
-TopologyAwareWorkloadScheduling too. The reference program (kube-scheduler v1.36.2's framework, built outside the
+TopologyAwareWorkloadScheduling too; `declaredfeatures` with the release's defaults (NodeDeclaredFeatures on:
+pods needing a node feature). The reference program (kube-scheduler v1.36.2's framework, built outside the
 repository) writes the matching ``<name>.expected.json.gz`` beside them; tests/golden/README.md describes the
 group cycle's rules and the ``podGroup`` key of a result entry.
 """
@@ -26,8 +28,17 @@ TOPOLOGY_GATES = {**GANG_GATES, "TopologyAwareWorkloadScheduling": True}
 RACK = "example.com/rack"
 
 
-def node(name: str, cpu: str = "2", labels: dict[str, str] | None = None) -> dict[str, Any]:
+def node(
+    name: str, cpu: str = "2", labels: dict[str, str] | None = None, features: list[str] | None = None
+) -> dict[str, Any]:
     alloc = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+    status: dict[str, Any] = {
+        "capacity": dict(alloc),
+        "allocatable": dict(alloc),
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
+    if features is not None:
+        status["declaredFeatures"] = sorted(features)
     return {
         "kind": "Node",
         "apiVersion": "v1",
@@ -38,15 +49,13 @@ def node(name: str, cpu: str = "2", labels: dict[str, str] | None = None) -> dic
             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})},
         },
         "spec": {},
-        "status": {
-            "capacity": dict(alloc),
-            "allocatable": dict(alloc),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
+        "status": status,
     }
 
 
-def pod(name: str, cpu: str, group: str | None = None, priority: int = 0) -> dict[str, Any]:
+def pod(
+    name: str, cpu: str, group: str | None = None, priority: int = 0, node_name: str | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "containers": [
             {
@@ -69,13 +78,38 @@ def pod(name: str, cpu: str, group: str | None = None, priority: int = 0) -> dic
     }
     if group is not None:
         spec["schedulingGroup"] = {"podGroupName": group}
+    status: dict[str, Any] = {"phase": "Pending"}
+    if node_name is not None:
+        spec["nodeName"] = node_name
+        status = {"phase": "Running", "startTime": "2025-01-12T13:00:00Z"}
     return {
         "kind": "Pod",
         "apiVersion": "v1",
         "metadata": {"name": name, "namespace": "default", "uid": f"uid-pod-default-{name}", "resourceVersion": "1"},
         "spec": spec,
-        "status": {"phase": "Pending"},
+        "status": status,
     }
+
+
+RESTART_ALL = "RestartAllContainersOnContainerExits"
+HOST_NETWORK_USERNS = "UserNamespacesHostNetworkSupport"
+
+
+def restarting_all(p: dict[str, Any], init: bool = False) -> dict[str, Any]:
+    """A container (or an init container) whose exit code 42 restarts every container: needs RESTART_ALL."""
+    rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    container = dict(p["spec"]["containers"][0], restartPolicy="Never", restartPolicyRules=[rule])
+    if init:
+        p["spec"]["initContainers"] = [dict(container, name="init")]
+    else:
+        p["spec"]["containers"] = [container]
+    return p
+
+
+def host_network_userns(p: dict[str, Any]) -> dict[str, Any]:
+    """The host's network from a user namespace: needs HOST_NETWORK_USERNS."""
+    p["spec"].update(hostNetwork=True, hostUsers=False)
+    return p
 
 
 def pod_group(name: str, min_count: int | None = None, topology_key: str | None = None) -> dict[str, Any]:
@@ -101,13 +135,14 @@ class Scenario:
     nodes: list[dict[str, Any]]
     pending: list[dict[str, Any]]
     groups: list[dict[str, Any]] = field(default_factory=list)
+    bound: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "meta": {"description": self.description, "family": self.family, "name": self.name},
-            "featureGates": dict(sorted(self.gates.items())),
+            **({"featureGates": dict(sorted(self.gates.items()))} if self.gates else {}),
             "nodes": self.nodes,
-            "pods": [],
+            "pods": self.bound,
             "pending": self.pending,
             "namespaces": [{"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}}],
             "podGroups": self.groups,
@@ -240,9 +275,53 @@ def topology() -> Iterator[Scenario]:
     )  # fmt: skip
 
 
+def declared_features() -> Iterator[Scenario]:
+    """NodeDeclaredFeatures, on by default from v1.36: a pod whose spec needs a node feature goes only to nodes that
+    list it in ``status.declaredFeatures``."""
+
+    def s(n: int, slug: str, description: str, **kw: Any) -> Scenario:
+        return Scenario("declaredfeatures", f"declaredfeatures-{n:03d}-{slug}", description, {}, **kw)
+
+    mixed = [node("node-a"), node("node-b", features=[RESTART_ALL]), node("node-c", features=[HOST_NETWORK_USERNS])]
+    yield s(
+        0, "restart-all", "a RestartAllContainers rule: only the node declaring the feature passes",
+        nodes=mixed, pending=[restarting_all(pod("restarter", "500m"))],
+    )  # fmt: skip
+    yield s(
+        1, "restart-all-in-init", "the rule on an init container needs the feature too",
+        nodes=mixed, pending=[restarting_all(pod("restarter", "500m"), init=True)],
+    )  # fmt: skip
+    yield s(
+        2, "nowhere", "no node declares the feature: unschedulable, unresolvable on every node",
+        nodes=[node("node-a"), node("node-b", features=[HOST_NETWORK_USERNS])],
+        pending=[restarting_all(pod("restarter", "500m"))],
+    )  # fmt: skip
+    yield s(
+        3, "host-network-userns", "the host's network from a user namespace: only the node declaring it",
+        nodes=mixed, pending=[host_network_userns(pod("netpod", "500m"))],
+    )  # fmt: skip
+    yield s(
+        4, "both-needed", "a pod needing both features: only the node declaring both, not those with one",
+        nodes=[*mixed, node("node-d", features=[RESTART_ALL, HOST_NETWORK_USERNS])],
+        pending=[host_network_userns(restarting_all(pod("both", "500m")))],
+    )  # fmt: skip
+    yield s(
+        5, "plain-pods", "pods needing no feature: NodeDeclaredFeatures skips, every node is a candidate",
+        nodes=mixed, pending=[pod("plain-0", "500m"), pod("plain-1", "500m"), pod("plain-2", "500m")],
+    )  # fmt: skip
+    yield s(
+        6, "full-feature-node", "the only declaring node is full: preemption finds its victim there, not on the "
+        "node without the feature",
+        nodes=[node("node-a", cpu="1"), node("node-b", cpu="1", features=[RESTART_ALL])],
+        bound=[pod("low-a", "1", node_name="node-a"), pod("low-b", "1", node_name="node-b")],
+        pending=[restarting_all(pod("restarter", "1", priority=100))],
+    )  # fmt: skip
+
+
 def scenarios() -> Iterator[Scenario]:
     yield from gangs()
     yield from topology()
+    yield from declared_features()
 
 
 def render(scenario: Scenario) -> str:
