@@ -112,10 +112,28 @@ def host_network_userns(p: dict[str, Any]) -> dict[str, Any]:
     return p
 
 
-def pod_group(name: str, min_count: int | None = None, topology_key: str | None = None) -> dict[str, Any]:
-    """A v1alpha2 PodGroup: gang with ``min_count``, basic otherwise; optionally one topology constraint."""
-    policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
-    spec: dict[str, Any] = {"schedulingPolicy": policy}
+def _policy(min_count: int | None) -> dict[str, Any]:
+    return {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+
+
+def workload(name: str, template: str, min_count: int) -> dict[str, Any]:
+    """A v1alpha2 Workload with one podGroupTemplate."""
+    return {
+        "kind": "Workload",
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-workload-{name}", "resourceVersion": "1"},
+        "spec": {"podGroupTemplates": [{"name": template, "schedulingPolicy": _policy(min_count)}]},
+    }
+
+
+def pod_group(
+    name: str, min_count: int | None = None, topology_key: str | None = None, template: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """A v1alpha2 PodGroup: gang with ``min_count``, basic otherwise; optionally one topology constraint and the
+    Workload template (workload, template) it was made from."""
+    spec: dict[str, Any] = {"schedulingPolicy": _policy(min_count)}
+    if template is not None:
+        spec["podGroupTemplateRef"] = {"workload": {"workloadName": template[0], "podGroupTemplateName": template[1]}}
     if topology_key is not None:
         spec["schedulingConstraints"] = {"topology": [{"key": topology_key}]}
     return {
@@ -136,6 +154,7 @@ class Scenario:
     pending: list[dict[str, Any]]
     groups: list[dict[str, Any]] = field(default_factory=list)
     bound: list[dict[str, Any]] = field(default_factory=list)
+    workloads: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +165,7 @@ class Scenario:
             "pending": self.pending,
             "namespaces": [{"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}}],
             "podGroups": self.groups,
+            **({"workloads": self.workloads} if self.workloads else {}),
         }
 
 
@@ -220,6 +240,21 @@ def gangs() -> Iterator[Scenario]:
         groups=[pod_group("pair", 2)],
         pending=[pod("pair-0", "1", "pair"), pod("pair-1", "3", "pair")],
     )  # fmt: skip
+    yield s(
+        10, "late-member", "two members of a gang of 3 already run: the third meets the quorum alone and binds",
+        nodes=[node(f"node-{i}") for i in range(3)],
+        groups=[pod_group("trio", 3)],
+        bound=[pod("trio-0", "1500m", "trio", node_name="node-0"), pod("trio-1", "1500m", "trio", node_name="node-1")],
+        pending=[pod("trio-2", "1500m", "trio")],
+    )  # fmt: skip
+    yield s(
+        11, "from-workload-template", "a PodGroup made from a Workload's podGroupTemplate (as the workload "
+        "controller would): scheduled as its own gang",
+        nodes=[node(f"node-{i}") for i in range(2)],
+        workloads=[workload("train", "workers", 2)],
+        groups=[pod_group("train-workers", 2, template=("train", "workers"))],
+        pending=[pod(f"worker-{i}", "1500m", "train-workers") for i in range(2)],
+    )  # fmt: skip
 
 
 def topology() -> Iterator[Scenario]:
@@ -272,6 +307,14 @@ def topology() -> Iterator[Scenario]:
         nodes=racked({"rack-a": 2, "rack-b": 3}),
         groups=[pod_group("job", None, RACK)],
         pending=[pod(f"job-{i}", "1500m", "job") for i in range(3)],
+    )  # fmt: skip
+    yield s(
+        6, "running-member-fixes-rack", "a member already runs in rack-a: the only placement is rack-a, though "
+        "rack-b has more room; the member that no longer fits there fails",
+        nodes=racked({"rack-a": 2, "rack-b": 3}),
+        groups=[pod_group("job", 2, RACK)],
+        bound=[pod("job-0", "1500m", "job", node_name="rack-a-node-0")],
+        pending=[pod(f"job-{i}", "1500m", "job") for i in range(1, 4)],
     )  # fmt: skip
 
 
