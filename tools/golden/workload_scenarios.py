@@ -1,13 +1,14 @@
-"""Generate the v1.36-only golden families `gangs`, `topology` and `declaredfeatures`:
+"""Generate the v1.36-only golden families `gangs`, `topology`, `declaredfeatures` and `draextended`:
 tests/golden/v1.36/<family>/<name>.scenario.json.
 
     .venv/bin/python -m tools.golden.workload_scenarios            # (re)write the scenario files
     .venv/bin/python -m tools.golden.workload_scenarios --check    # fail if a file differs from what would be written
 
-Each scenario checks one behaviour of v1.36's PodGroup scheduling cycle (scheduling.k8s.io/v1alpha2 PodGroups, pods
-joining by ``spec.schedulingGroup``): `gangs` with GenericWorkload and GangScheduling on, `topology` with
+Each scenario checks one behaviour of v1.36: the PodGroup scheduling cycle (scheduling.k8s.io/v1alpha2 PodGroups,
+pods joining by ``spec.schedulingGroup``) in `gangs` with GenericWorkload and GangScheduling on, `topology` with
 TopologyAwareWorkloadScheduling too; `declaredfeatures` with the release's defaults (NodeDeclaredFeatures on:
-pods needing a node feature). The reference program (kube-scheduler v1.36.2's framework, built outside the
+pods needing a node feature) and `draextended` (DRAExtendedResource on: extended resources backed by a
+DeviceClass). The reference program (kube-scheduler v1.36.2's framework, built outside the
 repository) writes the matching ``<name>.expected.json.gz`` beside them; tests/golden/README.md describes the
 group cycle's rules and the ``podGroup`` key of a result entry.
 """
@@ -155,6 +156,7 @@ class Scenario:
     groups: list[dict[str, Any]] = field(default_factory=list)
     bound: list[dict[str, Any]] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)
+    dra: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -166,6 +168,7 @@ class Scenario:
             "namespaces": [{"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}}],
             "podGroups": self.groups,
             **({"workloads": self.workloads} if self.workloads else {}),
+            **self.dra,
         }
 
 
@@ -361,10 +364,88 @@ def declared_features() -> Iterator[Scenario]:
     )  # fmt: skip
 
 
+GPU_DRIVER = "gpu.example.com"
+
+
+def device_class(name: str, extended_resource: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}]}
+    if extended_resource is not None:
+        spec["extendedResourceName"] = extended_resource
+    return {
+        "kind": "DeviceClass",
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": {"name": name, "uid": f"uid-deviceclass-{name}", "resourceVersion": "1"},
+        "spec": spec,
+    }
+
+
+def gpu_slice(node_name: str, count: int) -> dict[str, Any]:
+    return {
+        "kind": "ResourceSlice",
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": {"name": f"{node_name}-gpu", "uid": f"uid-resourceslice-{node_name}-gpu", "resourceVersion": "1"},
+        "spec": {
+            "driver": GPU_DRIVER,
+            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            "nodeName": node_name,
+            "devices": [{"name": f"gpu-{i}", "attributes": {"index": {"int": i}}} for i in range(count)],
+        },
+    }
+
+
+def asking(p: dict[str, Any], resource: str, count: int) -> dict[str, Any]:
+    """The pod's container asks ``count`` of an extended resource (requests = limits, as the API server stores)."""
+    res = p["spec"]["containers"][0]["resources"]
+    res["requests"][resource] = str(count)
+    res.setdefault("limits", {})[resource] = str(count)
+    return p
+
+
+def extended_resources() -> Iterator[Scenario]:
+    """DRAExtendedResource, on by default from v1.36: an extended resource a DeviceClass names (or the class's own
+    ``deviceclass.resource.kubernetes.io/<class>``) is allocated from ResourceSlices on nodes that do not list it."""
+
+    def s(n: int, slug: str, description: str, **kw: Any) -> Scenario:
+        return Scenario("draextended", f"draextended-{n:03d}-{slug}", description, {}, **kw)
+
+    gpu = "example.com/gpu"
+    racks = [node("node-0"), node("node-1")]
+    slices = [gpu_slice("node-0", 1), gpu_slice("node-1", 2)]
+    yield s(
+        0, "named-by-class", "a DeviceClass's extendedResourceName: pods asking 1, 2, 2 GPUs of a node with 1 and "
+        "one with 2 devices: the third finds no devices left",
+        nodes=racks, dra={"deviceClasses": [device_class(GPU_DRIVER, gpu)], "resourceSlices": slices},
+        pending=[asking(pod("gpu-0", "500m"), gpu, 1), asking(pod("gpu-1", "500m"), gpu, 2),
+                 asking(pod("gpu-2", "500m"), gpu, 2)],
+    )  # fmt: skip
+    yield s(
+        1, "implicit-class-name", "deviceclass.resource.kubernetes.io/<class>: every DeviceClass's own extended "
+        "resource name",
+        nodes=racks, dra={"deviceClasses": [device_class(GPU_DRIVER)], "resourceSlices": slices},
+        pending=[asking(pod("gpu-0", "500m"), f"deviceclass.resource.kubernetes.io/{GPU_DRIVER}", 2)],
+    )  # fmt: skip
+    yield s(
+        2, "device-plugin-node", "a node listing the extended resource in its allocatable (a device plugin's) is "
+        "counted as before; the other is served from its ResourceSlice",
+        nodes=[node("node-0"), dict(node("node-1"), status={**node("node-1")["status"],
+               "allocatable": {**node("node-1")["status"]["allocatable"], gpu: "1"},
+               "capacity": {**node("node-1")["status"]["capacity"], gpu: "1"}})],
+        dra={"deviceClasses": [device_class(GPU_DRIVER, gpu)], "resourceSlices": [gpu_slice("node-0", 1)]},
+        pending=[asking(pod("gpu-0", "500m"), gpu, 1), asking(pod("gpu-1", "500m"), gpu, 1),
+                 asking(pod("gpu-2", "500m"), gpu, 1)],
+    )  # fmt: skip
+    yield s(
+        3, "no-class", "no DeviceClass names the extended resource: Insufficient, as without DRA",
+        nodes=racks, dra={"deviceClasses": [device_class(GPU_DRIVER)], "resourceSlices": slices},
+        pending=[asking(pod("gpu-0", "500m"), gpu, 1)],
+    )  # fmt: skip
+
+
 def scenarios() -> Iterator[Scenario]:
     yield from gangs()
     yield from topology()
     yield from declared_features()
+    yield from extended_resources()
 
 
 def render(scenario: Scenario) -> str:
