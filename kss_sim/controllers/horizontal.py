@@ -2,8 +2,10 @@
 virtual cluster, with per-pod usage the user sets instead of metrics-server's.
 
 The metric: a pod's usage of a resource is its ``kss.sigs.k8s.io/<resource>-usage`` annotation (``cpu-usage:
-450m``, ``memory-usage: 300Mi``), the pod's total over its containers. Set it on a workload's pod template and every
-pod gets it; set it on a pod to make that one hotter. A pod without it has no metric (upstream's missing pod).
+450m``, ``memory-usage: 300Mi``), the pod's total over its containers, or per container as a JSON object
+(``cpu-usage: '{"app": "450m", "sidecar": "50m"}'``: the total is their sum). Set it on a workload's pod template
+and every pod gets it; set it on a pod to make that one hotter. A pod without it has no metric (upstream's missing
+pod).
 
 Every sync period (15 s, ``--horizontal-pod-autoscaler-sync-period``) each HorizontalPodAutoscaler is reconciled
 as ``reconcileAutoscaler`` does: the target's scale (Deployment, ReplicaSet, StatefulSet: ``spec.replicas`` and its
@@ -21,8 +23,9 @@ Pods, Object and External metrics read values the user sets the same way, ``kss.
 of a non-cpu resource), an Object metric on the described object (the autoscaler itself for a kind kss does not
 store; GetObjectMetricReplicas against a value, GetObjectPerPodMetricReplicas against an average value), an
 External metric on the autoscaler (the total of its series; GetExternalMetricReplicas and its per-pod form).
-Metric label selectors select nothing here: one value per object. ContainerResource metrics have no source: they
-fail as an unavailable metric would.
+A ContainerResource metric is a Resource metric over one container: its usage (the annotation's per-container
+form; a plain quantity is a single-container pod's) against its own request. The metrics themselves are read in
+``horizontal_metrics.py``. Metric label selectors select nothing here: one value per object.
 """
 
 from __future__ import annotations

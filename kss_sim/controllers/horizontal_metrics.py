@@ -70,22 +70,34 @@ def replicas_for_metric(
         if kind == "Object":
             return _object_metric(store, hpa, metric, current, status_replicas, pods, tolerances(spec, tolerance))
         return _external_metric(hpa, metric, current, status_replicas, pods, tolerances(spec, tolerance))
-    if kind != "Resource":
-        family = "ContainerResource" if kind == "ContainerResource" else "External"
-        raise MetricError(f"FailedGet{family}Metric", f"unable to get metric: kss has no {kind} metric source")
-    source = _dict(metric.get("resource"))
+    if kind not in ("Resource", "ContainerResource"):
+        raise MetricError("InvalidMetricSourceType", f'unknown metric source type "{kind}"')
+    return _resource_metric(metric, str(kind), current, pods, tolerances(spec, tolerance))
+
+
+def _resource_metric(metric: Obj, kind: str, current: int, pods: list[Obj], within: Tolerances) -> tuple[int, str, Obj]:
+    """computeStatusForResourceMetric / computeStatusForContainerResourceMetric (computeStatusForResourceMetricGeneric):
+    the pods' usage of a resource, or of one container's, against a utilization of its requests or an average
+    value."""
+    container_metric = kind == "ContainerResource"
+    source = _dict(metric.get("containerResource" if container_metric else "resource"))
     resource, target = str(source.get("name") or ""), _dict(source.get("target"))
-    within = tolerances(spec, tolerance)
+    container = str(source.get("container") or "") if container_metric else ""
+    reason = "FailedGetContainerResourceMetric" if container_metric else "FailedGetResourceMetric"
     if target.get("averageValue") is not None:
         goal = milli(target["averageValue"]) or 1
-        replicas, average = raw_resource_replicas(current, goal, resource, pods, within)
+        replicas, average = raw_resource_replicas(current, goal, resource, pods, within, container, reason)
         current_value: Obj = {"averageValue": _quantity(average)}
         name = f"{resource} resource"
     else:
         goal = _int(target.get("averageUtilization"), 80)
-        replicas, utilization, average = resource_replicas(current, goal, resource, pods, within)
+        replicas, utilization, average = resource_replicas(current, goal, resource, pods, within, container, reason)
         current_value = {"averageValue": _quantity(average), "averageUtilization": utilization}
-        name = f"{resource} resource utilization (percentage of request)"
+        what = "container resource" if container_metric else "resource"
+        name = f"{resource} {what} utilization (percentage of request)"
+    if container_metric:
+        status = {"name": resource, "container": container, "current": current_value}
+        return replicas, name, {"type": "ContainerResource", "containerResource": status}
     return replicas, name, {"type": "Resource", "resource": {"name": resource, "current": current_value}}
 
 
