@@ -107,7 +107,7 @@ def _pods_metric(metric: Obj, current: int, pods: list[Obj], within: Tolerances)
     identifier = _dict(source.get("metric"))
     name = str(identifier.get("name") or "")
     goal = milli(_dict(source.get("target")).get("averageValue")) or 1
-    replicas, average = pods_metric_replicas(current, goal, name, pods, within)
+    replicas, average = pods_metric_replicas(current, goal, name, pods, within, identifier.get("selector"))
     status = {"type": "Pods", "pods": {"metric": identifier, "current": {"averageValue": _quantity(average)}}}
     return replicas, f"pods metric {name}", status
 
@@ -122,7 +122,7 @@ def _object_metric(
     name, kind = str(identifier.get("name") or ""), str(described.get("kind") or "")
     namespace = str(meta(hpa).get("namespace") or "")
     holder = store.get(kind, namespace, str(described.get("name") or "")) if store.serves(kind) else hpa
-    usage = None if holder is None else metric_value(holder, name)
+    usage = None if holder is None else metric_value(holder, name, identifier.get("selector"))
     if usage is None:
         raise MetricError(
             "FailedGetObjectMetric",
@@ -156,12 +156,13 @@ def _external_metric(
     source = _dict(metric.get("external"))
     identifier = _dict(source.get("metric"))
     name = str(identifier.get("name") or "")
-    usage = metric_value(hpa, name)
+    selector = identifier.get("selector")
+    usage = metric_value(hpa, name, selector)
     if usage is None:
         raise MetricError(
             "FailedGetExternalMetric",
-            f"unable to get external metric {meta(hpa).get('namespace')}/{name}: no metric value "
-            f"(set the {METRIC_ANNOTATION.format(metric=name)} annotation)",
+            f"unable to get external metric {meta(hpa).get('namespace')}/{name}/{_go_selector(selector)}: no metric "
+            f"value (set the {METRIC_ANNOTATION.format(metric=name)} annotation)",
         )
     target = _dict(source.get("target"))
     if target.get("averageValue") is not None:
@@ -177,7 +178,6 @@ def _external_metric(
             "FailedGetExternalMetric", "invalid external metric source: neither a value target nor an average "
             "value target was set"
         )  # fmt: skip
-    selector = identifier.get("selector")
     status = {"type": "External", "external": {"metric": identifier, "current": current_value}}
     return replicas, f"external metric {name}({_go_selector(selector)})", status
 

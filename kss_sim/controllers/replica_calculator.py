@@ -4,15 +4,18 @@
 A pod's usage of a resource is its ``kss.sigs.k8s.io/<resource>-usage`` annotation (``cpu-usage: 450m``,
 ``memory-usage: 300Mi``, or per container ``{"app": "450m", "sidecar": "50m"}``), in thousandths here as
 metrics-server's are read; a pod without it has no metric (upstream's missing pod), and for a ContainerResource
-metric a pod without that container's figure neither. Failed and deleting pods are ignored; Pending pods, and for cpu pods not Ready, are
-unready: left out, and counted at 0 when the others ask for a scale-up. Missing pods count at the target's edge
-(their whole request, or the target when above 100 %, on a scale-down; 0 on a scale-up), and a recount that
-changes direction or falls within the tolerance keeps the current count.
+metric a pod without that container's figure neither. Failed and deleting pods are ignored; Pending pods, and for
+cpu pods not Ready, are unready: left out, and counted at 0 when the others ask for a scale-up. Missing pods count
+at the target's edge (their whole request, or the target when above 100 %, on a scale-down; 0 on a scale-up), and
+a recount that changes direction or falls within the tolerance keeps the current count.
 
 Custom and external metrics (Pods, Object, External) are the ``kss.sigs.k8s.io/<metric>-metric`` annotation of a
 pod, the described object or the autoscaler, read in thousandths as the HPA reads them: a Pods metric averaged as
 calcPlainMetricReplicas does, a value target scaling the ready pods by the ratio (getUsageRatioReplicaCount), an
 average-value target dividing the total among the target's replicas (Get{Object,External}PerPodMetricReplicas).
+The annotation holds one series (a quantity) or labelled ones (a JSON object keyed by label set, ``{"queue=orders":
+"120", "queue=emails": "30"}``); a metric's label selector takes the total of the series it matches, as a metrics
+adapter sums the series of a selected metric (and the HPA an External metric's).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kss_sim.controllers.owned import is_deleting, meta, pod_condition
+from kss_sim.kube.labels import label_selector_matches
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import QuantityError, milli_value
 
@@ -262,22 +266,64 @@ def _plain_replicas(
 # --- Pods, Object and External metrics: custom and external metrics the user sets --------------------------------
 
 
-def metric_value(obj: Mapping[str, Any], metric: str) -> int | None:
+def _series_labels(key: str) -> dict[str, str] | None:
+    """A series key's labels: ``queue=orders,tier=gold`` (labels.Set's String() form; ``""``: no labels); None
+    when a part is no ``name=value``."""
+    labels: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in key.split(","))):
+        name, equals, value = part.partition("=")
+        if not equals or not name.strip():
+            return None
+        labels[name.strip()] = value.strip()
+    return labels
+
+
+def metric_series(text: str) -> list[tuple[dict[str, str], int | None]]:
+    """The series a ``kss.sigs.k8s.io/<metric>-metric`` annotation holds, each its labels and value in thousandths
+    (None: no quantity): a plain quantity is one series without labels; a JSON object keyed by label set
+    (``{"queue=orders": "120", "queue=emails": "30"}``) holds one series per key."""
+    if not text.lstrip().startswith("{"):
+        return [({}, milli(text))]
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return [({}, None)]
+    if not isinstance(parsed, dict):
+        return [({}, None)]
+    series: list[tuple[dict[str, str], int | None]] = []
+    for key, value in parsed.items():
+        labels = _series_labels(str(key))
+        series.append(({}, None) if labels is None else (labels, milli(value)))
+    return series
+
+
+def metric_value(obj: Mapping[str, Any], metric: str, selector: Any = None) -> int | None:
     """The value of the custom or external metric ``metric`` an object's ``kss.sigs.k8s.io/<metric>-metric``
-    annotation gives, in thousandths (``Quantity.MilliValue()``, as the HPA reads custom metrics); None without."""
+    annotation gives, in thousandths (``Quantity.MilliValue()``, as the HPA reads custom metrics): the total of the
+    series the metric's label ``selector`` matches (every series without one, as the metrics APIs answer an empty
+    selector); None without the annotation, when no series matches or a matching one is no quantity."""
     annotations = _dict(_dict(obj.get("metadata")).get("annotations"))
     text = annotations.get(METRIC_ANNOTATION.format(metric=metric))
-    return None if text is None else milli(text)
+    if not isinstance(text, str):
+        return None
+    values = [
+        value
+        for labels, value in metric_series(text)
+        if not isinstance(selector, dict) or label_selector_matches(selector, labels)
+    ]
+    if not values or None in values:
+        return None
+    return sum(v for v in values if v is not None)
 
 
 def pods_metric_replicas(
-    current: int, target: int, metric: str, pods: list[Obj], tolerances: Tolerances
+    current: int, target: int, metric: str, pods: list[Obj], tolerances: Tolerances, selector: Any = None
 ) -> tuple[int, int]:
     """GetMetricReplicas: the replicas a Pods metric's average-value target asks for and the pods' average (the
     readiness rules of a non-cpu resource: Pending pods are unready, pods without the annotation missing)."""
     values: dict[str, int] = {}
     for pod in pods:
-        value = metric_value(pod, metric)
+        value = metric_value(pod, metric, selector)
         if value is not None:
             values[str(meta(pod).get("name"))] = value
     if not values:

@@ -11,7 +11,7 @@ from typing import Any
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.horizontal import HorizontalController
-from kss_sim.controllers.replica_calculator import pod_usage
+from kss_sim.controllers.replica_calculator import metric_value, pod_usage
 from kss_sim.kube.objects import Obj
 from tests.controllers.test_horizontal import LABELS, condition, controller, events, hpa, replicas, status, store, web
 from tests.controllers.workloads import make_ready
@@ -151,3 +151,105 @@ def test_pods_without_the_container_s_usage_are_missing(store: ClusterStore, con
         "averageValue": "450m",
         "averageUtilization": 90,
     }
+
+
+def annotate(store: ClusterStore, kind: str, name: str, metric: str, series: dict[str, str] | str) -> None:
+    value = series if isinstance(series, str) else json.dumps(series)
+    body = {"metadata": {"annotations": {f"kss.sigs.k8s.io/{metric}-metric": value}}}
+    store.patch(kind, "default", name, body, "merge")
+
+
+def test_metric_series_are_chosen_by_the_metric_selector() -> None:
+    queue = {
+        "metadata": {"annotations": {"kss.sigs.k8s.io/depth-metric": '{"queue=orders": "120", "queue=mail": "30"}'}}
+    }
+    orders = {"matchLabels": {"queue": "orders"}}
+    assert metric_value(queue, "depth") == 150_000  # no selector: every series
+    assert metric_value(queue, "depth", orders) == 120_000
+    assert metric_value(queue, "depth", {"matchExpressions": [{"key": "queue", "operator": "Exists"}]}) == 150_000
+    assert metric_value(queue, "depth", {"matchLabels": {"queue": "billing"}}) is None  # nothing matches
+    plain = {"metadata": {"annotations": {"kss.sigs.k8s.io/depth-metric": "7"}}}
+    assert metric_value(plain, "depth") == 7000
+    assert metric_value(plain, "depth", orders) is None  # one series without labels: not the selected one
+    assert metric_value(plain, "depth", {}) == 7000  # an empty selector selects everything
+
+
+def test_an_external_metric_s_selector_sums_the_series_it_selects(
+    store: ClusterStore, controller: HorizontalController
+) -> None:
+    web(store, 2)
+    store.patch("Deployment", "default", "web", {"status": {"replicas": 2}}, "merge", subresource="status")
+    selector = {"matchLabels": {"queue": "orders"}}
+    identifier = {"name": "queue-depth", "selector": selector}
+    queue = {
+        "type": "External",
+        "external": {"metric": identifier, "target": {"type": "AverageValue", "averageValue": "5"}},
+    }
+    hpa(store, metrics=[queue])
+    annotate(store, "HorizontalPodAutoscaler", "web", "queue-depth", {"queue=mail": "100"})
+    controller.drain()
+    # Only the mail queue has a series: nothing selected, the metric fails as the external metrics API's answer would.
+    assert condition(store, "ScalingActive") == (
+        "False",
+        "FailedGetExternalMetric",
+        "the HPA was unable to compute the replica count: unable to get external metric default/queue-depth/"
+        "&LabelSelector{MatchLabels:map[string]string{queue: orders,},MatchExpressions:[]LabelSelectorRequirement{},}: "
+        "no metric value (set the kss.sigs.k8s.io/queue-depth-metric annotation)",
+    )
+    annotate(
+        store,
+        "HorizontalPodAutoscaler",
+        "web",
+        "queue-depth",
+        {"queue=mail": "100", "queue=orders,shard=1": "12", "queue=orders,shard=2": "8"},
+    )
+    controller.reset()
+    controller.drain()
+    # 20 in the orders queue's series against 5 per pod: ceil(20 / 5) = 4 (the mail queue's 100 not counted).
+    assert replicas(store) == 4
+    assert status(store)["currentMetrics"] == [
+        {"type": "External", "external": {"metric": identifier, "current": {"averageValue": "10"}}}
+    ]
+
+
+def test_a_pods_metric_s_selector_reads_each_pod_s_selected_series(
+    store: ClusterStore, controller: HorizontalController
+) -> None:
+    web(store, 2)
+    for name in "ab":
+        two_container_pod(store, name, None)
+        annotate(store, "Pod", name, "requests", {"path=/api": "30", "path=/health": "100"})
+    selector = {"matchLabels": {"path": "/api"}}
+    requests = {
+        "type": "Pods",
+        "pods": {
+            "metric": {"name": "requests", "selector": selector},
+            "target": {"type": "AverageValue", "averageValue": "10"},
+        },
+    }
+    hpa(store, metrics=[requests])
+    controller.drain()
+    # 30 per pod on /api against 10: ceil(2 * 3) = 6, held to the scale-up limit of 4.
+    assert replicas(store) == 4
+    assert status(store)["currentMetrics"][0]["pods"]["current"] == {"averageValue": "30"}
+
+
+def test_an_object_metric_s_selector(store: ClusterStore, controller: HorizontalController) -> None:
+    web(store, 2)
+    for name in "ab":
+        two_container_pod(store, name, "100m")
+    store.create("Service", {"metadata": {"name": "front"}, "spec": {"ports": [{"port": 80}]}}, "default")
+    annotate(store, "Service", "front", "hits", {"code=200": "40", "code=500": "400"})
+    described = {"apiVersion": "v1", "kind": "Service", "name": "front"}
+    hits = {
+        "type": "Object",
+        "object": {
+            "describedObject": described,
+            "metric": {"name": "hits", "selector": {"matchLabels": {"code": "200"}}},
+            "target": {"type": "Value", "value": "20"},
+        },
+    }
+    hpa(store, metrics=[hits])
+    controller.drain()
+    assert replicas(store) == 4  # 40 against 20: the 2 ready pods times 2 (the 500s' series not selected)
+    assert status(store)["currentMetrics"][0]["object"]["current"] == {"value": "40"}
