@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kss_sim.cluster.admission.deletion import DeleteOptions
+from kss_sim.cluster.crd.kinds import CustomKinds
 from kss_sim.cluster.storage.selectors import Selector
 from kss_sim.kube.objects import Obj
 
@@ -59,6 +60,10 @@ class ClusterPort(Protocol):
 
     def serves(self, kind: str) -> bool:
         """Whether ``kind`` can be created and written (its API served with these feature gates)."""
+        ...
+
+    def custom_kinds(self) -> CustomKinds:
+        """The kinds the established CustomResourceDefinitions serve (what discovery lists beside the built-ins)."""
         ...
 
     @property

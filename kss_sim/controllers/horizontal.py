@@ -2,8 +2,10 @@
 virtual cluster, with per-pod usage the user sets instead of metrics-server's.
 
 The metric: a pod's usage of a resource is its ``kss.sigs.k8s.io/<resource>-usage`` annotation (``cpu-usage:
-450m``, ``memory-usage: 300Mi``), the pod's total over its containers. Set it on a workload's pod template and every
-pod gets it; set it on a pod to make that one hotter. A pod without it has no metric (upstream's missing pod).
+450m``, ``memory-usage: 300Mi``), the pod's total over its containers, or per container as a JSON object
+(``cpu-usage: '{"app": "450m", "sidecar": "50m"}'``: the total is their sum). Set it on a workload's pod template
+and every pod gets it; set it on a pod to make that one hotter. A pod without it has no metric (upstream's missing
+pod).
 
 Every sync period (15 s, ``--horizontal-pod-autoscaler-sync-period``) each HorizontalPodAutoscaler is reconciled
 as ``reconcileAutoscaler`` does: the target's scale (Deployment, ReplicaSet, StatefulSet: ``spec.replicas`` and its
@@ -21,8 +23,9 @@ Pods, Object and External metrics read values the user sets the same way, ``kss.
 of a non-cpu resource), an Object metric on the described object (the autoscaler itself for a kind kss does not
 store; GetObjectMetricReplicas against a value, GetObjectPerPodMetricReplicas against an average value), an
 External metric on the autoscaler (the total of its series; GetExternalMetricReplicas and its per-pod form).
-Metric label selectors select nothing here: one value per object. ContainerResource metrics have no source: they
-fail as an unavailable metric would.
+A ContainerResource metric is a Resource metric over one container: its usage (the annotation's per-container
+form; a plain quantity is a single-container pod's) against its own request. The metrics themselves are read in
+``horizontal_metrics.py``. Metric label selectors select nothing here: one value per object.
 """
 
 from __future__ import annotations
@@ -37,20 +40,12 @@ from kss_sim.cluster.admission.quantities import canonical_quantity
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
+from kss_sim.controllers.horizontal_metrics import replicas_for_metric
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, key_of, meta
 from kss_sim.controllers.replica_calculator import (
-    METRIC_ANNOTATION,
     TOLERANCE,
     MetricError,
-    Tolerances,
-    metric_value,
-    milli,
-    per_pod_replicas,
-    pods_metric_replicas,
-    raw_resource_replicas,
-    resource_replicas,
-    usage_ratio_replicas,
 )
 from kss_sim.kube.labels import label_selector_matches
 from kss_sim.kube.objects import Obj
@@ -115,24 +110,6 @@ def _set_counts(status: Obj, current: int, desired: int, metrics: list[Obj]) -> 
     status["desiredReplicas"] = desired
     if metrics:
         status["currentMetrics"] = metrics
-
-
-def _go_selector(selector: Any) -> str:
-    """A metric's label selector as Go's ``%+v`` shows it in the scaling reason: the generated String() of the
-    pointer (``nil`` without one)."""
-    if not isinstance(selector, dict):
-        return "nil"
-    labels = "".join(f"{k}: {v}," for k, v in sorted(_dict(selector.get("matchLabels")).items()))
-    expressions = "".join(
-        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
-        f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
-        for e in selector.get("matchExpressions") or []
-        if isinstance(e, dict)
-    )
-    return (
-        f"&LabelSelector{{MatchLabels:map[string]string{{{labels}}},"
-        f"MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
-    )
 
 
 def _int(value: Any, default: int) -> int:
@@ -344,7 +321,9 @@ class HorizontalController(ReconcileLoop[Key]):
         metrics = [m for m in spec.get("metrics") or [] if isinstance(m, dict)]
         for metric in metrics:
             try:
-                replicas, name, metric_status = self._replicas_for_metric(hpa, metric, current, pods, spec, target)
+                replicas, name, metric_status = replicas_for_metric(
+                    self.store, hpa, metric, current, pods, spec, target, self.tolerance
+                )
             except MetricError as exc:
                 self._event(hpa, exc.reason, str(exc), warning=True)
                 failed += 1
@@ -357,130 +336,6 @@ class HorizontalController(ReconcileLoop[Key]):
         if first_error is not None and (failed >= len(metrics) or best < current):
             raise InvalidMetrics(failed, len(metrics), first_error, statuses)
         return best, best_name, statuses
-
-    def _replicas_for_metric(
-        self, hpa: Obj, metric: Obj, current: int, pods: list[Obj], spec: Obj, target: Obj
-    ) -> tuple[int, str, Obj]:
-        kind = metric.get("type")
-        if kind == "Pods":
-            return self._pods_metric(metric, current, pods, spec)
-        if kind in ("Object", "External"):
-            # statusReplicas: the target's scale status, what the per-pod average divides by.
-            status_replicas = _int(_dict(target.get("status")).get("replicas"), 0)
-            if kind == "Object":
-                return self._object_metric(hpa, metric, current, status_replicas, pods, spec)
-            return self._external_metric(hpa, metric, current, status_replicas, pods, spec)
-        if kind != "Resource":
-            family = "ContainerResource" if kind == "ContainerResource" else "External"
-            raise MetricError(f"FailedGet{family}Metric", f"unable to get metric: kss has no {kind} metric source")
-        source = _dict(metric.get("resource"))
-        resource, target = str(source.get("name") or ""), _dict(source.get("target"))
-        tolerances = self._tolerances(spec)
-        if target.get("averageValue") is not None:
-            goal = milli(target["averageValue"]) or 1
-            replicas, average = raw_resource_replicas(current, goal, resource, pods, tolerances)
-            current_value: Obj = {"averageValue": _quantity(average)}
-            name = f"{resource} resource"
-        else:
-            goal = _int(target.get("averageUtilization"), 80)
-            replicas, utilization, average = resource_replicas(current, goal, resource, pods, tolerances)
-            current_value = {"averageValue": _quantity(average), "averageUtilization": utilization}
-            name = f"{resource} resource utilization (percentage of request)"
-        return replicas, name, {"type": "Resource", "resource": {"name": resource, "current": current_value}}
-
-    def _pods_metric(self, metric: Obj, current: int, pods: list[Obj], spec: Obj) -> tuple[int, str, Obj]:
-        """computeStatusForPodsMetric: the pods' ``kss.sigs.k8s.io/<metric>-metric`` against the average value."""
-        source = _dict(metric.get("pods"))
-        identifier = _dict(source.get("metric"))
-        name = str(identifier.get("name") or "")
-        goal = milli(_dict(source.get("target")).get("averageValue")) or 1
-        replicas, average = pods_metric_replicas(current, goal, name, pods, self._tolerances(spec))
-        status = {"type": "Pods", "pods": {"metric": identifier, "current": {"averageValue": _quantity(average)}}}
-        return replicas, f"pods metric {name}", status
-
-    def _object_metric(
-        self, hpa: Obj, metric: Obj, current: int, status_replicas: int, pods: list[Obj], spec: Obj
-    ) -> tuple[int, str, Obj]:
-        """computeStatusForObjectMetric: the described object's ``kss.sigs.k8s.io/<metric>-metric`` (or, for a
-        kind kss does not store, the autoscaler's own) against a value or a per-pod average value."""
-        source = _dict(metric.get("object"))
-        identifier, described = _dict(source.get("metric")), _dict(source.get("describedObject"))
-        name, kind = str(identifier.get("name") or ""), str(described.get("kind") or "")
-        namespace = str(meta(hpa).get("namespace") or "")
-        holder = self.store.get(kind, namespace, str(described.get("name") or "")) if self.store.serves(kind) else hpa
-        usage = None if holder is None else metric_value(holder, name)
-        if usage is None:
-            raise MetricError(
-                "FailedGetObjectMetric",
-                f"unable to get metric {name}: {kind} on {namespace} {described.get('name')}: no metric value "
-                f"(set the {METRIC_ANNOTATION.format(metric=name)} annotation)",
-            )
-        target = _dict(source.get("target"))
-        base: Obj = {"metric": identifier, "describedObject": described}
-        tolerances = self._tolerances(spec)
-        if target.get("type") == "Value" and target.get("value") is not None:
-            goal = milli(target["value"]) or 1
-            replicas = usage_ratio_replicas(current, usage / goal, pods, tolerances, "FailedGetObjectMetric")
-            current_value: Obj = {"value": _quantity(usage)}
-        elif target.get("type") == "AverageValue" and target.get("averageValue") is not None:
-            goal = milli(target["averageValue"]) or 1
-            replicas, average = per_pod_replicas(status_replicas, usage, goal, tolerances)
-            current_value = {"averageValue": _quantity(average)}
-        else:
-            raise MetricError(
-                "FailedGetObjectMetric", "invalid object metric source: neither a value target nor an average value "
-                "target was set"
-            )  # fmt: skip
-        status = {"type": "Object", "object": {**base, "current": current_value}}
-        return replicas, f"{kind} metric {name}", status
-
-    def _external_metric(
-        self, hpa: Obj, metric: Obj, current: int, status_replicas: int, pods: list[Obj], spec: Obj
-    ) -> tuple[int, str, Obj]:
-        """computeStatusForExternalMetric: the autoscaler's ``kss.sigs.k8s.io/<metric>-metric`` (the total of the
-        metric's series) against a value or a per-pod average value."""
-        source = _dict(metric.get("external"))
-        identifier = _dict(source.get("metric"))
-        name = str(identifier.get("name") or "")
-        usage = metric_value(hpa, name)
-        if usage is None:
-            raise MetricError(
-                "FailedGetExternalMetric",
-                f"unable to get external metric {meta(hpa).get('namespace')}/{name}: no metric value "
-                f"(set the {METRIC_ANNOTATION.format(metric=name)} annotation)",
-            )
-        target = _dict(source.get("target"))
-        tolerances = self._tolerances(spec)
-        if target.get("averageValue") is not None:
-            goal = milli(target["averageValue"]) or 1
-            replicas, average = per_pod_replicas(status_replicas, usage, goal, tolerances)
-            current_value: Obj = {"averageValue": _quantity(average)}
-        elif target.get("value") is not None:
-            goal = milli(target["value"]) or 1
-            replicas = usage_ratio_replicas(current, usage / goal, pods, tolerances, "FailedGetExternalMetric")
-            current_value = {"value": _quantity(usage)}
-        else:
-            raise MetricError(
-                "FailedGetExternalMetric", "invalid external metric source: neither a value target nor an average "
-                "value target was set"
-            )  # fmt: skip
-        selector = identifier.get("selector")
-        status = {"type": "External", "external": {"metric": identifier, "current": current_value}}
-        return replicas, f"external metric {name}({_go_selector(selector)})", status
-
-    def _tolerances(self, spec: Obj) -> Tolerances:
-        """The controller's tolerance, or a behavior's own (``tolerance``, HPAConfigurableTolerance)."""
-        behavior = _dict(spec.get("behavior"))
-        result = Tolerances(self.tolerance, self.tolerance)
-        for key, attr in (("scaleDown", "scale_down"), ("scaleUp", "scale_up")):
-            own = (
-                milli(_dict(behavior.get(key)).get("tolerance"))
-                if _dict(behavior.get(key)).get("tolerance") is not None
-                else None
-            )
-            if own is not None:
-                setattr(result, attr, own / 1000)
-        return result
 
     # --- normalization ------------------------------------------------------------------------------------
     def _normalize(

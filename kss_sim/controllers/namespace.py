@@ -6,15 +6,17 @@ A Namespace deleted through the API is not removed at once: kube-apiserver marks
 answers a second delete with a 409. This controller then empties it as upstream's deleter does:
 
 - every namespaced kind's objects are deleted with background propagation, as a client would (so pods end
-  gracefully, over their grace periods, through their kubelet); the pods' owners first, so no workload controller
-  makes new ones meanwhile (they would be refused: the namespace is terminating);
+  gracefully, over their grace periods, through their kubelet, and an object's own finalizers hold it): the
+  built-in kinds and every namespaced kind a CustomResourceDefinition serves, as the deleter walks discovery; the
+  pods' owners first, so no workload controller makes new ones meanwhile (they would be refused: the namespace is
+  terminating);
 - what remains is counted into the namespace's conditions (``NamespaceDeletionDiscoveryFailure``,
   ``NamespaceDeletionGroupVersionParsingFailure``, ``NamespaceDeletionContentFailure``,
   ``NamespaceContentRemaining``, ``NamespaceFinalizersRemaining``, with upstream's reasons and messages), and the
   namespace looked at again after half the longest pod grace period (15 s when only finalizers hold content), or as
   soon as a pod of it goes;
-- once nothing remains, ``kubernetes`` is taken out of ``spec.finalizers`` (the ``finalize`` subresource's write)
-  and the store removes the namespace.
+- once nothing remains, ``kubernetes`` is taken out of ``spec.finalizers`` through the ``finalize`` subresource
+  (a plain update keeps them, as kube-apiserver's strategy does) and the store removes the namespace.
 
 Without a kubelet a bound pod never ends, so the namespace stays Terminating until it is force-deleted
 (``--grace-period=0 --force``), as on a cluster whose nodes are gone.
@@ -57,9 +59,12 @@ def _deleting(obj: Obj) -> bool:
     return bool(meta(obj).get("deletionTimestamp"))
 
 
-def content_kinds() -> list[KindInfo]:
-    """The namespaced kinds a namespace's deletion empties, pods last (their owners go first)."""
-    kinds = [k for k in KINDS if k.namespaced and not k.review]
+def content_kinds(store: ClusterPort) -> list[KindInfo]:
+    """The namespaced kinds a namespace's deletion empties, as the deleter walks discovery: the built-in ones and
+    every namespaced kind a CustomResourceDefinition serves (at its storage version), pods last (their owners go
+    first)."""
+    custom = [k for k in store.custom_kinds().storage_kinds() if k.namespaced]
+    kinds = [*(k for k in KINDS if k.namespaced and not k.review), *custom]
     return sorted(kinds, key=lambda k: k.kind == "Pod")
 
 
@@ -128,19 +133,19 @@ class NamespaceController(ReconcileLoop[str]):
         remaining: dict[str, int] = {}
         finalizers: dict[str, int] = {}
         estimate = 0
-        for info in content_kinds():
-            if not self.store.serves(info.kind):
+        for info in content_kinds(self.store):
+            if not self.store.serves(info.key):
                 continue
-            for entry in list(self.store.select(info.kind, namespace).items):
+            for entry in list(self.store.select(info.key, namespace).items):
                 if _deleting(entry.obj) and info.kind != "Pod":
                     continue  # waits for its finalizers (a pod is asked again: a shorter period may apply)
                 try:
-                    self.store.delete(info.kind, namespace, entry.name, options=_CONTENT)
+                    self.store.delete(info.key, namespace, entry.name, options=_CONTENT)
                 except NotFound:
                     continue
                 except ApiError as exc:
                     failures.append(f"{_resource(info)}: {exc.message}")
-            left = self.store.select(info.kind, namespace).items
+            left = self.store.select(info.key, namespace).items
             if not left:
                 continue
             remaining[_resource(info)] = len(left)
@@ -241,7 +246,9 @@ class NamespaceController(ReconcileLoop[str]):
             # An empty list, not none: the store's defaulting would give a namespace without one ``kubernetes``.
             spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != KUBERNETES_FINALIZER]
             try:
-                self.store.update("Namespace", {**current, "spec": spec}, manager="kube-controller-manager")
+                self.store.update(
+                    "Namespace", {**current, "spec": spec}, subresource="finalize", manager="kube-controller-manager"
+                )
             except Conflict:
                 continue
             log.info("namespace %s: emptied and finalized", namespace)

@@ -376,7 +376,7 @@ async def test_custom_objects_are_watched_and_go_with_their_namespace(app: FastA
     team = store.get("Namespace", None, "team")
     assert team is not None and team["status"]["phase"] == "Terminating"
     assert (await client.get(f"{other}/t1")).status_code == 200
-    store.update("Namespace", {**team, "spec": {"finalizers": []}})
+    store.update("Namespace", {**team, "spec": {"finalizers": []}}, subresource="finalize")
     assert store.get("Namespace", None, "team") is None
     assert (await client.get(f"{other}/t1")).status_code == 404
 

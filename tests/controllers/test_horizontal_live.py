@@ -197,3 +197,80 @@ def test_kubectl_autoscale_creates_a_v1_autoscaler_the_controller_follows(
     assert v2.metadata.annotations is None
     row = kubectl("get", "hpa", "api").stdout.splitlines()[1].split()
     assert row[:6] == ["api", "Deployment/api", "cpu:", "90%/80%", "2", "5"]  # REPLICAS: the status, still catching up
+
+
+@pytest.mark.skipif(not Path(KUBECTL).exists(), reason="kubectl is not installed")
+def test_container_resource_and_selected_external_metrics_with_kubectl(
+    cluster: tuple[Server, client.ApiClient],
+) -> None:
+    """A ContainerResource metric on a two-container Deployment's app container, and an External metric whose
+    selector picks one queue's series from the autoscaler's annotation: ``kubectl get hpa`` shows both."""
+    server, api = cluster
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    if not core.list_node().items:  # run alone, without the first test's node
+        core.create_node(NODE)
+    containers = [
+        {"name": "app", "image": "nginx:1.27", "resources": {"requests": {"cpu": "500m"}}},
+        {"name": "proxy", "image": "envoy:1.31", "resources": {"requests": {"cpu": "100m"}}},
+    ]
+    usage = json.dumps({"app": "450m", "proxy": "10m"})
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "multi"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "multi"}},
+            "template": {
+                "metadata": {"labels": {"app": "multi"}, "annotations": {"kss.sigs.k8s.io/cpu-usage": usage}},
+                "spec": {"containers": containers},
+            },
+        },
+    }
+    kubectl = KubectlRunner(server.kubeconfig)
+    kubectl("apply", "-f", "-", input=json.dumps(deployment))
+    selected = {"name": "queue-depth", "selector": {"matchLabels": {"queue": "orders"}}}
+    hpa = autoscaler(
+        "multi",
+        maxReplicas=4,
+        metrics=[
+            {
+                "type": "ContainerResource",
+                "containerResource": {
+                    "name": "cpu",
+                    "container": "app",
+                    "target": {"type": "Utilization", "averageUtilization": 50},
+                },
+            },
+            {
+                "type": "External",
+                "external": {"metric": selected, "target": {"type": "AverageValue", "averageValue": "5"}},
+            },
+        ],
+    )
+    hpa["spec"]["scaleTargetRef"]["name"] = "multi"
+    hpa["metadata"]["annotations"] = {
+        "kss.sigs.k8s.io/queue-depth-metric": json.dumps({"queue=orders": "8", "queue=mail": "500"})
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(hpa))
+    # The app container at 90 % of its request against 50 % asks for 4 (the maximum); the orders queue's 8 against 5
+    # per pod for 2; the mail queue is not selected.
+    until(lambda: apps.read_namespaced_deployment("multi", "default").spec.replicas == 4, "the maximum, 4")
+
+    def row() -> list[str]:
+        line = kubectl("get", "hpa", "multi").stdout.splitlines()[1]
+        return line.split() if "<unknown>" not in line and " 4 " in f" {line} " else []
+
+    got = until(row, "the table to show both metrics")
+    assert got[:4] == ["multi", "Deployment/multi", "cpu:", "90%/50%,"]
+    described = json.loads(kubectl("get", "hpa", "multi", "-o", "json").stdout)
+    current = described["status"]["currentMetrics"]
+    assert current[0] == {
+        "type": "ContainerResource",
+        "containerResource": {
+            "name": "cpu",
+            "container": "app",
+            "current": {"averageValue": "450m", "averageUtilization": 90},
+        },
+    }
+    assert current[1]["external"]["metric"] == selected

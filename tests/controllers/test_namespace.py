@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from kss_sim.cluster.admission.deletion import DeleteOptions
-from kss_sim.cluster.errors import Conflict, NamespaceTerminating
+from kss_sim.cluster.errors import Conflict, Invalid, NamespaceTerminating
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.kubelet import KubeletController
 from kss_sim.controllers.namespace import NamespaceController
@@ -138,3 +138,103 @@ def test_the_store_s_own_delete_of_a_namespace_still_takes_everything_at_once(st
     store.create("Pod", bound_pod("web", 30))
     store.delete("Namespace", None, "team")
     assert store.get("Namespace", None, "team") is None and store.list("Pod", "team")[0] == []
+
+
+def test_a_plain_update_keeps_spec_finalizers_and_finalize_changes_them_alone(store: ClusterStore) -> None:
+    team = store.get("Namespace", None, "team")
+    assert team is not None and team["spec"]["finalizers"] == ["kubernetes"]
+    team["metadata"]["labels"]["tier"] = "gold"
+    updated = store.update("Namespace", {**team, "spec": {"finalizers": ["example.com/hold"]}})
+    # namespaceStrategy.PrepareForUpdate: the finalizers are the stored ones; the labels did change.
+    assert updated["spec"]["finalizers"] == ["kubernetes"] and updated["metadata"]["labels"]["tier"] == "gold"
+    finalized = store.update(
+        "Namespace",
+        {**updated, "spec": {"finalizers": ["kubernetes", "example.com/hold"]}, "status": {"phase": "Terminating"}},
+        subresource="finalize",
+    )
+    # The finalize strategy: spec.finalizers change, the status does not.
+    assert finalized["spec"]["finalizers"] == ["kubernetes", "example.com/hold"]
+    assert finalized["status"] == {"phase": "Active"}
+    with pytest.raises(Invalid) as bad:
+        store.update("Namespace", {**finalized, "spec": {"finalizers": ["hold"]}}, subresource="finalize")
+    assert 'spec.finalizers[0]: Invalid value: "hold": name is neither a standard finalizer name nor is it fully ' \
+        "qualified" in bad.value.message  # fmt: skip
+
+
+def test_a_new_namespace_always_gets_the_kubernetes_finalizer(store: ClusterStore) -> None:
+    created = store.create("Namespace", {"metadata": {"name": "held"}, "spec": {"finalizers": ["example.com/x"]}})
+    assert created["spec"]["finalizers"] == ["example.com/x", "kubernetes"]
+    with pytest.raises(Invalid) as bad:
+        store.create("Namespace", {"metadata": {"name": "odd"}, "spec": {"finalizers": ["hold"]}})
+    assert 'spec.finalizers: Invalid value: "hold"' in bad.value.message
+
+
+def test_a_terminating_namespace_goes_when_finalize_empties_its_finalizers_not_on_a_plain_update(
+    store: ClusterStore,
+) -> None:
+    store.delete("Namespace", None, "team", options=CLIENT)
+    team = store.get("Namespace", None, "team")
+    assert team is not None
+    store.update("Namespace", {**team, "spec": {"finalizers": []}})
+    team = store.get("Namespace", None, "team")
+    assert team is not None and team["spec"]["finalizers"] == ["kubernetes"]
+    store.update("Namespace", {**team, "spec": {"finalizers": []}}, subresource="finalize")
+    assert store.get("Namespace", None, "team") is None
+
+
+RAY_CRD: Obj = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "rayclusters.ray.example.com"},
+    "spec": {
+        "group": "ray.example.com",
+        "names": {"kind": "RayCluster", "plural": "rayclusters"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+RAY = "RayCluster.ray.example.com"
+
+
+def ray(name: str, finalizers: list[str] | None = None) -> Obj:
+    body: Obj = {"apiVersion": "ray.example.com/v1", "kind": "RayCluster", "metadata": {"name": name}}
+    if finalizers:
+        body["metadata"]["finalizers"] = finalizers
+    return body
+
+
+def test_custom_objects_are_deleted_by_the_controller_and_their_finalizers_hold_the_namespace(
+    store: ClusterStore, namespaces: NamespaceController, clock: FakeClock
+) -> None:
+    store.create("CustomResourceDefinition", RAY_CRD)
+    store.create(RAY, ray("plain"), "team")
+    store.create(RAY, ray("held", ["example.com/hold"]), "team")
+    store.delete("Namespace", None, "team", options=CLIENT)
+    assert namespaces.wait_idle()
+    (held,) = store.list(RAY, "team")[0]
+    assert held["metadata"]["name"] == "held" and held["metadata"]["deletionTimestamp"]
+    got = conditions(store)
+    assert got["NamespaceContentRemaining"] == (
+        "True",
+        "SomeResourcesRemain",
+        "Some resources are remaining: rayclusters.ray.example.com has 1 resource instances",
+    )
+    assert got["NamespaceFinalizersRemaining"] == (
+        "True",
+        "SomeFinalizersRemain",
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
+    )
+    assert store.get("Namespace", None, "team") is not None  # Terminating while the finalizer holds
+    store.patch(RAY, "team", "held", {"metadata": {"finalizers": None}})
+    assert store.list(RAY, "team")[0] == []
+    clock.advance(8)  # half the 15 s finalizer estimate, and one
+    namespaces.poke()
+    assert namespaces.wait_idle()
+    assert store.get("Namespace", None, "team") is None

@@ -137,3 +137,74 @@ def test_a_deleted_node_s_pods_are_force_deleted_by_the_pod_gc(servers: tuple[Se
     kubectl("delete", "node", "worker-1")
     assert kubectl("get", "pod", "stranded", "-o", "name").stdout.strip() == "pod/stranded"  # kept by the API
     until(lambda: kubectl("get", "pods", "-o", "name").stdout == "", "the pod GC's force delete")
+
+
+RAY_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "rayclusters.ray.example.com"},
+    "spec": {
+        "group": "ray.example.com",
+        "names": {"kind": "RayCluster", "plural": "rayclusters"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+
+
+def test_custom_objects_go_with_their_namespace_and_a_finalizer_holds_it(servers: tuple[Server, Server]) -> None:
+    kubectl = KubectlRunner(servers[1].kubeconfig)
+    kubectl("apply", "-f", "-", input=json.dumps(RAY_CRD))
+    kubectl("create", "namespace", "lab")
+    for name, finalizers in (("plain", []), ("held", ["example.com/hold"])):
+        ray = {
+            "apiVersion": "ray.example.com/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": name, "namespace": "lab", "finalizers": finalizers},
+        }
+        until(lambda body=ray: kubectl("apply", "-f", "-", input=json.dumps(body), check=False).returncode == 0, name)
+    kubectl("delete", "namespace", "lab", "--wait=false")
+    until(lambda: "rayclusters.ray.example.com has 1" in kubectl("describe", "namespace", "lab").stdout, "condition")
+    described = kubectl("describe", "namespace", "lab").stdout
+    assert "example.com/hold in 1 resource instances" in described
+    left = kubectl("get", "rayclusters", "-n", "lab", "-o", "name").stdout.split()
+    assert left == ["raycluster.ray.example.com/held"]
+    kubectl("patch", "raycluster", "held", "-n", "lab", "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    until(lambda: kubectl("get", "namespace", "lab", check=False).returncode != 0, "the namespace to go", 40)
+
+
+def test_finalize_takes_a_stuck_namespace_s_finalizers_a_plain_replace_does_not(servers: tuple[Server, Server]) -> None:
+    kubectl = KubectlRunner(servers[1].kubeconfig)
+    kubectl("apply", "-f", "-", input=json.dumps(NODE))
+    kubectl("create", "namespace", "stuck")
+    stuck = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "stuck"},
+        "spec": {"nodeName": "worker-1", "containers": [{"name": "c", "image": "nginx:1.27"}]},
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(stuck))
+    kubectl("delete", "namespace", "stuck", "--wait=false")  # its pod never ends: no kubelet
+    namespace = json.loads(kubectl("get", "namespace", "stuck", "-o", "json").stdout)
+    assert namespace["spec"]["finalizers"] == ["kubernetes"]
+    namespace["spec"]["finalizers"] = []
+    replaced = json.loads(kubectl("replace", "-f", "-", "-o", "json", input=json.dumps(namespace)).stdout)
+    assert replaced["spec"]["finalizers"] == ["kubernetes"]  # kept: a plain update does not change them
+    assert phase_of(kubectl, "stuck") == "Terminating"
+    namespace["metadata"].pop("resourceVersion")
+    kubectl("replace", "--raw", "/api/v1/namespaces/stuck/finalize", "-f", "-", input=json.dumps(namespace))
+    assert phase_of(kubectl, "stuck") == "gone"
+    refused = kubectl("get", "--raw", "/api/v1/namespaces/default/finalize", check=False)
+    assert refused.returncode != 0 and "Error from server (MethodNotAllowed)" in refused.stderr  # update alone
+
+
+def phase_of(kubectl: KubectlRunner, namespace: str) -> str:
+    found = kubectl("get", "namespace", namespace, "-o", "jsonpath={.status.phase}", check=False)
+    return found.stdout if found.returncode == 0 else "gone"

@@ -47,6 +47,7 @@ _KINDS_WITH_SPEC = frozenset(
     }
 )
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+NAMESPACE_FINALIZER = "kubernetes"  # v1.FinalizerKubernetes: the namespace controller's
 
 
 def own(obj: Any) -> Obj:
@@ -133,6 +134,11 @@ def prepare_create(
         body["status"] = {"phase": "Available"}
     elif info.kind == "Namespace":
         body["status"] = {"phase": "Active"}
+        # namespaceStrategy.PrepareForCreate: ``kubernetes`` is required on create, whatever else was asked for.
+        spec = body.setdefault("spec", {})
+        finalizers = list(spec.get("finalizers") or [])
+        if NAMESPACE_FINALIZER not in finalizers:
+            spec["finalizers"] = [*finalizers, NAMESPACE_FINALIZER]
     elif info.kind == POD_GROUP_V1ALPHA2:
         body["status"] = {}  # set by the scheduler alone (its status subresource)
     elif info.kind in defaults_workloads.WORKLOAD_KINDS:
@@ -222,6 +228,24 @@ def drop_disabled_fields(info: KindInfo, body: Obj, old: Obj | None, gates: Gate
     for field in _POD_GROUP_REFERENCES:
         if field in spec and (old is None or (old.get("spec") or {}).get(field) is None):
             del spec[field]
+
+
+def prepare_namespace_update(new: Obj, old: Obj, subresource: str | None) -> None:
+    """The namespace strategies' PrepareForUpdate, in place: a plain update keeps the stored ``spec.finalizers``
+    (and status: the store keeps it for every kind with a status), so only the ``finalize`` subresource changes
+    them; the ``status`` subresource keeps the whole spec (the store's status path already does)."""
+    if subresource is not None:
+        return
+    old_spec = old.get("spec")
+    if not isinstance(old_spec, dict):
+        old_spec = {}
+    spec = new.get("spec")
+    if not isinstance(spec, dict):
+        spec = new["spec"] = {}
+    if "finalizers" in old_spec:
+        spec["finalizers"] = old_spec["finalizers"]
+    else:
+        spec.pop("finalizers", None)
 
 
 def protected(info: KindInfo, entry: StoredObject) -> bool:

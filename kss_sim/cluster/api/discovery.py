@@ -42,6 +42,7 @@ def _apis(request: Request) -> RuntimeConfig:
 
 # Subresources served with the object's own verbs (binding is create-only and listed on its own).
 STATUS_SUBRESOURCES = {"status"}
+FINALIZE = "finalize"  # namespaces/finalize: spec.finalizers' own update (FinalizeREST)
 
 
 _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
@@ -151,6 +152,16 @@ def _resource_list(
                         "namespaced": True,
                         "kind": containers.OPTIONS_KIND[sub],
                         "verbs": containers.VERBS[sub],
+                    }
+                )
+            elif sub == FINALIZE:
+                resources.append(
+                    {
+                        "name": f"{info.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": False,
+                        "kind": info.api_kind,
+                        "verbs": ["update"],
                     }
                 )
             elif sub in STATUS_SUBRESOURCES:

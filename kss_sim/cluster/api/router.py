@@ -42,7 +42,7 @@ from kss_sim.cluster.api import (
     watch,
 )
 from kss_sim.cluster.api.custom_versions import converted, in_version, to_storage_version
-from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
+from kss_sim.cluster.api.discovery import FINALIZE, STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
     Target,
@@ -325,7 +325,7 @@ async def _handle_update(request: Request, store: ClusterStore, target: Target) 
         meta["namespace"] = target.namespace
     meta["name"] = target.name
     sub = target.subresource
-    if sub is not None and sub not in STATUS_SUBRESOURCES:
+    if sub is not None and sub not in STATUS_SUBRESOURCES and sub != FINALIZE:
         raise MethodNotAllowed("update")
     warnings = field_warnings(request, info, body, kube_version=store.kube_version)
     to_storage_version(info, body)
@@ -533,6 +533,9 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
             lambda req, stored: _HANDLERS[req.method](req, store, stored),
             kube_version=store.kube_version,
         )
+    if target.subresource == FINALIZE and request.method != "PUT":
+        # namespaces/finalize is an update alone (FinalizeREST has no Get, so no patch either).
+        raise MethodNotAllowed(request.method.lower())
     if target.subresource == "scale":
         return await _handle_scale(request, _store(request), target)
     if target.subresource == "eviction":

@@ -15,7 +15,7 @@ import orjson
 from kss_sim.cluster.admission import admit as admission
 from kss_sim.cluster.admission import deletion, managed_fields, uids
 from kss_sim.cluster.admission.defaults import core as defaults
-from kss_sim.cluster.admission.validation.core import VALIDATORS, validate_update
+from kss_sim.cluster.admission.validation.core import VALIDATORS, validate_namespace_finalize, validate_update
 from kss_sim.cluster.crd import objects as custom_objects
 from kss_sim.cluster.crd.definition import KIND as CRD_KIND
 from kss_sim.cluster.crd.definition import established_status
@@ -192,6 +192,8 @@ class Versions:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
+            if info.kind == "Namespace":
+                admission.prepare_namespace_update(new, old, subresource)
         new_meta = meta_of(new)
         if annotations:
             merge_annotations(new, annotations)
@@ -228,6 +230,8 @@ class Versions:
         causes = (
             custom_objects.validate(info, new, old)
             if isinstance(info, CustomKindInfo)
+            else validate_namespace_finalize(new)
+            if subresource == "finalize"
             else validate_update(info.kind, new, old)
         ) + deletion.update_causes(old, new)
         if causes:

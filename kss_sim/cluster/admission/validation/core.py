@@ -562,9 +562,34 @@ def validate_csinode(node: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+# helper.IsStandardFinalizerName: the finalizer names that need no domain.
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+def _finalizer_name_errors(path: str, name: Any) -> list[Cause]:
+    """validateFinalizerName: a qualified name, and one without a domain must be a standard finalizer."""
+    text = str(name)
+    causes = qualified_name_errors(path, text)
+    if "/" not in text and text not in STANDARD_FINALIZERS:
+        causes.append(invalid(path, text, "name is neither a standard finalizer name nor is it fully qualified"))
+    return causes
+
+
 def validate_namespace(ns: dict[str, Any]) -> list[Cause]:
-    """ValidateNamespace: the name is a DNS-1123 label."""
-    return validate_metadata(ns, namespaced=False, label_name=True)
+    """ValidateNamespace: the name is a DNS-1123 label, and each of ``spec.finalizers`` a finalizer name."""
+    causes = validate_metadata(ns, namespaced=False, label_name=True)
+    for finalizer in (ns.get("spec") or {}).get("finalizers") or []:
+        causes += _finalizer_name_errors("spec.finalizers", finalizer)
+    return causes
+
+
+def validate_namespace_finalize(ns: dict[str, Any]) -> list[Cause]:
+    """ValidateNamespaceFinalizeUpdate (the ``finalize`` subresource): the metadata, and each of
+    ``spec.finalizers`` a finalizer name, by index."""
+    causes = validate_metadata(ns, namespaced=False, label_name=True)
+    for i, finalizer in enumerate((ns.get("spec") or {}).get("finalizers") or []):
+        causes += _finalizer_name_errors(f"spec.finalizers[{i}]", finalizer)
+    return causes
 
 
 VALIDATORS: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
