@@ -271,7 +271,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     dry_run = dry_run_requested(request)
     body = parse_body(request, info, await read_body(request))
     if target.subresource == "binding":
-        return await _bind(store, target, body)
+        return await _bind(store, target, body, field_manager(request))
     if target.name is not None:
         raise MethodNotAllowed("create")
     if not isinstance(body, dict):
@@ -291,7 +291,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     return _warned(json_response(in_version(info, created), 201), warnings)
 
 
-async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
+async def _bind(store: ClusterStore, target: Target, body: Any, manager: str) -> Response:
     if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
         raise BadRequest("the object provided is unrecognized (must be of type Binding)")
     decode_types.check_types("Binding", body, version="v1", kube_version=store.kube_version)
@@ -301,7 +301,7 @@ async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
         raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})")
     node = str((body.get("target") or {}).get("name") or "")
     namespace = target.namespace or meta.get("namespace") or "default"
-    await _write(store, lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid")))
+    await _write(store, lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid"), binder=manager))
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 
 
@@ -507,7 +507,8 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         if request.method != "POST":
             raise MethodNotAllowed(request.method.lower())
         body = parse_body(request, None, await read_body(request))
-        return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
+        target = Target(BY_KIND["Pod"], segments[1], None, "binding")
+        return await _bind(_store(request), target, body, field_manager(request))
     settings = _settings(request)
     target = parse_target(
         group,
