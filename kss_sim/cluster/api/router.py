@@ -65,6 +65,7 @@ from kss_sim.cluster.errors import (
     BadRequest,
     Invalid,
     MethodNotAllowed,
+    NotAcceptable,
     UnknownResource,
     UnsupportedMediaType,
     forbidden,
@@ -233,11 +234,14 @@ def _watch(
         timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
         bookmark_seconds=settings.watch_bookmark_seconds,
     )
-    lines = watch.stream(store, req, _render(request, target.info))
     info = target.info
-    if protobuf.accepts_protobuf(request.headers.get("accept", "")) and protobuf.has_protobuf(
-        info.api_version, info.api_kind
-    ):
+    accept = request.headers.get("accept", "")
+    in_protobuf = protobuf.accepts_protobuf(accept) and protobuf.has_protobuf(info.api_version, info.api_kind)
+    if request.scope.get(_TEXT_ONLY) and protobuf.accepts_protobuf(accept) and not protobuf.accepts_text(accept):
+        # A custom resource's watch asked for in protobuf alone: kube-apiserver's 406.
+        raise NotAcceptable(f"only the following media types are accepted: {protobuf.CUSTOM_STREAM_MEDIA_TYPES}")
+    lines = watch.stream(store, req, _render(request, target.info))
+    if in_protobuf:
         return StreamingResponse(_protobuf_frames(lines), media_type=protobuf.PROTOBUF_STREAM)
     return StreamingResponse(lines, media_type=JSON)
 
@@ -245,6 +249,11 @@ def _watch(
 async def _protobuf_frames(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     async for line in lines:
         yield protobuf.encode_watch_line(line)
+
+
+# Set on a request's scope when its answer is served in JSON alone (a custom resource's, but its scale subresource:
+# apiextensions-apiserver serves custom objects in JSON and YAML, their autoscaling/v1 Scale in protobuf too).
+_TEXT_ONLY = "kss.text_only"
 
 
 def negotiated(request: Request, response: Response) -> Response:
@@ -255,6 +264,14 @@ def negotiated(request: Request, response: Response) -> Response:
         or isinstance(response, StreamingResponse)
         or not protobuf.accepts_protobuf(request.headers.get("accept", ""))
     ):
+        return response
+    if request.scope.get(_TEXT_ONLY):
+        # A custom resource's answer: JSON, its errors too (kube-apiserver writes an error its negotiation cannot
+        # encode as raw JSON with its own code), and a 406 when the client takes nothing but protobuf.
+        if response.status_code < 400 and not protobuf.accepts_text(request.headers.get("accept", "")):
+            return error_response(
+                NotAcceptable(f"only the following media types are accepted: {protobuf.CUSTOM_MEDIA_TYPES}")
+            )
         return response
     encoded = protobuf.encode_json(bytes(response.body))
     if encoded is None:
@@ -519,6 +536,8 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         settings.version.minor,
         settings.runtime_config,
     )
+    if target.info.custom and target.subresource != "scale":
+        request.scope[_TEXT_ONLY] = True
     if target.info.review:
         if request.method != "POST" or target.name is not None:
             raise MethodNotAllowed(request.method.lower())
