@@ -41,7 +41,7 @@ from kss_sim.cluster.api import (
     views,
     watch,
 )
-from kss_sim.cluster.api.custom_versions import converted, in_version, to_storage_version
+from kss_sim.cluster.api.custom_versions import converted, in_version, in_versions, to_storage_version
 from kss_sim.cluster.api.discovery import STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -124,7 +124,10 @@ def _list_body(info: KindInfo, items: list[StoredObject], rv: int, token: str, r
     if remaining is not None:
         meta["remainingItemCount"] = remaining
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    raws = [orjson.dumps(in_version(info, e.obj)) for e in items] if converted(info) else [e.raw for e in items]
+    if converted(info):
+        raws = [orjson.dumps(obj) for obj in in_versions(info, [e.obj for e in items])]
+    else:
+        raws = [e.raw for e in items]
     return head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
 
 
