@@ -6,7 +6,8 @@
                [--page-size N] [--qps Q] [--burst B]
 
 Both take ``--kinds``, ``--workloads`` (also copy Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and
-CronJobs for the simulator's controllers to run) and ``--custom-resources`` (also the CRDs and their objects).
+CronJobs for the simulator's controllers to run, and the ServiceAccounts, ConfigMaps, Secrets and Services beside
+them) and ``--custom-resources`` (also the CRDs and their objects).
 
 ``python -m syncer import ...`` runs the import too.
 """

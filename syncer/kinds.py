@@ -12,6 +12,11 @@ mirrored only when asked for (``--workloads`` or by name in ``--kinds``): the si
 them. They come after pods in the apply order, so that a mirrored controller finds the pods (ReplicaSets) it
 adopts already there instead of creating its own.
 
+The objects a namespace's applications carry beside their pods (ServiceAccounts, ConfigMaps, Secrets, Services:
+``APPLICATION_OBJECTS``) are mirrored with the workloads (``--workloads``) or by name: the simulator acts on none
+of them, but a bundle applied to the source is then read from the simulator as from the source. Secrets are copied
+with their data.
+
 CustomResourceDefinitions are mirrored when asked for (``--custom-resources`` or ``crd`` in ``--kinds``), and with
 them the objects of every CRD the source has (``custom_kinds``: one ``custom`` kind per CRD, at its storage
 version, applied right after the CRDs, before what may refer to them; a CRD established later brings its kind along
@@ -95,6 +100,11 @@ RESOURCE_CLAIM_TEMPLATE = Kind(
 )
 RESOURCE_CLAIM = Kind("ResourceClaim", "resource.k8s.io/v1", "resourceclaims", True, False, optional=True)
 POD = Kind("Pod", "v1", "pods", True, False)
+SERVICE_ACCOUNT = Kind("ServiceAccount", "v1", "serviceaccounts", True, False)
+CONFIG_MAP = Kind("ConfigMap", "v1", "configmaps", True, False)
+SECRET = Kind("Secret", "v1", "secrets", True, False)
+# A Service's status (load balancer ingress) is the source's cloud's; not copied.
+SERVICE = Kind("Service", "v1", "services", True, False)
 # Workloads: their status is the simulator's controllers' account of the simulator's pods, never copied.
 REPLICA_SET = Kind("ReplicaSet", "apps/v1", "replicasets", True, False, optional=True, workload=True)
 DEPLOYMENT = Kind("Deployment", "apps/v1", "deployments", True, False, optional=True, workload=True)
@@ -118,6 +128,10 @@ ORDER: tuple[Kind, ...] = (
     RESOURCE_SLICE,
     PV,
     PDB,
+    SERVICE_ACCOUNT,
+    CONFIG_MAP,
+    SECRET,
+    SERVICE,
     POD_GROUP,
     WORKLOAD,
     WORKLOAD_V1ALPHA2,
@@ -133,8 +147,10 @@ ORDER: tuple[Kind, ...] = (
     CRON_JOB,
 )
 BY_NAME: dict[str, Kind] = {k.name: k for k in ORDER}
-# Mirrored by default: everything but the workloads and the CRDs.
-DEFAULT: tuple[Kind, ...] = tuple(k for k in ORDER if not k.workload and k is not CRD)
+# Mirrored with the workloads, not by default (see the module's text).
+APPLICATION_OBJECTS: tuple[Kind, ...] = (SERVICE_ACCOUNT, CONFIG_MAP, SECRET, SERVICE)
+# Mirrored by default: everything but the workloads, the application objects and the CRDs.
+DEFAULT: tuple[Kind, ...] = tuple(k for k in ORDER if not k.workload and k is not CRD and k not in APPLICATION_OBJECTS)
 WORKLOADS: tuple[Kind, ...] = tuple(k for k in ORDER if k.workload)
 # A controller mirrored without the kind it manages would be run beside copies it cannot adopt or would duplicate
 # (a Deployment creating its own ReplicaSets next to the mirrored ones' pods), so asking for it brings that kind.
@@ -179,6 +195,13 @@ _ALIASES: dict[str, str] = {
     "resourceslices": "ResourceSlice",
     "resourceclaimtemplates": "ResourceClaimTemplate",
     "resourceclaims": "ResourceClaim",
+    "sa": "ServiceAccount",
+    "serviceaccounts": "ServiceAccount",
+    "cm": "ConfigMap",
+    "configmaps": "ConfigMap",
+    "secrets": "Secret",
+    "svc": "Service",
+    "services": "Service",
     "crd": "CustomResourceDefinition",
     "crds": "CustomResourceDefinition",
     "customresourcedefinitions": "CustomResourceDefinition",
@@ -188,10 +211,11 @@ _ALIASES: dict[str, str] = {
 def parse_kinds(spec: str | None, *, workloads: bool = False, custom_resources: bool = False) -> tuple[Kind, ...]:
     """Kinds named in a comma-separated list (any spelling), in apply order; ``DEFAULT`` for None or "".
 
-    ``workloads`` adds every workload kind; a Deployment brings ReplicaSets and a CronJob brings Jobs.
+    ``workloads`` adds every workload kind and the application objects; a Deployment brings ReplicaSets and a
+    CronJob brings Jobs.
     ``custom_resources`` adds the CRDs (their objects' kinds are found when the run starts: ``custom_kinds``).
     """
-    wanted: set[str] = {k.name for k in WORKLOADS} if workloads else set()
+    wanted: set[str] = {k.name for k in (*WORKLOADS, *APPLICATION_OBJECTS)} if workloads else set()
     if custom_resources:
         wanted.add(CRD.name)
     if not spec:

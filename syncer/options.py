@@ -73,7 +73,8 @@ def _add_filters(parser: Options) -> None:
         "--workloads",
         action="store_true",
         help="also copy Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs, which the "
-        "simulator's controllers then run (adopting the copied pods); by default only their pods are copied",
+        "simulator's controllers then run (adopting the copied pods), and the ServiceAccounts, ConfigMaps, Secrets "
+        "(with their data) and Services beside them; by default only the pods are copied",
     )
     parser.add_argument(
         "--custom-resources",

@@ -50,6 +50,9 @@ ROOTS = (
     "api/authorization/v1",
     "api/autoscaling/v1",
     "api/autoscaling/v2",
+    "api/apidiscovery/v2",
+    "api/apidiscovery/v2beta1",
+    "apiextensions-apiserver/pkg/apis/apiextensions/v1",
     "apimachinery/pkg/apis/meta/v1",
 )
 

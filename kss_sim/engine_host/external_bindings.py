@@ -5,7 +5,8 @@ binds through the API's ``pods/binding``. The scheduler thread sees the pod go f
 assumed it, and hands both versions to :meth:`ExternalBindings.bound` before its cache takes the binding in, so the
 shadow judgement sees the cluster as it was just before it. The attempt is recorded a little later
 (:data:`SETTLE_SECONDS`): kube-scheduler-simulator's debuggable scheduler writes its result annotations in an update
-after the binding, and the ``Scheduled`` Event that names the binder follows it too.
+after the binding, and the ``Scheduled`` Event that names the binder (when the Binding's field manager does not)
+follows it too.
 """
 
 from __future__ import annotations
@@ -152,9 +153,12 @@ class ExternalBindings:
         scheduler_name = str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
         events = self._events(namespace, name, str(meta.get("uid") or ""))
         scheduled = next((e for e in reversed(events) if e.get("reason") == "Scheduled"), None)
-        binder = scheduler_name
-        if scheduled is not None:
-            binder = scheduled.get("reportingController") or scheduled.get("source") or scheduler_name
+        # Who bound it: the Binding's field manager (its fieldManager, else its client's User-Agent prefix, as
+        # kube-apiserver names a write's manager), else the Scheduled Event's reporting controller.
+        binder = self.store.take_binder(str(meta.get("uid") or "")) or ""
+        if not binder and scheduled is not None:
+            binder = scheduled.get("reportingController") or scheduled.get("source") or ""
+        binder = binder or scheduler_name
         # creationTimestamp has whole seconds (as kube-apiserver's): the time to bind reads up to a second long.
         created = _rfc3339_seconds(meta.get("creationTimestamp"))
         to_bind = round(max(0.0, awaiting.bound_at - created), 3) if created is not None else None

@@ -66,6 +66,8 @@ class ClusterStoreLike(Protocol):
         copy: bool = True,
     ) -> dict[str, Any]: ...
 
+    def take_binder(self, uid: str) -> str | None: ...  # the field manager of the Binding that bound a pod
+
     def delete(self, kind: str, namespace: str | None, name: str, *, options: DeleteOptions | None = None) -> Any: ...
 
     def add_listener(

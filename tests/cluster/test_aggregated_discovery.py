@@ -15,6 +15,7 @@ import kubernetes
 import pytest
 from fastapi import FastAPI
 
+from kss_sim.cluster.api import protobuf_codec
 from kss_sim.config import Settings
 from kss_sim.main import create_app
 from tests.cluster.test_custom_resources import CLUSTER_QUEUE_CRD, CRDS
@@ -132,8 +133,8 @@ async def test_a_crd_appears_and_disappears_and_changes_the_etag(client: httpx.A
         "application/json",
         "*/*",
         "",
-        # A protobuf aggregated document: kss serves discovery in JSON only, so the next entry is used.
-        "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        # Plain protobuf: the unaggregated lists are served in JSON, so the next entry is used.
+        "application/vnd.kubernetes.protobuf,application/json",
         # A transformation discovery does not serve (a Table) is skipped too.
         "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
         "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList",
@@ -152,10 +153,25 @@ async def test_newer_client_gos_nopeer_profile_gets_the_v2_document(client: http
     assert answer.headers["content-type"] == V2 and answer.json()["apiVersion"] == "apidiscovery.k8s.io/v2"
 
 
-async def test_protobuf_first_falls_through_to_the_aggregated_json(client: httpx.AsyncClient) -> None:
-    accept = f"application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,{V2}"
-    answer = await client.get("/apis", headers={"Accept": accept})
-    assert answer.headers["content-type"] == V2
+@pytest.mark.parametrize("path", ["/apis", "/api"])
+async def test_the_document_in_protobuf_is_the_json_one(client: httpx.AsyncClient, path: str) -> None:
+    # As kube-apiserver's codec factory serves it: the apidiscovery messages in the k8s\x00 envelope, the media
+    # type naming the group, version and kind; the same ETag as the JSON answer's.
+    version = "v2"
+    protobuf = f"application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+    json_type = protobuf.replace("application/vnd.kubernetes.protobuf", "application/json")
+    answer = await client.get(path, headers={"Accept": f"{protobuf},{V2}"})
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == protobuf
+    assert answer.content.startswith(b"k8s\x00")
+    api_version, kind, decoded = protobuf_codec.decode(answer.content)
+    assert (api_version, kind) == (f"apidiscovery.k8s.io/{version}", "APIGroupDiscoveryList")
+    as_json = await client.get(path, headers={"Accept": json_type})
+    assert as_json.headers["content-type"] == json_type
+    assert {"apiVersion": api_version, "kind": kind, **decoded} == as_json.json()
+    assert answer.headers["etag"] == as_json.headers["etag"]
+    cached = await client.get(path, headers={"Accept": protobuf, "If-None-Match": answer.headers["etag"]})
+    assert cached.status_code == 304
 
 
 @pytest.fixture
@@ -207,6 +223,14 @@ async def test_v2beta1_is_served_only_while_the_remove_beta_gate_is_off(app_at: 
     off = await _aggregated(await app_at("1.34", {"AggregatedDiscoveryRemoveBetaType": False}), V2BETA1)
     assert off.headers["content-type"] == V2BETA1
     assert off.json()["apiVersion"] == "apidiscovery.k8s.io/v2beta1" and off.json()["items"]
+    in_protobuf = await _aggregated(
+        await app_at("1.34", {"AggregatedDiscoveryRemoveBetaType": False}),
+        V2BETA1.replace("json", "vnd.kubernetes.protobuf"),
+    )
+    assert in_protobuf.headers["content-type"] == V2BETA1.replace("json", "vnd.kubernetes.protobuf")
+    assert protobuf_codec.decode(in_protobuf.content)[2] == {
+        k: v for k, v in off.json().items() if k not in ("apiVersion", "kind")
+    }
     # Asked for both, v2 first, v2 wins.
     both = await _aggregated(await app_at("1.33", {"AggregatedDiscoveryRemoveBetaType": False}), CLIENT_GO_ACCEPT)
     assert both.json()["apiVersion"] == "apidiscovery.k8s.io/v2"

@@ -36,6 +36,8 @@ SPEC_SCHEMA: dict[str, Any] = {
         "host": {"type": "string", "format": "hostname"},
         "blob": {"type": "string", "format": "byte"},
         "timeout": {"type": "string", "format": "duration"},
+        "book": {"type": "string", "format": "isbn"},
+        "card": {"type": "string", "format": "creditcard"},
         # Descriptions only: kube-apiserver does not check these.
         "count32": {"type": "integer", "format": "int32"},
         "secret": {"type": "string", "format": "password"},
@@ -145,6 +147,8 @@ GOOD_FORMATS = {
     "host": "node-1.example.com",
     "blob": "aGVsbG8=",
     "timeout": "1h30m",
+    "book": "978-0-306-40615-7",
+    "card": "4111 1111 1111 1111",
     "count32": 5_000_000_000,  # int32 is a description: not checked
     "secret": "anything",
 }
@@ -159,6 +163,8 @@ BAD_FORMATS = {
     "host": ("-bad-.example", "hostname"),
     "blob": ("not base64!", "byte"),
     "timeout": ("soon", "duration"),
+    "book": ("978-0-306-40615-8", "isbn"),
+    "card": ("4111 1111 1111 1112", "creditcard"),
 }
 
 

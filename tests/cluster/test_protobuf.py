@@ -23,6 +23,7 @@ from tests.cluster.factories import objects_of_every_kind, pod
 
 ACCEPT = {"accept": f"{PROTOBUF}, application/json"}  # what client-go's typed clients send
 PODS = "/api/v1/namespaces/default/pods"
+APIEXTENSIONS = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1"
 
 
 def _varint(value: int) -> bytes:
@@ -62,6 +63,11 @@ def _sample(reg: Any, name: str, depth: int = 0) -> Any:
         "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "25%",
         "k8s.io.apimachinery.pkg.runtime.RawExtension": {"apiVersion": "x/v1", "kind": "Config", "n": 1},
         "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1": {"f:metadata": {"f:labels": {}}},
+        f"{APIEXTENSIONS}.JSON": {"any": ["json", 1]},
+        # apiextensions' unions: their JSON is a schema, a bool or a list, never their struct's fields
+        f"{APIEXTENSIONS}.JSONSchemaPropsOrBool": False,
+        f"{APIEXTENSIONS}.JSONSchemaPropsOrArray": [{"type": "string"}, {"type": "integer", "minimum": 2}],
+        f"{APIEXTENSIONS}.JSONSchemaPropsOrStringArray": ["a", "b"],
     }
     if name in special:
         return special[name]
@@ -75,7 +81,8 @@ def _sample(reg: Any, name: str, depth: int = 0) -> Any:
         if field.message is not None:
             value: Any = _sample(reg, field.message, depth + 1)
         else:
-            value = {"string": "s", "bytes": "AAEC", "bool": True, "int32": -7, "int64": 1 << 40}[field.scalar]
+            scalars = {"string": "s", "bytes": "AAEC", "bool": True, "int32": -7, "int64": 1 << 40, "double": 2.5}
+            value = scalars[field.scalar]
         if field.inline:
             out.update(value)
         elif field.is_map:
@@ -105,9 +112,9 @@ def test_every_field_of_every_served_kind_round_trips(info: KindInfo) -> None:
 def test_kinds_served_as_custom_resources_have_no_protobuf_form() -> None:
     custom = [k for k in KINDS if k.custom]
     assert custom and not any(_with_protobuf(k) for k in custom)
-    # every other kind kss serves has its message, but CustomResourceDefinition: its schemas (JSONSchemaProps and the
-    # JSON, JSONSchemaPropsOrBool, ... that marshal themselves) are not in the generic codec; it is served as JSON
-    assert [k.kind for k in KINDS if not k.custom and not _with_protobuf(k)] == ["CustomResourceDefinition"]
+    # every other kind kss serves has its message, CustomResourceDefinition included (apiextensions-apiserver
+    # serves it in protobuf)
+    assert [k.kind for k in KINDS if not k.custom and not _with_protobuf(k)] == []
 
 
 def test_zero_values_follow_go_json_tags() -> None:
@@ -292,6 +299,110 @@ async def test_custom_resources_refuse_protobuf_bodies_as_unsupported(client: ht
     r = await client.post(url, content=body, headers={"content-type": PROTOBUF})
     assert r.status_code == 415 and r.json()["reason"] == "UnsupportedMediaType", r.text
     assert (await client.get(url)).json()["items"] == []
+
+
+PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
+
+
+@pytest.mark.parametrize("accept", [PROTOBUF, f"{PROTOBUF};q=1.0", "application/vnd.kubernetes.protobuf;stream=watch"])
+async def test_custom_resources_asked_for_in_protobuf_alone_are_not_acceptable(
+    client: httpx.AsyncClient, accept: str
+) -> None:
+    # apiextensions-apiserver serves custom resources in JSON and YAML only: a 406 listing them, in JSON.
+    r = await client.get(PODGROUPS, headers={"accept": accept})
+    assert r.status_code == 406 and r.headers["content-type"] == "application/json", r.text
+    assert r.json()["reason"] == "NotAcceptable"
+    assert r.json()["message"] == "only the following media types are accepted: application/json, application/yaml"
+    watched = await client.get(f"{PODGROUPS}?watch=true&timeoutSeconds=1", headers={"accept": accept})
+    assert watched.status_code == 406
+    assert watched.json()["message"] == "only the following media types are accepted: application/json;stream=watch"
+    # An error keeps its own code and is written in JSON; a text type after the protobuf gets JSON.
+    missing = await client.get(f"{PODGROUPS}/missing", headers={"accept": accept})
+    assert missing.status_code == 404 and missing.json()["reason"] == "NotFound"
+    for fallback in ("application/json", "*/*", "application/yaml"):
+        r = await client.get(PODGROUPS, headers={"accept": f"{accept}, {fallback}"})
+        assert r.status_code == 200 and r.headers["content-type"] == "application/json", fallback
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gizmos.proto.kss.example"},
+    "spec": {
+        "group": "proto.kss.example",
+        "scope": "Namespaced",
+        "names": {"kind": "Gizmo", "plural": "gizmos", "singular": "gizmo", "shortNames": ["gz"]},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {
+                    "status": {},
+                    "scale": {"specReplicasPath": ".spec.n", "statusReplicasPath": ".status.n"},
+                },
+                "additionalPrinterColumns": [{"name": "N", "type": "integer", "jsonPath": ".spec.n"}],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["n"],
+                                "x-kubernetes-validations": [{"rule": "self.n < 10", "message": "too many"}],
+                                "properties": {
+                                    "n": {"type": "integer", "minimum": 1, "maximum": 9.5, "default": 1},
+                                    "mode": {"type": "string", "enum": ["a", "b"]},
+                                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                                    "tags": {
+                                        "type": "array",
+                                        "items": {"type": "string"},
+                                        "x-kubernetes-list-type": "set",
+                                    },
+                                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                    "port": {"x-kubernetes-int-or-string": True},
+                                },
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {"n": {"type": "integer"}},
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+async def test_a_crd_is_created_and_read_in_protobuf_as_apiextensions_apiserver_serves_it(
+    client: httpx.AsyncClient,
+) -> None:
+    body = protobuf_codec.encode(CRD)
+    assert body is not None
+    url = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    r = await client.post(url, content=body, headers={"content-type": PROTOBUF, **ACCEPT})
+    assert r.status_code == 201, r.text
+    assert r.headers["content-type"] == PROTOBUF
+    created = protobuf.decode(r.content)
+    as_json = (await client.get(f"{url}/{CRD['metadata']['name']}")).json()
+    assert created == as_json
+    # The schema came through the unions and raw JSON values whole: numbers, defaults, booleans, enums.
+    assert as_json["spec"]["versions"][0]["schema"] == CRD["spec"]["versions"][0]["schema"]
+    read = await client.get(f"{url}/{CRD['metadata']['name']}", headers=ACCEPT)
+    assert protobuf.decode(read.content) == as_json
+    listed = protobuf.decode((await client.get(url, headers=ACCEPT)).content)
+    assert listed["kind"] == "CustomResourceDefinitionList"
+    assert {k: v for k, v in as_json.items() if k not in ("apiVersion", "kind")} in listed["items"]
+    # Its kind's objects are served in JSON all the same.
+    gizmos = "/apis/proto.kss.example/v1/namespaces/default/gizmos"
+    made = await client.post(
+        gizmos,
+        json={"apiVersion": "proto.kss.example/v1", "kind": "Gizmo", "metadata": {"name": "g"}, "spec": {"n": 2}},
+        headers=ACCEPT,
+    )
+    assert made.status_code == 201 and made.headers["content-type"] == "application/json", made.text
 
 
 async def test_watch_streams_length_prefixed_protobuf_frames(client: httpx.AsyncClient) -> None:

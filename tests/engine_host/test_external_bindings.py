@@ -27,9 +27,11 @@ async def _client(tmp_path: Path, *, scheduler: bool) -> AsyncIterator[httpx.Asy
             yield c
 
 
-async def _bind(client: httpx.AsyncClient, name: str, node_name: str) -> None:
+async def _bind(client: httpx.AsyncClient, name: str, node_name: str, *, user_agent: str = "") -> None:
+    """A Binding posted with ``user_agent`` (empty: the Binding names no manager, as no fieldManager is given)."""
     binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name}, "target": {"name": node_name}}
-    r = await client.post(f"/api/v1/namespaces/default/pods/{name}/binding", json=binding)
+    url = f"/api/v1/namespaces/default/pods/{name}/binding"
+    r = await client.post(url, json=binding, headers={"User-Agent": user_agent})
     assert r.status_code == 201, r.text
 
 
@@ -49,7 +51,7 @@ async def test_a_binding_is_recorded_with_the_scheduler_off_and_no_shadow(tmp_pa
         await _bind(client, "web", "n1")
         [summary] = await _attempts(client, "web")
         assert summary["result"] == "scheduled" and summary["boundTo"] == "n1" and summary["boundBy"] == "external"
-        # No Scheduled Event names a binder: the pod's schedulerName does.
+        # Neither the Binding's manager nor a Scheduled Event names a binder: the pod's schedulerName does.
         assert summary["scheduledBy"] == "default-scheduler"
         assert summary["shadowAgrees"] is None
         detail = (await client.get(RESULTS.format(name="web") + "/1")).json()
@@ -65,7 +67,8 @@ async def test_beside_kss_scheduler_only_another_scheduler_pods_are_external(tmp
         assert (await client.post("/api/v1/namespaces/default/pods", json=pod("ours"))).status_code == 201
         [ours] = await _attempts(client, "ours")
         assert ours["boundBy"] == "single-feasible" and ours["scheduledBy"] is None
-        await _bind(client, "theirs", "n1")
+        await _bind(client, "theirs", "n1", user_agent="gang-binder/v1.35.4 (linux/amd64) kubernetes/abc")
         [summary] = await _attempts(client, "theirs")
-        assert summary["boundBy"] == "external" and summary["scheduledBy"] == "my-scheduler"
+        # The binder is the Binding's manager: its client's User-Agent up to the first "/".
+        assert summary["boundBy"] == "external" and summary["scheduledBy"] == "gang-binder"
         assert summary["profile"] == "my-scheduler"

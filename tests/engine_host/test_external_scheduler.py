@@ -77,14 +77,24 @@ def create_pod(core: k8s.CoreV1Api, name: str) -> None:
     )
 
 
-def bind_as_external(core: k8s.CoreV1Api, name: str, node: str, annotations: dict[str, str] | None) -> None:
-    """The external scheduler's binding cycle: the Binding, its Scheduled Event, then (a debuggable scheduler's
-    store reflector) the result annotations in an update of their own."""
+def bind_as_external(
+    core: k8s.CoreV1Api,
+    name: str,
+    node: str,
+    annotations: dict[str, str] | None,
+    *,
+    field_manager: str | None = EXTERNAL,
+    binding_client: k8s.CoreV1Api | None = None,
+) -> None:
+    """The external scheduler's binding cycle: the Binding (with ``field_manager``, through ``binding_client``),
+    its Scheduled Event, then (a debuggable scheduler's store reflector) the result annotations in an update of
+    their own."""
     pod = core.read_namespaced_pod(name, "default")
     assert pod.spec.node_name is None
     binding = k8s.V1Binding(metadata=k8s.V1ObjectMeta(name=name), target=k8s.V1ObjectReference(kind="Node", name=node))
+    options = {"field_manager": field_manager} if field_manager else {}
     # The client cannot deserialize the Status a binding answers with: read the raw answer.
-    core.create_namespaced_pod_binding(name, "default", binding, _preload_content=False)
+    (binding_client or core).create_namespaced_pod_binding(name, "default", binding, _preload_content=False, **options)
     core.create_namespaced_event(
         "default",
         k8s.CoreV1Event(
@@ -222,3 +232,20 @@ def test_annotations_of_the_wrong_shape_are_a_warning_on_the_attempt(
     page = httpx.get(f"{shadow_server.url}/ui/pods/default/garbled", timeout=10).text
     assert 'data-testid="external-warning"' in page and "not an integer" in page
     assert 'data-testid="shadow-verdict"' in page
+
+
+def test_the_binder_is_the_bindings_field_manager_before_the_scheduled_events_controller(
+    shadow_server: Server, core: k8s.CoreV1Api
+) -> None:
+    # A real kube-scheduler sends no fieldManager: its Binding's manager is its User-Agent's prefix, as
+    # kube-apiserver names the manager of a write; the Scheduled Event (reporting EXTERNAL here) comes second.
+    client = k8s_config.new_client_from_config(config_file=str(shadow_server.kubeconfig))
+    client.user_agent = "kube-scheduler/v1.35.4 (linux/amd64) kubernetes/6c1cd99/scheduler"
+    create_pod(core, "by-agent")
+    bind_as_external(core, "by-agent", "n-big", None, field_manager=None, binding_client=k8s.CoreV1Api(client))
+    create_pod(core, "by-manager")
+    bind_as_external(core, "by-manager", "n-big", None, field_manager="gang-binder")
+    assert recorded(shadow_server, "by-agent")["external"]["binder"] == "kube-scheduler"
+    detail = recorded(shadow_server, "by-manager")
+    assert detail["external"]["binder"] == "gang-binder" and detail["scheduledBy"] == "gang-binder"
+    assert any(e["reportingController"] == EXTERNAL for e in detail["external"]["events"])

@@ -128,3 +128,37 @@ def test_a_crd_created_after_the_start_brings_its_objects_along(mirror: Mirror) 
     eventually(lambda: set(_sim_rays(mirror)) == {"c"}, what="the objects of the CRD created again")
     assert mirror.syncer_log().count("the source established the CRD of rayclusters") == 2
     assert mirror.proxy.mutating() == [], "the syncer never writes to the source"
+
+
+def test_a_bundle_in_the_source_reads_the_same_in_the_simulator(mirror: Mirror) -> None:  # noqa: F811
+    # The "Done when" of issue #33: a CRD and its objects beside ConfigMaps, Secrets, Services and ServiceAccounts,
+    # mirrored with --custom-resources and --workloads, the source never written.
+    _send(mirror, "POST", CRDS, copy.deepcopy(RAY_CRD))
+    _send(mirror, "POST", RAYS, _ray("a", 1))
+    objects = {
+        "/api/v1/namespaces/default/serviceaccounts": {"metadata": {"name": "ray-head"}},
+        "/api/v1/namespaces/default/configmaps": {"metadata": {"name": "ray-config"}, "data": {"k": "v"}},
+        "/api/v1/namespaces/default/secrets": {"metadata": {"name": "ray-token"}, "stringData": {"t": "s3cret"}},
+        "/api/v1/namespaces/default/services": {
+            "metadata": {"name": "ray-head"},
+            "spec": {"selector": {"app": "ray"}, "ports": [{"port": 6379}]},
+        },
+    }
+    for path, body in objects.items():
+        _send(mirror, "POST", path, body)
+    mirror.start_syncer("--custom-resources", "--workloads")
+
+    def mirrored() -> bool:
+        try:
+            return all(raw(mirror.sim, f"{path}/{body['metadata']['name']}") for path, body in objects.items())
+        except Exception:  # not there yet: 404
+            return False
+
+    eventually(lambda: mirrored() and set(_sim_rays(mirror)) == {"a"}, what="the bundle in the simulator")
+    for path, body in objects.items():
+        source = raw(mirror.src, f"{path}/{body['metadata']['name']}")
+        copied = raw(mirror.sim, f"{path}/{body['metadata']['name']}")
+        for field in ("data", "type", "spec"):
+            assert copied.get(field) == source.get(field), (path, field)
+        assert copied["metadata"]["annotations"][SOURCE_UID_ANNOTATION] == source["metadata"]["uid"]
+    assert mirror.proxy.mutating() == [], "the syncer never writes to the source"

@@ -11,12 +11,14 @@ import pytest
 
 from syncer.importer import run_import
 from syncer.kinds import (
+    APPLICATION_OBJECTS,
     CRON_JOB,
     DAEMON_SET,
     DEFAULT,
     DEPLOYMENT,
     JOB,
     NODE,
+    ORDER,
     POD,
     PVC,
     REPLICA_SET,
@@ -117,13 +119,18 @@ def test_workload_kinds_are_asked_for_and_come_after_the_pods_they_adopt() -> No
     assert not any(k.workload for k in parse_kinds(None)), "by default only pods, not their controllers"
     assert parse_kinds(None) == DEFAULT
     everything = parse_kinds(None, workloads=True)
-    assert everything == (*DEFAULT, REPLICA_SET, DEPLOYMENT, STATEFUL_SET, DAEMON_SET, JOB, CRON_JOB)
+    assert everything == tuple(k for k in ORDER if k in DEFAULT or k in WORKLOADS or k in APPLICATION_OBJECTS)
+    assert everything[-6:] == (REPLICA_SET, DEPLOYMENT, STATEFUL_SET, DAEMON_SET, JOB, CRON_JOB)
+    # ServiceAccounts, ConfigMaps, Secrets and Services come with the workloads, before the pods.
+    assert set(APPLICATION_OBJECTS) <= set(everything) and not set(APPLICATION_OBJECTS) & set(DEFAULT)
+    assert max(everything.index(k) for k in APPLICATION_OBJECTS) < everything.index(POD)
+    assert parse_kinds("sa,cm,secrets,svc") == APPLICATION_OBJECTS
     assert parse_kinds("po,rs,sts,ds,job,cj") == (POD, REPLICA_SET, STATEFUL_SET, DAEMON_SET, JOB, CRON_JOB)
     # A Deployment brings its ReplicaSets, a CronJob its Jobs: without them the simulator's controller would run
     # beside copies it does not manage.
     assert parse_kinds("deploy") == parse_kinds("deployments") == (REPLICA_SET, DEPLOYMENT)
     assert parse_kinds("cronjobs") == (JOB, CRON_JOB)
-    assert parse_kinds("pods", workloads=True) == (POD, *WORKLOADS)
+    assert parse_kinds("pods", workloads=True) == (*APPLICATION_OBJECTS, POD, *WORKLOADS)
     assert all(k.optional and not k.mirror_status for k in WORKLOADS), "discovery asked; status never copied"
     assert DEPLOYMENT.path("ns", "web") == "/apis/apps/v1/namespaces/ns/deployments/web"
     assert CRON_JOB.group_version_path == "/apis/batch/v1"

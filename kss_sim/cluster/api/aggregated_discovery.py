@@ -7,9 +7,10 @@ group version. The document is built from the same per-version resource lists (`
 resource with its subresources folded in as kube-apiserver's ``ConvertGroupVersionIntoToDiscovery`` does, and
 carries an ``ETag`` (SHA-512 of the v2 JSON, the same for every version asked) that a client's ``If-None-Match``
 turns into a ``304``. v2beta1 is served only while the ``AggregatedDiscoveryRemoveBetaType`` gate is off (kube
-v1.33 and v1.34 can turn it off; it is locked on from v1.35). Only JSON: kss answers discovery in JSON alone, so a
-protobuf entry of ``Accept`` falls through to the next one, as kube-apiserver's negotiation does for a media type
-it cannot serve.
+v1.33 and v1.34 can turn it off; it is locked on from v1.35). In JSON or, when the ``Accept`` entry chosen asks for
+it, in protobuf (``application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList``: the
+apidiscovery messages in the ``k8s\x00`` envelope, as kube-apiserver's codec factory serves them; client-go itself
+asks for JSON); the answer's ``Content-Type`` names the group, version and kind either way.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 import orjson
 from fastapi.responses import Response
 
+from kss_sim.cluster.api import protobuf as protobuf_media
+
 GROUP = "apidiscovery.k8s.io"
 KIND = "APIGroupDiscoveryList"
 V2 = "v2"
@@ -27,6 +30,7 @@ V2BETA1 = "v2beta1"
 REMOVE_BETA_GATE = "AggregatedDiscoveryRemoveBetaType"
 
 _JSON_TYPES = ("application/json", "application/*", "*/*")
+PROTOBUF = protobuf_media.PROTOBUF
 
 
 def _media_type(entry: str) -> tuple[str, dict[str, str]]:
@@ -40,22 +44,26 @@ def _media_type(entry: str) -> tuple[str, dict[str, str]]:
     return mime.lower(), params
 
 
-def negotiate(accept: str, *, serve_v2beta1: bool) -> str | None:
-    """The apidiscovery version to answer ``accept`` with (``v2`` or ``v2beta1``), or None when the first entry kss
-    can serve asks for the unaggregated document (a plain JSON type, or nothing kss knows)."""
+def negotiate(accept: str, *, serve_v2beta1: bool) -> tuple[str, bool] | None:
+    """The apidiscovery version to answer ``accept`` with (``v2`` or ``v2beta1``) and whether in protobuf, or None
+    when the first entry kss can serve asks for the unaggregated document (a plain JSON type, or nothing kss
+    knows)."""
     for entry in accept.split(","):
         if not entry.strip():
             continue
         mime, params = _media_type(entry)
-        if mime not in _JSON_TYPES:
-            continue  # protobuf, YAML, ...: not served for discovery, try the next entry
+        protobuf = mime == PROTOBUF
+        if mime not in _JSON_TYPES and not protobuf:
+            continue  # YAML, ...: not served for discovery, try the next entry
         if "as" not in params:
+            if protobuf:
+                continue  # the unaggregated lists are served in JSON alone
             return None
         if params.get("g") == GROUP and params.get("as") == KIND:
             if params.get("v") == V2:
-                return V2
+                return V2, protobuf
             if params.get("v") == V2BETA1 and serve_v2beta1:
-                return V2BETA1
+                return V2BETA1, protobuf
         # Another transformation (a Table, an unknown version): kube skips it and tries the next entry.
     return None
 
@@ -118,16 +126,22 @@ def document(items: list[dict[str, Any]], version: str = V2) -> dict[str, Any]:
     return {"kind": KIND, "apiVersion": f"{GROUP}/{version}", "metadata": {}, "items": items}
 
 
-def content_type(version: str) -> str:
+def content_type(version: str, *, protobuf: bool = False) -> str:
     """The media type of the answer (client-go checks its g, v and as before it decodes the body)."""
-    return f"application/json;g={GROUP};v={version};as={KIND}"
+    return f"{PROTOBUF if protobuf else 'application/json'};g={GROUP};v={version};as={KIND}"
 
 
-def respond(items: list[dict[str, Any]], version: str, if_none_match: str | None) -> Response:
-    """The document in ``version`` with kube-apiserver's caching headers; a bodiless ``304`` when the client's
-    ``If-None-Match`` already names its ETag (computed on the v2 form, so it is the same for both versions)."""
+def respond(
+    items: list[dict[str, Any]], version: str, if_none_match: str | None, *, protobuf: bool = False
+) -> Response:
+    """The document in ``version`` (``protobuf``: in protobuf) with kube-apiserver's caching headers; a bodiless
+    ``304`` when the client's ``If-None-Match`` already names its ETag (computed on the v2 JSON form, so it is the
+    same for both versions and both encodings)."""
     etag = '"' + hashlib.sha512(orjson.dumps(document(items, V2))).hexdigest().upper() + '"'
     headers = {"ETag": etag, "Vary": "Accept", "Cache-Control": "public"}
     if if_none_match == etag:
         return Response(status_code=304, headers=headers)
-    return Response(orjson.dumps(document(items, version)), media_type=content_type(version), headers=headers)
+    doc = document(items, version)
+    encoded = protobuf_media.encode_object(doc) if protobuf else None
+    body = encoded if encoded is not None else orjson.dumps(doc)
+    return Response(body, media_type=content_type(version, protobuf=encoded is not None), headers=headers)

@@ -235,8 +235,9 @@ async def openapi_group_version(request: Request, path: str) -> Response:
     return raw_response(doc)
 
 
-def _aggregated_version(request: Request) -> str | None:
-    """The apidiscovery version the client asks ``/api`` or ``/apis`` for first, or None for the plain lists."""
+def _aggregated_version(request: Request) -> tuple[str, bool] | None:
+    """The apidiscovery version the client asks ``/api`` or ``/apis`` for first and whether in protobuf, or None
+    for the plain lists."""
     serve_v2beta1 = not gate_enabled(_gates(request), aggregated_discovery.REMOVE_BETA_GATE)
     return aggregated_discovery.negotiate(request.headers.get("accept", ""), serve_v2beta1=serve_v2beta1)
 
@@ -249,7 +250,8 @@ async def api_versions(request: Request) -> Response:
     if aggregated is not None:
         core = _resource_list("", "v1", _gates(request), _minor(request), apis=_apis(request))
         items = [aggregated_discovery.group_entry("", [("v1", aggregated_discovery.resources_of(core, "", "v1"))])]
-        return aggregated_discovery.respond(items, aggregated, request.headers.get("if-none-match"))
+        version, in_protobuf = aggregated
+        return aggregated_discovery.respond(items, version, request.headers.get("if-none-match"), protobuf=in_protobuf)
     server = f"{request.url.hostname}:{request.url.port or 80}"
     return json_response(
         {
@@ -285,7 +287,8 @@ async def api_groups(request: Request) -> Response:
             for group, versions in all_versions.items()
             if group
         ]
-        return aggregated_discovery.respond(items, aggregated, request.headers.get("if-none-match"))
+        version, in_protobuf = aggregated
+        return aggregated_discovery.respond(items, version, request.headers.get("if-none-match"), protobuf=in_protobuf)
     groups = [_group(g, all_versions) for g in all_versions if g]
     return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 

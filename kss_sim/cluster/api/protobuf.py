@@ -48,13 +48,39 @@ def accepts_protobuf(accept: str) -> bool:
     return "as=" not in first
 
 
+# What a custom resource's handler serves (apiextensions-apiserver's serializer: JSON and YAML, no protobuf), as
+# its 406 lists them; a watch streams JSON alone.
+CUSTOM_MEDIA_TYPES = "application/json, application/yaml"
+CUSTOM_STREAM_MEDIA_TYPES = "application/json;stream=watch"
+_TEXT_TYPES = frozenset({"application/json", "application/yaml", "application/*", "*/*"})
+
+
+def accepts_text(accept: str) -> bool:
+    """Whether ``accept`` lists a type a custom resource's handler answers in (JSON, YAML, a wildcard), after the
+    protobuf it may put first: kube-apiserver answers a custom resource in the first it can serve, and 406 without
+    one."""
+    for entry in accept.split(","):
+        mime, *params = (part.strip() for part in entry.split(";"))
+        if mime.lower() in _TEXT_TYPES and not any(p.replace(" ", "").startswith("as=") for p in params):
+            return True
+    return False
+
+
 def encode_json(body: bytes) -> bytes | None:
     """A JSON answer (an object, a list, a Status) as protobuf; None when its kind has no protobuf form."""
+    try:
+        return encode_object(orjson.loads(body))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def encode_object(obj: dict[str, Any]) -> bytes | None:
+    """An object (with its apiVersion and kind) as protobuf; None when its kind has no protobuf form."""
     from kss_sim.cluster.api import protobuf_codec
 
     try:
-        return protobuf_codec.encode(orjson.loads(body))
-    except (protobuf_codec.CodecError, orjson.JSONDecodeError):
+        return protobuf_codec.encode(obj)
+    except protobuf_codec.CodecError:
         return None
 
 

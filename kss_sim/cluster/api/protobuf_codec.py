@@ -37,23 +37,37 @@ _FIELDS_V1 = f"{_META}.FieldsV1"
 _UNKNOWN = f"{_RUNTIME}.Unknown"
 _WATCH_EVENT = f"{_META}.WatchEvent"
 
-# API group -> the k8s.io/api package of its messages (a group kss serves as a custom resource has none).
+# API group -> the protobuf package prefix of its messages (a group kss serves as a custom resource has none).
 _GROUP_PACKAGES = {
-    "": "core",
-    "apps": "apps",
-    "batch": "batch",
-    "policy": "policy",
-    "autoscaling": "autoscaling",
-    "scheduling.k8s.io": "scheduling",
-    "storage.k8s.io": "storage",
-    "coordination.k8s.io": "coordination",
-    "resource.k8s.io": "resource",
-    "events.k8s.io": "events",
-    "discovery.k8s.io": "discovery",
-    "rbac.authorization.k8s.io": "rbac",
-    "authentication.k8s.io": "authentication",
-    "authorization.k8s.io": "authorization",
-}
+    group: f"k8s.io.api.{package}"
+    for group, package in {
+        "": "core",
+        "apps": "apps",
+        "batch": "batch",
+        "policy": "policy",
+        "autoscaling": "autoscaling",
+        "scheduling.k8s.io": "scheduling",
+        "storage.k8s.io": "storage",
+        "coordination.k8s.io": "coordination",
+        "resource.k8s.io": "resource",
+        "events.k8s.io": "events",
+        "discovery.k8s.io": "discovery",
+        "rbac.authorization.k8s.io": "rbac",
+        "authentication.k8s.io": "authentication",
+        "authorization.k8s.io": "authorization",
+        "apidiscovery.k8s.io": "apidiscovery",
+    }.items()
+} | {"apiextensions.k8s.io": "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions"}
+
+# apiextensions' types whose Go JSON is not their struct's (``marshal.go``): a JSON value kept as raw bytes, and the
+# schema-or-something unions.
+_APIEXTENSIONS = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1"
+_JSON = f"{_APIEXTENSIONS}.JSON"
+_SCHEMA = f"{_APIEXTENSIONS}.JSONSchemaProps"
+_SCHEMA_OR_BOOL = f"{_APIEXTENSIONS}.JSONSchemaPropsOrBool"
+_SCHEMA_OR_ARRAY = f"{_APIEXTENSIONS}.JSONSchemaPropsOrArray"
+_SCHEMA_OR_STRINGS = f"{_APIEXTENSIONS}.JSONSchemaPropsOrStringArray"
+_UNIONS = frozenset({_SCHEMA_OR_BOOL, _SCHEMA_OR_ARRAY, _SCHEMA_OR_STRINGS})
 
 _F = descriptor_pb2.FieldDescriptorProto
 _SCALAR_TYPES = {
@@ -162,7 +176,7 @@ class _Registry:
         group, _, version = api_version.rpartition("/")
         package = _GROUP_PACKAGES.get(group)
         if package is not None:
-            name = f"k8s.io.api.{package}.{version}.{kind}"
+            name = f"{package}.{version}.{kind}"
             if name in self.messages:
                 return name
         if group in ("", "meta.k8s.io") or package is not None:
@@ -197,6 +211,20 @@ def _time_json(message: Any, micro: bool) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
+def _union_json(reg: _Registry, name: str, message: Any) -> Any:
+    """apiextensions' unions as their ``MarshalJSON`` writes them: the list when it has one, else the schema, else
+    (OrBool) the bool; None (left out) when empty."""
+    if name == _SCHEMA_OR_ARRAY and len(message.jSONSchemas):
+        return [to_json(reg, _SCHEMA, item) for item in message.jSONSchemas]
+    if name == _SCHEMA_OR_STRINGS and len(message.property):
+        return list(message.property)
+    if message.HasField("schema"):
+        return to_json(reg, _SCHEMA, message.schema)
+    if name == _SCHEMA_OR_BOOL:
+        return bool(message.allows)
+    return None
+
+
 def _special_json(name: str, message: Any) -> Any:
     if name == _QUANTITY:
         return message.string
@@ -204,7 +232,7 @@ def _special_json(name: str, message: Any) -> Any:
         return _time_json(message, name == _MICRO_TIME)
     if name == _INT_OR_STRING:
         return message.strVal if message.type == 1 else int(message.intVal)
-    raw = message.raw if name == _RAW_EXTENSION else message.Raw
+    raw = message.raw if name in (_RAW_EXTENSION, _JSON) else message.Raw
     if not raw:
         return None
     try:
@@ -213,11 +241,15 @@ def _special_json(name: str, message: Any) -> Any:
         raise CodecError(f"{name.rsplit('.', 1)[1]} does not hold JSON") from None
 
 
-_SPECIAL = frozenset({_QUANTITY, _TIME, _MICRO_TIME, _INT_OR_STRING, _RAW_EXTENSION, _FIELDS_V1})
+_SPECIAL = frozenset({_QUANTITY, _TIME, _MICRO_TIME, _INT_OR_STRING, _RAW_EXTENSION, _FIELDS_V1, _JSON})
 
 
 def _scalar_json(field: _Field, value: Any) -> Any:
-    return base64.b64encode(value).decode() if field.scalar == "bytes" else value
+    if field.scalar == "bytes":
+        return base64.b64encode(value).decode()
+    if field.scalar == "double" and value.is_integer() and abs(value) < 1e21:
+        return int(value)  # Go writes a whole float64 without a fraction (a schema's ``minimum: 1``)
+    return value
 
 
 def _value_json(reg: _Registry, field: _Field, value: Any) -> Any:
@@ -228,6 +260,8 @@ def to_json(reg: _Registry, name: str, message: Any) -> Any:
     """The JSON form of ``message`` (of full name ``name``), as the Go type's JSON tags write it."""
     if name in _SPECIAL:
         return _special_json(name, message)
+    if name in _UNIONS:
+        return _union_json(reg, name, message)
     info = reg.messages[name]
     if info.is_list:
         return list(message.items)
@@ -276,7 +310,7 @@ def _fill_special(name: str, message: Any, value: Any) -> None:
             message.type, message.strVal = 1, value
         else:
             message.type, message.intVal = 0, int(value)
-    elif name == _RAW_EXTENSION:
+    elif name in (_RAW_EXTENSION, _JSON):
         message.raw = orjson.dumps(value)
     else:
         message.Raw = orjson.dumps(value)
@@ -296,10 +330,32 @@ def _fill_value(reg: _Registry, field: _Field, message: Any, value: Any) -> None
     fill(reg, field.message, message, value)
 
 
+def _fill_union(reg: _Registry, name: str, message: Any, value: Any) -> None:
+    """apiextensions' unions as their ``UnmarshalJSON`` reads them: an object is the schema (OrBool: allowing),
+    a list the schemas or strings, a bool (OrBool) whether anything is allowed."""
+    if isinstance(value, dict):
+        fill(reg, _SCHEMA, message.schema, value)
+        if name == _SCHEMA_OR_BOOL:
+            message.allows = True
+    elif isinstance(value, list) and name == _SCHEMA_OR_ARRAY:
+        for item in value:
+            fill(reg, _SCHEMA, message.jSONSchemas.add(), item)
+    elif isinstance(value, list) and name == _SCHEMA_OR_STRINGS:
+        message.property.extend(str(item) for item in value)
+    elif isinstance(value, bool) and name == _SCHEMA_OR_BOOL:
+        message.allows = value
+    else:
+        raise CodecError(f"{name.rsplit('.', 1)[1]} cannot be {type(value).__name__}")
+
+
 def fill(reg: _Registry, name: str, message: Any, value: Any) -> None:
     """Set ``message`` (of full name ``name``) from the JSON form ``value``; fields it does not have are left out."""
     if name in _SPECIAL:
         _fill_special(name, message, value)
+        return
+    if name in _UNIONS:
+        message.SetInParent()
+        _fill_union(reg, name, message, value)
         return
     info = reg.messages[name]
     if info.is_list:

@@ -41,7 +41,7 @@ from kss_sim.cluster.api import (
     views,
     watch,
 )
-from kss_sim.cluster.api.custom_versions import converted, in_version, to_storage_version
+from kss_sim.cluster.api.custom_versions import converted, in_version, in_versions, to_storage_version
 from kss_sim.cluster.api.discovery import FINALIZE, STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -65,6 +65,7 @@ from kss_sim.cluster.errors import (
     BadRequest,
     Invalid,
     MethodNotAllowed,
+    NotAcceptable,
     UnknownResource,
     UnsupportedMediaType,
     forbidden,
@@ -123,7 +124,10 @@ def _list_body(info: KindInfo, items: list[StoredObject], rv: int, token: str, r
     if remaining is not None:
         meta["remainingItemCount"] = remaining
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    raws = [orjson.dumps(in_version(info, e.obj)) for e in items] if converted(info) else [e.raw for e in items]
+    if converted(info):
+        raws = [orjson.dumps(obj) for obj in in_versions(info, [e.obj for e in items])]
+    else:
+        raws = [e.raw for e in items]
     return head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
 
 
@@ -233,11 +237,14 @@ def _watch(
         timeout_seconds=float(timeout if timeout and timeout > 0 else settings.watch_timeout_seconds),
         bookmark_seconds=settings.watch_bookmark_seconds,
     )
-    lines = watch.stream(store, req, _render(request, target.info))
     info = target.info
-    if protobuf.accepts_protobuf(request.headers.get("accept", "")) and protobuf.has_protobuf(
-        info.api_version, info.api_kind
-    ):
+    accept = request.headers.get("accept", "")
+    in_protobuf = protobuf.accepts_protobuf(accept) and protobuf.has_protobuf(info.api_version, info.api_kind)
+    if request.scope.get(_TEXT_ONLY) and protobuf.accepts_protobuf(accept) and not protobuf.accepts_text(accept):
+        # A custom resource's watch asked for in protobuf alone: kube-apiserver's 406.
+        raise NotAcceptable(f"only the following media types are accepted: {protobuf.CUSTOM_STREAM_MEDIA_TYPES}")
+    lines = watch.stream(store, req, _render(request, target.info))
+    if in_protobuf:
         return StreamingResponse(_protobuf_frames(lines), media_type=protobuf.PROTOBUF_STREAM)
     return StreamingResponse(lines, media_type=JSON)
 
@@ -245,6 +252,11 @@ def _watch(
 async def _protobuf_frames(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     async for line in lines:
         yield protobuf.encode_watch_line(line)
+
+
+# Set on a request's scope when its answer is served in JSON alone (a custom resource's, but its scale subresource:
+# apiextensions-apiserver serves custom objects in JSON and YAML, their autoscaling/v1 Scale in protobuf too).
+_TEXT_ONLY = "kss.text_only"
 
 
 def negotiated(request: Request, response: Response) -> Response:
@@ -255,6 +267,14 @@ def negotiated(request: Request, response: Response) -> Response:
         or isinstance(response, StreamingResponse)
         or not protobuf.accepts_protobuf(request.headers.get("accept", ""))
     ):
+        return response
+    if request.scope.get(_TEXT_ONLY):
+        # A custom resource's answer: JSON, its errors too (kube-apiserver writes an error its negotiation cannot
+        # encode as raw JSON with its own code), and a 406 when the client takes nothing but protobuf.
+        if response.status_code < 400 and not protobuf.accepts_text(request.headers.get("accept", "")):
+            return error_response(
+                NotAcceptable(f"only the following media types are accepted: {protobuf.CUSTOM_MEDIA_TYPES}")
+            )
         return response
     encoded = protobuf.encode_json(bytes(response.body))
     if encoded is None:
@@ -271,7 +291,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     dry_run = dry_run_requested(request)
     body = parse_body(request, info, await read_body(request))
     if target.subresource == "binding":
-        return await _bind(store, target, body)
+        return await _bind(store, target, body, field_manager(request))
     if target.name is not None:
         raise MethodNotAllowed("create")
     if not isinstance(body, dict):
@@ -291,7 +311,7 @@ async def _handle_create(request: Request, store: ClusterStore, target: Target) 
     return _warned(json_response(in_version(info, created), 201), warnings)
 
 
-async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
+async def _bind(store: ClusterStore, target: Target, body: Any, manager: str) -> Response:
     if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
         raise BadRequest("the object provided is unrecognized (must be of type Binding)")
     decode_types.check_types("Binding", body, version="v1", kube_version=store.kube_version)
@@ -301,7 +321,7 @@ async def _bind(store: ClusterStore, target: Target, body: Any) -> Response:
         raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})")
     node = str((body.get("target") or {}).get("name") or "")
     namespace = target.namespace or meta.get("namespace") or "default"
-    await _write(store, lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid")))
+    await _write(store, lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid"), binder=manager))
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 
 
@@ -507,7 +527,8 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         if request.method != "POST":
             raise MethodNotAllowed(request.method.lower())
         body = parse_body(request, None, await read_body(request))
-        return await _bind(_store(request), Target(BY_KIND["Pod"], segments[1], None, "binding"), body)
+        target = Target(BY_KIND["Pod"], segments[1], None, "binding")
+        return await _bind(_store(request), target, body, field_manager(request))
     settings = _settings(request)
     target = parse_target(
         group,
@@ -518,6 +539,8 @@ async def _dispatch(request: Request, group: str, version: str, path: str) -> Re
         settings.version.minor,
         settings.runtime_config,
     )
+    if target.info.custom and target.subresource != "scale":
+        request.scope[_TEXT_ONLY] = True
     if target.info.review:
         if request.method != "POST" or target.name is not None:
             raise MethodNotAllowed(request.method.lower())

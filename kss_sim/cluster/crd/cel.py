@@ -7,7 +7,9 @@ The runtime is cel-expr-python, the one DRA's selectors use, with the same exten
 as plain JSON (``self`` is dynamic: no type checking against the schema, so a misspelt field fails when it is
 evaluated, not when the CRD is written). A failed rule's message is its ``messageExpression``'s value when that
 evaluates to a non-empty single line of at most 5 KiB, else its ``message``, else ``failed rule: <rule>``, as
-kube's validator falls back. Not there: cost limits, the Kubernetes URL, IP and CIDR libraries.
+kube's validator falls back. A rule whose estimated cost is surely over kube's limit is refused with the CRD
+(``cel_cost``); a rule's runtime cost is not tracked (cel-expr-python has no cost tracker: see
+docs/custom-resources.md). Not there: the Kubernetes URL, IP and CIDR libraries.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kss_sim.cluster.crd import cel_cost
 from kss_sim.cluster.errors import Cause
 from kss_sim.kube.cel_environment import EXTENSIONS
 
@@ -100,12 +103,15 @@ def compile_errors(schema: Any, path: str) -> list[Cause]:
                 causes.append(Cause(where, "FieldValueRequired", "Required value"))
                 continue
             try:
-                _compile(rule)
+                checked = _Environment.get().compile(rule)
             except RuntimeError as exc:
                 detail = str(exc).split("ERROR: ", 1)[-1].strip()
                 causes.append(
                     Cause(where, "FieldValueInvalid", f'Invalid value: "{rule}": compilation failed: {detail}')
                 )
+            else:
+                if cel_cost.refused(checked.serialize(), node):
+                    causes.append(Cause(where, "FieldValueForbidden", f"Forbidden: {cel_cost.MESSAGE}"))
             expression = entry.get("messageExpression")
             if isinstance(expression, str) and expression:
                 problem = _message_expression_problem(expression)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kss_sim.cluster.admission.validation.metadata import dns_label_messages, subdomain_messages, validate_metadata
+from kss_sim.cluster.crd import conversion
 from kss_sim.cluster.crd.cel import compile_errors
 from kss_sim.cluster.crd.schema import structural_causes
 from kss_sim.cluster.errors import Cause, invalid, not_supported, required
@@ -62,6 +63,7 @@ def validate_crd(crd: Obj) -> list[Cause]:
         causes.append(not_supported("spec.scope", scope, _SCOPES))
     causes += _names_causes(names)
     causes += _versions_causes(spec.get("versions"))
+    causes += conversion.validate(spec)
     return causes
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from kss_sim.cluster.crd import schema as crd_schema
 from kss_sim.cluster.crd.cel import Validations, compile_validations
+from kss_sim.cluster.crd.conversion import Webhook, webhook_of
 from kss_sim.cluster.crd.definition import is_established
 from kss_sim.cluster.errors import Cause
 from kss_sim.cluster.kinds.registry import KindInfo
@@ -52,6 +53,7 @@ class CustomKindInfo(KindInfo):
     validations: Validations | None = None  # x-kubernetes-validations (CEL)
     printer_columns: tuple[PrinterColumn, ...] = ()
     scale: ScalePaths | None = None
+    conversion: Webhook | None = None  # the CRD's conversion webhook (strategy Webhook); None: strategy None
 
     @property
     def key(self) -> str:
@@ -117,6 +119,7 @@ def kinds_of(crd: Obj) -> list[CustomKindInfo]:
             validator=crd_schema.compile_validator(openapi),
             validations=compile_validations(openapi),
             printer_columns=columns,
+            conversion=webhook_of(spec),
             scale=ScalePaths(
                 str(scale.get("specReplicasPath", "")),
                 str(scale.get("statusReplicasPath", "")),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
@@ -29,6 +30,9 @@ from kss_sim.kube.objects import Obj
 # kube-scheduler's User-Agent prefix: the manager of its status writes and Events in managedFields (a binding
 # records none, as kube-apiserver's binding subresource writes without the field manager).
 SCHEDULER_MANAGER = "kube-scheduler"
+# Binders kept (pod uid -> the Binding's manager) until the recorder of external bindings takes them: a bound, a
+# cap for a server nobody reads them from (kss's own scheduler on, nothing recording).
+BINDERS_KEPT = 10000
 
 
 def _bound_version(stored: Obj, node_name: str, timestamp: str, *, clear_nominated: bool) -> Obj:
@@ -171,6 +175,7 @@ class PodWrites:
         self._store = store
         self._event_seq = 0
         self._recent_events = RecentEvents()
+        self._binders: OrderedDict[str, str] = OrderedDict()
 
     def bind_pod(
         self,
@@ -181,13 +186,17 @@ class PodWrites:
         uid: str | None = None,
         annotations: Mapping[str, str | None] | None = None,
         copy: bool = True,
+        binder: str | None = None,
     ) -> Obj:
         """What ``POST pods/{name}/binding`` does: set ``spec.nodeName`` and the PodScheduled condition.
 
         ``annotations`` are merged in by the same change (a None value removes the key), so a scheduler can
-        bind and record its result in one write. ``Conflict`` if the pod is already bound (or being deleted,
-        or ``uid`` does not match); ``Invalid`` if the annotations are (nothing is changed then). Returns the bound
-        pod, a copy (``copy=False``: the stored, read-only dict, for a caller that does not keep it).
+        bind and record its result in one write. ``binder``: the Binding's field manager (its ``fieldManager``,
+        else its client's User-Agent prefix), kept for ``take_binder``: the pod records none (kube-apiserver's
+        binding writes the pod without managedFields), yet it is who bound it. ``Conflict`` if the pod is already
+        bound (or being deleted, or ``uid`` does not match); ``Invalid`` if the annotations are (nothing is changed
+        then). Returns the bound pod, a copy (``copy=False``: the stored, read-only dict, for a caller that does not
+        keep it).
         """
         with self._lock:
             current = self._versions.current("Pod", namespace, name)
@@ -214,8 +223,17 @@ class PodWrites:
                 if causes:
                     raise Invalid("Pod", name, causes)
             result, batch = self._versions.stage_modified("Pod", current, pod, copy=copy)
+            if binder:
+                self._binders[str(meta.get("uid") or "")] = binder
+                while len(self._binders) > BINDERS_KEPT:
+                    self._binders.popitem(last=False)
         self._committer.acknowledge(batch)
         return result
+
+    def take_binder(self, uid: str) -> str | None:
+        """The field manager of the Binding that bound the pod ``uid`` (once: it is forgotten), None if unknown."""
+        with self._lock:
+            return self._binders.pop(uid, None)
 
     def update_pod_status(
         self,

@@ -57,9 +57,9 @@ class ClusterStore:
     """Kubernetes objects in memory, written through to SQL; see the module docstring for the guarantees.
 
     Reads are its own. Its writes are its parts' verbs, bound in ``__init__``: ``create``, ``update``, ``patch``,
-    ``apply``, ``delete``, ``delete_collection`` (``ObjectWrites``); ``bind_pod``, ``update_pod_status``,
-    ``merge_pod_status``, ``update_status``, ``create_event`` (``PodWrites``); ``deferred``, ``flush``,
-    ``write_alongside`` (``Committer``).
+    ``apply``, ``delete``, ``delete_collection`` (``ObjectWrites``); ``bind_pod``, ``take_binder``,
+    ``update_pod_status``, ``merge_pod_status``, ``update_status``, ``create_event`` (``PodWrites``); ``deferred``,
+    ``flush``, ``write_alongside`` (``Committer``).
     """
 
     def __init__(
@@ -116,6 +116,7 @@ class ClusterStore:
         self.flush = self._committer.flush
         self.write_alongside = self._committer.write_alongside
         self.bind_pod = pod_writes.bind_pod
+        self.take_binder = pod_writes.take_binder
         self.update_pod_status = pod_writes.update_pod_status
         self.merge_pod_status = pod_writes.merge_pod_status
         self.update_status = pod_writes.update_status
