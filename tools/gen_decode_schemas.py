@@ -58,6 +58,11 @@ SPECIAL = {
     "io.k8s.apimachinery.pkg.runtime.RawExtension": "any",
     "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1": "any",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON": "any",
+    # A schema or a bool / a schema or a list of schemas / a schema or a list of strings: each decodes either form
+    # (its own UnmarshalJSON); the schema inside is the CRD validation's to judge.
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool": "any",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray": "any",
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray": "any",
 }
 _PREFIXES = ("io.k8s.api.", "io.k8s.apimachinery.pkg.apis.", "io.k8s.apimachinery.pkg.", "io.k8s.")
 

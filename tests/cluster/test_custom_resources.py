@@ -166,6 +166,30 @@ async def test_a_crd_with_a_non_structural_schema_is_refused(client: httpx.Async
     assert (await client.get(f"{CRDS}/clusterqueues.kueue.example.com")).status_code == 404
 
 
+async def test_a_schema_or_bool_decodes_in_both_forms_and_validation_judges_it(client: httpx.AsyncClient) -> None:
+    # additionalProperties, items and dependencies each decode a schema or a bool/list (their own UnmarshalJSON in
+    # Go): a bool is not a decode error (400) but the CRD's validation's to judge (422, kube's words).
+    crd = copy.deepcopy(CLUSTER_QUEUE_CRD)
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    spec["labels"] = {"type": "object", "additionalProperties": False}
+    spec["tags"] = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    answer = await client.post(CRDS, json=crd)
+    assert answer.status_code == 422, answer.text
+    message = answer.json()["message"]
+    path = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties"
+    assert f"{path}[labels].additionalProperties: Forbidden: additionalProperties cannot be set to false" in message
+    assert (
+        f"{path}[tags].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity "
+        "becomes quadratic"
+    ) in message
+    spec["labels"] = {"type": "object", "additionalProperties": True}
+    del spec["tags"]["uniqueItems"]
+    answer = await client.post(CRDS, json=crd)
+    assert answer.status_code == 201, answer.text
+    stored = answer.json()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert stored["properties"]["labels"]["additionalProperties"] is True
+
+
 async def test_crd_names_scope_and_storage_versions_are_validated(client: httpx.AsyncClient) -> None:
     crd = copy.deepcopy(RAY_CRD)
     crd["metadata"]["name"] = "rays.ray.example.com"

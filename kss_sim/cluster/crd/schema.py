@@ -64,6 +64,16 @@ def _structural(node: Schema, path: str, causes: list[Cause], *, root: bool = Fa
         )
     if "$ref" in node:
         causes.append(forbidden(f"{path}.$ref", "$ref is not supported"))
+    if node.get("uniqueItems") is True:
+        causes.append(
+            forbidden(
+                f"{path}.uniqueItems",
+                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+            )
+        )
+    # Unknown fields are pruned or kept, never refused: the API conventions forbid a closed object.
+    if node.get("additionalProperties") is False:
+        causes.append(forbidden(f"{path}.additionalProperties", "additionalProperties cannot be set to false"))
     if node.get("properties") and node.get("additionalProperties") not in (None, False):
         causes.append(
             forbidden(f"{path}.additionalProperties", "additionalProperties and properties are mutual exclusive")
