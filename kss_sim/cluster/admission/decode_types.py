@@ -282,6 +282,29 @@ def _check(decoding: Schema, code: str, value: Any, struct: str, where: str, go:
     return _scalar(code, value, struct, where, go)
 
 
+def _beyond_float64(value: Any) -> float | None:
+    """The first number beyond float64 in ``value`` (``go_values.loads_beyond_float64``), or None."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if go_values.beyond_float64(node):
+            return float(node)
+        if isinstance(node, dict):
+            pending.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            pending.extend(reversed(node))
+    return None
+
+
+def first_beyond_float64(obj: Any) -> str | None:
+    """The decoder's error for a body decoded into interface{} values (a custom resource: unstructured) holding a
+    number beyond float64: ``convertNumber``'s (None when there is none)."""
+    beyond = _beyond_float64(obj)
+    if beyond is None:
+        return None
+    return f"json: cannot unmarshal number {go_values.number_text(beyond)} into Go value of type float64"
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -301,6 +324,11 @@ def _scalar(code: str, value: Any, struct: str, where: str, go: str | None) -> s
     check = _CHECKS.get(code)
     if check is not None:
         return check(value)
+    if code in ("float", "any") and (beyond := _beyond_float64(value)) is not None:
+        # strconv.ParseFloat's range error, in a float64 field or (kss: free-form JSON cannot hold the number,
+        # where Go's RawExtension keeps its bytes) in one of interface{}.
+        shown = f"number {go_values.number_text(beyond)}"
+        return _unmarshal(value, struct, where, go if code == "float" and go else "float64", shown=shown)
     ok = _TYPE_TESTS.get(code)
     if ok is None or ok(value):
         return None  # "any", or a code this kss does not know yet: taken as free-form
