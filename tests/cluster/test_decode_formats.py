@@ -296,7 +296,8 @@ async def test_a_merge_patch_keeps_the_literal_and_yaml_is_read_as_go_yaml_reads
     assert r.status_code == 400, r.text
     assert "cannot unmarshal number 18446744073709551616 into Go struct field" in r.json()["message"]
     # YAML: go-yaml reads an integer beyond uint64 as a float64, which the JSON it becomes writes in full.
-    body = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: y}\nspec: {replicas: 99999999999999999999}\n"
+    # (Named "big": go-yaml reads a plain ``y`` as true.)
+    body = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: big}\nspec: {replicas: 99999999999999999999}\n"
     r = await client.post(DEPLOYMENTS, content=body, headers={"content-type": "application/yaml"})
     assert r.status_code == 400, r.text
     assert r.json()["message"] == _cannot_handle(

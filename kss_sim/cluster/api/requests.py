@@ -21,6 +21,7 @@ from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import BadRequest, RequestEntityTooLarge, UnknownResource, UnsupportedMediaType
 from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, NO_GATES, Gates, KindInfo, resource_info
 from kss_sim.config import Settings
+from kss_sim.kube import go_yaml
 from kss_sim.kube.api_enablement import NO_RUNTIME_CONFIG, RuntimeConfig
 from kss_sim.kube.objects import Obj
 from kss_sim.state import state_accessor
@@ -152,7 +153,7 @@ def parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
         if not body.strip():
             raise BadRequest("the request body is empty")
         try:
-            return go_values.yaml_numbers(yaml.safe_load(body))
+            return go_values.yaml_numbers(go_yaml.load(body))
         except yaml.YAMLError as exc:
             raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
         except RecursionError:  # PyYAML's constructor recurses once per level of nesting
