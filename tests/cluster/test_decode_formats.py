@@ -411,7 +411,7 @@ async def test_a_number_beyond_float64_is_judged_by_its_fields_type(client: http
         "Deployment", "json: cannot unmarshal number -1e1000 into Go value of type int32"
     )
     # Still not JSON: NaN, Infinity, and a syntax error after the big number.
-    for broken in ('{"a":1e1000,"b":NaN}', '{"a":1e1000,"b":Infinity}', '{"a":1e1000,'):
+    for broken in ('{"a":1e1000,"b":NaN}', '{"a":1e1000,"b":Infinity}', '{"a":1e1000,', '{"a":1e1000,"b":"\\ud800"}'):
         r = await _json(client, PODS, broken)
         assert r.status_code == 400 and "json parse error" in r.json()["message"], (broken, r.text)
     assert (await client.get(f"{PODS}/g")).status_code == 404

@@ -133,7 +133,8 @@ def loads_beyond_float64(body: bytes) -> Any:
 
     try:
         parsed = json.loads(body, parse_int=_orjson_int, parse_float=parse_float, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError):
+        orjson.dumps(parsed)  # what Python's reader takes and orjson would not (a lone surrogate) is not JSON here
+    except (ValueError, RecursionError, TypeError):
         return NOT_JSON
     remember_literals(body)
     _BEYOND.set(beyond)
