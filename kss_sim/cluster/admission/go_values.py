@@ -150,6 +150,11 @@ def json_copy(obj: Any) -> Any:
     return orjson.loads(orjson.dumps(obj))
 
 
+def read_beyond_float64() -> bool:
+    """Whether this request's body held a number beyond float64 (only then is there one to look for)."""
+    return bool(_BEYOND.get())
+
+
 def beyond_float64(value: Any) -> bool:
     """Whether ``value`` is a number beyond float64 as ``loads_beyond_float64`` reads it (an infinity)."""
     return isinstance(value, float) and math.isinf(value)
