@@ -180,22 +180,6 @@ def format_float(value: float) -> str:
     return f"{mantissa}e{exponent}"
 
 
-def yaml_numbers(document: Any) -> Any:
-    """``document`` (parsed YAML) with its integers beyond uint64 and below int64 made floats, in place, as
-    kube-apiserver's YAML reader (go-yaml, then JSON) reads them: ``99999999999999999999`` is ``1e+20``."""
-    pending = [document]
-    while pending:
-        node = pending.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, value in items:
-            if isinstance(value, int) and not isinstance(value, bool):
-                if not _EXACT_INTS[0] <= value <= _EXACT_INTS[1]:
-                    node[key] = float(value)
-            elif isinstance(value, dict | list):
-                pending.append(value)
-    return document
-
-
 def number_text(value: int | float) -> str:
     """A JSON number as encoding/json quotes it in ``cannot unmarshal number X``: the literal the request sent
     (``remember_literals``), else an integer's digits or a float as Go encodes it."""

@@ -153,7 +153,7 @@ def parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
         if not body.strip():
             raise BadRequest("the request body is empty")
         try:
-            return go_values.yaml_numbers(go_yaml.load(body))
+            return go_yaml.load(body)
         except yaml.YAMLError as exc:
             raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
         except RecursionError:  # PyYAML's constructor recurses once per level of nesting
