@@ -50,7 +50,7 @@ class StoredObject:
 
 # Kinds held as their JSON only. Events are most of a busy cluster's objects (one or more per pod scheduled, kept
 # for an hour, up to KSS_EVENT_LIMIT), read rarely (a describe, a list) and never by the scheduler: their dict was
-# two thirds of what each cost (~2.6 of ~3.9 kB).
+# two thirds of what each cost (~2.1 of ~3.2 kB held, tracemalloc; docs/performance.md).
 PACKED_KINDS = frozenset({"Event"})
 
 
