@@ -35,6 +35,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
+from kss_sim.cluster.storage.selectors import make_selector
 from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.kube.objects import Obj
@@ -313,7 +314,9 @@ class PodGroupController(ReconcileLoop[_Key]):
 
     def _timeout_recorded(self, pg: Obj) -> bool:
         meta = pg["metadata"]
-        for entry in self.store.select("Event", _str(meta.get("namespace"))).items:
+        # Only the Timeout Events are read: an Event is held as its JSON, decoded when read (20,000 of them, kept).
+        timeouts = make_selector("Event", None, f"reason={TIMEOUT_REASON}")
+        for entry in self.store.select("Event", _str(meta.get("namespace")), timeouts).items:
             event = entry.obj
             if (
                 event.get("reason") == TIMEOUT_REASON

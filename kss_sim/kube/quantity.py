@@ -9,6 +9,7 @@ int64s, so a node stored with ``cpu: 1e1000`` has 0 millicores there, and here.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from functools import lru_cache
@@ -51,6 +52,8 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if isinstance(text, int):
         return Fraction(text)
     if isinstance(text, float):
+        if not math.isfinite(text):  # a number beyond float64: the caller passes the text it was sent as
+            raise QuantityError(f"unable to parse numeric part of quantity: {text!r}")
         return Fraction(str(text))
     s = text.strip()
     match = _QUANTITY_RE.match(s)

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from kss_sim.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
 from kss_sim.engine_host.scheduler_thread import SchedulerService
 from kss_sim.engine_host.view import EngineView
+from kss_sim.kube import go_yaml
 from kss_sim.operations.import_export import OperationsService, scheduler_config_causes
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError
 from kss_sim.scheduler.plugins import PluginLoadError, reload_plugin_modules
@@ -149,7 +150,7 @@ async def put_scheduler_configuration(request: Request) -> Response:
         )
     text = await _text(request)
     try:
-        source: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        source: Any = go_yaml.load(text)
     except yaml.YAMLError as exc:
         raise BadRequest(f"the configuration is neither JSON nor YAML: {exc}") from None
     except RecursionError:  # PyYAML's constructor recurses once per level of nesting

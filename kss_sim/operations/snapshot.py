@@ -14,6 +14,7 @@ import yaml
 
 from kss_sim.cluster.errors import BadRequest, Cause, invalid
 from kss_sim.cluster.kinds.registry import BY_KIND, POD_GROUP_V1ALPHA2, WORKLOAD_V1ALPHA2, info_for
+from kss_sim.kube import go_yaml
 from kss_sim.kube.objects import Obj
 
 # kube-scheduler-simulator's ResourcesForSnap keys (and ours for kinds it does not carry). Leases are left out: a
@@ -189,9 +190,8 @@ def _load(text: str, what: str) -> tuple[list[Any], bool]:
             return [orjson.loads(text)], True
         except orjson.JSONDecodeError:
             pass  # YAML flow style also starts with "{"
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # safe either way: no arbitrary Python objects
     try:
-        return [d for d in yaml.load_all(text, Loader=loader) if d is not None], False
+        return [d for d in go_yaml.load_all(text) if d is not None], False
     except yaml.YAMLError as exc:
         raise BadRequest(f"{what} is neither JSON nor YAML: {exc}") from None
     except RecursionError:  # PyYAML's constructor recurses once per level of nesting

@@ -20,6 +20,7 @@ import yaml
 
 from kss_sim import figures
 from kss_sim.config import OptionError, Settings, add_kube_version_argument, version_and_gates
+from kss_sim.kube import go_yaml
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import KubeVersion, kube_version
 from kss_sim.replay.engine import Replay
@@ -105,11 +106,11 @@ def _scheduler_config(
         return None
     try:
         text = path.read_text()
-        doc = orjson.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+        doc = orjson.loads(text) if text.lstrip().startswith("{") else go_yaml.load(text)
     except OSError as exc:
         problems.append(f"{path}: {exc.strerror or exc}")
         return None
-    except (ValueError, yaml.YAMLError) as exc:
+    except (ValueError, yaml.YAMLError, RecursionError) as exc:
         problems.append(f"{path}: neither JSON nor YAML: {exc}")
         return None
     if not isinstance(doc, dict):

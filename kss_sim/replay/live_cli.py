@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import orjson
 import yaml
 
+from kss_sim.kube import go_yaml
 from kss_sim.replay.sources import load_source
 from kss_sim.replay.workload import TimedWorkload, WorkloadError, parse_duration
 
@@ -141,8 +142,8 @@ def _config(path: str | None, problems: list[str]) -> Obj | None:
         return None
     try:
         text = Path(path).read_text()
-        doc = orjson.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+        doc = orjson.loads(text) if text.lstrip().startswith("{") else go_yaml.load(text)
+    except (OSError, ValueError, yaml.YAMLError, RecursionError) as exc:
         problems.append(f"{path}: {exc}")
         return None
     if not isinstance(doc, dict):

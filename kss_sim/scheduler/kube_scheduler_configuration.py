@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kss_sim.kube import go_yaml
 from kss_sim.kube.versions import UNPORTED_PLUGINS, KubeVersion, kube_version
 from kss_sim.scheduler import plugins as plugin_registry
 from kss_sim.scheduler.extender import ExtenderConfig
@@ -205,8 +206,8 @@ def parse_config(
         raw: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
     elif isinstance(source, str):
         try:
-            loaded = yaml.safe_load(source)
-        except yaml.YAMLError as exc:
+            loaded = go_yaml.load(source)
+        except (yaml.YAMLError, RecursionError) as exc:
             raise ConfigError("<document>", f"invalid YAML: {exc}") from exc
         if loaded is None:
             loaded = {"apiVersion": API_VERSION, "kind": KIND}

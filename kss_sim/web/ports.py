@@ -78,6 +78,14 @@ class Store(Protocol):
 
     def select(self, kind: str, namespace: str | None = None) -> Listing: ...
 
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[Obj], int]: ...
+
     def create(self, kind: str, obj: Obj, namespace: str | None = None) -> Obj: ...
 
     def update(self, kind: str, obj: Obj) -> Obj: ...

@@ -14,6 +14,7 @@ import yaml
 
 from kss_sim.config import OptionError, Settings, add_kube_version_argument
 from kss_sim.config import version_and_gates as config_version_and_gates
+from kss_sim.kube import go_yaml
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, VERSIONS, KubeVersion
 from kss_sim.replay.workload import WorkloadError
@@ -69,8 +70,8 @@ def read_yaml(path: Path) -> Any:
     except OSError as exc:
         raise WorkloadError([f"{path}: {exc.strerror or exc}"]) from None
     try:
-        docs = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
-    except yaml.YAMLError as exc:
+        docs = [d for d in go_yaml.load_all(text) if d is not None]
+    except (yaml.YAMLError, RecursionError) as exc:
         raise WorkloadError([f"{path}: neither JSON nor YAML: {exc}".replace("\n", " ")]) from None
     if len(docs) != 1:
         raise WorkloadError([f"{path}: expected one document, found {len(docs)}"])

@@ -10,12 +10,13 @@ from typing import Any
 
 import orjson
 
-from kss_sim.cluster.admission.decode_types import check_types
+from kss_sim.cluster.admission.decode_types import check_types, first_beyond_float64
 from kss_sim.cluster.admission.defaults import autoscaling as defaults_autoscaling
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.defaults import dra as defaults_dra
 from kss_sim.cluster.admission.defaults import stored as defaults_stored
 from kss_sim.cluster.admission.defaults import workloads as defaults_workloads
+from kss_sim.cluster.admission.go_values import json_copy
 from kss_sim.cluster.admission.quantities import canonicalize_quantities
 
 # Importing them registers their kinds' validators in core's tables.
@@ -55,7 +56,7 @@ def own(obj: Any) -> Obj:
     if not isinstance(obj, dict):
         raise BadRequest("the body of the request must be a JSON object")
     try:
-        result: Obj = orjson.loads(orjson.dumps(obj))
+        result: Obj = json_copy(obj)
     except (TypeError, orjson.JSONEncodeError) as exc:
         raise BadRequest(f"the object is not valid JSON: {exc}") from None
     return result
@@ -87,6 +88,9 @@ def decode(
     if not info.custom:  # a custom resource is decoded as unstructured: its schema judges it (422)
         checked = {"status": body.get("status")} if status_only else body
         check_types(info.kind, checked, version=info.version, kube_version=kube_version, api_kind=info.api_kind)
+    elif (problem := first_beyond_float64(body)) is not None:  # the one number unstructured decoding refuses
+        kind = info.api_kind
+        raise BadRequest(f'{kind} in version "{info.version}" cannot be handled as a {kind}: {problem}')
     check_decodable(info.api_kind, body, version=info.version, custom=info.custom)
     if info.kind in defaults_workloads.DEFAULTERS:
         check_workload_decodable(info.kind, info.version, body)

@@ -18,6 +18,7 @@ import orjson
 from kss_sim.cluster.admission import field_sets
 from kss_sim.cluster.admission.decode_types import check_types
 from kss_sim.cluster.admission.field_sets import LIST_MAP, MAP, SET, STRUCT, Node, Shape
+from kss_sim.cluster.admission.go_values import json_copy
 from kss_sim.cluster.admission.managed_fields import (
     APPLY,
     Entry,
@@ -133,7 +134,7 @@ def check_configuration(
         meta["namespace"] = namespace
     if not info.custom:  # a custom resource's schema judges it after the merge (422)
         # On a copy: the configuration's nulls mean "remove the field", not the zero values decoding makes of them.
-        check_types(info.kind, orjson.loads(orjson.dumps(config)), version=info.version, kube_version=kube_version,
+        check_types(info.kind, json_copy(config), version=info.version, kube_version=kube_version,
                     api_kind=info.api_kind)  # fmt: skip
     return config
 

@@ -182,13 +182,13 @@ def check_types(
 ) -> None:
     """``BadRequest`` with the decoder's message at the first field (in document order) that ``kube_version``'s
     kube-apiserver could not decode into its type; nulls become what Go decodes them into, in place. Kinds
-    without a schema (custom resources) are not checked. ``kind``: the registry's name; ``api_kind``: the kind the
-    message names, when that is not it."""
+    without a schema (views without one) are checked only for numbers beyond float64. ``kind``: the registry's
+    name; ``api_kind``: the kind the message names, when that is not it."""
     decoding = schema(kube_version)
     root = decoding.roots.get(kind)
-    if root is None:
-        return
-    problem = _walk(decoding, obj, root, "")
+    # Without a schema, one number is still refused: one beyond float64, which kss cannot hold (JSON writes it as
+    # null), with the message of a value decoded into interface{} (the field's Go type is not known here).
+    problem = _walk(decoding, obj, root, "") if root is not None else first_beyond_float64(obj)
     if problem is not None:
         shown = api_kind or kind
         raise BadRequest(f'{shown} in version "{version}" cannot be handled as a {shown}: {problem}')
@@ -282,6 +282,29 @@ def _check(decoding: Schema, code: str, value: Any, struct: str, where: str, go:
     return _scalar(code, value, struct, where, go)
 
 
+def _beyond_float64(value: Any) -> float | None:
+    """The first number beyond float64 in ``value`` (``go_values.loads_beyond_float64``), or None."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if go_values.beyond_float64(node):
+            return float(node)
+        if isinstance(node, dict):
+            pending.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            pending.extend(reversed(node))
+    return None
+
+
+def first_beyond_float64(obj: Any) -> str | None:
+    """The decoder's error for a body decoded into interface{} values (a custom resource: unstructured) holding a
+    number beyond float64: ``convertNumber``'s (None when there is none)."""
+    beyond = _beyond_float64(obj) if go_values.read_beyond_float64() else None
+    if beyond is None:
+        return None
+    return f"json: cannot unmarshal number {go_values.number_text(beyond)} into Go value of type float64"
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -301,6 +324,11 @@ def _scalar(code: str, value: Any, struct: str, where: str, go: str | None) -> s
     check = _CHECKS.get(code)
     if check is not None:
         return check(value)
+    if code in ("float", "any") and go_values.read_beyond_float64() and (beyond := _beyond_float64(value)) is not None:
+        # strconv.ParseFloat's range error, in a float64 field or (kss: free-form JSON cannot hold the number,
+        # where Go's RawExtension keeps its bytes) in one of interface{}.
+        shown = f"number {go_values.number_text(beyond)}"
+        return _unmarshal(value, struct, where, go if code == "float" and go else "float64", shown=shown)
     ok = _TYPE_TESTS.get(code)
     if ok is None or ok(value):
         return None  # "any", or a code this kss does not know yet: taken as free-form

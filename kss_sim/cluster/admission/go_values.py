@@ -13,10 +13,15 @@ as encoding/json writes a float64 (``format_float``).
 from __future__ import annotations
 
 import calendar
+import copy
+import json
+import math
 import re
 from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
+
+import orjson
 
 from kss_sim.kube.quantity import QuantityError, parse_quantity
 
@@ -74,9 +79,15 @@ _MAYBE_INEXACT = re.compile(rb"[0-9][.eE]|[0-9]{19}")
 _EXACT_INTS = (-(2**63), 2**64 - 1)
 
 
+# The numbers beyond float64 of the body being decoded (``loads_beyond_float64``), by the identity of the infinity
+# each was read as (1e1000 and 2e999 are equal floats): id -> (the float, kept alive so its id stays its own, text).
+_BEYOND: ContextVar[dict[int, tuple[float, str]] | None] = ContextVar("kss_numbers_beyond_float64", default=None)
+
+
 def remember_literals(body: bytes) -> None:
     """Keep, for this request, the literal of every number in the JSON ``body`` that ``number_text`` would not print
     as it was sent (errors name ``number 99999999999999999999``, not the float orjson made of it)."""
+    _BEYOND.set(None)
     if _MAYBE_INEXACT.search(body) is None:
         _LITERALS.set(None)  # only integers orjson reads exactly
         return
@@ -90,9 +101,69 @@ def remember_literals(body: bytes) -> None:
         if exact_int and _EXACT_INTS[0] <= int(text) <= _EXACT_INTS[1]:
             continue
         value = float(text)
-        if value == value and abs(value) != float("inf") and format_float(value) != text:
-            literals.setdefault(value, text)
+        if value == value and (math.isinf(value) or format_float(value) != text):
+            literals.setdefault(value, text)  # an infinity: the first number beyond float64 sent (with its sign)
     _LITERALS.set(literals or None)
+
+
+NOT_JSON = object()
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN, Infinity: Python's extension, not JSON
+
+
+def _orjson_int(text: str) -> int | float:
+    value = int(text)
+    return value if _EXACT_INTS[0] <= value <= _EXACT_INTS[1] else float(value)
+
+
+def loads_beyond_float64(body: bytes) -> Any:
+    """``body`` parsed as orjson parses JSON (an integer beyond 64 bits a float), but a number beyond float64
+    (``1e1000``, ``-1e999``) an infinity where orjson refuses it; ``NOT_JSON`` when it is not JSON for another
+    reason. kube-apiserver's decoder leaves such a number to the field's type: an int or float field refuses it
+    (``cannot unmarshal number 1e1000``), a Quantity parses its text, an unknown field drops it."""
+    beyond: dict[int, tuple[float, str]] = {}
+
+    def parse_float(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            beyond[id(value)] = (value, text)
+        return value
+
+    try:
+        parsed = json.loads(body, parse_int=_orjson_int, parse_float=parse_float, parse_constant=_refuse_constant)
+        orjson.dumps(parsed)  # what Python's reader takes and orjson would not (a lone surrogate) is not JSON here
+    except (ValueError, RecursionError, TypeError):
+        return NOT_JSON
+    remember_literals(body)
+    _BEYOND.set(beyond)
+    return parsed
+
+
+def json_copy(obj: Any) -> Any:
+    """A deep copy of JSON-like ``obj``: through orjson, unless this request's body held numbers beyond float64
+    (orjson writes an infinity as null, and the copy must keep each one, itself: ``number_text`` knows it by
+    identity)."""
+    if _BEYOND.get():
+        return copy.deepcopy(obj)  # a float is immutable: deepcopy keeps the same object
+    return orjson.loads(orjson.dumps(obj))
+
+
+def read_beyond_float64() -> bool:
+    """Whether this request's body held a number beyond float64 (only then is there one to look for)."""
+    return bool(_BEYOND.get())
+
+
+def beyond_float64(value: Any) -> bool:
+    """Whether ``value`` is a number beyond float64 as ``loads_beyond_float64`` reads it (an infinity)."""
+    return isinstance(value, float) and math.isinf(value)
+
+
+def quantity_text(value: Any) -> Any:
+    """A number beyond float64 as the text it was sent as (``Quantity.UnmarshalJSON`` parses the literal), any
+    other value as it is."""
+    return number_text(value) if beyond_float64(value) else value
 
 
 def format_float(value: float) -> str:
@@ -109,27 +180,14 @@ def format_float(value: float) -> str:
     return f"{mantissa}e{exponent}"
 
 
-def yaml_numbers(document: Any) -> Any:
-    """``document`` (parsed YAML) with its integers beyond uint64 and below int64 made floats, in place, as
-    kube-apiserver's YAML reader (go-yaml, then JSON) reads them: ``99999999999999999999`` is ``1e+20``."""
-    pending = [document]
-    while pending:
-        node = pending.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, value in items:
-            if isinstance(value, int) and not isinstance(value, bool):
-                if not _EXACT_INTS[0] <= value <= _EXACT_INTS[1]:
-                    node[key] = float(value)
-            elif isinstance(value, dict | list):
-                pending.append(value)
-    return document
-
-
 def number_text(value: int | float) -> str:
     """A JSON number as encoding/json quotes it in ``cannot unmarshal number X``: the literal the request sent
     (``remember_literals``), else an integer's digits or a float as Go encodes it."""
     if isinstance(value, int):
         return str(value)
+    beyond = _BEYOND.get()
+    if beyond is not None and (found := beyond.get(id(value))) is not None and found[0] is value:
+        return found[1]
     literals = _LITERALS.get()
     if literals is not None and value in literals:
         return literals[value]
@@ -238,7 +296,7 @@ def quantity_error(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return _QUANTITY_ERRORS[0]
     try:
-        parse_quantity(value)
+        parse_quantity(quantity_text(value))
     except QuantityError as exc:
         text = str(exc)
         return next((message for message in _QUANTITY_ERRORS if text.startswith(message)), _QUANTITY_ERRORS[0])

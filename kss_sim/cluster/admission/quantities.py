@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any
 
+from kss_sim.cluster.admission.go_values import quantity_text
 from kss_sim.kube.quantity import QuantityError, parse_quantity
 
 _BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
@@ -83,7 +84,7 @@ def _canonical_map(values: Any) -> None:
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
             continue
         try:
-            values[name] = canonical_quantity(raw)
+            values[name] = canonical_quantity(quantity_text(raw))
         except QuantityError:
             continue  # check_decodable has refused what matters; leave the rest as sent
 
@@ -93,7 +94,7 @@ def _canonical_field(parent: Any, key: str) -> None:
         raw = parent.get(key)
         if isinstance(raw, str | int | float) and not isinstance(raw, bool):
             with contextlib.suppress(QuantityError):  # left as sent, as the map form above
-                parent[key] = canonical_quantity(raw)
+                parent[key] = canonical_quantity(quantity_text(raw))
 
 
 def _dicts(items: Any) -> Iterable[dict[str, Any]]:

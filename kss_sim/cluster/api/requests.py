@@ -13,7 +13,7 @@ import orjson
 import yaml
 from fastapi import Request
 
-from kss_sim.cluster.admission import fields, go_values
+from kss_sim.cluster.admission import decode_types, fields, go_values
 from kss_sim.cluster.admission.managed_fields import manager_name, validate_field_manager
 from kss_sim.cluster.api import params, protobuf
 from kss_sim.cluster.crd import objects as custom_objects
@@ -21,6 +21,7 @@ from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import BadRequest, RequestEntityTooLarge, UnknownResource, UnsupportedMediaType
 from kss_sim.cluster.kinds.registry import DEFAULT_MINOR, NO_GATES, Gates, KindInfo, resource_info
 from kss_sim.config import Settings
+from kss_sim.kube import go_yaml
 from kss_sim.kube.api_enablement import NO_RUNTIME_CONFIG, RuntimeConfig
 from kss_sim.kube.objects import Obj
 from kss_sim.state import state_accessor
@@ -152,7 +153,7 @@ def parse_body(request: Request, info: KindInfo | None, body: bytes) -> Any:
         if not body.strip():
             raise BadRequest("the request body is empty")
         try:
-            return go_values.yaml_numbers(yaml.safe_load(body))
+            return go_yaml.load(body)
         except yaml.YAMLError as exc:
             raise BadRequest(f"the object provided is unrecognized: yaml parse error: {exc}") from None
         except RecursionError:  # PyYAML's constructor recurses once per level of nesting
@@ -165,12 +166,16 @@ def parse_json(info: KindInfo | None, body: bytes) -> Any:
         raise BadRequest("the request body is empty")
     try:
         parsed = orjson.loads(body)
+        go_values.remember_literals(body)  # for the decoder's messages, which quote numbers as they were sent
     except orjson.JSONDecodeError as exc:
-        what = f"must be of type {info.api_kind}" if info is not None else "must be JSON"
-        raise BadRequest(
-            f"the object provided is unrecognized ({what}): couldn't get version/kind; json parse error: {exc}"
-        ) from None
-    go_values.remember_literals(body)  # for the decoder's messages, which quote numbers as they were sent
+        # orjson refuses a number beyond float64 (1e1000) as a syntax error; to Go it is a number that only the
+        # field's type can refuse (a Quantity takes it), so the body is read again, such numbers as infinities.
+        parsed = go_values.loads_beyond_float64(body) if "infinity" in str(exc) else go_values.NOT_JSON
+        if parsed is go_values.NOT_JSON:
+            what = f"must be of type {info.api_kind}" if info is not None else "must be JSON"
+            raise BadRequest(
+                f"the object provided is unrecognized ({what}): couldn't get version/kind; json parse error: {exc}"
+            ) from None
     return parsed
 
 
@@ -206,6 +211,10 @@ def _unknown_field_messages(
 ) -> list[str]:
     """Drop from ``obj`` the fields ``info.kind`` does not have; what to report about them under ``mode``."""
     if isinstance(info, CustomKindInfo):
+        # Decoded as unstructured before anything is pruned: a number beyond float64 anywhere is refused.
+        if (problem := decode_types.first_beyond_float64(obj)) is not None:
+            kind = info.api_kind
+            raise BadRequest(f'{kind} in version "{info.version}" cannot be handled as a {kind}: {problem}')
         unknown = custom_objects.unknown_fields(info, obj)
     else:
         unknown = fields.unknown_fields(info.kind, obj, prune=True, patch=patch, kube_version=kube_version)

@@ -25,7 +25,7 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from kss_sim.cluster.admission import decode_types, deletion, go_values
+from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from kss_sim.cluster.api import (
@@ -75,6 +75,7 @@ from kss_sim.cluster.kinds.registry import BY_KIND, KindInfo
 from kss_sim.cluster.storage.selectors import make_selector
 from kss_sim.cluster.storage.store import ClusterStore, PendingWrites, StoredObject
 from kss_sim.config import Settings
+from kss_sim.kube import go_yaml
 from kss_sim.state import state_accessor
 
 router = APIRouter()
@@ -428,7 +429,7 @@ async def _handle_apply(request: Request, store: ClusterStore, target: Target) -
         raise MethodNotAllowed("patch")
     raw = await read_body(request)
     try:
-        configuration = go_values.yaml_numbers(yaml.safe_load(raw)) if raw.strip() else None
+        configuration = go_yaml.load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
         raise BadRequest(f"error decoding YAML: {exc}") from None
     except RecursionError:  # PyYAML's constructor recurses once per level of nesting

@@ -42,6 +42,7 @@ from kss_sim.cluster.api.requests import Target, field_validation, media_type, p
 from kss_sim.cluster.api.responses import JSON
 from kss_sim.cluster.errors import ApiError, BadRequest, Conflict
 from kss_sim.cluster.kinds.registry import KindInfo
+from kss_sim.kube import go_yaml
 
 Handle = Callable[[Request, Target], Awaitable[Response]]
 # How often a read-modify-write patch is retried when the object changed between its read and its write.
@@ -141,7 +142,7 @@ async def _stored_body(
     if request.method == "PATCH":
         if content_type == APPLY_PATCH:
             try:
-                configuration = yaml.safe_load(raw) if raw.strip() else None
+                configuration = go_yaml.load(raw) if raw.strip() else None
             except (yaml.YAMLError, RecursionError):
                 return raw  # the stored kind's handler refuses it with its own words
             if not isinstance(configuration, dict) or configuration.get("apiVersion") == conversion.stored.api_version:

@@ -134,8 +134,8 @@ class ChangeLog:
                     c.key[0],
                     new.raw,
                     old.raw if old is not None else None,
-                    new.obj,
-                    old.obj if old is not None else None,
+                    new.decoded,
+                    old.decoded if old is not None else None,
                 )
             )
         self._trim_log()

@@ -232,7 +232,7 @@ class Committer:
             source = c.new if c.new is not None else c.old
             assert source is not None
             row = repository.Row(
-                uid=str(source.obj["metadata"]["uid"]),
+                uid=source.uid,
                 kind=c.kind,
                 namespace=c.key[0],
                 name=c.key[1],

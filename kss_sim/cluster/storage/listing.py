@@ -62,8 +62,11 @@ def page(
         if start is not None and key <= start:
             continue
         entry = entries[key]
-        if selector is not None and not selector.empty and not selector.matches(entry.obj):
-            continue
+        if selector is not None and not selector.empty:
+            if entry.decoded is None and not selector.may_match_raw(entry.raw):
+                continue  # a packed object that cannot match: not decoded
+            if not selector.matches(entry.obj):
+                continue
         if limit is not None and len(items) >= limit:
             if more_key is None:
                 more_key = (items[-1].namespace, items[-1].name)

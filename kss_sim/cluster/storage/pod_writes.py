@@ -430,6 +430,5 @@ class PodWrites:
             changes.append(change)
             batch = self._committer.stage(changes)
         self._committer.acknowledge(batch)
-        assert change.new is not None
-        stored: Obj = change.new.obj
+        stored: Obj = change.event_obj.obj  # the dict built here (the store keeps the Event packed)
         return stored

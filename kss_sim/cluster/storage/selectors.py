@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from kss_sim.cluster.errors import BadRequest
 from kss_sim.kube.labels import SelectorError, parse_selector_string, requirements_match
 
@@ -159,11 +161,18 @@ class Selector:
 
     labels: list[tuple[str, str, list[str]]]
     fields: list[FieldRequirement]
+    # The JSON strings an object's encoding must hold to match (``field=value`` with a value): a packed object
+    # (an Event) without one of them is passed over without being decoded.
+    needles: tuple[bytes, ...] = ()
 
     @property
     def empty(self) -> bool:
         """True when the selector matches everything."""
         return not self.labels and not self.fields
+
+    def may_match_raw(self, raw: bytes) -> bool:
+        """False when the object encoded as ``raw`` (by orjson, as the store encodes) cannot match."""
+        return all(needle in raw for needle in self.needles)
 
     def matches(self, obj: dict[str, Any]) -> bool:
         """True when both selectors hold for ``obj``."""
@@ -174,4 +183,7 @@ class Selector:
 
 def make_selector(kind: str, label_selector: str | None, field_selector: str | None) -> Selector:
     """Parse both selectors for ``kind``."""
-    return Selector(parse_label_selector(label_selector), parse_field_selector(kind, field_selector))
+    fields = parse_field_selector(kind, field_selector)
+    # Every Event field a selector names is a string of the object (or empty when absent: no needle for "").
+    needles = tuple(orjson.dumps(f.value) for f in fields if not f.negate and f.value) if kind == "Event" else ()
+    return Selector(parse_label_selector(label_selector), fields, needles)

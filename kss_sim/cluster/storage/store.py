@@ -27,7 +27,7 @@ from kss_sim.cluster.crd.kinds import CustomKindInfo, CustomKinds
 from kss_sim.cluster.errors import InternalError as InternalError
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, KindInfo, minor_of, served
-from kss_sim.cluster.kinds.stored import Change
+from kss_sim.cluster.kinds.stored import PACKED_KINDS, Change, held
 from kss_sim.cluster.kinds.stored import StoredObject as StoredObject
 from kss_sim.cluster.storage import repository
 from kss_sim.cluster.storage.change_log import ChangeLog, Listener, WatchEvent
@@ -162,8 +162,9 @@ class ClusterStore:
                     continue
                 raw = row.body.encode()
                 obj = orjson.loads(raw)
-                self._versions.shared.share(obj)
-                objects[row.kind][(row.namespace, row.name)] = StoredObject(obj, raw)
+                if row.kind not in PACKED_KINDS:
+                    self._versions.shared.share(obj)
+                objects[row.kind][(row.namespace, row.name)] = held(row.kind, StoredObject(obj, raw))
             resource_version = repository.load_resource_version(conn)
             self._committer.reset(objects, resource_version)
             self._changes.reset(resource_version)

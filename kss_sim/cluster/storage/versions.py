@@ -22,7 +22,7 @@ from kss_sim.cluster.crd.definition import established_status
 from kss_sim.cluster.crd.kinds import CustomKindInfo, CustomKinds, crd_key
 from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, POD_GROUP_V1ALPHA2, KindInfo
-from kss_sim.cluster.kinds.stored import Change, StoredObject
+from kss_sim.cluster.kinds.stored import PACKED_KINDS, Change, StoredObject, held
 from kss_sim.cluster.storage.change_log import ADDED, DELETED, MODIFIED
 from kss_sim.cluster.storage.committer import Batch, Committer
 from kss_sim.cluster.storage.shared_values import SharedValues
@@ -280,9 +280,10 @@ class Versions:
         read-only dict) and the batch to await."""
         rv = self._committer.rv + 1
         new["metadata"]["resourceVersion"] = str(rv)
-        self.shared.share(new)
+        if kind not in PACKED_KINDS:  # a packed object's dict is not kept: nothing to share
+            self.shared.share(new)
         entry = StoredObject(new, encode(new))
-        change = Change(MODIFIED, kind, (current.namespace, current.name), entry, current, entry)
+        change = Change(MODIFIED, kind, (current.namespace, current.name), held(kind, entry), current, entry)
         return (entry.copy() if copy else entry.obj), self._committer.stage([change])
 
     def added(self, kind: str, obj: Obj, rv: int) -> Change:
@@ -294,9 +295,12 @@ class Versions:
         if "creationTimestamp" not in meta:
             meta["creationTimestamp"] = self.timestamp()
         meta["resourceVersion"] = str(rv)
-        self.shared.share(obj)
+        if kind not in PACKED_KINDS:
+            self.shared.share(obj)
         entry = StoredObject(obj, encode(obj))
-        return Change(ADDED, kind, (entry.namespace, entry.name), entry, None, entry)
+        # The watch event carries the dict (listeners and the recent watch log read it); the store keeps what
+        # ``held`` keeps.
+        return Change(ADDED, kind, (entry.namespace, entry.name), held(kind, entry), None, entry)
 
     def require_namespace(self, namespace: str, rv: int) -> Change | None:
         """None when ``namespace`` exists, else the change that creates it at version ``rv + 1`` (``NotFound`` when

@@ -38,7 +38,7 @@ from kss_sim.cluster.errors import (
     invalid,
 )
 from kss_sim.cluster.kinds.registry import KindInfo, minor_of, served
-from kss_sim.cluster.kinds.stored import Change, StoredObject
+from kss_sim.cluster.kinds.stored import Change, StoredObject, held
 from kss_sim.cluster.storage.change_log import MODIFIED
 from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.listing import page
@@ -190,8 +190,7 @@ class ObjectWrites:
             changes.append(change)
             batch = self._committer.stage(changes)
         self._committer.acknowledge(batch)
-        assert change.new is not None
-        return change.new.copy() if copy else change.new.obj
+        return change.event_obj.copy() if copy else change.event_obj.obj
 
     def update(
         self,
@@ -447,7 +446,7 @@ class ObjectWrites:
                             marked["metadata"]["resourceVersion"] = str(self._committer.rv + len(changes) + 1)
                             entry = StoredObject(marked, encode(marked))
                             key = (target.namespace, target.name)
-                            changes.append(Change(MODIFIED, kind, key, entry, target, entry))
+                            changes.append(Change(MODIFIED, kind, key, held(kind, entry), target, entry))
                         continue
                     self._versions.delete_changes(
                         info,

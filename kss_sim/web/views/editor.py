@@ -9,12 +9,11 @@ import yaml
 
 from kss_sim.cluster.errors import ApiError, Invalid
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, KindInfo
+from kss_sim.kube import go_yaml
 from kss_sim.kube.objects import Obj
 from kss_sim.package_data import TEMPLATES_DIR
 from kss_sim.web.formatting import to_yaml
 from kss_sim.web.ports import Store
-
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(slots=True)
@@ -120,7 +119,7 @@ def save_yaml(store: Store, text: str, *, target: Target | None = None) -> EditO
     On any error nothing is saved and the outcome carries the Status message and the field causes.
     """
     try:
-        docs = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        docs = [d for d in go_yaml.load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kss_sim.cluster.admission.go_values import quantity_text
 from kss_sim.cluster.admission.quantities import canonical_quantity
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import QuantityError
@@ -46,7 +47,7 @@ def _canonical(parent: Any, key: str) -> None:
         and not isinstance(parent.get(key), bool)
     ):
         with contextlib.suppress(QuantityError):
-            parent[key] = canonical_quantity(parent[key])
+            parent[key] = canonical_quantity(quantity_text(parent[key]))
 
 
 def _canonical_values(values: Any, inner: str | None = None) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kss_sim.cluster.admission.go_values import quantity_text
 from kss_sim.cluster.errors import BadRequest
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import QuantityError, parse_quantity
@@ -48,7 +49,7 @@ def _quantity_map(kind: str, path: str, value: Any) -> None:
         if isinstance(v, bool) or not isinstance(v, str | int | float):
             raise type_error(kind, path, "resource.Quantity", v)
         try:
-            parse_quantity(v)
+            parse_quantity(quantity_text(v))
         except QuantityError as exc:
             raise BadRequest(f'{kind} in version "v1" cannot be handled as a {kind}: {exc}') from None
 
