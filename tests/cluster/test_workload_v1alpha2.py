@@ -191,6 +191,49 @@ async def test_workload_validation_names_each_field_as_kube_apiserver_does(clien
         assert answer.status_code == 400 and "cannot unmarshal string" in answer.json()["message"], answer.text
 
 
+async def test_scheduling_constraints_take_one_topology_constraint_keyed_by_a_label_key(client_at: Client) -> None:
+    async with client_at("1.36", GenericWorkload=True, TopologyAwareWorkloadScheduling=True) as c:
+        rack = {"topology": [{"key": "topology.kubernetes.io/rack"}]}
+        good = await c.post(WORKLOADS, json=workload("racked", gang_template("workers", 2, schedulingConstraints=rack)))
+        assert good.status_code == 201, good.text
+        assert good.json()["spec"]["podGroupTemplates"][0]["schedulingConstraints"] == rack
+        two = {"topology": [{"key": "rack"}, {"key": "Bad Key"}]}
+        bad = workload(
+            "bad",
+            gang_template("empty", 1, schedulingConstraints={"topology": [{"key": ""}]}),
+            gang_template("malformed", 1, schedulingConstraints={"topology": [{"key": "example.com/a/b"}]}),
+            gang_template("prefixed", 1, schedulingConstraints={"topology": [{"key": "Example.com/rack"}]}),
+            gang_template("two", 1, schedulingConstraints=two),
+        )
+        at = "spec.podGroupTemplates[{}].schedulingConstraints.topology"
+        assert causes(await c.post(WORKLOADS, json=bad)) == [
+            (f"{at.format(0)}[0].key", "FieldValueRequired", "Required value"),
+            (
+                f"{at.format(1)}[0].key",
+                "FieldValueInvalid",
+                'Invalid value: "example.com/a/b": a valid label key must consist of alphanumeric characters, '
+                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                "'my.name',  or '123-abc', regex used for validation is "
+                "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')",
+            ),
+            (
+                f"{at.format(2)}[0].key",
+                "FieldValueInvalid",
+                'Invalid value: "Example.com/rack": prefix part a lowercase RFC 1123 subdomain must consist of lower '
+                "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+                "(e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+            (at.format(3), "FieldValueTooMany", "Too many: 2: must have at most 1 item"),
+        ]
+        group = pod_group("job-workers-0", 2)
+        group["spec"]["schedulingConstraints"] = {"topology": [{"key": "-rack"}]}
+        assert [(f, r) for f, r, _ in causes(await c.post(POD_GROUPS, json=group))] == [
+            ("spec.schedulingConstraints.topology[0].key", "FieldValueInvalid")
+        ]
+
+
 async def test_pod_group_status_is_the_status_subresource_and_its_policy_is_immutable(client_at: Client) -> None:
     async with client_at("1.36", GenericWorkload=True) as c:
         sent = pod_group("job-workers-0", 3)
