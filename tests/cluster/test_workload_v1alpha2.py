@@ -25,23 +25,26 @@ POD_GROUPS = f"{V1ALPHA2}/namespaces/default/podgroups"
 CRD_POD_GROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
 MERGE = {"content-type": "application/merge-patch+json"}
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+ALPHA_APIS = "api/alpha=true"
 
 Client = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
 @pytest.fixture
 def client_at(tmp_path: Path) -> Client:
-    """An in-process client of an application at a Kubernetes version and feature gates (scheduler off)."""
+    """An in-process client of an application at a Kubernetes version and feature gates (scheduler off), its
+    alpha APIs enabled (``--runtime-config api/alpha=true``) unless ``runtime_config`` says otherwise."""
 
     @asynccontextmanager
-    async def start(version: str, **gates: bool) -> AsyncIterator[httpx.AsyncClient]:
+    async def start(version: str, runtime_config: str = ALPHA_APIS, **gates: bool) -> AsyncIterator[httpx.AsyncClient]:
         application: FastAPI = create_app(
             Settings(
-                database_url=f"sqlite:///{tmp_path / f'kss-{version}-{len(gates)}.db'}",
+                database_url=f"sqlite:///{tmp_path / f'kss-{version}-{len(gates)}-{len(runtime_config)}.db'}",
                 scheduler_enabled=False,
                 controllers=False,
                 kube_version=version,
                 feature_gates=gates,
+                runtime_config=runtime_config,
             )
         )
         async with application.router.lifespan_context(application):
@@ -84,6 +87,22 @@ def grouped_pod(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec},
     }
+
+
+@pytest.mark.parametrize("runtime_config", ["", "scheduling.k8s.io/v1alpha2=false", "api/alpha=false"])
+async def test_the_gate_alone_does_not_serve_v1alpha2_an_alpha_api_needs_the_runtime_config(
+    client_at: Client, runtime_config: str
+) -> None:
+    async with client_at("1.36", runtime_config, GenericWorkload=True) as c:
+        assert (await c.get(V1ALPHA2)).status_code == 404
+        assert (await c.post(WORKLOADS, json=workload("job", gang_template("workers", 3)))).status_code == 404
+        versions = [v["version"] for v in (await c.get("/apis/scheduling.k8s.io")).json()["versions"]]
+        assert versions == ["v1"]
+    async with client_at("1.36", "scheduling.k8s.io/v1alpha2=true", GenericWorkload=True) as c:
+        assert (await c.get(V1ALPHA2)).status_code == 200
+    async with client_at("1.36", "scheduling.k8s.io/v1alpha2/podgroups=true", GenericWorkload=True) as c:
+        resources = [r["name"] for r in (await c.get(V1ALPHA2)).json()["resources"]]
+        assert "podgroups" in resources and "workloads" not in resources
 
 
 def causes(response: httpx.Response) -> list[tuple[str, str, str]]:

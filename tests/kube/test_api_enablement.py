@@ -1,0 +1,83 @@
+"""``--runtime-config`` beyond resource.k8s.io: every group's registered versions per release (an unregistered one
+refused in kube-apiserver's words), alpha APIs off by default (the workload-scheduling kinds need the flag besides
+their gate), registered versions kss does not serve accepted."""
+
+from __future__ import annotations
+
+import pytest
+
+from kss_sim.cluster.kinds.registry import BY_RESOURCE, api_served
+from kss_sim.kube.api_enablement import REGISTERED_VERSIONS, api_enabled, check_runtime_config, parse_runtime_config
+
+
+@pytest.mark.parametrize(
+    ("text", "minor", "message"),
+    [
+        ("apps/v2=true", 36, "group version apps/v2 that has not been registered"),
+        (
+            "scheduling.k8s.io/v1alpha2=true",
+            35,
+            "group version scheduling.k8s.io/v1alpha2 that has not been registered",
+        ),
+        (
+            "scheduling.k8s.io/v1alpha1=true",
+            36,
+            "group version scheduling.k8s.io/v1alpha1 that has not been registered",
+        ),
+        ("autoscaling/v2beta2=true", 36, "group version autoscaling/v2beta2 that has not been registered"),
+        (
+            "networking.k8s.io/v1alpha1=true",
+            34,
+            "group version networking.k8s.io/v1alpha1 that has not been registered",
+        ),
+        (
+            "storagemigration.k8s.io/v1beta1=true",
+            34,
+            "group version storagemigration.k8s.io/v1beta1 that has not been registered",
+        ),
+        ("batch/v2alpha1/cronjobs=false", 33, "group version batch/v2alpha1 that has not been registered"),
+    ],
+)
+def test_an_unregistered_version_of_any_group_is_refused(text: str, minor: int, message: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        check_runtime_config(parse_runtime_config(text), minor)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "minor"),
+    [
+        ("apps/v1beta1=true,extensions/v1beta1=true", 36),  # registered, not served: accepted, nothing changes
+        ("autoscaling/v2beta2=true,networking.k8s.io/v1alpha1=true", 33),
+        ("storagemigration.k8s.io/v1alpha1=true", 34),
+        ("scheduling.k8s.io/v1alpha1=true", 35),
+        ("scheduling.k8s.io/v1alpha2/podgroups=true", 36),
+        ("example.com/v9=true", 36),  # a group no release has: ignored
+    ],
+)
+def test_registered_versions_and_unknown_groups_are_accepted(text: str, minor: int) -> None:
+    check_runtime_config(parse_runtime_config(text), minor)
+
+
+def test_each_release_registers_what_its_k8s_io_api_has() -> None:
+    assert REGISTERED_VERSIONS[35]["scheduling.k8s.io"] == ("v1", "v1beta1", "v1alpha1")
+    assert REGISTERED_VERSIONS[36]["scheduling.k8s.io"] == ("v1", "v1beta1", "v1alpha2")
+    assert (
+        "v2beta2" in REGISTERED_VERSIONS[35]["autoscaling"] and "v2beta2" not in REGISTERED_VERSIONS[36]["autoscaling"]
+    )
+    assert "v1" not in REGISTERED_VERSIONS[33]["resource.k8s.io"]
+
+
+@pytest.mark.parametrize(("minor", "version"), [(35, "v1alpha1"), (36, "v1alpha2")])
+def test_the_alpha_workload_api_needs_the_runtime_config_besides_its_gate(minor: int, version: str) -> None:
+    workloads = BY_RESOURCE[("scheduling.k8s.io", version, "workloads")]
+    gate = {"GenericWorkload": True}
+    assert not api_enabled("scheduling.k8s.io", version, "workloads", minor)
+    assert not api_served(workloads, gate, minor)
+    assert not api_served(workloads, {}, minor, {f"scheduling.k8s.io/{version}": "true"})
+    for config in ({f"scheduling.k8s.io/{version}": "true"}, {"api/alpha": "true"}, {"api/all": "true"}):
+        assert api_served(workloads, gate, minor, config), config
+    assert not api_served(workloads, gate, minor, {"api/alpha": "true", f"scheduling.k8s.io/{version}": "false"})
+    # Stable versions stay on by default, and off only when the flag says so.
+    assert api_enabled("scheduling.k8s.io", "v1", "priorityclasses", minor)
+    assert not api_enabled("scheduling.k8s.io", "v1", "priorityclasses", minor, {"api/ga": "false"})
