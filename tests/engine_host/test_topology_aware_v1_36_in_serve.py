@@ -131,3 +131,38 @@ async def test_a_gang_no_rack_can_hold_binds_none(app: FastAPI, client: httpx.As
     waiting = "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled"
     assert sum(m.startswith(waiting) for m in messages) == 2, messages
     assert sum(m.startswith("0/6 nodes are available: 2 Insufficient cpu.") for m in messages) == 2, messages
+
+
+async def test_a_profile_without_the_placement_generator_places_the_gang_across_racks(tmp_path: Path) -> None:
+    # placementGenerate disabled in the configuration: the cycle tries the whole cluster as one placement, so the
+    # gang no single rack holds binds on nodes of both racks and the loose one.
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "- schedulerName: default-scheduler\n"
+        "  plugins:\n"
+        "    placementGenerate:\n"
+        "      disabled: [{name: '*'}]\n"
+    )
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss.db'}",
+        kube_version="1.36",
+        feature_gates=GATES,
+        runtime_config="scheduling.k8s.io/v1alpha2=true",
+        scheduler_config=config,
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://kss.test") as client:
+            fwk = application.state.scheduler.frameworks["default-scheduler"]
+            assert fwk.placement_generate == [] and [p.name for p in fwk.placement_score] == ["PodGroupPodsCount"]
+            await _racks(client)
+            names = await _gang(client, "quad", 4, 4)
+            await _settle(application)
+            placed = await _nodes_of(client, names)
+            assert None not in placed and len(set(placed)) == 4, placed
+            condition = await _condition(client, "quad")
+            assert (condition["status"], condition["reason"]) == ("True", "Scheduled")
