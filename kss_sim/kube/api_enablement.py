@@ -85,7 +85,7 @@ _RELEASE_REGISTERED: dict[int, dict[str, tuple[str, ...]]] = {
 
 
 def _registered(minor: int) -> dict[str, tuple[str, ...]]:
-    out = {group: versions for group, versions in _ALWAYS_REGISTERED.items()}
+    out = dict(_ALWAYS_REGISTERED)
     for group, versions in _RELEASE_REGISTERED[minor].items():
         out[group] = out.get(group, ()) + versions
     out[RESOURCE_GROUP] = RESOURCE_VERSIONS[minor]
