@@ -181,3 +181,21 @@ def api_enabled(group: str, version: str, plural: str, minor: int, config: Runti
     if resource_key in config:
         enabled = _bool(resource_key, config[resource_key])
     return enabled
+
+
+# The alpha group version of the Workload API each release serves behind GenericWorkload.
+_WORKLOAD_API = {35: "v1alpha1", 36: "v1alpha2"}
+
+
+def workload_api_note(gates: Mapping[str, bool], minor: int, config: RuntimeConfig) -> str | None:
+    """One line for a run whose GenericWorkload gate is on while ``config`` leaves the Workload API's alpha group
+    version off (the gate alone serves nothing, as on kube-apiserver); None otherwise."""
+    version = _WORKLOAD_API.get(minor)
+    if version is None or not gates.get("GenericWorkload"):
+        return None
+    if api_enabled("scheduling.k8s.io", version, "workloads", minor, config):
+        return None
+    return (
+        f"note: GenericWorkload is on but scheduling.k8s.io/{version} is not served (an alpha API, off by default "
+        f"as on kube-apiserver): add --runtime-config scheduling.k8s.io/{version}=true to serve the Workload API"
+    )

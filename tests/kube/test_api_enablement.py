@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from kss_sim.cluster.kinds.registry import BY_RESOURCE, api_served
-from kss_sim.kube.api_enablement import REGISTERED_VERSIONS, api_enabled, check_runtime_config, parse_runtime_config
+from kss_sim.kube.api_enablement import (
+    REGISTERED_VERSIONS,
+    api_enabled,
+    check_runtime_config,
+    parse_runtime_config,
+    workload_api_note,
+)
 
 
 @pytest.mark.parametrize(
@@ -81,3 +87,15 @@ def test_the_alpha_workload_api_needs_the_runtime_config_besides_its_gate(minor:
     # Stable versions stay on by default, and off only when the flag says so.
     assert api_enabled("scheduling.k8s.io", "v1", "priorityclasses", minor)
     assert not api_enabled("scheduling.k8s.io", "v1", "priorityclasses", minor, {"api/ga": "false"})
+
+
+def test_kss_serve_says_when_the_gate_is_on_and_the_workload_api_is_not_served() -> None:
+    gate = {"GenericWorkload": True}
+    assert workload_api_note(gate, 36, {}) == (
+        "note: GenericWorkload is on but scheduling.k8s.io/v1alpha2 is not served (an alpha API, off by default as on "
+        "kube-apiserver): add --runtime-config scheduling.k8s.io/v1alpha2=true to serve the Workload API"
+    )
+    assert workload_api_note(gate, 35, {"api/alpha": "false"}) is not None
+    assert workload_api_note(gate, 35, {"scheduling.k8s.io/v1alpha1": "true"}) is None
+    assert workload_api_note({}, 36, {}) is None
+    assert workload_api_note(gate, 34, {}) is None
