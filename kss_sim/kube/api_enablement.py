@@ -11,9 +11,10 @@ GenericWorkload gate. docs/versions.md has the tables and their sources.
 The flag's syntax and errors are upstream's (k8s.io/apiserver's resourceconfig.MergeAPIResourceConfigs): comma-
 separated ``key=value`` pairs, a key alone meaning true; ``api/all``, ``api/ga``, ``api/beta`` and ``api/alpha``
 (values true or false) applied first, in that order, then ``group/version`` and ``group/version/resource`` keys
-(values as Go's strconv.ParseBool reads them), a resource's own setting above its version's. A key of a group the
-release does not have is ignored; a version the release does not register, of a group it has, is refused
-(``REGISTERED_VERSIONS``); a registered version kss does not serve is accepted and changes nothing.
+(values as Go's strconv.ParseBool reads them), a resource's own setting above its version's. A key of a group no
+scheme of kube-apiserver registers is refused (``unknown api groups``), and so is a version the release does not
+register, of a group it has (``REGISTERED_VERSIONS``); a registered version kss does not serve is accepted and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -128,26 +129,42 @@ def _bool(key: str, value: str) -> bool:
 
 
 def check_runtime_config(config: RuntimeConfig, minor: int) -> None:
-    """ValueError worded as kube-apiserver's for a value or key Kubernetes 1.``minor`` refuses."""
+    """ValueError worded as kube-apiserver's for a value or key Kubernetes 1.``minor`` refuses: first its option
+    validation (``APIEnablementOptions.Validate`` over the schemes of kube-apiserver, apiextensions and the
+    aggregator), then what merging the flag into the defaults refuses (``MergeAPIResourceConfigs``)."""
+    if dict(config) == {"api/all": "false"}:
+        raise ValueError("invalid runtime-config with only api/all=false")  # a server that serves nothing
+    unknown: set[str] = set()
+    for key in config:
+        if key in _MATCHERS:
+            continue
+        tokens = key.split("/")
+        if len(tokens) not in (2, 3):
+            raise ValueError(f"runtime-config invalid key {key}")
+        if _registered_versions(tokens[0], minor) is None:
+            unknown.add(_group_version(tokens[0], tokens[1]))
+    if unknown:
+        raise ValueError(f"unknown api groups {','.join(sorted(unknown))}")
     for key, value in config.items():
         if key in _MATCHERS:
             if value not in ("true", "false"):
                 raise ValueError(f"invalid value {key}={value}")
             continue
         tokens = key.split("/")
-        if len(tokens) < 2 or len(tokens) > 3:
-            continue  # upstream skips such keys
         group, version = tokens[0], tokens[1]
-        if not version:
-            raise ValueError(f"invalid key {key}")
-        registered = _registered_versions(group, minor)
-        if registered is not None and version not in registered:
-            raise ValueError(f"group version {group}/{version} that has not been registered")
+        registered = _registered_versions(group, minor) or ()
+        if version not in registered:
+            raise ValueError(f"group version {_group_version(group, version)} that has not been registered")
         _bool(key, value)
         if len(tokens) == 3 and tokens[2].lower() != tokens[2]:
             raise ValueError(
                 f'invalid key {key}: group/version/resource and resource is always lowercase plural, not "{tokens[2]}"'
             )
+
+
+def _group_version(group: str, version: str) -> str:
+    """``schema.GroupVersion.String()``: the core group's versions alone."""
+    return f"{group}/{version}" if group else version
 
 
 def _registered_versions(group: str, minor: int) -> tuple[str, ...] | None:

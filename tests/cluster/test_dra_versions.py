@@ -149,8 +149,8 @@ def test_bad_runtime_config_is_refused_in_kube_apiserver_s_words(text: str, mino
         Settings(kube_version=version, runtime_config=text)
 
 
-def test_a_group_the_release_does_not_have_is_ignored() -> None:
-    check_runtime_config(parse_runtime_config("flowcontrol.apiserver.k8s.io/v1beta3=true,api/v1"), 33)
+def test_a_registered_group_version_kss_does_not_serve_is_accepted() -> None:
+    check_runtime_config(parse_runtime_config("flowcontrol.apiserver.k8s.io/v1beta3=true,/v1"), 33)
 
 
 # --- conversions ---------------------------------------------------------------------------------------------

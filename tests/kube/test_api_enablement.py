@@ -45,6 +45,7 @@ from kss_sim.kube.api_enablement import (
     ],
 )
 def test_an_unregistered_version_of_any_group_is_refused(text: str, minor: int, message: str) -> None:
+    # (MergeAPIResourceConfigs' check, once the option validation has passed)
     with pytest.raises(ValueError) as raised:
         check_runtime_config(parse_runtime_config(text), minor)
     assert str(raised.value) == message
@@ -58,10 +59,9 @@ def test_an_unregistered_version_of_any_group_is_refused(text: str, minor: int, 
         ("storagemigration.k8s.io/v1alpha1=true", 34),
         ("scheduling.k8s.io/v1alpha1=true", 35),
         ("scheduling.k8s.io/v1alpha2/podgroups=true", 36),
-        ("example.com/v9=true", 36),  # a group no release has: ignored
     ],
 )
-def test_registered_versions_and_unknown_groups_are_accepted(text: str, minor: int) -> None:
+def test_registered_versions_are_accepted(text: str, minor: int) -> None:
     check_runtime_config(parse_runtime_config(text), minor)
 
 
@@ -99,3 +99,23 @@ def test_kss_serve_says_when_the_gate_is_on_and_the_workload_api_is_not_served()
     assert workload_api_note(gate, 35, {"scheduling.k8s.io/v1alpha1": "true"}) is None
     assert workload_api_note({}, 36, {}) is None
     assert workload_api_note(gate, 34, {}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("example.com/v1=true", "unknown api groups example.com/v1"),
+        ("b.example/v1=true,a.example/v2/things=false,apps/v1=true", "unknown api groups a.example/v2,b.example/v1"),
+        ("api/v1=false", "unknown api groups api/v1"),  # the core group's key is "/v1"
+        ("v1=true", "runtime-config invalid key v1"),
+        ("apps/v1/deployments/scale=true", "runtime-config invalid key apps/v1/deployments/scale"),
+        ("api/all=false", "invalid runtime-config with only api/all=false"),
+        ("apps/=true", "group version apps/ that has not been registered"),
+        ("/v2=true", "group version v2 that has not been registered"),
+    ],
+)
+def test_kube_apiserver_s_option_validation_refuses_unknown_groups_and_malformed_keys(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        check_runtime_config(parse_runtime_config(text), 36)
+    assert str(raised.value) == message
+    check_runtime_config(parse_runtime_config("api/all=false,apps/v1=true,/v1=true"), 36)  # not api/all=false alone
