@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from kss_sim.config import OptionError, Settings, add_kube_version_argument, version_and_gates
-from kss_sim.kube.api_enablement import check_runtime_config, parse_runtime_config
+from kss_sim.kube.api_enablement import check_runtime_config, parse_runtime_config, workload_api_note
 from kss_sim.server.gc_policy import install_gc_policy
 from kss_sim.server.tls import ensure_certificate
 
@@ -32,7 +32,8 @@ SERVE_EXAMPLES = """examples:
   kss serve                                        # http://127.0.0.1:8000: the API, and the web UI at /ui
   kss serve --port 9000 --database-url sqlite:///run.db
   kss serve --scheduler-config examples/replay/most-allocated.yaml
-  kss serve --plugin-module my_plugins --feature-gates GenericWorkload=true,GangScheduling=true
+  kss serve --plugin-module my_plugins --feature-gates GenericWorkload=true,GangScheduling=true \\
+      --runtime-config scheduling.k8s.io/v1alpha1=true     # v1.35's alpha Workload API, off by default as upstream
   kss serve --kube-version 1.33 --feature-gates DynamicResourceAllocation=true \\
       --runtime-config resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true   # DRA as a v1.33 cluster has it
   kss serve --tls                                  # HTTPS, for kubectl with a token (KSS_API_TOKEN)
@@ -149,9 +150,13 @@ def run_serve(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"kss serve: {problem}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        note = left_out_note(settings.effective_feature_gates, settings.version)
-        if note is not None:
-            print(f"kss serve: {note}", file=sys.stderr)
+        notes = (
+            left_out_note(settings.effective_feature_gates, settings.version),
+            workload_api_note(settings.effective_feature_gates, settings.version.minor, settings.runtime_config),
+        )
+        for note in notes:
+            if note is not None:
+                print(f"kss serve: {note}", file=sys.stderr)
         # Everything imported and built so far lives as long as the process: freeze it out of the garbage
         # collector, so the first full collection under load does not walk it (a 70-150 ms pause of every request,
         # issue #9).

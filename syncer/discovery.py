@@ -85,11 +85,20 @@ def available_kinds(
                 "the simulator does not serve %s (%s): not mirroring them%s",
                 kind.plural,
                 kind.api_version,
-                " (start it with --feature-gates=GenericWorkload=true)" if kind.object_kind == "Workload" else "",
+                _how_to_serve(kind),
             )
         else:
             out.append(kind)
     return tuple(out)
+
+
+def _how_to_serve(kind: Kind) -> str:
+    """How a simulator is started to serve an alpha workload-scheduling kind: its gate and, as kube-apiserver,
+    its group version in ``--runtime-config`` (alpha APIs are off by default)."""
+    group_version = kind.api_version
+    if not group_version.startswith("scheduling.k8s.io/v1alpha"):
+        return ""
+    return f" (start it with --feature-gates=GenericWorkload=true --runtime-config={group_version}=true)"
 
 
 def source_custom_kinds(source: SourceApi, *, page_size: int = 500, retry: Retry | None = None) -> tuple[Kind, ...]:

@@ -12,6 +12,9 @@ Usage (a git checkout, or a bare mirror, of a tree with ``vendor/k8s.io/{api,api
 
     python tools/gen_protobuf_descriptors.py --git-dir PATH/TO/REPO [--rev HEAD] [--prefix vendor/]
 
+``protobuf_messages.json`` is openshift-kni/scheduler-plugins' ``master`` (v0.35.4, ``--prefix vendor/``) with
+openshift/kubernetes-autoscaler's ``main`` merged in (v0.36.2, ``--newer-prefix cluster-autoscaler/vendor/``).
+
 kss serves several Kubernetes versions with one codec, so a newer tree can be merged in (``--newer-git-dir`` and its
 ``--newer-rev``/``--newer-prefix``/``--newer-source``): its packages the first tree lacks are added (v1.36's
 ``api/scheduling/v1alpha2``, ``NEWER_ROOTS``), and every message gains the fields the newer release added. Kubernetes
@@ -43,6 +46,8 @@ ROOTS = (
     "api/storage/v1",
     "api/coordination/v1",
     "api/resource/v1",
+    "api/resource/v1beta2",
+    "api/resource/v1beta1",
     "api/events/v1",
     "api/discovery/v1",
     "api/rbac/v1",

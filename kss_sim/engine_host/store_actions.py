@@ -26,7 +26,7 @@ from kss_sim.scheduler.framework import Code, Status
 from kss_sim.scheduler.loop import LoopWriter
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.gang_scheduling import POD_GROUP_V1ALPHA2
-from kss_sim.scheduler.podgroup_cycle import set_status_condition
+from kss_sim.scheduler.podgroup_cycle import pod_group_conditions_after
 from kss_sim.scheduler.record import Attempt
 
 log = logging.getLogger("kss.scheduler")
@@ -197,12 +197,7 @@ class StoreActions(LoopWriter):
         group = self.store.get(POD_GROUP_V1ALPHA2, namespace, name)
         if group is None:
             return
-        conditions = list((group.get("status") or {}).get("conditions") or [])
-        existing = next((c for c in conditions if c.get("type") == condition["type"]), None)
-        if existing is not None and existing.get("status") == "True" and condition["status"] != "True":
-            return
-        wanted = {**condition, "observedGeneration": (group.get("metadata") or {}).get("generation") or 0}
-        updated = set_status_condition(conditions, wanted, _now_rfc3339)
+        updated = pod_group_conditions_after(group, condition, _now_rfc3339)
         if updated is None:
             return
         try:

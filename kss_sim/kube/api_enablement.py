@@ -2,16 +2,19 @@
 flag changes them (``resource.k8s.io/v1beta1=true,api/beta=false``).
 
 Since v1.24 (KEP-3136) a beta API is off by default: kube-apiserver serves a beta group version only when
-``--runtime-config`` enables it. The DRA group shows it best: resource.k8s.io/v1beta1 (v1.32) and v1beta2 (v1.33)
-are off by default in every release, resource.k8s.io/v1 is on from v1.34, when it went GA (``RESOURCE_VERSIONS``;
-docs/versions.md has the table and its sources). kss applies the flag to every group version it serves, with one
-concession: its alpha workload-scheduling kinds stay served by their feature gate alone, as before the flag existed.
+``--runtime-config`` enables it, and an alpha one never by default. The DRA group shows it best: resource.k8s.io/v1beta1
+(v1.32) and v1beta2 (v1.33) are off by default in every release, resource.k8s.io/v1 is on from v1.34, when it went GA
+(``RESOURCE_VERSIONS``). The workload-scheduling alpha kinds (scheduling.k8s.io/v1alpha1 at v1.35, v1alpha2 from
+v1.36) likewise need ``scheduling.k8s.io/v1alpha1=true`` (or v1alpha2, or ``api/alpha=true``) besides their
+GenericWorkload gate. docs/versions.md has the tables and their sources.
 
 The flag's syntax and errors are upstream's (k8s.io/apiserver's resourceconfig.MergeAPIResourceConfigs): comma-
 separated ``key=value`` pairs, a key alone meaning true; ``api/all``, ``api/ga``, ``api/beta`` and ``api/alpha``
 (values true or false) applied first, in that order, then ``group/version`` and ``group/version/resource`` keys
-(values as Go's strconv.ParseBool reads them), a resource's own setting above its version's. A key of a group the
-release does not have is ignored; a version the release does not have, of a group it has, is refused.
+(values as Go's strconv.ParseBool reads them), a resource's own setting above its version's. A key of a group no
+scheme of kube-apiserver registers is refused (``unknown api groups``), and so is a version the release does not
+register, of a group it has (``REGISTERED_VERSIONS``); a registered version kss does not serve is accepted and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -27,10 +30,71 @@ RESOURCE_VERSIONS: dict[int, tuple[str, ...]] = {
     35: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
     36: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
 }
-# The groups whose every registered version kss knows per release: a version not among them is refused.
-_REGISTERED: dict[str, dict[int, tuple[str, ...]]] = {RESOURCE_GROUP: RESOURCE_VERSIONS}
-# Alpha and beta group versions kss serves by their feature gate alone (a concession: see the module's docstring).
-_SERVED_BY_GATE = frozenset({("scheduling.k8s.io", "v1alpha1"), ("scheduling.k8s.io", "v1alpha2")})
+MINORS = tuple(RESOURCE_VERSIONS)
+
+# The group versions every release from 1.33 to 1.36 registers in kube-apiserver's schemes: k8s.io/api's packages of
+# each vendored tree (the legacy scheme installs them all, served or not: apps/v1beta1 is registered, long unserved),
+# and the apiextensions and aggregator servers' own groups.
+_ALWAYS_REGISTERED: dict[str, tuple[str, ...]] = {
+    "": ("v1",),
+    "admission.k8s.io": ("v1", "v1beta1"),
+    "admissionregistration.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+    "apiextensions.k8s.io": ("v1", "v1beta1"),
+    "apiregistration.k8s.io": ("v1", "v1beta1"),
+    "apps": ("v1", "v1beta2", "v1beta1"),
+    "authentication.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+    "authorization.k8s.io": ("v1", "v1beta1"),
+    "autoscaling": ("v1", "v2"),
+    "batch": ("v1", "v1beta1"),
+    "certificates.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+    "coordination.k8s.io": ("v1", "v1beta1", "v1alpha2"),
+    "discovery.k8s.io": ("v1", "v1beta1"),
+    "events.k8s.io": ("v1", "v1beta1"),
+    "extensions": ("v1beta1",),
+    "flowcontrol.apiserver.k8s.io": ("v1", "v1beta3", "v1beta2", "v1beta1"),
+    "imagepolicy.k8s.io": ("v1alpha1",),
+    "internal.apiserver.k8s.io": ("v1alpha1",),
+    "networking.k8s.io": ("v1", "v1beta1"),
+    "node.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+    "policy": ("v1", "v1beta1"),
+    "rbac.authorization.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+    "scheduling.k8s.io": ("v1", "v1beta1"),
+    "storage.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+}
+# What each release adds: autoscaling's v2beta1 and v2beta2 left the scheme in 1.36, networking v1alpha1 in 1.34;
+# scheduling.k8s.io/v1alpha1 (once PriorityClass's, v1.35's Workload) gave way to v1alpha2 in 1.36;
+# storagemigration.k8s.io went from v1alpha1 to v1beta1 in 1.35.
+_RELEASE_REGISTERED: dict[int, dict[str, tuple[str, ...]]] = {
+    33: {
+        "autoscaling": ("v2beta1", "v2beta2"),
+        "networking.k8s.io": ("v1alpha1",),
+        "scheduling.k8s.io": ("v1alpha1",),
+        "storagemigration.k8s.io": ("v1alpha1",),
+    },
+    34: {
+        "autoscaling": ("v2beta1", "v2beta2"),
+        "scheduling.k8s.io": ("v1alpha1",),
+        "storagemigration.k8s.io": ("v1alpha1",),
+    },
+    35: {
+        "autoscaling": ("v2beta1", "v2beta2"),
+        "scheduling.k8s.io": ("v1alpha1",),
+        "storagemigration.k8s.io": ("v1beta1",),
+    },
+    36: {"scheduling.k8s.io": ("v1alpha2",), "storagemigration.k8s.io": ("v1beta1",)},
+}
+
+
+def _registered(minor: int) -> dict[str, tuple[str, ...]]:
+    out = dict(_ALWAYS_REGISTERED)
+    for group, versions in _RELEASE_REGISTERED[minor].items():
+        out[group] = out.get(group, ()) + versions
+    out[RESOURCE_GROUP] = RESOURCE_VERSIONS[minor]
+    return out
+
+
+# Every group version kube-apiserver 1.``minor`` registers, by group: a version not among them is refused.
+REGISTERED_VERSIONS: dict[int, dict[str, tuple[str, ...]]] = {minor: _registered(minor) for minor in MINORS}
 # kube-apiserver's groupVersionMatchersOrder: the keys that match every version of a stability, applied first.
 _MATCHERS = ("api/all", "api/ga", "api/beta", "api/alpha")
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -65,21 +129,32 @@ def _bool(key: str, value: str) -> bool:
 
 
 def check_runtime_config(config: RuntimeConfig, minor: int) -> None:
-    """ValueError worded as kube-apiserver's for a value or key Kubernetes 1.``minor`` refuses."""
+    """ValueError worded as kube-apiserver's for a value or key Kubernetes 1.``minor`` refuses: first its option
+    validation (``APIEnablementOptions.Validate`` over the schemes of kube-apiserver, apiextensions and the
+    aggregator), then what merging the flag into the defaults refuses (``MergeAPIResourceConfigs``)."""
+    if dict(config) == {"api/all": "false"}:
+        raise ValueError("invalid runtime-config with only api/all=false")  # a server that serves nothing
+    unknown: set[str] = set()
+    for key in config:
+        if key in _MATCHERS:
+            continue
+        tokens = key.split("/")
+        if len(tokens) not in (2, 3):
+            raise ValueError(f"runtime-config invalid key {key}")
+        if _registered_versions(tokens[0], minor) is None:
+            unknown.add(_group_version(tokens[0], tokens[1]))
+    if unknown:
+        raise ValueError(f"unknown api groups {','.join(sorted(unknown))}")
     for key, value in config.items():
         if key in _MATCHERS:
             if value not in ("true", "false"):
                 raise ValueError(f"invalid value {key}={value}")
             continue
         tokens = key.split("/")
-        if len(tokens) < 2 or len(tokens) > 3:
-            continue  # upstream skips such keys
         group, version = tokens[0], tokens[1]
-        if not version:
-            raise ValueError(f"invalid key {key}")
-        registered = _REGISTERED.get(group, {}).get(minor)
-        if registered is not None and version not in registered:
-            raise ValueError(f"group version {group}/{version} that has not been registered")
+        registered = _registered_versions(group, minor) or ()
+        if version not in registered:
+            raise ValueError(f"group version {_group_version(group, version)} that has not been registered")
         _bool(key, value)
         if len(tokens) == 3 and tokens[2].lower() != tokens[2]:
             raise ValueError(
@@ -87,13 +162,20 @@ def check_runtime_config(config: RuntimeConfig, minor: int) -> None:
             )
 
 
-def _default(group: str, version: str, minor: int) -> bool:
-    """Whether Kubernetes 1.``minor`` serves a group version kss has with no ``--runtime-config``."""
-    if (group, version) in _SERVED_BY_GATE:
-        return True
-    registered = _REGISTERED.get(group)
-    if registered is not None and version not in registered.get(minor, ()):
-        return False
+def _group_version(group: str, version: str) -> str:
+    """``schema.GroupVersion.String()``: the core group's versions alone."""
+    return f"{group}/{version}" if group else version
+
+
+def _registered_versions(group: str, minor: int) -> tuple[str, ...] | None:
+    """The versions of ``group`` Kubernetes 1.``minor`` registers; None: a group it does not have (a minor
+    outside the table is read as the nearest one's)."""
+    nearest = min(max(minor, MINORS[0]), MINORS[-1])
+    return REGISTERED_VERSIONS[nearest].get(group)
+
+
+def _default(version: str) -> bool:
+    """Whether kube-apiserver serves a registered group version with no ``--runtime-config``: stable ones only."""
     return _stability(version) == "ga"
 
 
@@ -102,10 +184,10 @@ def api_enabled(group: str, version: str, plural: str, minor: int, config: Runti
     already). The core group's v1 is always served."""
     if not group:
         return True
-    registered = _REGISTERED.get(group)
-    if registered is not None and version not in registered.get(minor, ()):
+    registered = _registered_versions(group, minor)
+    if registered is not None and version not in registered:
         return False  # the release does not have it: nothing enables it
-    enabled = _default(group, version, minor)
+    enabled = _default(version)
     for matcher in _MATCHERS:
         if matcher in config and (matcher == "api/all" or matcher == f"api/{_stability(version)}"):
             enabled = config[matcher] == "true"
@@ -116,3 +198,21 @@ def api_enabled(group: str, version: str, plural: str, minor: int, config: Runti
     if resource_key in config:
         enabled = _bool(resource_key, config[resource_key])
     return enabled
+
+
+# The alpha group version of the Workload API each release serves behind GenericWorkload.
+_WORKLOAD_API = {35: "v1alpha1", 36: "v1alpha2"}
+
+
+def workload_api_note(gates: Mapping[str, bool], minor: int, config: RuntimeConfig) -> str | None:
+    """One line for a run whose GenericWorkload gate is on while ``config`` leaves the Workload API's alpha group
+    version off (the gate alone serves nothing, as on kube-apiserver); None otherwise."""
+    version = _WORKLOAD_API.get(minor)
+    if version is None or not gates.get("GenericWorkload"):
+        return None
+    if api_enabled("scheduling.k8s.io", version, "workloads", minor, config):
+        return None
+    return (
+        f"note: GenericWorkload is on but scheduling.k8s.io/{version} is not served (an alpha API, off by default "
+        f"as on kube-apiserver): add --runtime-config scheduling.k8s.io/{version}=true to serve the Workload API"
+    )

@@ -46,6 +46,8 @@ from kss_sim.scheduler.loop import (
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins import dynamic_resources as dra_plugin
+from kss_sim.scheduler.plugins.gang_scheduling import POD_GROUP_V1ALPHA2
+from kss_sim.scheduler.podgroup_cycle import pod_group_conditions_after
 from kss_sim.scheduler.record import Attempt
 
 if TYPE_CHECKING:
@@ -88,6 +90,19 @@ class _Actions(LoopWriter):
     def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
         if att.result == "scheduled":
             self.run.cache.remove_pod(pod.uid)  # deleted while it waited
+
+    def pod_group_condition(self, namespace: str, name: str, condition: dict[str, str]) -> None:
+        """The cycle's outcome on the PodGroup's status as kss serve writes it (``updatePodGroupCondition``), its
+        transition time on the virtual clock; the changed group is an update the scheduler's informer sees."""
+        run = self.run
+        group = run.cluster.get_object(POD_GROUP_V1ALPHA2, namespace, name)
+        if group is None:
+            return
+        updated = pod_group_conditions_after(group, condition, lambda: intake.rfc3339(run.workload.epoch, run.now))
+        if updated is None:
+            return
+        changed = {**group, "status": {**(group.get("status") or {}), "conditions": updated}}
+        run.objects.put(POD_GROUP_V1ALPHA2, changed, added=False)
 
     # --- PodActions (the plugins' side) ---------------------------------------------------------
     def bind(self, pod: PodInfo, node_name: str) -> Status:

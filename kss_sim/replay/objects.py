@@ -84,7 +84,7 @@ class ObjectIntake:
 
     def create(self, obj: Obj, *, run_for: float | None, end_at: float | None, seq: int | None) -> None:
         run = self.run
-        kind = str(obj.get("kind"))
+        kind = scheduler_kind(obj)
         if kind == "Pod":
             run._create_pod(obj, run_for=run_for, end_at=end_at, owner="", seq=seq)
             return
@@ -108,7 +108,7 @@ class ObjectIntake:
 
     def create_if_absent(self, obj: Obj) -> bool:
         """:meth:`create` unless an object of that kind, namespace and name exists (False then)."""
-        kind = str(obj.get("kind"))
+        kind = scheduler_kind(obj)
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
         if kind not in CLUSTER_SCOPED_OR_KNOWN:
@@ -128,7 +128,7 @@ class ObjectIntake:
 
     def update(self, obj: Obj) -> None:
         run = self.run
-        kind = str(obj.get("kind"))
+        kind = scheduler_kind(obj)
         meta = obj.setdefault("metadata", {})
         if kind == "Pod":
             run._update_pod(obj)
@@ -157,6 +157,8 @@ class ObjectIntake:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         run = self.run
         namespace = namespace or "default"
+        if f"{kind}.v1alpha2" in _V1ALPHA2_KINDS and run.loop.find(f"{kind}.v1alpha2", namespace, name) is not None:
+            kind = f"{kind}.v1alpha2"  # a delete names no version: the v1.36 object of that name
         if kind == "Pod":
             run._delete_pod(f"{namespace}/{name}", DELETED)
             return
@@ -225,6 +227,19 @@ class ObjectIntake:
         run.loop.handle("DELETED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_removed(name)
+
+
+_V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+# v1.36's Workload and PodGroup go by the scheduler's own names for them (the kinds of v1.35 and scheduler-plugins
+# keep theirs), as in ``kss simulate``.
+_V1ALPHA2_KINDS = frozenset(("PodGroup.v1alpha2", "Workload.v1alpha2"))
+
+
+def scheduler_kind(obj: Obj) -> str:
+    """The name the scheduler's listers keep ``obj``'s kind under (``PodGroup.v1alpha2`` for v1.36's)."""
+    kind = str(obj.get("kind"))
+    named = f"{kind}.v1alpha2"
+    return named if obj.get("apiVersion") == _V1ALPHA2 and named in _V1ALPHA2_KINDS else kind
 
 
 _WORKLOAD = frozenset(

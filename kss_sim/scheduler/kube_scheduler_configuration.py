@@ -97,6 +97,20 @@ EXTENSION_POINTS: list[tuple[str, type[Plugin]]] = [
     ("postBind", PostBindPlugin),
 ]
 ALL_POINTS = ["multiPoint", *[p for p, _ in EXTENSION_POINTS]]
+# v1.36's PodGroup cycle points (kubescheduler.config.k8s.io/v1 ``placementGenerate``, ``placementScore``): a
+# profile names them from v1.36 on; earlier releases' config API has no such fields.
+PLACEMENT_POINTS: list[tuple[str, type[Plugin]]] = [
+    ("placementGenerate", PlacementGeneratePlugin),
+    ("placementScore", PlacementScorePlugin),
+]
+PLACEMENT_MINOR = 36
+
+
+def all_points(version: KubeVersion) -> list[str]:
+    """The plugin sets a profile has at ``version``: multiPoint, the pod's points and, from v1.36, the placement
+    points."""
+    placement = [p for p, _ in PLACEMENT_POINTS] if version.minor >= PLACEMENT_MINOR else []
+    return [*ALL_POINTS, *placement]
 
 
 class ConfigError(ValueError):
@@ -174,11 +188,12 @@ def merge_plugins(
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """A profile's plugins: the defaults at ``version`` under ``feature_gates`` merged with ``custom``
     (``mergePlugins``)."""
-    defaults: dict[str, dict[str, list[dict[str, Any]]]] = {p: {"enabled": [], "disabled": []} for p in ALL_POINTS}
+    points = all_points(version or kube_version())
+    defaults: dict[str, dict[str, list[dict[str, Any]]]] = {p: {"enabled": [], "disabled": []} for p in points}
     defaults["multiPoint"]["enabled"] = default_multi_point(feature_gates, version)
     if custom is None:
         return defaults
-    return {p: _merge_plugin_set(defaults[p], custom.get(p) or {}) for p in ALL_POINTS}
+    return {p: _merge_plugin_set(defaults[p], custom.get(p) or {}) for p in points}
 
 
 def _check_int(value: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
@@ -264,8 +279,9 @@ def parse_config(
         custom = rp.get("plugins")
         if custom is not None and not isinstance(custom, dict):
             raise ConfigError(f"{base}.plugins", "must be an object")
+        points = all_points(version)
         for point, pset in (custom or {}).items():
-            if point not in ALL_POINTS:
+            if point not in points:
                 raise ConfigError(f"{base}.plugins.{point}", "unknown extension point")
             for kind in ("enabled", "disabled"):
                 for j, p in enumerate((pset or {}).get(kind) or []):
@@ -397,7 +413,8 @@ def plugin_class_at(name: str, version: KubeVersion) -> type[Plugin]:
 
 def _needed_plugins(plugins: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
     names: list[str] = []
-    for point in [p for p, _ in EXTENSION_POINTS] + ["multiPoint"]:
+    placement = [p for p, _ in PLACEMENT_POINTS if p in plugins]
+    for point in [p for p, _ in EXTENSION_POINTS] + ["multiPoint"] + placement:
         for p in plugins[point]["enabled"]:
             if p["name"] not in names:
                 names.append(p["name"])
@@ -417,7 +434,8 @@ def expand_points(
     version: KubeVersion | None = None,
 ) -> dict[str, list[str]]:
     """The plugins each extension point runs, in order, with multiPoint expanded as ``NewFramework`` does:
-    a point's own enabled plugins that multiPoint also lists first, then multiPoint's, then the point's others.
+    a point's own enabled plugins that multiPoint also lists first, then multiPoint's, then the point's others
+    (v1.36's placement points too, when ``plugins`` has them).
 
     ``classes`` maps names to plugin classes (looked up in the registry, at ``version``, when not given).
     """
@@ -425,7 +443,7 @@ def expand_points(
         at = version or kube_version()
         classes = {name: plugin_class_at(name, at) for name in _needed_plugins(plugins)}
     points: dict[str, list[str]] = {}
-    for point, iface in EXTENSION_POINTS:
+    for point, iface in [*EXTENSION_POINTS, *((p, i) for p, i in PLACEMENT_POINTS if p in plugins)]:
         pset = plugins[point]
         enabled = [p["name"] for p in pset["enabled"]]
         for n in enabled:
@@ -455,14 +473,18 @@ def score_weights(
     plugins: dict[str, dict[str, list[dict[str, Any]]]],
     classes: dict[str, type[Plugin]] | None = None,
     version: KubeVersion | None = None,
+    *,
+    point: str = "score",
 ) -> dict[str, int]:
-    """Each score plugin's weight: the score point's own entry first, then multiPoint's; unset or 0 means 1."""
+    """Each score plugin's weight (``getValidScoreWeights``): the point's own entry first, then multiPoint's;
+    unset or 0 means 1. ``point="placementScore"``: the PlacementScore plugins' (v1.36)."""
     if classes is None:
         at = version or kube_version()
         classes = {name: plugin_class_at(name, at) for name in _needed_plugins(plugins)}
+    iface = PlacementScorePlugin if point == "placementScore" else ScorePlugin
     weights: dict[str, int] = {}
-    for p in [*plugins["score"]["enabled"], *plugins["multiPoint"]["enabled"]]:
-        if not issubclass(classes[p["name"]], ScorePlugin) or p["name"] in weights:
+    for p in [*(plugins.get(point) or {}).get("enabled", []), *plugins["multiPoint"]["enabled"]]:
+        if not issubclass(classes[p["name"]], iface) or p["name"] in weights:
             continue
         weights[p["name"]] = int(p.get("weight") or 0) or 1
     return weights
@@ -506,6 +528,9 @@ def build_framework(
     is told of each plugin's run at the per-cycle extension points (``Framework.plugin_observer``).
     """
     plugins = profile.plugins
+    if handle.kube_version.minor >= PLACEMENT_MINOR:  # a profile made by hand may lack the placement sets
+        empty: dict[str, list[dict[str, Any]]] = {"enabled": [], "disabled": []}
+        plugins = {**{point: empty for point, _ in PLACEMENT_POINTS}, **plugins}
     if allow_missing:
         missing: set[str] = set()
         for name in _needed_plugins(plugins):
@@ -523,9 +548,15 @@ def build_framework(
         instances[name] = cls(handle, args)
     classes = {name: type(plugin) for name, plugin in instances.items()}
     points = {point: [instances[n] for n in names] for point, names in expand_points(plugins, classes).items()}
-    # v1.36's PodGroup placement points, as the defaults enable their plugins: through multiPoint, in its order
-    # (set on the framework beside the points a configuration lists, whose output every version shares).
-    multi = [p for p in plugins["multiPoint"]["enabled"] if p["name"] in instances]
+    # v1.36's PodGroup placement points, expanded as the others (multiPoint's, the point's own enabled and
+    # disabled): set on the framework beside the pod's points, whose output every version shares.
+    placement = {point: points.pop(point, []) for point, _ in PLACEMENT_POINTS}
+    if len(placement["placementGenerate"]) > 1 and not allow_missing:
+        raise ConfigError(
+            "plugins.placementGenerate",
+            "at most one placement generate plugin is allowed for profile with scheduler name "
+            f"{profile.scheduler_name!r}",
+        )
     if len(points["queueSort"]) != 1 and not allow_missing:
         raise ConfigError(
             "plugins.queueSort",
@@ -535,31 +566,29 @@ def build_framework(
     if not points["bind"] and not allow_missing:
         raise ConfigError("plugins.bind", f"at least one bind plugin is needed for profile {profile.scheduler_name!r}")
     weights = score_weights(plugins, classes)
-    for p in multi:
-        if issubclass(classes[p["name"]], PlacementScorePlugin):
-            weights.setdefault(p["name"], int(p.get("weight") or 0) or 1)
+    for name, weight in score_weights(plugins, classes, point="placementScore").items():
+        weights.setdefault(name, weight)
     fwk = Framework(
         profile.scheduler_name, handle, points, weights, profile.percentage_of_nodes_to_score, plugin_observer
     )
-    for p in multi:
-        plugin = instances[p["name"]]
-        if isinstance(plugin, PlacementGeneratePlugin):
-            fwk.placement_generate.append(plugin)
-        if isinstance(plugin, PlacementScorePlugin):
-            fwk.placement_score.append(plugin)
+    fwk.placement_generate = [p for p in placement["placementGenerate"] if isinstance(p, PlacementGeneratePlugin)]
+    fwk.placement_score = [p for p in placement["placementScore"] if isinstance(p, PlacementScorePlugin)]
     return fwk
 
 
 def plugins_in_effect(
     profile: Profile, version: KubeVersion | None = None
 ) -> list[tuple[str, list[tuple[str, int | None]]]]:
-    """Each extension point with the plugins it runs at ``version``, in order (score plugins with their weight)."""
+    """Each extension point with the plugins it runs at ``version``, in order (score plugins with their weight;
+    from v1.36 the placement points too, PlacementScore plugins with theirs)."""
     points = expand_points(profile.plugins, version=version)
-    weights = score_weights(profile.plugins, version=version)
-    return [
-        (point, [(name, weights[name] if point == "score" else None) for name in points[point]])
-        for point, _ in EXTENSION_POINTS
-    ]
+    weights = {
+        "score": score_weights(profile.plugins, version=version),
+        "placementScore": score_weights(profile.plugins, version=version, point="placementScore"),
+    }
+    names = [point for point, _ in EXTENSION_POINTS] + [point for point, _ in PLACEMENT_POINTS if point in points]
+    return [(point, [(name, weights[point][name] if point in weights else None) for name in points[point]])
+            for point in names]  # fmt: skip
 
 
 # The plugins kubescheduler.config.k8s.io/v1 has an ``<Name>Args`` kind for: defaulting appends their args.

@@ -407,6 +407,20 @@ def _q(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def pod_group_conditions_after(
+    group: dict[str, Any], condition: dict[str, str], now: Callable[[], str]
+) -> list[dict[str, Any]] | None:
+    """``updatePodGroupCondition``: the PodGroup's conditions once a cycle's ``condition`` is set on them (its
+    observedGeneration the group's), or None when nothing changes: a group once scheduled is not turned back to
+    False by a later cycle for more pods. kss serve and the replay write the result each their way."""
+    conditions = list((group.get("status") or {}).get("conditions") or [])
+    existing = next((c for c in conditions if c.get("type") == condition["type"]), None)
+    if existing is not None and existing.get("status") == "True" and condition["status"] != "True":
+        return None
+    wanted = {**condition, "observedGeneration": (group.get("metadata") or {}).get("generation") or 0}
+    return set_status_condition(conditions, wanted, now)
+
+
 def set_status_condition(
     conditions: list[dict[str, Any]], condition: dict[str, Any], now: Callable[[], str]
 ) -> list[dict[str, Any]] | None:

@@ -179,12 +179,13 @@ async def app_at(tmp_path: Path) -> AsyncIterator[Any]:
     """A factory of applications at a Kubernetes version and feature gates (lifespan run, scheduler off)."""
     started: list[Any] = []
 
-    async def start(version: str, gates: dict[str, bool]) -> FastAPI:
+    async def start(version: str, gates: dict[str, bool], runtime_config: str = "api/alpha=true") -> FastAPI:
         application = create_app(
             Settings(
                 database_url=f"sqlite:///{tmp_path / f'kss-{len(started)}.db'}",
                 kube_version=version,
                 feature_gates=gates,
+                runtime_config=runtime_config,
                 scheduler_enabled=False,
                 controllers=False,
                 kubelet=False,
@@ -214,6 +215,9 @@ async def test_the_served_set_follows_the_kube_version_and_gates(app_at: Any) ->
     assert "workloads" in workloads["scheduling.k8s.io"]["v1alpha1"]
     v136 = _versions((await _aggregated(await app_at("1.36", {"GenericWorkload": True}), V2)).json())
     assert list(v136["scheduling.k8s.io"]) == ["v1", "v1alpha2"]
+    # The gate alone is not enough: an alpha API is off until --runtime-config enables it.
+    gate_only = _versions((await _aggregated(await app_at("1.36", {"GenericWorkload": True}, ""), V2)).json())
+    assert list(gate_only["scheduling.k8s.io"]) == ["v1"]
 
 
 async def test_v2beta1_is_served_only_while_the_remove_beta_gate_is_off(app_at: Any) -> None:

@@ -16,7 +16,8 @@ import pytest
 from fastapi import FastAPI
 from pydantic import ValidationError
 
-from kss_sim.cluster.api import dra_versions
+from kss_sim.cluster.api import dra_versions, protobuf_codec
+from kss_sim.cluster.api.protobuf import PROTOBUF, PROTOBUF_STREAM
 from kss_sim.config import Settings
 from kss_sim.kube.api_enablement import api_enabled, check_runtime_config, parse_runtime_config
 from kss_sim.main import create_app
@@ -148,8 +149,8 @@ def test_bad_runtime_config_is_refused_in_kube_apiserver_s_words(text: str, mino
         Settings(kube_version=version, runtime_config=text)
 
 
-def test_a_group_the_release_does_not_have_is_ignored() -> None:
-    check_runtime_config(parse_runtime_config("flowcontrol.apiserver.k8s.io/v1beta3=true,api/v1"), 33)
+def test_a_registered_group_version_kss_does_not_serve_is_accepted() -> None:
+    check_runtime_config(parse_runtime_config("flowcontrol.apiserver.k8s.io/v1beta3=true,/v1"), 33)
 
 
 # --- conversions ---------------------------------------------------------------------------------------------
@@ -389,23 +390,42 @@ def test_a_file_of_v1beta1_objects_is_read_into_v1_by_the_commands_that_serve_no
     assert device_class["apiVersion"] == "resource.k8s.io/v1"
 
 
-async def test_a_client_preferring_protobuf_is_answered_in_json_in_the_version_it_asked(
+async def test_a_protobuf_client_reads_and_writes_the_betas_in_their_own_protobuf_form(
     v133: httpx.AsyncClient,
 ) -> None:
-    # client-go's typed clients (a v1.33 kube-scheduler's informers) put protobuf first and JSON second.
+    # client-go's typed clients (a v1.33 kube-scheduler's informers) put protobuf first and JSON second; a v1.33
+    # client writes its v1beta1/v1beta2 objects in protobuf (k8s.io/api/resource/v1beta1 and v1beta2 messages).
     accept = {"Accept": "application/vnd.kubernetes.protobuf, application/json"}
-    created = await v133.post(f"{GROUP}/v1beta1/resourceslices", json=V1BETA1_SLICE, headers=accept)
-    assert created.status_code == 201
-    assert created.headers["content-type"].startswith("application/json")
-    assert created.json()["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
+    encoded = protobuf_codec.encode(V1BETA1_SLICE)
+    assert encoded is not None
+    created = await v133.post(
+        f"{GROUP}/v1beta1/resourceslices", content=encoded, headers={**accept, "content-type": PROTOBUF}
+    )
+    assert created.status_code == 201, created.text
+    assert created.headers["content-type"] == PROTOBUF
+    api_version, kind, body = protobuf_codec.decode(created.content)
+    assert (api_version, kind) == ("resource.k8s.io/v1beta1", "ResourceSlice")
+    assert body["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
     listed = await v133.get(f"{GROUP}/v1beta1/resourceslices", headers=accept)
-    assert listed.json()["items"][0]["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert listed.headers["content-type"] == PROTOBUF
+    api_version, kind, items = protobuf_codec.decode(listed.content)
+    assert (api_version, kind) == ("resource.k8s.io/v1beta1", "ResourceSliceList")
+    assert items["items"][0]["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
+    # The same object read as v1beta2: v1's shape (no basic), in v1beta2's protobuf message.
+    beta2 = await v133.get(f"{GROUP}/v1beta2/resourceslices/node-1-gpus", headers=accept)
+    api_version, kind, body = protobuf_codec.decode(beta2.content)
+    assert (api_version, kind) == ("resource.k8s.io/v1beta2", "ResourceSlice")
+    assert body["spec"]["devices"][0] == {
+        "name": "gpu-0",
+        "attributes": {"model": {"string": "A100"}},
+        "capacity": {"memory": {"value": "40Gi"}},
+    }
     async with v133.stream(
         "GET", f"{GROUP}/v1beta1/resourceslices?watch=true&resourceVersion=0&timeoutSeconds=1", headers=accept
     ) as watched:
-        assert watched.headers["content-type"].startswith("application/json")
-        async for line in watched.aiter_lines():
-            if line.strip():
-                event = orjson.loads(line)
-                break
-    assert event["object"]["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]
+        assert watched.headers["content-type"].startswith(PROTOBUF_STREAM)
+        frames = b"".join([chunk async for chunk in watched.aiter_bytes()])
+    size = int.from_bytes(frames[:4], "big")
+    event_type, obj = protobuf_codec.decode_watch_event(frames[4 : 4 + size])
+    assert (event_type, obj["apiVersion"]) == ("ADDED", "resource.k8s.io/v1beta1")
+    assert obj["spec"]["devices"] == V1BETA1_SLICE["spec"]["devices"]

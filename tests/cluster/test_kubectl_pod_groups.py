@@ -59,7 +59,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A ``kss serve`` started with --feature-gates' environment twin: GenericWorkload=true."""
+    """A ``kss serve`` started with --feature-gates' environment twin: GenericWorkload=true, and
+    --runtime-config scheduling.k8s.io/v1alpha1=true (an alpha API is off by default)."""
     workdir = tmp_path_factory.mktemp("kss-gated")
     srv = start_server(
         workdir,
@@ -69,6 +70,7 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "KSS_CONTROLLERS": "false",
             "KSS_KUBELET": "false",
             "KSS_FEATURE_GATES": "GenericWorkload=true",
+            "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha1=true",
         },
     )
     yield srv

@@ -29,6 +29,7 @@ def v136(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         env={
             "KSS_KUBE_VERSION": "1.36",
             "KSS_FEATURE_GATES": "GenericWorkload=true,GangScheduling=true",
+            "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha2=true",
             "KSS_CONTROLLERS": "false",
             "KSS_KUBELET": "false",
         },

@@ -1,7 +1,8 @@
 """v1.36's Workload and PodGroup (scheduling.k8s.io/v1alpha2) with the real kubectl against ``kss serve
---kube-version 1.36 --feature-gates GenericWorkload=true,GangScheduling=true`` (issue #32's done-when): the kinds in
-discovery, and a gang of minCount 3 held, then bound together; one that cannot fit binds none (what each member and
-the group then say: test_kubectl_podgroup_cycle.py)."""
+--kube-version 1.36 --feature-gates GenericWorkload=true,GangScheduling=true --runtime-config
+scheduling.k8s.io/v1alpha2=true`` (issue #32's done-when; the alpha API needs the flag, as on kube-apiserver): the
+kinds in discovery, and a gang of minCount 3 held, then bound together; one that cannot fit binds none (what each
+member and the group then say: test_kubectl_podgroup_cycle.py)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def v136(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         env={
             "KSS_KUBE_VERSION": "1.36",
             "KSS_FEATURE_GATES": "GenericWorkload=true,GangScheduling=true",
+            "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha2=true",
             "KSS_CONTROLLERS": "false",
             "KSS_KUBELET": "false",
         },

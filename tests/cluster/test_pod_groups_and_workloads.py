@@ -74,6 +74,7 @@ async def gated_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
             scheduler_enabled=False,
             controllers=False,
             feature_gates=GATES_ON,
+            runtime_config="scheduling.k8s.io/v1alpha1=true",  # alpha APIs are off by default, as upstream
         )
     )
     async with application.router.lifespan_context(application):

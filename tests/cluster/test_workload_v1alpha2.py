@@ -25,23 +25,26 @@ POD_GROUPS = f"{V1ALPHA2}/namespaces/default/podgroups"
 CRD_POD_GROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
 MERGE = {"content-type": "application/merge-patch+json"}
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+ALPHA_APIS = "api/alpha=true"
 
 Client = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
 @pytest.fixture
 def client_at(tmp_path: Path) -> Client:
-    """An in-process client of an application at a Kubernetes version and feature gates (scheduler off)."""
+    """An in-process client of an application at a Kubernetes version and feature gates (scheduler off), its
+    alpha APIs enabled (``--runtime-config api/alpha=true``) unless ``runtime_config`` says otherwise."""
 
     @asynccontextmanager
-    async def start(version: str, **gates: bool) -> AsyncIterator[httpx.AsyncClient]:
+    async def start(version: str, runtime_config: str = ALPHA_APIS, **gates: bool) -> AsyncIterator[httpx.AsyncClient]:
         application: FastAPI = create_app(
             Settings(
-                database_url=f"sqlite:///{tmp_path / f'kss-{version}-{len(gates)}.db'}",
+                database_url=f"sqlite:///{tmp_path / f'kss-{version}-{len(gates)}-{len(runtime_config)}.db'}",
                 scheduler_enabled=False,
                 controllers=False,
                 kube_version=version,
                 feature_gates=gates,
+                runtime_config=runtime_config,
             )
         )
         async with application.router.lifespan_context(application):
@@ -84,6 +87,22 @@ def grouped_pod(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec},
     }
+
+
+@pytest.mark.parametrize("runtime_config", ["", "scheduling.k8s.io/v1alpha2=false", "api/alpha=false"])
+async def test_the_gate_alone_does_not_serve_v1alpha2_an_alpha_api_needs_the_runtime_config(
+    client_at: Client, runtime_config: str
+) -> None:
+    async with client_at("1.36", runtime_config, GenericWorkload=True) as c:
+        assert (await c.get(V1ALPHA2)).status_code == 404
+        assert (await c.post(WORKLOADS, json=workload("job", gang_template("workers", 3)))).status_code == 404
+        versions = [v["version"] for v in (await c.get("/apis/scheduling.k8s.io")).json()["versions"]]
+        assert versions == ["v1"]
+    async with client_at("1.36", "scheduling.k8s.io/v1alpha2=true", GenericWorkload=True) as c:
+        assert (await c.get(V1ALPHA2)).status_code == 200
+    async with client_at("1.36", "scheduling.k8s.io/v1alpha2/podgroups=true", GenericWorkload=True) as c:
+        resources = [r["name"] for r in (await c.get(V1ALPHA2)).json()["resources"]]
+        assert "podgroups" in resources and "workloads" not in resources
 
 
 def causes(response: httpx.Response) -> list[tuple[str, str, str]]:
@@ -189,6 +208,49 @@ async def test_workload_validation_names_each_field_as_kube_apiserver_does(clien
         mistyped = workload("typed", gang_template("workers", "3"))
         answer = await c.post(WORKLOADS, json=mistyped)
         assert answer.status_code == 400 and "cannot unmarshal string" in answer.json()["message"], answer.text
+
+
+async def test_scheduling_constraints_take_one_topology_constraint_keyed_by_a_label_key(client_at: Client) -> None:
+    async with client_at("1.36", GenericWorkload=True, TopologyAwareWorkloadScheduling=True) as c:
+        rack = {"topology": [{"key": "topology.kubernetes.io/rack"}]}
+        good = await c.post(WORKLOADS, json=workload("racked", gang_template("workers", 2, schedulingConstraints=rack)))
+        assert good.status_code == 201, good.text
+        assert good.json()["spec"]["podGroupTemplates"][0]["schedulingConstraints"] == rack
+        two = {"topology": [{"key": "rack"}, {"key": "Bad Key"}]}
+        bad = workload(
+            "bad",
+            gang_template("empty", 1, schedulingConstraints={"topology": [{"key": ""}]}),
+            gang_template("malformed", 1, schedulingConstraints={"topology": [{"key": "example.com/a/b"}]}),
+            gang_template("prefixed", 1, schedulingConstraints={"topology": [{"key": "Example.com/rack"}]}),
+            gang_template("two", 1, schedulingConstraints=two),
+        )
+        at = "spec.podGroupTemplates[{}].schedulingConstraints.topology"
+        assert causes(await c.post(WORKLOADS, json=bad)) == [
+            (f"{at.format(0)}[0].key", "FieldValueRequired", "Required value"),
+            (
+                f"{at.format(1)}[0].key",
+                "FieldValueInvalid",
+                'Invalid value: "example.com/a/b": a valid label key must consist of alphanumeric characters, '
+                "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+                "'my.name',  or '123-abc', regex used for validation is "
+                "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')",
+            ),
+            (
+                f"{at.format(2)}[0].key",
+                "FieldValueInvalid",
+                'Invalid value: "Example.com/rack": prefix part a lowercase RFC 1123 subdomain must consist of lower '
+                "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+                "(e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ),
+            (at.format(3), "FieldValueTooMany", "Too many: 2: must have at most 1 item"),
+        ]
+        group = pod_group("job-workers-0", 2)
+        group["spec"]["schedulingConstraints"] = {"topology": [{"key": "-rack"}]}
+        assert [(f, r) for f, r, _ in causes(await c.post(POD_GROUPS, json=group))] == [
+            ("spec.schedulingConstraints.topology[0].key", "FieldValueInvalid")
+        ]
 
 
 async def test_pod_group_status_is_the_status_subresource_and_its_policy_is_immutable(client_at: Client) -> None:

@@ -21,7 +21,12 @@ GATES = {"GenericWorkload": True, "GangScheduling": True}
 
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
-    application = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", feature_gates=GATES))
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss.db'}",
+        feature_gates=GATES,
+        runtime_config="scheduling.k8s.io/v1alpha1=true",  # the Workload API is alpha: off by default
+    )
+    application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
 

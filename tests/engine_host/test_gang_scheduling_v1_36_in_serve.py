@@ -27,7 +27,12 @@ V1ALPHA2 = "/apis/scheduling.k8s.io/v1alpha2/namespaces/default"
 
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", kube_version="1.36", feature_gates=GATES)
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss.db'}",
+        kube_version="1.36",
+        feature_gates=GATES,
+        runtime_config="scheduling.k8s.io/v1alpha2=true",  # the Workload API is alpha: off by default
+    )
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application

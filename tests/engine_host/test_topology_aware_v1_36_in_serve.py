@@ -27,7 +27,12 @@ RACK = "example.com/rack"
 
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", kube_version="1.36", feature_gates=GATES)
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss.db'}",
+        kube_version="1.36",
+        feature_gates=GATES,
+        runtime_config="scheduling.k8s.io/v1alpha2=true",  # the Workload API is alpha: off by default
+    )
     application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
@@ -132,3 +137,38 @@ async def test_a_gang_no_rack_can_hold_binds_none(app: FastAPI, client: httpx.As
         "preemption: not eligible due to placement-based pod group scheduling limitation"
     )
     assert sum(m == fits_nowhere for m in messages) == 2, messages
+
+
+async def test_a_profile_without_the_placement_generator_places_the_gang_across_racks(tmp_path: Path) -> None:
+    # placementGenerate disabled in the configuration: the cycle tries the whole cluster as one placement, so the
+    # gang no single rack holds binds on nodes of both racks and the loose one.
+    config = tmp_path / "scheduler.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "- schedulerName: default-scheduler\n"
+        "  plugins:\n"
+        "    placementGenerate:\n"
+        "      disabled: [{name: '*'}]\n"
+    )
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss.db'}",
+        kube_version="1.36",
+        feature_gates=GATES,
+        runtime_config="scheduling.k8s.io/v1alpha2=true",
+        scheduler_config=config,
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://kss.test") as client:
+            fwk = application.state.scheduler.frameworks["default-scheduler"]
+            assert fwk.placement_generate == [] and [p.name for p in fwk.placement_score] == ["PodGroupPodsCount"]
+            await _racks(client)
+            names = await _gang(client, "quad", 4, 4)
+            await _settle(application)
+            placed = await _nodes_of(client, names)
+            assert None not in placed and len(set(placed)) == 4, placed
+            condition = await _condition(client, "quad")
+            assert (condition["status"], condition["reason"]) == ("True", "Scheduled")

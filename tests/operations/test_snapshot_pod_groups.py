@@ -24,7 +24,11 @@ MERGE = {"content-type": "application/merge-patch+json"}
 async def _client(tmp_path: Path, name: str, gates: dict[str, bool]) -> AsyncIterator[httpx.AsyncClient]:
     application: FastAPI = create_app(
         Settings(
-            database_url=f"sqlite:///{tmp_path / name}", scheduler_enabled=False, controllers=False, feature_gates=gates
+            database_url=f"sqlite:///{tmp_path / name}",
+            scheduler_enabled=False,
+            controllers=False,
+            feature_gates=gates,
+            runtime_config="scheduling.k8s.io/v1alpha1=true",  # the Workload API is alpha: off by default
         )
     )
     async with application.router.lifespan_context(application):
@@ -127,7 +131,10 @@ async def test_an_import_succeeds_while_the_pod_group_controller_writes_status(
     # No kubelet: the members stay as imported (not Running), so the controller's own verdict is Scheduling.
     application: FastAPI = create_app(
         Settings(
-            database_url=f"sqlite:///{tmp_path / 'live.db'}", feature_gates={"GenericWorkload": True}, kubelet=False
+            database_url=f"sqlite:///{tmp_path / 'live.db'}",
+            feature_gates={"GenericWorkload": True},
+            runtime_config="scheduling.k8s.io/v1alpha1=true",
+            kubelet=False,
         )
     )
     async with application.router.lifespan_context(application):

@@ -23,7 +23,8 @@ Client = Callable[[str], AbstractAsyncContextManager[httpx.AsyncClient]]
 
 @pytest.fixture
 def client_at(tmp_path: Path) -> Client:
-    """An in-process client of a server at a Kubernetes version, GenericWorkload on (scheduler off)."""
+    """An in-process client of a server at a Kubernetes version, GenericWorkload on and its
+    alpha API enabled (scheduler off)."""
 
     @asynccontextmanager
     async def start(version: str) -> AsyncIterator[httpx.AsyncClient]:
@@ -34,6 +35,7 @@ def client_at(tmp_path: Path) -> Client:
                 controllers=False,
                 kube_version=version,
                 feature_gates={"GenericWorkload": True},
+                runtime_config="api/alpha=true",  # the Workload API is alpha: off by default, as upstream
             )
         )
         async with application.router.lifespan_context(application):

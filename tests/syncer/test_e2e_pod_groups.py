@@ -20,7 +20,7 @@ from tests.syncer.test_e2e import Mirror, core, eventually, node_body, pod_body
 
 PG = ("scheduling.x-k8s.io", "v1alpha1", "default", "podgroups")
 WL = ("scheduling.k8s.io", "v1alpha1", "default", "workloads")
-GATE = {"KSS_FEATURE_GATES": "GenericWorkload=true"}
+GATE = {"KSS_FEATURE_GATES": "GenericWorkload=true", "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha1=true"}
 
 
 def custom(url: str) -> client.CustomObjectsApi:

@@ -23,7 +23,11 @@ from tests.syncer.test_e2e import Mirror, core, eventually, pod_body
 WL = ("scheduling.k8s.io", "v1alpha2", "default", "workloads")
 PG = ("scheduling.k8s.io", "v1alpha2", "default", "podgroups")
 CRD_PG = ("scheduling.x-k8s.io", "v1alpha1", "default", "podgroups")
-V1_36 = {"KSS_KUBE_VERSION": "1.36", "KSS_FEATURE_GATES": "GenericWorkload=true"}
+V1_36 = {
+    "KSS_KUBE_VERSION": "1.36",
+    "KSS_FEATURE_GATES": "GenericWorkload=true",
+    "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha2=true",
+}
 
 
 @pytest.fixture

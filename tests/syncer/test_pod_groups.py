@@ -148,7 +148,7 @@ def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.L
     assert messages == [
         "the source does not serve podgroups (scheduling.x-k8s.io/v1alpha1): not mirroring them",
         "the simulator does not serve workloads (scheduling.k8s.io/v1alpha1): not mirroring them "
-        "(start it with --feature-gates=GenericWorkload=true)",
+        "(start it with --feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1alpha1=true)",
         "the source does not serve workloads (scheduling.k8s.io/v1alpha2): not mirroring them",
         "the source does not serve podgroups (scheduling.k8s.io/v1alpha2): not mirroring them",
     ]

@@ -82,7 +82,11 @@ def workload_pod(name: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def gang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     workdir = tmp_path_factory.mktemp("kss-gangs")
-    env = {"KSS_SCHEDULER_ENABLED": "true", "KSS_FEATURE_GATES": "GenericWorkload=true,GangScheduling=true"}
+    env = {
+        "KSS_SCHEDULER_ENABLED": "true",
+        "KSS_FEATURE_GATES": "GenericWorkload=true,GangScheduling=true",
+        "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha1=true",
+    }
     srv = start_server(workdir, f"sqlite:///{workdir / 'kss.db'}", env=env)
     yield srv
     srv.stop()

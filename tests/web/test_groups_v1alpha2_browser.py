@@ -30,6 +30,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {
         "KSS_KUBE_VERSION": "1.36",
         "KSS_FEATURE_GATES": "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
+        "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha2=true",
         "KSS_CONTROLLERS": "false",
         "KSS_KUBELET": "false",
     }

@@ -239,8 +239,8 @@ async def serve(
     wants_protobuf = protobuf.accepts_protobuf(request.headers.get("accept", ""))
     has_form = protobuf.has_protobuf(conversion.view.api_version, conversion.view.api_kind)
     frames = request.method == "GET" and wants_protobuf and has_form  # a watch's frames, encoded after conversion
-    # A view without a protobuf form (resource.k8s.io's betas) answers in JSON, as the client's Accept allows:
-    # never the stored kind's protobuf, another version's object.
+    # A view without a protobuf form answers in JSON, as the client's Accept allows: never the stored kind's
+    # protobuf, another version's object.
     json_accept = (request.method == "GET" or not has_form) and wants_protobuf
     try:
         with conversion.during_write():

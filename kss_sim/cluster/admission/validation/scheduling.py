@@ -10,6 +10,7 @@ from typing import Any
 
 from kss_sim.cluster.admission.validation.metadata import name_errors, validate_metadata
 from kss_sim.cluster.errors import Cause, duplicate, invalid, not_supported, required
+from kss_sim.kube.labels import label_key_errors
 
 # ---------------------------------------------------------------------------------------------- PodGroup (a CRD)
 
@@ -194,6 +195,8 @@ def validate_workload_update(new: dict[str, Any], old: dict[str, Any]) -> list[C
 # ------------------------------------------------------------------------------ Workload and PodGroup (v1alpha2)
 
 DISRUPTION_MODES = ["Pod", "PodGroup"]
+# v1.36 takes one topology constraint per group (``+k8s:maxItems=1``; "this may change in the future").
+MAX_TOPOLOGY_CONSTRAINTS = 1
 
 
 def _scheduling_policy_errors(path: str, policy: dict[str, Any]) -> list[Cause]:
@@ -221,9 +224,32 @@ def _short_name_errors(path: str, value: Any) -> list[Cause]:
     return [required(path)] if not text else name_errors(path, text, label=True)
 
 
+def _scheduling_constraints_errors(path: str, constraints: dict[str, Any]) -> list[Cause]:
+    """PodGroupSchedulingConstraints' declarative rules (v1.36): at most one topology constraint (too many stops
+    there, as ``maxItems`` short-circuits the items' checks), each with a required label-key ``key``."""
+    topology = constraints.get("topology") or []
+    at = f"{path}.topology"
+    if len(topology) > MAX_TOPOLOGY_CONSTRAINTS:
+        item = "item" if MAX_TOPOLOGY_CONSTRAINTS == 1 else "items"
+        detail = f"Too many: {len(topology)}: must have at most {MAX_TOPOLOGY_CONSTRAINTS} {item}"
+        return [Cause(at, "FieldValueTooMany", detail)]
+    causes: list[Cause] = []
+    for i, constraint in enumerate(topology):
+        key = str((constraint or {}).get("key") or "")
+        if not key:
+            causes.append(required(f"{at}[{i}].key"))
+        else:
+            causes += [invalid(f"{at}[{i}].key", key, msg) for msg in label_key_errors(key)]
+    return causes
+
+
 def _group_fields_errors(path: str, group: dict[str, Any]) -> list[Cause]:
-    """The fields a pod group template and a PodGroup's spec share: the scheduling policy, a disruption mode."""
+    """The fields a pod group template and a PodGroup's spec share: the scheduling policy, the scheduling
+    constraints, a disruption mode."""
     causes = _scheduling_policy_errors(f"{path}.schedulingPolicy", group.get("schedulingPolicy") or {})
+    constraints = group.get("schedulingConstraints")
+    if isinstance(constraints, dict):
+        causes += _scheduling_constraints_errors(f"{path}.schedulingConstraints", constraints)
     mode = group.get("disruptionMode")
     if mode is not None and mode not in DISRUPTION_MODES:
         causes.append(not_supported(f"{path}.disruptionMode", mode, DISRUPTION_MODES))
