@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import heapq
 import queue
 import threading
@@ -32,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from kss_sim.kube.node_ready import ready_status_patch
+from kss_sim.kube.node_ready import NODE_MONITOR_GRACE_PERIOD, ready_status_patch
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.live_api import SERVER_MANAGED, ApiError, Target, list_pods, watch_pods
 from kss_sim.replay.workload import RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
@@ -178,6 +179,8 @@ class LiveReplay:
         self._namespaces: set[str] = set()
         self._run_for_of: dict[tuple[str, str, str], float] = {}  # (kind, namespace, name) created with runFor
         self._last_activity = 0.0
+        self._lapses: dict[str, int] = {}  # stopped node -> the token of its coming lease lapse
+        self._lapse_seq = 0
 
     # --- time -----------------------------------------------------------------------------------
     def _now(self) -> float:
@@ -356,7 +359,26 @@ class LiveReplay:
 
     def _report_node(self, event: Event) -> None:
         # As ``kss node fail|heal``: the server's node lifecycle controller then taints the node.
+        self._lapses.pop(event.name, None)  # a heal (or another failure) before a lapse was played
+        if event.report == "unreachable":
+            # The node stops. kss serve's simulated kubelet goes on renewing every node's Lease, so the driver plays
+            # the lapse: the node lifecycle controller's Unknown, --node-monitor-grace-period later (its default, 50 s
+            # at every release kss serves).
+            self._lapse_seq += 1
+            self._lapses[event.name] = self._lapse_seq
+            lapsed = functools.partial(self._lease_lapsed, event, self._lapse_seq)
+            self._at(event.at + NODE_MONITOR_GRACE_PERIOD, lapsed)
+            return
         self.target.patch_status("Node", "", event.name, ready_status_patch(event.report))
+
+    def _lease_lapsed(self, event: Event, token: int) -> None:
+        if self._lapses.get(event.name) != token:
+            return
+        del self._lapses[event.name]
+        try:
+            self.target.patch_status("Node", "", event.name, ready_status_patch("unreachable"))
+        except ApiError as exc:
+            self._error(f"at {clock_text(event.at)}: {event.action} {self._named(event)}: {exc}")
 
     def _uncordon(self, event: Event) -> None:
         self.target.merge_patch("Node", "", event.name, {"spec": {"unschedulable": None}})

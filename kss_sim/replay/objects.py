@@ -8,9 +8,12 @@ pods (PodGC); a NoExecute taint's evictions are the taint eviction controller's 
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
 from typing import TYPE_CHECKING
 
+from kss_sim.kube.node_ready import node_monitor_grace_period
 from kss_sim.kube.objects import Obj
 from kss_sim.replay import intake
 from kss_sim.replay.model import DELETED
@@ -32,6 +35,8 @@ class ObjectIntake:
         self.nodes: dict[str, Obj] = {}
         # (node, taint key, effect) -> pods with a pending NoExecute eviction are checked again at their time.
         self._ignored_kinds: set[str] = set()
+        self._lapses: dict[str, int] = {}  # stopped node -> the token of its coming lease lapse
+        self._lapse_tokens = itertools.count()
 
     # --- events ---------------------------------------------------------------------------------
     def apply(self, event: Event) -> None:
@@ -77,7 +82,11 @@ class ObjectIntake:
             # The engine runs the controllers whenever the workload fails a node (the node lifecycle controller's
             # taints, the taint eviction controller's evictions).
             assert run.controllers is not None
-            self._replace_node(run.controllers.reported_node(node, event.report))
+            self._lapses.pop(event.name, None)  # a heal (or another failure) before a lapse was seen
+            if event.report == "unreachable":
+                self._stop_lease(event.name)
+            else:
+                self._replace_node(run.controllers.reported_node(node, event.report))
         elif action == "applyConfig":
             assert event.obj is not None
             run.apply_config(event.obj)
@@ -211,6 +220,22 @@ class ObjectIntake:
         run.loop.handle("MODIFIED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_added(node)  # DaemonSets re-check a changed node as a new one
+
+    def _stop_lease(self, name: str) -> None:
+        """``failNode``: the node's kubelet stops; its Lease, last renewed now, lapses after the node lifecycle
+        controller's ``--node-monitor-grace-period`` (the release's default), which then marks the node Unknown
+        (and taints it unreachable). A ``healNode`` before then finds it Ready as it was."""
+        run = self.run
+        token = self._lapses[name] = next(self._lapse_tokens)
+        grace = node_monitor_grace_period(run.kube_version.minor)
+        run.call_at(run.now + grace, functools.partial(self._lease_lapsed, name, token))
+
+    def _lease_lapsed(self, name: str, token: int) -> None:
+        node = self.nodes.get(name)
+        if self._lapses.get(name) != token or node is None or self.run.controllers is None:
+            return
+        del self._lapses[name]
+        self._replace_node(self.run.controllers.reported_node(node, "unreachable"))
 
     def _remove_node(self, name: str) -> None:
         run = self.run

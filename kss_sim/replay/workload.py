@@ -10,8 +10,9 @@ The format (docs/replay.md) is ours: a ``TimedWorkload`` document whose ``spec.e
 - ``cordon: NODE`` / ``uncordon: NODE``; ``drain: NODE`` (``kubectl drain``: cordon, then evictions that respect
   PodDisruptionBudgets, retried every 5 s; DaemonSet pods stay);
 - ``taint: {node, key, value, effect}`` / ``untaint: {node, key, effect}`` (``effect`` optional: every effect);
-- ``failNode: NODE`` (or ``{node, unreachable: true}``) / ``healNode: NODE``: the node's Ready condition as its
-  kubelet reports it (False; Unknown when unreachable; True), as ``kss node fail|heal`` sets it;
+- ``failNode: NODE`` / ``healNode: NODE``: the node stops (its kubelet no longer renews its Lease: the node
+  lifecycle controller marks it Unknown after ``--node-monitor-grace-period``) or is back (Ready True at once);
+  ``failNode: {node, notReady: true}``: its kubelet goes on reporting, Ready False at once (``kss node fail``);
 - ``applyConfig: <KubeSchedulerConfiguration>`` from that moment on.
 
 ``spec.start`` is the cluster at time 0: a ``kss export`` snapshot file (path relative to the workload file) or a
@@ -90,7 +91,9 @@ class Event:
     run_for: float | None = None  # create of a pod or pod-making workload: seconds a pod runs once bound
     end_at: float | None = None  # create of a pod: when it is deleted, bound or not
     taint: Obj | None = None  # taint / untaint: {key, value, effect}
-    report: str = ""  # failNode / healNode: what the node's kubelet reports (a key of kube.node_ready.NODE_REPORTS)
+    # failNode / healNode: a key of kube.node_ready.NODE_REPORTS: "unreachable" (the node stopped: its Lease lapses),
+    # "fail" (its kubelet reports NotReady), "heal"
+    report: str = ""
 
     @property
     def sort_key(self) -> tuple[float, int]:
@@ -288,13 +291,22 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
         event.kind, event.name = "Node", body
     elif action in ("failNode", "healNode"):
         if isinstance(body, dict) and action == "failNode":
-            unknown = sorted(set(body) - {"node", "unreachable"})
-            if unknown or not isinstance(body.get("node"), str) or not isinstance(body.get("unreachable", False), bool):
-                problems.append(f"{where}: must be a node name or {{node, unreachable: true|false}}")
+            unknown = sorted(set(body) - {"node", "unreachable", "notReady"})
+            flags = [body.get(f) for f in ("unreachable", "notReady") if f in body]
+            not_ready = bool(body.get("notReady")) or body.get("unreachable") is False
+            if (
+                unknown
+                or not isinstance(body.get("node"), str)
+                or not all(isinstance(f, bool) for f in flags)
+                or (body.get("notReady") and body.get("unreachable"))
+            ):
+                problems.append(
+                    f"{where}: must be a node name or {{node, notReady: true}} (or unreachable: true|false)"
+                )
                 return None
-            node, report = str(body["node"]), "unreachable" if body.get("unreachable") else "fail"
+            node, report = str(body["node"]), "fail" if not_ready else "unreachable"
         else:
-            node, report = body, "fail" if action == "failNode" else "heal"
+            node, report = body, "unreachable" if action == "failNode" else "heal"
         if not isinstance(node, str) or not node:
             problems.append(f"{where}: must be a node name")
             return None
@@ -409,7 +421,7 @@ def event_document(e: Event) -> Obj:
     elif e.action in ("cordon", "uncordon", "drain", "healNode"):
         entry[e.action] = e.name
     elif e.action == "failNode":
-        entry[e.action] = {"node": e.name, "unreachable": True} if e.report == "unreachable" else e.name
+        entry[e.action] = {"node": e.name, "notReady": True} if e.report == "fail" else e.name
     else:
         entry[e.action] = {"node": e.name, **(e.taint or {})}
     if e.run_for is not None:

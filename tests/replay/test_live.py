@@ -257,10 +257,16 @@ def test_node_updates_taints_deletes_and_configurations_happen_and_refusals_are_
 
 
 def test_a_node_failure_sets_the_nodes_ready_condition_and_the_servers_controllers_taint_it(server: Server) -> None:
-    text = workload([node("n1"), node("n2")], [{"at": 0, "failNode": {"node": "n1", "unreachable": True}}])
-    text2 = workload([], [{"at": 0, "failNode": "n2"}, {"at": 6, "healNode": "n1"}])
-    summary = replay(server, text, speed=600)
-    assert summary.errors == [] and summary.events_applied == 1
+    # n1 stops: the driver plays its lease lapse 50 s (virtual) on; a heal of n2 before its lapse cancels it
+    text = workload(
+        [node("n1"), node("n2")],
+        [{"at": 0, "failNode": "n1"}, {"at": 0, "failNode": "n2"}, {"at": 40, "healNode": "n2"}],
+    )
+    text2 = workload([], [{"at": 0, "failNode": {"node": "n2", "notReady": True}}, {"at": 6, "healNode": "n1"}])
+    started = time.monotonic()
+    summary = replay(server, text, speed=100)
+    assert summary.errors == [] and summary.events_applied == 3
+    assert time.monotonic() - started >= 0.5  # the run held for the lapse
 
     def ready_and_taints(name: str) -> tuple[str, list[str]]:
         got = httpx.get(f"{server.url}/api/v1/nodes/{name}").json()
@@ -272,6 +278,7 @@ def test_a_node_failure_sets_the_nodes_ready_condition_and_the_servers_controlle
     while ready_and_taints("n1") != ("Unknown", unreachable):
         assert time.monotonic() < deadline, ready_and_taints("n1")
         time.sleep(0.1)
+    assert ready_and_taints("n2") == ("True", [])
     summary = replay(server, text2, speed=600)
     assert summary.errors == [] and summary.events_applied == 2
     not_ready = ["node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/not-ready:NoSchedule"]

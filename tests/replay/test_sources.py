@@ -246,7 +246,7 @@ def test_node_failure_events_read_back_as_written_and_bad_ones_are_named() -> No
         "start": [_node("n1")],
         "events": [
             {"at": 1, "failNode": "n1"},
-            {"at": 2, "failNode": {"node": "n1", "unreachable": True}},
+            {"at": 2, "failNode": {"node": "n1", "notReady": True}},
             {"at": 3, "healNode": "n1"},
             {"at": 4, "drain": "n1"},
         ],
@@ -254,19 +254,28 @@ def test_node_failure_events_read_back_as_written_and_bad_ones_are_named() -> No
     doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "w"}, "spec": spec}
     workload = parse_workload(json.dumps(doc))
     assert [(e.action, e.name, e.report) for e in workload.events] == [
-        ("failNode", "n1", "fail"),
-        ("failNode", "n1", "unreachable"),
+        ("failNode", "n1", "unreachable"),  # the node stops: its lease lapses
+        ("failNode", "n1", "fail"),  # its kubelet reports NotReady
         ("healNode", "n1", "heal"),
         ("drain", "n1", ""),
     ]
     assert to_document(workload)["spec"]["events"] == [{**e, "at": float(e["at"])} for e in spec["events"]]
+    # The older spellings: unreachable true is the plain form, false the NotReady one.
+    spec["events"] = [
+        {"at": 1, "failNode": {"node": "n1", "unreachable": True}},
+        {"at": 2, "failNode": {"node": "n1", "unreachable": False}},
+    ]
+    assert [e.report for e in parse_workload(json.dumps(doc)).events] == ["unreachable", "fail"]
     spec["events"] = [
         {"at": 1, "failNode": {"node": "n1", "unreachable": "yes"}},
         {"at": 2, "healNode": {"node": "n1"}},
+        {"at": 3, "failNode": {"node": "n1", "unreachable": True, "notReady": True}},
     ]
     with pytest.raises(WorkloadError) as failed:
         parse_workload(json.dumps(doc))
+    message = "must be a node name or {node, notReady: true} (or unreachable: true|false)"
     assert failed.value.problems == [
-        "spec.events[0].failNode: must be a node name or {node, unreachable: true|false}",
+        f"spec.events[0].failNode: {message}",
         "spec.events[1].healNode: must be a node name",
+        f"spec.events[2].failNode: {message}",
     ]
