@@ -47,6 +47,8 @@ ANNOTATION_PREFIX = "replay.kss.sigs.k8s.io/"
 AT_ANNOTATION = ANNOTATION_PREFIX + "at"
 RUN_FOR_ANNOTATION = ANNOTATION_PREFIX + "run-for"
 END_AT_ANNOTATION = ANNOTATION_PREFIX + "end-at"
+# kubectl drain's pause before it asks again for an eviction a PodDisruptionBudget refused (a drain event's retry).
+DRAIN_RETRY_SECONDS = 5.0
 # Virtual time 0 as a wall-clock time, for creationTimestamp/startTime (the golden runs' epoch).
 DEFAULT_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
 

@@ -79,7 +79,7 @@ from kss_sim.kube.objects import Obj
 from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE
 from kss_sim.replay.model import DRAIN, NODE_FAILURE, TAINT
-from kss_sim.replay.workload import WorkloadError
+from kss_sim.replay.workload import DRAIN_RETRY_SECONDS, WorkloadError
 
 log = logging.getLogger("kss.replay")
 
@@ -92,8 +92,6 @@ _MANAGER = "kss-replay"
 # and the budgets the eviction API (a drain's) and the disruption controller read (namespaced).
 ADMISSION_KINDS = frozenset(("PriorityClass",))
 STORED_KINDS = ADMISSION_KINDS | {"PodDisruptionBudget"}
-# kubectl drain's pause before it asks again for an eviction a PodDisruptionBudget refused.
-DRAIN_RETRY_SECONDS = 5.0
 EVICTION_API_REASON = "EvictionByEvictionAPI"  # the DisruptionTarget reason of an eviction through the API
 JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 # The controllers a replay runs: the workload ones and what acts on nodes' NoExecute taints.
@@ -441,8 +439,10 @@ class LiveControllers:
                 namespace, name = key_of(pod)
                 try:
                     evict(self.store, namespace, Eviction(name, {}))
-                except TooManyRequests:
+                except TooManyRequests as exc:
                     blocked += 1
+                    log.info("drain %s at %gs: pod %s/%s not evicted (retried in %gs): %s", node,
+                             self._actions.now, namespace, name, DRAIN_RETRY_SECONDS, exc.message)  # fmt: skip
                 except (NotFound, ApiError) as exc:
                     log.warning("drain %s: pod %s/%s not evicted: %s", node, namespace, name, exc)
         self._wake()
