@@ -45,9 +45,11 @@ class ObjectIntake:
         if action == "create":
             assert event.obj is not None
             self.create(intake.copy_object(event.obj), run_for=event.run_for, end_at=event.end_at, seq=None)
+            self._usage_curve(event)
         elif action == "update":
             assert event.obj is not None
             self.update(intake.copy_object(event.obj))
+            self._usage_curve(event)
         elif action == "delete":
             self.delete(event.kind, event.namespace, event.name)
         elif action in ("cordon", "uncordon"):
@@ -90,6 +92,14 @@ class ObjectIntake:
         elif action == "applyConfig":
             assert event.obj is not None
             run.apply_config(event.obj)
+
+    def _usage_curve(self, event: Event) -> None:
+        """A workload's usage curve (its pods' usage annotations over time) is the controllers' to follow."""
+        controllers = self.run.controllers
+        if event.usage is None or event.obj is None or controllers is None:
+            return
+        meta = event.obj.get("metadata") or {}
+        controllers.usage_curve(event.kind, str(meta.get("namespace") or "default"), str(meta.get("name")), event.usage)
 
     def create(self, obj: Obj, *, run_for: float | None, end_at: float | None, seq: int | None) -> None:
         run = self.run

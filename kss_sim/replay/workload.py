@@ -5,6 +5,9 @@ The format (docs/replay.md) is ours: a ``TimedWorkload`` document whose ``spec.e
 
 - ``create: <manifest>`` any kind the cluster serves; for pods (and the pods of a Job, Deployment, ...) ``runFor``
   (how long a pod runs once bound, then it succeeds and leaves) or ``endAt`` (when it is deleted, bound or not);
+- ``usage: {RESOURCE: [[at, quantity], ...]}`` beside the create or update of a Deployment, ReplicaSet,
+  StatefulSet, DaemonSet, Job or CronJob: its pods' usage (what a HorizontalPodAutoscaler reads) as a step curve on
+  the replay's clock, each value from its ``at`` (a time like the event's) until the next;
 - ``update: <manifest>`` replaces the object of that kind, namespace and name (scale a Deployment, change a node);
 - ``delete: {kind, name, namespace}``;
 - ``cordon: NODE`` / ``uncordon: NODE``; ``drain: NODE`` (``kubectl drain``: cordon, then evictions that respect
@@ -39,6 +42,7 @@ import orjson
 
 from kss_sim.cluster.errors import BadRequest
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.quantity import QuantityError, milli_value
 from kss_sim.operations.snapshot import SNAPSHOT_KINDS, load_documents
 
 API_VERSION = "kss.sigs.k8s.io/v1alpha1"
@@ -47,6 +51,10 @@ ANNOTATION_PREFIX = "replay.kss.sigs.k8s.io/"
 AT_ANNOTATION = ANNOTATION_PREFIX + "at"
 RUN_FOR_ANNOTATION = ANNOTATION_PREFIX + "run-for"
 END_AT_ANNOTATION = ANNOTATION_PREFIX + "end-at"
+# The kinds whose pods a usage curve sets (world.KINDS less the autoscaler); a pod's usage of a resource is its
+# kss.sigs.k8s.io/<resource>-usage annotation (kss_sim/controllers/replica_calculator.py).
+USAGE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob")
+_RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)?")
 # kubectl drain's pause before it asks again for an eviction a PodDisruptionBudget refused (a drain event's retry).
 DRAIN_RETRY_SECONDS = 5.0
 # Virtual time 0 as a wall-clock time, for creationTimestamp/startTime (the golden runs' epoch).
@@ -96,6 +104,8 @@ class Event:
     # failNode / healNode: a key of kube.node_ready.NODE_REPORTS: "unreachable" (the node stopped: its Lease lapses),
     # "fail" (its kubelet reports NotReady), "heal"
     report: str = ""
+    # create / update of a pod-making workload: resource -> its pods' usage as (virtual time, quantity) steps
+    usage: dict[str, list[tuple[float, str]]] | None = None
 
     @property
     def sort_key(self) -> tuple[float, int]:
@@ -252,7 +262,7 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
         problems.append(f"{path}: must be an object with 'at' and one action")
         return None
     actions = [a for a in ACTIONS if a in raw]
-    unknown = sorted(set(raw) - {*ACTIONS, "at", "runFor", "endAt"})
+    unknown = sorted(set(raw) - {*ACTIONS, "at", "runFor", "endAt", "usage"})
     if unknown:
         problems.append(f"{path}: unknown field(s) {', '.join(unknown)}")
     if len(actions) != 1:
@@ -337,7 +347,57 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
                 problems.append(str(exc))
     if event.end_at is not None and event.end_at < at:
         problems.append(f"{path}.endAt: {event.end_at:g} s is before the object arrives ({at:g} s)")
+    if raw.get("usage") is not None:
+        if action not in ("create", "update") or event.kind not in USAGE_KINDS:
+            problems.append(f"{path}.usage: only the create or update of a {', '.join(USAGE_KINDS)} has usage")
+        else:
+            event.usage = _usage_curve(raw["usage"], f"{path}.usage", problems)
     return event
+
+
+def _is_quantity(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return False
+    try:
+        milli_value(str(value))
+    except QuantityError:
+        return False
+    return True
+
+
+def _usage_curve(raw: Any, path: str, problems: list[str]) -> dict[str, list[tuple[float, str]]] | None:
+    """``usage``: resource -> a list of ``[at, quantity]`` (or ``{at, value}``) points, in time order."""
+    if not isinstance(raw, dict) or not raw:
+        problems.append(f"{path}: must map a resource (cpu, memory, ...) to a list of [at, quantity] points")
+        return None
+    curve: dict[str, list[tuple[float, str]]] = {}
+    for resource, points in raw.items():
+        where = f"{path}.{resource}"
+        if not isinstance(resource, str) or not _RESOURCE.fullmatch(resource):
+            problems.append(f"{where}: not a resource name")
+            continue
+        if not isinstance(points, list) or not points:
+            problems.append(f"{where}: must be a list of [at, quantity] points")
+            continue
+        steps: list[tuple[float, str]] = []
+        for i, point in enumerate(points):
+            at, value = (point.get("at"), point.get("value")) if isinstance(point, dict) else (point, None)
+            if isinstance(point, list) and len(point) == 2:
+                at, value = point
+            try:
+                when = parse_duration(at, f"{where}[{i}].at")
+            except ValueError as exc:
+                problems.append(str(exc))
+                continue
+            if not _is_quantity(value):
+                problems.append(f"{where}[{i}]: {value!r} is not a quantity (as in [at, quantity])")
+                continue
+            if steps and when < steps[-1][0]:
+                problems.append(f"{where}[{i}].at: {when:g} s is before the point before it ({steps[-1][0]:g} s)")
+                continue
+            steps.append((when, str(value)))
+        curve[resource] = steps
+    return curve
 
 
 def _from_manifests(docs: Iterable[Any], name: str) -> TimedWorkload:
@@ -430,6 +490,8 @@ def event_document(e: Event) -> Obj:
         entry["runFor"] = e.run_for
     if e.end_at is not None:
         entry["endAt"] = e.end_at
+    if e.usage is not None:
+        entry["usage"] = {resource: [[at, value] for at, value in steps] for resource, steps in e.usage.items()}
     return entry
 
 

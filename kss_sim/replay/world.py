@@ -21,7 +21,13 @@ act through its :class:`Engine` verbs:
 - a claim a controller creates (a StatefulSet's) reaches the engine as a created claim, before the pods that mount
   it; one the store deletes (the set's retention policy, through the garbage collector) is deleted there;
 - what the engine does to a pod the controllers see: a binding makes it Running and Ready (the replay's pods start
-  at once); a pod that ran its time Succeeds; one deleted, preempted or evicted is deleted;
+  at once); a pod that ran its time Succeeds; one deleted or preempted is deleted;
+- a bound pod the store deletes gracefully with an eviction's ``DisruptionTarget`` (the taint eviction controller's,
+  a drain's) terminates: the engine keeps it on its node (``evict_pod``, its record's reason) until its kubelet
+  ends it, at the end of its grace period if its node is Ready, else once the node is (``finish_evicted``; the
+  store's pod is then deleted with a grace period of 0, as ``kss serve``'s kubelet does);
+- a workload's usage curve (``usage_curve``) is written at each step as its pods' ``<resource>-usage``
+  annotations, and on each pod it makes later: what the horizontal controller reads;
 - pods that reach the engine otherwise (a start snapshot's, an event's) are created in the store as they are, so
   their controllers count or adopt them as upstream's ``ClaimPods`` does; the store gives every object a uid of its
   own, so what names an owner by the uid it came with (owner references, a Job's generated selector labels) is
@@ -45,7 +51,7 @@ import copy
 import functools
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -71,6 +77,7 @@ from kss_sim.controllers.node_lifecycle import (
 )
 from kss_sim.controllers.owned import controller_ref, key_of, meta
 from kss_sim.controllers.pod_status import RUN_DURATION_ANNOTATION, parse_go_duration
+from kss_sim.controllers.replica_calculator import USAGE_ANNOTATION
 from kss_sim.controllers.stepped import SteppedControllers
 from kss_sim.controllers.taint_eviction import DISRUPTION_REASON as TAINT_EVICTION_REASON
 from kss_sim.controllers.taint_eviction import TaintEvictionController
@@ -211,6 +218,8 @@ class LiveControllers:
         self._run_for: dict[str, float | None] = {}  # a workload object's uid -> its runFor
         self._store_uid: dict[str, str] = {}  # the uid an object came with (a snapshot's) -> the one the store gave
         self._without_uid: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of those that came with none
+        # (kind, namespace, name) of a workload -> resource -> its pods' usage steps (virtual time, quantity)
+        self._curves: dict[tuple[str, str, str], Mapping[str, Sequence[tuple[float, str]]]] = {}
         self._settle_due = False
         self._timers: set[tuple[float, bool]] = set()  # (virtual time, holds the run) of the wake-ups asked for
         self.pods_created = 0
@@ -273,6 +282,59 @@ class LiveControllers:
         except ApiError as exc:
             raise WorkloadError([f"{kind} {namespace}/{name}: {exc.message}"]) from exc
         self._run_for[str(meta(stored).get("uid"))] = run_for
+
+    def usage_curve(
+        self, kind: str, namespace: str, name: str, curve: Mapping[str, Sequence[tuple[float, str]]]
+    ) -> None:
+        """The workload's pods' usage from now on follows ``curve`` (resource -> steps): at each step's time every
+        pod it owns (down its chain of controllers) gets the ``kss.sigs.k8s.io/<resource>-usage`` annotation the
+        horizontal controller reads, and so does each pod it makes later. A new curve for it replaces the old."""
+        key = (kind, namespace or "default", name)
+        self._curves[key] = curve
+        now = float(self._actions.now)
+        for at in sorted({at for steps in curve.values() for at, _ in steps}):
+            self._actions.call_at(max(at, now), functools.partial(self._usage_step, key, curve))
+
+    def _usage_step(self, key: tuple[str, str, str], curve: Mapping[str, Sequence[tuple[float, str]]]) -> None:
+        if self._curves.get(key) is not curve:
+            return  # replaced by a later curve
+        with uids.drawn_from(self._rng):
+            for pod in self.store.list("Pod", key[1])[0]:
+                if key in self._owners_of(pod):
+                    self._set_usage(pod, curve)
+        self._wake()
+
+    def _set_usage(self, pod: Obj, curve: Mapping[str, Sequence[tuple[float, str]]]) -> None:
+        """The pod's usage annotations as ``curve`` has them now (a resource whose first step is still to come is
+        left as the template set it)."""
+        now = float(self._actions.now)
+        wanted: dict[str, str] = {}
+        for resource, steps in curve.items():
+            current = [value for at, value in steps if at <= now]
+            if current:
+                wanted[USAGE_ANNOTATION.format(resource=resource)] = current[-1]
+        annotations = meta(pod).get("annotations") or {}
+        if wanted and any(annotations.get(k) != v for k, v in wanted.items()):
+            with contextlib.suppress(NotFound):
+                self.store.patch("Pod", *key_of(pod), {"metadata": {"annotations": wanted}}, "merge", manager=_MANAGER)
+
+    def _owners_of(self, pod: Obj) -> list[tuple[str, str, str]]:
+        """(kind, namespace, name) of the pod's chain of controllers (ReplicaSet, then its Deployment; Job, CronJob)."""
+        chain: list[tuple[str, str, str]] = []
+        obj: Obj | None = pod
+        namespace = key_of(pod)[0]
+        for _ in range(8):
+            ref = controller_ref(obj) if obj is not None else None
+            if ref is None:
+                break
+            chain.append((str(ref.get("kind")), namespace, str(ref.get("name"))))
+            obj = self.store.get(str(ref.get("kind")), namespace, str(ref.get("name")))
+        return chain
+
+    def _curve_of(self, pod: Obj) -> Mapping[str, Sequence[tuple[float, str]]] | None:
+        if not self._curves:
+            return None
+        return next((self._curves[o] for o in self._owners_of(pod) if o in self._curves), None)
 
     def pod_arrived(self, pod: Obj) -> None:
         """A pod the controllers did not make entered the replay (a start snapshot's, an event's): the store holds
@@ -615,6 +677,9 @@ class LiveControllers:
             pod = self.store.get("Pod", *key)
             if pod is None or meta(pod).get("deletionTimestamp"):
                 continue
+            curve = self._curve_of(pod)
+            if curve is not None:  # its workload's usage now, before the autoscaler next reads it
+                self._set_usage(pod, curve)
             ref = controller_ref(pod) or {}
             self._engine_pods.add(key)
             self.pods_created += 1

@@ -524,6 +524,55 @@ def test_a_horizontal_pod_autoscaler_scales_its_deployment_from_the_usage_annota
     assert (status["currentReplicas"], status["desiredReplicas"]) == (5, 5)
 
 
+def test_a_usage_curve_drives_the_autoscaler_up_and_after_its_stabilization_window_down() -> None:
+    template = pod("x", "1")
+    template["metadata"] = {"labels": {"app": "web"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+    autoscaler = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
+                }
+            ],
+        },
+    }
+    usage = {"cpu": [[0, "200m"], ["30s", "900m"], ["100s", "50m"]]}
+    w = workload(
+        [{"at": 0, "create": deployment, "usage": usage}, {"at": 0, "create": autoscaler}], start=[node("n1", "8")]
+    )
+
+    def run_until(seconds: float) -> tuple[Replay, list[Any]]:
+        run = Replay(w, until=seconds)
+        return run, run.run().pods
+
+    run, pods = run_until(120)
+    arrivals = sorted(p.arrival for p in pods)
+    # 20% until 30 s, then 90% of the request against 50%: 1 -> 2 at that sync, 4, then the maximum
+    assert arrivals == [0.0, 30.0, 45.0, 45.0, 60.0]
+    assert run.controllers is not None
+    usages = {p["metadata"]["annotations"]["kss.sigs.k8s.io/cpu-usage"] for p in run.controllers.store.list("Pod")[0]}
+    assert usages == {"50m"}  # every pod, those made after a step too, follows the curve
+    run, pods = run_until(600)
+    assert run.controllers is not None
+    status = (run.controllers.get("HorizontalPodAutoscaler", "default", "web") or {})["status"]
+    assert (status["currentReplicas"], status["desiredReplicas"]) == (1, 1)  # down once 300 s of lower recommendations
+    deleted = sorted(p.finished_at or 0 for p in pods if p.outcome == DELETED)
+    assert len(deleted) == 4 and deleted[0] > 100 + 300 - 15
+
+
 def test_apply_config_mid_run_changes_the_scoring_from_the_next_cycle_on() -> None:
     most = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
         {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}  # fmt: skip

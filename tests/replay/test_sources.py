@@ -279,3 +279,52 @@ def test_node_failure_events_read_back_as_written_and_bad_ones_are_named() -> No
         "spec.events[1].healNode: must be a node name",
         f"spec.events[2].failNode: {message}",
     ]
+
+
+def test_a_usage_curve_reads_back_as_written_and_bad_ones_are_named() -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}}},
+    }
+    spec: dict[str, Any] = {
+        "start": [_node("n1")],
+        "events": [
+            {
+                "at": 0,
+                "create": deployment,
+                "usage": {"cpu": [[0, "200m"], ["1m", "900m"]], "memory": [{"at": 5, "value": "1Gi"}]},
+            }
+        ],
+    }
+    doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "w"}, "spec": spec}
+    workload = parse_workload(json.dumps(doc))
+    assert workload.events[0].usage == {"cpu": [(0.0, "200m"), (60.0, "900m")], "memory": [(5.0, "1Gi")]}
+    assert to_document(workload)["spec"]["events"][0]["usage"] == {
+        "cpu": [[0.0, "200m"], [60.0, "900m"]],
+        "memory": [[5.0, "1Gi"]],
+    }
+    assert (
+        parse_workload(json.dumps({**doc, "spec": to_document(workload)["spec"]})).events[0].usage
+        == workload.events[0].usage
+    )
+    spec["events"] = [
+        {
+            "at": 0,
+            "create": deployment,
+            "usage": {"cpu": [[0, "lots"], ["2m", "1"], ["1m", "2"]], "Bad Name": [[0, 1]]},
+        },
+        {"at": 0, "create": _node("n2"), "usage": {"cpu": [[0, "1"]]}},
+        {"at": 0, "create": deployment, "usage": {"cpu": []}},
+    ]
+    with pytest.raises(WorkloadError) as failed:
+        parse_workload(json.dumps(doc))
+    assert failed.value.problems == [
+        "spec.events[0].usage.cpu[0]: 'lots' is not a quantity (as in [at, quantity])",
+        "spec.events[0].usage.cpu[2].at: 60 s is before the point before it (120 s)",
+        "spec.events[0].usage.Bad Name: not a resource name",
+        "spec.events[1].usage: only the create or update of a Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, "
+        "CronJob has usage",
+        "spec.events[2].usage.cpu: must be a list of [at, quantity] points",
+    ]
