@@ -385,12 +385,12 @@ class LiveControllers:
             try:
                 if succeeded:
                     self._succeeded(key)
-                elif node is not None:
+                if node is not None:
                     # Its kubelet's delete once the containers are gone (``kubelet.py``): grace 0, gone now.
                     self.store.delete(
                         "Pod", key[0], key[1], options=DeleteOptions(grace_period_seconds=0, graceful=True)
                     )
-                else:
+                elif not succeeded:
                     self.store.delete("Pod", key[0], key[1])
             except NotFound:
                 pass

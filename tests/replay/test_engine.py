@@ -336,6 +336,19 @@ def test_an_evicted_pod_holds_its_node_for_its_grace_period_as_its_kubelet_termi
     assert pods["next"].bound_at == 70.0  # the node's 3 CPUs are free only once the evicted pod is gone
 
 
+def test_a_pod_whose_run_ends_while_it_terminates_succeeds_and_leaves_the_store() -> None:
+    w = workload(
+        [
+            {"at": 0, "runFor": 25, "create": pod("p")},
+            {"at": 10, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}},
+        ]
+    )
+    run = Replay(w)
+    p = by_name(run.run())["p"]
+    assert (p.evicted_at, p.finished_at, p.outcome, p.reason) == (10.0, 25.0, SUCCEEDED, TAINT)
+    assert run.controllers is not None and run.controllers.store.list("Pod")[0] == []
+
+
 def test_a_taint_eviction_marks_the_pod_as_disrupted_before_deleting_it() -> None:
     w = workload(
         [{"at": 0, "create": pod("p")}, {"at": 20, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}}]

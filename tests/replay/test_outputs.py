@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 
+from kss_sim.replay.cli import summary_lines
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.metrics import Metrics
 from kss_sim.replay.outputs import FILES, POD_COLUMNS, write_outputs
@@ -134,5 +135,7 @@ def test_evicted_pods_are_written_with_their_reason_counted_in_the_summary_and_l
     summary = orjson.loads(paths["summary.json"].read_bytes())
     assert summary["outcomes"] == {"evicted": 3}
     assert summary["evictions"] == {"total": 3, "taint": 1, "drain": 1, "nodeFailure": 1}
+    lines = summary_lines(result, summary, None, None, wall_seconds=1.0)
+    assert lines[1].endswith(", evictions 3 (taint 1, drain 1, nodeFailure 1)")
     html = paths["report.html"].read_text()
     assert "Evicted (3)" in html and "still terminating" in html and 'data-fact="evictions">3' in html
