@@ -39,13 +39,14 @@ from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.node_lease import KUBELET_RENEW_INTERVAL, LEASE_NAMESPACE, renew_interval
 from kss_sim.controllers.owned import meta
+from kss_sim.kube.node_ready import node_monitor_grace_period
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE
 
 log = logging.getLogger(__name__)
 
 COMPONENT = "node-controller"
-NODE_MONITOR_GRACE_PERIOD = 50.0  # seconds: --node-monitor-grace-period's default since v1.32
+NODE_MONITOR_GRACE_PERIOD = node_monitor_grace_period(32)  # 50 s: the default at every release kss serves
 
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 NOT_READY = "node.kubernetes.io/not-ready"

@@ -17,6 +17,16 @@ NODE_REPORTS = {
     "heal": ("True", "KubeletReady", "kubelet is posting ready status"),
 }
 
+# kube-controller-manager's --node-monitor-grace-period: how long a node's Lease may go unrenewed before the node
+# lifecycle controller marks it Unknown. 40 s until kubernetes/kubernetes#126287 made it 50 s in v1.32.
+NODE_MONITOR_GRACE_PERIOD = 50.0
+NODE_MONITOR_GRACE_PERIOD_BEFORE_1_32 = 40.0
+
+
+def node_monitor_grace_period(minor: int) -> float:
+    """``--node-monitor-grace-period``'s default at Kubernetes ``1.minor``."""
+    return NODE_MONITOR_GRACE_PERIOD if minor >= 32 else NODE_MONITOR_GRACE_PERIOD_BEFORE_1_32
+
 
 def ready_condition(report: str, now: datetime | None = None) -> dict[str, Any]:
     """The Ready condition of ``report`` (a key of ``NODE_REPORTS``), its times ``now`` (the wall clock)."""

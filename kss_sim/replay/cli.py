@@ -225,6 +225,10 @@ def summary_lines(
         f"scheduled {summary.get('scheduled')}, never scheduled {summary.get('neverScheduled')}, "
         f"preemptions {summary.get('preemptions', 0)}",
     ]
+    evictions = summary.get("evictions") or {}
+    if evictions.get("total"):
+        by_reason = ", ".join(f"{r} {n}" for r, n in evictions.items() if r != "total" and n)
+        lines[-1] += f", evictions {evictions['total']} ({by_reason})"
     if waits:
         lines.append("wait: " + ", ".join(f"{k} {figures.duration(_wait(waits.get(k)))}" for k in WAIT_KEYS))
     allocation = summary.get("allocation") or {}

@@ -23,6 +23,7 @@ from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay import intake
 from kss_sim.replay.model import (
     DELETED,
+    EVICTED,
     PENDING,
     PREEMPTED,
     RUNNING,
@@ -209,6 +210,35 @@ class Replay(LoopHost):
     def delete_pod(self, namespace: str, name: str) -> None:
         self._delete_pod(f"{namespace or 'default'}/{name}", DELETED)
 
+    def evict_pod(self, pod: dict[str, Any], reason: str) -> bool:
+        """The bound pod ``pod`` (as the controllers' store has it: evicted, deletionTimestamp set) starts
+        terminating: it keeps its node (its resources, as kube-scheduler counts a terminating pod's) until
+        ``finish_evicted``; its record notes ``reason``. False when the engine has no such pod bound."""
+        meta = pod.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        bound = self.bound.get(key)
+        if bound is None:
+            return False
+        bound_meta = bound.pod.setdefault("metadata", {})
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            if field in meta:
+                bound_meta[field] = meta[field]
+        target = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"]
+        status = bound.pod.setdefault("status", {})
+        kept = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+        status["conditions"] = kept + target
+        record = self.records.get(bound.uid)
+        if record is not None and record.evicted_at is None:
+            record.evicted_at, record.reason = self._now, reason
+        self.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
+        return True
+
+    def finish_evicted(self, namespace: str, name: str) -> None:
+        """An evicted pod's grace period is over and its node's kubelet has killed it: it is gone."""
+        key = f"{namespace or 'default'}/{name}"
+        if key in self.bound:
+            self._finish_bound(key, self.bound[key].uid, EVICTED)
+
     def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
         """``callback`` at virtual time ``at``; without ``holds_run`` the timer alone does not keep the run going
         (without ``until`` the run ends when only such timers are left)."""
@@ -271,7 +301,9 @@ class Replay(LoopHost):
         finally:
             gc.set_threshold(*before)
         for record in self.records.values():
-            if record.outcome == PENDING and record.bound_at is not None:
+            if record.reason and record.finished_at is None:
+                record.outcome = EVICTED  # still Terminating: its node failed, no kubelet ends it
+            elif record.outcome == PENDING and record.bound_at is not None:
                 record.outcome = RUNNING
         return ReplayResult(
             workload=self.workload.name,

@@ -9,7 +9,10 @@ driver only does what the workload says at each moment:
   snapshot's bound pods bound), then each event at its time: ``create`` POSTs the manifest (namespaces made when
   missing), ``update`` PUTs it with the current resourceVersion, ``delete`` deletes (dependents in the
   background), ``cordon``/``uncordon``/``taint``/``untaint`` patch the node, ``failNode``/``healNode`` its
-  status (the Ready condition, as ``kss node fail|heal``), ``applyConfig`` PUTs the scheduler configuration;
+  status (the Ready condition, as ``kss node fail|heal``; a stopped node's ``Unknown`` is patched
+  ``--node-monitor-grace-period`` after its ``failNode``, the server's kubelet going on renewing its Lease),
+  ``drain`` cordons and evicts through the eviction API as ``kubectl drain`` (a 429 asked again 5 s on; the
+  evicted pod's grace period scaled by ``speed``), ``applyConfig`` PUTs the scheduler configuration;
 - a pod's ``runFor``: the driver watches pods and deletes each ``runFor / speed`` wall seconds after it saw it
   bound (it carries the ``replay.kss.sigs.k8s.io/run-for`` annotation; a Deployment's, ReplicaSet's,
   StatefulSet's or DaemonSet's pod template gets it too, so its controller replaces the pods that end); a Job's or
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import heapq
+import math
 import queue
 import threading
 import time
@@ -32,10 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from kss_sim.kube.node_ready import ready_status_patch
+from kss_sim.kube.node_ready import NODE_MONITOR_GRACE_PERIOD, ready_status_patch
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.live_api import SERVER_MANAGED, ApiError, Target, list_pods, watch_pods
-from kss_sim.replay.workload import RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
+from kss_sim.replay.workload import DRAIN_RETRY_SECONDS, RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
 
 KUBELET_RUN_DURATION = "kss.sigs.k8s.io/run-duration"
 JOB_KINDS = frozenset({"Job", "CronJob"})
@@ -178,6 +183,8 @@ class LiveReplay:
         self._namespaces: set[str] = set()
         self._run_for_of: dict[tuple[str, str, str], float] = {}  # (kind, namespace, name) created with runFor
         self._last_activity = 0.0
+        self._lapses: dict[str, int] = {}  # stopped node -> the token of its coming lease lapse
+        self._lapse_seq = 0
 
     # --- time -----------------------------------------------------------------------------------
     def _now(self) -> float:
@@ -352,11 +359,66 @@ class LiveReplay:
         self.target.merge_patch("Node", "", event.name, {"spec": {"unschedulable": True}})
 
     def _drain_node(self, event: Event) -> None:
-        raise ApiError(501, "NotImplemented", "drain is replayed offline only (kss replay without --target-url)")
+        # kubectl drain: cordon, then the eviction API for every pod on the node but a DaemonSet's.
+        self._cordon(event)
+        self._evict_from(event)
+
+    def _evict_from(self, event: Event) -> None:
+        """One round of a drain's evictions; those a PodDisruptionBudget refused (429) are asked again 5 s (virtual)
+        later, as the offline replay's drain (and kubectl, on its clock) retries, until none is left."""
+        refused = 0
+        try:
+            pods = self.target.pods_on_node(event.name)
+        except ApiError as exc:
+            self._error(f"at {clock_text(event.at)}: drain {event.name}: {exc}")
+            return
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            owners = meta.get("ownerReferences") or []
+            if meta.get("deletionTimestamp") or any(
+                o.get("controller") and o.get("kind") == "DaemonSet" for o in owners
+            ):
+                continue
+            namespace, name = str(meta.get("namespace") or "default"), str(meta.get("name"))
+            try:
+                self.target.evict(namespace, name, grace_period_seconds=self._wall_grace(pod))
+            except ApiError as exc:
+                if exc.code == 429:
+                    refused += 1
+                elif exc.code != 404:  # gone meanwhile: nothing to evict
+                    self._error(f"at {clock_text(event.at)}: drain {event.name}: pod {namespace}/{name}: {exc}")
+        if refused:
+            self._at(max(event.at, self._now()) + DRAIN_RETRY_SECONDS, functools.partial(self._evict_from, event))
+
+    def _wall_grace(self, pod: Obj) -> int:
+        """The evicted pod's grace period on the server's wall clock: its own (30 s by default) on the replay's
+        clock, so ``/ speed``, in whole seconds and at least 1 (0 would delete it at once)."""
+        grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+        seconds = 30.0 if grace is None else float(grace)
+        return 0 if seconds <= 0 else max(1, math.ceil(seconds / self.speed))
 
     def _report_node(self, event: Event) -> None:
         # As ``kss node fail|heal``: the server's node lifecycle controller then taints the node.
+        self._lapses.pop(event.name, None)  # a heal (or another failure) before a lapse was played
+        if event.report == "unreachable":
+            # The node stops. kss serve's simulated kubelet goes on renewing every node's Lease, so the driver plays
+            # the lapse: the node lifecycle controller's Unknown, --node-monitor-grace-period later (its default, 50 s
+            # at every release kss serves).
+            self._lapse_seq += 1
+            self._lapses[event.name] = self._lapse_seq
+            lapsed = functools.partial(self._lease_lapsed, event, self._lapse_seq)
+            self._at(event.at + NODE_MONITOR_GRACE_PERIOD, lapsed)
+            return
         self.target.patch_status("Node", "", event.name, ready_status_patch(event.report))
+
+    def _lease_lapsed(self, event: Event, token: int) -> None:
+        if self._lapses.get(event.name) != token:
+            return
+        del self._lapses[event.name]
+        try:
+            self.target.patch_status("Node", "", event.name, ready_status_patch("unreachable"))
+        except ApiError as exc:
+            self._error(f"at {clock_text(event.at)}: {event.action} {self._named(event)}: {exc}")
 
     def _uncordon(self, event: Event) -> None:
         self.target.merge_patch("Node", "", event.name, {"spec": {"unschedulable": None}})

@@ -218,6 +218,20 @@ class Target:
         path = self.resource(kind, api_version).path(namespace, name)
         self._request("DELETE", path, content=orjson.dumps(body), headers=_JSON)
 
+    def pods_on_node(self, node: str) -> list[Obj]:
+        """The pods bound to ``node`` (a field selector on ``spec.nodeName``, as ``kubectl drain`` lists them)."""
+        listing = self._json("GET", "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={node}"})
+        return [p for p in listing.get("items") or [] if (p.get("spec") or {}).get("nodeName") == node]
+
+    def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
+        """POST the pod's ``eviction`` subresource (a policy/v1 Eviction, as ``kubectl drain``); 429 when its
+        PodDisruptionBudget allows no disruption now."""
+        body: Obj = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        if grace_period_seconds is not None:
+            body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+        self._request("POST", path, content=orjson.dumps(body), headers=_JSON)
+
     def namespaces(self) -> set[str]:
         return {str(ns["metadata"]["name"]) for ns in self._json("GET", "/api/v1/namespaces").get("items") or []}
 

@@ -37,7 +37,7 @@ from kss_sim.replay.gpus import (
     objects_by_kind,
     task_shape,
 )
-from kss_sim.replay.model import NullObserver, PodRecord, ReplayResult, ReplayState
+from kss_sim.replay.model import EVICTION_REASONS, NullObserver, PodRecord, ReplayResult, ReplayState
 from kss_sim.replay.workload import TimedWorkload
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.record import Attempt
@@ -367,6 +367,7 @@ def summarize(result: ReplayResult, metrics: Metrics | None) -> dict[str, Any]:
         },
         "preemptions": sum(p.preemptions for p in pods),
         "outcomes": _outcomes(pods),
+        "evictions": _evictions(pods),
         "allocation": {},
         "fragmentation": {"peak": 0, "mean": 0, "end": 0},
     }
@@ -392,6 +393,15 @@ def _outcomes(pods: Iterable[PodRecord]) -> dict[str, int]:
     for pod in pods:
         counts[pod.outcome] = counts.get(pod.outcome, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def _evictions(pods: Iterable[PodRecord]) -> dict[str, int]:
+    """Evicted pods by reason (every reason, 0 when none) and in all."""
+    counts = dict.fromkeys(EVICTION_REASONS, 0)
+    for pod in pods:
+        if pod.evicted_at is not None:
+            counts[pod.reason] = counts.get(pod.reason, 0) + 1
+    return {"total": sum(counts.values()), **counts}
 
 
 def config_summary(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,16 @@ RUNNING = "running"  # bound and not finished when the run ended
 SUCCEEDED = "succeeded"  # ran its runFor and left
 DELETED = "deleted"  # deleted (endAt, a delete event, its node removed, its owner scaled down)
 PREEMPTED = "preempted"  # a preemption victim (and not re-created: a bare pod is gone)
+# Evicted (PodRecord.reason says why) and gone after its grace period, or still Terminating at the end where no
+# kubelet finishes it (its node failed).
+EVICTED = "evicted"
+
+# PodRecord.reason of an evicted pod: a NoExecute taint, a drain (the eviction API), its node's failure (the node
+# lifecycle controller's not-ready or unreachable taint).
+TAINT = "taint"
+DRAIN = "drain"
+NODE_FAILURE = "nodeFailure"
+EVICTION_REASONS = (TAINT, DRAIN, NODE_FAILURE)
 
 
 @dataclass(slots=True)
@@ -40,6 +50,8 @@ class PodRecord:
     preemptions: int = 0  # times it was a preemption victim
     finished_at: float | None = None
     outcome: str = PENDING
+    evicted_at: float | None = None  # when it was evicted (it then terminates for its grace period)
+    reason: str = ""  # an evicted pod's cause (EVICTION_REASONS)
     last_message: str = ""  # the last failed attempt's message (kube-scheduler's FailedScheduling text)
     requests: dict[str, float] = field(default_factory=dict)  # resource -> amount (cpu in cores, memory in bytes)
 

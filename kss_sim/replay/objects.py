@@ -8,9 +8,12 @@ pods (PodGC); a NoExecute taint's evictions are the taint eviction controller's 
 
 from __future__ import annotations
 
+import functools
+import itertools
 import logging
 from typing import TYPE_CHECKING
 
+from kss_sim.kube.node_ready import node_monitor_grace_period
 from kss_sim.kube.objects import Obj
 from kss_sim.replay import intake
 from kss_sim.replay.model import DELETED
@@ -32,6 +35,8 @@ class ObjectIntake:
         self.nodes: dict[str, Obj] = {}
         # (node, taint key, effect) -> pods with a pending NoExecute eviction are checked again at their time.
         self._ignored_kinds: set[str] = set()
+        self._lapses: dict[str, int] = {}  # stopped node -> the token of its coming lease lapse
+        self._lapse_tokens = itertools.count()
 
     # --- events ---------------------------------------------------------------------------------
     def apply(self, event: Event) -> None:
@@ -40,9 +45,11 @@ class ObjectIntake:
         if action == "create":
             assert event.obj is not None
             self.create(intake.copy_object(event.obj), run_for=event.run_for, end_at=event.end_at, seq=None)
+            self._usage_curve(event)
         elif action == "update":
             assert event.obj is not None
             self.update(intake.copy_object(event.obj))
+            self._usage_curve(event)
         elif action == "delete":
             self.delete(event.kind, event.namespace, event.name)
         elif action in ("cordon", "uncordon"):
@@ -77,10 +84,22 @@ class ObjectIntake:
             # The engine runs the controllers whenever the workload fails a node (the node lifecycle controller's
             # taints, the taint eviction controller's evictions).
             assert run.controllers is not None
-            self._replace_node(run.controllers.reported_node(node, event.report))
+            self._lapses.pop(event.name, None)  # a heal (or another failure) before a lapse was seen
+            if event.report == "unreachable":
+                self._stop_lease(event.name)
+            else:
+                self._replace_node(run.controllers.reported_node(node, event.report))
         elif action == "applyConfig":
             assert event.obj is not None
             run.apply_config(event.obj)
+
+    def _usage_curve(self, event: Event) -> None:
+        """A workload's usage curve (its pods' usage annotations over time) is the controllers' to follow."""
+        controllers = self.run.controllers
+        if event.usage is None or event.obj is None or controllers is None:
+            return
+        meta = event.obj.get("metadata") or {}
+        controllers.usage_curve(event.kind, str(meta.get("namespace") or "default"), str(meta.get("name")), event.usage)
 
     def create(self, obj: Obj, *, run_for: float | None, end_at: float | None, seq: int | None) -> None:
         run = self.run
@@ -213,6 +232,22 @@ class ObjectIntake:
         run.loop.handle("MODIFIED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_added(node)  # DaemonSets re-check a changed node as a new one
+
+    def _stop_lease(self, name: str) -> None:
+        """``failNode``: the node's kubelet stops; its Lease, last renewed now, lapses after the node lifecycle
+        controller's ``--node-monitor-grace-period`` (the release's default), which then marks the node Unknown
+        (and taints it unreachable). A ``healNode`` before then finds it Ready as it was."""
+        run = self.run
+        token = self._lapses[name] = next(self._lapse_tokens)
+        grace = node_monitor_grace_period(run.kube_version.minor)
+        run.call_at(run.now + grace, functools.partial(self._lease_lapsed, name, token))
+
+    def _lease_lapsed(self, name: str, token: int) -> None:
+        node = self.nodes.get(name)
+        if self._lapses.get(name) != token or node is None or self.run.controllers is None:
+            return
+        del self._lapses[name]
+        self._replace_node(self.run.controllers.reported_node(node, "unreachable"))
 
     def _remove_node(self, name: str) -> None:
         run = self.run

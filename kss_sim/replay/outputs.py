@@ -21,7 +21,7 @@ from kss_sim.replay.report import render_report
 
 POD_COLUMNS = (
     "pod", "uid", "owner", "priority", "arrival", "firstAttempt", "bound", "wait", "node", "attempts",
-    "preemptions", "finished", "outcome", "lastMessage",
+    "preemptions", "evicted", "finished", "outcome", "reason", "lastMessage",
 )  # fmt: skip
 FILES = ("summary.json", "pods.csv", "timeseries.csv", "report.html")
 
@@ -46,8 +46,10 @@ def pod_row(rec: PodRecord) -> Obj:
         "node": rec.node or "",
         "attempts": rec.attempts,
         "preemptions": rec.preemptions,
+        "evicted": _time(rec.evicted_at),
         "finished": _time(rec.finished_at),
         "outcome": rec.outcome,
+        "reason": rec.reason,
         "lastMessage": rec.last_message,
     }
 

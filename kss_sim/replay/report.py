@@ -76,6 +76,7 @@ def render_report(
     """The report's HTML (a complete document)."""
     name = str(summary.get("name") or summary.get("workload") or "replay")
     never = [row for row in pod_rows if row.get("bound") in (None, "")]
+    evicted = [row for row in pod_rows if row.get("evicted") not in (None, "")]
     data = {"runs": [chart_run(name, timeseries, pod_rows)]}
     return (
         _environment()
@@ -87,6 +88,8 @@ def render_report(
             notes=figures.resource_notes(name for name, _, _ in allocation_rows(summary)),
             never=never[:NEVER_SCHEDULED_SHOWN],
             never_total=len(never),
+            evicted=evicted[:NEVER_SCHEDULED_SHOWN],
+            evicted_total=len(evicted),
             samples=len(timeseries),
             uplot_css=(UPLOT_DIR / "uPlot.min.css").read_text(encoding="utf-8"),
             uplot_js=_script(UPLOT_DIR / "uPlot.iife.min.js"),

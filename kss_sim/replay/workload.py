@@ -5,13 +5,17 @@ The format (docs/replay.md) is ours: a ``TimedWorkload`` document whose ``spec.e
 
 - ``create: <manifest>`` any kind the cluster serves; for pods (and the pods of a Job, Deployment, ...) ``runFor``
   (how long a pod runs once bound, then it succeeds and leaves) or ``endAt`` (when it is deleted, bound or not);
+- ``usage: {RESOURCE: [[at, quantity], ...]}`` beside the create or update of a Deployment, ReplicaSet,
+  StatefulSet, DaemonSet, Job or CronJob: its pods' usage (what a HorizontalPodAutoscaler reads) as a step curve on
+  the replay's clock, each value from its ``at`` (a time like the event's) until the next;
 - ``update: <manifest>`` replaces the object of that kind, namespace and name (scale a Deployment, change a node);
 - ``delete: {kind, name, namespace}``;
 - ``cordon: NODE`` / ``uncordon: NODE``; ``drain: NODE`` (``kubectl drain``: cordon, then evictions that respect
   PodDisruptionBudgets, retried every 5 s; DaemonSet pods stay);
 - ``taint: {node, key, value, effect}`` / ``untaint: {node, key, effect}`` (``effect`` optional: every effect);
-- ``failNode: NODE`` (or ``{node, unreachable: true}``) / ``healNode: NODE``: the node's Ready condition as its
-  kubelet reports it (False; Unknown when unreachable; True), as ``kss node fail|heal`` sets it;
+- ``failNode: NODE`` / ``healNode: NODE``: the node stops (its kubelet no longer renews its Lease: the node
+  lifecycle controller marks it Unknown after ``--node-monitor-grace-period``) or is back (Ready True at once);
+  ``failNode: {node, notReady: true}``: its kubelet goes on reporting, Ready False at once (``kss node fail``);
 - ``applyConfig: <KubeSchedulerConfiguration>`` from that moment on.
 
 ``spec.start`` is the cluster at time 0: a ``kss export`` snapshot file (path relative to the workload file) or a
@@ -38,6 +42,7 @@ import orjson
 
 from kss_sim.cluster.errors import BadRequest
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.quantity import QuantityError, milli_value
 from kss_sim.operations.snapshot import SNAPSHOT_KINDS, load_documents
 
 API_VERSION = "kss.sigs.k8s.io/v1alpha1"
@@ -46,6 +51,12 @@ ANNOTATION_PREFIX = "replay.kss.sigs.k8s.io/"
 AT_ANNOTATION = ANNOTATION_PREFIX + "at"
 RUN_FOR_ANNOTATION = ANNOTATION_PREFIX + "run-for"
 END_AT_ANNOTATION = ANNOTATION_PREFIX + "end-at"
+# The kinds whose pods a usage curve sets (world.KINDS less the autoscaler); a pod's usage of a resource is its
+# kss.sigs.k8s.io/<resource>-usage annotation (kss_sim/controllers/replica_calculator.py).
+USAGE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob")
+_RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)?")
+# kubectl drain's pause before it asks again for an eviction a PodDisruptionBudget refused (a drain event's retry).
+DRAIN_RETRY_SECONDS = 5.0
 # Virtual time 0 as a wall-clock time, for creationTimestamp/startTime (the golden runs' epoch).
 DEFAULT_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
 
@@ -90,7 +101,11 @@ class Event:
     run_for: float | None = None  # create of a pod or pod-making workload: seconds a pod runs once bound
     end_at: float | None = None  # create of a pod: when it is deleted, bound or not
     taint: Obj | None = None  # taint / untaint: {key, value, effect}
-    report: str = ""  # failNode / healNode: what the node's kubelet reports (a key of kube.node_ready.NODE_REPORTS)
+    # failNode / healNode: a key of kube.node_ready.NODE_REPORTS: "unreachable" (the node stopped: its Lease lapses),
+    # "fail" (its kubelet reports NotReady), "heal"
+    report: str = ""
+    # create / update of a pod-making workload: resource -> its pods' usage as (virtual time, quantity) steps
+    usage: dict[str, list[tuple[float, str]]] | None = None
 
     @property
     def sort_key(self) -> tuple[float, int]:
@@ -247,7 +262,7 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
         problems.append(f"{path}: must be an object with 'at' and one action")
         return None
     actions = [a for a in ACTIONS if a in raw]
-    unknown = sorted(set(raw) - {*ACTIONS, "at", "runFor", "endAt"})
+    unknown = sorted(set(raw) - {*ACTIONS, "at", "runFor", "endAt", "usage"})
     if unknown:
         problems.append(f"{path}: unknown field(s) {', '.join(unknown)}")
     if len(actions) != 1:
@@ -288,13 +303,22 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
         event.kind, event.name = "Node", body
     elif action in ("failNode", "healNode"):
         if isinstance(body, dict) and action == "failNode":
-            unknown = sorted(set(body) - {"node", "unreachable"})
-            if unknown or not isinstance(body.get("node"), str) or not isinstance(body.get("unreachable", False), bool):
-                problems.append(f"{where}: must be a node name or {{node, unreachable: true|false}}")
+            unknown = sorted(set(body) - {"node", "unreachable", "notReady"})
+            flags = [body.get(f) for f in ("unreachable", "notReady") if f in body]
+            not_ready = bool(body.get("notReady")) or body.get("unreachable") is False
+            if (
+                unknown
+                or not isinstance(body.get("node"), str)
+                or not all(isinstance(f, bool) for f in flags)
+                or (body.get("notReady") and body.get("unreachable"))
+            ):
+                problems.append(
+                    f"{where}: must be a node name or {{node, notReady: true}} (or unreachable: true|false)"
+                )
                 return None
-            node, report = str(body["node"]), "unreachable" if body.get("unreachable") else "fail"
+            node, report = str(body["node"]), "fail" if not_ready else "unreachable"
         else:
-            node, report = body, "fail" if action == "failNode" else "heal"
+            node, report = body, "unreachable" if action == "failNode" else "heal"
         if not isinstance(node, str) or not node:
             problems.append(f"{where}: must be a node name")
             return None
@@ -323,7 +347,57 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
                 problems.append(str(exc))
     if event.end_at is not None and event.end_at < at:
         problems.append(f"{path}.endAt: {event.end_at:g} s is before the object arrives ({at:g} s)")
+    if raw.get("usage") is not None:
+        if action not in ("create", "update") or event.kind not in USAGE_KINDS:
+            problems.append(f"{path}.usage: only the create or update of a {', '.join(USAGE_KINDS)} has usage")
+        else:
+            event.usage = _usage_curve(raw["usage"], f"{path}.usage", problems)
     return event
+
+
+def _is_quantity(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return False
+    try:
+        milli_value(str(value))
+    except QuantityError:
+        return False
+    return True
+
+
+def _usage_curve(raw: Any, path: str, problems: list[str]) -> dict[str, list[tuple[float, str]]] | None:
+    """``usage``: resource -> a list of ``[at, quantity]`` (or ``{at, value}``) points, in time order."""
+    if not isinstance(raw, dict) or not raw:
+        problems.append(f"{path}: must map a resource (cpu, memory, ...) to a list of [at, quantity] points")
+        return None
+    curve: dict[str, list[tuple[float, str]]] = {}
+    for resource, points in raw.items():
+        where = f"{path}.{resource}"
+        if not isinstance(resource, str) or not _RESOURCE.fullmatch(resource):
+            problems.append(f"{where}: not a resource name")
+            continue
+        if not isinstance(points, list) or not points:
+            problems.append(f"{where}: must be a list of [at, quantity] points")
+            continue
+        steps: list[tuple[float, str]] = []
+        for i, point in enumerate(points):
+            at, value = (point.get("at"), point.get("value")) if isinstance(point, dict) else (point, None)
+            if isinstance(point, list) and len(point) == 2:
+                at, value = point
+            try:
+                when = parse_duration(at, f"{where}[{i}].at")
+            except ValueError as exc:
+                problems.append(str(exc))
+                continue
+            if not _is_quantity(value):
+                problems.append(f"{where}[{i}]: {value!r} is not a quantity (as in [at, quantity])")
+                continue
+            if steps and when < steps[-1][0]:
+                problems.append(f"{where}[{i}].at: {when:g} s is before the point before it ({steps[-1][0]:g} s)")
+                continue
+            steps.append((when, str(value)))
+        curve[resource] = steps
+    return curve
 
 
 def _from_manifests(docs: Iterable[Any], name: str) -> TimedWorkload:
@@ -409,13 +483,15 @@ def event_document(e: Event) -> Obj:
     elif e.action in ("cordon", "uncordon", "drain", "healNode"):
         entry[e.action] = e.name
     elif e.action == "failNode":
-        entry[e.action] = {"node": e.name, "unreachable": True} if e.report == "unreachable" else e.name
+        entry[e.action] = {"node": e.name, "notReady": True} if e.report == "fail" else e.name
     else:
         entry[e.action] = {"node": e.name, **(e.taint or {})}
     if e.run_for is not None:
         entry["runFor"] = e.run_for
     if e.end_at is not None:
         entry["endAt"] = e.end_at
+    if e.usage is not None:
+        entry["usage"] = {resource: [[at, value] for at, value in steps] for resource, steps in e.usage.items()}
     return entry
 
 

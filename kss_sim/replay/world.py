@@ -21,7 +21,13 @@ act through its :class:`Engine` verbs:
 - a claim a controller creates (a StatefulSet's) reaches the engine as a created claim, before the pods that mount
   it; one the store deletes (the set's retention policy, through the garbage collector) is deleted there;
 - what the engine does to a pod the controllers see: a binding makes it Running and Ready (the replay's pods start
-  at once); a pod that ran its time Succeeds; one deleted, preempted or evicted is deleted;
+  at once); a pod that ran its time Succeeds; one deleted or preempted is deleted;
+- a bound pod the store deletes gracefully with an eviction's ``DisruptionTarget`` (the taint eviction controller's,
+  a drain's) terminates: the engine keeps it on its node (``evict_pod``, its record's reason) until its kubelet
+  ends it, at the end of its grace period if its node is Ready, else once the node is (``finish_evicted``; the
+  store's pod is then deleted with a grace period of 0, as ``kss serve``'s kubelet does);
+- a workload's usage curve (``usage_curve``) is written at each step as its pods' ``<resource>-usage``
+  annotations, and on each pod it makes later: what the horizontal controller reads;
 - pods that reach the engine otherwise (a start snapshot's, an event's) are created in the store as they are, so
   their controllers count or adopt them as upstream's ``ClaimPods`` does; the store gives every object a uid of its
   own, so what names an owner by the uid it came with (owner references, a Job's generated selector labels) is
@@ -45,11 +51,12 @@ import copy
 import functools
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from kss_sim.cluster.admission import uids
+from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.api.eviction import Eviction, evict
 from kss_sim.cluster.errors import ApiError, NotFound, TooManyRequests
 from kss_sim.cluster.storage.change_log import ADDED, DELETED
@@ -58,14 +65,28 @@ from kss_sim.controllers.disruption import DisruptionController
 from kss_sim.controllers.horizontal import HorizontalController
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
-from kss_sim.controllers.node_lifecycle import UNSCHEDULABLE, reconciled_taints
+from kss_sim.controllers.node_lifecycle import (
+    LAPSED_MESSAGE,
+    LAPSED_REASON,
+    NOT_READY,
+    UNKNOWN_ON_LAPSE,
+    UNREACHABLE,
+    UNSCHEDULABLE,
+    ready_status,
+    reconciled_taints,
+)
 from kss_sim.controllers.owned import controller_ref, key_of, meta
 from kss_sim.controllers.pod_status import RUN_DURATION_ANNOTATION, parse_go_duration
+from kss_sim.controllers.replica_calculator import USAGE_ANNOTATION
 from kss_sim.controllers.stepped import SteppedControllers
+from kss_sim.controllers.taint_eviction import DISRUPTION_REASON as TAINT_EVICTION_REASON
 from kss_sim.controllers.taint_eviction import TaintEvictionController
 from kss_sim.kube.node_ready import ready_condition
 from kss_sim.kube.objects import Obj
-from kss_sim.replay.workload import WorkloadError
+from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
+from kss_sim.kube.taints import EFFECT_NO_EXECUTE
+from kss_sim.replay.model import DRAIN, NODE_FAILURE, TAINT
+from kss_sim.replay.workload import DRAIN_RETRY_SECONDS, WorkloadError
 
 log = logging.getLogger("kss.replay")
 
@@ -78,8 +99,7 @@ _MANAGER = "kss-replay"
 # and the budgets the eviction API (a drain's) and the disruption controller read (namespaced).
 ADMISSION_KINDS = frozenset(("PriorityClass",))
 STORED_KINDS = ADMISSION_KINDS | {"PodDisruptionBudget"}
-# kubectl drain's pause before it asks again for an eviction a PodDisruptionBudget refused.
-DRAIN_RETRY_SECONDS = 5.0
+EVICTION_API_REASON = "EvictionByEvictionAPI"  # the DisruptionTarget reason of an eviction through the API
 JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 # The controllers a replay runs: the workload ones and what acts on nodes' NoExecute taints.
 REPLAY_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (
@@ -102,6 +122,15 @@ class Engine(Protocol):
     def create_pod(self, pod: Obj, *, run_for: float | None, owner: str) -> None: ...
 
     def delete_pod(self, namespace: str, name: str) -> None: ...
+
+    def evict_pod(self, pod: Obj, reason: str) -> bool:
+        """The bound pod (evicted: deletionTimestamp set) starts terminating, holding its node; False when the
+        engine has no such pod bound."""
+        ...
+
+    def finish_evicted(self, namespace: str, name: str) -> None:
+        """A terminating evicted pod is gone (its grace period over, its kubelet killed it)."""
+        ...
 
     def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None: ...
 
@@ -133,6 +162,18 @@ def check_workload_object(obj: Obj) -> list[str]:
             f"{c.get('field')}: {c.get('message')}" if c.get("field") else str(c.get("message")) for c in causes
         ] or [exc.message]
     return []
+
+
+def _evicted_gracefully(pod: Obj) -> bool:
+    """Whether the deleted pod was evicted (the eviction API's or the taint eviction controller's DisruptionTarget)
+    from a node, with a grace period its kubelet gives it."""
+    if not (pod.get("spec") or {}).get("nodeName") or not meta(pod).get("deletionGracePeriodSeconds"):
+        return False
+    return any(
+        c.get("type") == DISRUPTION_TARGET and c.get("reason") in (EVICTION_API_REASON, TAINT_EVICTION_REASON)
+        for c in (pod.get("status") or {}).get("conditions") or []
+        if isinstance(c, dict)
+    )
 
 
 def _without_job_uid(obj: Obj) -> Obj:
@@ -170,10 +211,15 @@ class LiveControllers:
         self._engine_pods: set[Key] = set()  # pods the engine holds, as the store knows them
         self._created: dict[Key, None] = {}  # pods the controllers made, for the engine, in creation order
         self._ending: dict[Key, None] = {}  # engine pods the store deletes (a controller, the garbage collector)
+        self._evicting: dict[Key, None] = {}  # bound engine pods evicted (a taint, a drain), for the engine
+        self._terminating: dict[Key, str] = {}  # evicted pods in their grace period or past it -> their node
+        self._stranded: dict[str, dict[Key, None]] = {}  # node -> evicted pods past their grace, no kubelet to end them
         self._claims: dict[Key, bool] = {}  # claims the controllers made (True) or deleted (False), for the engine
         self._run_for: dict[str, float | None] = {}  # a workload object's uid -> its runFor
         self._store_uid: dict[str, str] = {}  # the uid an object came with (a snapshot's) -> the one the store gave
         self._without_uid: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of those that came with none
+        # (kind, namespace, name) of a workload -> resource -> its pods' usage steps (virtual time, quantity)
+        self._curves: dict[tuple[str, str, str], Mapping[str, Sequence[tuple[float, str]]]] = {}
         self._settle_due = False
         self._timers: set[tuple[float, bool]] = set()  # (virtual time, holds the run) of the wake-ups asked for
         self.pods_created = 0
@@ -237,6 +283,59 @@ class LiveControllers:
             raise WorkloadError([f"{kind} {namespace}/{name}: {exc.message}"]) from exc
         self._run_for[str(meta(stored).get("uid"))] = run_for
 
+    def usage_curve(
+        self, kind: str, namespace: str, name: str, curve: Mapping[str, Sequence[tuple[float, str]]]
+    ) -> None:
+        """The workload's pods' usage from now on follows ``curve`` (resource -> steps): at each step's time every
+        pod it owns (down its chain of controllers) gets the ``kss.sigs.k8s.io/<resource>-usage`` annotation the
+        horizontal controller reads, and so does each pod it makes later. A new curve for it replaces the old."""
+        key = (kind, namespace or "default", name)
+        self._curves[key] = curve
+        now = float(self._actions.now)
+        for at in sorted({at for steps in curve.values() for at, _ in steps}):
+            self._actions.call_at(max(at, now), functools.partial(self._usage_step, key, curve))
+
+    def _usage_step(self, key: tuple[str, str, str], curve: Mapping[str, Sequence[tuple[float, str]]]) -> None:
+        if self._curves.get(key) is not curve:
+            return  # replaced by a later curve
+        with uids.drawn_from(self._rng):
+            for pod in self.store.list("Pod", key[1])[0]:
+                if key in self._owners_of(pod):
+                    self._set_usage(pod, curve)
+        self._wake()
+
+    def _set_usage(self, pod: Obj, curve: Mapping[str, Sequence[tuple[float, str]]]) -> None:
+        """The pod's usage annotations as ``curve`` has them now (a resource whose first step is still to come is
+        left as the template set it)."""
+        now = float(self._actions.now)
+        wanted: dict[str, str] = {}
+        for resource, steps in curve.items():
+            current = [value for at, value in steps if at <= now]
+            if current:
+                wanted[USAGE_ANNOTATION.format(resource=resource)] = current[-1]
+        annotations = meta(pod).get("annotations") or {}
+        if wanted and any(annotations.get(k) != v for k, v in wanted.items()):
+            with contextlib.suppress(NotFound):
+                self.store.patch("Pod", *key_of(pod), {"metadata": {"annotations": wanted}}, "merge", manager=_MANAGER)
+
+    def _owners_of(self, pod: Obj) -> list[tuple[str, str, str]]:
+        """(kind, namespace, name) of the pod's chain of controllers (ReplicaSet, then its Deployment; Job, CronJob)."""
+        chain: list[tuple[str, str, str]] = []
+        obj: Obj | None = pod
+        namespace = key_of(pod)[0]
+        for _ in range(8):
+            ref = controller_ref(obj) if obj is not None else None
+            if ref is None:
+                break
+            chain.append((str(ref.get("kind")), namespace, str(ref.get("name"))))
+            obj = self.store.get(str(ref.get("kind")), namespace, str(ref.get("name")))
+        return chain
+
+    def _curve_of(self, pod: Obj) -> Mapping[str, Sequence[tuple[float, str]]] | None:
+        if not self._curves:
+            return None
+        return next((self._curves[o] for o in self._owners_of(pod) if o in self._curves), None)
+
     def pod_arrived(self, pod: Obj) -> None:
         """A pod the controllers did not make entered the replay (a start snapshot's, an event's): the store holds
         it as it is, so its controller counts it or an owner adopts it. Finished or deleting pods count for none."""
@@ -279,11 +378,19 @@ class LiveControllers:
             return
         self._engine_pods.discard(key)
         self._ending.pop(key, None)
+        node = self._terminating.pop(key, None)
+        if node is not None:
+            self._stranded.get(node, {}).pop(key, None)
         with uids.drawn_from(self._rng):
             try:
                 if succeeded:
                     self._succeeded(key)
-                else:
+                if node is not None:
+                    # Its kubelet's delete once the containers are gone (``kubelet.py``): grace 0, gone now.
+                    self.store.delete(
+                        "Pod", key[0], key[1], options=DeleteOptions(grace_period_seconds=0, graceful=True)
+                    )
+                elif not succeeded:
                     self.store.delete("Pod", key[0], key[1])
             except NotFound:
                 pass
@@ -298,14 +405,18 @@ class LiveControllers:
             try:
                 existing = self.store.get("Node", None, name)
                 if existing is None:
-                    self.store.create("Node", body, manager=_MANAGER)
+                    stored = self.store.create("Node", body, manager=_MANAGER)
                 else:
                     body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
                     body["metadata"]["uid"] = existing["metadata"]["uid"]
-                    self.store.update("Node", body, manager=_MANAGER)
+                    stored = self.store.update("Node", body, manager=_MANAGER)
+                if ready_status(stored) != ready_status(body):  # the Ready condition (the status subresource)
+                    self.store.update_status("Node", None, name, copy.deepcopy(body.get("status") or {}))
             except ApiError as exc:
                 log.warning("node %s: not seen by the workload controllers: %s", name, exc.message)
                 return
+        if self._stranded.get(name) and self._kubelet_runs(name):
+            self._actions.call_at(self._actions.now, functools.partial(self._end_stranded, name))
         self._wake()
 
     node_updated = node_added
@@ -319,6 +430,12 @@ class LiveControllers:
         status = out.setdefault("status", {})
         condition = ready_condition(report, now)
         kept = [c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") != "Ready"]
+        if report == "unreachable":  # the node lifecycle controller's mark of a lapsed Lease: the pressures Unknown too
+            kept = [
+                {**c, "status": "Unknown", "reason": LAPSED_REASON, "message": LAPSED_MESSAGE,
+                 "lastTransitionTime": condition["lastTransitionTime"]} if c.get("type") in UNKNOWN_ON_LAPSE else c
+                for c in kept
+            ]  # fmt: skip
         status["conditions"] = [*kept, condition]
         # The Ready taints only: a replay's cordon sets spec.unschedulable without the controller's taint (which
         # uncordon would then leave behind), so the unschedulable taint stays as the node has it.
@@ -384,8 +501,10 @@ class LiveControllers:
                 namespace, name = key_of(pod)
                 try:
                     evict(self.store, namespace, Eviction(name, {}))
-                except TooManyRequests:
+                except TooManyRequests as exc:
                     blocked += 1
+                    log.info("drain %s at %gs: pod %s/%s not evicted (retried in %gs): %s", node,
+                             self._actions.now, namespace, name, DRAIN_RETRY_SECONDS, exc.message)  # fmt: skip
                 except (NotFound, ApiError) as exc:
                     log.warning("drain %s: pod %s/%s not evicted: %s", node, namespace, name, exc)
         self._wake()
@@ -463,8 +582,13 @@ class LiveControllers:
         # After each commit (only noted: the handover runs after the controllers settle).
         key = key_of(pod)
         if key in self._engine_pods:
-            if event_type == DELETED or meta(pod).get("deletionTimestamp"):
+            if event_type == DELETED:
                 self._ending[key] = None
+            elif meta(pod).get("deletionTimestamp") and key not in self._terminating:
+                if _evicted_gracefully(pod):
+                    self._evicting[key] = None  # its kubelet ends it after its grace period
+                else:
+                    self._ending[key] = None
         elif event_type == ADDED and controller_ref(pod) is not None:
             self._created[key] = None
 
@@ -525,7 +649,7 @@ class LiveControllers:
             while True:
                 if not self._stepped.settle():
                     log.warning("the workload controllers did not settle at %gs", self._actions.now)
-                if not self._created and not self._ending and not self._claims:
+                if not self._created and not self._ending and not self._claims and not self._evicting:
                     break
                 self._hand_over()
         self._ask_timers()
@@ -539,6 +663,9 @@ class LiveControllers:
                 self._actions.create_object(claim)
             elif not made:
                 self._actions.delete_object("PersistentVolumeClaim", *key)
+        evicting, self._evicting = list(self._evicting), {}
+        for key in evicting:
+            self._start_terminating(key)
         ending, self._ending = list(self._ending), {}
         for key in ending:
             self._engine_pods.discard(key)
@@ -550,11 +677,62 @@ class LiveControllers:
             pod = self.store.get("Pod", *key)
             if pod is None or meta(pod).get("deletionTimestamp"):
                 continue
+            curve = self._curve_of(pod)
+            if curve is not None:  # its workload's usage now, before the autoscaler next reads it
+                self._set_usage(pod, curve)
             ref = controller_ref(pod) or {}
             self._engine_pods.add(key)
             self.pods_created += 1
             owner = f"{ref.get('kind')}/{key[0]}/{ref.get('name')}"
             self._actions.create_pod(pod, run_for=self._run_for_of(pod), owner=owner)
+
+    # --- evicted pods terminating, as each node's kubelet ends them (``kss_sim/controllers/kubelet.py``) ----------
+    def _start_terminating(self, key: Key) -> None:
+        """An evicted bound pod keeps its node for its grace period (``deletionGracePeriodSeconds``), then its
+        kubelet ends it; one the engine does not hold bound is deleted there at once."""
+        pod = self.store.get("Pod", *key)
+        if pod is None or key in self._terminating:
+            return
+        node = str((pod.get("spec") or {}).get("nodeName"))
+        if not self._actions.evict_pod(pod, self._eviction_reason(pod, node)):
+            self._ending[key] = None
+            return
+        self._terminating[key] = node
+        grace = float(meta(pod).get("deletionGracePeriodSeconds") or 0)
+        uid = str(meta(pod).get("uid"))
+        self._actions.call_at(float(self._actions.now) + grace, functools.partial(self._grace_over, key, uid))
+
+    def _eviction_reason(self, pod: Obj, node: str) -> str:
+        """Why the pod was evicted: a drain (the eviction API's condition), its node's failure (the node holds the
+        node lifecycle controller's not-ready or unreachable NoExecute taint), else a NoExecute taint."""
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == DISRUPTION_TARGET and c.get("reason") == EVICTION_API_REASON for c in conditions):
+            return DRAIN
+        taints = ((self.store.get("Node", None, node) or {}).get("spec") or {}).get("taints") or []
+        failed = any(t.get("key") in (NOT_READY, UNREACHABLE) and t.get("effect") == EFFECT_NO_EXECUTE for t in taints)
+        return NODE_FAILURE if failed else TAINT
+
+    def _grace_over(self, key: Key, uid: str) -> None:
+        node = self._terminating.get(key)
+        pod = self.store.get("Pod", *key)
+        if node is None or pod is None or str(meta(pod).get("uid")) != uid:
+            return
+        if self._kubelet_runs(node):
+            self._actions.finish_evicted(*key)
+        else:
+            self._stranded.setdefault(node, {})[key] = None  # Terminating until the node is Ready again
+
+    def _end_stranded(self, node: str) -> None:
+        if not self._kubelet_runs(node):
+            return
+        for key in list(self._stranded.pop(node, {})):
+            if key in self._terminating:
+                self._actions.finish_evicted(*key)
+
+    def _kubelet_runs(self, node: str) -> bool:
+        """Whether the node has a kubelet to end its pods: it exists and its Ready condition, if any, is True."""
+        found = self.store.get("Node", None, node)
+        return found is not None and ready_status(found) in (None, "True")
 
     def _ask_timers(self) -> None:
         """A wake-up at the controllers' next timer, which never holds the run (module docstring: when a run ends),

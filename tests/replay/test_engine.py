@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import orjson
@@ -9,7 +10,19 @@ import pytest
 
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
-from kss_sim.replay.model import DELETED, PENDING, PREEMPTED, RUNNING, SUCCEEDED, NullObserver, ReplayState
+from kss_sim.replay.model import (
+    DELETED,
+    DRAIN,
+    EVICTED,
+    NODE_FAILURE,
+    PENDING,
+    PREEMPTED,
+    RUNNING,
+    SUCCEEDED,
+    TAINT,
+    NullObserver,
+    ReplayState,
+)
 from kss_sim.replay.workload import TimedWorkload, parse_workload
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.record import Attempt
@@ -256,8 +269,13 @@ def test_a_noexecute_taint_evicts_pods_that_do_not_tolerate_it_after_their_toler
     )
     result = Replay(w).run()
     pods = by_name(result)
-    assert (pods["plain"].finished_at, pods["plain"].outcome) == (20.0, DELETED)
-    assert (pods["thirty"].finished_at, pods["thirty"].outcome) == (50.0, DELETED)
+    # evicted when the taint comes (or their toleration ends), gone after their 30 s grace period
+    assert [
+        (pods[n].evicted_at, pods[n].finished_at, pods[n].outcome, pods[n].reason) for n in ("plain", "thirty")
+    ] == [
+        (20.0, 50.0, EVICTED, TAINT),
+        (50.0, 80.0, EVICTED, TAINT),
+    ]
     assert pods["forever"].outcome == RUNNING
     assert pods["late"].bound_at == 80.0  # NoExecute also keeps new pods off until the taint goes
 
@@ -283,7 +301,7 @@ def test_a_pod_bound_to_a_node_with_a_noexecute_taint_it_tolerates_for_a_while_i
         ]
     )
     p = by_name(Replay(w).run())["p"]
-    assert (p.bound_at, p.finished_at, p.outcome) == (10.0, 40.0, DELETED)  # the run waits for the eviction
+    assert (p.bound_at, p.evicted_at, p.finished_at, p.outcome) == (10.0, 40.0, 70.0, EVICTED)  # the run waits
 
 
 def test_a_start_snapshots_pod_on_a_noexecute_tainted_node_it_does_not_tolerate_is_evicted_at_once() -> None:
@@ -292,8 +310,43 @@ def test_a_start_snapshots_pod_on_a_noexecute_tainted_node_it_does_not_tolerate_
         [{"at": 5, "create": pod("later", nodeName="n2")}], start=[tainted, node("n2"), pod("p", nodeName="n1")]
     )
     pods = by_name(Replay(w).run())
-    assert (pods["p"].finished_at, pods["p"].outcome) == (0.0, DELETED)
+    assert (pods["p"].evicted_at, pods["p"].finished_at, pods["p"].outcome) == (0.0, 30.0, EVICTED)
     assert pods["later"].outcome == RUNNING
+
+
+def test_an_evicted_pod_holds_its_node_for_its_grace_period_as_its_kubelet_terminates_it() -> None:
+    w = workload(
+        [
+            {"at": 0, "create": pod("slow", "3", terminationGracePeriodSeconds=60)},
+            {"at": 10, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}},
+            {"at": 20, "untaint": {"node": "n1", "key": "k"}},
+            {"at": 20, "create": pod("next", "3")},
+        ]
+    )
+    run = Replay(w, until=40)
+    run.run()
+    terminating = run.bound["default/slow"].pod
+    deleted_at = (w.epoch + timedelta(seconds=70)).strftime("%Y-%m-%dT%H:%M:%SZ")  # now + 60 s, as the API sets it
+    assert terminating["metadata"]["deletionTimestamp"] == deleted_at
+    assert {c["type"]: c["reason"] for c in terminating["status"]["conditions"]}["DisruptionTarget"] == (
+        "DeletionByTaintManager"
+    )
+    pods = by_name(Replay(w).run())
+    assert (pods["slow"].evicted_at, pods["slow"].finished_at, pods["slow"].outcome) == (10.0, 70.0, EVICTED)
+    assert pods["next"].bound_at == 70.0  # the node's 3 CPUs are free only once the evicted pod is gone
+
+
+def test_a_pod_whose_run_ends_while_it_terminates_succeeds_and_leaves_the_store() -> None:
+    w = workload(
+        [
+            {"at": 0, "runFor": 25, "create": pod("p")},
+            {"at": 10, "taint": {"node": "n1", "key": "k", "effect": "NoExecute"}},
+        ]
+    )
+    run = Replay(w)
+    p = by_name(run.run())["p"]
+    assert (p.evicted_at, p.finished_at, p.outcome, p.reason) == (10.0, 25.0, SUCCEEDED, TAINT)
+    assert run.controllers is not None and run.controllers.store.list("Pod")[0] == []
 
 
 def test_a_taint_eviction_marks_the_pod_as_disrupted_before_deleting_it() -> None:
@@ -306,7 +359,7 @@ def test_a_taint_eviction_marks_the_pod_as_disrupted_before_deleting_it() -> Non
     run.controllers.store.add_listener(
         lambda _event, _kind, obj: deleting.append(obj) if obj["metadata"].get("deletionTimestamp") else None, ("Pod",)
     )
-    assert by_name(run.run())["p"].finished_at == 20.0
+    assert by_name(run.run())["p"].evicted_at == 20.0
     conditions = {c["type"]: c for c in deleting[0]["status"]["conditions"]}
     assert conditions["DisruptionTarget"]["reason"] == "DeletionByTaintManager"
     events = [e for e in run.controllers.store.list("Event")[0] if e["reason"] == "TaintManagerEviction"]
@@ -320,44 +373,73 @@ def test_a_replay_without_noexecute_taints_or_workload_objects_runs_no_controlle
     assert Replay(w).controllers is None
 
 
-def test_a_failed_node_is_tainted_and_its_pods_evicted_after_the_default_300_s_unless_it_heals_first() -> None:
+def test_a_stopped_nodes_lease_lapses_after_the_grace_period_then_its_pods_are_evicted_unless_it_heals_first() -> None:
     w = workload(
         [
             {"at": 10, "failNode": "n2"},
             {"at": 10, "failNode": "n3"},
-            {"at": 20, "create": pod("new", "3")},
+            {"at": 70, "create": pod("new", "3")},
             {"at": 100, "healNode": "n2"},
         ],
         start=[node("n1"), node("n2"), node("n3"), pod("stays", nodeName="n2"), pod("goes", nodeName="n3")],
     )
-    run = Replay(w, until=50)
-    run.run()
-    assert sorted((t["key"], t["effect"]) for t in run.objects.nodes["n3"]["spec"]["taints"]) == [
-        ("node.kubernetes.io/not-ready", "NoExecute"),
-        ("node.kubernetes.io/not-ready", "NoSchedule"),
-    ]
-    ready = {c["type"]: c for c in run.objects.nodes["n3"]["status"]["conditions"]}["Ready"]
-    assert (ready["status"], ready["reason"]) == ("False", "KubeletNotReady")
+
+    def n3_after(seconds: float) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
+        run = Replay(w, until=seconds)
+        run.run()
+        n3 = run.objects.nodes["n3"]
+        ready = {c["type"]: c for c in n3.get("status", {}).get("conditions") or []}.get("Ready")
+        taints = sorted((t["key"], t["effect"]) for t in n3.get("spec", {}).get("taints") or [])
+        return taints, (ready["status"], ready["reason"]) if ready else None
+
+    # the node lifecycle controller sees the lease unrenewed for --node-monitor-grace-period (50 s) first
+    assert n3_after(59) == ([], None)
+    assert n3_after(60) == (
+        [("node.kubernetes.io/unreachable", "NoExecute"), ("node.kubernetes.io/unreachable", "NoSchedule")],
+        ("Unknown", "NodeStatusUnknown"),
+    )
     run = Replay(w)
     pods = by_name(run.run())
-    assert pods["stays"].outcome == RUNNING  # healed within its 300 s not-ready toleration
-    assert (pods["goes"].finished_at, pods["goes"].outcome) == (310.0, DELETED)
+    assert pods["stays"].outcome == RUNNING  # healed within its 300 s unreachable toleration
+    # evicted 300 s after the taint, and Terminating from then on: a stopped node has no kubelet to end it
+    goes = pods["goes"]
+    assert (goes.evicted_at, goes.finished_at, goes.outcome, goes.reason) == (360.0, None, EVICTED, NODE_FAILURE)
     assert pods["new"].node == "n1"  # the failed nodes' NoSchedule taints keep it off them
     assert "taints" not in run.objects.nodes["n2"]["spec"]
     ready = {c["type"]: c for c in run.objects.nodes["n2"]["status"]["conditions"]}["Ready"]
     assert ready["status"] == "True"
 
 
-def test_an_unreachable_node_is_tainted_unreachable_and_its_pods_go_after_their_toleration() -> None:
-    toleration = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}
+def test_a_heal_before_the_lease_lapses_leaves_the_node_ready_and_a_later_one_ends_its_evicted_pods() -> None:
     w = workload(
-        [{"at": 5, "failNode": {"node": "n1", "unreachable": True}}],
+        [
+            {"at": 0, "failNode": "n1"},
+            {"at": 40, "healNode": "n1"},
+            {"at": 100, "failNode": "n2"},
+            {"at": 500, "healNode": "n2"},
+        ],
+        start=[node("n1"), node("n2"), pod("a", nodeName="n1"), pod("b", nodeName="n2")],
+    )
+    run = Replay(w)
+    pods = by_name(run.run())
+    assert pods["a"].outcome == RUNNING
+    assert "taints" not in run.objects.nodes["n1"].get("spec", {})
+    # b: Unknown at 150, evicted at 450, its grace over at 480 with no kubelet; the heal at 500 ends it
+    assert (pods["b"].evicted_at, pods["b"].finished_at, pods["b"].outcome) == (450.0, 500.0, EVICTED)
+
+
+def test_a_node_whose_kubelet_reports_not_ready_is_tainted_at_once_and_its_pods_go_after_their_toleration() -> None:
+    toleration = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+    w = workload(
+        [{"at": 5, "failNode": {"node": "n1", "notReady": True}}],
         start=[node("n1"), pod("p", nodeName="n1", tolerations=[{**toleration, "tolerationSeconds": 60}])],
     )
     run = Replay(w)
     p = by_name(run.run())["p"]
-    assert (p.finished_at, p.outcome) == (65.0, DELETED)
-    assert {t["key"] for t in run.objects.nodes["n1"]["spec"]["taints"]} == {"node.kubernetes.io/unreachable"}
+    assert (p.evicted_at, p.finished_at, p.outcome, p.reason) == (65.0, None, EVICTED, NODE_FAILURE)
+    assert {t["key"] for t in run.objects.nodes["n1"]["spec"]["taints"]} == {"node.kubernetes.io/not-ready"}
+    ready = {c["type"]: c for c in run.objects.nodes["n1"]["status"]["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "KubeletNotReady")
 
 
 def test_a_deployments_pods_on_a_failed_node_are_replaced_on_the_others() -> None:
@@ -376,10 +458,11 @@ def test_a_deployments_pods_on_a_failed_node_are_replaced_on_the_others() -> Non
     )
     pods = sorted(Replay(w).run().pods, key=lambda p: p.arrival)
     evicted = [p for p in pods if p.node == "n1"]
-    assert [(p.finished_at, p.outcome) for p in evicted] == [(360.0, DELETED)]
+    # unreachable at 110, evicted at 410 (still Terminating on the stopped node), replaced at once
+    assert [(p.evicted_at, p.finished_at, p.outcome) for p in evicted] == [(410.0, None, EVICTED)]
     (survivor,) = [p for p in pods if p.arrival == 0.0 and p.node != "n1"]
     free = ({"n2", "n3"} - {survivor.node}).pop()  # 3 CPUs each: one pod a node
-    assert [(p.arrival, p.node, p.outcome) for p in pods if p.arrival > 0.0] == [(360.0, free, RUNNING)]
+    assert [(p.arrival, p.node, p.outcome) for p in pods if p.arrival > 0.0] == [(410.0, free, RUNNING)]
 
 
 def test_a_drain_evicts_within_the_disruption_budget_retries_every_5_s_and_leaves_daemonset_pods() -> None:
@@ -409,7 +492,11 @@ def test_a_drain_evicts_within_the_disruption_budget_retries_every_5_s_and_leave
     pods = run.run().pods
     web = {(p.node, p.arrival): p for p in pods if p.owner.startswith("ReplicaSet/")}
     on_n1, on_n2 = [p for (n, _), p in web.items() if n in ("n1", "n2")]
-    assert {(on_n1.node, on_n1.finished_at), (on_n2.node, on_n2.finished_at)} == {("n1", 60.0), ("n2", 65.0)}
+    # evicted, then gone after their 30 s grace period
+    assert {(p.node, p.evicted_at, p.finished_at, p.outcome, p.reason) for p in (on_n1, on_n2)} == {
+        ("n1", 60.0, 90.0, EVICTED, DRAIN),
+        ("n2", 65.0, 95.0, EVICTED, DRAIN),
+    }
     # the first eviction takes the budget's one disruption; its replacement (on n3, Ready at once) frees it again
     # for kubectl's retry 5 s on
     replacements = sorted((p.arrival, p.node, p.outcome) for p in web.values() if p.arrival >= 60.0)
@@ -448,6 +535,55 @@ def test_a_horizontal_pod_autoscaler_scales_its_deployment_from_the_usage_annota
     assert run.controllers is not None
     status = (run.controllers.get("HorizontalPodAutoscaler", "default", "web") or {})["status"]
     assert (status["currentReplicas"], status["desiredReplicas"]) == (5, 5)
+
+
+def test_a_usage_curve_drives_the_autoscaler_up_and_after_its_stabilization_window_down() -> None:
+    template = pod("x", "1")
+    template["metadata"] = {"labels": {"app": "web"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+    autoscaler = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}},
+                }
+            ],
+        },
+    }
+    usage = {"cpu": [[0, "200m"], ["30s", "900m"], ["100s", "50m"]]}
+    w = workload(
+        [{"at": 0, "create": deployment, "usage": usage}, {"at": 0, "create": autoscaler}], start=[node("n1", "8")]
+    )
+
+    def run_until(seconds: float) -> tuple[Replay, list[Any]]:
+        run = Replay(w, until=seconds)
+        return run, run.run().pods
+
+    run, pods = run_until(120)
+    arrivals = sorted(p.arrival for p in pods)
+    # 20% until 30 s, then 90% of the request against 50%: 1 -> 2 at that sync, 4, then the maximum
+    assert arrivals == [0.0, 30.0, 45.0, 45.0, 60.0]
+    assert run.controllers is not None
+    usages = {p["metadata"]["annotations"]["kss.sigs.k8s.io/cpu-usage"] for p in run.controllers.store.list("Pod")[0]}
+    assert usages == {"50m"}  # every pod, those made after a step too, follows the curve
+    run, pods = run_until(600)
+    assert run.controllers is not None
+    status = (run.controllers.get("HorizontalPodAutoscaler", "default", "web") or {})["status"]
+    assert (status["currentReplicas"], status["desiredReplicas"]) == (1, 1)  # down once 300 s of lower recommendations
+    deleted = sorted(p.finished_at or 0 for p in pods if p.outcome == DELETED)
+    assert len(deleted) == 4 and deleted[0] > 100 + 300 - 15
 
 
 def test_apply_config_mid_run_changes_the_scoring_from_the_next_cycle_on() -> None:

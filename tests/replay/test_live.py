@@ -257,10 +257,16 @@ def test_node_updates_taints_deletes_and_configurations_happen_and_refusals_are_
 
 
 def test_a_node_failure_sets_the_nodes_ready_condition_and_the_servers_controllers_taint_it(server: Server) -> None:
-    text = workload([node("n1"), node("n2")], [{"at": 0, "failNode": {"node": "n1", "unreachable": True}}])
-    text2 = workload([], [{"at": 0, "failNode": "n2"}, {"at": 6, "healNode": "n1"}])
-    summary = replay(server, text, speed=600)
-    assert summary.errors == [] and summary.events_applied == 1
+    # n1 stops: the driver plays its lease lapse 50 s (virtual) on; a heal of n2 before its lapse cancels it
+    text = workload(
+        [node("n1"), node("n2")],
+        [{"at": 0, "failNode": "n1"}, {"at": 0, "failNode": "n2"}, {"at": 40, "healNode": "n2"}],
+    )
+    text2 = workload([], [{"at": 0, "failNode": {"node": "n2", "notReady": True}}, {"at": 6, "healNode": "n1"}])
+    started = time.monotonic()
+    summary = replay(server, text, speed=100)
+    assert summary.errors == [] and summary.events_applied == 3
+    assert time.monotonic() - started >= 0.5  # the run held for the lapse
 
     def ready_and_taints(name: str) -> tuple[str, list[str]]:
         got = httpx.get(f"{server.url}/api/v1/nodes/{name}").json()
@@ -272,6 +278,7 @@ def test_a_node_failure_sets_the_nodes_ready_condition_and_the_servers_controlle
     while ready_and_taints("n1") != ("Unknown", unreachable):
         assert time.monotonic() < deadline, ready_and_taints("n1")
         time.sleep(0.1)
+    assert ready_and_taints("n2") == ("True", [])
     summary = replay(server, text2, speed=600)
     assert summary.errors == [] and summary.events_applied == 2
     not_ready = ["node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/not-ready:NoSchedule"]
@@ -279,6 +286,53 @@ def test_a_node_failure_sets_the_nodes_ready_condition_and_the_servers_controlle
     while (ready_and_taints("n1"), ready_and_taints("n2")) != (("True", []), ("False", not_ready)):
         assert time.monotonic() < deadline, (ready_and_taints("n1"), ready_and_taints("n2"))
         time.sleep(0.1)
+
+
+def test_a_drain_cordons_and_evicts_through_the_eviction_api_one_at_a_time_under_the_budget(server: Server) -> None:
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {**pod("x")["spec"], "terminationGracePeriodSeconds": 5},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    events = [
+        {"at": 0, "create": deployment},
+        {"at": 10, "create": node("n2")},
+        {"at": 10, "create": budget},
+        {"at": 20, "drain": "n1"},
+    ]
+    recorder = Recorder(server.kubeconfig)
+    speed = 5.0
+    summary = replay(server, workload([node("n1")], events), speed=speed)
+    recorder.stop()
+    assert summary.errors == [] and summary.events_applied == 4
+    with recorder._lock:
+        marked: dict[str, float] = {}
+        for t, _, o in recorder.seen:
+            if o.kind == "Pod" and o.metadata.deletion_timestamp is not None:
+                marked.setdefault(o.metadata.name, t)
+    times = sorted(marked.values())
+    assert len(times) == 3  # the three pods first on n1, each evicted (its deletionTimestamp set) once
+    # one at a time: each 5 s (virtual) after the one before, when the budget allowed it again
+    assert [round((t - times[0]) * speed / 5) for t in times] == [0, 1, 2]
+    deadline = time.monotonic() + 20
+    while True:
+        pods = httpx.get(f"{server.url}/api/v1/pods").json()["items"]
+        if sorted(p["spec"].get("nodeName") for p in pods) == ["n2", "n2", "n2"]:
+            break
+        assert time.monotonic() < deadline, [(p["metadata"]["name"], p["spec"].get("nodeName")) for p in pods]
+        time.sleep(0.2)
+    assert httpx.get(f"{server.url}/api/v1/nodes/n1").json()["spec"]["unschedulable"] is True
 
 
 def run_cli(server: Server, path: Path, *args: str, **kwargs: Any) -> subprocess.Popen[str]:

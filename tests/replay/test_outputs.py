@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 
+from kss_sim.replay.cli import summary_lines
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.metrics import Metrics
 from kss_sim.replay.outputs import FILES, POD_COLUMNS, write_outputs
@@ -93,3 +94,48 @@ def test_same_workload_and_seed_write_the_same_bytes(tmp_path: Path) -> None:
     first, second = replay_into(tmp_path / "a"), replay_into(tmp_path / "b")
     for name in ("summary.json", "pods.csv", "timeseries.csv", "report.html"):
         assert first[name].read_bytes() == second[name].read_bytes(), name
+
+
+EVICTIONS = """
+apiVersion: kss.sigs.k8s.io/v1alpha1
+kind: TimedWorkload
+metadata: {name: evictions}
+spec:
+  start:
+  - {apiVersion: v1, kind: Node, metadata: {name: a}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}}
+  - {apiVersion: v1, kind: Node, metadata: {name: b}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}}
+  - {apiVersion: v1, kind: Node, metadata: {name: c}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}}
+  - {apiVersion: v1, kind: Pod, metadata: {name: on-a}, spec: {nodeName: a, containers: [{name: m, image: x}]}}
+  - {apiVersion: v1, kind: Pod, metadata: {name: on-b}, spec: {nodeName: b, containers: [{name: m, image: x}]}}
+  - {apiVersion: v1, kind: Pod, metadata: {name: on-c}, spec: {nodeName: c, containers: [{name: m, image: x}]}}
+  events:
+  - {at: 10, taint: {node: a, key: k, effect: NoExecute}}
+  - {at: 10, drain: b}
+  - {at: 10, failNode: c}
+"""
+
+
+def test_evicted_pods_are_written_with_their_reason_counted_in_the_summary_and_listed_in_the_report(
+    tmp_path: Path,
+) -> None:
+    workload = parse_workload(EVICTIONS)
+    metrics = Metrics()
+    result = Replay(workload, observers=[metrics]).run()
+    paths = write_outputs(result, metrics, tmp_path)
+    with paths["pods.csv"].open(newline="") as f:
+        pods = {
+            row["pod"]: (row["evicted"], row["finished"], row["outcome"], row["reason"]) for row in csv.DictReader(f)
+        }
+    assert pods == {
+        "default/on-a": ("10", "40", "evicted", "taint"),
+        "default/on-b": ("10", "40", "evicted", "drain"),
+        # c stopped: unreachable at 60, evicted 300 s on, Terminating for good (no kubelet to end it)
+        "default/on-c": ("360", "", "evicted", "nodeFailure"),
+    }
+    summary = orjson.loads(paths["summary.json"].read_bytes())
+    assert summary["outcomes"] == {"evicted": 3}
+    assert summary["evictions"] == {"total": 3, "taint": 1, "drain": 1, "nodeFailure": 1}
+    lines = summary_lines(result, summary, None, None, wall_seconds=1.0)
+    assert lines[1].endswith(", evictions 3 (taint 1, drain 1, nodeFailure 1)")
+    html = paths["report.html"].read_text()
+    assert "Evicted (3)" in html and "still terminating" in html and 'data-fact="evictions">3' in html

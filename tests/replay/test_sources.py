@@ -246,7 +246,7 @@ def test_node_failure_events_read_back_as_written_and_bad_ones_are_named() -> No
         "start": [_node("n1")],
         "events": [
             {"at": 1, "failNode": "n1"},
-            {"at": 2, "failNode": {"node": "n1", "unreachable": True}},
+            {"at": 2, "failNode": {"node": "n1", "notReady": True}},
             {"at": 3, "healNode": "n1"},
             {"at": 4, "drain": "n1"},
         ],
@@ -254,19 +254,77 @@ def test_node_failure_events_read_back_as_written_and_bad_ones_are_named() -> No
     doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "w"}, "spec": spec}
     workload = parse_workload(json.dumps(doc))
     assert [(e.action, e.name, e.report) for e in workload.events] == [
-        ("failNode", "n1", "fail"),
-        ("failNode", "n1", "unreachable"),
+        ("failNode", "n1", "unreachable"),  # the node stops: its lease lapses
+        ("failNode", "n1", "fail"),  # its kubelet reports NotReady
         ("healNode", "n1", "heal"),
         ("drain", "n1", ""),
     ]
     assert to_document(workload)["spec"]["events"] == [{**e, "at": float(e["at"])} for e in spec["events"]]
+    # The older spellings: unreachable true is the plain form, false the NotReady one.
+    spec["events"] = [
+        {"at": 1, "failNode": {"node": "n1", "unreachable": True}},
+        {"at": 2, "failNode": {"node": "n1", "unreachable": False}},
+    ]
+    assert [e.report for e in parse_workload(json.dumps(doc)).events] == ["unreachable", "fail"]
     spec["events"] = [
         {"at": 1, "failNode": {"node": "n1", "unreachable": "yes"}},
         {"at": 2, "healNode": {"node": "n1"}},
+        {"at": 3, "failNode": {"node": "n1", "unreachable": True, "notReady": True}},
+    ]
+    with pytest.raises(WorkloadError) as failed:
+        parse_workload(json.dumps(doc))
+    message = "must be a node name or {node, notReady: true} (or unreachable: true|false)"
+    assert failed.value.problems == [
+        f"spec.events[0].failNode: {message}",
+        "spec.events[1].healNode: must be a node name",
+        f"spec.events[2].failNode: {message}",
+    ]
+
+
+def test_a_usage_curve_reads_back_as_written_and_bad_ones_are_named() -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}}},
+    }
+    spec: dict[str, Any] = {
+        "start": [_node("n1")],
+        "events": [
+            {
+                "at": 0,
+                "create": deployment,
+                "usage": {"cpu": [[0, "200m"], ["1m", "900m"]], "memory": [{"at": 5, "value": "1Gi"}]},
+            }
+        ],
+    }
+    doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "w"}, "spec": spec}
+    workload = parse_workload(json.dumps(doc))
+    assert workload.events[0].usage == {"cpu": [(0.0, "200m"), (60.0, "900m")], "memory": [(5.0, "1Gi")]}
+    assert to_document(workload)["spec"]["events"][0]["usage"] == {
+        "cpu": [[0.0, "200m"], [60.0, "900m"]],
+        "memory": [[5.0, "1Gi"]],
+    }
+    assert (
+        parse_workload(json.dumps({**doc, "spec": to_document(workload)["spec"]})).events[0].usage
+        == workload.events[0].usage
+    )
+    spec["events"] = [
+        {
+            "at": 0,
+            "create": deployment,
+            "usage": {"cpu": [[0, "lots"], ["2m", "1"], ["1m", "2"]], "Bad Name": [[0, 1]]},
+        },
+        {"at": 0, "create": _node("n2"), "usage": {"cpu": [[0, "1"]]}},
+        {"at": 0, "create": deployment, "usage": {"cpu": []}},
     ]
     with pytest.raises(WorkloadError) as failed:
         parse_workload(json.dumps(doc))
     assert failed.value.problems == [
-        "spec.events[0].failNode: must be a node name or {node, unreachable: true|false}",
-        "spec.events[1].healNode: must be a node name",
+        "spec.events[0].usage.cpu[0]: 'lots' is not a quantity (as in [at, quantity])",
+        "spec.events[0].usage.cpu[2].at: 60 s is before the point before it (120 s)",
+        "spec.events[0].usage.Bad Name: not a resource name",
+        "spec.events[1].usage: only the create or update of a Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, "
+        "CronJob has usage",
+        "spec.events[2].usage.cpu: must be a list of [at, quantity] points",
     ]

@@ -20,7 +20,8 @@ from kss_sim.web.ports import AttemptDetail, AttemptQuery, AttemptSummary, Runs
 from kss_sim.web.views.pod import AttemptView, attempt_view
 
 RUN_PODS_PAGE_SIZE = 50
-OUTCOMES = ("pending", "running", "succeeded", "deleted", "preempted")  # kss_sim.replay.model's PodRecord.outcome
+# kss_sim.replay.model's PodRecord.outcome
+OUTCOMES = ("pending", "running", "succeeded", "deleted", "preempted", "evicted")
 
 
 def number(value: Any) -> float | None:
@@ -160,6 +161,8 @@ class PodLine:
     preemptions: int
     outcome: str
     message: str
+    reason: str = ""  # an evicted pod's: taint, drain, nodeFailure
+    evicted: str = ""  # when (virtual), for an evicted pod
 
 
 def pod_line(row: Obj) -> PodLine:
@@ -179,6 +182,8 @@ def pod_line(row: Obj) -> PodLine:
         preemptions=int(preemptions or 0),
         outcome=str(row.get("outcome") or ""),
         message=str(row.get("lastMessage") or ""),
+        reason=str(row.get("reason") or ""),
+        evicted="" if row.get("evicted") in (None, "") else virtual_time(number(row.get("evicted"))),
     )
 
 
@@ -196,6 +201,10 @@ def summary_facts(summary: Obj) -> list[Fact]:
     add("Never scheduled", summary.get("neverScheduled"))
     add("Attempts", summary.get("attempts"))
     add("Preemptions", summary.get("preemptions"))
+    evictions = summary.get("evictions") or {}
+    if evictions.get("total"):
+        by_reason = ", ".join(f"{r} {n}" for r, n in evictions.items() if r != "total" and n)
+        add("Evictions", f"{evictions['total']} ({by_reason})")
     waits = summary.get("waitSeconds") or {}
     for key in ("p50", "p95", "p99", "max", "mean"):
         wait = number(waits.get(key))
