@@ -499,9 +499,11 @@ def build_profiles(
     activator: Callable[[list[PodInfo]], None],
     feature_gates: Mapping[str, bool],
     plugin_observer: PluginObserver | None = None,
+    allow_missing: bool = False,
 ) -> tuple[list[Handle], dict[str, Framework]]:
     """A scheduler host's frameworks, one per profile of ``config``, each on its own handle over the host's cluster
-    listers, pod actions, nominated pods and activator: the handles, and the frameworks by scheduler name."""
+    listers, pod actions, nominated pods and activator: the handles, and the frameworks by scheduler name
+    (``allow_missing``: as :func:`build_framework`)."""
     handles: list[Handle] = []
     frameworks: dict[str, Framework] = {}
     for profile in config.profiles:
@@ -511,7 +513,9 @@ def build_profiles(
         handle.feature_gates = dict(feature_gates)
         handle.kube_version = config.kube_version
         handles.append(handle)
-        frameworks[profile.scheduler_name] = build_framework(profile, handle, plugin_observer=plugin_observer)
+        frameworks[profile.scheduler_name] = build_framework(
+            profile, handle, allow_missing=allow_missing, plugin_observer=plugin_observer
+        )
     return handles, frameworks
 
 

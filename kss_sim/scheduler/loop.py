@@ -181,6 +181,8 @@ class SchedulingLoop:
         nominate_on_failure: bool = True,
         plugin_observer: PluginObserver | None = None,
         plugin_metrics_sample_percent: int | None = None,
+        cluster: ClusterObjects | None = None,
+        allow_missing_plugins: bool = False,
     ) -> None:
         self.writer = writer
         self.clock = clock
@@ -193,7 +195,9 @@ class SchedulingLoop:
         self.nominate_on_failure = nominate_on_failure
         self.plugin_observer = plugin_observer
         self.plugin_metrics_sample_percent = plugin_metrics_sample_percent
-        self.cluster = ClusterObjects()
+        self.allow_missing_plugins = allow_missing_plugins
+        # The listers: empty, fed by :meth:`handle`, unless the host fills them itself (kss simulate's scenario).
+        self.cluster = cluster if cluster is not None else ClusterObjects()
         # Every gate resolved at the configuration's Kubernetes version (the explicit ones over its defaults).
         self.gates = config.kube_version.effective_gates(self.feature_gates)
         self.cache = SchedulerCache(pod_level_resources=self.gates["PodLevelResources"])
@@ -223,6 +227,7 @@ class SchedulingLoop:
             activator=self._activate,
             feature_gates=self.feature_gates,
             plugin_observer=self.plugin_observer,
+            allow_missing=self.allow_missing_plugins,
         )
         self.frameworks = frameworks
         self.writer.handles = self.handles

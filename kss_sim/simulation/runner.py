@@ -1,5 +1,8 @@
-"""Offline scenario runs: the engine on a scenario file, results in the golden format (FORMAT.md).
+"""Offline scenario runs: the scheduling loop on a scenario file, results in the golden format (FORMAT.md).
 
+A run is a host of ``SchedulingLoop`` as kss serve and kss replay are: the scenario's nodes and bound pods reach
+the loop as events, each pending pod enters the queue and is handed to the loop, which concludes the attempt
+through ``ScenarioWriter`` (this module keeps only the file order and what is recorded of each attempt).
 The rules of a run: pending pods in file order, each placed before the next; ties broken by node
 name; every node evaluated unless the scenario is about sampling; the k-th bound pod starts at
 2025-01-12T13:46:40Z + k s; a pod that fits nowhere may preempt and is then retried once at once.
@@ -13,21 +16,23 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kss_sim.extender_http import extenders_for
+from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import KubeVersion
+from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Handle, PodActions, Status
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from kss_sim.scheduler.loop import clear_lower_nominations
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.framework import ClusterObjects, Status
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.loop import LoopWriter, SchedulingLoop
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins import dynamic_resources as dra_plugin
 from kss_sim.scheduler.podgroup_cycle import scheduling_group_name
 from kss_sim.scheduler.record import Attempt
+from kss_sim.scheduler.runtime import Framework
 
 START_EPOCH = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC)
 _START_NAIVE = START_EPOCH.replace(tzinfo=None)
@@ -120,25 +125,39 @@ def _visible(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
-@dataclass
-class OfflineActions(PodActions):
-    """Pod actions of an offline run: victims leave the snapshot, nominations are kept in the handle."""
+class ScenarioWriter(LoopWriter):
+    """The loop's writer in an offline run: a binding is the bound pod's startTime (and its claims as PreBind writes
+    them), victims leave the cache at once, nominations are written into the pod; each concluded attempt is kept
+    for the run to report, in the order the loop concluded them."""
 
-    scheduler: Scheduler | None = None
-    handles: list[Handle] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
+    def __init__(self, run: ScenarioRun) -> None:
+        self.run = run
+        # (attempt, its pod, the bound pod's startTime) as concluded, taken by ScenarioRun._concluded.
+        self.concluded_attempts: list[tuple[Attempt, PodInfo]] = []
+        self.deleted: list[str] = []
 
+    # --- the attempt's outcome (LoopWriter) -----------------------------------------------------
+    def write_binding(self, pod: PodInfo, att: Attempt, current: Obj) -> str | None:
+        return None
+
+    def scheduled(self, pod: PodInfo, att: Attempt) -> None:
+        pass  # the run's bookkeeping of a bound pod follows the attempt's observers (concluded)
+
+    def unschedulable(self, pod: PodInfo, att: Attempt) -> None:
+        pass
+
+    def concluded(self, pod: PodInfo, att: Attempt) -> None:
+        self.concluded_attempts.append((att, pod))
+
+    def pod_after_wait(self, pod: PodInfo) -> Obj | None:
+        return pod.pod  # nothing else writes to a pod during a run
+
+    # --- the plugins' pod actions ---------------------------------------------------------------
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         return Status()
 
     def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
-        assert self.scheduler is not None
-        ni = self.scheduler.snapshot.get(victim.node_name)
-        if ni is not None:
-            for existing in ni.pods:
-                if existing.uid == victim.uid:
-                    self.scheduler.snapshot.remove_pod(existing)
-                    break
+        self.run.loop.cache.remove_pod(victim.uid)
         for h in self.handles:
             h.delete_nominated_pod(victim)
         self.deleted.append(victim.key)
@@ -147,10 +166,8 @@ class OfflineActions(PodActions):
             dra_plugin.release_claims_of_deleted_pod(self.handles[0], victim)
         return Status()
 
-    def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+    def record_nomination(self, pod: PodInfo, node_name: str) -> None:
         pod.pod.setdefault("status", {})["nominatedNodeName"] = node_name
-        for h in self.handles:
-            h.add_nominated_pod(pod, node_name)
 
 
 class VirtualClock:
@@ -164,7 +181,7 @@ class VirtualClock:
 
 
 class ScenarioRun:
-    """Runs one scenario through the engine."""
+    """Runs one scenario through the scheduling loop (``SchedulingLoop``), pod by pod in file order."""
 
     def __init__(
         self,
@@ -183,40 +200,40 @@ class ScenarioRun:
         family = (scenario.get("meta") or {}).get("family")
         self.sampling = family == "sampling"
         self.config = config
-        cluster = self.cluster = cluster_objects_from(scenario)
-        self.actions = OfflineActions()
-        nominated: dict[str, list[PodInfo]] = {}
-        self.frameworks = {}
-        for profile in config.profiles:
-            handle = Handle(cluster, self.actions)
-            handle.nominated_pods = nominated
-            handle.feature_gates = dict(feature_gates or {})
-            handle.kube_version = config.kube_version
-            self.actions.handles.append(handle)
-            self.frameworks[profile.scheduler_name] = build_framework(
-                profile, handle, allow_missing=allow_missing_plugins
-            )
-        nodes = [_copy_object(n) for n in scenario.get("nodes") or []]
-        bound = [PodInfo(_copy_object(p)) for p in scenario.get("pods") or [] if _visible(p)]
-        snapshot = Snapshot.build(
-            nodes, bound, pod_level_resources=config.kube_version.effective_gates(feature_gates)["PodLevelResources"]
-        )
+        self.cluster = cluster_objects_from(scenario)
+        self.actions = ScenarioWriter(self)
         self.clock = VirtualClock()
-        self.scheduler = Scheduler(
-            self.frameworks,
-            snapshot,
-            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-            extenders=extenders_for(config.extenders),
+        self.loop = SchedulingLoop(
+            config,
+            self.actions,
             clock=self.clock,
+            options=self.options(),
+            extenders=lambda config: extenders_for(config.extenders),
+            feature_gates=feature_gates,
+            cluster=self.cluster,
+            allow_missing_plugins=allow_missing_plugins,
         )
-        self.actions.scheduler = self.scheduler
-        # v1.36 with GenericWorkload: a PodGroup's pending pods are scheduled together (podgroup_cycle.py).
-        effective = config.kube_version.effective_gates(feature_gates)
-        self.pod_group_cycles = config.kube_version.minor >= 36 and effective["GenericWorkload"]
+        arrived: dict[str, None] = {}
+        for node in scenario.get("nodes") or []:
+            self.loop.handle("ADDED", "Node", _copy_object(node))
+            arrived[str((node.get("metadata") or {}).get("name") or "")] = None
+        # An image's size is the first listing node's in the order the nodes arrived (the file's), not the node tree's.
+        self.loop.cache.snapshot.cache_order = list(arrived)
+        for pod in scenario.get("pods") or []:
+            if _visible(pod):
+                self.loop.add_assigned_pod(PodInfo(_copy_object(pod)))
         self.bound_count = 0
         self.on_attempt: Callable[[Attempt, PodInfo], None] | None = None
         # What PreBind wrote into each bound pod's claims (R6-DRA), by attempt: the golden ``allocations`` key.
         self.claim_allocations: dict[int, dict[str, Any]] = {}
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.loop.scheduler
+
+    @property
+    def frameworks(self) -> dict[str, Framework]:
+        return self.loop.frameworks
 
     def options(self) -> ScheduleOptions:
         return ScheduleOptions(
@@ -238,7 +255,7 @@ class ScenarioRun:
         A caller that drops each attempt once it is done with it keeps memory flat (a recorded attempt on a
         1,200-node cluster holds ~40 KB of matrices).
         """
-        opts = self.options()
+        loop = self.loop
         raws = list(self.scenario.get("pending") or [])
         # Pods already tried in a PodGroup cycle with an earlier member of their group.
         tried: set[str] = set()
@@ -247,74 +264,87 @@ class ScenarioRun:
             pod = PodInfo(_copy_object(raw))
             if pod.key in tried:
                 continue
-            gated = self._pre_enqueue(pod)
-            if gated is not None:
-                yield gated, None
+            qpi = self._enqueue(pod)
+            if qpi is None:
+                yield self._gated(pod), None
                 continue
-            group = scheduling_group_name(pod) if self.pod_group_cycles else ""
+            group = loop.pod_group_of(pod)
+            tried_order: list[str] = []
             if group:
-                yield from self._pod_group_cycle(pod, group, raws[i + 1 :], tried, opts)
-                yield from self._settled()
-                continue
-            att = self.scheduler.schedule_one(pod, 1, opts)
-            if att.result != "waiting":
-                yield att, self._after(pod, att)
-            if att.result not in ("scheduled", "waiting") and att.nominated_node:
-                clear_lower_nominations(self.actions.handles, pod, att.nominated_node)
-                self.actions.set_nominated_node(pod, att.nominated_node)
-                att2 = self.scheduler.schedule_one(pod, 2, opts)
-                if att2.result != "waiting":
-                    yield att2, self._after(pod, att2)
-            yield from self._settled()
+                tried_order = self._pod_group_cycle(qpi, group, raws[i + 1 :], tried)
+            else:
+                att = loop.schedule(qpi, pod, 1)
+                if att.result not in ("scheduled", "waiting") and att.nominated_node:
+                    # The preemptor is retried once at once (its victims are gone already).
+                    retry = loop.queue.pop_specific(pod.key)
+                    if retry is not None:
+                        loop.schedule(retry, pod, 2)
+            loop.resolve_waiting()
+            yield from self._concluded(tried_order)
         # Pods still held in Permit time out: the clock jumps to each next deadline.
-        while (deadline := self.scheduler.next_permit_deadline()) is not None:
+        while (deadline := loop.next_permit_deadline()) is not None:
             self.clock.now = max(self.clock.now, deadline)
-            yield from self._settled()
+            loop.resolve_waiting()
+            yield from self._concluded()
 
-    def _pod_group_cycle(
-        self, pod: PodInfo, group: str, later: list[Any], tried: set[str], opts: ScheduleOptions
-    ) -> Iterator[tuple[Attempt, str | None]]:
-        """v1.36's PodGroup cycle for ``pod`` and its group's later pending pods (those PreEnqueue lets in), by
-        priority, then file order (the order they entered the queue); each is tried once, there."""
-        members = [pod]
+    def _enqueue(self, pod: PodInfo) -> q.QueuedPodInfo | None:
+        """``pod`` into the queue and out again, in flight; None when PreEnqueue gates it (it stays gated)."""
+        self.loop.queue.add(pod)
+        return self.loop.queue.pop_specific(pod.key)
+
+    def _gated(self, pod: PodInfo) -> Attempt:
+        """A pod that PreEnqueue rejects (scheduling gates) never enters a scheduling cycle: reported as gated, and
+        out of the queue (it is tried again only if it is pending again later in the file)."""
+        queued = self.loop.queue.unschedulable[pod.key]
+        self.loop.queue.delete(pod.key)
+        fwk = self.scheduler.framework_for(pod)
+        st = queued.gating_status or Status()
+        att = Attempt(
+            pod=pod.key, attempt=1, priority=pod.priority, profile=fwk.profile_name if fwk else "", result="gated"
+        )
+        att.pre_enqueue = f"{st.plugin}: {st.message()}"
+        return att
+
+    def _pod_group_cycle(self, lead: q.QueuedPodInfo, group: str, later: list[Any], tried: set[str]) -> list[str]:
+        """v1.36's PodGroup cycle for ``lead`` and its group's later pending pods (those PreEnqueue lets in), by
+        priority, then file order (the order they entered the queue); each is tried once, there. The members' keys
+        in the order tried."""
+        pod = lead.pod_info
+        members = [lead]
         for raw in later:
             other = PodInfo(_copy_object(raw))
             if other.namespace != pod.namespace or scheduling_group_name(other) != group or other.key in tried:
                 continue
-            if self._pre_enqueue(other) is None:
-                members.append(other)
-        members.sort(key=lambda m: -m.priority)  # stable: file order among equals
+            queued = self._enqueue(other)
+            if queued is None:
+                self.loop.queue.delete(other.key)  # gated: reported at its own turn
+            else:
+                members.append(queued)
+        members.sort(key=lambda m: -m.pod_info.priority)  # stable: file order among equals
         tried.update(m.key for m in members)
-        outcome = self.scheduler.schedule_pod_group([(m, 1) for m in members], opts, pod.namespace, group)
-        # A gang's first members wait in Permit until the one that meets the quorum allows them, within this
-        # cycle: the group's attempts are reported (and bound, startTime by startTime) in the order tried.
-        settled = self.scheduler.resolve_waiting()
-        own = {id(att) for att in outcome.attempts}
-        for member, att in zip(members, outcome.attempts, strict=True):
-            if att.result != "waiting":
-                yield att, self._after(member, att)
-        for done in settled:
-            if id(done.attempt) not in own:
-                yield done.attempt, self._after(done.pod, done.attempt)
+        self.loop.schedule_pod_group([(m, m.pod_info, 1) for m in members])
+        return [m.key for m in members]
 
-    def _settled(self) -> Iterator[tuple[Attempt, str | None]]:
-        """The attempts of pods whose wait in Permit ended, each reported as it is now final."""
-        for done in self.scheduler.resolve_waiting():
-            yield done.attempt, self._after(done.pod, done.attempt)
+    def _concluded(self, tried_order: Sequence[str] = ()) -> Iterator[tuple[Attempt, str | None]]:
+        """The attempts the loop concluded since the last call, each given to ``after`` (a bound pod's startTime) as
+        it is reported; a pod that failed leaves the queue (the run tries each pending pod at its turn only).
 
-    def _pre_enqueue(self, pod: PodInfo) -> Attempt | None:
-        """A pod that PreEnqueue rejects (scheduling gates) never enters a scheduling cycle."""
-        fwk = self.scheduler.framework_for(pod)
-        if fwk is None:
-            return None
-        st = fwk.run_pre_enqueue_plugins(pod)
-        if st.is_success():
-            return None
-        att = Attempt(pod=pod.key, attempt=1, priority=pod.priority, profile=fwk.profile_name, result="gated")
-        att.pre_enqueue = f"{st.plugin}: {st.message()}"
-        return att
+        After a PodGroup cycle its members come first, in the order tried (``tried_order``): the first ones waited
+        in Permit for the member that met the quorum, so the loop concluded them after it; kube-scheduler binds
+        them in the order tried."""
+        done = self.actions.concluded_attempts
+        self.actions.concluded_attempts = []
+        if tried_order:
+            rank = {key: i for i, key in enumerate(tried_order)}
+            done.sort(key=lambda entry: rank.get(entry[1].key, len(rank)))  # stable: the rest as concluded
+        for att, pod in done:
+            if att.result != "scheduled":
+                self.loop.queue.delete(pod.key)
+            yield att, self.after(pod, att)
 
-    def _after(self, pod: PodInfo, att: Attempt) -> str | None:
+    def after(self, pod: PodInfo, att: Attempt) -> str | None:
+        """A concluded attempt seen by ``on_attempt``; a bound pod gets its startTime (returned), its claims and its
+        place in the pod lister."""
         if self.on_attempt is not None:
             self.on_attempt(att, pod)
         if att.result != "scheduled" or att.bound_to is None:
@@ -332,7 +362,7 @@ class ScenarioRun:
                     if _uses_pod_lister(self.cluster):
                         self.cluster.put_pod(existing.pod)  # bound now, as the informer would tell
                     break
-        for h in self.actions.handles:
+        for h in self.loop.handles:
             h.delete_nominated_pod(pod)
         return start
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kss_sim.cluster.admission.defaults.dra import gate_on
-from kss_sim.cluster.admission.validation.core import validate_node_selector_terms
 from kss_sim.cluster.admission.validation.decoding import type_error
 from kss_sim.cluster.admission.validation.metadata import DNS1123_LABEL, DNS1123_SUBDOMAIN, LABEL_MSG, SUBDOMAIN_MSG
+from kss_sim.cluster.admission.validation.pod import validate_node_selector_terms
 from kss_sim.cluster.errors import BadRequest, Cause, duplicate, invalid, required
 from kss_sim.cluster.kinds.registry import NO_GATES
 from kss_sim.kube.objects import Obj

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kss_sim.cluster.admission.validation.core import validate_pod
 from kss_sim.cluster.admission.validation.metadata import qualified_name_errors, selector_errors, validate_labels
+from kss_sim.cluster.admission.validation.pod import validate_pod
 from kss_sim.cluster.errors import Cause, forbidden, invalid, not_supported, required
 from kss_sim.kube.labels import SelectorError, label_selector_matches, validate_label_selector
 from kss_sim.kube.objects import Obj
