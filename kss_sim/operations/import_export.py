@@ -333,6 +333,8 @@ def _apply_one(store: ClusterStore, item: Item) -> bool:
     if existing is not None and item.kind != "Pod":
         if namespace is not None:
             body["metadata"]["namespace"] = namespace
+        if item.kind == "Job":
+            snapshot.keep_generated_selector(body, existing)
         store.update(item.kind, body)
         _restore_status(store, item, store.get(item.kind, namespace, item.name, working=True), created=False)
         return False
