@@ -286,13 +286,12 @@ def _delete_all(store: ClusterStore) -> int:
     marked for deletion, it would refuse the snapshot's object of its name."""
     deleted = 0
     for kind in _DELETE_ORDER:
-        for last in store.delete_collection(kind):
-            deleted += 1
-            meta = last.get("metadata") or {}
+        deleted += len(store.delete_collection(kind))
+        # Those marked by this delete and those marked before it (a claim whose pod went).
+        for held in store.list(kind)[0]:
+            meta = held.get("metadata") or {}
             if meta.get("deletionTimestamp") and meta.get("finalizers"):
-                held = store.get(kind, meta.get("namespace"), meta["name"], working=True)
-                if held is not None:
-                    store.update(kind, {**held, "metadata": {**held["metadata"], "finalizers": []}})
+                store.update(kind, {**held, "metadata": {**meta, "finalizers": []}})
     store.ensure_builtins()
     return deleted
 

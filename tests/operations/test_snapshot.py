@@ -318,6 +318,9 @@ async def test_replace_with_a_claim_held_by_its_finalizer_imports_the_snapshot(
     held = [c for c in claims if (c.get("status") or {}).get("reservedFor")]
     assert held and all(c["metadata"].get("finalizers") for c in held)
     snap = (await sclient.get("/simulator/v1/export")).text
+    # Merged first, as the README does: the pod replaced, its claim is marked for deletion before replace deletes.
+    assert (await sclient.post("/simulator/v1/import", content=snap)).status_code == 200
+    await _wait_idle(scheduling_app)
     r = await sclient.post("/simulator/v1/import", params={"mode": "replace"}, content=snap)
     assert r.status_code == 200, r.text
     await _wait_idle(scheduling_app)
