@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kss_sim.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, required
+from kss_sim.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, NotFound, required
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, info_for
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
@@ -291,7 +291,10 @@ def _delete_all(store: ClusterStore) -> int:
         for held in store.list(kind)[0]:
             meta = held.get("metadata") or {}
             if meta.get("deletionTimestamp") and meta.get("finalizers"):
-                store.update(kind, {**held, "metadata": {**meta, "finalizers": []}})
+                try:
+                    store.update(kind, {**held, "metadata": {**meta, "finalizers": []}})
+                except (NotFound, Conflict):  # its controller let it go meanwhile (kss serve's run alongside)
+                    continue
     store.ensure_builtins()
     return deleted
 
