@@ -64,7 +64,8 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The docs site's screenshots (tools/docs_site.py's SCREENSHOTS, committed in docs/screenshots/ so that `make docs`
-# needs neither Chromium nor a test run) taken again by the browser tests.
+# needs neither Chromium nor a test run) taken again by the browser tests, with the digest of what draws them
+# (tests/test_docs_site.py fails once the web UI changed since).
 screenshots: $(STAMP) browser-deps
 	$(BIN)/pytest -q -m browser tests/web
 	$(BIN)/python -m tools.docs_site --screenshots

@@ -101,6 +101,12 @@ def quantity(resource: str, amount: float | None) -> str:
     return count(amount)
 
 
+def run_quantity(resource: str, amount: float | None) -> str:
+    """An amount as a run's summary.json and timeseries.csv hold it (cpu in cores, the rest as :func:`quantity`)."""
+    value = _finite(amount)
+    return quantity(resource, None if value is None else value * 1000 if resource == "cpu" else value)
+
+
 def resource_notes(resources: Iterable[str]) -> list[str]:
     """What a reader needs where a run names one device two ways: ``gpu`` (every GPU, however offered) beside
     ``nvidia.com/gpu`` (the extended resource) reads as the same thing counted twice without it."""

@@ -58,3 +58,12 @@ def test_a_quantity_is_written_in_its_resources_unit() -> None:
     assert figures.quantity("hugepages-2Mi", 4 * 2**20) == "4Mi"
     assert figures.quantity("pods", 110) == "110"
     assert figures.quantity("nvidia.com/gpu", 8) == "8"
+
+
+def test_a_runs_amount_is_read_in_the_units_its_summary_holds() -> None:
+    # summary.json and timeseries.csv hold cpu in cores; the rest as the API counts them.
+    assert figures.run_quantity("cpu", 14) == "14"
+    assert figures.run_quantity("cpu", 1.5) == "1500m"
+    assert figures.run_quantity("memory", 45097156608) == "42Gi"
+    assert figures.run_quantity("gpu", 8) == "8"
+    assert figures.run_quantity("cpu", None) == figures.MISSING  # a run recorded before the amounts were kept

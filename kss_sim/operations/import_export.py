@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kss_sim.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, required
+from kss_sim.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invalid, NotFound, required
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, info_for
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
@@ -281,10 +281,20 @@ class _Applied:
 
 
 def _delete_all(store: ClusterStore) -> int:
-    """Delete every object that is not built-in; the built-in namespaces and classes are then ensured."""
+    """Delete every object that is not built-in; the built-in namespaces and classes are then ensured. What a
+    finalizer holds (a claim's delete protection, whose controller would let it go only later) goes too: left
+    marked for deletion, it would refuse the snapshot's object of its name."""
     deleted = 0
     for kind in _DELETE_ORDER:
         deleted += len(store.delete_collection(kind))
+        # Those marked by this delete and those marked before it (a claim whose pod went).
+        for held in store.list(kind)[0]:
+            meta = held.get("metadata") or {}
+            if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                try:
+                    store.update(kind, {**held, "metadata": {**meta, "finalizers": []}})
+                except (NotFound, Conflict):  # its controller let it go meanwhile (kss serve's run alongside)
+                    continue
     store.ensure_builtins()
     return deleted
 
@@ -333,6 +343,8 @@ def _apply_one(store: ClusterStore, item: Item) -> bool:
     if existing is not None and item.kind != "Pod":
         if namespace is not None:
             body["metadata"]["namespace"] = namespace
+        if item.kind == "Job":
+            snapshot.keep_generated_selector(body, existing)
         store.update(item.kind, body)
         _restore_status(store, item, store.get(item.kind, namespace, item.name, working=True), created=False)
         return False

@@ -6,6 +6,7 @@ optional scheduler configuration; nothing here touches the cluster.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -361,6 +362,23 @@ def _forget_job_uid(job: Obj) -> None:
             selector["matchLabels"] = match_labels
         else:
             spec.pop("selector")
+
+
+def keep_generated_selector(job: Obj, stored: Obj) -> None:
+    """A Job replacing the stored Job of its name keeps the selector and template labels the API generated at the
+    stored one's create (``_forget_job_uid`` took them off the snapshot; both are immutable, so the update without
+    them was refused), as ``kubectl apply`` keeps fields it did not set."""
+    spec, stored_spec = job.get("spec"), stored.get("spec") or {}
+    if not isinstance(spec, dict) or spec.get("manualSelector") or stored_spec.get("manualSelector"):
+        return
+    if isinstance(stored_spec.get("selector"), dict):
+        spec.setdefault("selector", copy.deepcopy(stored_spec["selector"]))
+    stored_labels = ((stored_spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    template = spec.setdefault("template", {})
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    for label in (*JOB_UID_LABELS, "job-name", "batch.kubernetes.io/job-name"):
+        if label in stored_labels:
+            labels.setdefault(label, stored_labels[label])
 
 
 def ordered(items: list[Item]) -> list[Item]:

@@ -380,7 +380,12 @@ def summarize(result: ReplayResult, metrics: Metrics | None) -> dict[str, Any]:
         pairs = [(row["t"], row[f"{name}_requested"] / row[f"{name}_allocatable"]) for row in rows
                  if row[f"{name}_allocatable"] > 0]  # fmt: skip
         if pairs:
-            summary["allocation"][name] = _peak_mean([t for t, _ in pairs], [r for _, r in pairs])
+            summary["allocation"][name] = {
+                **_peak_mean([t for t, _ in pairs], [r for _, r in pairs]),
+                # The amounts behind the shares, in timeseries.csv's units (cpu in cores).
+                "peakRequested": _number(max(row[f"{name}_requested"] for row in rows)),
+                "allocatable": _number(max(row[f"{name}_allocatable"] for row in rows)),
+            }
     frag = [row["gpu_fragmentation"] for row in rows]
     ratio = [row["gpu_fragmentation_ratio"] for row in rows]
     summary["fragmentation"] = {**_peak_mean(times, frag), "end": frag[-1],

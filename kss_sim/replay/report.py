@@ -60,10 +60,20 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def allocation_rows(summary: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+def allocation_rows(summary: Mapping[str, Any]) -> list[tuple[str, float, float, str, str]]:
+    """(resource, peak share, mean share, peak requested, allocatable): the amounts written as kubectl writes them."""
     allocation: Mapping[str, Mapping[str, float]] = summary.get("allocation") or {}
     names = [r for r in FIRST_RESOURCES if r in allocation] + sorted(r for r in allocation if r not in FIRST_RESOURCES)
-    return [(r, allocation[r]["peak"], allocation[r]["mean"]) for r in names]
+    return [
+        (
+            r,
+            allocation[r]["peak"],
+            allocation[r]["mean"],
+            figures.run_quantity(r, allocation[r].get("peakRequested")),
+            figures.run_quantity(r, allocation[r].get("allocatable")),
+        )
+        for r in names
+    ]
 
 
 def render_report(
@@ -85,7 +95,7 @@ def render_report(
             title=title or f"Replay report: {name}",
             summary=summary,
             allocation=allocation_rows(summary),
-            notes=figures.resource_notes(name for name, _, _ in allocation_rows(summary)),
+            notes=figures.resource_notes(row[0] for row in allocation_rows(summary)),
             never=never[:NEVER_SCHEDULED_SHOWN],
             never_total=len(never),
             evicted=evicted[:NEVER_SCHEDULED_SHOWN],

@@ -232,6 +232,9 @@ def figure_rows(summaries: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, 
         for key in ("peak", "mean"):
             values = [_get(s, ("allocation", name, key)) for s in summaries]
             rows.append((f"{name} allocation, {key}", "percent", values))
+        for key, label in (("peakRequested", "requested, peak"), ("allocatable", "allocatable")):
+            values = [_get(s, ("allocation", name, key)) for s in summaries]
+            rows.append((f"{name} {label}", f"quantity:{name}", values))
     return rows
 
 
@@ -267,6 +270,8 @@ def show_figure(value: Any, kind: str) -> str:
         return figures.percent(float(value))
     if kind == "number":
         return figures.number(float(value))
+    if kind.startswith("quantity:"):
+        return figures.run_quantity(kind.removeprefix("quantity:"), float(value))
     return figures.count(float(value)) if kind == "count" else str(value)
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kss_sim import figures
 from kss_sim.config import add_kube_version_argument
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import kube_version
@@ -100,8 +101,15 @@ def _outcome(row: Obj) -> str:
     if row.get("status") != DONE:
         return f"failed: {row.get('error', '')}"
     s = row.get("summary") or {}
-    wait = (s.get("waitSeconds") or {}).get("p95")
-    return f"{s.get('scheduled')}/{s.get('pods')} scheduled, wait p95 {wait} s ({row.get('cellSeconds')} s)"
+    wait, took = (s.get("waitSeconds") or {}).get("p95"), row.get("cellSeconds")
+    return (
+        f"{s.get('scheduled')}/{s.get('pods')} scheduled, wait p95 {figures.duration(_seconds(wait))} "
+        f"({figures.duration(_seconds(took))})"
+    )
+
+
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 class _Runs:

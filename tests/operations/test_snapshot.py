@@ -302,3 +302,30 @@ async def test_operations_service_is_usable_without_http(app: FastAPI, fmt: str)
     text = ops.export(fmt)
     loaded = json.loads(text) if fmt == "json" else yaml.safe_load(text)
     assert "svc-node" in _names(loaded["nodes"])
+
+
+async def test_replace_with_a_claim_held_by_its_finalizer_imports_the_snapshot(
+    scheduling_app: FastAPI, sclient: httpx.AsyncClient
+) -> None:
+    """examples/dra exported and imported back with replace (the README's `kss import --snapshot --replace`): the
+    allocated, reserved claim's delete protection would keep it marked for deletion until its controller let it go,
+    and the snapshot's claim of its name was refused; replace deletes it whole."""
+    dra = Path(__file__).resolve().parents[2] / "examples" / "dra"
+    text = "\n---\n".join(p.read_text() for p in sorted(dra.glob("*.yaml")))
+    assert (await sclient.post("/simulator/v1/import", content=text)).status_code == 200
+    await _wait_idle(scheduling_app)
+    claims = (await sclient.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims")).json()["items"]
+    held = [c for c in claims if (c.get("status") or {}).get("reservedFor")]
+    assert held and all(c["metadata"].get("finalizers") for c in held)
+    snap = (await sclient.get("/simulator/v1/export")).text
+    # Merged first, as the README does: the pod replaced, its claim is marked for deletion before replace deletes.
+    assert (await sclient.post("/simulator/v1/import", content=snap)).status_code == 200
+    await _wait_idle(scheduling_app)
+    r = await sclient.post("/simulator/v1/import", params={"mode": "replace"}, content=snap)
+    assert r.status_code == 200, r.text
+    await _wait_idle(scheduling_app)
+    name = held[0]["metadata"]["name"]
+    claim = (await sclient.get(f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{name}")).json()
+    assert "deletionTimestamp" not in claim["metadata"]
+    # Reserved again for the pod of its name (the pod has the uid the import gave it).
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == [r["name"] for r in held[0]["status"]["reservedFor"]]

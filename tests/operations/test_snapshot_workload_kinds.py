@@ -149,3 +149,21 @@ async def test_workload_kinds_round_trip_with_owners_relinked(
     for key in ("deployments", "replicaSets", "jobs", "cronJobs"):
         assert len(again[key]) == len(snap[key]) == 1, key
     assert again["deployments"][0]["spec"] == snap["deployments"][0]["spec"]
+
+
+async def test_an_export_merged_back_into_its_own_server_replaces_a_job_with_a_generated_selector(
+    source: httpx.AsyncClient,
+) -> None:
+    """The README's `kss export` then `kss import --snapshot` on one server: the import takes off the selector and
+    labels the API generated from the Job's uid (so that a new server generates them for the uid it gives); replacing
+    the stored Job, they are the stored one's again instead of an update of immutable fields the API refuses."""
+    await _load(source)
+    before = (await source.get(f"{BATCH}/jobs/report")).json()
+    exported = (await source.get("/simulator/v1/export", params={"format": "yaml"})).text
+    r = await source.post("/simulator/v1/import", content=exported)
+    assert r.status_code == 200, r.text
+    assert r.json()["created"] == 0
+    job = (await source.get(f"{BATCH}/jobs/report")).json()
+    assert job["metadata"]["uid"] == before["metadata"]["uid"]
+    assert job["spec"]["selector"] == before["spec"]["selector"]
+    assert job["spec"]["template"]["metadata"]["labels"] == before["spec"]["template"]["metadata"]["labels"]

@@ -166,6 +166,38 @@ def test_ctrl_c_on_a_terminal_ends_the_progress_line_before_the_last_line(tmp_pa
     assert "Traceback" not in seen.decode()
 
 
+def test_on_a_terminal_the_progress_line_ends_before_the_summary_and_the_recorded_run(tmp_path: Path) -> None:
+    """A run to its end with --record-db on a terminal: the progress line, rewritten in place, is ended before the
+    summary, and "recorded as run 1" is a line of its own (once they ran into each other)."""
+    w = _write(tmp_path / "w.yaml", _events())
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [*KSS, "replay", str(w), "--record-db", str(tmp_path / "runs.db"), "--out", str(tmp_path / "out")],
+        cwd=REPO,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    seen = b""
+    try:
+        assert proc.wait(timeout=120) == 0
+        while chunk := _read_some(controller):
+            seen += chunk
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)
+    lines = seen.decode().replace("\r\n", "\n").split("\n")
+    shown = [line.rsplit("\r", 1)[-1].rstrip() for line in lines if line]  # what a terminal shows of each line
+    shown = [line for line in shown if not line.startswith("kss ")]  # other commands' registration notes
+    assert shown[0] == "day 0 00:30 · 20/20 pods placed · " + shown[0].rsplit(" · ", 1)[-1], shown
+    assert shown[1].startswith("replayed cli: 20 pods over 30 min 21 s of virtual time"), shown
+    assert shown[-1] == "recorded as run 1", shown
+    assert all("pods placed" not in line for line in shown[1:]), shown
+
+
 def _read_some(fd: int) -> bytes:
     """What the terminal shows next (b"" once it is closed or after a second of quiet)."""
     ready, _, _ = select.select([fd], [], [], 1.0)

@@ -265,3 +265,35 @@ def test_score_table_and_heat_map_fit_at_1024(page: Any, cluster: Server, extend
     assert f"Extender({extender.url})" in heads and "PreferNodeLabel" in heads
     assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
     shot(page, "pod-columns-scores-1024")
+
+
+@pytest.mark.parametrize("name", ["training", "wants-h100"])
+def test_a_claims_pod_page_shows_every_column_and_reason_whole_at_1024(
+    page: Any, cluster: Server, extender: ExtenderServer, name: str
+) -> None:
+    """A pod with a DRA claim, bound (examples/dra/30-training.yaml: scores and heat map too) or pending on a device
+    no node has: at 1024 px every column of every matrix is in view (DynamicResources, the user's plugins, the
+    extender), every header and reason whole, and the page does not scroll sideways."""
+    page.set_viewport_size({"width": 1024, "height": 800})
+    page.goto(f"{cluster.url}/ui/pods/default/{name}")
+    matrix = '[data-testid="filter-matrix"]'
+    page.locator(matrix).wait_for()
+    tables = [matrix] + (['[data-testid="score-table"]', '[data-testid="heatmap"]'] if name == "training" else [])
+    for table in tables:
+        assert page.locator(table).count() == 1, table
+        assert hidden_columns(page, table) == [], table
+        assert overflowing(page, f"{table} th, {table} td") == [], table
+        assert page.evaluate(
+            "(t) => { const s = document.querySelector(t).closest('.scroll'); return s.scrollWidth <= s.clientWidth; }",
+            table,
+        ), table
+    heads = page.locator(f"{matrix} thead th.plugin").evaluate_all("els => els.map(e => e.title)")
+    assert "DynamicResources" in heads and "MaxPodsPerNode" in heads, heads
+    if name == "training":
+        assert f"Extender({extender.url})" in heads, heads
+        scored = page.locator('[data-testid="heatmap"] thead th.plugin').evaluate_all("els => els.map(e => e.title)")
+        assert "DynamicResources" in scored and "PreferNodeLabel" in scored, scored
+    reasons = page.locator(f'{matrix} [data-testid="filter-reason"]').all_inner_texts()
+    assert reasons and all(r.strip() for r in reasons), reasons
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    shot(page, f"pod-dra-{name}-1024")

@@ -1,6 +1,7 @@
-"""One run reads the same everywhere: its wait mean, GPU fragmentation and virtual time as report.html, compare.html
-and the UI's Run and Compare pages write them (``kss_sim.figures``), here for examples/replay/gpu-day.yaml, whose
-wait mean (546.6 s) and fragmentation (3.69231 GPUs) each page once wrote its own way."""
+"""One run reads the same everywhere: its wait mean, GPU fragmentation, virtual time and the amounts of resources
+behind its allocation shares as report.html, compare.html and the UI's Run and Compare pages write them
+(``kss_sim.figures``), here for examples/replay/gpu-day.yaml, whose wait mean (546.6 s) and fragmentation
+(3.69231 GPUs) each page once wrote its own way."""
 
 from __future__ import annotations
 
@@ -42,6 +43,17 @@ def cell_after(html: str, label: str, tag: str) -> str:
     match = re.search(rf">{re.escape(label)}</(?:dt|td|th)>\s*<{tag}[^>]*>([^<]*)<", html)
     assert match, f"{label!r} not found"
     return match[1].strip()
+
+
+def row_cells(html: str, label: str) -> list[str]:
+    """The texts of the cells after the first cell reading ``label`` in its row."""
+    match = re.search(rf"<t[dh][^>]*>{re.escape(label)}</t[dh]>(.*?)</tr>", html, re.S)
+    assert match, f"{label!r} not found"
+    return [cell.strip() for cell in re.findall(r"<td[^>]*>([^<]*)</td>", match[1])]
+
+
+# The resources whose amounts are compared: cpu in cores, memory with binary suffixes, GPUs counted.
+AMOUNTS = ("cpu", "memory", "gpu")
 
 
 def report_figures(html: str) -> dict[str, str]:
@@ -109,6 +121,21 @@ async def test_report_compare_and_the_ui_write_a_run_s_figures_alike(
     assert in_compare_html == in_report
     assert on_run_page == in_report
     assert on_compare_page == in_report
+    # The amounts behind the allocation shares (peak requested, allocatable), as kubectl writes quantities.
+    in_report_amounts = {r: row_cells(report, r)[2:4] for r in AMOUNTS}
+    assert in_report_amounts == {"cpu": ["14", "40"], "memory": ["42Gi", "160Gi"], "gpu": ["8", "8"]}
+    on_run_page_amounts = {r: row_cells(run_page, r)[2:4] for r in AMOUNTS}
+    in_compare_html_amounts = {
+        r: [cell_after(compare_html, f"{r} requested, peak", "td"), cell_after(compare_html, f"{r} allocatable", "td")]
+        for r in AMOUNTS
+    }
+    on_compare_page_amounts = {
+        r: [cell_after(compare_page, f"{r} requested peak", "td"), cell_after(compare_page, f"{r} allocatable", "td")]
+        for r in AMOUNTS
+    }
+    assert on_run_page_amounts == in_report_amounts
+    assert in_compare_html_amounts == in_report_amounts
+    assert on_compare_page_amounts == in_report_amounts
     # gpu beside nvidia.com/gpu is explained on each.
     for html in (report, compare_html, run_page, compare_page):
         assert 'data-testid="resource-note">gpu: every GPU of the cluster' in html

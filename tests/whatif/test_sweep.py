@@ -133,6 +133,8 @@ def test_sweep_on_a_two_worker_local_cluster(tmp_path: Path, capsys: pytest.Capt
     err = capsys.readouterr().err
     assert "12 cell(s) on a local Dask cluster (2)" in err and "[12/12]" in err
     assert err.count("kss sweep: cell bogus/") == 4
+    # Each cell's line writes its wait as every figure of kss is written (kss_sim.figures), not in raw seconds.
+    assert "scheduled, wait p95 8 min (" in err and "wait p95 480" not in err, err
     rows = {r["cell"]: r for r in read_csv(out / "sweep.csv")}
     assert len(rows) == 12
     for cfg in ("default", "most"):

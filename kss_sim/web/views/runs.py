@@ -221,13 +221,20 @@ def summary_facts(summary: Obj) -> list[Fact]:
     return facts
 
 
-def allocation_rows(summary: Obj) -> list[tuple[str, str, str]]:
-    """(resource, peak %, mean %) from the summary's ``allocation``."""
+def allocation_rows(summary: Obj) -> list[tuple[str, str, str, str, str]]:
+    """(resource, peak %, mean %, peak requested, allocatable) from the summary's ``allocation``."""
     allocation = summary.get("allocation") or {}
     first = ["cpu", "memory", "gpu", "pods", "ephemeral-storage"]
     names = [r for r in first if r in allocation] + sorted(r for r in allocation if r not in first)
     return [
-        (r, percent(number(_dig(allocation, r, "peak"))), percent(number(_dig(allocation, r, "mean")))) for r in names
+        (
+            r,
+            percent(number(_dig(allocation, r, "peak"))),
+            percent(number(_dig(allocation, r, "mean"))),
+            figures.run_quantity(r, number(_dig(allocation, r, "peakRequested"))),
+            figures.run_quantity(r, number(_dig(allocation, r, "allocatable"))),
+        )
+        for r in names
     ]
 
 
@@ -244,7 +251,7 @@ def chart_run(run: Obj, pods: list[PodLine]) -> Obj:
 class RunView:
     run: RunRow
     facts: list[Fact]
-    allocation: list[tuple[str, str, str]]
+    allocation: list[tuple[str, str, str, str, str]]
     config: Obj
     chart: Obj  # kssReplayCharts' data
     pods: Page[PodLine]
@@ -415,6 +422,9 @@ def _compare_lines(summaries: list[Obj]) -> list[CompareLine]:
         for stat in ("peak", "mean"):
             values = [percent(number(_dig(s, "allocation", r, stat))) for s in summaries]
             lines.append(line(f"{r} allocation {stat}", values))
+        for key, label in (("peakRequested", "requested peak"), ("allocatable", "allocatable")):
+            quantities = [figures.run_quantity(r, number(_dig(s, "allocation", r, key))) for s in summaries]
+            lines.append(line(f"{r} {label}", quantities))
     for stat in ("peak", "mean", "end"):
         amounts = [number(_dig(s, "fragmentation", stat)) for s in summaries]
         lines.append(line(f"GPU fragmentation {stat}", [figures.number(v) for v in amounts]))
