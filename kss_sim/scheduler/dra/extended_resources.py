@@ -75,6 +75,11 @@ def find_extended_resource_claim(pod_name: str, pod_uid: str, claims: Iterable[O
     return None
 
 
+def in_memory_claim_uid(pod_uid: str) -> str:
+    """The temporary uid of the pod's in-memory claim (its allocation in flight is kept under it)."""
+    return f"extended-resources-{pod_uid}"
+
+
 def in_memory_claim(pod: Mapping[str, Any]) -> dict[str, Any]:
     """The pod's claim for its extended resources before any node is chosen: no requests yet, owned by the pod,
     a temporary uid (derived from the pod's, so runs repeat)."""
@@ -86,7 +91,7 @@ def in_memory_claim(pod: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": {
             "namespace": str(meta.get("namespace") or "default"),
             "name": SPECIAL_CLAIM_NAME,
-            "uid": f"extended-resources-{pod_uid}",
+            "uid": in_memory_claim_uid(pod_uid),
             "generateName": f"{pod_name}-extended-resources-",
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid, "controller": True}

@@ -226,6 +226,9 @@ class DynamicResourcesBeforeScoring(
         self.prioritized_list = gates["DRAPrioritizedList"]
         self.extended_resource = gates["DRAExtendedResource"]
         self.allocator_features = features_from_gates(gates, handle.kube_version.minor)
+        # Reserve to PreBind: the request mappings of an extended-resource claim in flight, by its temporary uid (what
+        # PreBind writes into the pod's status; offline runs bind without the cycle state).
+        self._extended_mappings: dict[str, list[dict[str, str]]] = {}
         # Parsed slices, compiled selectors and per-device verdicts, kept across cycles (upstream's CEL cache).
         self.match_cache = DeviceMatchCache(consumable_capacity=self.allocator_features.consumable_capacity)
 
@@ -650,7 +653,9 @@ class DynamicResourcesBeforeScoring(
         for (index, claim), allocation in zip(pending, allocations, strict=True):
             s.informations[index].allocation = allocation
             if index == s.extended_index:
-                claim = s.node_extended.get(node_name, (None, []))[0] or claim
+                node_claim, mappings = s.node_extended.get(node_name, (None, []))
+                claim = node_claim or claim
+                self._extended_mappings[str((claim.get("metadata") or {}).get("uid") or "")] = mappings
             allocated = json_copy(claim)
             finalizers = allocated.setdefault("metadata", {}).setdefault("finalizers", [])
             if FINALIZER not in finalizers:
@@ -669,6 +674,7 @@ class DynamicResourcesBeforeScoring(
         for claim in s.claims:
             meta = claim.get("metadata") or {}
             # An allocation in flight is not any more: the assume cache goes back to the informer's claim.
+            self._extended_mappings.pop(str(meta.get("uid") or ""), None)
             if manager.remove_claim_pending_allocation(str(meta.get("uid") or "")):
                 manager.restore_claim(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             if dm.allocation_of(claim) is not None and dm.reserved_for_pod(claim, pod.uid):
@@ -717,31 +723,36 @@ class DynamicResourcesBeforeScoring(
         self, s: _StateData, claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo, node_name: str
     ) -> dict[str, Any]:
         """``bindClaim`` for the pod's extended-resource claim: created first when it exists only in memory (the
-        node's shape of it, under a generated name), then allocated and reserved as any claim; the pod's status
-        names it and maps each container's resources to its requests."""
+        node's shape of it), then allocated and reserved as any claim."""
         meta = claim.get("metadata") or {}
-        initial_uid = str(meta.get("uid") or "")
-        if meta.get("name") == er.SPECIAL_CLAIM_NAME:
-            node_claim, mappings = s.node_extended.get(node_name, (None, []))
-            if node_claim is None:
-                raise LookupError(f"extended resource claim not found for node {node_name}")
-            claim = self._create_claim(node_claim)
-            try:
-                written = self.bind_claim(claim, allocation, pod)
-            finally:
-                self.manager.remove_claim_pending_allocation(initial_uid)
-            if not mappings:
-                raise LookupError(
-                    f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
-                    "ExtendedResourceClaimStatus"
-                )
-            name = str(written["metadata"]["name"])
-            pod.pod.setdefault("status", {})["extendedResourceClaimStatus"] = {
-                "requestMappings": mappings,
-                "resourceClaimName": name,
-            }
-            return written
-        return self.bind_claim(claim, allocation, pod)
+        if meta.get("name") != er.SPECIAL_CLAIM_NAME:
+            return self.bind_claim(claim, allocation, pod)
+        node_claim, _ = s.node_extended.get(node_name, (None, []))
+        if node_claim is None:
+            raise LookupError(f"extended resource claim not found for node {node_name}")
+        return self._create_extended_resource_claim(node_claim, allocation, pod)
+
+    def _create_extended_resource_claim(
+        self, node_claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo
+    ) -> dict[str, Any]:
+        """The in-memory claim created under a generated name, allocated and reserved; the pod's status names it
+        and maps each container's resources to its requests (``patchPodExtendedResourceClaimStatus``)."""
+        initial_uid = str((node_claim.get("metadata") or {}).get("uid") or "")
+        mappings = self._extended_mappings.pop(initial_uid, [])
+        try:
+            written = self.bind_claim(self._create_claim(node_claim), allocation, pod)
+        finally:
+            self.manager.remove_claim_pending_allocation(initial_uid)
+        if not mappings:
+            raise LookupError(
+                f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
+                "ExtendedResourceClaimStatus"
+            )
+        pod.pod.setdefault("status", {})["extendedResourceClaimStatus"] = {
+            "requestMappings": mappings,
+            "resourceClaimName": str(written["metadata"]["name"]),
+        }
+        return written
 
     def _create_claim(self, claim: dict[str, Any]) -> dict[str, Any]:
         """The claim created through the host's actions; offline, named as the API server would name it and put
@@ -820,7 +831,8 @@ class DynamicResourcesBeforeScoring(
     def bind_claims_after_reserve(self, pod: PodInfo) -> dict[str, Any]:
         """What PreBind writes for a pod Reserve kept, without its cycle state (offline runs, rule R6-DRA): each
         claim allocated in flight gets its allocation and the pod in ``reservedFor``, each claim allocated already
-        only the pod. Returns ``{"ns/claim": allocation or "reserved"}`` for the claims written."""
+        only the pod, and the pod's extended-resource claim in flight is created. Returns ``{"ns/claim": allocation or
+        "reserved"}`` for the claims of ``spec.resourceClaims`` written."""
         if not self.enabled:
             return {}
         manager = self.manager
@@ -833,6 +845,11 @@ class DynamicResourcesBeforeScoring(
                 continue
             self.bind_claim(claim, allocation, pod)
             written[dm.claim_key(claim)] = allocation if allocation is not None else "reserved"
+        if self.extended_resource:
+            pending = manager.in_flight.get(er.in_memory_claim_uid(pod.uid))
+            if pending is not None:
+                # Not among the claims returned: those are the ones the pod lists (the golden ``allocations`` key).
+                self._create_extended_resource_claim(pending, dm.allocation_of(pending), pod)
         return written
 
     # --- writes -------------------------------------------------------------------------------------
