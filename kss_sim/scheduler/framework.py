@@ -642,6 +642,11 @@ class PodActions(ABC):
         ``generateName``): the stored object. ``None``: these actions do not write claims (kept in memory)."""
         return None
 
+    def update_extended_resource_claim_status(self, pod: PodInfo, value: dict[str, Any]) -> None:
+        """Write the pod's ``status.extendedResourceClaimStatus`` (``value``); these actions may not write pods
+        (the plugin sets it on the PodInfo as well)."""
+        return None
+
 
 class Handle:
     """What a plugin can reach: the cycle's snapshot, the listers, the nominator and the framework."""

@@ -748,10 +748,10 @@ class DynamicResourcesBeforeScoring(
                 f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
                 "ExtendedResourceClaimStatus"
             )
-        pod.pod.setdefault("status", {})["extendedResourceClaimStatus"] = {
-            "requestMappings": mappings,
-            "resourceClaimName": str(written["metadata"]["name"]),
-        }
+        value = {"requestMappings": mappings, "resourceClaimName": str(written["metadata"]["name"])}
+        if self.handle.actions is not None:
+            self.handle.actions.update_extended_resource_claim_status(pod, value)
+        pod.pod.setdefault("status", {})["extendedResourceClaimStatus"] = value
         return written
 
     def _create_claim(self, claim: dict[str, Any]) -> dict[str, Any]:
