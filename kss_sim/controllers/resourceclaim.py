@@ -19,7 +19,8 @@ Two kinds of work, as upstream keys them (``pod:`` and ``claim:``):
 Departures, on purpose: a pod that has finished gets no claims made for it (upstream would create one and delete
 it at once, over and over) and is never added back to ``reservedFor`` (kubernetes#141274); the pod status lists
 every generated claim in each apply (the fix of kubernetes#138407); a template created after its pods wakes them at
-once instead of at their next retry. DRAExtendedResource's scheduler-made claims (off by default) are not handled.
+once instead of at their next retry. DRAExtendedResource's scheduler-made claims (on by default from v1.36) are not
+handled.
 """
 
 from __future__ import annotations

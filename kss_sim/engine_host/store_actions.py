@@ -296,3 +296,17 @@ class StoreActions(LoopWriter):
 
     def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.store.get("ResourceClaim", namespace, name)
+
+    def create_resource_claim(self, claim: dict[str, Any]) -> dict[str, Any]:
+        """DynamicResources' claim for a pod's extended resources (DRAExtendedResource), named by the store from its
+        ``generateName``."""
+        store: Any = self.store
+        created: dict[str, Any] = store.create("ResourceClaim", claim, manager=SCHEDULER_MANAGER)
+        return created
+
+    def update_extended_resource_claim_status(self, pod: PodInfo, value: dict[str, Any]) -> None:
+        current = self.store.get("Pod", pod.namespace, pod.name)
+        if current is None:
+            raise LookupError(f"pod {pod.key} not found")
+        status = {**(current.get("status") or {}), "extendedResourceClaimStatus": value}
+        self.store.update_pod_status(pod.namespace, pod.name, status)

@@ -637,6 +637,16 @@ class PodActions(ABC):
         """The ResourceClaim as the API has it now (a GET after a conflict); None when gone or not handled."""
         return None
 
+    def create_resource_claim(self, claim: dict[str, Any]) -> dict[str, Any] | None:
+        """Create a ResourceClaim (DynamicResources' claim for a pod's extended resources, named from its
+        ``generateName``): the stored object. ``None``: these actions do not write claims (kept in memory)."""
+        return None
+
+    def update_extended_resource_claim_status(self, pod: PodInfo, value: dict[str, Any]) -> None:
+        """Write the pod's ``status.extendedResourceClaimStatus`` (``value``); these actions may not write pods
+        (the plugin sets it on the PodInfo as well)."""
+        return None
+
 
 class Handle:
     """What a plugin can reach: the cycle's snapshot, the listers, the nominator and the framework."""

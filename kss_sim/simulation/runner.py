@@ -368,9 +368,7 @@ class ScenarioRun:
 
     def _write_claims(self, pod: PodInfo, att: Attempt) -> None:
         """R6-DRA: a bound pod's claims stored as DynamicResources' PreBind writes them (the binding cycle does not
-        run offline)."""
-        if not dra_plugin.has_resource_claims(pod):
-            return
+        run offline), the claim made for its extended resources (DRAExtendedResource) included."""
         fwk = self.frameworks.get(att.profile)
         plugin = fwk.plugins_by_name.get(dra_plugin.NAME) if fwk is not None else None
         if isinstance(plugin, dra_plugin.DynamicResourcesBeforeScoring):  # every release's form writes claims

@@ -108,10 +108,7 @@ def _has_kube_version() -> bool:
 
 # Where kss does not yet decide as that release's kube-scheduler does, and why (issue #32). Strict: a family that
 # starts to agree fails here until its line goes.
-NOT_YET: dict[str, str] = {
-    "v1.36/draextended": "DRAExtendedResource (beta, on by default at v1.36) is not ported: an extended resource a "
-    "DeviceClass names is counted as a node's allocatable only, never allocated from ResourceSlices",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _cases() -> list[Any]:

@@ -33,6 +33,7 @@ from kss_sim.scheduler.dra.allocated import (
     add_consumed,
     insert_consumed,
 )
+from kss_sim.scheduler.dra.extended_resources import classes_by_resource_name
 from kss_sim.scheduler.framework import ClusterObjects
 
 DEVICE_CLASS = "DeviceClass"
@@ -162,6 +163,10 @@ class DraManager:
     def device_classes(self) -> dict[str, Obj]:
         """Every DeviceClass by name."""
         return {str((c.get("metadata") or {}).get("name")): c for c in self._cluster.list_objects(DEVICE_CLASS)}
+
+    def extended_resource_classes(self) -> dict[str, Obj]:
+        """``DeviceClassResolver``: the class serving each extended resource name (DRAExtendedResource)."""
+        return classes_by_resource_name(self._cluster.list_objects(DEVICE_CLASS))
 
     def resource_slices(self) -> list[Obj]:
         """``ResourceSlices().ListWithDeviceTaintRules`` (no DeviceTaintRules: DRADeviceTaintRules is off), in the

@@ -9,9 +9,15 @@ allocations in flight; PreBind writes ``status.allocation`` and ``status.reserve
 actions, retried on conflicts); Unreserve undoes both; PostFilter deallocates a claim that is unavailable where the
 pod could go, when no other pod uses it.
 
-Left out: extended resources backed by DRA (DRAExtendedResource, off by default), device binding conditions
-(DRADeviceBindingConditions, off by default) and the Filter timeout (DRASchedulerFilterTimeout: the allocator here
-is not interruptible; ``filterTimeout`` is accepted and validated).
+Extended resources backed by DRA (DRAExtendedResource, on from v1.36, ``kss_sim.scheduler.dra.extended_resources``):
+a pod requesting a resource some DeviceClass serves gets a claim of its own, in memory during the cycle (last among
+its claims); Filter gives it, per node, one request per container where the node's allocatable lacks the resource
+(none where a device plugin provides it); PreBind creates it (a generated name), allocates and reserves it, and
+records it in the pod's ``status.extendedResourceClaimStatus``.
+
+Left out: deleting an extended-resource claim left from an earlier cycle (PostFilter, Unreserve: such a pod stays
+unschedulable here), device binding conditions (DRADeviceBindingConditions, off by default) and the Filter timeout
+(DRASchedulerFilterTimeout: the allocator here is not interruptible; ``filterTimeout`` is accepted and validated).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from kss_sim.scheduler.dra import (
     features_from_gates,
 )
 from kss_sim.scheduler.dra import dra_manager as dm
+from kss_sim.scheduler.dra import extended_resources as er
 from kss_sim.scheduler.dra.quick import QuickCheck
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -186,6 +193,11 @@ class _StateData:
     quick_columns: list[NodeColumns] = field(default_factory=list)
     # Some claim has a firstAvailable request: scores need the allocation results.
     score_needs_results: bool = False
+    # DRAExtendedResource: the index of the pod's extended-resource claim in ``claims`` (the last one), the pod's
+    # scalar requests, and per node the claim as Filter shaped it (None: nothing from DRA there) and its mappings.
+    extended_index: int | None = None
+    scalar_requests: dict[str, int] = field(default_factory=dict)
+    node_extended: dict[str, tuple[dict[str, Any] | None, list[dict[str, str]]]] = field(default_factory=dict)
 
     def clone(self) -> _StateData:
         # Shared between clones, as upstream's.
@@ -193,6 +205,9 @@ class _StateData:
 
     def to_allocate(self) -> list[tuple[int, dict[str, Any]]]:
         return [(i, c) for i, c in enumerate(self.claims) if dm.allocation_of(c) is None]
+
+    def has_user_claims(self) -> bool:
+        return self.extended_index != 0 and bool(self.claims)
 
 
 class DynamicResourcesBeforeScoring(
@@ -209,7 +224,11 @@ class DynamicResourcesBeforeScoring(
         gates = handle.kube_version.effective_gates(handle.feature_gates)
         self.enabled = gates["DynamicResourceAllocation"]
         self.prioritized_list = gates["DRAPrioritizedList"]
+        self.extended_resource = gates["DRAExtendedResource"]
         self.allocator_features = features_from_gates(gates, handle.kube_version.minor)
+        # Reserve to PreBind: the request mappings of an extended-resource claim in flight, by its temporary uid (what
+        # PreBind writes into the pod's status; offline runs bind without the cycle state).
+        self._extended_mappings: dict[str, list[dict[str, str]]] = {}
         # Parsed slices, compiled selectors and per-device verdicts, kept across cycles (upstream's CEL cache).
         self.match_cache = DeviceMatchCache(consumable_capacity=self.allocator_features.consumable_capacity)
 
@@ -336,12 +355,16 @@ class DynamicResourcesBeforeScoring(
         # An empty state first: the later points read it even when the pod has no claims.
         s = _StateData()
         state.write(STATE_KEY, s)
-        if not has_resource_claims(pod):
-            return None, SKIP
-        try:
-            claims = self._pod_claims(pod)
-        except ClaimLookupError as exc:
-            return None, unresolvable(str(exc))
+        claims: list[dict[str, Any]] = []
+        if has_resource_claims(pod):
+            try:
+                claims = self._pod_claims(pod)
+            except ClaimLookupError as exc:
+                return None, unresolvable(str(exc))
+        extended = self._pre_filter_extended_resources(pod, s)
+        if extended is not None:
+            s.extended_index = len(claims)
+            claims = [*claims, extended]
         if not claims:
             return None, SKIP
         manager = self.manager
@@ -362,6 +385,8 @@ class DynamicResourcesBeforeScoring(
             uid = str((claim.get("metadata") or {}).get("uid") or "")
             if manager.claim_has_pending_allocation(uid):
                 return None, unresolvable(f"resource claim {_kobj(claim)} is in the process of being allocated")
+            if index == s.extended_index:
+                continue  # its requests are made per node, from classes known to exist
             st = self._check_requests(claim, manager)
             if st is not None:
                 return None, st
@@ -373,13 +398,54 @@ class DynamicResourcesBeforeScoring(
         s.claims = claims
         if s.allocator is not None:
             s.pending = [c for _, c in s.to_allocate()]
-            s.quick = QuickCheck.for_claims(s.allocator, s.pending)
+            # The extended-resource claim differs per node: no count-based verdicts for it.
+            s.quick = QuickCheck.for_claims(s.allocator, s.pending) if s.extended_index is None else None
         s.score_needs_results = any(
             request.get("exactly") is None and request.get("firstAvailable")
             for claim in claims
             for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
         )
         return None, success()
+
+    def _pre_filter_extended_resources(self, pod: PodInfo, s: _StateData) -> dict[str, Any] | None:
+        """``preFilterExtendedResources``: the pod's claim for the extended resources a DeviceClass serves (one
+        written in an earlier cycle, else a new one in memory); None when the pod requests none."""
+        if not self.extended_resource:
+            return None
+        requests = er.pod_scalar_requests(pod.pod)
+        if not er.has_class_mapped_request(requests, self.manager.extended_resource_classes()):
+            return None
+        s.scalar_requests = requests
+        written = er.find_extended_resource_claim(pod.name, pod.uid, self.manager.list_claims())
+        return written if written is not None else er.in_memory_claim(pod.pod)
+
+    def _filter_extended_resources(
+        self, s: _StateData, pod: PodInfo, node_info: NodeInfo
+    ) -> tuple[dict[str, Any] | None, list[dict[str, str]], Status | None]:
+        """``filterExtendedResources``: the extended-resource claim with the requests DRA must serve on this node
+        (None: a device plugin provides them all there, or there is no such claim)."""
+        if s.extended_index is None:
+            return None, [], None
+        claim = s.claims[s.extended_index]
+        if ((claim.get("spec") or {}).get("devices") or {}).get("requests") is not None:
+            # Written in an earlier cycle whose binding failed: upstream deletes it in PostFilter and starts anew.
+            return None, [], unresolvable("cannot schedule extended resource claim")
+        classes = self.manager.extended_resource_classes()
+        allocatable = node_info.allocatable.scalar_resources
+        from_dra: list[str] = []
+        for name, quantity in s.scalar_requests.items():
+            if not er.is_dra_extended_resource_name(name) or quantity == 0:
+                continue
+            if name in classes and allocatable.get(name, 0) == 0:
+                from_dra.append(name)
+            elif name not in allocatable:
+                return None, [], unresolvable("cannot fit resource")
+        if not from_dra or dm.allocation_of(claim) is not None:
+            return None, [], None
+        requests, mappings = er.requests_and_mappings(pod.pod, from_dra, classes)
+        node_claim = json_copy(claim)
+        node_claim.setdefault("spec", {}).setdefault("devices", {})["requests"] = requests
+        return node_claim, mappings, None
 
     def _check_requests(self, claim: dict[str, Any], manager: dm.DraManager) -> Status | None:
         """Every request's device class must exist (``validateDeviceClass``); subrequests need DRAPrioritizedList."""
@@ -432,6 +498,11 @@ class DynamicResourcesBeforeScoring(
             return error(ERR_NOT_FOUND)
         if not s.claims:
             return success()
+        node_extended, mappings, st = self._filter_extended_resources(s, pod, node_info)
+        if st is not None:
+            return st
+        if node_extended is None and not s.has_user_claims():
+            return success()
         node = node_info.node
         unavailable: list[int] = []
         for index, info in enumerate(s.informations):
@@ -443,8 +514,12 @@ class DynamicResourcesBeforeScoring(
             if verdict is False:
                 return unresolvable(MSG_CANNOT_ALLOCATE_ALL)
             if verdict is None:
+                pending = s.pending
+                if node_extended is not None:
+                    extended = s.claims[s.extended_index] if s.extended_index is not None else None
+                    pending = [node_extended if c is extended else c for c in pending]
                 try:
-                    result = s.allocator.allocate(node, s.pending)
+                    result = s.allocator.allocate(node, pending)
                 except NodeAllocationError as exc:
                     # Not fatal: other nodes may do; the reason is shown only if all fail.
                     return unresolvable(str(exc))
@@ -460,6 +535,8 @@ class DynamicResourcesBeforeScoring(
             s.node_allocations[node_info.name] = allocations
         elif s.allocator is not None:
             s.quick_nodes[node_info.name] = node
+        if s.extended_index is not None:
+            s.node_extended[node_info.name] = (node_extended, mappings)
         return success()
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
@@ -474,7 +551,7 @@ class DynamicResourcesBeforeScoring(
         if not s.claims or (s.allocator is None and all(i.available_on_nodes is None for i in s.informations)):
             return np.ones(len(batch), np.bool_)
         if s.quick is None or any(i.available_on_nodes is not None for i in s.informations):
-            return None
+            return None  # an extended-resource claim too (no QuickCheck): its requests are per node
         decided, fits = s.quick.column_verdicts(batch.cols, batch.idx)
         mask = decided & fits
         if batch.cols not in s.quick_columns:
@@ -564,6 +641,8 @@ class DynamicResourcesBeforeScoring(
         except AllocationError as exc:
             return error(str(exc))
         if not allocations:
+            if all(index == s.extended_index for index, _ in pending):
+                return success()  # a device plugin provides the extended resources on this node
             return error("claim allocation not found for node")
         if len(allocations) != len(pending):
             return error(
@@ -573,6 +652,10 @@ class DynamicResourcesBeforeScoring(
         manager = self.manager
         for (index, claim), allocation in zip(pending, allocations, strict=True):
             s.informations[index].allocation = allocation
+            if index == s.extended_index:
+                node_claim, mappings = s.node_extended.get(node_name, (None, []))
+                claim = node_claim or claim
+                self._extended_mappings[str((claim.get("metadata") or {}).get("uid") or "")] = mappings
             allocated = json_copy(claim)
             finalizers = allocated.setdefault("metadata", {}).setdefault("finalizers", [])
             if FINALIZER not in finalizers:
@@ -591,6 +674,7 @@ class DynamicResourcesBeforeScoring(
         for claim in s.claims:
             meta = claim.get("metadata") or {}
             # An allocation in flight is not any more: the assume cache goes back to the informer's claim.
+            self._extended_mappings.pop(str(meta.get("uid") or ""), None)
             if manager.remove_claim_pending_allocation(str(meta.get("uid") or "")):
                 manager.restore_claim(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             if dm.allocation_of(claim) is not None and dm.reserved_for_pod(claim, pod.uid):
@@ -623,11 +707,70 @@ class DynamicResourcesBeforeScoring(
         for index, claim in enumerate(s.claims):
             if dm.reserved_for_pod(claim, pod.uid):
                 continue
+            allocation = s.informations[index].allocation
             try:
-                s.claims[index] = self.bind_claim(claim, s.informations[index].allocation, pod)
+                if index == s.extended_index:
+                    if allocation is None and ((claim.get("spec") or {}).get("devices") or {}).get("requests") is None:
+                        continue  # a device plugin provides the extended resources on this node
+                    s.claims[index] = self._bind_extended_resource_claim(s, claim, allocation, pod, node_name)
+                    continue
+                s.claims[index] = self.bind_claim(claim, allocation, pod)
             except Exception as exc:
                 return error(str(exc))
         return success()
+
+    def _bind_extended_resource_claim(
+        self, s: _StateData, claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo, node_name: str
+    ) -> dict[str, Any]:
+        """``bindClaim`` for the pod's extended-resource claim: created first when it exists only in memory (the
+        node's shape of it), then allocated and reserved as any claim."""
+        meta = claim.get("metadata") or {}
+        if meta.get("name") != er.SPECIAL_CLAIM_NAME:
+            return self.bind_claim(claim, allocation, pod)
+        node_claim, _ = s.node_extended.get(node_name, (None, []))
+        if node_claim is None:
+            raise LookupError(f"extended resource claim not found for node {node_name}")
+        return self._create_extended_resource_claim(node_claim, allocation, pod)
+
+    def _create_extended_resource_claim(
+        self, node_claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo
+    ) -> dict[str, Any]:
+        """The in-memory claim created under a generated name, allocated and reserved; the pod's status names it
+        and maps each container's resources to its requests (``patchPodExtendedResourceClaimStatus``)."""
+        initial_uid = str((node_claim.get("metadata") or {}).get("uid") or "")
+        mappings = self._extended_mappings.pop(initial_uid, [])
+        try:
+            written = self.bind_claim(self._create_claim(node_claim), allocation, pod)
+        finally:
+            self.manager.remove_claim_pending_allocation(initial_uid)
+        if not mappings:
+            raise LookupError(
+                f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
+                "ExtendedResourceClaimStatus"
+            )
+        value = {"requestMappings": mappings, "resourceClaimName": str(written["metadata"]["name"])}
+        if self.handle.actions is not None:
+            self.handle.actions.update_extended_resource_claim_status(pod, value)
+        pod.pod.setdefault("status", {})["extendedResourceClaimStatus"] = value
+        return written
+
+    def _create_claim(self, claim: dict[str, Any]) -> dict[str, Any]:
+        """The claim created through the host's actions; offline, named as the API server would name it and put
+        into the listers."""
+        new = json_copy(claim)
+        meta = new.setdefault("metadata", {})
+        new.pop("status", None)
+        actions = self.handle.actions
+        if actions is not None:
+            meta.pop("name", None)
+            meta.pop("uid", None)
+            created = actions.create_resource_claim(new)
+            if created is not None:
+                return created
+        meta["name"] = er.generated_name(claim)
+        meta["uid"] = f"uid-resourceclaim-{meta.get('namespace') or 'default'}-{meta['name']}"
+        meta["resourceVersion"] = "0"
+        return store_claim_in_memory(self.handle, new)
 
     def bind_claim(self, claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo) -> dict[str, Any]:
         """``bindClaim``: write the allocation Reserve chose (if any) and the pod into ``reservedFor``, reading the
@@ -688,7 +831,8 @@ class DynamicResourcesBeforeScoring(
     def bind_claims_after_reserve(self, pod: PodInfo) -> dict[str, Any]:
         """What PreBind writes for a pod Reserve kept, without its cycle state (offline runs, rule R6-DRA): each
         claim allocated in flight gets its allocation and the pod in ``reservedFor``, each claim allocated already
-        only the pod. Returns ``{"ns/claim": allocation or "reserved"}`` for the claims written."""
+        only the pod, and the pod's extended-resource claim in flight is created. Returns ``{"ns/claim": allocation or
+        "reserved"}`` for the claims of ``spec.resourceClaims`` written."""
         if not self.enabled:
             return {}
         manager = self.manager
@@ -701,6 +845,11 @@ class DynamicResourcesBeforeScoring(
                 continue
             self.bind_claim(claim, allocation, pod)
             written[dm.claim_key(claim)] = allocation if allocation is not None else "reserved"
+        if self.extended_resource:
+            pending = manager.in_flight.get(er.in_memory_claim_uid(pod.uid))
+            if pending is not None:
+                # Not among the claims returned: those are the ones the pod lists (the golden ``allocations`` key).
+                self._create_extended_resource_claim(pending, dm.allocation_of(pending), pod)
         return written
 
     # --- writes -------------------------------------------------------------------------------------
@@ -822,11 +971,15 @@ def release_claims_of_deleted_pod(handle: Handle, pod: PodInfo) -> list[dict[str
     ``reservedFor``, and a claim nobody reserves any more is deallocated. Returns the claims written (a host with a
     queue raises their update events)."""
     written: list[dict[str, Any]] = []
+    names: list[str | None] = []
     for pod_claim in pod.spec.get("resourceClaims") or []:
         try:
-            name, _ = claim_name_for(pod, pod_claim)
+            names.append(claim_name_for(pod, pod_claim)[0])
         except ClaimLookupError:
             continue
+    # The claim DynamicResources made for the pod's extended resources (DRAExtendedResource).
+    names.append(((pod.pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName"))
+    for name in names:
         claim = handle.cluster.get_object(dm.RESOURCE_CLAIM, pod.namespace, name) if name else None
         if claim is None or not dm.reserved_for_pod(claim, pod.uid):
             continue

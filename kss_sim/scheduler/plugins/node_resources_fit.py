@@ -2,8 +2,10 @@
 
 Port of kube-scheduler v1.35 ``noderesources`` (fit.go, resource_allocation.go, least_allocated.go,
 most_allocated.go, requested_to_capacity_ratio.go) and ``helper/shape_score.go``, with the v1.35
-feature defaults: SidecarContainers and InPlacePodVerticalScaling GA, DRAExtendedResource off; PodLevelResources
-follows the run's gate (on from v1.34, off at v1.33). ``ResourceAllocationScorer`` is shared with
+feature defaults: SidecarContainers and InPlacePodVerticalScaling GA; PodLevelResources follows the run's gate (on
+from v1.34, off at v1.33), and so does DRAExtendedResource (on from v1.36): Filter leaves a resource a DeviceClass
+serves to DynamicResources on nodes with none of it allocatable (scoring such resources from their devices, when the
+scoring strategy names them, is not ported). ``ResourceAllocationScorer`` is shared with
 NodeResourcesBalancedAllocation.
 """
 
@@ -22,6 +24,8 @@ import numpy.typing as npt
 
 from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
+from kss_sim.scheduler.dra.dra_manager import dra_manager_for
+from kss_sim.scheduler.dra.extended_resources import is_dra_extended_resource_name
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -476,9 +480,11 @@ def fits_request(
     node_info: NodeInfo,
     ignored_extended_resources: frozenset[str] = frozenset(),
     ignored_resource_groups: frozenset[str] = frozenset(),
+    dra_backed: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
     """``fitsRequest``: every resource the node lacks, in upstream's order (pods, cpu, memory,
-    ephemeral-storage, scalar resources). A request above the node's whole allocatable is unresolvable."""
+    ephemeral-storage, scalar resources). A request above the node's whole allocatable is unresolvable. A resource
+    in ``dra_backed`` (a DeviceClass serves it) is left to DynamicResources on a node with none of it allocatable."""
     out: list[InsufficientResource] = []
     alloc = node_info.allocatable
     used = node_info.requested
@@ -523,6 +529,8 @@ def fits_request(
             if name in ignored_extended_resources or group in ignored_resource_groups:
                 continue
         cap = alloc.scalar_resources.get(name, 0)
+        if cap <= 0 and name in dra_backed:
+            continue
         in_use = used.scalar_resources.get(name, 0)
         if quant > cap - in_use:
             out.append(InsufficientResource(name, f"Insufficient {name}", quant, in_use, cap, quant > cap))
@@ -559,13 +567,17 @@ class _PreFilterState:
     """The pod's requests, what ``fitsRequest`` compares and the key of the cached columns; never mutated, so
     clones share it."""
 
-    __slots__ = ("check_names", "checks", "key", "request")
+    __slots__ = ("check_names", "checks", "dra_backed", "key", "request")
 
-    def __init__(self, request: Resource, checks: list[tuple[str, int]]) -> None:
+    def __init__(
+        self, request: Resource, checks: list[tuple[str, int]], dra_backed: frozenset[str] = frozenset()
+    ) -> None:
         self.request = request
         self.checks = checks
         self.check_names = tuple(name for name, _ in checks)
-        self.key = _request_key(request)
+        # The requested resources a DeviceClass serves (DRAExtendedResource): DynamicResources' on nodes lacking them.
+        self.dra_backed = dra_backed
+        self.key = (*_request_key(request), tuple(sorted(dra_backed)))
 
     def clone(self) -> _PreFilterState:
         return self
@@ -639,6 +651,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             NAME, resources, scorer, use_requested=False, use_status=False, pod_level_resources=False
         )
         self.pod_level_resources = handle is None or handle.gate_enabled("PodLevelResources")
+        self.dra_extended_resource = handle is not None and handle.gate_enabled("DRAExtendedResource")
         # Filter verdicts per pod request, for every node; and which checks fail (recording: the status keys).
         self.fit_columns: NodeColumnCache[tuple[Any, ...], np.bool_] = NodeColumnCache()
         self.key_columns: NodeColumnCache[tuple[Any, ...], np.int64] = NodeColumnCache()
@@ -712,14 +725,27 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
         request = compute_pod_resource_request(pod, pod_level_resources=self.pod_level_resources)
-        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request, self._checks(request)))
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(request, self._checks(request), self._dra_backed(request)))
         return None, success()
+
+    def _dra_backed(self, request: Resource) -> frozenset[str]:
+        """``shouldDelegateResourceToDRA`` without the node: the requested resources some DeviceClass serves."""
+        if not self.dra_extended_resource or not request.scalar_resources:
+            return frozenset()
+        classes = dra_manager_for(self.handle.cluster).extended_resource_classes()
+        return frozenset(
+            name
+            for name, quant in request.scalar_resources.items()
+            if quant != 0 and is_dra_extended_resource_name(name) and name in classes
+        )
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        insufficient = fits_request(s.request, node_info, self.ignored_resources, self.ignored_resource_groups)
+        insufficient = fits_request(
+            s.request, node_info, self.ignored_resources, self.ignored_resource_groups, s.dra_backed
+        )
         if not insufficient:
             return success()
         code = Code.UNSCHEDULABLE
@@ -747,22 +773,25 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return None
-        r, checks = s.request, s.checks
+        r, checks, backed = s.request, s.checks, s.dra_backed
         ignored, groups = self.ignored_resources, self.ignored_resource_groups
         return self.fit_columns.take(
             batch,
             s.key,
-            lambda nodes: self._fits_columns(checks, nodes),
-            lambda ni: not fits_request(r, ni, ignored, groups),
+            lambda nodes: self._fits_columns(checks, backed, nodes),
+            lambda ni: not fits_request(r, ni, ignored, groups, backed),
         )
 
     @staticmethod
-    def _fits_columns(checks: list[tuple[str, int]], batch: NodeBatch) -> BoolArray:
+    def _fits_columns(checks: list[tuple[str, int]], dra_backed: frozenset[str], batch: NodeBatch) -> BoolArray:
         cols = batch.cols
         ok: BoolArray = batch.take(cols.num_pods) + 1 <= batch.take(cols.alloc_pods)
         for name, quant in checks:
             alloc, req = _resource_columns(batch, name)
-            ok &= quant <= alloc - req
+            if name in dra_backed:
+                ok &= (quant <= alloc - req) | (alloc <= 0)
+            else:
+                ok &= quant <= alloc - req
         return ok
 
     def _checks(self, r: Resource) -> list[tuple[str, int]]:
@@ -791,29 +820,34 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return None
-        checks = s.checks
+        checks, backed = s.checks, s.dra_backed
         if len(checks) > 30:
             return None
         return self.key_columns.take(
             batch,
             s.key,
-            lambda nodes: self._key_columns(checks, nodes),
-            lambda ni: self._node_key(checks, ni),
+            lambda nodes: self._key_columns(checks, backed, nodes),
+            lambda ni: self._node_key(checks, backed, ni),
         )
 
     @staticmethod
-    def _key_columns(checks: list[tuple[str, int]], batch: NodeBatch) -> IntArray:
+    def _key_columns(checks: list[tuple[str, int]], dra_backed: frozenset[str], batch: NodeBatch) -> IntArray:
         cols = batch.cols
         keys: IntArray = (batch.take(cols.num_pods) + 1 > batch.take(cols.alloc_pods)).astype(np.int64)
         for i, (name, quant) in enumerate(checks):
             alloc, req = _resource_columns(batch, name)
+            short, over = quant > alloc - req, quant > alloc
+            if name in dra_backed:
+                # Left to DynamicResources where the node has none of it: never short there.
+                checked = alloc > 0
+                short, over = short & checked, over & checked
             # A comparison's booleans shifted are int64 already (the bits are distinct: adding sets them).
-            keys += (quant > alloc - req) << (1 + 2 * i)
-            keys += (quant > alloc) << (2 + 2 * i)
+            keys += short << (1 + 2 * i)
+            keys += over << (2 + 2 * i)
         return keys
 
     @staticmethod
-    def _node_key(checks: list[tuple[str, int]], ni: NodeInfo) -> int:
+    def _node_key(checks: list[tuple[str, int]], dra_backed: frozenset[str], ni: NodeInfo) -> int:
         """``_key_columns`` of one node, from its NodeInfo (the columns may not be synced yet)."""
         alloc, used = ni.allocatable, ni.requested
         key = int(len(ni.pods) + 1 > alloc.allowed_pod_number)
@@ -826,6 +860,8 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
                 cap, in_use = alloc.ephemeral_storage, used.ephemeral_storage
             else:
                 cap, in_use = alloc.scalar_resources.get(name, 0), used.scalar_resources.get(name, 0)
+            if cap <= 0 and name in dra_backed:
+                continue
             key |= int(quant > cap - in_use) << (1 + 2 * i) | int(quant > cap) << (2 + 2 * i)
         return key
 
