@@ -295,5 +295,14 @@ def test_a_claims_pod_page_shows_every_column_and_reason_whole_at_1024(
         assert "DynamicResources" in scored and "PreferNodeLabel" in scored, scored
     reasons = page.locator(f'{matrix} [data-testid="filter-reason"]').all_inner_texts()
     assert reasons and all(r.strip() for r in reasons), reasons
+    # The DRA explanation's headers and class names are whole words: a cell on more lines than it has words was
+    # broken inside one (the fixed layout's columns once broke "gpu.example.com" and "Matching" at 1024 px).
+    broken = page.evaluate(
+        """() => [...document.querySelectorAll('.dra-explain th, .dra-explain td:nth-child(3)')].filter(e => {
+            const range = document.createRange(); range.selectNodeContents(e);
+            const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+            return lines > e.innerText.trim().split(/\\s+/).length; }).map(e => e.innerText)"""
+    )
+    assert broken == [], broken
     assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
     shot(page, f"pod-dra-{name}-1024")
