@@ -232,7 +232,7 @@ def summary_lines(
     if waits:
         lines.append("wait: " + ", ".join(f"{k} {figures.duration(_wait(waits.get(k)))}" for k in WAIT_KEYS))
     allocation = summary.get("allocation") or {}
-    peaks = [f"{r} {figures.percent(float(v.get('peak') or 0))}" for r, v in allocation.items() if isinstance(v, dict)]
+    peaks = [_peak_text(r, v) for r, v in allocation.items() if isinstance(v, dict)]
     if peaks:
         lines.append("peak allocation: " + ", ".join(peaks))
         lines += figures.resource_notes(allocation)
@@ -241,6 +241,15 @@ def summary_lines(
     if run_id is not None:
         lines.append(f"recorded as run {run_id}")
     return lines
+
+
+def _peak_text(resource: str, allocation: Obj) -> str:
+    """``cpu 75.0 % (90 of 120)``: the share, then the amounts in the resource's unit, as the report shows them."""
+    text = f"{resource} {figures.percent(float(allocation.get('peak') or 0))}"
+    requested, allocatable = allocation.get("peakRequested"), allocation.get("allocatable")
+    if isinstance(requested, int | float) and isinstance(allocatable, int | float):
+        text += f" ({figures.run_quantity(resource, requested)} of {figures.run_quantity(resource, allocatable)})"
+    return text
 
 
 def wall_time_text(seconds: float) -> str:

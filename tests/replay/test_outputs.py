@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 
+from kss_sim import figures
 from kss_sim.replay.cli import summary_lines
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.metrics import Metrics
@@ -137,5 +138,13 @@ def test_evicted_pods_are_written_with_their_reason_counted_in_the_summary_and_l
     assert summary["evictions"] == {"total": 3, "taint": 1, "drain": 1, "nodeFailure": 1}
     lines = summary_lines(result, summary, None, None, wall_seconds=1.0)
     assert lines[1].endswith(", evictions 3 (taint 1, drain 1, nodeFailure 1)")
+    # The peaks in amounts too, in each resource's unit, read from the same summary the report reads.
+    peaks = next(line for line in lines if line.startswith("peak allocation: "))
+    cpu = summary["allocation"]["cpu"]
+    assert (
+        f"({figures.run_quantity('cpu', cpu['peakRequested'])} of {figures.run_quantity('cpu', cpu['allocatable'])})"
+        in peaks
+    )
+    assert "cpu " in peaks and "memory " in peaks and "Gi" in peaks, peaks
     html = paths["report.html"].read_text()
     assert "Evicted (3)" in html and "still terminating" in html and 'data-fact="evictions">3' in html
