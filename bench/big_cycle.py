@@ -22,8 +22,9 @@ from serve_big import GPU_EVERY, node_object, pod_objects
 import kss_sim
 from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, PodActions, Status, success
+from kss_sim.scheduler.framework import PodActions, Status, success
 from kss_sim.scheduler.kube_scheduler_configuration import build_profiles, parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
 

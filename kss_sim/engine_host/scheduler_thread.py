@@ -35,9 +35,10 @@ from kss_sim.kube.versions import KubeVersion
 from kss_sim.kube.versions import kube_version as default_kube_version
 from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler import queue as q
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions
 from kss_sim.scheduler.filter_timing import PluginObserver
-from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.framework import Handle
 from kss_sim.scheduler.kube_scheduler_configuration import (
     SchedulerConfig,
     build_framework,

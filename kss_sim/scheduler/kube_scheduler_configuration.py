@@ -22,12 +22,12 @@ import yaml
 from kss_sim.kube import go_yaml
 from kss_sim.kube.versions import UNPORTED_PLUGINS, KubeVersion, kube_version
 from kss_sim.scheduler import plugins as plugin_registry
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.extender import ExtenderConfig
 from kss_sim.scheduler.extender_config import ExtenderConfigError, parse_extenders
 from kss_sim.scheduler.filter_timing import PluginObserver
 from kss_sim.scheduler.framework import (
     BindPlugin,
-    ClusterObjects,
     FilterPlugin,
     Handle,
     PermitPlugin,

@@ -19,8 +19,9 @@ from kss.plugins.coscheduling import (
     check_cluster_resource,
     go_resource_list,
 )
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeToStatus
+from kss_sim.scheduler.framework import Code, CycleState, Handle, NodeToStatus
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
 from kss_sim.scheduler.plugins import out_of_tree, plugin_class

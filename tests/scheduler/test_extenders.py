@@ -8,9 +8,10 @@ import pytest
 
 from kss_sim.extender_http.transport import http_transport
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
 from kss_sim.scheduler.extender import build_extenders
-from kss_sim.scheduler.framework import ClusterObjects, Handle, PodActions, Status
+from kss_sim.scheduler.framework import Handle, PodActions, Status
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.simulation.runner import ScenarioRun

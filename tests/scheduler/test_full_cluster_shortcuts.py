@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, CycleState, Handle, Status
+from kss_sim.scheduler.framework import CycleState, Handle, Status
 from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, node_tree_order
 from kss_sim.scheduler.plugins.default_preemption import MSG_NO_VICTIMS, DefaultPreemption

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from kss_sim.scheduler import queue as q
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Code, Handle
+from kss_sim.scheduler.framework import Code, Handle
 from kss_sim.scheduler.kube_scheduler_configuration import (
     ConfigError,
     build_framework,

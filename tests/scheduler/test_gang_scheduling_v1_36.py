@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Code, Handle
+from kss_sim.scheduler.framework import Code, Handle
 from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
 from kss_sim.scheduler.plugins.gang_scheduling import POD_GROUP_V1ALPHA2

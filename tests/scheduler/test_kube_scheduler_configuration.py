@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Handle
 from kss_sim.scheduler.kube_scheduler_configuration import (
     ConfigError,
     build_framework,

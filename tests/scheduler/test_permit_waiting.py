@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, PermitPlugin, ReservePlugin, Status
+from kss_sim.scheduler.framework import Code, CycleState, Handle, PermitPlugin, ReservePlugin, Status
 from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
 from kss_sim.scheduler.plugins import register

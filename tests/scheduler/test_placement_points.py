@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from kss_sim.kube.versions import kube_version
-from kss_sim.scheduler.framework import ClusterObjects, Handle, Placement, PlacementGeneratePlugin, Status
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Handle, Placement, PlacementGeneratePlugin, Status
 from kss_sim.scheduler.kube_scheduler_configuration import (
     ConfigError,
     build_framework,

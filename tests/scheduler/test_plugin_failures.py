@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 import pytest
 
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
 from kss_sim.scheduler.framework import (
     BindPlugin,
-    ClusterObjects,
     Code,
     FilterPlugin,
     Handle,

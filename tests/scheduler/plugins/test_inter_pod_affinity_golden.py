@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeScore
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Code, CycleState, Handle, NodeScore
 from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
 from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from kss_sim.scheduler.runtime import status_text
