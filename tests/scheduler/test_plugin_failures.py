@@ -28,9 +28,10 @@ from kss_sim.scheduler.framework import (
     success,
     unschedulable,
 )
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from tests.scheduler.factories import make_node, make_pod
 
