@@ -31,12 +31,13 @@ from kss_sim.scheduler.extender import (
     extender_score,
 )
 from kss_sim.scheduler.framework import Code, CycleState, NodeToStatus, PostFilterResult, Status
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.pod_shape import POD_DEFECT_MEMO, pod_defect
 from kss_sim.scheduler.podgroup_cycle import PodGroupCycle
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import Framework
 from kss_sim.scheduler.runtime_filter import RaisedStatus
+from kss_sim.scheduler.snapshot import Snapshot
 from kss_sim.scheduler.waiting import WaitingPods
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"

@@ -18,7 +18,8 @@ from kss_sim.kube.versions import KubeVersion, kube_version
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.extender import Extender
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.snapshot import Snapshot
 from kss_sim.scheduler.waiting import WaitingPod, WaitingPods
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ from typing import Any
 
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.framework import Handle
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.snapshot import Snapshot
 
 
 def make_pod(

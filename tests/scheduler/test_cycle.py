@@ -9,8 +9,9 @@ from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import Diagnosis, ScheduleOptions, Scheduler, fit_error_message, num_feasible_nodes_to_find
 from kss_sim.scheduler.framework import Code, Handle, NodeToStatus, Status
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
-from kss_sim.scheduler.nodeinfo import PodInfo, node_tree_order
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.profiles import build_framework
+from kss_sim.scheduler.snapshot import node_tree_order
 from tests.scheduler.factories import make_node, make_pod
 
 
