@@ -4,6 +4,9 @@
 cycle keep every plugin's verdict without changing what kube-scheduler itself would decide. With a plugin
 observer set, each plugin's run at the per-cycle extension points is timed and reported in the sampled cycles, as
 kube-scheduler's metrics recorder observes ``plugin_execution_duration_seconds``.
+
+Here are its construction and the extension points run once per pod; Filter and Score, run per node and on
+batches of nodes, are ``runtime_filter.py``'s and ``runtime_score.py``'s (mixins of ``Framework``).
 """
 
 from __future__ import annotations
