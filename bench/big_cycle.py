@@ -22,10 +22,12 @@ from serve_big import GPU_EVERY, node_object, pod_objects
 import kss_sim
 from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, PodActions, Status, success
-from kss_sim.scheduler.kube_scheduler_configuration import build_profiles, parse_config
+from kss_sim.scheduler.framework import PodActions, Status, success
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.profiles import build_profiles
 
 
 class _NoActions(PodActions):

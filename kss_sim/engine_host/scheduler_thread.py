@@ -35,16 +35,11 @@ from kss_sim.kube.versions import KubeVersion
 from kss_sim.kube.versions import kube_version as default_kube_version
 from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler import queue as q
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions
 from kss_sim.scheduler.filter_timing import PluginObserver
-from kss_sim.scheduler.framework import ClusterObjects, Handle
-from kss_sim.scheduler.kube_scheduler_configuration import (
-    SchedulerConfig,
-    build_framework,
-    defaulted_document,
-    parse_config,
-    plugins_in_effect,
-)
+from kss_sim.scheduler.framework import Handle
+from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig, defaulted_document, parse_config
 from kss_sim.scheduler.loop import (
     BACKOFF_FLUSH_SECONDS,
     UNSCHEDULABLE_FLUSH_SECONDS,
@@ -52,6 +47,7 @@ from kss_sim.scheduler.loop import (
     SchedulingLoop,
 )
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT
 from kss_sim.scheduler.watchdog import WATCHDOG, PluginTimeoutReport

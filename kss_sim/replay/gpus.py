@@ -21,9 +21,9 @@ from typing import Any
 
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.fragmentation import MILLI, TaskShape
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.dra.allocated import DeviceID
 from kss_sim.scheduler.dra.dra_manager import RESOURCE_SLICE, dra_manager_for
-from kss_sim.scheduler.framework import ClusterObjects
 from kss_sim.scheduler.resources import calculate_pod_resource
 
 MODEL_LABELS = ("nvidia.com/gpu.product", "alibabacloud.com/gpu-card-model")

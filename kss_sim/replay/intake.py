@@ -23,7 +23,7 @@ from kss_sim.cluster.admission.defaults.core import (
     prepare_pvc_create,
 )
 from kss_sim.kube.objects import Obj
-from kss_sim.scheduler.framework import ClusterObjects
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.simulation.alibaba_v2023 import generated_claim_name
 

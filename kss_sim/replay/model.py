@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kss_sim.kube.versions import DEFAULT_KUBE_VERSION
-from kss_sim.scheduler.framework import ClusterObjects
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.record import Attempt
 

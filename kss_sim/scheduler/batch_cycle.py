@@ -23,9 +23,11 @@ import numpy.typing as npt
 from kss_sim.scheduler.columns import IntArray, NodeBatch
 from kss_sim.scheduler.filter_record import UINT8_REASONS, ReasonTable, RecordFilterOutcome
 from kss_sim.scheduler.framework import Code, CycleState, FilterPlugin, Status
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.record import Attempt, FilterMatrix, ScoreMatrix
-from kss_sim.scheduler.runtime import BatchFilterOutcome, Framework
+from kss_sim.scheduler.runtime import Framework
+from kss_sim.scheduler.runtime_filter import BatchFilterOutcome
+from kss_sim.scheduler.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from kss_sim.scheduler.cache import SchedulerCache
 from kss_sim.scheduler.extender import Extender, ExtenderError
 from kss_sim.scheduler.framework import Code, CycleState, Status
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import Framework, status_text
+from kss_sim.scheduler.snapshot import Snapshot
 from kss_sim.scheduler.waiting import WaitingPod, WaitingPods
 
 if TYPE_CHECKING:

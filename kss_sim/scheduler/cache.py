@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, node_tree_order, zone_key
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.pod_shape import POD_DEFECT_MEMO, pod_defect
+from kss_sim.scheduler.snapshot import Snapshot, node_tree_order, zone_key
 
 log = logging.getLogger("kss.scheduler")
 

@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.snapshot import Snapshot
 
 # extenderv1.MaxExtenderPriority; an extender's score is scaled by MaxNodeScore / MaxExtenderPriority.
 MAX_EXTENDER_PRIORITY = 10

@@ -24,13 +24,15 @@ from kss_sim.kube.objects import Obj
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.binding_cycle import Settled
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
 from kss_sim.scheduler.extender import Extender
 from kss_sim.scheduler.filter_timing import PluginObserver
-from kss_sim.scheduler.framework import ClusterObjects, Handle, PodActions
-from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig, build_profiles
+from kss_sim.scheduler.framework import Handle, PodActions
+from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.podgroup_cycle import scheduling_group_name
+from kss_sim.scheduler.profiles import build_profiles
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.resources import Resource
 from kss_sim.scheduler.runtime import Framework

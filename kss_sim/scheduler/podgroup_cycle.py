@@ -38,9 +38,10 @@ from kss_sim.scheduler.framework import (
     PodGroupAssignments,
     Status,
 )
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import Framework
+from kss_sim.scheduler.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from kss_sim.scheduler.cycle import ScheduleOptions

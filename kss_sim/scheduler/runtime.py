@@ -4,6 +4,9 @@
 cycle keep every plugin's verdict without changing what kube-scheduler itself would decide. With a plugin
 observer set, each plugin's run at the per-cycle extension points is timed and reported in the sampled cycles, as
 kube-scheduler's metrics recorder observes ``plugin_execution_duration_seconds``.
+
+Here are its construction and the extension points run once per pod; Filter and Score, run per node and on
+batches of nodes, are ``runtime_filter.py``'s and ``runtime_score.py``'s (mixins of ``Framework``).
 """
 
 from __future__ import annotations
@@ -14,29 +17,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
-import numpy.typing as npt
-
-from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
-from kss_sim.scheduler.filter_record import (
-    NONE_REJECTED,
-    UINT8_REASONS,
-    ReasonTable,
-    RecordFilterOutcome,
-    Rejected,
-    keyed_cells,
-    per_node_cells,
-)
 from kss_sim.scheduler.filter_timing import PluginObserver, TimedFilter
 from kss_sim.scheduler.framework import (
-    MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
     BindPlugin,
     Code,
     CycleState,
     FilterPlugin,
     Handle,
-    NodeScore,
     NodeToStatus,
     PermitPlugin,
     PlacementGeneratePlugin,
@@ -59,7 +46,8 @@ from kss_sim.scheduler.framework import (
 )
 from kss_sim.scheduler.guard import PluginResultError, describe, guard, is_in_tree
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
-from kss_sim.scheduler.record import SKIP
+from kss_sim.scheduler.runtime_filter import FilterRunners, RaisedStatus
+from kss_sim.scheduler.runtime_score import ScoreRunners
 from kss_sim.scheduler.waiting import MAX_PERMIT_TIMEOUT
 from kss_sim.scheduler.watchdog import WATCHDOG, PluginTimeout
 
@@ -104,66 +92,7 @@ class PreFilterOutcome:
         self.per_plugin_nodes: dict[str, list[str]] = {}
 
 
-class BatchFilterOutcome:
-    """Filter verdicts for a batch of nodes: who passed, and for the others the first plugin that failed."""
-
-    __slots__ = ("batch", "fail_plugin", "has_error", "ok", "statuses")
-
-    def __init__(self, batch: NodeBatch) -> None:
-        self.batch = batch
-        n = len(batch)
-        self.ok: BoolArray = np.ones(n, np.bool_)
-        # Index into Framework.filter of the first plugin that rejected each node (-1: passed).
-        self.fail_plugin: IntArray = np.full(n, -1, np.int64)
-        # Statuses already known (per-node plugins), by batch position.
-        self.statuses: dict[int, Status] = {}
-        self.has_error = False
-
-
-def _within_node_score(scores: IntArray) -> bool:
-    """Every score within [MIN_NODE_SCORE, MAX_NODE_SCORE] (0..100), in one pass for int64 scores: read as
-    unsigned, negative ones are huge. False also when unsure (other dtypes, empty): the caller checks in full."""
-    if scores.dtype.type is not np.int64 or not len(scores) or MIN_NODE_SCORE != 0:
-        return False
-    return int(np.maximum.reduce(scores.view(np.uint64))) <= MAX_NODE_SCORE
-
-
-def _batch_scores(pl: ScorePlugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[IntArray, Status | None]:
-    """A plugin's Score on a batch: ``score_batch``, else ``score_nodes`` (then with its status; None: success)."""
-    scores = pl.score_batch(state, pod, batch)
-    if scores is not None:
-        return scores, None
-    listed, st = pl.score_nodes(state, pod, batch.nodes)
-    return np.array(listed, dtype=np.int64), st
-
-
-def _filter_status(pl: FilterPlugin, st: Status) -> Status:
-    """A failing Filter status as RunFilterPlugins reports it (errors wrapped, plugin named)."""
-    if not st.is_rejected():
-        st = error(f'running "{pl.name}" filter plugin: {st.message()}')
-    st.plugin = pl.name
-    return st
-
-
-class RaisedStatus(Status):
-    """The status of a node a Filter plugin raised on (``Framework.node_failure``): that node fails. When every node
-    the cycle evaluated raised, the failure is the plugin's (or the pod's), not a node's, and the attempt is an
-    error as before (``Scheduler._find_nodes_that_pass_filters``)."""
-
-    __slots__ = ()
-
-
-def _defect_status(node_info: NodeInfo, record: dict[str, Status] | None) -> Status:
-    """A malformed node's Filter status: UnschedulableAndUnresolvable for the plugin reading the wrong field."""
-    defect = node_info.defect
-    assert defect is not None
-    st = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, defect.message(), plugin=defect.plugin)
-    if record is not None:
-        record[defect.plugin] = st
-    return st
-
-
-class Framework:
+class Framework(FilterRunners, ScoreRunners):
     """A scheduling profile: its plugins per extension point and their score weights.
 
     A plugin that raises, or (out-of-tree) returns a value of the wrong type, fails its extension point with an
@@ -431,207 +360,6 @@ class Framework:
                 return error(f"running {which} on PreFilter plugin {pl.name!r}: {st.message()}")
         return success()
 
-    # --- Filter -----------------------------------------------------------------------------------
-    def run_filter_plugins(
-        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, record: dict[str, Status] | None = None
-    ) -> Status:
-        """``RunFilterPlugins``: the first non-success status wins. With ``record``, every plugin runs and is kept.
-
-        A malformed node (``NodeInfo.defect``) fails for the plugin reading the wrong field, and a plugin raising on
-        a node fails that node only (``node_failure``): kube-scheduler's typed objects meet neither.
-        """
-        if node_info.defect is not None:
-            return _defect_status(node_info, record)
-        first: Status | None = None
-        for pl in self.filter:
-            if pl.name in state.skip_filter_plugins:
-                if record is not None:
-                    record[pl.name] = Status(Code.SKIP)
-                continue
-            try:
-                st = pl.filter(state, pod, node_info)
-                passed = st.is_success()
-            except (PluginResultError, PluginTimeout) as exc:  # the pod's error, not the node's
-                st, passed = self.failure("Filter", pl, exc), False
-            except Exception as exc:
-                st, passed = self.node_failure(pl, node_info, exc), False
-            if record is not None:
-                record[pl.name] = st
-            if not passed:
-                if not st.is_rejected():
-                    st = error(f'running "{pl.name}" filter plugin: {st.message()}')
-                st.plugin = pl.name
-                if first is None:
-                    first = st
-                if record is None:
-                    return st
-        return first if first is not None else success()
-
-    def run_filter_plugins_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BatchFilterOutcome:
-        """``RunFilterPlugins`` on every node of ``batch`` at once (no nominated pods, no recording).
-
-        Plugins run in profile order on the nodes every earlier plugin passed, through ``filter_nodes`` when
-        they have it, else ``filter`` per node; the verdicts equal the per-node loop's.
-        """
-        out = BatchFilterOutcome(batch)
-        n = len(batch)
-        alive: IntArray = np.arange(n, dtype=np.int64)
-        try:
-            for k, pl in enumerate(self.filter):
-                if pl.name in state.skip_filter_plugins:
-                    continue
-                if not len(alive):
-                    break
-                sub = batch if len(alive) == n else batch.subset(alive)
-                mask = pl.filter_nodes(state, pod, sub)
-                if mask is None:
-                    verdicts: list[bool] = []
-                    for j, ni in enumerate(sub.nodes):
-                        st = pl.filter(state, pod, ni)
-                        if st.is_success():
-                            verdicts.append(True)
-                            continue
-                        verdicts.append(False)
-                        st = _filter_status(pl, st)
-                        if st.code == Code.ERROR:
-                            out.has_error = True
-                        out.statuses[int(alive[j])] = st
-                    mask = np.array(verdicts, dtype=np.bool_)
-                if mask.all():
-                    continue
-                out.fail_plugin[alive[~mask]] = k
-                alive = alive[mask]
-        except Exception as exc:  # the per-node loop decides (and reports the error)
-            self.failure("Filter", pl, exc)
-            out.has_error = True
-            return out
-        out.ok = out.fail_plugin < 0
-        return out
-
-    def run_filter_plugins_record_batch(
-        self, state: CycleState, pod: PodInfo, batch: NodeBatch, table: ReasonTable | None = None
-    ) -> RecordFilterOutcome | None:
-        """``RunFilterPlugins`` with recording on every node of ``batch``: every plugin on every node.
-
-        Statuses of rejected nodes are asked once per distinct ``filter_keys`` key (of ``filter_status_of_key``
-        or ``filter``), of ``filter`` on every rejected node for plugins without keys. None when a plugin returned
-        anything but success or a rejection (the per-node loop then decides, as kube-scheduler stops at errors).
-        """
-        table = table if table is not None else ReasonTable()
-        n = len(batch)
-        num_plugins = len(self.filter)
-        # Cells are mostly constant per plugin (PASSED, or SKIP for skipped plugins): a row of those, and a column
-        # per plugin that rejected nodes.
-        row = np.zeros(num_plugins, np.int16)
-        rejected: list[Rejected] = []
-        skip_plugins = state.skip_filter_plugins
-        try:
-            for k, pl in enumerate(self.filter):
-                if pl.name in skip_plugins:
-                    row[k] = SKIP
-                    continue
-                keys = pl.filter_keys(state, pod, batch)
-                of_key = keys is not None
-                if keys is None:
-                    mask = pl.filter_nodes(state, pod, batch)
-                    if mask is None:
-                        got = per_node_cells(k, pl, state, pod, batch, table)
-                        if got is None:
-                            return None
-                        if got is not NONE_REJECTED:
-                            rejected.append(got)
-                        continue
-                    if mask.all():
-                        continue
-                    # Keys for the whole batch from the rejected nodes' status keys (+1: 0 is for passing nodes), or
-                    # one key per rejected node.
-                    bad = np.flatnonzero(~mask)
-                    sub = pl.filter_status_keys(state, pod, batch.subset(bad)) if len(bad) > 1 else None
-                    keys = np.zeros(n, np.int64)
-                    keys[bad] = sub + 1 if sub is not None else np.arange(1, len(bad) + 1)
-                got = keyed_cells(k, pl, state, pod, batch, keys, table, of_key)
-                if got is None:
-                    return None
-                if got is not NONE_REJECTED:
-                    rejected.append(got)
-        except Exception as exc:  # the per-node loop decides (and reports the error)
-            self.failure("Filter", pl, exc)
-            return None
-        # ``fail``: the first plugin (in profile order) that rejected each node; assigned last to first so the
-        # first one wins.
-        fail: npt.NDArray[np.signedinteger[Any]] = np.empty(n, np.int8 if num_plugins < 128 else np.int16)
-        fail.fill(-1)
-        for k, bad, _, _ in reversed(rejected):
-            fail[bad] = k
-        dtype = np.uint8 if len(table.reasons) < UINT8_REASONS else np.int16
-        columns: dict[int, npt.NDArray[Any]] = {}
-        for k, bad, cells, whole in rejected:
-            if whole:
-                columns[k] = cells
-            else:
-                column = columns[k] = np.zeros(n, dtype)
-                column[bad] = cells
-            row[k] = -1
-        return RecordFilterOutcome(batch, columns, fail, table, row)
-
-    def batch_filter_status(self, state: CycleState, pod: PodInfo, outcome: BatchFilterOutcome, pos: int) -> Status:
-        """The status of a node the batch rejected (asked of the rejecting plugin's ``filter``)."""
-        st = outcome.statuses.get(pos)
-        if st is not None:
-            return st
-        pl = self.filter[int(outcome.fail_plugin[pos])]
-        ni = outcome.batch.nodes[pos]
-        try:
-            st = pl.filter(state, pod, ni)
-            if st.is_success():  # the plugin's batch and per-node verdicts differ: the per-node loop decides
-                st = error(f"filter_nodes rejected node {ni.name!r} that filter accepts")
-        except (PluginResultError, PluginTimeout) as exc:  # the pod's error, not the node's
-            st = self.failure("Filter", pl, exc)
-        except Exception as exc:
-            st = self.node_failure(pl, ni, exc)
-        st = _filter_status(pl, st)
-        outcome.statuses[pos] = st
-        return st
-
-    def run_filter_plugins_with_nominated_pods(
-        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, record: dict[str, Status] | None = None
-    ) -> Status:
-        """Filters run twice when equal-or-higher priority pods are nominated here: with them, then without."""
-        status = success()
-        pods_added = False
-        for i in range(2):
-            state_to_use, info_to_use = state, node_info
-            if i == 0:
-                pods_added, state_to_use, info_to_use, err = self._add_nominated_pods(state, pod, node_info)
-                if err is not None:
-                    return err
-            elif not pods_added or not status.is_success():
-                break
-            if record is not None:
-                record.clear()
-            status = self.run_filter_plugins(state_to_use, pod, info_to_use, record)
-            if not status.is_success() and not status.is_rejected():
-                return status
-        return status
-
-    def _add_nominated_pods(
-        self, state: CycleState, pod: PodInfo, node_info: NodeInfo
-    ) -> tuple[bool, CycleState, NodeInfo, Status | None]:
-        nominated = self.handle.nominated_pods_for_node(node_info.name)
-        if not nominated:
-            return False, state, node_info, None
-        info_out = node_info.clone()
-        state_out = state.clone()
-        added = False
-        for pi in nominated:
-            if pi.priority >= pod.priority and pi.uid != pod.uid:
-                info_out.add_pod(pi)
-                st = self.run_pre_filter_extension_add_pod(state_out, pod, pi, info_out)
-                if not st.is_success():
-                    return False, state, node_info, st
-                added = True
-        return added, state_out, info_out, None
-
     # --- PostFilter -------------------------------------------------------------------------------
     def run_post_filter_plugins(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
@@ -662,7 +390,7 @@ class Framework:
                 rejector = pl.name
         return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
 
-    # --- PreScore / Score -------------------------------------------------------------------------
+    # --- PreScore ---------------------------------------------------------------------------------
     def run_pre_score_plugins(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], record: dict[str, str] | None = None
     ) -> Status:
@@ -687,148 +415,6 @@ class Framework:
             return error(f'running PreScore plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
         state.skip_score_plugins = skip_plugins
         return success()
-
-    def run_score_plugins(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[str, list[int]], Status]:
-        """Raw, normalized and weighted scores per plugin (lists aligned with ``nodes``)."""
-        raw: dict[str, list[int]] = {}
-        normalized: dict[str, list[int]] = {}
-        weighted: dict[str, list[int]] = {}
-        for pl in self.score:
-            if pl.name in state.skip_score_plugins:
-                continue
-            try:
-                if self.record_plugin_metrics:
-                    scores, st = self._observed("Score", pl, pl.score_nodes, state, pod, nodes)
-                else:
-                    scores, st = pl.score_nodes(state, pod, nodes)
-                passed = st.is_success()
-                if passed:
-                    node_scores = [NodeScore(ni.name, s) for ni, s in zip(nodes, scores, strict=True)]
-            except Exception as exc:
-                st, passed = self.failure("Score", pl, exc), False
-            if not passed:
-                return (
-                    raw,
-                    normalized,
-                    weighted,
-                    error(f'running Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
-                )
-            raw[pl.name] = list(scores)
-            if pl.has_normalize():
-                try:
-                    st = pl.normalize_score(state, pod, node_scores)
-                    passed = st.is_success()
-                except Exception as exc:
-                    st, passed = self.failure("NormalizeScore", pl, exc), False
-                if not passed:
-                    return (
-                        raw,
-                        normalized,
-                        weighted,
-                        error(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
-                    )
-            weight = self.weights.get(pl.name, 1)
-            norm: list[int] = []
-            for ns in node_scores:
-                if ns.score > MAX_NODE_SCORE or ns.score < MIN_NODE_SCORE:
-                    return (
-                        raw,
-                        normalized,
-                        weighted,
-                        error(
-                            "applying score defaultWeights on Score plugins: "
-                            f'plugin "{pl.name}" returns an invalid score {ns.score}, it should in the range of '
-                            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                        ),
-                    )
-                norm.append(ns.score)
-            normalized[pl.name] = norm
-            weighted[pl.name] = [s * weight for s in norm]
-        return raw, normalized, weighted, success()
-
-    def run_score_plugins_batch(
-        self, state: CycleState, pod: PodInfo, batch: NodeBatch, rows: npt.NDArray[np.uint8] | None = None
-    ) -> tuple[dict[str, IntArray], dict[str, IntArray], dict[str, IntArray], Status]:
-        """``run_score_plugins`` on a batch: raw, normalized and weighted scores per plugin as int64 arrays.
-
-        With ``rows`` (recording; one row per score plugin, one column per node): each plugin that ran writes its
-        normalized scores (validated to be within [0, 100]) to the next row instead of weighted scores.
-        """
-        raw: dict[str, IntArray] = {}
-        normalized: dict[str, IntArray] = {}
-        weighted: dict[str, IntArray] = {}
-        for pl in self.score:
-            if pl.name in state.skip_score_plugins:
-                continue
-            try:
-                if self.record_plugin_metrics:
-                    scores, failed = self._observed("Score", pl, _batch_scores, pl, state, pod, batch)
-                else:
-                    scores, failed = _batch_scores(pl, state, pod, batch)
-                passed = failed is None or failed.is_success()
-            except Exception as exc:
-                failed, passed = self.failure("Score", pl, exc), False
-            if not passed and failed is not None:
-                return (
-                    raw,
-                    normalized,
-                    weighted,
-                    error(f'running Score plugins: plugin "{pl.name}" failed with: {failed.message()}'),
-                )
-            raw[pl.name] = scores
-            norm = scores
-            if pl.has_normalize():
-                try:
-                    batch_norm = pl.normalize_batch(state, pod, scores)
-                    if batch_norm is None:
-                        node_scores = [
-                            NodeScore(name, int(s)) for name, s in zip(batch.names(), scores.tolist(), strict=True)
-                        ]
-                        st = pl.normalize_score(state, pod, node_scores)
-                        if st.is_success():
-                            batch_norm = np.array([ns.score for ns in node_scores], dtype=np.int64)
-                except Exception as exc:
-                    st, batch_norm = self.failure("NormalizeScore", pl, exc), None
-                if batch_norm is None:
-                    return (
-                        raw,
-                        normalized,
-                        weighted,
-                        error(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {st.message()}'),
-                    )
-                norm = batch_norm
-            if _within_node_score(norm):
-                if rows is not None:
-                    rows[len(normalized)] = norm
-                    normalized[pl.name] = norm
-                    continue
-                normalized[pl.name] = norm
-                weighted[pl.name] = norm * self.weights.get(pl.name, 1)
-                continue
-            bad = (norm > MAX_NODE_SCORE) | (norm < MIN_NODE_SCORE)
-            if bad.any():
-                value = int(norm[int(np.argmax(bad))])
-                return (
-                    raw,
-                    normalized,
-                    weighted,
-                    error(
-                        "applying score defaultWeights on Score plugins: "
-                        f'plugin "{pl.name}" returns an invalid score {value}, it should in the range of '
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                    ),
-                )
-            if rows is not None:
-                rows[len(normalized)] = norm
-            else:
-                weighted[pl.name] = norm * self.weights.get(pl.name, 1)
-            normalized[pl.name] = norm
-        return raw, normalized, weighted, success()
-
-    def has_score_plugins(self) -> bool:
-        return bool(self.score)
 
     def has_post_filter_plugins(self) -> bool:
         return bool(self.post_filter)

@@ -24,8 +24,9 @@ from kss_sim.extender_http import extenders_for
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import KubeVersion
 from kss_sim.scheduler import queue as q
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Status
+from kss_sim.scheduler.framework import Status
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.loop import LoopWriter, SchedulingLoop
 from kss_sim.scheduler.nodeinfo import PodInfo

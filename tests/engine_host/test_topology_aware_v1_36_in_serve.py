@@ -17,7 +17,7 @@ from fastapi import FastAPI
 
 from kss_sim.config import Settings
 from kss_sim.main import create_app
-from kss_sim.scheduler.kube_scheduler_configuration import plugins_in_effect
+from kss_sim.scheduler.profiles import plugins_in_effect
 from tests.cluster.factories import node, pod
 
 GATES = {"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True}

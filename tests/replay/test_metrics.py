@@ -12,7 +12,7 @@ from kss_sim.replay.fragmentation import MILLI, TargetTask, TargetWorkload, Task
 from kss_sim.replay.metrics import Metrics, nearest_rank, summarize, time_weighted, workload_shapes
 from kss_sim.replay.model import PENDING, RUNNING, PodRecord, ReplayResult
 from kss_sim.replay.workload import parse_workload
-from kss_sim.scheduler.framework import ClusterObjects
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.record import Attempt
 

@@ -17,10 +17,12 @@ from kss_sim.results.attempts import ResultsService
 from kss_sim.results.codec import decode_matrices, encode_matrices
 from kss_sim.results.rows import AttemptRetention
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Handle
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.framework import Handle
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.record import Attempt
 from kss_sim.web.ports import AttemptQuery
 from tests.scheduler.factories import make_node, make_pod

@@ -16,10 +16,12 @@ from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade
 from kss_sim.main import create_app
 from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Handle
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.framework import Handle
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.profiles import build_framework
 from tests.scheduler.factories import make_node, make_pod
 from tests.web.conftest import node, pod
 

@@ -17,7 +17,7 @@ from kss_sim.replay.recording import RunRecorder
 from kss_sim.results.attempts import ResultsService
 from kss_sim.results.rows import AttemptRetention
 from kss_sim.results.runs import RunsService
-from kss_sim.scheduler.framework import ClusterObjects
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.record import Attempt
 from kss_sim.simulation.runner import ScenarioRun

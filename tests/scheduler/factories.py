@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kss_sim.scheduler.framework import ClusterObjects, Handle
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Handle
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.snapshot import Snapshot
 
 
 def make_pod(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.snapshot import Snapshot
 
 
 def follow_kube_scheduler(snapshot: Snapshot, entry: dict[str, Any], raw_pod: dict[str, Any]) -> None:

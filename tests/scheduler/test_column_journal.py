@@ -15,8 +15,9 @@ import pytest
 
 from kss_sim.scheduler import columns as columns_module
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.columns import NodeBatch, same_to_aggregates
-from kss_sim.scheduler.framework import ClusterObjects, CycleState, Handle
+from kss_sim.scheduler.framework import CycleState, Handle
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit

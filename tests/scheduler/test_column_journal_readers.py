@@ -9,8 +9,9 @@ from __future__ import annotations
 import copy
 
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.columns import NodeBatch
-from kss_sim.scheduler.framework import ClusterObjects, CycleState, Handle
+from kss_sim.scheduler.framework import CycleState, Handle
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from kss_sim.scheduler.plugins.pod_topology_spread import PodTopologySpread

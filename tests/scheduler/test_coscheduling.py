@@ -19,13 +19,16 @@ from kss.plugins.coscheduling import (
     check_cluster_resource,
     go_resource_list,
 )
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeToStatus
-from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.framework import Code, CycleState, Handle, NodeToStatus
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins import out_of_tree, plugin_class
+from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.queue import SchedulingQueue
 from kss_sim.scheduler.record import Attempt
+from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.factories import make_node, make_pod
 
 BASE = datetime(2025, 1, 12, 13, 46, 40, tzinfo=UTC).timestamp()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import Diagnosis, ScheduleOptions, Scheduler, fit_error_message, num_feasible_nodes_to_find
-from kss_sim.scheduler.framework import ClusterObjects, Code, Handle, NodeToStatus, Status
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from kss_sim.scheduler.nodeinfo import PodInfo, node_tree_order
+from kss_sim.scheduler.framework import Code, Handle, NodeToStatus, Status
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.profiles import build_framework
+from kss_sim.scheduler.snapshot import node_tree_order
 from tests.scheduler.factories import make_node, make_pod
 
 

@@ -8,11 +8,13 @@ import pytest
 
 from kss_sim.extender_http.transport import http_transport
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
 from kss_sim.scheduler.extender import build_extenders
-from kss_sim.scheduler.framework import ClusterObjects, Handle, PodActions, Status
-from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, build_framework, parse_config
+from kss_sim.scheduler.framework import Handle, PodActions, Status
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.profiles import build_framework
 from kss_sim.simulation.runner import ScenarioRun
 from tests.extender_server import extender_server, node_names, sleeping
 from tests.scheduler.factories import make_node, make_pod

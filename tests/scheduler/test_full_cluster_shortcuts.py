@@ -17,12 +17,15 @@ from typing import Any
 import pytest
 
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, CycleState, Handle, Status
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot, node_tree_order
+from kss_sim.scheduler.framework import CycleState, Handle, Status
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins.default_preemption import MSG_NO_VICTIMS, DefaultPreemption
+from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.runtime import Framework
+from kss_sim.scheduler.snapshot import Snapshot, node_tree_order
 from tests.scheduler.factories import make_node, make_pod
 from tests.scheduler.plugins.test_default_preemption import filter_statuses, pod, setup
 

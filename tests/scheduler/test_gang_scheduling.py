@@ -7,17 +7,14 @@ from typing import Any
 import pytest
 
 from kss_sim.scheduler import queue as q
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Code, Handle
-from kss_sim.scheduler.kube_scheduler_configuration import (
-    ConfigError,
-    build_framework,
-    defaulted_document,
-    parse_config,
-    plugins_in_effect,
-)
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.framework import Code, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, defaulted_document, parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
 from kss_sim.scheduler.runtime import Framework
+from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.factories import make_node, make_pod
 
 GATES_ON = {"GenericWorkload": True, "GangScheduling": True}

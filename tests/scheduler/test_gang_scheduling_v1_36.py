@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Code, Handle
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.framework import Code, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.gang_scheduling import POD_GROUP_V1ALPHA2
+from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.runtime import Framework
+from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.factories import make_node, make_pod
 
 GATES_ON = {"GenericWorkload": True, "GangScheduling": True}

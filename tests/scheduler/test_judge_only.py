@@ -4,10 +4,12 @@ nothing: no pod assumed, no Reserve or Bind, no preemption planned."""
 from __future__ import annotations
 
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Handle
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.framework import Handle
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.profiles import build_framework
 from tests.scheduler.factories import make_node, make_pod
 
 JUDGE = ScheduleOptions(record=True, tie_break="name", judge_only=True)

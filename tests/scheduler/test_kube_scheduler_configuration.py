@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kss_sim.scheduler.framework import ClusterObjects, Handle
-from kss_sim.scheduler.kube_scheduler_configuration import (
-    ConfigError,
-    build_framework,
-    defaulted_document,
-    parse_config,
-    plugins_in_effect,
-)
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Handle
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, defaulted_document, parse_config
+from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
 
 DEFAULT_FILTERS = [
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",

@@ -9,14 +9,8 @@ import pytest
 
 from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler import kube_scheduler_configuration
-from kss_sim.scheduler.kube_scheduler_configuration import (
-    ConfigError,
-    defaulted_document,
-    expand_points,
-    left_out_note,
-    parse_config,
-    plugins_in_effect,
-)
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, defaulted_document, left_out_note, parse_config
+from kss_sim.scheduler.profiles import expand_points, plugins_in_effect
 from kss_sim.simulation.runner import run_scenario
 from tests.scheduler.plugins.test_dynamic_resources import _claim, _device_class, _pod, _scenario, _slice
 

@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, FilterPlugin, Handle, Status, success
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, Snapshot
+from kss_sim.scheduler.framework import FilterPlugin, Handle, Status, success
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.profiles import build_framework
+from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.factories import make_node, make_pod
 
 

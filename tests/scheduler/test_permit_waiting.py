@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, PermitPlugin, ReservePlugin, Status
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.framework import Code, CycleState, Handle, PermitPlugin, ReservePlugin, Status
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.profiles import build_framework
+from kss_sim.scheduler.snapshot import Snapshot
 from kss_sim.scheduler.waiting import WaitingPod, go_duration
 from tests.scheduler.factories import make_node, make_pod
 

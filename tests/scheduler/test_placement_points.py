@@ -9,15 +9,11 @@ from typing import Any
 import pytest
 
 from kss_sim.kube.versions import kube_version
-from kss_sim.scheduler.framework import ClusterObjects, Handle, Placement, PlacementGeneratePlugin, Status
-from kss_sim.scheduler.kube_scheduler_configuration import (
-    ConfigError,
-    build_framework,
-    defaulted_document,
-    parse_config,
-    plugins_in_effect,
-)
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Handle, Placement, PlacementGeneratePlugin, Status
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, defaulted_document, parse_config
 from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
 
 V136 = kube_version("1.36")
 GATES = {**V136.effective_gates({}), "TopologyAwareWorkloadScheduling": True}

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kss_sim.scheduler import plugins as registry
-from kss_sim.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Plugin, success
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import CycleState, FilterPlugin, Handle, Plugin, success
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from tests.plugin_sources import (

@@ -8,11 +8,13 @@ import time
 import pytest
 
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import ClusterObjects, CycleState, FilterPlugin, Handle, Status, success, unschedulable
-from kss_sim.scheduler.kube_scheduler_configuration import build_framework, parse_config
+from kss_sim.scheduler.framework import CycleState, FilterPlugin, Handle, Status, success, unschedulable
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins import out_of_tree, register
+from kss_sim.scheduler.profiles import build_framework
 from tests.scheduler.factories import make_node, make_pod
 
 Observed = list[tuple[str, str, str, float]]

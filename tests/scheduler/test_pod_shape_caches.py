@@ -12,7 +12,7 @@ import pytest
 
 from kss_sim.scheduler.columns import NodeBatch
 from kss_sim.scheduler.framework import SKIP, Code, CycleState, Handle
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.image_locality import ImageLocality
 from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from kss_sim.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
@@ -20,6 +20,7 @@ from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from kss_sim.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kss_sim.scheduler.plugins.pod_topology_spread import PodTopologySpread
 from kss_sim.scheduler.plugins.taint_toleration import TaintToleration
+from kss_sim.scheduler.snapshot import Snapshot
 from kss_sim.simulation.runner import ScenarioRun, _copy_object
 from tests.scheduler.factories import make_handle, make_node, make_pod
 

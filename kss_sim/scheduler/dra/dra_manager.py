@@ -25,6 +25,7 @@ from typing import Any
 
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import parse_quantity
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.dra.allocated import (
     AllocatedState,
     ConsumedCapacity,
@@ -34,7 +35,6 @@ from kss_sim.scheduler.dra.allocated import (
     insert_consumed,
 )
 from kss_sim.scheduler.dra.extended_resources import classes_by_resource_name
-from kss_sim.scheduler.framework import ClusterObjects
 
 DEVICE_CLASS = "DeviceClass"
 RESOURCE_SLICE = "ResourceSlice"

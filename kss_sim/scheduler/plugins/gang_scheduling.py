@@ -27,6 +27,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kss_sim.scheduler.cluster_objects import scheduling_group_key, workload_key
 from kss_sim.scheduler.framework import (
     Code,
     CycleState,
@@ -36,10 +37,8 @@ from kss_sim.scheduler.framework import (
     ReservePlugin,
     Status,
     error,
-    scheduling_group_key,
     success,
     unresolvable,
-    workload_key,
 )
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.waiting import WaitingPod

@@ -11,9 +11,9 @@ import pytest
 
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import parse_quantity
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.dra import AllocatedState, DeviceID
 from kss_sim.scheduler.dra.dra_manager import RESOURCE_CLAIM, DraManager
-from kss_sim.scheduler.framework import ClusterObjects
 
 DRIVER = "driver-a"
 

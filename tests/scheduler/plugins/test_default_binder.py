@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from kss_sim.scheduler.framework import (
-    ClusterObjects,
-    Code,
-    CycleState,
-    Handle,
-    PodActions,
-    Status,
-    success,
-    unschedulable,
-)
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Code, CycleState, Handle, PodActions, Status, success, unschedulable
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.default_binder import DefaultBinder
 from tests.scheduler.factories import make_pod, pod_info

@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 
-from kss_sim.scheduler.framework import ClusterObjects, Code, CycleState, Handle, NodeScore
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Code, CycleState, Handle, NodeScore
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from kss_sim.scheduler.runtime import status_text
+from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.golden_replay import follow_kube_scheduler
 
 GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden"

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from kss_sim.scheduler.framework import Code, CycleState, Plugin
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from kss_sim.scheduler.plugins.node_resources_fit import NodeResourcesFit
 from kss_sim.scheduler.runtime import status_text
+from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.factories import make_handle
 from tests.scheduler.golden_replay import follow_kube_scheduler
 

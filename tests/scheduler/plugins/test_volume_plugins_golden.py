@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from kss_sim.scheduler.framework import CycleState, FilterPlugin, PreFilterPlugin, ReservePlugin, Status
-from kss_sim.scheduler.nodeinfo import PodInfo, Snapshot
+from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.node_volume_limits import NodeVolumeLimits
 from kss_sim.scheduler.plugins.volume_binding import VolumeBinding
 from kss_sim.scheduler.plugins.volume_restrictions import VolumeRestrictions
 from kss_sim.scheduler.plugins.volume_zone import VolumeZone
 from kss_sim.scheduler.runtime import status_text
+from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.factories import add_storage, make_handle
 
 GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden"
