@@ -283,7 +283,8 @@ class Replay(LoopHost):
         if not objects and not _has_no_execute_taints(self.workload):
             return
         # Imported here: a replay of pods alone does not load the controllers and the in-memory API.
-        from kss_sim.replay.world import LiveControllers, check_workload_object
+        from kss_sim.replay.world import LiveControllers
+        from kss_sim.replay.world_objects import check_workload_object
 
         problems = [f"{path}: {p}" for path, obj in objects if obj is not None for p in check_workload_object(obj)]
         if problems:
