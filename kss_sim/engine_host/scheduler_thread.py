@@ -126,8 +126,6 @@ def _scheduling_relevant(pod: dict[str, Any]) -> Any:
     return (meta.get("labels"), pod.get("spec"), (pod.get("status") or {}).get("resourceClaimStatuses"))
 
 
-# The shadow's cycle: recorded in full, ties broken by name (no draw from the loop's random source, which its own
-# attempts use), and stopped after selectHost.
 @dataclass
 class _InFlight:
     """One attempt's writes not yet acknowledged by the store."""

@@ -63,7 +63,8 @@ _NAMED: dict[str, tuple[str | None, str | None]] = {
 # Every kind :meth:`SchedulingLoop.handle` takes besides pods.
 OBJECT_KINDS = frozenset(("Node", *_TABLES, *_LISTS, *_NAMED))
 
-# kss serve's shadow of another scheduler's binding: Filter, Score and selectHost only, every verdict kept.
+# kss serve's shadow of another scheduler's binding: recorded in full, ties broken by name (no draw from the loop's
+# random source, which its own attempts use), and stopped after selectHost.
 JUDGE_OPTIONS = ScheduleOptions(record=True, tie_break="name", judge_only=True)
 
 BACKOFF_FLUSH_SECONDS = 1.0  # flushBackoffQCompleted's period
