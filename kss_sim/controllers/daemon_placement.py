@@ -1,5 +1,6 @@
 """What a DaemonSet's pod looks like and where it may run: ``pkg/controller/daemon/util`` and
-``NodeShouldRunDaemonPod``, as pure functions over plain objects (the controller is ``daemonset.py``)."""
+``NodeShouldRunDaemonPod``, with the update strategy's numbers (``SurgeCount``, ``AllowsSurge``), as pure functions
+over plain objects (the controller is ``daemonset.py``, its rolling update ``daemon_update.py``)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from kss_sim.controllers.owned import meta
-from kss_sim.controllers.rollout import CONTROLLER_REVISION_HASH_LABEL
+from kss_sim.controllers.rollout import CONTROLLER_REVISION_HASH_LABEL, int_field, scaled_value
 from kss_sim.kube.labels import RequiredNodeAffinity
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, find_matching_untolerated_taint
 
 TEMPLATE_GENERATION_LABEL = "pod-template-generation"  # extensions.DaemonSetTemplateGenerationKey
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"  # apps.DeprecatedTemplateGeneration
 NODE_NAME_FIELD = "metadata.name"  # metav1.ObjectNameField
+ROLLING_UPDATE = "RollingUpdate"
+ON_DELETE = "OnDelete"
 
 # AddOrUpdateDaemonPodTolerations, in its order.
 DAEMON_TOLERATIONS: tuple[dict[str, str], ...] = (
@@ -162,3 +165,28 @@ def daemon_pod_template(ds: Mapping[str, Any], hash_: str, generation: int | Non
     if hash_:
         labels[CONTROLLER_REVISION_HASH_LABEL] = hash_
     return template
+
+
+def update_strategy(ds: Mapping[str, Any]) -> str:
+    return str(((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") or ROLLING_UPDATE)
+
+
+def min_ready_seconds(ds: Mapping[str, Any]) -> int:
+    return int_field(ds.get("spec"), "minReadySeconds", 0)
+
+
+def surge_count(ds: Mapping[str, Any], desired: int) -> int:
+    """``util.SurgeCount`` (DaemonSetUpdateSurge is GA): ``maxSurge`` of ``desired``, rounded up; 0 unless
+    RollingUpdate."""
+    if update_strategy(ds) != ROLLING_UPDATE:
+        return 0
+    rolling = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
+    return scaled_value(rolling.get("maxSurge"), desired, round_up=True, default=0)
+
+
+def allows_surge(ds: Mapping[str, Any]) -> bool:
+    """``util.AllowsSurge``."""
+    try:
+        return surge_count(ds, 1) > 0
+    except ValueError:
+        return False

@@ -14,10 +14,10 @@ One reconcile of a DaemonSet, as ``syncDaemonSet``:
   ``<ds>-``, and the required node-affinity term ``matchFields metadata.name In [<node>]`` in place of the
   template's required terms (``ReplaceDaemonSetPodNodeNameNodeAffinity``); the scheduler places it (never bound
   here).
-- ``rollingUpdate`` once ``manage`` had nothing to do (upstream waits for its creations and deletions to be
-  observed): without ``maxSurge``, old pods are deleted while no more than ``maxUnavailable`` are unavailable;
-  with it, new pods are created next to available old ones, up to ``maxSurge``, and the old ones go once the new
-  are available.
+- ``rollingUpdate`` (``daemon_update.py``) once ``manage`` had nothing to do (upstream waits for its creations and
+  deletions to be observed): without ``maxSurge``, old pods are deleted while no more than ``maxUnavailable`` are
+  unavailable; with it, new pods are created next to available old ones, up to ``maxSurge``, and the old ones go
+  once the new are available.
 - the status (``desiredNumberScheduled``, ``currentNumberScheduled``, ``numberMisscheduled``, ``numberReady``,
   ``updatedNumberScheduled``, ``numberAvailable``, ``numberUnavailable``, ``observedGeneration``) is written when it
   changed, so ``kubectl rollout status ds/x`` follows; a pod Ready but not yet ``minReadySeconds`` old brings the
@@ -28,8 +28,9 @@ until its kubelet removes it) and its node gets no new pod meanwhile (without su
 ``ControllerRefManager`` does: those it controls, orphans matching the selector (adopted),
 and controlled pods that stopped matching are released.
 
-Revisions are ControllerRevisions (``daemon_history.py``): the current one's ``controller-revision-hash`` label is
-the hash new pods carry and updated pods are recognised by.
+Which nodes should run the pod, the pod's template and the update strategy's numbers are ``daemon_placement.py``'s
+(upstream's ``util``). Revisions are ControllerRevisions (``daemon_history.py``): the current one's
+``controller-revision-hash`` label is the hash new pods carry and updated pods are recognised by.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ import contextlib
 import copy
 import json
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,13 +50,18 @@ from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
 from kss_sim.controllers.daemon_history import cleanup_history, construct_history
 from kss_sim.controllers.daemon_placement import (
+    ROLLING_UPDATE,
     DaemonPlacement,
+    allows_surge,
     daemon_pod_template,
     is_pod_updated,
+    min_ready_seconds,
     replace_node_name_affinity,
     target_node_name,
     template_generation,
+    update_strategy,
 )
+from kss_sim.controllers.daemon_update import DaemonPlan, rolling_update_plan
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import (
     Key,
@@ -74,17 +80,13 @@ from kss_sim.controllers.rollout import (
     CONTROLLER_REVISION_HASH_LABEL,
     available_at,
     creation_order,
-    int_field,
     is_available,
-    scaled_value,
 )
 from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
 
 COMPONENT = "daemonset-controller"
-ROLLING_UPDATE = "RollingUpdate"
-ON_DELETE = "OnDelete"
 
 FAILED_POD_BACKOFF = timedelta(seconds=1)  # dsc.failedPodsBackoff: 1s doubling to 15 minutes
 FAILED_POD_BACKOFF_MAX = timedelta(minutes=15)
@@ -141,14 +143,6 @@ _STATUS_FIELDS = (
     "numberAvailable",
     "numberUnavailable",
 )
-
-
-@dataclass
-class _Plan:
-    """What one pass decided: pods to delete (names) and nodes to get a new pod."""
-
-    delete: list[str] = field(default_factory=list)
-    create: list[str] = field(default_factory=list)
 
 
 class DaemonSetController(ReconcileLoop[Key]):
@@ -248,7 +242,7 @@ class DaemonSetController(ReconcileLoop[Key]):
         generation = template_generation(ds)
         placement = DaemonPlacement.of(ds)
         wrote = self._manage(ds, nodes, placement, hash_, generation)
-        if not wrote and _strategy(ds) == ROLLING_UPDATE:
+        if not wrote and update_strategy(ds) == ROLLING_UPDATE:
             # Upstream rolls only once manage's creations and deletions are observed: ours come back as changes.
             self._rolling_update(ds, nodes, placement, hash_, generation)
         cleanup_history(self.store, ds, old, lambda: self._claim_pods(ds))
@@ -307,8 +301,8 @@ class DaemonSetController(ReconcileLoop[Key]):
     ) -> bool:
         """``manage``: create and delete pods so each node has what it should; True if anything was written."""
         by_node = self._nodes_to_pods(ds)
-        surge = _allows_surge(ds)
-        plan = _Plan()
+        surge = allows_surge(ds)
+        plan = DaemonPlan()
         for node in nodes:
             self._pods_should_be_on_node(ds, node, by_node, placement, hash_, surge, plan)
         existing = {str(meta(n).get("name")) for n in nodes}
@@ -326,7 +320,7 @@ class DaemonSetController(ReconcileLoop[Key]):
         placement: DaemonPlacement,
         hash_: str,
         surge: bool,
-        plan: _Plan,
+        plan: DaemonPlan,
     ) -> None:
         """``podsShouldBeOnNode``: adds to ``plan`` what this node needs."""
         node_name = str(meta(node).get("name"))
@@ -388,7 +382,7 @@ class DaemonSetController(ReconcileLoop[Key]):
             if (
                 oldest_new is not None
                 and oldest_old is not None
-                and (not is_ready(oldest_old) or is_available(oldest_new, _min_ready(ds), self.now()))
+                and (not is_ready(oldest_old) or is_available(oldest_new, min_ready_seconds(ds), self.now()))
             ):
                 plan.delete.append(str(meta(oldest_old).get("name")))
             return
@@ -407,7 +401,7 @@ class DaemonSetController(ReconcileLoop[Key]):
         self._failed_backoff[key] = (now + delay, delay)
         return False
 
-    def _sync_nodes(self, ds: Obj, plan: _Plan, hash_: str, generation: int | None) -> bool:
+    def _sync_nodes(self, ds: Obj, plan: DaemonPlan, hash_: str, generation: int | None) -> bool:
         """``syncNodes``: create a pod for each node of ``plan.create``, delete the pods of ``plan.delete``."""
         namespace, ds_name = key_of(ds)
         template = daemon_pod_template(ds, hash_, generation) if plan.create else {}
@@ -432,91 +426,10 @@ class DaemonSetController(ReconcileLoop[Key]):
     def _rolling_update(
         self, ds: Obj, nodes: list[Obj], placement: DaemonPlacement, hash_: str, generation: int | None
     ) -> None:
-        """``rollingUpdate``: replace old pods within ``maxUnavailable`` (or ``maxSurge``)."""
-        by_node = self._nodes_to_pods(ds)
-        desired = 0
-        for node in nodes:
-            if placement.should_run(node)[0]:
-                desired += 1
-                by_node.setdefault(str(meta(node).get("name")), [])
-        rolling = (ds.get("spec") or {}).get("updateStrategy", {}).get("rollingUpdate") or {}
-        try:
-            max_surge = _surge_count(ds, desired)
-            max_unavailable = scaled_value(rolling.get("maxUnavailable"), desired, round_up=True, default=1)
-        except ValueError:
-            log.warning("DaemonSet %s/%s: invalid maxSurge or maxUnavailable", *key_of(ds))
-            return
-        if desired > 0 and max_unavailable == 0 and max_surge == 0:
-            max_unavailable = 1  # an impossible configuration accepts unavailability, as upstream
-        now = self.now()
-        min_ready = _min_ready(ds)
-        nodes_by_name = {str(meta(n).get("name")): n for n in nodes}
-        plan = _Plan()
-        if max_surge == 0:
-            unavailable = 0
-            replace_now: list[str] = []
-            candidates: list[str] = []
-            for pods in by_node.values():
-                found = _find_updated_pods_on_node(pods, hash_, generation)
-                if found is None:
-                    unavailable += 1  # manage cleans this node up
-                    continue
-                new_pod, old_pod = found
-                if (old_pod is None) == (new_pod is None):
-                    unavailable += 1
-                elif new_pod is not None:
-                    if not is_available(new_pod, min_ready, now):
-                        unavailable += 1
-                else:
-                    assert old_pod is not None
-                    if not is_available(old_pod, min_ready, now):
-                        replace_now.append(str(meta(old_pod).get("name")))
-                    elif unavailable < max_unavailable:
-                        candidates.append(str(meta(old_pod).get("name")))
-            budget = max(0, min(max_unavailable - unavailable, len(candidates)))
-            plan.delete = replace_now + candidates[:budget]
+        """``rollingUpdate`` (``daemon_update.py``): its plan carried out by ``syncNodes``."""
+        plan = rolling_update_plan(ds, nodes, self._nodes_to_pods(ds), placement, hash_, generation, self.now())
+        if plan is not None:
             self._sync_nodes(ds, plan, hash_, generation)
-            return
-        surged = 0
-        available = 0
-        allowed_new: list[str] = []
-        candidate_nodes: list[str] = []
-        should_not_run: list[str] = []
-        for node_name, pods in by_node.items():
-            found = _find_updated_pods_on_node(pods, hash_, generation)
-            if found is None:
-                surged += 1
-                continue
-            new_pod, old_pod = found
-            counted = old_pod if old_pod is not None else new_pod
-            if counted is not None and is_available(counted, min_ready, now):
-                available += 1
-            if old_pod is None:
-                continue
-            target = nodes_by_name.get(node_name)
-            if new_pod is None:
-                runs_here = target is not None and placement.should_run(target)[0]
-                if not is_available(old_pod, min_ready, now):
-                    if not runs_here:
-                        plan.delete.append(str(meta(old_pod).get("name")))
-                        continue
-                    allowed_new.append(node_name)
-                elif not runs_here:
-                    should_not_run.append(str(meta(old_pod).get("name")))
-                elif surged < max_surge:
-                    candidate_nodes.append(node_name)
-            elif not is_available(new_pod, min_ready, now):
-                surged += 1
-            else:
-                plan.delete.append(str(meta(old_pod).get("name")))
-        # With surge the owner expects full availability: an old pod on a node it may no longer run on goes only
-        # once another became available.
-        deletable = min(available - desired, len(should_not_run))
-        if deletable > 0:
-            plan.delete += should_not_run[:deletable]
-        remaining = max(0, min(max_surge - surged, len(candidate_nodes)))
-        plan.create = allowed_new + candidate_nodes[:remaining]
-        self._sync_nodes(ds, plan, hash_, generation)
 
     def _update_status(
         self, ds: Obj, nodes: list[Obj], placement: DaemonPlacement, hash_: str, generation: int | None
@@ -544,7 +457,7 @@ class DaemonSetController(ReconcileLoop[Key]):
         by_node = self._nodes_to_pods(ds)
         status = DaemonSetStatus()
         now = self.now()
-        min_ready = _min_ready(ds)
+        min_ready = min_ready_seconds(ds)
         for node in nodes:
             pods = by_node.get(str(meta(node).get("name"))) or []
             if not placement.should_run(node)[0]:
@@ -578,48 +491,3 @@ def _node_shape(node: Mapping[str, Any]) -> str:
 def _has_selector(ds: Mapping[str, Any]) -> bool:
     selector = (ds.get("spec") or {}).get("selector")
     return isinstance(selector, dict) and bool(selector.get("matchLabels") or selector.get("matchExpressions"))
-
-
-def _strategy(ds: Mapping[str, Any]) -> str:
-    return str(((ds.get("spec") or {}).get("updateStrategy") or {}).get("type") or ROLLING_UPDATE)
-
-
-def _min_ready(ds: Mapping[str, Any]) -> int:
-    return int_field(ds.get("spec"), "minReadySeconds", 0)
-
-
-def _surge_count(ds: Mapping[str, Any], desired: int) -> int:
-    """``util.SurgeCount`` (DaemonSetUpdateSurge is GA): ``maxSurge`` of ``desired``, rounded up; 0 unless
-    RollingUpdate."""
-    if _strategy(ds) != ROLLING_UPDATE:
-        return 0
-    rolling = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
-    return scaled_value(rolling.get("maxSurge"), desired, round_up=True, default=0)
-
-
-def _allows_surge(ds: Mapping[str, Any]) -> bool:
-    """``util.AllowsSurge``."""
-    try:
-        return _surge_count(ds, 1) > 0
-    except ValueError:
-        return False
-
-
-def _find_updated_pods_on_node(
-    pods: Iterable[Obj], hash_: str, generation: int | None
-) -> tuple[Obj | None, Obj | None] | None:
-    """``findUpdatedPodsOnNode``: (the new pod, the old pod) of a node; None when it has two of either."""
-    new_pod: Obj | None = None
-    old_pod: Obj | None = None
-    for pod in pods:
-        if is_deleting(pod):
-            continue
-        if is_pod_updated(pod, hash_, generation):
-            if new_pod is not None:
-                return None
-            new_pod = pod
-        else:
-            if old_pod is not None:
-                return None
-            old_pod = pod
-    return new_pod, old_pod

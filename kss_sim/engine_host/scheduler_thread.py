@@ -122,11 +122,6 @@ def _scheduling_relevant(pod: dict[str, Any]) -> Any:
     return (meta.get("labels"), pod.get("spec"), (pod.get("status") or {}).get("resourceClaimStatuses"))
 
 
-# The shadow's cycle: recorded in full, ties broken by name (no draw from the loop's random source, which its own
-# attempts use), and stopped after selectHost.
-_JUDGE_OPTIONS = ScheduleOptions(record=True, tie_break="name", judge_only=True)
-
-
 @dataclass
 class _InFlight:
     """One attempt's writes not yet acknowledged by the store."""
@@ -212,7 +207,7 @@ class SchedulerService(LoopHost):
             plugin_metrics_sample_percent=plugin_metrics_sample_percent,
         )
         self.external = ExternalBindings(
-            store, results, judge=self._judge if shadow else None, on_judged=on_shadow, clock=clock
+            store, results, judge=self.loop.judge if shadow else None, on_judged=on_shadow, clock=clock
         )
         self._observing = False  # started only to record other schedulers' bindings: no cycle of its own
         # Observing without the shadow needs no cache: only the pending pods, to see which become bound.
@@ -549,15 +544,6 @@ class SchedulerService(LoopHost):
                 self._submit(pod, att)
         if len(self.loop.waiting_pods):
             self._resolve_waiting()
-
-    def _judge(self, pod: PodInfo) -> Attempt:
-        """kss's own cycle for a pending pod another scheduler just bound, with the pod's profile when kss has it,
-        else the first: where it would have gone, nothing assumed, reserved or bound (``judge_only``)."""
-        profiles = self.loop.frameworks
-        if not self.loop.responsible_for(pod):
-            spec = {**pod.spec, "schedulerName": next(iter(profiles))}
-            pod = PodInfo({**pod.pod, "spec": spec})
-        return self.loop.scheduler.schedule_one(pod, 0, _JUDGE_OPTIONS)
 
     def _submit(self, pod: PodInfo, att: Attempt) -> None:
         if self.results is not None:

@@ -34,21 +34,18 @@ from kss_sim.replay.model import (
 )
 from kss_sim.replay.objects import ObjectIntake
 from kss_sim.replay.workload import Event, TimedWorkload, WorkloadError
+from kss_sim.replay.writer import ReplayWriter
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cycle import ScheduleOptions
-from kss_sim.scheduler.framework import Status
 from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig, parse_config
 from kss_sim.scheduler.loop import (
     BACKOFF_FLUSH_SECONDS,
     UNSCHEDULABLE_FLUSH_SECONDS,
     LoopHost,
-    LoopWriter,
     SchedulingLoop,
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins import dynamic_resources as dra_plugin
-from kss_sim.scheduler.plugins.gang_scheduling import POD_GROUP_V1ALPHA2
-from kss_sim.scheduler.podgroup_cycle import pod_group_conditions_after
 from kss_sim.scheduler.record import Attempt
 
 if TYPE_CHECKING:
@@ -61,68 +58,6 @@ WORKLOAD_KINDS = frozenset(
 )  # world.KINDS
 DEFAULT_GRACE_SECONDS = 30.0
 _START_RANK = {"Deployment": 1, "CronJob": 1, "StatefulSet": 1, "DaemonSet": 1, "ReplicaSet": 2, "Job": 2, "Pod": 3}
-
-
-class _Actions(LoopWriter):
-    """The scheduling loop's writer in a replay, on the replay's objects: binds are immediate, victims terminate for
-    their grace period, nominations are written into the pod."""
-
-    def __init__(self, run: Replay) -> None:
-        self.run = run
-
-    # --- the attempt's outcome (LoopWriter) -----------------------------------------------------
-    def write_binding(self, pod: PodInfo, att: Attempt, current: dict[str, Any]) -> str | None:
-        return None
-
-    def scheduled(self, pod: PodInfo, att: Attempt) -> None:
-        self.run._bound_now(pod, att)
-
-    def unschedulable(self, pod: PodInfo, att: Attempt) -> None:
-        record = self.run.records.get(pod.uid)
-        if record is not None:
-            record.last_message = att.message
-
-    def concluded(self, pod: PodInfo, att: Attempt) -> None:
-        self.run._attempt_concluded(pod, att)
-
-    def pod_after_wait(self, pod: PodInfo) -> dict[str, Any] | None:
-        return pod.pod if self.run.pending.get(pod.key) is pod else None
-
-    def forget_waiting(self, pod: PodInfo, att: Attempt) -> None:
-        if att.result == "scheduled":
-            self.run.cache.remove_pod(pod.uid)  # deleted while it waited
-
-    def pod_group_condition(self, namespace: str, name: str, condition: dict[str, str]) -> None:
-        """The cycle's outcome on the PodGroup's status as kss serve writes it (``updatePodGroupCondition``), its
-        transition time on the virtual clock; the changed group is an update the scheduler's informer sees."""
-        run = self.run
-        group = run.cluster.get_object(POD_GROUP_V1ALPHA2, namespace, name)
-        if group is None:
-            return
-        updated = pod_group_conditions_after(group, condition, lambda: intake.rfc3339(run.workload.epoch, run.now))
-        if updated is None:
-            return
-        changed = {**group, "status": {**(group.get("status") or {}), "conditions": updated}}
-        run.objects.put(POD_GROUP_V1ALPHA2, changed, added=False)
-
-    # --- PodActions (the plugins' side) ---------------------------------------------------------
-    def bind(self, pod: PodInfo, node_name: str) -> Status:
-        return Status()
-
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
-        self.run._terminate(victim, preemptor)
-        return Status()
-
-    def record_nomination(self, pod: PodInfo, node_name: str) -> None:
-        pod.pod.setdefault("status", {})["nominatedNodeName"] = node_name
-
-    def bind_volumes(
-        self, pod: PodInfo, node_name: str, static: list[tuple[dict[str, Any], dict[str, Any]]], dynamic: list[Any]
-    ) -> Status:
-        # VolumeBinding's PreBind and what the PV controller and a provisioner then do (app/replay/volumes.py).
-        from kss_sim.replay.volumes import bind_pod_volumes
-
-        return bind_pod_volumes(self.run, pod, node_name, static, dynamic)
 
 
 class Replay(LoopHost):
@@ -155,7 +90,7 @@ class Replay(LoopHost):
         self.observers = list(observers)
         self.record = record
         self._now = 0.0
-        self.actions = _Actions(self)
+        self.actions = ReplayWriter(self)
         self.loop = SchedulingLoop(
             self.config,
             self.actions,
@@ -283,7 +218,8 @@ class Replay(LoopHost):
         if not objects and not _has_no_execute_taints(self.workload):
             return
         # Imported here: a replay of pods alone does not load the controllers and the in-memory API.
-        from kss_sim.replay.world import LiveControllers, check_workload_object
+        from kss_sim.replay.world import LiveControllers
+        from kss_sim.replay.world_objects import check_workload_object
 
         problems = [f"{path}: {p}" for path, obj in objects if obj is not None for p in check_workload_object(obj)]
         if problems:
@@ -416,7 +352,7 @@ class Replay(LoopHost):
             return None
         return pod
 
-    def _attempt_concluded(self, pod: PodInfo, att: Attempt) -> None:
+    def attempt_concluded(self, pod: PodInfo, att: Attempt) -> None:
         """An attempt is final: counted, and shown to the observers."""
         self.attempts += 1
         record = self.records.get(pod.uid)
@@ -427,7 +363,7 @@ class Replay(LoopHost):
         for observer in self.observers:
             observer.on_attempt(self, att, pod)
 
-    def _bound_now(self, pod: PodInfo, att: Attempt) -> None:
+    def bound_now(self, pod: PodInfo, att: Attempt) -> None:
         node = att.bound_to or ""
         assumed = self.cache.get_pod(pod.uid)
         bound = assumed if assumed is not None else PodInfo(pod.pod)
@@ -601,7 +537,7 @@ class Replay(LoopHost):
             if owned is not None:
                 self.cluster.delete_object("ResourceClaim", owned)
 
-    def _terminate(self, victim: PodInfo, preemptor: PodInfo) -> None:
+    def terminate_victim(self, victim: PodInfo, preemptor: PodInfo) -> None:
         """A preemption victim: deletionTimestamp and the DisruptionTarget condition now, gone after its grace
         period (the preemptor stays nominated meanwhile)."""
         bound = self.bound.get(victim.key)

@@ -57,8 +57,9 @@ def run_live(args: argparse.Namespace, workload: TimedWorkload | None = None) ->
     ``--pods``, ``--form``, ``--start``, ``--limit``). Exit 0; 1 if the server refused anything or cannot be
     reached; 2 on bad input; 130 on Ctrl-C."""
     # The HTTP and kubeconfig clients (~0.4 s to import) only for a live run, not for every `kss replay`.
-    from kss_sim.replay.live import LiveReplay, Progress
+    from kss_sim.replay.live import LiveReplay
     from kss_sim.replay.live_api import ApiError, Connection, Target
+    from kss_sim.replay.live_summary import Progress
 
     problems: list[str] = []
     for option, attribute in _OFFLINE_ONLY:  # the server's own settings and UI take their place

@@ -26,13 +26,13 @@ act through its :class:`Engine` verbs:
   a drain's) terminates: the engine keeps it on its node (``evict_pod``, its record's reason) until its kubelet
   ends it, at the end of its grace period if its node is Ready, else once the node is (``finish_evicted``; the
   store's pod is then deleted with a grace period of 0, as ``kss serve``'s kubelet does);
-- a workload's usage curve (``usage_curve``) is written at each step as its pods' ``<resource>-usage``
-  annotations, and on each pod it makes later: what the horizontal controller reads;
+- a workload's usage curve (``usage_curve``, ``world_usage.py``) is written at each step as its pods'
+  ``<resource>-usage`` annotations, and on each pod it makes later: what the horizontal controller reads;
 - pods that reach the engine otherwise (a start snapshot's, an event's) are created in the store as they are, so
   their controllers count or adopt them as upstream's ``ClaimPods`` does; the store gives every object a uid of its
   own, so what names an owner by the uid it came with (owner references, a Job's generated selector labels) is
-  made to name it by the store's. A workload object keeps the status it came with (a snapshot's Job goes on from
-  its counted completions);
+  made to name it by the store's (``world_objects.py``). A workload object keeps the status it came with (a
+  snapshot's Job goes on from its counted completions);
 - PriorityClasses are held as the engine holds them: the API's admission of a pod reads them; so are
   PodDisruptionBudgets, which the disruption controller keeps and a drain's evictions (``drain``) read.
 
@@ -41,7 +41,8 @@ object world", says why); a planned taint eviction's does, as it happens once.
 
 Names and uids the store gives (``generateName``, every new object's uid) are drawn from a Random seeded with the
 run's seed (``uids.drawn_from``): the same workload, the same names. Objects the API would refuse are refused before
-the run (``check_workload_object``: the API's own admission and validation, in a scratch store).
+the run (``world_objects.check_workload_object``: the API's own admission and validation, in a scratch store). A
+node failed or healed (``reported_node``) gets the node lifecycle controller's taints (``world_nodes.py``).
 """
 
 from __future__ import annotations
@@ -66,41 +67,34 @@ from kss_sim.controllers.horizontal import HorizontalController
 from kss_sim.controllers.loop import ReconcileLoop
 from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
 from kss_sim.controllers.node_lifecycle import (
-    LAPSED_MESSAGE,
-    LAPSED_REASON,
     NOT_READY,
-    UNKNOWN_ON_LAPSE,
     UNREACHABLE,
-    UNSCHEDULABLE,
     ready_status,
-    reconciled_taints,
 )
 from kss_sim.controllers.owned import controller_ref, key_of, meta
 from kss_sim.controllers.pod_status import RUN_DURATION_ANNOTATION, parse_go_duration
-from kss_sim.controllers.replica_calculator import USAGE_ANNOTATION
 from kss_sim.controllers.stepped import SteppedControllers
 from kss_sim.controllers.taint_eviction import DISRUPTION_REASON as TAINT_EVICTION_REASON
 from kss_sim.controllers.taint_eviction import TaintEvictionController
-from kss_sim.kube.node_ready import ready_condition
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE
 from kss_sim.replay.model import DRAIN, NODE_FAILURE, TAINT
 from kss_sim.replay.workload import DRAIN_RETRY_SECONDS, WorkloadError
+from kss_sim.replay.world_nodes import reported_node
+from kss_sim.replay.world_objects import KINDS, StoreUids, without_job_uid
+from kss_sim.replay.world_usage import UsageCurves
 
 log = logging.getLogger("kss.replay")
 
 Key = tuple[str, str]  # (namespace, name)
 
-# The workload kinds, and the autoscaler that scales them (its controller runs here too).
-KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler"))
 _MANAGER = "kss-replay"
 # Kinds besides nodes the store holds as the engine does: those the API's admission of a pod reads (cluster-scoped),
 # and the budgets the eviction API (a drain's) and the disruption controller read (namespaced).
 ADMISSION_KINDS = frozenset(("PriorityClass",))
 STORED_KINDS = ADMISSION_KINDS | {"PodDisruptionBudget"}
 EVICTION_API_REASON = "EvictionByEvictionAPI"  # the DisruptionTarget reason of an eviction through the API
-JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 # The controllers a replay runs: the workload ones and what acts on nodes' NoExecute taints.
 REPLAY_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (
     *WORKLOAD_CONTROLLERS,
@@ -146,24 +140,6 @@ class Engine(Protocol):
         ...
 
 
-def check_workload_object(obj: Obj) -> list[str]:
-    """What keeps a workload object from running in a replay, each as ``path: message`` (empty: it runs): the kind,
-    and what kube-apiserver's admission and validation refuse (asked of a scratch in-memory store)."""
-    kind = obj.get("kind")
-    if kind not in KINDS:
-        return [f"kind: {kind!r} is not a workload kind ({', '.join(sorted(KINDS))})"]
-    body = _without_job_uid(copy.deepcopy(obj))
-    body.setdefault("metadata", {}).setdefault("namespace", "default")
-    try:
-        ClusterStore(None).create(str(kind), body)
-    except ApiError as exc:
-        causes = (exc.details or {}).get("causes") or []
-        return [
-            f"{c.get('field')}: {c.get('message')}" if c.get("field") else str(c.get("message")) for c in causes
-        ] or [exc.message]
-    return []
-
-
 def _evicted_gracefully(pod: Obj) -> bool:
     """Whether the deleted pod was evicted (the eviction API's or the taint eviction controller's DisruptionTarget)
     from a node, with a grace period its kubelet gives it."""
@@ -174,24 +150,6 @@ def _evicted_gracefully(pod: Obj) -> bool:
         for c in (pod.get("status") or {}).get("conditions") or []
         if isinstance(c, dict)
     )
-
-
-def _without_job_uid(obj: Obj) -> Obj:
-    """A Job that names its uid (a snapshot's) in the selector and labels the API generated from it loses them: the
-    store gives every object a uid of its own and generates them anew from it (as ``kss import`` does)."""
-    uid = meta(obj).get("uid")
-    spec = obj.get("spec")
-    if obj.get("kind") != "Job" or not uid or not isinstance(spec, dict) or spec.get("manualSelector"):
-        return obj
-    template_meta = (spec.get("template") or {}).get("metadata") or {}
-    selector = spec.get("selector") or {}
-    for labels in (meta(obj).get("labels"), template_meta.get("labels"), selector.get("matchLabels")):
-        for label in JOB_UID_LABELS:
-            if isinstance(labels, dict) and labels.get(label) == uid:
-                del labels[label]
-    if "selector" in spec and not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        del spec["selector"]
-    return obj
 
 
 class LiveControllers:
@@ -216,10 +174,8 @@ class LiveControllers:
         self._stranded: dict[str, dict[Key, None]] = {}  # node -> evicted pods past their grace, no kubelet to end them
         self._claims: dict[Key, bool] = {}  # claims the controllers made (True) or deleted (False), for the engine
         self._run_for: dict[str, float | None] = {}  # a workload object's uid -> its runFor
-        self._store_uid: dict[str, str] = {}  # the uid an object came with (a snapshot's) -> the one the store gave
-        self._without_uid: set[tuple[str, str, str]] = set()  # (kind, namespace, name) of those that came with none
-        # (kind, namespace, name) of a workload -> resource -> its pods' usage steps (virtual time, quantity)
-        self._curves: dict[tuple[str, str, str], Mapping[str, Sequence[tuple[float, str]]]] = {}
+        self._store_uids = StoreUids(self.store)
+        self._usage = UsageCurves(self.store, lambda: float(self._actions.now), manager=_MANAGER)
         self._settle_due = False
         self._timers: set[tuple[float, bool]] = set()  # (virtual time, holds the run) of the wake-ups asked for
         self.pods_created = 0
@@ -258,15 +214,11 @@ class LiveControllers:
         existing = self.store.get(kind, namespace, name)
         try:
             if existing is None:
-                body = self._with_store_uids(_without_job_uid(copy.deepcopy(obj)))
+                body = self._store_uids.with_store_uids(without_job_uid(copy.deepcopy(obj)))
                 body.setdefault("metadata", {})["namespace"] = namespace
                 # A snapshot's object goes on from its status (a Job's counted completions, a set's revisions).
                 stored = self.store.create(kind, body, manager=_MANAGER, keep_status=True)
-                given = meta(obj).get("uid")
-                if given:
-                    self._store_uid[str(given)] = str(meta(stored).get("uid"))
-                else:
-                    self._without_uid.add((kind, namespace, name))
+                self._store_uids.created(kind, namespace, name, meta(obj).get("uid"), stored)
             else:
                 body = copy.deepcopy(existing)
                 new_meta = obj.get("metadata") or {}
@@ -277,7 +229,7 @@ class LiveControllers:
                         body["metadata"].pop(field, None)
                 body["spec"] = copy.deepcopy(obj.get("spec") or {})
                 if kind == "Job":
-                    self._keep_generated_selector(body["spec"], existing["spec"])
+                    self._store_uids.keep_generated_selector(body["spec"], existing["spec"])
                 stored = self.store.update(kind, body, manager=_MANAGER)
         except ApiError as exc:
             raise WorkloadError([f"{kind} {namespace}/{name}: {exc.message}"]) from exc
@@ -290,58 +242,24 @@ class LiveControllers:
         pod it owns (down its chain of controllers) gets the ``kss.sigs.k8s.io/<resource>-usage`` annotation the
         horizontal controller reads, and so does each pod it makes later. A new curve for it replaces the old."""
         key = (kind, namespace or "default", name)
-        self._curves[key] = curve
+        self._usage.curves[key] = curve
         now = float(self._actions.now)
         for at in sorted({at for steps in curve.values() for at, _ in steps}):
             self._actions.call_at(max(at, now), functools.partial(self._usage_step, key, curve))
 
     def _usage_step(self, key: tuple[str, str, str], curve: Mapping[str, Sequence[tuple[float, str]]]) -> None:
-        if self._curves.get(key) is not curve:
+        if self._usage.curves.get(key) is not curve:
             return  # replaced by a later curve
         with uids.drawn_from(self._rng):
-            for pod in self.store.list("Pod", key[1])[0]:
-                if key in self._owners_of(pod):
-                    self._set_usage(pod, curve)
+            self._usage.step(key, curve)
         self._wake()
-
-    def _set_usage(self, pod: Obj, curve: Mapping[str, Sequence[tuple[float, str]]]) -> None:
-        """The pod's usage annotations as ``curve`` has them now (a resource whose first step is still to come is
-        left as the template set it)."""
-        now = float(self._actions.now)
-        wanted: dict[str, str] = {}
-        for resource, steps in curve.items():
-            current = [value for at, value in steps if at <= now]
-            if current:
-                wanted[USAGE_ANNOTATION.format(resource=resource)] = current[-1]
-        annotations = meta(pod).get("annotations") or {}
-        if wanted and any(annotations.get(k) != v for k, v in wanted.items()):
-            with contextlib.suppress(NotFound):
-                self.store.patch("Pod", *key_of(pod), {"metadata": {"annotations": wanted}}, "merge", manager=_MANAGER)
-
-    def _owners_of(self, pod: Obj) -> list[tuple[str, str, str]]:
-        """(kind, namespace, name) of the pod's chain of controllers (ReplicaSet, then its Deployment; Job, CronJob)."""
-        chain: list[tuple[str, str, str]] = []
-        obj: Obj | None = pod
-        namespace = key_of(pod)[0]
-        for _ in range(8):
-            ref = controller_ref(obj) if obj is not None else None
-            if ref is None:
-                break
-            chain.append((str(ref.get("kind")), namespace, str(ref.get("name"))))
-            obj = self.store.get(str(ref.get("kind")), namespace, str(ref.get("name")))
-        return chain
-
-    def _curve_of(self, pod: Obj) -> Mapping[str, Sequence[tuple[float, str]]] | None:
-        if not self._curves:
-            return None
-        return next((self._curves[o] for o in self._owners_of(pod) if o in self._curves), None)
 
     def pod_arrived(self, pod: Obj) -> None:
         """A pod the controllers did not make entered the replay (a start snapshot's, an event's): the store holds
         it as it is, so its controller counts it or an owner adopts it. Finished or deleting pods count for none."""
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or meta(pod).get("deletionTimestamp"):
             return
-        body = self._with_store_uids(copy.deepcopy(pod))
+        body = self._store_uids.with_store_uids(copy.deepcopy(pod))
         body["metadata"].pop("resourceVersion", None)
         key = key_of(body)
         self._engine_pods.add(key)
@@ -422,36 +340,8 @@ class LiveControllers:
     node_updated = node_added
 
     def reported_node(self, node: Obj, report: str) -> Obj:
-        """``node`` (a new object) with the Ready condition its kubelet reports (``kss node fail|heal``'s ``report``)
-        and the taints the node lifecycle controller gives it for that (not-ready or unreachable, NoSchedule and
-        NoExecute; none once Ready again): what the replay's scheduler and the taint eviction controller then see."""
-        out = copy.deepcopy(node)
-        now = self._clock()
-        status = out.setdefault("status", {})
-        condition = ready_condition(report, now)
-        kept = [c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") != "Ready"]
-        if report == "unreachable":  # the node lifecycle controller's mark of a lapsed Lease: the pressures Unknown too
-            kept = [
-                {**c, "status": "Unknown", "reason": LAPSED_REASON, "message": LAPSED_MESSAGE,
-                 "lastTransitionTime": condition["lastTransitionTime"]} if c.get("type") in UNKNOWN_ON_LAPSE else c
-                for c in kept
-            ]  # fmt: skip
-        status["conditions"] = [*kept, condition]
-        # The Ready taints only: a replay's cordon sets spec.unschedulable without the controller's taint (which
-        # uncordon would then leave behind), so the unschedulable taint stays as the node has it.
-        probe = copy.deepcopy(out)
-        has_unschedulable_taint = any(
-            t.get("key") == UNSCHEDULABLE for t in (probe.get("spec") or {}).get("taints") or []
-        )
-        probe.setdefault("spec", {})["unschedulable"] = has_unschedulable_taint
-        taints = reconciled_taints(probe, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-        if taints is not None:
-            spec = out.setdefault("spec", {})
-            if taints:
-                spec["taints"] = taints
-            else:
-                spec.pop("taints", None)
-        return out
+        """``node`` as its kubelet reports it now and the node lifecycle controller taints it (``world_nodes.py``)."""
+        return reported_node(node, report, self._clock())
 
     def object_put(self, obj: Obj) -> None:
         """An object of another kind came or changed: the store holds those its admission reads (a PriorityClass:
@@ -524,48 +414,6 @@ class LiveControllers:
             except NotFound:
                 return
         self._wake()
-
-    def _with_store_uids(self, obj: Obj) -> Obj:
-        """``obj`` naming its owners by the uids the store gave them (the owner references of a snapshot's pods and
-        ReplicaSets, a Job's pods' uid labels): the store gives every object a uid of its own, and the garbage
-        collector deletes what names an owner that is not there. An owner that came without a uid (hand-written) is
-        named by kind and name."""
-        namespace = str(meta(obj).get("namespace") or "default")
-        for ref in meta(obj).get("ownerReferences") or []:
-            uid = self._store_uid.get(str(ref.get("uid")))
-            if uid is None and (str(ref.get("kind")), namespace, str(ref.get("name"))) in self._without_uid:
-                owner = self.store.get(str(ref.get("kind")), namespace, str(ref.get("name")))
-                uid = str(meta(owner).get("uid")) if owner is not None else None
-            if uid is not None:
-                ref["uid"] = uid
-        if obj.get("kind") == "Pod":
-            self._store_uid_labels(meta(obj).get("labels"))
-        return obj
-
-    def _keep_generated_selector(self, spec: Obj, stored: Obj) -> None:
-        """A Job's update keeps the selector and template labels the API generated at its create, as ``kubectl
-        apply`` keeps fields it did not set (both are immutable: written without them, or naming the uid a
-        snapshot's Job came with, the update would be refused)."""
-        if spec.get("manualSelector"):
-            return
-        template = spec.setdefault("template", {})
-        labels = template.setdefault("metadata", {}).setdefault("labels", {})
-        self._store_uid_labels(labels)
-        self._store_uid_labels((spec.get("selector") or {}).get("matchLabels"))
-        stored_labels = ((stored.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        for label in (*JOB_UID_LABELS, "job-name", "batch.kubernetes.io/job-name"):
-            if label in stored_labels:
-                labels.setdefault(label, stored_labels[label])
-        if "selector" in stored:
-            spec.setdefault("selector", copy.deepcopy(stored["selector"]))
-
-    def _store_uid_labels(self, labels: object) -> None:
-        """A Job's uid labels (``controller-uid``) naming it by the uid the store gave it."""
-        if isinstance(labels, dict):
-            for label in JOB_UID_LABELS:
-                uid = self._store_uid.get(str(labels.get(label)))
-                if uid is not None:
-                    labels[label] = uid
 
     # --- reading ------------------------------------------------------------------------------------------------
     def objects(self) -> list[Obj]:
@@ -677,9 +525,9 @@ class LiveControllers:
             pod = self.store.get("Pod", *key)
             if pod is None or meta(pod).get("deletionTimestamp"):
                 continue
-            curve = self._curve_of(pod)
+            curve = self._usage.curve_of(pod)
             if curve is not None:  # its workload's usage now, before the autoscaler next reads it
-                self._set_usage(pod, curve)
+                self._usage.set_usage(pod, curve)
             ref = controller_ref(pod) or {}
             self._engine_pods.add(key)
             self.pods_created += 1

@@ -11,9 +11,7 @@ from them and inserts the rows, one transaction for whatever is waiting. The pip
 not fit stays queued in memory and is written as the child reads (topped up at every submit), so the scheduling
 side waits for the writer only at a flush or stop, or when more than ``_MAX_PENDING_BYTES`` are queued.
 
-Wire format, parent -> child: frames ``<II`` (meta length, body length), a pickled meta, then the body (the
-batch's arrays back to back). Child -> parent: acknowledgements ``(seq, errors)`` on a
-``multiprocessing`` pipe.
+The child and the wire format both sides share are ``writer_process.py``'s; this module is the scheduling side.
 """
 
 from __future__ import annotations
@@ -21,61 +19,47 @@ from __future__ import annotations
 import collections
 import contextlib
 import fcntl
-import math
 import multiprocessing
 import operator
 import os
 import pickle
 import select
 import signal
-import struct
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-from sqlalchemy.orm import Session
 
-from kss_sim.results.codec import encode_record
 from kss_sim.results.rows import (
-    BEST_TOTAL,
-    DETAIL_KEYS,
     DETAILS,
-    SELECTED,
     AttemptRetention,
     attempt_row,
-    details_json,
-    matrix_rejections,
     row_values,
-    stamp_version,
-    table_row,
-    write_rows,
 )
-from kss_sim.scheduler.record import FIRST_REASON, Attempt, FilterMatrix, ScoreMatrix
+from kss_sim.results.writer_process import (
+    BATCH_BYTES,
+    FILTER_PLUGINS,
+    FRAME,
+    NAME_LISTS,
+    OWN_DETAILS,
+    SCORE_PLUGINS,
+    SHARED_DETAILS,
+    AnyArray,
+    writer_main,
+)
+from kss_sim.scheduler.record import Attempt
 
-_FRAME = struct.Struct("<II")
 _PIPE_BYTES = 4 << 20  # the pipe buffer we ask for (Linux allows /proc/sys/fs/pipe-max-size, 1 MB by default)
 # Bytes the scheduling side keeps queued (in memory) when the pipe is full before it waits for the writer.
 _MAX_PENDING_BYTES = 256 << 20
 _BATCH_ATTEMPTS = 32
-_BATCH_BYTES = 1 << 20
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024  # buffers one writev takes
-_NAME_LISTS = 4  # node-name lists the parent remembers (the child keeps twice as many)
-# The writer process gets the details most attempts share apart (see ``ProcessWriter._pack``), the others, and
-# ``selected`` (unless it is stored as ``BEST_TOTAL``).
-_SHARED_DETAILS = [
-    DETAIL_KEYS.index(k) for k in ("prefilter", "prescore", "reserve", "filterPlugins", "scorePlugins", "weights")
-]
-_OWN_DETAILS = [i for i in range(len(DETAIL_KEYS)) if i not in _SHARED_DETAILS and i != SELECTED]
-_get_shared_details = operator.attrgetter(*(DETAILS[i][1] for i in _SHARED_DETAILS))
-_get_own_details = operator.attrgetter(*(DETAILS[i][1] for i in _OWN_DETAILS))
-_FILTER_PLUGINS, _SCORE_PLUGINS = 3, 4  # their positions in the shared values
+_get_shared_details = operator.attrgetter(*(DETAILS[i][1] for i in SHARED_DETAILS))
+_get_own_details = operator.attrgetter(*(DETAILS[i][1] for i in OWN_DETAILS))
 
 
 # --- the scheduling side ------------------------------------------------------------------------------------
-AnyArray = npt.NDArray[Any]
 
 
 def _contiguous(a: AnyArray) -> AnyArray:
@@ -134,7 +118,7 @@ class ProcessWriter:
         ack_r, ack_w = ctx.Pipe(duplex=False)
         _widen_pipe(data_w.fileno())
         self._proc = ctx.Process(
-            target=_child_main,
+            target=writer_main,
             args=(data_r, ack_w, self.url, self.sqlite_synchronous, self.retention, self.kube_version),
             name="kss-results-writer",
             daemon=True,
@@ -173,7 +157,7 @@ class ProcessWriter:
             self._metas.append(meta)
             self._arrays += arrays
             self._bytes += sum(a.nbytes for a in arrays)
-            if len(self._metas) >= _BATCH_ATTEMPTS or self._bytes >= _BATCH_BYTES:
+            if len(self._metas) >= _BATCH_ATTEMPTS or self._bytes >= BATCH_BYTES:
                 self._send()
             elif self._pending:  # keep the pipe topped up: the writer may have read what was in it
                 self._drain(block=False)
@@ -225,7 +209,7 @@ class ProcessWriter:
                 arrays += [_contiguous(c) for c in varying]
                 char = varying[0].dtype.char if varying else "B"
                 cells_meta = (char, constant, (len(varying), len(fm)))
-            fm_plugins = shared[_FILTER_PLUGINS] if fm.plugins is att.filter_plugins else fm.plugins
+            fm_plugins = shared[FILTER_PLUGINS] if fm.plugins is att.filter_plugins else fm.plugins
             fm_meta = (
                 self._token(fm.all_names), rotation, len(fm), fm_plugins, fm.reasons, fm.unresolvable,
                 None if rotation is not None else _spec(fm.idx), cells_meta,
@@ -257,7 +241,7 @@ class ProcessWriter:
                 if len(self._weights) >= 64:
                     self._weights.clear()
                 weights = self._weights[id(sm.weights)] = (sm.weights, sm.weights.tolist())
-            sm_plugins = shared[_SCORE_PLUGINS] if sm.plugins is att.score_plugins else sm.plugins
+            sm_plugins = shared[SCORE_PLUGINS] if sm.plugins is att.score_plugins else sm.plugins
             sm_meta = (
                 self._token(sm.all_names), sm_plugins, weights[1], _spec(sm.idx) if sm_idx else None, _spec(sm.raw),
                 norm_spec, normalized.dtype.char, selected_from_scores,
@@ -276,7 +260,7 @@ class ProcessWriter:
             return hit[1]
         token = self._next_token
         self._next_token += 1
-        if len(self._names) >= _NAME_LISTS:
+        if len(self._names) >= NAME_LISTS:
             self._names.pop(next(iter(self._names)))
         self._names[id(names)] = self._last_names = (names, token)
         self._metas.append(("names", token, list(names)))
@@ -298,8 +282,8 @@ class ProcessWriter:
             if control is None:
                 return
             meta, arrays, body = pickle.dumps([control], protocol=pickle.HIGHEST_PROTOCOL), [], 0
-        buffers: list[Any] = [_FRAME.pack(len(meta), body), meta, *arrays]
-        size = _FRAME.size + len(meta) + body
+        buffers: list[Any] = [FRAME.pack(len(meta), body), meta, *arrays]
+        size = FRAME.size + len(meta) + body
         written = 0
         if not self._pending and len(buffers) <= _IOV_MAX and self._poll.poll(0):
             # The pipe has room: the kernel copies straight from the arrays (no joined copy of the batch).
@@ -415,22 +399,6 @@ def _widen_pipe(fd: int) -> None:
         fcntl.fcntl(fd, op, size)
 
 
-# --- the writer process -----------------------------------------------------------------------------------
-_ROWS_PER_TRANSACTION = 512
-
-
-def _read_exact(f: Any, n: int, buf: bytearray | None = None) -> memoryview | None:
-    """``n`` bytes from ``f`` (into ``buf`` when given, big enough); None at the end of the stream."""
-    view = memoryview(buf)[:n] if buf is not None else memoryview(bytearray(n))
-    got = 0
-    while got < n:
-        k = f.readinto(view[got:])
-        if not k:
-            return None
-        got += k
-    return view
-
-
 @contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
     """SIGINT ignored while the writer process starts, so that it is born ignoring it (an ignored signal stays
@@ -446,163 +414,3 @@ def _sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _child_main(
-    data: Any, acks: Any, url: str, sqlite_synchronous: str, retention: AttemptRetention, kube_version: str | None
-) -> None:
-    """The writer process: read batches, encode, insert (one transaction while more batches are waiting)."""
-    from kss_sim.db import make_engine, make_session_factory, session_scope
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _sigint_ignored (a writer started from another thread)
-
-    engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
-    factory = make_session_factory(engine)
-
-    def scope() -> AbstractContextManager[Session]:
-        return session_scope(factory)
-
-    names: dict[int, list[str]] = {}
-    errors: list[str] = []
-    rows: list[dict[str, Any]] = []
-    body_buf = bytearray(_BATCH_BYTES * 2)
-    f = os.fdopen(data.fileno(), "rb", buffering=0, closefd=False)
-
-    def write() -> None:
-        if rows:
-            try:
-                stamp_version(rows, kube_version)
-                write_rows(scope, rows, retention)
-            except Exception as exc:  # the batch is lost; later ones may still be written
-                errors.append(f"{type(exc).__name__}: {exc}")
-            rows.clear()
-
-    try:
-        while True:
-            head = _read_exact(f, _FRAME.size)
-            if head is None:
-                break
-            meta_len, body_len = _FRAME.unpack(head)
-            meta_view = _read_exact(f, meta_len)
-            if len(body_buf) < body_len:  # reused: a batch's arrays are done with before the next is read
-                body_buf = bytearray(body_len)
-            body = _read_exact(f, body_len, body_buf)
-            if meta_view is None or body is None:
-                break
-            metas: list[tuple[Any, ...]] = pickle.loads(meta_view)
-            pos = 0
-            control: tuple[Any, ...] | None = None
-            for m in metas:
-                kind = m[0]
-                try:
-                    if kind == "names":
-                        names[m[1]] = m[2]
-                        while len(names) > 2 * _NAME_LISTS:
-                            gone = next(iter(names))
-                            names.pop(gone)
-                    elif kind == "row":
-                        rows.append(m[1])
-                    elif kind == "attempt":
-                        row, pos = _attempt_row(m, body, pos, names)
-                        rows.append(row)
-                    else:
-                        control = m
-                except Exception as exc:  # one bad attempt must not stop the rest
-                    errors.append(f"{type(exc).__name__}: {exc}")
-            # One transaction for everything already waiting (commits cost more than inserts).
-            if control is not None or len(rows) >= _ROWS_PER_TRANSACTION or not _readable(f):
-                write()
-            if control is not None:
-                acks.send((control[1], errors))
-                errors = []
-                if control[0] == "stop":
-                    break
-        write()
-    finally:
-        engine.dispose()
-    # Everything is committed and acknowledged: skip the interpreter's teardown (tens of ms the caller would wait
-    # for in join()).
-    os._exit(0)
-
-
-def _readable(f: Any) -> bool:
-    ready, _, _ = select.select([f], [], [], 0)
-    return bool(ready)
-
-
-def _take(body: memoryview, pos: int, spec: tuple[str, tuple[int, ...]]) -> tuple[AnyArray, int]:
-    dtype = np.dtype(spec[0])
-    shape = spec[1]
-    count = math.prod(shape)
-    if not count:
-        return np.zeros(shape, dtype), pos
-    return np.frombuffer(body, dtype, count, pos).reshape(shape), pos + count * dtype.itemsize
-
-
-def _first_rejections(count: int, constant: list[int], block: AnyArray) -> AnyArray:
-    """A filter matrix's ``fail`` from its varying columns (``block``, one row per plugin whose ``constant`` is
-    -1): the first plugin (in order) holding a reason."""
-    fail = np.full(count, -1, np.int8)
-    varying = [k for k, c in enumerate(constant) if c < 0]
-    # Assigned last to first so the first one wins.
-    for j in range(len(varying) - 1, -1, -1):
-        fail[block[j] >= FIRST_REASON] = varying[j]
-    return fail
-
-
-def _attempt_row(
-    m: tuple[Any, ...],
-    body: memoryview,
-    pos: int,
-    names: dict[int, list[str]],
-) -> tuple[dict[str, Any], int]:
-    _, row, own, selected, shared, fm_meta, sm_meta = m
-    details: list[Any] = [None] * len(DETAIL_KEYS)
-    for i, value in zip(_OWN_DETAILS, own, strict=True):
-        details[i] = value
-    details[SELECTED] = selected
-    for i, value in zip(_SHARED_DETAILS, shared, strict=False):  # the last shared value is the score matrix's
-        details[i] = value
-    filter_plugins, score_plugins, same = shared[_FILTER_PLUGINS], shared[_SCORE_PLUGINS], shared[-1]
-    fm = sm = None
-    if fm_meta is not None:
-        token, rotation, count, plugins, reasons, unresolvable, idx_spec, cells_meta = fm_meta
-        all_names = names[token]
-        if rotation is None:
-            idx, pos = _take(body, pos, idx_spec)
-        else:
-            idx = (np.arange(rotation, rotation + count, dtype=np.int64)) % max(len(all_names), 1)
-        if len(cells_meta) == 2:
-            cells, pos = _take(body, pos, cells_meta[0])
-            fail, pos = _take(body, pos, cells_meta[1])
-            fm = FilterMatrix(all_names, idx, plugins, cells, reasons, unresolvable, fail, rotation)
-        else:
-            char, constant, block_shape = cells_meta
-            block, pos = _take(body, pos, (char, block_shape))
-            fail = _first_rejections(count, constant, block)
-            columns = list(block)
-            fm = FilterMatrix(all_names, idx, plugins, None, reasons, unresolvable, fail, rotation, constant, columns)
-    if sm_meta is not None:
-        token, plugins, weights, idx_spec, raw_spec, norm_spec, norm_char, selected_from_scores = sm_meta
-        if idx_spec is None:
-            assert fm is not None
-            idx = fm.idx[fm.fail < 0].astype(np.int32)
-        else:
-            idx, pos = _take(body, pos, idx_spec)
-        raw, pos = _take(body, pos, raw_spec)
-        normalized, pos = _take(body, pos, norm_spec)
-        if same is not None:
-            full = np.empty(raw.shape, np.dtype(norm_char))
-            j = 0
-            for k, eq in enumerate(same):
-                if eq:
-                    full[k] = raw[k]
-                else:
-                    full[k] = normalized[j]
-                    j += 1
-            normalized = full
-        sm = ScoreMatrix(names[token], idx, plugins, raw, normalized, np.array(weights, np.int64))
-        if selected_from_scores and len(idx):
-            details[SELECTED] = BEST_TOTAL
-    blob = encode_record(filter_plugins, score_plugins, fm, sm)
-    return table_row(row, details_json(details, matrix_rejections(fm)), blob), pos

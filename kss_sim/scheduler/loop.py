@@ -65,6 +65,10 @@ _NAMED: dict[str, tuple[str | None, str | None]] = {
 # Every kind :meth:`SchedulingLoop.handle` takes besides pods.
 OBJECT_KINDS = frozenset(("Node", *_TABLES, *_LISTS, *_NAMED))
 
+# kss serve's shadow of another scheduler's binding: recorded in full, ties broken by name (no draw from the loop's
+# random source, which its own attempts use), and stopped after selectHost.
+JUDGE_OPTIONS = ScheduleOptions(record=True, tie_break="name", judge_only=True)
+
 BACKOFF_FLUSH_SECONDS = 1.0  # flushBackoffQCompleted's period
 UNSCHEDULABLE_FLUSH_SECONDS = 30.0  # flushUnschedulablePodsLeftover's period
 
@@ -391,6 +395,15 @@ class SchedulingLoop:
         else:
             self._conclude(qpi, pod, att, cycle, pod.pod)
         return att
+
+    def judge(self, pod: PodInfo) -> Attempt:
+        """kss's own cycle for a pending pod another scheduler just bound, with the pod's profile when kss has it,
+        else the first: where it would have gone, nothing assumed, reserved or bound (``judge_only``); the pod
+        stays out of the queue and nothing is concluded."""
+        if not self.responsible_for(pod):
+            spec = {**pod.spec, "schedulerName": next(iter(self.frameworks))}
+            pod = PodInfo({**pod.pod, "spec": spec})
+        return self.scheduler.schedule_one(pod, 0, JUDGE_OPTIONS)
 
     # --- PodGroup scheduling cycles (v1.36's schedule_one_podgroup.go) ---------------------------
     def pod_group_of(self, pod: PodInfo) -> str:

@@ -192,6 +192,7 @@ class ScenarioRun:
         allow_missing_plugins: bool = False,
         feature_gates: dict[str, bool] | None = None,
         kube_version: KubeVersion | None = None,
+        seed: int | None = None,  # the Random of selectHost's random tie-break (a probe's options; files break by name)
     ) -> None:
         self.scenario = scenario
         self.record = record
@@ -211,6 +212,7 @@ class ScenarioRun:
             options=self.options(),
             extenders=lambda config: extenders_for(config.extenders),
             feature_gates=feature_gates,
+            seed=seed,
             cluster=self.cluster,
             allow_missing_plugins=allow_missing_plugins,
         )

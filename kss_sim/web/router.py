@@ -23,7 +23,8 @@ from kss_sim.web.views.cluster import NODE_SORTS, NODE_STATES, cluster_view
 from kss_sim.web.views.dra import node_devices
 from kss_sim.web.views.editor import TEMPLATES, EditOutcome, Target
 from kss_sim.web.views.events import events_for
-from kss_sim.web.views.groups import GROUP_KINDS, group_page, groups_view
+from kss_sim.web.views.gangs import GROUP_KINDS
+from kss_sim.web.views.groups import group_page, groups_view
 from kss_sim.web.views.node import node_view, report_ready
 from kss_sim.web.views.objects import objects_view
 from kss_sim.web.views.pod import pod_view

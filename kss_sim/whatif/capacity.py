@@ -2,9 +2,11 @@
 
 :func:`count_replicas` asks cluster-capacity's question: copies of one pod (``<pod>-capacity-<n>``, n from 1) are
 scheduled one at a time through the configured profile, each bound one assumed on its node, until one fails (or
-``limit`` copies are placed). The answer is the count, the copies per node, and the failing attempt's message,
-which is kube-scheduler's FailedScheduling text. Nothing is evicted: when the failing attempt's PostFilter finds
-preemption victims, the run stops there all the same (the copies fit only by evicting pods) and says so.
+``limit`` copies are placed). They go through the one scheduling loop (``kss_sim/scheduler/loop.py``) as every
+host's pods do, its host here a probe (:class:`CapacityProbe`) that writes no binding. The answer is the count,
+the copies per node, and the failing attempt's message, which is kube-scheduler's FailedScheduling text. Nothing
+is evicted: when the failing attempt's PostFilter finds preemption victims, the run stops there all the same (the
+copies fit only by evicting pods) and says so.
 
 :func:`nodes_for_replicas` and :func:`nodes_for_workload` add nodes of one shape (``<node>-added-<i>``) and search
 for the smallest number that is enough: all the replicas fit, or every pod of a timed workload gets scheduled (or
@@ -15,7 +17,6 @@ bisects, assuming that a node more never makes things worse.
 from __future__ import annotations
 
 import copy
-import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from kss_sim.replay.model import PodRecord
 from kss_sim.replay.workload import TimedWorkload, WorkloadError
 from kss_sim.scheduler.cycle import ScheduleOptions
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.record import Attempt
 from kss_sim.simulation.runner import ScenarioRun
 
 # Where the offline run (kss_sim.simulation.runner.cluster_objects_from) expects each kind the scheduler reads.
@@ -188,6 +190,37 @@ def _scenario(objects: Iterable[Obj], config: Obj | None) -> Obj:
     return scenario
 
 
+class CapacityProbe(ScenarioRun):
+    """A host of the scheduling loop that binds nothing: the offline run's cluster and writer (no binding written, a
+    scheduled copy stays assumed on its node in the cache), with the probe's options (no records, no binding
+    cycle, kube-scheduler's seeded random tie-break instead of the golden runs' by name)."""
+
+    def __init__(
+        self,
+        objects: Iterable[Obj],
+        *,
+        config: Obj | None,
+        feature_gates: dict[str, bool] | None,
+        kube_version: KubeVersion | None,
+        seed: int,
+    ) -> None:
+        super().__init__(
+            _scenario(objects, config), record=False, feature_gates=feature_gates, kube_version=kube_version, seed=seed
+        )
+
+    def options(self) -> ScheduleOptions:
+        return ScheduleOptions(record=False, tie_break="random", run_binding_cycle=False)
+
+    def try_pod(self, pod: PodInfo) -> Attempt:
+        """One attempt for ``pod`` through the loop (a ``gated`` one when PreEnqueue keeps it out of the queue)."""
+        qpi = self._enqueue(pod)
+        if qpi is None:
+            return self._gated(pod)
+        att = self.loop.schedule(qpi, pod, 1)
+        self.actions.concluded_attempts.clear()  # nothing reports them: the caller reads the attempt
+        return att
+
+
 def count_replicas(
     pod: Obj,
     objects: Iterable[Obj],
@@ -200,10 +233,7 @@ def count_replicas(
 ) -> CapacityReport:
     """Schedule copies of ``pod`` (prepared by :func:`prepare_pod`) into the cluster of ``objects`` until one fails
     or ``limit`` are placed. Ties among the best nodes are broken by kube-scheduler's reservoir sampling, seeded."""
-    objects = list(objects)
-    run = ScenarioRun(_scenario(objects, config), record=False, feature_gates=feature_gates, kube_version=kube_version)
-    run.scheduler.rng = random.Random(seed)
-    opts = ScheduleOptions(record=False, tie_break="random", run_binding_cycle=False)
+    probe = CapacityProbe(objects, config=config, feature_gates=feature_gates, kube_version=kube_version, seed=seed)
     base = _name_of(pod)
     per_node: dict[str, int] = {}
     count = 0
@@ -216,13 +246,9 @@ def count_replicas(
         name = f"{base}-capacity-{count + 1}"
         copy_pod["metadata"]["name"] = name
         copy_pod["metadata"]["uid"] = f"capacity-{count + 1}-{base}"
-        info = PodInfo(copy_pod)
-        fwk = run.scheduler.framework_for(info)
-        if fwk is not None:
-            gate = fwk.run_pre_enqueue_plugins(info)
-            if not gate.is_success():
-                return report(GATED, f"{gate.plugin}: {gate.message()}")
-        att = run.scheduler.schedule_one(info, 1, opts)
+        att = probe.try_pod(PodInfo(copy_pod))
+        if att.result == "gated":
+            return report(GATED, str(att.pre_enqueue))
         if att.result == "scheduled" and att.bound_to is not None:
             count += 1
             per_node[att.bound_to] = per_node.get(att.bound_to, 0) + 1

@@ -17,7 +17,8 @@ from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.model import DELETED, SUCCEEDED
 from kss_sim.replay.workload import WorkloadError, parse_workload
-from kss_sim.replay.world import LiveControllers, check_workload_object
+from kss_sim.replay.world import LiveControllers
+from kss_sim.replay.world_objects import check_workload_object
 
 EPOCH = datetime(2025, 3, 1, 0, 0, 0, tzinfo=UTC)  # on the hour: cron times are round virtual seconds
 

@@ -20,8 +20,9 @@ import pytest
 import yaml
 from kubernetes import client, config, watch
 
-from kss_sim.replay.live import KUBELET_RUN_DURATION, LiveReplay, LiveSummary, go_duration
+from kss_sim.replay.live import KUBELET_RUN_DURATION, LiveReplay, go_duration
 from kss_sim.replay.live_api import Connection, Target
+from kss_sim.replay.live_summary import LiveSummary
 from kss_sim.replay.workload import parse_workload
 from tests.conftest import KSS, Server, start_server
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.model import DELETED
-from kss_sim.replay.world import check_workload_object
+from kss_sim.replay.world_objects import check_workload_object
 from tests.replay.test_controllers import (
     FakeEngine,
     _node_doc,

@@ -21,16 +21,8 @@ from kss_sim.web import sse
 from kss_sim.web.page_sources import WebService
 from kss_sim.web.pod_index import pod_row
 from kss_sim.web.ports import AttemptQuery, ResourceAmounts, WaitingPodRow
-from kss_sim.web.views.groups import (
-    POD_GROUP_LABEL,
-    Gang,
-    GangKey,
-    Member,
-    fold_rejections,
-    gang_state,
-    group_page,
-    groups_view,
-)
+from kss_sim.web.views.gangs import POD_GROUP_LABEL, Gang, GangKey, Member, gang_state
+from kss_sim.web.views.groups import fold_rejections, group_page, groups_view
 from tests.web.conftest import htmx, node, pod, wait_for
 from tests.web.test_sse import records
 
