@@ -186,6 +186,9 @@ class PodGroupCycle:
         }
         for t in [*result.tries, *untried]:
             t.att.pod_group = {**record, "rejectedByGroup": t.pod.uid in outcome.rejected_by_group}
+            if result.waiting_on_preemption and t.held is not None:
+                # Back to the queue nominated where the group's try put it, waiting for the preemption.
+                t.att.pod_group["nominatedNode"] = t.held.node_name
         return outcome
 
     def _default_algorithm(self, members: Sequence[tuple[PodInfo, int]], opts: ScheduleOptions) -> _Result:
