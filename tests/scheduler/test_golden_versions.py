@@ -108,9 +108,7 @@ def _has_kube_version() -> bool:
 
 # Where kss does not yet decide as that release's kube-scheduler does, and why (issue #32). Strict: a family that
 # starts to agree fails here until its line goes.
-NOT_YET: dict[str, str] = {
-    "v1.36/gangpreemption": "workload-aware preemption (WorkloadAwarePreemption) not ported yet",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _cases() -> list[Any]:
