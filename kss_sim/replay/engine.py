@@ -109,7 +109,9 @@ class _Actions(LoopWriter):
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         return Status()
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(
+        self, victim: PodInfo, preemptor: PodInfo, preempting_group: dict[str, Any] | None = None
+    ) -> Status:
         self.run._terminate(victim, preemptor)
         return Status()
 

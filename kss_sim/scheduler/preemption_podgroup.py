@@ -164,7 +164,7 @@ def preempt_pod_group(
             continue  # already being deleted
         deleted.append(victim)
         if actions is not None:
-            done = actions.delete_victim(victim, pods[0])
+            done = actions.delete_victim(victim, pods[0], group)
             if not done.is_success():
                 return PodGroupPreemption(Status(Code.ERROR, done.message()), deleted)
     return PodGroupPreemption(Status(), deleted)

@@ -159,7 +159,9 @@ class ScenarioWriter(LoopWriter):
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         return Status()
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(
+        self, victim: PodInfo, preemptor: PodInfo, preempting_group: dict[str, Any] | None = None
+    ) -> Status:
         if self.held_victims is not None:
             self.held_victims.append(victim)
         else:
