@@ -183,14 +183,15 @@ class PodGroupCycle:
         for t in [*result.tries, *untried]:
             self._submit(t, result, opts, outcome)
         outcome.condition = _condition(result.code, result.message)
-        record = {
+        record: dict[str, Any] = {
             "podGroup": f"{namespace}/{name}",
             "pods": [pod.key for pod in pods],
             "outcome": outcome.condition["reason"],
             "message": outcome.condition["message"],
             "placement": result.placement,
-            "preemption": preemption.record() if preemption is not None else None,
         }
+        if preemption is not None:
+            record["preemption"] = preemption.record()
         for t in [*result.tries, *untried]:
             t.att.pod_group = {**record, "rejectedByGroup": t.pod.uid in outcome.rejected_by_group}
             if result.waiting_on_preemption and t.held is not None:
