@@ -242,16 +242,23 @@ class StoreActions(LoopWriter):
         self.bindings[pod.uid] = (pod.namespace, pod.name, node_name)
         return Status()
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(
+        self, victim: PodInfo, preemptor: PodInfo, preempting_group: dict[str, Any] | None = None
+    ) -> Status:
         """``PreemptPod``: the DisruptionTarget condition (PreemptionByScheduler) on the victim, then a delete with
-        DeleteOptions, so the victim ends gracefully and holds its node until its kubelet finishes it."""
+        DeleteOptions, so the victim ends gracefully and holds its node until its kubelet finishes it. A PodGroup
+        preempting as one is named as upstream's pod group preemptor names itself (its uid, "cluster" for the
+        node)."""
+        kind, uid, where = "pod", preemptor.uid, victim.node_name
+        if preempting_group is not None:
+            kind, uid, where = "podgroup", str((preempting_group.get("metadata") or {}).get("uid") or ""), "cluster"
         try:
             current = self.store.get("Pod", victim.namespace, victim.name)
             if current is not None:
                 status = dict(current.get("status") or {})
                 conditions = list(status.get("conditions") or [])
                 scheduler = (preemptor.pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
-                message = f"{scheduler}: preempting to accommodate a higher priority pod"
+                message = f"{scheduler}: preempting to accommodate a higher priority {kind}"
                 updated = with_disruption_target(conditions, PREEMPTION_BY_SCHEDULER, message, _now_rfc3339())
                 if updated != conditions:
                     self.store.update_pod_status(victim.namespace, victim.name, {**status, "conditions": updated})
@@ -261,7 +268,7 @@ class StoreActions(LoopWriter):
         self.record_event(
             victim.pod,
             "Preempted",
-            f"Preempted by pod {preemptor.uid} on node {victim.node_name}",
+            f"Preempted by {kind} {uid} on node {where}",
             event_type="Normal",
         )
         return Status()

@@ -32,8 +32,7 @@ class GateSpec:
 GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
     "GenericWorkload": (GateSpec(35, False, "ALPHA"),),
     "GangScheduling": (GateSpec(35, False, "ALPHA"),),
-    # v1.36's workload scheduling: topology-aware placement of a PodGroup (ported), workload-aware preemption (not:
-    # UNPORTED_GATES).
+    # v1.36's workload scheduling: topology-aware placement of a PodGroup, workload-aware preemption.
     "TopologyAwareWorkloadScheduling": (GateSpec(36, False, "ALPHA"),),
     "WorkloadAwarePreemption": (GateSpec(36, False, "ALPHA"),),
     "DynamicResourceAllocation": (
@@ -75,7 +74,7 @@ GATE_DEPENDENCIES: dict[str, tuple[str, ...]] = {
 }
 
 # Gates whose feature kss does not simulate yet: turning one on is refused rather than silently ignored.
-UNPORTED_GATES = frozenset({"WorkloadAwarePreemption"})
+UNPORTED_GATES: frozenset[str] = frozenset()
 
 # Upstream's in-tree plugins of every version (pkg/scheduler/framework/plugins/registry.go of v1.33).
 _BASE_PLUGINS = (

@@ -68,7 +68,9 @@ class ReplayWriter(LoopWriter):
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         return Status()
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(
+        self, victim: PodInfo, preemptor: PodInfo, preempting_group: dict[str, Any] | None = None
+    ) -> Status:
         self.run.terminate_victim(victim, preemptor)
         return Status()
 

@@ -454,7 +454,11 @@ class PodActions(ABC):
     def bind(self, pod: PodInfo, node_name: str) -> Status: ...
 
     @abstractmethod
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status: ...
+    def delete_victim(
+        self, victim: PodInfo, preemptor: PodInfo, preempting_group: dict[str, Any] | None = None
+    ) -> Status:
+        """``PreemptPod``; ``preempting_group``: the PodGroup preempting as one (workload-aware preemption), of
+        which ``preemptor`` is a pod."""
 
     @abstractmethod
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None: ...

@@ -19,7 +19,8 @@ With TopologyAwareWorkloadScheduling the group is tried on each placement the fi
 (TopologyPlacementGenerator: one per topology domain), the snapshot narrowed to its nodes, and the best feasible one
 is kept (PlacementScore plugins: PodGroupPodsCount); none feasible is "0/N placements are available, ...".
 
-Not ported: workload-aware preemption (gate WorkloadAwarePreemption, refused).
+With WorkloadAwarePreemption an unschedulable group then preempts as one (``preemption_podgroup.py``); a group
+that fits that way waits for the preemption.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from kss_sim.scheduler.framework import (
     Status,
 )
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.preemption_podgroup import GATE as WORKLOAD_AWARE_PREEMPTION
+from kss_sim.scheduler.preemption_podgroup import PodGroupPreemption, preempt_pod_group
 from kss_sim.scheduler.record import Attempt
-from kss_sim.scheduler.runtime import Framework
+from kss_sim.scheduler.runtime import SKIP_ALL_POST_FILTER_PLUGINS, Framework
 from kss_sim.scheduler.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -168,6 +171,9 @@ class PodGroupCycle:
             result = self._placement_algorithm(fwk, members, opts, namespace, name)
         else:
             result = self._default_algorithm(members, opts)
+        preemption = None
+        if gates.get(WORKLOAD_AWARE_PREEMPTION) and result.code == "Unschedulable":
+            preemption = self._preempt_as_group(fwk, members, opts, namespace, name, result)
         outcome = PodGroupOutcome([])
         tried = {t.pod.uid for t in result.tries}
         untried = [
@@ -178,20 +184,59 @@ class PodGroupCycle:
         for t in [*result.tries, *untried]:
             self._submit(t, result, opts, outcome)
         outcome.condition = _condition(result.code, result.message)
-        record = {
+        record: dict[str, Any] = {
             "podGroup": f"{namespace}/{name}",
             "pods": [pod.key for pod in pods],
             "outcome": outcome.condition["reason"],
             "message": outcome.condition["message"],
             "placement": result.placement,
         }
+        if preemption is not None:
+            record["preemption"] = preemption.record()
         for t in [*result.tries, *untried]:
             t.att.pod_group = {**record, "rejectedByGroup": t.pod.uid in outcome.rejected_by_group}
+            if result.waiting_on_preemption and t.held is not None:
+                # Back to the queue nominated where the group's try put it, waiting for the preemption.
+                t.att.pod_group["nominatedNode"] = t.held.node_name
         return outcome
 
-    def _default_algorithm(self, members: Sequence[tuple[PodInfo, int]], opts: ScheduleOptions) -> _Result:
+    def _preempt_as_group(
+        self,
+        fwk: Framework,
+        members: Sequence[tuple[PodInfo, int]],
+        opts: ScheduleOptions,
+        namespace: str,
+        name: str,
+        result: _Result,
+    ) -> PodGroupPreemption:
+        """``runWorkloadAwarePreemption`` after an unschedulable group cycle; on success the group waits for it, an
+        error is the group's, otherwise its reason joins the group's message."""
+        gates = fwk.handle.kube_version.effective_gates(fwk.handle.feature_gates)
+
+        def feasible() -> Status:
+            if gates.get("TopologyAwareWorkloadScheduling"):
+                check = self._placement_algorithm(fwk, members, opts, namespace, name, post_filters=False)
+            else:
+                check = self._default_algorithm(members, opts, post_filters=False)
+            if check.code == "Success":
+                return Status()
+            return Status(Code.ERROR if check.code == "Error" else Code.UNSCHEDULABLE, check.message)
+
+        preemption = preempt_pod_group(fwk, self.snapshot, namespace, name, [pod for pod, _ in members], feasible)
+        st = preemption.status
+        if st.is_success():
+            result.waiting_on_preemption = True
+        elif st.code == Code.ERROR:
+            result.code, result.message = "Error", st.message()
+        else:
+            result.message = f"{result.message}, {st.message()}"
+        return preemption
+
+    def _default_algorithm(
+        self, members: Sequence[tuple[PodInfo, int]], opts: ScheduleOptions, post_filters: bool = True
+    ) -> _Result:
         """``podGroupSchedulingDefaultAlgorithm``: every pod tried in turn, each seeing the ones before it assumed;
-        all taken back before it returns."""
+        all taken back before it returns. Without ``post_filters`` no pod runs PostFilter (no preemption)."""
         trial = PodGroupTrial()
         result = _Result([], "Unschedulable", POD_GROUP_UNSCHEDULABLE)
         requires_preemption = False
@@ -199,6 +244,8 @@ class PodGroupCycle:
             for pod, attempt_no in members:
                 state = CycleState()
                 state.pod_group_cycle = trial
+                if not post_filters:
+                    state.write(SKIP_ALL_POST_FILTER_PLUGINS, True)
                 att = self.schedule_one(pod, attempt_no, opts, state)
                 held = trial.held.get(pod.uid)
                 needs_preemption = False
@@ -233,7 +280,13 @@ class PodGroupCycle:
         return result
 
     def _placement_algorithm(
-        self, fwk: Framework, members: Sequence[tuple[PodInfo, int]], opts: ScheduleOptions, namespace: str, name: str
+        self,
+        fwk: Framework,
+        members: Sequence[tuple[PodInfo, int]],
+        opts: ScheduleOptions,
+        namespace: str,
+        name: str,
+        post_filters: bool = True,
     ) -> _Result:
         """``podGroupSchedulingPlacementAlgorithm`` (TopologyAwareWorkloadScheduling): the default algorithm on
         each placement the first PlacementGenerate plugin offers, the best feasible one by the PlacementScore
@@ -246,7 +299,7 @@ class PodGroupCycle:
         for placement in placements:
             self.snapshot.assume_placement(placement.nodes)
             try:
-                result = self._default_algorithm(members, opts)
+                result = self._default_algorithm(members, opts, post_filters)
             finally:
                 self.snapshot.forget_placement()
             result.placement = placement.name

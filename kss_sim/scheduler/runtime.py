@@ -75,6 +75,9 @@ def status_text(st: Status) -> str:
 
 
 _STATUS_WORDS = {Code.SUCCESS: "success", Code.SKIP: "skip"}
+# A cycle state holding this key runs no PostFilter plugin (``SetSkipAllPostFilterPlugins``: the feasibility checks
+# of workload-aware preemption).
+SKIP_ALL_POST_FILTER_PLUGINS = "kss/skip-all-post-filter-plugins"
 _SNAKE = {"AddPod": "add_pod", "RemovePod": "remove_pod"}
 
 
@@ -364,6 +367,8 @@ class Framework(FilterRunners, ScoreRunners):
     def run_post_filter_plugins(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
+        if state.get(SKIP_ALL_POST_FILTER_PLUGINS):
+            return None, Status(Code.UNSCHEDULABLE, "All PostFilter plugins are skipped")
         result: PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""

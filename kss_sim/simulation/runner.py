@@ -136,6 +136,9 @@ class ScenarioWriter(LoopWriter):
         # (attempt, its pod, the bound pod's startTime) as concluded, taken by ScenarioRun._concluded.
         self.concluded_attempts: list[tuple[Attempt, PodInfo]] = []
         self.deleted: list[str] = []
+        # Victims deleted during a PodGroup cycle: they leave the cache once the cycle is over, as the group's
+        # snapshot (taken once, at its start) still holds them upstream.
+        self.held_victims: list[PodInfo] | None = None
 
     # --- the attempt's outcome (LoopWriter) -----------------------------------------------------
     def write_binding(self, pod: PodInfo, att: Attempt, current: Obj) -> str | None:
@@ -157,8 +160,13 @@ class ScenarioWriter(LoopWriter):
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         return Status()
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
-        self.run.loop.cache.remove_pod(victim.uid)
+    def delete_victim(
+        self, victim: PodInfo, preemptor: PodInfo, preempting_group: dict[str, Any] | None = None
+    ) -> Status:
+        if self.held_victims is not None:
+            self.held_victims.append(victim)
+        else:
+            self.run.loop.cache.remove_pod(victim.uid)
         for h in self.handles:
             h.delete_nominated_pod(victim)
         self.deleted.append(victim.key)
@@ -325,7 +333,13 @@ class ScenarioRun:
                 members.append(queued)
         members.sort(key=lambda m: -m.pod_info.priority)  # stable: file order among equals
         tried.update(m.key for m in members)
-        self.loop.schedule_pod_group([(m, m.pod_info, 1) for m in members])
+        self.actions.held_victims = []
+        try:
+            self.loop.schedule_pod_group([(m, m.pod_info, 1) for m in members])
+        finally:
+            held, self.actions.held_victims = self.actions.held_victims, None
+            for victim in held:
+                self.loop.cache.remove_pod(victim.uid)
         return [m.key for m in members]
 
     def _concluded(self, tried_order: Sequence[str] = ()) -> Iterator[tuple[Attempt, str | None]]:
@@ -447,14 +461,19 @@ def attempt_entry(
 def pod_group_entry(record: dict[str, Any]) -> dict[str, Any]:
     """The ``podGroup`` key of a pod tried in a v1.36 PodGroup cycle (tests/golden/README.md): its group, the
     cycle's outcome (the PodGroupScheduled condition's reason and message), the placement chosen (None without
-    one) and whether the pod fitted but was turned back because the group did not."""
-    return {
+    one) and whether the pod fitted but was turned back because the group did not; the node it is nominated to
+    when the group waits for a preemption, and what workload-aware preemption did when it ran."""
+    entry = {
         "podGroup": record["podGroup"],
         "outcome": record["outcome"],
         "message": record["message"],
         "placement": record.get("placement") or None,
         "rejectedByGroup": record["rejectedByGroup"],
     }
+    for key in ("nominatedNode", "preemption"):
+        if record.get(key) is not None:
+            entry[key] = record[key]
+    return entry
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kss_sim.kube import versions
 from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, VERSIONS, gate_enabled, kube_version
 
 
@@ -82,13 +83,15 @@ def test_a_gate_needs_the_gates_it_depends_on() -> None:
         kube_version("1.35").check_gates({"GangScheduling": True})
 
 
-def test_a_gate_kss_does_not_simulate_cannot_be_turned_on() -> None:
+def test_a_gate_kss_does_not_simulate_cannot_be_turned_on(monkeypatch: pytest.MonkeyPatch) -> None:
     on = {"GenericWorkload": True, "GangScheduling": True, "WorkloadAwarePreemption": True}
+    # Workload-aware preemption and topology-aware placement are simulated.
+    kube_version("1.36").check_gates(on)
+    kube_version("1.36").check_gates({"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True})
+    monkeypatch.setattr(versions, "UNPORTED_GATES", frozenset({"WorkloadAwarePreemption"}))
     with pytest.raises(ValueError, match=r"feature gate WorkloadAwarePreemption \(Kubernetes v1\.36\) is not "):
         kube_version("1.36").check_gates(on)
     kube_version("1.36").check_gates({"WorkloadAwarePreemption": False})
-    # Topology-aware placement is simulated.
-    kube_version("1.36").check_gates({"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True})
 
 
 def _names(plugins: list[dict[str, object]]) -> list[object]:

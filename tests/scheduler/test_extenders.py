@@ -31,7 +31,7 @@ class Binds(PodActions):
         self.bound.append((pod.key, node_name))
         return Status()
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo, preempting_group: Any = None) -> Status:
         return Status()
 
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
@@ -376,7 +376,7 @@ class Evicts(Binds):
         super().__init__()
         self.deleted: list[str] = []
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo, preempting_group: Any = None) -> Status:
         self.deleted.append(victim.key)
         return Status()
 

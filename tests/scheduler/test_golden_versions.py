@@ -136,7 +136,8 @@ def test_simulator_agrees_with_each_version(version_dir: Path, family: str, tmp_
 def test_the_workload_generator_reproduces_the_v1_36_families(capsys: pytest.CaptureFixture[str]) -> None:
     v136 = next(d for d in VERSIONS if d.name == "v1.36")
     assert workload_scenarios.main(["--check", "--out-dir", str(v136)]) == 0, capsys.readouterr().err
-    assert {s.parent.name for s in own_scenarios(v136)} == {"gangs", "topology", "declaredfeatures", "draextended"}
+    families = {"gangs", "gangpreemption", "topology", "declaredfeatures", "draextended"}
+    assert {s.parent.name for s in own_scenarios(v136)} == families
 
 
 def test_a_pod_group_outcome_that_differs_is_reported() -> None:

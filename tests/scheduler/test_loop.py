@@ -60,7 +60,7 @@ class FakeWriter(LoopWriter):
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         return Status()
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo, preempting_group: Any = None) -> Status:
         return Status()
 
 

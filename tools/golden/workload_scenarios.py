@@ -55,7 +55,14 @@ def node(
 
 
 def pod(
-    name: str, cpu: str, group: str | None = None, priority: int = 0, node_name: str | None = None
+    name: str,
+    cpu: str,
+    group: str | None = None,
+    priority: int = 0,
+    node_name: str | None = None,
+    start: str = "2025-01-12T13:00:00Z",
+    labels: dict[str, str] | None = None,
+    never_preempt: bool = False,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "containers": [
@@ -75,18 +82,22 @@ def pod(
         "schedulerName": "default-scheduler",
         "priority": priority,
         "enableServiceLinks": True,
-        "preemptionPolicy": "PreemptLowerPriority",
+        "preemptionPolicy": "Never" if never_preempt else "PreemptLowerPriority",
     }
     if group is not None:
         spec["schedulingGroup"] = {"podGroupName": group}
     status: dict[str, Any] = {"phase": "Pending"}
     if node_name is not None:
         spec["nodeName"] = node_name
-        status = {"phase": "Running", "startTime": "2025-01-12T13:00:00Z"}
+        status = {"phase": "Running", "startTime": start}
+    metadata: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"uid-pod-default-{name}"}
+    metadata["resourceVersion"] = "1"
+    if labels:
+        metadata["labels"] = labels
     return {
         "kind": "Pod",
         "apiVersion": "v1",
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-pod-default-{name}", "resourceVersion": "1"},
+        "metadata": metadata,
         "spec": spec,
         "status": status,
     }
@@ -128,11 +139,21 @@ def workload(name: str, template: str, min_count: int) -> dict[str, Any]:
 
 
 def pod_group(
-    name: str, min_count: int | None = None, topology_key: str | None = None, template: tuple[str, str] | None = None
+    name: str,
+    min_count: int | None = None,
+    topology_key: str | None = None,
+    template: tuple[str, str] | None = None,
+    priority: int | None = None,
+    disruption_mode: str | None = None,
 ) -> dict[str, Any]:
-    """A v1alpha2 PodGroup: gang with ``min_count``, basic otherwise; optionally one topology constraint and the
-    Workload template (workload, template) it was made from."""
+    """A v1alpha2 PodGroup: gang with ``min_count``, basic otherwise; optionally one topology constraint, the
+    Workload template (workload, template) it was made from, and (WorkloadAwarePreemption's fields) its priority
+    as admission resolves it and its disruptionMode."""
     spec: dict[str, Any] = {"schedulingPolicy": _policy(min_count)}
+    if priority is not None:
+        spec["priority"] = priority
+    if disruption_mode is not None:
+        spec["disruptionMode"] = disruption_mode
     if template is not None:
         spec["podGroupTemplateRef"] = {"workload": {"workloadName": template[0], "podGroupTemplateName": template[1]}}
     if topology_key is not None:
@@ -157,6 +178,7 @@ class Scenario:
     bound: list[dict[str, Any]] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)
     dra: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    pdbs: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,6 +190,7 @@ class Scenario:
             "namespaces": [{"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "default"}}],
             "podGroups": self.groups,
             **({"workloads": self.workloads} if self.workloads else {}),
+            **({"podDisruptionBudgets": self.pdbs} if self.pdbs else {}),
             **self.dra,
         }
 
@@ -441,8 +464,120 @@ def extended_resources() -> Iterator[Scenario]:
     )  # fmt: skip
 
 
+WAP_GATES = {**GANG_GATES, "WorkloadAwarePreemption": True}
+
+
+def started(minute: int) -> str:
+    """A distinct startTime per running pod: the victims' order never rests on a tie (upstream breaks it at
+    random)."""
+    return f"2025-01-12T12:{minute:02d}:00Z"
+
+
+def pdb(name: str, app: str, allowed: int) -> dict[str, Any]:
+    return {
+        "kind": "PodDisruptionBudget",
+        "apiVersion": "policy/v1",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-pdb-{name}", "resourceVersion": "1"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+        "status": {"disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1},
+    }
+
+
+def gang_preemption() -> Iterator[Scenario]:
+    """Preemption in a PodGroup cycle: each pod's own PostFilter (DefaultPreemption) at v1.36's defaults, the pod
+    assumed on its nominated node for the pods after it; with WorkloadAwarePreemption the group's PostFilter over
+    the whole cluster instead, a running PodGroup with disruptionMode PodGroup evicted as one."""
+
+    def s(n: int, slug: str, description: str, gates: dict[str, bool] = GANG_GATES, **kw: Any) -> Scenario:
+        return Scenario("gangpreemption", f"gangpreemption-{n:03d}-{slug}", description, gates, **kw)
+
+    def low(i: int, priority: int = 0, **kw: Any) -> dict[str, Any]:
+        return pod(f"low-{i}", "1500m", priority=priority, node_name=f"node-{i}", start=started(i), **kw)
+
+    two = [node(f"node-{i}") for i in range(2)]
+    three = [node(f"node-{i}") for i in range(3)]
+    yield s(
+        0, "fits-by-preemption", "a gang of 2 (priority 100) fits only by evicting a low-priority pod on each node: "
+        "each member preempts its own, the group waits for the preemption, each member nominated",
+        nodes=two, bound=[low(0), low(1)], groups=[pod_group("pair", 2)],
+        pending=[pod(f"pair-{i}", "1500m", "pair", 100) for i in range(2)],
+    )  # fmt: skip
+    yield s(
+        1, "higher-priority-runs", "the running pods outrank the gang: no victims, the group unschedulable",
+        nodes=two, bound=[low(0, 200), low(1, 200)], groups=[pod_group("pair", 2)],
+        pending=[pod(f"pair-{i}", "1500m", "pair", 100) for i in range(2)],
+    )  # fmt: skip
+    yield s(
+        2, "quorum-not-met", "a gang of 3: two members preempt, the third cannot (a higher-priority pod): the group "
+        "unschedulable, the two turned back by the group with their nominations cleared (their victims are gone)",
+        nodes=three, bound=[low(0), low(1), low(2, 200)], groups=[pod_group("trio", 3)],
+        pending=[pod(f"trio-{i}", "1500m", "trio", 100) for i in range(3)],
+    )  # fmt: skip
+    yield s(
+        3, "one-fits-one-preempts", "one member fits on a free node, the other only by preemption: the group waits "
+        "for the preemption, the member that fitted turned back nominated to its node",
+        nodes=two, bound=[low(1)], groups=[pod_group("pair", 2)],
+        pending=[pod(f"pair-{i}", "1500m", "pair", 100) for i in range(2)],
+    )  # fmt: skip
+    yield s(
+        4, "pdb-protected", "three nodes each running a low-priority pod, two of them protected by a PDB: the "
+        "members preempt the unprotected one first",
+        nodes=three, bound=[low(0, labels={"app": "guarded"}), low(1, labels={"app": "guarded"}), low(2)],
+        pdbs=[pdb("guard", "guarded", 0)], groups=[pod_group("pair", 2)],
+        pending=[pod(f"pair-{i}", "1500m", "pair", 100) for i in range(2)],
+    )  # fmt: skip
+    yield s(
+        5, "preempt-never", "gang members with preemptionPolicy Never: not eligible, the group unschedulable",
+        nodes=two, bound=[low(0), low(1)], groups=[pod_group("pair", 2)],
+        pending=[pod(f"pair-{i}", "1500m", "pair", 100, never_preempt=True) for i in range(2)],
+    )  # fmt: skip
+    yield s(
+        6, "loose-pod-after", "a pod of no group after a gang waiting for preemption: the gang's nominations keep "
+        "its nodes from pods of lower priority, not from a loose pod of higher priority (150), which takes one",
+        nodes=two, bound=[low(0), low(1)], groups=[pod_group("pair", 2)],
+        pending=[pod("pair-0", "1500m", "pair", 100), pod("pair-1", "1500m", "pair", 100),
+                 pod("loner", "1", None, 150)],
+    )  # fmt: skip
+    yield s(
+        7, "workload-aware", "WorkloadAwarePreemption: the group preempts as one over the whole cluster (each "
+        "member's own PostFilter stands aside), the victims the group's, the group waiting",
+        gates=WAP_GATES, nodes=two, bound=[low(0), low(1)], groups=[pod_group("pair", 2, priority=100)],
+        pending=[pod(f"pair-{i}", "1500m", "pair", 100) for i in range(2)],
+    )  # fmt: skip
+    old = [pod(f"old-{i}", "1500m", "old", 0, node_name=f"node-{i}", start=started(i)) for i in range(3)]
+    yield s(
+        8, "victim-gang-as-unit", "WorkloadAwarePreemption: a running gang with disruptionMode PodGroup is one "
+        "victim: a pod group needing one node evicts all three of its pods",
+        gates=WAP_GATES, nodes=three, bound=old,
+        groups=[pod_group("old", 3, priority=0, disruption_mode="PodGroup"), pod_group("new", 1, priority=100)],
+        pending=[pod("new-0", "1500m", "new", 100)],
+    )  # fmt: skip
+    yield s(
+        9, "victim-gang-pod-mode", "WorkloadAwarePreemption: the same gang with disruptionMode Pod: its pods are "
+        "victims one by one, the latest started evicted, the others reprieved",
+        gates=WAP_GATES, nodes=three, bound=old,
+        groups=[pod_group("old", 3, priority=0, disruption_mode="Pod"), pod_group("new", 1, priority=100)],
+        pending=[pod("new-0", "1500m", "new", 100)],
+    )  # fmt: skip
+    yield s(
+        10, "workload-aware-pdb", "WorkloadAwarePreemption: victims protected by a PDB reprieved first, the "
+        "unprotected ones evicted",
+        gates=WAP_GATES, nodes=three,
+        bound=[low(0, labels={"app": "guarded"}), low(1, labels={"app": "guarded"}), low(2)],
+        pdbs=[pdb("guard", "guarded", 0)], groups=[pod_group("pair", 2, priority=100)],
+        pending=[pod(f"pair-{i}", "1500m", "pair", 100) for i in range(2)],
+    )  # fmt: skip
+    yield s(
+        11, "workload-aware-no-victims", "WorkloadAwarePreemption with nothing of lower priority running: the "
+        "group unschedulable, the preemption's reason appended to its message",
+        gates=WAP_GATES, nodes=two, bound=[low(0, 200), low(1, 200)], groups=[pod_group("pair", 2, priority=100)],
+        pending=[pod(f"pair-{i}", "1500m", "pair", 100) for i in range(2)],
+    )  # fmt: skip
+
+
 def scenarios() -> Iterator[Scenario]:
     yield from gangs()
+    yield from gang_preemption()
     yield from topology()
     yield from declared_features()
     yield from extended_resources()

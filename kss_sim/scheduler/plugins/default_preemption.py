@@ -35,6 +35,7 @@ MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
 MSG_NOT_ELIGIBLE_PLACEMENT = "preemption: not eligible due to placement-based pod group scheduling limitation"
+MSG_NOT_ELIGIBLE_WORKLOAD_AWARE = "preemption: not eligible due to workload aware preemption enabled"
 POD_GROUP_V1ALPHA2 = "PodGroup.v1alpha2"
 
 
@@ -80,18 +81,29 @@ def filter_pods_with_pdb_violation(
     violating: list[PodInfo] = []
     non_violating: list[PodInfo] = []
     for pod in pods:
-        violated = False
-        if pod.labels:
-            for i, pdb in enumerate(pdbs):
-                if not _pdb_matches(pdb, pod):
-                    continue
-                if pod.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-        (violating if violated else non_violating).append(pod)
+        (violating if pdb_violated_by(pod, pdbs, allowed) else non_violating).append(pod)
     return violating, non_violating
+
+
+def pdb_violated_by(
+    pod: PodInfo, pdbs: Sequence[dict[str, Any]], allowed: list[int], *, stop_at_first: bool = False
+) -> bool:
+    """Whether evicting ``pod`` breaks a budget, spending ``allowed`` (each PDB's disruptions left) as it goes; a
+    pod listed in ``status.disruptedPods`` spends nothing. ``stop_at_first``: the budgets after the first broken one
+    are not spent (workload-aware preemption's ``podIsViolating``)."""
+    violated = False
+    if pod.labels:
+        for i, pdb in enumerate(pdbs):
+            if not _pdb_matches(pdb, pod):
+                continue
+            if pod.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violated = True
+                if stop_at_first:
+                    break
+    return violated
 
 
 class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
@@ -105,9 +117,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         self.min_candidate_nodes_absolute = int(self.args["minCandidateNodesAbsolute"])
         self.evaluator = Evaluator(NAME, handle, self)
         # v1.36 (TopologyAwareWorkloadScheduling): no pod-by-pod preemption for a PodGroup with constraints.
-        self.topology_aware_workloads = handle.kube_version.effective_gates(handle.feature_gates).get(
-            "TopologyAwareWorkloadScheduling", False
-        )
+        gates = handle.kube_version.effective_gates(handle.feature_gates)
+        self.topology_aware_workloads = gates.get("TopologyAwareWorkloadScheduling", False)
+        self.workload_aware_preemption = gates.get("WorkloadAwarePreemption", False)
         # Node name -> (its NodeInfo, generation, lowest priority of its pods or None): ``nodes_without_victims``.
         self._lowest_by_node: dict[str, tuple[NodeInfo, int, int | None]] = {}
 
@@ -166,6 +178,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         refused = self._placement_refusal(pod)
         if refused is not None:
             return None, refused
+        if self.workload_aware_preemption and pod.spec.get("schedulingGroup") is not None:
+            # The group preempts as one (preemption_podgroup.py), not its pods one by one.
+            return None, Status(Code.UNSCHEDULABLE, MSG_NOT_ELIGIBLE_WORKLOAD_AWARE)
         result, st = self.evaluator.preempt(state, pod, statuses)
         actions = self.handle.actions
         if st.is_success() and result is not None and result.nominated_node_name and actions is not None:

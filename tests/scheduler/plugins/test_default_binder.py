@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.framework import Code, CycleState, Handle, PodActions, Status, success, unschedulable
 from kss_sim.scheduler.nodeinfo import PodInfo
@@ -18,7 +20,7 @@ class _Actions(PodActions):
         self.bound.append((pod.key, node_name))
         return self.result
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo, preempting_group: Any = None) -> Status:
         raise AssertionError("not used")
 
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:

@@ -59,7 +59,7 @@ class RecordingActions(PodActions):
     def bind(self, pod: PodInfo, node_name: str) -> Status:
         return success()
 
-    def delete_victim(self, victim: PodInfo, preemptor: PodInfo) -> Status:
+    def delete_victim(self, victim: PodInfo, preemptor: PodInfo, preempting_group: Any = None) -> Status:
         self.deleted.append(victim.key)
         return success()
 
