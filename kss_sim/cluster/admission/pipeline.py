@@ -28,7 +28,7 @@ from kss_sim.cluster.admission.validation.core import (
     validate_update,
 )
 from kss_sim.cluster.admission.validation.metadata import TOTAL_ANNOTATION_BYTES, qualified_name_errors
-from kss_sim.cluster.errors import BadRequest, Cause, Invalid, invalid
+from kss_sim.cluster.errors import BadRequest, Cause, Invalid, NamespaceTerminating, NotFound, invalid
 from kss_sim.cluster.kinds.registry import BY_KIND, KindInfo, minor_of, served
 from kss_sim.cluster.kinds.stored import StoredObject
 from kss_sim.kube.objects import Obj
@@ -138,6 +138,28 @@ class AdmissionPipeline:
         for field in _SERVER_SET_ON_CREATE:
             meta.pop(field, None)
         return body
+
+    def admit_namespace(
+        self,
+        info: KindInfo,
+        name: str,
+        namespace: str,
+        entry: StoredObject | None,
+        *,
+        auto_create: bool,
+        refuse_terminating: bool = True,
+    ) -> Obj | None:
+        """NamespaceLifecycle on the create of ``name`` in ``namespace``, whose stored Namespace is ``entry``: None
+        when it may go there; the Namespace to create first when there is none and ``auto_create`` (the
+        simulator's namespaces made on demand), else ``NotFound``; ``NamespaceTerminating`` when it is being
+        deleted, unless not ``refuse_terminating`` (the server's own Events, which kss records there still)."""
+        if entry is None:
+            if not auto_create:
+                raise NotFound("namespaces", namespace)
+            return self.new_namespace(namespace)
+        if refuse_terminating and entry.obj["metadata"].get("deletionTimestamp"):
+            raise NamespaceTerminating(info.plural, name, namespace, group=info.group)
+        return None
 
     def admit_create(
         self,

@@ -384,7 +384,9 @@ class PodWrites:
         with self._lock:
             changes: list[Change] = []
             rv = self._committer.rv
-            namespace_change = self._versions.require_namespace(namespace, rv)
+            namespace_change = self._versions.require_namespace(
+                BY_KIND["Event"], name, namespace, rv, refuse_terminating=False
+            )
             if namespace_change is not None:
                 changes.append(namespace_change)
                 rv += 1

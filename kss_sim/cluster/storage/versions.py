@@ -256,19 +256,22 @@ class Versions:
         # ``held`` keeps.
         return Change(ADDED, kind, (entry.namespace, entry.name), held(kind, entry), None, entry)
 
-    def require_namespace(self, namespace: str, rv: int) -> Change | None:
-        """None when ``namespace`` exists, else the change that creates it at version ``rv + 1`` (``NotFound`` when
-        namespaces are not created on demand)."""
-        if ("", namespace) in self._committer.objects["Namespace"]:
-            return None
-        if not self._auto_create_namespaces:
-            raise NotFound("namespaces", namespace)
-        return self.added("Namespace", self._admission.new_namespace(namespace), rv + 1)
-
-    def namespace_terminating(self, namespace: str) -> bool:
-        """Whether ``namespace`` is being deleted (the NamespaceLifecycle admission then refuses new content)."""
+    def require_namespace(
+        self, info: KindInfo, name: str, namespace: str, rv: int, *, refuse_terminating: bool = True
+    ) -> Change | None:
+        """Admission's NamespaceLifecycle for a new ``name`` in ``namespace``
+        (``AdmissionPipeline.admit_namespace``): None when the namespace is there, else the change that creates
+        it at version ``rv + 1``."""
         entry = self._committer.objects["Namespace"].get(("", namespace))
-        return entry is not None and bool(entry.obj["metadata"].get("deletionTimestamp"))
+        created = self._admission.admit_namespace(
+            info,
+            name,
+            namespace,
+            entry,
+            auto_create=self._auto_create_namespaces,
+            refuse_terminating=refuse_terminating,
+        )
+        return None if created is None else self.added("Namespace", created, rv + 1)
 
     def delete_changes(
         self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int, *, node_pods: bool = True

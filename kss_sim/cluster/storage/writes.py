@@ -31,7 +31,6 @@ from kss_sim.cluster.errors import (
     BadRequest,
     Conflict,
     Invalid,
-    NamespaceTerminating,
     NotFound,
     invalid,
 )
@@ -124,12 +123,10 @@ class ObjectWrites:
             changes: _Changes = []
             rv = self._committer.rv
             if info.namespaced and meta.get("name"):
-                ns_change = self._versions.require_namespace(str(meta["namespace"]), rv)
+                ns_change = self._versions.require_namespace(info, str(meta["name"]), str(meta["namespace"]), rv)
                 if ns_change is not None:
                     changes.append(ns_change)
                     rv += 1
-                elif self._versions.namespace_terminating(str(meta["namespace"])):
-                    raise NamespaceTerminating(info.plural, str(meta["name"]), str(meta["namespace"]), group=info.group)
             # Fields are owned as the client sent them (defaults included), before admission adds its own.
             if managed is None:
                 managed = admission.created_fields(info, body, manager, self._versions.timestamp())
