@@ -1,7 +1,8 @@
 """The next version of an object, built and staged under the store's lock: what every write does once its request
-is decoded. An update's preconditions, the fields no write changes, ``metadata.generation``, managedFields and
-validation; a new object's uid, creation time and resourceVersion; the deletions a Namespace or a Node takes along.
-The store's API verbs and the pod writes both build on these.
+is decoded. An update's preconditions, the fields no write changes, ``metadata.generation``, with admission's
+pipeline (``kss_sim.cluster.admission.pipeline``) asked for the managedFields and the validation; a new object's
+uid, creation time and resourceVersion; the deletions a Namespace or a Node takes along. The store's API verbs and
+the pod writes both build on these.
 """
 
 from __future__ import annotations
