@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from kss_sim.cluster.admission import admit, deletion, managed_fields
+from kss_sim.cluster.admission.apply import check_configuration
 from kss_sim.cluster.admission.defaults import core as defaults
 from kss_sim.cluster.admission.validation.core import (
     VALIDATORS,
@@ -105,6 +106,11 @@ class AdmissionPipeline:
         if info.from_definition:
             self._custom.admit(info, body)
         return body
+
+    def decode_configuration(self, info: KindInfo, configuration: Any, namespace: str | None, name: str) -> Obj:
+        """A server-side apply's configuration (a private copy) checked as kube-apiserver checks it before merging
+        (``apply.check_configuration``: 400 for a wrong type, before any conflict is reported)."""
+        return check_configuration(info, admit.own(configuration), namespace, name, kube_version=self._kube_version)
 
     # ------------------------------------------------------------------------------------------ admit
 

@@ -96,9 +96,7 @@ class ClusterStore:
         self._versions = Versions(
             self._committer, clock=clock, admission=admission, auto_create_namespaces=auto_create_namespaces
         )
-        self._writes = writes = ObjectWrites(
-            self._lock, self._committer, self._versions, admission, kube_version=kube_version
-        )
+        self._writes = writes = ObjectWrites(self._lock, self._committer, self._versions, admission)
         self._pod_writes = pod_writes = PodWrites(
             self._lock,
             self._committer,

@@ -12,7 +12,6 @@ from typing import Any
 
 from kss_sim.cluster.admission import admit, deletion, managed_fields, uids
 from kss_sim.cluster.admission.apply import apply as apply_configuration
-from kss_sim.cluster.admission.apply import check_configuration
 from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.admission.patch import (
     JSON_PATCH,
@@ -68,11 +67,8 @@ class ObjectWrites:
         committer: Committer,
         versions: Versions,
         admission: AdmissionPipeline,
-        *,
-        kube_version: str | None = None,
     ):
         self._lock = lock
-        self._kube_version = kube_version
         self._committer = committer
         self._versions = versions
         self._admission = admission
@@ -255,7 +251,7 @@ class ObjectWrites:
         """
         info = self._writable(kind)
         namespace = (namespace or "default") if info.namespaced else None
-        config = check_configuration(info, admit.own(configuration), namespace, name, kube_version=self._kube_version)
+        config = self._admission.decode_configuration(info, configuration, namespace, name)
         for _ in range(2):  # a create that lost a race with another becomes an apply to what it created
             with self._lock:
                 current = self._committer.objects[kind].get((namespace or "", name))
