@@ -208,8 +208,8 @@ def main() -> None:
     args = parser.parse_args()
     old_check = load_old_check(args.old_rev)
 
-    def old(kind: str, obj: dict[str, Any], *, version: str, kube_version: str | None = None) -> None:
-        old_check(kind, obj, version=version)
+    def old(kind: str, obj: dict[str, Any], *, version: str, **_: Any) -> None:
+        old_check(kind, obj, version=version)  # the old check knew no kube_version nor api_kind
 
     checks: dict[str, CheckTypes] = {"old": old, "new": decode_types.check_types}
     cases: list[tuple[str, Callable[[CheckTypes], Callable[[], int]]]] = [

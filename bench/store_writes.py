@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
+from kss_sim.cluster.admission import pipeline
 from kss_sim.cluster.admission.validation.metadata import qualified_name_errors
 from kss_sim.cluster.errors import Cause
 from kss_sim.cluster.storage import pod_writes, repository
@@ -230,18 +231,18 @@ def _binding(cached: bool) -> Callable[[ClusterStore, list[Obj]], Callable[[], N
         names = [f"q{i}" for i in range(len(pods))]
         for name in names:
             store.create("Pod", _pod(name), "default")
-        check = pod_writes._annotation_key_errors
+        check = pipeline._annotation_key_errors
 
         def uncached(key: str) -> tuple[Cause, ...]:
             return tuple(qualified_name_errors("metadata.annotations", key.lower()))
 
         def run() -> None:
-            pod_writes._annotation_key_errors = check if cached else uncached  # type: ignore[assignment]
+            pipeline._annotation_key_errors = check if cached else uncached  # type: ignore[assignment]
             try:
                 for name in names:
                     store.bind_pod("default", name, "n1", annotations=ANNOTATIONS, copy=False)
             finally:
-                pod_writes._annotation_key_errors = check
+                pipeline._annotation_key_errors = check
 
         return run
 

@@ -15,6 +15,7 @@ from kss_sim.cluster.crd import schema as crd_schema
 from kss_sim.cluster.crd.definition import KIND, default_crd, immutable_causes, validate_crd
 from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import Cause
+from kss_sim.cluster.kinds.registry import KindInfo
 from kss_sim.kube.objects import Obj
 
 defaults.DEFAULTERS[KIND] = default_crd
@@ -64,3 +65,18 @@ def content_changed(new: Obj, old: Obj) -> bool:
     """Whether a write changes more than metadata and status: what bumps a custom object's generation."""
     keys = (set(new) | set(old)) - {"metadata", "status"}
     return any(new.get(k) != old.get(k) for k in keys)
+
+
+class CustomResourceRules:
+    """This module's admit and validate as admission's pipeline calls them (``CustomResources``), for the kinds
+    served from a CustomResourceDefinition."""
+
+    def admit(self, info: KindInfo, body: Obj) -> None:
+        """``admit`` of a CRD's kind."""
+        assert isinstance(info, CustomKindInfo)  # the pipeline calls this only for ``info.from_definition``
+        admit(info, body)
+
+    def validate(self, info: KindInfo, body: Obj, old: Obj | None) -> list[Cause]:
+        """``validate`` of a CRD's kind."""
+        assert isinstance(info, CustomKindInfo)
+        return validate(info, body, old)

@@ -5,7 +5,6 @@ change, so one attempt is one write.
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections import OrderedDict
@@ -15,11 +14,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from kss_sim.cluster.admission import admit as admission
 from kss_sim.cluster.admission import managed_fields, uids
-from kss_sim.cluster.admission.validation.core import validate_event
-from kss_sim.cluster.admission.validation.metadata import TOTAL_ANNOTATION_BYTES, qualified_name_errors
-from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Cause, Conflict, Invalid, invalid
+from kss_sim.cluster.admission.pipeline import AdmissionPipeline
+from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict
 from kss_sim.cluster.kinds.registry import BY_KIND, info_for
 from kss_sim.cluster.kinds.stored import Change
 from kss_sim.cluster.storage.committer import Committer
@@ -52,26 +49,6 @@ def _bound_version(stored: Obj, node_name: str, timestamp: str, *, clear_nominat
     pod["spec"] = {**(stored.get("spec") or {}), "nodeName": node_name}
     pod["status"] = status
     return pod
-
-
-@functools.lru_cache(maxsize=4096)
-def _annotation_key_errors(key: str) -> tuple[Cause, ...]:
-    """What ``validate_metadata`` says of one annotation key. Kept per key: every binding brings the scheduler's
-    same few result keys, and checking them was a quarter of a binding's cost."""
-    return tuple(qualified_name_errors("metadata.annotations", key.lower()))
-
-
-def annotation_causes(obj: Obj, changed: Mapping[str, str | None]) -> list[Cause]:
-    """What ``validate_metadata`` says of ``obj``'s annotations when only the ``changed`` keys are new: those keys
-    (the others were validated when they were written) and the size of them all."""
-    annotations = obj["metadata"].get("annotations") or {}
-    causes: list[Cause] = []
-    for key in annotations:
-        if key in changed:
-            causes += _annotation_key_errors(key)
-    if sum(len(k) + len(v) for k, v in annotations.items()) > TOTAL_ANNOTATION_BYTES:
-        causes.append(Cause("metadata.annotations", "FieldValueTooLong", "Too long: must have at most 262144 bytes"))
-    return causes
 
 
 # The managedFields of a created Event per (manager, shape of its keys): a create's field set depends only on which
@@ -160,17 +137,17 @@ class PodWrites:
         lock: threading.RLock,
         committer: Committer,
         versions: Versions,
+        admission: AdmissionPipeline,
         store: StoreVerbs,
         *,
         clock: Callable[[], datetime],
         clear_nominated_on_bind: bool = True,
-        kube_version: str | None = None,
     ) -> None:
         self._lock = lock
-        self._kube_version = kube_version
         self._clear_nominated_on_bind = clear_nominated_on_bind
         self._committer = committer
         self._versions = versions
+        self._admission = admission
         self._clock = clock
         self._store = store
         self._event_seq = 0
@@ -212,16 +189,13 @@ class PodWrites:
             bound = (current.obj.get("spec") or {}).get("nodeName")
             if bound:
                 raise Conflict("pods/binding", name, f'pod {name} is already assigned to node "{bound}"')
-            if not node_name:
-                raise Invalid("Binding", name, [invalid("target.name", node_name, "must not be empty")])
+            self._admission.validate_binding(name, node_name)
             pod = _bound_version(
                 current.obj, node_name, self._versions.timestamp(), clear_nominated=self._clear_nominated_on_bind
             )
             if annotations:
                 merge_annotations(pod, annotations)
-                causes = annotation_causes(pod, annotations)
-                if causes:
-                    raise Invalid("Pod", name, causes)
+                self._admission.validate_annotations(BY_KIND["Pod"], pod, annotations)
             result, batch = self._versions.stage_modified("Pod", current, pod, copy=copy)
             if binder:
                 self._binders[str(meta.get("uid") or "")] = binder
@@ -250,11 +224,8 @@ class PodWrites:
         """
         with self._lock:
             current = self._versions.current("Pod", namespace, name)
-            body = admission.decode(
-                BY_KIND["Pod"],
-                _with_status(current.obj, status, resource_version),
-                status_only=True,
-                kube_version=self._kube_version,
+            body = self._admission.decode(
+                BY_KIND["Pod"], _with_status(current.obj, status, resource_version), status_only=True
             )
             result, batch = self._versions.stage_update(
                 BY_KIND["Pod"], current, body, "status", False, annotations, manager=SCHEDULER_MANAGER
@@ -297,7 +268,9 @@ class PodWrites:
                 meta = dict(old_meta)
                 sent_managed = meta.pop("managedFields", None)  # re-added last, as an update writes it
                 new["metadata"] = meta
-                self._versions.track_fields(info, old, new, "status", manager, None, sent_managed)
+                self._admission.track_fields(
+                    info, old, new, "status", manager, None, sent_managed, self._versions.timestamp()
+                )
                 if new == old:
                     return old
                 result, batch = self._versions.stage_modified("Pod", current, new, copy=False)
@@ -327,12 +300,7 @@ class PodWrites:
         info = BY_KIND[kind]
         with self._lock:
             current = self._versions.current(kind, namespace, name)
-            body = admission.decode(
-                info,
-                _with_status(current.obj, status, resource_version),
-                status_only=True,
-                kube_version=self._kube_version,
-            )
+            body = self._admission.decode(info, _with_status(current.obj, status, resource_version), status_only=True)
             result, batch = self._versions.stage_update(info, current, body, "status", False, annotations)
         self._committer.acknowledge(batch)
         return result
@@ -411,14 +379,14 @@ class PodWrites:
         managed = created_event_managed_fields(event, manager, now)
         if managed:
             meta["managedFields"] = managed
-        causes = validate_event(event)
-        if causes:
-            raise Invalid("Event", name, causes)
+        self._admission.validate_event(event)
         new_uid = uids.new_uid()  # before the lock, as in ``create`` (a refill lets go of the GIL)
         with self._lock:
             changes: list[Change] = []
             rv = self._committer.rv
-            namespace_change = self._versions.require_namespace(namespace, rv)
+            namespace_change = self._versions.require_namespace(
+                BY_KIND["Event"], name, namespace, rv, refuse_terminating=False
+            )
             if namespace_change is not None:
                 changes.append(namespace_change)
                 rv += 1

@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 import orjson
 from sqlalchemy import Engine
 
-from kss_sim.cluster.admission import admit as admission
-from kss_sim.cluster.admission.defaults import core as defaults
+from kss_sim.cluster.admission.pipeline import AdmissionPipeline
 from kss_sim.cluster.crd.kinds import CustomKindInfo, CustomKinds
+from kss_sim.cluster.crd.objects import CustomResourceRules
 from kss_sim.cluster.errors import InternalError as InternalError
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, KindInfo, minor_of, served
@@ -89,20 +89,22 @@ class ClusterStore:
         self._changes = ChangeLog(self._lock, watch_window)
         # The objects and their versions, staged and committed (``_committer.objects``, ``.rv``, ``.committed_rv``).
         self._committer = Committer(self._lock, engine, self._changes)
+        # Every object any write stores goes through this one admission (decode, admit, validate, managed fields).
+        self._admission = admission = AdmissionPipeline(
+            self._gates, kube_version=kube_version, custom=CustomResourceRules()
+        )
         self._versions = Versions(
-            self._committer, clock=clock, gates=self._gates, auto_create_namespaces=auto_create_namespaces
+            self._committer, clock=clock, admission=admission, auto_create_namespaces=auto_create_namespaces
         )
-        self._writes = writes = ObjectWrites(
-            self._lock, self._committer, self._versions, self._gates, kube_version=kube_version
-        )
+        self._writes = writes = ObjectWrites(self._lock, self._committer, self._versions, admission)
         self._pod_writes = pod_writes = PodWrites(
             self._lock,
             self._committer,
             self._versions,
+            admission,
             self,
             clock=clock,
             clear_nominated_on_bind=gate_enabled(self._gates, "ClearingNominatedNodeNameAfterBinding"),
-            kube_version=kube_version,
         )
         # Their verbs are the store's own, bound here so that a call costs no delegating frame (every API write; the
         # scheduler's and the kubelet's writes, once per pod).
@@ -194,18 +196,10 @@ class ClusterStore:
         with self._lock:
             changes: _Changes = []
             rv = self._committer.rv
-            for ns in defaults.SYSTEM_NAMESPACES:
-                if ("", ns) not in self._committer.objects["Namespace"]:
-                    obj: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-                    defaults.default_namespace(obj)
+            for info, obj in self._admission.builtin_objects():
+                if ("", obj["metadata"]["name"]) not in self._committer.objects[info.key]:
                     rv += 1
-                    changes.append(self._versions.added("Namespace", obj, rv))
-            for pc in defaults.SYSTEM_PRIORITY_CLASSES:
-                if ("", pc["metadata"]["name"]) not in self._committer.objects["PriorityClass"]:
-                    obj = admission.own(pc)
-                    defaults.default_priority_class(obj)
-                    rv += 1
-                    changes.append(self._versions.added("PriorityClass", obj, rv))
+                    changes.append(self._versions.added(info.key, obj, rv))
             batch = self._committer.stage(changes) if changes else None
         self._committer.acknowledge(batch)
 

@@ -1,26 +1,24 @@
 """The next version of an object, built and staged under the store's lock: what every write does once its request
-is decoded. An update's preconditions, the fields no write changes, ``metadata.generation``, managedFields and
-validation; a new object's uid, creation time and resourceVersion; the deletions a Namespace or a Node takes along.
-The store's API verbs and the pod writes both build on these.
+is decoded. An update's preconditions, the fields no write changes, ``metadata.generation``, with admission's
+pipeline (``kss_sim.cluster.admission.pipeline``) asked for the managedFields and the validation; a new object's
+uid, creation time and resourceVersion; the deletions a Namespace or a Node takes along. The store's API verbs and
+the pod writes both build on these.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 import orjson
 
-from kss_sim.cluster.admission import admit as admission
-from kss_sim.cluster.admission import deletion, managed_fields, uids
-from kss_sim.cluster.admission.defaults import core as defaults
-from kss_sim.cluster.admission.validation.core import VALIDATORS, validate_namespace_finalize, validate_update
+from kss_sim.cluster.admission import admit, deletion, managed_fields, uids
+from kss_sim.cluster.admission.pipeline import AdmissionPipeline, meta_of
 from kss_sim.cluster.crd import objects as custom_objects
 from kss_sim.cluster.crd.definition import KIND as CRD_KIND
 from kss_sim.cluster.crd.definition import established_status
-from kss_sim.cluster.crd.kinds import CustomKindInfo, CustomKinds, crd_key
-from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, Invalid, NotFound
+from kss_sim.cluster.crd.kinds import CustomKinds, crd_key
+from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, NotFound
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, POD_GROUP_V1ALPHA2, KindInfo
 from kss_sim.cluster.kinds.stored import PACKED_KINDS, Change, StoredObject, held
 from kss_sim.cluster.storage.change_log import ADDED, DELETED, MODIFIED
@@ -48,15 +46,6 @@ def encode(obj: Obj) -> bytes:
     return bytes(memoryview(orjson.dumps(obj)))
 
 
-def meta_of(obj: Obj) -> Obj:
-    """``obj``'s ``metadata``, made a dict when it is not one."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        meta = {}
-        obj["metadata"] = meta
-    return meta
-
-
 def merge_annotations(obj: Obj, annotations: Mapping[str, str | None]) -> None:
     """Merge-patch ``metadata.annotations`` of ``obj`` in place (None removes a key)."""
     meta = obj["metadata"]
@@ -81,12 +70,12 @@ class Versions:
         committer: Committer,
         *,
         clock: Callable[[], datetime],
-        gates: Mapping[str, bool],
+        admission: AdmissionPipeline,
         auto_create_namespaces: bool,
     ) -> None:
         self._committer = committer
         self._clock = clock
-        self._gates = gates
+        self._admission = admission
         self._auto_create_namespaces = auto_create_namespaces
         self.shared = SharedValues()  # equal parts of stored objects held once
         self.custom = CustomKinds()  # the kinds the CRDs serve
@@ -161,7 +150,7 @@ class Versions:
         ``manager`` takes the fields the update changes (an Update entry in managedFields), unless ``managed``
         gives the entries (a server-side apply).
         """
-        admission.drop_disabled_fields(info, body, current.obj, self._gates)
+        self._admission.admit_update(info, body, current.obj)
         meta = meta_of(body)
         old = current.obj
         old_meta = old["metadata"]
@@ -192,8 +181,7 @@ class Versions:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
-            if info.kind == "Namespace":
-                admission.prepare_namespace_update(new, old, subresource)
+            self._admission.prepare_update(info, new, old, subresource)
         new_meta = meta_of(new)
         if annotations:
             merge_annotations(new, annotations)
@@ -226,19 +214,11 @@ class Versions:
             )
         ):
             new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        self.track_fields(info, old, new, subresource, manager, managed, sent_managed)
-        causes = (
-            custom_objects.validate(info, new, old)
-            if isinstance(info, CustomKindInfo)
-            else validate_namespace_finalize(new)
-            if subresource == "finalize"
-            else validate_update(info.kind, new, old)
-        ) + deletion.update_causes(old, new)
-        if causes:
-            raise Invalid(info.api_kind, name, causes, group=info.group)
+        self._admission.track_fields(info, old, new, subresource, manager, managed, sent_managed, self.timestamp())
+        self._admission.validate_update(info, new, old, subresource)
         new_meta["resourceVersion"] = old_meta["resourceVersion"]
         if new == old or dry_run:
-            return (admission.own(new) if dry_run else current.copy()), None
+            return (admit.own(new) if dry_run else current.copy()), None
         if deletion.deletes_on_update(old, new) or (
             info.kind == "Namespace" and deletion.namespace_finalized(old, new)
         ):
@@ -247,31 +227,6 @@ class Versions:
             self.delete_changes(info, StoredObject(new, encode(new)), changes, self._committer.rv)
             return changes[-1].event_obj.copy(), self._committer.stage(changes)
         return self.stage_modified(info.key, current, new)
-
-    def track_fields(
-        self,
-        info: KindInfo,
-        old: Obj,
-        new: Obj,
-        subresource: str | None,
-        manager: str,
-        managed: managed_fields.Entries | None,
-        sent_managed: Any,
-    ) -> None:
-        """Set ``new``'s managedFields: ``managed`` as given (an apply), else ``manager``'s update tracked over
-        the entries the client sent (through the main resource only) or, without any, the stored ones."""
-        old_managed = old["metadata"].get("managedFields") or []
-        if managed is None:
-            base = managed_fields.decoded(sent_managed) if subresource is None else None
-            managed = managed_fields.track_update(
-                info, old, new, old_managed if base is None else base, manager, subresource, self.timestamp()
-            )
-        elif managed != old_managed and managed_fields.same_ignoring_times(managed, old_managed):
-            managed = old_managed  # an apply that changes nothing keeps the old times, so nothing is written
-        if managed:
-            new["metadata"]["managedFields"] = managed
-        else:
-            new["metadata"].pop("managedFields", None)
 
     def stage_modified(
         self, kind: str, current: StoredObject, new: Obj, *, copy: bool = True
@@ -302,24 +257,22 @@ class Versions:
         # ``held`` keeps.
         return Change(ADDED, kind, (entry.namespace, entry.name), held(kind, entry), None, entry)
 
-    def require_namespace(self, namespace: str, rv: int) -> Change | None:
-        """None when ``namespace`` exists, else the change that creates it at version ``rv + 1`` (``NotFound`` when
-        namespaces are not created on demand)."""
-        if ("", namespace) in self._committer.objects["Namespace"]:
-            return None
-        if not self._auto_create_namespaces:
-            raise NotFound("namespaces", namespace)
-        obj: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-        defaults.default_namespace(obj)
-        causes = VALIDATORS["Namespace"](obj)
-        if causes:
-            raise Invalid("Namespace", namespace, causes)
-        return self.added("Namespace", obj, rv + 1)
-
-    def namespace_terminating(self, namespace: str) -> bool:
-        """Whether ``namespace`` is being deleted (the NamespaceLifecycle admission then refuses new content)."""
+    def require_namespace(
+        self, info: KindInfo, name: str, namespace: str, rv: int, *, refuse_terminating: bool = True
+    ) -> Change | None:
+        """Admission's NamespaceLifecycle for a new ``name`` in ``namespace``
+        (``AdmissionPipeline.admit_namespace``): None when the namespace is there, else the change that creates
+        it at version ``rv + 1``."""
         entry = self._committer.objects["Namespace"].get(("", namespace))
-        return entry is not None and bool(entry.obj["metadata"].get("deletionTimestamp"))
+        created = self._admission.admit_namespace(
+            info,
+            name,
+            namespace,
+            entry,
+            auto_create=self._auto_create_namespaces,
+            refuse_terminating=refuse_terminating,
+        )
+        return None if created is None else self.added("Namespace", created, rv + 1)
 
     def delete_changes(
         self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int, *, node_pods: bool = True

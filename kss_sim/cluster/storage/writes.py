@@ -1,18 +1,17 @@
 """The API's writes of objects: create, update, patch, server-side apply, delete and deletecollection, each
-decoded, defaulted, admitted and validated as kube-apiserver does, then staged through the committer (the next
-versions built by ``kss_sim.cluster.storage.versions``). ``ClusterStore`` hands these out as its own verbs.
+run through admission's pipeline (``kss_sim.cluster.admission.pipeline``: decoded, admitted, defaulted, validated
+as kube-apiserver does), then staged through the committer (the next versions built by
+``kss_sim.cluster.storage.versions``). ``ClusterStore`` hands these out as its own verbs.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from kss_sim.cluster.admission import admit as admission
-from kss_sim.cluster.admission import deletion, managed_fields, uids
+from kss_sim.cluster.admission import admit, deletion, managed_fields, uids
 from kss_sim.cluster.admission.apply import apply as apply_configuration
-from kss_sim.cluster.admission.apply import check_configuration
 from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.admission.patch import (
     JSON_PATCH,
@@ -23,27 +22,24 @@ from kss_sim.cluster.admission.patch import (
     json_patch,
     strategic_merge_patch,
 )
-from kss_sim.cluster.admission.validation.core import VALIDATORS
-from kss_sim.cluster.crd import objects as custom_objects
+from kss_sim.cluster.admission.pipeline import AdmissionPipeline, meta_of
 from kss_sim.cluster.crd.definition import KIND as CRD_KIND
-from kss_sim.cluster.crd.kinds import CustomKindInfo
 from kss_sim.cluster.errors import (
     STALE,
     AlreadyExists,
     BadRequest,
     Conflict,
     Invalid,
-    NamespaceTerminating,
     NotFound,
     invalid,
 )
-from kss_sim.cluster.kinds.registry import KindInfo, minor_of, served
+from kss_sim.cluster.kinds.registry import KindInfo
 from kss_sim.cluster.kinds.stored import Change, StoredObject, held
 from kss_sim.cluster.storage.change_log import MODIFIED
 from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.listing import page
 from kss_sim.cluster.storage.selectors import make_selector
-from kss_sim.cluster.storage.versions import DEFAULT_MANAGER, GENERATION_KINDS, Versions, encode, meta_of
+from kss_sim.cluster.storage.versions import DEFAULT_MANAGER, GENERATION_KINDS, Versions, encode
 from kss_sim.kube.objects import Obj
 
 _NO_OPTIONS = deletion.DeleteOptions()
@@ -62,46 +58,28 @@ _Objs = list[Obj]
 
 
 class ObjectWrites:
-    """The store's write verbs over its ``committer`` and ``versions``, under ``lock`` (the store's); creates,
-    updates and patches only of the kinds ``gates`` serve at Kubernetes ``kube_version`` (None: the default)."""
+    """The store's write verbs over its ``committer`` and ``versions``, under ``lock`` (the store's); every object
+    written goes through ``admission`` (creates, updates and patches only of the kinds it serves)."""
 
     def __init__(
         self,
         lock: threading.RLock,
         committer: Committer,
         versions: Versions,
-        gates: Mapping[str, bool],
-        *,
-        kube_version: str | None = None,
+        admission: AdmissionPipeline,
     ):
         self._lock = lock
-        self._kube_version = kube_version
         self._committer = committer
         self._versions = versions
-        self._gates = gates
-        self._minor = minor_of(kube_version)
+        self._admission = admission
 
     def _info(self, kind: str) -> KindInfo:
         with self._lock:  # a CRD's kind may be looked up (and its kinds rebuilt) only under the lock
             return self._versions.kind_info(kind)
 
-    def _decode(self, info: KindInfo, obj: Any, *, owned: bool = False) -> Obj:
-        """``admission.decode`` at the store's Kubernetes version, then, for a CRD's kind, its unknown fields pruned
-        and its schema's defaults applied."""
-        body = admission.decode(info, obj, owned=owned, kube_version=self._kube_version)
-        if isinstance(info, CustomKindInfo):
-            custom_objects.admit(info, body)
-        return body
-
     def _writable(self, kind: str) -> KindInfo:
         info = self._info(kind)
-        if not served(info, self._gates, self._minor):
-            first, last = info.minors
-            if self._minor < first or (last is not None and self._minor > last):
-                why = f"Kubernetes v1.{self._minor} does not have it"
-            else:
-                why = f"feature gate {info.feature_gate} is off"
-            raise BadRequest(f"the kind {info.api_kind} ({info.api_version}) is not served: {why}")
+        self._admission.check_served(info)
         return info
 
     def create(
@@ -127,28 +105,11 @@ class ObjectWrites:
         Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
         info = self._writable(kind)
-        body = self._decode(info, obj, owned=owned)
+        admission = self._admission
+        body = admission.create_request(info, obj, namespace, owned=owned)
+        # The same dict the gated fields were dropped from: kept as sent but for them.
         sent_status = body.get("status") if keep_status and info.has_status else None
-        admission.drop_disabled_fields(info, body, None, self._gates)
-        meta = meta_of(body)
-        if info.namespaced:
-            if namespace and meta.get("namespace") and meta["namespace"] != namespace:
-                raise BadRequest(
-                    "the namespace of the provided object does not match the namespace sent on the request"
-                )
-            meta["namespace"] = namespace or meta.get("namespace") or "default"
-        else:
-            meta.pop("namespace", None)
-        for field in (
-            "uid",
-            "resourceVersion",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "managedFields",
-        ):
-            meta.pop(field, None)
+        meta = body["metadata"]
         # Drawn before the lock: a block's refill (os.urandom) lets go of the GIL, and the store lock is not held
         # while this thread waits to win the GIL back (every writer would wait too).
         new_uid = uids.new_uid()
@@ -158,25 +119,21 @@ class ObjectWrites:
             changes: _Changes = []
             rv = self._committer.rv
             if info.namespaced and meta.get("name"):
-                ns_change = self._versions.require_namespace(str(meta["namespace"]), rv)
+                ns_change = self._versions.require_namespace(info, str(meta["name"]), str(meta["namespace"]), rv)
                 if ns_change is not None:
                     changes.append(ns_change)
                     rv += 1
-                elif self._versions.namespace_terminating(str(meta["namespace"])):
-                    raise NamespaceTerminating(info.plural, str(meta["name"]), str(meta["namespace"]), group=info.group)
             # Fields are owned as the client sent them (defaults included), before admission adds its own.
             if managed is None:
-                managed = managed_fields.track_update(info, None, body, [], manager, None, self._versions.timestamp())
-            admission.prepare_create(info, body, self._committer.objects, self._versions.timestamp)
+                managed = admission.created_fields(info, body, manager, self._versions.timestamp())
+            admission.admit_create(info, body, self._committer.objects, self._versions.timestamp)
             if isinstance(sent_status, dict) and sent_status:
                 body["status"] = sent_status
             if managed:
                 meta["managedFields"] = managed
             if info.kind == CRD_KIND:
                 body["status"] = self._versions.crd_status(body)
-            causes = custom_objects.validate(info, body) if isinstance(info, CustomKindInfo) else VALIDATORS[kind](body)
-            if causes:
-                raise Invalid(info.api_kind, str(meta.get("name") or ""), causes, group=info.group)
+            admission.validate_create(info, body)
             key = (str(meta.get("namespace") or ""), str(meta["name"]))
             if key in self._committer.objects[kind]:
                 raise AlreadyExists(info.plural, key[1], group=info.group)
@@ -185,7 +142,7 @@ class ObjectWrites:
             if kind in GENERATION_KINDS or info.from_definition:
                 meta["generation"] = 1
             if dry_run:
-                return admission.own(body)
+                return admit.own(body)
             change = self._versions.added(kind, body, rv + 1)
             changes.append(change)
             batch = self._committer.stage(changes)
@@ -207,7 +164,7 @@ class ObjectWrites:
         takes the fields the update changes (managedFields).
         """
         info = self._writable(kind)
-        body = self._decode(info, obj)
+        body = self._admission.decode(info, obj)
         meta = meta_of(body)
         name = str(meta.get("name") or "")
         namespace = str(meta.get("namespace") or ("default" if info.namespaced else ""))
@@ -271,7 +228,7 @@ class ObjectWrites:
                 raise BadRequest(
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
-            body = self._decode(info, patched)
+            body = self._admission.decode(info, patched)
             result, batch = self._versions.stage_update(info, current, body, subresource, dry_run, manager=manager)
         self._committer.acknowledge(batch)
         return result
@@ -294,9 +251,7 @@ class ObjectWrites:
         """
         info = self._writable(kind)
         namespace = (namespace or "default") if info.namespaced else None
-        config = check_configuration(
-            info, admission.own(configuration), namespace, name, kube_version=self._kube_version
-        )
+        config = self._admission.decode_configuration(info, configuration, namespace, name)
         for _ in range(2):  # a create that lost a race with another becomes an apply to what it created
             with self._lock:
                 current = self._committer.objects[kind].get((namespace or "", name))
@@ -311,7 +266,7 @@ class ObjectWrites:
                         time=self._versions.timestamp(),
                     )
                     managed = merged["metadata"]["managedFields"]
-                    body = self._decode(info, merged)
+                    body = self._admission.decode(info, merged)
                     result, batch = self._versions.stage_update(
                         info, current, body, subresource, dry_run, managed=managed
                     )
@@ -366,7 +321,7 @@ class ObjectWrites:
                     f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
                     group=info.group,
                 )
-            admission.check_deletable(info, current)
+            self._admission.check_deletable(info, current)
             marked = current.copy()
             if kind == "Namespace" and options is not None and options.graceful and deletion.namespace_held(marked):
                 # A client's delete of a namespace: Terminating until the namespace controller has emptied it.
@@ -420,7 +375,7 @@ class ObjectWrites:
         with self._lock:
             working = self._committer.objects[kind]
             targets = page(info, working, self._committer.rv, namespace, selector, limit=None, start=None).items
-            targets = [t for t in targets if not admission.protected(info, t)]
+            targets = [t for t in targets if self._admission.deletable(info, t)]
             if dry_run:
                 return [t.copy() for t in targets]
             changes: _Changes = []
