@@ -242,6 +242,11 @@ class ResultsService:
             attempt_row(att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued, run_id=run_id)
             for att, ns, name, uid, queued, run_id in batch
         ]
+        self.commit_rows(rows)
+
+    def commit_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Insert attempt rows built elsewhere (``attempt_row``; the scheduler's own process encodes them), stamped
+        with this service's Kubernetes version, as the writer inserts its own; blocks until they are committed."""
         stamp_version(rows, self.kube_version)
         if self._shared_commit is not None:
             retention = self.retention
