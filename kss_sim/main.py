@@ -135,7 +135,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # The scheduler beside the API process, as kube-scheduler runs beside kube-apiserver (the store still
             # commits everything; kss_sim/engine_host/process_host.py).
             scheduler = SchedulerProcess(
-                app.state.store, settings, results=results, on_attempt=metrics.observe_attempt_parts
+                app.state.store,
+                settings,
+                results=results,
+                on_attempt=metrics.observe_attempt_parts,
+                on_shadow=metrics.observe_shadow,
             )
             app.state.scheduler_view = ProcessView(scheduler)
         else:

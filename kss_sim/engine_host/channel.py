@@ -5,7 +5,7 @@ process: ``changes`` (the store's committed JSON, resourceVersion order), ``sync
 committed), ``answer`` (to a request), ``call`` (an operation: hold, wait_idle, configuration, the pages' view),
 ``stop``. From the scheduler process: ``ready``, ``writes`` (an attempt's deferred writes), ``request`` (a write
 whose result the engine needs), ``rows`` (encoded attempt rows), ``attempt`` (what the metrics count), ``answer``,
-``bye``.
+``shadow`` (a judgement, for the metrics), ``bye``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from kss_sim.cluster.errors import ApiError
 
 # The writes an attempt may leave staged (their results are not read); every other write is a request/answer.
 DEFERRABLE_WRITES = frozenset({"bind_pod", "update_pod_status", "create_event", "delete", "patch"})
-# Every store method the scheduler process may call on the API process's store.
-STORE_WRITES = DEFERRABLE_WRITES | {"update", "create", "take_binder"}
+# Every store method the scheduler process may call on the API process's store ("select": of a kind the change
+# stream does not carry, answered as the entries' JSON).
+STORE_WRITES = DEFERRABLE_WRITES | {"update", "create", "take_binder", "select"}
 
 
 class Channel:

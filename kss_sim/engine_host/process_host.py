@@ -163,6 +163,8 @@ class _Link:
                     call.done.set()
             elif kind == "attempt":
                 self.host.observed(*message[1:])
+            elif kind == "shadow" and self.host.on_shadow is not None:
+                self.host.on_shadow(message[1])
             elif kind == "ready":
                 self.ready.set()
             elif kind == "bye":
@@ -195,6 +197,8 @@ class _Link:
                 if method not in STORE_WRITES:
                     raise ValueError(f"not a scheduler write: {method}")
                 value = getattr(store, method)(*args, **kwargs)
+                if method == "select":
+                    value = [entry.raw for entry in value.items]
                 answer: tuple[Any, ...] = ("answer", request_id, True, value, store.resource_version)
             except Exception as exc:
                 answer = ("answer", request_id, False, encode_error(exc), store.resource_version)
@@ -281,11 +285,13 @@ class SchedulerProcess:
         *,
         results: ResultsService | None = None,
         on_attempt: Callable[[str, str, float, tuple[str, float] | None, bool, int], None] | None = None,
+        on_shadow: Callable[[bool], None] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.results = results
         self.on_attempt = on_attempt
+        self.on_shadow = on_shadow
         self.on_config_change: Callable[[dict[str, Any]], None] | None = None
         self.feature_gates = settings.effective_feature_gates
         self.kube_version = settings.version

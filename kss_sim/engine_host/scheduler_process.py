@@ -29,7 +29,7 @@ import orjson
 
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
-from kss_sim.engine_host.scheduler_thread import SchedulerService, load_scheduler_config
+from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, SchedulerService, load_scheduler_config
 from kss_sim.engine_host.view import EngineView
 from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules
@@ -39,6 +39,7 @@ log = logging.getLogger("kss.scheduler")
 
 Obj = dict[str, Any]
 Listener = Callable[[str, str, Obj], None]
+MIRRORED_KINDS = frozenset(WATCHED_KINDS)
 # Attempts encoded into one message of rows at most (the thread writer's batch).
 ROWS_PER_MESSAGE = 256
 
@@ -187,6 +188,11 @@ class MirrorStore:
 
     # --- reads ----------------------------------------------------------------------------------
     def select(self, kind: str, namespace: str | None = None) -> MirrorList:
+        """The kind's objects; a kind the stream does not carry (Events, read when another scheduler's binding is
+        recorded) is listed by the API process."""
+        if kind not in MIRRORED_KINDS:
+            raws: list[bytes] = self.request("select", kind, namespace)
+            return MirrorList([MirrorEntry(decoded(raw), raw) for raw in raws])
         entries = list(self._objects.get(kind, {}).values())
         if namespace is not None:
             entries = [e for e in entries if (e.obj.get("metadata") or {}).get("namespace") == namespace]
@@ -382,6 +388,7 @@ class SchedulerChild:
             per_node_annotations_max_nodes=settings.results_node_annotations_max_nodes,
             write_annotations=settings.results_annotations,
             on_attempt=self._observed,
+            on_shadow=self._judged,
             plugin_timeout=settings.plugin_timeout,
             plugin_metrics_sample_percent=settings.plugin_metrics_sample_percent,
             feature_gates=settings.effective_feature_gates,
@@ -403,6 +410,10 @@ class SchedulerChild:
         service.stop()
         self.rows.stop()
         self.channel.send(("bye",))
+
+    def _judged(self, agrees: bool) -> None:
+        """A shadow judgement, for the API process's metrics."""
+        self.channel.send(("shadow", agrees))
 
     def _observed(self, att: Attempt) -> None:
         """What the API process's metrics count of an attempt (Prometheus lives there)."""
