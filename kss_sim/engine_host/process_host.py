@@ -238,6 +238,12 @@ class _Link:
             raise decode_error(call.value) if call.value is not None else RuntimeError("the scheduler process is gone")
         return call.value
 
+    def drain(self, timeout: float = 30.0) -> None:
+        """Wait until every write the child sent is made and committed (its pipe has ended)."""
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
     def stop(self, timeout: float = 30.0) -> None:
         """Ask the child to stop (its last rows and writes are made), wait for it, then for the threads."""
         self.channel.send(("stop",))
@@ -327,8 +333,10 @@ class SchedulerProcess:
         with self._lock:
             if self._stopping or link is not self._link:
                 return
-            log.error("the scheduler process ended (exit code %s); starting it again", link.process.exitcode)
             link.process.join(5)
+            log.error("the scheduler process ended (exit code %s); starting it again", link.process.exitcode)
+            # The writes it sent are made first, so the next child lists them and does not bind a pod twice.
+            link.drain()
             self.restarts += 1
             self._link = _Link(self)
 
@@ -364,7 +372,11 @@ class SchedulerProcess:
         finally:
             with self._lock:
                 self.holds -= 1
-            self.call("release", self.store.resource_version)
+            try:
+                self.call("release", self.store.resource_version)
+            except (RuntimeError, TimeoutError):
+                # The child died meanwhile: the one started in its place takes the remaining holds at start.
+                log.warning("the scheduler process could not be released; it is being restarted")
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until the child has taken in every committed change and has nothing to schedule."""
