@@ -142,6 +142,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 on_shadow=metrics.observe_shadow,
             )
             app.state.scheduler_view = ProcessView(scheduler)
+            results.before_flush = scheduler.flush_rows
         else:
             scheduler = SchedulerService(
                 app.state.store,

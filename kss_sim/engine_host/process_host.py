@@ -99,7 +99,8 @@ class _Link:
         self._wake = threading.Event()
         self._work: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self._acks: queue.SimpleQueue[tuple[int, Any, list[str]] | None] = queue.SimpleQueue()
-        self._rows: queue.SimpleQueue[list[dict[str, Any]] | None] = queue.SimpleQueue()
+        # Rows to insert; an Event marks a flush (set once what came before it is inserted).
+        self._rows: queue.SimpleQueue[list[dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
         store.add_waker(self._wake.set)
         self._threads = [
             threading.Thread(target=target, name=f"scheduler-link-{name}", daemon=True)
@@ -218,6 +219,9 @@ class _Link:
     def _insert_rows(self) -> None:
         results = self.host.results
         while (rows := self._rows.get()) is not None:
+            if isinstance(rows, threading.Event):
+                rows.set()
+                continue
             if results is None:
                 continue
             try:
@@ -237,6 +241,12 @@ class _Link:
         if not call.ok:
             raise decode_error(call.value) if call.value is not None else RuntimeError("the scheduler process is gone")
         return call.value
+
+    def rows_inserted(self, timeout: float = 30.0) -> None:
+        """Block until the rows received so far are inserted."""
+        inserted = threading.Event()
+        self._rows.put(inserted)
+        inserted.wait(timeout)
 
     def drain(self, timeout: float = 30.0) -> None:
         """Wait until every write the child sent is made and committed (its pipe has ended)."""
@@ -384,6 +394,18 @@ class SchedulerProcess:
             return bool(self.call("wait_idle", self.store.resource_version, timeout, timeout=timeout + 5))
         except TimeoutError:
             return False
+
+    def flush_rows(self) -> None:
+        """Block until the attempts the child made so far are recorded (``ResultsService.flush``: a read of the
+        results sees every attempt made before it, as with the thread host)."""
+        link = self._link
+        if link is None or not link.ready.is_set() or link.closed.is_set():
+            return
+        try:
+            link.call("flush_rows")
+        except (RuntimeError, TimeoutError):
+            return
+        link.rows_inserted()
 
     def results_cleared(self) -> None:
         """The recorded attempts were cleared: the child numbers from 1 again."""

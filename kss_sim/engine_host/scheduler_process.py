@@ -298,7 +298,10 @@ class RowsForwarder:
         self.channel = channel
         self._counts = dict(counts)
         self._counts_lock = threading.Lock()
-        self._queue: queue.SimpleQueue[tuple[Attempt, str, str, str, float, int | None] | None] = queue.SimpleQueue()
+        # Attempts to encode; an Event marks a flush (set once what came before it is sent); None ends the thread.
+        self._queue: queue.SimpleQueue[tuple[Attempt, str, str, str, float, int | None] | threading.Event | None] = (
+            queue.SimpleQueue()
+        )
         self._thread = threading.Thread(target=self._encode, name="results-rows", daemon=True)
         self._thread.start()
 
@@ -325,6 +328,12 @@ class RowsForwarder:
     ) -> None:
         self._queue.put((att, namespace, pod_name, pod_uid, queued_seconds, run_id))
 
+    def flush(self, timeout: float = 30.0) -> None:
+        """Block until every attempt submitted so far is encoded and its rows sent."""
+        sent = threading.Event()
+        self._queue.put(sent)
+        sent.wait(timeout)
+
     def stop(self) -> None:
         """Encode and send what was submitted, then end the thread."""
         self._queue.put(None)
@@ -334,7 +343,11 @@ class RowsForwarder:
         while True:
             item = self._queue.get()
             batch = []
+            flushed = None
             while item is not None:
+                if isinstance(item, threading.Event):
+                    flushed = item
+                    break
                 batch.append(item)
                 if len(batch) >= ROWS_PER_MESSAGE:
                     break
@@ -354,6 +367,8 @@ class RowsForwarder:
                     except Exception:
                         log.exception("encoding the attempt of %s/%s failed", ns, name)
                 self.channel.send(("rows", rows))
+            if flushed is not None:
+                flushed.set()
             if item is None:
                 return
 
@@ -481,6 +496,10 @@ class SchedulerChild:
             return service.wait_idle(timeout=timeout)
         if op == "config":
             service.update_config(args[0])
+            return None
+        if op == "flush_rows":
+            assert self.rows is not None
+            self.rows.flush()
             return None
         if op == "forget_counts":
             assert self.rows is not None
