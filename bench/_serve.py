@@ -53,6 +53,18 @@ class Served:
         """User + system CPU time the server used so far (its own process)."""
         return _cpu_of(self.process.pid)
 
+    def children_peak_rss_mb(self) -> float:
+        """Peak resident set size of the server's live child processes together (``VmHWM``), in MB."""
+        total = 0.0
+        with contextlib.suppress(FileNotFoundError):
+            for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+                for pid in (task / "children").read_text().split():
+                    with contextlib.suppress(FileNotFoundError):
+                        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                            if line.startswith("VmHWM:"):
+                                total += int(line.split()[1]) / 1024.0
+        return total
+
     def children_cpu_seconds(self) -> float:
         """User + system CPU time of the server's live child processes (the scheduler's, KSS_SCHEDULER_PROCESS)."""
         total = 0.0

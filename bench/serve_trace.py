@@ -182,7 +182,12 @@ def main() -> int:
             )
             print(
                 f"server: peak RSS {served.peak_rss_mb():.0f} MB, CPU {cpu:.1f} s"
-                + (f" (of which the scheduler process {child_cpu:.1f} s)" if child_cpu else "")
+                + (
+                    f" (of which the scheduler process {child_cpu:.1f} s, its peak RSS "
+                    f"{served.children_peak_rss_mb():.0f} MB)"
+                    if child_cpu
+                    else ""
+                )
                 + "; "
                 f"database {served.db_size_mb():.0f} MB"
             )

@@ -140,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 results=results,
                 on_attempt=metrics.observe_attempt_parts,
                 on_shadow=metrics.observe_shadow,
+                on_plugin=metrics.observe_plugin,
             )
             app.state.scheduler_view = ProcessView(scheduler)
             results.before_flush = scheduler.flush_rows

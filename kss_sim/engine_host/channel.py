@@ -4,8 +4,8 @@ Both sides send tuples whose first item names the message (pickled by ``multipro
 process: ``changes`` (the store's committed JSON, resourceVersion order), ``synced``, ``ack`` (a batch of writes
 committed), ``answer`` (to a request), ``call`` (an operation: hold, wait_idle, configuration, the pages' view),
 ``stop``. From the scheduler process: ``ready``, ``writes`` (an attempt's deferred writes), ``request`` (a write
-whose result the engine needs), ``rows`` (encoded attempt rows), ``attempt`` (what the metrics count), ``answer``,
-``shadow`` (a judgement, for the metrics), ``bye``.
+whose result the engine needs), ``rows`` (encoded attempt rows), ``attempt`` (what the metrics count), ``plugins``
+(sampled plugin runs), ``shadow`` (a judgement), ``answer``, ``bye``.
 """
 
 from __future__ import annotations

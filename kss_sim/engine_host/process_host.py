@@ -164,6 +164,9 @@ class _Link:
                     call.done.set()
             elif kind == "attempt":
                 self.host.observed(*message[1:])
+            elif kind == "plugins" and self.host.on_plugin is not None:
+                for run in message[1]:
+                    self.host.on_plugin(*run)
             elif kind == "shadow" and self.host.on_shadow is not None:
                 self.host.on_shadow(message[1])
             elif kind == "ready":
@@ -302,12 +305,14 @@ class SchedulerProcess:
         results: ResultsService | None = None,
         on_attempt: Callable[[str, str, float, tuple[str, float] | None, bool, int], None] | None = None,
         on_shadow: Callable[[bool], None] | None = None,
+        on_plugin: Callable[[str, str, str, float], None] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.results = results
         self.on_attempt = on_attempt
         self.on_shadow = on_shadow
+        self.on_plugin = on_plugin
         self.on_config_change: Callable[[dict[str, Any]], None] | None = None
         self.feature_gates = settings.effective_feature_gates
         self.kube_version = settings.version

@@ -387,6 +387,8 @@ class SchedulerChild:
         self.service: SchedulerService | None = None
         self.rows: RowsForwarder | None = None
         self._hold_exits: list[contextlib.ExitStack] = []
+        # The sampled plugin runs of the attempt under way (plugin, extension point, status, seconds), sent with it.
+        self._plugin_runs: list[tuple[str, str, str, float]] = []
 
     def run(self, counts: dict[tuple[str, str], int]) -> None:
         receiver = threading.Thread(target=self._receive, name="scheduler-receiver", daemon=True)
@@ -403,6 +405,7 @@ class SchedulerChild:
             per_node_annotations_max_nodes=settings.results_node_annotations_max_nodes,
             write_annotations=settings.results_annotations,
             on_attempt=self._observed,
+            on_plugin=self._plugin_ran,
             on_shadow=self._judged,
             plugin_timeout=settings.plugin_timeout,
             plugin_metrics_sample_percent=settings.plugin_metrics_sample_percent,
@@ -430,8 +433,14 @@ class SchedulerChild:
         """A shadow judgement, for the API process's metrics."""
         self.channel.send(("shadow", agrees))
 
+    def _plugin_ran(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        self._plugin_runs.append((plugin, point, status, seconds))
+
     def _observed(self, att: Attempt) -> None:
-        """What the API process's metrics count of an attempt (Prometheus lives there)."""
+        """What the API process's metrics count of an attempt (Prometheus lives there), with its plugin runs."""
+        runs, self._plugin_runs = self._plugin_runs, []
+        if runs:
+            self.channel.send(("plugins", runs))
         wait = att.permit_wait
         self.channel.send(
             (
