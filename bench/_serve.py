@@ -28,6 +28,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _cpu_of(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Served:
     """A running ``kss serve`` and where its database lives."""
@@ -45,9 +50,30 @@ class Served:
         return float("nan")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time the server used so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU time the server used so far (its own process)."""
+        return _cpu_of(self.process.pid)
+
+    def children_peak_rss_mb(self) -> float:
+        """Peak resident set size of the server's live child processes together (``VmHWM``), in MB."""
+        total = 0.0
+        with contextlib.suppress(FileNotFoundError):
+            for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+                for pid in (task / "children").read_text().split():
+                    with contextlib.suppress(FileNotFoundError):
+                        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                            if line.startswith("VmHWM:"):
+                                total += int(line.split()[1]) / 1024.0
+        return total
+
+    def children_cpu_seconds(self) -> float:
+        """User + system CPU time of the server's live child processes (the scheduler's, KSS_SCHEDULER_PROCESS)."""
+        total = 0.0
+        with contextlib.suppress(FileNotFoundError):
+            for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+                for pid in (task / "children").read_text().split():
+                    with contextlib.suppress(FileNotFoundError):
+                        total += _cpu_of(int(pid))
+        return total
 
     def db_size_mb(self) -> float:
         """The SQLite file plus its WAL, in MB."""

@@ -138,6 +138,7 @@ def main() -> int:
             watch = PodWatch(served.url, rv)
             profiler = Profiler(served.process.pid, args.py_spy) if args.py_spy and not args.py_spy_tail else None
             cpu0 = cpu_profiled0 = served.cpu_seconds()
+            child0 = served.children_cpu_seconds()
             client0, busy0 = time.process_time(), machine_busy_seconds()
             t0 = time.perf_counter()
             node_latencies = asyncio.run(create_all(served.url, nodes, args.concurrency))
@@ -161,7 +162,9 @@ def main() -> int:
                     elapsed = last_report - t0
                     print(f"  ... {elapsed:.0f} s: {watch.settled()}/{len(keys)} settled", flush=True)
             wall = time.perf_counter() - t0
-            cpu = served.cpu_seconds() - cpu0
+            # The scheduler's own process (KSS_SCHEDULER_PROCESS) counts as the server's.
+            child_cpu = served.children_cpu_seconds() - child0
+            cpu = served.cpu_seconds() - cpu0 + child_cpu
             client_cpu, busy = time.process_time() - client0, machine_busy_seconds() - busy0
             if profiler is not None:
                 profiler.stop(served.cpu_seconds() - cpu_profiled0)
@@ -178,7 +181,14 @@ def main() -> int:
                 f"({bound} bound, {len(keys) - bound} unschedulable)"
             )
             print(
-                f"server: peak RSS {served.peak_rss_mb():.0f} MB, CPU {cpu:.1f} s; "
+                f"server: peak RSS {served.peak_rss_mb():.0f} MB, CPU {cpu:.1f} s"
+                + (
+                    f" (of which the scheduler process {child_cpu:.1f} s, its peak RSS "
+                    f"{served.children_peak_rss_mb():.0f} MB)"
+                    if child_cpu
+                    else ""
+                )
+                + "; "
                 f"database {served.db_size_mb():.0f} MB"
             )
             # How much of the machine the run kept busy: the wall cannot fall below (server + client CPU) / cores

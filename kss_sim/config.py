@@ -113,6 +113,12 @@ class Settings(BaseSettings):
     scheduler_enabled: bool = Field(
         default=True, description="Run the scheduler inside kss serve; off leaves pods pending (API-only use, imports)."
     )
+    scheduler_process: bool = Field(
+        default=False,
+        description="Run the scheduler (and the encoding of its results) in a process of its own beside the API "
+        "process, as kube-scheduler runs beside kube-apiserver: fed the store's change stream, writing back through "
+        "the API process, which still commits everything; restarted if it dies. A second core for the cycle.",
+    )
     shadow: bool = Field(
         default=False,
         description="Shadow judgement: for each pod another scheduler binds, kss's own scheduler (this version's, the "

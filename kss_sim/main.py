@@ -24,6 +24,7 @@ from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.controllers.manager import ControllerManager
 from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
+from kss_sim.engine_host.process_host import ProcessView, SchedulerProcess
 from kss_sim.engine_host.repository import SchedulerConfigRepository
 from kss_sim.engine_host.scheduler_thread import SchedulerService, load_scheduler_config
 from kss_sim.engine_host.view import EngineView
@@ -129,29 +130,44 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.results = results
         # Replay runs recorded into this database (kss replay --record-db), for the Runs and Compare pages.
         app.state.runs = RunsService(lambda: session_scope(factory))
-        scheduler = SchedulerService(
-            app.state.store,
-            results=results,
-            config=load_scheduler_config(settings),
-            seed=settings.seed,
-            per_node_annotations=settings.results_node_annotations,
-            per_node_annotations_max_nodes=settings.results_node_annotations_max_nodes,
-            write_annotations=settings.results_annotations,
-            on_attempt=metrics.observe_attempt,
-            on_plugin=metrics.observe_plugin,
-            plugin_timeout=settings.plugin_timeout,
-            on_plugin_timeout=metrics.observe_plugin_timeout,
-            plugin_metrics_sample_percent=settings.plugin_metrics_sample_percent,
-            api_busy=app.api_busy if isinstance(app, _Application) else None,
-            on_idle=reclaim_frozen,
-            feature_gates=settings.effective_feature_gates,
-            kube_version=settings.version,
-            shadow=settings.shadow,
-            on_shadow=metrics.observe_shadow,
-        )
+        scheduler: SchedulerService | SchedulerProcess
+        if settings.scheduler_process:
+            # The scheduler beside the API process, as kube-scheduler runs beside kube-apiserver (the store still
+            # commits everything; kss_sim/engine_host/process_host.py).
+            scheduler = SchedulerProcess(
+                app.state.store,
+                settings,
+                results=results,
+                on_attempt=metrics.observe_attempt_parts,
+                on_shadow=metrics.observe_shadow,
+                on_plugin=metrics.observe_plugin,
+            )
+            app.state.scheduler_view = ProcessView(scheduler)
+            results.before_flush = scheduler.flush_rows
+        else:
+            scheduler = SchedulerService(
+                app.state.store,
+                results=results,
+                config=load_scheduler_config(settings),
+                seed=settings.seed,
+                per_node_annotations=settings.results_node_annotations,
+                per_node_annotations_max_nodes=settings.results_node_annotations_max_nodes,
+                write_annotations=settings.results_annotations,
+                on_attempt=metrics.observe_attempt,
+                on_plugin=metrics.observe_plugin,
+                plugin_timeout=settings.plugin_timeout,
+                on_plugin_timeout=metrics.observe_plugin_timeout,
+                plugin_metrics_sample_percent=settings.plugin_metrics_sample_percent,
+                api_busy=app.api_busy if isinstance(app, _Application) else None,
+                on_idle=reclaim_frozen,
+                feature_gates=settings.effective_feature_gates,
+                kube_version=settings.version,
+                shadow=settings.shadow,
+                on_shadow=metrics.observe_shadow,
+            )
+            # The web pages read the scheduler through this port (plain view data, none of the engine's internals).
+            app.state.scheduler_view = EngineView(scheduler)
         app.state.scheduler = scheduler
-        # The web pages read the scheduler through this port (plain view data, none of the engine's internals).
-        app.state.scheduler_view = EngineView(scheduler)
         # The pages' pod rows, built now rather than by the first page (about a second at 50,000 pods).
         web_caches = app.state.web_caches = WebCaches.over(app.state.scheduler_view)
         stop_warming = threading.Event()

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kss_sim.engine_host.recorder import AttemptRecorder
 from kss_sim.engine_host.store_actions import ClusterStoreLike
 from kss_sim.results.annotation_reader import fill_attempt, read_result_annotations
-from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.record import Attempt
 
@@ -86,7 +86,7 @@ class ExternalBindings:
     def __init__(
         self,
         store: ClusterStoreLike,
-        results: ResultsService | None,
+        results: AttemptRecorder | None,
         *,
         judge: Callable[[PodInfo], Attempt] | None = None,
         on_judged: Callable[[bool], None] | None = None,

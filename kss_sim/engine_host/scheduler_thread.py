@@ -29,11 +29,11 @@ from typing import Any
 
 from kss_sim.config import Settings
 from kss_sim.engine_host.external_bindings import ExternalBindings
+from kss_sim.engine_host.recorder import AttemptRecorder
 from kss_sim.engine_host.store_actions import ClusterStoreLike, Pending, StoreActions
 from kss_sim.extender_http import extenders_for
 from kss_sim.kube.versions import KubeVersion
 from kss_sim.kube.versions import kube_version as default_kube_version
-from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions
@@ -139,7 +139,7 @@ class SchedulerService(LoopHost):
         self,
         store: ClusterStoreLike,
         *,
-        results: ResultsService | None = None,
+        results: AttemptRecorder | None = None,
         config: SchedulerConfig | None = None,
         seed: int | None = None,
         per_node_annotations: bool = True,
@@ -240,6 +240,9 @@ class SchedulerService(LoopHost):
         for profile in config.profiles:
             build_framework(profile, Handle(ClusterObjects()))
         return config
+
+    def results_cleared(self) -> None:
+        """Nothing to do: the results service this thread shares numbers the attempts."""
 
     def config_document(self) -> dict[str, Any]:
         """The running configuration as the user gave it (defaults not expanded)."""

@@ -23,7 +23,7 @@ from kss_sim.cluster.errors import ApiError, BadRequest, Cause, Conflict, Invali
 from kss_sim.cluster.kinds.registry import BY_KIND, KINDS, info_for
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
-from kss_sim.engine_host.scheduler_thread import SchedulerService
+from kss_sim.engine_host.control import SchedulerControl
 from kss_sim.kube.objects import Obj
 from kss_sim.operations import snapshot
 from kss_sim.operations.snapshot import Item
@@ -97,7 +97,7 @@ class OperationsService:
     def __init__(
         self,
         store: ClusterStore,
-        scheduler: SchedulerService,
+        scheduler: SchedulerControl,
         results: ResultsService | None,
         settings: Settings,
     ) -> None:
@@ -262,6 +262,7 @@ class OperationsService:
                 self.scheduler.wait_idle(timeout=5.0)
             if self.results is not None:
                 self.results.clear_all()
+            self.scheduler.results_cleared()
 
         report = self._import(
             [] if empty else copy.deepcopy(self._initial_items),

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from kss_sim.cluster.errors import BadRequest, Invalid, UnsupportedMediaType
-from kss_sim.engine_host.scheduler_thread import SchedulerService
+from kss_sim.engine_host.control import SchedulerControl
 from kss_sim.engine_host.view import EngineView
 from kss_sim.kube import go_yaml
 from kss_sim.operations.import_export import OperationsService, scheduler_config_causes
@@ -26,7 +26,7 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
 
 
 _operations = state_accessor("operations", OperationsService)
-_scheduler = state_accessor("scheduler", SchedulerService)
+_scheduler = state_accessor("scheduler", SchedulerControl)  # type: ignore[type-abstract]
 _scheduler_view = state_accessor("scheduler_view", EngineView)
 
 

@@ -15,6 +15,7 @@ import json
 import queue
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +138,8 @@ class ResultsService:
         self._decoded_cache: OrderedDict[int, tuple[bytes | None, str, dict[str, Any], dict[str, Any]]] = OrderedDict()
         self._decoded_lock = threading.Lock()
         self._errors: list[str] = []
+        # Called by ``flush`` first: attempts made elsewhere (the scheduler's own process) recorded before it returns.
+        self.before_flush: Callable[[], None] | None = None
 
     # --- writing --------------------------------------------------------------------------------
     @property
@@ -207,6 +210,8 @@ class ResultsService:
 
     def flush(self) -> None:
         """Block until everything submitted so far is written."""
+        if self.before_flush is not None:
+            self.before_flush()
         if self._process is not None:
             self._process.flush()
             return
@@ -242,6 +247,11 @@ class ResultsService:
             attempt_row(att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued, run_id=run_id)
             for att, ns, name, uid, queued, run_id in batch
         ]
+        self.commit_rows(rows)
+
+    def commit_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Insert attempt rows built elsewhere (``attempt_row``; the scheduler's own process encodes them), stamped
+        with this service's Kubernetes version, as the writer inserts its own; blocks until they are committed."""
         stamp_version(rows, self.kube_version)
         if self._shared_commit is not None:
             retention = self.retention

@@ -173,16 +173,37 @@ class Metrics:
 
     def observe_attempt(self, att: Attempt) -> None:
         """``SchedulerService.on_attempt``: count and time one scheduling attempt (and its wait in Permit)."""
-        self.schedule_attempts.labels(att.result, att.profile).inc()
-        self.attempt_duration.labels(att.result, att.profile).observe(att.duration)
         wait = att.permit_wait
-        if wait is not None:
-            result = "Success" if wait.get("outcome") == "allowed" else "Unschedulable"
-            self.permit_wait_duration.labels(result).observe(float(wait.get("waitedSeconds") or 0.0))
-        if att.postfilter is not None and att.result != "scheduled":
+        self.observe_attempt_parts(
+            att.result,
+            att.profile,
+            att.duration,
+            None if wait is None else (str(wait.get("outcome")), float(wait.get("waitedSeconds") or 0.0)),
+            att.postfilter is not None,
+            len(att.victims or ()),
+        )
+
+    def observe_attempt_parts(
+        self,
+        result: str,
+        profile: str,
+        duration: float,
+        permit_wait: tuple[str, float] | None,
+        preemption_ran: bool,
+        victims: int,
+    ) -> None:
+        """``observe_attempt`` from what the scheduler's own process sends of an attempt (``KSS_SCHEDULER_PROCESS``):
+        its result and profile, its duration, its wait in Permit (outcome, seconds), whether PostFilter ran, how
+        many victims it chose."""
+        self.schedule_attempts.labels(result, profile).inc()
+        self.attempt_duration.labels(result, profile).observe(duration)
+        if permit_wait is not None:
+            outcome, waited = permit_wait
+            self.permit_wait_duration.labels("Success" if outcome == "allowed" else "Unschedulable").observe(waited)
+        if preemption_ran and result != "scheduled":
             self.preemption_attempts.inc()
-            if att.victims:
-                self.preemption_victims.observe(len(att.victims))
+            if victims:
+                self.preemption_victims.observe(victims)
 
     def observe_plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
         """``SchedulerService.on_plugin``: one plugin's run at one extension point."""

@@ -1,0 +1,531 @@
+"""``kss serve``'s scheduler in a process of its own (``KSS_SCHEDULER_PROCESS``): the API process's side.
+
+``SchedulerProcess`` starts the child (``scheduler_process.child_main``, spawned) and gives ``kss serve`` what it
+gives the thread host (``SchedulerService``): hold, wait_idle, the configuration, queue counts, the pages' view.
+Per child (``_Link``): a feeder sends the store's committed changes of the watched kinds (their JSON) in
+resourceVersion order, after a list of each kind; an applier makes the child's writes on the store, an attempt's
+batch staged in one ``deferred()`` block and acknowledged once committed (with the resourceVersion then visible);
+attempt rows are inserted through the results service. The store commits everything, as before.
+
+A child that dies (kill -9) is started again and lists the cluster afresh: writes it sent are made and committed
+(nothing acknowledged is lost); an attempt whose binding it never sent is simply scheduled again. When the API
+process dies, the child reads the end of its pipe and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+import logging
+import multiprocessing
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kss_sim.cluster.errors import Expired, Invalid
+from kss_sim.cluster.storage.store import ClusterStore
+from kss_sim.config import Settings
+from kss_sim.engine_host.channel import STORE_WRITES, Channel, decode_error, encode_error
+from kss_sim.engine_host.scheduler_process import child_main
+from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, load_scheduler_config
+from kss_sim.engine_host.view import amounts
+from kss_sim.kube.objects import Obj
+from kss_sim.results.attempts import ResultsService
+from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.kube_scheduler_configuration import (
+    ConfigError,
+    SchedulerConfig,
+    build_framework,
+    defaulted_document,
+    parse_config,
+    plugins_in_effect,
+)
+from kss_sim.scheduler.plugins import out_of_tree
+from kss_sim.scheduler.resources import Resource, calculate_pod_resource
+from kss_sim.web.ports import (
+    ConfigRejection,
+    DraRequestExplanation,
+    DraRequestSummary,
+    NodeAllocation,
+    PluginTimeoutRow,
+    ProfilePlugins,
+    ResourceAmounts,
+    WaitingPodRow,
+)
+
+log = logging.getLogger("kss.scheduler")
+
+# Listed objects sent per message when a child starts.
+LIST_CHUNK = 1000
+# How long the child may take to start (spawn, imports, the cluster's list) before ``start`` gives up waiting.
+START_TIMEOUT_SECONDS = 120.0
+# An operation across (hold, the pages' view) not answered in this time fails (a child being restarted answers none).
+CALL_TIMEOUT_SECONDS = 60.0
+
+
+@dataclass
+class _Call:
+    done: threading.Event = field(default_factory=threading.Event)
+    ok: bool = False
+    value: Any = None
+
+
+class _Link:
+    """One child process and the threads that serve its pipe."""
+
+    def __init__(self, host: SchedulerProcess) -> None:
+        self.host = host
+        store = host.store
+        ctx = multiprocessing.get_context("spawn")
+        parent_conn, child_conn = ctx.Pipe(duplex=True)
+        self.channel = Channel(parent_conn)
+        self.process = ctx.Process(
+            target=child_main,
+            args=(child_conn, host.settings, host.config_document(), host.holds, host.results_counts()),
+            name="kss-scheduler",
+            daemon=True,
+        )
+        self.process.start()
+        child_conn.close()  # the child's end lives in the child only: its death is the pipe's end here
+        self.ready = threading.Event()
+        self.closed = threading.Event()
+        self.said_bye = threading.Event()
+        self._calls: dict[int, _Call] = {}
+        self._ids = itertools.count(1)
+        self._wake = threading.Event()
+        self._work: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._acks: queue.SimpleQueue[tuple[int, Any, list[str]] | None] = queue.SimpleQueue()
+        # Rows to insert; an Event marks a flush (set once what came before it is inserted).
+        self._rows: queue.SimpleQueue[list[dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
+        store.add_waker(self._wake.set)
+        self._threads = [
+            threading.Thread(target=target, name=f"scheduler-link-{name}", daemon=True)
+            for name, target in (
+                ("receiver", self._receive),
+                ("feeder", self._feed),
+                ("applier", self._apply),
+                ("acker", self._acknowledge),
+                ("rows", self._insert_rows),
+            )
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # --- in: the change stream ------------------------------------------------------------------
+    def _feed(self) -> None:
+        store = self.host.store
+        kinds = frozenset(WATCHED_KINDS)
+        since = store.resource_version
+        for kind in WATCHED_KINDS:
+            items = store.select(kind).items
+            for start in range(0, len(items), LIST_CHUNK):
+                chunk = [(e.resource_version, "ADDED", kind, e.raw) for e in items[start : start + LIST_CHUNK]]
+                if not self.channel.send(("changes", chunk, 0)):
+                    return
+        self.channel.send(("changes", [], since))
+        self.channel.send(("synced",))
+        while not self.closed.is_set():
+            self._wake.wait(timeout=0.5)
+            self._wake.clear()
+            try:
+                events = store.events_since(since)
+            except Expired:
+                # The child fell behind the watch window: it lists afresh, as an informer does after a 410.
+                log.warning("the scheduler process fell behind the change log; restarting it")
+                self.process.kill()
+                return
+            if not events:
+                continue
+            since = events[-1].resource_version
+            changes = [(e.resource_version, e.type, e.kind, e.raw) for e in events if e.kind in kinds]
+            if not self.channel.send(("changes", changes, since)):
+                return
+
+    # --- out: the writes ------------------------------------------------------------------------
+    def _receive(self) -> None:
+        while True:
+            try:
+                message = self.channel.recv()
+            except (EOFError, OSError):
+                break
+            kind = message[0]
+            if kind in ("writes", "request"):
+                self._work.put(message)
+            elif kind == "rows":
+                self._rows.put(message[1])
+            elif kind == "answer":
+                call = self._calls.pop(message[1], None)
+                if call is not None:
+                    call.ok, call.value = message[2], message[3]
+                    call.done.set()
+            elif kind == "attempt":
+                self.host.observed(*message[1:])
+            elif kind == "plugins" and self.host.on_plugin is not None:
+                for run in message[1]:
+                    self.host.on_plugin(*run)
+            elif kind == "shadow" and self.host.on_shadow is not None:
+                self.host.on_shadow(message[1])
+            elif kind == "ready":
+                self.ready.set()
+            elif kind == "bye":
+                self.said_bye.set()
+        self.closed.set()
+        self.host.store.remove_waker(self._wake.set)
+        self._wake.set()
+        for call in list(self._calls.values()):
+            call.done.set()  # not ok: the child is gone
+        self._work.put(None)
+        self._rows.put(None)
+        self.channel.close()
+        self.host.link_closed(self)
+
+    def _apply(self) -> None:
+        store = self.host.store
+        while (message := self._work.get()) is not None:
+            if message[0] == "writes":
+                _, batch_id, ops = message
+                errors: list[str] = []
+                with store.deferred() as pending:
+                    for method, args, kwargs in ops:
+                        error = _write(store, method, args, kwargs)
+                        if error is not None:
+                            errors.append(error)
+                self._acks.put((batch_id, pending, errors))
+                continue
+            _, request_id, method, args, kwargs = message
+            try:
+                if method not in STORE_WRITES:
+                    raise ValueError(f"not a scheduler write: {method}")
+                value = getattr(store, method)(*args, **kwargs)
+                if method == "select":
+                    value = [entry.raw for entry in value.items]
+                answer: tuple[Any, ...] = ("answer", request_id, True, value, store.resource_version)
+            except Exception as exc:
+                answer = ("answer", request_id, False, encode_error(exc), store.resource_version)
+            self.channel.send(answer)
+        self._acks.put(None)
+
+    def _acknowledge(self) -> None:
+        store = self.host.store
+        while (item := self._acks.get()) is not None:
+            batch_id, pending, errors = item
+            try:
+                pending.wait()
+            except Exception as exc:
+                errors = [*errors, f"the commit failed: {exc}"]
+            self.channel.send(("ack", batch_id, "; ".join(errors) or None, store.resource_version))
+
+    def _insert_rows(self) -> None:
+        results = self.host.results
+        while (rows := self._rows.get()) is not None:
+            if isinstance(rows, threading.Event):
+                rows.set()
+                continue
+            if results is None:
+                continue
+            try:
+                results.commit_rows(rows)
+            except Exception:
+                log.exception("recording %d attempts failed", len(rows))
+
+    # --- across: the operations -----------------------------------------------------------------
+    def call(self, op: str, *args: Any, timeout: float = CALL_TIMEOUT_SECONDS) -> Any:
+        call_id = next(self._ids)
+        call = self._calls[call_id] = _Call()
+        if not self.channel.send(("call", call_id, op, args)):
+            raise RuntimeError("the scheduler process is gone")
+        if not call.done.wait(timeout):
+            self._calls.pop(call_id, None)
+            raise TimeoutError(f"the scheduler process did not answer {op}")
+        if not call.ok:
+            raise decode_error(call.value) if call.value is not None else RuntimeError("the scheduler process is gone")
+        return call.value
+
+    def rows_inserted(self, timeout: float = 30.0) -> None:
+        """Block until the rows received so far are inserted."""
+        inserted = threading.Event()
+        self._rows.put(inserted)
+        inserted.wait(timeout)
+
+    def drain(self, timeout: float = 30.0) -> None:
+        """Wait until every write the child sent is made and committed (its pipe has ended)."""
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the child to stop (its last rows and writes are made), wait for it, then for the threads."""
+        self.channel.send(("stop",))
+        self.said_bye.wait(timeout)
+        self.closed.wait(timeout)
+        self.process.join(timeout)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.closed.wait(5)
+        for thread in self._threads:
+            thread.join(timeout)
+
+
+def _write(store: ClusterStore, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """One staged write of an attempt's batch; the refusal of a binding (the attempt's outcome) as text, other
+    writes' errors logged as the thread host logs them."""
+    if method not in STORE_WRITES:
+        return f"not a scheduler write: {method}"
+    write: Callable[..., Any] = getattr(store, method)
+    try:
+        try:
+            write(*args, **kwargs)
+        except Invalid:
+            if method not in ("bind_pod", "update_pod_status") or kwargs.get("annotations") is None:
+                raise
+            # As the thread host: the result annotations refused, the binding or status is written without them.
+            log.exception("annotating %s/%s failed; writing without the result annotations", args[0], args[1])
+            write(*args, **{k: v for k, v in kwargs.items() if k != "annotations"})
+    except Exception as exc:
+        if method == "bind_pod":
+            return f"binding {args[0]}/{args[1]} to {args[2]}: {exc}"
+        log.exception("the scheduler's %s failed", method)
+    return None
+
+
+class SchedulerProcess:
+    """The scheduler in a child process, driven from ``kss serve``'s lifespan (what ``SchedulerService`` offers the
+    API process: the configuration, hold, wait_idle, queue counts)."""
+
+    def __init__(
+        self,
+        store: ClusterStore,
+        settings: Settings,
+        *,
+        results: ResultsService | None = None,
+        on_attempt: Callable[[str, str, float, tuple[str, float] | None, bool, int], None] | None = None,
+        on_shadow: Callable[[bool], None] | None = None,
+        on_plugin: Callable[[str, str, str, float], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.results = results
+        self.on_attempt = on_attempt
+        self.on_shadow = on_shadow
+        self.on_plugin = on_plugin
+        self.on_config_change: Callable[[dict[str, Any]], None] | None = None
+        self.feature_gates = settings.effective_feature_gates
+        self.kube_version = settings.version
+        self.config = load_scheduler_config(settings)
+        self.holds = 0
+        self._link: _Link | None = None
+        self._lock = threading.Lock()
+        self._stopping = False
+        self.restarts = 0
+        self.queue = _RemoteQueue(self)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the child and wait until it schedules."""
+        with self._lock:
+            link = self._link = _Link(self)
+        if not link.ready.wait(START_TIMEOUT_SECONDS):
+            log.error("the scheduler process did not start within %.0f s", START_TIMEOUT_SECONDS)
+
+    def observe(self) -> None:
+        """``KSS_SCHEDULER_ENABLED=false``: the child records other schedulers' bindings (the settings say so)."""
+        self.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            link = self._link
+        if link is not None:
+            link.stop()
+
+    def link_closed(self, link: _Link) -> None:
+        """A child's pipe ended: unless stopping, start another (it lists the cluster afresh)."""
+        with self._lock:
+            if self._stopping or link is not self._link:
+                return
+            link.process.join(5)
+            log.error("the scheduler process ended (exit code %s); starting it again", link.process.exitcode)
+            # The writes it sent are made first, so the next child lists them and does not bind a pod twice.
+            link.drain()
+            self.restarts += 1
+            self._link = _Link(self)
+
+    def observed(self, *attempt: Any) -> None:
+        if self.on_attempt is not None:
+            self.on_attempt(*attempt)
+
+    def results_counts(self) -> dict[tuple[str, str], int]:
+        return self.results.attempt_counts() if self.results is not None else {}
+
+    def _current(self) -> _Link:
+        link = self._link
+        deadline = time.monotonic() + CALL_TIMEOUT_SECONDS
+        while link is None or not link.ready.is_set() or link.closed.is_set():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the scheduler process is not running")
+            time.sleep(0.01)
+            link = self._link
+        return link
+
+    def call(self, op: str, *args: Any, timeout: float = CALL_TIMEOUT_SECONDS) -> Any:
+        return self._current().call(op, *args, timeout=timeout)
+
+    # --- operations -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Start no scheduling cycle inside the block; on leaving, the child first takes in what was written."""
+        with self._lock:
+            self.holds += 1
+        self.call("hold")
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.holds -= 1
+            try:
+                self.call("release", self.store.resource_version)
+            except (RuntimeError, TimeoutError):
+                # The child died meanwhile: the one started in its place takes the remaining holds at start.
+                log.warning("the scheduler process could not be released; it is being restarted")
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Block until the child has taken in every committed change and has nothing to schedule."""
+        try:
+            return bool(self.call("wait_idle", self.store.resource_version, timeout, timeout=timeout + 5))
+        except TimeoutError:
+            return False
+
+    def flush_rows(self) -> None:
+        """Block until the attempts the child made so far are recorded (``ResultsService.flush``: a read of the
+        results sees every attempt made before it, as with the thread host)."""
+        link = self._link
+        if link is None or not link.ready.is_set() or link.closed.is_set():
+            return
+        try:
+            link.call("flush_rows")
+        except (RuntimeError, TimeoutError):
+            return
+        link.rows_inserted()
+
+    def results_cleared(self) -> None:
+        """The recorded attempts were cleared: the child numbers from 1 again."""
+        self.call("forget_counts")
+
+    # --- configuration (validated here, as the thread host does; the child takes it up between cycles) ----------
+    def update_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
+        config = self.check_config(source)
+        if self._link is not None:  # else the child is given it when it starts
+            self.call("config", config.raw)
+        self.config = config
+        if self.on_config_change is not None:
+            self.on_config_change(self.config_document())
+        return config
+
+    def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
+        config = parse_config(source, self.feature_gates, self.kube_version)
+        for profile in config.profiles:
+            build_framework(profile, Handle(ClusterObjects()))
+        return config
+
+    def config_document(self) -> dict[str, Any]:
+        raw = copy.deepcopy(self.config.raw)
+        raw.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+        raw.setdefault("kind", "KubeSchedulerConfiguration")
+        raw.setdefault("profiles", [{"schedulerName": "default-scheduler"}])
+        return raw
+
+    def defaulted_config_document(self) -> dict[str, Any]:
+        return defaulted_document(self.config)
+
+    def plugins_in_effect(self) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]:
+        return [
+            (profile.scheduler_name, plugins_in_effect(profile, self.config.kube_version))
+            for profile in self.config.profiles
+        ]
+
+    @property
+    def waiting_pods(self) -> Sequence[None]:
+        """As many entries as pods waiting in Permit (the metrics' gauge counts them)."""
+        return [None] * int(self.call("waiting_count"))
+
+
+class _RemoteQueue:
+    """``scheduler.queue.pending_counts()`` for the metrics and the pages."""
+
+    def __init__(self, host: SchedulerProcess) -> None:
+        self._host = host
+
+    def pending_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = self._host.call("pending_counts")
+        return counts
+
+
+class ProcessView:
+    """The pages' ``SchedulerView`` of a scheduler process: what needs its cache or queue asked across, the rest
+    computed here as ``EngineView`` does."""
+
+    def __init__(self, host: SchedulerProcess) -> None:
+        self._host = host
+
+    def _ask(self, name: str, *args: Any) -> Any:
+        return self._host.call("view", name, args)
+
+    def node_allocations(self) -> dict[str, NodeAllocation]:
+        allocations: dict[str, NodeAllocation] = self._ask("node_allocations")
+        return allocations
+
+    def node_pods(self, name: str) -> list[str]:
+        pods: list[str] = self._ask("node_pods", name)
+        return pods
+
+    def pod_requests(self, pod: Obj) -> ResourceAmounts:
+        return amounts(calculate_pod_resource(pod)[0])
+
+    def node_allocatable(self, node: Obj) -> ResourceAmounts:
+        status = node.get("status") or {}
+        return amounts(Resource.from_raw(status.get("allocatable") or status.get("capacity") or {}))
+
+    def queue_counts(self) -> dict[str, int]:
+        return self._host.queue.pending_counts()
+
+    def config_document(self) -> Obj:
+        return self._host.config_document()
+
+    def defaulted_config_document(self) -> Obj:
+        return self._host.defaulted_config_document()
+
+    def plugins_in_effect(self) -> list[ProfilePlugins]:
+        return self._host.plugins_in_effect()
+
+    def out_of_tree_plugins(self) -> frozenset[str]:
+        return frozenset(out_of_tree.known_plugins())
+
+    def waiting_pods(self) -> list[WaitingPodRow]:
+        rows: list[WaitingPodRow] = self._ask("waiting_pods")
+        return rows
+
+    def plugin_timeouts(self) -> list[PluginTimeoutRow]:
+        rows: list[PluginTimeoutRow] = self._ask("plugin_timeouts")
+        return rows
+
+    def explain_dra(self, pod: Obj, nodes: Sequence[str]) -> dict[str, list[DraRequestExplanation]]:
+        explained: dict[str, list[DraRequestExplanation]] = self._ask("explain_dra", pod, list(nodes))
+        return explained
+
+    def summarize_dra(self, pod: Obj) -> list[DraRequestSummary]:
+        summary: list[DraRequestSummary] = self._ask("summarize_dra", pod)
+        return summary
+
+    def apply_config(self, text: str) -> ConfigRejection | None:
+        try:
+            self._host.update_config(text)
+        except ConfigError as exc:
+            return ConfigRejection(exc.field, exc.detail)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return ConfigRejection("<document>", f"{type(exc).__name__}: {exc}")
+        return None

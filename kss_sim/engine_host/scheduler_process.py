@@ -1,0 +1,539 @@
+"""The scheduler's own process (``KSS_SCHEDULER_PROCESS``): the host's loop over a mirror of the API process's store.
+
+As kube-scheduler runs beside kube-apiserver: the API process sends the committed JSON of every change of the kinds
+the loop reads, in resourceVersion order; this process decodes each once (managedFields dropped, as kube-scheduler's
+informer transform does) into ``MirrorStore``, which the unchanged ``SchedulerService`` reads and writes as it would
+the store. Writes go back through the pipe: an attempt's staged writes (binding with the result annotations,
+statuses, Events, victim deletes) as one batch acknowledged once committed, the writes whose result a plugin needs
+(PV/PVC and ResourceClaim writes) as request/answer. The API process stays the one place that commits. Attempts are
+encoded into result rows here (``RowsForwarder``: the costly part) and inserted by the API process.
+
+A read after an acknowledgement or an answer waits until the mirror holds the resourceVersion the API process
+committed, so the loop reads its own writes as it does over the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kss_sim.config import Settings
+from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
+from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, SchedulerService, load_scheduler_config
+from kss_sim.engine_host.view import EngineView
+from kss_sim.results.rows import attempt_row
+from kss_sim.scheduler.plugins import load_plugin_modules
+from kss_sim.scheduler.record import Attempt
+
+log = logging.getLogger("kss.scheduler")
+
+Obj = dict[str, Any]
+Listener = Callable[[str, str, Obj], None]
+MIRRORED_KINDS = frozenset(WATCHED_KINDS)
+# Attempts encoded into one message of rows at most (the thread writer's batch).
+ROWS_PER_MESSAGE = 256
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorEntry:
+    """An object as the mirror holds it: the decoded dict (read-only, managedFields dropped) and its JSON."""
+
+    obj: Obj
+    raw: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorList:
+    """What ``select`` returns: the kind's entries (as ``ListResult.items``)."""
+
+    items: list[MirrorEntry]
+
+
+def decoded(raw: bytes) -> Obj:
+    """An object of the change stream, decoded, without managedFields (which the scheduler never reads)."""
+    obj: Obj = orjson.loads(raw)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+def _resource_version(obj: Obj) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _key(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+class PendingBatch:
+    """An attempt's writes sent to the API process, until it acknowledges them (``Pending`` of the store)."""
+
+    def __init__(self, batch_id: int) -> None:
+        self.batch_id = batch_id
+        self.ops: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self._done = threading.Event()
+        self._error: str | None = None
+
+    def resolve(self, error: str | None) -> None:
+        self._error = error
+        self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self) -> None:
+        """Block until committed; raise when the binding in it was refused or the commit failed (the host then
+        forgets the assumed pod and tries it again, as after a failed commit of the thread host's)."""
+        self._done.wait()
+        if self._error is not None:
+            raise RuntimeError(self._error)
+
+
+@dataclass
+class _Answer:
+    done: threading.Event = field(default_factory=threading.Event)
+    ok: bool = False
+    value: Any = None
+    resource_version: int = 0
+
+
+class MirrorStore:
+    """The store as the scheduler's process sees it: a local mirror fed by the change stream, writes sent back.
+
+    Implements ``ClusterStoreLike`` (and what VolumeBinding's and DynamicResources' writes use)."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self._objects: dict[str, dict[tuple[str, str], MirrorEntry]] = {}
+        self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
+        self._seen = threading.Condition()
+        self.seen_rv = 0  # every change up to this resourceVersion is in the mirror
+        self._answers: dict[int, _Answer] = {}
+        self._batches: dict[int, PendingBatch] = {}
+        self._parked_acks: list[tuple[int, str | None, int]] = []  # acks ahead of the change stream
+        self._ids = itertools.count(1)
+        self._local = threading.local()
+
+    # --- the change stream (the receiver thread) ------------------------------------------------
+    def apply_changes(self, changes: Iterable[tuple[int, str, str, bytes]], resource_version: int) -> None:
+        """Take in committed changes (resourceVersion, type, kind, JSON) and tell the listeners. A change the mirror
+        already holds a newer version of (the list and the watch overlap at the start) is skipped."""
+        listeners = self._listeners
+        for _rv, event_type, kind, raw in changes:
+            obj = decoded(raw)
+            key = _key(obj)
+            table = self._objects.setdefault(kind, {})
+            held = table.get(key)
+            if held is not None and _resource_version(held.obj) >= _resource_version(obj):
+                continue
+            if event_type == "DELETED":
+                if held is None:
+                    continue
+                del table[key]
+            else:
+                table[key] = MirrorEntry(obj, raw)
+            for listener, kinds in listeners:
+                if kinds is None or kind in kinds:
+                    try:
+                        listener(event_type, kind, obj)
+                    except Exception:
+                        log.exception("mirror listener %r failed", listener)
+        with self._seen:
+            self.seen_rv = max(self.seen_rv, resource_version)
+            self._seen.notify_all()
+        if self._parked_acks:
+            self._release_acks()
+
+    def wait_for(self, resource_version: int, timeout: float | None = None) -> bool:
+        """Block until the mirror holds every change up to ``resource_version``."""
+        with self._seen:
+            return self._seen.wait_for(lambda: self.seen_rv >= resource_version, timeout=timeout)
+
+    def acknowledged(self, batch_id: int, error: str | None, resource_version: int) -> None:
+        """The API process committed (or refused) a batch; resolved once the mirror shows what it committed."""
+        self._parked_acks.append((batch_id, error, resource_version))
+        self._release_acks()
+
+    def _release_acks(self) -> None:
+        kept = []
+        for batch_id, error, rv in self._parked_acks:
+            if rv > self.seen_rv:
+                kept.append((batch_id, error, rv))
+                continue
+            batch = self._batches.pop(batch_id, None)
+            if batch is not None:
+                batch.resolve(error)
+        self._parked_acks = kept
+
+    def answered(self, request_id: int, ok: bool, value: Any, resource_version: int) -> None:
+        answer = self._answers.pop(request_id, None)
+        if answer is not None:
+            answer.ok, answer.value, answer.resource_version = ok, value, resource_version
+            answer.done.set()
+
+    # --- reads ----------------------------------------------------------------------------------
+    def select(self, kind: str, namespace: str | None = None) -> MirrorList:
+        """The kind's objects; a kind the stream does not carry (Events, read when another scheduler's binding is
+        recorded) is listed by the API process."""
+        if kind not in MIRRORED_KINDS:
+            raws: list[bytes] = self.request("select", kind, namespace)
+            return MirrorList([MirrorEntry(decoded(raw), raw) for raw in raws])
+        entries = list(self._objects.get(kind, {}).values())
+        if namespace is not None:
+            entries = [e for e in entries if (e.obj.get("metadata") or {}).get("namespace") == namespace]
+        return MirrorList(entries)
+
+    def list(self, kind: str, namespace: str | None = None) -> tuple[list[Obj], int]:
+        return [decoded(e.raw) for e in self.select(kind, namespace).items], self.seen_rv
+
+    def get(self, kind: str, namespace: str | None, name: str) -> Obj | None:
+        """A copy of one object (the store's ``get`` gives a copy too), or None."""
+        entry = self._objects.get(kind, {}).get((namespace or "", name))
+        return decoded(entry.raw) if entry is not None else None
+
+    def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None, *, copy: bool = True) -> None:
+        """Call ``callback`` with every change taken in (the mirror's read-only dict: ``copy`` is ignored)."""
+        self._listeners = [*self._listeners, (callback, frozenset(kinds) if kinds is not None else None)]
+
+    def remove_listener(self, callback: Listener) -> None:
+        self._listeners = [entry for entry in self._listeners if entry[0] != callback]
+
+    # --- writes ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[PendingBatch]:
+        """The writes of this thread inside the block are sent as one batch; ``wait()`` for its acknowledgement."""
+        batch = PendingBatch(next(self._ids))
+        outer = getattr(self._local, "batch", None)
+        self._local.batch = batch
+        try:
+            yield batch
+        finally:
+            self._local.batch = outer
+            if not batch.ops:
+                batch.resolve(None)
+            else:
+                self._batches[batch.batch_id] = batch
+                if not self.channel.send(("writes", batch.batch_id, batch.ops)):
+                    batch.resolve("the API process is gone")
+
+    def _write(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        batch: PendingBatch | None = getattr(self._local, "batch", None)
+        if batch is not None and method in DEFERRABLE_WRITES:
+            batch.ops.append((method, args, kwargs))
+            return None
+        return self.request(method, *args, **kwargs)
+
+    def request(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """A write the API process makes at once, its result (or its error) answered; the mirror then shows it."""
+        request_id = next(self._ids)
+        answer = self._answers[request_id] = _Answer()
+        if not self.channel.send(("request", request_id, method, args, kwargs)):
+            raise RuntimeError("the API process is gone")
+        answer.done.wait()
+        self.wait_for(answer.resource_version)
+        if not answer.ok:
+            raise decode_error(answer.value)
+        return answer.value
+
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        node_name: str,
+        *,
+        annotations: dict[str, str] | None = None,
+        copy: bool = True,
+    ) -> Obj:
+        """The binding, staged in the attempt's batch (what it returns is not read there: an empty dict), or made at
+        once outside one."""
+        result: Obj | None = self._write("bind_pod", namespace, name, node_name, annotations=annotations, copy=False)
+        return result or {}
+
+    def update_pod_status(self, namespace: str, name: str, status: Obj, **kwargs: Any) -> Any:
+        return self._write("update_pod_status", namespace, name, status, **kwargs)
+
+    def create_event(self, involved: Obj, reason: str, message: str, **kwargs: Any) -> Any:
+        return self._write("create_event", involved, reason, message, **kwargs)
+
+    def delete(self, kind: str, namespace: str | None, name: str, **kwargs: Any) -> Any:
+        return self._write("delete", kind, namespace, name, **kwargs)
+
+    def patch(self, kind: str, namespace: str | None, name: str, patch: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._write("patch", kind, namespace, name, patch, *args, **kwargs)
+
+    def update(self, kind: str, obj: Obj, **kwargs: Any) -> Obj:
+        result: Obj = self.request("update", kind, obj, **kwargs)
+        return result
+
+    def create(self, kind: str, obj: Obj, **kwargs: Any) -> Obj:
+        result: Obj = self.request("create", kind, obj, **kwargs)
+        return result
+
+    def take_binder(self, uid: str) -> str | None:
+        result: str | None = self.request("take_binder", uid)
+        return result
+
+
+class RowsForwarder:
+    """The results service as the scheduler's process has it: attempts numbered here (from the counts the API
+    process read from the database at start) and encoded into rows on a thread of their own, sent in batches for the
+    API process to insert in its store's commits."""
+
+    def __init__(self, channel: Channel, counts: dict[tuple[str, str], int]) -> None:
+        self.channel = channel
+        self._counts = dict(counts)
+        self._counts_lock = threading.Lock()
+        # Attempts to encode; an Event marks a flush (set once what came before it is sent); None ends the thread.
+        self._queue: queue.SimpleQueue[tuple[Attempt, str, str, str, float, int | None] | threading.Event | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._encode, name="results-rows", daemon=True)
+        self._thread.start()
+
+    def next_attempt_number(self, namespace: str, pod_name: str) -> int:
+        with self._counts_lock:
+            n = self._counts.get((namespace, pod_name), 0) + 1
+            self._counts[(namespace, pod_name)] = n
+            return n
+
+    def forget_counts(self) -> None:
+        """The API process cleared the recorded attempts (reset): numbering starts again at 1."""
+        with self._counts_lock:
+            self._counts.clear()
+
+    def submit(
+        self,
+        att: Attempt,
+        *,
+        namespace: str,
+        pod_name: str,
+        pod_uid: str,
+        queued_seconds: float = 0.0,
+        run_id: int | None = None,
+    ) -> None:
+        self._queue.put((att, namespace, pod_name, pod_uid, queued_seconds, run_id))
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Block until every attempt submitted so far is encoded and its rows sent."""
+        sent = threading.Event()
+        self._queue.put(sent)
+        sent.wait(timeout)
+
+    def stop(self) -> None:
+        """Encode and send what was submitted, then end the thread."""
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+
+    def _encode(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch = []
+            flushed = None
+            while item is not None:
+                if isinstance(item, threading.Event):
+                    flushed = item
+                    break
+                batch.append(item)
+                if len(batch) >= ROWS_PER_MESSAGE:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                rows = []
+                for att, ns, name, uid, queued, run_id in batch:
+                    try:
+                        rows.append(
+                            attempt_row(
+                                att, namespace=ns, pod_name=name, pod_uid=uid, queued_seconds=queued, run_id=run_id
+                            )
+                        )
+                    except Exception:
+                        log.exception("encoding the attempt of %s/%s failed", ns, name)
+                self.channel.send(("rows", rows))
+            if flushed is not None:
+                flushed.set()
+            if item is None:
+                return
+
+
+class SchedulerChild:
+    """The scheduler process's side of the pipe: the receiver thread feeding the mirror, the operations answered."""
+
+    def __init__(self, channel: Channel, settings: Settings, config_document: Obj | None, holds: int) -> None:
+        self.channel = channel
+        self.settings = settings
+        self.mirror = MirrorStore(channel)
+        self._synced = threading.Event()
+        self._stop = threading.Event()
+        self._config_document = config_document
+        self._holds = holds
+        self.service: SchedulerService | None = None
+        self.rows: RowsForwarder | None = None
+        self._hold_exits: list[contextlib.ExitStack] = []
+        # The sampled plugin runs of the attempt under way (plugin, extension point, status, seconds), sent with it.
+        self._plugin_runs: list[tuple[str, str, str, float]] = []
+
+    def run(self, counts: dict[tuple[str, str], int]) -> None:
+        receiver = threading.Thread(target=self._receive, name="scheduler-receiver", daemon=True)
+        receiver.start()
+        self._synced.wait()
+        self.rows = RowsForwarder(self.channel, counts)
+        settings = self.settings
+        service = self.service = SchedulerService(
+            self.mirror,
+            results=self.rows,
+            config=load_scheduler_config(settings),
+            seed=settings.seed,
+            per_node_annotations=settings.results_node_annotations,
+            per_node_annotations_max_nodes=settings.results_node_annotations_max_nodes,
+            write_annotations=settings.results_annotations,
+            on_attempt=self._observed,
+            on_plugin=self._plugin_ran,
+            on_shadow=self._judged,
+            plugin_timeout=settings.plugin_timeout,
+            plugin_metrics_sample_percent=settings.plugin_metrics_sample_percent,
+            feature_gates=settings.effective_feature_gates,
+            kube_version=settings.version,
+            shadow=settings.shadow,
+        )
+        if self._config_document is not None:
+            service.update_config(self._config_document)
+        for _ in range(self._holds):
+            hold = contextlib.ExitStack()
+            hold.enter_context(service.held())
+            self._hold_exits.append(hold)
+        if settings.scheduler_enabled:
+            service.start()
+        else:
+            service.observe()
+        self.channel.send(("ready",))
+        self._stop.wait()
+        service.stop()
+        self.rows.stop()
+        self.channel.send(("bye",))
+
+    def _judged(self, agrees: bool) -> None:
+        """A shadow judgement, for the API process's metrics."""
+        self.channel.send(("shadow", agrees))
+
+    def _plugin_ran(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        self._plugin_runs.append((plugin, point, status, seconds))
+
+    def _observed(self, att: Attempt) -> None:
+        """What the API process's metrics count of an attempt (Prometheus lives there), with its plugin runs."""
+        runs, self._plugin_runs = self._plugin_runs, []
+        if runs:
+            self.channel.send(("plugins", runs))
+        wait = att.permit_wait
+        self.channel.send(
+            (
+                "attempt",
+                att.result,
+                att.profile,
+                att.duration,
+                None if wait is None else (str(wait.get("outcome")), float(wait.get("waitedSeconds") or 0.0)),
+                att.postfilter is not None,
+                len(att.victims or ()),
+            )
+        )
+
+    def _receive(self) -> None:
+        mirror = self.mirror
+        while True:
+            try:
+                message = self.channel.recv()
+            except (EOFError, OSError):
+                # The API process is gone (kill -9 included): no orphan scheduler.
+                os._exit(0)
+            kind = message[0]
+            if kind == "changes":
+                mirror.apply_changes(message[1], message[2])
+            elif kind == "ack":
+                mirror.acknowledged(message[1], message[2], message[3])
+            elif kind == "answer":
+                mirror.answered(message[1], message[2], message[3], message[4])
+            elif kind == "synced":
+                self._synced.set()
+            elif kind == "call":
+                threading.Thread(target=self._call, args=message[1:], name="scheduler-call", daemon=True).start()
+            elif kind == "stop":
+                self._stop.set()
+
+    def _call(self, call_id: int, op: str, args: tuple[Any, ...]) -> None:
+        try:
+            value = self._operation(op, args)
+        except Exception as exc:
+            self.channel.send(("answer", call_id, False, encode_error(exc), 0))
+            return
+        self.channel.send(("answer", call_id, True, value, 0))
+
+    def _operation(self, op: str, args: tuple[Any, ...]) -> Any:
+        service = self.service
+        if service is None:
+            raise RuntimeError("the scheduler is starting")
+        if op == "hold":
+            hold = contextlib.ExitStack()
+            hold.enter_context(service.held())
+            self._hold_exits.append(hold)
+            return None
+        if op == "release":
+            # What the API wrote while held is in the mirror before a cycle starts: pods in queue order.
+            self.mirror.wait_for(args[0], timeout=30.0)
+            self._hold_exits.pop().close()
+            return None
+        if op == "wait_idle":
+            resource_version, timeout = args
+            if not self.mirror.wait_for(resource_version, timeout=timeout):
+                return False
+            return service.wait_idle(timeout=timeout)
+        if op == "config":
+            service.update_config(args[0])
+            return None
+        if op == "flush_rows":
+            assert self.rows is not None
+            self.rows.flush()
+            return None
+        if op == "forget_counts":
+            assert self.rows is not None
+            self.rows.forget_counts()
+            return None
+        if op == "view":
+            name, view_args = args
+            return getattr(EngineView(service), name)(*view_args)
+        if op == "pending_counts":
+            return service.queue.pending_counts()
+        if op == "waiting_count":
+            return len(service.waiting_pods)
+        raise ValueError(f"unknown operation {op}")
+
+
+def child_main(
+    conn: Any,
+    settings: Settings,
+    config_document: Obj | None,
+    holds: int,
+    counts: dict[tuple[str, str], int],
+) -> None:
+    """The scheduler process's entry point (spawned by ``process_host.SchedulerProcess``)."""
+    # Ctrl-C reaches the whole process group: the API process stops this one in order (its lifespan's end).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [scheduler process] %(message)s")
+    load_plugin_modules(settings.plugin_modules)
+    SchedulerChild(Channel(conn), settings, config_document, holds).run(counts)
