@@ -35,16 +35,16 @@ from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, load_scheduler_c
 from kss_sim.engine_host.view import amounts
 from kss_sim.kube.objects import Obj
 from kss_sim.results.attempts import ResultsService
-from kss_sim.scheduler.framework import ClusterObjects, Handle
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Handle
 from kss_sim.scheduler.kube_scheduler_configuration import (
     ConfigError,
     SchedulerConfig,
-    build_framework,
     defaulted_document,
     parse_config,
-    plugins_in_effect,
 )
 from kss_sim.scheduler.plugins import out_of_tree
+from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
 from kss_sim.scheduler.resources import Resource, calculate_pod_resource
 from kss_sim.web.ports import (
     ConfigRejection,
