@@ -6,11 +6,11 @@ file, the scheduler, its results writer, the controllers and the kubelet), creat
 through the store (``create`` as the API router calls it, 8 threads), waits until every pod is bound or marked
 unschedulable, collects, and walks the live objects from each holder in turn (``gc.get_referents``, counting
 ``sys.getsizeof``): an object reachable from several holders is counted once, under the first. Holders, in order:
-the store's current objects (their dicts; their JSON), the watch log (what it holds beyond the current objects),
-the scheduler service, the controllers, the results service, the benchmark's own input objects (shown apart, not
-in the total), then what else the process holds (every object the collector tracks, less what was counted, plus
-what those reach). Prints MB per holder and bytes per pod, the process's RSS and peak RSS (input objects included),
-pymalloc's arenas and how many objects the collector tracks.
+the store's current objects (their dicts; those held packed, Events, as held, never decoded; their JSON), the watch
+log (what it holds beyond the current objects), the scheduler service, the controllers, the results service, the
+benchmark's own input objects (shown apart, not in the total), then what else the process holds (every object the
+collector tracks, less what was counted, plus what those reach). Prints MB per holder and bytes per pod, the
+process's RSS and peak RSS (input objects included), pymalloc's arenas and how many objects the collector tracks.
 
 ``--trace``: the 1,213-node / 7,064-pod Alibaba trace of ``bench/serve_trace.py``; otherwise ``bench/serve_big``'s
 generated nodes and pods.
@@ -201,9 +201,16 @@ def census(app: Any, app_state: Any, inputs: list[Obj]) -> list[tuple[str, int]]
     rows: list[tuple[str, int]] = []
     # The store's own containers are counted with the objects, not reached through the services that hold it.
     entries = [e for bucket in store._committer.objects.values() for e in bucket.values()]
-    by_kind: dict[str, list[Obj]] = {}
+    by_kind: dict[str, list[Any]] = {}
+    packed: list[Any] = []  # entries held as their JSON only (Events): counted as held, never decoded
     for kind, bucket in store._committer.objects.items():
-        by_kind[kind if kind in ("Pod", "Node", "Event") else "other kinds"] = [e.obj for e in bucket.values()]
+        label = kind if kind in ("Pod", "Node") else "other kinds"
+        for e in bucket.values():
+            decoded = e.decoded
+            if decoded is None:
+                packed.append(e)
+            else:
+                by_kind.setdefault(label, []).append(decoded)
     pods = by_kind.pop("Pod", [])
     # A pod's dict part by part, managedFields first (they are what writes add to every object).
     managed = [p["metadata"].get("managedFields") for p in pods]
@@ -213,6 +220,7 @@ def census(app: Any, app_state: Any, inputs: list[Obj]) -> list[tuple[str, int]]
     rows.append(("store dicts: Pod the rest (metadata)", deep_size(pods, seen)))
     for kind, objs in sorted(by_kind.items()):
         rows.append((f"store dicts: {kind} ({len(objs)})", deep_size(objs, seen)))
+    rows.append((f"store: packed entries, JSON + key (Events: {len(packed)})", deep_size(packed, seen)))
     rows.append(("store: current objects, JSON + entries", deep_size([*entries, store._committer.objects], seen)))
     log = store._changes._log
     rows.append((f"watch log ({len(log)} events) beyond the current objects", deep_size([log], seen)))

@@ -465,6 +465,32 @@ async def test_a_number_beyond_float64_in_a_float_field_or_a_custom_resource_is_
     )
 
 
+async def test_a_number_beyond_float64_in_a_raw_extension_is_left_to_validation_where_it_parses_the_bytes(
+    client: httpx.AsyncClient,
+) -> None:
+    # A RawExtension keeps the bytes it was sent (no decode error); resource.k8s.io's validateRawExtension then
+    # reads them with encoding/json into interface{}, which refuses the number: 422 at the field, not a 400.
+    claims = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+    config = '{"opaque":{"driver":"gpu.example.com","parameters":{"mode":"fast","limit":%s}}}'
+    claim = ('{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c"},"spec":{"devices":'
+             '{"requests":[{"name":"r","exactly":{"deviceClassName":"gpu"}}],"config":[%s]}}}')  # fmt: skip
+    r = await _json(client, claims, claim % (config % "1e1000"))
+    assert r.status_code == 422, r.text
+    assert r.json()["message"] == (
+        'ResourceClaim.resource.k8s.io "c" is invalid: spec.devices.config[0].opaque.parameters: Invalid value: '
+        '"<value omitted>": error parsing data as JSON: json: cannot unmarshal number 1e1000 into Go value of type'
+        " float64"
+    )
+    assert (await _json(client, claims, claim % (config % "1e300"))).status_code == 201
+    # kss cannot hold such a number elsewhere (a stored object is JSON it reads back): ControllerRevision.data,
+    # which Go keeps as sent, is still refused at decoding.
+    revisions = "/apis/apps/v1/namespaces/default/controllerrevisions"
+    revision = '{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":"r"},"revision":1,"data":%s}'
+    r = await _json(client, revisions, revision % '{"spec":{"x":1e1000}}')
+    assert r.status_code == 400, r.text
+    assert (await _json(client, revisions, revision % '{"spec":{"x":1e300}}')).status_code == 201
+
+
 @pytest.mark.parametrize(
     ("content_type", "patch"),
     [

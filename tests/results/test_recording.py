@@ -311,7 +311,7 @@ def test_attempt_numbers_continue_for_a_pod_whose_count_left_memory(
         att.attempt = svc.next_attempt_number("default", name)
         svc.submit(att, namespace="default", pod_name=name, pod_uid=pod.uid)
     svc.flush()
-    assert svc._counters is not None and list(svc._counters) == [("default", "c"), ("default", "d")]
+    assert svc._counters is not None and list(svc._counters) == ["default/c", "default/d"]
     assert svc.next_attempt_number("default", "a") == 4  # from the database
     assert svc.next_attempt_number("default", "e") == 1
     assert svc.next_attempt_number("default", "a") == 5  # kept again

@@ -37,6 +37,9 @@ from kss_sim.kube.versions import DEFAULT_KUBE_VERSION
 
 SCHEMAS_FILE = Path(__file__).with_name("decode_schemas.json")
 
+# RawExtension fields whose bytes kube-apiserver's validation parses as JSON (validateRawExtension): a number beyond
+# float64 there decodes (the bytes are kept) and validation refuses it (422), so the decoder leaves it to validation.
+RAW_PARSED_BY_VALIDATION = frozenset({("OpaqueDeviceConfiguration", "parameters")})
 _RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _GO_SCALARS = {"float": "float64", "time": "v1.Time", "microtime": "v1.MicroTime", "quantity": "resource.Quantity",
                "intorstr": "intstr.IntOrString", "bytes": "[]uint8"}  # fmt: skip
@@ -324,7 +327,12 @@ def _scalar(code: str, value: Any, struct: str, where: str, go: str | None) -> s
     check = _CHECKS.get(code)
     if check is not None:
         return check(value)
-    if code in ("float", "any") and go_values.read_beyond_float64() and (beyond := _beyond_float64(value)) is not None:
+    if (
+        code in ("float", "any")
+        and go_values.read_beyond_float64()
+        and (code == "float" or (struct, where.rpartition(".")[2]) not in RAW_PARSED_BY_VALIDATION)
+        and (beyond := _beyond_float64(value)) is not None
+    ):
         # strconv.ParseFloat's range error, in a float64 field or (kss: free-form JSON cannot hold the number,
         # where Go's RawExtension keeps its bytes) in one of interface{}.
         shown = f"number {go_values.number_text(beyond)}"

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from kss_sim.cluster.admission.decode_types import first_beyond_float64
 from kss_sim.cluster.admission.defaults.dra import gate_on
 from kss_sim.cluster.admission.validation import core
 from kss_sim.cluster.admission.validation.decoding import expect_type
@@ -199,12 +200,15 @@ def _constraint_errors(constraint: Obj, path: str, names: dict[str, set[str] | N
 
 
 def _raw_extension_errors(value: Any, path: str, stored: bool) -> list[Cause]:
-    """validateRawExtension: a JSON object of at most 10 KiB."""
+    """validateRawExtension: a JSON object of at most 10 KiB that encoding/json reads (a number beyond float64, which
+    the decoder left in the bytes, it does not)."""
     if value is None:
         return [required(path)]
     raw = json.dumps(value, separators=(",", ":"))
     if not stored and len(raw) > OPAQUE_PARAMETERS_MAX_LENGTH:
         return [too_long(path, OPAQUE_PARAMETERS_MAX_LENGTH)]
+    if (problem := first_beyond_float64(value)) is not None:
+        return [invalid(path, "<value omitted>", f"error parsing data as JSON: {problem}")]
     if not isinstance(value, dict):
         return [invalid(path, "<value omitted>", "must be a valid JSON object")]
     return []
