@@ -72,7 +72,6 @@ from kss_sim.controllers.node_lifecycle import (
     UNKNOWN_ON_LAPSE,
     UNREACHABLE,
     UNSCHEDULABLE,
-    ready_status,
     reconciled_taints,
 )
 from kss_sim.controllers.owned import controller_ref, key_of, meta
@@ -81,7 +80,7 @@ from kss_sim.controllers.replica_calculator import USAGE_ANNOTATION
 from kss_sim.controllers.stepped import SteppedControllers
 from kss_sim.controllers.taint_eviction import DISRUPTION_REASON as TAINT_EVICTION_REASON
 from kss_sim.controllers.taint_eviction import TaintEvictionController
-from kss_sim.kube.node_ready import ready_condition
+from kss_sim.kube.node_ready import ready_condition, ready_status
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE
