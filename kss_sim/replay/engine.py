@@ -10,6 +10,7 @@ nothing would move are never visited. Deterministic: the only randomness is the 
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
 import itertools
@@ -19,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kss_sim.cluster.errors import Forbidden
+from kss_sim.kube.node_ready import ready_status
+from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
 from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay import intake
 from kss_sim.replay.model import (
@@ -168,6 +171,8 @@ class Replay(LoopHost):
         self.records: dict[str, PodRecord] = {}  # uid -> record, in arrival order
         self.pending: dict[str, PodInfo] = {}  # key -> pod arrived and not bound (queued, gated or waiting)
         self.bound: dict[str, PodInfo] = {}  # key -> bound pod (running or terminating)
+        self.terminating: dict[str, str] = {}  # key -> the outcome of a bound pod deleted gracefully, ending
+        self._stranded: dict[str, dict[str, None]] = {}  # node -> pods past their grace period, no kubelet to end them
         self._run_for: dict[str, float | None] = {}  # uid -> seconds it runs once bound
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         # Timers that end by themselves; a CronJob's next schedule is not one (it would keep a run going forever).
@@ -208,36 +213,26 @@ class Replay(LoopHost):
         self._create_pod(pod, run_for=run_for, end_at=None, owner=owner)
 
     def delete_pod(self, namespace: str, name: str) -> None:
-        self._delete_pod(f"{namespace or 'default'}/{name}", DELETED)
+        """The controllers' store removed the pod (no grace period, or none left): it is gone now."""
+        self._remove_pod(f"{namespace or 'default'}/{name}", DELETED)
 
-    def evict_pod(self, pod: dict[str, Any], reason: str) -> bool:
-        """The bound pod ``pod`` (as the controllers' store has it: evicted, deletionTimestamp set) starts
-        terminating: it keeps its node (its resources, as kube-scheduler counts a terminating pod's) until
-        ``finish_evicted``; its record notes ``reason``. False when the engine has no such pod bound."""
+    def terminate_pod(self, pod: dict[str, Any], outcome: str, reason: str = "") -> bool:
+        """The bound pod ``pod`` (as the controllers' store has it: deleted gracefully, deletionTimestamp and
+        deletionGracePeriodSeconds set, a DisruptionTarget condition when evicted) starts terminating: it keeps its
+        node until its kubelet ends it (``outcome`` then; ``reason``: an evicted pod's cause). True when it
+        terminates (or did already), False when the engine has no such pod bound."""
         meta = pod.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         bound = self.bound.get(key)
         if bound is None:
             return False
-        bound_meta = bound.pod.setdefault("metadata", {})
-        for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
-            if field in meta:
-                bound_meta[field] = meta[field]
-        target = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"]
-        status = bound.pod.setdefault("status", {})
-        kept = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        status["conditions"] = kept + target
-        record = self.records.get(bound.uid)
-        if record is not None and record.evicted_at is None:
-            record.evicted_at, record.reason = self._now, reason
-        self.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
+        target = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == DISRUPTION_TARGET]
+        grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+        self._begin_terminating(
+            bound, outcome, grace, condition=target[0] if target else None, reason=reason,
+            deletion_timestamp=meta.get("deletionTimestamp"),
+        )  # fmt: skip
         return True
-
-    def finish_evicted(self, namespace: str, name: str) -> None:
-        """An evicted pod's grace period is over and its node's kubelet has killed it: it is gone."""
-        key = f"{namespace or 'default'}/{name}"
-        if key in self.bound:
-            self._finish_bound(key, self.bound[key].uid, EVICTED)
 
     def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
         """``callback`` at virtual time ``at``; without ``holds_run`` the timer alone does not keep the run going
@@ -300,9 +295,12 @@ class Replay(LoopHost):
             self._run()
         finally:
             gc.set_threshold(*before)
+        still_terminating = {
+            pod.uid: self.terminating[key] for key, pod in self.bound.items() if key in self.terminating
+        }
         for record in self.records.values():
-            if record.reason and record.finished_at is None:
-                record.outcome = EVICTED  # still Terminating: its node failed, no kubelet ends it
+            if record.uid in still_terminating:
+                record.outcome = still_terminating[record.uid]  # Terminating still: its grace runs, or no kubelet
             elif record.outcome == PENDING and record.bound_at is not None:
                 record.outcome = RUNNING
         return ReplayResult(
@@ -500,7 +498,7 @@ class Replay(LoopHost):
             self.controllers.pod_arrived(pod)  # a snapshot's or an event's pod: its controller adopts it
         if end_at is not None:
             uid = pi.uid
-            self.call_at(end_at, lambda: self._delete_pod(key, DELETED, uid=uid))
+            self.call_at(end_at, lambda: self._delete_pod(key, uid=uid))
         if bound_already:
             pod.setdefault("status", {}).setdefault("startTime", intake.rfc3339(self.workload.epoch, self._now))
             self.bound[key] = pi
@@ -550,8 +548,24 @@ class Replay(LoopHost):
         self.cluster.put_pod(new)
         self.loop.add_assigned_pod(pi)
 
-    def _delete_pod(self, key: str, outcome: str, *, uid: str | None = None) -> None:
-        """The pod is deleted now, bound or pending (a ``uid`` given: only if it is still that pod)."""
+    def _delete_pod(self, key: str, *, uid: str | None = None) -> None:
+        """A client deletes the pod (a delete event, its ``endAt``), as ``kubectl delete`` does: a pending pod goes
+        now, a bound one terminates for its ``terminationGracePeriodSeconds`` (a ``uid`` given: only if it is still
+        that pod)."""
+        bound = self.bound.get(key)
+        if bound is None or (uid is not None and bound.uid != uid):
+            self._remove_pod(key, DELETED, uid=uid)
+            return
+        if key in self.terminating:
+            return  # a later delete may only shorten the grace period; the pod's own never does
+        grace = bound.spec.get("terminationGracePeriodSeconds")
+        seconds = DEFAULT_GRACE_SECONDS if grace is None else max(0.0, float(grace))
+        self._begin_terminating(bound, DELETED, seconds)
+        if self.controllers is not None:
+            self.controllers.pod_deleting(bound.pod)
+
+    def _remove_pod(self, key: str, outcome: str, *, uid: str | None = None) -> None:
+        """The pod is gone now, bound or pending (a ``uid`` given: only if it is still that pod)."""
         pod = self.pending.get(key)
         if pod is not None and (uid is None or pod.uid == uid):
             del self.pending[key]
@@ -570,6 +584,11 @@ class Replay(LoopHost):
         pod = self.bound.get(key)
         if pod is None or pod.uid != uid:
             return
+        terminating = self.terminating.pop(key, None)
+        if terminating is not None:
+            self._stranded.get(pod.node_name, {}).pop(key, None)
+            if outcome != SUCCEEDED:
+                outcome = terminating  # gone before or at its kubelet's end (a removed node): as its deletion said
         del self.bound[key]
         self.cache.remove_pod(uid)
         self.cluster.delete_pod(pod.pod)
@@ -602,29 +621,87 @@ class Replay(LoopHost):
                 self.cluster.delete_object("ResourceClaim", owned)
 
     def _terminate(self, victim: PodInfo, preemptor: PodInfo) -> None:
-        """A preemption victim: deletionTimestamp and the DisruptionTarget condition now, gone after its grace
-        period (the preemptor stays nominated meanwhile)."""
+        """A preemption victim: deleted as the scheduler deletes it (the DisruptionTarget condition, then a delete
+        with its grace period), it terminates holding its node (the preemptor stays nominated meanwhile)."""
         bound = self.bound.get(victim.key)
-        if bound is None or bound.uid != victim.uid:
+        if bound is None or bound.uid != victim.uid or victim.key in self.terminating:
             return
-        meta = bound.pod.setdefault("metadata", {})
-        if meta.get("deletionTimestamp"):
-            return
-        meta["deletionTimestamp"] = intake.rfc3339(self.workload.epoch, self._now)
-        status = bound.pod.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-                           "message": f"{preemptor.pod.get('spec', {}).get('schedulerName') or 'default-scheduler'}: "
-                                      f"preempting to accommodate a higher priority pod"})  # fmt: skip
-        status["conditions"] = conditions
+        scheduler = preemptor.pod.get("spec", {}).get("schedulerName") or "default-scheduler"
+        condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": "PreemptionByScheduler",
+                     "message": f"{scheduler}: preempting to accommodate a higher priority pod",
+                     "lastTransitionTime": intake.rfc3339(self.workload.epoch, self._now)}  # fmt: skip
         record = self.records.get(victim.uid)
         if record is not None:
             record.preemptions += 1
         grace = bound.spec.get("terminationGracePeriodSeconds")
         seconds = DEFAULT_GRACE_SECONDS if grace is None else max(0.0, float(grace))
-        key, uid = victim.key, victim.uid
-        self.call_at(self._now + seconds, lambda: self._finish_bound(key, uid, PREEMPTED))
+        self._begin_terminating(bound, PREEMPTED, seconds, condition=condition)
+        if self.controllers is not None:
+            self.controllers.pod_deleting(bound.pod)
+
+    # --- terminating pods, as each node's kubelet ends them (``kss_sim/controllers/kubelet.py``) ------------------
+    def _begin_terminating(
+        self,
+        bound: PodInfo,
+        outcome: str,
+        grace: float,
+        *,
+        condition: dict[str, Any] | None = None,
+        reason: str = "",
+        deletion_timestamp: str | None = None,
+    ) -> None:
+        """The bound pod is deleted gracefully: ``deletionTimestamp`` (now + ``grace``, as the API sets it) and
+        ``deletionGracePeriodSeconds``, the ``DisruptionTarget`` ``condition`` if any; it keeps its node (its
+        resources, as kube-scheduler counts a terminating pod's) until its kubelet ends it at the end of the grace
+        period (``outcome`` then), or at once when ``grace`` is 0. Its record says when it began (``reason``: an
+        eviction's cause)."""
+        key, uid = bound.key, bound.uid
+        if key in self.terminating:
+            return
+        meta = bound.pod.setdefault("metadata", {})
+        meta["deletionTimestamp"] = deletion_timestamp or intake.rfc3339(self.workload.epoch, self._now + grace)
+        meta["deletionGracePeriodSeconds"] = int(grace)
+        if condition is not None:
+            status = bound.pod.setdefault("status", {})
+            kept = [c for c in status.get("conditions") or [] if c.get("type") != DISRUPTION_TARGET]
+            status["conditions"] = [*kept, condition]
+        record = self.records.get(uid)
+        if record is not None and record.terminating_at is None:
+            record.terminating_at = self._now
+            if outcome == EVICTED:
+                record.evicted_at, record.reason = self._now, reason
+        self.terminating[key] = outcome
         self.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
+        self.call_at(self._now + grace, functools.partial(self._grace_over, key, uid))
+
+    def _grace_over(self, key: str, uid: str) -> None:
+        """The pod's grace period is over: its node's kubelet kills it, if the node has a running kubelet (it exists,
+        Ready True or no Ready condition); else it stays Terminating until the node is Ready again."""
+        pod = self.bound.get(key)
+        if pod is None or pod.uid != uid or key not in self.terminating:
+            return
+        if self._kubelet_runs(pod.node_name):
+            self._finish_bound(key, uid, self.terminating[key])
+        else:
+            self._stranded.setdefault(pod.node_name, {})[key] = None
+
+    def _kubelet_runs(self, node: str) -> bool:
+        found = self.objects.nodes.get(node)
+        return found is not None and ready_status(found) in (None, "True")
+
+    def node_changed(self, name: str) -> None:
+        """A node was updated: one Ready again ends the pods whose grace period ran out while it had no kubelet (after
+        whatever else happens at this instant)."""
+        if self._stranded.get(name) and self._kubelet_runs(name):
+            self.call_at(self._now, functools.partial(self._end_stranded, name))
+
+    def _end_stranded(self, name: str) -> None:
+        if not self._kubelet_runs(name):
+            return
+        for key in list(self._stranded.pop(name, {})):
+            pod = self.bound.get(key)
+            if pod is not None and key in self.terminating:
+                self._finish_bound(key, pod.uid, self.terminating[key])
 
 
 def _has_no_execute_taints(workload: TimedWorkload) -> bool:

@@ -17,7 +17,9 @@ driver only does what the workload says at each moment:
   bound (it carries the ``replay.kss.sigs.k8s.io/run-for`` annotation; a Deployment's, ReplicaSet's,
   StatefulSet's or DaemonSet's pod template gets it too, so its controller replaces the pods that end); a Job's or
   CronJob's pods get the kubelet's ``kss.sigs.k8s.io/run-duration`` of ``runFor / speed`` instead, so they
-  succeed and the Job completes; ``endAt``: the object is deleted at that time, whatever its state.
+  succeed and the Job completes; ``endAt``: the object is deleted at that time, whatever its state. A pod that
+  ran its time is deleted with a grace period of 0 (gone at once, as one that Succeeds offline); one a ``delete`` or
+  its ``endAt`` deletes gets its own grace period scaled by ``speed``, as an evicted one.
 
 A request the server refuses (409, 422, ...) is reported with the object named and the run goes on; the end
 summary counts them. Ctrl-C stops the run (the objects stay on the server).
@@ -330,7 +332,8 @@ class LiveReplay:
         if event.end_at is not None:
             made = created.get("metadata") or {}
             namespace, name, uid = str(made.get("namespace") or ""), str(made.get("name")), str(made.get("uid"))
-            self._at(event.end_at, lambda: self._end(kind, namespace, name, uid, at=event.end_at or 0.0))
+            grace = self._wall_grace(created) if kind == "Pod" else 0  # a deletion: the pod's own grace period
+            self._at(event.end_at, lambda: self._end(kind, namespace, name, uid, at=event.end_at or 0.0, grace=grace))
 
     def _update(self, event: Event) -> None:
         assert event.obj is not None
@@ -353,7 +356,12 @@ class LiveReplay:
                     raise
 
     def _delete(self, event: Event) -> None:
-        self.target.delete(event.kind, event.namespace or self._default_namespace(event.kind), event.name)
+        namespace = event.namespace or self._default_namespace(event.kind)
+        grace = 0
+        if event.kind == "Pod":  # as kubectl delete: the pod's own grace period (on the replay's clock: / speed)
+            with contextlib.suppress(ApiError):  # gone: the delete says so
+                grace = self._wall_grace(self.target.get("Pod", namespace, event.name))
+        self.target.delete(event.kind, namespace, event.name, grace_period_seconds=grace)
 
     def _cordon(self, event: Event) -> None:
         self.target.merge_patch("Node", "", event.name, {"spec": {"unschedulable": True}})
@@ -391,8 +399,8 @@ class LiveReplay:
             self._at(max(event.at, self._now()) + DRAIN_RETRY_SECONDS, functools.partial(self._evict_from, event))
 
     def _wall_grace(self, pod: Obj) -> int:
-        """The evicted pod's grace period on the server's wall clock: its own (30 s by default) on the replay's
-        clock, so ``/ speed``, in whole seconds and at least 1 (0 would delete it at once)."""
+        """The evicted or deleted pod's grace period on the server's wall clock: its own (30 s by default) on the
+        replay's clock, so ``/ speed``, in whole seconds and at least 1 (0 would delete it at once)."""
         grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
         seconds = 30.0 if grace is None else float(grace)
         return 0 if seconds <= 0 else max(1, math.ceil(seconds / self.speed))
@@ -505,9 +513,9 @@ class LiveReplay:
             _annotate(spec["template"], RUN_FOR_ANNOTATION, f"{run_for:g}")
 
     # --- timers -----------------------------------------------------------------------------------
-    def _end(self, kind: str, namespace: str, name: str, uid: str, *, at: float) -> None:
+    def _end(self, kind: str, namespace: str, name: str, uid: str, *, at: float, grace: int) -> None:
         try:
-            self.target.delete(kind, namespace, name, uid=uid)
+            self.target.delete(kind, namespace, name, uid=uid, grace_period_seconds=grace)
         except ApiError as exc:
             if exc.code not in (404, 409):  # gone already, or a new object of that name: not ours to end
                 self._error(f"at {clock_text(at)}: endAt {kind} {namespace + '/' if namespace else ''}{name}: {exc}")
