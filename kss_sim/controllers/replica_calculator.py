@@ -29,9 +29,9 @@ from typing import Any
 from kss_sim.controllers.owned import is_deleting, meta, pod_condition
 from kss_sim.kube.labels import label_selector_matches
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.pod_usage import USAGE_ANNOTATION
 from kss_sim.kube.quantity import QuantityError, milli_value
 
-USAGE_ANNOTATION = "kss.sigs.k8s.io/{resource}-usage"
 # A custom (Pods, Object) or external metric's value: on each pod, on the described object, on the autoscaler.
 METRIC_ANNOTATION = "kss.sigs.k8s.io/{metric}-metric"
 TOLERANCE = 0.1  # --horizontal-pod-autoscaler-tolerance

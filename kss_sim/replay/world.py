@@ -79,13 +79,13 @@ from kss_sim.controllers.node_lifecycle import (
 )
 from kss_sim.controllers.owned import controller_ref, key_of, meta
 from kss_sim.controllers.pod_status import RUN_DURATION_ANNOTATION, parse_go_duration
-from kss_sim.controllers.replica_calculator import USAGE_ANNOTATION
 from kss_sim.controllers.stepped import SteppedControllers
 from kss_sim.controllers.taint_eviction import DISRUPTION_REASON as TAINT_EVICTION_REASON
 from kss_sim.controllers.taint_eviction import TaintEvictionController
 from kss_sim.kube.node_ready import ready_condition, ready_status
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
+from kss_sim.kube.pod_usage import usage_annotations
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE
 from kss_sim.replay import model
 from kss_sim.replay.model import DRAIN, EVICTED, NODE_FAILURE, PREEMPTED, TAINT
@@ -300,12 +300,7 @@ class LiveControllers:
     def _set_usage(self, pod: Obj, curve: Mapping[str, Sequence[tuple[float, str]]]) -> None:
         """The pod's usage annotations as ``curve`` has them now (a resource whose first step is still to come is
         left as the template set it)."""
-        now = float(self._actions.now)
-        wanted: dict[str, str] = {}
-        for resource, steps in curve.items():
-            current = [value for at, value in steps if at <= now]
-            if current:
-                wanted[USAGE_ANNOTATION.format(resource=resource)] = current[-1]
+        wanted = usage_annotations(curve, float(self._actions.now))
         annotations = meta(pod).get("annotations") or {}
         if wanted and any(annotations.get(k) != v for k, v in wanted.items()):
             with contextlib.suppress(NotFound):
