@@ -19,7 +19,10 @@ driver only does what the workload says at each moment:
   CronJob's pods get the kubelet's ``kss.sigs.k8s.io/run-duration`` of ``runFor / speed`` instead, so they
   succeed and the Job completes; ``endAt``: the object is deleted at that time, whatever its state. A pod that
   ran its time is deleted with a grace period of 0 (gone at once, as one that Succeeds offline); one a ``delete`` or
-  its ``endAt`` deletes gets its own grace period scaled by ``speed``, as an evicted one.
+  its ``endAt`` deletes gets its own grace period scaled by ``speed``, as an evicted one;
+- a workload's ``usage`` curve: at each step its pods' ``kss.sigs.k8s.io/<resource>-usage`` annotations are patched
+  on the server, and each pod it makes later gets them when the watch sees it (``live_usage.py``): what the
+  server's horizontal pod autoscaler reads.
 
 A request the server refuses (409, 422, ...) is reported with the object named and the run goes on; the end
 summary counts them. Ctrl-C stops the run (the objects stay on the server).
@@ -42,6 +45,7 @@ from typing import Any, TextIO
 from kss_sim.kube.node_ready import NODE_MONITOR_GRACE_PERIOD, ready_status_patch
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.live_api import SERVER_MANAGED, ApiError, Target, list_pods, watch_pods
+from kss_sim.replay.live_usage import UsageFeed
 from kss_sim.replay.workload import DRAIN_RETRY_SECONDS, RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
 
 KUBELET_RUN_DURATION = "kss.sigs.k8s.io/run-duration"
@@ -187,6 +191,7 @@ class LiveReplay:
         self._last_activity = 0.0
         self._lapses: dict[str, int] = {}  # stopped node -> the token of its coming lease lapse
         self._lapse_seq = 0
+        self._usage = UsageFeed(target)
 
     # --- time -----------------------------------------------------------------------------------
     def _now(self) -> float:
@@ -329,6 +334,7 @@ class LiveReplay:
         if kind == "Pod":  # known now, before the watch tells: the run waits for its runFor
             self._on_pod("ADDED", created)
             self.summary.pods[str(created["metadata"]["uid"])].created_by_event = True
+        self._usage_curve(event, obj)
         if event.end_at is not None:
             made = created.get("metadata") or {}
             namespace, name, uid = str(made.get("namespace") or ""), str(made.get("name")), str(made.get("uid"))
@@ -350,10 +356,27 @@ class LiveReplay:
             meta["resourceVersion"] = current["metadata"]["resourceVersion"]
             try:
                 self.target.replace(obj)
+                self._usage_curve(event, obj)
                 return
             except ApiError as exc:  # someone (a controller) wrote it meanwhile: again on the new version
                 if exc.code != 409 or attempt == _CONFLICT_RETRIES - 1:
                     raise
+
+    def _usage_curve(self, event: Event, obj: Obj) -> None:
+        """The workload's usage curve, its steps timed: its pods' usage annotations on the server (``UsageFeed``)."""
+        if event.usage is None:
+            return
+        meta = obj.get("metadata") or {}
+        key = (str(obj.get("kind")), str(meta.get("namespace") or "default"), str(meta.get("name")))
+        curve = event.usage
+        for at in self._usage.set_curve(key, curve):
+            self._at(max(at, event.at), functools.partial(self._usage_step, key, curve, at))
+
+    def _usage_step(self, key: tuple[str, str, str], curve: Any, at: float) -> None:
+        try:
+            self._usage.step(key, curve, max(at, self._now()))
+        except ApiError as exc:
+            self._error(f"at {clock_text(at)}: usage of {key[0]} {key[1]}/{key[2]}: {exc}")
 
     def _delete(self, event: Event) -> None:
         namespace = event.namespace or self._default_namespace(event.kind)
@@ -599,6 +622,10 @@ class LiveReplay:
         if pod is None:
             pod = LivePod(f"{meta.get('namespace')}/{meta.get('name')}", uid, now, _run_for(obj))
             self.summary.pods[uid] = pod
+            try:
+                self._usage.pod_seen(obj, now)  # its workload's usage now, before the autoscaler reads it
+            except ApiError as exc:
+                self._error(f"at {clock_text(now)}: usage of Pod {pod.key}: {exc}")
         node = (obj.get("spec") or {}).get("nodeName")
         if node and pod.bound is None:
             pod.bound, pod.node = now, str(node)

@@ -230,6 +230,10 @@ class Target:
         listing = self._json("GET", "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={node}"})
         return [p for p in listing.get("items") or [] if (p.get("spec") or {}).get("nodeName") == node]
 
+    def pods_in(self, namespace: str) -> list[Obj]:
+        """The pods of ``namespace``."""
+        return list(self._json("GET", f"/api/v1/namespaces/{namespace}/pods").get("items") or [])
+
     def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
         """POST the pod's ``eviction`` subresource (a policy/v1 Eviction, as ``kubectl drain``); 429 when its
         PodDisruptionBudget allows no disruption now."""
