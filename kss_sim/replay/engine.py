@@ -10,7 +10,6 @@ nothing would move are never visited. Deterministic: the only randomness is the 
 
 from __future__ import annotations
 
-import functools
 import gc
 import heapq
 import itertools
@@ -20,13 +19,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kss_sim.cluster.errors import Forbidden
-from kss_sim.kube.node_ready import ready_status
 from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
 from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay import intake
 from kss_sim.replay.model import (
     DELETED,
-    EVICTED,
     PENDING,
     PREEMPTED,
     RUNNING,
@@ -36,6 +33,7 @@ from kss_sim.replay.model import (
     ReplayResult,
 )
 from kss_sim.replay.objects import ObjectIntake
+from kss_sim.replay.terminating import Terminations
 from kss_sim.replay.workload import Event, TimedWorkload, WorkloadError
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cycle import ScheduleOptions
@@ -171,8 +169,7 @@ class Replay(LoopHost):
         self.records: dict[str, PodRecord] = {}  # uid -> record, in arrival order
         self.pending: dict[str, PodInfo] = {}  # key -> pod arrived and not bound (queued, gated or waiting)
         self.bound: dict[str, PodInfo] = {}  # key -> bound pod (running or terminating)
-        self.terminating: dict[str, str] = {}  # key -> the outcome of a bound pod deleted gracefully, ending
-        self._stranded: dict[str, dict[str, None]] = {}  # node -> pods past their grace period, no kubelet to end them
+        self.terminations = Terminations(self)  # bound pods deleted gracefully, until their kubelets end them
         self._run_for: dict[str, float | None] = {}  # uid -> seconds it runs once bound
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         # Timers that end by themselves; a CronJob's next schedule is not one (it would keep a run going forever).
@@ -228,7 +225,7 @@ class Replay(LoopHost):
             return False
         target = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == DISRUPTION_TARGET]
         grace = float(meta.get("deletionGracePeriodSeconds") or 0)
-        self._begin_terminating(
+        self.terminations.begin(
             bound, outcome, grace, condition=target[0] if target else None, reason=reason,
             deletion_timestamp=meta.get("deletionTimestamp"),
         )  # fmt: skip
@@ -295,9 +292,7 @@ class Replay(LoopHost):
             self._run()
         finally:
             gc.set_threshold(*before)
-        still_terminating = {
-            pod.uid: self.terminating[key] for key, pod in self.bound.items() if key in self.terminating
-        }
+        still_terminating = self.terminations.outcomes_by_uid()
         for record in self.records.values():
             if record.uid in still_terminating:
                 record.outcome = still_terminating[record.uid]  # Terminating still: its grace runs, or no kubelet
@@ -556,11 +551,11 @@ class Replay(LoopHost):
         if bound is None or (uid is not None and bound.uid != uid):
             self._remove_pod(key, DELETED, uid=uid)
             return
-        if key in self.terminating:
+        if key in self.terminations:
             return  # a later delete may only shorten the grace period; the pod's own never does
         grace = bound.spec.get("terminationGracePeriodSeconds")
         seconds = DEFAULT_GRACE_SECONDS if grace is None else max(0.0, float(grace))
-        self._begin_terminating(bound, DELETED, seconds)
+        self.terminations.begin(bound, DELETED, seconds)
         if self.controllers is not None:
             self.controllers.pod_deleting(bound.pod)
 
@@ -584,11 +579,9 @@ class Replay(LoopHost):
         pod = self.bound.get(key)
         if pod is None or pod.uid != uid:
             return
-        terminating = self.terminating.pop(key, None)
-        if terminating is not None:
-            self._stranded.get(pod.node_name, {}).pop(key, None)
-            if outcome != SUCCEEDED:
-                outcome = terminating  # gone before or at its kubelet's end (a removed node): as its deletion said
+        terminating = self.terminations.ended(key, pod.node_name)
+        if terminating is not None and outcome != SUCCEEDED:
+            outcome = terminating  # gone before or at its kubelet's end (a removed node): as its deletion said
         del self.bound[key]
         self.cache.remove_pod(uid)
         self.cluster.delete_pod(pod.pod)
@@ -624,7 +617,7 @@ class Replay(LoopHost):
         """A preemption victim: deleted as the scheduler deletes it (the DisruptionTarget condition, then a delete
         with its grace period), it terminates holding its node (the preemptor stays nominated meanwhile)."""
         bound = self.bound.get(victim.key)
-        if bound is None or bound.uid != victim.uid or victim.key in self.terminating:
+        if bound is None or bound.uid != victim.uid or victim.key in self.terminations:
             return
         scheduler = preemptor.pod.get("spec", {}).get("schedulerName") or "default-scheduler"
         condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": "PreemptionByScheduler",
@@ -635,73 +628,9 @@ class Replay(LoopHost):
             record.preemptions += 1
         grace = bound.spec.get("terminationGracePeriodSeconds")
         seconds = DEFAULT_GRACE_SECONDS if grace is None else max(0.0, float(grace))
-        self._begin_terminating(bound, PREEMPTED, seconds, condition=condition)
+        self.terminations.begin(bound, PREEMPTED, seconds, condition=condition)
         if self.controllers is not None:
             self.controllers.pod_deleting(bound.pod)
-
-    # --- terminating pods, as each node's kubelet ends them (``kss_sim/controllers/kubelet.py``) ------------------
-    def _begin_terminating(
-        self,
-        bound: PodInfo,
-        outcome: str,
-        grace: float,
-        *,
-        condition: dict[str, Any] | None = None,
-        reason: str = "",
-        deletion_timestamp: str | None = None,
-    ) -> None:
-        """The bound pod is deleted gracefully: ``deletionTimestamp`` (now + ``grace``, as the API sets it) and
-        ``deletionGracePeriodSeconds``, the ``DisruptionTarget`` ``condition`` if any; it keeps its node (its
-        resources, as kube-scheduler counts a terminating pod's) until its kubelet ends it at the end of the grace
-        period (``outcome`` then), or at once when ``grace`` is 0. Its record says when it began (``reason``: an
-        eviction's cause)."""
-        key, uid = bound.key, bound.uid
-        if key in self.terminating:
-            return
-        meta = bound.pod.setdefault("metadata", {})
-        meta["deletionTimestamp"] = deletion_timestamp or intake.rfc3339(self.workload.epoch, self._now + grace)
-        meta["deletionGracePeriodSeconds"] = int(grace)
-        if condition is not None:
-            status = bound.pod.setdefault("status", {})
-            kept = [c for c in status.get("conditions") or [] if c.get("type") != DISRUPTION_TARGET]
-            status["conditions"] = [*kept, condition]
-        record = self.records.get(uid)
-        if record is not None and record.terminating_at is None:
-            record.terminating_at = self._now
-            if outcome == EVICTED:
-                record.evicted_at, record.reason = self._now, reason
-        self.terminating[key] = outcome
-        self.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
-        self.call_at(self._now + grace, functools.partial(self._grace_over, key, uid))
-
-    def _grace_over(self, key: str, uid: str) -> None:
-        """The pod's grace period is over: its node's kubelet kills it, if the node has a running kubelet (it exists,
-        Ready True or no Ready condition); else it stays Terminating until the node is Ready again."""
-        pod = self.bound.get(key)
-        if pod is None or pod.uid != uid or key not in self.terminating:
-            return
-        if self._kubelet_runs(pod.node_name):
-            self._finish_bound(key, uid, self.terminating[key])
-        else:
-            self._stranded.setdefault(pod.node_name, {})[key] = None
-
-    def _kubelet_runs(self, node: str) -> bool:
-        found = self.objects.nodes.get(node)
-        return found is not None and ready_status(found) in (None, "True")
-
-    def node_changed(self, name: str) -> None:
-        """A node was updated: one Ready again ends the pods whose grace period ran out while it had no kubelet (after
-        whatever else happens at this instant)."""
-        if self._stranded.get(name) and self._kubelet_runs(name):
-            self.call_at(self._now, functools.partial(self._end_stranded, name))
-
-    def _end_stranded(self, name: str) -> None:
-        if not self._kubelet_runs(name):
-            return
-        for key in list(self._stranded.pop(name, {})):
-            pod = self.bound.get(key)
-            if pod is not None and key in self.terminating:
-                self._finish_bound(key, pod.uid, self.terminating[key])
 
 
 def _has_no_execute_taints(workload: TimedWorkload) -> bool:

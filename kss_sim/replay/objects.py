@@ -232,7 +232,7 @@ class ObjectIntake:
         run.loop.handle("MODIFIED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_added(node)  # DaemonSets re-check a changed node as a new one
-        run.node_changed(node["metadata"]["name"])  # Ready again: its kubelet ends the pods past their grace
+        run.terminations.node_changed(node["metadata"]["name"])  # Ready again: its kubelet ends pods past their grace
 
     def _stop_lease(self, name: str) -> None:
         """``failNode``: the node's kubelet stops; its Lease, last renewed now, lapses after the node lifecycle
