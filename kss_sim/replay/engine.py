@@ -10,6 +10,7 @@ nothing would move are never visited. Deterministic: the only randomness is the 
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
 import itertools
@@ -61,6 +62,9 @@ WORKLOAD_KINDS = frozenset(
     ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler")
 )  # world.KINDS
 DEFAULT_GRACE_SECONDS = 30.0
+# kube-controller-manager's pod GC quarantine: how long a pod's node may be missing before the pod is force-deleted
+# (kss serve's KSS_POD_GC_QUARANTINE default, kss_sim/controllers/pod_gc.py).
+POD_GC_QUARANTINE_SECONDS = 40.0
 _START_RANK = {"Deployment": 1, "CronJob": 1, "StatefulSet": 1, "DaemonSet": 1, "ReplicaSet": 2, "Job": 2, "Pod": 3}
 
 
@@ -503,9 +507,18 @@ class Replay(LoopHost):
             if run_for is not None:
                 uid = pi.uid
                 self.call_at(self._now + run_for, lambda: self._finish_bound(key, uid, SUCCEEDED))
+            if pi.node_name not in self.objects.nodes:
+                self.call_at(self._now + POD_GC_QUARANTINE_SECONDS, functools.partial(self._gc_orphan, key, pi.uid))
             return
         self.pending[key] = pi
         self.loop.add_unscheduled_pod(pi)  # another scheduler's pod stays pending
+
+    def _gc_orphan(self, key: str, uid: str) -> None:
+        """kube-controller-manager's pod GC: a pod bound to a node that is still missing after the quarantine is
+        force-deleted (no kubelet to end it), as ``kss serve``'s pod GC does."""
+        pod = self.bound.get(key)
+        if pod is not None and pod.uid == uid and pod.node_name not in self.objects.nodes:
+            self._finish_bound(key, uid, DELETED)
 
     def _update_pod(self, pod: dict[str, Any]) -> None:
         """An update of a pod: a pending pod is requeued as kube-scheduler does for a spec or label change; a bound

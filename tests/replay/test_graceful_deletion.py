@@ -103,3 +103,17 @@ def test_a_pod_deleted_on_a_node_without_a_kubelet_stays_terminating_until_the_n
     )
     (p,) = Replay(w).run().pods
     assert (p.terminating_at, p.finished_at, p.outcome) == (20.0, 100.0, DELETED)
+
+
+def test_a_pod_bound_to_a_node_that_does_not_exist_is_collected_after_the_pod_gc_quarantine() -> None:
+    w = workload(
+        [
+            {"at": 0, "create": pod("ghost", nodeName="no-such-node")},
+            {"at": 0, "create": pod("early", nodeName="late-node")},
+            {"at": 30, "create": node("late-node")},  # within the quarantine: its pod stays
+        ]
+    )
+    pods = {p.key: p for p in Replay(w, until=120).run().pods}
+    ghost, early = pods["default/ghost"], pods["default/early"]
+    assert (ghost.terminating_at, ghost.finished_at, ghost.outcome) == (None, 40.0, DELETED)
+    assert (early.finished_at, early.outcome) == (None, RUNNING)
