@@ -86,12 +86,18 @@ def _resource_metric(metric: Obj, kind: str, current: int, pods: list[Obj], with
     reason = "FailedGetContainerResourceMetric" if container_metric else "FailedGetResourceMetric"
     if target.get("averageValue") is not None:
         goal = milli(target["averageValue"]) or 1
-        replicas, average = raw_resource_replicas(current, goal, resource, pods, within, container, reason)
+        try:
+            replicas, average = raw_resource_replicas(current, goal, resource, pods, within, container, reason)
+        except MetricError as exc:  # computeStatusForResourceMetricGeneric's wrapping
+            raise MetricError(exc.reason, f"failed to get {resource} usage: {exc}") from exc
         current_value: Obj = {"averageValue": _quantity(average)}
         name = f"{resource} resource"
     else:
         goal = _int(target.get("averageUtilization"), 80)
-        replicas, utilization, average = resource_replicas(current, goal, resource, pods, within, container, reason)
+        try:
+            replicas, utilization, average = resource_replicas(current, goal, resource, pods, within, container, reason)
+        except MetricError as exc:
+            raise MetricError(exc.reason, f"failed to get {resource} utilization: {exc}") from exc
         current_value = {"averageValue": _quantity(average), "averageUtilization": utilization}
         what = "container resource" if container_metric else "resource"
         name = f"{resource} {what} utilization (percentage of request)"

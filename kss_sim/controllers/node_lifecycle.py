@@ -39,7 +39,7 @@ from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.node_lease import KUBELET_RENEW_INTERVAL, LEASE_NAMESPACE, renew_interval
 from kss_sim.controllers.owned import meta
-from kss_sim.kube.node_ready import node_monitor_grace_period
+from kss_sim.kube.node_ready import node_monitor_grace_period, ready_status
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE
 
@@ -94,12 +94,6 @@ def conditions_of(node: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The node's conditions by type."""
     found = (node.get("status") or {}).get("conditions") or []
     return {str(c.get("type")): c for c in found if isinstance(c, dict)}
-
-
-def ready_status(node: Mapping[str, Any]) -> str | None:
-    """The Ready condition's status (True, False, Unknown), None without one."""
-    ready = conditions_of(node).get("Ready")
-    return str(ready.get("status") or "Unknown") if ready is not None else None
 
 
 def wanted_taints(node: Mapping[str, Any]) -> set[tuple[str, str]]:

@@ -29,12 +29,14 @@ from typing import Any
 from kss_sim.controllers.owned import is_deleting, meta, pod_condition
 from kss_sim.kube.labels import label_selector_matches
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.pod_usage import USAGE_ANNOTATION
 from kss_sim.kube.quantity import QuantityError, milli_value
 
-USAGE_ANNOTATION = "kss.sigs.k8s.io/{resource}-usage"
 # A custom (Pods, Object) or external metric's value: on each pod, on the described object, on the autoscaler.
 METRIC_ANNOTATION = "kss.sigs.k8s.io/{metric}-metric"
 TOLERANCE = 0.1  # --horizontal-pod-autoscaler-tolerance
+# GetResourceReplicas' wrapping of the metrics client's error when the resource metrics API returns nothing.
+NO_RESOURCE_METRICS = "unable to get metrics for resource {resource}: no metrics returned from resource metrics API"
 
 
 class MetricError(Exception):
@@ -92,36 +94,47 @@ def pod_usage(pod: Mapping[str, Any], resource: str, container: str = "") -> int
     return None if not values or None in values else sum(v for v in values if v is not None)
 
 
+def _request_containers(pod: Mapping[str, Any]) -> list[Obj]:
+    """The containers whose requests count (calculatePodRequestsFromContainers): the regular ones and the
+    restartable init containers (sidecars), which run beside them."""
+    spec = _dict(pod.get("spec"))
+    return [
+        *(_dict(c) for c in spec.get("containers") or []),
+        *(_dict(c) for c in spec.get("initContainers") or [] if _dict(c).get("restartPolicy") == "Always"),
+    ]
+
+
+def _request_of(container: Obj, resource: str, pod: Mapping[str, Any], reason: str) -> int:
+    request = _dict(_dict(container.get("resources")).get("requests")).get(resource)
+    thousandths = None if request is None else milli(request)
+    if thousandths is None:
+        raise MetricError(
+            reason,
+            f"missing request for {resource} in container {container.get('name')} of Pod {meta(pod).get('name')}",
+        )
+    return thousandths
+
+
 def container_request(pod: Mapping[str, Any], resource: str, container: str, reason: str) -> int:
     """calculatePodRequestsFromContainers for one container (its regular containers and restartable init
     containers): its request of ``resource`` in thousandths; MetricError when it has none or is not there."""
-    spec = _dict(pod.get("spec"))
-    candidates = [
-        *(spec.get("containers") or []),
-        *(c for c in spec.get("initContainers") or [] if _dict(c).get("restartPolicy") == "Always"),
-    ]
-    name = meta(pod).get("name")
-    for candidate in candidates:
-        if _dict(candidate).get("name") != container:
-            continue
-        request = _dict(_dict(_dict(candidate).get("resources")).get("requests")).get(resource)
-        thousandths = None if request is None else milli(request)
-        if thousandths is None:
-            raise MetricError(reason, f"missing request for {resource} in container {container} of Pod {name}")
-        return thousandths
-    raise MetricError(reason, f"container {container} not found in Pod {name}")
+    for candidate in _request_containers(pod):
+        if candidate.get("name") == container:
+            return _request_of(candidate, resource, pod, reason)
+    raise MetricError(reason, f"container {container} not found in Pod {meta(pod).get('name')}")
 
 
-def pod_request(pod: Mapping[str, Any], resource: str) -> int | None:
-    """calculatePodRequests: the containers' requests added up; None when a container has none."""
-    total = 0
-    for container in _dict(pod.get("spec")).get("containers") or []:
-        request = _dict(_dict(container.get("resources")).get("requests")).get(resource)
-        thousandths = None if request is None else milli(request)
-        if thousandths is None:
-            return None
-        total += thousandths
-    return total
+def pod_request(pod: Mapping[str, Any], resource: str, reason: str) -> int:
+    """calculatePodRequestsFromContainers for the whole pod: its containers' and restartable init containers'
+    requests added up; MetricError naming the first container without one."""
+    return sum(_request_of(c, resource, pod, reason) for c in _request_containers(pod))
+
+
+def has_usage(pods: list[Obj], resource: str) -> bool:
+    """Whether any of the pods has a usage of ``resource``: without, the resource metrics API (metrics-server)
+    would return no metrics at all."""
+    annotation = USAGE_ANNOTATION.format(resource=resource)
+    return any(annotation in _dict(_dict(pod.get("metadata")).get("annotations")) for pod in pods)
 
 
 @dataclass
@@ -187,16 +200,16 @@ def resource_replicas(
 ) -> tuple[int, int, int]:
     """GetResourceReplicas: the replicas a utilization target asks for, the utilization and the average usage
     (with ``container``: that container's usage against its request, a ContainerResource metric)."""
+    if not has_usage(pods, resource):
+        raise MetricError(reason, NO_RESOURCE_METRICS.format(resource=resource))
     metrics, unready, missing = _group_pods(pods, resource, lambda pod: pod_usage(pod, resource, container))
     requests: dict[str, int] = {}
     for pod in pods:
+        name = str(meta(pod).get("name"))
         if container:
-            requests[str(meta(pod).get("name"))] = container_request(pod, resource, container, reason)
-            continue
-        request = pod_request(pod, resource)
-        if request is None:
-            raise MetricError(reason, f"missing request for {resource} in container of Pod {meta(pod).get('name')}")
-        requests[str(meta(pod).get("name"))] = request
+            requests[name] = container_request(pod, resource, container, reason)
+        else:
+            requests[name] = pod_request(pod, resource, reason)
     if not metrics:
         raise MetricError(reason, "did not receive metrics for targeted pods (pods might be unready)")
     ratio, utilization, raw = _utilization(metrics, requests, target, reason)
@@ -233,6 +246,8 @@ def raw_resource_replicas(
 ) -> tuple[int, int]:
     """GetRawResourceReplicas (calcPlainMetricReplicas): the replicas an average-value target asks for and the
     average usage (thousandths; with ``container``, that container's)."""
+    if not has_usage(pods, resource):
+        raise MetricError(reason, NO_RESOURCE_METRICS.format(resource=resource))
     metrics, unready, missing = _group_pods(pods, resource, lambda pod: pod_usage(pod, resource, container))
     if not metrics:
         raise MetricError(reason, "did not receive metrics for targeted pods (pods might be unready)")

@@ -7,6 +7,7 @@ cluster whose kubelet reported it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +41,13 @@ def ready_condition(report: str, now: datetime | None = None) -> dict[str, Any]:
         "lastHeartbeatTime": stamp,
         "lastTransitionTime": stamp,
     }
+
+
+def ready_status(node: Mapping[str, Any]) -> str | None:
+    """The node's Ready condition's status (True, False, Unknown), None without one."""
+    found = (node.get("status") or {}).get("conditions") or []
+    ready = next((c for c in found if isinstance(c, dict) and c.get("type") == "Ready"), None)
+    return str(ready.get("status") or "Unknown") if ready is not None else None
 
 
 def ready_status_patch(report: str, now: datetime | None = None) -> dict[str, Any]:

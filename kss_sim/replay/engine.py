@@ -10,6 +10,7 @@ nothing would move are never visited. Deterministic: the only randomness is the 
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
 import itertools
@@ -19,11 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kss_sim.cluster.errors import Forbidden
+from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
 from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay import intake
 from kss_sim.replay.model import (
     DELETED,
-    EVICTED,
     PENDING,
     PREEMPTED,
     RUNNING,
@@ -33,6 +34,7 @@ from kss_sim.replay.model import (
     ReplayResult,
 )
 from kss_sim.replay.objects import ObjectIntake
+from kss_sim.replay.terminating import Terminations
 from kss_sim.replay.workload import Event, TimedWorkload, WorkloadError
 from kss_sim.replay.writer import ReplayWriter
 from kss_sim.scheduler import queue as q
@@ -57,6 +59,9 @@ WORKLOAD_KINDS = frozenset(
     ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler")
 )  # world.KINDS
 DEFAULT_GRACE_SECONDS = 30.0
+# kube-controller-manager's pod GC quarantine: how long a pod's node may be missing before the pod is force-deleted
+# (kss serve's KSS_POD_GC_QUARANTINE default, kss_sim/controllers/pod_gc.py).
+POD_GC_QUARANTINE_SECONDS = 40.0
 _START_RANK = {"Deployment": 1, "CronJob": 1, "StatefulSet": 1, "DaemonSet": 1, "ReplicaSet": 2, "Job": 2, "Pod": 3}
 
 
@@ -103,6 +108,7 @@ class Replay(LoopHost):
         self.records: dict[str, PodRecord] = {}  # uid -> record, in arrival order
         self.pending: dict[str, PodInfo] = {}  # key -> pod arrived and not bound (queued, gated or waiting)
         self.bound: dict[str, PodInfo] = {}  # key -> bound pod (running or terminating)
+        self.terminations = Terminations(self)  # bound pods deleted gracefully, until their kubelets end them
         self._run_for: dict[str, float | None] = {}  # uid -> seconds it runs once bound
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         # Timers that end by themselves; a CronJob's next schedule is not one (it would keep a run going forever).
@@ -143,36 +149,26 @@ class Replay(LoopHost):
         self._create_pod(pod, run_for=run_for, end_at=None, owner=owner)
 
     def delete_pod(self, namespace: str, name: str) -> None:
-        self._delete_pod(f"{namespace or 'default'}/{name}", DELETED)
+        """The controllers' store removed the pod (no grace period, or none left): it is gone now."""
+        self._remove_pod(f"{namespace or 'default'}/{name}", DELETED)
 
-    def evict_pod(self, pod: dict[str, Any], reason: str) -> bool:
-        """The bound pod ``pod`` (as the controllers' store has it: evicted, deletionTimestamp set) starts
-        terminating: it keeps its node (its resources, as kube-scheduler counts a terminating pod's) until
-        ``finish_evicted``; its record notes ``reason``. False when the engine has no such pod bound."""
+    def terminate_pod(self, pod: dict[str, Any], outcome: str, reason: str = "") -> bool:
+        """The bound pod ``pod`` (as the controllers' store has it: deleted gracefully, deletionTimestamp and
+        deletionGracePeriodSeconds set, a DisruptionTarget condition when evicted) starts terminating: it keeps its
+        node until its kubelet ends it (``outcome`` then; ``reason``: an evicted pod's cause). True when it
+        terminates (or did already), False when the engine has no such pod bound."""
         meta = pod.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         bound = self.bound.get(key)
         if bound is None:
             return False
-        bound_meta = bound.pod.setdefault("metadata", {})
-        for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
-            if field in meta:
-                bound_meta[field] = meta[field]
-        target = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"]
-        status = bound.pod.setdefault("status", {})
-        kept = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        status["conditions"] = kept + target
-        record = self.records.get(bound.uid)
-        if record is not None and record.evicted_at is None:
-            record.evicted_at, record.reason = self._now, reason
-        self.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
+        target = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == DISRUPTION_TARGET]
+        grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+        self.terminations.begin(
+            bound, outcome, grace, condition=target[0] if target else None, reason=reason,
+            deletion_timestamp=meta.get("deletionTimestamp"),
+        )  # fmt: skip
         return True
-
-    def finish_evicted(self, namespace: str, name: str) -> None:
-        """An evicted pod's grace period is over and its node's kubelet has killed it: it is gone."""
-        key = f"{namespace or 'default'}/{name}"
-        if key in self.bound:
-            self._finish_bound(key, self.bound[key].uid, EVICTED)
 
     def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
         """``callback`` at virtual time ``at``; without ``holds_run`` the timer alone does not keep the run going
@@ -236,9 +232,10 @@ class Replay(LoopHost):
             self._run()
         finally:
             gc.set_threshold(*before)
+        still_terminating = self.terminations.outcomes_by_uid()
         for record in self.records.values():
-            if record.reason and record.finished_at is None:
-                record.outcome = EVICTED  # still Terminating: its node failed, no kubelet ends it
+            if record.uid in still_terminating:
+                record.outcome = still_terminating[record.uid]  # Terminating still: its grace runs, or no kubelet
             elif record.outcome == PENDING and record.bound_at is not None:
                 record.outcome = RUNNING
         return ReplayResult(
@@ -436,7 +433,7 @@ class Replay(LoopHost):
             self.controllers.pod_arrived(pod)  # a snapshot's or an event's pod: its controller adopts it
         if end_at is not None:
             uid = pi.uid
-            self.call_at(end_at, lambda: self._delete_pod(key, DELETED, uid=uid))
+            self.call_at(end_at, lambda: self._delete_pod(key, uid=uid))
         if bound_already:
             pod.setdefault("status", {}).setdefault("startTime", intake.rfc3339(self.workload.epoch, self._now))
             self.bound[key] = pi
@@ -446,9 +443,18 @@ class Replay(LoopHost):
             if run_for is not None:
                 uid = pi.uid
                 self.call_at(self._now + run_for, lambda: self._finish_bound(key, uid, SUCCEEDED))
+            if pi.node_name not in self.objects.nodes:
+                self.call_at(self._now + POD_GC_QUARANTINE_SECONDS, functools.partial(self._gc_orphan, key, pi.uid))
             return
         self.pending[key] = pi
         self.loop.add_unscheduled_pod(pi)  # another scheduler's pod stays pending
+
+    def _gc_orphan(self, key: str, uid: str) -> None:
+        """kube-controller-manager's pod GC: a pod bound to a node that is still missing after the quarantine is
+        force-deleted (no kubelet to end it), as ``kss serve``'s pod GC does."""
+        pod = self.bound.get(key)
+        if pod is not None and pod.uid == uid and pod.node_name not in self.objects.nodes:
+            self._finish_bound(key, uid, DELETED)
 
     def _update_pod(self, pod: dict[str, Any]) -> None:
         """An update of a pod: a pending pod is requeued as kube-scheduler does for a spec or label change; a bound
@@ -486,8 +492,24 @@ class Replay(LoopHost):
         self.cluster.put_pod(new)
         self.loop.add_assigned_pod(pi)
 
-    def _delete_pod(self, key: str, outcome: str, *, uid: str | None = None) -> None:
-        """The pod is deleted now, bound or pending (a ``uid`` given: only if it is still that pod)."""
+    def _delete_pod(self, key: str, *, uid: str | None = None) -> None:
+        """A client deletes the pod (a delete event, its ``endAt``), as ``kubectl delete`` does: a pending pod goes
+        now, a bound one terminates for its ``terminationGracePeriodSeconds`` (a ``uid`` given: only if it is still
+        that pod)."""
+        bound = self.bound.get(key)
+        if bound is None or (uid is not None and bound.uid != uid):
+            self._remove_pod(key, DELETED, uid=uid)
+            return
+        if key in self.terminations:
+            return  # a later delete may only shorten the grace period; the pod's own never does
+        grace = bound.spec.get("terminationGracePeriodSeconds")
+        seconds = DEFAULT_GRACE_SECONDS if grace is None else max(0.0, float(grace))
+        self.terminations.begin(bound, DELETED, seconds)
+        if self.controllers is not None:
+            self.controllers.pod_deleting(bound.pod)
+
+    def _remove_pod(self, key: str, outcome: str, *, uid: str | None = None) -> None:
+        """The pod is gone now, bound or pending (a ``uid`` given: only if it is still that pod)."""
         pod = self.pending.get(key)
         if pod is not None and (uid is None or pod.uid == uid):
             del self.pending[key]
@@ -506,6 +528,9 @@ class Replay(LoopHost):
         pod = self.bound.get(key)
         if pod is None or pod.uid != uid:
             return
+        terminating = self.terminations.ended(key, pod.node_name)
+        if terminating is not None and outcome != SUCCEEDED:
+            outcome = terminating  # gone before or at its kubelet's end (a removed node): as its deletion said
         del self.bound[key]
         self.cache.remove_pod(uid)
         self.cluster.delete_pod(pod.pod)
@@ -538,29 +563,23 @@ class Replay(LoopHost):
                 self.cluster.delete_object("ResourceClaim", owned)
 
     def terminate_victim(self, victim: PodInfo, preemptor: PodInfo) -> None:
-        """A preemption victim: deletionTimestamp and the DisruptionTarget condition now, gone after its grace
-        period (the preemptor stays nominated meanwhile)."""
+        """A preemption victim: deleted as the scheduler deletes it (the DisruptionTarget condition, then a delete
+        with its grace period), it terminates holding its node (the preemptor stays nominated meanwhile)."""
         bound = self.bound.get(victim.key)
-        if bound is None or bound.uid != victim.uid:
+        if bound is None or bound.uid != victim.uid or victim.key in self.terminations:
             return
-        meta = bound.pod.setdefault("metadata", {})
-        if meta.get("deletionTimestamp"):
-            return
-        meta["deletionTimestamp"] = intake.rfc3339(self.workload.epoch, self._now)
-        status = bound.pod.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-                           "message": f"{preemptor.pod.get('spec', {}).get('schedulerName') or 'default-scheduler'}: "
-                                      f"preempting to accommodate a higher priority pod"})  # fmt: skip
-        status["conditions"] = conditions
+        scheduler = preemptor.pod.get("spec", {}).get("schedulerName") or "default-scheduler"
+        condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": "PreemptionByScheduler",
+                     "message": f"{scheduler}: preempting to accommodate a higher priority pod",
+                     "lastTransitionTime": intake.rfc3339(self.workload.epoch, self._now)}  # fmt: skip
         record = self.records.get(victim.uid)
         if record is not None:
             record.preemptions += 1
         grace = bound.spec.get("terminationGracePeriodSeconds")
         seconds = DEFAULT_GRACE_SECONDS if grace is None else max(0.0, float(grace))
-        key, uid = victim.key, victim.uid
-        self.call_at(self._now + seconds, lambda: self._finish_bound(key, uid, PREEMPTED))
-        self.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
+        self.terminations.begin(bound, PREEMPTED, seconds, condition=condition)
+        if self.controllers is not None:
+            self.controllers.pod_deleting(bound.pod)
 
 
 def _has_no_execute_taints(workload: TimedWorkload) -> bool:

@@ -17,7 +17,12 @@ driver only does what the workload says at each moment:
   bound (it carries the ``replay.kss.sigs.k8s.io/run-for`` annotation; a Deployment's, ReplicaSet's,
   StatefulSet's or DaemonSet's pod template gets it too, so its controller replaces the pods that end); a Job's or
   CronJob's pods get the kubelet's ``kss.sigs.k8s.io/run-duration`` of ``runFor / speed`` instead, so they
-  succeed and the Job completes; ``endAt``: the object is deleted at that time, whatever its state.
+  succeed and the Job completes; ``endAt``: the object is deleted at that time, whatever its state. A pod that
+  ran its time is deleted with a grace period of 0 (gone at once, as one that Succeeds offline); one a ``delete`` or
+  its ``endAt`` deletes gets its own grace period scaled by ``speed``, as an evicted one;
+- a workload's ``usage`` curve: at each step its pods' ``kss.sigs.k8s.io/<resource>-usage`` annotations are patched
+  on the server, and each pod it makes later gets them when the watch sees it (``live_usage.py``): what the
+  server's horizontal pod autoscaler reads.
 
 A request the server refuses (409, 422, ...) is reported with the object named and the run goes on; the end
 summary counts them. Ctrl-C stops the run (the objects stay on the server).
@@ -40,6 +45,7 @@ from kss_sim.kube.node_ready import NODE_MONITOR_GRACE_PERIOD, ready_status_patc
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.live_api import SERVER_MANAGED, ApiError, Target, list_pods, watch_pods
 from kss_sim.replay.live_summary import LivePod, LiveSummary, Progress, clock_text
+from kss_sim.replay.live_usage import UsageFeed
 from kss_sim.replay.workload import DRAIN_RETRY_SECONDS, RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
 
 KUBELET_RUN_DURATION = "kss.sigs.k8s.io/run-duration"
@@ -95,6 +101,7 @@ class LiveReplay:
         self._last_activity = 0.0
         self._lapses: dict[str, int] = {}  # stopped node -> the token of its coming lease lapse
         self._lapse_seq = 0
+        self._usage = UsageFeed(target)
 
     # --- time -----------------------------------------------------------------------------------
     def _now(self) -> float:
@@ -237,10 +244,12 @@ class LiveReplay:
         if kind == "Pod":  # known now, before the watch tells: the run waits for its runFor
             self._on_pod("ADDED", created)
             self.summary.pods[str(created["metadata"]["uid"])].created_by_event = True
+        self._usage_curve(event, obj)
         if event.end_at is not None:
             made = created.get("metadata") or {}
             namespace, name, uid = str(made.get("namespace") or ""), str(made.get("name")), str(made.get("uid"))
-            self._at(event.end_at, lambda: self._end(kind, namespace, name, uid, at=event.end_at or 0.0))
+            grace = self._wall_grace(created) if kind == "Pod" else 0  # a deletion: the pod's own grace period
+            self._at(event.end_at, lambda: self._end(kind, namespace, name, uid, at=event.end_at or 0.0, grace=grace))
 
     def _update(self, event: Event) -> None:
         assert event.obj is not None
@@ -257,13 +266,35 @@ class LiveReplay:
             meta["resourceVersion"] = current["metadata"]["resourceVersion"]
             try:
                 self.target.replace(obj)
+                self._usage_curve(event, obj)
                 return
             except ApiError as exc:  # someone (a controller) wrote it meanwhile: again on the new version
                 if exc.code != 409 or attempt == _CONFLICT_RETRIES - 1:
                     raise
 
+    def _usage_curve(self, event: Event, obj: Obj) -> None:
+        """The workload's usage curve, its steps timed: its pods' usage annotations on the server (``UsageFeed``)."""
+        if event.usage is None:
+            return
+        meta = obj.get("metadata") or {}
+        key = (str(obj.get("kind")), str(meta.get("namespace") or "default"), str(meta.get("name")))
+        curve = event.usage
+        for at in self._usage.set_curve(key, curve):
+            self._at(max(at, event.at), functools.partial(self._usage_step, key, curve, at))
+
+    def _usage_step(self, key: tuple[str, str, str], curve: Any, at: float) -> None:
+        try:
+            self._usage.step(key, curve, max(at, self._now()))
+        except ApiError as exc:
+            self._error(f"at {clock_text(at)}: usage of {key[0]} {key[1]}/{key[2]}: {exc}")
+
     def _delete(self, event: Event) -> None:
-        self.target.delete(event.kind, event.namespace or self._default_namespace(event.kind), event.name)
+        namespace = event.namespace or self._default_namespace(event.kind)
+        grace = 0
+        if event.kind == "Pod":  # as kubectl delete: the pod's own grace period (on the replay's clock: / speed)
+            with contextlib.suppress(ApiError):  # gone: the delete says so
+                grace = self._wall_grace(self.target.get("Pod", namespace, event.name))
+        self.target.delete(event.kind, namespace, event.name, grace_period_seconds=grace)
 
     def _cordon(self, event: Event) -> None:
         self.target.merge_patch("Node", "", event.name, {"spec": {"unschedulable": True}})
@@ -301,8 +332,8 @@ class LiveReplay:
             self._at(max(event.at, self._now()) + DRAIN_RETRY_SECONDS, functools.partial(self._evict_from, event))
 
     def _wall_grace(self, pod: Obj) -> int:
-        """The evicted pod's grace period on the server's wall clock: its own (30 s by default) on the replay's
-        clock, so ``/ speed``, in whole seconds and at least 1 (0 would delete it at once)."""
+        """The evicted or deleted pod's grace period on the server's wall clock: its own (30 s by default) on the
+        replay's clock, so ``/ speed``, in whole seconds and at least 1 (0 would delete it at once)."""
         grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
         seconds = 30.0 if grace is None else float(grace)
         return 0 if seconds <= 0 else max(1, math.ceil(seconds / self.speed))
@@ -415,9 +446,9 @@ class LiveReplay:
             _annotate(spec["template"], RUN_FOR_ANNOTATION, f"{run_for:g}")
 
     # --- timers -----------------------------------------------------------------------------------
-    def _end(self, kind: str, namespace: str, name: str, uid: str, *, at: float) -> None:
+    def _end(self, kind: str, namespace: str, name: str, uid: str, *, at: float, grace: int) -> None:
         try:
-            self.target.delete(kind, namespace, name, uid=uid)
+            self.target.delete(kind, namespace, name, uid=uid, grace_period_seconds=grace)
         except ApiError as exc:
             if exc.code not in (404, 409):  # gone already, or a new object of that name: not ours to end
                 self._error(f"at {clock_text(at)}: endAt {kind} {namespace + '/' if namespace else ''}{name}: {exc}")
@@ -501,6 +532,10 @@ class LiveReplay:
         if pod is None:
             pod = LivePod(f"{meta.get('namespace')}/{meta.get('name')}", uid, now, _run_for(obj))
             self.summary.pods[uid] = pod
+            try:
+                self._usage.pod_seen(obj, now)  # its workload's usage now, before the autoscaler reads it
+            except ApiError as exc:
+                self._error(f"at {clock_text(now)}: usage of Pod {pod.key}: {exc}")
         node = (obj.get("spec") or {}).get("nodeName")
         if node and pod.bound is None:
             pod.bound, pod.node = now, str(node)

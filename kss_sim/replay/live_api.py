@@ -202,16 +202,23 @@ class Target:
         return self._json("PATCH", path, content=orjson.dumps(patch), headers=_STRATEGIC_MERGE_PATCH)
 
     def delete(
-        self, kind: str, namespace: str, name: str, *, uid: str | None = None, api_version: str | None = None
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        api_version: str | None = None,
+        grace_period_seconds: int = 0,
     ) -> None:
         """Delete (dependents in the background, as ``kubectl delete``); with ``uid``, only that very object. At once
-        (grace period 0): a workload's pod ends at its time on the replay's clock, as the offline replay ends it,
-        not after a grace period counted on the server's wall clock."""
+        by default (grace period 0: a pod that ran its time is gone then, as the offline replay's Succeeds); a pod's
+        own grace period is the caller's to give, on the server's wall clock."""
         body: Obj = {
             "kind": "DeleteOptions",
             "apiVersion": "v1",
             "propagationPolicy": "Background",
-            "gracePeriodSeconds": 0,
+            "gracePeriodSeconds": grace_period_seconds,
         }
         if uid:
             body["preconditions"] = {"uid": uid}
@@ -222,6 +229,10 @@ class Target:
         """The pods bound to ``node`` (a field selector on ``spec.nodeName``, as ``kubectl drain`` lists them)."""
         listing = self._json("GET", "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={node}"})
         return [p for p in listing.get("items") or [] if (p.get("spec") or {}).get("nodeName") == node]
+
+    def pods_in(self, namespace: str) -> list[Obj]:
+        """The pods of ``namespace``."""
+        return list(self._json("GET", f"/api/v1/namespaces/{namespace}/pods").get("items") or [])
 
     def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
         """POST the pod's ``eviction`` subresource (a policy/v1 Eviction, as ``kubectl drain``); 429 when its

@@ -20,8 +20,9 @@ from kss_sim.scheduler.record import Attempt
 PENDING = "pending"  # never bound (yet)
 RUNNING = "running"  # bound and not finished when the run ended
 SUCCEEDED = "succeeded"  # ran its runFor and left
-DELETED = "deleted"  # deleted (endAt, a delete event, its node removed, its owner scaled down)
-PREEMPTED = "preempted"  # a preemption victim (and not re-created: a bare pod is gone)
+# Deleted (endAt, a delete event, its node removed, its owner scaled down); once bound, gone after its grace period.
+DELETED = "deleted"
+PREEMPTED = "preempted"  # a preemption victim, gone after its grace period (a controller's is replaced at once)
 # Evicted (PodRecord.reason says why) and gone after its grace period, or still Terminating at the end where no
 # kubelet finishes it (its node failed).
 EVICTED = "evicted"
@@ -50,6 +51,9 @@ class PodRecord:
     preemptions: int = 0  # times it was a preemption victim
     finished_at: float | None = None
     outcome: str = PENDING
+    # When it was deleted gracefully while bound (deleted, preempted, evicted): it then held its node, Terminating,
+    # until its kubelet ended it at the end of its grace period (finished_at).
+    terminating_at: float | None = None
     evicted_at: float | None = None  # when it was evicted (it then terminates for its grace period)
     reason: str = ""  # an evicted pod's cause (EVICTION_REASONS)
     last_message: str = ""  # the last failed attempt's message (kube-scheduler's FailedScheduling text)

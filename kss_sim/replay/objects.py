@@ -179,7 +179,7 @@ class ObjectIntake:
         if f"{kind}.v1alpha2" in _V1ALPHA2_KINDS and run.loop.find(f"{kind}.v1alpha2", namespace, name) is not None:
             kind = f"{kind}.v1alpha2"  # a delete names no version: the v1.36 object of that name
         if kind == "Pod":
-            run._delete_pod(f"{namespace}/{name}", DELETED)
+            run._delete_pod(f"{namespace}/{name}")
             return
         if kind in _WORKLOAD:
             if run.controllers is not None:  # none made: the workload never had one of these kinds to delete
@@ -232,6 +232,7 @@ class ObjectIntake:
         run.loop.handle("MODIFIED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_added(node)  # DaemonSets re-check a changed node as a new one
+        run.terminations.node_changed(node["metadata"]["name"])  # Ready again: its kubelet ends pods past their grace
 
     def _stop_lease(self, name: str) -> None:
         """``failNode``: the node's kubelet stops; its Lease, last renewed now, lapses after the node lifecycle

@@ -21,7 +21,7 @@ from kss_sim.replay.report import render_report
 
 POD_COLUMNS = (
     "pod", "uid", "owner", "priority", "arrival", "firstAttempt", "bound", "wait", "node", "attempts",
-    "preemptions", "evicted", "finished", "outcome", "reason", "lastMessage",
+    "preemptions", "terminating", "evicted", "finished", "outcome", "reason", "lastMessage",
 )  # fmt: skip
 FILES = ("summary.json", "pods.csv", "timeseries.csv", "report.html")
 
@@ -46,6 +46,7 @@ def pod_row(rec: PodRecord) -> Obj:
         "node": rec.node or "",
         "attempts": rec.attempts,
         "preemptions": rec.preemptions,
+        "terminating": _time(rec.terminating_at),
         "evicted": _time(rec.evicted_at),
         "finished": _time(rec.finished_at),
         "outcome": rec.outcome,

@@ -5,7 +5,7 @@ HorizontalPodAutoscalers that scale them, the horizontal controller syncing ever
 ``ClusterStore`` (no database), with the nodes and every pod the controllers may own or adopt; the controllers of
 ``kss_sim/controllers/`` (``manager.WORKLOAD_CONTROLLERS``: the workload controllers, TTL-after-finished and the
 garbage collector; and the taint eviction controller, which evicts what a node's NoExecute taints no longer let
-stay, the ``DisruptionTarget`` condition written, the pod deleted in the engine at once) are attached to it and
+stay, the ``DisruptionTarget`` condition written, the pod terminating in the engine) are attached to it and
 settled by ``SteppedControllers`` whenever something changed, at the current virtual instant, and again when one
 of their timers is due. Why a store and not a lighter object world of the replay's own: docs/architecture.md
 ("The replay's object world").
@@ -16,16 +16,19 @@ act through its :class:`Engine` verbs:
 - a pod a controller creates reaches the engine through ``create_pod`` (as a created pod does), with its controller
   as its owner and a run time: the template's ``kss.sigs.k8s.io/run-duration`` when it has one, else the workload's
   ``runFor`` of the object at the top of its chain of controllers (a Deployment's, a CronJob's);
-- a pod a controller deletes (or the garbage collector) is deleted in the engine and from the store at once (a
-  Job's pod once its controller takes the tracking finalizer off);
+- a pod a controller deletes (or the garbage collector) gracefully, bound, terminates in the engine
+  (``terminate_pod``): it holds its node until its kubelet ends it at the end of its grace period (the engine's
+  timer; the store's pod is then deleted with a grace period of 0, as ``kss serve``'s kubelet does), while its
+  controller counts it gone and replaces it at once; one not bound, or deleted without a grace period, is deleted
+  in the engine and from the store at once (a Job's pod once its controller takes the tracking finalizer off). The
+  record's outcome follows the pod's ``DisruptionTarget`` condition: evicted (the taint eviction controller's, the
+  eviction API's: a drain), with its reason; preempted; else deleted;
 - a claim a controller creates (a StatefulSet's) reaches the engine as a created claim, before the pods that mount
   it; one the store deletes (the set's retention policy, through the garbage collector) is deleted there;
 - what the engine does to a pod the controllers see: a binding makes it Running and Ready (the replay's pods start
-  at once); a pod that ran its time Succeeds; one deleted or preempted is deleted;
-- a bound pod the store deletes gracefully with an eviction's ``DisruptionTarget`` (the taint eviction controller's,
-  a drain's) terminates: the engine keeps it on its node (``evict_pod``, its record's reason) until its kubelet
-  ends it, at the end of its grace period if its node is Ready, else once the node is (``finish_evicted``; the
-  store's pod is then deleted with a grace period of 0, as ``kss serve``'s kubelet does);
+  at once); a pod that ran its time Succeeds; one the engine deletes gracefully (a delete event, its ``endAt``, a
+  preemption: ``pod_deleting``) is deleted so in the store too, a victim's ``DisruptionTarget`` first; one gone
+  at once is deleted;
 - a workload's usage curve (``usage_curve``, ``world_usage.py``) is written at each step as its pods'
   ``<resource>-usage`` annotations, and on each pod it makes later: what the horizontal controller reads;
 - pods that reach the engine otherwise (a start snapshot's, an event's) are created in the store as they are, so
@@ -69,17 +72,18 @@ from kss_sim.controllers.manager import WORKLOAD_CONTROLLERS
 from kss_sim.controllers.node_lifecycle import (
     NOT_READY,
     UNREACHABLE,
-    ready_status,
 )
 from kss_sim.controllers.owned import controller_ref, key_of, meta
 from kss_sim.controllers.pod_status import RUN_DURATION_ANNOTATION, parse_go_duration
 from kss_sim.controllers.stepped import SteppedControllers
 from kss_sim.controllers.taint_eviction import DISRUPTION_REASON as TAINT_EVICTION_REASON
 from kss_sim.controllers.taint_eviction import TaintEvictionController
+from kss_sim.kube.node_ready import ready_status
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE
-from kss_sim.replay.model import DRAIN, NODE_FAILURE, TAINT
+from kss_sim.replay import model
+from kss_sim.replay.model import DRAIN, EVICTED, NODE_FAILURE, PREEMPTED, TAINT
 from kss_sim.replay.workload import DRAIN_RETRY_SECONDS, WorkloadError
 from kss_sim.replay.world_nodes import reported_node
 from kss_sim.replay.world_objects import KINDS, StoreUids, without_job_uid
@@ -95,6 +99,7 @@ _MANAGER = "kss-replay"
 ADMISSION_KINDS = frozenset(("PriorityClass",))
 STORED_KINDS = ADMISSION_KINDS | {"PodDisruptionBudget"}
 EVICTION_API_REASON = "EvictionByEvictionAPI"  # the DisruptionTarget reason of an eviction through the API
+PREEMPTION_REASON = "PreemptionByScheduler"  # the DisruptionTarget reason of a preemption victim
 # The controllers a replay runs: the workload ones and what acts on nodes' NoExecute taints.
 REPLAY_CONTROLLERS: tuple[type[ReconcileLoop[Any]], ...] = (
     *WORKLOAD_CONTROLLERS,
@@ -117,13 +122,10 @@ class Engine(Protocol):
 
     def delete_pod(self, namespace: str, name: str) -> None: ...
 
-    def evict_pod(self, pod: Obj, reason: str) -> bool:
-        """The bound pod (evicted: deletionTimestamp set) starts terminating, holding its node; False when the
-        engine has no such pod bound."""
-        ...
-
-    def finish_evicted(self, namespace: str, name: str) -> None:
-        """A terminating evicted pod is gone (its grace period over, its kubelet killed it)."""
+    def terminate_pod(self, pod: Obj, outcome: str, reason: str = "") -> bool:
+        """The bound pod, deleted gracefully in the store (deletionTimestamp set), starts terminating, holding its
+        node until its kubelet ends it (``outcome``; ``reason``: an eviction's cause); False when the engine has no
+        such pod bound."""
         ...
 
     def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None: ...
@@ -140,16 +142,9 @@ class Engine(Protocol):
         ...
 
 
-def _evicted_gracefully(pod: Obj) -> bool:
-    """Whether the deleted pod was evicted (the eviction API's or the taint eviction controller's DisruptionTarget)
-    from a node, with a grace period its kubelet gives it."""
-    if not (pod.get("spec") or {}).get("nodeName") or not meta(pod).get("deletionGracePeriodSeconds"):
-        return False
-    return any(
-        c.get("type") == DISRUPTION_TARGET and c.get("reason") in (EVICTION_API_REASON, TAINT_EVICTION_REASON)
-        for c in (pod.get("status") or {}).get("conditions") or []
-        if isinstance(c, dict)
-    )
+def _deleted_gracefully(pod: Obj) -> bool:
+    """Whether the deleted pod terminates on its node: bound, with a grace period its kubelet gives it."""
+    return bool((pod.get("spec") or {}).get("nodeName") and meta(pod).get("deletionGracePeriodSeconds"))
 
 
 class LiveControllers:
@@ -169,9 +164,8 @@ class LiveControllers:
         self._engine_pods: set[Key] = set()  # pods the engine holds, as the store knows them
         self._created: dict[Key, None] = {}  # pods the controllers made, for the engine, in creation order
         self._ending: dict[Key, None] = {}  # engine pods the store deletes (a controller, the garbage collector)
-        self._evicting: dict[Key, None] = {}  # bound engine pods evicted (a taint, a drain), for the engine
-        self._terminating: dict[Key, str] = {}  # evicted pods in their grace period or past it -> their node
-        self._stranded: dict[str, dict[Key, None]] = {}  # node -> evicted pods past their grace, no kubelet to end them
+        self._terminating: dict[Key, None] = {}  # bound engine pods the store deletes gracefully, for the engine
+        self._deleting: set[Key] = set()  # engine pods deleted gracefully by the engine (its terminating pods)
         self._claims: dict[Key, bool] = {}  # claims the controllers made (True) or deleted (False), for the engine
         self._run_for: dict[str, float | None] = {}  # a workload object's uid -> its runFor
         self._store_uids = StoreUids(self.store)
@@ -289,21 +283,21 @@ class LiveControllers:
         self._wake()
 
     def pod_finished(self, pod: Obj, *, succeeded: bool) -> None:
-        """A pod left the replay: it ran its time (``succeeded``: it Succeeded) or was deleted, preempted or evicted
-        (deleted: the store's own delete removes it at once, no grace period)."""
+        """A pod left the replay: it ran its time (``succeeded``: it Succeeded), its kubelet ended it after its
+        grace period, or it was removed at once (a pending pod deleted, its node gone)."""
         key = key_of(pod)
         if key not in self._engine_pods:
             return
         self._engine_pods.discard(key)
         self._ending.pop(key, None)
-        node = self._terminating.pop(key, None)
-        if node is not None:
-            self._stranded.get(node, {}).pop(key, None)
+        self._terminating.pop(key, None)
+        self._deleting.discard(key)
         with uids.drawn_from(self._rng):
             try:
                 if succeeded:
                     self._succeeded(key)
-                if node is not None:
+                stored = self.store.get("Pod", *key)
+                if stored is not None and meta(stored).get("deletionTimestamp"):
                     # Its kubelet's delete once the containers are gone (``kubelet.py``): grace 0, gone now.
                     self.store.delete(
                         "Pod", key[0], key[1], options=DeleteOptions(grace_period_seconds=0, graceful=True)
@@ -333,8 +327,6 @@ class LiveControllers:
             except ApiError as exc:
                 log.warning("node %s: not seen by the workload controllers: %s", name, exc.message)
                 return
-        if self._stranded.get(name) and self._kubelet_runs(name):
-            self._actions.call_at(self._actions.now, functools.partial(self._end_stranded, name))
         self._wake()
 
     node_updated = node_added
@@ -432,9 +424,9 @@ class LiveControllers:
         if key in self._engine_pods:
             if event_type == DELETED:
                 self._ending[key] = None
-            elif meta(pod).get("deletionTimestamp") and key not in self._terminating:
-                if _evicted_gracefully(pod):
-                    self._evicting[key] = None  # its kubelet ends it after its grace period
+            elif meta(pod).get("deletionTimestamp") and key not in self._deleting:
+                if _deleted_gracefully(pod):
+                    self._terminating[key] = None  # its kubelet ends it after its grace period
                 else:
                     self._ending[key] = None
         elif event_type == ADDED and controller_ref(pod) is not None:
@@ -497,7 +489,7 @@ class LiveControllers:
             while True:
                 if not self._stepped.settle():
                     log.warning("the workload controllers did not settle at %gs", self._actions.now)
-                if not self._created and not self._ending and not self._claims and not self._evicting:
+                if not self._created and not self._ending and not self._claims and not self._terminating:
                     break
                 self._hand_over()
         self._ask_timers()
@@ -511,8 +503,8 @@ class LiveControllers:
                 self._actions.create_object(claim)
             elif not made:
                 self._actions.delete_object("PersistentVolumeClaim", *key)
-        evicting, self._evicting = list(self._evicting), {}
-        for key in evicting:
+        terminating, self._terminating = list(self._terminating), {}
+        for key in terminating:
             self._start_terminating(key)
         ending, self._ending = list(self._ending), {}
         for key in ending:
@@ -534,53 +526,66 @@ class LiveControllers:
             owner = f"{ref.get('kind')}/{key[0]}/{ref.get('name')}"
             self._actions.create_pod(pod, run_for=self._run_for_of(pod), owner=owner)
 
-    # --- evicted pods terminating, as each node's kubelet ends them (``kss_sim/controllers/kubelet.py``) ----------
+    # --- pods deleted gracefully: the engine keeps them on their nodes until their kubelets end them ------------
     def _start_terminating(self, key: Key) -> None:
-        """An evicted bound pod keeps its node for its grace period (``deletionGracePeriodSeconds``), then its
-        kubelet ends it; one the engine does not hold bound is deleted there at once."""
+        """A bound pod the store deleted gracefully (a controller's scale-down, the garbage collector, an eviction)
+        terminates in the engine for its grace period (``deletionGracePeriodSeconds``); one the engine does not
+        hold bound is deleted there at once."""
         pod = self.store.get("Pod", *key)
-        if pod is None or key in self._terminating:
+        if pod is None or key in self._deleting:
             return
-        node = str((pod.get("spec") or {}).get("nodeName"))
-        if not self._actions.evict_pod(pod, self._eviction_reason(pod, node)):
+        outcome, reason = self._deletion_of(pod)
+        if not self._actions.terminate_pod(pod, outcome, reason):
             self._ending[key] = None
             return
-        self._terminating[key] = node
-        grace = float(meta(pod).get("deletionGracePeriodSeconds") or 0)
-        uid = str(meta(pod).get("uid"))
-        self._actions.call_at(float(self._actions.now) + grace, functools.partial(self._grace_over, key, uid))
+        self._deleting.add(key)
 
-    def _eviction_reason(self, pod: Obj, node: str) -> str:
-        """Why the pod was evicted: a drain (the eviction API's condition), its node's failure (the node holds the
-        node lifecycle controller's not-ready or unreachable NoExecute taint), else a NoExecute taint."""
+    def _deletion_of(self, pod: Obj) -> tuple[str, str]:
+        """The outcome and reason of the pod's deletion, from its DisruptionTarget condition: evicted by a drain (the
+        eviction API's), by its node's failure (the node lifecycle controller's not-ready or unreachable NoExecute
+        taint on the node) or another NoExecute taint; preempted; else deleted (a controller, a client)."""
         conditions = (pod.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == DISRUPTION_TARGET and c.get("reason") == EVICTION_API_REASON for c in conditions):
-            return DRAIN
+        target: Obj = next(
+            (c for c in conditions if c.get("type") == DISRUPTION_TARGET and c.get("status") == "True"), {}
+        )
+        if target.get("reason") == EVICTION_API_REASON:
+            return EVICTED, DRAIN
+        if target.get("reason") == PREEMPTION_REASON:
+            return PREEMPTED, ""
+        if target.get("reason") != TAINT_EVICTION_REASON:
+            return model.DELETED, ""
+        node = str((pod.get("spec") or {}).get("nodeName"))
         taints = ((self.store.get("Node", None, node) or {}).get("spec") or {}).get("taints") or []
         failed = any(t.get("key") in (NOT_READY, UNREACHABLE) and t.get("effect") == EFFECT_NO_EXECUTE for t in taints)
-        return NODE_FAILURE if failed else TAINT
+        return EVICTED, NODE_FAILURE if failed else TAINT
 
-    def _grace_over(self, key: Key, uid: str) -> None:
-        node = self._terminating.get(key)
-        pod = self.store.get("Pod", *key)
-        if node is None or pod is None or str(meta(pod).get("uid")) != uid:
+    def pod_deleting(self, pod: Obj) -> None:
+        """The engine deletes a bound pod gracefully (a delete event, its ``endAt``, a preemption): the store's pod
+        gets the same deletion, its DisruptionTarget condition first (a victim's), so its controller counts it gone
+        and replaces it at once, as on a cluster."""
+        key = key_of(pod)
+        if key not in self._engine_pods or key in self._deleting:
             return
-        if self._kubelet_runs(node):
-            self._actions.finish_evicted(*key)
-        else:
-            self._stranded.setdefault(node, {})[key] = None  # Terminating until the node is Ready again
-
-    def _end_stranded(self, node: str) -> None:
-        if not self._kubelet_runs(node):
-            return
-        for key in list(self._stranded.pop(node, {})):
-            if key in self._terminating:
-                self._actions.finish_evicted(*key)
-
-    def _kubelet_runs(self, node: str) -> bool:
-        """Whether the node has a kubelet to end its pods: it exists and its Ready condition, if any, is True."""
-        found = self.store.get("Node", None, node)
-        return found is not None and ready_status(found) in (None, "True")
+        self._deleting.add(key)
+        target = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == DISRUPTION_TARGET]
+        with uids.drawn_from(self._rng):
+            try:
+                stored = self.store.get("Pod", *key)
+                if stored is not None and target:
+                    conditions = [
+                        c
+                        for c in (stored.get("status") or {}).get("conditions") or []
+                        if c.get("type") != DISRUPTION_TARGET
+                    ]
+                    status = {"conditions": [*conditions, *target]}
+                    self.store.merge_pod_status(key[0], key[1], status, resource_version=None, manager=_MANAGER)
+                grace = meta(pod).get("deletionGracePeriodSeconds")
+                self.store.delete(
+                    "Pod", key[0], key[1], options=DeleteOptions(grace_period_seconds=grace, graceful=True)
+                )
+            except NotFound:
+                pass
+        self._wake()
 
     def _ask_timers(self) -> None:
         """A wake-up at the controllers' next timer, which never holds the run (module docstring: when a run ends),

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from kss_sim.cluster.errors import NotFound
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.owned import controller_ref, key_of, meta
-from kss_sim.controllers.replica_calculator import USAGE_ANNOTATION
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.pod_usage import usage_annotations
 
 Curve = Mapping[str, Sequence[tuple[float, str]]]  # resource -> its pods' usage steps (virtual time, quantity)
 
@@ -35,12 +35,7 @@ class UsageCurves:
     def set_usage(self, pod: Obj, curve: Curve) -> None:
         """The pod's usage annotations as ``curve`` has them now (a resource whose first step is still to come is
         left as the template set it)."""
-        now = self._now()
-        wanted: dict[str, str] = {}
-        for resource, steps in curve.items():
-            current = [value for at, value in steps if at <= now]
-            if current:
-                wanted[USAGE_ANNOTATION.format(resource=resource)] = current[-1]
+        wanted = usage_annotations(curve, self._now())
         annotations = meta(pod).get("annotations") or {}
         if wanted and any(annotations.get(k) != v for k, v in wanted.items()):
             with contextlib.suppress(NotFound):

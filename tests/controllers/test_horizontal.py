@@ -12,7 +12,7 @@ import pytest
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.horizontal import HorizontalController
-from kss_sim.controllers.replica_calculator import Tolerances, resource_replicas
+from kss_sim.controllers.replica_calculator import MetricError, Tolerances, resource_replicas
 from kss_sim.kube.objects import Obj
 from tests.controllers.workloads import FakeClock, deployment, make_ready, set_phase
 
@@ -259,6 +259,27 @@ def test_unready_and_failed_pods() -> None:
     assert resource_replicas(3, 50, "cpu", quiet, Tolerances()) == (1, 10, 100)
 
 
+def test_a_sidecars_request_counts_in_the_pods_and_a_container_without_one_is_named() -> None:
+    def mk(name: str, *, sidecar_request: str | None = "500m") -> Obj:
+        sidecar: Obj = {"name": "proxy", "restartPolicy": "Always", "resources": {}}
+        if sidecar_request is not None:
+            sidecar["resources"] = {"requests": {"cpu": sidecar_request}}
+        return {
+            "metadata": {"name": name, "annotations": {"kss.sigs.k8s.io/cpu-usage": "750m"}},
+            "spec": {
+                # an ordinary init container runs before the others: its request is not the running pod's
+                "initContainers": [{"name": "setup", "resources": {"requests": {"cpu": "4"}}}, sidecar],
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "1"}}}],
+            },
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        }
+
+    # 750m of 1500m (the app's 1 and the restartable init container's 500m): 50 % against 25 % asks for 4.
+    assert resource_replicas(2, 25, "cpu", [mk("a"), mk("b")], Tolerances()) == (4, 50, 750)
+    with pytest.raises(MetricError, match=r"^missing request for cpu in container proxy of Pod b$"):
+        resource_replicas(2, 25, "cpu", [mk("a"), mk("b", sidecar_request=None)], Tolerances())
+
+
 def test_missing_metrics_and_requests_are_reported(store: ClusterStore, controller: HorizontalController) -> None:
     web(store, 2)
     pod(store, "a", None)
@@ -266,20 +287,18 @@ def test_missing_metrics_and_requests_are_reported(store: ClusterStore, controll
     hpa(store)
     controller.drain()
     assert replicas(store) == 2
+    # No pod has a usage: metrics-server would return no metrics, wrapped as upstream wraps the error (replica
+    # calculator, then computeStatusForResourceMetricGeneric, then the condition).
+    unable = "failed to get cpu utilization: unable to get metrics for resource cpu: no metrics returned from resource "
+    unable += "metrics API"
     assert condition(store, "ScalingActive") == (
         "False",
         "FailedGetResourceMetric",
-        "the HPA was unable to compute the replica count: did not receive metrics for targeted pods (pods might be "
-        "unready)",
+        f"the HPA was unable to compute the replica count: {unable}",
     )
     assert events(store) == [
-        ("Warning", "FailedGetResourceMetric", "did not receive metrics for targeted pods (pods might be unready)"),
-        (
-            "Warning",
-            "FailedComputeMetricsReplicas",
-            "invalid metrics (1 invalid out of 1), first error is: did not receive metrics for targeted pods (pods "
-            "might be unready)",
-        ),
+        ("Warning", "FailedGetResourceMetric", unable),
+        ("Warning", "FailedComputeMetricsReplicas", f"invalid metrics (1 invalid out of 1), first error is: {unable}"),
     ]
 
 

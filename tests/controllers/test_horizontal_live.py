@@ -274,3 +274,44 @@ def test_container_resource_and_selected_external_metrics_with_kubectl(
         },
     }
     assert current[1]["external"]["metric"] == selected
+
+
+def test_a_live_replays_usage_curve_drives_the_servers_autoscaler(cluster: tuple[Server, client.ApiClient]) -> None:
+    # kss replay --target-url: the curve's steps are written on the server as the pods' usage annotations, on pods
+    # made after a step too, and the server's autoscaler (synced every 0.5 s here) scales on them.
+    from kss_sim.replay.live import LiveReplay
+    from kss_sim.replay.live_api import Connection, Target
+    from kss_sim.replay.workload import parse_workload
+
+    server, api = cluster
+    namespace = "curve"
+    deployment = json.loads(json.dumps(DEPLOYMENT))
+    deployment["metadata"]["namespace"] = namespace
+    deployment["spec"]["replicas"] = 1
+    del deployment["spec"]["template"]["metadata"]["annotations"]
+    hpa = autoscaler(minReplicas=1, maxReplicas=4)
+    hpa["metadata"]["namespace"] = namespace
+    usage = {"cpu": [[0, "100m"], ["30s", "450m"]]}  # 20%, then 90% of the 500m request, against 50%
+    doc = {
+        "apiVersion": "kss.sigs.k8s.io/v1alpha1",
+        "kind": "TimedWorkload",
+        "metadata": {"name": "curve"},
+        "spec": {
+            "start": [{**NODE, "metadata": {"name": "curve-node", "labels": {"kubernetes.io/hostname": "curve-node"}}}],
+            "events": [
+                {"at": 0, "create": deployment, "usage": usage},
+                {"at": 0, "create": hpa},
+            ],
+        },
+    }
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    target = Target(Connection.from_options(server.url))
+    try:
+        summary = LiveReplay(parse_workload(json.dumps(doc)), target, speed=30, until=240).run()
+    finally:
+        target.close()
+    assert summary.errors == []
+    assert apps.read_namespaced_deployment("web", namespace).spec.replicas == 4  # 1 -> 2 -> 4 once at 90%
+    pods = core.list_namespaced_pod(namespace, label_selector="app=web").items
+    assert len(pods) == 4
+    assert {p.metadata.annotations["kss.sigs.k8s.io/cpu-usage"] for p in pods} == {"450m"}

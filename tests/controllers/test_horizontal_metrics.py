@@ -133,9 +133,14 @@ def test_a_container_the_pods_lack_or_without_a_request_is_reported(
     assert condition(store, "ScalingActive") == (
         "False",
         "FailedGetContainerResourceMetric",
-        "the HPA was unable to compute the replica count: container db not found in Pod a",
+        "the HPA was unable to compute the replica count: failed to get cpu utilization: container db not found in "
+        "Pod a",
     )
-    assert events(store)[0] == ("Warning", "FailedGetContainerResourceMetric", "container db not found in Pod a")
+    assert events(store)[0] == (
+        "Warning",
+        "FailedGetContainerResourceMetric",
+        "failed to get cpu utilization: container db not found in Pod a",
+    )
     assert status(store)["currentMetrics"] == [{"type": ""}]
 
 

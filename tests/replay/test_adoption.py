@@ -254,8 +254,8 @@ def _stateful(replicas: int, class_name: str, **spec: Any) -> Obj:
 
 def test_statefulset_claims_follow_their_local_volumes_with_wait_for_first_consumer() -> None:
     """Claims data-db-<i> are created before the pods; VolumeBinding places each pod where a volume can bind
-    (never n1, which has none), binds claim and volume, and db-0 made again after its deletion goes back to its
-    volume's node."""
+    (never n1, which has none), binds claim and volume, and db-0 made again after its deletion (once the old one's
+    grace period is over) goes back to its volume's node."""
     start = [_node("n1"), _node("n2"), _node("n3"), _class("local", "kubernetes.io/no-provisioner"),
              _local_pv("pv-on-n3", "n3"), _local_pv("pv-on-n2", "n2")]  # fmt: skip
     sts = _stateful(2, "local", persistentVolumeClaimRetentionPolicy={"whenDeleted": "Delete"})
@@ -269,7 +269,7 @@ def test_statefulset_claims_follow_their_local_volumes_with_wait_for_first_consu
     assert placed == [
         (f"{NS}/db-0", 0.0, first, DELETED),
         (f"{NS}/db-1", 0.0, other, RUNNING),
-        (f"{NS}/db-0", 3600.0, first, RUNNING),
+        (f"{NS}/db-0", 3630.0, first, RUNNING),  # made again under its name once the old one is gone (30 s)
     ]
     claims = run.cluster.pvcs
     assert sorted(claims) == [f"{NS}/data-db-0", f"{NS}/data-db-1"]

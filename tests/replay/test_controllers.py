@@ -65,6 +65,15 @@ class FakeEngine:
     def delete_pod(self, namespace: str, name: str) -> None:
         self._gone(name, succeeded=False, what="delete")
 
+    def terminate_pod(self, pod: Obj, outcome: str, reason: str = "") -> bool:
+        # These tests follow the controllers' decisions: a pod deleted gracefully is gone at once here, as with a
+        # grace period of 0 (tests/replay/test_engine.py has the engine's own terminating pods).
+        name = pod["metadata"]["name"]
+        if name not in self.node_of:
+            return False
+        self._gone(name, succeeded=False, what="delete")
+        return True
+
     def call_at(self, at: float, callback: Callable[[], None], *, holds_run: bool = True) -> None:
         seq = next(self._seq)
         if holds_run:

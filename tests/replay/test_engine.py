@@ -629,11 +629,51 @@ def test_until_stops_the_clock_and_later_arrivals_never_come() -> None:
     assert seen.samples == [0, 60, 120, 150]
 
 
-def test_end_at_deletes_a_pod_bound_or_pending() -> None:
-    w = workload([{"at": 0, "endAt": 30, "create": pod("bound")}, {"at": 0, "endAt": 40, "create": pod("huge", "9")}])
+def test_end_at_deletes_a_pending_pod_at_once_and_a_bound_one_after_its_grace_period() -> None:
+    w = workload(
+        [
+            {"at": 0, "endAt": 30, "create": pod("bound", "3", terminationGracePeriodSeconds=20)},
+            {"at": 0, "endAt": 40, "create": pod("huge", "9")},
+            {"at": 35, "create": pod("next", "3")},
+        ]
+    )
     pods = by_name(Replay(w).run())
-    assert (pods["bound"].finished_at, pods["bound"].outcome) == (30.0, DELETED)
-    assert (pods["huge"].finished_at, pods["huge"].outcome, pods["huge"].bound_at) == (40.0, DELETED, None)
+    bound = pods["bound"]
+    assert (bound.terminating_at, bound.finished_at, bound.outcome) == (30.0, 50.0, DELETED)
+    assert (pods["huge"].terminating_at, pods["huge"].finished_at, pods["huge"].outcome) == (None, 40.0, DELETED)
+    assert pods["next"].bound_at == 50.0  # the deleted pod's 3 CPUs are free once its kubelet ended it
+
+
+def test_a_delete_event_of_a_bound_pod_holds_its_node_for_the_default_30_s() -> None:
+    w = workload(
+        [
+            {"at": 0, "create": pod("old", "3")},
+            {"at": 10, "delete": {"kind": "Pod", "name": "old"}},
+            {"at": 10, "create": pod("new", "3")},
+        ]
+    )
+    run = Replay(w, until=20)
+    run.run()
+    terminating = run.bound["default/old"].pod["metadata"]
+    deleted_at = (w.epoch + timedelta(seconds=40)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert (terminating["deletionTimestamp"], terminating["deletionGracePeriodSeconds"]) == (deleted_at, 30)
+    pods = by_name(Replay(w).run())
+    assert (pods["old"].terminating_at, pods["old"].finished_at, pods["old"].outcome) == (10.0, 40.0, DELETED)
+    assert pods["new"].bound_at == 40.0
+
+
+def test_a_pod_that_runs_its_time_frees_its_node_at_once_and_one_still_terminating_at_the_end_says_so() -> None:
+    w = workload(
+        [
+            {"at": 0, "runFor": 10, "create": pod("done", "3")},
+            {"at": 5, "create": pod("after", "3")},
+            {"at": 20, "delete": {"kind": "Pod", "name": "after"}},
+        ]
+    )
+    pods = by_name(Replay(w, until=30).run())
+    assert (pods["done"].terminating_at, pods["done"].finished_at, pods["done"].outcome) == (None, 10.0, SUCCEEDED)
+    assert pods["after"].bound_at == 10.0  # a Succeeded pod holds nothing: no grace period
+    assert (pods["after"].terminating_at, pods["after"].finished_at, pods["after"].outcome) == (20.0, None, DELETED)
 
 
 def test_samples_come_at_every_interval_and_once_at_the_end() -> None:

@@ -158,6 +158,36 @@ def test_pods_arrive_on_time_are_placed_by_the_server_and_end_after_run_for(serv
     assert recorder.core.list_pod_for_all_namespaces().items == []
 
 
+def test_a_deleted_pod_terminates_on_the_server_for_its_grace_period_on_the_replays_clock(server: Server) -> None:
+    # 120 s of grace at 60x: 2 s on the server's wall clock, as the offline replay's 120 s virtual
+    recorder = Recorder(server.kubeconfig)
+    text = workload(
+        [node("n1")],
+        [
+            {"at": 0, "create": pod("ended", cpu="2", terminationGracePeriodSeconds=120), "endAt": "30s"},
+            {"at": 0, "create": pod("deleted", cpu="2", terminationGracePeriodSeconds=120)},
+            {"at": "30s", "delete": {"kind": "Pod", "namespace": "default", "name": "deleted"}},
+            {"at": "30s", "create": pod("next", cpu="4")},
+        ],
+    )
+    summary = replay(server, text)
+    assert summary.errors == [] and summary.objects_ended == 1
+    deadline = time.monotonic() + 20
+    while not any(o.spec.node_name for _, _, o in recorder.times("Pod", "next")):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    next_bound, _ = recorder.bound("next")
+    recorder.stop()
+    t0 = summary.started_at
+    for name in ("ended", "deleted"):
+        deleting = [(t, o) for t, _, o in recorder.times("Pod", name) if o.metadata.deletion_timestamp]
+        began, first = deleting[0]
+        assert near(began, t0 + 30 / SPEED) and first.metadata.deletion_grace_period_seconds == 2
+        # the server's kubelet ends it at its deletionTimestamp (whole seconds: up to 1 s early), Failed then gone
+        assert began + 1 - EARLY <= recorder.deleted(name) <= began + 2 + LATE
+        assert next_bound >= began + 1 - EARLY  # no room while it terminated
+
+
 def test_a_cordon_makes_the_node_unschedulable_on_the_server_at_its_time(server: Server) -> None:
     recorder = Recorder(server.kubeconfig)
     text = workload(
@@ -245,6 +275,10 @@ def test_node_updates_taints_deletes_and_configurations_happen_and_refusals_are_
         ],
     )
     summary = replay(server, text, speed=600)
+    deadline = time.monotonic() + 20  # doomed's grace period: 30 s / 600, at least 1 s on the server's clock
+    while not any(typ == "DELETED" for _, typ, _ in recorder.times("Pod", "doomed")):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
     recorder.stop()
     n1 = recorder.core.read_node("n1")
     assert n1.metadata.labels["zone"] == "a"

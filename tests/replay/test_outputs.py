@@ -148,3 +148,42 @@ def test_evicted_pods_are_written_with_their_reason_counted_in_the_summary_and_l
     assert "cpu " in peaks and "memory " in peaks and "Gi" in peaks, peaks
     html = paths["report.html"].read_text()
     assert "Evicted (3)" in html and "still terminating" in html and 'data-fact="evictions">3' in html
+
+
+DELETIONS = """
+apiVersion: kss.sigs.k8s.io/v1alpha1
+kind: TimedWorkload
+metadata: {name: deletions}
+spec:
+  start:
+  - {apiVersion: v1, kind: Node, metadata: {name: a}, status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}}
+  - {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: high}, value: 100}
+  events:
+  - at: 0
+    create: {apiVersion: v1, kind: Pod, metadata: {name: done}, spec: {containers: [{name: m, image: x, resources: {requests: {cpu: "1"}}}]}}
+    runFor: 5
+  - at: 0
+    create: {apiVersion: v1, kind: Pod, metadata: {name: deleted}, spec: {terminationGracePeriodSeconds: 10, containers: [{name: m, image: x, resources: {requests: {cpu: "1"}}}]}}
+    endAt: 20
+  - at: 0
+    create: {apiVersion: v1, kind: Pod, metadata: {name: victim}, spec: {containers: [{name: m, image: x, resources: {requests: {cpu: "3"}}}]}}
+  - at: 30
+    create: {apiVersion: v1, kind: Pod, metadata: {name: urgent}, spec: {priorityClassName: high, containers: [{name: m, image: x, resources: {requests: {cpu: "4"}}}]}}
+"""  # noqa: E501
+
+
+def test_graceful_deletions_are_written_with_when_they_began_terminating_and_when_they_were_gone(
+    tmp_path: Path,
+) -> None:
+    result = Replay(parse_workload(DELETIONS)).run()
+    paths = write_outputs(result, None, tmp_path)
+    with paths["pods.csv"].open(newline="") as f:
+        pods = {row["pod"]: (row["terminating"], row["finished"], row["outcome"]) for row in csv.DictReader(f)}
+    assert pods == {
+        "default/done": ("", "5", "succeeded"),  # ran its time: Succeeded, nothing held after
+        "default/deleted": ("20", "30", "deleted"),
+        "default/victim": ("30", "60", "preempted"),
+        "default/urgent": ("", "", "running"),
+    }
+    summary = orjson.loads(paths["summary.json"].read_bytes())
+    assert summary["outcomes"] == {"deleted": 1, "preempted": 1, "running": 1, "succeeded": 1}

@@ -149,6 +149,7 @@ def test_a_replay_ends_with_its_workload_not_at_a_controllers_next_timer() -> No
     result = run.run()
     assert result.virtual_seconds == 200.0
     batch = [r for r in result.pods if r.owner == "Job/default/batch"]
-    assert [(r.outcome, r.finished_at) for r in batch] == [(DELETED, 100.0)] * 2
+    # the deadline deletes them at 100 s; each then terminates for its 30 s grace period
+    assert [(r.outcome, r.terminating_at, r.finished_at) for r in batch] == [(DELETED, 100.0, 130.0)] * 2
     web = [r for r in result.pods if r.owner.startswith("ReplicaSet/default/web-")]
     assert [(r.outcome, r.bound_at) for r in web] == [("running", 0.0)]
