@@ -96,8 +96,11 @@ def extended_resource_totals(
     manager: DraManager, resources: Iterable[str], match_cache: DeviceMatchCache
 ) -> ExtendedResourceTotals | None:
     """``getDRAPreScoredParams``: the cycle's totals when some of ``resources`` is backed by DRA, else None."""
+    candidates = [r for r in resources if is_dra_extended_resource_name(r)]
+    if not candidates:
+        return None  # cpu and memory alone (the default): no DRA state to read
     classes = manager.extended_resource_classes()
-    if not any(is_dra_extended_resource_name(r) and r in classes for r in resources):
+    if not any(r in classes for r in candidates):
         return None
     slices = match_cache.slices(manager.resource_slices())
     return ExtendedResourceTotals(classes, slices, manager.gather_allocated_state(), match_cache)

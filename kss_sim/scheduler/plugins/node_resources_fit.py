@@ -242,6 +242,7 @@ class ResourceAllocationScorer:
         self.score_columns: NodeColumnCache[tuple[int, ...], np.int64] = NodeColumnCache()
         # Device verdicts of the DRA-backed extended resources' classes, kept across cycles (upstream's CEL cache).
         self._match_cache: DeviceMatchCache | None = None
+        self._dra_named = any(is_dra_extended_resource_name(r.name) for r in self.resources)
 
     def pod_request_list(self, pod: PodInfo) -> list[int]:
         """``calculatePodResourceRequestList``: the pod's request per configured resource (overhead included)."""
@@ -335,7 +336,7 @@ class ResourceAllocationScorer:
     def extended_totals(self, handle: Any) -> ExtendedResourceTotals | None:
         """``getDRAPreScoredParams`` for the configured resources (None: none is backed by DRA, or the gate is
         off); ``handle`` None: no cluster to read."""
-        if handle is None or not handle.gate_enabled("DRAExtendedResource"):
+        if not self._dra_named or handle is None or not handle.gate_enabled("DRAExtendedResource"):
             return None
         if self._match_cache is None:
             consumable = handle.gate_enabled("DRAConsumableCapacity")
