@@ -19,8 +19,13 @@ Two kinds of work, as upstream keys them (``pod:`` and ``claim:``):
 Departures, on purpose: a pod that has finished gets no claims made for it (upstream would create one and delete
 it at once, over and over) and is never added back to ``reservedFor`` (kubernetes#141274); the pod status lists
 every generated claim in each apply (the fix of kubernetes#138407); a template created after its pods wakes them at
-once instead of at their next retry. DRAExtendedResource's scheduler-made claims (on by default from v1.36) are not
-handled.
+once instead of at their next retry.
+
+DRAExtendedResource (on by default from v1.36): the claim kube-scheduler makes for a pod's extended resources (the
+``resource.kubernetes.io/extended-resource-claim`` annotation, the pod as controller owner, named in the pod's
+``status.extendedResourceClaimStatus``) is never made nor reused here (it is no ``spec.resourceClaims`` entry); it
+is released like a generated claim: a finished pod leaves its ``reservedFor`` and the claim is deallocated and
+deleted, and a deleted pod's claim is deallocated here and removed by the garbage collector (the ownerReference).
 """
 
 from __future__ import annotations
@@ -81,6 +86,14 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def pod_claims(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """``pod.spec.resourceClaims``."""
     return [c for c in _spec(pod).get("resourceClaims") or [] if isinstance(c, Mapping)]
+
+
+def extended_resource_claim_name(pod: Mapping[str, Any]) -> str | None:
+    """The claim kube-scheduler made for the pod's extended resources backed by DRA (DRAExtendedResource), as the
+    pod's ``status.extendedResourceClaimStatus`` names it."""
+    status = _status(pod).get("extendedResourceClaimStatus")
+    name = status.get("resourceClaimName") if isinstance(status, Mapping) else None
+    return str(name) if name else None
 
 
 def claim_name(pod: Mapping[str, Any], pod_claim: Mapping[str, Any]) -> tuple[str | None, bool]:
@@ -268,6 +281,7 @@ class ResourceClaimController(ReconcileLoop[Key]):
         """A stopped controller over ``store``; ``clock`` times the retries of pods whose claims failed."""
         super().__init__(store, clock=clock)
         gates = store.feature_gates
+        self.extended_resource_enabled = gate_enabled(gates, "DRAExtendedResource")
         self.admin_access_enabled = gate_enabled(gates, "DRAAdminAccess")
         self.prioritized_list_enabled = gate_enabled(gates, "DRAPrioritizedList")
         self._pods_by_claim = _ManyIndex()  # upstream's pod-resource-claim-index
@@ -282,10 +296,17 @@ class ResourceClaimController(ReconcileLoop[Key]):
         self._claims_by_owner.clear()
         self._retries.clear()
 
+    def _claim_names(self, pod: Mapping[str, Any]) -> list[str]:
+        """The claims the pod uses, once they exist: its ``spec.resourceClaims`` and, with DRAExtendedResource, the
+        one kube-scheduler made for its extended resources."""
+        names = [n for c in pod_claims(pod) if (n := claim_name_or_none(pod, c))]
+        extended = extended_resource_claim_name(pod) if self.extended_resource_enabled else None
+        return [*names, extended] if extended else names
+
     def _index_pod(self, pod: Mapping[str, Any], deleted: bool) -> None:
         key = (str(meta(pod).get("namespace") or ""), str(meta(pod).get("name") or ""))
         claims = [] if deleted else pod_claims(pod)
-        self._pods_by_claim.assign(key, (n for c in claims if (n := claim_name_or_none(pod, c))))
+        self._pods_by_claim.assign(key, [] if deleted else self._claim_names(pod))
         self._pods_by_template.assign(
             key, (str(c["resourceClaimTemplateName"]) for c in claims if c.get("resourceClaimTemplateName"))
         )
@@ -295,15 +316,17 @@ class ResourceClaimController(ReconcileLoop[Key]):
         self._claims_by_owner.update(key, None if deleted else (owning_pod(claim)[1] or None))
 
     def _pod_keys(self, pod: Mapping[str, Any], deleted: bool) -> list[Key]:
-        """``enqueuePod``: the claims a pod that will not run releases, and the pod itself while it may need work."""
+        """``enqueuePod``: the claims a pod that will not run releases (the scheduler's claim for its extended
+        resources among them), and the pod itself while it may need work (only its ``spec.resourceClaims`` can)."""
         claims = pod_claims(pod)
-        if not claims:
+        names = self._claim_names(pod)
+        if not claims and not names:
             return []
         namespace, name = str(meta(pod).get("namespace") or ""), str(meta(pod).get("name") or "")
         keys: list[Key] = []
         if not pod_needs_claims(pod, deleted):
-            keys += [("claim", namespace, n) for c in claims if (n := claim_name_or_none(pod, c))]
-        if not deleted and not is_deleting(pod):
+            keys += [("claim", namespace, n) for n in names]
+        if claims and not deleted and not is_deleting(pod):
             keys.append(("pod", namespace, name))
         return keys
 
@@ -335,7 +358,7 @@ class ResourceClaimController(ReconcileLoop[Key]):
             self._index_claim(entry.obj, False)
             keys.append(("claim", entry.namespace, entry.name))
         for entry in self.store.select("Pod").items:
-            if pod_claims(entry.obj):
+            if pod_claims(entry.obj) or self._claim_names(entry.obj):
                 self._index_pod(entry.obj, False)
                 keys += self._pod_keys(entry.obj, False)
         return keys

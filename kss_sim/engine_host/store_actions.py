@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from kss_sim.cluster.admission.deletion import DeleteOptions
-from kss_sim.cluster.errors import Conflict, Invalid
+from kss_sim.cluster.errors import Conflict, Invalid, NotFound
 from kss_sim.cluster.storage.pod_writes import SCHEDULER_MANAGER
 from kss_sim.engine_host import volumes
 from kss_sim.kube.pod_conditions import with_disruption_target
@@ -310,6 +310,12 @@ class StoreActions(LoopWriter):
         store: Any = self.store
         created: dict[str, Any] = store.create("ResourceClaim", claim, manager=SCHEDULER_MANAGER)
         return created
+
+    def delete_resource_claim(self, namespace: str, name: str) -> bool:
+        store: Any = self.store
+        with contextlib.suppress(NotFound):
+            store.delete("ResourceClaim", namespace, name)
+        return True
 
     def update_extended_resource_claim_status(self, pod: PodInfo, value: dict[str, Any]) -> None:
         current = self.store.get("Pod", pod.namespace, pod.name)

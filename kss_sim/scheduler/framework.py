@@ -492,6 +492,11 @@ class PodActions(ABC):
         ``generateName``): the stored object. ``None``: these actions do not write claims (kept in memory)."""
         return None
 
+    def delete_resource_claim(self, namespace: str, name: str) -> bool:
+        """Delete a ResourceClaim (DynamicResources' claim for a pod's extended resources, once its finalizer is
+        gone; a claim already gone counts as deleted). False: these actions do not write claims (in memory)."""
+        return False
+
     def update_extended_resource_claim_status(self, pod: PodInfo, value: dict[str, Any]) -> None:
         """Write the pod's ``status.extendedResourceClaimStatus`` (``value``); these actions may not write pods
         (the plugin sets it on the PodInfo as well)."""

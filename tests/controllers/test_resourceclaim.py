@@ -1,7 +1,8 @@
 """The resourceclaim controller (app/controllers/resourceclaim.py) over an in-memory ClusterStore: claims made
 from templates for pods, owned by them and listed in their status; reuse of a claim the pod already owns; a
 missing template as a Warning Event; reservedFor kept to pods that may still run, deallocation of scheduler-made
-allocations, deletion of a done pod's generated claim and, with the garbage collector, of a deleted pod's."""
+allocations, deletion of a done pod's generated claim and, with the garbage collector, of a deleted pod's; the claim
+kube-scheduler makes for a pod's extended resources (DRAExtendedResource) left alone, and released the same way."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from kss_sim.controllers.resourceclaim import (
     generate_name,
 )
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import kube_version
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
 from tests.conftest import KUBECTL, free_port
@@ -477,6 +479,127 @@ def test_a_deleted_pods_claim_is_deallocated_and_removed_by_the_garbage_collecto
     finally:
         for c in (controller, collector):
             c.stop()
+
+
+EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+
+
+def scheduler_claim(owner: Obj) -> Obj:
+    """The claim kube-scheduler's DynamicResources creates for a pod's extended resources (DRAExtendedResource)."""
+    m = owner["metadata"]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "name": f"{m['name']}-extended-resources-abcde",
+            "namespace": NS,
+            "annotations": {EXTENDED_ANNOTATION: "true"},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": m["name"], "uid": m["uid"], "controller": True}
+            ],
+        },
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+    }
+
+
+def gpu_pod(name: str, node: str = "") -> Obj:
+    """A pod asking for an extended resource (no spec.resourceClaims)."""
+    body = pod(name, node=node)
+    body["spec"]["containers"][0]["resources"] = {
+        "requests": {"example.com/gpu": "1"},
+        "limits": {"example.com/gpu": "1"},
+    }
+    return body
+
+
+def scheduled_with_extended_claim(store: ClusterStore, name: str) -> tuple[Obj, str]:
+    """A pod bound with the claim PreBind created, allocated, reserved and named in the pod's status."""
+    trainer = store.create("Pod", gpu_pod(name, node="node-1"))
+    claim = store.create("ResourceClaim", scheduler_claim(trainer))
+    claim_name = claim["metadata"]["name"]
+    allocate(store, claim_name, trainer)
+    status = {"resourceClaimName": claim_name, "requestMappings": [
+        {"containerName": "main", "resourceName": "example.com/gpu", "requestName": "gpu"}]}  # fmt: skip
+    store.patch("Pod", NS, name, {"status": {"extendedResourceClaimStatus": status}}, subresource="status")
+    return trainer, claim_name
+
+
+@pytest.fixture
+def store136(clock: Clock) -> ClusterStore:
+    """A store with v1.36's gates (DRAExtendedResource on), as ``kss serve --kube-version 1.36`` opens it."""
+    return ClusterStore(None, clock=clock, feature_gates=kube_version("1.36").effective_gates(), kube_version="1.36")
+
+
+@pytest.fixture
+def claims136(store136: ClusterStore, clock: Clock) -> Iterator[ResourceClaimController]:
+    controller = ResourceClaimController(store136, clock=clock)
+    controller.start()
+    try:
+        yield controller
+    finally:
+        controller.stop()
+
+
+def test_the_scheduler_s_claim_of_a_pending_pod_is_left_alone(
+    store136: ClusterStore, claims136: ResourceClaimController
+) -> None:
+    # A claim of an earlier attempt (the scheduler deletes or reuses it): nothing to make, release or delete here.
+    waiting = store136.create("Pod", gpu_pod("waiting"))
+    claim = store136.create("ResourceClaim", scheduler_claim(waiting))
+    settle(claims136)
+    [kept] = generated(store136)
+    assert kept["metadata"]["resourceVersion"] == claim["metadata"]["resourceVersion"]
+    current = store136.get("Pod", NS, "waiting")
+    assert current is not None
+    assert "resourceClaimStatuses" not in (current.get("status") or {})
+
+
+def test_the_scheduler_s_claim_of_a_finished_pod_is_deallocated_and_deleted(
+    store136: ClusterStore, claims136: ResourceClaimController
+) -> None:
+    scheduled_with_extended_claim(store136, "trainer")
+    settle(claims136)
+    [claim] = generated(store136)
+    assert claim["status"]["reservedFor"][0]["name"] == "trainer"  # a running pod keeps it
+
+    store136.patch("Pod", NS, "trainer", {"status": {"phase": "Succeeded"}}, subresource="status")
+    settle(claims136)
+    assert generated(store136) == []
+
+
+def test_the_scheduler_s_claim_of_a_deleted_pod_is_deallocated_and_removed_by_the_garbage_collector(
+    store136: ClusterStore, clock: Clock
+) -> None:
+    controller = ResourceClaimController(store136, clock=clock)
+    collector = GarbageCollector(store136, clock=clock)
+    scheduled_with_extended_claim(store136, "trainer")
+    for c in (controller, collector):
+        c.start()
+    try:
+        settle(controller, collector)
+        assert len(generated(store136)) == 1
+        store136.delete("Pod", NS, "trainer")
+        settle(controller, collector)
+        wait_for(lambda: generated(store136) == [])
+    finally:
+        for c in (controller, collector):
+            c.stop()
+
+
+def test_without_the_gate_the_scheduler_s_claim_of_a_finished_pod_waits_for_its_own_events(
+    store: ClusterStore, clock: Clock
+) -> None:
+    controller = ResourceClaimController(store, clock=clock)
+    controller.start()
+    try:
+        scheduled_with_extended_claim(store, "trainer")
+        settle(controller)
+        store.patch("Pod", NS, "trainer", {"status": {"phase": "Succeeded"}}, subresource="status")
+        settle(controller)
+        [claim] = generated(store)  # the pod's event names no claim: its reservation stays until the claim changes
+        assert claim["status"]["reservedFor"][0]["name"] == "trainer"
+    finally:
+        controller.stop()
 
 
 def test_a_claim_deleted_while_allocated_and_unused_loses_its_finalizer(

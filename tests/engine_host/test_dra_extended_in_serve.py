@@ -1,7 +1,9 @@
-"""DRAExtendedResource in a real ``kss serve --kube-version 1.36`` with the official ``kubernetes`` client: a pod asking
-for ``example.com/gpu`` that no node has allocatable, served by a DeviceClass naming it, is bound where a device is
-free; DynamicResources' PreBind has created the pod's claim (a generated name, allocated, reserved for the pod) and
-written the pod's ``status.extendedResourceClaimStatus``."""
+"""DRAExtendedResource in a real ``kss serve --kube-version 1.36`` (controllers and kubelets on) with the official
+``kubernetes`` client: a pod asking for ``example.com/gpu`` that no node has allocatable, served by a DeviceClass
+naming it, is bound where a device is free; DynamicResources' PreBind has created the pod's claim (a generated name,
+allocated, reserved for the pod) and written the pod's ``status.extendedResourceClaimStatus``; the claim stays while
+the pod runs, and once the pod is deleted it is gone (the resourceclaim controller deallocates it, the garbage
+collector removes it) and its device goes to the pod that waited."""
 
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
         env={
             "KSS_KUBE_VERSION": "1.36",
             "KSS_SCHEDULER_ENABLED": "true",
-            "KSS_CONTROLLERS": "false",
-            "KSS_KUBELET": "false",
+            "KSS_CONTROLLERS": "true",
+            "KSS_KUBELET": "true",
         },
     )
     api_client = config.new_client_from_config(str(srv.kubeconfig))
@@ -58,7 +60,9 @@ def _gpu_pod(name: str) -> dict[str, Any]:
     }
 
 
-def test_a_pod_s_extended_resource_is_allocated_through_a_claim_the_scheduler_creates(api: client.ApiClient) -> None:
+def test_a_pod_s_extended_resource_is_allocated_through_a_claim_the_scheduler_creates_and_released_with_the_pod(
+    api: client.ApiClient,
+) -> None:
     core, resource = client.CoreV1Api(api), client.ResourceV1Api(api)
     core.create_node(node("gpu-node", cpu="8"))
     resource.create_device_class(
@@ -105,3 +109,19 @@ def test_a_pod_s_extended_resource_is_allocated_through_a_claim_the_scheduler_cr
         return next((c for c in conditions if c.type == "PodScheduled" and c.status == "False"), None)
 
     assert "cannot allocate all claims" in _wait(condition).message
+
+    # The claim stays while the pod runs...
+    assert _wait(lambda: core.read_namespaced_pod("first", NS).status.phase == "Running")
+    assert resource.read_namespaced_resource_claim(claim.metadata.name, NS).status.reserved_for
+
+    # ...and goes with it; the freed device goes to the pod that waited, through a claim of its own.
+    core.delete_namespaced_pod("first", NS, grace_period_seconds=0)
+
+    def claim_names() -> set[str]:
+        return {c.metadata.name for c in resource.list_namespaced_resource_claim(NS).items}
+
+    _wait(lambda: claim.metadata.name not in claim_names())
+    assert _wait(lambda: core.read_namespaced_pod("second", NS).spec.node_name) == "gpu-node"
+    second = _wait(lambda: core.read_namespaced_pod("second", NS).status.extended_resource_claim_status)
+    assert second.resource_claim_name.startswith("second-extended-resources-")
+    assert claim_names() == {second.resource_claim_name}

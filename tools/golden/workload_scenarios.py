@@ -179,10 +179,12 @@ class Scenario:
     workloads: list[dict[str, Any]] = field(default_factory=list)
     dra: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     pdbs: list[dict[str, Any]] = field(default_factory=list)
+    config: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "meta": {"description": self.description, "family": self.family, "name": self.name},
+            **({"config": self.config} if self.config is not None else {}),
             **({"featureGates": dict(sorted(self.gates.items()))} if self.gates else {}),
             "nodes": self.nodes,
             "pods": self.bound,
@@ -424,6 +426,62 @@ def asking(p: dict[str, Any], resource: str, count: int) -> dict[str, Any]:
     return p
 
 
+def scoring_config(strategy: dict[str, Any], balanced_resources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A profile whose NodeResourcesFit scores with ``strategy`` (and BalancedAllocation on ``balanced_resources``)."""
+    plugin_config: list[dict[str, Any]] = [{"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}}]
+    if balanced_resources is not None:
+        plugin_config.append({"name": "NodeResourcesBalancedAllocation", "args": {"resources": balanced_resources}})
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": plugin_config}],
+    }
+
+
+def with_gpus(n: dict[str, Any], resource: str, count: int) -> dict[str, Any]:
+    """The node lists ``count`` of ``resource`` in its capacity and allocatable (a device plugin's)."""
+    status = n["status"]
+    status["capacity"][resource] = str(count)
+    status["allocatable"][resource] = str(count)
+    return n
+
+
+def earlier_claim(
+    owner: dict[str, Any], suffix: str, count: int | None, device: tuple[str, str] | None
+) -> dict[str, Any]:
+    """The claim a scheduler made for ``owner``'s extended resources in an earlier attempt (annotated, owned by the
+    pod): with a request of ``count`` devices (None: none yet) and allocated ``device`` (pool, device) or not."""
+    meta = owner["metadata"]
+    claim: dict[str, Any] = {
+        "kind": "ResourceClaim",
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": {
+            "name": f"{meta['name']}-extended-resources-{suffix}",
+            "namespace": meta["namespace"],
+            "uid": f"uid-resourceclaim-{meta['name']}-{suffix}",
+            "resourceVersion": "1",
+            "generateName": f"{meta['name']}-extended-resources-",
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"], "controller": True}
+            ],
+        },
+        "spec": {},
+    }
+    if count is not None:
+        request = {"deviceClassName": GPU_DRIVER, "allocationMode": "ExactCount", "count": count}
+        claim["spec"] = {"devices": {"requests": [{"name": "container-0-request-0", "exactly": request}]}}
+    if device is not None:
+        pool, name = device
+        result = {"request": "container-0-request-0", "driver": GPU_DRIVER, "pool": pool, "device": name}
+        selector = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [pool]}]}
+        claim["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+        claim["status"] = {
+            "allocation": {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [selector]}}
+        }
+    return claim
+
+
 def extended_resources() -> Iterator[Scenario]:
     """DRAExtendedResource, on by default from v1.36: an extended resource a DeviceClass names (or the class's own
     ``deviceclass.resource.kubernetes.io/<class>``) is allocated from ResourceSlices on nodes that do not list it."""
@@ -461,6 +519,85 @@ def extended_resources() -> Iterator[Scenario]:
         3, "no-class", "no DeviceClass names the extended resource: Insufficient, as without DRA",
         nodes=racks, dra={"deviceClasses": [device_class(GPU_DRIVER)], "resourceSlices": slices},
         pending=[asking(pod("gpu-0", "500m"), gpu, 1)],
+    )  # fmt: skip
+    # Scoring: an extended resource in a scoring strategy's resources counts, on a node without it allocatable,
+    # the node's devices of the class as allocatable and those already allocated as requested.
+    three = [node("node-0", cpu="4"), node("node-1", cpu="4"), with_gpus(node("node-2", cpu="4"), gpu, 4)]
+    three_slices = [gpu_slice("node-0", 4), gpu_slice("node-1", 2)]
+    gpu_weighted = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": gpu, "weight": 3}]
+    yield s(
+        4, "most-allocated", "MostAllocated with the GPU weighted 3: devices of the class count as the node's "
+        "allocatable, allocated ones as requested, beside a node whose device plugin lists 4",
+        nodes=three, config=scoring_config({"type": "MostAllocated", "resources": gpu_weighted}),
+        dra={"deviceClasses": [device_class(GPU_DRIVER, gpu)], "resourceSlices": three_slices},
+        pending=[asking(pod(f"gpu-{i}", "500m"), gpu, 1) for i in range(5)],
+    )  # fmt: skip
+    yield s(
+        5, "least-allocated-balanced", "LeastAllocated with the GPU weighted 3 and BalancedAllocation on cpu and "
+        "the GPU: both read the devices of the class on nodes without it allocatable (a class without selectors: "
+        "v1.36.2's BalancedAllocation has no CEL cache and panics on one with a selector)",
+        nodes=three,
+        config=scoring_config({"type": "LeastAllocated", "resources": gpu_weighted},
+                              [{"name": "cpu", "weight": 1}, {"name": gpu, "weight": 1}]),
+        dra={"deviceClasses": [dict(device_class(GPU_DRIVER, gpu), spec={"extendedResourceName": gpu})],
+             "resourceSlices": three_slices},
+        pending=[asking(pod(f"gpu-{i}", "500m"), gpu, 2 if i % 2 else 1) for i in range(5)],
+    )  # fmt: skip
+    yield s(
+        6, "requested-to-capacity-ratio", "RequestedToCapacityRatio on the GPU alone, peaking at half use",
+        nodes=three,
+        config=scoring_config({
+            "type": "RequestedToCapacityRatio", "resources": [{"name": gpu, "weight": 1}],
+            "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 50, "score": 10},
+                                                   {"utilization": 100, "score": 0}]}}),
+        dra={"deviceClasses": [device_class(GPU_DRIVER, gpu)], "resourceSlices": three_slices},
+        pending=[asking(pod(f"gpu-{i}", "500m"), gpu, 1) for i in range(5)],
+    )  # fmt: skip
+    yield s(
+        7, "implicit-name-scored", "the class's implicit name in a scoring strategy: MostAllocated counts its devices",
+        nodes=racks,
+        config=scoring_config({"type": "MostAllocated", "resources": [
+            {"name": "cpu", "weight": 1}, {"name": f"deviceclass.resource.kubernetes.io/{GPU_DRIVER}", "weight": 2}]}),
+        dra={"deviceClasses": [device_class(GPU_DRIVER)], "resourceSlices": slices},
+        pending=[asking(pod(f"gpu-{i}", "500m"), f"deviceclass.resource.kubernetes.io/{GPU_DRIVER}", 1)
+                 for i in range(3)],
+    )  # fmt: skip
+    # A claim left from an earlier attempt (a failed binding, a restarted scheduler).
+    stale_owner = asking(pod("gpu-0", "500m"), gpu, 1)
+    yield s(
+        8, "earlier-claim-allocated", "the pod's claim from an earlier attempt, allocated: no node passes, PostFilter "
+        "deletes the claim, and its device is free for the next pod",
+        nodes=[node("node-0")],
+        dra={"deviceClasses": [device_class(GPU_DRIVER, gpu)], "resourceSlices": [gpu_slice("node-0", 1)],
+             "resourceClaims": [earlier_claim(stale_owner, "x7k2q", 1, ("node-0", "gpu-0"))]},
+        pending=[stale_owner, asking(pod("gpu-1", "500m"), gpu, 1)],
+    )  # fmt: skip
+    stale_owner = asking(pod("gpu-0", "500m"), gpu, 1)
+    yield s(
+        9, "earlier-claim-requests", "the pod's claim from an earlier attempt with its requests but no allocation: "
+        "unschedulable and deleted all the same",
+        nodes=[node("node-0"), node("node-1")],
+        dra={"deviceClasses": [device_class(GPU_DRIVER, gpu)], "resourceSlices": slices,
+             "resourceClaims": [earlier_claim(stale_owner, "x7k2q", 1, None)]},
+        pending=[stale_owner, asking(pod("gpu-1", "500m"), gpu, 1)],
+    )  # fmt: skip
+    reused_owner = asking(pod("gpu-0", "500m"), gpu, 2)
+    yield s(
+        10, "earlier-claim-reused", "the pod's claim from an earlier attempt, written without requests: it is "
+        "reused, allocated and reserved under its own name",
+        nodes=racks,
+        dra={"deviceClasses": [device_class(GPU_DRIVER, gpu)], "resourceSlices": slices,
+             "resourceClaims": [earlier_claim(reused_owner, "x7k2q", None, None)]},
+        pending=[reused_owner, asking(pod("gpu-1", "500m"), gpu, 1)],
+    )  # fmt: skip
+    other_owner = asking(pod("gpu-0", "500m"), gpu, 1)
+    yield s(
+        11, "device-plugin-with-earlier-claim", "an earlier claim blocks the pod even where a device plugin "
+        "serves the resource",
+        nodes=[with_gpus(node("node-0"), gpu, 1), node("node-1")],
+        dra={"deviceClasses": [device_class(GPU_DRIVER, gpu)], "resourceSlices": [gpu_slice("node-1", 1)],
+             "resourceClaims": [earlier_claim(other_owner, "x7k2q", 1, ("node-1", "gpu-0"))]},
+        pending=[other_owner, asking(pod("gpu-1", "500m"), gpu, 1)],
     )  # fmt: skip
 
 

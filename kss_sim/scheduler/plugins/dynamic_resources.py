@@ -15,8 +15,11 @@ its claims); Filter gives it, per node, one request per container where the node
 (none where a device plugin provides it); PreBind creates it (a generated name), allocates and reserves it, and
 records it in the pod's ``status.extendedResourceClaimStatus``.
 
-Left out: deleting an extended-resource claim left from an earlier cycle (PostFilter, Unreserve: such a pod stays
-unschedulable here), device binding conditions (DRADeviceBindingConditions, off by default) and the Filter timeout
+A claim of the pod's written in an earlier cycle is found and reused when it has no requests yet; one with requests
+makes every node fail, and PostFilter deletes it (the next attempt starts anew); Unreserve deletes one already
+written (after a failed PreBind).
+
+Left out: device binding conditions (DRADeviceBindingConditions, off by default) and the Filter timeout
 (DRASchedulerFilterTimeout: the allocator here is not interruptible; ``filterTimeout`` is accepted and validated).
 """
 
@@ -79,6 +82,7 @@ STATE_KEY = NAME
 ERR_NOT_FOUND = "not found"
 MSG_NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
+MSG_DELETED = "deletion of ResourceClaim completed"
 MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
 MSG_CANNOT_ALLOCATE_ALL = "cannot allocate all claims"
 MSG_NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
@@ -196,6 +200,8 @@ class _StateData:
     # DRAExtendedResource: the index of the pod's extended-resource claim in ``claims`` (the last one), the pod's
     # scalar requests, and per node the claim as Filter shaped it (None: nothing from DRA there) and its mappings.
     extended_index: int | None = None
+    # The extended-resource claim's uid at PreFilter (its allocation in flight is kept under it until PreBind).
+    initial_extended_uid: str = ""
     scalar_requests: dict[str, int] = field(default_factory=dict)
     node_extended: dict[str, tuple[dict[str, Any] | None, list[dict[str, str]]]] = field(default_factory=dict)
 
@@ -364,6 +370,7 @@ class DynamicResourcesBeforeScoring(
         extended = self._pre_filter_extended_resources(pod, s)
         if extended is not None:
             s.extended_index = len(claims)
+            s.initial_extended_uid = str((extended.get("metadata") or {}).get("uid") or "")
             claims = [*claims, extended]
         if not claims:
             return None, SKIP
@@ -606,8 +613,15 @@ class DynamicResourcesBeforeScoring(
         for node_name, st in statuses.statuses.items():
             if st.plugin == NAME and st.message() == MSG_NOT_AVAILABLE_ON_NODE:
                 unavailable.update(s.unavailable_on_node.get(node_name, ()))
+        # The pod's extended-resource claim written in an earlier cycle (its binding failed): deleted, so that the
+        # next attempt starts anew from a claim in memory.
+        earlier = self._written_extended_claim(s)
         # Upstream picks among the unavailable claims at random (map order); the lowest index here.
         for index in sorted(unavailable):
+            if index == s.extended_index:
+                if earlier is not None:
+                    break
+                continue
             claim = s.claims[index]
             reserved = (claim.get("status") or {}).get("reservedFor") or []
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
@@ -619,7 +633,21 @@ class DynamicResourcesBeforeScoring(
                 except Exception as exc:
                     return None, error(str(exc))
                 return None, unschedulable(MSG_DEALLOCATED)
+        if earlier is not None:
+            try:
+                self._delete_claim(earlier)
+            except Exception as exc:
+                return None, error(str(exc))
+            return None, unschedulable(MSG_DELETED)
         return None, unschedulable(MSG_STILL_NOT_SCHEDULABLE)
+
+    @staticmethod
+    def _written_extended_claim(s: _StateData) -> dict[str, Any] | None:
+        """The pod's extended-resource claim when it exists in the API (not only in memory)."""
+        if s.extended_index is None:
+            return None
+        claim = s.claims[s.extended_index]
+        return None if (claim.get("metadata") or {}).get("name") == er.SPECIAL_CLAIM_NAME else claim
 
     # --- Reserve / Unreserve ------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -671,10 +699,11 @@ class DynamicResourcesBeforeScoring(
         if s is None or not s.claims:
             return
         manager = self.manager
-        for claim in s.claims:
+        for index, claim in enumerate(s.claims):
+            if index == s.extended_index:
+                continue
             meta = claim.get("metadata") or {}
             # An allocation in flight is not any more: the assume cache goes back to the informer's claim.
-            self._extended_mappings.pop(str(meta.get("uid") or ""), None)
             if manager.remove_claim_pending_allocation(str(meta.get("uid") or "")):
                 manager.restore_claim(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             if dm.allocation_of(claim) is not None and dm.reserved_for_pod(claim, pod.uid):
@@ -686,6 +715,24 @@ class DynamicResourcesBeforeScoring(
                     self._write_claim(updated, status=True, unconditional=True)
                 except Exception:  # retried when the pod is scheduled again
                     log.exception("unreserve %s", _kobj(claim))
+        self._unreserve_extended_resource_claim(s)
+
+    def _unreserve_extended_resource_claim(self, s: _StateData) -> None:
+        """``unreserveExtendedResourceClaim``: its allocation in flight dropped; a claim already written to the API
+        (by PreBind, or in an earlier cycle) is deleted, so that none is left behind for a pod that is not bound."""
+        if s.extended_index is None:
+            return
+        claim = s.claims[s.extended_index]
+        meta = claim.get("metadata") or {}
+        self._extended_mappings.pop(s.initial_extended_uid, None)
+        if self.manager.remove_claim_pending_allocation(s.initial_extended_uid):
+            self.manager.restore_claim(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        if self._written_extended_claim(s) is None:
+            return
+        try:
+            self._delete_claim(claim)
+        except Exception:  # the next attempt finds it and PostFilter deletes it then
+            log.exception("delete %s", _kobj(claim))
 
     # --- PreBind ------------------------------------------------------------------------------------
     def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -723,26 +770,47 @@ class DynamicResourcesBeforeScoring(
         self, s: _StateData, claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo, node_name: str
     ) -> dict[str, Any]:
         """``bindClaim`` for the pod's extended-resource claim: created first when it exists only in memory (the
-        node's shape of it), then allocated and reserved as any claim."""
+        node's shape of it), then allocated and reserved as any claim; the pod's status names it."""
         meta = claim.get("metadata") or {}
         if meta.get("name") != er.SPECIAL_CLAIM_NAME:
-            return self.bind_claim(claim, allocation, pod)
+            return self._bind_earlier_extended_resource_claim(claim, allocation, pod)
         node_claim, _ = s.node_extended.get(node_name, (None, []))
         if node_claim is None:
             raise LookupError(f"extended resource claim not found for node {node_name}")
-        return self._create_extended_resource_claim(node_claim, allocation, pod)
+        return self._create_extended_resource_claim(node_claim, allocation, pod, s)
 
     def _create_extended_resource_claim(
-        self, node_claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo
+        self, node_claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo, s: _StateData | None = None
     ) -> dict[str, Any]:
         """The in-memory claim created under a generated name, allocated and reserved; the pod's status names it
-        and maps each container's resources to its requests (``patchPodExtendedResourceClaimStatus``)."""
+        and maps each container's resources to its requests (``patchPodExtendedResourceClaimStatus``). The cycle's
+        state ``s`` tracks the created claim at once, so that Unreserve deletes it when a later write fails."""
         initial_uid = str((node_claim.get("metadata") or {}).get("uid") or "")
         mappings = self._extended_mappings.pop(initial_uid, [])
         try:
-            written = self.bind_claim(self._create_claim(node_claim), allocation, pod)
+            created = self._create_claim(node_claim)
+            if s is not None and s.extended_index is not None:
+                s.claims[s.extended_index] = created
+            written = self.bind_claim(created, allocation, pod)
         finally:
             self.manager.remove_claim_pending_allocation(initial_uid)
+        self._record_extended_claim_status(pod, written, mappings)
+        return written
+
+    def _bind_earlier_extended_resource_claim(
+        self, claim: dict[str, Any], allocation: dict[str, Any] | None, pod: PodInfo
+    ) -> dict[str, Any]:
+        """The pod's claim written in an earlier cycle without requests, reused: allocated and reserved under its
+        own name (its spec stays as written), and named in the pod's status."""
+        mappings = self._extended_mappings.pop(str((claim.get("metadata") or {}).get("uid") or ""), [])
+        written = self.bind_claim(claim, allocation, pod)
+        self._record_extended_claim_status(pod, written, mappings)
+        return written
+
+    def _record_extended_claim_status(
+        self, pod: PodInfo, written: dict[str, Any], mappings: list[dict[str, str]]
+    ) -> None:
+        """``patchPodExtendedResourceClaimStatus``: the claim's name and each container's request mappings."""
         if not mappings:
             raise LookupError(
                 f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
@@ -752,7 +820,6 @@ class DynamicResourcesBeforeScoring(
         if self.handle.actions is not None:
             self.handle.actions.update_extended_resource_claim_status(pod, value)
         pod.pod.setdefault("status", {})["extendedResourceClaimStatus"] = value
-        return written
 
     def _create_claim(self, claim: dict[str, Any]) -> dict[str, Any]:
         """The claim created through the host's actions; offline, named as the API server would name it and put
@@ -846,10 +913,14 @@ class DynamicResourcesBeforeScoring(
             self.bind_claim(claim, allocation, pod)
             written[dm.claim_key(claim)] = allocation if allocation is not None else "reserved"
         if self.extended_resource:
+            # Not among the claims returned: those are the ones the pod lists (the golden ``allocations`` key).
             pending = manager.in_flight.get(er.in_memory_claim_uid(pod.uid))
             if pending is not None:
-                # Not among the claims returned: those are the ones the pod lists (the golden ``allocations`` key).
                 self._create_extended_resource_claim(pending, dm.allocation_of(pending), pod)
+            elif (earlier := er.find_extended_resource_claim(pod.name, pod.uid, manager.list_claims())) is not None:
+                pending = manager.in_flight.get(str((earlier.get("metadata") or {}).get("uid") or ""))
+                if pending is not None:
+                    self._bind_earlier_extended_resource_claim(earlier, dm.allocation_of(pending), pod)
         return written
 
     # --- writes -------------------------------------------------------------------------------------
@@ -865,6 +936,31 @@ class DynamicResourcesBeforeScoring(
             if written is not None:
                 return written
         return store_claim_in_memory(self.handle, claim)
+
+    def _delete_claim(self, claim: dict[str, Any]) -> None:
+        """``deleteClaim``: the delete protection removed first (re-read after a conflict), then the claim deleted."""
+        current = json_copy(claim)
+        for attempt in range(CONFLICT_RETRIES):
+            if attempt:
+                fresh = self._read_claim(current)
+                if fresh is None:
+                    raise LookupError(f"get resourceclaim {_kobj(current)}: not found")
+                current = json_copy(fresh)
+            meta = current.setdefault("metadata", {})
+            meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
+            try:
+                current = self._write_claim(current, status=False)
+                break
+            except dm.ClaimConflict:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+        meta = current.get("metadata") or {}
+        actions = self.handle.actions
+        if actions is not None and actions.delete_resource_claim(
+            str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+        ):
+            return
+        self.handle.cluster.delete_object(dm.RESOURCE_CLAIM, current)
 
     def _read_claim(self, claim: dict[str, Any]) -> dict[str, Any] | None:
         meta = claim.get("metadata") or {}

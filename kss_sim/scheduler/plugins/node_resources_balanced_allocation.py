@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kss_sim.scheduler.columns import IntArray, NodeBatch
+from kss_sim.scheduler.dra.extended_capacity import ExtendedResourceTotals
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
     SKIP,
@@ -73,10 +74,11 @@ def balanced_improvement(with_pod: int, without_pod: int) -> int:
 
 
 class _PreScoreState:
-    __slots__ = ("pod_requests",)
+    __slots__ = ("extended", "pod_requests")
 
-    def __init__(self, pod_requests_list: list[int]) -> None:
+    def __init__(self, pod_requests_list: list[int], extended: ExtendedResourceTotals | None = None) -> None:
         self.pod_requests = pod_requests_list
+        self.extended = extended
 
     def clone(self) -> _PreScoreState:
         return self
@@ -135,28 +137,35 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if not any(reqs):
             # Best-effort pods would all pile onto the same node (kubernetes#129138).
             return SKIP
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(reqs))
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(reqs, self._extended_totals()))
         return success()
 
-    def _pod_requests(self, state: CycleState, pod: PodInfo) -> list[int] | None:
+    def _extended_totals(self) -> ExtendedResourceTotals | None:
+        # v1.36.2 gives this scorer no CEL cache, so a DRA-backed resource whose class has a CEL selector makes its
+        # Score panic there; the devices are counted here as NodeResourcesFit's scorer counts them.
+        return self.scorer.extended_totals(self.handle)
+
+    def _pre_score_state(self, state: CycleState, pod: PodInfo) -> _PreScoreState | None:
         s = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(s, _PreScoreState):
-            return s.pod_requests
+            return s
         reqs = self.scorer.pod_request_list(pod)
-        return reqs if any(reqs) else None
+        return _PreScoreState(reqs, self._extended_totals()) if any(reqs) else None
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
-        reqs = self._pod_requests(state, pod)
-        if reqs is None:
+        s = self._pre_score_state(state, pod)
+        if s is None:
             return 0, success()
-        return self._score_node(node_info, reqs)
+        return self._score_node(node_info, s.pod_requests, s.extended)
 
-    def _score_node(self, node_info: NodeInfo, reqs: list[int]) -> tuple[int, Status]:
+    def _score_node(
+        self, node_info: NodeInfo, reqs: list[int], extended: ExtendedResourceTotals | None = None
+    ) -> tuple[int, Status]:
         if not self.score_improvement:
-            return self.scorer.score(node_info, reqs)
+            return self.scorer.score(node_info, reqs, extended)
         if not self.scorer.resources:
             return 0, error("resources not found")
-        requested, allocatable = self.scorer.requested_and_allocatable(node_info, reqs)
+        requested, allocatable = self.scorer.requested_and_allocatable(node_info, reqs, extended)
         # What the node has allocated without the pod, where the resource counts (its allocatable is not 0).
         allocated = [req - pod if cap else 0 for req, pod, cap in zip(requested, reqs, allocatable, strict=True)]
         with_pod = balanced_resource_scorer(requested, allocatable)
@@ -164,12 +173,13 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
 
     def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
         """``balancedResourceScorer`` on columns (one or two resources; more go through ``score``)."""
-        reqs = self._pod_requests(state, pod)
+        s = self._pre_score_state(state, pod)
         n = len(batch)
-        if reqs is None:
+        if s is None:
             return np.zeros(n, np.int64)
-        if not self.scorer.resources or len(self.scorer.resources) > 2:
-            return None
+        if not self.scorer.resources or len(self.scorer.resources) > 2 or s.extended is not None:
+            return None  # more resources, or devices counted per node: score_nodes
+        reqs = s.pod_requests
         scorer = self.scorer
         return scorer.score_columns.take(
             batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), lambda ni: self._score_node(ni, reqs)[0]
@@ -209,12 +219,12 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         return scores
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
-        reqs = self._pod_requests(state, pod)
-        if reqs is None:
+        pre = self._pre_score_state(state, pod)
+        if pre is None:
             return [0] * len(nodes), success()
         scores: list[int] = []
         for ni in nodes:
-            s, st = self._score_node(ni, reqs)
+            s, st = self._score_node(ni, pre.pod_requests, pre.extended)
             if not st.is_success():
                 return scores, st
             scores.append(s)

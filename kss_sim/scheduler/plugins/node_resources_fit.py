@@ -25,7 +25,9 @@ import numpy.typing as npt
 from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.dra.dra_manager import dra_manager_for
+from kss_sim.scheduler.dra.extended_capacity import ExtendedResourceTotals, extended_resource_totals
 from kss_sim.scheduler.dra.extended_resources import is_dra_extended_resource_name
+from kss_sim.scheduler.dra.selectors import DeviceMatchCache
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
     Code,
@@ -238,6 +240,9 @@ class ResourceAllocationScorer:
             f"{plugin}:requests:{use_status}:{pod_level_resources}:{','.join(r.name for r in self.resources)}"
         )
         self.score_columns: NodeColumnCache[tuple[int, ...], np.int64] = NodeColumnCache()
+        # Device verdicts of the DRA-backed extended resources' classes, kept across cycles (upstream's CEL cache).
+        self._match_cache: DeviceMatchCache | None = None
+        self._dra_named = any(is_dra_extended_resource_name(r.name) for r in self.resources)
 
     def pod_request_list(self, pod: PodInfo) -> list[int]:
         """``calculatePodResourceRequestList``: the pod's request per configured resource (overhead included)."""
@@ -257,8 +262,12 @@ class ResourceAllocationScorer:
 
         return list(pod.memo(self._memo_key, lambda: shared_by_resources(pod, self._memo_key, compute)))
 
-    def allocatable_and_requested(self, node_info: NodeInfo, resource: str, pod_request: int) -> tuple[int, int]:
-        """``calculateResourceAllocatableRequest``; (0, 0) leaves the resource out of the score."""
+    def allocatable_and_requested(
+        self, node_info: NodeInfo, resource: str, pod_request: int, extended: ExtendedResourceTotals | None = None
+    ) -> tuple[int, int]:
+        """``calculateResourceAllocatableRequest``; (0, 0) leaves the resource out of the score. With ``extended``
+        (DRAExtendedResource), a resource the node does not list is counted in the devices of the class serving
+        it."""
         if pod_request == 0 and is_scalar_resource_name(resource):
             return 0, 0
         requested = node_info.requested if self.use_requested else node_info.non_zero_requested
@@ -269,6 +278,10 @@ class ResourceAllocationScorer:
             return alloc.memory, requested.memory + pod_request
         if resource == EPHEMERAL_STORAGE:
             return alloc.ephemeral_storage, node_info.requested.ephemeral_storage + pod_request
+        if extended is not None and alloc.scalar_resources.get(resource, 0) == 0:
+            devices, allocated = extended.totals(node_info.node, resource)
+            if devices > 0:
+                return devices, allocated + pod_request
         if resource in alloc.scalar_resources:
             return alloc.scalar_resources[resource], node_info.requested.scalar_resources.get(resource, 0) + pod_request
         return 0, 0
@@ -297,7 +310,7 @@ class ResourceAllocationScorer:
         return out
 
     def requested_and_allocatable(
-        self, node_info: NodeInfo, pod_requests_list: Sequence[int]
+        self, node_info: NodeInfo, pod_requests_list: Sequence[int], extended: ExtendedResourceTotals | None = None
     ) -> tuple[list[int], list[int]]:
         """Per configured resource, what the node would have requested with the pod and its allocatable (both 0
         for a resource left out)."""
@@ -305,18 +318,31 @@ class ResourceAllocationScorer:
         requested = [0] * n
         allocatable = [0] * n
         for i, spec in enumerate(self.resources):
-            alloc, req = self.allocatable_and_requested(node_info, spec.name, pod_requests_list[i])
+            alloc, req = self.allocatable_and_requested(node_info, spec.name, pod_requests_list[i], extended)
             if alloc == 0:
                 continue
             allocatable[i] = alloc
             requested[i] = req
         return requested, allocatable
 
-    def score(self, node_info: NodeInfo, pod_requests_list: Sequence[int]) -> tuple[int, Status]:
+    def score(
+        self, node_info: NodeInfo, pod_requests_list: Sequence[int], extended: ExtendedResourceTotals | None = None
+    ) -> tuple[int, Status]:
         if not self.resources:
             return 0, error("resources not found")
-        requested, allocatable = self.requested_and_allocatable(node_info, pod_requests_list)
+        requested, allocatable = self.requested_and_allocatable(node_info, pod_requests_list, extended)
         return self.scorer(requested, allocatable), success()
+
+    def extended_totals(self, handle: Any) -> ExtendedResourceTotals | None:
+        """``getDRAPreScoredParams`` for the configured resources (None: none is backed by DRA, or the gate is
+        off); ``handle`` None: no cluster to read."""
+        if not self._dra_named or handle is None or not handle.gate_enabled("DRAExtendedResource"):
+            return None
+        if self._match_cache is None:
+            consumable = handle.gate_enabled("DRAConsumableCapacity")
+            self._match_cache = DeviceMatchCache(consumable_capacity=consumable)
+        names = [r.name for r in self.resources]
+        return extended_resource_totals(dra_manager_for(handle.cluster), names, self._match_cache)
 
 
 # --- scoring strategies ---------------------------------------------------------------------------
@@ -584,10 +610,11 @@ class _PreFilterState:
 
 
 class _PreScoreState:
-    __slots__ = ("pod_requests",)
+    __slots__ = ("extended", "pod_requests")
 
-    def __init__(self, pod_requests_list: list[int]) -> None:
+    def __init__(self, pod_requests_list: list[int], extended: ExtendedResourceTotals | None = None) -> None:
         self.pod_requests = pod_requests_list
+        self.extended = extended
 
     def clone(self) -> _PreScoreState:
         return self
@@ -755,17 +782,20 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
     # --- PreScore / Score ---
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.scorer.pod_request_list(pod)))
+        extended = self.scorer.extended_totals(self.handle) if self.dra_extended_resource else None
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(self.scorer.pod_request_list(pod), extended))
         return success()
 
-    def _pod_requests(self, state: CycleState, pod: PodInfo) -> list[int]:
+    def _pre_score_state(self, state: CycleState, pod: PodInfo) -> _PreScoreState:
         s = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(s, _PreScoreState):
-            return s.pod_requests
-        return self.scorer.pod_request_list(pod)
+            return s
+        extended = self.scorer.extended_totals(self.handle) if self.dra_extended_resource else None
+        return _PreScoreState(self.scorer.pod_request_list(pod), extended)
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
-        return self.scorer.score(node_info, self._pod_requests(state, pod))
+        s = self._pre_score_state(state, pod)
+        return self.scorer.score(node_info, s.pod_requests, s.extended)
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
         """``fitsRequest`` on columns: room for the pod count and every requested resource (kept per request for
@@ -887,7 +917,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
         if self.strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED) or not self.scorer.resources:
             return None
-        reqs = self._pod_requests(state, pod)
+        s = self._pre_score_state(state, pod)
+        if s.extended is not None:
+            return None  # devices counted per node (score_nodes)
+        reqs = s.pod_requests
         scorer = self.scorer
         most = self.strategy == MOST_ALLOCATED
 
@@ -900,10 +933,10 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         return scorer.score_columns.take(batch, tuple(reqs), whole, one)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
-        reqs = self._pod_requests(state, pod)
+        pre = self._pre_score_state(state, pod)
         scores: list[int] = []
         for ni in nodes:
-            s, st = self.scorer.score(ni, reqs)
+            s, st = self.scorer.score(ni, pre.pod_requests, pre.extended)
             if not st.is_success():
                 return scores, st
             scores.append(s)

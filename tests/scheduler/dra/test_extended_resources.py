@@ -1,5 +1,5 @@
-"""Extended resources backed by DRA (DRAExtendedResource): which class serves a name, the claim's requests, and
-what a run does with them at v1.36 (gate on) and v1.35 (off)."""
+"""Extended resources backed by DRA (DRAExtendedResource): which class serves a name, the claim's requests, what a
+run does with them at v1.36 (gate on) and v1.35 (off), and the claim of an earlier attempt or a failed binding."""
 
 from __future__ import annotations
 
@@ -11,12 +11,16 @@ import pytest
 
 from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.dra import dra_manager as dm
+from kss_sim.scheduler.dra.dra_manager import dra_manager_for
 from kss_sim.scheduler.dra.extended_resources import (
     DEVICE_CLASS_PREFIX,
     classes_by_resource_name,
     is_dra_extended_resource_name,
     requests_and_mappings,
 )
+from kss_sim.scheduler.framework import Code, CycleState
+from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins.dynamic_resources import DynamicResources
 from kss_sim.simulation.runner import ScenarioRun
 
 FAMILY = Path(__file__).resolve().parents[2] / "golden" / "v1.36" / "draextended"
@@ -151,3 +155,70 @@ def test_without_the_gate_the_resource_is_a_node_s_allocatable_only(
     run, bound = _run("draextended-000-named-by-class", version, gates)
     assert bound == [None, None, None]
     assert not run.cluster.list_objects(dm.RESOURCE_CLAIM)
+
+
+def test_an_earlier_attempt_s_claim_is_deleted_in_post_filter_and_its_device_goes_to_the_next_pod() -> None:
+    run, bound = _run("draextended-008-earlier-claim-allocated", "1.36")
+    # The claim holding node-0's only GPU makes gpu-0 fit nowhere; PostFilter deletes it, and gpu-1 gets the GPU.
+    assert bound == [None, "node-0"]
+    (claim,) = run.cluster.list_objects(dm.RESOURCE_CLAIM)
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "gpu-1"
+    assert [(r["pool"], r["device"]) for r in claim["status"]["allocation"]["devices"]["results"]] == [
+        ("node-0", "gpu-0")
+    ]
+
+
+def test_an_earlier_attempt_s_claim_without_requests_is_reused_under_its_name() -> None:
+    run, bound = _run("draextended-010-earlier-claim-reused", "1.36")
+    assert bound == ["node-1", "node-0"]
+    claim = run.cluster.get_object(dm.RESOURCE_CLAIM, "default", "gpu-0-extended-resources-x7k2q")
+    assert claim is not None
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["gpu-0"]
+    assert len(claim["status"]["allocation"]["devices"]["results"]) == 2
+    node_info = run.scheduler.snapshot.get("node-1")
+    assert node_info is not None
+    (pod,) = node_info.pods
+    assert pod.pod["status"]["extendedResourceClaimStatus"]["resourceClaimName"] == "gpu-0-extended-resources-x7k2q"
+
+
+def _through_reserve(run: ScenarioRun, pod: dict[str, Any]) -> tuple[Any, CycleState, PodInfo]:
+    plugin = run.frameworks["default-scheduler"].plugins_by_name["DynamicResources"]
+    assert isinstance(plugin, DynamicResources)
+    state, info = CycleState(), PodInfo(pod)
+    nodes = run.scheduler.snapshot.node_info_list
+    assert plugin.pre_filter(state, info, nodes)[1].is_success()
+    node = run.scheduler.snapshot.get("node-0")
+    assert node is not None
+    assert plugin.filter(state, info, node).is_success()
+    assert plugin.reserve(state, info, "node-0").is_success()
+    return plugin, state, info
+
+
+def test_unreserve_after_a_failed_pre_bind_deletes_the_claim_pre_bind_created(monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = json.loads((FAMILY / "draextended-000-named-by-class.scenario.json").read_text())
+    pod = scenario["pending"][0]
+    run = ScenarioRun(scenario, record=False, kube_version=kube_version("1.36"))
+    plugin, state, info = _through_reserve(run, pod)
+
+    def refused(*_: Any) -> dict[str, Any]:
+        raise RuntimeError("add allocation and reservation to claim: refused")
+
+    monkeypatch.setattr(plugin, "bind_claim", refused)
+    status = plugin.pre_bind(state, info, "node-0")
+    assert (status.code, status.message()) == (Code.ERROR, "add allocation and reservation to claim: refused")
+    (created,) = run.cluster.list_objects(dm.RESOURCE_CLAIM)
+    assert created["metadata"]["name"].startswith("gpu-0-extended-resources-")
+    plugin.unreserve(state, info, "node-0")
+    assert run.cluster.list_objects(dm.RESOURCE_CLAIM) == []
+    assert not dra_manager_for(run.cluster).in_flight
+
+
+def test_unreserve_before_pre_bind_only_drops_the_allocation_in_flight() -> None:
+    scenario = json.loads((FAMILY / "draextended-000-named-by-class.scenario.json").read_text())
+    run = ScenarioRun(scenario, record=False, kube_version=kube_version("1.36"))
+    plugin, state, info = _through_reserve(run, scenario["pending"][0])
+    manager = dra_manager_for(run.cluster)
+    assert manager.in_flight
+    plugin.unreserve(state, info, "node-0")
+    assert not manager.in_flight
+    assert run.cluster.list_objects(dm.RESOURCE_CLAIM) == []
