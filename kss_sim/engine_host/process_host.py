@@ -15,7 +15,6 @@ process dies, the child reads the end of its pipe and exits.
 from __future__ import annotations
 
 import contextlib
-import copy
 import itertools
 import logging
 import multiprocessing
@@ -32,20 +31,16 @@ from kss_sim.config import Settings
 from kss_sim.engine_host.channel import STORE_WRITES, Channel, decode_error, encode_error
 from kss_sim.engine_host.scheduler_process import child_main
 from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, load_scheduler_config
-from kss_sim.engine_host.view import amounts
+from kss_sim.engine_host.view import PodAndNodeAmounts
 from kss_sim.kube.objects import Obj
 from kss_sim.results.attempts import ResultsService
-from kss_sim.scheduler.cluster_objects import ClusterObjects
-from kss_sim.scheduler.framework import Handle
 from kss_sim.scheduler.kube_scheduler_configuration import (
     ConfigError,
     SchedulerConfig,
     defaulted_document,
-    parse_config,
+    given_document,
 )
-from kss_sim.scheduler.plugins import out_of_tree
-from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
-from kss_sim.scheduler.resources import Resource, calculate_pod_resource
+from kss_sim.scheduler.profiles import checked_config, plugins_by_profile
 from kss_sim.web.ports import (
     ConfigRejection,
     DraRequestExplanation,
@@ -53,7 +48,6 @@ from kss_sim.web.ports import (
     NodeAllocation,
     PluginTimeoutRow,
     ProfilePlugins,
-    ResourceAmounts,
     WaitingPodRow,
 )
 
@@ -427,26 +421,19 @@ class SchedulerProcess:
         return config
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
-        config = parse_config(source, self.feature_gates, self.kube_version)
-        for profile in config.profiles:
-            build_framework(profile, Handle(ClusterObjects()))
-        return config
+        """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
+        return checked_config(source, self.feature_gates, self.kube_version)
 
     def config_document(self) -> dict[str, Any]:
-        raw = copy.deepcopy(self.config.raw)
-        raw.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
-        raw.setdefault("kind", "KubeSchedulerConfiguration")
-        raw.setdefault("profiles", [{"schedulerName": "default-scheduler"}])
-        return raw
+        """The running configuration as the user gave it (defaults not expanded)."""
+        return given_document(self.config)
 
     def defaulted_config_document(self) -> dict[str, Any]:
         return defaulted_document(self.config)
 
     def plugins_in_effect(self) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]:
-        return [
-            (profile.scheduler_name, plugins_in_effect(profile, self.config.kube_version))
-            for profile in self.config.profiles
-        ]
+        """Per profile (scheduler name): each extension point's plugins in the order they run, with weights."""
+        return plugins_by_profile(self.config)
 
     @property
     def waiting_pods(self) -> Sequence[None]:
@@ -465,7 +452,7 @@ class _RemoteQueue:
         return counts
 
 
-class ProcessView:
+class ProcessView(PodAndNodeAmounts):
     """The pages' ``SchedulerView`` of a scheduler process: what needs its cache or queue asked across, the rest
     computed here as ``EngineView`` does."""
 
@@ -483,13 +470,6 @@ class ProcessView:
         pods: list[str] = self._ask("node_pods", name)
         return pods
 
-    def pod_requests(self, pod: Obj) -> ResourceAmounts:
-        return amounts(calculate_pod_resource(pod)[0])
-
-    def node_allocatable(self, node: Obj) -> ResourceAmounts:
-        status = node.get("status") or {}
-        return amounts(Resource.from_raw(status.get("allocatable") or status.get("capacity") or {}))
-
     def queue_counts(self) -> dict[str, int]:
         return self._host.queue.pending_counts()
 
@@ -501,9 +481,6 @@ class ProcessView:
 
     def plugins_in_effect(self) -> list[ProfilePlugins]:
         return self._host.plugins_in_effect()
-
-    def out_of_tree_plugins(self) -> frozenset[str]:
-        return frozenset(out_of_tree.known_plugins())
 
     def waiting_pods(self) -> list[WaitingPodRow]:
         rows: list[WaitingPodRow] = self._ask("waiting_pods")

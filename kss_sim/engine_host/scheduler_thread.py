@@ -17,7 +17,6 @@ cycle runs apart from its scheduling cycle. The bind is done after the cycle, so
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import threading
 import time
@@ -35,11 +34,14 @@ from kss_sim.extender_http import extenders_for
 from kss_sim.kube.versions import KubeVersion
 from kss_sim.kube.versions import kube_version as default_kube_version
 from kss_sim.scheduler import queue as q
-from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions
 from kss_sim.scheduler.filter_timing import PluginObserver
-from kss_sim.scheduler.framework import Handle
-from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig, defaulted_document, parse_config
+from kss_sim.scheduler.kube_scheduler_configuration import (
+    SchedulerConfig,
+    defaulted_document,
+    given_document,
+    parse_config,
+)
 from kss_sim.scheduler.loop import (
     BACKOFF_FLUSH_SECONDS,
     UNSCHEDULABLE_FLUSH_SECONDS,
@@ -47,7 +49,7 @@ from kss_sim.scheduler.loop import (
     SchedulingLoop,
 )
 from kss_sim.scheduler.nodeinfo import PodInfo
-from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
+from kss_sim.scheduler.profiles import checked_config, plugins_by_profile
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT
 from kss_sim.scheduler.watchdog import WATCHDOG, PluginTimeoutReport
@@ -235,22 +237,14 @@ class SchedulerService(LoopHost):
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
         """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
-        config = parse_config(source, self.feature_gates, self.kube_version)
-        # Instantiating every profile catches what only the framework can see (e.g. two queue sorts).
-        for profile in config.profiles:
-            build_framework(profile, Handle(ClusterObjects()))
-        return config
+        return checked_config(source, self.feature_gates, self.kube_version)
 
     def results_cleared(self) -> None:
         """Nothing to do: the results service this thread shares numbers the attempts."""
 
     def config_document(self) -> dict[str, Any]:
         """The running configuration as the user gave it (defaults not expanded)."""
-        raw = copy.deepcopy(self.config.raw)
-        raw.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
-        raw.setdefault("kind", "KubeSchedulerConfiguration")
-        raw.setdefault("profiles", [{"schedulerName": "default-scheduler"}])
-        return raw
+        return given_document(self.config)
 
     def defaulted_config_document(self) -> dict[str, Any]:
         """The running configuration after kube-scheduler's v1 defaulting (plugins merged, args filled in)."""
@@ -258,10 +252,7 @@ class SchedulerService(LoopHost):
 
     def plugins_in_effect(self) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]:
         """Per profile (scheduler name): each extension point's plugins in the order they run, with weights."""
-        return [
-            (profile.scheduler_name, plugins_in_effect(profile, self.config.kube_version))
-            for profile in self.config.profiles
-        ]
+        return plugins_by_profile(self.config)
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:

@@ -42,7 +42,24 @@ def amounts(resource: Resource) -> ResourceAmounts:
     )
 
 
-class EngineView:
+class PodAndNodeAmounts:
+    """What the pages' view computes from the objects alone, the same whichever host runs the scheduler."""
+
+    def pod_requests(self, pod: Obj) -> ResourceAmounts:
+        """What a pod adds to its node's requested resources (``PodInfo.CalculateResource``)."""
+        return amounts(calculate_pod_resource(pod)[0])
+
+    def node_allocatable(self, node: Obj) -> ResourceAmounts:
+        """A node's allocatable resources (its capacity when it states none), as the scheduler's cache reads them."""
+        status = node.get("status") or {}
+        return amounts(Resource.from_raw(status.get("allocatable") or status.get("capacity") or {}))
+
+    def out_of_tree_plugins(self) -> frozenset[str]:
+        """Users' plugins: registered from their modules or offered by installed packages' entry points."""
+        return frozenset(out_of_tree.known_plugins())
+
+
+class EngineView(PodAndNodeAmounts):
     """Reads the scheduler service for the pages: its cache's allocation, its queue, its configuration."""
 
     def __init__(self, service: SchedulerService) -> None:
@@ -61,15 +78,6 @@ class EngineView:
         ni = self._service.cache.snapshot.node_info_map.get(name)
         return [p.key for p in list(ni.pods)] if ni is not None else []
 
-    def pod_requests(self, pod: Obj) -> ResourceAmounts:
-        """What a pod adds to its node's requested resources (``PodInfo.CalculateResource``)."""
-        return amounts(calculate_pod_resource(pod)[0])
-
-    def node_allocatable(self, node: Obj) -> ResourceAmounts:
-        """A node's allocatable resources (its capacity when it states none), as the scheduler's cache reads them."""
-        status = node.get("status") or {}
-        return amounts(Resource.from_raw(status.get("allocatable") or status.get("capacity") or {}))
-
     def queue_counts(self) -> dict[str, int]:
         """Pods per scheduling queue."""
         return self._service.queue.pending_counts()
@@ -85,10 +93,6 @@ class EngineView:
     def plugins_in_effect(self) -> list[ProfilePlugins]:
         """Per profile, each extension point's plugins in run order with their score weights."""
         return self._service.plugins_in_effect()
-
-    def out_of_tree_plugins(self) -> frozenset[str]:
-        """Users' plugins: registered from their modules or offered by installed packages' entry points."""
-        return frozenset(out_of_tree.known_plugins())
 
     def waiting_pods(self) -> list[WaitingPodRow]:
         """Pods waiting in Permit, oldest first (read from the scheduler thread's map: a copy, so a stable view)."""

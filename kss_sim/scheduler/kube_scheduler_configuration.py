@@ -427,6 +427,15 @@ _COMPONENT_DEFAULTS: dict[str, Any] = {
 }
 
 
+def given_document(config: SchedulerConfig) -> dict[str, Any]:
+    """The configuration as the user gave it (defaults not expanded), with its kind, apiVersion and one profile."""
+    raw = copy.deepcopy(config.raw)
+    raw.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+    raw.setdefault("kind", "KubeSchedulerConfiguration")
+    raw.setdefault("profiles", [{"schedulerName": "default-scheduler"}])
+    return raw
+
+
 def defaulted_document(config: SchedulerConfig) -> dict[str, Any]:
     """The configuration as kube-scheduler holds it after v1 defaulting (what ``--write-config-to`` prints): every
     profile's plugins merged with the default multiPoint set, args defaulted and appended (by name) for the

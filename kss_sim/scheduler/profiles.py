@@ -28,6 +28,7 @@ from kss_sim.scheduler.kube_scheduler_configuration import (
     Profile,
     SchedulerConfig,
     defaulted_args,
+    parse_config,
 )
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.runtime import Framework
@@ -223,3 +224,19 @@ def plugins_in_effect(
     names = [point for point, _ in EXTENSION_POINTS] + [point for point, _ in PLACEMENT_POINTS if point in points]
     return [(point, [(name, weights[point][name] if point in weights else None) for name in points[point]])
             for point in names]  # fmt: skip
+
+
+def checked_config(
+    source: str | dict[str, Any], gates: Mapping[str, bool] | None, kube_version: KubeVersion
+) -> SchedulerConfig:
+    """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field.
+    Instantiating every profile catches what only the framework can see (e.g. two queue sorts)."""
+    config = parse_config(source, gates, kube_version)
+    for profile in config.profiles:
+        build_framework(profile, Handle(ClusterObjects()))
+    return config
+
+
+def plugins_by_profile(config: SchedulerConfig) -> list[tuple[str, list[tuple[str, list[tuple[str, int | None]]]]]]:
+    """Per profile (scheduler name): each extension point's plugins in the order they run, with weights."""
+    return [(profile.scheduler_name, plugins_in_effect(profile, config.kube_version)) for profile in config.profiles]
