@@ -31,13 +31,13 @@ from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
 from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, SchedulerService, load_scheduler_config
 from kss_sim.engine_host.view import EngineView
+from kss_sim.kube.objects import Obj
 from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules
 from kss_sim.scheduler.record import Attempt
 
 log = logging.getLogger("kss.scheduler")
 
-Obj = dict[str, Any]
 Listener = Callable[[str, str, Obj], None]
 MIRRORED_KINDS = frozenset(WATCHED_KINDS)
 # Attempts encoded into one message of rows at most (the thread writer's batch).
