@@ -31,7 +31,7 @@ from kss_sim.config import Settings
 from kss_sim.engine_host.channel import STORE_WRITES, Channel, decode_error, encode_error
 from kss_sim.engine_host.scheduler_process import child_main
 from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, load_scheduler_config
-from kss_sim.engine_host.view import PodAndNodeAmounts
+from kss_sim.engine_host.view import HostView
 from kss_sim.kube.objects import Obj
 from kss_sim.results.attempts import ResultsService
 from kss_sim.scheduler.kube_scheduler_configuration import (
@@ -47,7 +47,6 @@ from kss_sim.web.ports import (
     DraRequestSummary,
     NodeAllocation,
     PluginTimeoutRow,
-    ProfilePlugins,
     WaitingPodRow,
 )
 
@@ -452,15 +451,16 @@ class _RemoteQueue:
         return counts
 
 
-class ProcessView(PodAndNodeAmounts):
+class ProcessView(HostView):
     """The pages' ``SchedulerView`` of a scheduler process: what needs its cache or queue asked across, the rest
     computed here as ``EngineView`` does."""
 
     def __init__(self, host: SchedulerProcess) -> None:
-        self._host = host
+        super().__init__(host)
+        self._process = host
 
     def _ask(self, name: str, *args: Any) -> Any:
-        return self._host.call("view", name, args)
+        return self._process.call("view", name, args)
 
     def node_allocations(self) -> dict[str, NodeAllocation]:
         allocations: dict[str, NodeAllocation] = self._ask("node_allocations")
@@ -469,18 +469,6 @@ class ProcessView(PodAndNodeAmounts):
     def node_pods(self, name: str) -> list[str]:
         pods: list[str] = self._ask("node_pods", name)
         return pods
-
-    def queue_counts(self) -> dict[str, int]:
-        return self._host.queue.pending_counts()
-
-    def config_document(self) -> Obj:
-        return self._host.config_document()
-
-    def defaulted_config_document(self) -> Obj:
-        return self._host.defaulted_config_document()
-
-    def plugins_in_effect(self) -> list[ProfilePlugins]:
-        return self._host.plugins_in_effect()
 
     def waiting_pods(self) -> list[WaitingPodRow]:
         rows: list[WaitingPodRow] = self._ask("waiting_pods")
@@ -500,7 +488,7 @@ class ProcessView(PodAndNodeAmounts):
 
     def apply_config(self, text: str) -> ConfigRejection | None:
         try:
-            self._host.update_config(text)
+            self._process.update_config(text)
         except ConfigError as exc:
             return ConfigRejection(exc.field, exc.detail)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Protocol
 
 from kss_sim.engine_host.dra_explain import DraListers, explain_on_node, summarize_in_cluster
 from kss_sim.engine_host.scheduler_thread import SchedulerService
@@ -42,8 +43,29 @@ def amounts(resource: Resource) -> ResourceAmounts:
     )
 
 
-class PodAndNodeAmounts:
-    """What the pages' view computes from the objects alone, the same whichever host runs the scheduler."""
+class QueueCounts(Protocol):
+    def pending_counts(self) -> dict[str, int]: ...
+
+
+class ViewedHost(Protocol):
+    """What the pages' view reads of either scheduler host (the thread's service, the process's proxy) alike."""
+
+    @property
+    def queue(self) -> QueueCounts: ...
+
+    def config_document(self) -> Obj: ...
+
+    def defaulted_config_document(self) -> Obj: ...
+
+    def plugins_in_effect(self) -> list[ProfilePlugins]: ...
+
+
+class HostView:
+    """The part of the pages' view that is the same whichever host runs the scheduler: what is computed from the
+    objects alone, and what the host answers itself (its queue's counts, its configuration)."""
+
+    def __init__(self, host: ViewedHost) -> None:
+        self._host = host
 
     def pod_requests(self, pod: Obj) -> ResourceAmounts:
         """What a pod adds to its node's requested resources (``PodInfo.CalculateResource``)."""
@@ -58,11 +80,28 @@ class PodAndNodeAmounts:
         """Users' plugins: registered from their modules or offered by installed packages' entry points."""
         return frozenset(out_of_tree.known_plugins())
 
+    def queue_counts(self) -> dict[str, int]:
+        """Pods per scheduling queue."""
+        return self._host.queue.pending_counts()
 
-class EngineView(PodAndNodeAmounts):
+    def config_document(self) -> Obj:
+        """The running KubeSchedulerConfiguration."""
+        return self._host.config_document()
+
+    def defaulted_config_document(self) -> Obj:
+        """The running configuration after kube-scheduler's defaulting."""
+        return self._host.defaulted_config_document()
+
+    def plugins_in_effect(self) -> list[ProfilePlugins]:
+        """Per profile, each extension point's plugins in run order with their score weights."""
+        return self._host.plugins_in_effect()
+
+
+class EngineView(HostView):
     """Reads the scheduler service for the pages: its cache's allocation, its queue, its configuration."""
 
     def __init__(self, service: SchedulerService) -> None:
+        super().__init__(service)
         self._service = service
 
     def node_allocations(self) -> dict[str, NodeAllocation]:
@@ -77,22 +116,6 @@ class EngineView(PodAndNodeAmounts):
         """``namespace/name`` of the pods on one node in the scheduler's cache (none for a node it lacks)."""
         ni = self._service.cache.snapshot.node_info_map.get(name)
         return [p.key for p in list(ni.pods)] if ni is not None else []
-
-    def queue_counts(self) -> dict[str, int]:
-        """Pods per scheduling queue."""
-        return self._service.queue.pending_counts()
-
-    def config_document(self) -> Obj:
-        """The running KubeSchedulerConfiguration."""
-        return self._service.config_document()
-
-    def defaulted_config_document(self) -> Obj:
-        """The running configuration after kube-scheduler's defaulting."""
-        return self._service.defaulted_config_document()
-
-    def plugins_in_effect(self) -> list[ProfilePlugins]:
-        """Per profile, each extension point's plugins in run order with their score weights."""
-        return self._service.plugins_in_effect()
 
     def waiting_pods(self) -> list[WaitingPodRow]:
         """Pods waiting in Permit, oldest first (read from the scheduler thread's map: a copy, so a stable view)."""
