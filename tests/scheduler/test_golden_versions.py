@@ -149,3 +149,48 @@ def test_a_pod_group_outcome_that_differs_is_reported() -> None:
         "got {'podGroup': 'default/g', 'outcome': 'Unschedulable'}"
     ]
     assert entry_notes("s", want, {"pod": "default/a", "attempt": 1}) != []
+
+
+def _readme_fidelity_table() -> dict[tuple[str, str], str]:
+    """(family, version) -> the cell of README.md's version x family table."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index("| family | v1.33 | v1.34 | v1.35 | v1.36 |")
+    versions = ["v1.33", "v1.34", "v1.35", "v1.36"]
+    cells: dict[tuple[str, str], str] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        family, *row = (c.strip() for c in line.strip("|").split("|"))
+        for version, cell in zip(versions, row, strict=True):
+            cells[(family.split(" ")[0], version)] = cell
+    return cells
+
+
+@pytest.mark.skipif(not COMPARE.exists(), reason="../shared/golden not present: the v1.35 column's corpus")
+def test_the_readmes_fidelity_table_counts_every_scenario() -> None:
+    """The README's table says n/n for each (version, family) measured here, n the family's scenarios at that
+    version (the tests above hold each at 100 %); a cell that explains itself in parentheses may count fewer."""
+    table = _readme_fidelity_table()
+    counted: dict[tuple[str, str], int] = {}
+    for scenario in scenarios():
+        counted[(scenario.parent.name, "v1.35")] = counted.get((scenario.parent.name, "v1.35"), 0) + 1
+    for version_dir in VERSIONS:
+        for scenario in scenarios() + own_scenarios(version_dir):
+            key = (scenario.parent.name, version_dir.name)
+            counted[key] = counted.get(key, 0) + 1
+    wrong = []
+    for key, n in sorted(counted.items()):
+        cell = table.get(key)
+        if cell is None:
+            wrong.append(f"{key}: no cell")
+            continue
+        match = re.match(r"(\d+)/(\d+)", cell)
+        explained = "(" in cell
+        if match is None:
+            if not explained:
+                wrong.append(f"{key}: {cell!r}, {n} scenarios")
+            continue
+        agree, total = int(match.group(1)), int(match.group(2))
+        if agree != total or (total != n and not explained) or total > n:
+            wrong.append(f"{key}: {cell!r}, {n} scenarios")
+    assert not wrong, "\n".join(wrong)
