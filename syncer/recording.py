@@ -223,9 +223,12 @@ class Recorder:
         if recorded is None:
             return  # never recorded (left out), or already gone
         kind, namespace, name = recorded
-        target = {"kind": kind, "name": name}
+        target: dict[str, Any] = {"kind": kind, "name": name}
         if namespace:
             target["namespace"] = namespace
+        if kind == "Pod":
+            # The pod left the source now, its grace period (if any) already spent there: gone at once in the replay.
+            target["gracePeriodSeconds"] = 0
         self._emit(at, "delete", target)
 
     def _vanished(self, event: Event, at: float) -> None:

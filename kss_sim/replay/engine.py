@@ -492,18 +492,21 @@ class Replay(LoopHost):
         self.cluster.put_pod(new)
         self.loop.add_assigned_pod(pi)
 
-    def _delete_pod(self, key: str, *, uid: str | None = None) -> None:
+    def _delete_pod(self, key: str, *, uid: str | None = None, grace: float | None = None) -> None:
         """A client deletes the pod (a delete event, its ``endAt``), as ``kubectl delete`` does: a pending pod goes
-        now, a bound one terminates for its ``terminationGracePeriodSeconds`` (a ``uid`` given: only if it is still
-        that pod)."""
+        now, a bound one terminates for ``grace`` seconds, by default its ``terminationGracePeriodSeconds`` (a
+        ``uid`` given: only if it is still that pod)."""
         bound = self.bound.get(key)
         if bound is None or (uid is not None and bound.uid != uid):
             self._remove_pod(key, DELETED, uid=uid)
             return
         if key in self.terminations:
             return  # a later delete may only shorten the grace period; the pod's own never does
-        grace = bound.spec.get("terminationGracePeriodSeconds")
-        seconds = DEFAULT_GRACE_SECONDS if grace is None else max(0.0, float(grace))
+        if grace == 0:
+            self._remove_pod(key, DELETED, uid=uid)  # --grace-period=0: gone at once, as a recorded departure
+            return
+        own = bound.spec.get("terminationGracePeriodSeconds")
+        seconds = grace if grace is not None else DEFAULT_GRACE_SECONDS if own is None else max(0.0, float(own))
         self.terminations.begin(bound, DELETED, seconds)
         if self.controllers is not None:
             self.controllers.pod_deleting(bound.pod)

@@ -291,7 +291,9 @@ class LiveReplay:
     def _delete(self, event: Event) -> None:
         namespace = event.namespace or self._default_namespace(event.kind)
         grace = 0
-        if event.kind == "Pod":  # as kubectl delete: the pod's own grace period (on the replay's clock: / speed)
+        if event.kind == "Pod" and event.grace is not None:  # the event's own (on the replay's clock: / speed)
+            grace = max(1, math.ceil(event.grace / self.speed)) if event.grace else 0
+        elif event.kind == "Pod":  # as kubectl delete: the pod's own grace period (on the replay's clock: / speed)
             with contextlib.suppress(ApiError):  # gone: the delete says so
                 grace = self._wall_grace(self.target.get("Pod", namespace, event.name))
         self.target.delete(event.kind, namespace, event.name, grace_period_seconds=grace)

@@ -51,7 +51,7 @@ class ObjectIntake:
             self.update(intake.copy_object(event.obj))
             self._usage_curve(event)
         elif action == "delete":
-            self.delete(event.kind, event.namespace, event.name)
+            self.delete(event.kind, event.namespace, event.name, grace=event.grace)
         elif action in ("cordon", "uncordon"):
             node = self.nodes.get(event.name)
             if node is None:
@@ -173,13 +173,13 @@ class ObjectIntake:
         if run.controllers is not None:
             run.controllers.object_put(obj)
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
+    def delete(self, kind: str, namespace: str, name: str, *, grace: float | None = None) -> None:
         run = self.run
         namespace = namespace or "default"
         if f"{kind}.v1alpha2" in _V1ALPHA2_KINDS and run.loop.find(f"{kind}.v1alpha2", namespace, name) is not None:
             kind = f"{kind}.v1alpha2"  # a delete names no version: the v1.36 object of that name
         if kind == "Pod":
-            run._delete_pod(f"{namespace}/{name}")
+            run._delete_pod(f"{namespace}/{name}", grace=grace)
             return
         if kind in _WORKLOAD:
             if run.controllers is not None:  # none made: the workload never had one of these kinds to delete

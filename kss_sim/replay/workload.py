@@ -9,7 +9,7 @@ The format (docs/replay.md) is ours: a ``TimedWorkload`` document whose ``spec.e
   StatefulSet, DaemonSet, Job or CronJob: its pods' usage (what a HorizontalPodAutoscaler reads) as a step curve on
   the replay's clock, each value from its ``at`` (a time like the event's) until the next;
 - ``update: <manifest>`` replaces the object of that kind, namespace and name (scale a Deployment, change a node);
-- ``delete: {kind, name, namespace}``;
+- ``delete: {kind, name, namespace, gracePeriodSeconds}`` (the last as ``kubectl delete --grace-period``);
 - ``cordon: NODE`` / ``uncordon: NODE``; ``drain: NODE`` (``kubectl drain``: cordon, then evictions that respect
   PodDisruptionBudgets, retried every 5 s; DaemonSet pods stay);
 - ``taint: {node, key, value, effect}`` / ``untaint: {node, key, effect}`` (``effect`` optional: every effect);
@@ -106,6 +106,7 @@ class Event:
     report: str = ""
     # create / update of a pod-making workload: resource -> its pods' usage as (virtual time, quantity) steps
     usage: dict[str, list[tuple[float, str]]] | None = None
+    grace: float | None = None  # delete of a pod: its gracePeriodSeconds (None: the pod's own, as kubectl delete)
 
     @property
     def sort_key(self) -> tuple[float, int]:
@@ -296,6 +297,12 @@ def _event(raw: Any, seq: int, path: str, problems: list[str]) -> Event | None:
             return None
         event.kind, event.name = str(body["kind"]), str(body["name"])
         event.namespace = str(body.get("namespace") or "")
+        grace = body.get("gracePeriodSeconds")
+        if grace is not None:
+            if isinstance(grace, bool) or not isinstance(grace, int | float) or grace < 0:
+                problems.append(f"{where}: gracePeriodSeconds must be a number of seconds >= 0")
+                return None
+            event.grace = float(grace)
     elif action in ("cordon", "uncordon", "drain"):
         if not isinstance(body, str) or not body:
             problems.append(f"{where}: must be a node name")
@@ -476,9 +483,11 @@ def event_document(e: Event) -> Obj:
     if e.action in ("create", "update", "applyConfig"):
         entry[e.action] = e.obj
     elif e.action == "delete":
-        target = {"kind": e.kind, "name": e.name}
+        target: Obj = {"kind": e.kind, "name": e.name}
         if e.namespace:
             target["namespace"] = e.namespace
+        if e.grace is not None:
+            target["gracePeriodSeconds"] = int(e.grace) if e.grace == int(e.grace) else e.grace
         entry["delete"] = target
     elif e.action in ("cordon", "uncordon", "drain", "healNode"):
         entry[e.action] = e.name

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
 from kss_sim.replay.model import DELETED, PREEMPTED, RUNNING
+from kss_sim.replay.workload import WorkloadError, event_document
 from tests.replay.test_engine import node, pod, workload
 
 
@@ -117,3 +120,30 @@ def test_a_pod_bound_to_a_node_that_does_not_exist_is_collected_after_the_pod_gc
     ghost, early = pods["default/ghost"], pods["default/early"]
     assert (ghost.terminating_at, ghost.finished_at, ghost.outcome) == (None, 40.0, DELETED)
     assert (early.finished_at, early.outcome) == (None, RUNNING)
+
+
+def test_a_delete_event_may_give_its_own_grace_period_as_kubectl_delete_does() -> None:
+    """``gracePeriodSeconds`` on a delete event: 0 takes the pod away at once (a recorded departure, whose grace ran
+    in the source), 5 shortens the pod's own 30 s, and it survives the workload file's round trip."""
+    events: list[dict[str, Any]] = [
+        {"at": 0, "create": pod("gone", "1")},
+        {"at": 0, "create": pod("short", "1")},
+        {"at": 0, "create": pod("own", "1")},
+        {"at": 10, "delete": {"kind": "Pod", "name": "gone", "gracePeriodSeconds": 0}},
+        {"at": 10, "delete": {"kind": "Pod", "name": "short", "gracePeriodSeconds": 5}},
+        {"at": 10, "delete": {"kind": "Pod", "name": "own"}},
+    ]
+    w = workload(events)
+    pods = {p.key.split("/")[1]: p for p in Replay(w).run().pods}
+    assert [(n, pods[n].terminating_at, pods[n].finished_at) for n in ("gone", "short", "own")] == [
+        ("gone", None, 10.0),
+        ("short", 10.0, 15.0),
+        ("own", 10.0, 40.0),
+    ]
+    deletes = [event_document(e)["delete"] for e in w.events if e.action == "delete"]
+    assert [d.get("gracePeriodSeconds") for d in deletes] == [0, 5, None]
+
+
+def test_a_delete_events_grace_period_must_be_seconds() -> None:
+    with pytest.raises(WorkloadError, match="gracePeriodSeconds must be a number of seconds >= 0"):
+        workload([{"at": 10, "delete": {"kind": "Pod", "name": "p", "gracePeriodSeconds": -1}}])

@@ -261,6 +261,8 @@ def test_a_recording_of_a_live_source_replays_to_the_same_arrivals(
     early = next(e for e in w.events if e.name == "early")
     assert early.obj is not None and "nodeName" not in early.obj["spec"], "scheduled again in the replay"
     deletes = {e.name: e.at for e in w.events if e.action == "delete"}
+    # A departure is recorded when the pod left the source, its grace period spent there: gone at once in a replay.
+    assert {e.name: e.grace for e in w.events if e.action == "delete"} == {"p1": 0.0, "p2": 0.0}
     assert set(deletes) == {"p1", "p2"} and abs(deletes["p1"] - (deleted_at - epoch)) < 2.0
     cordon = next(e for e in w.events if e.action == "cordon")
     assert cordon.name == "node-b" and abs(cordon.at - (cordoned_at - epoch)) < 2.0
