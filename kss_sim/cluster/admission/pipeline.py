@@ -176,7 +176,7 @@ class AdmissionPipeline:
     ) -> None:
         """The admission plugins and the strategy's PrepareForCreate, in place (``admit.prepare_create``: ``objects``
         the working state, ``timestamp`` the time now); ``Forbidden`` when admission refuses the object."""
-        admit.prepare_create(info, body, objects, timestamp)
+        admit.prepare_create(info, body, objects, timestamp, self._gates)
 
     def admit_update(self, info: KindInfo, body: Obj, old: Obj) -> None:
         """An update's object as the request made it, in place: the gated fields ``old`` does not use dropped."""
