@@ -149,8 +149,9 @@ class ClusterPort(Protocol):
         type: str = "Normal",
         component: str = "default-scheduler",
         action: str = "",
-    ) -> Obj:
-        """Record a core/v1 Event about ``involved`` (a repeat counts on the one recorded lately)."""
+    ) -> Obj | None:
+        """Record a core/v1 Event about ``involved`` (a repeat counts on the one recorded lately); None when it is
+        dropped (its namespace is being deleted), as client-go's recorder drops it."""
         ...
 
     # --- changes ---------------------------------------------------------------------------------------------

@@ -444,10 +444,20 @@ class Replay(LoopHost):
                 uid = pi.uid
                 self.call_at(self._now + run_for, lambda: self._finish_bound(key, uid, SUCCEEDED))
             if pi.node_name not in self.objects.nodes:
-                self.call_at(self._now + POD_GC_QUARANTINE_SECONDS, functools.partial(self._gc_orphan, key, pi.uid))
+                self._collect_orphan_later(key, pi.uid)
             return
         self.pending[key] = pi
         self.loop.add_unscheduled_pod(pi)  # another scheduler's pod stays pending
+
+    def node_deleted(self, name: str) -> None:
+        """The Node ``name`` was deleted: its pods stay bound to it, as on a cluster (nothing deletes a pod with its
+        Node), until the pod GC collects them once the node has been missing for its quarantine."""
+        for key, pod in self.bound.items():
+            if pod.node_name == name:
+                self._collect_orphan_later(key, pod.uid)
+
+    def _collect_orphan_later(self, key: str, uid: str) -> None:
+        self.call_at(self._now + POD_GC_QUARANTINE_SECONDS, functools.partial(self._gc_orphan, key, uid))
 
     def _gc_orphan(self, key: str, uid: str) -> None:
         """kube-controller-manager's pod GC: a pod bound to a node that is still missing after the quarantine is

@@ -2,8 +2,9 @@
 scheduler's informers would see it.
 
 Nodes and the kinds plugins read go to the scheduling loop's event handlers (app/scheduler/loop.py, as in
-``kss serve``); the workload kinds go to the workload controllers; pods to the engine. A node's removal deletes its
-pods (PodGC); a NoExecute taint's evictions are the taint eviction controller's (``world.py``).
+``kss serve``); the workload kinds go to the workload controllers; pods to the engine. A node's removal leaves its
+pods to the pod GC, which deletes them once it has been missing 40 s; a NoExecute taint's evictions are the taint
+eviction controller's (``world.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import TYPE_CHECKING
 from kss_sim.kube.node_ready import node_monitor_grace_period
 from kss_sim.kube.objects import Obj
 from kss_sim.replay import intake
-from kss_sim.replay.model import DELETED
 from kss_sim.replay.volumes import release_volume_of
 from kss_sim.replay.workload import Event
 from kss_sim.scheduler.loop import OBJECT_KINDS
@@ -256,10 +256,7 @@ class ObjectIntake:
         if node is None:
             log.warning("delete of node %s at %gs: no such node", name, run.now)
             return
-        # PodGC deletes the pods bound to a node that is gone.
-        for key, pod in list(run.bound.items()):
-            if pod.node_name == name:
-                run._finish_bound(key, pod.uid, DELETED)
+        run.node_deleted(name)
         run.loop.handle("DELETED", "Node", node)
         if run.controllers is not None:
             run.controllers.node_removed(name)

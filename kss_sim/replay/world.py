@@ -399,10 +399,11 @@ class LiveControllers:
             self.drain(node)
 
     def node_removed(self, name: str) -> None:
-        """A node went (the engine deletes its pods, as PodGC does)."""
+        """A node went, deleted as a client deletes it: its pods stay (their controllers count them) until the
+        engine's pod GC collects them (``pod_finished``)."""
         with uids.drawn_from(self._rng):
             try:
-                self.store.delete("Node", None, name)
+                self.store.delete("Node", None, name, options=DeleteOptions(graceful=True))
             except NotFound:
                 return
         self._wake()

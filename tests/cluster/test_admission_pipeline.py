@@ -5,6 +5,7 @@ API gives."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -150,19 +151,38 @@ def test_a_create_in_a_missing_namespace_is_not_found_without_creating_on_demand
     assert missing.value.message == 'namespaces "team" not found'
 
 
-def test_a_terminating_namespace_refuses_a_client_create_and_takes_the_servers_events(store: ClusterStore) -> None:
+def test_a_terminating_namespace_refuses_every_create_and_the_recorder_drops_its_events(
+    store: ClusterStore, caplog: pytest.LogCaptureFixture
+) -> None:
     store.create("Namespace", {"metadata": {"name": "team"}})
     store.create("Pod", _pod("held", "team"))
+    held = store.get("Pod", "team", "held")
+    assert held is not None
+    assert store.create_event(held, "Scheduled", "bound") is not None  # recorded while the namespace is Active
     store.delete("Namespace", None, "team", options=DeleteOptions(graceful=True))
     with pytest.raises(NamespaceTerminating) as refused:
         store.create("ConfigMap", {"metadata": {"name": "late", "namespace": "team"}})
     assert refused.value.message == (
         'configmaps "late" is forbidden: unable to create new content in namespace team because it is being terminated'
     )
-    held = store.get("Pod", "team", "held")
-    assert held is not None
-    event = store.create_event(held, "Killing", "stopping")
-    assert event["metadata"]["namespace"] == "team"
+    # NamespaceLifecycle exempts no Event: a client's is refused as any other create ...
+    client_event = {
+        "metadata": {"name": "held.client", "namespace": "team"},
+        "involvedObject": {"kind": "Pod", "namespace": "team", "name": "held"},
+        "reason": "Noted",
+        "message": "by a client",
+        "type": "Normal",
+    }
+    with pytest.raises(NamespaceTerminating):
+        store.create("Event", client_event)
+    # ... and the server's own recorders drop theirs, logged and never raised (client-go's recordToSink).
+    with caplog.at_level(logging.DEBUG, logger="kss_sim.cluster.storage.pod_writes"):
+        assert store.create_event(held, "Killing", "Stopping container c", component="kubelet") is None
+    assert "Server rejected event team/Killing (will not retry!)" in caplog.text
+    # A repeat of an Event already there is an update, which the plugin lets through: it still counts.
+    repeat = store.create_event(held, "Scheduled", "bound")
+    assert repeat is not None and repeat["count"] == 2
+    assert [(e["reason"], e["count"]) for e in store.list("Event", "team")[0]] == [("Scheduled", 2)]
 
 
 def test_a_kind_not_served_is_refused_before_decoding() -> None:

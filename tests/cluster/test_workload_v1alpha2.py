@@ -297,6 +297,38 @@ async def test_pod_group_status_is_the_status_subresource_and_its_policy_is_immu
         ]
 
 
+async def test_with_workload_aware_preemption_a_pod_group_s_priority_comes_from_its_class(client_at: Client) -> None:
+    async with client_at("1.36", GenericWorkload=True, GangScheduling=True, WorkloadAwarePreemption=True) as c:
+        for name, value, default in (("high", 1000, False), ("usual", 10, True)):
+            pc = {"metadata": {"name": name}, "value": value, "globalDefault": default}
+            assert (await c.post("/apis/scheduling.k8s.io/v1/priorityclasses", json=pc)).status_code == 201
+        high = pod_group("high-0", 2)
+        high["spec"]["priorityClassName"] = "high"
+        created = await c.post(POD_GROUPS, json=high)
+        assert created.status_code == 201, created.text
+        assert (created.json()["spec"]["priorityClassName"], created.json()["spec"]["priority"]) == ("high", 1000)
+        # No class named: the global default's, its name written in too, as for a pod.
+        usual = (await c.post(POD_GROUPS, json=pod_group("usual-0", 2))).json()
+        assert (usual["spec"]["priorityClassName"], usual["spec"]["priority"]) == ("usual", 10)
+        unknown = pod_group("unknown-0", 2)
+        unknown["spec"]["priorityClassName"] = "missing"
+        refused = await c.post(POD_GROUPS, json=unknown)
+        assert refused.status_code == 403
+        assert refused.json()["message"] == (
+            'podgroups.scheduling.k8s.io "unknown-0" is forbidden: no PriorityClass with name missing was found'
+        )
+        contradicting = pod_group("contradicting-0", 2)
+        contradicting["spec"] |= {"priorityClassName": "high", "priority": 5}
+        assert (await c.post(POD_GROUPS, json=contradicting)).status_code == 403
+        agreeing = pod_group("agreeing-0", 2)
+        agreeing["spec"] |= {"priorityClassName": "high", "priority": 1000}
+        assert (await c.post(POD_GROUPS, json=agreeing)).status_code == 201
+    async with client_at("1.36", GenericWorkload=True) as c:
+        # The gate off: the fields are dropped and nothing is resolved.
+        plain = (await c.post(POD_GROUPS, json=pod_group("plain-0", 2))).json()
+        assert "priority" not in plain["spec"] and "priorityClassName" not in plain["spec"]
+
+
 async def test_both_podgroup_kinds_are_stored_apart(client_at: Client) -> None:
     async with client_at("1.36", GenericWorkload=True) as c:
         crd = {

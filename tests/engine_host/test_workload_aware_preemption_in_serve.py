@@ -74,9 +74,10 @@ async def test_a_gang_preempts_as_one_and_binds_once_its_victims_are_gone(
             "apiVersion": "scheduling.k8s.io/v1alpha2",
             "kind": "PodGroup",
             "metadata": {"name": "pair", "namespace": "default"},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priority": 1000},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "high"},
         },
     )
+    assert group["spec"]["priority"] == 1000  # from its class, by the Priority admission plugin
     for i in range(2):
         member = pod(f"pair-{i}", cpu="800m", priorityClassName="high")
         member["spec"]["schedulingGroup"] = {"podGroupName": "pair"}

@@ -225,7 +225,9 @@ def test_a_preemption_victim_terminates_for_its_grace_period_then_the_preemptor_
     assert (high_rec.priority, high_rec.bound_at, high_rec.node) == (1000, leaves_at, "n1")
 
 
-def test_removing_a_node_deletes_its_pods_and_their_controllerless_pods_are_gone() -> None:
+def test_removing_a_node_leaves_its_pods_to_the_pod_gc_which_deletes_them_40_s_later() -> None:
+    # As on a cluster: deleting a Node deletes none of its pods; kube-controller-manager's pod GC force-deletes them
+    # once the node has been missing for its quarantine (40 s).
     w = workload(
         [
             {"at": 0, "create": pod("a")},
@@ -236,7 +238,7 @@ def test_removing_a_node_deletes_its_pods_and_their_controllerless_pods_are_gone
     )
     result = Replay(w).run()
     a, b = by_name(result)["a"], by_name(result)["b"]
-    assert (a.finished_at, a.outcome) == (50.0, DELETED)
+    assert (a.node, a.terminating_at, a.finished_at, a.outcome) == ("n1", None, 90.0, DELETED)
     assert (b.bound_at, b.node, b.outcome) == (70.0, "n2", RUNNING)
 
 

@@ -121,9 +121,11 @@ def prepare_create(
     body: Obj,
     objects: Mapping[str, Mapping[tuple[str, str], StoredObject]],
     timestamp: Callable[[], str],
+    gates: Gates,
 ) -> None:
     """Admission on create, in place: what the API server's plugins and controllers set on a new object (``objects``
-    is the working state, ``timestamp`` gives the time now); ``Forbidden`` when admission refuses it."""
+    is the working state, ``timestamp`` gives the time now, ``gates`` the feature gates); ``Forbidden`` when
+    admission refuses it."""
     if info.kind == "Pod":
         defaults.prepare_pod_create(body, [e.obj for e in objects["PriorityClass"].values()])
     elif info.kind == "PersistentVolumeClaim":
@@ -144,6 +146,8 @@ def prepare_create(
         if NAMESPACE_FINALIZER not in finalizers:
             spec["finalizers"] = [*finalizers, NAMESPACE_FINALIZER]
     elif info.kind == POD_GROUP_V1ALPHA2:
+        if gate_enabled(dict(gates), "WorkloadAwarePreemption"):
+            defaults.admit_pod_group_priority(body, [e.obj for e in objects["PriorityClass"].values()])
         body["status"] = {}  # set by the scheduler alone (its status subresource)
     elif info.kind in defaults_workloads.WORKLOAD_KINDS:
         defaults_workloads.prepare_workload_create(info.kind, body)

@@ -5,6 +5,7 @@ change, so one attempt is one write.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -16,13 +17,15 @@ import orjson
 
 from kss_sim.cluster.admission import managed_fields, uids
 from kss_sim.cluster.admission.pipeline import AdmissionPipeline
-from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict
+from kss_sim.cluster.errors import STALE, AlreadyExists, BadRequest, Conflict, NamespaceTerminating
 from kss_sim.cluster.kinds.registry import BY_KIND, info_for
 from kss_sim.cluster.kinds.stored import Change
 from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.event_series import RecentEvents, event_key, repeated
 from kss_sim.cluster.storage.versions import Versions, merge_annotations
 from kss_sim.kube.objects import Obj
+
+log = logging.getLogger(__name__)
 
 # kube-scheduler's User-Agent prefix: the manager of its status writes and Events in managedFields (a binding
 # records none, as kube-apiserver's binding subresource writes without the field manager).
@@ -314,9 +317,11 @@ class PodWrites:
         type: str = "Normal",
         component: str = "default-scheduler",
         action: str = "",
-    ) -> Obj:
+    ) -> Obj | None:
         """Record a core/v1 Event about ``involved`` (what ``kubectl describe`` lists); a repeat of one recorded
-        lately counts on it instead (``event_series``). Returns the stored Event (read-only: the store's dict)."""
+        lately counts on it instead (``event_series``). Returns the stored Event (read-only: the store's dict), or
+        None when a new Event is refused because its namespace is being deleted: dropped as client-go's recorder
+        drops it (NamespaceLifecycle refuses Events too), so the work that recorded it goes on."""
         meta = involved.get("metadata") or {}
         involved_kind = str(involved.get("kind") or "")
         info = info_for(str(involved.get("apiVersion") or ""), involved_kind) or BY_KIND.get(involved_kind)
@@ -364,7 +369,12 @@ class PodWrites:
             self._committer.acknowledge(batch)
             return result
         manager = SCHEDULER_MANAGER if component == "default-scheduler" else component
-        created = self._create_built_event(event, manager, now)
+        try:
+            created = self._create_built_event(event, manager, now)
+        except NamespaceTerminating as refused:
+            # client-go's recordToSink: a NamespaceTerminating refusal is logged at V(5) and not retried.
+            log.debug("Server rejected event %s/%s (will not retry!): %s", namespace, reason, refused)
+            return None
         with self._lock:
             self._recent_events.remember(key, namespace, created["metadata"]["name"], moment)
         return created
@@ -373,7 +383,8 @@ class PodWrites:
         """Store ``event`` (built by ``create_event``, in its canonical form) as ``create`` would, in the same
         bytes and watch event, without what cannot change it: its fields are strings and numbers taken from stored
         objects, so the decode (a JSON round trip, type checks; an Event has no defaults) and admission (none for
-        Events) are skipped. What can fail is kept: the name (a long pod name), its namespace, a name taken."""
+        Events) are skipped. What can fail is kept: the name (a long pod name), its namespace (missing, or being
+        deleted: NamespaceLifecycle), a name taken."""
         meta = event["metadata"]
         namespace, name = str(meta["namespace"]), str(meta["name"])
         managed = created_event_managed_fields(event, manager, now)
@@ -384,9 +395,7 @@ class PodWrites:
         with self._lock:
             changes: list[Change] = []
             rv = self._committer.rv
-            namespace_change = self._versions.require_namespace(
-                BY_KIND["Event"], name, namespace, rv, refuse_terminating=False
-            )
+            namespace_change = self._versions.require_namespace(BY_KIND["Event"], name, namespace, rv)
             if namespace_change is not None:
                 changes.append(namespace_change)
                 rv += 1

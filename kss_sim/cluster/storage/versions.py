@@ -257,20 +257,13 @@ class Versions:
         # ``held`` keeps.
         return Change(ADDED, kind, (entry.namespace, entry.name), held(kind, entry), None, entry)
 
-    def require_namespace(
-        self, info: KindInfo, name: str, namespace: str, rv: int, *, refuse_terminating: bool = True
-    ) -> Change | None:
+    def require_namespace(self, info: KindInfo, name: str, namespace: str, rv: int) -> Change | None:
         """Admission's NamespaceLifecycle for a new ``name`` in ``namespace``
         (``AdmissionPipeline.admit_namespace``): None when the namespace is there, else the change that creates
         it at version ``rv + 1``."""
         entry = self._committer.objects["Namespace"].get(("", namespace))
         created = self._admission.admit_namespace(
-            info,
-            name,
-            namespace,
-            entry,
-            auto_create=self._auto_create_namespaces,
-            refuse_terminating=refuse_terminating,
+            info, name, namespace, entry, auto_create=self._auto_create_namespaces
         )
         return None if created is None else self.added("Namespace", created, rv + 1)
 

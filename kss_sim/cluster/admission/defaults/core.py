@@ -260,29 +260,37 @@ def qos_class(pod: dict[str, Any]) -> str:
     return "Burstable"
 
 
+def _resolved_priority_class(
+    resource: str, name: str, class_name: str, priority_classes: list[dict[str, Any]], *, group: str = ""
+) -> tuple[str, int, str]:
+    """The Priority plugin's resolution of ``class_name`` (empty: the global default with the lowest value, or
+    none at all: priority 0) into (class name, priority, preemptionPolicy); Forbidden for a class not found."""
+    if not class_name:
+        defaults = [pc for pc in priority_classes if pc.get("globalDefault")]
+        if not defaults:
+            return "", 0, PREEMPT_LOWER_PRIORITY
+        chosen = min(defaults, key=lambda pc: int(pc.get("value", 0)))
+        return (
+            chosen["metadata"]["name"],
+            int(chosen.get("value", 0)),
+            chosen.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY,
+        )
+    found = next((pc for pc in priority_classes if pc["metadata"]["name"] == class_name), None)
+    if found is None:
+        raise Forbidden(resource, name, f"no PriorityClass with name {class_name} was found", group=group)
+    return class_name, int(found.get("value", 0)), found.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
+
+
 def admit_pod_priority(pod: dict[str, Any], priority_classes: list[dict[str, Any]]) -> None:
     """Priority admission: resolve ``priorityClassName`` (or the global default) into ``priority`` and
     ``preemptionPolicy``; a missing class or a contradicting explicit value is Forbidden."""
     spec = _dict(pod, "spec")
     name = (pod.get("metadata") or {}).get("name") or ""
-    class_name = spec.get("priorityClassName") or ""
-    preemption: str | None
-    if not class_name:
-        defaults = [pc for pc in priority_classes if pc.get("globalDefault")]
-        if defaults:
-            chosen = min(defaults, key=lambda pc: int(pc.get("value", 0)))
-            spec["priorityClassName"] = chosen["metadata"]["name"]
-            priority = int(chosen.get("value", 0))
-            preemption = chosen.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
-        else:
-            priority = 0
-            preemption = PREEMPT_LOWER_PRIORITY
-    else:
-        found = next((pc for pc in priority_classes if pc["metadata"]["name"] == class_name), None)
-        if found is None:
-            raise Forbidden("pods", name, f"no PriorityClass with name {class_name} was found")
-        priority = int(found.get("value", 0))
-        preemption = found.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
+    class_name, priority, preemption = _resolved_priority_class(
+        "pods", name, spec.get("priorityClassName") or "", priority_classes
+    )
+    if class_name:
+        spec["priorityClassName"] = class_name
     if spec.get("priority") is not None and spec["priority"] != priority:
         raise Forbidden(
             "pods",
@@ -299,6 +307,28 @@ def admit_pod_priority(pod: dict[str, Any], priority_classes: list[dict[str, Any
             f"priority admission controller computed {preemption} from the given PriorityClass name",
         )
     spec["preemptionPolicy"] = preemption
+
+
+def admit_pod_group_priority(group: dict[str, Any], priority_classes: list[dict[str, Any]]) -> None:
+    """v1.36's Priority admission of a new PodGroup (WorkloadAwarePreemption on): ``priorityClassName`` (or the
+    global default's name) resolved into ``spec.priority``, as for a pod; a missing class or a contradicting
+    explicit ``priority`` is Forbidden. A PodGroup has no preemptionPolicy in v1.36."""
+    spec = _dict(group, "spec")
+    name = (group.get("metadata") or {}).get("name") or ""
+    class_name, priority, _ = _resolved_priority_class(
+        "podgroups", name, spec.get("priorityClassName") or "", priority_classes, group="scheduling.k8s.io"
+    )
+    if class_name:
+        spec["priorityClassName"] = class_name
+    if spec.get("priority") is not None and spec["priority"] != priority:
+        raise Forbidden(
+            "podgroups",
+            name,
+            f"the integer value of priority ({spec['priority']}) must not be provided in pod group spec; priority "
+            f"admission controller computed {priority} from the given PriorityClass name",
+            group="scheduling.k8s.io",
+        )
+    spec["priority"] = priority
 
 
 def default_node(node: dict[str, Any]) -> None:
