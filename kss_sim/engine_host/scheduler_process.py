@@ -29,7 +29,12 @@ import orjson
 
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
-from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, SchedulerService, load_scheduler_config
+from kss_sim.engine_host.scheduler_thread import (
+    WATCHED_KINDS,
+    BindingRefused,
+    SchedulerService,
+    load_scheduler_config,
+)
 from kss_sim.engine_host.view import EngineView
 from kss_sim.kube.objects import Obj
 from kss_sim.results.rows import attempt_row
@@ -88,20 +93,25 @@ class PendingBatch:
         self.ops: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self._done = threading.Event()
         self._error: str | None = None
+        self._refusals: dict[str, str] = {}
 
-    def resolve(self, error: str | None) -> None:
+    def resolve(self, error: str | None, refusals: dict[str, str] | None = None) -> None:
         self._error = error
+        self._refusals = refusals or {}
         self._done.set()
 
     def done(self) -> bool:
         return self._done.is_set()
 
     def wait(self) -> None:
-        """Block until committed; raise when the binding in it was refused or the commit failed (the host then
-        forgets the assumed pod and tries it again, as after a failed commit of the thread host's)."""
+        """Block until committed; raise when the commit failed (the host then forgets the assumed pod and tries it
+        again, as after a failed commit of the thread host's), ``BindingRefused`` when the store refused bindings in
+        it (the host concludes those attempts as failed binding cycles; the batch's other writes were committed)."""
         self._done.wait()
         if self._error is not None:
             raise RuntimeError(self._error)
+        if self._refusals:
+            raise BindingRefused(self._refusals)
 
 
 @dataclass
@@ -117,6 +127,10 @@ class MirrorStore:
 
     Implements ``ClusterStoreLike`` (and what VolumeBinding's and DynamicResources' writes use)."""
 
+    # A binding staged in a batch is answered with the batch's acknowledgement (``SchedulerService`` then concludes
+    # a refused one), not when it is written as over the store.
+    refuses_bindings_late = True
+
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self._objects: dict[str, dict[tuple[str, str], MirrorEntry]] = {}
@@ -125,7 +139,7 @@ class MirrorStore:
         self.seen_rv = 0  # every change up to this resourceVersion is in the mirror
         self._answers: dict[int, _Answer] = {}
         self._batches: dict[int, PendingBatch] = {}
-        self._parked_acks: list[tuple[int, str | None, int]] = []  # acks ahead of the change stream
+        self._parked_acks: list[tuple[int, str | None, int, dict[str, str]]] = []  # acks ahead of the change stream
         self._ids = itertools.count(1)
         self._local = threading.local()
 
@@ -164,20 +178,23 @@ class MirrorStore:
         with self._seen:
             return self._seen.wait_for(lambda: self.seen_rv >= resource_version, timeout=timeout)
 
-    def acknowledged(self, batch_id: int, error: str | None, resource_version: int) -> None:
-        """The API process committed (or refused) a batch; resolved once the mirror shows what it committed."""
-        self._parked_acks.append((batch_id, error, resource_version))
+    def acknowledged(
+        self, batch_id: int, error: str | None, resource_version: int, refusals: dict[str, str] | None = None
+    ) -> None:
+        """The API process committed (or failed to commit) a batch, with the bindings in it the store refused (by
+        pod key); resolved once the mirror shows what it committed."""
+        self._parked_acks.append((batch_id, error, resource_version, refusals or {}))
         self._release_acks()
 
     def _release_acks(self) -> None:
         kept = []
-        for batch_id, error, rv in self._parked_acks:
+        for batch_id, error, rv, refusals in self._parked_acks:
             if rv > self.seen_rv:
-                kept.append((batch_id, error, rv))
+                kept.append((batch_id, error, rv, refusals))
                 continue
             batch = self._batches.pop(batch_id, None)
             if batch is not None:
-                batch.resolve(error)
+                batch.resolve(error, refusals)
         self._parked_acks = kept
 
     def answered(self, request_id: int, ok: bool, value: Any, resource_version: int) -> None:
@@ -466,7 +483,7 @@ class SchedulerChild:
             if kind == "changes":
                 mirror.apply_changes(message[1], message[2])
             elif kind == "ack":
-                mirror.acknowledged(message[1], message[2], message[3])
+                mirror.acknowledged(message[1], message[2], message[3], message[4])
             elif kind == "answer":
                 mirror.answered(message[1], message[2], message[3], message[4])
             elif kind == "synced":
