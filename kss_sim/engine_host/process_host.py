@@ -40,6 +40,7 @@ from kss_sim.scheduler.kube_scheduler_configuration import (
     defaulted_document,
     given_document,
 )
+from kss_sim.scheduler.plugins import reload_plugin_modules
 from kss_sim.scheduler.profiles import checked_config, plugins_by_profile
 from kss_sim.web.ports import (
     ConfigRejection,
@@ -430,6 +431,13 @@ class SchedulerProcess:
         if self.on_config_change is not None:
             self.on_config_change(self.config_document())
         return config
+
+    def reload_plugin_modules(self) -> None:
+        """The plugin modules again here (the configuration check's registry) and in the child (the loop's), so both
+        run the edited files."""
+        reload_plugin_modules()
+        if self._link is not None:  # else the child imports them when it starts
+            self.call("reload_plugins")
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
         """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""

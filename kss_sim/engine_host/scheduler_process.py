@@ -38,7 +38,7 @@ from kss_sim.engine_host.scheduler_thread import (
 from kss_sim.engine_host.view import EngineView
 from kss_sim.kube.objects import Obj
 from kss_sim.results.rows import attempt_row
-from kss_sim.scheduler.plugins import load_plugin_modules
+from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
 
 log = logging.getLogger("kss.scheduler")
@@ -520,6 +520,9 @@ class SchedulerChild:
             if not self.mirror.wait_for(resource_version, timeout=timeout):
                 return False
             return service.wait_idle(timeout=timeout)
+        if op == "reload_plugins":
+            reload_plugin_modules()
+            return None
         if op == "config":
             service.update_config(args[0])
             return None

@@ -49,6 +49,7 @@ from kss_sim.scheduler.loop import (
     SchedulingLoop,
 )
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins import reload_plugin_modules
 from kss_sim.scheduler.profiles import checked_config, plugins_by_profile
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT
@@ -262,6 +263,10 @@ class SchedulerService(LoopHost):
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
         """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
         return checked_config(source, self.feature_gates, self.kube_version)
+
+    def reload_plugin_modules(self) -> None:
+        """The plugin modules again, in this process (the loop's and the check's registry)."""
+        reload_plugin_modules()
 
     def results_cleared(self) -> None:
         """Nothing to do: the results service this thread shares numbers the attempts."""
