@@ -5,7 +5,8 @@ process: ``changes`` (the store's committed JSON, resourceVersion order), ``sync
 committed), ``answer`` (to a request), ``call`` (an operation: hold, wait_idle, configuration, the pages' view),
 ``stop``. From the scheduler process: ``ready``, ``writes`` (an attempt's deferred writes), ``request`` (a write
 whose result the engine needs), ``rows`` (encoded attempt rows), ``attempt`` (what the metrics count), ``plugins``
-(sampled plugin runs), ``shadow`` (a judgement), ``answer``, ``bye``.
+(sampled plugin runs), ``plugin_timeout`` (a plugin call past its timeout), ``shadow`` (a judgement), ``answer``,
+``bye``.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from kss_sim.scheduler.kube_scheduler_configuration import (
 )
 from kss_sim.scheduler.plugins import reload_plugin_modules
 from kss_sim.scheduler.profiles import checked_config, plugins_by_profile
+from kss_sim.scheduler.watchdog import PluginTimeoutReport
 from kss_sim.web.ports import (
     ConfigRejection,
     DraRequestExplanation,
@@ -161,6 +162,8 @@ class _Link:
             elif kind == "plugins" and self.host.on_plugin is not None:
                 for run in message[1]:
                     self.host.on_plugin(*run)
+            elif kind == "plugin_timeout" and self.host.on_plugin_timeout is not None:
+                self.host.on_plugin_timeout(message[1])
             elif kind == "shadow" and self.host.on_shadow is not None:
                 self.host.on_shadow(message[1])
             elif kind == "ready":
@@ -312,6 +315,7 @@ class SchedulerProcess:
         on_attempt: Callable[[str, str, float, tuple[str, float] | None, bool, int], None] | None = None,
         on_shadow: Callable[[bool], None] | None = None,
         on_plugin: Callable[[str, str, str, float], None] | None = None,
+        on_plugin_timeout: Callable[[PluginTimeoutReport], None] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -319,6 +323,7 @@ class SchedulerProcess:
         self.on_attempt = on_attempt
         self.on_shadow = on_shadow
         self.on_plugin = on_plugin
+        self.on_plugin_timeout = on_plugin_timeout
         self.on_config_change: Callable[[dict[str, Any]], None] | None = None
         self.feature_gates = settings.effective_feature_gates
         self.kube_version = settings.version

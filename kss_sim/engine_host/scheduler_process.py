@@ -40,6 +40,7 @@ from kss_sim.kube.objects import Obj
 from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
+from kss_sim.scheduler.watchdog import PluginTimeoutReport
 
 log = logging.getLogger("kss.scheduler")
 
@@ -425,6 +426,7 @@ class SchedulerChild:
             on_plugin=self._plugin_ran,
             on_shadow=self._judged,
             plugin_timeout=settings.plugin_timeout,
+            on_plugin_timeout=self._timed_out,
             plugin_metrics_sample_percent=settings.plugin_metrics_sample_percent,
             feature_gates=settings.effective_feature_gates,
             kube_version=settings.version,
@@ -449,6 +451,10 @@ class SchedulerChild:
     def _judged(self, agrees: bool) -> None:
         """A shadow judgement, for the API process's metrics."""
         self.channel.send(("shadow", agrees))
+
+    def _timed_out(self, report: PluginTimeoutReport) -> None:
+        """A plugin call past its timeout, for the API process's metrics (the pages' rows are asked of this one)."""
+        self.channel.send(("plugin_timeout", report))
 
     def _plugin_ran(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self._plugin_runs.append((plugin, point, status, seconds))
