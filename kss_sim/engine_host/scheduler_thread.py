@@ -602,8 +602,11 @@ class SchedulerService(LoopHost):
 
     def _settle(self, *, keep: int) -> None:
         """Wait for the writes of all but the newest ``keep`` attempts; undo what a failed commit dropped."""
-        while len(self._in_flight) > keep:
-            flight = self._in_flight.popleft()
+        in_flight = self._in_flight
+        # Attempts kept until acknowledged are recorded as soon as they are (a read of the results after the
+        # binding shows finds its attempt, as with the thread host), not only once ``keep`` are on their way.
+        while len(in_flight) > keep or (self._refuses_late and in_flight and in_flight[0].pending.done()):
+            flight = in_flight.popleft()
             try:
                 flight.pending.wait()
             except BindingRefused as refused:
