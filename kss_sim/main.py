@@ -141,6 +141,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 on_attempt=metrics.observe_attempt_parts,
                 on_shadow=metrics.observe_shadow,
                 on_plugin=metrics.observe_plugin,
+                on_plugin_timeout=metrics.observe_plugin_timeout,
             )
             app.state.scheduler_view = ProcessView(scheduler)
             results.before_flush = scheduler.flush_rows

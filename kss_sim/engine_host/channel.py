@@ -5,7 +5,8 @@ process: ``changes`` (the store's committed JSON, resourceVersion order), ``sync
 committed), ``answer`` (to a request), ``call`` (an operation: hold, wait_idle, configuration, the pages' view),
 ``stop``. From the scheduler process: ``ready``, ``writes`` (an attempt's deferred writes), ``request`` (a write
 whose result the engine needs), ``rows`` (encoded attempt rows), ``attempt`` (what the metrics count), ``plugins``
-(sampled plugin runs), ``shadow`` (a judgement), ``answer``, ``bye``.
+(sampled plugin runs), ``plugin_timeout`` (a plugin call past its timeout), ``shadow`` (a judgement), ``answer``,
+``bye``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from typing import Any
 
 from kss_sim.cluster.errors import ApiError
+from kss_sim.scheduler.kube_scheduler_configuration import ConfigError
 
 # The writes an attempt may leave staged (their results are not read); every other write is a request/answer.
 DEFERRABLE_WRITES = frozenset({"bind_pod", "update_pod_status", "create_event", "delete", "patch"})
@@ -64,6 +66,10 @@ def decode_error(encoded: tuple[str, str, str]) -> Exception:
         cls = getattr(importlib.import_module(module), qualname)
     except (ImportError, AttributeError):
         cls = None
+    if cls is ConfigError:
+        # Its text is "field: detail"; the field is what the configuration endpoint answers the 422 on.
+        field_path, _, detail = message.partition(": ")
+        return ConfigError(field_path, detail)
     if isinstance(cls, type) and issubclass(cls, ApiError):
         api_error: ApiError = cls.__new__(cls)
         ApiError.__init__(api_error, message)

@@ -16,6 +16,10 @@ class SchedulerControl(Protocol):
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig: ...
 
+    def reload_plugin_modules(self) -> None:
+        """Import the users' plugin modules again wherever the scheduler and the configuration check run
+        (``PluginLoadError`` names the one that failed)."""
+
     def config_document(self) -> dict[str, Any]: ...
 
     def defaulted_config_document(self) -> dict[str, Any]: ...

@@ -40,7 +40,9 @@ from kss_sim.scheduler.kube_scheduler_configuration import (
     defaulted_document,
     given_document,
 )
+from kss_sim.scheduler.plugins import reload_plugin_modules
 from kss_sim.scheduler.profiles import checked_config, plugins_by_profile
+from kss_sim.scheduler.watchdog import PluginTimeoutReport
 from kss_sim.web.ports import (
     ConfigRejection,
     DraRequestExplanation,
@@ -91,7 +93,7 @@ class _Link:
         self._ids = itertools.count(1)
         self._wake = threading.Event()
         self._work: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
-        self._acks: queue.SimpleQueue[tuple[int, Any, list[str]] | None] = queue.SimpleQueue()
+        self._acks: queue.SimpleQueue[tuple[int, Any, dict[str, str]] | None] = queue.SimpleQueue()
         # Rows to insert; an Event marks a flush (set once what came before it is inserted).
         self._rows: queue.SimpleQueue[list[dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
         store.add_waker(self._wake.set)
@@ -160,6 +162,8 @@ class _Link:
             elif kind == "plugins" and self.host.on_plugin is not None:
                 for run in message[1]:
                     self.host.on_plugin(*run)
+            elif kind == "plugin_timeout" and self.host.on_plugin_timeout is not None:
+                self.host.on_plugin_timeout(message[1])
             elif kind == "shadow" and self.host.on_shadow is not None:
                 self.host.on_shadow(message[1])
             elif kind == "ready":
@@ -181,13 +185,15 @@ class _Link:
         while (message := self._work.get()) is not None:
             if message[0] == "writes":
                 _, batch_id, ops = message
-                errors: list[str] = []
+                refusals: dict[str, str] = {}
                 with store.deferred() as pending:
                     for method, args, kwargs in ops:
-                        error = _write(store, method, args, kwargs)
-                        if error is not None:
-                            errors.append(error)
-                self._acks.put((batch_id, pending, errors))
+                        if method == "create_event" and _scheduled_event_of(args, refusals):
+                            continue  # the binding it reports was refused: the child concludes a failed cycle
+                        refused = _write(store, method, args, kwargs)
+                        if refused is not None:
+                            refusals[f"{args[0]}/{args[1]}"] = refused
+                self._acks.put((batch_id, pending, refusals))
                 continue
             _, request_id, method, args, kwargs = message
             try:
@@ -205,12 +211,13 @@ class _Link:
     def _acknowledge(self) -> None:
         store = self.host.store
         while (item := self._acks.get()) is not None:
-            batch_id, pending, errors = item
+            batch_id, pending, refusals = item
+            error = None
             try:
                 pending.wait()
             except Exception as exc:
-                errors = [*errors, f"the commit failed: {exc}"]
-            self.channel.send(("ack", batch_id, "; ".join(errors) or None, store.resource_version))
+                error = f"the commit failed: {exc}"
+            self.channel.send(("ack", batch_id, error, store.resource_version, refusals))
 
     def _insert_rows(self) -> None:
         results = self.host.results
@@ -264,11 +271,20 @@ class _Link:
             thread.join(timeout)
 
 
+def _scheduled_event_of(args: tuple[Any, ...], refusals: dict[str, str]) -> bool:
+    """Whether a staged ``create_event`` is the Scheduled event of a pod whose binding was refused."""
+    if not refusals or len(args) < 2 or args[1] != "Scheduled" or not isinstance(args[0], dict):
+        return False
+    meta = args[0].get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}" in refusals
+
+
 def _write(store: ClusterStore, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """One staged write of an attempt's batch; the refusal of a binding (the attempt's outcome) as text, other
-    writes' errors logged as the thread host logs them."""
+    """One staged write of an attempt's batch; the refusal of a binding (the attempt's outcome, as the thread host's
+    ``StoreActions.write_binding`` gives it) as text, other writes' errors logged as the thread host logs them."""
     if method not in STORE_WRITES:
-        return f"not a scheduler write: {method}"
+        log.error("not a scheduler write: %s", method)
+        return None
     write: Callable[..., Any] = getattr(store, method)
     try:
         try:
@@ -281,7 +297,7 @@ def _write(store: ClusterStore, method: str, args: tuple[Any, ...], kwargs: dict
             write(*args, **{k: v for k, v in kwargs.items() if k != "annotations"})
     except Exception as exc:
         if method == "bind_pod":
-            return f"binding {args[0]}/{args[1]} to {args[2]}: {exc}"
+            return str(exc)
         log.exception("the scheduler's %s failed", method)
     return None
 
@@ -299,6 +315,7 @@ class SchedulerProcess:
         on_attempt: Callable[[str, str, float, tuple[str, float] | None, bool, int], None] | None = None,
         on_shadow: Callable[[bool], None] | None = None,
         on_plugin: Callable[[str, str, str, float], None] | None = None,
+        on_plugin_timeout: Callable[[PluginTimeoutReport], None] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -306,6 +323,7 @@ class SchedulerProcess:
         self.on_attempt = on_attempt
         self.on_shadow = on_shadow
         self.on_plugin = on_plugin
+        self.on_plugin_timeout = on_plugin_timeout
         self.on_config_change: Callable[[dict[str, Any]], None] | None = None
         self.feature_gates = settings.effective_feature_gates
         self.kube_version = settings.version
@@ -418,6 +436,13 @@ class SchedulerProcess:
         if self.on_config_change is not None:
             self.on_config_change(self.config_document())
         return config
+
+    def reload_plugin_modules(self) -> None:
+        """The plugin modules again here (the configuration check's registry) and in the child (the loop's), so both
+        run the edited files."""
+        reload_plugin_modules()
+        if self._link is not None:  # else the child imports them when it starts
+            self.call("reload_plugins")
 
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
         """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""

@@ -29,12 +29,18 @@ import orjson
 
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
-from kss_sim.engine_host.scheduler_thread import WATCHED_KINDS, SchedulerService, load_scheduler_config
+from kss_sim.engine_host.scheduler_thread import (
+    WATCHED_KINDS,
+    BindingRefused,
+    SchedulerService,
+    load_scheduler_config,
+)
 from kss_sim.engine_host.view import EngineView
 from kss_sim.kube.objects import Obj
 from kss_sim.results.rows import attempt_row
-from kss_sim.scheduler.plugins import load_plugin_modules
+from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
+from kss_sim.scheduler.watchdog import PluginTimeoutReport
 
 log = logging.getLogger("kss.scheduler")
 
@@ -88,20 +94,25 @@ class PendingBatch:
         self.ops: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self._done = threading.Event()
         self._error: str | None = None
+        self._refusals: dict[str, str] = {}
 
-    def resolve(self, error: str | None) -> None:
+    def resolve(self, error: str | None, refusals: dict[str, str] | None = None) -> None:
         self._error = error
+        self._refusals = refusals or {}
         self._done.set()
 
     def done(self) -> bool:
         return self._done.is_set()
 
     def wait(self) -> None:
-        """Block until committed; raise when the binding in it was refused or the commit failed (the host then
-        forgets the assumed pod and tries it again, as after a failed commit of the thread host's)."""
+        """Block until committed; raise when the commit failed (the host then forgets the assumed pod and tries it
+        again, as after a failed commit of the thread host's), ``BindingRefused`` when the store refused bindings in
+        it (the host concludes those attempts as failed binding cycles; the batch's other writes were committed)."""
         self._done.wait()
         if self._error is not None:
             raise RuntimeError(self._error)
+        if self._refusals:
+            raise BindingRefused(self._refusals)
 
 
 @dataclass
@@ -117,6 +128,10 @@ class MirrorStore:
 
     Implements ``ClusterStoreLike`` (and what VolumeBinding's and DynamicResources' writes use)."""
 
+    # A binding staged in a batch is answered with the batch's acknowledgement (``SchedulerService`` then concludes
+    # a refused one), not when it is written as over the store.
+    refuses_bindings_late = True
+
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self._objects: dict[str, dict[tuple[str, str], MirrorEntry]] = {}
@@ -125,7 +140,7 @@ class MirrorStore:
         self.seen_rv = 0  # every change up to this resourceVersion is in the mirror
         self._answers: dict[int, _Answer] = {}
         self._batches: dict[int, PendingBatch] = {}
-        self._parked_acks: list[tuple[int, str | None, int]] = []  # acks ahead of the change stream
+        self._parked_acks: list[tuple[int, str | None, int, dict[str, str]]] = []  # acks ahead of the change stream
         self._ids = itertools.count(1)
         self._local = threading.local()
 
@@ -164,20 +179,23 @@ class MirrorStore:
         with self._seen:
             return self._seen.wait_for(lambda: self.seen_rv >= resource_version, timeout=timeout)
 
-    def acknowledged(self, batch_id: int, error: str | None, resource_version: int) -> None:
-        """The API process committed (or refused) a batch; resolved once the mirror shows what it committed."""
-        self._parked_acks.append((batch_id, error, resource_version))
+    def acknowledged(
+        self, batch_id: int, error: str | None, resource_version: int, refusals: dict[str, str] | None = None
+    ) -> None:
+        """The API process committed (or failed to commit) a batch, with the bindings in it the store refused (by
+        pod key); resolved once the mirror shows what it committed."""
+        self._parked_acks.append((batch_id, error, resource_version, refusals or {}))
         self._release_acks()
 
     def _release_acks(self) -> None:
         kept = []
-        for batch_id, error, rv in self._parked_acks:
+        for batch_id, error, rv, refusals in self._parked_acks:
             if rv > self.seen_rv:
-                kept.append((batch_id, error, rv))
+                kept.append((batch_id, error, rv, refusals))
                 continue
             batch = self._batches.pop(batch_id, None)
             if batch is not None:
-                batch.resolve(error)
+                batch.resolve(error, refusals)
         self._parked_acks = kept
 
     def answered(self, request_id: int, ok: bool, value: Any, resource_version: int) -> None:
@@ -408,6 +426,7 @@ class SchedulerChild:
             on_plugin=self._plugin_ran,
             on_shadow=self._judged,
             plugin_timeout=settings.plugin_timeout,
+            on_plugin_timeout=self._timed_out,
             plugin_metrics_sample_percent=settings.plugin_metrics_sample_percent,
             feature_gates=settings.effective_feature_gates,
             kube_version=settings.version,
@@ -432,6 +451,10 @@ class SchedulerChild:
     def _judged(self, agrees: bool) -> None:
         """A shadow judgement, for the API process's metrics."""
         self.channel.send(("shadow", agrees))
+
+    def _timed_out(self, report: PluginTimeoutReport) -> None:
+        """A plugin call past its timeout, for the API process's metrics (the pages' rows are asked of this one)."""
+        self.channel.send(("plugin_timeout", report))
 
     def _plugin_ran(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self._plugin_runs.append((plugin, point, status, seconds))
@@ -466,7 +489,7 @@ class SchedulerChild:
             if kind == "changes":
                 mirror.apply_changes(message[1], message[2])
             elif kind == "ack":
-                mirror.acknowledged(message[1], message[2], message[3])
+                mirror.acknowledged(message[1], message[2], message[3], message[4])
             elif kind == "answer":
                 mirror.answered(message[1], message[2], message[3], message[4])
             elif kind == "synced":
@@ -503,6 +526,9 @@ class SchedulerChild:
             if not self.mirror.wait_for(resource_version, timeout=timeout):
                 return False
             return service.wait_idle(timeout=timeout)
+        if op == "reload_plugins":
+            reload_plugin_modules()
+            return None
         if op == "config":
             service.update_config(args[0])
             return None

@@ -49,6 +49,7 @@ from kss_sim.scheduler.loop import (
     SchedulingLoop,
 )
 from kss_sim.scheduler.nodeinfo import PodInfo
+from kss_sim.scheduler.plugins import reload_plugin_modules
 from kss_sim.scheduler.profiles import checked_config, plugins_by_profile
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.runtime import PLUGIN_METRICS_SAMPLE_PERCENT
@@ -124,6 +125,26 @@ def _scheduling_relevant(pod: dict[str, Any]) -> Any:
     return (meta.get("labels"), pod.get("spec"), (pod.get("status") or {}).get("resourceClaimStatuses"))
 
 
+class BindingRefused(Exception):
+    """A batch's bindings the store refused when it made them, by pod key (namespace/name): raised by ``wait()`` of a
+    store that answers bindings only with the batch (``refuses_bindings_late``: the scheduler process's mirror)."""
+
+    def __init__(self, refusals: dict[str, str]) -> None:
+        super().__init__("; ".join(refusals.values()))
+        self.refusals = refusals
+
+
+@dataclass
+class _Concluded:
+    """A concluded attempt kept until its batch is acknowledged (a store that refuses bindings late): recorded then,
+    as a failed binding cycle if its binding was refused."""
+
+    qpi: q.QueuedPodInfo
+    pod: PodInfo
+    att: Attempt
+    cycle: int
+
+
 @dataclass
 class _InFlight:
     """One attempt's writes not yet acknowledged by the store."""
@@ -132,6 +153,7 @@ class _InFlight:
     key: str
     uid: str
     scheduled: bool
+    concluded: _Concluded | None = None
 
 
 class SchedulerService(LoopHost):
@@ -186,6 +208,9 @@ class SchedulerService(LoopHost):
         self._holds = 0  # while > 0 the loop keeps its cache current but starts no cycle
         self._holds_lock = threading.Lock()
         self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
+        # A store that answers a batch's bindings only when it is acknowledged (the scheduler process's mirror): the
+        # attempts are recorded once it is, a refused binding concluded as a failed binding cycle then.
+        self._refuses_late = bool(getattr(store, "refuses_bindings_late", False))
         # The configuration acknowledged to the API (the loop takes it up between cycles).
         self.config = config or parse_config(None, self.feature_gates, self.kube_version)
         self.actions = StoreActions(
@@ -238,6 +263,10 @@ class SchedulerService(LoopHost):
     def check_config(self, source: str | dict[str, Any]) -> SchedulerConfig:
         """Parse and validate a KubeSchedulerConfiguration without applying it; ``ConfigError`` names the field."""
         return checked_config(source, self.feature_gates, self.kube_version)
+
+    def reload_plugin_modules(self) -> None:
+        """The plugin modules again, in this process (the loop's and the check's registry)."""
+        reload_plugin_modules()
 
     def results_cleared(self) -> None:
         """Nothing to do: the results service this thread shares numbers the attempts."""
@@ -479,14 +508,17 @@ class SchedulerService(LoopHost):
         if current is None:
             return
         pod, attempt_no = current
+        cycle = self.loop.queue.scheduling_cycle
         with self.store.deferred() as pending:
             att = self.loop.schedule(qpi, pod, attempt_no)
         if att.result == "scheduled":
             self._pending.pop(qpi.key, None)
-        self._in_flight.append(_InFlight(pending, qpi.key, pod.uid, att.result == "scheduled"))
+        late = self._refuses_late and att.result != "waiting"
+        concluded = _Concluded(qpi, pod, att, cycle) if late else None
+        self._in_flight.append(_InFlight(pending, qpi.key, pod.uid, att.result == "scheduled", concluded))
         # Earlier attempts' writes were made durable while this cycle ran; wait only when too many are on their way.
         self._settle(keep=ATTEMPTS_IN_FLIGHT)
-        if att.result != "waiting":
+        if att.result != "waiting" and not late:
             self._submit(pod, att)
         if len(self.loop.waiting_pods):
             self._resolve_waiting()
@@ -526,15 +558,18 @@ class SchedulerService(LoopHost):
                 members.append((member, *current))
         if not members:
             return
+        cycle = self.loop.queue.scheduling_cycle
         with self.store.deferred() as pending:
             attempts = self.loop.schedule_pod_group(members)
+        late = self._refuses_late
         for (member, pod, _), att in zip(members, attempts, strict=True):
             if att.result == "scheduled":
                 self._pending.pop(member.key, None)
-            self._in_flight.append(_InFlight(pending, member.key, pod.uid, att.result == "scheduled"))
+            concluded = _Concluded(member, pod, att, cycle) if late and att.result != "waiting" else None
+            self._in_flight.append(_InFlight(pending, member.key, pod.uid, att.result == "scheduled", concluded))
         self._settle(keep=ATTEMPTS_IN_FLIGHT)
         for (_, pod, _), att in zip(members, attempts, strict=True):
-            if att.result != "waiting":
+            if att.result != "waiting" and not late:
                 self._submit(pod, att)
         if len(self.loop.waiting_pods):
             self._resolve_waiting()
@@ -567,10 +602,19 @@ class SchedulerService(LoopHost):
 
     def _settle(self, *, keep: int) -> None:
         """Wait for the writes of all but the newest ``keep`` attempts; undo what a failed commit dropped."""
-        while len(self._in_flight) > keep:
-            flight = self._in_flight.popleft()
+        in_flight = self._in_flight
+        # Attempts kept until acknowledged are recorded as soon as they are (a read of the results after the
+        # binding shows finds its attempt, as with the thread host), not only once ``keep`` are on their way.
+        while len(in_flight) > keep or (self._refuses_late and in_flight and in_flight[0].pending.done()):
+            flight = in_flight.popleft()
             try:
                 flight.pending.wait()
+            except BindingRefused as refused:
+                reason = refused.refusals.get(flight.key)
+                if flight.concluded is not None and reason is not None:
+                    self._binding_refused(flight.concluded, reason)
+                    continue
+                log.error("the writes of %s were refused: %s", flight.key or "a batch", refused)
             except Exception:
                 log.exception("the outcome of %s was not stored", flight.key)
                 if flight.scheduled:
@@ -581,3 +625,18 @@ class SchedulerService(LoopHost):
                     current = self.store.get("Pod", namespace, name)
                     if current is not None:
                         self._apply_pod("ADDED", current)
+            if flight.concluded is not None:
+                self._submit(flight.concluded.pod, flight.concluded.att)
+
+    def _binding_refused(self, concluded: _Concluded, reason: str) -> None:
+        """The failed binding cycle of an attempt whose binding the store refused with its batch, concluded (and then
+        recorded) as the loop concludes a binding refused at once; its writes in a batch of their own."""
+        qpi, pod = concluded.qpi, concluded.pod
+        with self.store.deferred() as pending:
+            self.loop.binding_refused(qpi, pod, concluded.att, concluded.cycle, reason)
+        self._in_flight.append(_InFlight(pending, "", "", False))
+        # Pending again, as it stayed when the binding was refused at once (a later change of it requeues it).
+        current = self.loop.cluster.pods.get(qpi.key)
+        if current is not None and not (current.get("spec") or {}).get("nodeName"):
+            self._pending[qpi.key] = _scheduling_relevant(current)
+        self._submit(pod, concluded.att)

@@ -16,7 +16,7 @@ from kss_sim.engine_host.view import EngineView
 from kss_sim.kube import go_yaml
 from kss_sim.operations.import_export import OperationsService, scheduler_config_causes
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError
-from kss_sim.scheduler.plugins import PluginLoadError, reload_plugin_modules
+from kss_sim.scheduler.plugins import PluginLoadError
 from kss_sim.state import state_accessor
 
 router = APIRouter(prefix="/simulator/v1", tags=["operations"])
@@ -160,7 +160,7 @@ async def put_scheduler_configuration(request: Request) -> Response:
     scheduler = _scheduler(request)
     try:
         # The user's plugin modules again, so an edited file is what this configuration runs.
-        await run_in_threadpool(reload_plugin_modules)
+        await run_in_threadpool(scheduler.reload_plugin_modules)
     except PluginLoadError as exc:
         raise BadRequest(f"{exc}; the running configuration is kept") from None
     try:

@@ -467,11 +467,22 @@ class SchedulingLoop:
             self.queue.done(qpi.key)
             self.writer.scheduled(pod, att)
         else:
-            qpi.unschedulable_plugins = unschedulable_plugins(att)
-            if att.nominated_node and self.nominate_on_failure:
-                self.nominate(pod, att.nominated_node)
-            self.writer.unschedulable(pod, att)
-            self.queue.add_unschedulable_if_not_present(qpi, cycle)
+            self._requeue(qpi, pod, att, cycle)
+        self.writer.concluded(pod, att)
+
+    def _requeue(self, qpi: q.QueuedPodInfo, pod: PodInfo, att: Attempt, cycle: int) -> None:
+        qpi.unschedulable_plugins = unschedulable_plugins(att)
+        if att.nominated_node and self.nominate_on_failure:
+            self.nominate(pod, att.nominated_node)
+        self.writer.unschedulable(pod, att)
+        self.queue.add_unschedulable_if_not_present(qpi, cycle)
+
+    def binding_refused(self, qpi: q.QueuedPodInfo, pod: PodInfo, att: Attempt, cycle: int, reason: str) -> None:
+        """A binding concluded as written (``scheduled``) that the store refused when it committed it (a host whose
+        store answers the binding late: ``KSS_SCHEDULER_PROCESS``): concluded again as :meth:`_conclude` concludes
+        a binding refused at once, the failed binding cycle."""
+        self._binding_failed(pod, att, reason)
+        self._requeue(qpi, pod, att, cycle)
         self.writer.concluded(pod, att)
 
     def _binding_failed(self, pod: PodInfo, att: Attempt, reason: str) -> None:

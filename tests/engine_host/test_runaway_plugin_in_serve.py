@@ -48,14 +48,20 @@ def eventually(check: Callable[[], T], *, timeout: float, what: str) -> T:
     raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[Server]:
+@pytest.fixture(params=["false", "true"], ids=["thread", "process"])
+def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    """``kss serve`` with the scheduler in a thread, or in a process of its own (which reports across)."""
     module = unique_module_name()
     (tmp_path / f"{module}.py").write_text(MODULE)
     server = start_server(
         tmp_path,
         f"sqlite:///{tmp_path / 'kss.db'}",
-        env={"KSS_PLUGIN_MODULES": module, "KSS_PLUGIN_TIMEOUT": str(TIMEOUT), "KSS_CONTROLLERS": "false"},
+        env={
+            "KSS_PLUGIN_MODULES": module,
+            "KSS_PLUGIN_TIMEOUT": str(TIMEOUT),
+            "KSS_CONTROLLERS": "false",
+            "KSS_SCHEDULER_PROCESS": request.param,
+        },
     )
     try:
         yield server

@@ -35,8 +35,12 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.fixture
-async def app(tmp_path: Path, module: str) -> AsyncIterator[FastAPI]:
-    application = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=7))
+async def app(request: pytest.FixtureRequest, tmp_path: Path, module: str) -> AsyncIterator[FastAPI]:
+    """The app with its scheduler in a thread, or (parametrized ``True``) in a process of its own, which must import
+    the edited files too."""
+    in_process = bool(getattr(request, "param", False))
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=7, scheduler_process=in_process)
+    application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
 
@@ -51,6 +55,7 @@ async def _schedule(app: FastAPI, client: httpx.AsyncClient, name: str) -> dict[
     return latest
 
 
+@pytest.mark.parametrize("app", [False, True], ids=["thread", "process"], indirect=True)
 async def test_a_plugin_module_enabled_at_runtime_is_recorded_and_reloaded(
     app: FastAPI, client: httpx.AsyncClient, module: str, tmp_path: Path
 ) -> None:

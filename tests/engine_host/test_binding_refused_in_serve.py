@@ -1,0 +1,104 @@
+"""A binding the store refuses (the pod bound by someone else while its binding cycle ran), in a real ``kss serve``
+with the scheduler in a thread and in a process of its own (``KSS_SCHEDULER_PROCESS``): both conclude a failed
+binding cycle, the attempt an error naming the refusal, no Scheduled event for it, and the pod left as the other
+binder put it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.cluster.factories import node, pod
+from tests.conftest import Server, start_server
+from tests.plugin_sources import unique_module_name
+
+# Holds the binding cycle of the pod named "raced" long enough for the test to bind it first.
+MODULE = """\
+import time
+
+from kss.framework import PreBindPlugin, success
+
+
+class Slow(PreBindPlugin):
+    name = "Slow"
+
+    def pre_bind(self, state, pod, node_name):
+        if pod.name == "raced":
+            time.sleep(3.0)
+        return success()
+
+
+PLUGINS = [Slow]
+"""
+CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [{"schedulerName": "default-scheduler", "plugins": {"preBind": {"enabled": [{"name": "Slow"}]}}}],
+}
+
+
+@pytest.fixture(params=["thread", "process"])
+def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    module = unique_module_name()
+    (tmp_path / f"{module}.py").write_text(MODULE)
+    env = {
+        "KSS_PLUGIN_MODULES": module,
+        "KSS_CONTROLLERS": "false",
+        "KSS_KUBELET": "false",
+        "KSS_SCHEDULER_PROCESS": "true" if request.param == "process" else "false",
+    }
+    server = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}", env=env)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _attempts(api: httpx.Client, name: str) -> list[dict[str, Any]]:
+    attempts: list[dict[str, Any]] = (
+        api.get(f"/simulator/v1/namespaces/default/pods/{name}/results").json().get("attempts") or []
+    )
+    return attempts
+
+
+def test_a_binding_refused_by_the_store_is_a_failed_binding_cycle(serve: Server) -> None:
+    api = httpx.Client(base_url=serve.url, timeout=30)
+    for name in ("n0", "n1"):
+        assert api.post("/api/v1/nodes", json=node(name)).status_code == 201
+    assert api.put("/simulator/v1/schedulerconfiguration", json=CONFIG).status_code == 200
+    assert api.post("/api/v1/namespaces/default/pods", json=pod("raced", cpu="100m")).status_code == 201
+    time.sleep(1.0)  # the scheduler is in Slow's PreBind
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "raced", "namespace": "default"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+    }
+    r = api.post("/api/v1/namespaces/default/pods/raced/binding", json=binding)
+    assert r.status_code == 201, r.text
+
+    deadline = time.monotonic() + 30
+    attempts = _attempts(api, "raced")
+    while not attempts and time.monotonic() < deadline:
+        time.sleep(0.2)
+        attempts = _attempts(api, "raced")
+    (attempt,) = attempts
+    assert attempt["result"] == "error", attempt
+    assert attempt.get("boundTo") is None
+    assert attempt["message"].startswith("binding rejected: "), attempt["message"]
+
+    # The other binder's node stands; the scheduler reported no Scheduled event of its own for the pod.
+    assert api.get("/api/v1/namespaces/default/pods/raced").json()["spec"]["nodeName"] == "n1"
+    events = api.get("/api/v1/namespaces/default/events").json()["items"]
+    assert not [e for e in events if e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "raced"]
+    # Its node freed: a pod created now is scheduled and recorded.
+    assert api.post("/api/v1/namespaces/default/pods", json=pod("after", cpu="100m")).status_code == 201
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _attempts(api, "after"):
+        time.sleep(0.2)
+    assert _attempts(api, "after")[0]["result"] == "scheduled"
