@@ -281,24 +281,34 @@ def _resolved_priority_class(
     return class_name, int(found.get("value", 0)), found.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
 
 
-def admit_pod_priority(pod: dict[str, Any], priority_classes: list[dict[str, Any]]) -> None:
-    """Priority admission: resolve ``priorityClassName`` (or the global default) into ``priority`` and
-    ``preemptionPolicy``; a missing class or a contradicting explicit value is Forbidden."""
-    spec = _dict(pod, "spec")
-    name = (pod.get("metadata") or {}).get("name") or ""
+def _admit_priority(
+    spec: dict[str, Any], resource: str, name: str, spec_words: str, classes: list[dict[str, Any]], group: str = ""
+) -> str:
+    """``priorityClassName`` (or the global default's name) resolved into ``spec.priority``; a missing class or a
+    contradicting explicit value is Forbidden. Returns the class's preemptionPolicy."""
     class_name, priority, preemption = _resolved_priority_class(
-        "pods", name, spec.get("priorityClassName") or "", priority_classes
+        resource, name, spec.get("priorityClassName") or "", classes, group=group
     )
     if class_name:
         spec["priorityClassName"] = class_name
     if spec.get("priority") is not None and spec["priority"] != priority:
         raise Forbidden(
-            "pods",
+            resource,
             name,
-            f"the integer value of priority ({spec['priority']}) must not be provided in pod spec; priority "
+            f"the integer value of priority ({spec['priority']}) must not be provided in {spec_words}; priority "
             f"admission controller computed {priority} from the given PriorityClass name",
+            group=group,
         )
     spec["priority"] = priority
+    return preemption
+
+
+def admit_pod_priority(pod: dict[str, Any], priority_classes: list[dict[str, Any]]) -> None:
+    """Priority admission: resolve ``priorityClassName`` (or the global default) into ``priority`` and
+    ``preemptionPolicy``; a missing class or a contradicting explicit value is Forbidden."""
+    spec = _dict(pod, "spec")
+    name = (pod.get("metadata") or {}).get("name") or ""
+    preemption = _admit_priority(spec, "pods", name, "pod spec", priority_classes)
     if spec.get("preemptionPolicy") is not None and spec["preemptionPolicy"] != preemption:
         raise Forbidden(
             "pods",
@@ -310,25 +320,11 @@ def admit_pod_priority(pod: dict[str, Any], priority_classes: list[dict[str, Any
 
 
 def admit_pod_group_priority(group: dict[str, Any], priority_classes: list[dict[str, Any]]) -> None:
-    """v1.36's Priority admission of a new PodGroup (WorkloadAwarePreemption on): ``priorityClassName`` (or the
-    global default's name) resolved into ``spec.priority``, as for a pod; a missing class or a contradicting
-    explicit ``priority`` is Forbidden. A PodGroup has no preemptionPolicy in v1.36."""
+    """v1.36's Priority admission of a new PodGroup (WorkloadAwarePreemption on): as for a pod, without a
+    preemptionPolicy (a PodGroup has none in v1.36)."""
     spec = _dict(group, "spec")
     name = (group.get("metadata") or {}).get("name") or ""
-    class_name, priority, _ = _resolved_priority_class(
-        "podgroups", name, spec.get("priorityClassName") or "", priority_classes, group="scheduling.k8s.io"
-    )
-    if class_name:
-        spec["priorityClassName"] = class_name
-    if spec.get("priority") is not None and spec["priority"] != priority:
-        raise Forbidden(
-            "podgroups",
-            name,
-            f"the integer value of priority ({spec['priority']}) must not be provided in pod group spec; priority "
-            f"admission controller computed {priority} from the given PriorityClass name",
-            group="scheduling.k8s.io",
-        )
-    spec["priority"] = priority
+    _admit_priority(spec, "podgroups", name, "pod group spec", priority_classes, group="scheduling.k8s.io")
 
 
 def default_node(node: dict[str, Any]) -> None:
