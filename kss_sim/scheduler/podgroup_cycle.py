@@ -193,6 +193,8 @@ class PodGroupCycle:
         }
         if preemption is not None:
             record["preemption"] = preemption.record()
+            if preemption.victims:
+                record["preemptionVictims"] = preemption.victims_record()
         for t in [*result.tries, *untried]:
             t.att.pod_group = {**record, "rejectedByGroup": t.pod.uid in outcome.rejected_by_group}
             if result.waiting_on_preemption and t.held is not None:

@@ -115,10 +115,12 @@ def backed_up(snapshot: Snapshot) -> Iterator[None]:
 
 @dataclass
 class PodGroupPreemption:
-    """What workload-aware preemption decided: its status and the pods it deleted."""
+    """What workload-aware preemption decided: its status and the pods it deleted (``evicted_whole``: the PodGroups,
+    ``namespace/name``, whose pods went as one victim)."""
 
     status: Status
     victims: list[PodInfo]
+    evicted_whole: set[str] = field(default_factory=set)
 
     def record(self) -> dict[str, Any]:
         """The ``preemption`` key of the group's record (tests/golden/README.md)."""
@@ -128,6 +130,19 @@ class PodGroupPreemption:
             "status": "success" if st.is_success() else st.message(),
             "code": st.code.label,
         }
+
+    def victims_record(self) -> list[dict[str, Any]]:
+        """The victims as the gang's page shows them once they are gone (``podGroup`` record's
+        ``preemptionVictims``, beside the golden-shaped ``preemption``): each pod, the node it ran on, its PodGroup
+        and whether it went with the whole group (disruptionMode PodGroup)."""
+        out = []
+        for pi in sorted(self.victims, key=lambda p: p.key):
+            group_name = str((pi.spec.get("schedulingGroup") or {}).get("podGroupName") or "")
+            group = f"{pi.namespace}/{group_name}" if group_name else None
+            out.append(
+                {"pod": pi.key, "node": pi.node_name, "podGroup": group, "wholeGroup": group in self.evicted_whole}
+            )
+        return out
 
 
 def preempt_pod_group(
@@ -158,6 +173,11 @@ def preempt_pod_group(
         st, chosen = _select_victims(snapshot, group, pods, group_of, cluster.pdbs, group_feasible)
     if not st.is_success():
         return PodGroupPreemption(st, [])
+    whole = {
+        f"{pi.namespace}/{(pi.spec.get('schedulingGroup') or {}).get('podGroupName')}"
+        for pi in chosen
+        if ((group_of(pi) or {}).get("spec") or {}).get("disruptionMode") == DISRUPTION_MODE_POD_GROUP
+    }
     deleted: list[PodInfo] = []
     actions = fwk.handle.actions
     for victim in chosen:
@@ -167,8 +187,8 @@ def preempt_pod_group(
         if actions is not None:
             done = actions.delete_victim(victim, pods[0], group)
             if not done.is_success():
-                return PodGroupPreemption(Status(Code.ERROR, done.message()), deleted)
-    return PodGroupPreemption(Status(), deleted)
+                return PodGroupPreemption(Status(Code.ERROR, done.message()), deleted, whole)
+    return PodGroupPreemption(Status(), deleted, whole)
 
 
 def _select_victims(

@@ -284,7 +284,8 @@ class Attempt:
     # records a Warning Event on each (a node is reported once per version the engine holds).
     malformed_objects: list[tuple[str, str, str, str]] = field(default_factory=list)
     # A v1.36 PodGroup scheduling cycle's attempt: the group (namespace/name), its pods in the order tried, and the
-    # cycle's outcome and message as its PodGroupScheduled condition says them (podgroup_cycle.py).
+    # cycle's outcome and message as its PodGroupScheduled condition says them; the pod's nomination while the group
+    # waits for a preemption, and what workload-aware preemption did and to which pods where (podgroup_cycle.py).
     pod_group: dict[str, Any] | None = None
     # Set by a host, never by the engine: a binding another scheduler made (binder, times, Events, conditions,
     # warnings on its result annotations), and kss's own judgement of the same pod at that moment (the shadow).
