@@ -57,6 +57,9 @@ def _summary(row: SchedulingAttempt) -> AttemptSummary:
         "kubeVersion": row.kube_version,
         "scheduledBy": row.scheduled_by,
         "shadowAgrees": row.shadow_agrees,
+        # Already decoded: the gang page reads a gang's preemptions from its members' lists without their matrices.
+        "victims": details.get("victims") or [],
+        "podGroup": details.get("podGroup"),
     }
 
 
@@ -345,7 +348,6 @@ class ResultsService:
             "prefilterNodes": details.get("prefilterNodes"),
             "prescore": details.get("prescore"),
             "postfilter": details.get("postfilter"),
-            "victims": details.get("victims") or [],
             "reserve": details.get("reserve"),
             "permit": details.get("permit"),
             "permitTimeout": details.get("permitTimeout"),
@@ -365,7 +367,6 @@ class ResultsService:
             "matrix": {"page": page, "pageSize": page_size, "totalRows": len(nodes), "sort": sort, "rows": rows},
             "external": details.get("external"),
             "shadow": details.get("shadow"),
-            "podGroup": details.get("podGroup"),
         }
 
     def shadow_judgements(self, *, differing_only: bool = True, limit: int = 200) -> list[ShadowRow]:

@@ -139,6 +139,10 @@ class AttemptSummary(TypedDict):
     kubeVersion: str | None  # the Kubernetes version it was scheduled at (None: recorded before kss had one)
     scheduledBy: str | None  # who bound the pod when another scheduler did (None: kss's own attempt)
     shadowAgrees: bool | None  # with --shadow: whether kss's own choice agreed with that binding (None: not judged)
+    victims: list[str]  # the pods its preemption (PostFilter) deleted
+    # A v1.36 PodGroup cycle's attempt: the group, its pods in the order tried, the outcome, message and placement,
+    # the nominations and workload-aware preemption's victims (``podgroup_cycle.py``).
+    podGroup: Obj | None
 
 
 class MatrixRow(TypedDict):
@@ -182,7 +186,6 @@ class AttemptDetail(AttemptSummary):
     prefilterNodes: list[str] | None
     prescore: dict[str, str] | None
     postfilter: Obj | None
-    victims: list[str]
     reserve: dict[str, str] | None
     permit: dict[str, str] | None
     permitTimeout: dict[str, float] | None
@@ -204,8 +207,6 @@ class AttemptDetail(AttemptSummary):
     # its result annotations; and the shadow judgement (kss's choice, its best nodes, the rows that explain it).
     external: Obj | None
     shadow: Obj | None
-    # A v1.36 PodGroup cycle's attempt: the group, its pods in the order tried, the outcome, message and placement.
-    podGroup: Obj | None
 
 
 class ShadowRow(TypedDict):
