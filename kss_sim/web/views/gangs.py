@@ -11,7 +11,8 @@ the pods whose ``spec.workloadRef`` names it; each replica key (``podGroupReplic
 none). Pods that name a group with no object behind it are gangs too, so a typo shows.
 
 The pods come from the pod index, the groups from the store, the pods held in Permit from the scheduler
-(``SchedulerView.waiting_pods``).
+(``SchedulerView.waiting_pods``), the victims a gang waits for from kube-scheduler's ``Preempted`` Events
+(``gang_preemption.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from kss_sim.web.formatting import duration_text
 from kss_sim.web.page_sources import WebService
 from kss_sim.web.pod_index import PodRow
 from kss_sim.web.ports import AttemptSummary, SchedulerView, Store, WaitingPodRow
+from kss_sim.web.views.gang_preemption import PreemptionIndex, Victim, terminating_victims
 
 POD_GROUP = "PodGroup"
 WORKLOAD = "Workload"
@@ -156,6 +158,8 @@ class Gang:
     policy: str = "gang"
     topology_key: str = ""
     condition: Obj | None = None
+    # Victims still terminating that the gang waits for: preempted by its nominated members, or by the group as one.
+    awaited_victims: list[Victim] = field(default_factory=list)
 
     def _count(self, state: str) -> int:
         return sum(1 for m in self.members if m.state == state)
@@ -184,6 +188,11 @@ class Gang:
     def gated(self) -> int:
         """Members PreEnqueue keeps out of the queue."""
         return self._count("gated")
+
+    @property
+    def nominated(self) -> list[Member]:
+        """Pending members nominated to a node: their preemption made room there, they wait for the victims."""
+        return [m for m in self.members if m.state in ("pending", "gated") and m.row.nominated]
 
     @property
     def reserved(self) -> int:
@@ -262,6 +271,10 @@ def _objects(store: Store, kind: str, namespace: str | None = None) -> dict[tupl
     return {(e.namespace, e.name): e.obj for e in store.select(kind, namespace).items}
 
 
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
 def _quoted(text: str) -> str:
     """Go's ``%q`` of a name, as the plugins' messages print it."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -280,6 +293,8 @@ class GangReader:
         running = plugins_running(web.scheduler)
         self.coscheduling = COSCHEDULING in running
         self.gang_scheduling = GANG_SCHEDULING in running
+        # Every namespace's: a gang's victims may be anywhere.
+        self.preemption = PreemptionIndex(web, self.snapshot)
         self.members: dict[GangKey, list[PodRow]] = {}
         for row in self.snapshot.rows:
             if namespace is not None and row.namespace != namespace:
@@ -351,6 +366,11 @@ class GangReader:
             quorum = int((gang_policy or {}).get("minCount") or 0)
             gang = Gang(key, obj, quorum, "minCount", [], enforced=self.gang_scheduling)
         gang.members = [self._member(gang, row) for row in rows]
+        if self.preemption.events:
+            preemptors = [_uid(m.row.obj) for m in gang.nominated]
+            if key.kind == POD_GROUP_V1ALPHA2 and gang.obj is not None:
+                preemptors.append(_uid(gang.obj))  # preempting as one (WorkloadAwarePreemption)
+            gang.awaited_victims = terminating_victims(self.preemption, preemptors)
         gang.state = gang_state(gang)
         return gang
 
@@ -413,7 +433,8 @@ def _latest_reason(members: Iterable[Member]) -> str:
 
 def gang_state(gang: Gang) -> GangState:
     """The gang's state in words: missing, no members, waiting for quorum, too few members, bound, quorum met,
-    rejected, gated or pending (checked in that order: the first that holds explains the most)."""
+    waiting for preemption, rejected, gated or pending (checked in that order: the first that holds explains the
+    most)."""
     kind = gang.key.kind
     if gang.obj is None:
         return GangState("missing", "bad", f"no {kind} object: {gang.exists} pod(s) name it")
@@ -431,9 +452,27 @@ def gang_state(gang: Gang) -> GangState:
         return GangState("bound", "ok", f"{gang.bound} of {exists} on nodes")
     if gang.bound >= quorum:
         return GangState("quorum met", "ok", f"{gang.bound} bound, {gang.pending} pending")
+    if gang.awaited_victims or gang.nominated:
+        return _waiting_for_preemption(gang)
     reason = _latest_reason(gang.members)
     if reason:
         return GangState("rejected", "bad", reason)
     if gang.gated == gang.pending:
         return GangState("gated", "warn", next(m.gate for m in gang.members if m.state == "gated"))
     return GangState("pending", "warn", f"{gang.pending} of {exists} not scheduled yet")
+
+
+def _waiting_for_preemption(gang: Gang) -> GangState:
+    """The gang fits once victims of its preemption are gone (deletes are graceful: each keeps its node for its grace
+    period); counts down to the last victim's end."""
+    victims = gang.awaited_victims
+    if not victims:
+        nominated = len(gang.nominated)
+        return GangState("waiting for preemption", "warn", f"{nominated} member{_s(nominated)} nominated")
+    left = [v.grace_left for v in victims if v.grace_left is not None and v.grace_left > 0]
+    detail = f"{len(victims)} victim{_s(len(victims))} terminating"
+    return GangState("waiting for preemption", "warn", detail, max(left) if left else None)
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"

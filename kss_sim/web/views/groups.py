@@ -2,7 +2,8 @@
 member counts and state, and a gang's own page: its members (paged) with their latest attempts, why the gang did not
 fit (the rejection messages folded over its members), and for a v1.36 PodGroup its ``PodGroupScheduled`` condition
 and the last PodGroup scheduling cycle its members were tried in (the attempts' ``podGroup`` record: the pods tried
-together, the outcome, the placement).
+together, the outcome, the placement), and its preemption (``gang_preemption.py``: the pods preempted for it, whether
+it waits for them or was turned back, its own pods others preempted).
 
 What a gang is and how it is read through the ports is ``gangs.py``'s; the members' attempts come from the results.
 """
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kss_sim.kube.objects import Obj
 from kss_sim.web.formatting import Page, duration_text, paginate, to_yaml
 from kss_sim.web.page_sources import WebService
-from kss_sim.web.ports import AttemptQuery, Results, WaitingPodRow
+from kss_sim.web.ports import AttemptQuery, AttemptSummary, WaitingPodRow
+from kss_sim.web.views.gang_preemption import GangPreemption, PreemptionIndex, gang_preemption
 from kss_sim.web.views.gangs import (
     FAILED_RESULTS,
     GROUP_KINDS,
@@ -76,6 +78,8 @@ class GroupCycle:
     outcome: str
     message: str
     placement: str | None
+    nominated: dict[str, str] = field(default_factory=dict)  # pod -> the node it waits on for the preemption
+    record: Obj = field(default_factory=dict)  # the attempts' ``podGroup`` record as it is
 
 
 @dataclass(slots=True)
@@ -86,6 +90,7 @@ class GangDetail:
     members: Page[Member]
     rejections: list[Rejection]
     cycle: GroupCycle | None = None
+    preemption: GangPreemption | None = None
 
 
 @dataclass(slots=True)
@@ -155,18 +160,21 @@ def group_page(
     if obj is None and not keys:
         return None
     web.results.flush()  # attempts are written off-thread: show what was submitted before this request
-    details = [_detail(web.results, ctx.gang(k), page) for k in keys]
+    details = [_detail(web, ctx.preemption, ctx.gang(k), page) for k in keys]
     shown = dict(obj) if obj is not None else None
     if shown is not None:
         shown["metadata"] = {k: v for k, v in (shown.get("metadata") or {}).items() if k != "managedFields"}
     return GroupPage(namespace, kind, name, obj, to_yaml(shown) if shown else "", details, rv)
 
 
-def _detail(results: Results, gang: Gang, page: int) -> GangDetail:
+def _detail(web: WebService, index: PreemptionIndex, gang: Gang, page: int) -> GangDetail:
+    results = web.results
     members = paginate(gang.members, page, MEMBERS_PAGE_SIZE)
     failures: list[tuple[float, str, int, str]] = []  # startedAt, pod, attempt, message
+    history: dict[str, list[AttemptSummary]] = {}
     for m in members.items:
         attempts = results.list_attempts(m.row.namespace, m.row.name)
+        history[m.key] = attempts
         m.attempt_count = len(attempts)
         if not attempts:
             continue
@@ -178,7 +186,22 @@ def _detail(results: Results, gang: Gang, page: int) -> GangDetail:
         failed = [a for a in attempts if a.get("result") in FAILED_RESULTS and a.get("message")]
         for a in failed[:REJECTIONS_PER_MEMBER]:
             failures.append((float(a.get("startedAt") or 0.0), m.key, int(a["attempt"]), str(a["message"])))
-    return GangDetail(gang, members, fold_rejections(failures), latest_cycle(members.items))
+    cycle = latest_cycle(members.items)
+    key = gang.key
+    preemption = gang_preemption(
+        web,
+        index,
+        namespace=key.namespace,
+        pod_group=f"{key.namespace}/{key.name}" if key.kind == POD_GROUP_V1ALPHA2 else "",
+        group_obj=gang.obj,
+        members=[m.row for m in members.items],
+        history=history,
+        waiting=gang.state.word == "waiting for preemption",
+        settled=gang.state.word in ("bound", "quorum met"),
+        latest_record=cycle.record if cycle is not None else None,
+    )
+    shown = preemption if preemption.shown else None
+    return GangDetail(gang, members, fold_rejections(failures), cycle, shown)
 
 
 def latest_cycle(members: Iterable[Member]) -> GroupCycle | None:
@@ -195,15 +218,24 @@ def latest_cycle(members: Iterable[Member]) -> GroupCycle | None:
     record = newest[1]
     by_pod = {m.key: m for m in members if m.cycle is not None and m.cycle.get("pods") == record.get("pods")}
     pods = []
+    nominated = {}
     for pod in record.get("pods") or []:
         member = by_pod.get(str(pod))
+        node = (member.cycle or {}).get("nominatedNode") if member is not None else None
+        if node:
+            nominated[str(pod)] = str(node)
         attempt = member.attempt if member is not None else None
         result = str(attempt.get("result") or "") if attempt is not None else ""
         message = str(attempt.get("message") or "") if attempt is not None else ""
         pods.append((str(pod), result, message))
     placement = record.get("placement")
     return GroupCycle(
-        pods, str(record.get("outcome") or ""), str(record.get("message") or ""), str(placement) if placement else None
+        pods,
+        str(record.get("outcome") or ""),
+        str(record.get("message") or ""),
+        str(placement) if placement else None,
+        nominated,
+        record,
     )
 
 

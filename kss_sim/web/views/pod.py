@@ -28,6 +28,7 @@ from kss_sim.web.views.dra import (
     pod_claims,
 )
 from kss_sim.web.views.events import events_for
+from kss_sim.web.views.gang_preemption import PreemptedBy, preempted_by
 from kss_sim.web.views.pending import PendingDiagnosis, why_pending
 
 MATRIX_PAGE_SIZE = 50
@@ -148,6 +149,7 @@ class PodDetail:
     permit: WaitingPodRow | None = None  # held in Permit now: the node it holds, the plugins, how long
     pending: PendingDiagnosis | None = None  # not placed after an attempt: its requests and obstacles in amounts
     claims: list[PodClaimRow] = field(default_factory=list)  # its ResourceClaims (spec.resourceClaims)
+    preempted: PreemptedBy | None = None  # a victim of kube-scheduler's preemption: by whom, its grace period left
 
 
 def _elide_annotations(pod: Obj) -> tuple[Obj, int]:
@@ -281,7 +283,10 @@ def pod_view(
         rows = view.filter_page["matrix"]["rows"]
         view.dra = dra_rejections(web.scheduler, entry.obj, rows, running=web.scheduler_running)
     claims = pod_claims(store, entry.obj)
-    return PodDetail(row, to_yaml(shown), elided, attempts, view, events, waiting, rv, permit, pending, claims)
+    preempted = preempted_by(web, row, events)
+    return PodDetail(
+        row, to_yaml(shown), elided, attempts, view, events, waiting, rv, permit, pending, claims, preempted
+    )
 
 
 def selection_text(detail: AttemptDetail) -> str:
