@@ -293,14 +293,20 @@ class GangReader:
         running = plugins_running(web.scheduler)
         self.coscheduling = COSCHEDULING in running
         self.gang_scheduling = GANG_SCHEDULING in running
-        # Every namespace's: a gang's victims may be anywhere.
-        self.preemption = PreemptionIndex(web, self.snapshot)
+        self._preemption: PreemptionIndex | None = None
         self.members: dict[GangKey, list[PodRow]] = {}
         for row in self.snapshot.rows:
             if namespace is not None and row.namespace != namespace:
                 continue
             for key in gang_keys_of(row):
                 self.members.setdefault(key, []).append(row)
+
+    @property
+    def preemption(self) -> PreemptionIndex:
+        """Who preempted whom (every namespace's: a gang's victims may be anywhere), read once, when first needed."""
+        if self._preemption is None:
+            self._preemption = PreemptionIndex(self.web, self.snapshot)
+        return self._preemption
 
     def gang_keys(self) -> list[GangKey]:
         """Every gang: each PodGroup, each gang pod group of each Workload (per replica key), and every group
@@ -366,10 +372,10 @@ class GangReader:
             quorum = int((gang_policy or {}).get("minCount") or 0)
             gang = Gang(key, obj, quorum, "minCount", [], enforced=self.gang_scheduling)
         gang.members = [self._member(gang, row) for row in rows]
-        if self.preemption.events:
-            preemptors = [_uid(m.row.obj) for m in gang.nominated]
-            if key.kind == POD_GROUP_V1ALPHA2 and gang.obj is not None:
-                preemptors.append(_uid(gang.obj))  # preempting as one (WorkloadAwarePreemption)
+        preemptors = [_uid(m.row.obj) for m in gang.nominated]
+        if key.kind == POD_GROUP_V1ALPHA2 and gang.obj is not None and gang.pending:
+            preemptors.append(_uid(gang.obj))  # preempting as one (WorkloadAwarePreemption)
+        if preemptors:  # only a gang with pending members waits for victims: the Events are read for those alone
             gang.awaited_victims = terminating_victims(self.preemption, preemptors)
         gang.state = gang_state(gang)
         return gang
