@@ -178,6 +178,16 @@ def test_from_v1_36_the_images_of_image_volumes_count_for_image_locality() -> No
     assert at136["score"]["with-model"]["ImageLocality"] == 100 * (400 - 23) // (1000 - 23)
     assert at136["score"]["bare"]["ImageLocality"] == 0
     assert at136["boundTo"] == "with-model"
+    # v1.37 (ported from kubernetes#138951) counts the image volume in the maximum too: two images, 2000 MiB.
+    for detail in ("full", "placements"):
+        (at137,) = run_scenario(scenario, detail, kube_version=kube_version("1.37"))["results"]
+        assert at137["boundTo"] == "with-model"
+    assert _image_locality_scores_at_v1_37(scenario) == {"with-model": 100 * (400 - 23) // (2000 - 23), "bare": 0}
+
+
+def _image_locality_scores_at_v1_37(scenario: dict[str, Any]) -> dict[str, int]:
+    (result,) = run_scenario(scenario, "full", kube_version=kube_version("1.37"))["results"]
+    return {n: s["ImageLocality"] for n, s in result["score"].items()}
 
 
 @pytest.mark.parametrize("detail", ["placements", "full"])
