@@ -12,7 +12,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from kss_sim.kube.api_enablement import check_runtime_config, parse_runtime_config
-from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, VERSIONS, KubeVersion, kube_version
+from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, KubeVersion, kube_version, versions_help
 
 
 class Settings(BaseSettings):
@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     )
     kube_version: str = Field(
         default=DEFAULT_KUBE_VERSION,
-        description="The Kubernetes version simulated (`--kube-version`: 1.33, 1.34, 1.35 or 1.36): /version, every "
+        description=f"The Kubernetes version simulated (`--kube-version`: {versions_help()}): /version, every "
         "feature gate's default and the default scheduler configuration are that release's.",
     )
     feature_gates: Annotated[dict[str, bool], NoDecode] = Field(
@@ -286,7 +286,7 @@ def add_kube_version_argument(parser: argparse.ArgumentParser) -> None:
         "--kube-version",
         default=None,
         metavar="VERSION",
-        help=f"the Kubernetes version simulated: {', '.join(VERSIONS)} (default {DEFAULT_KUBE_VERSION}; "
+        help=f"the Kubernetes version simulated: {versions_help()} (default {DEFAULT_KUBE_VERSION}; "
         "KSS_KUBE_VERSION): /version, feature gates' defaults and the default scheduler configuration",
     )
 

@@ -151,6 +151,7 @@ def run_serve(args: argparse.Namespace) -> int:
             print(f"kss serve: {problem}", file=sys.stderr)
             return EXIT_BAD_INPUT
         notes = (
+            settings.version.unmeasured_note(),
             left_out_note(settings.effective_feature_gates, settings.version),
             workload_api_note(settings.effective_feature_gates, settings.version.minor, settings.runtime_config),
         )

@@ -17,7 +17,7 @@ from tests.conftest import KUBECTL, Server, free_port, start_server
 from tests.test_cli_voice import REPO, kss, one_line, workload
 
 SCENARIO = REPO / "tests/golden/dra/dra-adminaccess-000.scenario.json"
-SUPPORTED = "(supported: 1.33, 1.34, 1.35, 1.36)"
+SUPPORTED = "(supported: 1.33, 1.34, 1.35, 1.36, 1.37)"
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,8 @@ RESOURCE_VERSIONS: dict[int, tuple[str, ...]] = {
     34: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
     35: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
     36: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
+    # v1.37 (ported, not measured): assumed v1.36's; no v1.37 k8s.io/api/resource tree was read.
+    37: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
 }
 MINORS = tuple(RESOURCE_VERSIONS)
 
@@ -63,7 +65,10 @@ _ALWAYS_REGISTERED: dict[str, tuple[str, ...]] = {
 }
 # What each release adds: autoscaling's v2beta1 and v2beta2 left the scheme in 1.36, networking v1alpha1 in 1.34;
 # scheduling.k8s.io/v1alpha1 (once PriorityClass's, v1.35's Workload) gave way to v1alpha2 in 1.36;
-# storagemigration.k8s.io went from v1alpha1 to v1beta1 in 1.35.
+# storagemigration.k8s.io went from v1alpha1 to v1beta1 in 1.35. In 1.37 the Workload API went beta: Workload and
+# PodGroup in scheduling.k8s.io/v1beta1 (off by default), CompositePodGroup in v1alpha3, v1alpha2 dropped
+# (CHANGELOG-1.37.md, kubernetes/kubernetes#138572; the v1.37 Workload-aware scheduling blog post's v1beta1);
+# scheduling.k8s.io/v1beta1 is registered in every release already (PriorityClass's).
 _RELEASE_REGISTERED: dict[int, dict[str, tuple[str, ...]]] = {
     33: {
         "autoscaling": ("v2beta1", "v2beta2"),
@@ -82,6 +87,7 @@ _RELEASE_REGISTERED: dict[int, dict[str, tuple[str, ...]]] = {
         "storagemigration.k8s.io": ("v1beta1",),
     },
     36: {"scheduling.k8s.io": ("v1alpha2",), "storagemigration.k8s.io": ("v1beta1",)},
+    37: {"scheduling.k8s.io": ("v1alpha3",), "storagemigration.k8s.io": ("v1beta1",)},
 }
 
 

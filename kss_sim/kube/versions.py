@@ -1,9 +1,12 @@
 """The Kubernetes versions kss simulates, defined once: a run is at one of them (``--kube-version``,
 ``KSS_KUBE_VERSION``), which fixes ``/version``, every feature gate's default and the default scheduler plugins.
 
-Each version is the patch release the reference programs are built from (the vendored trees of issue #32). Gate
-histories are upstream's ``defaultVersionedKubernetesFeatureGates`` (pkg/features/kube_features.go) for the gates
-kss knows; the default plugins are ``getDefaultPlugins``/``applyFeatureGates`` of pkg/scheduler/apis/config/v1.
+Each measured version is the patch release the reference programs are built from (the vendored trees of issue #32).
+v1.37 has no reference program (no vendored v1.37 tree can be fetched): it is ported from reading upstream's files and
+labelled "ported, not measured against kube-scheduler" wherever a version is shown (``KubeVersion.measured``) until
+one is measured. Gate histories are upstream's ``defaultVersionedKubernetesFeatureGates`` (pkg/features/
+kube_features.go) for the gates kss knows; the default plugins are ``getDefaultPlugins``/``applyFeatureGates`` of
+pkg/scheduler/apis/config/v1.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any
 
 # The version a run takes when none is given: the newest one measured against its kube-scheduler.
 DEFAULT_KUBE_VERSION = "1.35"
+# Said of every version kss has no reference program for, wherever the version is shown.
+NOT_MEASURED = "ported, not measured against kube-scheduler"
 
 
 @dataclass(frozen=True)
@@ -28,9 +33,14 @@ class GateSpec:
     locked: bool = False
 
 
-# Every gate kss knows, with upstream's history (minor versions of 1.x), oldest first.
+# Every gate kss knows, with upstream's history (minor versions of 1.x), oldest first. The v1.37 entries are read from
+# kubernetes/kubernetes at commit ead35706ec68f83822a56d53b1577fa8a185ca14 (v1.38 development, after v1.37.0; its
+# specs for 1.37 are v1.37's): staging/src/k8s.io/kube-scheduler/pkg/features/kube_features.go (the scheduler's gates,
+# moved there) and pkg/features/kube_features.go (ClearingNominatedNodeNameAfterBinding, unchanged; it still lists
+# k8s.io/apiserver's AggregatedDiscoveryRemoveBetaType, whose 1.37 spec was not read: v1.35's lock is kept).
 GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
-    "GenericWorkload": (GateSpec(35, False, "ALPHA"),),
+    # Beta but off in v1.37: the Workload API it serves (scheduling.k8s.io/v1beta1) is an off-by-default beta API.
+    "GenericWorkload": (GateSpec(35, False, "ALPHA"), GateSpec(37, False, "BETA")),
     "GangScheduling": (GateSpec(35, False, "ALPHA"),),
     # v1.36's workload scheduling: topology-aware placement of a PodGroup, workload-aware preemption.
     "TopologyAwareWorkloadScheduling": (GateSpec(36, False, "ALPHA"),),
@@ -42,14 +52,27 @@ GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
         GateSpec(35, True, "GA", locked=True),
     ),
     "DRAAdminAccess": (GateSpec(32, False, "ALPHA"), GateSpec(34, True, "BETA"), GateSpec(36, True, "GA", locked=True)),
-    "DRAPrioritizedList": (GateSpec(33, False, "ALPHA"), GateSpec(34, True, "BETA"), GateSpec(36, True, "GA")),
-    "DRAResourceClaimDeviceStatus": (GateSpec(32, False, "ALPHA"), GateSpec(33, True, "BETA")),
+    "DRAPrioritizedList": (
+        GateSpec(33, False, "ALPHA"),
+        GateSpec(34, True, "BETA"),
+        GateSpec(36, True, "GA"),
+        GateSpec(37, True, "GA", locked=True),
+    ),
+    "DRAResourceClaimDeviceStatus": (
+        GateSpec(32, False, "ALPHA"),
+        GateSpec(33, True, "BETA"),
+        GateSpec(37, True, "GA", locked=True),
+    ),
     "DRASchedulerFilterTimeout": (GateSpec(34, True, "BETA"),),
     "DRAPartitionableDevices": (GateSpec(33, False, "ALPHA"), GateSpec(36, True, "BETA")),
-    "DRADeviceTaints": (GateSpec(33, False, "ALPHA"), GateSpec(36, True, "BETA")),
-    "DRADeviceTaintRules": (GateSpec(35, False, "ALPHA"), GateSpec(36, False, "BETA")),
+    "DRADeviceTaints": (GateSpec(33, False, "ALPHA"), GateSpec(36, True, "BETA"), GateSpec(37, True, "GA")),
+    "DRADeviceTaintRules": (GateSpec(35, False, "ALPHA"), GateSpec(36, False, "BETA"), GateSpec(37, True, "GA")),
     "DRAConsumableCapacity": (GateSpec(34, False, "ALPHA"), GateSpec(36, True, "BETA")),
-    "DRAExtendedResource": (GateSpec(34, False, "ALPHA"), GateSpec(36, True, "BETA")),
+    "DRAExtendedResource": (
+        GateSpec(34, False, "ALPHA"),
+        GateSpec(36, True, "BETA"),
+        GateSpec(37, True, "GA", locked=True),
+    ),
     "DRADeviceBindingConditions": (GateSpec(34, False, "ALPHA"), GateSpec(36, True, "BETA")),
     # The scheduling queue pops backoffQ when activeQ is empty: `kss serve` and `kss replay`.
     "SchedulerPopFromBackoffQ": (GateSpec(33, True, "BETA"),),
@@ -58,7 +81,11 @@ GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
     # Pod-level spec.resources count as the pod's requests (NodeResourcesFit, BalancedAllocation, NodeInfo).
     "PodLevelResources": (GateSpec(32, False, "ALPHA"), GateSpec(34, True, "BETA")),
     # Adds kube-scheduler's NodeDeclaredFeatures plugin to the defaults and turns it on.
-    "NodeDeclaredFeatures": (GateSpec(35, False, "ALPHA"), GateSpec(36, True, "BETA")),
+    "NodeDeclaredFeatures": (
+        GateSpec(35, False, "ALPHA"),
+        GateSpec(36, True, "BETA"),
+        GateSpec(37, True, "GA", locked=True),
+    ),
     # kube-apiserver's: on, aggregated discovery is served as apidiscovery.k8s.io/v2 only (v2beta1 dropped).
     "AggregatedDiscoveryRemoveBetaType": (
         GateSpec(33, True, "DEPRECATED"),
@@ -71,6 +98,14 @@ GATE_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "GangScheduling": ("GenericWorkload",),
     "TopologyAwareWorkloadScheduling": ("GenericWorkload",),
     "WorkloadAwarePreemption": ("GangScheduling",),
+}
+
+# Gates upstream folded into another from a release on (kubernetes/kubernetes#139520, v1.37: "GenericWorkload is used
+# instead to enable all core workload-aware scheduling functionalities altogether"): from that minor version the gate
+# is unknown (refused if named) and its feature follows the gate it went into.
+GATES_MERGED: dict[str, tuple[int, str]] = {
+    "GangScheduling": (37, "GenericWorkload"),
+    "WorkloadAwarePreemption": (37, "GenericWorkload"),
 }
 
 # Gates whose feature kss does not simulate yet: turning one on is refused rather than silently ignored.
@@ -121,6 +156,11 @@ class KubeVersion:
     go_version: str
     # In-tree plugin names beyond _BASE_PLUGINS that this version's registry has.
     added_plugins: tuple[str, ...] = field(default=())
+    # Whether kss has been measured against this release's own kube-scheduler (a golden corpus from a reference
+    # program built from its tree); False: ported from reading upstream, said wherever the version is shown.
+    measured: bool = True
+    # Gates of this release whose feature, as this release has it, kss does not simulate: turning one on is refused.
+    unported_gates: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -131,6 +171,20 @@ class KubeVersion:
     def git_version(self) -> str:
         """``v1.35.4``: the reference patch release, as ``/version`` says it."""
         return f"v1.{self.minor}.{self.patch}"
+
+    @property
+    def fidelity(self) -> str:
+        """How far kss's scheduler at this version can be trusted, in the words every surface shows it with."""
+        return "measured against kube-scheduler" if self.measured else NOT_MEASURED
+
+    def unmeasured_note(self) -> str | None:
+        """One line for a run at a version kss is not measured at (said as it starts); None when measured."""
+        if self.measured:
+            return None
+        return (
+            f"note: Kubernetes v{self.name} is {NOT_MEASURED}: no reference program of it exists yet, so its "
+            "placements may differ from its kube-scheduler's (docs/versions.md lists what is not ported)"
+        )
 
     def version_info(self) -> dict[str, str]:
         """``/version``'s body (apimachinery's version.Info) for this release; kss is no build of it, so the commit
@@ -149,6 +203,9 @@ class KubeVersion:
 
     # --- feature gates ------------------------------------------------------------------------------
     def _spec(self, gate: str) -> GateSpec | None:
+        merged = GATES_MERGED.get(gate)
+        if merged is not None and merged[0] <= self.minor:
+            return None
         current = None
         for spec in GATE_HISTORY.get(gate, ()):
             if spec.since <= self.minor:
@@ -183,7 +240,7 @@ class KubeVersion:
                 off = [n for n in needs if not effective.get(n)]
                 if off:
                     raise ValueError(f"feature gate {name} requires {', '.join(f'{n}=true' for n in off)}")
-        for name in sorted(UNPORTED_GATES):
+        for name in sorted(UNPORTED_GATES | self.unported_gates):
             if effective.get(name):
                 raise ValueError(f"feature gate {name} (Kubernetes v{self.name}) is not simulated by kss yet")
 
@@ -191,7 +248,11 @@ class KubeVersion:
         """Every gate kss knows as a run at this version has it: ``overrides`` (checked by ``check_gates``), else
         the version's default; a gate the version does not have is off."""
         defaults = self.gate_defaults()
-        return {gate: bool((overrides or {}).get(gate, defaults.get(gate, False))) for gate in GATE_HISTORY}
+        out = {gate: bool((overrides or {}).get(gate, defaults.get(gate, False))) for gate in GATE_HISTORY}
+        for gate, (since, into) in GATES_MERGED.items():
+            if since <= self.minor:
+                out[gate] = out[into]
+        return out
 
     # --- the scheduler's plugins --------------------------------------------------------------------
     def in_tree_plugins(self) -> frozenset[str]:
@@ -223,20 +284,42 @@ class KubeVersion:
         return copy.deepcopy(plugins)
 
 
+_V1_36_PLUGINS = ("NodeDeclaredFeatures", "GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount")
+
 VERSIONS: dict[str, KubeVersion] = {
     v.name: v
     for v in (
         KubeVersion(33, 3, "go1.24.0"),
         KubeVersion(34, 7, "go1.24.0"),
         KubeVersion(35, 4, "go1.25.0", ("NodeDeclaredFeatures", "GangScheduling")),
+        KubeVersion(36, 2, "go1.26.0", _V1_36_PLUGINS),
+        # v1.37.0: CHANGELOG-1.38.md's "Changelog since v1.37.0" is the only release of 1.37 the stored upstream
+        # files establish (no patch release found); built with Go 1.26.4 (CHANGELOG-1.37.md). Not measured: its
+        # workload scheduling (scheduling.k8s.io/v1beta1, the PodGroup queue, PlacementFeasible) is not ported,
+        # so its gates are refused on (docs/versions.md lists what v1.37 changes that kss does not port).
         KubeVersion(
-            36,
-            2,
-            "go1.26.0",
-            ("NodeDeclaredFeatures", "GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount"),
+            37,
+            0,
+            "go1.26.4",
+            _V1_36_PLUGINS,
+            measured=False,
+            unported_gates=frozenset({"GenericWorkload", "TopologyAwareWorkloadScheduling"}),
         ),
     )
 }
+
+
+def versions_help() -> str:
+    """The versions ``--kube-version`` takes, as ``--help`` lists them: each one kss is not measured at says so."""
+    names = ", ".join(VERSIONS)
+    unmeasured = [v.name for v in VERSIONS.values() if not v.measured]
+    return f"{names} ({', '.join(unmeasured)}: {NOT_MEASURED})" if unmeasured else names
+
+
+def version_label(name: str | None, measured: object) -> str | None:
+    """A version as a run's results show it: ``1.37 (ported, not measured against kube-scheduler)`` when the run
+    recorded ``measured`` false (``kubeVersionMeasured`` in summary.json), else ``name`` as it is."""
+    return f"{name} ({NOT_MEASURED})" if name and measured is False else name
 
 
 def kube_version(name: str | None = None) -> KubeVersion:

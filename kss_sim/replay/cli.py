@@ -165,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"kss replay: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if (note := version.unmeasured_note()) is not None:
+        print(f"kss replay: {note}", file=sys.stderr)
     if args.write_workload is not None:
         try:
             write_workload(workload, args.write_workload)

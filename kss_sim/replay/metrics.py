@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.replay.fragmentation import MILLI, NodeRoom, TargetWorkload, TaskShape, target_workload
 from kss_sim.replay.gpus import (
     GPU_SPEC_ANNOTATION,
@@ -351,6 +352,8 @@ def summarize(result: ReplayResult, metrics: Metrics | None) -> dict[str, Any]:
         "workload": result.workload,
         "seed": result.seed,
         "kubeVersion": result.kube_version,
+        # False: a version kss has no reference kube-scheduler for (ported from upstream, not measured).
+        "kubeVersionMeasured": kube_version(result.kube_version).measured,
         "config": config_summary(result.config),
         "pods": len(pods),
         "scheduled": scheduled,

@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     except OptionError as exc:
         print(f"kss simulate: {exc}", file=sys.stderr)
         return 2
+    if (note := version.unmeasured_note()) is not None:
+        print(f"kss simulate: {note}", file=sys.stderr)
     try:
         load_plugin_modules(args.plugin_modules or Settings().plugin_modules)
     except PluginLoadError as exc:  # the user's plugin module: one clear line, no traceback

@@ -157,6 +157,8 @@ def base_context(request: Request, service: WebService, rv: int, active: str) ->
     return {
         "request": request,
         "kube_version": settings.version.git_version,
+        # A version kss is not measured at says so beside it (None: measured).
+        "kube_version_unmeasured": None if settings.version.measured else settings.version.fidelity,
         "rv": rv,
         "active": active,
         "has_operations": service.operations is not None,

@@ -23,7 +23,7 @@ import orjson
 
 from kss_sim import figures
 from kss_sim.kube.objects import Obj
-from kss_sim.kube.versions import KubeVersion, kube_version
+from kss_sim.kube.versions import KubeVersion, kube_version, version_label
 from kss_sim.package_data import TEMPLATES_DIR
 from kss_sim.replay.outputs import file_summary
 from kss_sim.replay.report import (
@@ -224,6 +224,13 @@ def _get(summary: Mapping[str, Any], path: Sequence[str]) -> Any:
 def figure_rows(summaries: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, list[Any]]]:
     """(label, kind, value per side) for the summary table: the fixed figures, then every resource's allocation."""
     rows = [(label, kind, [_get(s, path) for s in summaries]) for label, path, kind in FIGURES]
+    # A version kss is not measured at is never shown bare.
+    rows = [
+        (label, kind, [version_label(v, s.get("kubeVersionMeasured")) for v, s in zip(values, summaries, strict=True)])
+        if label == "Kubernetes version"
+        else (label, kind, values)
+        for label, kind, values in rows
+    ]
     resources: dict[str, None] = {}
     for s in summaries:
         for name in s.get("allocation") or {}:

@@ -16,7 +16,7 @@ from kss_sim.config import OptionError, Settings, add_kube_version_argument
 from kss_sim.config import version_and_gates as config_version_and_gates
 from kss_sim.kube import go_yaml
 from kss_sim.kube.objects import Obj
-from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, VERSIONS, KubeVersion
+from kss_sim.kube.versions import DEFAULT_KUBE_VERSION, KubeVersion, versions_help
 from kss_sim.replay.workload import WorkloadError
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, parse_config
 from kss_sim.scheduler.plugins import PluginLoadError, load_plugin_modules
@@ -31,7 +31,7 @@ def add_engine_arguments(p: argparse.ArgumentParser, *, config: bool = True, ver
     if versions:
         p.add_argument(
             "--kube-version", action="append", dest="kube_versions", default=[], metavar="VERSION",
-            help=f"the Kubernetes version simulated: {', '.join(VERSIONS)} (default {DEFAULT_KUBE_VERSION}; "
+            help=f"the Kubernetes version simulated: {versions_help()} (default {DEFAULT_KUBE_VERSION}; "
             "KSS_KUBE_VERSION); given twice or more, one side per version, under one configuration",
         )  # fmt: skip
     else:

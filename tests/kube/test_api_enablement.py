@@ -72,6 +72,11 @@ def test_each_release_registers_what_its_k8s_io_api_has() -> None:
         "v2beta2" in REGISTERED_VERSIONS[35]["autoscaling"] and "v2beta2" not in REGISTERED_VERSIONS[36]["autoscaling"]
     )
     assert "v1" not in REGISTERED_VERSIONS[33]["resource.k8s.io"]
+    # v1.37 (ported): the Workload API moved to v1beta1 (registered since PriorityClass's beta) and v1alpha3
+    # (CompositePodGroup); v1alpha2 was dropped, so asking for it is refused as kube-apiserver refuses it.
+    assert REGISTERED_VERSIONS[37]["scheduling.k8s.io"] == ("v1", "v1beta1", "v1alpha3")
+    with pytest.raises(ValueError, match=r"group version scheduling\.k8s\.io/v1alpha2 that has not been registered"):
+        check_runtime_config(parse_runtime_config("scheduling.k8s.io/v1alpha2=true"), 37)
 
 
 @pytest.mark.parametrize(("minor", "version"), [(35, "v1alpha1"), (36, "v1alpha2")])

@@ -14,9 +14,25 @@ def test_the_supported_versions_are_the_reference_patch_releases() -> None:
         "1.34": "v1.34.7",
         "1.35": "v1.35.4",
         "1.36": "v1.36.2",
+        "1.37": "v1.37.0",
     }
     assert DEFAULT_KUBE_VERSION == "1.35"
     assert kube_version().name == "1.35"
+
+
+def test_v1_37_is_ported_and_never_shown_as_measured() -> None:
+    # No reference program of v1.37 exists: every surface names it "ported, not measured against kube-scheduler".
+    assert [name for name, v in VERSIONS.items() if not v.measured] == ["1.37"]
+    v137 = kube_version("1.37")
+    assert v137.fidelity == "ported, not measured against kube-scheduler"
+    assert kube_version("1.36").fidelity == "measured against kube-scheduler"
+    assert kube_version("1.36").unmeasured_note() is None
+    assert "1.37 is ported, not measured against kube-scheduler" in (v137.unmeasured_note() or "")
+    assert versions.versions_help() == (
+        "1.33, 1.34, 1.35, 1.36, 1.37 (1.37: ported, not measured against kube-scheduler)"
+    )
+    assert versions.version_label("1.37", False) == "1.37 (ported, not measured against kube-scheduler)"
+    assert versions.version_label("1.36", True) == versions.version_label("1.36", None) == "1.36"
 
 
 @pytest.mark.parametrize("given", ["1.34", "v1.34", "v1.34.7", "1.34.0", " 1.34 "])
@@ -24,9 +40,10 @@ def test_a_version_is_named_by_its_minor_release_with_or_without_v_and_patch(giv
     assert kube_version(given).name == "1.34"
 
 
-@pytest.mark.parametrize("given", ["1.32", "1.37", "2.0", "latest", "1", ""])
+@pytest.mark.parametrize("given", ["1.32", "1.38", "2.0", "latest", "1", ""])
 def test_an_unsupported_version_is_refused_naming_the_supported_ones(given: str) -> None:
-    with pytest.raises(ValueError, match=r"unsupported Kubernetes version .*\(supported: 1\.33, 1\.34, 1\.35, 1\.36\)"):
+    supported = r"\(supported: 1\.33, 1\.34, 1\.35, 1\.36, 1\.37\)"
+    with pytest.raises(ValueError, match=rf"unsupported Kubernetes version .*{supported}"):
         kube_version(given)
 
 
@@ -46,6 +63,45 @@ def test_each_release_has_upstreams_defaults_for_the_gates_it_has() -> None:
         assert v135[gate] is False and v136[gate] is True, gate
     assert v134["ClearingNominatedNodeNameAfterBinding"] is False and v135["ClearingNominatedNodeNameAfterBinding"]
     assert all(d["SchedulerPopFromBackoffQ"] for d in (v133, v134, v135, v136))
+
+
+def test_v1_37s_gates_are_its_versioned_specs() -> None:
+    v136, v137 = kube_version("1.36"), kube_version("1.37")
+    d136, d137 = v136.gate_defaults(), v137.gate_defaults()
+    # GA in v1.37, locked on: DRA's prioritized list, claim device status, extended resources; NodeDeclaredFeatures.
+    for gate in ("DRAPrioritizedList", "DRAResourceClaimDeviceStatus", "DRAExtendedResource", "NodeDeclaredFeatures"):
+        assert d137[gate] is True, gate
+        with pytest.raises(ValueError, match=f"cannot set feature gate {gate} to false, feature is locked to true"):
+            v137.check_gates({gate: False})
+        v136.check_gates({gate: False})  # settable in v1.36
+    # GA and on, not locked: device taints and DeviceTaintRules (off by default until v1.37).
+    assert d136["DRADeviceTaintRules"] is False and d137["DRADeviceTaintRules"] is True
+    v137.check_gates({"DRADeviceTaints": False, "DRADeviceTaintRules": False})
+    # The Workload API went beta, still off; GangScheduling and WorkloadAwarePreemption were folded into it.
+    assert d137["GenericWorkload"] is False and d137["TopologyAwareWorkloadScheduling"] is False
+    assert "GangScheduling" not in d137 and "WorkloadAwarePreemption" not in d137
+    with pytest.raises(ValueError, match=r"^unrecognized feature gate: GangScheduling \(Kubernetes v1\.37 knows: "):
+        v137.check_gates({"GangScheduling": True})
+    # Everything else is v1.36's.
+    assert {g: d for g, d in d137.items() if d136.get(g) != d} == {"DRADeviceTaintRules": True}
+
+
+def test_a_gate_folded_into_another_follows_it() -> None:
+    # GenericWorkload enables gang scheduling and workload-aware preemption from v1.37 (kubernetes#139520).
+    gates = kube_version("1.37").effective_gates({"GenericWorkload": True})
+    assert gates["GangScheduling"] is True and gates["WorkloadAwarePreemption"] is True
+    assert kube_version("1.37").effective_gates({})["GangScheduling"] is False
+    assert _names(kube_version("1.37").default_multi_point({"GenericWorkload": True}))[-1] == "GangScheduling"
+    # Before v1.37 they are gates of their own.
+    assert kube_version("1.36").effective_gates({"GenericWorkload": True})["GangScheduling"] is False
+
+
+def test_v1_37s_workload_scheduling_is_refused_as_not_simulated() -> None:
+    # Its API (scheduling.k8s.io/v1beta1), PodGroup queue and PlacementFeasible point are not ported.
+    for gates in ({"GenericWorkload": True}, {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True}):
+        with pytest.raises(ValueError, match=r"feature gate GenericWorkload \(Kubernetes v1\.37\) is not simulated"):
+            kube_version("1.37").check_gates(gates)
+    kube_version("1.37").check_gates({"GenericWorkload": False})
 
 
 def test_the_default_versions_gates_are_what_gate_enabled_falls_back_to() -> None:
@@ -131,3 +187,5 @@ def test_each_releases_in_tree_plugins() -> None:
 def test_version_info_is_what_slash_version_answers() -> None:
     info = kube_version("1.36").version_info()
     assert (info["major"], info["minor"], info["gitVersion"], info["goVersion"]) == ("1", "36", "v1.36.2", "go1.26.0")
+    info = kube_version("1.37").version_info()
+    assert (info["major"], info["minor"], info["gitVersion"], info["goVersion"]) == ("1", "37", "v1.37.0", "go1.26.4")

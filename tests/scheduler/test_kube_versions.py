@@ -178,6 +178,16 @@ def test_from_v1_36_the_images_of_image_volumes_count_for_image_locality() -> No
     assert at136["score"]["with-model"]["ImageLocality"] == 100 * (400 - 23) // (1000 - 23)
     assert at136["score"]["bare"]["ImageLocality"] == 0
     assert at136["boundTo"] == "with-model"
+    # v1.37 (ported from kubernetes#138951) counts the image volume in the maximum too: two images, 2000 MiB.
+    for detail in ("full", "placements"):
+        (at137,) = run_scenario(scenario, detail, kube_version=kube_version("1.37"))["results"]
+        assert at137["boundTo"] == "with-model"
+    assert _image_locality_scores_at_v1_37(scenario) == {"with-model": 100 * (400 - 23) // (2000 - 23), "bare": 0}
+
+
+def _image_locality_scores_at_v1_37(scenario: dict[str, Any]) -> dict[str, int]:
+    (result,) = run_scenario(scenario, "full", kube_version=kube_version("1.37"))["results"]
+    return {n: s["ImageLocality"] for n, s in result["score"].items()}
 
 
 @pytest.mark.parametrize("detail", ["placements", "full"])
@@ -232,8 +242,11 @@ def test_from_v1_36_balanced_allocation_scores_the_improvement_in_balance() -> N
     assert {n: s["NodeResourcesBalancedAllocation"] for n, s in at135["score"].items()} == {"busy": 100, "empty": 81}
     # v1.36: 50 + (50 + with - without) / 2: busy 50 + (50 + 100 - 81) / 2 = 84, empty 50 + (50 + 81 - 100) / 2 = 65.
     assert {n: s["NodeResourcesBalancedAllocation"] for n, s in at136["score"].items()} == {"busy": 84, "empty": 65}
-    # The batch path (no recording) places the pod as the per-node one does, at both versions.
-    for version, full in (("1.35", at135), ("1.36", at136)):
+    # v1.37 (ported, not measured) scores as v1.36: upstream's scorer did not change.
+    (at137,) = run_scenario(scenario, "full", kube_version=kube_version("1.37"))["results"]
+    assert {n: s["NodeResourcesBalancedAllocation"] for n, s in at137["score"].items()} == {"busy": 84, "empty": 65}
+    # The batch path (no recording) places the pod as the per-node one does, at every version.
+    for version, full in (("1.35", at135), ("1.36", at136), ("1.37", at137)):
         (fast,) = run_scenario(scenario, "placements", kube_version=kube_version(version))["results"]
         assert fast["boundTo"] == full["boundTo"]
 
@@ -293,6 +306,7 @@ def test_dynamic_resources_args_are_defaulted_as_each_release_does() -> None:
     assert _dra_args("1.35") == [{**typed, "filterTimeout": "10s"}]
     # v1.36 turns on DRADeviceBindingConditions: bindingTimeout is defaulted (600 s) and may be set.
     assert _dra_args("1.36") == [{**typed, "filterTimeout": "10s", "bindingTimeout": "10m0s"}]
+    assert _dra_args("1.37") == _dra_args("1.36")  # the same gates on at v1.37 (ported)
 
 
 @pytest.mark.parametrize(

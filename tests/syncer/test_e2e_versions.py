@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kss_sim.kube.versions import kube_version
 from syncer.versions import minor_version, version_skew
 from tests.conftest import KSS, Server, launch_server, start_servers
 from tests.syncer.test_e2e import REPO, core, node_body, raw
@@ -88,3 +89,11 @@ def test_managed_clusters_minor_with_a_plus_is_read_as_its_number() -> None:
     assert version_skew({"major": "1"}, {"major": "1", "minor": "35", "gitVersion": "v1.35.4"}) is None
     skew = version_skew({"major": "1", "minor": "36+", "gitVersion": "v1.36.1-eks-1"}, {"minor": "35"})
     assert skew is not None and skew.wanted == "1.36" and skew.source == "v1.36.1-eks-1"
+
+
+def test_a_v1_37_source_names_a_version_kss_serves() -> None:
+    # v1.37 is ported (not measured): a simulator can be started at it, as the fix says.
+    source = {"major": "1", "minor": "37", "gitVersion": "v1.37.0"}
+    skew = version_skew(source, {"minor": "35", "gitVersion": "v1.35.4"})
+    assert skew is not None and "`kss serve --kube-version 1.37`" in skew.fix()
+    assert version_skew({"major": "1", "minor": "37"}, kube_version(skew.wanted).version_info()) is None

@@ -196,7 +196,8 @@ KINDS: tuple[KindInfo, ...] = (
         minors=(35, 35),
     ),
     # v1.36 replaced v1alpha1 (whose objects it cannot read) with an immutable Workload of pod group templates and
-    # a runtime PodGroup with a status subresource (pkg/registry/scheduling/{workload,podgroup}).
+    # a runtime PodGroup with a status subresource (pkg/registry/scheduling/{workload,podgroup}). v1.37 dropped
+    # v1alpha2 for v1beta1, which kss has not ported (docs/versions.md): v1.36 alone has these.
     KindInfo(
         "scheduling.k8s.io",
         "v1alpha2",
@@ -205,7 +206,7 @@ KINDS: tuple[KindInfo, ...] = (
         "workload",
         True,
         feature_gate="GenericWorkload",
-        minors=(36, None),
+        minors=(36, 36),
         wire_kind="Workload",
     ),
     KindInfo(
@@ -218,7 +219,7 @@ KINDS: tuple[KindInfo, ...] = (
         subresources=("status",),
         has_status=True,
         feature_gate="GenericWorkload",
-        minors=(36, None),
+        minors=(36, 36),
         wire_kind="PodGroup",
     ),
     # The workload kinds kube-controller-manager's controllers own (app/controllers/ plays that part here).

@@ -16,23 +16,32 @@ MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
-def pod_images(pod: PodInfo, *, image_volumes: bool = False) -> tuple[tuple[str, ...], int]:
+def pod_images(
+    pod: PodInfo, *, image_volumes: bool = False, count_volumes: bool = False
+) -> tuple[tuple[str, ...], int]:
     """Normalized image names of init containers then containers (then, with ``image_volumes``, of the pod's image
-    volumes, as v1.36 counts them), and the container count."""
+    volumes, as v1.36 counts them), and the image count the score's maximum is scaled by: the containers, and with
+    ``count_volumes`` the image volumes too (v1.37, kubernetes#138951: v1.36 scored a volume's image without
+    raising the maximum, so a pod's image volumes could outscore the same images in containers)."""
 
     def build() -> tuple[tuple[str, ...], int]:
         spec = pod.spec
         containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
         images = [str(c.get("image") or "") for c in containers]
+        volumes: list[str] = []
         if image_volumes:
-            images += [
+            volumes = [
                 str(v["image"].get("reference") or "")
                 for v in spec.get("volumes") or []
                 if isinstance(v, dict) and isinstance(v.get("image"), dict)
             ]
-        return tuple(normalized_image_name(image) for image in images), len(containers)
+        count = len(containers) + (len(volumes) if count_volumes else 0)
+        return tuple(normalized_image_name(image) for image in images + volumes), count
 
-    return pod.memo("ImageLocality:images+volumes" if image_volumes else "ImageLocality:images", build)
+    key = "ImageLocality:images"
+    if image_volumes:
+        key += "+volumes" + ("+counted" if count_volumes else "")
+    return pod.memo(key, build)
 
 
 def scaled_image_score(state: ImageStateSummary, total_num_nodes: int) -> int:
@@ -62,16 +71,17 @@ class ImageLocality(ScorePlugin):
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)
-        # From v1.36 the images of the pod's image volumes count too (not in the container count).
+        # From v1.36 the images of the pod's image volumes count too; from v1.37 in the image count as well.
         self.image_volumes = handle.kube_version.minor >= 36
+        self.count_volumes = handle.kube_version.minor >= 37
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
-        images, num_containers = pod_images(pod, image_volumes=self.image_volumes)
+        images, num_containers = pod_images(pod, image_volumes=self.image_volumes, count_volumes=self.count_volumes)
         total = len(self.handle.snapshot.node_info_list)
         return self._score(images, num_containers, node_info, total), success()
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:
-        images, num_containers = pod_images(pod, image_volumes=self.image_volumes)
+        images, num_containers = pod_images(pod, image_volumes=self.image_volumes, count_volumes=self.count_volumes)
         total = len(self.handle.snapshot.node_info_list)
         return [self._score(images, num_containers, ni, total) for ni in nodes], success()
 
@@ -82,7 +92,7 @@ class ImageLocality(ScorePlugin):
             if spec.get("containers") or spec.get("initContainers"):
                 # No node holds any image (image states are fixed for the columns' lifetime): every score is 0.
                 return np.zeros(len(batch), np.int64)
-        images, num_containers = pod_images(pod, image_volumes=self.image_volumes)
+        images, num_containers = pod_images(pod, image_volumes=self.image_volumes, count_volumes=self.count_volumes)
         if num_containers == 0:
             return None
         total = len(self.handle.snapshot.node_info_list)

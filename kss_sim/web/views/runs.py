@@ -15,6 +15,7 @@ from typing import Any
 
 from kss_sim import figures
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import version_label
 from kss_sim.web.formatting import Page, paginate
 from kss_sim.web.ports import AttemptDetail, AttemptQuery, AttemptSummary, Runs
 from kss_sim.web.views.pod import AttemptView, attempt_view
@@ -195,7 +196,7 @@ def summary_facts(summary: Obj) -> list[Fact]:
         if value not in (None, ""):
             facts.append(Fact(label, str(value)))
 
-    add("Kubernetes version", summary.get("kubeVersion"))
+    add("Kubernetes version", version_label(summary.get("kubeVersion"), summary.get("kubeVersionMeasured")))
     add("Pods", summary.get("pods"))
     add("Scheduled", summary.get("scheduled"))
     add("Never scheduled", summary.get("neverScheduled"))
@@ -429,7 +430,8 @@ def _compare_lines(summaries: list[Obj]) -> list[CompareLine]:
         amounts = [number(_dig(s, "fragmentation", stat)) for s in summaries]
         lines.append(line(f"GPU fragmentation {stat}", [figures.number(v) for v in amounts]))
     if any(s.get("kubeVersion") for s in summaries):
-        lines.append(line("Kubernetes version", [str(s.get("kubeVersion") or figures.MISSING) for s in summaries]))
+        shown = [version_label(s.get("kubeVersion"), s.get("kubeVersionMeasured")) for s in summaries]
+        lines.append(line("Kubernetes version", [str(v or figures.MISSING) for v in shown]))
     return lines
 
 
