@@ -3,9 +3,11 @@ thresholds: offline (the engine as ``kss simulate`` runs it) and through ``kss s
 the Kubernetes API).
 
 Usage: ``.venv/bin/python bench/scheduler_perf.py [--mode offline|serve|both] [--case NAME ...] [--scale F]
-[--concurrency 8] [--timeout S] [--py-spy DIR]``. Through the server it prints the server's CPU seconds over the
-measured span too (the steadier figure on a shared machine); ``--py-spy DIR`` profiles that span (read it with
-``bench/serve_profile.py DIR/<case>``).
+[--concurrency 8] [--timeout S] [--py-spy DIR] [--record]``. Through the server it prints the server's CPU seconds
+over the measured span too (the steadier figure on a shared machine); ``--py-spy DIR`` profiles that span (read it
+with ``bench/serve_profile.py DIR/<case>``). ``--record`` (offline): every attempt recorded as the server records
+it (every plugin's verdict on every node) and its matrices encoded as the results writer stores them (the server
+always records).
 
 Each case is our own reading of upstream's ``performance-config.yaml`` (its ``performance``-labelled workload) and
 templates: the same node shape (4 CPU, 32Gi, 110 pods; zones where upstream labels them, given round robin where
@@ -41,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine  # puts the checkout on the path too
 from _serve import Profiler, post_all, start
 
+from kss_sim.results.codec import encode_matrices
 from kss_sim.simulation.runner import ScenarioRun
 
 Obj = dict[str, Any]
@@ -226,14 +229,15 @@ def as_stored(p: Obj, uid: str) -> Obj:
     return stored
 
 
-def run_offline(case: Case, scale: float) -> tuple[int, float, float]:
+def run_offline(case: Case, scale: float, record: bool = False) -> tuple[int, float, float]:
     """Schedule the initial then the measured pods with the engine; (measured pods bound, their wall seconds, the
-    CPU seconds this process spent on them: on a busy machine the CPU figure is the steadier one)."""
+    CPU seconds this process spent on them: on a busy machine the CPU figure is the steadier one). ``record``:
+    each attempt recorded and its matrices encoded (``encode_matrices``), as ``kss serve`` stores them."""
     nodes, init, measured = case.objects(scale)
     pending = [as_stored(p, f"uid-{i}") for i, p in enumerate(init + measured)]
     # The "sampling" family keeps the configuration's percentageOfNodesToScore (the default: adaptive).
     scenario = {"meta": {"name": case.name, "family": "sampling"}, "nodes": nodes, "pending": pending}
-    run = ScenarioRun(scenario, record=False)
+    run = ScenarioRun(scenario, record=record)
     gc.collect()
     gc.disable()
     try:
@@ -242,6 +246,8 @@ def run_offline(case: Case, scale: float) -> tuple[int, float, float]:
         cpu_start = time.process_time()
         seen = bound = 0
         for att, _ in attempts:
+            if record:
+                encode_matrices(att)
             if att.attempt != 1:
                 continue
             seen += 1
@@ -371,6 +377,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=8, help="create requests in flight through the server (8)")
     p.add_argument("--timeout", type=float, default=3600, help="give up on a serve case after this many seconds")
     p.add_argument("--py-spy", type=Path, metavar="DIR", help="serve: profile the server into DIR/<case> (one case)")
+    p.add_argument("--record", action="store_true", help="offline: record every attempt and encode it (as serve)")
     args = p.parse_args()
     cases = [c for c in CASES if not args.case or any(c.name.startswith(prefix) for prefix in args.case)]
     if not cases:
@@ -381,8 +388,8 @@ def main() -> int:
         for mode in modes:
             child_cpu = 0.0
             if mode == "offline":
-                bound, seconds, cpu = run_offline(case, args.scale)
-                who = "CPU"
+                bound, seconds, cpu = run_offline(case, args.scale, args.record)
+                who = "CPU (recorded)" if args.record else "CPU"
             else:
                 spy = args.py_spy / case.name.replace("/", "_") if args.py_spy else None
                 bound, seconds, cpu, child_cpu = run_serve(case, args.scale, args.concurrency, args.timeout, spy)

@@ -106,6 +106,12 @@ def keyed_cells(
     top = int(np.maximum.reduce(keys)) if len(keys) else 0
     if top == 0:
         return NONE_REJECTED
+    if int(np.minimum.reduce(keys)) == top:
+        # One key on every node (a DaemonSet pod's nodes left out by its PreFilterResult): one status, no table.
+        code = _code_of_key(k, pl, state, pod, batch, top, 0, of_key, table)
+        if code is None:
+            return None
+        return k, np.arange(len(keys), dtype=np.int64), np.full(len(keys), code, _cell_type(code)), True
     inverse: IntArray | None = None
     firsts: list[int] | None = None
     if of_key and top < _KEY_TABLE:
@@ -118,16 +124,12 @@ def keyed_cells(
         if key == 0:
             codes.append(PASSED)
             continue
-        st = pl.filter_status_of_key(state, pod, key) if of_key else None
-        if st is None:
-            ni = batch.nodes[firsts[i] if firsts is not None else int(np.argmax(keys == key))]
-            st = pl.filter(state, pod, ni)
-            if st.is_success():
-                raise RuntimeError(f"{pl.name}: node {ni.name!r} was rejected in the batch but filter accepts it")
-        if not st.is_rejected():
+        first = firsts[i] if firsts is not None else int(np.argmax(keys == key))
+        code = _code_of_key(k, pl, state, pod, batch, key, first, of_key, table)
+        if code is None:
             return None
-        codes.append(table.cell_for(k, pl, st))
-    dtype = np.uint8 if max(codes) <= 255 else np.int16
+        codes.append(code)
+    dtype = _cell_type(max(codes))
     cells: npt.NDArray[Any]
     if inverse is None:
         cell_of = np.zeros(top + 1, dtype)
@@ -137,6 +139,34 @@ def keyed_cells(
         cells = np.array(codes, dtype)[inverse.reshape(-1)]
     bad: IntArray = cells.nonzero()[0]  # the rejected nodes' cells are reasons (PASSED is 0)
     return k, bad, cells, True
+
+
+def _code_of_key(
+    k: int,
+    pl: FilterPlugin,
+    state: CycleState,
+    pod: PodInfo,
+    batch: NodeBatch,
+    key: int,
+    first: int,
+    of_key: bool,
+    table: ReasonTable,
+) -> int | None:
+    """The cell of the nodes with (non-zero) ``key``, ``first`` the batch position of one of them: the status of
+    ``filter_status_of_key`` when ``of_key``, else of ``filter`` on that node; None when it is not a rejection."""
+    st = pl.filter_status_of_key(state, pod, key) if of_key else None
+    if st is None:
+        ni = batch.nodes[first]
+        st = pl.filter(state, pod, ni)
+        if st.is_success():
+            raise RuntimeError(f"{pl.name}: node {ni.name!r} was rejected in the batch but filter accepts it")
+    if not st.is_rejected():
+        return None
+    return table.cell_for(k, pl, st)
+
+
+def _cell_type(largest: int) -> type[np.uint8] | type[np.int16]:
+    return np.uint8 if largest <= 255 else np.int16
 
 
 def per_node_cells(

@@ -47,8 +47,8 @@ ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
 
-# What ``filter`` found on a node, as ``_verdicts`` returns it per node.
-_ENFORCED, _POD, _PASSED = 1, 2, 3
+# What ``filter`` found on a node, as ``_verdicts`` returns it per node (also the record's ``filter_keys``: 0 passed).
+_PASSED, _ENFORCED, _POD = 0, 1, 2
 
 _ADDED_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _ADDED_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -217,6 +217,20 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         """0: the scheduler-enforced affinity rejected the node, 1: the pod's own selector or terms did."""
         keys: IntArray = self._verdicts(state, pod, batch) - 1
         return keys
+
+    def filter_keys(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
+        """0: passed, 1: the scheduler-enforced affinity rejected the node, 2: the pod's own selector or terms did.
+        The record then takes one pass over the batch (not ``filter_nodes``, then the rejected nodes' keys and
+        their distinct values sorted: most of a DaemonSet pod's record of the nodes its PreFilterResult left out)."""
+        return self._verdicts(state, pod, batch)
+
+    def filter_status_of_key(self, state: CycleState, pod: PodInfo, key: int) -> Status | None:
+        """The status ``filter`` gives a node of ``filter_keys`` key ``key``."""
+        if key == _ENFORCED:
+            return unresolvable(ERR_REASON_ENFORCED)
+        if key == _POD:
+            return unresolvable(ERR_REASON_POD)
+        return None
 
     def _verdicts(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray:
         """Per node of ``batch``: ``_PASSED``, ``_ENFORCED`` or ``_POD`` (which check of ``filter`` failed)."""

@@ -101,3 +101,30 @@ def test_the_batch_verdicts_and_status_keys_are_filters(spec: dict[str, Any], ar
         seen = (statuses[pos].code, tuple(statuses[pos].reasons))
         assert by_key.setdefault(key, seen) == seen  # equal keys, equal statuses
     assert len(set(by_key.values())) == len(by_key)
+
+
+@pytest.mark.parametrize("args", [{}, ADDED, ADDED_BY_NAME], ids=["plain", "addedAffinity", "addedAffinityByName"])
+@pytest.mark.parametrize("spec", PODS)
+def test_the_record_keys_give_each_node_its_filter_status(spec: dict[str, Any], args: dict[str, Any]) -> None:
+    """``filter_keys`` (0 where ``filter`` passes) and ``filter_status_of_key``: what the record asks instead of
+    ``filter`` per node, also on a part of the nodes (those a PreFilterResult left out)."""
+    handle = make_handle(nodes=_nodes())
+    plugin = NodeAffinity(handle, NodeAffinity.defaulted_args(args))
+    pod = make_pod(name="p")
+    pod["spec"].update(spec)
+    info = PodInfo(pod)
+    state = CycleState()
+    plugin.pre_filter(state, info, handle.snapshot.node_info_list)
+    cols = handle.snapshot.columns()
+    part = np.array([i for i in range(cols.n) if i % 7 != 0], np.int64)
+    for batch in (NodeBatch.all(cols), NodeBatch(cols, part)):
+        keys = plugin.filter_keys(state, info, batch)
+        assert keys is not None
+        for key, ni in zip(keys.tolist(), batch.nodes, strict=True):
+            st = plugin.filter(state, info, ni)
+            if key == 0:
+                assert st.is_success(), ni.name
+                continue
+            of_key = plugin.filter_status_of_key(state, info, key)
+            assert of_key is not None
+            assert (of_key.code, of_key.reasons) == (st.code, st.reasons), ni.name
