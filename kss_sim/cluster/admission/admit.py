@@ -256,6 +256,17 @@ def prepare_namespace_update(new: Obj, old: Obj, subresource: str | None) -> Non
         spec.pop("finalizers", None)
 
 
+def prepare_pod_status_update(new: Obj, old: Obj) -> None:
+    """The pod status strategy's PrepareForUpdate, in place, for what storage does not already keep from ``old``
+    (the spec, the metadata): the QoS class, set on create and immutable, is taken from ``old`` when the write
+    leaves it out (old kubelets dropped it)."""
+    old_qos = (old.get("status") or {}).get("qosClass")
+    status = new.get("status")
+    if not old_qos or (isinstance(status, dict) and status.get("qosClass")):
+        return
+    new["status"] = {**status, "qosClass": old_qos} if isinstance(status, dict) else {"qosClass": old_qos}
+
+
 def protected(info: KindInfo, entry: StoredObject) -> bool:
     """True for the built-in namespaces and priority classes, which may not be deleted."""
     if info.kind == "Namespace":
