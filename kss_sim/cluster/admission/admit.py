@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from kss_sim.cluster.admission import go_values
 from kss_sim.cluster.admission.decode_types import check_types, first_beyond_float64
 from kss_sim.cluster.admission.defaults import autoscaling as defaults_autoscaling
 from kss_sim.cluster.admission.defaults import core as defaults
@@ -92,6 +93,8 @@ def decode(
         kind = info.api_kind
         raise BadRequest(f'{kind} in version "{info.version}" cannot be handled as a {kind}: {problem}')
     check_decodable(info.api_kind, body, version=info.version, custom=info.custom)
+    if info.kind == "ControllerRevision" and "data" in body and go_values.read_beyond_float64():
+        body["data"] = go_values.keep_beyond_float64(body["data"])  # RAW_KEPT_AS_SENT: stored as it was sent
     if info.kind in defaults_workloads.DEFAULTERS:
         check_workload_decodable(info.kind, info.version, body)
     elif info.kind in defaults_dra.DRA_KINDS:
