@@ -256,3 +256,21 @@ def test_the_mirror_pod_and_apparmor_annotations_may_not_change() -> None:
         (mirror, "Forbidden: may not remove or update mirror pod annotation"),
         (apparmor, "Forbidden: may not add AppArmor annotations"),
     ]
+
+
+def test_a_pod_stored_before_types_were_checked_is_judged_without_raising() -> None:
+    """A database older than the typed decoder may hold any shape: the rules read what they can."""
+    rules = PodStatusRules.of(35, clearing_nominated=True)
+    old = {"metadata": {"name": "o", "namespace": "default", "annotations": "x"}, "spec": "y", "status": "z"}
+    rule = {"action": "Restart", "exitCodes": {"operator": "In", "values": "42"}}
+    new = {
+        "metadata": {"name": "o", "namespace": "default"},
+        "spec": {"os": "linux", "containers": [{"name": "c", "restartPolicy": "Never", "restartPolicyRules": [rule]}]},
+        "status": {"containerStatuses": [_running("c")], "qosClass": "BestEffort"},
+    }
+    old_terminated = {**old, "spec": new["spec"], "status": {"containerStatuses": [_terminated("c", 42)]}}
+    assert [c.field for c in validate_pod_status_update(new, old, rules)] == ["status.qosClass"]
+    assert [c.field for c in validate_pod_status_update(new, old_terminated, rules)] == [
+        "status.qosClass",
+        "status.containerStatuses[0].state",
+    ]

@@ -62,6 +62,11 @@ class PodStatusRules:
         )
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is an object, else an empty one (a pod stored before the decoder checked types)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _dicts(value: Any) -> list[dict[str, Any]]:
     """The entries of a list field that are objects (the decode already refused any other shape)."""
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
@@ -76,10 +81,8 @@ def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any], rules: 
     """ValidatePodStatusUpdate of ``new`` replacing the stored pod ``old`` through the status subresource."""
     causes = validate_metadata(new, namespaced=True)
     causes += _annotation_update_causes(new, old)
-    status = new.get("status") or {}
-    old_status = old.get("status") or {}
-    spec = new.get("spec") or {}
-    old_spec = old.get("spec") or {}
+    status, old_status = _dict(new.get("status")), _dict(old.get("status"))
+    spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
     causes += _condition_causes(_dicts(status.get("conditions")))
     if spec.get("nodeName") != old_spec.get("nodeName"):
         causes.append(forbidden("status.nodeName", "may not be changed directly"))
@@ -109,7 +112,7 @@ def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any], rules: 
                 invalid("status.hostIPs[0].ip", str(host_ips[0].get("ip") or ""), "must be equal to `hostIP`")
             )
         causes += _ip_causes("status.hostIPs", host_ips, _dicts(old_status.get("hostIPs")))
-    os_name = (spec.get("os") or {}).get("name") or "linux"
+    os_name = _dict(spec.get("os")).get("name") or "linux"
     for field, containers in (
         ("containerStatuses", "containers"),
         ("initContainerStatuses", "initContainers"),
@@ -130,8 +133,8 @@ def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any], rules: 
 def _annotation_update_causes(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
     """ValidatePodSpecificAnnotationUpdates: the mirror pod and AppArmor annotations may not change."""
     causes: list[Cause] = []
-    annotations = (new.get("metadata") or {}).get("annotations") or {}
-    old_annotations = (old.get("metadata") or {}).get("annotations") or {}
+    annotations = _dict(_dict(new.get("metadata")).get("annotations"))
+    old_annotations = _dict(_dict(old.get("metadata")).get("annotations"))
     for key, value in old_annotations.items():
         if key in annotations and annotations[key] == value:
             continue
@@ -182,7 +185,8 @@ def _rule_matches(rule: dict[str, Any], exit_code: int) -> bool:
     codes = rule.get("exitCodes")
     if not isinstance(codes, dict):
         return False
-    listed = exit_code in (codes.get("values") or [])
+    values = codes.get("values")
+    listed = isinstance(values, list) and exit_code in values
     operator = codes.get("operator")
     return (operator == "In" and listed) or (operator == "NotIn" and not listed)
 
@@ -339,7 +343,7 @@ def _extended_claim_status_causes(status: dict[str, Any], spec: dict[str, Any]) 
         if mapped is None:
             detail = "must match the name of an entry in spec.initContainers.name or spec.containers.name"
             causes.append(invalid(f"{p}.containerName", container_name, detail))
-        elif resource not in ((mapped.get("resources") or {}).get("requests") or {}):
+        elif resource not in _dict(_dict(mapped.get("resources")).get("requests")):
             detail = (
                 "must match the extended resource name of an entry in spec.initContainers.resources.requests or "
                 "spec.containers.resources.requests"
@@ -450,7 +454,7 @@ def _allocated_causes(path: str, statuses: list[dict[str, Any]], containers: lis
     by_name = {str(c.get("name") or ""): c for c in containers}
     for i, status in enumerate(statuses):
         container = by_name.get(str(status.get("name") or ""))
-        resources = (container or {}).get("resources") or {}
+        resources = _dict(_dict(container).get("resources"))
         for j, allocated in enumerate(_dicts(status.get("allocatedResourcesStatus"))):
             p = f"{path}[{i}].allocatedResourcesStatus[{j}]"
             name = str(allocated.get("name") or "")
@@ -465,7 +469,7 @@ def _allocated_causes(path: str, statuses: list[dict[str, Any]], containers: lis
                         "'claim:<claimName>/<request>' or 'claim:<claimName>' if request is empty"
                     )
                 else:
-                    names = set(resources.get("requests") or {})
+                    names = set(_dict(resources.get("requests")))
                     detail = "must match one of the container's resource requests"
                 if name not in names:
                     causes.append(invalid(f"{p}.name", name, detail))
