@@ -274,3 +274,27 @@ def test_a_pod_stored_before_types_were_checked_is_judged_without_raising() -> N
         "status.qosClass",
         "status.containerStatuses[0].state",
     ]
+
+
+@pytest.mark.parametrize("version", ["1.35", "1.36"])
+def test_v1_36_moves_the_claim_name_error_and_checks_health_messages(version: str) -> None:
+    store = _store(version)
+    body = pod("h", cpu="1", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}])
+    store.create("Pod", body, namespace="default")
+    claim = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "Bad_Claim"}]}
+    [(field, message)] = _status_causes(store, "h", claim)
+    assert field == ("status.resourceClaimStatuses[0]." + ("resourceClaimName" if version == "1.36" else "name"))
+    assert message.startswith('Invalid value: "Bad_Claim": a lowercase RFC 1123 subdomain')
+    resources = [
+        {"resourceID": "a", "health": "Healthy", "message": ""},
+        {"resourceID": "b", "health": "Unknown", "message": "x" * 1025},
+    ]
+    health = {
+        "containerStatuses": [{"name": "c", "allocatedResourcesStatus": [{"name": "cpu", "resources": resources}]}]
+    }
+    p = "status.containerStatuses[0].allocatedResourcesStatus[0].resources"
+    expected = [
+        (f"{p}[0].message", "Required value: must be non-empty if specified"),
+        (f"{p}[1].message", "Too long: may not be more than 1024 bytes"),
+    ]
+    assert _status_causes(store, "h", health) == (expected if version == "1.36" else [])

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from kss_sim.cluster.admission.validation.dra_rules import too_long
 from kss_sim.cluster.admission.validation.metadata import (
     dns_label_messages,
     qualified_name_errors,
@@ -31,6 +32,7 @@ _APPARMOR_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 _NOT_TERMINATED = "may not be transitioned to non-terminated state"
 _HEALTH = ["Healthy", "Unhealthy", "Unknown"]
 _MAX_ID = 2147483647
+_HEALTH_MESSAGE_BYTES = 1024  # v1.ResourceHealthMessageMaxLength
 # Go's ParseIPSloppy takes a dotted quad whose parts may have leading zeros (read as decimal).
 _SLOPPY_IPV4 = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})")
 
@@ -44,12 +46,15 @@ class PodStatusRules:
     ``restart_all``: a RestartAllContainers rule lets every container leave Terminated
     (RestartAllContainersOnContainerExits, on by default from v1.36); ``bound_nomination``: a bound pod may not be
     given a new nominatedNodeName (ClearingNominatedNodeNameAfterBinding); ``extended_claim_status``:
-    status.extendedResourceClaimStatus is validated (from v1.34)."""
+    status.extendedResourceClaimStatus is validated (from v1.34); ``v136_claims_and_health``: a claim status's bad
+    claim name is reported at ``resourceClaimName`` (at ``name`` before), and a resource health's message must be
+    non-empty and at most 1,024 bytes (from v1.36)."""
 
     restart_rules: bool
     restart_all: bool
     bound_nomination: bool
     extended_claim_status: bool
+    v136_claims_and_health: bool = False
 
     @classmethod
     def of(cls, minor: int, *, clearing_nominated: bool) -> PodStatusRules:
@@ -59,6 +64,7 @@ class PodStatusRules:
             restart_all=minor >= 36,
             bound_nomination=clearing_nominated,
             extended_claim_status=minor >= 34,
+            v136_claims_and_health=minor >= 36,
         )
 
 
@@ -101,7 +107,7 @@ def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any], rules: 
     if qos != old_qos:
         causes.append(invalid("status.qosClass", qos, "field is immutable"))
     causes += _transition_causes(status, old_status, old_spec, rules)
-    causes += _claim_status_causes(_dicts(status.get("resourceClaimStatuses")), spec)
+    causes += _claim_status_causes(_dicts(status.get("resourceClaimStatuses")), spec, rules)
     if rules.extended_claim_status and isinstance(status.get("extendedResourceClaimStatus"), dict):
         causes += _extended_claim_status_causes(status["extendedResourceClaimStatus"], spec)
     causes += _ip_causes("status.podIPs", _dicts(status.get("podIPs")), _dicts(old_status.get("podIPs")))
@@ -126,7 +132,7 @@ def validate_pod_status_update(new: dict[str, Any], old: dict[str, Any], rules: 
                     detail = "must not be specified in container status"
                     causes.append(forbidden(f"status.{field}[{i}].allocatedResourcesStatus", detail))
         else:
-            causes += _allocated_causes(f"status.{field}", statuses, _dicts(spec.get(containers)))
+            causes += _allocated_causes(f"status.{field}", statuses, _dicts(spec.get(containers)), rules)
     return causes
 
 
@@ -301,9 +307,10 @@ def _policy_transition_causes(
 # ------------------------------------------------------------------------------------------ claims
 
 
-def _claim_status_causes(statuses: list[dict[str, Any]], spec: dict[str, Any]) -> list[Cause]:
+def _claim_status_causes(statuses: list[dict[str, Any]], spec: dict[str, Any], rules: PodStatusRules) -> list[Cause]:
     """validatePodResourceClaimStatuses: each names one of the pod's claims, once; a claim name a DNS subdomain
-    (reported at ``name``, as upstream does)."""
+    (reported at ``name`` until v1.35, as upstream did)."""
+    claim_field = "resourceClaimName" if rules.v136_claims_and_health else "name"
     causes: list[Cause] = []
     claims = {str(c.get("name") or "") for c in _dicts(spec.get("resourceClaims"))}
     seen: set[str] = set()
@@ -317,7 +324,7 @@ def _claim_status_causes(statuses: list[dict[str, Any]], spec: dict[str, Any]) -
         seen.add(name)
         claim_name = status.get("resourceClaimName")
         if isinstance(claim_name, str):
-            causes += [invalid(f"{p}.name", claim_name, m) for m in subdomain_messages(claim_name)]
+            causes += [invalid(f"{p}.{claim_field}", claim_name, m) for m in subdomain_messages(claim_name)]
     return causes
 
 
@@ -447,9 +454,12 @@ def _user_causes(path: str, statuses: list[dict[str, Any]], os_name: str) -> lis
     return causes
 
 
-def _allocated_causes(path: str, statuses: list[dict[str, Any]], containers: list[dict[str, Any]]) -> list[Cause]:
+def _allocated_causes(
+    path: str, statuses: list[dict[str, Any]], containers: list[dict[str, Any]], rules: PodStatusRules
+) -> list[Cause]:
     """validateContainerStatusAllocatedResourcesStatus: each entry names a resource or claim of its container (a
-    container not in the spec is not checked), with known health values and unique resource IDs."""
+    container not in the spec is not checked), with known health values, unique resource IDs and (from v1.36) a
+    message that is not empty and not too long."""
     causes: list[Cause] = []
     by_name = {str(c.get("name") or ""): c for c in containers}
     for i, status in enumerate(statuses):
@@ -478,6 +488,12 @@ def _allocated_causes(path: str, statuses: list[dict[str, Any]], containers: lis
                 health = str(resource.get("health") or "")
                 if health not in _HEALTH:
                     causes.append(not_supported(f"{p}.resources[{k}].health", health, _HEALTH))
+                message = resource.get("message")
+                if rules.v136_claims_and_health and isinstance(message, str):
+                    if not message:
+                        causes.append(required(f"{p}.resources[{k}].message", "must be non-empty if specified"))
+                    elif len(message.encode()) > _HEALTH_MESSAGE_BYTES:
+                        causes.append(too_long(f"{p}.resources[{k}].message", _HEALTH_MESSAGE_BYTES))
                 resource_id = str(resource.get("resourceID") or "")
                 if resource_id in ids:
                     causes.append(duplicate(f"{p}.resources[{k}].resourceID", resource_id))
