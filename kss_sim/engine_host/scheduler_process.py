@@ -25,8 +25,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
 from kss_sim.engine_host.scheduler_thread import (
@@ -36,6 +34,7 @@ from kss_sim.engine_host.scheduler_thread import (
     load_scheduler_config,
 )
 from kss_sim.engine_host.view import EngineView
+from kss_sim.kube import raw_numbers
 from kss_sim.kube.objects import Obj
 from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
@@ -67,7 +66,7 @@ class MirrorList:
 
 def decoded(raw: bytes) -> Obj:
     """An object of the change stream, decoded, without managedFields (which the scheduler never reads)."""
-    obj: Obj = orjson.loads(raw)
+    obj: Obj = raw_numbers.loads(raw)
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)

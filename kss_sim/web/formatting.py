@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
+import orjson
 import yaml
 
 from kss_sim import figures
+from kss_sim.kube import raw_numbers
 from kss_sim.web.ports import ResourceAmounts
 
 T = TypeVar("T")
@@ -22,7 +24,19 @@ MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
 
-_Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_SafeDumper):  # type: ignore[valid-type,misc]
+    """The safe dumper, and a number beyond float64 that a ControllerRevision's data keeps as its text (``1e1000``)
+    written as that text."""
+
+
+def _kept_number(dumper: yaml.SafeDumper, value: Any) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", raw_numbers.text_of(value))
+
+
+_Dumper.add_representer(orjson.Fragment, _kept_number)
 
 
 def to_yaml(obj: Any) -> str:

@@ -100,8 +100,8 @@ def test_each_update_path_is_admitted_validated_and_owned(store: ClusterStore, w
     else:
         store.update_pod_status("default", "p", {"phase": "Pending"})
     through_the_resource = write in {"update", "patch", "apply"}
-    # A status write keeps the stored spec and metadata (the status strategy): no PrepareForUpdate of its own.
-    prepared = ["prepare_update"] if through_the_resource else []
+    # A status write keeps the stored spec and metadata; a pod's status strategy has a PrepareForUpdate of its own.
+    prepared = ["prepare_update"]
     assert steps[-4 - len(prepared) :] == ["decode", "admit_update", *prepared, "track_fields", "validate_update"]
     assert ("check_served" in steps) == through_the_resource
 
@@ -114,7 +114,7 @@ def test_kubelet_status_merge_and_binding_and_events_are_checked_by_the_pipeline
     pod = store.get("Pod", "default", "p")
     assert pod is not None
     store.merge_pod_status("default", "p", {"phase": "Running"}, resource_version=None, manager="kubelet")
-    assert steps == ["track_fields"]
+    assert steps == ["prepare_update", "validate_update", "track_fields"]
     steps.clear()
     store.create_event(pod, "Scheduled", "bound")
     assert steps == ["validate_event", "admit_namespace"]

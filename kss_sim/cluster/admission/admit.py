@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from kss_sim.cluster.admission import go_values
 from kss_sim.cluster.admission.decode_types import check_types, first_beyond_float64
 from kss_sim.cluster.admission.defaults import autoscaling as defaults_autoscaling
 from kss_sim.cluster.admission.defaults import core as defaults
@@ -92,6 +93,8 @@ def decode(
         kind = info.api_kind
         raise BadRequest(f'{kind} in version "{info.version}" cannot be handled as a {kind}: {problem}')
     check_decodable(info.api_kind, body, version=info.version, custom=info.custom)
+    if info.kind == "ControllerRevision" and "data" in body and go_values.read_beyond_float64():
+        body["data"] = go_values.keep_beyond_float64(body["data"])  # RAW_KEPT_AS_SENT: stored as it was sent
     if info.kind in defaults_workloads.DEFAULTERS:
         check_workload_decodable(info.kind, info.version, body)
     elif info.kind in defaults_dra.DRA_KINDS:
@@ -254,6 +257,17 @@ def prepare_namespace_update(new: Obj, old: Obj, subresource: str | None) -> Non
         spec["finalizers"] = old_spec["finalizers"]
     else:
         spec.pop("finalizers", None)
+
+
+def prepare_pod_status_update(new: Obj, old: Obj) -> None:
+    """The pod status strategy's PrepareForUpdate, in place, for what storage does not already keep from ``old``
+    (the spec, the metadata): the QoS class, set on create and immutable, is taken from ``old`` when the write
+    leaves it out (old kubelets dropped it)."""
+    old_qos = (old.get("status") or {}).get("qosClass")
+    status = new.get("status")
+    if not old_qos or (isinstance(status, dict) and status.get("qosClass")):
+        return
+    new["status"] = {**status, "qosClass": old_qos} if isinstance(status, dict) else {"qosClass": old_qos}
 
 
 def protected(info: KindInfo, entry: StoredObject) -> bool:

@@ -40,6 +40,9 @@ SCHEMAS_FILE = Path(__file__).with_name("decode_schemas.json")
 # RawExtension fields whose bytes kube-apiserver's validation parses as JSON (validateRawExtension): a number beyond
 # float64 there decodes (the bytes are kept) and validation refuses it (422), so the decoder leaves it to validation.
 RAW_PARSED_BY_VALIDATION = frozenset({("OpaqueDeviceConfiguration", "parameters")})
+# RawExtension fields nothing parses: kube-apiserver keeps their bytes, a number beyond float64 included, and serves
+# them back as sent (kss keeps such a number as its text: ``raw_numbers``).
+RAW_KEPT_AS_SENT = frozenset({("ControllerRevision", "data")})
 _RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _GO_SCALARS = {"float": "float64", "time": "v1.Time", "microtime": "v1.MicroTime", "quantity": "resource.Quantity",
                "intorstr": "intstr.IntOrString", "bytes": "[]uint8"}  # fmt: skip
@@ -330,7 +333,7 @@ def _scalar(code: str, value: Any, struct: str, where: str, go: str | None) -> s
     if (
         code in ("float", "any")
         and go_values.read_beyond_float64()
-        and (code == "float" or (struct, where.rpartition(".")[2]) not in RAW_PARSED_BY_VALIDATION)
+        and (code == "float" or (struct, where.rpartition(".")[2]) not in RAW_PARSED_BY_VALIDATION | RAW_KEPT_AS_SENT)
         and (beyond := _beyond_float64(value)) is not None
     ):
         # strconv.ParseFloat's range error, in a float64 field or (kss: free-form JSON cannot hold the number,

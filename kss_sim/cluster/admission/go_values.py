@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from kss_sim.kube import raw_numbers
 from kss_sim.kube.quantity import QuantityError, parse_quantity
 
 RFC3339 = "2006-01-02T15:04:05Z07:00"
@@ -147,7 +148,7 @@ def json_copy(obj: Any) -> Any:
     identity)."""
     if _BEYOND.get():
         return copy.deepcopy(obj)  # a float is immutable: deepcopy keeps the same object
-    return orjson.loads(orjson.dumps(obj))
+    return raw_numbers.loads(orjson.dumps(obj))
 
 
 def read_beyond_float64() -> bool:
@@ -158,6 +159,18 @@ def read_beyond_float64() -> bool:
 def beyond_float64(value: Any) -> bool:
     """Whether ``value`` is a number beyond float64 as ``loads_beyond_float64`` reads it (an infinity)."""
     return isinstance(value, float) and math.isinf(value)
+
+
+def keep_beyond_float64(value: Any) -> Any:
+    """``value`` with each number beyond float64 in it (an infinity ``loads_beyond_float64`` read) kept as the text it
+    was sent as (``raw_numbers.kept``): a RawExtension's bytes, which kube-apiserver stores as given."""
+    if beyond_float64(value):
+        return raw_numbers.kept(number_text(value))
+    if isinstance(value, dict):
+        return {key: keep_beyond_float64(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [keep_beyond_float64(item) for item in value]
+    return value
 
 
 def quantity_text(value: Any) -> Any:

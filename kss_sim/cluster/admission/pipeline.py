@@ -29,10 +29,12 @@ from kss_sim.cluster.admission.validation.core import (
     validate_update,
 )
 from kss_sim.cluster.admission.validation.metadata import TOTAL_ANNOTATION_BYTES, qualified_name_errors
+from kss_sim.cluster.admission.validation.pod_status import PodStatusRules, validate_pod_status_update
 from kss_sim.cluster.errors import BadRequest, Cause, Invalid, NamespaceTerminating, NotFound, invalid
 from kss_sim.cluster.kinds.registry import BY_KIND, KindInfo, minor_of, served
 from kss_sim.cluster.kinds.stored import StoredObject
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import kube_version as version_named
 
 # What no client sets on create: the server's own metadata, dropped from the request's object (rest.BeforeCreate).
 _SERVER_SET_ON_CREATE = (
@@ -95,6 +97,10 @@ class AdmissionPipeline:
         self._kube_version = kube_version
         self._minor = minor_of(kube_version)
         self._custom = custom
+        # The gate as set, else at this release's default (not the default release's).
+        gate = "ClearingNominatedNodeNameAfterBinding"
+        clearing_nominated = gates.get(gate, version_named(kube_version).gate_defaults().get(gate, False))
+        self._pod_status_rules = PodStatusRules.of(self._minor, clearing_nominated=clearing_nominated)
 
     # ------------------------------------------------------------------------------------------ decode
 
@@ -183,10 +189,13 @@ class AdmissionPipeline:
         admit.drop_disabled_fields(info, body, old, self._gates)
 
     def prepare_update(self, info: KindInfo, new: Obj, old: Obj, subresource: str | None) -> None:
-        """The strategy's PrepareForUpdate of a write through the main resource, in place (the status it keeps from
-        ``old`` is storage's: every kind with a status keeps it)."""
+        """The strategy's PrepareForUpdate, in place: of a write through the main resource (the status it keeps
+        from ``old`` is storage's: every kind with a status keeps it), or of a pod's through ``status`` (the spec
+        and metadata it keeps are storage's too)."""
         if info.kind == "Namespace":
             admit.prepare_namespace_update(new, old, subresource)
+        elif info.kind == "Pod" and subresource == "status":
+            admit.prepare_pod_status_update(new, old)
 
     def check_deletable(self, info: KindInfo, entry: StoredObject) -> None:
         """``Forbidden`` if ``entry`` is a built-in object that may not be deleted."""
@@ -206,12 +215,15 @@ class AdmissionPipeline:
 
     def validate_update(self, info: KindInfo, new: Obj, old: Obj, subresource: str | None) -> None:
         """``Invalid`` with every cause when ``new`` may not replace ``old`` through ``subresource`` (None: the main
-        resource; ``status``: the same rules, the status strategy keeping the rest; ``finalize``: a namespace's
-        finalizers): the kind's update rules, then the finalizers an object being deleted may not gain."""
+        resource; ``status``: the same rules, the status strategy keeping the rest, but a pod's status has its own
+        (ValidatePodStatusUpdate); ``finalize``: a namespace's finalizers): the kind's update rules, then the
+        finalizers an object being deleted may not gain."""
         if info.from_definition:
             causes = self._custom.validate(info, new, old)
         elif subresource == "finalize":
             causes = validate_namespace_finalize(new)
+        elif subresource == "status" and info.kind == "Pod":
+            causes = validate_pod_status_update(new, old, self._pod_status_rules)
         else:
             causes = validate_update(info.kind, new, old)
         causes += deletion.update_causes(old, new)

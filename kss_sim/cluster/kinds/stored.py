@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from kss_sim.kube import raw_numbers
 from kss_sim.kube.objects import Obj
 
 
@@ -44,7 +45,7 @@ class StoredObject:
 
     def copy(self) -> Obj:
         """A deep copy the caller owns."""
-        result: Obj = orjson.loads(self.raw)
+        result: Obj = raw_numbers.loads(self.raw)
         return result
 
 

@@ -15,10 +15,9 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-import orjson
-
 from kss_sim.cluster.errors import Expired
 from kss_sim.cluster.kinds.stored import Change
+from kss_sim.kube import raw_numbers
 from kss_sim.kube.objects import Obj
 
 log = logging.getLogger(__name__)
@@ -70,7 +69,7 @@ class WatchEvent:
         """The object after the change (for DELETED: its last state); read-only."""
         obj = self._obj
         if obj is None:
-            obj = orjson.loads(self.raw)
+            obj = raw_numbers.loads(self.raw)
         return obj
 
     @property
@@ -78,13 +77,13 @@ class WatchEvent:
         """The object before the change (None for ADDED); read-only."""
         old = self._old
         if old is None and self.old_raw is not None:
-            old = orjson.loads(self.old_raw)
+            old = raw_numbers.loads(self.old_raw)
         return old
 
     @property
     def object(self) -> Obj:
         """A deep copy of the object after the change (for DELETED: its last state)."""
-        result: Obj = orjson.loads(self.raw)
+        result: Obj = raw_numbers.loads(self.raw)
         return result
 
     def forget_decoded(self) -> None:

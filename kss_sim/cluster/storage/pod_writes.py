@@ -247,9 +247,10 @@ class PodWrites:
     ) -> Obj:
         """What a merge patch of ``{"metadata": {"resourceVersion": ...}, "status": status}`` through the
         ``pods/{name}/status`` subresource by ``manager`` does (the kubelet's status write), in the same stored
-        bytes, without decoding and validating the whole pod: such a write changes only the status, the
-        managedFields and the resourceVersion, and the pod's metadata and spec were checked when stored (the decode's
-        defaults touch only the spec, which a status write does not take). Returns the stored pod (read-only: the
+        bytes, without decoding the whole pod: such a write changes only the status, the managedFields and the
+        resourceVersion, and the pod's metadata and spec were checked when stored (the decode's defaults touch only
+        the spec, which a status write does not take); the new status is validated as any status write's
+        (``Invalid``). Returns the stored pod (read-only: the
         store's dict). ``Conflict`` on a stale ``resource_version``; ``NotFound``.
         """
         owned = orjson.loads(orjson.dumps(status))  # what the store keeps, the caller's no more
@@ -271,6 +272,8 @@ class PodWrites:
                 meta = dict(old_meta)
                 sent_managed = meta.pop("managedFields", None)  # re-added last, as an update writes it
                 new["metadata"] = meta
+                self._admission.prepare_update(info, new, old, "status")
+                self._admission.validate_update(info, new, old, "status")
                 self._admission.track_fields(
                     info, old, new, "status", manager, None, sent_managed, self._versions.timestamp()
                 )

@@ -18,7 +18,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 
-import orjson
 from sqlalchemy import Engine
 
 from kss_sim.cluster.admission.pipeline import AdmissionPipeline
@@ -38,6 +37,7 @@ from kss_sim.cluster.storage.pod_writes import PodWrites
 from kss_sim.cluster.storage.selectors import Selector, make_selector
 from kss_sim.cluster.storage.versions import Versions
 from kss_sim.cluster.storage.writes import ObjectWrites
+from kss_sim.kube import raw_numbers
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import gate_enabled
 
@@ -163,7 +163,7 @@ class ClusterStore:
                     log.warning("ignoring stored object of unknown kind %s", row.kind)
                     continue
                 raw = row.body.encode()
-                obj = orjson.loads(raw)
+                obj = raw_numbers.loads(raw)
                 if row.kind not in PACKED_KINDS:
                     self._versions.shared.share(obj)
                 objects[row.kind][(row.namespace, row.name)] = held(row.kind, StoredObject(obj, raw))

@@ -174,6 +174,7 @@ class Versions:
                 new["status"] = body["status"]
             else:
                 new.pop("status", None)
+            self._admission.prepare_update(info, new, old, subresource)
         else:
             new = body
             if info.has_status:

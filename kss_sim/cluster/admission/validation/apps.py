@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
+
+import orjson
 
 from kss_sim.cluster.admission.validation import core
 from kss_sim.cluster.admission.validation.metadata import (
@@ -232,9 +235,18 @@ def validate_controller_revision(revision: Obj) -> list[Cause]:
 def validate_controller_revision_update(new: Obj, old: Obj) -> list[Cause]:
     """ValidateControllerRevisionUpdate: the create rules and ``data`` unchanged (``revision`` may change: a
     controller rolling back to an old template bumps its revision number)."""
-    data = new.get("data")
-    shown = json.dumps(data, separators=(",", ":"), sort_keys=True)
-    return validate_controller_revision(new) + immutable("data", data, old.get("data"), shown)
+    data, old_data = new.get("data"), old.get("data")
+    if data != old_data and _canonical(data) == _canonical(old_data):
+        old_data = data  # the same bytes: a number beyond float64 is held as its text, equal only to itself
+    try:
+        shown = json.dumps(data, separators=(",", ":"), sort_keys=True)
+    except TypeError:  # a number beyond float64 held as its text, which only orjson writes
+        shown = _canonical(data)
+    return validate_controller_revision(new) + immutable("data", data, old_data, shown)
+
+
+def _canonical(data: Any) -> str:
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode()
 
 
 VALIDATORS: dict[str, Callable[[Obj], list[Cause]]] = {
