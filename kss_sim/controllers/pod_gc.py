@@ -27,14 +27,15 @@ from kss_sim.controllers.due import DueQueue
 from kss_sim.controllers.loop import Clock, ReconcileLoop, utc_now
 from kss_sim.controllers.owned import Key, is_terminated, key_of, meta
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.pod_conditions import POD_GC_MESSAGE, POD_GC_REASON
 
 log = logging.getLogger(__name__)
 
 COMPONENT = "pod-garbage-collector"
 QUARANTINE_SECONDS = 40.0
 TERMINATED_POD_GC_THRESHOLD = 12500
-GC_REASON = "DeletionByPodGC"
-GC_MESSAGE = "PodGC: node no longer exists"
+GC_REASON = POD_GC_REASON
+GC_MESSAGE = POD_GC_MESSAGE
 
 # markFailedAndDeletePod's DeleteOptions: a grace period of 0, the pod goes at once.
 FORCE = DeleteOptions(grace_period_seconds=0, graceful=True)

@@ -10,6 +10,9 @@ from typing import Any
 from kss_sim.kube.objects import Obj
 
 DISRUPTION_TARGET = "DisruptionTarget"
+# Pod GC's condition on a pod whose node no longer exists (gcOrphaned), written before its forced delete.
+POD_GC_REASON = "DeletionByPodGC"
+POD_GC_MESSAGE = "PodGC: node no longer exists"
 
 
 def disruption_condition(reason: str, message: str, now: str) -> Obj:

@@ -20,12 +20,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kss_sim.cluster.errors import Forbidden
-from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
+from kss_sim.kube.pod_conditions import DISRUPTION_TARGET, POD_GC_MESSAGE, POD_GC_REASON, with_disruption_target
 from kss_sim.kube.versions import KubeVersion
 from kss_sim.replay import intake
 from kss_sim.replay.model import (
     DELETED,
     PENDING,
+    POD_GC,
     PREEMPTED,
     RUNNING,
     SUCCEEDED,
@@ -463,8 +464,21 @@ class Replay(LoopHost):
         """kube-controller-manager's pod GC: a pod bound to a node that is still missing after the quarantine is
         force-deleted (no kubelet to end it), as ``kss serve``'s pod GC does."""
         pod = self.bound.get(key)
-        if pod is not None and pod.uid == uid and pod.node_name not in self.objects.nodes:
-            self._finish_bound(key, uid, DELETED)
+        if pod is None or pod.uid != uid or pod.node_name in self.objects.nodes:
+            return
+        # markFailedAndDeletePodWithCondition: Failed (unless it finished) and the DisruptionTarget condition, then
+        # the delete (the controllers' store writes the same, LiveControllers.pod_finished).
+        status = pod.pod.setdefault("status", {})
+        now = intake.rfc3339(self.workload.epoch, self._now)
+        status["conditions"] = with_disruption_target(
+            list(status.get("conditions") or []), POD_GC_REASON, POD_GC_MESSAGE, now
+        )
+        if status.get("phase") not in ("Succeeded", "Failed"):
+            status["phase"] = "Failed"
+        self._finish_bound(key, uid, DELETED)
+        record = self.records.get(uid)
+        if record is not None and record.outcome == DELETED and not record.reason:
+            record.reason = POD_GC  # an evicted or preempted pod keeps its own outcome and reason
 
     def _update_pod(self, pod: dict[str, Any]) -> None:
         """An update of a pod: a pending pod is requeued as kube-scheduler does for a spec or label change; a bound

@@ -20,6 +20,9 @@ driver only does what the workload says at each moment:
   succeed and the Job completes; ``endAt``: the object is deleted at that time, whatever its state. A pod that
   ran its time is deleted with a grace period of 0 (gone at once, as one that Succeeds offline); one a ``delete`` or
   its ``endAt`` deletes gets its own grace period scaled by ``speed``, as an evicted one;
+- every pod it sends (bare pods, workloads' templates, the starting objects) with its grace period and
+  tolerationSeconds divided by the speed (``live_timings.py``), so the server's kubelet and taint eviction count
+  them on the replay's clock;
 - a workload's ``usage`` curve: at each step its pods' ``kss.sigs.k8s.io/<resource>-usage`` annotations are patched
   on the server, and each pod it makes later gets them when the watch sees it (``live_usage.py``): what the
   server's horizontal pod autoscaler reads.
@@ -34,7 +37,6 @@ import contextlib
 import copy
 import functools
 import heapq
-import math
 import queue
 import threading
 import time
@@ -45,6 +47,7 @@ from kss_sim.kube.node_ready import NODE_MONITOR_GRACE_PERIOD, ready_status_patc
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.live_api import SERVER_MANAGED, ApiError, Target, list_pods, watch_pods
 from kss_sim.replay.live_summary import LivePod, LiveSummary, Progress, clock_text
+from kss_sim.replay.live_timings import scale_pod_timings, scaled_for, wall_seconds
 from kss_sim.replay.live_usage import UsageFeed
 from kss_sim.replay.workload import DRAIN_RETRY_SECONDS, RUN_FOR_ANNOTATION, Event, TimedWorkload, parse_duration
 
@@ -150,7 +153,10 @@ class LiveReplay:
                 self._error(f"scheduler configuration: {exc}")
         if self.workload.start:
             try:
-                self.target.import_objects(copy.deepcopy(self.workload.start))
+                start = copy.deepcopy(self.workload.start)
+                for obj in start:
+                    scale_pod_timings(obj, self.speed)
+                self.target.import_objects(start)
                 self.summary.start_objects = len(self.workload.start)
             except ApiError as exc:
                 self._error(f"starting objects ({len(self.workload.start)}): {exc}")
@@ -238,6 +244,7 @@ class LiveReplay:
         if event.run_for is not None:
             self._run_for_of[(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = event.run_for
             self._with_run_for(obj, event.run_for)
+        scale_pod_timings(obj, self.speed)
         created = self.target.create(obj)
         if kind == "Namespace":
             self._namespaces.add(str(meta["name"]))
@@ -261,6 +268,7 @@ class LiveReplay:
         run_for = self._run_for_of.get((kind, str(meta.get("namespace") or ""), str(meta["name"])))
         if run_for is not None:
             self._with_run_for(obj, run_for)
+        scale_pod_timings(obj, self.speed)  # as created: a pod's grace period and tolerations are not to change
         for attempt in range(_CONFLICT_RETRIES):
             current = self.target.get(kind, str(meta.get("namespace") or ""), str(meta["name"]), obj.get("apiVersion"))
             meta["resourceVersion"] = current["metadata"]["resourceVersion"]
@@ -292,7 +300,7 @@ class LiveReplay:
         namespace = event.namespace or self._default_namespace(event.kind)
         grace = 0
         if event.kind == "Pod" and event.grace is not None:  # the event's own (on the replay's clock: / speed)
-            grace = max(1, math.ceil(event.grace / self.speed)) if event.grace else 0
+            grace = wall_seconds(event.grace, self.speed) if event.grace else 0
         elif event.kind == "Pod":  # as kubectl delete: the pod's own grace period (on the replay's clock: / speed)
             with contextlib.suppress(ApiError):  # gone: the delete says so
                 grace = self._wall_grace(self.target.get("Pod", namespace, event.name))
@@ -334,11 +342,14 @@ class LiveReplay:
             self._at(max(event.at, self._now()) + DRAIN_RETRY_SECONDS, functools.partial(self._evict_from, event))
 
     def _wall_grace(self, pod: Obj) -> int:
-        """The evicted or deleted pod's grace period on the server's wall clock: its own (30 s by default) on the
-        replay's clock, so ``/ speed``, in whole seconds and at least 1 (0 would delete it at once)."""
+        """The evicted or deleted pod's grace period on the server's wall clock: its own (30 s by default), already
+        scaled when the driver sent it (``live_timings``), else scaled now: ``/ speed``, in whole seconds and at
+        least 1 (0 would delete it at once)."""
         grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
         seconds = 30.0 if grace is None else float(grace)
-        return 0 if seconds <= 0 else max(1, math.ceil(seconds / self.speed))
+        if scaled_for(pod, self.speed):
+            return max(0, int(seconds))
+        return 0 if seconds <= 0 else wall_seconds(seconds, self.speed)
 
     def _report_node(self, event: Event) -> None:
         # As ``kss node fail|heal``: the server's node lifecycle controller then taints the node.

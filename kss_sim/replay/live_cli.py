@@ -42,7 +42,8 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
         "--speed",
         type=float,
         default=1.0,
-        help="virtual seconds per wall second (default 1: real time; 60: a minute a second)",
+        help="virtual seconds per wall second (default 1: real time; 60: a minute a second); the pods sent get "
+        "their grace periods and tolerationSeconds divided by it, the server's controllers keep their own periods",
     )
 
 

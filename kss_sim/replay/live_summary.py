@@ -59,6 +59,14 @@ class LiveSummary:
             + (f", {self.start_objects} starting objects" if self.start_objects else ""),
             f"pods: {len(self.pods)} seen, {self.pods_bound} bound, {self.pods_finished} finished (runFor), "
             f"{pending} pending; objects ended (endAt): {self.objects_ended}",
+            *(
+                [
+                    f"pod timings sent scaled to the speed: grace periods and tolerationSeconds / {self.speed:g} "
+                    "(the server's controllers' own periods stay on its wall clock)"
+                ]
+                if self.speed != 1
+                else []
+            ),
             f"errors: {len(self.errors)}",
         ]
 

@@ -33,6 +33,9 @@ TAINT = "taint"
 DRAIN = "drain"
 NODE_FAILURE = "nodeFailure"
 EVICTION_REASONS = (TAINT, DRAIN, NODE_FAILURE)
+# PodRecord.reason of a pod deleted by the pod GC, its node missing (its DisruptionTarget condition's
+# DeletionByPodGC).
+POD_GC = "podGC"
 
 
 @dataclass(slots=True)
@@ -55,7 +58,7 @@ class PodRecord:
     # until its kubelet ended it at the end of its grace period (finished_at).
     terminating_at: float | None = None
     evicted_at: float | None = None  # when it was evicted (it then terminates for its grace period)
-    reason: str = ""  # an evicted pod's cause (EVICTION_REASONS)
+    reason: str = ""  # an evicted pod's cause (EVICTION_REASONS); POD_GC for a deleted one the pod GC collected
     last_message: str = ""  # the last failed attempt's message (kube-scheduler's FailedScheduling text)
     requests: dict[str, float] = field(default_factory=dict)  # resource -> amount (cpu in cores, memory in bytes)
 

@@ -80,7 +80,7 @@ from kss_sim.controllers.taint_eviction import DISRUPTION_REASON as TAINT_EVICTI
 from kss_sim.controllers.taint_eviction import TaintEvictionController
 from kss_sim.kube.node_ready import ready_status
 from kss_sim.kube.objects import Obj
-from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
+from kss_sim.kube.pod_conditions import DISRUPTION_TARGET, POD_GC_REASON
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE
 from kss_sim.replay import model
 from kss_sim.replay.model import DRAIN, EVICTED, NODE_FAILURE, PREEMPTED, TAINT
@@ -145,6 +145,14 @@ class Engine(Protocol):
 def _deleted_gracefully(pod: Obj) -> bool:
     """Whether the deleted pod terminates on its node: bound, with a grace period its kubelet gives it."""
     return bool((pod.get("spec") or {}).get("nodeName") and meta(pod).get("deletionGracePeriodSeconds"))
+
+
+def _pod_gc_condition(pod: Obj) -> Obj | None:
+    """The pod GC's DisruptionTarget condition on the engine's pod, if the pod GC collected it."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return next(
+        (c for c in conditions if c.get("type") == DISRUPTION_TARGET and c.get("reason") == POD_GC_REASON), None
+    )
 
 
 class LiveControllers:
@@ -297,7 +305,10 @@ class LiveControllers:
                 if succeeded:
                     self._succeeded(key)
                 stored = self.store.get("Pod", *key)
-                if stored is not None and meta(stored).get("deletionTimestamp"):
+                collected = _pod_gc_condition(pod)
+                if stored is not None and collected is not None:
+                    self._collected(key, stored, collected)
+                elif stored is not None and meta(stored).get("deletionTimestamp"):
                     # Its kubelet's delete once the containers are gone (``kubelet.py``): grace 0, gone now.
                     self.store.delete(
                         "Pod", key[0], key[1], options=DeleteOptions(grace_period_seconds=0, graceful=True)
@@ -307,6 +318,18 @@ class LiveControllers:
             except NotFound:
                 pass
         self._wake()
+
+    def _collected(self, key: Key, stored: Obj, condition: Obj) -> None:
+        """The pod GC collected the pod (its node missing): as ``kss serve``'s pod GC, the store's pod is marked
+        Failed (unless it finished) with the DisruptionTarget condition, then deleted with a grace period of 0; so
+        its controller sees a disrupted pod (a Job's podFailurePolicy may ignore it)."""
+        status = stored.get("status") or {}
+        kept = [c for c in status.get("conditions") or [] if c.get("type") != DISRUPTION_TARGET]
+        written: Obj = {"conditions": [*kept, condition]}
+        if status.get("phase") not in ("Succeeded", "Failed"):
+            written["phase"] = "Failed"
+        self.store.merge_pod_status(key[0], key[1], written, resource_version=None, manager=_MANAGER)
+        self.store.delete("Pod", key[0], key[1], options=DeleteOptions(grace_period_seconds=0, graceful=True))
 
     def node_added(self, node: Obj) -> None:
         """A node came or changed (labels, taints, unschedulable): the store holds it as the engine does."""

@@ -101,6 +101,47 @@ def test_defaults_and_a_new_status(store: ClusterStore) -> None:
             "utilization",
         ),
         (
+            {
+                "metrics": [
+                    {"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "Value", "value": "1"}}}
+                ]
+            },
+            "spec.metrics[0].pods.target.averageValue: Required value: must specify a positive target averageValue",
+        ),
+        (
+            {"metrics": [{"type": "Object", "object": {"metric": {"name": "a/b"}, "target": {"type": "Value"}}}]},
+            "spec.metrics[0].object.metric.name: Invalid value: \"a/b\": may not contain '/', "
+            "spec.metrics[0].object.target.averageValue: Required value: must set either a target value or "
+            "averageValue",
+        ),
+        (
+            {
+                "metrics": [
+                    {
+                        "type": "External",
+                        "external": {"metric": {}, "target": {"type": "Value", "value": "1", "averageValue": "1"}},
+                    }
+                ]
+            },
+            "spec.metrics[0].external.metric.name: Required value: must specify a metric name, "
+            "spec.metrics[0].external.target.value: Forbidden: may not set both a target value for metric and a "
+            "per-pod target",
+        ),
+        (
+            {
+                "metrics": [
+                    {
+                        "type": "ContainerResource",
+                        "containerResource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": 5},
+                        },
+                    }
+                ]
+            },
+            "spec.metrics[0].containerResource.container: Required value: must specify a container",
+        ),
+        (
             {"behavior": {"scaleDown": {"selectPolicy": "Fastest", "policies": []}}},
             'spec.behavior.scaleDown.selectPolicy: Unsupported value: "Fastest": supported values: "Disabled", "Max", '
             '"Min", spec.behavior.scaleDown.policies: Required value: must specify at least one Policy',
@@ -147,3 +188,26 @@ def test_targets_column() -> None:
     assert format_targets([], []) == "<none>"
     assert format_targets([resource, pods], statuses) == "memory: 512Mi/1Gi, <unknown>/10"
     assert format_targets([resource, pods, external], statuses) == "memory: 512Mi/1Gi, <unknown>/10 + 1 more..."
+
+
+def test_targets_column_reads_the_status_as_the_printer_does() -> None:
+    """The status at a metric's index gives its current value; a value read unchecked is Go's nil quantity."""
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
+    queue = {"type": "External", "external": {"metric": {"name": "q"}, "target": {"type": "Value", "value": "5"}}}
+    average = {
+        "type": "Object",
+        "object": {"metric": {"name": "h"}, "target": {"type": "AverageValue", "averageValue": "2"}},
+    }
+    external_status = {"type": "External", "external": {"metric": {"name": "q"}, "current": {}}}
+    assert format_targets([cpu, queue], [external_status, external_status]) == "cpu: <unknown>/50%, <nil>/5"
+    assert format_targets([average], [{"type": "Object", "object": {"current": {"value": "3"}}}]) == "<unknown>/2 (avg)"
+    assert format_targets([{"type": "Bogus"}], []) == "<unknown type>"
+
+
+def test_quantities_are_stored_canonical(store: ClusterStore) -> None:
+    pods = {
+        "type": "Pods",
+        "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "1000m"}},
+    }
+    created = store.create("HorizontalPodAutoscaler", autoscaler(metrics=[pods]), "default")
+    assert created["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "1"

@@ -15,7 +15,7 @@ import pytest
 
 from kss_sim.kube.objects import Obj
 from kss_sim.replay.engine import Replay
-from kss_sim.replay.model import DELETED, SUCCEEDED
+from kss_sim.replay.model import DELETED, POD_GC, SUCCEEDED
 from kss_sim.replay.workload import WorkloadError, parse_workload
 from kss_sim.replay.world import LiveControllers
 from kss_sim.replay.world_objects import check_workload_object
@@ -660,6 +660,35 @@ def test_replay_deployment_spreads_and_is_recreated_after_a_node_removal() -> No
     assert replaced[0].node in ("n1", "n3")
     gone = [r for r in result.pods if r.outcome == DELETED]
     assert len(gone) == 1 and gone[0].node == "n2" and gone[0].finished_at == 640.0
+
+
+def test_replay_pod_gc_marks_the_pod_failed_and_disrupted_before_it_deletes_it() -> None:
+    # As kss serve's pod GC (and kube-controller-manager's gcOrphaned): the pod of a removed node is marked Failed
+    # with the DisruptionTarget condition (DeletionByPodGC) before its forced delete, what its controller (a Job's
+    # podFailurePolicy) reads; the record says why it was deleted.
+    run = _replay(
+        [{"at": 0, "create": deployment("web", 1)}, {"at": "1m", "delete": {"kind": "Node", "name": "n1"}}],
+        start=[_node_doc("n1")],
+        until=200,
+    )
+    assert run.controllers is not None
+    deleted: list[Obj] = []
+    run.controllers.store.add_listener(lambda kind, _, obj: deleted.append(obj) if kind == "DELETED" else None, ["Pod"])
+    result = run.run()
+    first = min(result.pods, key=lambda r: r.arrival)
+    assert (first.node, first.finished_at, first.outcome, first.reason) == ("n1", 100.0, DELETED, POD_GC)
+    assert len(deleted) == 1
+    status = deleted[0]["status"]
+    assert status["phase"] == "Failed"
+    assert [c for c in status["conditions"] if c["type"] == "DisruptionTarget"] == [
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "DeletionByPodGC",
+            "message": "PodGC: node no longer exists",
+            "lastTransitionTime": "2025-03-01T00:01:40Z",
+        }
+    ]
 
 
 def test_replay_job_of_four_completions_two_at_a_time_finishes_at_twenty_minutes() -> None:

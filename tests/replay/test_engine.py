@@ -16,6 +16,7 @@ from kss_sim.replay.model import (
     EVICTED,
     NODE_FAILURE,
     PENDING,
+    POD_GC,
     PREEMPTED,
     RUNNING,
     SUCCEEDED,
@@ -238,7 +239,7 @@ def test_removing_a_node_leaves_its_pods_to_the_pod_gc_which_deletes_them_40_s_l
     )
     result = Replay(w).run()
     a, b = by_name(result)["a"], by_name(result)["b"]
-    assert (a.node, a.terminating_at, a.finished_at, a.outcome) == ("n1", None, 90.0, DELETED)
+    assert (a.node, a.terminating_at, a.finished_at, a.outcome, a.reason) == ("n1", None, 90.0, DELETED, POD_GC)
     assert (b.bound_at, b.node, b.outcome) == (70.0, "n2", RUNNING)
 
 

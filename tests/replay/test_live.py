@@ -323,6 +323,46 @@ def test_a_node_failure_sets_the_nodes_ready_condition_and_the_servers_controlle
         time.sleep(0.1)
 
 
+def test_the_servers_grace_periods_and_toleration_seconds_run_on_the_replays_clock(server: Server) -> None:
+    # At 60x the pods are sent with their timings / 60: a NoExecute taint at 0 evicts the pod tolerating it for 240 s
+    # 4 wall seconds later, and its 120 s grace period is 2 s on the server's kubelet; the default 300 s toleration
+    # of the not-ready taint is 5 s. Offline, these are the same virtual seconds.
+    recorder = Recorder(server.kubeconfig)
+    tolerating = [{"key": "maintenance", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 240}]
+    text = workload(
+        [node("n1"), node("n2")],
+        [
+            {
+                "at": 0,
+                "create": pod("patient", nodeName="n1", tolerations=tolerating, terminationGracePeriodSeconds=120),
+            },
+            {"at": 0, "create": pod("plain", nodeName="n2")},
+            {"at": 6, "taint": {"node": "n1", "key": "maintenance", "effect": "NoExecute"}},
+            {"at": 6, "failNode": {"node": "n2", "notReady": True}},
+        ],
+    )
+    summary = replay(server, text, until=340)
+    assert summary.errors == []
+    assert any("grace periods and tolerationSeconds / 60" in line for line in summary.lines())
+    sent = httpx.get(f"{server.url}/api/v1/namespaces/default/pods/plain").json()["spec"]
+    assert sent["terminationGracePeriodSeconds"] == 1  # 30 s / 60, at least 1
+    assert sorted((t["key"], t["tolerationSeconds"]) for t in sent["tolerations"]) == [
+        ("node.kubernetes.io/not-ready", 5),
+        ("node.kubernetes.io/unreachable", 5),
+    ]
+    recorder.stop()
+    t0 = summary.started_at
+    for name, evicted_after in (("patient", 6 + 240), ("plain", 6 + 300)):
+        deleting = [(t, o) for t, _, o in recorder.times("Pod", name) if o.metadata.deletion_timestamp]
+        assert deleting, name
+        began, first = deleting[0]
+        # the node lifecycle controller's not-ready taint comes a moment after the status patch
+        assert t0 + evicted_after / SPEED - EARLY <= began <= t0 + evicted_after / SPEED + LATE + 1, (name, began - t0)
+        assert any(c.type == "DisruptionTarget" for c in first.status.conditions)
+        if name == "patient":
+            assert first.metadata.deletion_grace_period_seconds == 2
+
+
 def test_a_drain_cordons_and_evicts_through_the_eviction_api_one_at_a_time_under_the_budget(server: Server) -> None:
     template = {
         "metadata": {"labels": {"app": "web"}},

@@ -173,6 +173,12 @@ class AdmissionPipeline:
             raise NamespaceTerminating(info.plural, name, namespace, group=info.group)
         return None
 
+    def admit_subresource_create(self, info: KindInfo, name: str, namespace: str, entry: StoredObject | None) -> None:
+        """NamespaceLifecycle on a subresource's create (``pods/binding``, ``pods/eviction``: a create to the
+        plugin, which exempts neither), before anything else is read: ``NotFound`` for the namespace when there is
+        none (none is made on demand for it), ``NamespaceTerminating`` when it is being deleted."""
+        self.admit_namespace(info, name, namespace, entry, auto_create=False)
+
     def admit_create(
         self,
         info: KindInfo,

@@ -168,6 +168,26 @@ def _node(obj: dict[str, Any]) -> None:
         _canonical_map(status.get("allocatable"))
 
 
+_METRIC_SOURCES = ("resource", "containerResource", "pods", "object", "external")
+
+
+def _metric_values(metrics: Any, section: str) -> None:
+    """A metric list's quantities: each source's ``section`` (a spec's ``target``, a status's ``current``)."""
+    for metric in _dicts(metrics):
+        for source in _METRIC_SOURCES:
+            values = metric.get(source)
+            if isinstance(values, dict):
+                _canonical_field(values.get(section), "value")
+                _canonical_field(values.get(section), "averageValue")
+
+
+def _horizontal_pod_autoscaler(obj: dict[str, Any]) -> None:
+    _metric_values(_spec(obj).get("metrics"), "target")
+    status = obj.get("status")
+    if isinstance(status, dict):
+        _metric_values(status.get("currentMetrics"), "current")
+
+
 _CANONICALIZERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "Pod": lambda obj: canonicalize_pod_spec(obj.get("spec")),
     "Node": _node,
@@ -179,6 +199,7 @@ _CANONICALIZERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "DaemonSet": _workload,
     "Job": _workload,
     "CronJob": _cron_job,
+    "HorizontalPodAutoscaler": _horizontal_pod_autoscaler,
 }
 
 

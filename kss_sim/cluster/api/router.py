@@ -340,6 +340,7 @@ async def _handle_eviction(request: Request, store: ClusterStore, target: Target
     dry_run = dry_run_requested(request)
     asked = eviction.parse(media_type(request), await read_body(request), target.name, kube_version=store.kube_version)
     namespace = target.namespace or "default"
+    store.admit_subresource_create("Pod", namespace, target.name)
     status = await write_and_wait(store, lambda: eviction.evict(store, namespace, asked, dry_run=dry_run))
     return json_response(status, int(status["code"]))
 

@@ -124,6 +124,7 @@ async def bind(store: ClusterStore, target: Target, body: Any, manager: str) -> 
         raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})")
     node = str((body.get("target") or {}).get("name") or "")
     namespace = target.namespace or meta.get("namespace") or "default"
+    store.admit_subresource_create("Pod", namespace, name)
     await write_and_wait(store, lambda: store.bind_pod(namespace, name, node, uid=meta.get("uid"), binder=manager))
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 

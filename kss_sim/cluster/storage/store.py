@@ -124,6 +124,12 @@ class ClusterStore:
         self.update_status = pod_writes.update_status
         self.create_event = pod_writes.create_event
 
+    def admit_subresource_create(self, kind: str, namespace: str, name: str) -> None:
+        """NamespaceLifecycle for a create of ``kind``'s subresource (a Binding, an Eviction) on ``name`` in
+        ``namespace``: ``NotFound`` for a missing namespace, ``NamespaceTerminating`` for one being deleted."""
+        with self._lock:
+            self._versions.admit_subresource_create(BY_KIND[kind], name, namespace)
+
     # ------------------------------------------------------------------------------------------ lifecycle
 
     @classmethod

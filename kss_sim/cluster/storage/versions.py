@@ -268,6 +268,12 @@ class Versions:
         )
         return None if created is None else self.added("Namespace", created, rv + 1)
 
+    def admit_subresource_create(self, info: KindInfo, name: str, namespace: str) -> None:
+        """Admission's NamespaceLifecycle for a subresource's create on ``name`` in ``namespace``
+        (``AdmissionPipeline.admit_subresource_create``)."""
+        entry = self._committer.objects["Namespace"].get(("", namespace))
+        self._admission.admit_subresource_create(info, name, namespace, entry)
+
     def delete_changes(
         self, info: KindInfo, entry: StoredObject, changes: _Changes, base_rv: int, *, node_pods: bool = True
     ) -> None:

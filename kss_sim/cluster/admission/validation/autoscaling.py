@@ -31,6 +31,12 @@ def _dict(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
+def _path_segment_problems(name: str) -> list[str]:
+    """IsValidPathSegmentName."""
+    problems = [f"may not be '{name}'"] if name in (".", "..") else []
+    return problems + [f"may not contain '{c}'" for c in "/%" if c in name]
+
+
 def _positive_quantity(value: Any) -> bool:
     try:
         return parse_quantity(value) > 0
@@ -55,11 +61,14 @@ def _validate_target(target: Obj, path: str) -> list[Cause]:
     return causes
 
 
-def _validate_resource_source(source: Obj, path: str) -> list[Cause]:
-    """validateResourceSource / validateContainerResourceSource: a name and a raw or utilization target."""
+def _validate_resource_source(source: Obj, path: str, *, container: bool) -> list[Cause]:
+    """validateResourceSource / validateContainerResourceSource: a name (and a container) and a raw or utilization
+    target."""
     causes: list[Cause] = []
     if not source.get("name"):
         causes.append(required(f"{path}.name", "must specify a resource name"))
+    if container and not source.get("container"):
+        causes.append(required(f"{path}.container", "must specify a container"))
     target = _dict(source.get("target"))
     causes += _validate_target(target, f"{path}.target")
     if target.get("averageUtilization") is None and target.get("averageValue") is None:
@@ -69,6 +78,35 @@ def _validate_resource_source(source: Obj, path: str) -> list[Cause]:
     elif target.get("averageUtilization") is not None and target.get("averageValue") is not None:
         causes.append(
             forbidden(f"{path}.target.averageValue", "may not set both a target raw value and a target utilization")
+        )
+    return causes
+
+
+def _validate_identifier(source: Obj, path: str) -> list[Cause]:
+    """validateMetricIdentifier: the metric's name, a valid path segment."""
+    name = _dict(source.get("metric")).get("name")
+    if not name:
+        return [required(f"{path}.metric.name", "must specify a metric name")]
+    return [invalid(f"{path}.metric.name", name, problem) for problem in _path_segment_problems(str(name))]
+
+
+def _validate_valued_source(kind: str, source: Obj, path: str) -> list[Cause]:
+    """validateObjectSource, validateExternalSource, validatePodsSource: the metric and the target a metric of its
+    kind needs (a Pods metric has only per-pod averages)."""
+    target = _dict(source.get("target"))
+    causes = _validate_identifier(source, path) + _validate_target(target, f"{path}.target")
+    value, average = target.get("value"), target.get("averageValue")
+    if kind == "Pods" and average is None:
+        causes.append(required(f"{path}.target.averageValue", "must specify a positive target averageValue"))
+    elif kind == "Object" and value is None and average is None:
+        causes.append(required(f"{path}.target.averageValue", "must set either a target value or averageValue"))
+    elif kind == "External" and value is None and average is None:
+        causes.append(
+            required(f"{path}.target.averageValue", "must set either a target value for metric or a per-pod target")
+        )
+    elif kind == "External" and value is not None and average is not None:
+        causes.append(
+            forbidden(f"{path}.target.value", "may not set both a target value for metric and a per-pod target")
         )
     return causes
 
@@ -85,14 +123,13 @@ def _validate_metric(metric: Obj, path: str) -> list[Cause]:
         if other != kind and metric.get(key) is not None:
             causes.append(forbidden(f"{path}.{key}", "must populate the given metric source only"))
     source = metric.get(_SOURCE_FIELDS[kind])
+    at = f"{path}.{_SOURCE_FIELDS[kind]}"
     if not isinstance(source, dict):
-        causes.append(
-            required(f"{path}.{_SOURCE_FIELDS[kind]}", "must populate information for the given metric source")
-        )
+        causes.append(required(at, "must populate information for the given metric source"))
     elif kind in ("Resource", "ContainerResource"):
-        causes += _validate_resource_source(source, f"{path}.{_SOURCE_FIELDS[kind]}")
+        causes += _validate_resource_source(source, at, container=kind == "ContainerResource")
     else:
-        causes += _validate_target(_dict(source.get("target")), f"{path}.{_SOURCE_FIELDS[kind]}.target")
+        causes += _validate_valued_source(kind, source, at)
     return causes
 
 
@@ -149,10 +186,8 @@ def validate_horizontal_pod_autoscaler(hpa: Obj) -> list[Cause]:
         value = ref.get(key)
         if not value:
             causes.append(required(f"spec.scaleTargetRef.{key}"))
-        else:  # IsValidPathSegmentName
-            problems = [f"may not be '{value}'"] if value in (".", "..") else []
-            problems += [f"may not contain '{c}'" for c in "/%" if c in str(value)]
-            causes += [invalid(f"spec.scaleTargetRef.{key}", value, problem) for problem in problems]
+        else:
+            causes += [invalid(f"spec.scaleTargetRef.{key}", value, p) for p in _path_segment_problems(str(value))]
     for i, metric in enumerate(spec.get("metrics") or []):
         causes += _validate_metric(_dict(metric), f"spec.metrics[{i}]")
     behavior = _dict(spec.get("behavior"))

@@ -12,33 +12,53 @@ from kss_sim.kube.objects import Obj
 
 _SHOWN_METRICS = 2
 _UNKNOWN = "<unknown>"
+# Quantity.String() of a nil quantity: what the printer shows for a current (or target) value a status (or spec)
+# leaves out where it reads the value without checking it.
+_NIL = "<nil>"
 
 
 def _dict(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
-def _resource_target(spec: Obj, current: Obj) -> str:
-    """A Resource or ContainerResource metric: a raw average value, or a utilization in percent."""
+def _quantity(section: Obj, key: str) -> str:
+    value = section.get(key)
+    return _NIL if value is None else str(value)
+
+
+def _current(status: Obj | None, key: str, *, checked: bool) -> str:
+    """The metric's current ``key`` value: ``<unknown>`` without a status for it (or, where the printer checks the
+    value too, without the value); ``<nil>`` where it reads a value the status does not have."""
+    if status is None:
+        return _UNKNOWN
+    now = _dict(status.get("current"))
+    if checked and now.get(key) is None:
+        return _UNKNOWN
+    return _quantity(now, key)
+
+
+def _resource_target(spec: Obj, status: Obj | None) -> str:
+    """A Resource or ContainerResource metric: ``name: current/target``, a raw average value or a utilization."""
     target = _dict(spec.get("target"))
-    now = _dict(current.get("current"))
     if target.get("averageValue") is not None:
-        value = str(now["averageValue"]) if now.get("averageValue") is not None else _UNKNOWN
-        shown = f"{value}/{target['averageValue']}"
+        shown = f"{_current(status, 'averageValue', checked=False)}/{target['averageValue']}"
     else:
-        value = f"{now['averageUtilization']}%" if now.get("averageUtilization") is not None else _UNKNOWN
+        utilization = _dict(_dict(status).get("current")).get("averageUtilization")
+        value = _UNKNOWN if status is None or utilization is None else f"{utilization}%"
         goal = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
         shown = f"{value}/{goal}"
     return f"{spec.get('name')}: {shown}"
 
 
-def _other_target(spec: Obj, current: Obj, *, pods: bool) -> str:
+def _valued_target(spec: Obj, status: Obj | None, *, pods: bool) -> str:
     """An Object, Pods or External metric: its value or average value against the target's (``(avg)`` for an
     Object's or External's average; a Pods metric has only averages)."""
-    target, now = _dict(spec.get("target")), _dict(current.get("current"))
-    key = "averageValue" if pods or target.get("averageValue") is not None else "value"
-    value = str(now[key]) if now.get(key) is not None else _UNKNOWN
-    return f"{value}/{target.get(key)}" + (" (avg)" if key == "averageValue" and not pods else "")
+    target = _dict(spec.get("target"))
+    if pods:
+        return f"{_current(status, 'averageValue', checked=False)}/{_quantity(target, 'averageValue')}"
+    if target.get("averageValue") is not None:
+        return f"{_current(status, 'averageValue', checked=True)}/{target['averageValue']} (avg)"
+    return f"{_current(status, 'value', checked=False)}/{_quantity(target, 'value')}"
 
 
 _SOURCES = {
@@ -51,19 +71,21 @@ _SOURCES = {
 
 
 def format_targets(specs: list[Any], statuses: list[Any]) -> str:
-    """formatHPAMetrics: ``cpu: 90%/50%`` per metric, ``<none>`` without any."""
+    """formatHPAMetrics: ``cpu: 90%/50%`` per metric (the status at the same index gives the current value), the
+    first two, then `` + N more...``; ``<none>`` without any."""
     if not specs:
         return "<none>"
     shown: list[str] = []
     for i, metric in enumerate(specs):
         metric = _dict(metric)
         key = _SOURCES.get(str(metric.get("type")), "")
-        current = _dict(_dict(statuses[i] if i < len(statuses) else None).get(key))
+        found = _dict(statuses[i]).get(key) if key and i < len(statuses) else None
+        status = found if isinstance(found, dict) else None
         source = _dict(metric.get(key))
         if key in ("resource", "containerResource"):
-            shown.append(_resource_target(source, current))
+            shown.append(_resource_target(source, status))
         elif key:
-            shown.append(_other_target(source, current, pods=key == "pods"))
+            shown.append(_valued_target(source, status, pods=key == "pods"))
         else:
             shown.append("<unknown type>")
     more = len(shown) - _SHOWN_METRICS
