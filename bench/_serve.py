@@ -55,13 +55,20 @@ class Served:
 
     def children_peak_rss_mb(self) -> float:
         """Peak resident set size of the server's live child processes together (``VmHWM``), in MB."""
+        return self._children_status_mb("VmHWM:")
+
+    def children_rss_mb(self) -> float:
+        """Resident set size of the server's live child processes together now (``VmRSS``), in MB."""
+        return self._children_status_mb("VmRSS:")
+
+    def _children_status_mb(self, field: str) -> float:
         total = 0.0
         with contextlib.suppress(FileNotFoundError):
             for task in Path(f"/proc/{self.process.pid}/task").iterdir():
                 for pid in (task / "children").read_text().split():
                     with contextlib.suppress(FileNotFoundError):
                         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                            if line.startswith("VmHWM:"):
+                            if line.startswith(field):
                                 total += int(line.split()[1]) / 1024.0
         return total
 

@@ -217,6 +217,9 @@ def census(app: Any, app_state: Any, inputs: list[Obj]) -> list[tuple[str, int]]
     rows.append((f"store dicts: Pod metadata.managedFields ({len(pods)})", deep_size(managed, seen)))
     for part in ("spec", "status"):
         rows.append((f"store dicts: Pod {part}", deep_size([p.get(part) for p in pods], seen)))
+    # The scheduler's result annotations (per-node filter and score maps up to KSS_RESULTS_NODE_ANNOTATIONS_MAX_NODES).
+    annotations = [p["metadata"].get("annotations") for p in pods]
+    rows.append(("store dicts: Pod metadata.annotations", deep_size(annotations, seen)))
     rows.append(("store dicts: Pod the rest (metadata)", deep_size(pods, seen)))
     for kind, objs in sorted(by_kind.items()):
         rows.append((f"store dicts: {kind} ({len(objs)})", deep_size(objs, seen)))

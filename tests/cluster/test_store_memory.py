@@ -207,8 +207,8 @@ def test_a_reloaded_store_holds_equal_parts_once_too(engine: Engine) -> None:
     assert orjson.loads(a.raw) == a.obj == store.read("Pod", "default", "a").obj
 
 
-def test_shared_values_tell_equal_from_merely_colliding_and_start_again_when_full() -> None:
-    shared = SharedValues(limit=2)  # two values met more than once
+def test_shared_values_tell_equal_from_merely_colliding_and_forget_what_a_generation_did_not_meet() -> None:
+    shared = SharedValues(limit=2)  # generations of two values met more than once
     first = {"x": [1, 2]}
     assert shared.value(first) is first
     assert shared.value({"x": [1, 2]}) is first
@@ -217,9 +217,16 @@ def test_shared_values_tell_equal_from_merely_colliding_and_start_again_when_ful
     assert shared.value(other) is other and shared.value({"x": [1, 3]}) is other and len(shared) == 2
     third = {"y": 1}
     assert shared.value(third) is third and len(shared) == 3  # met once so far
-    assert shared.value({"y": 1}) is third and len(shared) == 1  # the third repeated one: full, started again
-    again = {"x": [1, 2]}
+    # The third repeated value: this generation is full, it becomes the older one and a new one starts.
+    assert shared.value({"y": 1}) is third and len(shared) == 3
+    assert shared.value({"x": [1, 2]}) is first  # met again while in the older generation: kept in the newer
+    fourth = {"z": 1}
+    shared.value(fourth)
+    assert shared.value({"z": 1}) is fourth  # the newer full again: the older goes, less what was met again
+    assert len(shared) == 3 and id(other) not in shared._ids
+    again = {"x": [1, 3]}
     assert shared.value(again) is again  # forgotten, so held anew
+    assert shared.value({"x": [1, 2]}) is first
     # A value whose JSON hashes like a held one's but differs is not shared (a collision, forced here).
     shared = SharedValues()
     a = [1]
@@ -245,6 +252,48 @@ def test_values_met_only_once_are_forgotten_first(monkeypatch: pytest.MonkeyPatc
     assert shared.value({"podIP": "10.0.0.0"}) is not unique[0]  # forgotten
     assert shared.value({"podIP": "10.0.0.4"}) is unique[4]
     assert shared.value({"containers": [{"name": "c"}]}) is template
+
+
+def test_shared_values_stay_bounded_under_churn_and_keep_what_live_pods_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pods created, bound, given a status of their second and deleted, on and on (the soak of issue #35): each
+    second's status pieces repeat from pod to pod and then never again. The table holds at most two generations
+    of values met twice besides those met once, and the parts a live pod shares with the pods still created
+    (its template's) stay shared however long the churn."""
+    monkeypatch.setattr(shared_values, "SHARED_VALUES_LIMIT", 40)
+    monkeypatch.setattr(shared_values, "UNMATCHED_VALUES_LIMIT", 40)
+    now = [datetime(2026, 11, 25, 6, 0, 0, tzinfo=UTC)]
+    store = ClusterStore(None, clock=lambda: now[0])
+    store.ensure_builtins()
+    store.create("Pod", _pod_of_a_template("kept"))
+    shared = store._versions.shared
+    bound = 2 * 40 + 40
+    sizes = []
+    for i in range(1500):
+        if i % 3 == 0:
+            now[0] += timedelta(seconds=1)
+        stamp = now[0].strftime("%Y-%m-%dT%H:%M:%SZ")
+        name = f"churn-{i}"
+        store.create("Pod", _pod_of_a_template(name))
+        store.bind_pod("default", name, "n1")
+        status = {
+            "phase": "Running",
+            "podIP": f"10.{i // 250}.{i % 250}.1",
+            "startTime": stamp,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": stamp}],
+            "containerStatuses": [
+                {"name": "c", "containerID": f"id-{i}", "ready": True, "state": {"running": {"startedAt": stamp}}}
+            ],
+        }
+        store.update_pod_status("default", name, status)
+        store.delete("Pod", "default", name)
+        sizes.append(len(shared))
+    assert max(sizes) <= bound
+    store.create("Pod", _pod_of_a_template("last"))
+    last, kept = (store.read("Pod", "default", name).obj for name in ("last", "kept"))
+    assert last["spec"]["containers"] is kept["spec"]["containers"]
+    assert last["spec"]["tolerations"] is kept["spec"]["tolerations"]
 
 
 def test_a_create_draws_one_uid(monkeypatch: pytest.MonkeyPatch) -> None:

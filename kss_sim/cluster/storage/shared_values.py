@@ -27,12 +27,18 @@ from kss_sim.kube.objects import Obj
 # scheduler's results per extension point repeat from pod to pod).
 _SHARED_PARTS = ("spec", "status")
 _SHARED_METADATA = ("labels", "ownerReferences", "finalizers", "namespace")  # the namespace: one string for all
-# Distinct values remembered; past this the table starts again (values already shared stay shared).
-SHARED_VALUES_LIMIT = 100_000
+# Values met at least twice are held in generations of this many: when one is full it becomes the older generation
+# and the one before is forgotten, less the values met again meanwhile (moved to the newer), so a value still met
+# stays and one no new version has (a status piece of a second long past, a deleted pod's) goes within two
+# generations. Values already shared stay shared. Under churn (pods created and deleted, statuses of each second)
+# a single table of 100,000 that started again when full grew by ~0.8 values per pod created for 120,000 pods.
+SHARED_VALUES_LIMIT = 10_000
 # Values held but not met a second time yet, the oldest forgotten first: most are unique to one version (a status
 # with its pod's IP, a managedFields entry of its second), and a server churning pods would otherwise fill the
 # table with them (and keep them alive) up to SHARED_VALUES_LIMIT.
 UNMATCHED_VALUES_LIMIT = 10_000
+# Distinct annotation values remembered; past this the table starts again.
+SHARED_ANNOTATIONS_LIMIT = 100_000
 # Distinct strings met inside parts looked into (times of a second, images, reasons); unique ones (a container's id,
 # an IP) pass through, so a smaller table that starts again sooner.
 SHARED_STRINGS_LIMIT = 20_000
@@ -48,19 +54,21 @@ class SharedValues:
     Not thread-safe: the store calls it with its lock held.
     """
 
-    __slots__ = ("_held", "_ids", "_limit", "_pieces", "_strings", "_unmatched")
+    __slots__ = ("_held", "_ids", "_limit", "_older", "_pieces", "_strings", "_unmatched")
 
-    def __init__(self, limit: int = SHARED_VALUES_LIMIT) -> None:
-        """An empty table of at most ``limit`` values."""
-        self._held: dict[int, Any] = {}  # values met at least twice
+    def __init__(self, limit: int | None = None) -> None:
+        """An empty table holding at most ``limit`` (``SHARED_VALUES_LIMIT``) values met more than once in each of
+        its two generations."""
+        self._held: dict[int, Any] = {}  # values met at least twice, this generation
+        self._older: dict[int, Any] = {}  # the generation before: forgotten when this one fills, less those met again
         self._unmatched: OrderedDict[int, Any] = OrderedDict()  # values met once so far, oldest first
         self._ids: set[int] = set()  # ids of the values held (alive while held): what is already shared
         self._strings: dict[str, str] = {}  # annotation values
         self._pieces: dict[str, str] = {}  # strings inside parts looked into
-        self._limit = limit
+        self._limit = SHARED_VALUES_LIMIT if limit is None else limit
 
     def __len__(self) -> int:
-        return len(self._held) + len(self._unmatched)
+        return len(self._held) + len(self._older) + len(self._unmatched)
 
     def value(self, value: Any) -> Any:
         """The held value equal to ``value``, or ``value`` itself (now held) when none is."""
@@ -98,7 +106,7 @@ class SharedValues:
                     held = self._strings.setdefault(text, text)
                     if held is not text:
                         annotations[key] = held
-            if len(self._strings) >= self._limit:
+            if len(self._strings) >= SHARED_ANNOTATIONS_LIMIT:
                 self._strings.clear()
         entries = meta.get("managedFields")
         if isinstance(entries, list):
@@ -141,19 +149,20 @@ class SharedValues:
 
     def _found(self, key: int, value: Any) -> Any:
         held = self._held.get(key)
-        if held is None:
-            held = self._unmatched.get(key)
-            if held is None or held != value:
-                return None
-            del self._unmatched[key]  # met again: kept with the values that repeat
-            self._keep(key, held)
-            return held
-        if held == value:
-            return held
-        return None  # a hash collision: not shared
+        if held is not None:
+            return held if held == value else None  # unequal: a hash collision, not shared
+        for table in (self._older, self._unmatched):
+            held = table.get(key)
+            if held is not None:
+                if held != value:
+                    return None
+                del table[key]  # met again: kept in this generation of the values that repeat
+                self._keep(key, held)
+                return held
+        return None
 
     def _hold(self, key: int, value: Any) -> None:
-        if key in self._held or key in self._unmatched:
+        if key in self._held or key in self._older or key in self._unmatched:
             return  # a collision: the first stays
         self._unmatched[key] = value
         self._ids.add(id(value))
@@ -163,10 +172,11 @@ class SharedValues:
 
     def _keep(self, key: int, value: Any) -> None:
         if len(self._held) >= self._limit:
-            self._held.clear()
-            self._unmatched.clear()
-            self._ids.clear()
-            self._ids.add(id(value))
+            ids = self._ids
+            for forgotten in self._older.values():
+                ids.discard(id(forgotten))
+            self._older = self._held
+            self._held = {}
         self._held[key] = value
 
     def _text(self, text: str) -> tuple[str, bool]:
