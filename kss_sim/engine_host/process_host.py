@@ -217,6 +217,10 @@ class _Link:
                     value = [entry.raw for entry in value.items]
                 answer: tuple[Any, ...] = ("answer", request_id, True, value, store.resource_version)
             except Exception as exc:
+                # The refusal may come of another writer's change staged but not yet committed (the PV controller's
+                # PV: AlreadyExists): once committed, the resourceVersion answered covers it, so the child's read
+                # after the refusal finds what caused it, as a read of the store would.
+                store.flush()
                 answer = ("answer", request_id, False, encode_error(exc), store.resource_version)
             self.channel.send(answer)
         self._acks.put(None)
