@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from kss_sim.cluster.errors import Expired, Invalid
 from kss_sim.cluster.storage.store import ClusterStore
@@ -64,15 +64,15 @@ CALL_TIMEOUT_SECONDS = 60.0
 # How the child starts: "spawn", a fresh interpreter that inherits none of the API process's threads. A process that
 # starts many servers (the test suite: an app per test) sets "forkserver": each child is then forked from one
 # interpreter that imported the scheduler once, instead of importing it again (~2 s of CPU) for every start.
-START_METHOD = "spawn"
+START_METHOD: Literal["spawn", "forkserver"] = "spawn"
 
 
-def _child_context() -> multiprocessing.context.BaseContext:
+def _child_context() -> multiprocessing.context.SpawnContext | multiprocessing.context.ForkServerContext:
     if START_METHOD == "forkserver":
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([child_main.__module__])
         return context
-    return multiprocessing.get_context(START_METHOD)
+    return multiprocessing.get_context("spawn")
 
 
 @dataclass
