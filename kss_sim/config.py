@@ -114,10 +114,11 @@ class Settings(BaseSettings):
         default=True, description="Run the scheduler inside kss serve; off leaves pods pending (API-only use, imports)."
     )
     scheduler_process: bool = Field(
-        default=False,
+        default=True,
         description="Run the scheduler (and the encoding of its results) in a process of its own beside the API "
         "process, as kube-scheduler runs beside kube-apiserver: fed the store's change stream, writing back through "
-        "the API process, which still commits everything; restarted if it dies. A second core for the cycle.",
+        "the API process, which still commits everything; restarted if it dies. A second core for the cycle. Off: the "
+        "scheduler runs in a thread of the API process.",
     )
     shadow: bool = Field(
         default=False,

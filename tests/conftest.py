@@ -21,10 +21,15 @@ from sqlalchemy import Engine, create_engine, text
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.db import make_engine, upgrade_database
+from kss_sim.engine_host import process_host
 from kss_sim.main import create_app
 from kss_sim.scheduler.plugins import out_of_tree
 from kss_sim.serve_cli import kubeconfig
 from tests.web.chromium import fresh_page, launched
+
+# The apps of this process start their scheduler processes from one forkserver that imported the scheduler once,
+# not a fresh interpreter each (a few seconds of CPU per test); ``kss serve`` subprocesses still spawn theirs.
+process_host.START_METHOD = "forkserver"
 
 KSS = Path(sys.executable).with_name("kss")
 KUBECTL = "/usr/bin/kubectl"

@@ -587,14 +587,27 @@ class SchedulerService(LoopHost):
         settled = self.loop.settle_waiting()
         if not settled:
             return
+        # A store that refuses bindings late: each concluded attempt kept until its batch is acknowledged, as an
+        # attempt concluded in its own cycle is (``_schedule``), so a refused binding is a failed binding cycle.
+        held = {done.pod.uid: self.loop.held(done.pod.uid) for done in settled} if self._refuses_late else {}
         with self.store.deferred() as pending:
             concluded = self.loop.conclude_waiting(settled)
+        kept: set[str] = set()
         for done in concluded:
             if done.attempt.result == "scheduled":
                 self._pending.pop(done.pod.key, None)
-        self._in_flight.append(_InFlight(pending, "", "", False))
+            entry = held.get(done.pod.uid)
+            if entry is not None:
+                qpi, cycle = entry
+                kept.add(done.pod.uid)
+                self._in_flight.append(
+                    _InFlight(pending, qpi.key, done.pod.uid, False, _Concluded(qpi, done.pod, done.attempt, cycle))
+                )
+        if not kept:
+            self._in_flight.append(_InFlight(pending, "", "", False))
         for done in settled:
-            self._submit(done.pod, done.attempt)
+            if done.pod.uid not in kept:
+                self._submit(done.pod, done.attempt)
 
     def waiting(self) -> list[dict[str, Any]]:
         """Pods held in Permit now (pod, node, pending plugins, waited and remaining seconds)."""

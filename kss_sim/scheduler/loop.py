@@ -514,6 +514,11 @@ class SchedulingLoop:
             return []
         return self.scheduler.resolve_waiting()
 
+    def held(self, uid: str) -> tuple[q.QueuedPodInfo, int] | None:
+        """The queued pod and the scheduling cycle of a pod held in Permit (until :meth:`conclude_waiting` ends it):
+        what :meth:`binding_refused` needs of an attempt concluded after its wait."""
+        return self._held.get(uid)
+
     def conclude_waiting(self, settled: list[Settled]) -> list[Settled]:
         """End the attempts of ``settled`` (a pod gone meanwhile is forgotten): those concluded. A released
         reservation is an assigned pod's deletion to the others, raised after the pod is back in the queue so the

@@ -1,7 +1,7 @@
-"""A binding the store refuses (the pod bound by someone else while its binding cycle ran), in a real ``kss serve``
-with the scheduler in a thread and in a process of its own (``KSS_SCHEDULER_PROCESS``): both conclude a failed
-binding cycle, the attempt an error naming the refusal, no Scheduled event for it, and the pod left as the other
-binder put it."""
+"""A binding the store refuses (the pod bound by someone else while its binding cycle ran, or while it waited in
+Permit), in a real ``kss serve`` with the scheduler in a thread and in a process of its own
+(``KSS_SCHEDULER_PROCESS``): both conclude a failed binding cycle, the attempt an error naming the refusal, no
+Scheduled event for it, and the pod left as the other binder put it."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from tests.conftest import Server, start_server
 from tests.plugin_sources import unique_module_name
 
 # Holds the binding cycle of the pod named "raced" long enough for the test to bind it first.
+# Holds the pod named "waits" in Permit until the pod named "trigger" reaches Permit.
 MODULE = """\
 import time
 
-from kss.framework import PreBindPlugin, success
+from kss.framework import Code, PermitPlugin, PreBindPlugin, Status, success
 
 
 class Slow(PreBindPlugin):
@@ -33,12 +34,33 @@ class Slow(PreBindPlugin):
         return success()
 
 
-PLUGINS = [Slow]
+class HoldUntilTrigger(PermitPlugin):
+    name = "HoldUntilTrigger"
+
+    def permit(self, state, pod, node_name):
+        if pod.name == "waits":
+            return Status(Code.WAIT), 60.0
+        if pod.name == "trigger":
+            self.handle.iterate_over_waiting_pods(lambda waiting: waiting.allow(self.name))
+        return success(), 0.0
+
+
+PLUGINS = [Slow, HoldUntilTrigger]
 """
-CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [{"schedulerName": "default-scheduler", "plugins": {"preBind": {"enabled": [{"name": "Slow"}]}}}],
+
+
+def _config(point: str, plugin: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "default-scheduler", "plugins": {point: {"enabled": [{"name": plugin}]}}}],
+    }
+
+
+BINDING_TO_N1 = {
+    "apiVersion": "v1",
+    "kind": "Binding",
+    "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
 }
 
 
@@ -70,32 +92,52 @@ def test_a_binding_refused_by_the_store_is_a_failed_binding_cycle(serve: Server)
     api = httpx.Client(base_url=serve.url, timeout=30)
     for name in ("n0", "n1"):
         assert api.post("/api/v1/nodes", json=node(name)).status_code == 201
-    assert api.put("/simulator/v1/schedulerconfiguration", json=CONFIG).status_code == 200
+    assert api.put("/simulator/v1/schedulerconfiguration", json=_config("preBind", "Slow")).status_code == 200
     assert api.post("/api/v1/namespaces/default/pods", json=pod("raced", cpu="100m")).status_code == 201
     time.sleep(1.0)  # the scheduler is in Slow's PreBind
-    binding = {
-        "apiVersion": "v1",
-        "kind": "Binding",
-        "metadata": {"name": "raced", "namespace": "default"},
-        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
-    }
+    binding = {**BINDING_TO_N1, "metadata": {"name": "raced", "namespace": "default"}}
     r = api.post("/api/v1/namespaces/default/pods/raced/binding", json=binding)
     assert r.status_code == 201, r.text
 
+    _assert_failed_binding_cycle(api, "raced")
+
+
+def test_a_binding_refused_after_a_wait_in_permit_is_a_failed_binding_cycle(serve: Server) -> None:
+    api = httpx.Client(base_url=serve.url, timeout=30)
+    for name in ("n0", "n1"):
+        assert api.post("/api/v1/nodes", json=node(name)).status_code == 201
+    config = _config("permit", "HoldUntilTrigger")
+    assert api.put("/simulator/v1/schedulerconfiguration", json=config).status_code == 200
+    assert api.post("/api/v1/namespaces/default/pods", json=pod("waits", cpu="100m")).status_code == 201
     deadline = time.monotonic() + 30
-    attempts = _attempts(api, "raced")
+    while "kss_permit_waiting_pods 1.0" not in api.get("/metrics").text:
+        assert time.monotonic() < deadline, "the pod did not come to wait in Permit"
+        time.sleep(0.2)
+    binding = {**BINDING_TO_N1, "metadata": {"name": "waits", "namespace": "default"}}
+    r = api.post("/api/v1/namespaces/default/pods/waits/binding", json=binding)
+    assert r.status_code == 201, r.text
+    # The trigger allows the waiting pod: its binding, made only now, is refused.
+    assert api.post("/api/v1/namespaces/default/pods", json=pod("trigger", cpu="100m")).status_code == 201
+
+    _assert_failed_binding_cycle(api, "waits")
+
+
+def _assert_failed_binding_cycle(api: httpx.Client, name: str) -> None:
+    """``name``'s one attempt is a failed binding cycle and its node is freed for the next pod."""
+    deadline = time.monotonic() + 30
+    attempts = _attempts(api, name)
     while not attempts and time.monotonic() < deadline:
         time.sleep(0.2)
-        attempts = _attempts(api, "raced")
+        attempts = _attempts(api, name)
     (attempt,) = attempts
     assert attempt["result"] == "error", attempt
     assert attempt.get("boundTo") is None
     assert attempt["message"].startswith("binding rejected: "), attempt["message"]
 
     # The other binder's node stands; the scheduler reported no Scheduled event of its own for the pod.
-    assert api.get("/api/v1/namespaces/default/pods/raced").json()["spec"]["nodeName"] == "n1"
+    assert api.get(f"/api/v1/namespaces/default/pods/{name}").json()["spec"]["nodeName"] == "n1"
     events = api.get("/api/v1/namespaces/default/events").json()["items"]
-    assert not [e for e in events if e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "raced"]
+    assert not [e for e in events if e["reason"] == "Scheduled" and e["involvedObject"]["name"] == name]
     # Its node freed: a pod created now is scheduled and recorded.
     assert api.post("/api/v1/namespaces/default/pods", json=pod("after", cpu="100m")).status_code == 201
     deadline = time.monotonic() + 30

@@ -17,47 +17,11 @@ from fastapi import FastAPI
 
 from kss_sim.config import Settings
 from kss_sim.main import create_app
-from kss_sim.scheduler.framework import Code, CycleState, PermitPlugin, ReservePlugin, Status
-from kss_sim.scheduler.nodeinfo import PodInfo
-from kss_sim.scheduler.plugins import register
-from kss_sim.scheduler.waiting import WaitingPod
 from tests.cluster.factories import node, pod
 
 URL = "/simulator/v1/schedulerconfiguration"
-
-
-@register
-class KssTestQuorum(PermitPlugin, ReservePlugin):
-    """Holds pods labelled ``team`` until ``quorum`` of one team are reserved, then lets them all go; Unreserve
-    rejects the team's waiting pods (as Coscheduling does)."""
-
-    name = "KssTestQuorum"
-
-    def events_to_register(self) -> list[str]:
-        return ["Pod/Add"]
-
-    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        return Status()
-
-    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        team = pod.labels.get("team")
-        self.handle.iterate_over_waiting_pods(
-            lambda wp: wp.reject(self.name, "team member left") if wp.get_pod().labels.get("team") == team else None
-        )
-
-    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        team = pod.labels.get("team")
-        if team is None:
-            return Status(), 0
-        mates: list[WaitingPod] = []
-        self.handle.iterate_over_waiting_pods(
-            lambda wp: mates.append(wp) if wp.get_pod().labels.get("team") == team else None
-        )
-        if len(mates) + 1 >= int(self.args.get("quorum", 3)):
-            for wp in mates:
-                wp.allow(self.name)
-            return Status(), 0
-        return Status(Code.WAIT), float(self.args.get("timeout", 30))
+# KssTestQuorum, loaded as users' plugins are, so the scheduler's own process (KSS_SCHEDULER_PROCESS) has it too.
+PLUGIN_MODULE = "tests.engine_host.quorum_plugin"
 
 
 def _config(quorum: int, timeout: float) -> dict[str, Any]:
@@ -77,7 +41,10 @@ def _config(quorum: int, timeout: float) -> dict[str, Any]:
 @pytest.fixture
 async def app(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[FastAPI]:
     gates: dict[str, bool] = getattr(request, "param", {})  # feature gates, when a test parametrizes them
-    application = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=3, feature_gates=gates))
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=3, feature_gates=gates, plugin_modules=[PLUGIN_MODULE]
+    )
+    application = create_app(settings)
     async with application.router.lifespan_context(application):
         yield application
 
@@ -109,13 +76,13 @@ async def test_a_team_waits_with_its_nodes_reserved_then_binds_together(
         assert (await client.post("/api/v1/namespaces/default/pods", json=_member(name))).status_code == 201
     await _settle(app)
     assert [await _node_of(client, n) for n in ("a", "b")] == [None, None]
-    waiting = app.state.scheduler.waiting()
-    assert sorted(row["pod"] for row in waiting) == ["default/a", "default/b"]
-    assert all(row["pendingPlugins"] == ["KssTestQuorum"] for row in waiting)
+    waiting = app.state.scheduler_view.waiting_pods()
+    assert sorted(row.pod for row in waiting) == ["default/a", "default/b"]
+    assert all(row.pending_plugins == ("KssTestQuorum",) for row in waiting)
     # Their nodes are reserved: a 600m pod of no team fits only on the third node.
     assert (await client.post("/api/v1/namespaces/default/pods", json=_member("loner", team=None))).status_code == 201
     await _settle(app)
-    held = {row["node"] for row in waiting}
+    held = {row.node for row in waiting}
     loner_node = await _node_of(client, "loner")
     assert loner_node is not None and loner_node not in held
     metrics = (await client.get("/metrics")).text
@@ -129,7 +96,7 @@ async def test_a_team_waits_with_its_nodes_reserved_then_binds_together(
     await _settle(app)
     nodes = [await _node_of(client, n) for n in ("a", "b", "c")]
     assert None not in nodes and len(set(nodes)) == 3
-    assert app.state.scheduler.waiting() == []
+    assert app.state.scheduler_view.waiting_pods() == []
     app.state.results.flush()
     attempts = (await client.get("/simulator/v1/namespaces/default/pods/a/results")).json()["attempts"]
     assert attempts[0]["result"] == "scheduled"
@@ -165,14 +132,14 @@ async def test_a_wait_that_times_out_sends_the_team_back_and_backoffQ_is_popped_
     for name in ("a", "b"):
         await client.post("/api/v1/namespaces/default/pods", json=_member(name))
     await _settle(app)
-    assert len(app.state.scheduler.waiting()) == 2
+    assert len(app.state.scheduler_view.waiting_pods()) == 2
 
     # The first timeout rejects the other member (Unreserve); the member that went to backoffQ is tried again and
     # waits alone until its own timeout; then both rest in the unschedulable pool (no event helps them).
-    service = app.state.scheduler
+    service, view = app.state.scheduler, app.state.scheduler_view
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        if not service.waiting() and service.queue.pending_counts()["unschedulable"] == 2:
+        if not view.waiting_pods() and service.queue.pending_counts()["unschedulable"] == 2:
             break
         await asyncio.sleep(0.05)
     else:
@@ -194,5 +161,6 @@ async def test_a_wait_that_times_out_sends_the_team_back_and_backoffQ_is_popped_
         assert condition["reason"] == "Unschedulable"
         assert condition["message"] == TIMED_OUT
     # The reservations are gone: a plain pod fits on either node.
-    assert service.cache.snapshot.get("n0").requested.milli_cpu == 0
-    assert service.cache.snapshot.get("n1").requested.milli_cpu == 0
+    allocations = view.node_allocations()
+    assert allocations["n0"].requested.milli_cpu == 0
+    assert allocations["n1"].requested.milli_cpu == 0

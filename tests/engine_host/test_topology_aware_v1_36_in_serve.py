@@ -17,7 +17,10 @@ from fastapi import FastAPI
 
 from kss_sim.config import Settings
 from kss_sim.main import create_app
-from kss_sim.scheduler.profiles import plugins_in_effect
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Handle
+from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
+from kss_sim.scheduler.runtime import Framework
 from tests.cluster.factories import node, pod
 
 GATES = {"GenericWorkload": True, "GangScheduling": True, "TopologyAwareWorkloadScheduling": True}
@@ -82,11 +85,17 @@ async def _settle(app: FastAPI) -> None:
     assert await asyncio.to_thread(app.state.scheduler.wait_idle, 20.0)
 
 
+def _framework(app: FastAPI) -> Framework:
+    """The framework the running configuration builds (in whichever process the scheduler runs, the same)."""
+    (profile,) = app.state.scheduler.config.profiles
+    return build_framework(profile, Handle(ClusterObjects()))
+
+
 def test_the_gate_puts_the_placement_plugins_in_the_default_profile(app: FastAPI) -> None:
-    (profile,) = app.state.scheduler.loop.config.profiles
-    enabled = dict(plugins_in_effect(profile, app.state.scheduler.loop.config.kube_version))
+    (profile,) = app.state.scheduler.config.profiles
+    enabled = dict(plugins_in_effect(profile, app.state.scheduler.config.kube_version))
     assert "PodGroupPodsCount" not in [name for name, _ in enabled["score"]]  # a PlacementScore plugin only
-    fwk = app.state.scheduler.frameworks["default-scheduler"]
+    fwk = _framework(app)
     assert [p.name for p in fwk.placement_generate] == ["TopologyPlacementGenerator"]
     assert [p.name for p in fwk.placement_score] == ["PodGroupPodsCount"]
     assert fwk.weights["PodGroupPodsCount"] == 1
@@ -163,7 +172,7 @@ async def test_a_profile_without_the_placement_generator_places_the_gang_across_
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://kss.test") as client:
-            fwk = application.state.scheduler.frameworks["default-scheduler"]
+            fwk = _framework(application)
             assert fwk.placement_generate == [] and [p.name for p in fwk.placement_score] == ["PodGroupPodsCount"]
             await _racks(client)
             names = await _gang(client, "quad", 4, 4)

@@ -1,11 +1,15 @@
 """The scheduler yields to the API: ``api_busy`` is true exactly while resource requests (watches aside) are being
-answered, and the loop pauses after a cycle only then, still scheduling every pod."""
+answered, and the loop pauses after a cycle only then, still scheduling every pod.
+
+The thread host's only (``KSS_SCHEDULER_PROCESS=false``): the loop shares the API's GIL there and so yields it; in a
+process of its own the scheduler has no ``api_busy`` and nothing to yield."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,8 +17,20 @@ import pytest
 from fastapi import FastAPI
 
 from kss_sim.cluster.storage import repository
+from kss_sim.config import Settings
 from kss_sim.engine_host import scheduler_thread
+from kss_sim.main import create_app
 from tests.cluster.factories import node, pod
+from tests.operations.conftest import SEED
+
+
+@pytest.fixture
+async def scheduling_app(tmp_path: Path) -> AsyncIterator[FastAPI]:
+    """The application with the scheduler in a thread of the API process (the host that yields to the API)."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'kss.db'}", seed=SEED, scheduler_process=False)
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
 
 
 async def test_api_busy_counts_requests_being_answered_but_not_watches(

@@ -5,33 +5,33 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from kss_sim.scheduler.framework import CycleState, FilterPlugin, ScorePlugin, Status, success, unschedulable
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
-from kss_sim.scheduler.plugins import register
+from kss_sim.config import Settings
+from kss_sim.main import create_app
 from tests.web.conftest import node, pod
 
 pytestmark = pytest.mark.usefixtures("fresh_plugin_registry")
 
 MARK = re.compile(r'<span class="oot"[^>]*>custom</span>')
+PLUGIN_MODULE = "tests.web.custom_plugins"
 
 
-class NotOnTainted(FilterPlugin):
-    name = "NotOnTainted"
-
-    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
-        return unschedulable("node(s) marked tainted") if "kss.test/tainted" in node_info.labels else success()
-
-
-class LikesB(ScorePlugin):
-    name = "LikesB"
-
-    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
-        return (100 if node_info.name == "b" else 10), success()
+@pytest.fixture
+async def sched_app(tmp_path: Path) -> AsyncIterator[FastAPI]:
+    """The application with its scheduler running and NotOnTainted and LikesB loaded as users' plugins are
+    (KSS_PLUGIN_MODULES), so the scheduler's own process has them too."""
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss.db'}", scheduler_enabled=True, plugin_modules=[PLUGIN_MODULE]
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
 
 
 def marked(html: str, plugin: str) -> bool:
@@ -50,8 +50,6 @@ def marked(html: str, plugin: str) -> bool:
 async def test_users_plugins_are_marked_custom_and_in_tree_ones_are_not(
     sched_app: FastAPI, sched_client: httpx.AsyncClient
 ) -> None:
-    register(NotOnTainted)
-    register(LikesB)
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
