@@ -75,6 +75,10 @@ def _child_context() -> multiprocessing.context.SpawnContext | multiprocessing.c
     return multiprocessing.get_context("spawn")
 
 
+# What ``_insert_rows`` found behind a message of rows when the queue held nothing more.
+_NOTHING = object()
+
+
 @dataclass
 class _Call:
     done: threading.Event = field(default_factory=threading.Event)
@@ -238,16 +242,33 @@ class _Link:
 
     def _insert_rows(self) -> None:
         results = self.host.results
-        while (rows := self._rows.get()) is not None:
-            if isinstance(rows, threading.Event):
-                rows.set()
+        while (item := self._rows.get()) is not None:
+            if isinstance(item, threading.Event):
+                item.set()
                 continue
-            if results is None:
-                continue
-            try:
-                results.commit_rows(rows)
-            except Exception:
-                log.exception("recording %d attempts failed", len(rows))
+            # Every message of rows already here goes in one insert: the child sends its rows as soon as they are
+            # encoded, often one attempt a message, and each insert is a session and a savepoint in the store's
+            # commit (a third of the committer's time when each went alone).
+            rows = list(item)
+            behind: object = _NOTHING
+            while True:
+                try:
+                    behind = self._rows.get_nowait()
+                except queue.Empty:
+                    behind = _NOTHING
+                    break
+                if not isinstance(behind, list):
+                    break  # a flush or the end: after these rows are inserted
+                rows += behind
+            if results is not None:
+                try:
+                    results.commit_rows(rows)
+                except Exception:
+                    log.exception("recording %d attempts failed", len(rows))
+            if behind is None:
+                return
+            if isinstance(behind, threading.Event):
+                behind.set()
 
     # --- across: the operations -----------------------------------------------------------------
     def call(self, op: str, *args: Any, timeout: float = CALL_TIMEOUT_SECONDS) -> Any:

@@ -285,7 +285,7 @@ class MirrorStore:
         return self._write("update_pod_status", namespace, name, status, **kwargs)
 
     def create_event(self, involved: Obj, reason: str, message: str, **kwargs: Any) -> Any:
-        return self._write("create_event", involved, reason, message, **kwargs)
+        return self._write("create_event", _event_subject(involved), reason, message, **kwargs)
 
     def delete(self, kind: str, namespace: str | None, name: str, **kwargs: Any) -> Any:
         return self._write("delete", kind, namespace, name, **kwargs)
@@ -304,6 +304,17 @@ class MirrorStore:
     def take_binder(self, uid: str) -> str | None:
         result: str | None = self.request("take_binder", uid)
         return result
+
+
+def _event_subject(obj: Obj) -> Obj:
+    """What the store's ``create_event`` reads of the object an Event is about (its reference): the whole pod was
+    pickled across, and unpickled by the API process, for every Event."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return obj
+    subject: Obj = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    subject["metadata"] = {key: meta[key] for key in ("namespace", "name", "uid", "resourceVersion") if key in meta}
+    return subject
 
 
 class RowsForwarder:

@@ -271,5 +271,8 @@ def _insert_and_trim(session: Session, rows: list[dict[str, Any]], retention: At
     repo = ResultsRepository(session)
     repo.add_many(rows)
     if retention.total is not None:
-        for ns, name in {(r["namespace"], r["pod_name"]) for r in rows if r["run_id"] is None}:
-            repo.trim(ns, name, retention.first, retention.dropped_through(repo.max_attempt(ns, name)))
+        live = {(r["namespace"], r["pod_name"]) for r in rows if r["run_id"] is None}
+        # Trimming one pod leaves the others' newest attempt (and its own) as it was: asked once for them all.
+        newest = repo.newest_attempts(live)
+        for ns, name in live:
+            repo.trim(ns, name, retention.first, retention.dropped_through(newest[(ns, name)]))

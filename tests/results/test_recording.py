@@ -15,6 +15,7 @@ from kss_sim.results import annotations as ann
 from kss_sim.results import attempts as attempts_module
 from kss_sim.results.attempts import ResultsService
 from kss_sim.results.codec import decode_matrices, encode_matrices
+from kss_sim.results.repository import ResultsRepository
 from kss_sim.results.rows import AttemptRetention
 from kss_sim.scheduler.cache import SchedulerCache
 from kss_sim.scheduler.cluster_objects import ClusterObjects
@@ -179,6 +180,29 @@ def test_retention_keeps_the_first_and_the_newest_attempts(
     svc.flush()
     svc.stop()
     assert [a["attempt"] for a in svc.list_attempts("default", "web")] == [12, 11, 10, 2, 1]
+
+
+def test_newest_attempts_of_many_pods_are_each_pods_max_attempt(results_engine: Engine) -> None:
+    factory = make_session_factory(results_engine)
+    svc = ResultsService(lambda: session_scope(factory))
+    first, _, pod = run_two_attempts()
+    recorded = {("default", "web"): 3, ("default", "db"): 1, ("other", "web"): 2}
+    for (namespace, name), count in recorded.items():
+        for _ in range(count):
+            att = dataclasses.replace(first)
+            att.attempt = svc.next_attempt_number(namespace, name)
+            svc.submit(att, namespace=namespace, pod_name=name, pod_uid=pod.uid)
+    att = dataclasses.replace(first)
+    att.attempt = 9
+    svc.submit(att, namespace="other", pod_name="db", pod_uid=pod.uid, run_id=1)  # a replay run's: not the cluster's
+    svc.flush()
+    svc.stop()
+    pods = [*recorded, ("other", "db"), ("default", "gone")]
+    with session_scope(factory) as session:
+        repo = ResultsRepository(session)
+        newest = repo.newest_attempts(pods)
+        assert newest == {**recorded, ("other", "db"): 0, ("default", "gone"): 0}
+        assert newest == {p: repo.max_attempt(*p) for p in pods}
 
 
 def test_retention_caps_first_below_the_total() -> None:

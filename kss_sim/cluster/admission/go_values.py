@@ -71,7 +71,9 @@ def json_kind(value: Any) -> str:
 # The number literals of the JSON body being decoded (in this request's context) whose Python value prints otherwise
 # than the literal (an integer beyond 64 bits that orjson reads as a float, ``1e5``, ``1E+30``): encoding/json quotes
 # a number it cannot store as it was sent.
-_LITERALS: ContextVar[dict[float, str] | None] = ContextVar("kss_number_literals", default=None)
+# The body is kept and read for them only when a message quotes a number (``number_text``): scanning every body's
+# tokens in Python was ~5 % of the API process's CPU per created pod, and almost no request needs them.
+_LITERALS: ContextVar[_BodyLiterals | None] = ContextVar("kss_number_literals", default=None)
 # A JSON string (skipped) or a number literal (group 1).
 _JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)')
 # A body without a fraction, an exponent or a 19-digit integer has no number orjson reads inexactly.
@@ -89,9 +91,27 @@ def remember_literals(body: bytes) -> None:
     """Keep, for this request, the literal of every number in the JSON ``body`` that ``number_text`` would not print
     as it was sent (errors name ``number 99999999999999999999``, not the float orjson made of it)."""
     _BEYOND.set(None)
-    if _MAYBE_INEXACT.search(body) is None:
-        _LITERALS.set(None)  # only integers orjson reads exactly
-        return
+    # A body without a fraction, an exponent or a 19-digit integer has only integers orjson reads exactly.
+    _LITERALS.set(_BodyLiterals(body) if _MAYBE_INEXACT.search(body) is not None else None)
+
+
+class _BodyLiterals:
+    """The number literals of one body, found when first asked for."""
+
+    __slots__ = ("_body", "_found")
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+        self._found: dict[float, str] | None = None
+
+    def get(self) -> dict[float, str]:
+        if self._found is None:
+            self._found = _inexact_literals(self._body)
+        return self._found
+
+
+def _inexact_literals(body: bytes) -> dict[float, str]:
+    """Each number of ``body`` whose Python value prints otherwise than its literal, by value (the first literal)."""
     literals: dict[float, str] = {}
     for found in _JSON_TOKEN.finditer(body):
         literal = found.group(1)
@@ -104,7 +124,7 @@ def remember_literals(body: bytes) -> None:
         value = float(text)
         if value == value and (math.isinf(value) or format_float(value) != text):
             literals.setdefault(value, text)  # an infinity: the first number beyond float64 sent (with its sign)
-    _LITERALS.set(literals or None)
+    return literals
 
 
 NOT_JSON = object()
@@ -201,8 +221,9 @@ def number_text(value: int | float) -> str:
     beyond = _BEYOND.get()
     if beyond is not None and (found := beyond.get(id(value))) is not None and found[0] is value:
         return found[1]
-    literals = _LITERALS.get()
-    if literals is not None and value in literals:
+    held = _LITERALS.get()
+    literals = held.get() if held is not None else None
+    if literals and value in literals:
         return literals[value]
     return format_float(value)
 

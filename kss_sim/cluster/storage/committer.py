@@ -328,31 +328,41 @@ class Committer:
         """The committer: one transaction per batch of staged changes, then make them visible."""
         engine = self._engine
         assert engine is not None
-        while True:
-            with self._lock:
-                while self._open is None:
-                    if not self._work.wait(_COMMITTER_IDLE_SECONDS) and self._open is None:
-                        self._thread = None
-                        return
-                batch = self._open
-                self._open = None
-            error: BaseException | None = None
-            try:
-                with engine.begin() as conn:
-                    # Also when the batch holds side writes only: the statement opens the transaction (pysqlite
-                    # begins one before DML only; a SAVEPOINT opened outside one would commit on RELEASE).
-                    repository.write_changes(conn, batch.rows, batch.last_rv)
-                    for side in batch.side:
-                        _run_side_write(conn, side)
-            except Exception as exc:  # the database said no: drop the batch and what was built on it
-                log.exception("write-through failed")
-                error = exc
-            with self._lock:
-                if error is None:
-                    self._committed(batch)
-                    batch.finish(None)
-                else:
-                    self._drop(batch, error)
+        # On SQLite the thread keeps one connection while it runs: checking one out of the pool and back for every
+        # batch (events, reset on return) was a fifth of the committer's time at one commit per created pod.
+        # PostgreSQL's checkout keeps its pre-ping (a dropped server connection replaced unseen).
+        held = _HeldConnection(engine) if engine.dialect.name == "sqlite" else None
+        try:
+            while True:
+                with self._lock:
+                    while self._open is None:
+                        if not self._work.wait(_COMMITTER_IDLE_SECONDS) and self._open is None:
+                            self._thread = None
+                            return
+                    batch = self._open
+                    self._open = None
+                error: BaseException | None = None
+                try:
+                    with held.begin() if held is not None else engine.begin() as conn:
+                        # Also when the batch holds side writes only: the statement opens the transaction (pysqlite
+                        # begins one before DML only; a SAVEPOINT opened outside one would commit on RELEASE).
+                        repository.write_changes(conn, batch.rows, batch.last_rv)
+                        for side in batch.side:
+                            _run_side_write(conn, side)
+                except Exception as exc:  # the database said no: drop the batch and what was built on it
+                    log.exception("write-through failed")
+                    error = exc
+                    if held is not None:
+                        held.close()  # the next batch starts on a fresh connection
+                with self._lock:
+                    if error is None:
+                        self._committed(batch)
+                        batch.finish(None)
+                    else:
+                        self._drop(batch, error)
+        finally:
+            if held is not None:
+                held.close()
 
     def _committed(self, batch: Batch) -> None:
         """``batch`` is durable: make it visible (lock held)."""
@@ -388,6 +398,30 @@ class Committer:
         self.rv = self.committed_rv
         for batch in dropped:
             batch.finish(error)
+
+
+class _HeldConnection:
+    """One connection of ``engine`` kept across transactions (opened at the first, again after ``close``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._conn: Connection | None = None
+
+    @contextlib.contextmanager
+    def begin(self) -> Iterator[Connection]:
+        """A transaction on the held connection: committed when the block ends, rolled back if it raises."""
+        if self._conn is None:
+            self._conn = self._engine.connect()
+        with self._conn.begin():
+            yield self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                conn.close()
+            except Exception:
+                log.exception("closing the committer's connection failed")
 
 
 def _run_side_write(conn: Connection, side: SideWrite) -> None:

@@ -238,14 +238,17 @@ def qos_class(pod: dict[str, Any]) -> str:
     spec = pod.get("spec") or {}
     for c in list(spec.get("initContainers") or []) + list(spec.get("containers") or []):
         resources = (c or {}).get("resources") or {}
+        # A Fraction's arithmetic is slow Python: each quantity is parsed once (cached) and added only to another.
         for name, quantity in (resources.get("requests") or {}).items():
-            if name in supported and _q(quantity) != 0:
-                requests[name] = requests.get(name, Fraction(0)) + _q(quantity)
+            if name in supported and (amount := _q(quantity)) != 0:
+                earlier = requests.get(name)
+                requests[name] = amount if earlier is None else earlier + amount
         found: set[str] = set()
         for name, quantity in (resources.get("limits") or {}).items():
-            if name in supported and _q(quantity) != 0:
+            if name in supported and (amount := _q(quantity)) != 0:
                 found.add(name)
-                limits[name] = limits.get(name, Fraction(0)) + _q(quantity)
+                earlier = limits.get(name)
+                limits[name] = amount if earlier is None else earlier + amount
         if not found.issuperset(supported):
             guaranteed = False
     if not requests and not limits:
