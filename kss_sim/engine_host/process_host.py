@@ -61,6 +61,7 @@ LIST_CHUNK = 1000
 START_TIMEOUT_SECONDS = 120.0
 # An operation across (hold, the pages' view) not answered in this time fails (a child being restarted answers none).
 CALL_TIMEOUT_SECONDS = 60.0
+VIEW_RETRIES = 2  # a page's read-only question asked again of a restarted child
 # How the child starts: "spawn", a fresh interpreter that inherits none of the API process's threads. A process that
 # starts many servers (the test suite: an app per test) sets "forkserver": each child is then forked from one
 # interpreter that imported the scheduler once, instead of importing it again (~2 s of CPU) for every start.
@@ -77,6 +78,13 @@ def _child_context() -> multiprocessing.context.SpawnContext | multiprocessing.c
 
 # What ``_insert_rows`` found behind a message of rows when the queue held nothing more.
 _NOTHING = object()
+
+
+class SchedulerProcessGone(RuntimeError):
+    """The child ended while a call was on its way (killed, or restarted to list afresh)."""
+
+    def __init__(self) -> None:
+        super().__init__("the scheduler process is gone")
 
 
 @dataclass
@@ -275,12 +283,12 @@ class _Link:
         call_id = next(self._ids)
         call = self._calls[call_id] = _Call()
         if not self.channel.send(("call", call_id, op, args)):
-            raise RuntimeError("the scheduler process is gone")
+            raise SchedulerProcessGone()
         if not call.done.wait(timeout):
             self._calls.pop(call_id, None)
             raise TimeoutError(f"the scheduler process did not answer {op}")
         if not call.ok:
-            raise decode_error(call.value) if call.value is not None else RuntimeError("the scheduler process is gone")
+            raise decode_error(call.value) if call.value is not None else SchedulerProcessGone()
         return call.value
 
     def rows_inserted(self, timeout: float = 30.0) -> None:
@@ -523,6 +531,13 @@ class ProcessView(HostView):
         self._process = host
 
     def _ask(self, name: str, *args: Any) -> Any:
+        # A page's question only reads, so it is asked again of the next child when the one asked ended
+        # meanwhile (restarted after falling behind the change log, or killed): a page never fails for that.
+        for _ in range(VIEW_RETRIES):
+            try:
+                return self._process.call("view", name, args)
+            except SchedulerProcessGone:
+                continue
         return self._process.call("view", name, args)
 
     def node_allocations(self) -> dict[str, NodeAllocation]:

@@ -137,6 +137,21 @@ def test_kill_9_of_the_child_starts_another_that_schedules_the_rest(server: Serv
         assert set(_bound(http).values()) == {"n1"}
 
 
+def test_a_page_asked_while_the_child_is_restarted_is_answered_by_the_next_one(server: Server) -> None:
+    """The pages ask the child (node allocations, waiting pods, plugin timeouts): a child that ends while a page's
+    question is on its way (killed, or restarted after falling behind the change log) must not fail the page."""
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        http.post("/api/v1/nodes", json=_node("n1")).raise_for_status()
+        assert http.get("/ui/cluster").status_code == 200
+        for _ in range(3):
+            first = _scheduler_pid(server)
+            os.kill(first, signal.SIGKILL)
+            page = http.get("/ui/cluster")  # asked at once: the killed child's link may still look open
+            assert page.status_code == 200, page.text[:500]
+            assert 'id="node-n1"' in page.text
+            wait_for(lambda killed=first: _scheduler_pid(server) != killed)
+
+
 def test_kill_9_of_the_api_process_leaves_no_scheduler_behind(server: Server) -> None:
     child = _scheduler_pid(server)
     server.stop(kill=True)
