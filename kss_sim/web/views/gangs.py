@@ -28,7 +28,7 @@ from kss_sim.web.formatting import duration_text
 from kss_sim.web.page_sources import WebService
 from kss_sim.web.pod_index import PodRow
 from kss_sim.web.ports import AttemptSummary, SchedulerView, Store, WaitingPodRow
-from kss_sim.web.views.gang_preemption import PreemptionIndex, Victim, terminating_victims
+from kss_sim.web.views.gang_preemption import PreemptionIndex, Victim, scheduling_group, terminating_victims
 
 POD_GROUP = "PodGroup"
 WORKLOAD = "Workload"
@@ -223,9 +223,9 @@ def gang_keys_of(row: PodRow) -> list[GangKey]:
     """The gangs a pod belongs to: its PodGroup label, its ``spec.workloadRef`` and its ``spec.schedulingGroup``
     (a pod may have more than one)."""
     keys: list[GangKey] = []
-    scheduling_group = (row.obj.get("spec") or {}).get("schedulingGroup")
-    if isinstance(scheduling_group, Mapping) and scheduling_group.get("podGroupName"):
-        keys.append(GangKey(row.namespace, POD_GROUP_V1ALPHA2, str(scheduling_group["podGroupName"])))
+    group_v1alpha2 = scheduling_group(row)
+    if group_v1alpha2:
+        keys.append(GangKey(row.namespace, POD_GROUP_V1ALPHA2, group_v1alpha2.partition("/")[2]))
     group = row.labels.get(POD_GROUP_LABEL)
     if group:
         keys.append(GangKey(row.namespace, POD_GROUP, str(group)))
