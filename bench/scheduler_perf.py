@@ -18,6 +18,18 @@ the first measured create to the last measured pod bound, the creates sent by ``
 Upstream's figure is the average of per-second scheduling rates over the measured op; ours is measured pods / wall
 time over the same span, which differs from it by the ramp at the edges (a second or two of a 10 s case).
 ``--scale 0.1`` divides every count by ten (a quick look; thresholds then do not apply).
+
+**Churn** (PreemptionAsync, SchedulingWithMixedChurn): upstream's ``churn`` op runs a ticker beside the measured
+pods, one object of each template every interval of wall time (200 ms: a 3-CPU priority-10 pod that must preempt
+three low-priority pods; 1 s, recreate: a node that holds no pod, an unschedulable 9-CPU priority-10 pod and a
+Service, created on one tick and deleted on the next). Through the server a client thread does exactly that
+(``ChurnClient``), from the first measured create to the last measured pod bound. Offline there is no wall clock to
+tick beside the engine (its virtual clock stands still while pods are scheduled), so the ticks are placed between
+measured pods: one every ``threshold x interval`` measured pods (114 and 710), the churn a scheduler running at
+exactly upstream's threshold meets; a tick's pods are pending pods at that point (a preemptor is retried at once once
+its victims are gone, as ``kss simulate`` does), its nodes and Services go through the loop's event handler, a
+deleted pod leaves the cache if it was bound (a pod that failed has left the queue already: the offline run tries a
+pending pod once, where upstream's would wait in the unschedulable queue for an event that never helps it).
 """
 
 from __future__ import annotations
@@ -70,13 +82,23 @@ def node(name: str, *, labels: dict[str, str] | None = None, pods: str = "110") 
     }
 
 
-def pod(name: str, namespace: str, *, labels: dict[str, str] | None = None, requests: bool = True, **spec: Any) -> Obj:
-    """templates/pod-default.yaml and its variants: one pause container with port 80 and 100m/500Mi (requests
-    equal to limits) unless ``requests`` is False (daemonset-pod.yaml asks for nothing)."""
+def pod(
+    name: str,
+    namespace: str,
+    *,
+    labels: dict[str, str] | None = None,
+    requests: bool = True,
+    cpu: str = "100m",
+    limits: bool = True,
+    **spec: Any,
+) -> Obj:
+    """templates/pod-default.yaml and its variants: one pause container with port 80 and ``cpu``/500Mi (requests
+    equal to limits unless ``limits`` is False) unless ``requests`` is False (daemonset-pod.yaml asks for nothing)."""
     container: Obj = {"name": "pause", "image": "registry.k8s.io/pause:3.10.1"}
     if requests:
+        wanted = {**REQUESTS, "cpu": cpu}
         container["ports"] = [{"containerPort": 80, "protocol": "TCP"}]
-        container["resources"] = {"limits": dict(REQUESTS), "requests": dict(REQUESTS)}
+        container["resources"] = {"limits": dict(wanted), "requests": dict(wanted)} if limits else {"requests": wanted}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -134,12 +156,89 @@ def daemonset_pod(name: str, namespace: str) -> Obj:
     )
 
 
+# Upstream's priority templates set ``spec.priority`` with no class (its test server runs without the Priority
+# admission plugin); kss admits priorities through their class, so these pods also name a class of the same value.
+HIGH_PRIORITY = 10
+HIGH_PRIORITY_CLASS = "scheduler-perf-priority-10"
+
+
+def priority_class() -> Obj:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": HIGH_PRIORITY_CLASS},
+        "value": HIGH_PRIORITY,
+    }
+
+
+def low_priority_pod(name: str, namespace: str) -> Obj:
+    """pod-low-priority.yaml: 900m (four fill a node to 3.6 of its 4 CPU), ended at once when preempted."""
+    return pod(name, namespace, cpu="900m", terminationGracePeriodSeconds=0)
+
+
+def high_priority_pod(name: str, namespace: str) -> Obj:
+    """pod-high-priority.yaml: priority 10, 3 CPU: it fits a full node only once three low-priority pods go."""
+    return pod(name, namespace, cpu="3000m", priority=HIGH_PRIORITY, priorityClassName=HIGH_PRIORITY_CLASS)
+
+
+def high_priority_large_cpu_pod(name: str, namespace: str) -> Obj:
+    """pod-high-priority-large-cpu.yaml: priority 10, 9 CPU requested (no limits): fits no node, preempting or not."""
+    return pod(name, namespace, cpu="9", limits=False, priority=HIGH_PRIORITY, priorityClassName=HIGH_PRIORITY_CLASS)
+
+
+def churn_node(name: str, namespace: str) -> Obj:
+    """churn/node-default.yaml: a Ready node with capacity for no pod (no label, no CPU)."""
+    capacity = {"pods": "0"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "spec": {},
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running",
+        },
+    }
+
+
+def churn_service(name: str, namespace: str) -> Obj:
+    """churn/service-default.yaml: selects app=foo (no pod of these cases), TCP 8080."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"app": "foo"}, "ports": [{"protocol": "TCP", "port": 8080, "targetPort": 8080}]},
+    }
+
+
 PodMaker = Callable[[str, str], Obj]
 
 
 @dataclass
+class Churn:
+    """Upstream's ``churn`` op: every ``interval_ms`` one object of each template, in ``namespace``; "create" makes
+    new ones on every tick, "recreate" (``number`` 1) makes them on one tick and deletes them on the next."""
+
+    mode: str
+    interval_ms: int
+    templates: list[PodMaker]
+
+    namespace: str = "namespace-1"
+
+    def tick(self, t: int) -> list[tuple[str, Obj]]:
+        """What tick ``t`` (counted from 1) does: ("create" or "delete", the object), in template order."""
+        creating = self.mode == "create" or t % 2 == 1
+        serial = t if self.mode == "create" else (t + 1) // 2  # a recreate deletes what the tick before made
+        verb = "create" if creating else "delete"
+        return [(verb, make(f"churn-{i}-{serial:05d}", self.namespace)) for i, make in enumerate(self.templates)]
+
+
+@dataclass
 class Case:
-    """One performance workload: the cluster, the initial pods and the measured pods, and upstream's threshold."""
+    """One performance workload: the cluster, the initial pods, the churn beside the measured pods, and the measured
+    pods, with upstream's threshold."""
 
     name: str
     threshold: int
@@ -150,6 +249,7 @@ class Case:
     init: PodMaker = field(default=lambda name, ns: pod(name, ns))
     init_namespace: str = "namespace-1"
     measure_namespace: str = "namespace-2"
+    churn: Churn | None = None
 
     def objects(self, scale: float) -> tuple[list[Obj], list[Obj], list[Obj]]:
         """Nodes, initial pods and measured pods at ``scale``."""
@@ -157,6 +257,12 @@ class Case:
         count = round(self.measure_pods * scale)
         measured = [self.measure(f"pod-{i:06d}", self.measure_namespace) for i in range(count)]
         return self.nodes(scale), init, measured
+
+    def churn_every(self) -> int:
+        """Offline, measured pods between two churn ticks: as many as a scheduler at exactly upstream's threshold
+        schedules in one interval (the churn such a scheduler meets; a faster one meets less in real time)."""
+        assert self.churn is not None
+        return max(1, round(self.threshold * self.churn.interval_ms / 1000))
 
 
 def _n(count: int, zones: list[str] | None = None) -> Callable[[float], list[Obj]]:
@@ -215,6 +321,28 @@ CASES = [
         measure=node_affinity_pod,
         init=node_affinity_pod,
     ),
+    # PreemptionAsync's three performance workloads differ only in feature gates (SchedulerAsyncPreemption,
+    # SchedulerAsyncAPICalls: when the preemption's and binding's API calls are made) that kss does not model;
+    # one case stands for the three (threshold 570 each).
+    Case(
+        "PreemptionAsync/5000Nodes",
+        570,
+        _n(5000),
+        20000,
+        5000,
+        init=low_priority_pod,
+        measure_namespace="namespace-3",
+        churn=Churn("create", 200, [high_priority_pod], namespace="namespace-2"),
+    ),
+    Case(
+        "SchedulingWithMixedChurn/5000Nodes_10000Pods",
+        710,
+        _n(5000),
+        0,
+        10000,
+        init_namespace="namespace-0",
+        churn=Churn("recreate", 1000, [churn_node, high_priority_large_cpu_pod, churn_service]),
+    ),
 ]
 
 
@@ -229,37 +357,111 @@ def as_stored(p: Obj, uid: str) -> Obj:
     return stored
 
 
-def run_offline(case: Case, scale: float, record: bool = False) -> tuple[int, float, float]:
-    """Schedule the initial then the measured pods with the engine; (measured pods bound, their wall seconds, the
-    CPU seconds this process spent on them: on a busy machine the CPU figure is the steadier one). ``record``:
-    each attempt recorded and its matrices encoded (``encode_matrices``), as ``kss serve`` stores them."""
+@dataclass
+class Outcome:
+    """One run of a case: the measured pods bound, their wall seconds, the CPU seconds spent on them (offline: this
+    process's; through the server: the API process's, and the scheduler process's in ``child_cpu``), and the churn
+    over the measured span: objects created and deleted, churn pods bound, and (offline) pods preempted."""
+
+    bound: int
+    seconds: float
+    cpu: float
+    child_cpu: float = 0.0
+    churn_created: int = 0
+    churn_deleted: int = 0
+    churn_bound: int = 0
+    preempted: int = 0
+
+
+def offline_pending(case: Case, init: list[Obj], measured: list[Obj], every: int) -> list[Obj]:
+    """The pods in the order the offline run tries them: the initial ones, then the measured ones with the pods of
+    churn tick t right after measured pod ``t * every`` (ticks only while measured pods remain)."""
+    pending = list(init)
+    for i, p in enumerate(measured, 1):
+        pending.append(p)
+        if case.churn is not None and i % every == 0 and i < len(measured):
+            pending.extend(
+                obj for verb, obj in case.churn.tick(i // every) if verb == "create" and obj["kind"] == "Pod"
+            )
+    return pending
+
+
+def run_offline(case: Case, scale: float, record: bool = False, churn_every: int | None = None) -> Outcome:
+    """Schedule the initial then the measured pods with the engine, the churn between measured pods (every
+    ``churn_every`` of them, default ``Case.churn_every``: nodes and services through the loop's event handler,
+    pods as pending pods at their tick, a deleted churn pod out of the cache). The CPU figure is the steadier one on
+    a busy machine. ``record``: each attempt recorded and its matrices encoded (``encode_matrices``), as
+    ``kss serve`` stores them."""
     nodes, init, measured = case.objects(scale)
-    pending = [as_stored(p, f"uid-{i}") for i, p in enumerate(init + measured)]
+    every = churn_every or (case.churn_every() if case.churn else 0)
+    raw = offline_pending(case, init, measured, every)
+    pending = [as_stored(p, f"uid-{i}") for i, p in enumerate(raw)]
+    uids = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["metadata"]["uid"] for p in pending}
+    churn_ns = case.churn.namespace if case.churn else None
     # The "sampling" family keeps the configuration's percentageOfNodesToScore (the default: adaptive).
     scenario = {"meta": {"name": case.name, "family": "sampling"}, "nodes": nodes, "pending": pending}
     run = ScenarioRun(scenario, record=record)
+    loop = run.loop
+    out = Outcome(0, 0.0, 0.0)
+    bound_churn: set[str] = set()
     gc.collect()
     gc.disable()
     try:
         attempts: Iterator[Any] = run.attempts()
         start = time.perf_counter() if not init else None
         cpu_start = time.process_time()
-        seen = bound = 0
+        deleted_before = 0
+        seen = measured_seen = 0
         for att, _ in attempts:
             if record:
                 encode_matrices(att)
+            if churn_ns is not None and att.pod.startswith(churn_ns + "/"):
+                if att.result == "scheduled":
+                    bound_churn.add(att.pod)
+                continue
             if att.attempt != 1:
                 continue
             seen += 1
             if seen == len(init):
                 start = time.perf_counter()  # the initial pods are done: the measured op begins
                 cpu_start = time.process_time()
-            elif seen > len(init) and att.result == "scheduled":
-                bound += 1
+                deleted_before = len(run.actions.deleted)
+            elif seen > len(init):
+                measured_seen += 1
+                if att.result == "scheduled":
+                    out.bound += 1
+                if case.churn is not None and measured_seen % every == 0 and measured_seen < len(measured):
+                    _churn_offline(loop, case.churn.tick(measured_seen // every), uids, bound_churn, out)
         assert start is not None
-        return bound, time.perf_counter() - start, time.process_time() - cpu_start
+        out.seconds = time.perf_counter() - start
+        out.cpu = time.process_time() - cpu_start
+        out.churn_bound = len(bound_churn)
+        out.preempted = len(run.actions.deleted) - deleted_before
+        return out
     finally:
         gc.enable()
+
+
+def _churn_offline(
+    loop: Any, actions: list[tuple[str, Obj]], uids: dict[str, str], bound: set[str], out: Outcome
+) -> None:
+    """One churn tick between two measured pods: a node or service through the loop's event handler, a deleted
+    pod out of the cache if it was bound (a created pod is already pending at this point: ``offline_pending``)."""
+    for verb, obj in actions:
+        kind = obj["kind"]
+        if verb == "create":
+            out.churn_created += 1
+            if kind != "Pod":
+                loop.handle("ADDED", kind, obj)
+            continue
+        out.churn_deleted += 1
+        if kind == "Pod":
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            if key in bound:
+                loop.delete_assigned_pod(uids[key])
+            # else: it failed and left the queue already (the offline run tries a pending pod once)
+        else:
+            loop.handle("DELETED", kind, obj)
 
 
 # --- through kss serve ------------------------------------------------------------------------------------------
@@ -320,7 +522,10 @@ def path_of(obj: Obj) -> str:
         return "/api/v1/nodes"
     if kind == "Namespace":
         return "/api/v1/namespaces"
-    return f"/api/v1/namespaces/{obj['metadata']['namespace']}/pods"
+    if kind == "PriorityClass":
+        return "/apis/scheduling.k8s.io/v1/priorityclasses"
+    resource = {"Pod": "pods", "Service": "services"}[kind]
+    return f"/api/v1/namespaces/{obj['metadata']['namespace']}/{resource}"
 
 
 async def create_all(url: str, objects: list[Obj], concurrency: int) -> None:
@@ -328,23 +533,62 @@ async def create_all(url: str, objects: list[Obj], concurrency: int) -> None:
     await post_all(url, [(path_of(o), orjson.dumps(o)) for o in objects], concurrency)
 
 
-def run_serve(
-    case: Case, scale: float, concurrency: int, timeout: float, py_spy: Path | None = None
-) -> tuple[int, float, float, float]:
+class ChurnClient:
+    """Upstream's churn op through the API: a thread that, every ``interval_ms`` of wall time, creates (or, on a
+    recreate's second tick, deletes) one object of each template, as scheduler_perf's ticker does; a tick that
+    falls due while the last one is still running is skipped (Go's ticker drops it too)."""
+
+    def __init__(self, url: str, churn: Churn) -> None:
+        self.url = url
+        self.churn = churn
+        self.created = self.deleted = 0
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        interval = self.churn.interval_ms / 1000
+        next_at = time.perf_counter() + interval
+        t = 0
+        with httpx.Client(base_url=self.url, timeout=60) as client:
+            while not self._stop.wait(max(0.0, next_at - time.perf_counter())):
+                t += 1
+                for verb, obj in self.churn.tick(t):
+                    if verb == "create":
+                        r = client.post(path_of(obj), content=orjson.dumps(obj))
+                        self.created += r.status_code == 201
+                    else:
+                        r = client.delete(f"{path_of(obj)}/{obj['metadata']['name']}")
+                        self.deleted += r.status_code in (200, 202, 404)  # 404: a preempted or already gone pod
+                    if r.status_code >= 400 and r.status_code != 404 and self.error is None:
+                        self.error = f"{verb} {obj['kind']} {obj['metadata']['name']}: {r.status_code} {r.text[:200]}"
+                now = time.perf_counter()
+                next_at += interval * max(1, int((now - next_at) // interval) + 1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=120)
+
+
+def run_serve(case: Case, scale: float, concurrency: int, timeout: float, py_spy: Path | None = None) -> Outcome:
     """The same through a fresh ``kss serve`` (SQLite, scheduler on, controllers and kubelet off: scheduler_perf
-    runs no kubelet either); (measured pods bound, seconds from the first measured create to the last bound, the
-    server's CPU seconds over that span, its child processes' CPU seconds: the scheduler's with
-    ``KSS_SCHEDULER_PROCESS=true``, 0 otherwise). ``py_spy``: profile the server over the span
-    (bench/serve_profile.py)."""
+    runs no kubelet either), the churn by a client thread at upstream's interval from the first measured create to
+    the last measured pod bound. The seconds run from the first measured create to the last bound; the CPU is the
+    server's over that span (``child_cpu``: its child processes', the scheduler's with ``KSS_SCHEDULER_PROCESS``).
+    ``py_spy``: profile the server over the span (bench/serve_profile.py)."""
     nodes, init, measured = case.objects(scale)
-    namespaces = sorted({case.init_namespace, case.measure_namespace})
-    ns_objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in namespaces]
+    namespaces = {case.init_namespace, case.measure_namespace} | ({case.churn.namespace} if case.churn else set())
+    setup: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in sorted(namespaces)]
+    if case.churn is not None:
+        setup.append(priority_class())
     env = {"KSS_CONTROLLERS": "false", "KSS_KUBELET": "false"}
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         served = start(Path(tmp), env)
         watches: list[BoundWatch] = []
+        churner: ChurnClient | None = None
         try:
-            asyncio.run(create_all(served.url, ns_objects + nodes, concurrency))
+            asyncio.run(create_all(served.url, setup + nodes, concurrency))
             if init:
                 init_watch = BoundWatch(served.url, case.init_namespace)
                 watches.append(init_watch)
@@ -352,21 +596,56 @@ def run_serve(
                 init_watch.wait_for(len(init), timeout)
             watch = BoundWatch(served.url, case.measure_namespace)
             watches.append(watch)
+            churn_watch = BoundWatch(served.url, case.churn.namespace) if case.churn else None
+            if churn_watch is not None:
+                watches.append(churn_watch)
             already = len(watch.bound)  # init pods of the same namespace
             profiler = Profiler(served.process.pid, py_spy) if py_spy else None
             cpu0, child0 = served.cpu_seconds(), served.children_cpu_seconds()
             start_at = time.perf_counter()
+            churner = ChurnClient(served.url, case.churn) if case.churn else None
             asyncio.run(create_all(served.url, measured, concurrency))
             watch.wait_for(already + len(measured), timeout)
             cpu = served.cpu_seconds() - cpu0
             child_cpu = served.children_cpu_seconds() - child0
             if profiler is not None:
                 profiler.stop(cpu)
-            return len(watch.bound) - already, watch.last_bound_at - start_at, cpu, child_cpu
+            out = Outcome(len(watch.bound) - already, watch.last_bound_at - start_at, cpu, child_cpu)
+            if churner is not None:
+                churner.stop()
+                if churner.error is not None:
+                    raise SystemExit(f"churn failed: {churner.error}")
+                out.churn_created, out.churn_deleted = churner.created, churner.deleted
+                out.churn_bound = len(churn_watch.bound) if churn_watch is not None else 0
+            return out
         finally:
+            if churner is not None:
+                churner.stop()
             for w in watches:
                 w.stop()
             served.stop()
+
+
+def report_line(case: Case, mode: str, out: Outcome, who: str, scale: float) -> str:
+    """One case's line: pods/s beside upstream's threshold (judged at full scale only), the CPU, the churn."""
+    cpu_note = ""
+    if out.cpu > 0:
+        total = out.cpu + out.child_cpu
+        split = f" (API process {out.cpu:.2f} s + scheduler process {out.child_cpu:.2f} s)" if out.child_cpu else ""
+        cpu_note = f"; {who} {total:.2f} s{split} = {out.bound / total:.0f} pods per CPU-second"
+    rate = out.bound / out.seconds if out.seconds > 0 else float("inf")
+    verdict = "" if scale != 1.0 else ("  ok" if rate >= case.threshold else "  BELOW")
+    churn_note = ""
+    if case.churn is not None:
+        churn_note = (
+            f"; churn: {out.churn_created} created, {out.churn_deleted} deleted, {out.churn_bound} churn pods bound"
+        )
+        if mode == "offline":
+            churn_note += f", {out.preempted} pods preempted"
+    return (
+        f"{case.name:48s} {mode:7s} {out.bound:6d} pods in {out.seconds:7.2f} s = {rate:7.0f} pods/s "
+        f"(upstream threshold {case.threshold}){verdict}{cpu_note}{churn_note}"
+    )
 
 
 def main() -> int:
@@ -386,26 +665,14 @@ def main() -> int:
     modes = ["offline", "serve"] if args.mode == "both" else [args.mode]
     for case in cases:
         for mode in modes:
-            child_cpu = 0.0
             if mode == "offline":
-                bound, seconds, cpu = run_offline(case, args.scale, args.record)
+                out = run_offline(case, args.scale, args.record)
                 who = "CPU (recorded)" if args.record else "CPU"
             else:
                 spy = args.py_spy / case.name.replace("/", "_") if args.py_spy else None
-                bound, seconds, cpu, child_cpu = run_serve(case, args.scale, args.concurrency, args.timeout, spy)
+                out = run_serve(case, args.scale, args.concurrency, args.timeout, spy)
                 who = "server CPU"  # the clients' own CPU aside: the same two cores serve them
-            cpu_note = ""
-            if cpu > 0:
-                total = cpu + child_cpu
-                split = f" (API process {cpu:.2f} s + scheduler process {child_cpu:.2f} s)" if child_cpu else ""
-                cpu_note = f"; {who} {total:.2f} s{split} = {bound / total:.0f} pods per CPU-second"
-            rate = bound / seconds if seconds > 0 else float("inf")
-            verdict = "" if args.scale != 1.0 else ("  ok" if rate >= case.threshold else "  BELOW")
-            print(
-                f"{case.name:48s} {mode:7s} {bound:6d} pods in {seconds:7.2f} s = {rate:7.0f} pods/s "
-                f"(upstream threshold {case.threshold}){verdict}{cpu_note}",
-                flush=True,
-            )
+            print(report_line(case, mode, out, who, args.scale), flush=True)
     return 0
 
 
