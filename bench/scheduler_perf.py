@@ -219,13 +219,18 @@ PodMaker = Callable[[str, str], Obj]
 @dataclass
 class Churn:
     """Upstream's ``churn`` op: every ``interval_ms`` one object of each template, in ``namespace``; "create" makes
-    new ones on every tick, "recreate" (``number`` 1) makes them on one tick and deletes them on the next."""
+    new ones on every tick (``number`` ticks at most, 0: no limit), "recreate" (upstream's ``number`` 1 only) makes
+    them on one tick and deletes them on the next."""
 
     mode: str
     interval_ms: int
     templates: list[PodMaker]
-
     namespace: str = "namespace-1"
+    number: int = 0
+
+    def ticks(self, t: int) -> bool:
+        """Whether tick ``t`` happens at all (a "create" churn stops after ``number`` ticks)."""
+        return self.mode != "create" or not self.number or t <= self.number
 
     def tick(self, t: int) -> list[tuple[str, Obj]]:
         """What tick ``t`` (counted from 1) does: ("create" or "delete", the object), in template order."""
@@ -361,7 +366,8 @@ def as_stored(p: Obj, uid: str) -> Obj:
 class Outcome:
     """One run of a case: the measured pods bound, their wall seconds, the CPU seconds spent on them (offline: this
     process's; through the server: the API process's, and the scheduler process's in ``child_cpu``), and the churn
-    over the measured span: objects created and deleted, churn pods bound, and (offline) pods preempted."""
+    over the measured span: objects created and deleted, churn pods bound, and offline the churn pods tried and the
+    pods preempted."""
 
     bound: int
     seconds: float
@@ -370,6 +376,7 @@ class Outcome:
     churn_created: int = 0
     churn_deleted: int = 0
     churn_bound: int = 0
+    churn_tried: int = 0
     preempted: int = 0
 
 
@@ -379,7 +386,7 @@ def offline_pending(case: Case, init: list[Obj], measured: list[Obj], every: int
     pending = list(init)
     for i, p in enumerate(measured, 1):
         pending.append(p)
-        if case.churn is not None and i % every == 0 and i < len(measured):
+        if case.churn is not None and i % every == 0 and i < len(measured) and case.churn.ticks(i // every):
             pending.extend(
                 obj for verb, obj in case.churn.tick(i // every) if verb == "create" and obj["kind"] == "Pod"
             )
@@ -416,6 +423,7 @@ def run_offline(case: Case, scale: float, record: bool = False, churn_every: int
             if record:
                 encode_matrices(att)
             if churn_ns is not None and att.pod.startswith(churn_ns + "/"):
+                out.churn_tried += att.attempt == 1
                 if att.result == "scheduled":
                     bound_churn.add(att.pod)
                 continue
@@ -430,8 +438,14 @@ def run_offline(case: Case, scale: float, record: bool = False, churn_every: int
                 measured_seen += 1
                 if att.result == "scheduled":
                     out.bound += 1
-                if case.churn is not None and measured_seen % every == 0 and measured_seen < len(measured):
-                    _churn_offline(loop, case.churn.tick(measured_seen // every), uids, bound_churn, out)
+                tick = measured_seen // every if every else 0
+                if (
+                    case.churn
+                    and measured_seen % every == 0
+                    and measured_seen < len(measured)
+                    and case.churn.ticks(tick)
+                ):
+                    _churn_offline(loop, case.churn.tick(tick), uids, bound_churn, out)
         assert start is not None
         out.seconds = time.perf_counter() - start
         out.cpu = time.process_time() - cpu_start
@@ -543,17 +557,20 @@ class ChurnClient:
         self.churn = churn
         self.created = self.deleted = 0
         self.error: str | None = None
+        self.ticked = threading.Event()  # set once the first tick is done
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         interval = self.churn.interval_ms / 1000
-        next_at = time.perf_counter() + interval
         t = 0
         with httpx.Client(base_url=self.url, timeout=60) as client:
+            next_at = time.perf_counter() + interval  # the client made: its setup is not the first tick's delay
             while not self._stop.wait(max(0.0, next_at - time.perf_counter())):
                 t += 1
+                if not self.churn.ticks(t):
+                    return
                 for verb, obj in self.churn.tick(t):
                     if verb == "create":
                         r = client.post(path_of(obj), content=orjson.dumps(obj))
@@ -563,6 +580,7 @@ class ChurnClient:
                         self.deleted += r.status_code in (200, 202, 404)  # 404: a preempted or already gone pod
                     if r.status_code >= 400 and r.status_code != 404 and self.error is None:
                         self.error = f"{verb} {obj['kind']} {obj['metadata']['name']}: {r.status_code} {r.text[:200]}"
+                self.ticked.set()
                 now = time.perf_counter()
                 next_at += interval * max(1, int((now - next_at) // interval) + 1)
 
@@ -641,7 +659,7 @@ def report_line(case: Case, mode: str, out: Outcome, who: str, scale: float) -> 
             f"; churn: {out.churn_created} created, {out.churn_deleted} deleted, {out.churn_bound} churn pods bound"
         )
         if mode == "offline":
-            churn_note += f", {out.preempted} pods preempted"
+            churn_note += f" of {out.churn_tried} tried, {out.preempted} pods preempted"
     return (
         f"{case.name:48s} {mode:7s} {out.bound:6d} pods in {out.seconds:7.2f} s = {rate:7.0f} pods/s "
         f"(upstream threshold {case.threshold}){verdict}{cpu_note}{churn_note}"
