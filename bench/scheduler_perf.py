@@ -623,7 +623,17 @@ def run_serve(case: Case, scale: float, concurrency: int, timeout: float, py_spy
             start_at = time.perf_counter()
             churner = ChurnClient(served.url, case.churn) if case.churn else None
             asyncio.run(create_all(served.url, measured, concurrency))
-            watch.wait_for(already + len(measured), timeout)
+            try:
+                watch.wait_for(already + len(measured), timeout)
+            except SystemExit as exc:
+                if churner is None:
+                    raise
+                churner.stop()  # what the churn had done by then: a slow server meets more of it
+                bound_churn = len(churn_watch.bound) if churn_watch is not None else 0
+                raise SystemExit(
+                    f"{exc}; churn by then: {churner.created} created, {churner.deleted} deleted, "
+                    f"{bound_churn} churn pods bound"
+                ) from exc
             cpu = served.cpu_seconds() - cpu0
             child_cpu = served.children_cpu_seconds() - child0
             if profiler is not None:
