@@ -72,14 +72,21 @@ class Served:
                                 total += int(line.split()[1]) / 1024.0
         return total
 
+    def child_pids(self) -> list[int]:
+        """The server's live child processes (the scheduler's, KSS_SCHEDULER_PROCESS)."""
+        pids: list[int] = []
+        with contextlib.suppress(FileNotFoundError):
+            for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+                with contextlib.suppress(FileNotFoundError):
+                    pids += [int(pid) for pid in (task / "children").read_text().split()]
+        return pids
+
     def children_cpu_seconds(self) -> float:
         """User + system CPU time of the server's live child processes (the scheduler's, KSS_SCHEDULER_PROCESS)."""
         total = 0.0
-        with contextlib.suppress(FileNotFoundError):
-            for task in Path(f"/proc/{self.process.pid}/task").iterdir():
-                for pid in (task / "children").read_text().split():
-                    with contextlib.suppress(FileNotFoundError):
-                        total += _cpu_of(int(pid))
+        for pid in self.child_pids():
+            with contextlib.suppress(FileNotFoundError):
+                total += _cpu_of(pid)
         return total
 
     def db_size_mb(self) -> float:

@@ -5,7 +5,8 @@ the Kubernetes API).
 Usage: ``.venv/bin/python bench/scheduler_perf.py [--mode offline|serve|both] [--case NAME ...] [--scale F]
 [--concurrency 8] [--timeout S] [--py-spy DIR] [--record]``. Through the server it prints the server's CPU seconds
 over the measured span too (the steadier figure on a shared machine); ``--py-spy DIR`` profiles that span (read it
-with ``bench/serve_profile.py DIR/<case>``). ``--record`` (offline): every attempt recorded as the server records
+with ``bench/serve_profile.py DIR/<case>``; the scheduler's process, when it runs in one, in
+``DIR/<case>/scheduler-<pid>``). ``--record`` (offline): every attempt recorded as the server records
 it (every plugin's verdict on every node) and its matrices encoded as the results writer stores them (the server
 always records).
 
@@ -618,7 +619,15 @@ def run_serve(case: Case, scale: float, concurrency: int, timeout: float, py_spy
             if churn_watch is not None:
                 watches.append(churn_watch)
             already = len(watch.bound)  # init pods of the same namespace
-            profiler = Profiler(served.process.pid, py_spy) if py_spy else None
+            profilers = []
+            if py_spy:
+                # The server's process, and the scheduler's (its own subfolder) when it runs in a process of its own.
+                profilers.append(Profiler(served.process.pid, py_spy))
+                profilers += [
+                    Profiler(pid, py_spy / f"scheduler-{pid}")
+                    for pid in served.child_pids()
+                    if b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()  # multiprocessing's
+                ]
             cpu0, child0 = served.cpu_seconds(), served.children_cpu_seconds()
             start_at = time.perf_counter()
             churner = ChurnClient(served.url, case.churn) if case.churn else None
@@ -636,8 +645,8 @@ def run_serve(case: Case, scale: float, concurrency: int, timeout: float, py_spy
                 ) from exc
             cpu = served.cpu_seconds() - cpu0
             child_cpu = served.children_cpu_seconds() - child0
-            if profiler is not None:
-                profiler.stop(cpu)
+            for profiler in profilers:
+                profiler.stop(cpu if profiler is profilers[0] else child_cpu)
             out = Outcome(len(watch.bound) - already, watch.last_bound_at - start_at, cpu, child_cpu)
             if churner is not None:
                 churner.stop()
@@ -683,7 +692,12 @@ def main() -> int:
     p.add_argument("--scale", type=float, default=1.0, help="multiply every count (default 1: upstream's)")
     p.add_argument("--concurrency", type=int, default=8, help="create requests in flight through the server (8)")
     p.add_argument("--timeout", type=float, default=3600, help="give up on a serve case after this many seconds")
-    p.add_argument("--py-spy", type=Path, metavar="DIR", help="serve: profile the server into DIR/<case> (one case)")
+    p.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="DIR",
+        help="serve: profile the server (and its scheduler process) into DIR/<case> (one case)",
+    )
     p.add_argument("--record", action="store_true", help="offline: record every attempt and encode it (as serve)")
     args = p.parse_args()
     cases = [c for c in CASES if not args.case or any(c.name.startswith(prefix) for prefix in args.case)]

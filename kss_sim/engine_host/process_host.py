@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kss_sim.cluster.errors import Expired, Invalid
+from kss_sim.cluster.storage.committer import PendingWrites
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import STORE_WRITES, Channel, decode_error, encode_error
@@ -118,7 +119,7 @@ class _Link:
         self._ids = itertools.count(1)
         self._wake = threading.Event()
         self._work: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
-        self._acks: queue.SimpleQueue[tuple[int, Any, dict[str, str]] | None] = queue.SimpleQueue()
+        self._acks: queue.SimpleQueue[tuple[int, PendingWrites, dict[str, str]] | None] = queue.SimpleQueue()
         # Rows to insert; an Event marks a flush (set once what came before it is inserted).
         self._rows: queue.SimpleQueue[list[dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
         store.add_waker(self._wake.set)
@@ -183,10 +184,10 @@ class _Link:
                     call.ok, call.value = message[2], message[3]
                     call.done.set()
             elif kind == "attempt":
-                self.host.observed(*message[1:])
-            elif kind == "plugins" and self.host.on_plugin is not None:
-                for run in message[1]:
-                    self.host.on_plugin(*run)
+                self.host.observed(*message[1])
+                if self.host.on_plugin is not None:
+                    for run in message[2]:
+                        self.host.on_plugin(*run)
             elif kind == "plugin_timeout" and self.host.on_plugin_timeout is not None:
                 self.host.on_plugin_timeout(message[1])
             elif kind == "shadow" and self.host.on_shadow is not None:
@@ -239,14 +240,28 @@ class _Link:
 
     def _acknowledge(self) -> None:
         store = self.host.store
-        while (item := self._acks.get()) is not None:
-            batch_id, pending, refusals = item
-            error = None
-            try:
-                pending.wait()
-            except Exception as exc:
-                error = f"the commit failed: {exc}"
-            self.channel.send(("ack", batch_id, error, store.resource_version, refusals))
+        item = self._acks.get()
+        while item is not None:
+            # The first batch's commit is waited for; the batches behind it already committed (the committer
+            # commits them together) go in the same message: one message, one wake-up of the child, not one each.
+            acks = [_outcome(*item)]
+            behind: tuple[int, PendingWrites, dict[str, str]] | None = None
+            ended = False
+            while True:
+                try:
+                    behind = self._acks.get_nowait()
+                except queue.Empty:
+                    behind = None
+                    break
+                if behind is None:
+                    ended = True
+                    break
+                if not behind[1].done():
+                    break
+                acks.append(_outcome(*behind))
+                behind = None
+            self.channel.send(("ack", acks, store.resource_version))
+            item = None if ended else behind if behind is not None else self._acks.get()
 
     def _insert_rows(self) -> None:
         results = self.host.results
@@ -315,6 +330,16 @@ class _Link:
         self.closed.wait(5)
         for thread in self._threads:
             thread.join(timeout)
+
+
+def _outcome(batch_id: int, pending: PendingWrites, refusals: dict[str, str]) -> tuple[int, str | None, dict[str, str]]:
+    """A batch's acknowledgement once committed: its id, the commit's error, the bindings the store refused."""
+    error = None
+    try:
+        pending.wait()
+    except Exception as exc:
+        error = f"the commit failed: {exc}"
+    return batch_id, error, refusals
 
 
 def _scheduled_event_of(args: tuple[Any, ...], refusals: dict[str, str]) -> bool:

@@ -178,12 +178,10 @@ class MirrorStore:
         with self._seen:
             return self._seen.wait_for(lambda: self.seen_rv >= resource_version, timeout=timeout)
 
-    def acknowledged(
-        self, batch_id: int, error: str | None, resource_version: int, refusals: dict[str, str] | None = None
-    ) -> None:
-        """The API process committed (or failed to commit) a batch, with the bindings in it the store refused (by
-        pod key); resolved once the mirror shows what it committed."""
-        self._parked_acks.append((batch_id, error, resource_version, refusals or {}))
+    def acknowledged(self, acks: Iterable[tuple[int, str | None, dict[str, str]]], resource_version: int) -> None:
+        """The API process committed (or failed to commit) batches, each with the bindings in it the store refused
+        (by pod key); resolved once the mirror shows ``resource_version``, what it had committed then."""
+        self._parked_acks.extend((batch_id, error, resource_version, refusals) for batch_id, error, refusals in acks)
         self._release_acks()
 
     def _release_acks(self) -> None:
@@ -472,20 +470,16 @@ class SchedulerChild:
     def _observed(self, att: Attempt) -> None:
         """What the API process's metrics count of an attempt (Prometheus lives there), with its plugin runs."""
         runs, self._plugin_runs = self._plugin_runs, []
-        if runs:
-            self.channel.send(("plugins", runs))
         wait = att.permit_wait
-        self.channel.send(
-            (
-                "attempt",
-                att.result,
-                att.profile,
-                att.duration,
-                None if wait is None else (str(wait.get("outcome")), float(wait.get("waitedSeconds") or 0.0)),
-                att.postfilter is not None,
-                len(att.victims or ()),
-            )
+        counted = (
+            att.result,
+            att.profile,
+            att.duration,
+            None if wait is None else (str(wait.get("outcome")), float(wait.get("waitedSeconds") or 0.0)),
+            att.postfilter is not None,
+            len(att.victims or ()),
         )
+        self.channel.send(("attempt", counted, runs))
 
     def _receive(self) -> None:
         mirror = self.mirror
@@ -499,7 +493,7 @@ class SchedulerChild:
             if kind == "changes":
                 mirror.apply_changes(message[1], message[2])
             elif kind == "ack":
-                mirror.acknowledged(message[1], message[2], message[3], message[4])
+                mirror.acknowledged(message[1], message[2])
             elif kind == "answer":
                 mirror.answered(message[1], message[2], message[3], message[4])
             elif kind == "synced":

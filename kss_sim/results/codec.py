@@ -216,6 +216,10 @@ def _rotation_start(idx: npt.NDArray[Any], n: int) -> int | None:
     if not len(idx) or len(idx) > n:
         return None
     start = int(idx[0])
+    if int(idx[-1]) != (start + len(idx) - 1) % n:
+        # Not a rotation (a PreFilterResult's left-out nodes first, then the walk): known without the pass below
+        # over every row (15,000 at SchedulingDaemonset's scale).
+        return None
     expected = np.arange(start, start + len(idx), dtype=np.int64) % n
     return start if np.array_equal(idx, expected) else None
 

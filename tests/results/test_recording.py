@@ -6,6 +6,8 @@ import dataclasses
 import json
 from collections.abc import Iterator
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 from sqlalchemy import Engine
 
@@ -14,7 +16,7 @@ from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade
 from kss_sim.results import annotations as ann
 from kss_sim.results import attempts as attempts_module
 from kss_sim.results.attempts import ResultsService
-from kss_sim.results.codec import decode_matrices, encode_matrices
+from kss_sim.results.codec import _rotation_start, decode_matrices, encode_matrices
 from kss_sim.results.repository import ResultsRepository
 from kss_sim.results.rows import AttemptRetention
 from kss_sim.scheduler.cache import SchedulerCache
@@ -259,6 +261,21 @@ def test_codec_round_trip_keeps_every_verdict_and_score() -> None:
     assert decoded["score"] == second.score
     assert decoded["finalscore"] == second.final_score
     assert decoded["total"] == second.total
+
+
+def test_rotation_start_finds_the_walks_start_and_only_a_rotation() -> None:
+    def idx(*values: int) -> npt.NDArray[np.int64]:
+        return np.array(values, np.int64)
+
+    assert _rotation_start(idx(3, 4, 0, 1), 5) == 3
+    assert _rotation_start(idx(0, 1, 2, 3, 4), 5) == 0
+    assert _rotation_start(idx(4), 5) == 4
+    # The left-out nodes first, then the walk's node (a DaemonSet pod's record): its last row gives it away.
+    assert _rotation_start(idx(0, 1, 3, 4, 2), 5) is None
+    # The ends agree, the middle does not: the full check still runs.
+    assert _rotation_start(idx(1, 3, 2, 4), 5) is None
+    assert _rotation_start(idx(), 5) is None
+    assert _rotation_start(idx(0, 1, 2, 3, 4, 0), 5) is None
 
 
 # ``run_two_attempts()``'s second attempt as the codec of 434bd49 stored it (format 2 without ``scoredFeasible``
