@@ -528,7 +528,9 @@ def test_pod_failure_policy_rules_apply_in_order_and_count_is_the_default(
         {"action": "FailJob", "onExitCodes": {"containerName": "other", "operator": "NotIn", "values": [0]}},
         {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "False"}]},
     ]
-    store.create("Job", job("ordered", backoffLimit=5, podFailurePolicy={"rules": rules}))
+    ordered = job("ordered", backoffLimit=5, podFailurePolicy={"rules": rules})
+    ordered["spec"]["template"]["spec"]["containers"].append({"name": "other", "image": "busybox"})
+    store.create("Job", ordered)
     settle(jobs)
     for exit_code in (5, 7, 9):  # Count (the first rule wins over Ignore), Ignore, no rule (counted)
         (pod,) = active_pods(store, "ordered")
