@@ -533,6 +533,14 @@ async def test_node_pv_and_claim_quantities_are_stored_canonical(client: httpx.A
     }
     r = await client.post("/api/v1/namespaces/default/persistentvolumeclaims", json=pvc)
     assert r.json()["spec"]["resources"]["requests"] == {"storage": "512Mi"}
+    rc = {"metadata": {"name": "rc"}, "spec": {"selector": {"app": "rc"}, "template": template({"app": "rc"})}}
+    rc["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "0.5", "memory": "1024Mi"}}
+    r = await client.post("/api/v1/namespaces/default/replicationcontrollers", json=rc)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "500m",
+        "memory": "1Gi",
+    }
 
 
 @pytest.mark.parametrize(
