@@ -7,6 +7,8 @@ One sync of a Job, in upstream's order:
   goes to ``status.uncountedTerminatedPods`` first, then the finalizer is removed, then it moves into
   ``succeeded``/``failed`` (Indexed Jobs count ``completedIndexes`` instead of succeeded uids). A pod being deleted
   that had not succeeded counts as failed (podReplacementPolicy TerminatingOrFailed, the default);
+- a failed pod a ``FailJob`` rule of ``spec.podFailurePolicy`` matches adds ``FailureTarget`` (PodFailurePolicy,
+  job_failure_policy.py), a failure an ``Ignore`` rule matches is left out of ``failed``;
 - ``failed > backoffLimit`` adds ``FailureTarget`` (BackoffLimitExceeded), running longer than
   ``activeDeadlineSeconds`` since ``startTime`` adds it with DeadlineExceeded; otherwise ``manageJob`` keeps
   ``min(parallelism, completions - succeeded)`` pods active (work-queue Jobs without completions: parallelism until
@@ -42,6 +44,7 @@ from kss_sim.cluster.admission.deletion import DeleteOptions
 from kss_sim.cluster.errors import Conflict, NotFound
 from kss_sim.cluster.storage.change_log import DELETED
 from kss_sim.controllers.cluster_port import ClusterPort
+from kss_sim.controllers.job_failure_policy import POD_FAILURE_POLICY, fail_job_message, match_pod_failure_policy
 from kss_sim.controllers.job_parts import (
     BACKOFF_LIMIT_EXCEEDED,
     COMPLETE,
@@ -265,12 +268,26 @@ class JobController(ReconcileLoop[Key]):
             succeeded_total = len(completed | {i for p in new_succeeded if (i := valid_index(p)) is not None})
         else:
             succeeded_total = int(status.get("succeeded") or 0) + len(unc_succeeded) + len(new_succeeded)
-        failed_total = int(status.get("failed") or 0) + len(unc_failed) + len(new_failed)
+        policy = spec.pod_failure_policy
+
+        def counts_as_failure(pod: Mapping[str, Any]) -> bool:
+            """Not a failure an Ignore rule of the podFailurePolicy leaves out (``nonIgnoredFailedPodsCount``)."""
+            return match_pod_failure_policy(policy, pod).counts
+
+        failed_total = (
+            int(status.get("failed") or 0) + len(unc_failed) + sum(1 for p in new_failed if counts_as_failure(p))
+        )
 
         active = [p for p in pods if is_active(p)]
         if not spec.suspend and not status.get("startTime"):
             status["startTime"] = stamp
         finish = self._finish_target(status)
+        if (
+            finish is None
+            and (message := fail_job_message(policy, [p for p in pods if considered_failed(p)])) is not None
+        ):
+            finish = (FAILED, (POD_FAILURE_POLICY, message))
+            set_condition(conditions, FAILURE_TARGET, "True", finish[1], stamp)
         if finish is None:
             if failed_total > spec.backoff_limit:
                 finish = (FAILED, BACKOFF_LIMIT_EXCEEDED)
@@ -329,7 +346,12 @@ class JobController(ReconcileLoop[Key]):
                         completed.add(index)
                 elif pod_uid not in unc_succeeded:
                     unc_succeeded.append(pod_uid)
-            elif failed_now and pod_uid not in unc_failed and (not spec.indexed or valid_index(pod) is not None):
+            elif (
+                failed_now
+                and pod_uid not in unc_failed
+                and (not spec.indexed or valid_index(pod) is not None)
+                and counts_as_failure(pod)
+            ):
                 unc_failed.append(pod_uid)
         for pod in removed:
             self._delete_pod(job, pod)

@@ -67,6 +67,7 @@ class JobSpec:
     suspend: bool
     active_deadline_seconds: int | None
     only_replace_failed: bool  # podReplacementPolicy Failed (or a podFailurePolicy)
+    pod_failure_policy: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, job: Mapping[str, Any]) -> JobSpec:
@@ -76,7 +77,8 @@ class JobSpec:
         parallelism = _int(spec.get("parallelism"), None)
         if completions is None and parallelism is None:
             completions = 1
-        policy = spec.get("podReplacementPolicy") or ("Failed" if spec.get("podFailurePolicy") else "")
+        failure_policy = spec.get("podFailurePolicy")
+        policy = spec.get("podReplacementPolicy") or ("Failed" if failure_policy else "")
         return cls(
             parallelism=max(0, parallelism if parallelism is not None else 1),
             completions=completions,
@@ -85,6 +87,7 @@ class JobSpec:
             suspend=spec.get("suspend") is True,
             active_deadline_seconds=_int(spec.get("activeDeadlineSeconds"), None),
             only_replace_failed=policy == "Failed",
+            pod_failure_policy=failure_policy if isinstance(failure_policy, Mapping) else None,
         )
 
 

@@ -71,7 +71,7 @@ class BindingCycle:
         assumed = PodInfo(_with_node_name(pod.pod, node_name))
         assumed.inherit(pod)
         if self.cache is not None:
-            self.cache.add_pod(assumed)
+            self.cache.assume_pod(assumed)
         else:
             self.snapshot.add_pod(assumed, node_name)
         st = fwk.run_reserve_plugins_reserve(state, assumed, node_name)
@@ -175,7 +175,7 @@ class BindingCycle:
     def _forget(self, fwk: Framework, state: CycleState, assumed: PodInfo, node_name: str) -> None:
         fwk.run_reserve_plugins_unreserve(state, assumed, node_name)
         if self.cache is not None:
-            self.cache.remove_pod(assumed.uid)
+            self.cache.forget_pod(assumed.uid, node_name)
         else:
             self.snapshot.remove_pod(assumed)
 

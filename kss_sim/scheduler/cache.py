@@ -26,6 +26,8 @@ class SchedulerCache:
         self.pod_level_resources = pod_level_resources
         self._nodes: dict[str, dict[str, Any]] = {}  # insertion order = arrival order
         self._pods: dict[str, PodInfo] = {}  # uid -> bound (or assumed) pod
+        # The pods this scheduler assumed whose bound version no event has confirmed yet: only these can be forgotten.
+        self._assumed: set[str] = set()
         # Bound pods whose node is not known yet (pods may arrive before their node).
         self._orphans: dict[str, PodInfo] = {}
         # Nodes per zone key, and the nodes listing images: with one zone the node tree is the arrival order, and
@@ -150,9 +152,33 @@ class SchedulerCache:
         self._refresh_images(images)
 
     # --- pods -----------------------------------------------------------------------------------
+    def assume_pod(self, pod: PodInfo) -> None:
+        """``AssumePod``: the pod on the node its scheduling cycle chose, until its binding's event confirms it
+        (:meth:`add_pod`) or a failed binding cycle forgets it (:meth:`forget_pod`)."""
+        self.add_pod(pod)
+        if pod.uid in self._pods:
+            self._assumed.add(pod.uid)
+
+    def forget_pod(self, uid: str, node_name: str) -> bool:
+        """``ForgetPod``: undo :meth:`assume_pod` after a failed binding cycle. A pod an event has confirmed since
+        (another binder placed it) keeps its place, as does one on another node than ``node_name``; False then
+        (kube-scheduler logs the error and raises no AssignedPodDelete)."""
+        current = self._pods.get(uid)
+        if current is None:
+            return True  # gone already: nothing to forget
+        if current.node_name != node_name:
+            log.error("pod %s was assumed on %s but assigned to %s", current.key, node_name, current.node_name)
+            return False
+        if uid not in self._assumed:
+            log.error("pod %s is not assumed, so it cannot be removed or forgotten", current.key)
+            return False
+        self.remove_pod(uid)
+        return True
+
     def add_pod(self, pod: PodInfo) -> None:
-        """Account for a bound (or assumed) pod; replaces an earlier version with the same uid. A malformed pod
-        (pod_shape.py) is left out, as kube-scheduler's informer drops an object it cannot decode."""
+        """Account for a bound pod (``AddPod``/``UpdatePod``: an assumed one is confirmed); replaces an earlier version
+        with the same uid. A malformed pod (pod_shape.py) is left out, as kube-scheduler's informer drops an object
+        it cannot decode."""
         self.remove_pod(pod.uid)
         defect = pod.memo(POD_DEFECT_MEMO, lambda: pod_defect(pod.pod))
         if defect is not None:
@@ -169,6 +195,7 @@ class SchedulerCache:
     def remove_pod(self, uid: str) -> PodInfo | None:
         old = self._pods.pop(uid, None)
         self._orphans.pop(uid, None)
+        self._assumed.discard(uid)
         if old is None:
             return None
         ni = self.snapshot.node_info_map.get(old.node_name)

@@ -227,7 +227,7 @@ class Scheduler(BatchCycle, BindingCycle, ExtenderCycle, PodGroupCycle):
             log.error("scheduling cycle of %s raised", pod.key, exc_info=exc)
         if att.suggested_host:
             if self.cache is not None:
-                self.cache.remove_pod(pod.uid)
+                self.cache.forget_pod(pod.uid, att.suggested_host)
             else:
                 ni = self.snapshot.get(att.suggested_host)
                 if ni is not None and ni.remove_pod(pod):

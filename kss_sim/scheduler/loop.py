@@ -486,11 +486,11 @@ class SchedulingLoop:
         self.writer.concluded(pod, att)
 
     def _binding_failed(self, pod: PodInfo, att: Attempt, reason: str) -> None:
-        """kube-scheduler's failed binding cycle: the assumed pod forgotten (its node freed for the others) and the
-        attempt an error."""
+        """kube-scheduler's failed binding cycle: the assumed pod forgotten (its node freed for the others, unless
+        another binder's placement of it has been seen meanwhile) and the attempt an error."""
         message = f"binding rejected: {reason}"
-        self.cache.remove_pod(pod.uid)
-        self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+        if self.cache.forget_pod(pod.uid, att.suggested_host or ""):
+            self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
         att.bind = {plugin: message for plugin in att.bind} or {"DefaultBinder": message}
         att.result = "error"
         att.message = message

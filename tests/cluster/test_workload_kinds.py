@@ -306,6 +306,52 @@ async def test_invalid_batch_objects_and_leases_are_refused(client: httpx.AsyncC
     assert await _rv(client) == rv
 
 
+async def test_a_jobs_pod_failure_policy_is_validated_as_kube_apiserver_does(client: httpx.AsyncClient) -> None:
+    rules: list[dict[str, Any]] = [
+        {"action": "FailJob", "onExitCodes": {"containerName": "app", "operator": "In", "values": [1, 42]}},
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+    ]
+    r = await client.post(f"{BATCH}/jobs", json=job("ok", podFailurePolicy={"rules": rules}))
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["podFailurePolicy"]["rules"][1]["onPodConditions"] == [
+        {"type": "DisruptionTarget", "status": "True"}
+    ]
+    assert r.json()["spec"]["podReplacementPolicy"] == "Failed"
+
+    rv = await _rv(client)
+    rules = [
+        {"action": "Retry", "onExitCodes": {"containerName": "other", "operator": "Equals", "values": [3, 0, 3]}},
+        {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": []}},
+        {"action": "Count", "onPodConditions": [{"type": "bad type!", "status": "Maybe"}]},
+        {"action": "Ignore"},
+        {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [1]},
+         "onPodConditions": [{"type": "DisruptionTarget"}]},
+    ]  # fmt: skip
+    r = await client.post(f"{BATCH}/jobs", json=job("bad", podFailurePolicy={"rules": rules}))
+    assert r.status_code == 422, r.text
+    rule = "spec.podFailurePolicy.rules"
+    assert [(c["field"], c["message"]) for c in r.json()["details"]["causes"]] == [
+        (f"{rule}[0].action",
+         'Unsupported value: "Retry": supported values: "Count", "FailIndex", "FailJob", "Ignore"'),
+        (f"{rule}[0].onExitCodes.operator", 'Unsupported value: "Equals": supported values: "In", "NotIn"'),
+        (f"{rule}[0].onExitCodes.containerName",
+         'Invalid value: "other": must be one of the container or initContainer names in the pod template'),
+        (f"{rule}[0].onExitCodes.values[2]", "Duplicate value: 3"),
+        (f"{rule}[0].onExitCodes.values", "Invalid value: [3,0,3]: must be ordered"),
+        (f"{rule}[1].action", 'Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set'),
+        (f"{rule}[1].onExitCodes.values", "Invalid value: []: at least one value is required"),
+        (f"{rule}[2].onPodConditions[0].type",
+         "Invalid value: \"bad type!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+         "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+         "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+        (f"{rule}[2].onPodConditions[0].status",
+         'Unsupported value: "Maybe": supported values: "False", "True", "Unknown"'),
+        (f"{rule}[3]", "Invalid value: specifying one of OnExitCodes and OnPodConditions is required"),
+        (f"{rule}[4]", "Invalid value: specifying both OnExitCodes and OnPodConditions is not supported"),
+    ]  # fmt: skip
+    assert await _rv(client) == rv, "nothing was written"
+
+
 async def test_wrong_types_are_decoding_errors(client: httpx.AsyncClient) -> None:
     rv = await _rv(client)
     r = await client.post(f"{APPS}/deployments", json=deployment(replicas="three"))
@@ -487,6 +533,14 @@ async def test_node_pv_and_claim_quantities_are_stored_canonical(client: httpx.A
     }
     r = await client.post("/api/v1/namespaces/default/persistentvolumeclaims", json=pvc)
     assert r.json()["spec"]["resources"]["requests"] == {"storage": "512Mi"}
+    rc = {"metadata": {"name": "rc"}, "spec": {"selector": {"app": "rc"}, "template": template({"app": "rc"})}}
+    rc["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "0.5", "memory": "1024Mi"}}
+    r = await client.post("/api/v1/namespaces/default/replicationcontrollers", json=rc)
+    assert r.status_code == 201, r.text
+    assert r.json()["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
+        "cpu": "500m",
+        "memory": "1Gi",
+    }
 
 
 @pytest.mark.parametrize(

@@ -441,3 +441,103 @@ def test_live_app_job_runs_to_complete_5_of_5_with_the_scheduler_and_kubectl(tmp
             controller.stop()
         server.should_exit = True
         thread.join(timeout=30)
+
+
+# ------------------------------------------------------------------------------------------ podFailurePolicy
+
+
+def fail(store: ClusterStore, pod: Obj, *, exit_code: int = 1, container: str = "work", **extra: Any) -> None:
+    """The pod Failed, its container terminated with ``exit_code`` (``extra``: more status fields)."""
+    terminated = {"exitCode": exit_code, "reason": "Error", "finishedAt": "2026-01-01T12:00:00Z"}
+    status = {
+        "phase": "Failed",
+        "containerStatuses": [
+            {"name": container, "image": "busybox", "imageID": "", "ready": False, "restartCount": 0,
+             "state": {"terminated": terminated}},
+        ],
+        **extra,
+    }  # fmt: skip
+    store.patch("Pod", "default", pod["metadata"]["name"], {"status": status}, "merge", subresource="status")
+
+
+DISRUPTED = {
+    "conditions": [
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+         "message": "Eviction API: evicting", "lastTransitionTime": "2026-01-01T12:00:00Z"},
+    ]
+}  # fmt: skip
+
+
+def test_pod_failure_policy_fail_job_on_an_exit_code_fails_the_job_at_once(
+    store: ClusterStore, jobs: JobController
+) -> None:
+    rules = [{"action": "FailJob", "onExitCodes": {"containerName": "work", "operator": "In", "values": [42]}}]
+    store.create("Job", job("strict", parallelism=2, completions=4, podFailurePolicy={"rules": rules}))
+    settle(jobs)
+    first, second = active_pods(store, "strict")
+    fail(store, first, exit_code=3)  # no rule matches: counted, the Job goes on
+    settle(jobs)
+    assert status_of(store, "strict")["failed"] == 1 and not conditions(store, "strict")
+    fail(store, second, exit_code=42)
+    settle(jobs)
+
+    pod_key = f"default/{second['metadata']['name']}"
+    message = f"Container work for pod {pod_key} failed with exit code 42 matching FailJob rule at index 0"
+    assert conditions(store, "strict") == [
+        ("FailureTarget", "True", "PodFailurePolicy", message),
+        ("Failed", "True", "PodFailurePolicy", message),
+    ]
+    assert ("Warning", "PodFailurePolicy", message) in events(store, "strict")
+    assert status_of(store, "strict")["failed"] == 2  # the FailJob pod counts (backoffLimit 6 not reached)
+    assert not active_pods(store, "strict")
+
+
+def test_pod_failure_policy_ignore_leaves_a_disrupted_pod_out_of_the_backoff_limit(
+    store: ClusterStore, jobs: JobController, clock: Clock
+) -> None:
+    rules = [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+    store.create("Job", job("tolerant", backoffLimit=0, podFailurePolicy={"rules": rules}))
+    settle(jobs)
+    (pod,) = active_pods(store, "tolerant")
+    fail(store, pod, exit_code=137, **DISRUPTED)
+    settle(jobs)
+    status = status_of(store, "tolerant")
+    assert status.get("failed", 0) == 0 and not conditions(store, "tolerant")
+    assert store.get("Pod", "default", pod["metadata"]["name"]) is not None  # kept, its finalizer released
+    assert JOB_TRACKING_FINALIZER not in (store.get("Pod", "default", pod["metadata"]["name"]) or {})["metadata"].get(
+        "finalizers", []
+    )
+    clock.advance(10)  # the pod-failure backoff still counts the ignored failure, as upstream's backoff record does
+    settle(jobs)
+    (replacement,) = active_pods(store, "tolerant")
+    fail(store, replacement, exit_code=1)  # no rule matches: over backoffLimit 0
+    settle(jobs)
+    assert status_of(store, "tolerant")["failed"] == 1
+    assert [c[:3] for c in conditions(store, "tolerant")] == [
+        ("FailureTarget", "True", "BackoffLimitExceeded"),
+        ("Failed", "True", "BackoffLimitExceeded"),
+    ]
+
+
+def test_pod_failure_policy_rules_apply_in_order_and_count_is_the_default(
+    store: ClusterStore, jobs: JobController, clock: Clock
+) -> None:
+    rules = [
+        {"action": "Count", "onExitCodes": {"operator": "In", "values": [5]}},
+        {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [5, 7]}},
+        {"action": "FailJob", "onExitCodes": {"containerName": "other", "operator": "NotIn", "values": [0]}},
+        {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "False"}]},
+    ]
+    ordered = job("ordered", backoffLimit=5, podFailurePolicy={"rules": rules})
+    ordered["spec"]["template"]["spec"]["containers"].append({"name": "other", "image": "busybox"})
+    store.create("Job", ordered)
+    settle(jobs)
+    for exit_code in (5, 7, 9):  # Count (the first rule wins over Ignore), Ignore, no rule (counted)
+        (pod,) = active_pods(store, "ordered")
+        fail(store, pod, exit_code=exit_code, **DISRUPTED)
+        settle(jobs)
+        clock.advance(600)
+        settle(jobs)
+    status = status_of(store, "ordered")
+    assert status["failed"] == 2 and not conditions(store, "ordered")
+    assert len(active_pods(store, "ordered")) == 1

@@ -102,6 +102,33 @@ def test_a_binding_refused_by_the_store_is_a_failed_binding_cycle(serve: Server)
     _assert_failed_binding_cycle(api, "raced")
 
 
+def test_a_refused_binding_does_not_forget_the_pod_the_other_binder_placed(serve: Server) -> None:
+    """kube-scheduler's ForgetPod forgets only a pod still assumed: the other binder's placement, seen by the
+    scheduler before the refusal (the process host learns of the refusal after the change log told it of the
+    binding), keeps the pod's resources counted on its node."""
+    api = httpx.Client(base_url=serve.url, timeout=30)
+    assert api.post("/api/v1/nodes", json=node("n1", cpu="1")).status_code == 201
+    assert api.put("/simulator/v1/schedulerconfiguration", json=_config("preBind", "Slow")).status_code == 200
+    assert api.post("/api/v1/namespaces/default/pods", json=pod("raced", cpu="600m")).status_code == 201
+    time.sleep(1.0)  # the scheduler is in Slow's PreBind
+    binding = {**BINDING_TO_N1, "metadata": {"name": "raced", "namespace": "default"}}
+    assert api.post("/api/v1/namespaces/default/pods/raced/binding", json=binding).status_code == 201
+    deadline = time.monotonic() + 30
+    while not _attempts(api, "raced"):
+        assert time.monotonic() < deadline, "the raced pod's attempt was not recorded"
+        time.sleep(0.2)
+    assert _attempts(api, "raced")[0]["result"] == "error"
+
+    assert api.post("/api/v1/namespaces/default/pods", json=pod("after", cpu="600m")).status_code == 201
+    deadline = time.monotonic() + 30
+    while not _attempts(api, "after"):
+        assert time.monotonic() < deadline, "the pod created after was not tried"
+        time.sleep(0.2)
+    attempt = _attempts(api, "after")[0]
+    assert attempt["result"] == "unschedulable", attempt
+    assert "Insufficient cpu" in attempt["message"], attempt["message"]
+
+
 def test_a_binding_refused_after_a_wait_in_permit_is_a_failed_binding_cycle(serve: Server) -> None:
     api = httpx.Client(base_url=serve.url, timeout=30)
     for name in ("n0", "n1"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kss_sim.scheduler.cycle import ScheduleOptions
 from kss_sim.scheduler.framework import Code, CycleState, PermitPlugin, Status
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
@@ -138,6 +140,31 @@ def test_a_refused_binding_is_a_failed_binding_cycle() -> None:
     assert writer.calls[-2:] == [("unschedulable", "default/p"), ("concluded", "default/p")]
     assert qpi.unschedulable_plugins == set()
     assert sum(loop.queue.pending_counts().values()) == 1, "back in the queue"
+
+
+@pytest.mark.parametrize("other_node", ["n2", "n1"])
+def test_a_refused_binding_leaves_the_pod_where_another_binders_event_put_it(other_node: str) -> None:
+    """kube-scheduler's ForgetPod forgets only a pod still assumed: once the event of another binder's placement
+    has confirmed the pod (on another node, or on the one chosen), the failed binding cycle keeps it there."""
+    loop, writer, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    loop.handle("ADDED", "Node", make_node(name="n2"))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="p")))
+    qpi = loop.pop()
+    assert qpi is not None
+    bound_elsewhere = PodInfo(make_pod(name="p", node_name=other_node))
+
+    def refuse_after_the_event(pod: PodInfo, att: Attempt, current: dict[str, Any]) -> str | None:
+        loop.add_assigned_pod(bound_elsewhere)  # the other binder's event, seen before the refusal
+        return "pod default/p is already assigned"
+
+    writer.write_binding = refuse_after_the_event  # type: ignore[method-assign]
+    att = loop.schedule(qpi, qpi.pod_info, qpi.attempts)
+
+    assert att.result == "error" and att.suggested_host == "n1"
+    assert loop.cache.get_pod("uid-default-p") is bound_elsewhere
+    node_info = loop.cache.snapshot.get(other_node)
+    assert node_info is not None and [pi.uid for pi in node_info.pods] == ["uid-default-p"]
 
 
 def test_a_pod_held_in_permit_is_concluded_when_its_wait_times_out() -> None:

@@ -261,8 +261,15 @@ def prepare_namespace_update(new: Obj, old: Obj, subresource: str | None) -> Non
 
 def prepare_pod_status_update(new: Obj, old: Obj) -> None:
     """The pod status strategy's PrepareForUpdate, in place, for what storage does not already keep from ``old``
-    (the spec, the metadata): the QoS class, set on create and immutable, is taken from ``old`` when the write
-    leaves it out (old kubelets dropped it)."""
+    (the spec; the metadata fields every update keeps): the ownerReferences are ``old``'s (old kubelets corrupted
+    them), and the QoS class, set on create and immutable, is taken from ``old`` when the write leaves it out (old
+    kubelets dropped it)."""
+    new_meta, old_meta = new.get("metadata"), old.get("metadata") or {}
+    if isinstance(new_meta, dict):
+        if "ownerReferences" in old_meta:
+            new_meta["ownerReferences"] = old_meta["ownerReferences"]
+        else:
+            new_meta.pop("ownerReferences", None)
     old_qos = (old.get("status") or {}).get("qosClass")
     status = new.get("status")
     if not old_qos or (isinstance(status, dict) and status.get("qosClass")):

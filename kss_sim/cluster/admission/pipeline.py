@@ -196,8 +196,8 @@ class AdmissionPipeline:
 
     def prepare_update(self, info: KindInfo, new: Obj, old: Obj, subresource: str | None) -> None:
         """The strategy's PrepareForUpdate, in place: of a write through the main resource (the status it keeps
-        from ``old`` is storage's: every kind with a status keeps it), or of a pod's through ``status`` (the spec
-        and metadata it keeps are storage's too)."""
+        from ``old`` is storage's: every kind with a status keeps it), or of a pod's through ``status`` (the spec it
+        keeps is storage's too; its ownerReferences are reset here)."""
         if info.kind == "Namespace":
             admit.prepare_namespace_update(new, old, subresource)
         elif info.kind == "Pod" and subresource == "status":

@@ -195,6 +195,7 @@ _CANONICALIZERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "PersistentVolumeClaim": _claim,
     "Deployment": _workload,
     "ReplicaSet": _workload,
+    "ReplicationController": _workload,
     "StatefulSet": _workload,
     "DaemonSet": _workload,
     "Job": _workload,

@@ -169,7 +169,9 @@ class Versions:
             )
         # The new version shares the parts it takes unchanged from ``old`` (read-only; never changed in place).
         if subresource == "status":
-            new = {**old, "metadata": dict(old_meta)}
+            # The status strategies keep the stored metadata, but a pod's (podStatusStrategy) keeps what the write
+            # sent (labels, annotations, finalizers) but for the fields its PrepareForUpdate resets.
+            new = {**old, "metadata": dict(meta) if info.kind == "Pod" else dict(old_meta)}
             if "status" in body:
                 new["status"] = body["status"]
             else:

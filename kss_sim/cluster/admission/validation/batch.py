@@ -5,8 +5,10 @@ suspended Job may change, schedules and time zones), with upstream's field paths
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 from kss_sim.cluster.admission.cron import CronError, parse_standard
@@ -17,7 +19,8 @@ from kss_sim.cluster.admission.defaults.workloads import (
     LEGACY_JOB_NAME_LABEL,
 )
 from kss_sim.cluster.admission.validation import core
-from kss_sim.cluster.admission.validation.metadata import selector_errors, validate_metadata
+from kss_sim.cluster.admission.validation.dra_rules import too_many
+from kss_sim.cluster.admission.validation.metadata import qualified_name_errors, selector_errors, validate_metadata
 from kss_sim.cluster.admission.validation.workloads import (
     go_label_selector,
     go_string_map,
@@ -61,6 +64,8 @@ def _job_spec_errors(spec: Obj, path: str) -> list[Cause]:
             if spec.get(field) is not None:
                 causes.append(invalid(f"{path}.{field}", spec[field], "requires indexed completion mode"))
     policy = spec.get("podFailurePolicy")
+    if policy is not None:
+        causes += _pod_failure_policy_errors(spec, f"{path}.podFailurePolicy")
     replacement = spec.get("podReplacementPolicy")
     if replacement is not None:
         allowed = ["Failed"] if policy is not None else ["Failed", "TerminatingOrFailed"]
@@ -75,6 +80,111 @@ def _job_spec_errors(spec: Obj, path: str) -> list[Cause]:
         causes.append(not_supported(restart_path, restart, ["OnFailure", "Never"]))
     elif policy is not None and restart != "Never":
         causes.append(invalid(restart_path, restart, 'only "Never" is supported when podFailurePolicy is specified'))
+    return causes
+
+
+_MAX_POLICY_RULES = 20  # maxPodFailurePolicyRules
+_MAX_EXIT_CODES = 255  # maxPodFailurePolicyOnExitCodesValues
+_MAX_CONDITION_PATTERNS = 20  # maxPodFailurePolicyOnPodConditionsPatterns
+_POLICY_ACTIONS = ["Count", "FailIndex", "FailJob", "Ignore"]
+_EXIT_CODE_OPERATORS = ["In", "NotIn"]
+_CONDITION_STATUSES = ["False", "True", "Unknown"]
+
+
+def go_quoted_list(values: list[str]) -> str:
+    """A string list as Go's ``%q`` prints it: ``["a" "b"]``."""
+    return "[" + " ".join(f'"{v}"' for v in values) + "]"
+
+
+def _omitted(field: str, detail: str) -> Cause:
+    """``field.Invalid`` with ``field.OmitValueType{}``: no value shown."""
+    return Cause(field, "FieldValueInvalid", f"Invalid value: {detail}")
+
+
+def _pod_failure_policy_errors(spec: Obj, path: str) -> list[Cause]:
+    """``validatePodFailurePolicy``: at most 20 rules, each with a known action (FailIndex only with
+    backoffLimitPerIndex) and exactly one of onExitCodes and onPodConditions."""
+    policy = spec.get("podFailurePolicy")
+    rules = (policy.get("rules") if isinstance(policy, dict) else None) or []
+    causes: list[Cause] = []
+    if len(rules) > _MAX_POLICY_RULES:
+        causes.append(too_many(f"{path}.rules", len(rules), _MAX_POLICY_RULES))
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
+    containers = [*(pod_spec.get("containers") or []), *(pod_spec.get("initContainers") or [])]
+    names = {c.get("name") for c in containers if isinstance(c, dict)}
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            continue
+        rule_path = f"{path}.rules[{i}]"
+        action = rule.get("action")
+        if not action:
+            causes.append(required(f"{rule_path}.action", f"valid values: {go_quoted_list(_POLICY_ACTIONS)}"))
+        elif action == "FailIndex":
+            if spec.get("backoffLimitPerIndex") is None:
+                causes.append(invalid(f"{rule_path}.action", action, "requires the backoffLimitPerIndex to be set"))
+        elif action not in _POLICY_ACTIONS:
+            causes.append(not_supported(f"{rule_path}.action", action, _POLICY_ACTIONS))
+        on_exit_codes = rule.get("onExitCodes")
+        on_conditions = rule.get("onPodConditions") or []
+        if isinstance(on_exit_codes, dict):
+            causes += _on_exit_codes_errors(on_exit_codes, f"{rule_path}.onExitCodes", names)
+        if on_conditions:
+            causes += _on_pod_conditions_errors(on_conditions, f"{rule_path}.onPodConditions")
+        if on_exit_codes is not None and on_conditions:
+            causes.append(_omitted(rule_path, "specifying both OnExitCodes and OnPodConditions is not supported"))
+        if on_exit_codes is None and not on_conditions:
+            causes.append(_omitted(rule_path, "specifying one of OnExitCodes and OnPodConditions is required"))
+    return causes
+
+
+def _on_pod_conditions_errors(patterns: list[Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    if len(patterns) > _MAX_CONDITION_PATTERNS:
+        causes.append(too_many(path, len(patterns), _MAX_CONDITION_PATTERNS))
+    for j, pattern in enumerate(patterns):
+        if not isinstance(pattern, dict):
+            continue
+        causes += qualified_name_errors(f"{path}[{j}].type", str(pattern.get("type") or ""))
+        status = pattern.get("status")
+        if not status:
+            causes.append(required(f"{path}[{j}].status", f"valid values: {go_quoted_list(_CONDITION_STATUSES)}"))
+        elif status not in _CONDITION_STATUSES:
+            causes.append(not_supported(f"{path}[{j}].status", status, _CONDITION_STATUSES))
+    return causes
+
+
+def _on_exit_codes_errors(requirement: Obj, path: str, container_names: set[Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    operator = requirement.get("operator")
+    if not operator:
+        causes.append(required(f"{path}.operator", f"valid values: {go_quoted_list(_EXIT_CODE_OPERATORS)}"))
+    elif operator not in _EXIT_CODE_OPERATORS:
+        causes.append(not_supported(f"{path}.operator", operator, _EXIT_CODE_OPERATORS))
+    container = requirement.get("containerName")
+    if container is not None and container not in container_names:
+        causes.append(
+            invalid(
+                f"{path}.containerName",
+                container,
+                "must be one of the container or initContainer names in the pod template",
+            )
+        )
+    raw = requirement.get("values")
+    values = [v for v in raw if isinstance(v, int)] if isinstance(raw, list) else []
+    shown = json.dumps(raw, separators=(",", ":")) if isinstance(raw, list) else "null"
+    if not values:
+        causes.append(invalid_raw(f"{path}.values", shown, "at least one value is required"))
+    elif len(values) > _MAX_EXIT_CODES:
+        causes.append(too_many(f"{path}.values", len(values), _MAX_EXIT_CODES))
+    seen: set[int] = set()
+    for j, value in enumerate(values):
+        if operator == "In" and value == 0:
+            causes.append(invalid(f"{path}.values[{j}]", value, "must not be 0 for the In operator"))
+        if value in seen:
+            causes.append(Cause(f"{path}.values[{j}]", "FieldValueDuplicate", f"Duplicate value: {value}"))
+        seen.add(value)
+    if any(earlier > later for earlier, later in pairwise(values)):
+        causes.append(invalid_raw(f"{path}.values", shown, "must be ordered"))
     return causes
 
 
