@@ -21,6 +21,8 @@ import os
 import queue
 import signal
 import threading
+import time
+import tracemalloc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +49,10 @@ Listener = Callable[[str, str, Obj], None]
 MIRRORED_KINDS = frozenset(WATCHED_KINDS)
 # Attempts encoded into one message of rows at most (the thread writer's batch).
 ROWS_PER_MESSAGE = 256
+# A directory: the child traces its allocations and writes a snapshot there every ``TRACE_EVERY_SECONDS`` (for
+# finding what grows in it, issue #35; tracing slows it down severalfold).
+TRACE_ENV = "KSS_SCHEDULER_TRACEMALLOC"
+TRACE_EVERY_SECONDS = 60.0
 # The attempt number of a row sent to the API process, which numbers it (``RowsForwarder``).
 UNNUMBERED = 0
 
@@ -563,4 +569,26 @@ def child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [scheduler process] %(message)s")
     load_plugin_modules(settings.plugin_modules)
+    trace_directory = os.environ.get(TRACE_ENV)
+    if trace_directory:
+        _trace_memory(trace_directory)
     SchedulerChild(Channel(conn), settings, config_document, holds).run()
+
+
+def _trace_memory(directory: str) -> threading.Thread:
+    """Trace this process's allocations (6 frames) and dump a snapshot into ``directory`` every
+    ``TRACE_EVERY_SECONDS``, until tracing stops."""
+    tracemalloc.start(6)
+
+    def dump() -> None:
+        for n in itertools.count(1):
+            time.sleep(TRACE_EVERY_SECONDS)
+            try:
+                snapshot = tracemalloc.take_snapshot()
+            except RuntimeError:  # tracing stopped
+                return
+            snapshot.dump(os.path.join(directory, f"scheduler-{n:03d}.tracemalloc"))
+
+    thread = threading.Thread(target=dump, name="tracemalloc-dump", daemon=True)
+    thread.start()
+    return thread
