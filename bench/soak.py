@@ -10,6 +10,9 @@ pods created so far, how many Events and pods the cluster holds, and
 the database size. At the end: RSS at the first 5 minutes against the end, as the ratio issue #35 sets the bar
 at (within 10 %).
 
+``--trace-scheduler DIR``: the scheduler's process traces its allocations and writes a ``tracemalloc`` snapshot
+into DIR every minute (``KSS_SCHEDULER_TRACEMALLOC``; it runs several times slower), to compare by traceback.
+
 Events live for ``KSS_EVENT_TTL_SECONDS`` (kube-apiserver's one hour by default), so a run shorter than that
 grows the cluster's Events throughout; ``--event-ttl`` sets it for the run.
 """
@@ -178,8 +181,11 @@ def main() -> int:
     p.add_argument("--nodes", type=int, default=20)
     p.add_argument("--every", type=float, default=30.0, help="seconds between samples")
     p.add_argument("--event-ttl", type=float, default=None, help="KSS_EVENT_TTL_SECONDS for the run")
+    p.add_argument("--trace-scheduler", default=None, help="a directory for the scheduler process's snapshots")
     args = p.parse_args()
     env = {"KSS_EVENT_TTL_SECONDS": str(args.event_ttl)} if args.event_ttl is not None else {}
+    if args.trace_scheduler is not None:
+        env["KSS_SCHEDULER_TRACEMALLOC"] = str(Path(args.trace_scheduler).resolve())
     with tempfile.TemporaryDirectory(prefix="kss-soak-") as tmp:
         served = start(Path(tmp), env)
         stop = threading.Event()

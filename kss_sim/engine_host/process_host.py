@@ -106,7 +106,7 @@ class _Link:
         self.channel = Channel(parent_conn)
         self.process = ctx.Process(
             target=child_main,
-            args=(child_conn, host.settings, host.config_document(), host.holds, host.results_counts()),
+            args=(child_conn, host.settings, host.config_document(), host.holds),
             name="kss-scheduler",
             daemon=True,
         )
@@ -285,6 +285,7 @@ class _Link:
                 rows += behind
             if results is not None:
                 try:
+                    results.number_rows(rows)
                     results.commit_rows(rows)
                 except Exception:
                     log.exception("recording %d attempts failed", len(rows))
@@ -441,9 +442,6 @@ class SchedulerProcess:
         if self.on_attempt is not None:
             self.on_attempt(*attempt)
 
-    def results_counts(self) -> dict[tuple[str, str], int]:
-        return self.results.attempt_counts() if self.results is not None else {}
-
     def _current(self) -> _Link:
         link = self._link
         deadline = time.monotonic() + CALL_TIMEOUT_SECONDS
@@ -495,8 +493,7 @@ class SchedulerProcess:
         link.rows_inserted()
 
     def results_cleared(self) -> None:
-        """The recorded attempts were cleared: the child numbers from 1 again."""
-        self.call("forget_counts")
+        """Nothing to do: the results service here numbers the child's attempts, its counters cleared with them."""
 
     # --- configuration (validated here, as the thread host does; the child takes it up between cycles) ----------
     def update_config(self, source: str | dict[str, Any]) -> SchedulerConfig:

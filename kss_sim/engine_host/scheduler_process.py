@@ -6,7 +6,7 @@ informer transform does) into ``MirrorStore``, which the unchanged ``SchedulerSe
 the store. Writes go back through the pipe: an attempt's staged writes (binding with the result annotations,
 statuses, Events, victim deletes) as one batch acknowledged once committed, the writes whose result a plugin needs
 (PV/PVC and ResourceClaim writes) as request/answer. The API process stays the one place that commits. Attempts are
-encoded into result rows here (``RowsForwarder``: the costly part) and inserted by the API process.
+encoded into result rows here (``RowsForwarder``: the costly part), numbered and inserted by the API process.
 
 A read after an acknowledgement or an answer waits until the mirror holds the resourceVersion the API process
 committed, so the loop reads its own writes as it does over the store.
@@ -21,6 +21,8 @@ import os
 import queue
 import signal
 import threading
+import time
+import tracemalloc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +49,12 @@ Listener = Callable[[str, str, Obj], None]
 MIRRORED_KINDS = frozenset(WATCHED_KINDS)
 # Attempts encoded into one message of rows at most (the thread writer's batch).
 ROWS_PER_MESSAGE = 256
+# A directory: the child traces its allocations and writes a snapshot there every ``TRACE_EVERY_SECONDS`` (for
+# finding what grows in it, issue #35; tracing slows it down severalfold).
+TRACE_ENV = "KSS_SCHEDULER_TRACEMALLOC"
+TRACE_EVERY_SECONDS = 60.0
+# The attempt number of a row sent to the API process, which numbers it (``RowsForwarder``).
+UNNUMBERED = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,14 +324,15 @@ def _event_subject(obj: Obj) -> Obj:
 
 
 class RowsForwarder:
-    """The results service as the scheduler's process has it: attempts numbered here (from the counts the API
-    process read from the database at start) and encoded into rows on a thread of their own, sent in batches for the
-    API process to insert in its store's commits."""
+    """The results service as the scheduler's process has it: attempts encoded into rows on a thread of their own,
+    sent in batches for the API process to number and insert in its store's commits.
 
-    def __init__(self, channel: Channel, counts: dict[tuple[str, str], int]) -> None:
+    The attempts are numbered where the database is (``ResultsService.number_rows``): its counters are bounded and
+    read a pod's count back from the database on a miss, which rows still on their way here would make wrong; a
+    counter per pod ever scheduled kept here grew without bound under churn (issue #35)."""
+
+    def __init__(self, channel: Channel) -> None:
         self.channel = channel
-        self._counts = dict(counts)
-        self._counts_lock = threading.Lock()
         # Attempts to encode; an Event marks a flush (set once what came before it is sent); None ends the thread.
         self._queue: queue.SimpleQueue[tuple[Attempt, str, str, str, float, int | None] | threading.Event | None] = (
             queue.SimpleQueue()
@@ -332,15 +341,8 @@ class RowsForwarder:
         self._thread.start()
 
     def next_attempt_number(self, namespace: str, pod_name: str) -> int:
-        with self._counts_lock:
-            n = self._counts.get((namespace, pod_name), 0) + 1
-            self._counts[(namespace, pod_name)] = n
-            return n
-
-    def forget_counts(self) -> None:
-        """The API process cleared the recorded attempts (reset): numbering starts again at 1."""
-        with self._counts_lock:
-            self._counts.clear()
+        """A placeholder: the API process numbers the attempt's row as it inserts it."""
+        return UNNUMBERED
 
     def submit(
         self,
@@ -416,11 +418,11 @@ class SchedulerChild:
         # The sampled plugin runs of the attempt under way (plugin, extension point, status, seconds), sent with it.
         self._plugin_runs: list[tuple[str, str, str, float]] = []
 
-    def run(self, counts: dict[tuple[str, str], int]) -> None:
+    def run(self) -> None:
         receiver = threading.Thread(target=self._receive, name="scheduler-receiver", daemon=True)
         receiver.start()
         self._synced.wait()
-        self.rows = RowsForwarder(self.channel, counts)
+        self.rows = RowsForwarder(self.channel)
         settings = self.settings
         service = self.service = SchedulerService(
             self.mirror,
@@ -540,10 +542,6 @@ class SchedulerChild:
             assert self.rows is not None
             self.rows.flush()
             return None
-        if op == "forget_counts":
-            assert self.rows is not None
-            self.rows.forget_counts()
-            return None
         if op == "view":
             name, view_args = args
             return getattr(EngineView(service), name)(*view_args)
@@ -559,11 +557,32 @@ def child_main(
     settings: Settings,
     config_document: Obj | None,
     holds: int,
-    counts: dict[tuple[str, str], int],
 ) -> None:
     """The scheduler process's entry point (spawned by ``process_host.SchedulerProcess``)."""
     # Ctrl-C reaches the whole process group: the API process stops this one in order (its lifespan's end).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [scheduler process] %(message)s")
     load_plugin_modules(settings.plugin_modules)
-    SchedulerChild(Channel(conn), settings, config_document, holds).run(counts)
+    trace_directory = os.environ.get(TRACE_ENV)
+    if trace_directory:
+        _trace_memory(trace_directory)
+    SchedulerChild(Channel(conn), settings, config_document, holds).run()
+
+
+def _trace_memory(directory: str) -> threading.Thread:
+    """Trace this process's allocations (6 frames) and dump a snapshot into ``directory`` every
+    ``TRACE_EVERY_SECONDS``, until tracing stops."""
+    tracemalloc.start(6)
+
+    def dump() -> None:
+        for n in itertools.count(1):
+            time.sleep(TRACE_EVERY_SECONDS)
+            try:
+                snapshot = tracemalloc.take_snapshot()
+            except RuntimeError:  # tracing stopped
+                return
+            snapshot.dump(os.path.join(directory, f"scheduler-{n:03d}.tracemalloc"))
+
+    thread = threading.Thread(target=dump, name="tracemalloc-dump", daemon=True)
+    thread.start()
+    return thread

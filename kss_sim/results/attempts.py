@@ -194,6 +194,12 @@ class ResultsService:
             self._trim_counters(counters)
             return n
 
+    def number_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Number rows built elsewhere without their attempt number (the scheduler's own process sends them in the
+        order its attempts were made): each pod's next, as ``next_attempt_number`` numbers them."""
+        for row in rows:
+            row["attempt"] = self.next_attempt_number(row["namespace"], row["pod_name"])
+
     def _trim_counters(self, counters: OrderedDict[str, int]) -> None:
         while len(counters) > ATTEMPT_COUNTS_KEPT:
             counters.popitem(last=False)

@@ -18,7 +18,7 @@ from kss_sim.results import attempts as attempts_module
 from kss_sim.results.attempts import ResultsService
 from kss_sim.results.codec import _rotation_start, decode_matrices, encode_matrices
 from kss_sim.results.repository import ResultsRepository
-from kss_sim.results.rows import AttemptRetention
+from kss_sim.results.rows import AttemptRetention, attempt_row
 from kss_sim.scheduler.cache import SchedulerCache
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
@@ -356,4 +356,25 @@ def test_attempt_numbers_continue_for_a_pod_whose_count_left_memory(
     assert svc.next_attempt_number("default", "a") == 4  # from the database
     assert svc.next_attempt_number("default", "e") == 1
     assert svc.next_attempt_number("default", "a") == 5  # kept again
+    svc.stop()
+
+
+def test_rows_built_elsewhere_are_numbered_as_they_are_inserted(
+    results_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scheduler's own process sends its rows unnumbered: numbered here in order, with the same bounded
+    counters, so a pod whose count left memory continues from the database."""
+    monkeypatch.setattr(attempts_module, "ATTEMPT_COUNTS_KEPT", 2)
+    svc = ResultsService(lambda: session_scope(make_session_factory(results_engine)))
+    first, _, pod = run_two_attempts()
+    for names in (("a", "a"), ("b", "c", "a"), ("d", "e"), ("a",)):
+        rows = [
+            attempt_row(first, namespace="default", pod_name=name, pod_uid=pod.uid, queued_seconds=0.0)
+            for name in names
+        ]
+        svc.number_rows(rows)
+        svc.commit_rows(rows)
+    assert svc._counters is not None and len(svc._counters) == 2
+    assert [a["attempt"] for a in svc.list_attempts("default", "a")] == [4, 3, 2, 1]
+    assert [a["attempt"] for a in svc.list_attempts("default", "e")] == [1]
     svc.stop()
