@@ -42,6 +42,7 @@ from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.watchdog import PluginTimeoutReport
+from kss_sim.server.gc_policy import give_back_free_heap
 
 log = logging.getLogger("kss.scheduler")
 
@@ -53,6 +54,8 @@ ROWS_PER_MESSAGE = 256
 # finding what grows in it, issue #35; tracing slows it down severalfold).
 TRACE_ENV = "KSS_SCHEDULER_TRACEMALLOC"
 TRACE_EVERY_SECONDS = 60.0
+# How often the process hands free C heap pages back (malloc_trim: a few milliseconds on a 200 MB heap).
+HEAP_TRIM_SECONDS = 30.0
 # The attempt number of a row sent to the API process, which numbers it (``RowsForwarder``).
 UNNUMBERED = 0
 
@@ -566,7 +569,23 @@ def child_main(
     trace_directory = os.environ.get(TRACE_ENV)
     if trace_directory:
         _trace_memory(trace_directory)
+    _give_back_free_heap_periodically()
     SchedulerChild(Channel(conn), settings, config_document, holds).run()
+
+
+def _give_back_free_heap_periodically() -> threading.Thread:
+    """Every ``HEAP_TRIM_SECONDS``, hand the C heap's free pages back to the system. The API process does it when
+    its scheduler is idle; this one, under steady churn, is never idle for long, and glibc kept what each pod's
+    decoded versions had used (issue #35's soak: the process grew ~0.8 kB a pod with no object held)."""
+
+    def trim() -> None:
+        while True:
+            time.sleep(HEAP_TRIM_SECONDS)
+            give_back_free_heap()
+
+    thread = threading.Thread(target=trim, name="heap-trim", daemon=True)
+    thread.start()
+    return thread
 
 
 def _trace_memory(directory: str) -> threading.Thread:

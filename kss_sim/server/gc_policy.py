@@ -52,11 +52,16 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
 _malloc_trim = _find_malloc_trim()
 
 
+def give_back_free_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc only; elsewhere nothing)."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
 def reclaim_frozen() -> None:
     """One full collection over everything, frozen objects included, then freeze the survivors again; then give
     the C heap's free pages back to the system."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()
-    if _malloc_trim is not None:
-        _malloc_trim(0)
+    give_back_free_heap()
