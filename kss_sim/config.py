@@ -50,7 +50,8 @@ class Settings(BaseSettings):
     feature_gates: Annotated[dict[str, bool], NoDecode] = Field(
         default_factory=dict,
         description="Kubernetes feature gates, as `--feature-gates` takes them (`GenericWorkload=true,"
-        "GangScheduling=true`): GenericWorkload serves the Workload kind and the pod field spec.workloadRef, "
+        "GangScheduling=true`): GenericWorkload serves the Workload API (v1.36: Workload, PodGroup and the pod field "
+        "spec.schedulingGroup; v1.35: Workload and spec.workloadRef), "
         "GangScheduling adds kube-scheduler's GangScheduling plugin (it needs GenericWorkload). A gate not given "
         "takes the default of --kube-version's release; one that release does not have is refused.",
     )

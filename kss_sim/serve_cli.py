@@ -33,7 +33,7 @@ SERVE_EXAMPLES = """examples:
   kss serve --port 9000 --database-url sqlite:///run.db
   kss serve --scheduler-config examples/replay/most-allocated.yaml
   kss serve --plugin-module my_plugins --feature-gates GenericWorkload=true,GangScheduling=true \\
-      --runtime-config scheduling.k8s.io/v1alpha1=true     # v1.35's alpha Workload API, off by default as upstream
+      --runtime-config scheduling.k8s.io/v1alpha2=true     # v1.36's alpha Workload API, off by default as upstream
   kss serve --kube-version 1.33 --feature-gates DynamicResourceAllocation=true \\
       --runtime-config resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true   # DRA as a v1.33 cluster has it
   kss serve --tls                                  # HTTPS, for kubectl with a token (KSS_API_TOKEN)

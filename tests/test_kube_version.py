@@ -71,7 +71,7 @@ def test_a_replay_says_its_version_in_summary_json(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert orjson.loads((tmp_path / "out/summary.json").read_bytes())["kubeVersion"] == "1.33"
     done = kss("replay", str(path), "--out", str(tmp_path / "default"), "--quiet", cwd=tmp_path)
-    assert orjson.loads((tmp_path / "default/summary.json").read_bytes())["kubeVersion"] == "1.35"
+    assert orjson.loads((tmp_path / "default/summary.json").read_bytes())["kubeVersion"] == "1.36"  # the default
 
 
 @pytest.fixture(scope="module")

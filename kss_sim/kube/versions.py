@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The version a run takes when none is given: the newest one measured against its kube-scheduler.
-DEFAULT_KUBE_VERSION = "1.35"
+DEFAULT_KUBE_VERSION = "1.36"
 # Said of every version kss has no reference program for, wherever the version is shown.
 NOT_MEASURED = "ported, not measured against kube-scheduler"
 

@@ -5,9 +5,10 @@ A GPU is
 - a DRA device published in a ResourceSlice whose driver name contains ``gpu`` (``gpu.kss.sigs.k8s.io``, the
   trace's driver; ``gpu.nvidia.com``); it is taken while an allocated ResourceClaim holds it.
 
-In a default v1.35 cluster a device is allocated whole (shares need the alpha DRAConsumableCapacity or
-DRAPartitionableDevices gates), so a GPU's free share is 0 or 1000 and a GPU-sharing pod of the trace
-(``trace.kss.sigs.k8s.io/gpu-milli`` below 1000) takes a whole GPU, in both of ``kss convert``'s forms.
+A device is allocated whole as ``kss convert`` publishes it (shares need DRAConsumableCapacity or
+DRAPartitionableDevices, on by default from v1.36, and devices published for them), so a GPU's free share is 0 or
+1000 and a GPU-sharing pod of the trace (``trace.kss.sigs.k8s.io/gpu-milli`` below 1000) takes a whole GPU, in both
+of ``kss convert``'s forms.
 
 A pod's GPU model constraint is read from the trace's ``trace.kss.sigs.k8s.io/gpu-spec`` annotation
 (``V100M16|V100M32``), else from a required node-affinity ``In`` on a GPU model label; a node's model from that

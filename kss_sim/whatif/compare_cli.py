@@ -32,7 +32,7 @@ from kss_sim.whatif.compare import (
     side_names,
 )
 
-DEFAULTS = "default"  # --config default: the v1.35 default profile (when no file of that name exists)
+DEFAULTS = "default"  # --config default: the Kubernetes version's default profile (when no file of that name exists)
 
 
 EXAMPLES = """examples:

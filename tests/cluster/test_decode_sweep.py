@@ -4,7 +4,8 @@ the format's own error), never a 5xx, and nothing is stored."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,7 +14,9 @@ import pytest
 from kss_sim.cluster.admission.decode_types import check_types, schema
 from kss_sim.cluster.errors import BadRequest
 from kss_sim.cluster.kinds.registry import KINDS, KindInfo
+from kss_sim.config import Settings
 from kss_sim.kube.versions import VERSIONS
+from kss_sim.main import create_app
 
 # A value each code cannot decode, and what the message then says (None: the Go field path and type).
 _BAD: dict[str, tuple[Any, str | None]] = {
@@ -92,14 +95,45 @@ def _url(info: KindInfo) -> str:
     return f"{prefix}{'/namespaces/default' if info.namespaced else ''}/{info.plural}"
 
 
-async def test_every_field_refused_through_the_api_with_kubes_code_and_message(client: httpx.AsyncClient) -> None:
+@pytest.fixture
+async def client_at(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
+    """An in-process client of the API at the Kubernetes version the test is parametrized with."""
+    version: str = request.param
+    application = create_app(
+        Settings(
+            database_url=f"sqlite:///{tmp_path / 'kss.db'}",
+            scheduler_enabled=False,
+            controllers=False,
+            kubelet=False,
+            kube_version=version,
+        )
+    )
+    async with application.router.lifespan_context(application):
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://kss.test") as c:
+            yield version, c
+
+
+# At v1.36 fields the release has are dropped as unknown before they are decoded (kss's field tree comes from a
+# client whose types moved on): status.nodeAllocatableResourceClaimStatuses[].resources of a Pod (mapping and
+# overhead in the client), ResourceSlice's spec.devices[].attributes bools (ABSENT_FIELDS of fields.py), ...
+V1_36_UNKNOWN_FIELDS = pytest.mark.xfail(
+    reason="kss_sim/cluster/admission/fields.py lacks fields v1.36 has: they are pruned, not decoded", strict=True
+)
+
+
+@pytest.mark.parametrize("client_at", ["1.35", pytest.param("1.36", marks=V1_36_UNKNOWN_FIELDS)], indirect=True)
+async def test_every_field_refused_through_the_api_with_kubes_code_and_message(
+    client_at: tuple[str, httpx.AsyncClient],
+) -> None:
+    version, client = client_at
     seen: set[str] = set()
     count = 0
     for info in _checked_kinds():
         url = _url(info)
         if (await client.get(url)).status_code == 404:
-            continue  # not served with the default gates (an alpha kind)
-        for path, body, expected in _sweep(info.kind, None, seen):
+            continue  # not served with the version's default gates (an alpha kind)
+        for path, body, expected in _sweep(info.kind, version, seen):
             meta = body.setdefault("metadata", {})
             if isinstance(meta, dict):
                 meta.setdefault("name", "swept")

@@ -19,6 +19,7 @@ from kubernetes.client.rest import ApiException
 from kss_sim.cluster.errors import Invalid
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
+from kss_sim.kube.versions import kube_version
 from kss_sim.main import create_app
 from tests.cluster.factories import node
 from tests.conftest import Server
@@ -140,8 +141,14 @@ def test_watch_sees_slices(resource_api: client.ResourceV1Api) -> None:
         pytest.fail("no event for the new slice")
 
 
+def _store_at_v1_35(**gates: bool) -> ClusterStore:
+    """A store as ``kss serve --kube-version 1.35`` opens it: every gate at v1.35's default unless given."""
+    return ClusterStore.open(None, feature_gates=kube_version("1.35").effective_gates(gates), kube_version="1.35")
+
+
 def test_gated_fields_dropped_as_the_strategies_do(tmp_path: Path) -> None:
-    store = ClusterStore.open(None)
+    # At v1.35, where DRADeviceTaints, DRAPartitionableDevices and DRAConsumableCapacity are alpha and off.
+    store = _store_at_v1_35()
     device = {
         "name": "d0",
         "taints": [{"key": "k", "effect": "NoSchedule"}],
@@ -157,10 +164,17 @@ def test_gated_fields_dropped_as_the_strategies_do(tmp_path: Path) -> None:
     exactly = store.create("ResourceClaim", claim, "default")["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly["adminAccess"] is True and "tolerations" not in exactly
 
-    on = ClusterStore.open(None, feature_gates={"DRADeviceTaints": True})
+    on = _store_at_v1_35(DRADeviceTaints=True)
     exactly = on.create("ResourceClaim", claim, "default")["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly["tolerations"] == [{"key": "k", "operator": "Exists"}]
-    off = ClusterStore.open(None, feature_gates={"DRAPrioritizedList": False})
+    # v1.36 (the default) has the three beta and on: nothing is dropped.
+    default = ClusterStore.open(None)
+    kept = default.create("ResourceSlice", _slice("kept", "n", [device]))["spec"]["devices"][0]
+    assert {k: v for k, v in kept.items() if k != "taints"} == {k: v for k, v in device.items() if k != "taints"}
+    assert [{k: t[k] for k in ("key", "effect")} for t in kept["taints"]] == device["taints"]  # timeAdded defaulted
+    exactly = default.create("ResourceClaim", claim, "default")["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly["tolerations"] == [{"key": "k", "operator": "Exists"}]
+    off = _store_at_v1_35(DRAPrioritizedList=False)
     first = _claim("fa", [{"name": "r", "firstAvailable": [{"name": "a", "deviceClassName": "c"}]}])
     with pytest.raises(Invalid) as exc:  # the field dropped, the request has neither form left
         off.create("ResourceClaim", first, "default")

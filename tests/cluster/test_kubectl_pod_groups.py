@@ -1,5 +1,6 @@
 """PodGroup and Workload through the real kubectl and the official client's CustomObjectsApi, against ``kss serve``
-without the GenericWorkload gate (the session server) and with it (a server of this module)."""
+without the GenericWorkload gate and with it (servers of this module at v1.35, whose Workload this is:
+scheduling.k8s.io/v1alpha1 and pods' spec.workloadRef; tests/cluster/test_kubectl_workload_v1alpha2.py has v1.36's)."""
 
 from __future__ import annotations
 
@@ -57,21 +58,29 @@ spec:
 """
 
 
-@pytest.fixture(scope="module")
-def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A ``kss serve`` started with --feature-gates' environment twin: GenericWorkload=true, and
-    --runtime-config scheduling.k8s.io/v1alpha1=true (an alpha API is off by default)."""
-    workdir = tmp_path_factory.mktemp("kss-gated")
-    srv = start_server(
+def _server_at_v1_35(workdir: Path, **env: str) -> Server:
+    """A ``kss serve`` at --kube-version 1.35 (v1.35's Workload API), API only."""
+    return start_server(
         workdir,
         f"sqlite:///{workdir / 'kss.db'}",
         env={
+            "KSS_KUBE_VERSION": "1.35",
             "KSS_SCHEDULER_ENABLED": "false",
             "KSS_CONTROLLERS": "false",
             "KSS_KUBELET": "false",
-            "KSS_FEATURE_GATES": "GenericWorkload=true",
-            "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha1=true",
+            **env,
         },
+    )
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Started with --feature-gates' environment twin: GenericWorkload=true, and
+    --runtime-config scheduling.k8s.io/v1alpha1=true (an alpha API is off by default)."""
+    srv = _server_at_v1_35(
+        tmp_path_factory.mktemp("kss-gated"),
+        KSS_FEATURE_GATES="GenericWorkload=true",
+        KSS_RUNTIME_CONFIG="scheduling.k8s.io/v1alpha1=true",
     )
     yield srv
     srv.stop()
@@ -80,6 +89,14 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def gated_kubectl(gated: Server) -> KubectlRunner:
     return KubectlRunner(gated.kubeconfig)
+
+
+@pytest.fixture(scope="module")
+def ungated_kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubectlRunner]:
+    """kubectl against a server with GenericWorkload at v1.35's default (off)."""
+    srv = _server_at_v1_35(tmp_path_factory.mktemp("kss-ungated"))
+    yield KubectlRunner(srv.kubeconfig)
+    srv.stop()
 
 
 def _rows(out: str) -> dict[str, list[str]]:
@@ -169,7 +186,8 @@ def test_pod_groups_watch(kubectl: KubectlRunner, server: Server) -> None:
         watcher.wait()
 
 
-def test_without_the_gate_workloads_do_not_exist_and_workload_refs_are_dropped(kubectl: KubectlRunner) -> None:
+def test_without_the_gate_workloads_do_not_exist_and_workload_refs_are_dropped(ungated_kubectl: KubectlRunner) -> None:
+    kubectl = ungated_kubectl
     missing = kubectl("get", "workloads", check=False)
     assert missing.returncode != 0 and 'the server doesn\'t have a resource type "workloads"' in missing.stderr
     refused = kubectl("apply", "-f", "-", input=WORKLOAD, check=False)

@@ -24,6 +24,8 @@ PG_PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
 WL_PATH = "/apis/scheduling.k8s.io/v1alpha1/namespaces/default/workloads"
 MERGE = {"content-type": "application/merge-patch+json"}
 GATES_ON = {"GenericWorkload": True}
+# The Workload of these tests is v1.35's (scheduling.k8s.io/v1alpha1, pods' spec.workloadRef): v1.36 has neither.
+V1_35 = "1.35"
 
 
 def pod_group(name: str, **spec: Any) -> dict[str, Any]:
@@ -65,16 +67,17 @@ def causes(response: httpx.Response) -> list[tuple[str, str, str]]:
     return [(c["field"], c["reason"], c["message"]) for c in body["details"]["causes"]]
 
 
-@pytest.fixture
-async def gated_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    """An in-process client of an application started with GenericWorkload on (scheduler off)."""
+async def _client_at_v1_35(database: Path, gated: bool) -> AsyncIterator[httpx.AsyncClient]:
+    """An in-process client of an application at v1.35 (scheduler off), with GenericWorkload on or at its default."""
     application: FastAPI = create_app(
         Settings(
-            database_url=f"sqlite:///{tmp_path / 'gated.db'}",
+            database_url=f"sqlite:///{database}",
             scheduler_enabled=False,
             controllers=False,
-            feature_gates=GATES_ON,
-            runtime_config="scheduling.k8s.io/v1alpha1=true",  # alpha APIs are off by default, as upstream
+            kube_version=V1_35,
+            feature_gates=GATES_ON if gated else {},
+            # Alpha APIs are off by default, as upstream: the gate alone does not serve the kind.
+            runtime_config={"scheduling.k8s.io/v1alpha1": "true"} if gated else {},
         )
     )
     async with application.router.lifespan_context(application):
@@ -83,23 +86,39 @@ async def gated_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
             yield c
 
 
+@pytest.fixture
+async def gated_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """GenericWorkload on, with v1.35's Workload API."""
+    async for c in _client_at_v1_35(tmp_path / "gated.db", gated=True):
+        yield c
+
+
+@pytest.fixture
+async def ungated_client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """GenericWorkload at v1.35's default (off)."""
+    async for c in _client_at_v1_35(tmp_path / "ungated.db", gated=False):
+        yield c
+
+
 # ---------------------------------------------------------------------------------------------- discovery
 
 
-async def test_without_the_gate_workloads_are_absent_from_discovery_and_the_api(client: httpx.AsyncClient) -> None:
-    group = (await client.get("/apis/scheduling.k8s.io")).json()
+async def test_without_the_gate_workloads_are_absent_from_discovery_and_the_api(
+    ungated_client: httpx.AsyncClient,
+) -> None:
+    group = (await ungated_client.get("/apis/scheduling.k8s.io")).json()
     assert [v["version"] for v in group["versions"]] == ["v1"]
-    assert (await client.get("/apis/scheduling.k8s.io/v1alpha1")).status_code == 404
-    groups = {g["name"]: g for g in (await client.get("/apis")).json()["groups"]}
+    assert (await ungated_client.get("/apis/scheduling.k8s.io/v1alpha1")).status_code == 404
+    groups = {g["name"]: g for g in (await ungated_client.get("/apis")).json()["groups"]}
     assert [v["version"] for v in groups["scheduling.k8s.io"]["versions"]] == ["v1"]
-    openapi = (await client.get("/openapi/v3")).json()["paths"]
+    openapi = (await ungated_client.get("/openapi/v3")).json()["paths"]
     assert "apis/scheduling.k8s.io/v1alpha1" not in openapi and "apis/scheduling.x-k8s.io/v1alpha1" in openapi
-    assert (await client.get("/openapi/v3/apis/scheduling.k8s.io/v1alpha1")).status_code == 404
-    created = await client.post(WL_PATH, json=workload("w", basic("a")))
+    assert (await ungated_client.get("/openapi/v3/apis/scheduling.k8s.io/v1alpha1")).status_code == 404
+    created = await ungated_client.post(WL_PATH, json=workload("w", basic("a")))
     assert (
         created.status_code == 404 and created.json()["message"] == "the server could not find the requested resource"
     )
-    assert (await client.get(WL_PATH)).status_code == 404
+    assert (await ungated_client.get(WL_PATH)).status_code == 404
 
 
 async def test_pod_groups_are_discovered_as_the_crd_names_them(client: httpx.AsyncClient) -> None:
@@ -413,8 +432,10 @@ def _with_ref(pod_name: str, **ref: str) -> dict[str, Any]:
     return body
 
 
-async def test_workload_ref_is_dropped_without_the_gate(client: httpx.AsyncClient) -> None:
-    r = await client.post("/api/v1/namespaces/default/pods", json=_with_ref("p", name="train", podGroup="workers"))
+async def test_workload_ref_is_dropped_without_the_gate(ungated_client: httpx.AsyncClient) -> None:
+    r = await ungated_client.post(
+        "/api/v1/namespaces/default/pods", json=_with_ref("p", name="train", podGroup="workers")
+    )
     assert r.status_code == 201 and "workloadRef" not in r.json()["spec"]
     # Not an unknown field either: no warning, as kube-apiserver drops a disabled field silently.
     assert "warning" not in r.headers
@@ -438,11 +459,11 @@ async def test_workload_ref_is_kept_validated_and_immutable_with_the_gate(gated_
 
 
 def test_a_pod_keeps_its_workload_ref_after_the_gate_is_turned_off(engine: Engine) -> None:
-    with_gate = ClusterStore.open(engine, feature_gates=GATES_ON)
+    with_gate = ClusterStore.open(engine, feature_gates=GATES_ON, kube_version=V1_35)
     with_gate.create("Pod", _with_ref("p", name="train", podGroup="workers"))
     with_gate.create("Workload", workload("train", gang("workers", 2)))
     with_gate.flush()
-    without = ClusterStore.open(engine)
+    without = ClusterStore.open(engine, kube_version=V1_35)
     labelled = without.patch("Pod", "default", "p", {"metadata": {"labels": {"a": "b"}}})
     assert labelled["spec"]["workloadRef"] == {"name": "train", "podGroup": "workers"}, "in use: kept on update"
     assert not without.serves("Workload") and without.list("Workload")[0][0]["metadata"]["name"] == "train"
@@ -455,7 +476,7 @@ def test_a_pod_keeps_its_workload_ref_after_the_gate_is_turned_off(engine: Engin
 
 
 def test_listeners_and_lists_of_the_new_kinds() -> None:
-    store = ClusterStore(None, feature_gates=GATES_ON)
+    store = ClusterStore(None, feature_gates=GATES_ON, kube_version=V1_35)
     seen: list[tuple[str, str, str]] = []
     store.add_listener(lambda t, k, o: seen.append((t, k, o["metadata"]["name"])), ("PodGroup", "Workload"))
     store.create("PodGroup", pod_group("pg", minMember=2))

@@ -586,9 +586,9 @@ def test_the_scheduler_s_claim_of_a_deleted_pod_is_deallocated_and_removed_by_th
             c.stop()
 
 
-def test_without_the_gate_the_scheduler_s_claim_of_a_finished_pod_waits_for_its_own_events(
-    store: ClusterStore, clock: Clock
-) -> None:
+def test_without_the_gate_the_scheduler_s_claim_of_a_finished_pod_waits_for_its_own_events(clock: Clock) -> None:
+    # As `kss serve --kube-version 1.35` opens it: DRAExtendedResource alpha and off (on by default from v1.36).
+    store = ClusterStore(None, clock=clock, feature_gates=kube_version("1.35").effective_gates(), kube_version="1.35")
     controller = ResourceClaimController(store, clock=clock)
     controller.start()
     try:

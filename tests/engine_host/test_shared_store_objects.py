@@ -22,6 +22,7 @@ from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.kubelet import KubeletController
 from kss_sim.engine_host.scheduler_thread import SchedulerService
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import kube_version
 from tests.scheduler.factories import make_node, make_pod
 
 GATES = {"GenericWorkload": True, "GangScheduling": True}
@@ -42,13 +43,27 @@ class PublishedVersions:
         return [f"{kind} {name}" for kind, name, obj, raw in self.seen if orjson.dumps(obj) != raw]
 
 
+Cluster = tuple[ClusterStore, PublishedVersions, Callable[[], None]]
+
+
 @pytest.fixture
-def cluster() -> Iterator[tuple[ClusterStore, PublishedVersions, Callable[[], None]]]:
+def cluster() -> Iterator[Cluster]:
     """A store with the gang gates on, its published versions recorded, a scheduler and the kubelet; the third
     value waits until both are idle."""
-    store = ClusterStore(None, feature_gates=GATES)
+    yield from _cluster(None)
+
+
+@pytest.fixture
+def cluster_v1_35() -> Iterator[Cluster]:
+    """The same at v1.35, for its Workload (scheduling.k8s.io/v1alpha1) and pods' spec.workloadRef."""
+    yield from _cluster("1.35")
+
+
+def _cluster(version: str | None) -> Iterator[Cluster]:
+    gates = kube_version(version).effective_gates(GATES)
+    store = ClusterStore(None, feature_gates=gates, kube_version=version)
     versions = PublishedVersions(store)
-    scheduler = SchedulerService(store, seed=1, feature_gates=GATES)
+    scheduler = SchedulerService(store, seed=1, feature_gates=gates, kube_version=kube_version(version))
     kubelet = KubeletController(store)
     scheduler.start()
     kubelet.start()
@@ -247,9 +262,9 @@ def test_dra_claims_allocated_reserved_and_released_leave_the_shared_objects_unc
 
 
 def test_a_workload_gang_held_then_bound_leaves_the_shared_objects_unchanged(
-    cluster: tuple[ClusterStore, PublishedVersions, Callable[[], None]],
+    cluster_v1_35: Cluster,
 ) -> None:
-    store, versions, settle = cluster
+    store, versions, settle = cluster_v1_35
     for i in range(3):
         store.create("Node", make_node(name=f"n{i}", allocatable={"cpu": "1"}))
     members = [f"w{i}" for i in range(3)]

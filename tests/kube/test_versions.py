@@ -16,8 +16,15 @@ def test_the_supported_versions_are_the_reference_patch_releases() -> None:
         "1.36": "v1.36.2",
         "1.37": "v1.37.0",
     }
-    assert DEFAULT_KUBE_VERSION == "1.35"
-    assert kube_version().name == "1.35"
+
+
+def test_the_default_is_the_newest_version_measured() -> None:
+    # A version added later moves the default only when it is measured and the constant is changed with it: this
+    # fails first, and an unmeasured version (v1.37) never becomes the default.
+    newest_measured = max((v for v in VERSIONS.values() if v.measured), key=lambda v: v.minor)
+    assert newest_measured.name == DEFAULT_KUBE_VERSION
+    assert kube_version().name == DEFAULT_KUBE_VERSION
+    assert kube_version(None) is VERSIONS[DEFAULT_KUBE_VERSION]
 
 
 def test_v1_37_is_ported_and_never_shown_as_measured() -> None:
@@ -106,9 +113,12 @@ def test_v1_37s_workload_scheduling_is_refused_as_not_simulated() -> None:
 
 def test_the_default_versions_gates_are_what_gate_enabled_falls_back_to() -> None:
     assert gate_enabled({}, "DRAPrioritizedList") is True
-    assert gate_enabled({}, "DRADeviceTaints") is False
-    assert gate_enabled({"DRADeviceTaints": True}, "DRADeviceTaints") is True
-    assert gate_enabled({}, "TopologyAwareWorkloadScheduling") is False  # not a v1.35 gate: off
+    assert gate_enabled({}, "DRADeviceTaints") is True  # beta and on from v1.36
+    assert gate_enabled({"DRADeviceTaints": False}, "DRADeviceTaints") is False
+    assert gate_enabled({}, "DRADeviceTaintRules") is False  # beta but off in v1.36
+    assert gate_enabled({}, "TopologyAwareWorkloadScheduling") is False  # alpha in v1.36: off
+    defaults = VERSIONS[DEFAULT_KUBE_VERSION].gate_defaults()
+    assert all(gate_enabled({}, gate) is on for gate, on in defaults.items())
 
 
 def test_effective_gates_name_every_gate_with_the_versions_default_or_the_one_given() -> None:

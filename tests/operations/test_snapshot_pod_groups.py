@@ -19,6 +19,8 @@ from tests.cluster.factories import node, pod
 PG_PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/team/podgroups"
 WL_PATH = "/apis/scheduling.k8s.io/v1alpha1/namespaces/team/workloads"
 MERGE = {"content-type": "application/merge-patch+json"}
+# The Workload here is v1.35's (scheduling.k8s.io/v1alpha1, pods' spec.workloadRef), which v1.36 replaced.
+V1_35 = "1.35"
 
 
 async def _client(tmp_path: Path, name: str, gates: dict[str, bool]) -> AsyncIterator[httpx.AsyncClient]:
@@ -27,8 +29,10 @@ async def _client(tmp_path: Path, name: str, gates: dict[str, bool]) -> AsyncIte
             database_url=f"sqlite:///{tmp_path / name}",
             scheduler_enabled=False,
             controllers=False,
+            kube_version=V1_35,
             feature_gates=gates,
-            runtime_config="scheduling.k8s.io/v1alpha1=true",  # the Workload API is alpha: off by default
+            # The Workload API is alpha: off by default, served only with the gate on as well.
+            runtime_config={"scheduling.k8s.io/v1alpha1": "true"} if gates else {},
         )
     )
     async with application.router.lifespan_context(application):
@@ -98,9 +102,17 @@ async def test_export_import_round_trip_keeps_groups_workloads_and_refs(
     assert (await other_gated.get(f"{PG_PATH}/gang")).json()["status"]["running"] == 2
 
 
+@pytest.fixture
+async def ungated(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """A server with GenericWorkload at v1.35's default (off)."""
+    async for c in _client(tmp_path, "ungated.db", {}):
+        yield c
+
+
 async def test_without_the_gate_export_leaves_workloads_out_and_import_refuses_them(
-    gated: httpx.AsyncClient, client: httpx.AsyncClient
+    gated: httpx.AsyncClient, ungated: httpx.AsyncClient
 ) -> None:
+    client = ungated
     await _load(gated)
     snap = (await gated.get("/simulator/v1/export")).json()
     plain = (await client.get("/simulator/v1/export")).json()
@@ -132,6 +144,7 @@ async def test_an_import_succeeds_while_the_pod_group_controller_writes_status(
     application: FastAPI = create_app(
         Settings(
             database_url=f"sqlite:///{tmp_path / 'live.db'}",
+            kube_version=V1_35,
             feature_gates={"GenericWorkload": True},
             runtime_config="scheduling.k8s.io/v1alpha1=true",
             kubelet=False,

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
+from kss_sim.kube.versions import kube_version
 from kss_sim.results import annotations as ann
 from kss_sim.results import attempts as attempts_module
 from kss_sim.results.attempts import ResultsService
@@ -56,7 +57,8 @@ def service(request: pytest.FixtureRequest, results_engine: Engine, backend_url:
     assert svc.errors == []
 
 
-def make_scheduler() -> tuple[Scheduler, SchedulerCache]:
+def make_scheduler(version: str | None = None) -> tuple[Scheduler, SchedulerCache]:
+    """The default profile at the Kubernetes ``version`` (None: the default one)."""
     cache = SchedulerCache()
     # node-a is tainted AND too small: it fails two plugins; node-b is too small; node-c fits later.
     cache.add_node(make_node(name="node-a", allocatable={"cpu": "1"}, taints=[TAINT]))
@@ -64,13 +66,14 @@ def make_scheduler() -> tuple[Scheduler, SchedulerCache]:
     cache.add_node(make_node(name="node-c", allocatable={"cpu": "1"}))
     cache.add_pod(PodInfo(make_pod(name="hog", node_name="node-c", requests={"cpu": "800m"})))
     handle = Handle(ClusterObjects())
-    config = parse_config(None)
+    handle.kube_version = kube_version(version)
+    config = parse_config(None, version=handle.kube_version)
     frameworks = {"default-scheduler": build_framework(config.profiles[0], handle)}
     return Scheduler(frameworks, cache.snapshot, seed=1, cache=cache), cache
 
 
-def run_two_attempts() -> tuple[Attempt, Attempt, PodInfo]:
-    scheduler, cache = make_scheduler()
+def run_two_attempts(version: str | None = None) -> tuple[Attempt, Attempt, PodInfo]:
+    scheduler, cache = make_scheduler(version)
     pod = PodInfo(make_pod(name="web", requests={"cpu": "2"}))
     opts = ScheduleOptions(record=True, run_binding_cycle=False)
     first = scheduler.schedule_one(pod, 1, opts)
@@ -294,7 +297,7 @@ BLOB_434BD49 = bytes.fromhex(
 
 
 def test_blobs_of_the_earlier_format_2_still_decode() -> None:
-    _, second, _ = run_two_attempts()
+    _, second, _ = run_two_attempts("1.35")  # the blob was recorded at v1.35 (no NodeDeclaredFeatures)
     decoded = decode_matrices(BLOB_434BD49)
     assert decoded["filter"] == second.filter
     assert decoded["score"] == second.score

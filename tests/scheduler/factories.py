@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.framework import Handle
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -84,12 +85,15 @@ def make_handle(
     nodes: Iterable[dict[str, Any]] = (),
     pods: Iterable[dict[str, Any]] = (),
     namespaces: Iterable[dict[str, Any]] = (),
+    version: str | None = None,
 ) -> Handle:
-    """A handle whose snapshot holds ``nodes`` with the bound ``pods`` and whose listers know ``namespaces``."""
+    """A handle whose snapshot holds ``nodes`` with the bound ``pods`` and whose listers know ``namespaces``, at the
+    Kubernetes ``version`` (None: the default one)."""
     cluster = ClusterObjects()
     for ns in namespaces:
         cluster.namespaces[ns["metadata"]["name"]] = ns
     handle = Handle(cluster)
+    handle.kube_version = kube_version(version)
     handle.snapshot = Snapshot.build(list(nodes), list(pods))
     return handle
 

@@ -14,11 +14,14 @@ from typing import Any
 
 import pytest
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.simulation.runner import run_scenario
 
 GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "golden"
 SCENARIOS = sorted(GOLDEN.glob("*/*.scenario.json")) if GOLDEN.is_dir() else []
 HEAVY = {"large", "sampling"}
+# The corpus's expected files are kube-scheduler v1.35.4's: it runs at 1.35, whatever the default version is.
+CORPUS_VERSION = kube_version("1.35")
 
 
 def _param(path: Path) -> object:
@@ -47,7 +50,7 @@ def _decision(entry: dict[str, Any]) -> dict[str, Any]:
 def test_batch_path_decides_as_kube_scheduler(scenario_path: Path) -> None:
     name = scenario_path.name.removesuffix(".scenario.json")
     expected = json.loads(scenario_path.with_name(name + ".expected.json").read_text())
-    got = run_scenario(json.loads(scenario_path.read_text()), "placements")
+    got = run_scenario(json.loads(scenario_path.read_text()), "placements", kube_version=CORPUS_VERSION)
     want = [_decision(e) for e in expected["results"] if e.get("preEnqueue") is None]
     have = [_decision(e) for e in got["results"] if e.get("preEnqueue") is None]
     assert len(have) == len(want)

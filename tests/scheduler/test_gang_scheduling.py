@@ -1,4 +1,5 @@
-"""GangScheduling (KEP-4671) through the real engine: PreEnqueue gating, waiting in Permit, timeouts, the gates."""
+"""GangScheduling (KEP-4671) as v1.35 has it, through the real engine: PreEnqueue gating, waiting in Permit,
+timeouts, the gates (v1.36's PodGroup form: test_gang_scheduling_v1_36.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
@@ -18,6 +20,8 @@ from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.factories import make_node, make_pod
 
 GATES_ON = {"GenericWorkload": True, "GangScheduling": True}
+# v1.35's gangs: a Workload (scheduling.k8s.io/v1alpha1) and pods' spec.workloadRef, which v1.36 replaced.
+V1_35 = kube_version("1.35")
 OPTS = ScheduleOptions(record=True, tie_break="name", run_binding_cycle=False)
 
 
@@ -35,7 +39,7 @@ class Engine:
     def __init__(self, gates: dict[str, bool] | None = None, *, nodes: int = 3, config: Any = None) -> None:
         self.clock = Clock()
         self.cluster = ClusterObjects()
-        self.config = parse_config(config, feature_gates=GATES_ON if gates is None else gates)
+        self.config = parse_config(config, feature_gates=GATES_ON if gates is None else gates, version=V1_35)
         self.activated: list[str] = []
         self.snapshot = Snapshot.build([make_node(name=f"n{i}", allocatable={"cpu": "1"}) for i in range(nodes)], [])
         self.fwk = self.framework()
@@ -43,6 +47,7 @@ class Engine:
 
     def framework(self) -> Framework:
         handle = Handle(self.cluster)
+        handle.kube_version = V1_35
         handle.activator = lambda pods: self.activated.extend(p.name for p in pods)
         return build_framework(self.config.profiles[0], handle)
 
@@ -277,12 +282,12 @@ def test_a_gated_gang_pod_enters_the_queue_on_its_workload_and_siblings_events()
 
 
 def _points(config_gates: dict[str, bool], config: Any = None) -> dict[str, list[str]]:
-    profile = parse_config(config, feature_gates=config_gates).profiles[0]
+    profile = parse_config(config, feature_gates=config_gates, version=V1_35).profiles[0]
     return {point: [name for name, _ in plugins] for point, plugins in plugins_in_effect(profile)}
 
 
 def test_with_the_gate_on_gang_scheduling_joins_the_default_multi_point_last() -> None:
-    config = parse_config(None, feature_gates=GATES_ON)
+    config = parse_config(None, feature_gates=GATES_ON, version=V1_35)
     assert config.feature_gates == GATES_ON
     doc = defaulted_document(config)
     multi = doc["profiles"][0]["plugins"]["multiPoint"]["enabled"]
@@ -300,7 +305,9 @@ def test_with_the_gate_off_gang_scheduling_is_not_a_default_plugin(gates: dict[s
     points = _points(gates)
     assert all("GangScheduling" not in names for names in points.values())
     assert points["permit"] == []
-    multi = defaulted_document(parse_config(None, feature_gates=gates))["profiles"][0]["plugins"]["multiPoint"]
+    multi = defaulted_document(parse_config(None, feature_gates=gates, version=V1_35))["profiles"][0]["plugins"][
+        "multiPoint"
+    ]
     assert "GangScheduling" not in [p["name"] for p in multi["enabled"]]
 
 
@@ -334,5 +341,5 @@ def test_gang_scheduling_takes_no_args_kind() -> None:
         ]
     }
     with pytest.raises(ConfigError) as exc:
-        parse_config(typed, feature_gates=GATES_ON)
+        parse_config(typed, feature_gates=GATES_ON, version=V1_35)
     assert exc.value.field == "profiles[0].pluginConfig[0].args"

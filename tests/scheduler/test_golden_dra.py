@@ -14,6 +14,7 @@ from types import ModuleType
 
 import pytest
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.simulation.runner import run_scenario
 from tools.golden.versions import compare_module, without_share_ids
 
@@ -21,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FAMILY = ROOT / "tests" / "golden" / "dra"
 COMPARE = ROOT.parent / "shared" / "golden" / "compare.py"
 SCENARIOS = sorted(FAMILY.glob("*.scenario.json"))
+# The family's expected files are kube-scheduler v1.35.4's (tests/golden/v1.XX: the other versions').
+CORPUS_VERSION = kube_version("1.35")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +44,9 @@ def test_engine_agrees_with_kube_scheduler(scenario_path: Path, compare: ModuleT
     if not expected_path.exists():
         pytest.fail(f"{expected_path.name} missing")
     expected = json.loads(expected_path.read_text())
-    got = run_scenario(json.loads(scenario_path.read_text()), expected.get("detail", "full"))
+    got = run_scenario(
+        json.loads(scenario_path.read_text()), expected.get("detail", "full"), kube_version=CORPUS_VERSION
+    )
     tally = compare.compare_scenario(expected, got)
     problems = list(tally.notes)[:10]
     assert not problems, "\n".join(problems)

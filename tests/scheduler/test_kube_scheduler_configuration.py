@@ -13,6 +13,7 @@ DEFAULT_FILTERS = [
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
     "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
     "InterPodAffinity", "DynamicResources",
+    "NodeDeclaredFeatures",  # v1.36 (the default): its gate is beta and on, so the plugin is a default
 ]  # fmt: skip
 DEFAULT_SCORES = [
     "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
@@ -25,7 +26,7 @@ def framework_for(source: str | None, profile: int = 0):  # type: ignore[no-unty
     return build_framework(config.profiles[profile], Handle(ClusterObjects()))
 
 
-def test_defaults_match_kube_scheduler_v135_plugin_order_and_weights() -> None:
+def test_defaults_match_kube_scheduler_v136_plugin_order_and_weights() -> None:
     fwk = framework_for(None)
     names = fwk.plugin_names()
     assert names["filter"] == DEFAULT_FILTERS
@@ -106,7 +107,8 @@ def test_invalid_configuration_names_the_field(source: str, field: str) -> None:
 # SetDefaults_*Args of kubescheduler.config.k8s.io/v1 (pkg/scheduler/apis/config/v1/defaults.go), by plugin.
 UPSTREAM_DEFAULT_ARGS = {
     "DefaultPreemption": {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100},
-    "DynamicResources": {"filterTimeout": "10s"},
+    # bindingTimeout: v1.36 has DRADeviceBindingConditions and DRAResourceClaimDeviceStatus beta and on.
+    "DynamicResources": {"filterTimeout": "10s", "bindingTimeout": "10m0s"},
     "InterPodAffinity": {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False},
     "NodeAffinity": {},
     "NodeResourcesBalancedAllocation": {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]},
@@ -198,7 +200,9 @@ def test_plugins_in_effect_are_what_the_framework_runs() -> None:
         config = parse_config(source)
         fwk = build_framework(config.profiles[0], Handle(ClusterObjects()))
         in_effect = plugins_in_effect(config.profiles[0])
-        assert {point: [name for name, _ in plugins] for point, plugins in in_effect} == fwk.plugin_names()
+        # v1.36's placementGenerate and placementScore points are listed even when empty; the framework's are not.
+        named = {point: [name for name, _ in plugins] for point, plugins in in_effect if plugins}
+        assert named == {point: names for point, names in fwk.plugin_names().items() if names}
         score_weights = {name: weight for point, plugins in in_effect if point == "score" for name, weight in plugins}
         assert score_weights == {name: fwk.weights[name] for name in fwk.plugin_names()["score"]}
     score = dict(plugins_in_effect(parse_config(CUSTOM).profiles[0]))["score"]

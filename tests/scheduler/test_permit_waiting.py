@@ -82,7 +82,8 @@ def test_a_waiting_pod_holds_its_reservation_until_its_partner_allows_it() -> No
     sched = _scheduler(clock)
     first = sched.schedule_one(_pod("p1"), 1, OPTS)
     assert first.result == "waiting"
-    assert first.message == 'one or more plugins asked to wait and no plugin rejected pod "p1"'
+    # v1.36's wording (the default version): without the pod's name, which v1.35 appends ("... rejected pod "p1"").
+    assert first.message == "one or more plugins asked to wait and no plugin rejected pod"
     assert first.permit == {"KssTestPair": "wait"} and first.permit_timeout == {"KssTestPair": 10.0}
     assert first.waiting_on == "n0"
     # Held: n0 has 600m of 1 CPU taken, so the partner (600m) must go to n1.

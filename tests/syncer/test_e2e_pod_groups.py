@@ -30,9 +30,16 @@ def custom(url: str) -> client.CustomObjectsApi:
 
 
 def _start(tmp_path: Path, simulator_env: dict[str, str]) -> Mirror:
-    source_env = {"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_WATCH_BOOKMARK_SECONDS": "1"}
+    # Both ends at v1.35, whose Workload this is (scheduling.k8s.io/v1alpha1; test_e2e_workload_v1alpha2.py: v1.36's).
+    v1_35 = {"KSS_KUBE_VERSION": "1.35"}
+    source_env = {
+        "KSS_SCHEDULER_ENABLED": "false",
+        "KSS_CONTROLLERS": "false",
+        "KSS_WATCH_BOOKMARK_SECONDS": "1",
+        **v1_35,
+    }
     # The simulator's own PodGroup controller off: the test checks what the syncer writes, nothing else.
-    simulator_env = {"KSS_CONTROLLERS": "false", "KSS_KUBELET": "false", **simulator_env}
+    simulator_env = {"KSS_CONTROLLERS": "false", "KSS_KUBELET": "false", **v1_35, **simulator_env}
     source, simulator = start_servers(
         launch_server(tmp_path, f"sqlite:///{tmp_path / 'source.db'}", env={**source_env, **GATE}),
         launch_server(tmp_path, f"sqlite:///{tmp_path / 'simulator.db'}", env=simulator_env),

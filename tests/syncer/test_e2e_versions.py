@@ -19,12 +19,12 @@ from tests.syncer.test_e2e import REPO, core, node_body, raw
 
 @pytest.fixture(scope="module")
 def ends(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Server, Server]]:
-    """The source at v1.34, a simulator at v1.35 (the default) and one at v1.34."""
+    """The source at v1.34, a simulator at the default version (v1.36) and one at v1.34."""
     tmp = tmp_path_factory.mktemp("versions")
     quiet = {"KSS_SCHEDULER_ENABLED": "false", "KSS_CONTROLLERS": "false", "KSS_KUBELET": "false"}
     source, at_default, at_1_34 = start_servers(
         launch_server(tmp, f"sqlite:///{tmp / 'source.db'}", env={**quiet, "KSS_KUBE_VERSION": "1.34"}),
-        launch_server(tmp, f"sqlite:///{tmp / 'sim135.db'}", env=quiet),
+        launch_server(tmp, f"sqlite:///{tmp / 'simdefault.db'}", env=quiet),
         launch_server(tmp, f"sqlite:///{tmp / 'sim134.db'}", env={**quiet, "KSS_KUBE_VERSION": "1.34"}),
     )
     core(source.url).create_node(node_body("node-a"))
@@ -42,8 +42,9 @@ def _nodes(srv: Server) -> list[str]:
     return [n["metadata"]["name"] for n in raw(core(srv.url), "/api/v1/nodes")["items"]]
 
 
+DEFAULT = kube_version().git_version  # the simulator started without --kube-version
 SKEW = (
-    "the source runs Kubernetes v1.34.7 and the simulator v1.35.4: start the simulator with "
+    f"the source runs Kubernetes v1.34.7 and the simulator {DEFAULT}: start the simulator with "
     "`kss serve --kube-version 1.34` (or mirror anyway with --allow-version-skew)"
 )
 
@@ -68,7 +69,7 @@ def test_allow_version_skew_mirrors_anyway_with_a_warning(ends: tuple[Server, Se
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (
-        "kss import: warning: the source runs Kubernetes v1.34.7 and the simulator v1.35.4; mirroring anyway "
+        f"kss import: warning: the source runs Kubernetes v1.34.7 and the simulator {DEFAULT}; mirroring anyway "
         "(--allow-version-skew)"
     ) in done.stderr
     assert _nodes(at_default) == ["node-a"]

@@ -36,6 +36,7 @@ async def app(tmp_path: Path) -> AsyncIterator[FastAPI]:
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'kss.db'}",
         scheduler_enabled=False,
+        kube_version="1.35",  # v1.35's Workload (scheduling.k8s.io/v1alpha1, pods' spec.workloadRef)
         feature_gates=GATES,
         runtime_config="scheduling.k8s.io/v1alpha1=true",  # the Workload API is alpha: off by default
     )

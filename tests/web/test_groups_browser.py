@@ -84,6 +84,7 @@ def gang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     workdir = tmp_path_factory.mktemp("kss-gangs")
     env = {
         "KSS_SCHEDULER_ENABLED": "true",
+        "KSS_KUBE_VERSION": "1.35",  # v1.35's Workload (scheduling.k8s.io/v1alpha1, pods' spec.workloadRef)
         "KSS_FEATURE_GATES": "GenericWorkload=true,GangScheduling=true",
         "KSS_RUNTIME_CONFIG": "scheduling.k8s.io/v1alpha1=true",
     }

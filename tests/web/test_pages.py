@@ -38,7 +38,7 @@ async def test_root_redirects_to_the_cluster_page(client: httpx.AsyncClient) -> 
 
 async def test_kubernetes_api_routes_are_not_shadowed(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).status_code == 200
-    assert (await client.get("/version")).json()["minor"] == "35"
+    assert (await client.get("/version")).json()["minor"] == "36"  # the default version, v1.36
     assert (await client.get("/api/v1/nodes")).json()["kind"] == "NodeList"
 
 

@@ -404,7 +404,8 @@ def test_device_taints_block_unless_tolerated_when_the_gate_is_on() -> None:
     slices = [resource_slice("slice-1", "node-1", "pool-1", DRIVER_A, tainted)]
     gated = features_from_gates({"DRADeviceTaints": True})
     assert allocate([claim("claim-0", request("req-0", "class-a"))], slices, [CLASS_A], features=gated) is None
-    assert allocate([claim("claim-0", request("req-0", "class-a"))], slices, [CLASS_A]) is not None  # gate off: ignored
+    off = features_from_gates({"DRADeviceTaints": False})  # on by default from v1.36
+    assert allocate([claim("claim-0", request("req-0", "class-a"))], slices, [CLASS_A], features=off) is not None
     toleration = {"key": "dead", "operator": "Exists"}
     got = allocate(
         [claim("claim-0", request("req-0", "class-a", tolerations=[toleration]))], slices, [CLASS_A], features=gated
@@ -434,8 +435,10 @@ def test_partitionable_devices_share_counters() -> None:
     # The whole GPU uses up the counters, so the second claim backtracks the first onto a half.
     assert got is not None
     assert [g["devices"]["results"][0]["device"] for g in got] == ["half-0", "half-1"]
-    # Gate off: the counter slice is ignored and devices that consume counters are never allocated.
-    assert allocate(two[:1], [counters, parts], [CLASS_A]) is None
+    # Gate off (on by default from v1.36): the counter slice is ignored and devices that consume counters are never
+    # allocated.
+    off = features_from_gates({"DRAPartitionableDevices": False})
+    assert allocate(two[:1], [counters, parts], [CLASS_A], features=off) is None
 
 
 def test_selector_verdicts_are_reused_across_allocators_without_changing_results() -> None:

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from kss_sim.kube.versions import kube_version
 from kss_sim.simulation.runner import run_scenario
 
 GOLDEN = Path(__file__).resolve().parents[3].parent / "shared" / "golden"
 SCENARIOS = sorted((GOLDEN / "preemption").glob("*.scenario.json")) if GOLDEN.is_dir() else []
+# The corpus's expected files are kube-scheduler v1.35.4's: it runs at 1.35, whatever the default version is.
+CORPUS_VERSION = kube_version("1.35")
 
 
 @pytest.mark.skipif(not SCENARIOS, reason="golden corpus not present")
@@ -22,7 +25,7 @@ SCENARIOS = sorted((GOLDEN / "preemption").glob("*.scenario.json")) if GOLDEN.is
 def test_preemption_outcomes_match_kube_scheduler(path: Path) -> None:
     scenario = json.loads(path.read_text())
     expected = json.loads(path.with_name(path.name.replace(".scenario.", ".expected.")).read_text())
-    got = run_scenario(scenario, "summary")
+    got = run_scenario(scenario, "summary", kube_version=CORPUS_VERSION)
     exp_entries = [(e["pod"], e["attempt"], e.get("postfilter")) for e in expected["results"]]
     got_entries = [(g["pod"], g["attempt"], g.get("postfilter")) for g in got["results"]]
     assert [e[:2] for e in got_entries] == [e[:2] for e in exp_entries]

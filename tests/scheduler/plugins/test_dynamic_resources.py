@@ -152,13 +152,18 @@ def test_post_filter_when_prefilter_never_ran_is_a_not_found_error() -> None:
 
 
 def test_args_default_filter_timeout_and_forbid_binding_timeout() -> None:
-    assert DynamicResources.defaulted_args({}) == {"filterTimeout": "10s"}
+    # v1.36, the default, has DRADeviceBindingConditions and DRAResourceClaimDeviceStatus beta and on: bindingTimeout
+    # is defaulted and allowed there; v1.35 has them off.
+    assert DynamicResources.defaulted_args({}) == {"filterTimeout": "10s", "bindingTimeout": "10m0s"}
+    assert DynamicResources.validate_args({"filterTimeout": "10s", "bindingTimeout": "5m"}) == []
+    at_v1_35 = kube_version("1.35").effective_gates()
+    assert DynamicResources.defaulted_args_under({}, at_v1_35) == {"filterTimeout": "10s"}
     assert DynamicResources.validate_args({"filterTimeout": "1m30s"}) == []
     assert DynamicResources.validate_args({"filterTimeout": "0"}) == []
     assert DynamicResources.validate_args({"filterTimeout": "-1s"}) == [
         ("filterTimeout", 'Invalid value: "-1s": must be zero or positive')
     ]
-    assert DynamicResources.validate_args({"filterTimeout": "10s", "bindingTimeout": "5m"}) == [
+    assert DynamicResources.validate_args_under({"filterTimeout": "10s", "bindingTimeout": "5m"}, at_v1_35) == [
         (
             "bindingTimeout",
             "Forbidden: DRADeviceBindingConditions or DRAResourceClaimDeviceStatus feature gate is disabled",
@@ -378,7 +383,7 @@ def test_an_allocated_claim_before_one_to_allocate_fails_score_at_v1_35_and_scor
         resourceClaims=[held, _claim("new", first_available=True)],
         pending=[_pod("p", "held", "new")],
     )
-    (at_v1_35,) = _entries(scenario)
+    (at_v1_35,) = run_scenario(scenario, "full", kube_version=kube_version("1.35"))["results"]
     assert at_v1_35["feasible"] == ["node-a", "node-b"]
     assert at_v1_35["boundTo"] is None
     assert at_v1_35["fitError"] == (

@@ -19,12 +19,15 @@ from kss_sim.scheduler.plugins.node_resources_balanced_allocation import (
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info
 
 GPU = "example.com/gpu"
+# The scores worked out below are v1.35's (the balance with the pod); v1.36 scores the improvement in balance
+# (test_score_batch_equals_the_per_node_path_at_each_version has both).
+V1_35 = "1.35"
 
 
 def _plugin(**args: Any) -> NodeResourcesBalancedAllocation:
     full = NodeResourcesBalancedAllocation.defaulted_args(args)
     assert NodeResourcesBalancedAllocation.validate_args(full) == []
-    return NodeResourcesBalancedAllocation(make_handle(), full)
+    return NodeResourcesBalancedAllocation(make_handle(version=V1_35), full)
 
 
 def _score(plugin: NodeResourcesBalancedAllocation, pod: dict[str, Any], handle: Any, node: str) -> int:

@@ -62,7 +62,7 @@ def _replay(scenario_path: Path) -> list[str]:
     compact = expected["detail"] == "compact"
     profiles = (scenario.get("config") or {}).get("profiles") or [{}]
 
-    handle = make_handle()
+    handle = make_handle(version="1.35")  # the corpus's expected files are kube-scheduler v1.35.4's
     handle.snapshot = Snapshot.build(scenario["nodes"], [p for p in scenario.get("pods") or [] if _visible(p)])
     pending = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in scenario.get("pending") or []}
     fits: dict[str, NodeResourcesFit] = {}

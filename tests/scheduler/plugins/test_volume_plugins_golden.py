@@ -41,7 +41,7 @@ def _replay(path: Path) -> list[str]:
     scenario = json.loads(path.read_text())
     expected = json.loads(path.with_name(path.name.replace(".scenario.", ".expected.")).read_text())
     handle = add_storage(
-        make_handle(),
+        make_handle(version="1.35"),  # the corpus's expected files are kube-scheduler v1.35.4's
         pvcs=scenario.get("persistentVolumeClaims") or [],
         pvs=scenario.get("persistentVolumes") or [],
         storage_classes=scenario.get("storageClasses") or [],
