@@ -259,5 +259,7 @@ async def test_a_json_create_taken_as_parsed_stores_what_a_yaml_create_stores(cl
 
     assert comparable(as_json.json()) == comparable(as_yaml.json())
     assert "nonsense" not in as_json.json()["spec"]
-    stored = (await client.get("/api/v1/namespaces/default/pods/from-json")).json()
-    assert stored == as_json.json()
+    read = await client.get("/api/v1/namespaces/default/pods/from-json")
+    assert read.json() == as_json.json()
+    # The create is answered with the very JSON the object was stored as (which a read answers with too).
+    assert read.content == as_json.content

@@ -88,7 +88,7 @@ def _watch(store: ClusterStore, since: int, namespace: str | None, labels: str |
     )
 
     async def collect() -> list[bytes]:
-        return [line async for line in watch.stream(store, req, lambda _obj, raw: raw)]
+        return [line async for lines in watch.stream(store, req, lambda _obj, raw: raw) for line in lines]
 
     out = []
     for line in asyncio.run(collect()):

@@ -192,15 +192,20 @@ def _watch(
     if request.scope.get(_TEXT_ONLY) and protobuf.accepts_protobuf(accept) and not protobuf.accepts_text(accept):
         # A custom resource's watch asked for in protobuf alone: kube-apiserver's 406.
         raise NotAcceptable(f"only the following media types are accepted: {protobuf.CUSTOM_STREAM_MEDIA_TYPES}")
-    lines = watch.stream(store, req, _render(request, target.info))
+    batches = watch.stream(store, req, _render(request, target.info))
     if in_protobuf:
-        return StreamingResponse(_protobuf_frames(lines), media_type=protobuf.PROTOBUF_STREAM)
-    return StreamingResponse(lines, media_type=JSON)
+        return StreamingResponse(_protobuf_frames(batches), media_type=protobuf.PROTOBUF_STREAM)
+    return StreamingResponse(_joined(batches), media_type=JSON)
 
 
-async def _protobuf_frames(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    async for line in lines:
-        yield protobuf.encode_watch_line(line)
+async def _joined(batches: AsyncIterator[list[bytes]]) -> AsyncIterator[bytes]:
+    async for lines in batches:
+        yield b"".join(lines)
+
+
+async def _protobuf_frames(batches: AsyncIterator[list[bytes]]) -> AsyncIterator[bytes]:
+    async for lines in batches:
+        yield b"".join(protobuf.encode_watch_line(line) for line in lines)
 
 
 # Set on a request's scope when its answer is served in JSON alone (a custom resource's, but its scale subresource:

@@ -215,11 +215,17 @@ async def _read_modify_write(
     raise AssertionError("unreachable")
 
 
-async def _converted_lines(conversion: Conversion, lines: AsyncIterable[Any], frames: bool) -> AsyncIterator[bytes]:
-    async for line in lines:
-        event = orjson.loads(line)
-        converted = orjson.dumps({"type": event["type"], "object": conversion.answer(event["object"])}) + b"\n"
-        yield protobuf.encode_watch_line(converted) if frames else converted
+async def _converted_lines(conversion: Conversion, chunks: AsyncIterable[Any], frames: bool) -> AsyncIterator[bytes]:
+    """A JSON watch's event lines in the view's form; each chunk holds the lines sent together, one or more."""
+    async for chunk in chunks:
+        out = []
+        for line in bytes(chunk).split(b"\n"):
+            if not line:
+                continue
+            event = orjson.loads(line)
+            converted = orjson.dumps({"type": event["type"], "object": conversion.answer(event["object"])}) + b"\n"
+            out.append(protobuf.encode_watch_line(converted) if frames else converted)
+        yield b"".join(out)
 
 
 def _with_warnings(response: Response, warnings: list[str]) -> Response:

@@ -1,7 +1,9 @@
 """Watch streams: replay the store's change log from a resourceVersion, then follow it, as kube-apiserver does.
 
 Each watcher parks on an ``asyncio.Event`` that the store's commit hook sets from whichever thread committed
-(via ``loop.call_soon_threadsafe``), then reads the events after its last resourceVersion.
+(via ``loop.call_soon_threadsafe``), then reads the events after its last resourceVersion. The lines read together
+are sent together (one write to the socket rather than one per event: each write is a system call made with the
+GIL held), up to ``LINES_PER_WRITE`` at a time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from kss_sim.cluster.storage.store import ClusterStore, StoredObject
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 # Renders one object for the stream (plain JSON, or a one-row Table); returns encoded JSON.
 Render = Callable[[dict[str, Any], bytes], bytes]
+# The most event lines sent in one write: a long listing or backlog is still streamed, not held whole in memory.
+LINES_PER_WRITE = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,20 +76,25 @@ def classify(req: WatchRequest, event_type: str, obj: dict[str, Any], old: dict[
     return event_type if now else None
 
 
-async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> AsyncIterator[bytes]:
-    """Yield watch event lines until ``timeout_seconds`` pass or the client goes away."""
+async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> AsyncIterator[list[bytes]]:
+    """Yield watch event lines until ``timeout_seconds`` pass or the client goes away, in lists of the lines that
+    are ready together (never empty)."""
     loop = asyncio.get_running_loop()
     wakeup, stop_waking = wake_on_commit(store)
     try:
         last = req.resource_version
+        lines: list[bytes] = []
         if last is None:
             listing = store.select(req.info.key, req.namespace, req.selector)
             entries: list[StoredObject] = listing.items
             for entry in entries:
-                yield event_line(ADDED, render(entry.obj, entry.raw))
+                lines.append(event_line(ADDED, render(entry.obj, entry.raw)))
+                if len(lines) == LINES_PER_WRITE:
+                    yield lines
+                    lines = []
             last = listing.resource_version
             if req.send_initial_events and req.allow_bookmarks:
-                yield _bookmark(req.info, last, initial_end=True)
+                lines.append(_bookmark(req.info, last, initial_end=True))
         deadline = loop.time() + req.timeout_seconds
         next_bookmark = loop.time() + req.bookmark_seconds
         while True:
@@ -93,7 +102,8 @@ async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> Asyn
             try:
                 events = store.events_since(last)
             except Expired as exc:
-                yield event_line("ERROR", orjson.dumps(exc.to_status()))
+                lines.append(event_line("ERROR", orjson.dumps(exc.to_status())))
+                yield lines
                 return
             for ev in events:
                 last = ev.resource_version
@@ -104,13 +114,19 @@ async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> Asyn
                 # Without a selector the namespace decides, so an older event is not decoded for it.
                 seen = ev.type if req.selector.empty else classify(req, ev.type, ev.obj, ev.old)
                 if seen is not None:
-                    yield event_line(seen, render(ev.obj, ev.raw))
+                    lines.append(event_line(seen, render(ev.obj, ev.raw)))
+                    if len(lines) == LINES_PER_WRITE:
+                        yield lines
+                        lines = []
             now = loop.time()
+            if req.allow_bookmarks and now >= next_bookmark and now < deadline:
+                lines.append(_bookmark(req.info, last))
+                next_bookmark = now + req.bookmark_seconds
+            if lines:
+                yield lines
+                lines = []
             if now >= deadline:
                 return
-            if req.allow_bookmarks and now >= next_bookmark:
-                yield _bookmark(req.info, last)
-                next_bookmark = now + req.bookmark_seconds
             wait = min(deadline, next_bookmark if req.allow_bookmarks else deadline) - now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wakeup.wait(), timeout=max(wait, 0.001))

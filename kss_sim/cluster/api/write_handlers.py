@@ -19,7 +19,7 @@ from kss_sim.cluster.admission import decode_types, deletion
 from kss_sim.cluster.admission.managed_fields import validate_field_manager
 from kss_sim.cluster.admission.patch import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from kss_sim.cluster.api import params, protobuf
-from kss_sim.cluster.api.custom_versions import in_version, to_storage_version
+from kss_sim.cluster.api.custom_versions import converted, in_version, to_storage_version
 from kss_sim.cluster.api.discovery import FINALIZE, STATUS_SUBRESOURCES
 from kss_sim.cluster.api.requests import (
     JSON_TYPES,
@@ -34,7 +34,7 @@ from kss_sim.cluster.api.requests import (
     query_bool,
     read_body,
 )
-from kss_sim.cluster.api.responses import json_response
+from kss_sim.cluster.api.responses import json_response, raw_response
 from kss_sim.cluster.errors import BadRequest, Invalid, MethodNotAllowed, UnsupportedMediaType, forbidden, required
 from kss_sim.cluster.kinds.registry import KindInfo
 from kss_sim.cluster.storage.store import ClusterStore, PendingWrites
@@ -105,6 +105,12 @@ async def handle_create(request: Request, store: ClusterStore, target: Target) -
     # A JSON body was parsed for this request alone: the store takes it as it is instead of copying it first, and
     # the answer is rendered from the stored object itself (read-only) instead of a copy of it.
     owned = media_type(request) in JSON_TYPES
+    if not dry_run and not converted(info):
+        # Answered with the JSON the object was stored as (encoded once, when stored).
+        stored = await write_and_wait(
+            store, lambda: store.create_json(info.key, body, target.namespace, manager=manager, owned=owned)
+        )
+        return _warned(raw_response(stored, 201), warnings)
     created = await write_and_wait(
         store,
         lambda: store.create(

@@ -56,10 +56,10 @@ _Objs = list[Obj]
 class ClusterStore:
     """Kubernetes objects in memory, written through to SQL; see the module docstring for the guarantees.
 
-    Reads are its own. Its writes are its parts' verbs, bound in ``__init__``: ``create``, ``update``, ``patch``,
-    ``apply``, ``delete``, ``delete_collection`` (``ObjectWrites``); ``bind_pod``, ``take_binder``,
-    ``update_pod_status``, ``merge_pod_status``, ``update_status``, ``create_event`` (``PodWrites``); ``deferred``,
-    ``flush``, ``write_alongside`` (``Committer``).
+    Reads are its own. Its writes are its parts' verbs, bound in ``__init__``: ``create``, ``create_json``,
+    ``update``, ``patch``, ``apply``, ``delete``, ``delete_collection`` (``ObjectWrites``); ``bind_pod``,
+    ``take_binder``, ``update_pod_status``, ``merge_pod_status``, ``update_status``, ``create_event``
+    (``PodWrites``); ``deferred``, ``flush``, ``write_alongside`` (``Committer``).
     """
 
     def __init__(
@@ -109,6 +109,7 @@ class ClusterStore:
         # Their verbs are the store's own, bound here so that a call costs no delegating frame (every API write; the
         # scheduler's and the kubelet's writes, once per pod).
         self.create = writes.create
+        self.create_json = writes.create_json
         self.update = writes.update
         self.patch = writes.patch
         self.apply = writes.apply

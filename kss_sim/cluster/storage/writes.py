@@ -104,6 +104,32 @@ class ObjectWrites:
         it). ``owned``: ``obj`` is freshly parsed JSON the caller gives away (``admission.decode``): not copied.
         Raises ``BadRequest``, ``Invalid``, ``AlreadyExists``, ``NotFound`` (namespace), ``Forbidden``.
         """
+        created = self._create(kind, obj, namespace, dry_run, manager, managed, keep_status, owned)
+        if not isinstance(created, StoredObject):
+            return created  # a dry run's: the caller's already
+        return created.copy() if copy else created.obj
+
+    def create_json(
+        self, kind: str, obj: Obj, namespace: str | None = None, *, manager: str = DEFAULT_MANAGER, owned: bool = False
+    ) -> bytes:
+        """``create`` answering the stored object's JSON: the API's answer to a create is the encoding made when it
+        was stored, not a second one."""
+        created = self._create(kind, obj, namespace, False, manager, None, False, owned)
+        assert isinstance(created, StoredObject)
+        return created.raw
+
+    def _create(
+        self,
+        kind: str,
+        obj: Obj,
+        namespace: str | None,
+        dry_run: bool,
+        manager: str,
+        managed: managed_fields.Entries | None,
+        keep_status: bool,
+        owned: bool,
+    ) -> StoredObject | Obj:
+        """``create``'s work: the stored object, or a dry run's object (a copy of its own)."""
         info = self._writable(kind)
         admission = self._admission
         body = admission.create_request(info, obj, namespace, owned=owned)
@@ -147,7 +173,7 @@ class ObjectWrites:
             changes.append(change)
             batch = self._committer.stage(changes)
         self._committer.acknowledge(batch)
-        return change.event_obj.copy() if copy else change.event_obj.obj
+        return change.event_obj
 
     def update(
         self,
