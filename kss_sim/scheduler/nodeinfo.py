@@ -256,6 +256,15 @@ def pod_host_ports(pod: Mapping[str, Any]) -> list[tuple[str, str, int]]:
     return out
 
 
+def pod_info_host_ports(pi: PodInfo) -> tuple[tuple[str, str, int], ...]:
+    """``pod_host_ports`` of a PodInfo, computed once per pod: a node adds and removes a pod's ports each time a
+    preemption dry run takes the pod off a node copy and puts it back."""
+    return pi.memo(_HOST_PORTS_MEMO, lambda: tuple(pod_host_ports(pi.pod)))
+
+
+_HOST_PORTS_MEMO = "hostPorts"
+
+
 @dataclass(slots=True)
 class ImageStateSummary:
     """An image's size and on how many nodes it is present (``framework.ImageStateSummary``)."""
@@ -344,7 +353,7 @@ class NodeInfo:
             self.requested.sub(req)
         self.non_zero_requested.milli_cpu = wrap_int64(self.non_zero_requested.milli_cpu + sign * cpu0)
         self.non_zero_requested.memory = wrap_int64(self.non_zero_requested.memory + sign * mem0)
-        for ip, proto, port in pod_host_ports(pi.pod):
+        for ip, proto, port in pod_info_host_ports(pi):
             if sign > 0:
                 self.used_ports.add(ip, proto, port)
             else:
@@ -385,8 +394,11 @@ class NodeInfo:
                 break
         else:
             return False
-        self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != pi.uid]
-        self.pods_with_required_anti_affinity = [p for p in self.pods_with_required_anti_affinity if p.uid != pi.uid]
+        # Most pods have no affinity: leave the (usually empty) lists as they are then.
+        if self.pods_with_affinity:
+            self.pods_with_affinity = [p for p in self.pods_with_affinity if p.uid != uid]
+        if self.pods_with_required_anti_affinity:
+            self.pods_with_required_anti_affinity = [p for p in self.pods_with_required_anti_affinity if p.uid != uid]
         self._update(existing, -1)
         return True
 

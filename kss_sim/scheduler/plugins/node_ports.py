@@ -17,7 +17,7 @@ from kss_sim.scheduler.framework import (
     success,
     unschedulable,
 )
-from kss_sim.scheduler.nodeinfo import HostPortInfo, NodeInfo, PodInfo, pod_host_ports
+from kss_sim.scheduler.nodeinfo import HostPortInfo, NodeInfo, PodInfo, pod_info_host_ports
 
 NAME = "NodePorts"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -28,7 +28,7 @@ HostPort = tuple[str, str, int]
 
 def host_ports(pod: PodInfo) -> tuple[HostPort, ...]:
     """The pod's (hostIP, protocol, hostPort) wishes, computed once per pod."""
-    return pod.memo("NodePorts:hostPorts", lambda: tuple(pod_host_ports(pod.pod)))
+    return pod_info_host_ports(pod)
 
 
 def fits_ports(want: Sequence[HostPort], in_use: HostPortInfo) -> bool:
