@@ -347,11 +347,16 @@ class SchedulingLoop:
         return self.scheduler.reject_waiting_pod(pod.uid)
 
     def delete_unscheduled_pod(self, pod: PodInfo) -> None:
-        """``deletePodFromSchedulingQueue``: out of the queue and the nominator."""
+        """``deletePodFromSchedulingQueue``: out of the queue and the nominator; a nominated pod's deletion is an
+        assigned pod's to the pods of lower or equal priority (they counted it on its node as if it were bound)."""
         self.queue.delete(pod.key)
         self._held.pop(pod.uid, None)
         for h in self.handles:
             h.delete_nominated_pod(pod)
+        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName")
+        if nominated and not pod.node_name and self.responsible_for(pod):
+            priority = pod.priority
+            self.queue.move_all_to_active_or_backoff(q.POD_DELETE, pre_check=lambda other: other.priority <= priority)
 
     def add_assigned_pod(self, pod: PodInfo) -> None:
         """``addPodToCache`` / ``updatePodInCache``: a bound pod into the cache (its assumed copy confirmed), out of

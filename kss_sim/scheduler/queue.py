@@ -382,12 +382,20 @@ class SchedulingQueue:
         else:
             self._push_active(q)
 
-    def move_all_to_active_or_backoff(self, event: str, skip: frozenset[str] = frozenset()) -> int:
-        """A cluster event: unschedulable pods whose rejecting plugins care move on (but the pods in ``skip``)."""
+    def move_all_to_active_or_backoff(
+        self,
+        event: str,
+        skip: frozenset[str] = frozenset(),
+        pre_check: Callable[[PodInfo], bool] | None = None,
+    ) -> int:
+        """A cluster event: unschedulable pods whose rejecting plugins care move on (but the pods in ``skip``, and
+        those ``pre_check``, upstream's PreEnqueueCheck, turns down)."""
         with self._lock:
             moved = 0
             for q in list(self.unschedulable.values()):
                 if skip and q.key in skip:
+                    continue
+                if pre_check is not None and not pre_check(q.pod_info):
                     continue
                 if q.gated:
                     # A gated pod is checked again when its gating plugin registered the event (GangScheduling

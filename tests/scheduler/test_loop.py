@@ -243,6 +243,43 @@ def test_a_nomination_takes_the_node_from_lower_priority_nominees() -> None:
     assert writer.calls == [("record_nomination", "default/low"), ("record_nomination", "default/high")]
 
 
+def test_a_deleted_nominated_pod_frees_its_node_for_the_pods_it_kept_out() -> None:
+    """kube-scheduler's deletePodFromSchedulingQueue: lower or equal priority pods counted the nominated pod on its
+    node as if it were bound, so its deletion moves them (an AssignedPodDelete limited to them) at once, not at the
+    unschedulable pool's flush; a higher-priority pod it did not hold back stays where it waits."""
+    loop, _, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1", allocatable={"cpu": "2"}))
+    nominee = PodInfo(make_pod(name="nominee", priority=10, requests={"cpu": "2"}))
+    nominee.pod.setdefault("status", {})["nominatedNodeName"] = "n1"
+    loop.nominate(nominee, "n1")
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="low", priority=1, requests={"cpu": "1"})))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="higher", priority=20, requests={"cpu": "3"})))
+    for _ in range(2):
+        qpi, att = _schedule_next(loop)
+        assert att.result == "unschedulable" and qpi.unschedulable_plugins == {"NodeResourcesFit"}
+    assert loop.queue.pending_counts()["unschedulable"] == 2
+
+    loop.delete_unscheduled_pod(nominee)
+
+    assert list(loop.queue.unschedulable) == ["default/higher"], "the pre-check keeps the higher-priority pod"
+    qpi, att = _schedule_next(loop)
+    assert qpi.key == "default/low"
+    assert att.result == "scheduled" and att.bound_to == "n1"
+
+
+def test_an_unnominated_pending_pod_deleted_moves_nobody() -> None:
+    loop, _, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1", allocatable={"cpu": "1"}))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="big", requests={"cpu": "2"})))
+    _schedule_next(loop)
+    other = PodInfo(make_pod(name="other"))
+    loop.add_unscheduled_pod(other)
+
+    loop.delete_unscheduled_pod(other)
+
+    assert list(loop.queue.unschedulable) == ["default/big"]
+
+
 def test_an_assigned_pod_enters_the_cache_and_leaves_it() -> None:
     loop, _, _ = _loop()
     loop.handle("ADDED", "Node", make_node(name="n1"))

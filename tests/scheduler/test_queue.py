@@ -93,6 +93,22 @@ def test_unschedulable_pod_ignores_events_its_plugins_do_not_register() -> None:
     assert queue.pending_counts()["unschedulable"] == 1
 
 
+def test_a_pre_check_limits_a_move_to_the_pods_it_accepts() -> None:
+    """Upstream's PreEnqueueCheck (a deleted nominated pod moves only the pods of lower or equal priority)."""
+    clock = VirtualClock()
+    queue = SchedulingQueue(clock=clock)
+    queue.add(make_pod("low", priority=1))
+    queue.add(make_pod("high", priority=10))
+    fail(queue, {"NodeResourcesFit"})
+    fail(queue, {"NodeResourcesFit"})
+    clock.advance(5)
+
+    assert queue.move_all_to_active_or_backoff(POD_DELETE, pre_check=lambda pod: pod.priority <= 5) == 1
+    assert list(queue.unschedulable) == ["default/high"]
+    popped = queue.pop(timeout=0)
+    assert popped is not None and popped.key == "default/low"
+
+
 def test_moved_pod_still_backing_off_goes_to_backoff_queue() -> None:
     clock = VirtualClock()
     queue = SchedulingQueue(clock=clock)
