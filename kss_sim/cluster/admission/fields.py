@@ -12,6 +12,9 @@ written here (``EXTRA_MODELS``, ``EXTRA_FIELDS``): the PodGroup CRD of scheduler
 scheduling.k8s.io/v1alpha1 Workload and the pod's ``spec.workloadRef``, v1.36's scheduling.k8s.io/v1alpha2 Workload
 and PodGroup (later clients carry newer versions). Fields only some Kubernetes versions have are in
 ``VERSIONED_FIELDS``: the pod's ``spec.workloadRef`` (v1.35) gave way to ``spec.schedulingGroup`` (v1.36).
+A field the client lacks is still known when the run's release has it: the walk follows that release's decoding
+schema (``decode_types``, from its OpenAPI document) beside the client's tree, so a release newer than the client
+(v1.36's ``bools`` of a device attribute) keeps its fields and decodes them.
 """
 
 from __future__ import annotations
@@ -254,54 +257,93 @@ def unknown_fields(
     """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
     with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. ``patch``: ``obj`` is a
     merge or strategic merge patch, whose ``$``-directives (``$patch``, ``$setElementOrder/...``) are not fields.
+    A field the client's models lack is still known when ``kube_version``'s own OpenAPI types have it (the
+    decoding schema's native fields: a release newer than the client, v1.36's ``bools`` of a device attribute).
     Then the fields ``kube_version`` (None: the default one) lacks that other releases have
     (``decode_types.absent_fields``). Kinds without a model are not checked."""
     root = ROOT_MODELS.get(kind)
     if root is None:
         return []
     out: list[str] = []
-    _walk(_schema_at(minor_of(kube_version)), obj, root, "", out, prune, patch)
+    decoding = decode_types.schema(kube_version)
+    walk = _Walk(_schema_at(minor_of(kube_version)), decoding.structs, decoding.borrowed, out, prune, patch)
+    walk.object(obj, root, decoding.roots.get(kind), "")
     absent = decode_types.absent_fields(kind, obj, kube_version=kube_version, prune=prune)
     return out + [path for path in absent if path not in out]
 
 
-def _walk(
-    schema: dict[str, dict[str, str]],
-    obj: dict[str, Any],
-    model: str,
-    path: str,
-    out: list[str],
-    prune: bool,
-    patch: bool,
-) -> None:
-    fields = schema[model]
-    unknown: list[str] = []
-    for key, value in obj.items():
-        ref = fields.get(key)
-        if ref is None:
-            if patch and key.startswith("$"):
+class _Walk:
+    """One walk of an object down the client's field tree and, beside it, the version's decoding structs."""
+
+    def __init__(
+        self,
+        schema: dict[str, dict[str, str]],
+        structs: dict[str, dict[str, str]],
+        borrowed: dict[str, frozenset[str]],
+        out: list[str],
+        prune: bool,
+        patch: bool,
+    ) -> None:
+        self.schema, self.structs, self.borrowed = schema, structs, borrowed
+        self.out, self.prune, self.patch = out, prune, patch
+
+    def _native(self, struct: str | None, key: str) -> str | None:
+        """``key``'s code in the version's struct when the version itself has it (not borrowed from another)."""
+        if struct is None:
+            return None
+        code = self.structs.get(struct, {}).get(key)
+        if code is None or key in self.borrowed.get(struct, ()):
+            return None
+        return code
+
+    def object(self, obj: dict[str, Any], model: str | None, struct: str | None, path: str) -> None:
+        """Walk ``obj``, a ``model`` of the client's tree (None: one only the version's types have) and the
+        decoding ``struct`` (None: one they do not have)."""
+        fields = self.schema[model] if model is not None else {}
+        unknown: list[str] = []
+        for key, value in obj.items():
+            ref = fields.get(key)
+            code = self._native(struct, key)
+            if ref is None and code is None:
+                if self.patch and key.startswith("$"):
+                    continue
+                self.out.append(path + key)
+                unknown.append(key)
                 continue
-            out.append(path + key)
-            unknown.append(key)
-            continue
-        if not ref or value is None:
-            continue
-        head = ref[0]
-        if head == "[":
-            if isinstance(value, list):
-                for i, item in enumerate(value):
-                    if isinstance(item, dict):
-                        _walk(schema, item, ref[1:], f"{path}{key}[{i}].", out, prune, patch)
-        elif head == "{":
-            if isinstance(value, dict):
-                for name, item in value.items():
-                    if isinstance(item, dict):
-                        _walk(schema, item, ref[1:], f"{path}{key}[{name}].", out, prune, patch)
-        elif isinstance(value, dict):
-            _walk(schema, value, ref, f"{path}{key}.", out, prune, patch)
-    if prune:
-        for key in unknown:
-            del obj[key]
+            if value is None:
+                continue
+            if ref is not None:  # the client's tree has it: any value (""), or its model's
+                if not ref:
+                    continue
+                head, child_model = ref[0], ref.lstrip("[{")
+                child_struct = _struct_of(code)[1] if code is not None else None
+            else:  # only the version's own types have it
+                head, child_struct = _struct_of(code or "")
+                if child_struct is None:
+                    continue
+                child_model = None
+            if head == "[":
+                if isinstance(value, list):
+                    for i, item in enumerate(value):
+                        if isinstance(item, dict):
+                            self.object(item, child_model, child_struct, f"{path}{key}[{i}].")
+            elif head == "{":
+                if isinstance(value, dict):
+                    for name, item in value.items():
+                        if isinstance(item, dict):
+                            self.object(item, child_model, child_struct, f"{path}{key}[{name}].")
+            elif isinstance(value, dict):
+                self.object(value, child_model, child_struct, f"{path}{key}.")
+        if self.prune:
+            for key in unknown:
+                del obj[key]
+
+
+def _struct_of(code: str) -> tuple[str, str | None]:
+    """A decoding code's shape (``[`` a list, ``{`` a map, else one value) and the struct it holds, if any."""
+    inner = code.lstrip("[{")
+    head = code[0] if code and code[0] in "[{" else ""
+    return head, inner[1:] if inner.startswith("@") else None
 
 
 if __name__ == "__main__":
