@@ -266,62 +266,77 @@ def unknown_fields(
         return []
     out: list[str] = []
     decoding = decode_types.schema(kube_version)
-    walk = _Walk(_schema_at(minor_of(kube_version)), decoding.structs, decoding.borrowed, out, prune, patch)
+    walk = _Walk(_schema_at(minor_of(kube_version)), _native_tree(decoding.version), out, prune, patch)
     walk.object(obj, root, decoding.roots.get(kind), "")
     absent = decode_types.absent_fields(kind, obj, kube_version=kube_version, prune=prune)
     return out + [path for path in absent if path not in out]
 
 
+# A field of the version's decoding tree: its shape (``[`` a list, ``{`` a map, else one value) and its struct.
+_Native = tuple[str, str | None]
+
+
+@cache
+def _native_tree(version: str) -> dict[str, dict[str, _Native]]:
+    """``version``'s decoding structs with only the fields that release itself has (not borrowed from another),
+    each as its shape and the struct it holds (None: a scalar or free-form value)."""
+    decoding = decode_types.schema(version)
+    tree: dict[str, dict[str, _Native]] = {}
+    for struct, fields in decoding.structs.items():
+        borrowed = decoding.borrowed.get(struct, frozenset())
+        tree[struct] = {field: _shape(code) for field, code in fields.items() if field not in borrowed}
+    return tree
+
+
+def _shape(code: str) -> _Native:
+    inner = code.lstrip("[{")
+    head = code[0] if code and code[0] in "[{" else ""
+    return head, inner[1:] if inner.startswith("@") else None
+
+
+_NO_FIELDS: dict[str, _Native] = {}
+
+
 class _Walk:
-    """One walk of an object down the client's field tree and, beside it, the version's decoding structs."""
+    """One walk of an object down the client's field tree and, beside it, the version's own decoding structs."""
 
     def __init__(
         self,
         schema: dict[str, dict[str, str]],
-        structs: dict[str, dict[str, str]],
-        borrowed: dict[str, frozenset[str]],
+        native: dict[str, dict[str, _Native]],
         out: list[str],
         prune: bool,
         patch: bool,
     ) -> None:
-        self.schema, self.structs, self.borrowed = schema, structs, borrowed
+        self.schema, self.native = schema, native
         self.out, self.prune, self.patch = out, prune, patch
-
-    def _native(self, struct: str | None, key: str) -> str | None:
-        """``key``'s code in the version's struct when the version itself has it (not borrowed from another)."""
-        if struct is None:
-            return None
-        code = self.structs.get(struct, {}).get(key)
-        if code is None or key in self.borrowed.get(struct, ()):
-            return None
-        return code
 
     def object(self, obj: dict[str, Any], model: str | None, struct: str | None, path: str) -> None:
         """Walk ``obj``, a ``model`` of the client's tree (None: one only the version's types have) and the
-        decoding ``struct`` (None: one they do not have)."""
+        decoding ``struct`` (None: one the version's types do not have)."""
         fields = self.schema[model] if model is not None else {}
+        native = self.native.get(struct, _NO_FIELDS) if struct is not None else _NO_FIELDS
         unknown: list[str] = []
         for key, value in obj.items():
             ref = fields.get(key)
-            code = self._native(struct, key)
-            if ref is None and code is None:
-                if self.patch and key.startswith("$"):
+            if ref is None:  # not in the client's tree: known only if the version's own types have it
+                found = native.get(key)
+                if found is None:
+                    if self.patch and key.startswith("$"):
+                        continue
+                    self.out.append(path + key)
+                    unknown.append(key)
                     continue
-                self.out.append(path + key)
-                unknown.append(key)
-                continue
-            if value is None:
-                continue
-            if ref is not None:  # the client's tree has it: any value (""), or its model's
-                if not ref:
-                    continue
-                head, child_model = ref[0], ref.lstrip("[{")
-                child_struct = _struct_of(code)[1] if code is not None else None
-            else:  # only the version's own types have it
-                head, child_struct = _struct_of(code or "")
-                if child_struct is None:
+                head, child_struct = found
+                if child_struct is None or value is None:
                     continue
                 child_model = None
+            else:
+                if not ref or value is None:
+                    continue  # any value (""): nothing inside it is checked
+                head, child_model = ref[0], ref.lstrip("[{")
+                found = native.get(key)
+                child_struct = found[1] if found is not None else None
             if head == "[":
                 if isinstance(value, list):
                     for i, item in enumerate(value):
@@ -337,13 +352,6 @@ class _Walk:
         if self.prune:
             for key in unknown:
                 del obj[key]
-
-
-def _struct_of(code: str) -> tuple[str, str | None]:
-    """A decoding code's shape (``[`` a list, ``{`` a map, else one value) and the struct it holds, if any."""
-    inner = code.lstrip("[{")
-    head = code[0] if code and code[0] in "[{" else ""
-    return head, inner[1:] if inner.startswith("@") else None
 
 
 if __name__ == "__main__":
