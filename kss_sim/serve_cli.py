@@ -12,14 +12,20 @@ import base64
 import gc
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from kss_sim.config import OptionError, Settings, add_kube_version_argument, version_and_gates
-from kss_sim.kube.api_enablement import check_runtime_config, parse_runtime_config, workload_api_note
+from kss_sim.kube.api_enablement import (
+    check_runtime_config,
+    parse_runtime_config,
+    registered_minors,
+    workload_api_note,
+)
+from kss_sim.kube.versions import VERSIONS
 from kss_sim.server.gc_policy import install_gc_policy
 from kss_sim.server.tls import ensure_certificate
 
@@ -117,6 +123,29 @@ KEEP_ALIVE_SECONDS = 90
 SERVE_GC_THRESHOLDS = (20_000, 20, 10)
 
 
+def _served_elsewhere(config: Mapping[str, str], minor: int, message: str) -> str:
+    """For a refusal (``message``) of a group version 1.``minor`` does not register: `` (served at --kube-version
+    1.35)``, the supported releases that register it and serve a kind of it, so that a user of another default
+    version sees the fix (kube-apiserver's own words stay as they are); else ``""``."""
+    from kss_sim.cluster.kinds.registry import KINDS, VIEWS
+
+    for key in config:
+        group, _, rest = key.partition("/")
+        version = rest.partition("/")[0]
+        if not version or f"{group}/{version}" not in message or minor in registered_minors(group, version):
+            continue
+        kinds = [k for k in (*KINDS, *VIEWS) if (k.group, k.version) == (group, version)]
+        having = [
+            m.name
+            for m in VERSIONS.values()
+            if m.minor in registered_minors(group, version)
+            and any(k.minors[0] <= m.minor and (k.minors[1] is None or m.minor <= k.minors[1]) for k in kinds)
+        ]
+        if having:
+            return f" (served at --kube-version {', '.join(having)})"
+    return ""
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Start the API server in the foreground (Alembic migrations run on start)."""
     # The options' own names in the message (a bad KSS_* setting names itself); the gates are the version's.
@@ -125,9 +154,15 @@ def run_serve(args: argparse.Namespace) -> int:
         runtime_config = getattr(args, "runtime_config", None)
         if runtime_config is not None:
             try:
-                check_runtime_config(parse_runtime_config(runtime_config), version.minor)
+                config = parse_runtime_config(runtime_config)
             except ValueError as exc:
                 raise OptionError("--runtime-config", str(exc)) from None
+            try:
+                check_runtime_config(config, version.minor)
+            except ValueError as exc:
+                # kube-apiserver's words, and which releases serve the group version it does not register.
+                where = _served_elsewhere(config, version.minor, str(exc))
+                raise OptionError("--runtime-config", f"{exc}{where}") from None
     except OptionError as exc:
         print(f"kss serve: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

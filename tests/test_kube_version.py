@@ -55,6 +55,33 @@ def test_a_gate_the_version_does_not_have_is_refused_in_kubes_words(command: str
         )
 
 
+@pytest.mark.parametrize(
+    ("version", "group_version", "served_at"),
+    [
+        # v1.35's Workload API at the default v1.36: kube-apiserver's words, then where it is served.
+        (None, "scheduling.k8s.io/v1alpha1", "1.35"),
+        ("1.35", "scheduling.k8s.io/v1alpha2", "1.36"),
+        ("1.33", "resource.k8s.io/v1", "1.34, 1.35, 1.36, 1.37"),
+    ],
+)
+def test_a_group_version_the_release_lacks_names_the_versions_that_serve_it(
+    version: str | None, group_version: str, served_at: str, tmp_path: Path
+) -> None:
+    at = ["--kube-version", version] if version else []
+    done = kss("serve", "--port", str(free_port()), *at, "--runtime-config", f"{group_version}=true", cwd=tmp_path)
+    line = one_line(done, 2, "kss serve: --runtime-config: ")
+    assert line == (
+        f"kss serve: --runtime-config: group version {group_version} that has not been registered"
+        f" (served at --kube-version {served_at})"
+    )
+    # A group version no supported release serves keeps kube-apiserver's words alone.
+    done = kss("serve", "--port", str(free_port()), "--runtime-config", "apps/v2=true", cwd=tmp_path)
+    assert (
+        one_line(done, 2, "kss serve: ")
+        == "kss serve: --runtime-config: group version apps/v2 that has not been registered"
+    )
+
+
 def test_the_settings_name_themselves(tmp_path: Path) -> None:
     done = kss("simulate", str(SCENARIO), env={"KSS_KUBE_VERSION": "9.9"}, cwd=tmp_path)
     assert SUPPORTED in one_line(done, 2, "kss simulate: KSS_KUBE_VERSION='9.9': ")

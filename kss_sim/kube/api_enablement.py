@@ -168,6 +168,11 @@ def check_runtime_config(config: RuntimeConfig, minor: int) -> None:
             )
 
 
+def registered_minors(group: str, version: str) -> tuple[int, ...]:
+    """The minor versions whose kube-apiserver registers ``group/version`` (what ``--runtime-config`` accepts)."""
+    return tuple(m for m in MINORS if version in (REGISTERED_VERSIONS[m].get(group) or ()))
+
+
 def _group_version(group: str, version: str) -> str:
     """``schema.GroupVersion.String()``: the core group's versions alone."""
     return f"{group}/{version}" if group else version

@@ -218,10 +218,18 @@ class Replay(LoopHost):
         from kss_sim.replay.world import LiveControllers
         from kss_sim.replay.world_objects import check_workload_object
 
-        problems = [f"{path}: {p}" for path, obj in objects if obj is not None for p in check_workload_object(obj)]
+        version, gates = self.kube_version.name, self.kube_version.effective_gates(self.feature_gates)
+        problems = [
+            f"{path}: {p}"
+            for path, obj in objects
+            if obj is not None
+            for p in check_workload_object(obj, kube_version=version, feature_gates=gates)
+        ]
         if problems:
             raise WorkloadError(problems)
-        self.controllers = LiveControllers(self, self.workload.epoch, seed=self.seed)
+        self.controllers = LiveControllers(
+            self, self.workload.epoch, seed=self.seed, kube_version=version, feature_gates=gates
+        )
 
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> ReplayResult:

@@ -161,12 +161,21 @@ class LiveControllers:
 
     KINDS = KINDS
 
-    def __init__(self, actions: Engine, epoch: datetime, *, seed: int = 0) -> None:
+    def __init__(
+        self,
+        actions: Engine,
+        epoch: datetime,
+        *,
+        seed: int = 0,
+        kube_version: str | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+    ) -> None:
         self._actions = actions
         self._epoch = epoch
         self._rng = random.Random(f"kss-replay-controllers/{seed}")
         with uids.drawn_from(self._rng):
-            self.store = ClusterStore(None, clock=self._clock)
+            # The run's release and gates: its API decides which kinds and fields the controllers' objects keep.
+            self.store = ClusterStore(None, clock=self._clock, kube_version=kube_version, feature_gates=feature_gates)
         self._loops: list[ReconcileLoop[Any]] = [c(self.store, clock=self._clock) for c in REPLAY_CONTROLLERS]
         self._stepped = SteppedControllers(self._loops)
         self._engine_pods: set[Key] = set()  # pods the engine holds, as the store knows them

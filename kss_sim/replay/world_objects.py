@@ -10,6 +10,7 @@ names its own uid loses those labels before its create, and the API generates th
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 
 from kss_sim.cluster.errors import ApiError
 from kss_sim.cluster.storage.store import ClusterStore
@@ -21,16 +22,19 @@ KINDS = frozenset(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"
 JOB_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 
 
-def check_workload_object(obj: Obj) -> list[str]:
+def check_workload_object(
+    obj: Obj, *, kube_version: str | None = None, feature_gates: Mapping[str, bool] | None = None
+) -> list[str]:
     """What keeps a workload object from running in a replay, each as ``path: message`` (empty: it runs): the kind,
-    and what kube-apiserver's admission and validation refuse (asked of a scratch in-memory store)."""
+    and what kube-apiserver's admission and validation refuse (asked of a scratch in-memory store serving the run's
+    ``kube_version`` with its ``feature_gates``; None: the default version, its default gates)."""
     kind = obj.get("kind")
     if kind not in KINDS:
         return [f"kind: {kind!r} is not a workload kind ({', '.join(sorted(KINDS))})"]
     body = without_job_uid(copy.deepcopy(obj))
     body.setdefault("metadata", {}).setdefault("namespace", "default")
     try:
-        ClusterStore(None).create(str(kind), body)
+        ClusterStore(None, kube_version=kube_version, feature_gates=feature_gates).create(str(kind), body)
     except ApiError as exc:
         causes = (exc.details or {}).get("causes") or []
         return [

@@ -114,15 +114,7 @@ async def client_at(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
             yield version, c
 
 
-# At v1.36 fields the release has are dropped as unknown before they are decoded (kss's field tree comes from a
-# client whose types moved on): status.nodeAllocatableResourceClaimStatuses[].resources of a Pod (mapping and
-# overhead in the client), ResourceSlice's spec.devices[].attributes bools (ABSENT_FIELDS of fields.py), ...
-V1_36_UNKNOWN_FIELDS = pytest.mark.xfail(
-    reason="kss_sim/cluster/admission/fields.py lacks fields v1.36 has: they are pruned, not decoded", strict=True
-)
-
-
-@pytest.mark.parametrize("client_at", ["1.35", pytest.param("1.36", marks=V1_36_UNKNOWN_FIELDS)], indirect=True)
+@pytest.mark.parametrize("client_at", ["1.35", "1.36"], indirect=True)
 async def test_every_field_refused_through_the_api_with_kubes_code_and_message(
     client_at: tuple[str, httpx.AsyncClient],
 ) -> None:

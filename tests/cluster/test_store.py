@@ -255,3 +255,20 @@ def test_concurrent_writers_lose_nothing(store: ClusterStore) -> None:
     assert len(store.list("Pod")[0]) == 160
     versions = [e.resource_version for e in store.events_since(0)]
     assert versions == sorted(set(versions))
+
+
+@pytest.mark.parametrize(("version", "kept"), [("1.35", False), ("1.36", True)])
+def test_a_store_given_a_version_and_no_gates_has_that_versions_gate_defaults(version: str, kept: bool) -> None:
+    # DRADeviceTaints is off by default in v1.35 and on in v1.36: a device's taints are dropped only in v1.35.
+    store = ClusterStore(None, kube_version=version)
+    device = {"name": "gpu-0", "taints": [{"key": "broken", "effect": "NoSchedule"}]}
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "slice"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "p", "resourceSliceCount": 1}},
+    }
+    body["spec"]["devices"] = [device]
+    created = store.create("ResourceSlice", body)
+    assert ("taints" in created["spec"]["devices"][0]) is kept
+    assert store.feature_gates["DRADeviceTaints"] is kept

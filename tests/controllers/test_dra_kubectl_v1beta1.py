@@ -167,6 +167,7 @@ def test_a_bad_runtime_config_is_one_line_in_kube_apiserver_s_words(tmp_path: Pa
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "kss serve: --runtime-config: group version resource.k8s.io/v1 that has not been registered"
+        " (served at --kube-version 1.34, 1.35, 1.36, 1.37)"
     )
 
 

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import orjson
+
 from kss_sim.kube.objects import Obj
+from kss_sim.kube.versions import kube_version
+from kss_sim.replay.engine import Replay
 from kss_sim.replay.model import DELETED
+from kss_sim.replay.workload import parse_workload
 from kss_sim.replay.world_objects import check_workload_object
 from tests.replay.test_controllers import (
     FakeEngine,
@@ -15,6 +20,7 @@ from tests.replay.test_controllers import (
     _replay,
     deployment,
     job,
+    node,
     pod_template,
     statefulset,
     workload_obj,
@@ -153,3 +159,25 @@ def test_a_replay_ends_with_its_workload_not_at_a_controllers_next_timer() -> No
     assert [(r.outcome, r.terminating_at, r.finished_at) for r in batch] == [(DELETED, 100.0, 130.0)] * 2
     web = [r for r in result.pods if r.owner.startswith("ReplicaSet/default/web-")]
     assert [(r.outcome, r.bound_at) for r in web] == [("running", 0.0)]
+
+
+def test_the_store_serves_the_runs_version_a_v1_35_gang_of_deployment_pods_waits_for_its_min_count() -> None:
+    # v1.35's spec.workloadRef is served there (GenericWorkload on); a store at the default v1.36 would drop it from
+    # the pods the ReplicaSet makes, and the two would bind though their gang wants three.
+    web = deployment("web", 2)
+    web["spec"]["template"]["spec"]["workloadRef"] = {"name": "w", "podGroup": "g"}
+    gang = {
+        "apiVersion": "scheduling.k8s.io/v1alpha1",
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"podGroups": [{"name": "g", "policy": {"gang": {"minCount": 3}}}]},
+    }
+    spec = {"start": [node("n1"), gang], "events": [{"at": 5, "create": web}]}
+    doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "t"}, "spec": spec}
+    gates = {"GenericWorkload": True, "GangScheduling": True}
+    run = Replay(parse_workload(orjson.dumps(doc).decode()), feature_gates=gates, kube_version=kube_version("1.35"))
+    result = run.run()
+    assert run.controllers is not None and run.controllers.store.kube_version == "1.35"
+    pods = run.controllers.store.list("Pod")[0]
+    assert [p["spec"].get("workloadRef") for p in pods] == [{"name": "w", "podGroup": "g"}] * 2
+    assert len(result.pods) == 2 and all(p.bound_at is None for p in result.pods)

@@ -12,6 +12,9 @@ written here (``EXTRA_MODELS``, ``EXTRA_FIELDS``): the PodGroup CRD of scheduler
 scheduling.k8s.io/v1alpha1 Workload and the pod's ``spec.workloadRef``, v1.36's scheduling.k8s.io/v1alpha2 Workload
 and PodGroup (later clients carry newer versions). Fields only some Kubernetes versions have are in
 ``VERSIONED_FIELDS``: the pod's ``spec.workloadRef`` (v1.35) gave way to ``spec.schedulingGroup`` (v1.36).
+A field the client lacks is still known when the run's release has it: the walk follows that release's decoding
+schema (``decode_types``, from its OpenAPI document) beside the client's tree, so a release newer than the client
+(v1.36's ``bools`` of a device attribute) keeps its fields and decodes them.
 """
 
 from __future__ import annotations
@@ -254,54 +257,101 @@ def unknown_fields(
     """The paths of fields ``kind`` does not have (``spec.containers[0].imagePullPolicyy``), in document order;
     with ``prune`` they are removed from ``obj`` as kube-apiserver's decoder drops them. ``patch``: ``obj`` is a
     merge or strategic merge patch, whose ``$``-directives (``$patch``, ``$setElementOrder/...``) are not fields.
+    A field the client's models lack is still known when ``kube_version``'s own OpenAPI types have it (the
+    decoding schema's native fields: a release newer than the client, v1.36's ``bools`` of a device attribute).
     Then the fields ``kube_version`` (None: the default one) lacks that other releases have
     (``decode_types.absent_fields``). Kinds without a model are not checked."""
     root = ROOT_MODELS.get(kind)
     if root is None:
         return []
     out: list[str] = []
-    _walk(_schema_at(minor_of(kube_version)), obj, root, "", out, prune, patch)
+    decoding = decode_types.schema(kube_version)
+    walk = _Walk(_schema_at(minor_of(kube_version)), _native_tree(decoding.version), out, prune, patch)
+    walk.object(obj, root, decoding.roots.get(kind), "")
     absent = decode_types.absent_fields(kind, obj, kube_version=kube_version, prune=prune)
     return out + [path for path in absent if path not in out]
 
 
-def _walk(
-    schema: dict[str, dict[str, str]],
-    obj: dict[str, Any],
-    model: str,
-    path: str,
-    out: list[str],
-    prune: bool,
-    patch: bool,
-) -> None:
-    fields = schema[model]
-    unknown: list[str] = []
-    for key, value in obj.items():
-        ref = fields.get(key)
-        if ref is None:
-            if patch and key.startswith("$"):
-                continue
-            out.append(path + key)
-            unknown.append(key)
-            continue
-        if not ref or value is None:
-            continue
-        head = ref[0]
-        if head == "[":
-            if isinstance(value, list):
-                for i, item in enumerate(value):
-                    if isinstance(item, dict):
-                        _walk(schema, item, ref[1:], f"{path}{key}[{i}].", out, prune, patch)
-        elif head == "{":
-            if isinstance(value, dict):
-                for name, item in value.items():
-                    if isinstance(item, dict):
-                        _walk(schema, item, ref[1:], f"{path}{key}[{name}].", out, prune, patch)
-        elif isinstance(value, dict):
-            _walk(schema, value, ref, f"{path}{key}.", out, prune, patch)
-    if prune:
-        for key in unknown:
-            del obj[key]
+# A field of the version's decoding tree: its shape (``[`` a list, ``{`` a map, else one value) and its struct.
+_Native = tuple[str, str | None]
+
+
+@cache
+def _native_tree(version: str) -> dict[str, dict[str, _Native]]:
+    """``version``'s decoding structs with only the fields that release itself has (not borrowed from another),
+    each as its shape and the struct it holds (None: a scalar or free-form value)."""
+    decoding = decode_types.schema(version)
+    tree: dict[str, dict[str, _Native]] = {}
+    for struct, fields in decoding.structs.items():
+        borrowed = decoding.borrowed.get(struct, frozenset())
+        tree[struct] = {field: _shape(code) for field, code in fields.items() if field not in borrowed}
+    return tree
+
+
+def _shape(code: str) -> _Native:
+    inner = code.lstrip("[{")
+    head = code[0] if code and code[0] in "[{" else ""
+    return head, inner[1:] if inner.startswith("@") else None
+
+
+_NO_FIELDS: dict[str, _Native] = {}
+
+
+class _Walk:
+    """One walk of an object down the client's field tree and, beside it, the version's own decoding structs."""
+
+    def __init__(
+        self,
+        schema: dict[str, dict[str, str]],
+        native: dict[str, dict[str, _Native]],
+        out: list[str],
+        prune: bool,
+        patch: bool,
+    ) -> None:
+        self.schema, self.native = schema, native
+        self.out, self.prune, self.patch = out, prune, patch
+
+    def object(self, obj: dict[str, Any], model: str | None, struct: str | None, path: str) -> None:
+        """Walk ``obj``, a ``model`` of the client's tree (None: one only the version's types have) and the
+        decoding ``struct`` (None: one the version's types do not have)."""
+        fields = self.schema[model] if model is not None else {}
+        native = self.native.get(struct, _NO_FIELDS) if struct is not None else _NO_FIELDS
+        unknown: list[str] = []
+        for key, value in obj.items():
+            ref = fields.get(key)
+            if ref is None:  # not in the client's tree: known only if the version's own types have it
+                found = native.get(key)
+                if found is None:
+                    if self.patch and key.startswith("$"):
+                        continue
+                    self.out.append(path + key)
+                    unknown.append(key)
+                    continue
+                head, child_struct = found
+                if child_struct is None or value is None:
+                    continue
+                child_model = None
+            else:
+                if not ref or value is None:
+                    continue  # any value (""): nothing inside it is checked
+                head, child_model = ref[0], ref.lstrip("[{")
+                found = native.get(key)
+                child_struct = found[1] if found is not None else None
+            if head == "[":
+                if isinstance(value, list):
+                    for i, item in enumerate(value):
+                        if isinstance(item, dict):
+                            self.object(item, child_model, child_struct, f"{path}{key}[{i}].")
+            elif head == "{":
+                if isinstance(value, dict):
+                    for name, item in value.items():
+                        if isinstance(item, dict):
+                            self.object(item, child_model, child_struct, f"{path}{key}[{name}].")
+            elif isinstance(value, dict):
+                self.object(value, child_model, child_struct, f"{path}{key}.")
+        if self.prune:
+            for key in unknown:
+                del obj[key]
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from kss_sim.cluster.storage.writes import ObjectWrites
 from kss_sim.kube import raw_numbers
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import gate_enabled
+from kss_sim.kube.versions import kube_version as kube_version_named
 
 log = logging.getLogger(__name__)
 
@@ -74,16 +75,20 @@ class ClusterStore:
     ) -> None:
         """An empty store; ``engine=None`` keeps everything in memory only (tests, offline simulation).
 
-        ``feature_gates`` (``Settings.feature_gates``) and the Kubernetes release ``kube_version`` (``"1.36"``;
-        None: the default) decide what is served as on kube-apiserver: the workload-scheduling kinds and a pod's
-        ``spec.workloadRef`` (v1.35) or ``spec.schedulingGroup`` (v1.36) only with GenericWorkload on, each kind in
-        the versions that have it; the release's schema decodes every body.
+        ``feature_gates`` (``Settings.feature_gates``; a gate not given: ``kube_version``'s default) and the
+        Kubernetes release ``kube_version`` (``"1.36"``; None: the default) decide what is served as on
+        kube-apiserver: the workload-scheduling kinds and a pod's ``spec.workloadRef`` (v1.35) or
+        ``spec.schedulingGroup`` (v1.36) only with GenericWorkload on, each kind in the versions that have it; the
+        release's schema decodes every body.
         """
         self._lock = threading.RLock()
         self._engine = engine
         self._auto_create_namespaces = auto_create_namespaces
         self._clock = clock
-        self._gates: dict[str, bool] = dict(feature_gates or {})
+        # Every gate as the release has it: a gate not given takes ``kube_version``'s default, not the default
+        # release's (gate_enabled's fallback). Gates kss does not know are kept as given.
+        release = kube_version_named(kube_version)
+        self._gates: dict[str, bool] = {**(feature_gates or {}), **release.effective_gates(feature_gates)}
         self._kube_version = kube_version
         self._minor = minor_of(kube_version)
         self._changes = ChangeLog(self._lock, watch_window)
@@ -214,7 +219,7 @@ class ClusterStore:
 
     @property
     def feature_gates(self) -> dict[str, bool]:
-        """The feature gates the store was opened with (a copy)."""
+        """The feature gates the store was opened with, completed with its release's defaults (a copy)."""
         return dict(self._gates)
 
     @property
