@@ -31,10 +31,8 @@ BoolArray = npt.NDArray[np.bool_]
 _JOURNAL_MAX = 200_000
 # Past this many entries, and past this many per pod the nodes hold, the oldest half is dropped: replaying that
 # many costs more than counting afresh, and each entry keeps its pod alive (pods churned through a long-running
-# server would otherwise stay in memory until _JOURNAL_MAX). A small cluster's floor bounds what a churned server
-# holds: each entry's pod carries its result annotations (~20 kB at 20 nodes), and filling and halving 4,096 of them
-# was most of the scheduler process's live memory under the churn soak (issue #35).
-_JOURNAL_FLOOR = 1024
+# server would otherwise stay in memory until _JOURNAL_MAX).
+_JOURNAL_FLOOR = 4096
 _JOURNAL_PER_POD = 4
 
 
