@@ -68,11 +68,15 @@ REQUESTS = {"cpu": "100m", "memory": "500Mi"}
 def node(name: str, *, labels: dict[str, str] | None = None, pods: str = "110") -> Obj:
     """templates/node-default.yaml (node-with-name.yaml: ``pods`` 90000); allocatable as kube-apiserver defaults
     it from capacity."""
-    capacity = {"pods": pods, "cpu": "4", "memory": "32Gi"}
+    metadata = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
+    return _ready_node(metadata, {"pods": pods, "cpu": "4", "memory": "32Gi"})
+
+
+def _ready_node(metadata: Obj, capacity: dict[str, str]) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "metadata": metadata,
         "spec": {},
         "status": {
             "capacity": capacity,
@@ -189,19 +193,7 @@ def high_priority_large_cpu_pod(name: str, namespace: str) -> Obj:
 
 def churn_node(name: str, namespace: str) -> Obj:
     """churn/node-default.yaml: a Ready node with capacity for no pod (no label, no CPU)."""
-    capacity = {"pods": "0"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "spec": {},
-        "status": {
-            "capacity": capacity,
-            "allocatable": dict(capacity),
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "phase": "Running",
-        },
-    }
+    return _ready_node({"name": name}, {"pods": "0"})
 
 
 def churn_service(name: str, namespace: str) -> Obj:

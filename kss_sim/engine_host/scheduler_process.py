@@ -43,6 +43,7 @@ from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.watchdog import PluginTimeoutReport
 from kss_sim.server.gc_policy import give_back_free_heap
+from kss_sim.server.metrics import attempt_parts
 
 log = logging.getLogger("kss.scheduler")
 
@@ -475,16 +476,7 @@ class SchedulerChild:
     def _observed(self, att: Attempt) -> None:
         """What the API process's metrics count of an attempt (Prometheus lives there), with its plugin runs."""
         runs, self._plugin_runs = self._plugin_runs, []
-        wait = att.permit_wait
-        counted = (
-            att.result,
-            att.profile,
-            att.duration,
-            None if wait is None else (str(wait.get("outcome")), float(wait.get("waitedSeconds") or 0.0)),
-            att.postfilter is not None,
-            len(att.victims or ()),
-        )
-        self.channel.send(("attempt", counted, runs))
+        self.channel.send(("attempt", attempt_parts(att), runs))
 
     def _receive(self) -> None:
         mirror = self.mirror

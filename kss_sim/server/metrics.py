@@ -79,6 +79,24 @@ _BUILD_INFO_LABELS = {
 }
 
 
+# What the metrics count of an attempt: result, profile, duration, its wait in Permit (outcome, seconds), whether
+# PostFilter ran, how many victims it chose (the scheduler's own process sends exactly this).
+AttemptParts = tuple[str, str, float, tuple[str, float] | None, bool, int]
+
+
+def attempt_parts(att: Attempt) -> AttemptParts:
+    """The parts of ``att`` that ``Metrics.observe_attempt_parts`` counts."""
+    wait = att.permit_wait
+    return (
+        att.result,
+        att.profile,
+        att.duration,
+        None if wait is None else (str(wait.get("outcome")), float(wait.get("waitedSeconds") or 0.0)),
+        att.postfilter is not None,
+        len(att.victims or ()),
+    )
+
+
 class Metrics:
     """The application's metrics; ``observe_*`` are the hooks, :meth:`render` the ``/metrics`` body."""
 
@@ -173,15 +191,7 @@ class Metrics:
 
     def observe_attempt(self, att: Attempt) -> None:
         """``SchedulerService.on_attempt``: count and time one scheduling attempt (and its wait in Permit)."""
-        wait = att.permit_wait
-        self.observe_attempt_parts(
-            att.result,
-            att.profile,
-            att.duration,
-            None if wait is None else (str(wait.get("outcome")), float(wait.get("waitedSeconds") or 0.0)),
-            att.postfilter is not None,
-            len(att.victims or ()),
-        )
+        self.observe_attempt_parts(*attempt_parts(att))
 
     def observe_attempt_parts(
         self,
