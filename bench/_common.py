@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from kss_sim.kube.versions import kube_version, versions_help  # noqa: E402
 from kss_sim.simulation.runner import ScenarioRun  # noqa: E402
 
 WORKLOADS = REPO.parent / "shared" / "workloads"
@@ -41,6 +42,7 @@ def parser(description: str | None) -> argparse.ArgumentParser:
     p.add_argument("--save", type=Path, help="write the placements (pod -> node) to this JSON file")
     p.add_argument("--expect", type=Path, help="compare the placements with a file written by --save")
     p.add_argument("--per-node", action="store_true", help="the per-node reference loop instead of the batch path")
+    p.add_argument("--kube-version", help=f"the Kubernetes version to schedule as: {versions_help()} (default: kss's)")
     return p
 
 
@@ -113,7 +115,8 @@ def run(
     scenario["meta"] = meta
     gc.collect()
     start = time.perf_counter()
-    sr = ScenarioRun(scenario, record=args.record)
+    version = kube_version(args.kube_version) if getattr(args, "kube_version", None) else None
+    sr = ScenarioRun(scenario, record=args.record, kube_version=version)
     if args.per_node:
         opts = sr.options()
         opts.batch = False
