@@ -431,6 +431,8 @@ class SchedulerService(LoopHost):
         elif self._pending[key] != fingerprint:
             self._pending[key] = fingerprint
             loop.update_unscheduled_pod(pi)
+        if before is not None:
+            loop.nomination_changed(PodInfo(before), pi)
 
     def _note_binding(self, event_type: str, pod: dict[str, Any]) -> None:
         """Observing without the shadow: a pending pod that becomes bound is another scheduler's binding."""

@@ -242,6 +242,19 @@ class StoreActions(LoopWriter):
         self.bindings[pod.uid] = (pod.namespace, pod.name, node_name)
         return Status()
 
+    def clear_nominated_node(self, pod: PodInfo) -> None:
+        """``ClearNominatedNodeName``: the pending pod's status without its nomination (its update comes back as the
+        store's event, which requeues the pods its nomination kept out)."""
+        try:
+            current = self.store.get("Pod", pod.namespace, pod.name)
+            if current is None or (current.get("spec") or {}).get("nodeName"):
+                return
+            status = dict(current.get("status") or {})
+            if status.pop("nominatedNodeName", None) is not None:
+                self.store.update_pod_status(pod.namespace, pod.name, status)
+        except Exception:
+            log.exception("clearing the nomination of %s failed", pod.key)
+
     def delete_victim(
         self, victim: PodInfo, preemptor: PodInfo, preempting_group: dict[str, Any] | None = None
     ) -> Status:

@@ -463,6 +463,11 @@ class PodActions(ABC):
     @abstractmethod
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None: ...
 
+    def clear_nominated_node(self, pod: PodInfo) -> None:
+        """``ClearNominatedNodeName``: the pod's status loses its nomination (preemption took its node for a
+        higher-priority pod); the nominator has forgotten it already. Actions without pod status keep nothing."""
+        return None
+
     def bind_volumes(
         self,
         pod: PodInfo,

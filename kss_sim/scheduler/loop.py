@@ -17,7 +17,7 @@ concluded by :meth:`conclude_waiting` once :meth:`settle_waiting` finds its wait
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kss_sim.kube.objects import Obj
@@ -79,16 +79,29 @@ class LoopWriter(PodActions):
 
     # The loop's handles (set by the loop with each configuration): the nominator a nomination goes into.
     handles: Sequence[Handle] = ()
+    # Set by the loop: told of a pod whose nomination an offline host changed (no pod update reaches the loop).
+    nomination_changed: Callable[[PodInfo], None] | None = None
 
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         """A nomination (DefaultPreemption's PostFilter, a failed attempt's): recorded by the host, then into the
-        nominator."""
+        nominator. A host that wrote it over another nomination tells the loop (the pod left its old node)."""
+        before = _nominated_node_name(pod)
         self.record_nomination(pod, node_name)
         for h in self.handles:
             h.add_nominated_pod(pod, node_name)
+        if before and _nominated_node_name(pod) != before and self.nomination_changed is not None:
+            self.nomination_changed(pod)
 
     def record_nomination(self, pod: PodInfo, node_name: str) -> None:
         """The host's record of a nomination on the pod (kss serve writes it with PodScheduled=False instead)."""
+
+    def clear_nominated_node(self, pod: PodInfo) -> None:
+        """``ClearNominatedNodeName`` in an offline host, which owns its pods: the status field goes at once, and
+        the loop hears of the change as kube-scheduler hears of the pod's update (kss serve writes the status
+        instead, and the update comes back as the store's event)."""
+        status = pod.pod.get("status") or {}
+        if status.pop("nominatedNodeName", None) and self.nomination_changed is not None:
+            self.nomination_changed(pod)
 
     @abstractmethod
     def write_binding(self, pod: PodInfo, att: Attempt, current: Obj) -> str | None:
@@ -137,14 +150,18 @@ def unschedulable_plugins(att: Attempt) -> set[str]:
     return plugins
 
 
-def clear_lower_nominations(handles: Iterable[Handle], pod: PodInfo, node_name: str) -> None:
+def _nominated_node_name(pod: PodInfo) -> str:
+    return str((pod.pod.get("status") or {}).get("nominatedNodeName") or "")
+
+
+def clear_lower_nominations(writer: LoopWriter, pod: PodInfo, node_name: str) -> None:
     """A preemptor nominated to ``node_name`` takes it from lower-priority pods nominated there
     (``deleteNominatedPodIfExists`` of the pods it outranks); their status loses the nomination."""
-    for h in handles:
+    for h in writer.handles:
         for other in list(h.nominated_pods_for_node(node_name)):
             if other.uid != pod.uid and other.priority < pod.priority:
                 h.delete_nominated_pod(other)
-                (other.pod.get("status") or {}).pop("nominatedNodeName", None)
+                writer.clear_nominated_node(other)
 
 
 def assigned_pod_update_event(old: PodInfo, new: PodInfo) -> str:
@@ -191,6 +208,10 @@ class SchedulingLoop:
         allow_missing_plugins: bool = False,
     ) -> None:
         self.writer = writer
+        writer.nomination_changed = self._note_nomination_changed
+        # Pods whose nomination an offline host changed during the attempt (their old priority): their queue events
+        # are raised once the attempt is concluded, as the pods' updates reach kube-scheduler after it.
+        self._nominations_changed: list[int] = []
         self.clock = clock
         self.options = options
         self.extenders = extenders
@@ -355,8 +376,30 @@ class SchedulingLoop:
             h.delete_nominated_pod(pod)
         nominated = (pod.pod.get("status") or {}).get("nominatedNodeName")
         if nominated and not pod.node_name and self.responsible_for(pod):
-            priority = pod.priority
-            self.queue.move_all_to_active_or_backoff(q.POD_DELETE, pre_check=lambda other: other.priority <= priority)
+            self._nominee_left(pod.priority)
+
+    def nomination_changed(self, before: PodInfo, after: PodInfo) -> None:
+        """``updatePodInSchedulingQueue``'s ``hasNominatedNodeNameChanged`` (since v1.33): a pending pod's nomination
+        changed or cleared (``before``: the pod with its old one) is, to the pods of lower or equal priority, an
+        assigned pod's deletion from its old node (they counted it there as if it were bound)."""
+        old = _nominated_node_name(before)
+        if not old or old == _nominated_node_name(after):
+            return
+        if self.responsible_for(before) and self.cache.get_pod(after.uid) is None:  # an assumed pod's update: none
+            self._nominee_left(before.priority)
+
+    def _note_nomination_changed(self, pod: PodInfo) -> None:
+        self._nominations_changed.append(pod.priority)
+
+    def _raise_nominations_changed(self) -> None:
+        """The queue events of the nominations an offline host changed during the attempt just concluded."""
+        while self._nominations_changed:
+            self._nominee_left(self._nominations_changed.pop(0))
+
+    def _nominee_left(self, priority: int) -> None:
+        """A nominated pod gone from its node: AssignedPodDelete to the pods of ``priority`` or lower
+        (``getLEPriorityPreCheck``)."""
+        self.queue.move_all_to_active_or_backoff(q.POD_DELETE, pre_check=lambda other: other.priority <= priority)
 
     def add_assigned_pod(self, pod: PodInfo) -> None:
         """``addPodToCache`` / ``updatePodInCache``: a bound pod into the cache (its assumed copy confirmed), out of
@@ -474,6 +517,7 @@ class SchedulingLoop:
         else:
             self._requeue(qpi, pod, att, cycle)
         self.writer.concluded(pod, att)
+        self._raise_nominations_changed()
 
     def _requeue(self, qpi: q.QueuedPodInfo, pod: PodInfo, att: Attempt, cycle: int) -> None:
         qpi.unschedulable_plugins = unschedulable_plugins(att)
@@ -503,13 +547,14 @@ class SchedulingLoop:
 
     def nominate(self, pod: PodInfo, node_name: str) -> None:
         """The preemptor keeps its nomination; lower-priority pods nominated to that node lose theirs."""
-        clear_lower_nominations(self.handles, pod, node_name)
+        clear_lower_nominations(self.writer, pod, node_name)
         self.writer.set_nominated_node(pod, node_name)
 
     def attempt_failed(self, qpi: q.QueuedPodInfo) -> None:
         """An attempt that raised: back to the queue, any event may help."""
         qpi.unschedulable_plugins = set()
         self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+        self._raise_nominations_changed()
 
     # --- Permit ---------------------------------------------------------------------------------
     def settle_waiting(self) -> list[Settled]:

@@ -362,9 +362,12 @@ class Evaluator:
                 st = actions.delete_victim(victim, pod)
                 if not st.is_success():
                     return error(st.message())
-        # The nominator forgets them; the caller (which owns pod objects) clears their status field.
+        # The nominator forgets them and their status loses the nomination (through the API, as upstream's
+        # ClearNominatedNodeName: the update lets the pods it kept out of the node try again).
         for p in self.lower_priority_nominated_pods(pod, c.name):
             self.handle.delete_nominated_pod(p)
+            if actions is not None:
+                actions.clear_nominated_node(p)
         return success()
 
     def lower_priority_nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:

@@ -267,6 +267,50 @@ def test_a_deleted_nominated_pod_frees_its_node_for_the_pods_it_kept_out() -> No
     assert att.result == "scheduled" and att.bound_to == "n1"
 
 
+def test_a_nomination_cleared_by_preemption_moves_the_pods_it_kept_out() -> None:
+    """Upstream's prepareCandidate clears the nominations of the lower-priority pods nominated to the preemptor's
+    node (ClearNominatedNodeName); each pod's update (hasNominatedNodeNameChanged, since v1.33) is an assigned pod's
+    deletion to the pods of its priority or lower: they counted it on that node. A pod of higher priority than the
+    one that lost its nomination stays where it waits."""
+    loop, _, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1", allocatable={"cpu": "2"}))
+    loop.add_assigned_pod(PodInfo(make_pod(name="victim", node_name="n1", priority=0, requests={"cpu": "2"})))
+    nominee = PodInfo(make_pod(name="nominee", priority=5, requests={"cpu": "2"}))
+    nominee.pod.setdefault("status", {})["nominatedNodeName"] = "n1"
+    loop.nominate(nominee, "n1")
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="low", priority=1, requests={"cpu": "1"})))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="higher", priority=7, requests={"cpu": "3"})))
+    for _ in range(2):
+        _, att = _schedule_next(loop)
+        assert att.result == "unschedulable"
+    assert sorted(loop.queue.unschedulable) == ["default/higher", "default/low"]
+
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="high", priority=10, requests={"cpu": "2"})))
+    qpi, att = _schedule_next(loop)
+
+    assert qpi.key == "default/high" and att.nominated_node == "n1"
+    assert "nominatedNodeName" not in nominee.pod["status"]
+    assert [p.key for p in loop.handles[0].nominated_pods_for_node("n1")] == ["default/high"]
+    assert sorted(loop.queue.unschedulable) == ["default/high", "default/higher"], "low moved, higher stays"
+
+
+def test_a_nomination_moved_to_another_node_frees_the_old_one() -> None:
+    """The nominated pod's update is the same event when its nomination changes rather than goes."""
+    loop, _, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1", allocatable={"cpu": "1"}))
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="low", priority=1, requests={"cpu": "2"})))
+    _schedule_next(loop)
+    before = PodInfo(make_pod(name="nominee", priority=5))
+    before.pod["status"] = {"nominatedNodeName": "n1"}
+    after = PodInfo(make_pod(name="nominee", priority=5))
+    after.pod["status"] = {"nominatedNodeName": "n2"}
+
+    loop.nomination_changed(before, before)
+    assert list(loop.queue.unschedulable) == ["default/low"], "no change, no event"
+    loop.nomination_changed(before, after)
+    assert list(loop.queue.unschedulable) == []
+
+
 def test_an_unnominated_pending_pod_deleted_moves_nobody() -> None:
     loop, _, _ = _loop()
     loop.handle("ADDED", "Node", make_node(name="n1", allocatable={"cpu": "1"}))
