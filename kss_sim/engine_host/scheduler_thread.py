@@ -118,6 +118,12 @@ def _is_terminal(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def _deletion_started(before: dict[str, Any] | None, pod: dict[str, Any]) -> bool:
+    """The update that set the pod's deletionTimestamp (a finalizer holds the pod)."""
+    was = (before or {}).get("metadata") or {}
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and not was.get("deletionTimestamp")
+
+
 def _scheduling_relevant(pod: dict[str, Any]) -> Any:
     """What of a pending pod matters to scheduling (annotation or status changes do not requeue it, but the claims
     the resourceclaim controller generated for it do: ``UpdatePodGeneratedResourceClaim``)."""
@@ -423,6 +429,12 @@ class SchedulerService(LoopHost):
             loop.add_assigned_pod(pi)
             return
         if _is_terminal(pod) or self._observing:
+            return
+        if _deletion_started(before, pod) and loop.cache.is_assumed(pi.uid):
+            # updatePodInSchedulingQueue: an assumed pod (in Permit, PreBind or Bind) whose deletion a finalizer
+            # holds: its node is freed now, not when its binding fails.
+            if loop.assumed_pod_deleted(pi):
+                self._resolve_waiting()
             return
         fingerprint = _scheduling_relevant(pod)
         if key not in self._pending:

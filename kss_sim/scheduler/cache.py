@@ -165,7 +165,7 @@ class SchedulerCache:
         (kube-scheduler logs the error and raises no AssignedPodDelete)."""
         current = self._pods.get(uid)
         if current is None:
-            return True  # gone already: nothing to forget
+            return False  # gone already (its deletion freed the node and raised its event): nothing to forget
         if current.node_name != node_name:
             log.error("pod %s was assumed on %s but assigned to %s", current.key, node_name, current.node_name)
             return False
@@ -206,6 +206,10 @@ class SchedulerCache:
 
     def get_pod(self, uid: str) -> PodInfo | None:
         return self._pods.get(uid)
+
+    def is_assumed(self, uid: str) -> bool:
+        """``IsAssumedPod``: assumed by this scheduler, its binding not confirmed by an event yet."""
+        return uid in self._assumed
 
     def pod_count(self) -> int:
         return len(self._pods)

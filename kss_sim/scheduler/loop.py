@@ -367,6 +367,20 @@ class SchedulingLoop:
         waits that ended, :meth:`settle_waiting`, before :meth:`delete_unscheduled_pod`)."""
         return self.scheduler.reject_waiting_pod(pod.uid)
 
+    def assumed_pod_deleted(self, pod: PodInfo) -> bool:
+        """``handleAssumedPodDeletion``: a pod this loop assumed (its binding not seen yet) is being deleted. One
+        waiting in Permit is rejected (True: its host then concludes the waits that ended, :meth:`settle_waiting`);
+        one in PreBind or Bind is forgotten at once, its node freed, though its binding goes on (and fails). Either
+        way its node is an assigned pod's deletion to the others. False, and nothing done, for a pod not assumed."""
+        if not self.cache.is_assumed(pod.uid):
+            return False
+        assumed = self.cache.get_pod(pod.uid)
+        waiting = self.scheduler.reject_waiting_pod(pod.uid)
+        if not waiting and assumed is not None:
+            self.cache.forget_pod(pod.uid, assumed.node_name)
+        self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+        return waiting
+
     def delete_unscheduled_pod(self, pod: PodInfo) -> None:
         """``deletePodFromSchedulingQueue``: out of the queue and the nominator; a nominated pod's deletion is an
         assigned pod's to the pods of lower or equal priority (they counted it on its node as if it were bound)."""

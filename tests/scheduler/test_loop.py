@@ -216,6 +216,43 @@ def test_a_deleted_waiting_pod_is_rejected_and_leaves_the_queue() -> None:
     assert loop.cache.get_pod(pod.uid) is None
 
 
+def test_an_assumed_pod_being_deleted_during_its_binding_frees_its_node_at_once() -> None:
+    """kube-scheduler's handleAssumedPodDeletion: a pod deleted while in PreBind or Bind is forgotten at once (its
+    binding goes on and fails) and its node is an AssignedPodDelete to the others; the failed binding that follows
+    forgets nothing more and raises no second event."""
+    loop, _, _ = _loop()
+    loop.handle("ADDED", "Node", make_node(name="n1", allocatable={"cpu": "2"}))
+    first = PodInfo(make_pod(name="first", requests={"cpu": "2"}))
+    loop.add_unscheduled_pod(first)
+    _, att = _schedule_next(loop)
+    assert att.result == "scheduled" and loop.cache.is_assumed(first.uid)  # its binding's event not seen yet
+    loop.add_unscheduled_pod(PodInfo(make_pod(name="second", requests={"cpu": "2"})))
+    _, att = _schedule_next(loop)
+    assert att.result == "unschedulable"
+
+    assert loop.assumed_pod_deleted(first) is False, "it was not waiting in Permit"
+
+    assert loop.cache.get_pod(first.uid) is None
+    assert list(loop.queue.unschedulable) == []
+    assert not loop.cache.forget_pod(first.uid, "n1"), "gone already: the binding's failure raises no event"
+    qpi, att = _schedule_next(loop)
+    assert qpi.key == "default/second" and att.result == "scheduled"
+    assert loop.assumed_pod_deleted(PodInfo(make_pod(name="pending"))) is False
+
+
+def test_an_assumed_pod_being_deleted_while_it_waits_in_permit_is_rejected() -> None:
+    loop, writer, _ = _loop(_hold_config())
+    loop.handle("ADDED", "Node", make_node(name="n1"))
+    pod = PodInfo(make_pod(name="p", labels={"hold": "yes"}))
+    loop.add_unscheduled_pod(pod)
+    _schedule_next(loop)
+
+    assert loop.assumed_pod_deleted(pod) is True
+    assert [done.pod.key for done in loop.resolve_waiting()] == ["default/p"]
+    assert loop.cache.get_pod(pod.uid) is None
+    assert writer.calls[-1] == ("concluded", "default/p")
+
+
 def test_a_configuration_swap_keeps_the_pods_waiting_in_permit() -> None:
     loop, writer, clock = _loop(_hold_config())
     loop.handle("ADDED", "Node", make_node(name="n1"))
