@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 # The workload kinds' status is their controllers' account of their pods: carried over, then kept current by them.
 _WORKLOAD_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"})
 # A ResourceClaim's status (allocation, reservedFor) too, its consumers pointed at the pods as they are here.
+# Writes of an imported object's status raced by another writer before the import gives up (each from a fresh read).
+_STATUS_WRITE_TRIES = 5
 _CREATE_STATUS_KINDS = frozenset(
     {"Pod", "PersistentVolume", "PersistentVolumeClaim", "PodGroup", "ResourceClaim", *_WORKLOAD_KINDS}
 )
@@ -445,18 +447,27 @@ def _restore_status(store: ClusterStore, item: Item, current: Obj | None, *, cre
         return
     if item.kind == "ResourceClaim":
         status = _relink_consumers(store, status, item.namespace)
-    # Fields the snapshot leaves out (a bare node's conditions, say) keep the server's values.
-    merged = {**(current.get("status") or {}), **status}
-    if current.get("status") == merged:
-        return
-    try:
-        store.update(item.kind, {**current, "status": merged}, subresource="status")
-    except Conflict:
-        # A controller wrote the status since the create (the PodGroup controller does, and its write may still be
-        # in the import's commit): the snapshot's status is what the import promises, so it is written
-        # unconditionally; the controller then recomputes it from the pods, as on a cluster.
-        meta = {k: v for k, v in (current.get("metadata") or {}).items() if k != "resourceVersion"}
-        store.update(item.kind, {**current, "metadata": meta, "status": merged}, subresource="status")
+    meta = current.get("metadata") or {}
+    namespace, name = meta.get("namespace"), str(meta.get("name") or "")
+    for attempt in range(1, _STATUS_WRITE_TRIES + 1):
+        # Fields the snapshot leaves out (a bare node's conditions, say) keep the server's values.
+        merged = {**(current.get("status") or {}), **status}
+        if current.get("status") == merged:
+            return
+        try:
+            store.update(item.kind, {**current, "status": merged}, subresource="status")
+            return
+        except Conflict:
+            if attempt == _STATUS_WRITE_TRIES:
+                raise
+            # Another writer changed the object since it was read (the PodGroup controller writes the status, and
+            # its write may still be in the import's commit; a kubelet, a user): the snapshot's status is what the
+            # import promises, so it goes over the object as it is now, whose metadata and other status fields
+            # stay that writer's (a controller then recomputes its status from the pods, as on a cluster).
+            fresh = store.get(item.kind, namespace, name, working=True)
+            if fresh is None:
+                return  # gone meanwhile: nothing to carry the status over to
+            current = fresh
 
 
 def scheduler_config_causes(exc: ConfigError) -> list[Cause]:
