@@ -371,7 +371,7 @@ BAD_INPUT: list[tuple[str, str, str | bytes | dict[str, Any] | list[Any], int, s
         _pod_with(metadata={"name": "x", "labels": {"a": "no spaces allowed"}}),
         422,
         "Invalid",
-        "metadata.labels[a]",
+        "metadata.labels",
     ),
     (
         "toleration effect",

@@ -204,3 +204,23 @@ def test_every_field_error_of_a_builtin_kind_is_reported_at_once(
     refused = kubectl("create", "-f", "-", input=json.dumps(manifest), check=False)
     assert refused.returncode != 0
     assert "\n".join(lines) + "\n" in refused.stderr, refused.stderr
+
+
+@kubectl_only
+def test_a_bad_label_key_or_value_is_reported_at_metadata_labels(kubectl: KubectlRunner) -> None:
+    """apimachinery's ValidateLabels reports a bad key and a bad value at the labels field itself (no ``[key]``)."""
+    manifest = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: bad-labels, namespace: default, "
+        'labels: {"a b": x, app: "not valid!"}}\nspec: {containers: [{name: c, image: nginx}]}\n'
+    )
+    out = kubectl("create", "-f", "-", input=manifest, check=False)
+    assert out.returncode != 0
+    assert (
+        """metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters, """
+        "'-', '_' or '.', and must start and end with an alphanumeric character"
+    ) in out.stderr, out.stderr
+    assert (
+        """metadata.labels: Invalid value: "not valid!": a valid label must be an empty string or consist of """
+        "alphanumeric characters"
+    ) in out.stderr, out.stderr
+    assert "metadata.labels[" not in out.stderr

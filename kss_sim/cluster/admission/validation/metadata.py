@@ -81,11 +81,12 @@ def label_value_errors(path: str, value: str) -> list[Cause]:
 
 
 def validate_labels(path: str, labels: dict[str, str] | None) -> list[Cause]:
-    """Keys are qualified names, values valid label values."""
+    """Keys are qualified names, values valid label values; both at ``path`` itself, as apimachinery's
+    ``ValidateLabels`` reports them (``metadata.labels: Invalid value: "not valid!"``, the key not in the path)."""
     causes: list[Cause] = []
     for key, value in (labels or {}).items():
         causes += qualified_name_errors(path, key)
-        causes += label_value_errors(f"{path}[{key}]" if path.endswith("labels") else path, value)
+        causes += label_value_errors(path, value)
     return causes
 
 
