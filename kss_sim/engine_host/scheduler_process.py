@@ -51,6 +51,9 @@ Listener = Callable[[str, str, Obj], None]
 MIRRORED_KINDS = frozenset(WATCHED_KINDS)
 # Attempts encoded into one message of rows at most (the thread writer's batch).
 ROWS_PER_MESSAGE = 256
+# How long a flush of the rows waits for the attempts in flight to be acknowledged and recorded (a commit's latency,
+# or the cycle the loop is in, at most: well under the API process's call timeout).
+FLUSH_WAIT_SECONDS = 20.0
 # A directory: the child traces its allocations and writes a snapshot there every ``TRACE_EVERY_SECONDS`` (for
 # finding what grows in it, issue #35; tracing slows it down severalfold).
 TRACE_ENV = "KSS_SCHEDULER_TRACEMALLOC"
@@ -535,6 +538,8 @@ class SchedulerChild:
             return None
         if op == "flush_rows":
             assert self.rows is not None
+            # The attempts whose bindings the API process may already show are recorded first (read-your-writes).
+            service.record_in_flight(timeout=FLUSH_WAIT_SECONDS)
             self.rows.flush()
             return None
         if op == "view":

@@ -214,6 +214,8 @@ class SchedulerService(LoopHost):
         self._holds = 0  # while > 0 the loop keeps its cache current but starts no cycle
         self._holds_lock = threading.Lock()
         self._in_flight: deque[_InFlight] = deque()  # writes of recent attempts, oldest first
+        # Callers of :meth:`record_in_flight` waiting for the loop to record the attempts on their way.
+        self._record_requests: deque[threading.Event] = deque()
         # A store that answers a batch's bindings only when it is acknowledged (the scheduler process's mirror): the
         # attempts are recorded once it is, a refused binding concluded as a failed binding cycle then.
         self._refuses_late = bool(getattr(store, "refuses_bindings_late", False))
@@ -352,6 +354,17 @@ class SchedulerService(LoopHost):
                 self._holds -= 1
             self._wake.set()
 
+    def record_in_flight(self, timeout: float = 10.0) -> bool:
+        """Block until every attempt whose writes were on their way when called is recorded (a store that answers
+        bindings late, the scheduler process's mirror, has the loop record them only once acknowledged): a read of
+        the results after a binding the API shows finds its attempt. False when the loop did not get to it."""
+        if self._thread is None or not self._thread.is_alive():
+            return True
+        done = threading.Event()
+        self._record_requests.append(done)
+        self._wake.set()
+        return done.wait(timeout)
+
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until the inbox is drained and activeQ is empty (tests, benchmarks)."""
         deadline = time.monotonic() + timeout
@@ -466,6 +479,10 @@ class SchedulerService(LoopHost):
         busy_since_idle_hook = False
         idle_since = time.monotonic()
         while not self._stop.is_set():
+            if self._record_requests:
+                self._settle(keep=0)
+                while self._record_requests:
+                    self._record_requests.popleft().set()
             self._drain_inbox()
             if self.external.awaiting:
                 self.external.record_due()
