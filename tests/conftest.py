@@ -8,10 +8,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -134,6 +134,34 @@ def asgi_client(app: FastAPI, **headers: str) -> httpx.AsyncClient:
 
 
 _PORTS_HANDED_OUT: set[int] = set()
+
+
+T = TypeVar("T")
+
+
+def eventually(
+    check: Callable[[], T],
+    *,
+    timeout: float = 30.0,
+    what: str = "the condition",
+    interval: float = 0.1,
+    ignoring: tuple[type[BaseException], ...] = (),
+) -> T:
+    """Poll ``check`` until it returns something truthy, and return that; fail after ``timeout`` seconds naming
+    ``what`` and the last value. An exception of the ``ignoring`` types counts as not yet (a server restarting)."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = check()
+        except ignoring as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}; last: {last!r}")
+        time.sleep(interval)
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from kss_sim.controllers.garbage_collector import GarbageCollector
 from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
-from tests.conftest import KUBECTL, free_port
+from tests.conftest import KUBECTL, eventually, free_port
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")
 
@@ -79,15 +79,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         gc.stop()
         server.should_exit = True
         thread.join(timeout=30)
-
-
-def eventually(check: Callable[[], bool], timeout: float = 15) -> None:
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 def apps_api(live: Live) -> Any:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import httpx
 import pytest
 
 from tests.cluster.factories import node
-from tests.conftest import KUBECTL, KubectlRunner, Server, start_server
+from tests.conftest import KUBECTL, KubectlRunner, Server, eventually, start_server
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")
 
@@ -51,13 +50,6 @@ def live(tmp_path: Path) -> Iterator[Server]:
     server.stop()
 
 
-def eventually(check: Callable[[], bool], timeout: float = 60.0) -> None:
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < timeout, "timed out"
-        time.sleep(0.2)
-
-
 def test_drain_respects_the_disruption_budget_and_daemonsets(live: Server) -> None:
     kubectl = KubectlRunner(live.kubeconfig)
 
@@ -82,7 +74,7 @@ def test_drain_respects_the_disruption_budget_and_daemonsets(live: Server) -> No
     assert len([p for p in on_n1 if p.startswith("web-")]) == 3
     assert len([p for p in on_n1 if p.startswith("agent-")]) == 1
     kubectl("create", "pdb", "web", "--selector=app=web", "--min-available=2")
-    eventually(lambda: budget().get("status", {}).get("disruptionsAllowed") == 1)
+    eventually(lambda: budget().get("status", {}).get("disruptionsAllowed") == 1, timeout=60.0)
 
     drained = kubectl(
         "drain", "n1", "--ignore-daemonsets", "--force", "--delete-emptydir-data", "--timeout=120s", timeout=180
@@ -102,5 +94,5 @@ def test_drain_respects_the_disruption_budget_and_daemonsets(live: Server) -> No
     assert on_n2
     kubectl("drain", "n2", "--ignore-daemonsets", "--force", "--disable-eviction", "--timeout=60s", timeout=120)
     assert [p for p in pods_on("n2") if not p.startswith("agent-")] == []
-    eventually(lambda: len(pods_on("n3")) == 4)  # the three web pods and n3's agent
+    eventually(lambda: len(pods_on("n3")) == 4, timeout=60.0)  # the three web pods and n3's agent
     assert "Traceback" not in live.log.read_text()

@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import httpx
 import pytest
 
 from tests.cluster.factories import node
-from tests.conftest import KSS, KUBECTL, KubectlRunner, Server, start_server
+from tests.conftest import KSS, KUBECTL, KubectlRunner, Server, eventually, start_server
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")
 
@@ -27,13 +26,6 @@ def live(tmp_path: Path) -> Iterator[Server]:
     server = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}")
     yield server
     server.stop()
-
-
-def eventually(check: Callable[[], bool], timeout: float = 40.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.3)
 
 
 def a_job(name: str, policy: dict[str, Any] | None) -> str:
@@ -75,18 +67,18 @@ def test_an_evicted_pod_matching_an_ignore_rule_does_not_fail_the_job(live: Serv
 
     evicted: dict[str, str] = {}
     for job in ("tolerant", "strict"):
-        eventually(lambda job=job: len(running(job)) == 1)  # type: ignore[misc]
+        eventually(lambda job=job: len(running(job)) == 1, timeout=40.0)  # type: ignore[misc]
         (evicted[job],) = running(job)
         eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": evicted[job]}}
         path = f"/api/v1/namespaces/default/pods/{evicted[job]}/eviction"
         kubectl("create", "--raw", path, "-f", "-", input=json.dumps(eviction))
 
     # Without the policy the eviction is a failure over backoffLimit 0.
-    eventually(lambda: any(c["type"] == "Failed" for c in job_status("strict").get("conditions") or []))
+    eventually(lambda: any(c["type"] == "Failed" for c in job_status("strict").get("conditions") or []), timeout=40.0)
     assert job_status("strict")["failed"] == 1
     # With it, the evicted pod (Failed, DisruptionTarget) is ignored: a replacement runs after the pod-failure
     # backoff (10 s), and the Job has neither a failure counted nor a Failed condition.
-    eventually(lambda: len(running("tolerant")) == 1 and running("tolerant") != [evicted["tolerant"]])
+    eventually(lambda: len(running("tolerant")) == 1 and running("tolerant") != [evicted["tolerant"]], timeout=40.0)
     status = job_status("tolerant")
     assert status.get("failed", 0) == 0, status
     assert not [c for c in status.get("conditions") or [] if c["type"] in ("Failed", "FailureTarget")], status

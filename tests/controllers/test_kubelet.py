@@ -11,7 +11,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from kss_sim.kube.objects import Obj
 from kss_sim.main import create_app
 from kss_sim.serve_cli import kubeconfig
 from tests.cluster.factories import node, pod
-from tests.conftest import KUBECTL, free_port
+from tests.conftest import KUBECTL, eventually, free_port
 
 T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -749,15 +749,6 @@ def _kubectl(config_path: Path, *args: str, stdin: str | None = None) -> str:
     return proc.stdout
 
 
-def _eventually(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    until = time.monotonic() + timeout
-    while time.monotonic() < until:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")
 def test_live_app_pods_run_finish_and_free_their_node_with_kubectl(tmp_path: Path) -> None:
     # The app's scheduler on, its controllers off: the test runs the kubelet and the node leases around the app's
@@ -789,7 +780,7 @@ def test_live_app_pods_run_finish_and_free_their_node_with_kubectl(tmp_path: Pat
         def phase(name: str) -> str:
             return _kubectl(config_path, "get", "pod", name, "-o", "jsonpath={.status.phase}")
 
-        _eventually(lambda: phase("batch") == "Running", "the batch pod to run")
+        eventually(lambda: phase("batch") == "Running", what="the batch pod to run")
         wide = _kubectl(config_path, "get", "pods", "-o", "wide").splitlines()
         header, row = wide[0].split(), wide[1].split()
         assert header[:7] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
@@ -802,13 +793,13 @@ def test_live_app_pods_run_finish_and_free_their_node_with_kubectl(tmp_path: Pat
         assert lease[3].split()[0] == "RenewTime:" and "<unset>" not in lease[3]
 
         _kubectl(config_path, "apply", "-f", "-", stdin=input_text([a_pod("waiting", cpu="1")]))
-        _eventually(
+        eventually(
             lambda: "Insufficient cpu" in _kubectl(config_path, "describe", "pod", "waiting"),
-            "the second pod to be refused",
+            what="the second pod to be refused",
         )
         assert phase("waiting") == "Pending"
-        _eventually(lambda: phase("batch") == "Succeeded", "the batch pod to finish")
-        _eventually(lambda: phase("waiting") == "Running", "the second pod to take the freed node")
+        eventually(lambda: phase("batch") == "Succeeded", what="the batch pod to finish")
+        eventually(lambda: phase("waiting") == "Running", what="the second pod to take the freed node")
         got = json.loads(_kubectl(config_path, "get", "pod", "waiting", "-o", "json"))
         assert got["spec"]["nodeName"] == "worker"
         assert got["status"]["podIP"] == "10.244.7.2"  # the finished pod's address, free again

@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.cluster.factories import node
-from tests.conftest import KSS, KUBECTL, KubectlRunner, Server, start_server
+from tests.conftest import KSS, KUBECTL, KubectlRunner, Server, eventually, start_server
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl not installed")
 
@@ -29,15 +29,6 @@ def live(tmp_path: Path) -> Iterator[Server]:
     server = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}", env=env)
     yield server
     server.stop()
-
-
-def eventually(check: Callable[[], bool], timeout: float = 20.0) -> float:
-    """Wait until ``check()``; returns the seconds it took."""
-    start = time.monotonic()
-    while not check():
-        assert time.monotonic() - start < timeout, "timed out"
-        time.sleep(0.2)
-    return time.monotonic() - start
 
 
 def a_pod(name: str, node_name: str, tolerations: list[dict[str, Any]] | None = None, grace: int = 0) -> str:

@@ -4,18 +4,15 @@ pod, /metrics counts the timeout, the pod's attempt is an Error, and the other p
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import httpx
 import pytest
 
 from tests.cluster.factories import node, pod
-from tests.conftest import Server, start_server
+from tests.conftest import Server, eventually, start_server
 from tests.plugin_sources import config_enabling, unique_module_name
-
-T = TypeVar("T")
 
 # Loops for the pod named victim (a pure-Python loop, as a plugin with a bug would), behaves for every other pod.
 MODULE = """\
@@ -35,17 +32,6 @@ class Spins(FilterPlugin):
 PLUGINS = [Spins]
 """
 TIMEOUT = 1.0
-
-
-def eventually(check: Callable[[], T], *, timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 @pytest.fixture(params=["false", "true"], ids=["thread", "process"])

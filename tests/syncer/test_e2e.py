@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +23,20 @@ from kubernetes.client.exceptions import ApiException
 
 from syncer.translate import SOURCE_UID_ANNOTATION
 from tests.conftest import KSS, Server, free_port, launch_server, start_server, start_servers
+from tests.conftest import eventually as _eventually
 from tests.syncer.proxy import RecordingProxy
 
 T = TypeVar("T")
+
+
+def eventually(check: Callable[[], T], *, timeout: float = 30.0, what: str = "condition") -> T:
+    """``tests.conftest.eventually`` through the simulator's or the source's restarts and outages (their errors
+    count as not yet)."""
+    return _eventually(
+        check, timeout=timeout, what=what, interval=0.2, ignoring=(ApiException, httpx.HTTPError, AssertionError)
+    )
+
+
 REPO = Path(__file__).resolve().parents[2]
 SELECTED_NODE = "kube-scheduler-simulator.sigs.k8s.io/selected-node"
 # The source plays production, a real cluster whose controllers are the test: its own scheduler, controllers and
@@ -38,22 +48,6 @@ SOURCE_ENV = {
     "KSS_WATCH_WINDOW": "20",
     "KSS_WATCH_BOOKMARK_SECONDS": "1",
 }
-
-
-def eventually(check: Callable[[], T], *, timeout: float = 30.0, what: str = "condition") -> T:
-    """Poll ``check`` until it returns something truthy (and return it), or fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except (ApiException, httpx.HTTPError, AssertionError) as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 def core(url: str) -> client.CoreV1Api:
