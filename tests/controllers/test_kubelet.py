@@ -773,7 +773,9 @@ def test_live_app_pods_run_finish_and_free_their_node_with_kubectl(tmp_path: Pat
                 **node("worker", cpu="2", memory="4Gi"),
                 "spec": {"podCIDR": "10.244.7.0/24", "podCIDRs": ["10.244.7.0/24"]},
             },
-            a_pod("batch", cpu="1500m", **running("3s")),
+            # Long enough to outlast the kubectl calls below on a loaded machine: the second pod must find the
+            # node still full.
+            a_pod("batch", cpu="1500m", **running("15s")),
         ]
         _kubectl(config_path, "apply", "-f", "-", stdin=input_text(manifests))
 
@@ -798,7 +800,7 @@ def test_live_app_pods_run_finish_and_free_their_node_with_kubectl(tmp_path: Pat
             what="the second pod to be refused",
         )
         assert phase("waiting") == "Pending"
-        eventually(lambda: phase("batch") == "Succeeded", what="the batch pod to finish")
+        eventually(lambda: phase("batch") == "Succeeded", timeout=60.0, what="the batch pod to finish")
         eventually(lambda: phase("waiting") == "Running", what="the second pod to take the freed node")
         got = json.loads(_kubectl(config_path, "get", "pod", "waiting", "-o", "json"))
         assert got["spec"]["nodeName"] == "worker"

@@ -93,16 +93,22 @@ async def test_a_gang_preempts_as_one_and_binds_once_its_victims_are_gone(
         "PreemptionByScheduler",
         "default-scheduler: preempting to accommodate a higher priority podgroup",
     )
-    events = (await client.get("/api/v1/namespaces/default/events")).json()["items"]
-    preempted = {e["involvedObject"]["name"]: e["message"] for e in events if e["reason"] == "Preempted"}
+
+    async def preempted() -> dict[str, str]:
+        # The second victim's Event follows the first victim's marking: waited for, not read at once.
+        events = (await client.get("/api/v1/namespaces/default/events")).json()["items"]
+        got = {e["involvedObject"]["name"]: e["message"] for e in events if e["reason"] == "Preempted"}
+        return got if len(got) >= 2 else {}
+
     uid = group["metadata"]["uid"]
-    assert preempted == {f"low-{i}": f"Preempted by podgroup {uid} on node cluster" for i in range(2)}
+    assert await _until(preempted) == {f"low-{i}": f"Preempted by podgroup {uid} on node cluster" for i in range(2)}
 
     async def members_bound() -> bool:
         got = [(await client.get(f"{PODS}/pair-{i}")).json()["spec"].get("nodeName") for i in range(2)]
         return None not in got
 
-    await _until(members_bound)
+    # The victims end after their 1 s grace period through the kubelet, then the group binds: slower under load.
+    await _until(members_bound, timeout=60.0)
     pg = (await client.get(f"{V1ALPHA2}/podgroups/pair")).json()
     (scheduled,) = pg["status"]["conditions"]
     assert (scheduled["type"], scheduled["status"]) == ("PodGroupScheduled", "True")

@@ -24,7 +24,7 @@ from kss_sim.replay.live import KUBELET_RUN_DURATION, LiveReplay, go_duration
 from kss_sim.replay.live_api import Connection, Target
 from kss_sim.replay.live_summary import LiveSummary
 from kss_sim.replay.workload import parse_workload
-from tests.conftest import KSS, Server, start_server
+from tests.conftest import KSS, Server, eventually, start_server
 
 SPEED = 60.0
 # How late the server (and this 2-core machine) may be; nothing may happen early.
@@ -199,6 +199,8 @@ def test_a_cordon_makes_the_node_unschedulable_on_the_server_at_its_time(server:
         ],
     )
     summary = replay(server, text)
+    # The replay ends with the uncordon; the pod it lets through is bound after that, later on a loaded machine.
+    eventually(lambda: any(o.spec.node_name for _, _, o in recorder.times("Pod", "late")), what="late to be bound")
     recorder.stop()
     t0 = summary.started_at
     assert summary.errors == []
