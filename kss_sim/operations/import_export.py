@@ -113,13 +113,16 @@ class OperationsService:
     def snapshot(self) -> Obj:
         """The whole virtual cluster and the scheduler configuration in kube-scheduler-simulator's shape."""
         objects: dict[str, list[Obj]] = {}
+        minor = self.settings.version.minor
         for key, kind in snapshot.SNAPSHOT_KINDS.items():
             # A kind the feature gates do not serve (Workload without GenericWorkload) is left out, as on export
-            # from a cluster without it.
-            if self.store.serves(kind):
+            # from a cluster without it; one served in another version than stored, in the version's form.
+            if self.store.serves(kind) and snapshot.exported_at(key, minor):
                 # Without managedFields, as ``kubectl get -o yaml`` shows objects: who wrote which field here
                 # means nothing on the cluster a snapshot is loaded into (import drops them too).
-                objects[key] = [_without_managed_fields(o) for o in self.store.list(kind)[0]]
+                objects[key] = [
+                    snapshot.exported_object(kind, _without_managed_fields(o), minor) for o in self.store.list(kind)[0]
+                ]
         if self.store.serves("CustomResourceDefinition"):
             objects[snapshot.CUSTOM_RESOURCES_KEY] = [
                 _without_managed_fields(o) for key in self._custom_keys() for o in self.store.list(key)[0]

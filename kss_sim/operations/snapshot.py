@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 import yaml
 
-from kss_sim.cluster.errors import BadRequest, Cause, invalid
+from kss_sim.cluster.errors import BadRequest, Cause, Invalid, invalid
+from kss_sim.cluster.kinds import workload_v1beta1
 from kss_sim.cluster.kinds.registry import BY_KIND, POD_GROUP_V1ALPHA2, WORKLOAD_V1ALPHA2, info_for
 from kss_sim.kube import go_yaml
 from kss_sim.kube.objects import Obj
@@ -32,9 +33,12 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "podDisruptionBudgets": "PodDisruptionBudget",
     "podGroups": "PodGroup",
     "workloads": "Workload",
-    # v1.36's scheduling.k8s.io/v1alpha2 kinds (a run serves either v1alpha1's Workload or these).
+    # v1.36's scheduling.k8s.io/v1alpha2 kinds (a run serves either v1alpha1's Workload or these), and the same
+    # kinds as v1.37 serves them, in v1beta1 (``EXPORTED_MINORS``).
     "workloadsV1alpha2": WORKLOAD_V1ALPHA2,
     "podGroupsV1alpha2": POD_GROUP_V1ALPHA2,
+    "workloadsV1beta1": WORKLOAD_V1ALPHA2,
+    "podGroupsV1beta1": POD_GROUP_V1ALPHA2,
     "deployments": "Deployment",
     "replicaSets": "ReplicaSet",
     "statefulSets": "StatefulSet",
@@ -48,6 +52,15 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "customResourceDefinitions": "CustomResourceDefinition",
 }
 SCHEDULER_CONFIG_KEY = "schedulerConfig"
+# Keys whose kind is stored in one form and served in another by version: the minor versions (first, last) that
+# export under each (import reads every key at every version).
+EXPORTED_MINORS: dict[str, tuple[int, int | None]] = {
+    "workloadsV1alpha2": (0, 36),
+    "podGroupsV1alpha2": (0, 36),
+    "workloadsV1beta1": (37, None),
+    "podGroupsV1beta1": (37, None),
+}
+_V1BETA1_WORKLOAD_API = "scheduling.k8s.io/v1beta1"
 # The objects of every CRD's kind, whatever their kind (each carries its apiVersion and kind).
 CUSTOM_RESOURCES_KEY = "customResources"
 # Export key order as kube-scheduler-simulator writes it; our extra kinds last.
@@ -66,6 +79,8 @@ EXPORT_ORDER = (
     "workloads",
     "workloadsV1alpha2",
     "podGroupsV1alpha2",
+    "workloadsV1beta1",
+    "podGroupsV1beta1",
     "deployments",
     "replicaSets",
     "statefulSets",
@@ -178,6 +193,20 @@ class Parsed:
     from_json: bool = False
 
 
+def exported_at(key: str, minor: int) -> bool:
+    """Whether an export at Kubernetes 1.``minor`` writes the snapshot key ``key`` (when its kind is served)."""
+    first, last = EXPORTED_MINORS.get(key, (0, None))
+    return first <= minor and (last is None or minor <= last)
+
+
+def exported_object(kind: str, obj: Obj, minor: int) -> Obj:
+    """A stored object of the registry's ``kind`` as an export at Kubernetes 1.``minor`` writes it: v1.37's
+    Workload API in v1beta1, as its API serves it; any other as stored."""
+    if kind not in (WORKLOAD_V1ALPHA2, POD_GROUP_V1ALPHA2) or minor < 37:
+        return obj
+    return workload_v1beta1.in_served_version(kind, obj, minor)
+
+
 def load_documents(text: str, what: str = "the snapshot") -> list[Any]:
     """Every document in ``text`` (JSON, or YAML with ``---`` separators), parsed safely; ``BadRequest`` naming
     ``what`` when it is neither."""
@@ -263,8 +292,17 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
     if isinstance(given, str) and given.endswith("List") and isinstance(obj.get("items"), list):
         item_kind = _registry_kind(given[: -len("List")], obj.get("apiVersion"), None)
         for i, item in enumerate(obj["items"]):
+            if obj.get("apiVersion") == _V1BETA1_WORKLOAD_API and isinstance(item, dict):
+                # Typed Go exports omit an item's apiVersion: the list's says which form the item is in.
+                item = {"apiVersion": _V1BETA1_WORKLOAD_API, "kind": given[: -len("List")], **item}
             _add_object(parsed, item, f"{path}.items[{i}]", item_kind if item_kind in BY_KIND else None)
         return
+    if obj.get("apiVersion") == _V1BETA1_WORKLOAD_API and given in ("Workload", "PodGroup"):
+        try:
+            obj = workload_v1beta1.in_stored_version(obj)  # v1.37's form, held as v1.36's, whose kind it then has
+        except Invalid as exc:
+            parsed.errors += [Cause(f"{path}.{c.field}", c.reason, c.message) for c in exc.causes]
+            return
     if given == SCHEDULER_CONFIG_KIND:
         _set_config(parsed, obj, path)
         return
