@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 # errPodGroupUnschedulable: the error of every unschedulable group's status, first of its reasons.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
+POD_GROUP_PREEMPTION_ERROR = "pod group preemption: "
 # The PodGroup's condition and its reasons (scheduling.k8s.io/v1alpha2). v1.37 renamed the condition
 # PodGroupInitiallyScheduled (kubernetes/kubernetes#139743): it says the group was once scheduled, never undone.
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
@@ -232,7 +233,9 @@ class PodGroupCycle:
         if st.is_success():
             result.waiting_on_preemption = True
         elif st.code == Code.ERROR:
-            result.code, result.message = "Error", st.message()
+            # v1.37 names where the error came from, as pod-by-pod preemption does (kubernetes/kubernetes#139218).
+            prefix = POD_GROUP_PREEMPTION_ERROR if fwk.handle.kube_version.minor >= 37 else ""
+            result.code, result.message = "Error", prefix + st.message()
         else:
             result.message = f"{result.message}, {st.message()}"
         return preemption

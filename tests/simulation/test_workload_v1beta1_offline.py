@@ -1,7 +1,8 @@
 """v1.37's Workload API (scheduling.k8s.io/v1beta1) in ``kss simulate``: ported, not measured. kss schedules v1.37's
 PodGroups as v1.36 does (docs/versions.md lists v1.37's changes it does not port), so each of v1.36's measured
 workload scenarios, its objects written in v1beta1 and its gates as v1.37 has them (GangScheduling and
-WorkloadAwarePreemption went into GenericWorkload), places every pod as at v1.36, for the same reasons."""
+WorkloadAwarePreemption went into GenericWorkload), places every pod as at v1.36, for the same reasons; an error of
+the group's preemption says where it came from, as v1.37's does."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ import pytest
 from kss_sim.cluster.kinds.registry import POD_GROUP_V1BETA1, WORKLOAD_V1BETA1
 from kss_sim.cluster.kinds.workload_v1beta1 import in_stored_version, to_view
 from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler import podgroup_cycle
+from kss_sim.scheduler.framework import Code, Status
+from kss_sim.scheduler.preemption_podgroup import PodGroupPreemption
 from kss_sim.simulation.runner import run_scenario
 
 V136 = Path(__file__).resolve().parents[1] / "golden" / "v1.36"
@@ -93,3 +97,22 @@ def test_the_v1beta1_forms_round_trip_to_the_stored_ones() -> None:
     assert stored["spec"] == {
         "podGroupTemplates": [{"name": "t", "schedulingPolicy": {"basic": {}}, "disruptionMode": "Pod"}]
     }
+
+
+@pytest.mark.parametrize(("version", "prefix"), [("1.36", ""), ("1.37", "pod group preemption: ")])
+def test_an_error_of_pod_group_preemption_is_the_groups_and_says_so_from_v1_37(
+    version: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # kubernetes/kubernetes#139218 (v1.37): the error is wrapped as pod-by-pod preemption wraps its own.
+    def failing(*_args: Any, **_kwargs: Any) -> PodGroupPreemption:
+        return PodGroupPreemption(Status(Code.ERROR, "deleting a victim failed"), [])
+
+    monkeypatch.setattr(podgroup_cycle, "preempt_pod_group", failing)
+    scenario = _as_v1_37_has_its_gates(
+        json.loads((V136 / "gangpreemption/gangpreemption-007-workload-aware.scenario.json").read_text())
+    )
+    if version == "1.37":
+        scenario = _at_v1_37(scenario)
+    first = run_scenario(scenario, "full", kube_version=kube_version(version))["results"][0]
+    assert first["podGroup"]["outcome"] == "SchedulerError"
+    assert first["podGroup"]["message"] == f"{prefix}deleting a victim failed"
