@@ -327,11 +327,15 @@ def _apply(store: ClusterStore, items: list[Item], *, replace: bool, keep_going:
 
 
 def _check_served(store: ClusterStore, item: Item) -> None:
-    """``Invalid`` at the item's ``kind`` when it is of a CRD's kind that no established CRD serves here."""
+    """``Invalid`` at the item's ``kind`` when it is of a CRD's kind that no established CRD serves here;
+    ``BadRequest`` for a Workload API object in a version this release does not serve (stored alike)."""
     if item.kind not in BY_KIND and not store.serves(item.kind):
         kind = item.obj.get("kind")
         cause = Cause("kind", "FieldValueNotSupported", f"kind {kind!r} is not served by the virtual cluster")
         raise Invalid(item.kind, item.name, [cause])
+    refusal = snapshot.workload_api_refusal(item, store.kube_minor)
+    if refusal is not None:
+        raise BadRequest(refusal)
 
 
 def _apply_one(store: ClusterStore, item: Item) -> bool:

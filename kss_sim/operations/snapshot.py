@@ -156,6 +156,8 @@ class Item:
     path: str
     kind: str
     obj: Obj
+    # The apiVersion the object came in when the store holds it in another (v1.37's scheduling.k8s.io/v1beta1).
+    sent_api_version: str = ""
 
     @property
     def namespace(self) -> str | None:
@@ -297,7 +299,8 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
                 item = {"apiVersion": _V1BETA1_WORKLOAD_API, "kind": given[: -len("List")], **item}
             _add_object(parsed, item, f"{path}.items[{i}]", item_kind if item_kind in BY_KIND else None)
         return
-    if obj.get("apiVersion") == _V1BETA1_WORKLOAD_API and given in ("Workload", "PodGroup"):
+    sent_api_version = str(obj.get("apiVersion") or "")
+    if sent_api_version == _V1BETA1_WORKLOAD_API and given in ("Workload", "PodGroup"):
         try:
             obj = workload_v1beta1.in_stored_version(obj)  # v1.37's form, held as v1.36's, whose kind it then has
         except Invalid as exc:
@@ -328,7 +331,21 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
         from kss_sim.cluster.api.dra_versions import in_stored_version
 
         body = in_stored_version(body)
-    parsed.items.append(Item(path, kind, body))
+    parsed.items.append(Item(path, kind, body, sent_api_version))
+
+
+def workload_api_refusal(item: Item, minor: int) -> str | None:
+    """Why Kubernetes 1.``minor`` does not take ``item``, a v1.36 or v1.37 Workload API object (both stored in
+    v1.36's form) in a version that release does not serve, as its API would not; None when it does."""
+    if item.kind not in (WORKLOAD_V1ALPHA2, POD_GROUP_V1ALPHA2):
+        return None
+    sent = item.sent_api_version or str(item.obj.get("apiVersion") or "")
+    served = _V1BETA1_WORKLOAD_API if minor >= 37 else "scheduling.k8s.io/v1alpha2"
+    if sent == served:
+        return None
+    kind = str(item.obj.get("kind") or "")
+    has = f" (it has {served})" if minor >= 36 else ""  # v1.35 has neither: the store words that refusal itself
+    return f"the kind {kind} ({sent}) is not served: Kubernetes v1.{minor} does not have it{has}"
 
 
 def _registry_kind(given: Any, api_version: Any, fallback: str | None) -> str | None:

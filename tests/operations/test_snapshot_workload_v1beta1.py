@@ -99,3 +99,21 @@ async def test_an_import_with_a_disruption_mode_of_two_members_is_refused(v137: 
     assert cause["field"] == "[0].spec.disruptionMode"
     assert "exactly one of `single`, `all` is required" in cause["message"]
     assert (await v137.get(f"{V1BETA1}/podgroups/job-workers-0")).status_code == 404
+
+
+async def test_v1_36_s_workload_api_objects_are_refused_at_v1_37(v137: httpx.AsyncClient) -> None:
+    v1alpha2 = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "old", "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
+    answer = await v137.post("/simulator/v1/import", json={"podGroupsV1alpha2": [v1alpha2]})
+    assert answer.status_code == 422, answer.text
+    (cause,) = answer.json()["details"]["causes"]
+    assert cause["field"] == "podGroupsV1alpha2[0]"
+    assert cause["message"].endswith(
+        "the kind PodGroup (scheduling.k8s.io/v1alpha2) is not served: Kubernetes v1.37 does not have it "
+        "(it has scheduling.k8s.io/v1beta1)"
+    )
+    assert (await v137.get(f"{V1BETA1}/podgroups/old")).status_code == 404
