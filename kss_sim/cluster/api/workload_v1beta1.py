@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kss_sim.cluster.api.views import Conversion
-from kss_sim.cluster.errors import ApiError
+from kss_sim.cluster.errors import ApiError, Invalid
 from kss_sim.cluster.kinds import workload_v1beta1 as forms
 from kss_sim.cluster.kinds.registry import BY_KIND, KindInfo
 
@@ -69,7 +69,10 @@ def _renamed_paths(text: str) -> str:
 
 
 def _v1beta1_error(exc: ApiError) -> ApiError:
-    """The store's error with v1beta1's field paths in place of v1alpha2's (the group and kind are the same)."""
+    """The store's validation error with v1beta1's field paths in place of v1alpha2's (the group and kind are the
+    same); others, such as the view's own unknown fields, as they are."""
+    if not isinstance(exc, Invalid):
+        return exc
     exc.message = _renamed_paths(exc.message)
     exc.args = (exc.message,)
     if exc.details and isinstance(exc.details.get("causes"), list):
