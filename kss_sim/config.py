@@ -60,8 +60,9 @@ class Settings(BaseSettings):
         description="API group versions turned on or off, as kube-apiserver's `--runtime-config` takes them "
         "(`resource.k8s.io/v1beta1=true,api/beta=false`): beta APIs are off by default, so a v1.33 cluster serves DRA "
         "(resource.k8s.io/v1beta1, v1beta2) only when they are enabled here; resource.k8s.io/v1 is on from v1.34. "
-        "Alpha APIs are off too: the Workload API needs scheduling.k8s.io/v1alpha1=true (v1.35) or v1alpha2=true "
-        "(v1.36) besides the GenericWorkload gate. An unregistered version of a group the release has is refused.",
+        "Alpha APIs are off too: the Workload API needs scheduling.k8s.io/v1alpha1=true (v1.35), v1alpha2=true "
+        "(v1.36) or v1beta1=true (v1.37) besides the GenericWorkload gate. An unregistered version of a group the "
+        "release has is refused.",
     )
     max_body_bytes: int = Field(
         default=3 * 1024 * 1024,

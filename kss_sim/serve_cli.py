@@ -40,6 +40,8 @@ SERVE_EXAMPLES = """examples:
   kss serve --scheduler-config examples/replay/most-allocated.yaml
   kss serve --plugin-module my_plugins --feature-gates GenericWorkload=true,GangScheduling=true \\
       --runtime-config scheduling.k8s.io/v1alpha2=true     # v1.36's alpha Workload API, off by default as upstream
+  kss serve --kube-version 1.37 --feature-gates GenericWorkload=true \
+      --runtime-config scheduling.k8s.io/v1beta1=true      # v1.37's beta Workload API (ported, not measured)
   kss serve --kube-version 1.33 --feature-gates DynamicResourceAllocation=true \\
       --runtime-config resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true   # DRA as a v1.33 cluster has it
   kss serve --tls                                  # HTTPS, for kubectl with a token (KSS_API_TOKEN)

@@ -93,10 +93,10 @@ def available_kinds(
 
 
 def _how_to_serve(kind: Kind) -> str:
-    """How a simulator is started to serve an alpha workload-scheduling kind: its gate and, as kube-apiserver,
-    its group version in ``--runtime-config`` (alpha APIs are off by default)."""
+    """How a simulator is started to serve a workload-scheduling kind: its gate and, as kube-apiserver, its group
+    version in ``--runtime-config`` (alpha APIs and, from v1.24, new beta ones are off by default)."""
     group_version = kind.api_version
-    if not group_version.startswith("scheduling.k8s.io/v1alpha"):
+    if not group_version.startswith(("scheduling.k8s.io/v1alpha", "scheduling.k8s.io/v1beta")):
         return ""
     return f" (start it with --feature-gates=GenericWorkload=true --runtime-config={group_version}=true)"
 

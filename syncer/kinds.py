@@ -2,10 +2,10 @@
 
 Some kinds are ``optional``: a cluster serves them only with a CRD installed (PodGroup, from scheduler-plugins) or
 an alpha feature gate on (Workload, GenericWorkload). They are mirrored when both ends serve them (discovery).
-Kubernetes v1.36 replaced v1.35's Workload (scheduling.k8s.io/v1alpha1) with v1alpha2's Workload and PodGroup: the
-same kind names in another version, so their ``name`` here says the version (``Workload.v1alpha2``) and
-``object_kind`` the kind; asking for Workloads or PodGroups asks for every version of them, and discovery keeps the
-one both ends serve.
+Kubernetes v1.36 replaced v1.35's Workload (scheduling.k8s.io/v1alpha1) with v1alpha2's Workload and PodGroup, and
+v1.37 served them in v1beta1 instead: the same kind names in other versions, so their ``name`` here says the version
+(``Workload.v1alpha2``, ``Workload.v1beta1``) and ``object_kind`` the kind; asking for Workloads or PodGroups asks
+for every version of them, and discovery keeps the one both ends serve.
 
 The ``workload`` kinds (apps/v1 Deployments, ReplicaSets, StatefulSets, DaemonSets, batch/v1 Jobs, CronJobs) are
 mirrored only when asked for (``--workloads`` or by name in ``--kinds``): the simulator's own controllers then run
@@ -90,6 +90,13 @@ WORKLOAD_V1ALPHA2 = Kind(
 POD_GROUP_V1ALPHA2 = Kind(
     "PodGroup.v1alpha2", "scheduling.k8s.io/v1alpha2", "podgroups", True, False, optional=True, wire_kind="PodGroup"
 )
+# v1.37: the same kinds in the beta scheduling.k8s.io/v1beta1 (v1alpha2 dropped).
+WORKLOAD_V1BETA1 = Kind(
+    "Workload.v1beta1", "scheduling.k8s.io/v1beta1", "workloads", True, False, optional=True, wire_kind="Workload"
+)
+POD_GROUP_V1BETA1 = Kind(
+    "PodGroup.v1beta1", "scheduling.k8s.io/v1beta1", "podgroups", True, False, optional=True, wire_kind="PodGroup"
+)
 # Dynamic Resource Allocation (resource.k8s.io/v1, v1.34+): optional, mirrored where both ends serve it. A claim's
 # status is not copied (the simulator's scheduler allocates); claims a pod owns (made from its template by the
 # source's resourceclaim controller) are left to the simulator's controller, which makes them from the template.
@@ -136,6 +143,8 @@ ORDER: tuple[Kind, ...] = (
     WORKLOAD,
     WORKLOAD_V1ALPHA2,
     POD_GROUP_V1ALPHA2,
+    WORKLOAD_V1BETA1,
+    POD_GROUP_V1BETA1,
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_CLAIM,
     POD,
@@ -156,7 +165,10 @@ WORKLOADS: tuple[Kind, ...] = tuple(k for k in ORDER if k.workload)
 # (a Deployment creating its own ReplicaSets next to the mirrored ones' pods), so asking for it brings that kind.
 _BRINGS: dict[str, str] = {"Deployment": "ReplicaSet", "CronJob": "Job"}
 # A kind asked for by name is asked for in every version (discovery keeps those both ends serve).
-_OTHER_VERSIONS: dict[str, str] = {"Workload": "Workload.v1alpha2", "PodGroup": "PodGroup.v1alpha2"}
+_OTHER_VERSIONS: dict[str, tuple[str, ...]] = {
+    "Workload": ("Workload.v1alpha2", "Workload.v1beta1"),
+    "PodGroup": ("PodGroup.v1alpha2", "PodGroup.v1beta1"),
+}
 # Accepted spellings on the command line: Kind, lower-case kind, plural, short name.
 _ALIASES: dict[str, str] = {
     "ns": "Namespace",
@@ -230,7 +242,7 @@ def parse_kinds(spec: str | None, *, workloads: bool = False, custom_resources: 
             raise ValueError(f"unknown kind {word!r}; known: {', '.join(k.name for k in ORDER)}")
         wanted.add(name)
     wanted |= {_BRINGS[name] for name in wanted if name in _BRINGS}
-    wanted |= {_OTHER_VERSIONS[name] for name in wanted if name in _OTHER_VERSIONS}
+    wanted |= {other for name in wanted if name in _OTHER_VERSIONS for other in _OTHER_VERSIONS[name]}
     return tuple(k for k in ORDER if k.name in wanted)
 
 

@@ -61,9 +61,7 @@ def test_a_comparison_across_v1_36_and_v1_37_names_the_unmeasured_side(tmp_path:
     assert f"1.37 ({NOT_MEASURED})" in done.stdout  # the table printed
 
 
-def test_v1_37s_workload_scheduling_is_refused_in_one_line(tmp_path: Path) -> None:
-    done = kss("simulate", str(SCENARIO), "--kube-version", "1.37", "--feature-gates", "GenericWorkload=true")
-    one_line(done, 2, "kss simulate: --feature-gates: feature gate GenericWorkload (Kubernetes v1.37) is not simulated")
+def test_v1_37s_gang_scheduling_gate_is_refused_in_one_line() -> None:
     # GangScheduling went into GenericWorkload in v1.37: the gate is unknown there, as on kube-scheduler.
     done = kss("simulate", str(SCENARIO), "--kube-version", "1.37", "--feature-gates", "GangScheduling=true")
     one_line(done, 2, "kss simulate: --feature-gates: unrecognized feature gate: GangScheduling (Kubernetes v1.37 ")
@@ -96,8 +94,9 @@ def test_kubectl_api_resources_at_v1_37(at_1_37: Server) -> None:
     rows = {(line.split()[0], line.split()[-3]) for line in table.splitlines() if line.strip()}
     assert ("pods", "v1") in rows and ("nodes", "v1") in rows
     assert ("resourceclaims", "resource.k8s.io/v1") in rows
-    # v1.37 dropped scheduling.k8s.io/v1alpha2 and its v1beta1 Workload API is not ported: scheduling.k8s.io serves
-    # PriorityClasses alone (the scheduler-plugins PodGroup, scheduling.x-k8s.io, is every version's).
+    # v1.37 dropped scheduling.k8s.io/v1alpha2, and its v1beta1 Workload API is an off-by-default beta API (with
+    # GenericWorkload off, too): scheduling.k8s.io serves PriorityClasses alone (the scheduler-plugins PodGroup,
+    # scheduling.x-k8s.io, is every version's). test_kubectl_workload_v1beta1.py serves it.
     assert {row for row in rows if row[1].startswith("scheduling.k8s.io/")} == {
         ("priorityclasses", "scheduling.k8s.io/v1")
     }

@@ -4,9 +4,10 @@ flag changes them (``resource.k8s.io/v1beta1=true,api/beta=false``).
 Since v1.24 (KEP-3136) a beta API is off by default: kube-apiserver serves a beta group version only when
 ``--runtime-config`` enables it, and an alpha one never by default. The DRA group shows it best: resource.k8s.io/v1beta1
 (v1.32) and v1beta2 (v1.33) are off by default in every release, resource.k8s.io/v1 is on from v1.34, when it went GA
-(``RESOURCE_VERSIONS``). The workload-scheduling alpha kinds (scheduling.k8s.io/v1alpha1 at v1.35, v1alpha2 from
-v1.36) likewise need ``scheduling.k8s.io/v1alpha1=true`` (or v1alpha2, or ``api/alpha=true``) besides their
-GenericWorkload gate. docs/versions.md has the tables and their sources.
+(``RESOURCE_VERSIONS``). The workload-scheduling kinds (scheduling.k8s.io/v1alpha1 at v1.35, v1alpha2 at v1.36,
+the beta v1beta1 at v1.37) likewise need ``scheduling.k8s.io/v1alpha1=true`` (or v1alpha2, v1beta1, or
+``api/alpha=true`` / ``api/beta=true``) besides their GenericWorkload gate. docs/versions.md has the tables and
+their sources.
 
 The flag's syntax and errors are upstream's (k8s.io/apiserver's resourceconfig.MergeAPIResourceConfigs): comma-
 separated ``key=value`` pairs, a key alone meaning true; ``api/all``, ``api/ga``, ``api/beta`` and ``api/alpha``
@@ -211,19 +212,22 @@ def api_enabled(group: str, version: str, plural: str, minor: int, config: Runti
     return enabled
 
 
-# The alpha group version of the Workload API each release serves behind GenericWorkload.
-_WORKLOAD_API = {35: "v1alpha1", 36: "v1alpha2"}
+# The group version of the Workload API each release serves behind GenericWorkload (alpha, then beta from 1.37:
+# off by default either way).
+_WORKLOAD_API = {35: "v1alpha1", 36: "v1alpha2", 37: "v1beta1"}
 
 
 def workload_api_note(gates: Mapping[str, bool], minor: int, config: RuntimeConfig) -> str | None:
-    """One line for a run whose GenericWorkload gate is on while ``config`` leaves the Workload API's alpha group
-    version off (the gate alone serves nothing, as on kube-apiserver); None otherwise."""
+    """One line for a run whose GenericWorkload gate is on while ``config`` leaves the Workload API's group version
+    off (the gate alone serves nothing, as on kube-apiserver); None otherwise."""
     version = _WORKLOAD_API.get(minor)
     if version is None or not gates.get("GenericWorkload"):
         return None
     if api_enabled("scheduling.k8s.io", version, "workloads", minor, config):
         return None
+    stability = "an alpha" if _stability(version) == "alpha" else "a beta"
     return (
-        f"note: GenericWorkload is on but scheduling.k8s.io/{version} is not served (an alpha API, off by default "
-        f"as on kube-apiserver): add --runtime-config scheduling.k8s.io/{version}=true to serve the Workload API"
+        f"note: GenericWorkload is on but scheduling.k8s.io/{version} is not served ({stability} API, "
+        f"off by default as on kube-apiserver): add --runtime-config scheduling.k8s.io/{version}=true to serve the "
+        "Workload API"
     )

@@ -295,16 +295,9 @@ VERSIONS: dict[str, KubeVersion] = {
         KubeVersion(36, 2, "go1.26.0", _V1_36_PLUGINS),
         # v1.37.0: CHANGELOG-1.38.md's "Changelog since v1.37.0" is the only release of 1.37 the stored upstream
         # files establish (no patch release found); built with Go 1.26.4 (CHANGELOG-1.37.md). Not measured: its
-        # workload scheduling (scheduling.k8s.io/v1beta1, the PodGroup queue, PlacementFeasible) is not ported,
-        # so its gates are refused on (docs/versions.md lists what v1.37 changes that kss does not port).
-        KubeVersion(
-            37,
-            0,
-            "go1.26.4",
-            _V1_36_PLUGINS,
-            measured=False,
-            unported_gates=frozenset({"GenericWorkload", "TopologyAwareWorkloadScheduling"}),
-        ),
+        # Workload API is served in v1beta1 and scheduled as v1.36 schedules it, with v1.37's condition name
+        # (docs/versions.md lists what v1.37 changes that kss does not port).
+        KubeVersion(37, 0, "go1.26.4", _V1_36_PLUGINS, measured=False),
     )
 }
 

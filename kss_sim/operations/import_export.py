@@ -115,13 +115,16 @@ class OperationsService:
     def snapshot(self) -> Obj:
         """The whole virtual cluster and the scheduler configuration in kube-scheduler-simulator's shape."""
         objects: dict[str, list[Obj]] = {}
+        minor = self.settings.version.minor
         for key, kind in snapshot.SNAPSHOT_KINDS.items():
             # A kind the feature gates do not serve (Workload without GenericWorkload) is left out, as on export
-            # from a cluster without it.
-            if self.store.serves(kind):
+            # from a cluster without it; one served in another version than stored, in the version's form.
+            if self.store.serves(kind) and snapshot.exported_at(key, minor):
                 # Without managedFields, as ``kubectl get -o yaml`` shows objects: who wrote which field here
                 # means nothing on the cluster a snapshot is loaded into (import drops them too).
-                objects[key] = [_without_managed_fields(o) for o in self.store.list(kind)[0]]
+                objects[key] = [
+                    snapshot.exported_object(kind, _without_managed_fields(o), minor) for o in self.store.list(kind)[0]
+                ]
         if self.store.serves("CustomResourceDefinition"):
             objects[snapshot.CUSTOM_RESOURCES_KEY] = [
                 _without_managed_fields(o) for key in self._custom_keys() for o in self.store.list(key)[0]
@@ -326,11 +329,15 @@ def _apply(store: ClusterStore, items: list[Item], *, replace: bool, keep_going:
 
 
 def _check_served(store: ClusterStore, item: Item) -> None:
-    """``Invalid`` at the item's ``kind`` when it is of a CRD's kind that no established CRD serves here."""
+    """``Invalid`` at the item's ``kind`` when it is of a CRD's kind that no established CRD serves here;
+    ``BadRequest`` for a Workload API object in a version this release does not serve (stored alike)."""
     if item.kind not in BY_KIND and not store.serves(item.kind):
         kind = item.obj.get("kind")
         cause = Cause("kind", "FieldValueNotSupported", f"kind {kind!r} is not served by the virtual cluster")
         raise Invalid(item.kind, item.name, [cause])
+    refusal = snapshot.workload_api_refusal(item, store.kube_minor)
+    if refusal is not None:
+        raise BadRequest(refusal)
 
 
 def _apply_one(store: ClusterStore, item: Item) -> bool:

@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 import yaml
 
-from kss_sim.cluster.errors import BadRequest, Cause, invalid
+from kss_sim.cluster.errors import BadRequest, Cause, Invalid, invalid
+from kss_sim.cluster.kinds import workload_v1beta1
 from kss_sim.cluster.kinds.registry import BY_KIND, POD_GROUP_V1ALPHA2, WORKLOAD_V1ALPHA2, info_for
 from kss_sim.kube import go_yaml
 from kss_sim.kube.objects import Obj
@@ -32,9 +33,12 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "podDisruptionBudgets": "PodDisruptionBudget",
     "podGroups": "PodGroup",
     "workloads": "Workload",
-    # v1.36's scheduling.k8s.io/v1alpha2 kinds (a run serves either v1alpha1's Workload or these).
+    # v1.36's scheduling.k8s.io/v1alpha2 kinds (a run serves either v1alpha1's Workload or these), and the same
+    # kinds as v1.37 serves them, in v1beta1 (``EXPORTED_MINORS``).
     "workloadsV1alpha2": WORKLOAD_V1ALPHA2,
     "podGroupsV1alpha2": POD_GROUP_V1ALPHA2,
+    "workloadsV1beta1": WORKLOAD_V1ALPHA2,
+    "podGroupsV1beta1": POD_GROUP_V1ALPHA2,
     "deployments": "Deployment",
     "replicaSets": "ReplicaSet",
     "statefulSets": "StatefulSet",
@@ -48,6 +52,15 @@ SNAPSHOT_KINDS: dict[str, str] = {
     "customResourceDefinitions": "CustomResourceDefinition",
 }
 SCHEDULER_CONFIG_KEY = "schedulerConfig"
+# Keys whose kind is stored in one form and served in another by version: the minor versions (first, last) that
+# export under each (import reads every key at every version).
+EXPORTED_MINORS: dict[str, tuple[int, int | None]] = {
+    "workloadsV1alpha2": (0, 36),
+    "podGroupsV1alpha2": (0, 36),
+    "workloadsV1beta1": (37, None),
+    "podGroupsV1beta1": (37, None),
+}
+_V1BETA1_WORKLOAD_API = "scheduling.k8s.io/v1beta1"
 # The objects of every CRD's kind, whatever their kind (each carries its apiVersion and kind).
 CUSTOM_RESOURCES_KEY = "customResources"
 # Export key order as kube-scheduler-simulator writes it; our extra kinds last.
@@ -66,6 +79,8 @@ EXPORT_ORDER = (
     "workloads",
     "workloadsV1alpha2",
     "podGroupsV1alpha2",
+    "workloadsV1beta1",
+    "podGroupsV1beta1",
     "deployments",
     "replicaSets",
     "statefulSets",
@@ -141,6 +156,8 @@ class Item:
     path: str
     kind: str
     obj: Obj
+    # The apiVersion the object came in when the store holds it in another (v1.37's scheduling.k8s.io/v1beta1).
+    sent_api_version: str = ""
 
     @property
     def namespace(self) -> str | None:
@@ -176,6 +193,20 @@ class Parsed:
     # Read as JSON: the items are plain JSON values no one else holds (YAML may hold dates, say), which a create
     # may then take as they are instead of copying them first.
     from_json: bool = False
+
+
+def exported_at(key: str, minor: int) -> bool:
+    """Whether an export at Kubernetes 1.``minor`` writes the snapshot key ``key`` (when its kind is served)."""
+    first, last = EXPORTED_MINORS.get(key, (0, None))
+    return first <= minor and (last is None or minor <= last)
+
+
+def exported_object(kind: str, obj: Obj, minor: int) -> Obj:
+    """A stored object of the registry's ``kind`` as an export at Kubernetes 1.``minor`` writes it: v1.37's
+    Workload API in v1beta1, as its API serves it; any other as stored."""
+    if kind not in (WORKLOAD_V1ALPHA2, POD_GROUP_V1ALPHA2) or minor < 37:
+        return obj
+    return workload_v1beta1.in_served_version(kind, obj, minor)
 
 
 def load_documents(text: str, what: str = "the snapshot") -> list[Any]:
@@ -263,8 +294,18 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
     if isinstance(given, str) and given.endswith("List") and isinstance(obj.get("items"), list):
         item_kind = _registry_kind(given[: -len("List")], obj.get("apiVersion"), None)
         for i, item in enumerate(obj["items"]):
+            if obj.get("apiVersion") == _V1BETA1_WORKLOAD_API and isinstance(item, dict):
+                # Typed Go exports omit an item's apiVersion: the list's says which form the item is in.
+                item = {"apiVersion": _V1BETA1_WORKLOAD_API, "kind": given[: -len("List")], **item}
             _add_object(parsed, item, f"{path}.items[{i}]", item_kind if item_kind in BY_KIND else None)
         return
+    sent_api_version = str(obj.get("apiVersion") or "")
+    if sent_api_version == _V1BETA1_WORKLOAD_API and given in ("Workload", "PodGroup"):
+        try:
+            obj = workload_v1beta1.in_stored_version(obj)  # v1.37's form, held as v1.36's, whose kind it then has
+        except Invalid as exc:
+            parsed.errors += [Cause(f"{path}.{c.field}", c.reason, c.message) for c in exc.causes]
+            return
     if given == SCHEDULER_CONFIG_KIND:
         _set_config(parsed, obj, path)
         return
@@ -290,7 +331,21 @@ def _add_object(parsed: Parsed, obj: Any, path: str, kind: str | None) -> None:
         from kss_sim.cluster.api.dra_versions import in_stored_version
 
         body = in_stored_version(body)
-    parsed.items.append(Item(path, kind, body))
+    parsed.items.append(Item(path, kind, body, sent_api_version))
+
+
+def workload_api_refusal(item: Item, minor: int) -> str | None:
+    """Why Kubernetes 1.``minor`` does not take ``item``, a v1.36 or v1.37 Workload API object (both stored in
+    v1.36's form) in a version that release does not serve, as its API would not; None when it does."""
+    if item.kind not in (WORKLOAD_V1ALPHA2, POD_GROUP_V1ALPHA2):
+        return None
+    sent = item.sent_api_version or str(item.obj.get("apiVersion") or "")
+    served = _V1BETA1_WORKLOAD_API if minor >= 37 else "scheduling.k8s.io/v1alpha2"
+    if sent == served:
+        return None
+    kind = str(item.obj.get("kind") or "")
+    has = f" (it has {served})" if minor >= 36 else ""  # v1.35 has neither: the store words that refusal itself
+    return f"the kind {kind} ({sent}) is not served: Kubernetes v1.{minor} does not have it{has}"
 
 
 def _registry_kind(given: Any, api_version: Any, fallback: str | None) -> str | None:

@@ -14,6 +14,7 @@ import itertools
 import logging
 from typing import TYPE_CHECKING
 
+from kss_sim.cluster.kinds.workload_v1beta1 import in_stored_version
 from kss_sim.kube.node_ready import node_monitor_grace_period
 from kss_sim.kube.objects import Obj
 from kss_sim.replay import intake
@@ -103,6 +104,7 @@ class ObjectIntake:
 
     def create(self, obj: Obj, *, run_for: float | None, end_at: float | None, seq: int | None) -> None:
         run = self.run
+        obj = in_stored_version(obj)
         kind = scheduler_kind(obj)
         if kind == "Pod":
             run._create_pod(obj, run_for=run_for, end_at=end_at, owner="", seq=seq)
@@ -127,6 +129,7 @@ class ObjectIntake:
 
     def create_if_absent(self, obj: Obj) -> bool:
         """:meth:`create` unless an object of that kind, namespace and name exists (False then)."""
+        obj = in_stored_version(obj)
         kind = scheduler_kind(obj)
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
@@ -147,6 +150,7 @@ class ObjectIntake:
 
     def update(self, obj: Obj) -> None:
         run = self.run
+        obj = in_stored_version(obj)
         kind = scheduler_kind(obj)
         meta = obj.setdefault("metadata", {})
         if kind == "Pod":
@@ -264,7 +268,7 @@ class ObjectIntake:
 
 _V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
 # v1.36's Workload and PodGroup go by the scheduler's own names for them (the kinds of v1.35 and scheduler-plugins
-# keep theirs), as in ``kss simulate``.
+# keep theirs), as in ``kss simulate``; v1.37's v1beta1 ones are read in that form (``in_stored_version``).
 _V1ALPHA2_KINDS = frozenset(("PodGroup.v1alpha2", "Workload.v1alpha2"))
 
 

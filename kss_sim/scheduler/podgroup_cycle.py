@@ -10,7 +10,8 @@ every pod was tried, all are taken back (Unreserve, forgotten). The group is sch
 Success (for a gang: its quorum met); each pod that fitted is then assumed, reserved and permitted again and goes on
 to binding as a pod-by-pod cycle's would, the others fail with their own reasons. Otherwise no pod is bound: a pod
 that fitted fails with "pod group is unschedulable, <its Permit message>" and no rejecting plugin (backoffQ), the
-others with their own FitError. The outcome is the PodGroup's ``PodGroupScheduled`` condition.
+others with their own FitError. The outcome is the PodGroup's ``PodGroupScheduled`` condition
+(``PodGroupInitiallyScheduled`` from v1.37 on).
 
 A pod that fits only by preemption is assumed on its nominated node, so the pods after it see it there; a group that
 is feasible that way waits for the preemption ("pod group is waiting for preemption to complete").
@@ -52,8 +53,11 @@ if TYPE_CHECKING:
 # errPodGroupUnschedulable: the error of every unschedulable group's status, first of its reasons.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
-# The PodGroup's condition and its reasons (scheduling.k8s.io/v1alpha2).
+POD_GROUP_PREEMPTION_ERROR = "pod group preemption: "
+# The PodGroup's condition and its reasons (scheduling.k8s.io/v1alpha2). v1.37 renamed the condition
+# PodGroupInitiallyScheduled (kubernetes/kubernetes#139743): it says the group was once scheduled, never undone.
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
+POD_GROUP_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
@@ -183,7 +187,7 @@ class PodGroupCycle:
         ]
         for t in [*result.tries, *untried]:
             self._submit(t, result, opts, outcome)
-        outcome.condition = _condition(result.code, result.message)
+        outcome.condition = _condition(result.code, result.message, fwk.handle.kube_version.minor)
         record: dict[str, Any] = {
             "podGroup": f"{namespace}/{name}",
             "pods": [pod.key for pod in pods],
@@ -229,7 +233,9 @@ class PodGroupCycle:
         if st.is_success():
             result.waiting_on_preemption = True
         elif st.code == Code.ERROR:
-            result.code, result.message = "Error", st.message()
+            # v1.37 names where the error came from, as pod-by-pod preemption does (kubernetes/kubernetes#139218).
+            prefix = POD_GROUP_PREEMPTION_ERROR if fwk.handle.kube_version.minor >= 37 else ""
+            result.code, result.message = "Error", prefix + st.message()
         else:
             result.message = f"{result.message}, {st.message()}"
         return preemption
@@ -446,11 +452,17 @@ def _score_placements(
     return totals, Status()
 
 
-def _condition(code: str, message: str) -> dict[str, str]:
+def condition_type(minor: int) -> str:
+    """The PodGroup condition a group cycle sets at Kubernetes 1.``minor``."""
+    return POD_GROUP_INITIALLY_SCHEDULED if minor >= 37 else POD_GROUP_SCHEDULED
+
+
+def _condition(code: str, message: str, minor: int) -> dict[str, str]:
+    kind = condition_type(minor)
     if code == "Success":
-        return {"type": POD_GROUP_SCHEDULED, "status": "True", "reason": REASON_SCHEDULED, "message": message}
+        return {"type": kind, "status": "True", "reason": REASON_SCHEDULED, "message": message}
     reason = REASON_SCHEDULER_ERROR if code == "Error" else REASON_UNSCHEDULABLE
-    return {"type": POD_GROUP_SCHEDULED, "status": "False", "reason": reason, "message": message}
+    return {"type": kind, "status": "False", "reason": reason, "message": message}
 
 
 def _failed_attempt(pod: PodInfo, attempt_no: int, message: str, result: str) -> Attempt:

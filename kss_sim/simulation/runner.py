@@ -74,7 +74,12 @@ def cluster_objects_from(scenario: dict[str, Any]) -> ClusterObjects:
     co.replication_controllers = list(scenario.get("replicationControllers") or [])
     for kind, field_name in (("PodGroup", "podGroups"), ("Workload", "workloads")):
         for obj in scenario.get(field_name) or []:
-            # v1.36's scheduling.k8s.io/v1alpha2 objects go by the scheduler's own names for them.
+            # v1.36's scheduling.k8s.io/v1alpha2 objects go by the scheduler's own names for them; v1.37's v1beta1
+            # ones are held in that form too.
+            if obj.get("apiVersion") == _V1BETA1:
+                from kss_sim.cluster.kinds.workload_v1beta1 import in_stored_version  # the cluster, only then
+
+                obj = in_stored_version(obj)
             co.put_object(f"{kind}.v1alpha2" if obj.get("apiVersion") == _V1ALPHA2 else kind, obj)
     # The pod lister (the gang plugins' query) sees every pod of the run from the start: all are created before
     # scheduling begins. Filled only for scenarios with groups, which are the only ones that read it.
@@ -98,6 +103,7 @@ _DRA_KEYS = (
 
 
 _V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+_V1BETA1 = "scheduling.k8s.io/v1beta1"
 
 
 def _uses_pod_lister(co: ClusterObjects) -> bool:

@@ -94,12 +94,32 @@ def test_the_alpha_workload_api_needs_the_runtime_config_besides_its_gate(minor:
     assert not api_enabled("scheduling.k8s.io", "v1", "priorityclasses", minor, {"api/ga": "false"})
 
 
+def test_the_beta_workload_api_of_v1_37_needs_the_runtime_config_besides_its_gate() -> None:
+    workloads = BY_RESOURCE[("scheduling.k8s.io", "v1beta1", "workloads")]
+    pod_groups = BY_RESOURCE[("scheduling.k8s.io", "v1beta1", "podgroups")]
+    gate = {"GenericWorkload": True}
+    assert not api_served(workloads, gate, 37)  # a beta API: off by default (KEP-3136)
+    for config in ({"scheduling.k8s.io/v1beta1": "true"}, {"api/beta": "true"}):
+        assert api_served(workloads, gate, 37, config) and api_served(pod_groups, gate, 37, config), config
+    assert not api_served(workloads, {}, 37, {"scheduling.k8s.io/v1beta1": "true"})
+    assert not api_served(workloads, gate, 37, {"api/alpha": "true"})
+    # v1.36 has no Workload API in v1beta1, and v1.37 none in v1alpha2 (the store's form of both).
+    assert not api_served(workloads, gate, 36, {"scheduling.k8s.io/v1beta1": "true"})
+    stored = BY_RESOURCE[("scheduling.k8s.io", "v1alpha2", "workloads")]
+    assert not api_served(stored, gate, 37, {"api/all": "true"})
+
+
 def test_kss_serve_says_when_the_gate_is_on_and_the_workload_api_is_not_served() -> None:
     gate = {"GenericWorkload": True}
     assert workload_api_note(gate, 36, {}) == (
         "note: GenericWorkload is on but scheduling.k8s.io/v1alpha2 is not served (an alpha API, off by default as on "
         "kube-apiserver): add --runtime-config scheduling.k8s.io/v1alpha2=true to serve the Workload API"
     )
+    assert workload_api_note(gate, 37, {}) == (
+        "note: GenericWorkload is on but scheduling.k8s.io/v1beta1 is not served (a beta API, off by default as on "
+        "kube-apiserver): add --runtime-config scheduling.k8s.io/v1beta1=true to serve the Workload API"
+    )
+    assert workload_api_note(gate, 37, {"api/beta": "true"}) is None
     assert workload_api_note(gate, 35, {"api/alpha": "false"}) is not None
     assert workload_api_note(gate, 35, {"scheduling.k8s.io/v1alpha1": "true"}) is None
     assert workload_api_note({}, 36, {}) is None

@@ -103,12 +103,13 @@ def test_a_gate_folded_into_another_follows_it() -> None:
     assert kube_version("1.36").effective_gates({"GenericWorkload": True})["GangScheduling"] is False
 
 
-def test_v1_37s_workload_scheduling_is_refused_as_not_simulated() -> None:
-    # Its API (scheduling.k8s.io/v1beta1), PodGroup queue and PlacementFeasible point are not ported.
+def test_v1_37s_workload_scheduling_gates_are_accepted() -> None:
+    # Its API is served in scheduling.k8s.io/v1beta1 and its groups scheduled as v1.36 schedules them (ported, not
+    # measured); TopologyAwareWorkloadScheduling still needs GenericWorkload.
     for gates in ({"GenericWorkload": True}, {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True}):
-        with pytest.raises(ValueError, match=r"feature gate GenericWorkload \(Kubernetes v1\.37\) is not simulated"):
-            kube_version("1.37").check_gates(gates)
-    kube_version("1.37").check_gates({"GenericWorkload": False})
+        kube_version("1.37").check_gates(gates)
+    with pytest.raises(ValueError, match=r"^feature gate TopologyAwareWorkloadScheduling requires GenericWorkload"):
+        kube_version("1.37").check_gates({"TopologyAwareWorkloadScheduling": True})
 
 
 def test_the_default_versions_gates_are_what_gate_enabled_falls_back_to() -> None:

@@ -107,3 +107,21 @@ async def test_a_kubectl_list_is_read_by_apiversion_and_refused_whole_by_v1_35(c
         assert [c["field"] for c in causes] == ["[0].items[0]", "[0].items[1]"]
         assert all("Kubernetes v1.35 does not have it" in c["message"] for c in causes)
         assert (await v135.get("/api/v1/namespaces/team")).status_code == 404, "nothing was imported"
+
+
+async def test_v1_37_s_beta_objects_are_refused_at_v1_36(client_at: Client) -> None:
+    v1beta1 = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "new", "namespace": "default"},
+        "spec": {"workloadRef": {"workloadName": "job", "templateName": "workers"}},
+    }
+    async with client_at("1.36") as v136:
+        answer = await v136.post("/simulator/v1/import", json=[v1beta1])
+        assert answer.status_code == 422, answer.text
+        (cause,) = answer.json()["details"]["causes"]
+        assert cause["message"].endswith(
+            "the kind PodGroup (scheduling.k8s.io/v1beta1) is not served: Kubernetes v1.36 does not have it "
+            "(it has scheduling.k8s.io/v1alpha2)"
+        )
+        assert (await v136.get(f"{V1ALPHA2}/podgroups/new")).status_code == 404

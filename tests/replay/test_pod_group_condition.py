@@ -1,6 +1,7 @@
 """v1.36's PodGroup cycle in a replay (``--kube-version 1.36`` with GenericWorkload and GangScheduling): the
 scheduling.k8s.io/v1alpha2 PodGroup is the scheduler's own kind, and each cycle's outcome is written on its
-``PodGroupScheduled`` condition as kss serve writes it, the transition time on the virtual clock."""
+``PodGroupScheduled`` condition as kss serve writes it, the transition time on the virtual clock. At v1.37 (ported)
+the same with a v1beta1 PodGroup, under the condition's v1.37 name."""
 
 from __future__ import annotations
 
@@ -94,3 +95,24 @@ def test_a_scheduled_gang_is_not_turned_back_by_a_later_cycle() -> None:
     assert by_name(result)["c"].bound_at is None
     (condition,) = _conditions(run, "gang")
     assert (condition["status"], condition["lastTransitionTime"]) == ("True", "2026-04-22T00:00:02Z")
+
+
+def test_at_v1_37_a_v1beta1_gang_is_the_same_and_its_condition_is_named_initially_scheduled() -> None:
+    group = {**_pod_group("gang", 2), "apiVersion": "scheduling.k8s.io/v1beta1"}
+    group["spec"] = {**group["spec"], "disruptionMode": {"all": {}}}
+    spec = {
+        "epoch": EPOCH,
+        "start": [node("n1"), group],
+        "events": [{"at": 10, "create": _member("a", "1")}, {"at": 25, "create": _member("b", "1")}],
+    }
+    doc = {"apiVersion": "kss.sigs.k8s.io/v1alpha1", "kind": "TimedWorkload", "metadata": {"name": "t"}, "spec": spec}
+    run = Replay(
+        parse_workload(orjson.dumps(doc).decode()),
+        feature_gates={"GenericWorkload": True},  # GangScheduling went into it at v1.37
+        kube_version=kube_version("1.37"),
+    )
+    result = run.run()
+    assert by_name(result)["a"].bound_at == 25.0 and by_name(result)["b"].bound_at == 25.0
+    stored = run.cluster.get_object(POD_GROUP_V1ALPHA2, "default", "gang")
+    assert stored is not None and stored["spec"]["disruptionMode"] == "PodGroup"  # held in v1.36's form
+    assert [(c["type"], c["status"]) for c in _conditions(run, "gang")] == [("PodGroupInitiallyScheduled", "True")]

@@ -11,7 +11,17 @@ import pytest
 from syncer.backoff import Backoff
 from syncer.discovery import available_kinds
 from syncer.importer import run_import
-from syncer.kinds import DEFAULT, POD, POD_GROUP, POD_GROUP_V1ALPHA2, WORKLOAD, WORKLOAD_V1ALPHA2, parse_kinds
+from syncer.kinds import (
+    DEFAULT,
+    POD,
+    POD_GROUP,
+    POD_GROUP_V1ALPHA2,
+    POD_GROUP_V1BETA1,
+    WORKLOAD,
+    WORKLOAD_V1ALPHA2,
+    WORKLOAD_V1BETA1,
+    parse_kinds,
+)
 from syncer.kube import Unavailable
 from syncer.objects import Obj
 from syncer.runner import Syncer, SyncOptions
@@ -53,19 +63,33 @@ def workload(name: str) -> Obj:
 
 
 def test_the_new_kinds_come_before_pods_and_have_their_names() -> None:
-    assert [k.name for k in DEFAULT][-7:] == [
+    assert [k.name for k in DEFAULT][-9:] == [
         "PodGroup",
         "Workload",
         "Workload.v1alpha2",
         "PodGroup.v1alpha2",
+        "Workload.v1beta1",
+        "PodGroup.v1beta1",
         "ResourceClaimTemplate",
         "ResourceClaim",
         "Pod",
     ]
     # Workloads and PodGroups are asked for in every version; discovery keeps what both ends serve.
-    assert parse_kinds("pg,workloads,pods") == (POD_GROUP, WORKLOAD, WORKLOAD_V1ALPHA2, POD_GROUP_V1ALPHA2, POD)
-    assert parse_kinds("pgs") == parse_kinds("podgroups") == parse_kinds("PodGroup") == (POD_GROUP, POD_GROUP_V1ALPHA2)
+    assert parse_kinds("pg,workloads,pods") == (
+        POD_GROUP,
+        WORKLOAD,
+        WORKLOAD_V1ALPHA2,
+        POD_GROUP_V1ALPHA2,
+        WORKLOAD_V1BETA1,
+        POD_GROUP_V1BETA1,
+        POD,
+    )
+    pod_groups = (POD_GROUP, POD_GROUP_V1ALPHA2, POD_GROUP_V1BETA1)
+    assert parse_kinds("pgs") == parse_kinds("podgroups") == parse_kinds("PodGroup") == pod_groups
     assert parse_kinds("Workload.v1alpha2") == (WORKLOAD_V1ALPHA2,)
+    assert parse_kinds("Workload.v1beta1") == (WORKLOAD_V1BETA1,)
+    assert POD_GROUP_V1BETA1.path("ns", "g") == "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/g"
+    assert (WORKLOAD_V1BETA1.object_kind, POD_GROUP_V1BETA1.object_kind) == ("Workload", "PodGroup")
     assert (WORKLOAD_V1ALPHA2.object_kind, POD_GROUP_V1ALPHA2.object_kind, POD_GROUP.object_kind) == (
         "Workload",
         "PodGroup",
@@ -138,8 +162,10 @@ def test_v1_36_workloads_and_pod_groups_are_mirrored_without_the_pod_groups_stat
 
 def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="kss.syncer")
-    # A v1.35 source: no v1alpha2 kinds.
-    source = FakeSource(unserved={"PodGroup", "Workload.v1alpha2", "PodGroup.v1alpha2"})
+    # A v1.35 source: no v1alpha2 or v1beta1 kinds.
+    source = FakeSource(
+        unserved={"PodGroup", "Workload.v1alpha2", "PodGroup.v1alpha2", "Workload.v1beta1", "PodGroup.v1beta1"}
+    )
     target = FakeTarget()
     target.unserved = {"Workload"}
     dra = {"DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim"}  # served by both fakes
@@ -151,11 +177,29 @@ def test_kinds_an_end_does_not_serve_are_left_out_with_one_line(caplog: pytest.L
         "(start it with --feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1alpha1=true)",
         "the source does not serve workloads (scheduling.k8s.io/v1alpha2): not mirroring them",
         "the source does not serve podgroups (scheduling.k8s.io/v1alpha2): not mirroring them",
+        "the source does not serve workloads (scheduling.k8s.io/v1beta1): not mirroring them",
+        "the source does not serve podgroups (scheduling.k8s.io/v1beta1): not mirroring them",
     ]
-    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING", "INFO", "INFO"]
+    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING", "INFO", "INFO", "INFO", "INFO"]
     # Kinds every cluster serves are never asked about.
     discovered = [c[1] for c in target.calls if c[0] == "discover"]
     assert discovered == ["DeviceClass", "ResourceSlice", "Workload", "ResourceClaimTemplate", "ResourceClaim"]
+
+
+def test_a_v1_37_source_s_beta_workload_kinds_need_the_simulator_started_for_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="kss.syncer")
+    wanted = (WORKLOAD_V1BETA1, POD_GROUP_V1BETA1, POD)
+    target = FakeTarget()
+    target.unserved = {"Workload.v1beta1", "PodGroup.v1beta1"}
+    assert available_kinds(FakeSource(), target, wanted) == (POD,)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the simulator does not serve {plural} (scheduling.k8s.io/v1beta1): not mirroring them (start it with "
+        "--feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true)"
+        for plural in ("workloads", "podgroups")
+    ]
+    assert available_kinds(FakeSource(), FakeTarget(), wanted) == wanted
 
 
 def test_discovery_is_retried_while_the_source_is_unreachable() -> None:

@@ -124,4 +124,4 @@ def test_kinds_parse_in_apply_order_with_any_spelling() -> None:
         "PersistentVolume",
         "Pod",
     ]
-    assert len(parse_kinds(None)) == 17  # with the four optional DRA kinds and v1.36's Workload and PodGroup
+    assert len(parse_kinds(None)) == 19  # with the four optional DRA kinds, v1.36's and v1.37's Workload and PodGroup

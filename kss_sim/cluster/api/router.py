@@ -36,6 +36,7 @@ from kss_sim.cluster.api import (
     scale,
     views,
     watch,
+    workload_v1beta1,
 )
 from kss_sim.cluster.api.custom_versions import converted, in_version, in_versions
 from kss_sim.cluster.api.discovery import FINALIZE
@@ -251,7 +252,7 @@ _METHODS = list(_HANDLERS)
 # How each kind served from another kind's stored objects converts them (``KindInfo.view``).
 _VIEW_CONVERSIONS = {
     (c.view.api_version, c.view.plural): c
-    for c in (events_v1.CONVERSION, autoscaling_v1.CONVERSION, *dra_versions.CONVERSIONS)
+    for c in (events_v1.CONVERSION, autoscaling_v1.CONVERSION, *dra_versions.CONVERSIONS, *workload_v1beta1.CONVERSIONS)
 }
 KUBE_METHODS = frozenset(_HANDLERS)
 

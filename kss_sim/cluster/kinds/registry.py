@@ -4,11 +4,11 @@ Some kinds are not always there, as on a real cluster: ``PodGroup`` (scheduling.
 scheduler-plugins CustomResourceDefinition would be (``custom``); the workload-scheduling kinds only while their
 feature gate, GenericWorkload, is on (``feature_gate``) and only in the Kubernetes versions that have them
 (``minors``): ``Workload`` in scheduling.k8s.io/v1alpha1 in v1.35, ``Workload`` and ``PodGroup`` in
-scheduling.k8s.io/v1alpha2 from v1.36 on; and only in the group versions the release serves by default or
-``--runtime-config`` enables (``kss_sim.kube.api_enablement``: resource.k8s.io/v1 from v1.34 on, its betas when
-enabled). ``served`` says which kinds a version and a set of gates have, ``api_served`` which of them the API serves
-under a runtime config. The registry itself lists every kind, so the store keeps a place for each whatever the
-version and the gates.
+scheduling.k8s.io/v1alpha2 in v1.36 and in v1beta1 (a view of the same stored objects) from v1.37 on; and only in
+the group versions the release serves by default or ``--runtime-config`` enables (``kss_sim.kube.api_enablement``:
+resource.k8s.io/v1 from v1.34 on, its betas when enabled). ``served`` says which kinds a version and a set of gates
+have, ``api_served`` which of them the API serves under a runtime config. The registry itself lists every kind, so
+the store keeps a place for each whatever the version and the gates.
 
 A kind's ``kind`` is the name the store, the dispatch tables and the UI know it by, unique in the registry; it is
 the Kubernetes kind itself except where two served types share one (``api_kind`` is what clients see).
@@ -196,8 +196,9 @@ KINDS: tuple[KindInfo, ...] = (
         minors=(35, 35),
     ),
     # v1.36 replaced v1alpha1 (whose objects it cannot read) with an immutable Workload of pod group templates and
-    # a runtime PodGroup with a status subresource (pkg/registry/scheduling/{workload,podgroup}). v1.37 dropped
-    # v1alpha2 for v1beta1, which kss has not ported (docs/versions.md): v1.36 alone has these.
+    # a runtime PodGroup with a status subresource (pkg/registry/scheduling/{workload,podgroup}). v1.37 serves them
+    # in v1beta1 only (WORKLOAD_V1BETA1, POD_GROUP_V1BETA1 below); the store keeps this form from 1.36 on, and the
+    # API serves v1alpha2 only where it is registered (1.36).
     KindInfo(
         "scheduling.k8s.io",
         "v1alpha2",
@@ -206,7 +207,7 @@ KINDS: tuple[KindInfo, ...] = (
         "workload",
         True,
         feature_gate="GenericWorkload",
-        minors=(36, 36),
+        minors=(36, None),
         wire_kind="Workload",
     ),
     KindInfo(
@@ -219,7 +220,7 @@ KINDS: tuple[KindInfo, ...] = (
         subresources=("status",),
         has_status=True,
         feature_gate="GenericWorkload",
-        minors=(36, 36),
+        minors=(36, None),
         wire_kind="PodGroup",
     ),
     # The workload kinds kube-controller-manager's controllers own (app/controllers/ plays that part here).
@@ -365,7 +366,38 @@ def _dra_view(version: str, stored: str) -> KindInfo:
 DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
 DRA_V1BETA2 = tuple(_dra_view("v1beta2", kind) for kind in DRA_KINDS)
 DRA_V1BETA1 = tuple(_dra_view("v1beta1", kind) for kind in DRA_KINDS)
-VIEWS: tuple[KindInfo, ...] = (EVENTS_V1, AUTOSCALING_V1, *DRA_V1BETA2, *DRA_V1BETA1)
+
+
+def _workload_view(stored: str) -> KindInfo:
+    info = next(k for k in KINDS if k.kind == stored)
+    return KindInfo(
+        info.group,
+        "v1beta1",
+        info.kind,
+        info.plural,
+        info.singular,
+        info.namespaced,
+        subresources=info.subresources,
+        has_status=info.has_status,
+        feature_gate=info.feature_gate,
+        minors=(37, None),
+        wire_kind=info.wire_kind,
+        view=True,
+    )
+
+
+# v1.37's Workload API (scheduling.k8s.io/v1beta1) over the stored v1alpha2 objects
+# (kss_sim.cluster.api.workload_v1beta1).
+WORKLOAD_V1BETA1 = _workload_view(WORKLOAD_V1ALPHA2)
+POD_GROUP_V1BETA1 = _workload_view(POD_GROUP_V1ALPHA2)
+VIEWS: tuple[KindInfo, ...] = (
+    EVENTS_V1,
+    AUTOSCALING_V1,
+    *DRA_V1BETA2,
+    *DRA_V1BETA1,
+    WORKLOAD_V1BETA1,
+    POD_GROUP_V1BETA1,
+)
 
 BY_KIND: dict[str, KindInfo] = {k.kind: k for k in KINDS}
 BY_RESOURCE: dict[tuple[str, str, str], KindInfo] = {(k.group, k.version, k.plural): k for k in KINDS + VIEWS}

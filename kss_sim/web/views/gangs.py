@@ -40,7 +40,8 @@ KIND_LABELS = {
     WORKLOAD: "Workload",
     POD_GROUP_V1ALPHA2: "PodGroup (scheduling.k8s.io/v1alpha2)",
 }
-POD_GROUP_SCHEDULED = "PodGroupScheduled"
+# The group cycle's condition: v1.36's name, and v1.37's for the same condition.
+POD_GROUP_SCHEDULED_TYPES = ("PodGroupScheduled", "PodGroupInitiallyScheduled")
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 COSCHEDULING = "Coscheduling"
 GANG_SCHEDULING = "GangScheduling"
@@ -364,7 +365,7 @@ class GangReader:
                 enforced=self.gang_scheduling or not isinstance(gang_spec, Mapping),
                 policy="gang" if isinstance(gang_spec, Mapping) else "basic",
                 topology_key=str((topology[0] or {}).get("key") or "") if topology else "",
-                condition=next((c for c in conditions if c.get("type") == POD_GROUP_SCHEDULED), None),
+                condition=next((c for c in conditions if c.get("type") in POD_GROUP_SCHEDULED_TYPES), None),
             )
         else:
             obj = self.workloads.get((key.namespace, key.name))

@@ -1,0 +1,159 @@
+"""scheduling.k8s.io/v1beta1 (Kubernetes v1.37): the Workload API's beta and the v1alpha2 form the store holds it in.
+
+v1.37 promoted v1.36's Workload and PodGroup to v1beta1 and dropped v1alpha2 (kubernetes/kubernetes#138572). kss
+keeps storing them in v1.36's form (``Workload.v1alpha2``, ``PodGroup.v1alpha2``: what the scheduler, the store's
+validation and defaults read) and converts where objects come in or go out, as kube-apiserver converts its one
+stored resource to the version a request names. The two forms differ in three places
+(k8s.io/api/scheduling/v1beta1/types.go):
+
+- ``disruptionMode`` is a union struct, ``{"single": {}}`` or ``{"all": {}}``, where v1alpha2 said ``Pod`` or
+  ``PodGroup``; a PodGroup's defaults to ``single`` as v1alpha2's to ``Pod``;
+- a PodGroup names its template in ``spec.workloadRef`` (``workloadName``, ``templateName``), v1alpha2 in
+  ``spec.podGroupTemplateRef.workload`` (``workloadName``, ``podGroupTemplateName``);
+- fields of alpha gates kss does not know, off by default in v1.37 (CompositePodGroup: ``compositePodGroupTemplates``,
+  ``parentCompositePodGroupName``; PodGroupPreemptionPolicy: ``preemptionPolicy``), which kube-apiserver drops from a
+  write while their gate is off (``dropDisabled...Fields``): dropped here too.
+
+The API serves the kinds with these conversions (``kss_sim.cluster.api.workload_v1beta1``); the commands that read
+objects without the API (simulate, import, replay) store v1beta1 objects in the stored form (``in_stored_version``)
+and export writes them in v1beta1 at 1.37 (``in_served_version``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kss_sim.cluster.errors import Cause, Invalid, invalid
+from kss_sim.cluster.kinds.registry import BY_KIND, POD_GROUP_V1BETA1, WORKLOAD_V1BETA1, KindInfo
+
+# v1alpha2's DisruptionMode values and the v1beta1 union member each became.
+_MODE_TO_MEMBER = {"Pod": "single", "PodGroup": "all"}
+_MEMBER_TO_MODE = {member: mode for mode, member in _MODE_TO_MEMBER.items()}
+# Fields of alpha gates (CompositePodGroup, PodGroupPreemptionPolicy) that v1.37 drops while they are off.
+DROPPED_WORKLOAD_SPEC = ("compositePodGroupTemplates",)
+DROPPED_GROUP_FIELDS = ("preemptionPolicy",)
+DROPPED_POD_GROUP_SPEC = ("parentCompositePodGroupName", "preemptionPolicy")
+VIEWS = (WORKLOAD_V1BETA1, POD_GROUP_V1BETA1)
+
+
+def _dict(obj: Any, key: str) -> dict[str, Any] | None:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else None
+
+
+def templates(spec: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A Workload spec's pod group templates, those that are objects."""
+    found = spec.get("podGroupTemplates") if spec else None
+    return [t for t in found if isinstance(t, dict)] if isinstance(found, list) else []
+
+
+# --- stored (v1alpha2) -> v1beta1 ------------------------------------------------------------------------------
+
+
+def _mode_to_v1beta1(group: dict[str, Any]) -> None:
+    mode = group.get("disruptionMode")
+    if isinstance(mode, str) and mode in _MODE_TO_MEMBER:
+        group["disruptionMode"] = {_MODE_TO_MEMBER[mode]: {}}
+
+
+def _to_v1beta1(obj: dict[str, Any], kind: str) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    if kind == "Workload":
+        for template in templates(spec):
+            _mode_to_v1beta1(template)
+        return
+    ref = spec.pop("podGroupTemplateRef", None)
+    workload = _dict(ref, "workload")
+    if workload is not None:  # omitempty in v1beta1: no reference, no field
+        ref_out: dict[str, Any] = {"workloadName": workload.get("workloadName", "")}
+        ref_out["templateName"] = workload.get("podGroupTemplateName", "")
+        spec["workloadRef"] = ref_out
+    _mode_to_v1beta1(spec)
+
+
+# --- v1beta1 -> stored (v1alpha2) ------------------------------------------------------------------------------
+
+
+def _mode_to_stored(group: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    """v1beta1's union, exactly one member set, as v1alpha2's value; the union's errors are collected."""
+    mode = group.get("disruptionMode")
+    if not isinstance(mode, dict):
+        return  # absent, or a type error the stored kind's decoder words
+    chosen = [member for member in ("single", "all") if mode.get(member) is not None]
+    if not chosen:
+        causes.append(invalid(path, "", "must specify one of: `single`, `all`"))
+    elif len(chosen) > 1:
+        detail = "exactly one of `single`, `all` is required, but multiple fields are set"
+        causes.append(invalid(path, "{" + ", ".join(f"`{m}`" for m in chosen) + "}", detail))
+    else:
+        group["disruptionMode"] = _MEMBER_TO_MODE[chosen[0]]
+
+
+def _to_stored(obj: dict[str, Any], kind: str) -> list[Cause]:
+    spec = _dict(obj, "spec")
+    causes: list[Cause] = []
+    if spec is None:
+        return causes
+    if kind == "Workload":
+        for key in DROPPED_WORKLOAD_SPEC:
+            spec.pop(key, None)
+        for i, template in enumerate(templates(spec)):
+            for key in DROPPED_GROUP_FIELDS:
+                template.pop(key, None)
+            _mode_to_stored(template, f"spec.podGroupTemplates[{i}].disruptionMode", causes)
+        return causes
+    for key in DROPPED_POD_GROUP_SPEC:
+        spec.pop(key, None)
+    ref = spec.pop("workloadRef", None)
+    if isinstance(ref, dict):
+        reference = {"workloadName": ref.get("workloadName", ""), "podGroupTemplateName": ref.get("templateName", "")}
+        spec["podGroupTemplateRef"] = {"workload": reference}
+    _mode_to_stored(spec, "spec.disruptionMode", causes)
+    return causes
+
+
+def to_view(view: KindInfo, obj: dict[str, Any]) -> dict[str, Any]:
+    """A stored object (or list item) in ``view``'s v1beta1 form."""
+    stored = BY_KIND[view.kind]
+    out = copy.deepcopy(obj)
+    if obj.get("apiVersion") == stored.api_version:
+        out["apiVersion"] = view.api_version
+    _to_v1beta1(out, view.api_kind)
+    return out
+
+
+def to_stored(view: KindInfo, obj: dict[str, Any]) -> dict[str, Any]:
+    """A v1beta1 object, or apply configuration, of ``view`` in the stored form; ``Invalid`` for a disruption mode
+    that is not one member of its union (nothing stored)."""
+    stored = BY_KIND[view.kind]
+    out = copy.deepcopy(obj)
+    if obj.get("apiVersion") == view.api_version:
+        out["apiVersion"] = stored.api_version
+    causes = _to_stored(out, view.api_kind)
+    if causes:
+        name = str((out.get("metadata") or {}).get("name") or "")
+        raise Invalid(stored.api_kind, name, causes, group=stored.group)
+    return out
+
+
+_BY_API_TYPE = {(v.api_version, v.api_kind): v for v in VIEWS}
+_BY_STORED = {v.kind: v for v in VIEWS}
+
+
+def in_stored_version(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` in the stored (v1alpha2) form when it is a v1beta1 Workload or PodGroup (a file written for a v1.37
+    cluster), else itself."""
+    view = _BY_API_TYPE.get((obj.get("apiVersion"), obj.get("kind")))  # type: ignore[arg-type]
+    return to_stored(view, obj) if view is not None else obj
+
+
+def in_served_version(stored_kind: str, obj: dict[str, Any], minor: int) -> dict[str, Any]:
+    """A stored object (registry kind ``stored_kind``) as Kubernetes 1.``minor`` serves it: v1beta1 from 1.37 on,
+    else itself."""
+    view = _BY_STORED.get(stored_kind)
+    if view is None or minor < view.minors[0]:
+        return obj
+    return to_view(view, obj)
