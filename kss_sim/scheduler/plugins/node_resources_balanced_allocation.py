@@ -75,6 +75,13 @@ def _std_score(fractions: list[float], total: float) -> int:
 def balanced_with_and_without(requested: list[int], pod: list[int], allocatable: list[int]) -> tuple[int, int]:
     """``balanced_resource_scorer`` of the node with the pod (``requested``) and without it (``requested - pod``),
     in one pass over the resources (v1.36 scores both on every node) with the same arithmetic."""
+    if len(allocatable) == 2 and allocatable[0] and allocatable[1]:
+        # The usual two resources (cpu and memory) both counted: the deviation is half the fractions' gap.
+        cap0, cap1 = float(allocatable[0]), float(allocatable[1])
+        (req0, req1), (pod0, pod1) = requested, pod
+        with_std = abs((min(float(req0) / cap0, 1.0) - min(float(req1) / cap1, 1.0)) / 2)
+        without_std = abs((min(float(req0 - pod0) / cap0, 1.0) - min(float(req1 - pod1) / cap1, 1.0)) / 2)
+        return int((1 - with_std) * float(MAX_NODE_SCORE)), int((1 - without_std) * float(MAX_NODE_SCORE))
     with_fractions: list[float] = []
     without_fractions: list[float] = []
     with_total = without_total = 0.0
