@@ -3,9 +3,9 @@ thresholds: offline (the engine as ``kss simulate`` runs it) and through ``kss s
 the Kubernetes API).
 
 Usage: ``.venv/bin/python bench/scheduler_perf.py [--mode offline|serve|both] [--case NAME ...] [--scale F]
-[--concurrency 8] [--timeout S] [--py-spy DIR] [--record]``. Through the server it prints the server's CPU seconds
-over the measured span too (the steadier figure on a shared machine); ``--py-spy DIR`` profiles that span (read it
-with ``bench/serve_profile.py DIR/<case>``; the scheduler's process, when it runs in one, in
+[--concurrency 8] [--timeout S] [--py-spy DIR] [--record] [--kube-version 1.35]``. Through the server it prints the
+server's CPU seconds over the measured span too (the steadier figure on a shared machine); ``--py-spy DIR``
+profiles that span (read it with ``bench/serve_profile.py DIR/<case>``; the scheduler's process, when it runs in one, in
 ``DIR/<case>/scheduler-<pid>``). ``--record`` (offline): every attempt recorded as the server records
 it (every plugin's verdict on every node) and its matrices encoded as the results writer stores them (the server
 always records).
