@@ -3,9 +3,9 @@ thresholds: offline (the engine as ``kss simulate`` runs it) and through ``kss s
 the Kubernetes API).
 
 Usage: ``.venv/bin/python bench/scheduler_perf.py [--mode offline|serve|both] [--case NAME ...] [--scale F]
-[--concurrency 8] [--timeout S] [--py-spy DIR] [--record]``. Through the server it prints the server's CPU seconds
-over the measured span too (the steadier figure on a shared machine); ``--py-spy DIR`` profiles that span (read it
-with ``bench/serve_profile.py DIR/<case>``; the scheduler's process, when it runs in one, in
+[--concurrency 8] [--timeout S] [--py-spy DIR] [--record] [--kube-version 1.35]``. Through the server it prints the
+server's CPU seconds over the measured span too (the steadier figure on a shared machine); ``--py-spy DIR``
+profiles that span (read it with ``bench/serve_profile.py DIR/<case>``; the scheduler's process, when it runs in one, in
 ``DIR/<case>/scheduler-<pid>``). ``--record`` (offline): every attempt recorded as the server records
 it (every plugin's verdict on every node) and its matrices encoded as the results writer stores them (the server
 always records).
@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine  # puts the checkout on the path too
 from _serve import Profiler, post_all, start
 
+from kss_sim.kube.versions import kube_version, versions_help
 from kss_sim.results.codec import encode_matrices
 from kss_sim.simulation.runner import ScenarioRun
 
@@ -386,12 +387,14 @@ def offline_pending(case: Case, init: list[Obj], measured: list[Obj], every: int
     return pending
 
 
-def run_offline(case: Case, scale: float, record: bool = False, churn_every: int | None = None) -> Outcome:
+def run_offline(
+    case: Case, scale: float, record: bool = False, churn_every: int | None = None, version: str | None = None
+) -> Outcome:
     """Schedule the initial then the measured pods with the engine, the churn between measured pods (every
     ``churn_every`` of them, default ``Case.churn_every``: nodes and services through the loop's event handler,
     pods as pending pods at their tick, a deleted churn pod out of the cache). The CPU figure is the steadier one on
     a busy machine. ``record``: each attempt recorded and its matrices encoded (``encode_matrices``), as
-    ``kss serve`` stores them."""
+    ``kss serve`` stores them. ``version``: the Kubernetes version to schedule as (default: kss's)."""
     nodes, init, measured = case.objects(scale)
     every = churn_every or (case.churn_every() if case.churn else 0)
     raw = offline_pending(case, init, measured, every)
@@ -400,7 +403,7 @@ def run_offline(case: Case, scale: float, record: bool = False, churn_every: int
     churn_ns = case.churn.namespace if case.churn else None
     # The "sampling" family keeps the configuration's percentageOfNodesToScore (the default: adaptive).
     scenario = {"meta": {"name": case.name, "family": "sampling"}, "nodes": nodes, "pending": pending}
-    run = ScenarioRun(scenario, record=record)
+    run = ScenarioRun(scenario, record=record, kube_version=kube_version(version) if version else None)
     loop = run.loop
     out = Outcome(0, 0.0, 0.0)
     bound_churn: set[str] = set()
@@ -582,7 +585,9 @@ class ChurnClient:
         self._thread.join(timeout=120)
 
 
-def run_serve(case: Case, scale: float, concurrency: int, timeout: float, py_spy: Path | None = None) -> Outcome:
+def run_serve(
+    case: Case, scale: float, concurrency: int, timeout: float, py_spy: Path | None = None, version: str | None = None
+) -> Outcome:
     """The same through a fresh ``kss serve`` (SQLite, scheduler on, controllers and kubelet off: scheduler_perf
     runs no kubelet either), the churn by a client thread at upstream's interval from the first measured create to
     the last measured pod bound. The seconds run from the first measured create to the last bound; the CPU is the
@@ -594,6 +599,8 @@ def run_serve(case: Case, scale: float, concurrency: int, timeout: float, py_spy
     if case.churn is not None:
         setup.append(priority_class())
     env = {"KSS_CONTROLLERS": "false", "KSS_KUBELET": "false"}
+    if version:
+        env["KSS_KUBE_VERSION"] = version
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         served = start(Path(tmp), env)
         watches: list[BoundWatch] = []
@@ -691,6 +698,7 @@ def main() -> int:
         help="serve: profile the server (and its scheduler process) into DIR/<case> (one case)",
     )
     p.add_argument("--record", action="store_true", help="offline: record every attempt and encode it (as serve)")
+    p.add_argument("--kube-version", help=f"the Kubernetes version to schedule as: {versions_help()} (default: kss's)")
     args = p.parse_args()
     cases = [c for c in CASES if not args.case or any(c.name.startswith(prefix) for prefix in args.case)]
     if not cases:
@@ -700,11 +708,11 @@ def main() -> int:
     for case in cases:
         for mode in modes:
             if mode == "offline":
-                out = run_offline(case, args.scale, args.record)
+                out = run_offline(case, args.scale, args.record, version=args.kube_version)
                 who = "CPU (recorded)" if args.record else "CPU"
             else:
                 spy = args.py_spy / case.name.replace("/", "_") if args.py_spy else None
-                out = run_serve(case, args.scale, args.concurrency, args.timeout, spy)
+                out = run_serve(case, args.scale, args.concurrency, args.timeout, spy, args.kube_version)
                 who = "server CPU"  # the clients' own CPU aside: the same two cores serve them
             print(report_line(case, mode, out, who, args.scale), flush=True)
     return 0

@@ -58,6 +58,20 @@ def pod_scalar_requests(pod: Mapping[str, Any]) -> dict[str, int]:
     return Resource.from_list(pod_requests(pod)).scalar_resources
 
 
+def requests_a_name_of(pod: Mapping[str, Any], classes: Mapping[str, Obj]) -> bool:
+    """Whether a container, an init container or the overhead names, in its requests, a resource some class serves.
+    False rules ``has_class_mapped_request`` out without adding the pod's quantities up (the other names
+    ``pod_requests`` yields, pod-level cpu, memory and hugepages, are native: no class serves them)."""
+    if not classes:
+        return False
+    spec = pod.get("spec") or {}
+    for group in ("containers", "initContainers"):
+        for container in spec.get(group) or []:
+            if any(name in classes for name in (container.get("resources") or {}).get("requests") or {}):
+                return True
+    return any(name in classes for name in spec.get("overhead") or {})
+
+
 def has_class_mapped_request(requests: Mapping[str, int], classes: Mapping[str, Obj]) -> bool:
     """``hasDeviceClassMappedExtendedResource``: some non-zero request is served by a class."""
     return any(q != 0 and is_dra_extended_resource_name(n) and n in classes for n, q in requests.items())

@@ -419,8 +419,12 @@ class DynamicResourcesBeforeScoring(
         written in an earlier cycle, else a new one in memory); None when the pod requests none."""
         if not self.extended_resource:
             return None
+        classes = self.manager.extended_resource_classes()
+        # Most pods request no resource a class serves: that is seen from the names, before any quantity is parsed.
+        if not er.requests_a_name_of(pod.pod, classes):
+            return None
         requests = er.pod_scalar_requests(pod.pod)
-        if not er.has_class_mapped_request(requests, self.manager.extended_resource_classes()):
+        if not er.has_class_mapped_request(requests, classes):
             return None
         s.scalar_requests = requests
         written = er.find_extended_resource_claim(pod.name, pod.uid, self.manager.list_claims())
@@ -917,7 +921,10 @@ class DynamicResourcesBeforeScoring(
             pending = manager.in_flight.get(er.in_memory_claim_uid(pod.uid))
             if pending is not None:
                 self._create_extended_resource_claim(pending, dm.allocation_of(pending), pod)
-            elif (earlier := er.find_extended_resource_claim(pod.name, pod.uid, manager.list_claims())) is not None:
+            elif manager.in_flight and (
+                (earlier := er.find_extended_resource_claim(pod.name, pod.uid, manager.list_claims())) is not None
+            ):
+                # (With nothing in flight an earlier claim has nothing to bind: the walk over the claims is skipped.)
                 pending = manager.in_flight.get(str((earlier.get("metadata") or {}).get("uid") or ""))
                 if pending is not None:
                     self._bind_earlier_extended_resource_claim(earlier, dm.allocation_of(pending), pod)

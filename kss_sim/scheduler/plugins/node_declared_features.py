@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, ClassVar
 
 from kss_sim.scheduler.framework import (
@@ -77,10 +78,16 @@ def registry(minor: int) -> tuple[tuple[str, _SchedulingNeed], ...]:
     return _REGISTRY[max(m for m in _REGISTRY if m <= minor)] if minor >= min(_REGISTRY) else ()
 
 
+@cache
+def _scheduling_needs(minor: int) -> tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...]:
+    # The registry's features a pod can require, looked up once per release (PreFilter asks for every pod).
+    return tuple((name, needs) for name, needs in registry(minor) if needs is not None)
+
+
 def required_features(spec: dict[str, Any], minor: int) -> tuple[str, ...]:
     """``InferForPodScheduling``: the features (sorted) a pod with this spec needs of its node at release 1.``minor``.
     No registered feature has a maximum version, so the scheduler's own version drops none."""
-    return tuple(name for name, needs in registry(minor) if needs is not None and needs(spec))
+    return tuple(name for name, needs in _scheduling_needs(minor) if needs(spec))
 
 
 def declared_features(node: dict[str, Any], minor: int) -> frozenset[str]:
@@ -125,6 +132,7 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
         # Gates not given take the run's version's default (on from v1.36).
         self.enabled = handle.kube_version.effective_gates(handle.feature_gates)[NAME]
         self.minor = handle.kube_version.minor
+        self._memo_key = f"{NAME}:required:{self.minor}"
 
     def events_to_register(self) -> list[str] | None:
         """A node added or changed (its declared features); the pod's own update requeues it anyway."""
@@ -132,7 +140,7 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
 
     def _required(self, pod: PodInfo) -> tuple[str, ...]:
         minor = self.minor
-        return pod.memo(f"{NAME}:required:{minor}", lambda: required_features(pod.spec, minor))
+        return pod.memo(self._memo_key, lambda: required_features(pod.spec, minor))
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

@@ -55,6 +55,11 @@ def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> in
         fraction = min(float(req) / float(alloc), 1.0)
         total += fraction
         fractions.append(fraction)
+    return _std_score(fractions, total)
+
+
+def _std_score(fractions: list[float], total: float) -> int:
+    """``balancedResourceScorer``'s last step on the fractions it kept (and their sum)."""
     std = 0.0
     if len(fractions) == 2:
         std = abs((fractions[0] - fractions[1]) / 2)
@@ -65,6 +70,32 @@ def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> in
             acc = acc + (f - mean) * (f - mean)
         std = math.sqrt(acc / float(len(fractions)))
     return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+def balanced_with_and_without(requested: list[int], pod: list[int], allocatable: list[int]) -> tuple[int, int]:
+    """``balanced_resource_scorer`` of the node with the pod (``requested``) and without it (``requested - pod``),
+    in one pass over the resources (v1.36 scores both on every node) with the same arithmetic."""
+    if len(allocatable) == 2 and allocatable[0] and allocatable[1]:
+        # The usual two resources (cpu and memory) both counted: the deviation is half the fractions' gap.
+        cap0, cap1 = float(allocatable[0]), float(allocatable[1])
+        (req0, req1), (pod0, pod1) = requested, pod
+        with_std = abs((min(float(req0) / cap0, 1.0) - min(float(req1) / cap1, 1.0)) / 2)
+        without_std = abs((min(float(req0 - pod0) / cap0, 1.0) - min(float(req1 - pod1) / cap1, 1.0)) / 2)
+        return int((1 - with_std) * float(MAX_NODE_SCORE)), int((1 - without_std) * float(MAX_NODE_SCORE))
+    with_fractions: list[float] = []
+    without_fractions: list[float] = []
+    with_total = without_total = 0.0
+    for req, pod_req, alloc in zip(requested, pod, allocatable, strict=True):
+        if alloc == 0:
+            continue
+        cap = float(alloc)
+        fraction = min(float(req) / cap, 1.0)
+        with_total += fraction
+        with_fractions.append(fraction)
+        fraction = min(float(req - pod_req) / cap, 1.0)
+        without_total += fraction
+        without_fractions.append(fraction)
+    return _std_score(with_fractions, with_total), _std_score(without_fractions, without_total)
 
 
 def balanced_improvement(with_pod: int, without_pod: int) -> int:
@@ -166,10 +197,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if not self.scorer.resources:
             return 0, error("resources not found")
         requested, allocatable = self.scorer.requested_and_allocatable(node_info, reqs, extended)
-        # What the node has allocated without the pod, where the resource counts (its allocatable is not 0).
-        allocated = [req - pod if cap else 0 for req, pod, cap in zip(requested, reqs, allocatable, strict=True)]
-        with_pod = balanced_resource_scorer(requested, allocatable)
-        return balanced_improvement(with_pod, balanced_resource_scorer(allocated, allocatable)), success()
+        return balanced_improvement(*balanced_with_and_without(requested, reqs, allocatable)), success()
 
     def score_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> IntArray | None:
         """``balancedResourceScorer`` on columns (one or two resources; more go through ``score``)."""
@@ -188,19 +216,22 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
     def _score_columns(self, batch: NodeBatch, reqs: list[int]) -> IntArray:
         """``balancedResourceScorer`` on columns (one or two resources): the balance with the pod, or from v1.36
         its improvement over the balance without it."""
-        with_pod = self._balance_columns(batch, reqs, without_pod=False)
+        columns = self.scorer.columns(batch, reqs)
+        with_pod = self._balance_columns(len(batch), columns, reqs, without_pod=False)
         if not self.score_improvement:
             return with_pod
-        without_pod = self._balance_columns(batch, reqs, without_pod=True)
+        without_pod = self._balance_columns(len(batch), columns, reqs, without_pod=True)
         half = MAX_NODE_SCORE // 2
         scores: IntArray = half + (half + with_pod - without_pod) // 2
         return scores
 
-    def _balance_columns(self, batch: NodeBatch, reqs: list[int], *, without_pod: bool) -> IntArray:
-        n = len(batch)
+    @staticmethod
+    def _balance_columns(
+        n: int, columns: list[tuple[IntArray, IntArray] | None], reqs: list[int], *, without_pod: bool
+    ) -> IntArray:
         fractions = []
         valid = []
-        for col, pod_request in zip(self.scorer.columns(batch, reqs), reqs, strict=True):
+        for col, pod_request in zip(columns, reqs, strict=True):
             if col is None:
                 continue
             cap, req = col

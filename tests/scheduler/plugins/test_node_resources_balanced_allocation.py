@@ -15,6 +15,7 @@ from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.node_resources_balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balanced_resource_scorer,
+    balanced_with_and_without,
 )
 from tests.scheduler.factories import make_handle, make_node, make_pod, node_info
 
@@ -81,6 +82,21 @@ def test_three_resources_use_the_population_standard_deviation() -> None:
 
 def test_one_resource_has_no_deviation() -> None:
     assert balanced_resource_scorer([3, 0], [4, 0]) == 100
+
+
+def test_both_balances_in_one_pass_are_the_scorer_twice() -> None:
+    # v1.36's per-node score takes the balance with and without the pod in one pass: it must be
+    # balanced_resource_scorer on requested and on requested - pod, exactly (one to four resources, a left-out
+    # resource, over-commitment, a pod larger than what the node holds).
+    rng = random.Random(11)
+    for trial in range(4000):
+        n = rng.choice([1, 2, 2, 3, 4])  # two (cpu and memory) has a path of its own
+        allocatable = [rng.choice([0, 1, 3, 4, 7, 4000, 16 << 30]) for _ in range(n)]
+        pod = [rng.randint(0, 5000) for _ in range(n)]
+        requested = [rng.randint(0, 2 * cap + 10) + p for cap, p in zip(allocatable, pod, strict=True)]
+        without = [req - p for req, p in zip(requested, pod, strict=True)]
+        expected = (balanced_resource_scorer(requested, allocatable), balanced_resource_scorer(without, allocatable))
+        assert balanced_with_and_without(requested, pod, allocatable) == expected, trial
 
 
 def test_unrequested_extended_resource_is_left_out() -> None:
