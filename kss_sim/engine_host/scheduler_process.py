@@ -29,6 +29,7 @@ from typing import Any
 
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
+from kss_sim.engine_host.memory_census import take_census_periodically
 from kss_sim.engine_host.scheduler_thread import (
     WATCHED_KINDS,
     BindingRefused,
@@ -561,6 +562,8 @@ def child_main(
     trace_directory = os.environ.get(TRACE_ENV)
     if trace_directory:
         _trace_memory(trace_directory)
+    if settings.scheduler_memory_census is not None:
+        take_census_periodically(str(settings.scheduler_memory_census))
     _give_back_free_heap_periodically()
     SchedulerChild(Channel(conn), settings, config_document, holds).run()
 
