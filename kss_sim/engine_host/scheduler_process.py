@@ -39,6 +39,7 @@ from kss_sim.engine_host.scheduler_thread import (
 from kss_sim.engine_host.view import EngineView
 from kss_sim.kube import raw_numbers
 from kss_sim.kube.objects import Obj
+from kss_sim.results.annotations import PREFIX as RESULT_PREFIX
 from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
@@ -83,6 +84,26 @@ def decoded(raw: bytes) -> Obj:
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
+    return obj
+
+
+def decoded_for_scheduler(kind: str, raw: bytes) -> Obj:
+    """An object of the change stream as the scheduler holds it: decoded, and a bound pod without the result
+    annotations (``kube-scheduler-simulator.sigs.k8s.io/...``). The scheduler reads a pod's result annotations only
+    to carry their history into its next attempt's, which a bound pod never has; at 20 nodes they were ~18 of
+    the ~20 kB each decoded pod version cost in the node-column journal (4,096 and more versions), strings of kB
+    the C heap churned through at each halving and did not give back (issue #35's soak). ``get`` and ``list``
+    decode the JSON kept beside it: whole."""
+    obj = decoded(raw)
+    meta = obj.get("metadata")
+    if kind == "Pod" and isinstance(meta, dict) and (obj.get("spec") or {}).get("nodeName"):
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and any(str(key).startswith(RESULT_PREFIX) for key in annotations):
+            kept = {key: value for key, value in annotations.items() if not str(key).startswith(RESULT_PREFIX)}
+            if kept:
+                meta["annotations"] = kept
+            else:
+                del meta["annotations"]
     return obj
 
 
@@ -162,7 +183,7 @@ class MirrorStore:
         already holds a newer version of (the list and the watch overlap at the start) is skipped."""
         listeners = self._listeners
         for _rv, event_type, kind, raw in changes:
-            obj = decoded(raw)
+            obj = decoded_for_scheduler(kind, raw)
             key = _key(obj)
             table = self._objects.setdefault(kind, {})
             held = table.get(key)
