@@ -44,7 +44,7 @@ from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.watchdog import PluginTimeoutReport
-from kss_sim.server.gc_policy import give_back_free_heap
+from kss_sim.server.gc_policy import give_back_free_heap, map_large_blocks_apart
 from kss_sim.server.metrics import attempt_parts
 
 log = logging.getLogger("kss.scheduler")
@@ -59,6 +59,9 @@ TRACE_ENV = "KSS_SCHEDULER_TRACEMALLOC"
 TRACE_EVERY_SECONDS = 60.0
 # How often the process hands free C heap pages back (malloc_trim: a few milliseconds on a 200 MB heap).
 HEAP_TRIM_SECONDS = 30.0
+# Blocks of this size or more are mapped apart from the C heap (``map_large_blocks_apart``): the change stream's and
+# the rows' messages, pickled and unpickled by the pipe's threads, are 10 kB to MBs each.
+LARGE_BLOCK_BYTES = 64 * 1024
 # The attempt number of a row sent to the API process, which numbers it (``RowsForwarder``).
 UNNUMBERED = 0
 
@@ -585,6 +588,7 @@ def child_main(
         _trace_memory(trace_directory)
     if settings.scheduler_memory_census is not None:
         take_census_periodically(str(settings.scheduler_memory_census))
+    map_large_blocks_apart(LARGE_BLOCK_BYTES)
     _give_back_free_heap_periodically()
     SchedulerChild(Channel(conn), settings, config_document, holds).run()
 
