@@ -122,6 +122,12 @@ class Settings(BaseSettings):
         "the API process, which still commits everything; restarted if it dies. A second core for the cycle. Off: the "
         "scheduler runs in a thread of the API process.",
     )
+    scheduler_memory_census: Path | None = Field(
+        default=None,
+        description="Debugging: a directory where the scheduler's process writes a census of its memory every "
+        "minute (the kernel's, glibc's and pymalloc's figures, objects by type; `bench/soak.py --census-scheduler`), "
+        "to tell what grows in it (issue #35). Each census walks every object: not for normal use.",
+    )
     shadow: bool = Field(
         default=False,
         description="Shadow judgement: for each pod another scheduler binds, kss's own scheduler (this version's, the "

@@ -29,6 +29,7 @@ from typing import Any
 
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
+from kss_sim.engine_host.memory_census import take_census_periodically
 from kss_sim.engine_host.scheduler_thread import (
     WATCHED_KINDS,
     BindingRefused,
@@ -38,11 +39,12 @@ from kss_sim.engine_host.scheduler_thread import (
 from kss_sim.engine_host.view import EngineView
 from kss_sim.kube import raw_numbers
 from kss_sim.kube.objects import Obj
+from kss_sim.results.annotations import PREFIX as RESULT_PREFIX
 from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.watchdog import PluginTimeoutReport
-from kss_sim.server.gc_policy import give_back_free_heap
+from kss_sim.server.gc_policy import give_back_free_heap, map_large_blocks_apart
 from kss_sim.server.metrics import attempt_parts
 
 log = logging.getLogger("kss.scheduler")
@@ -60,6 +62,9 @@ TRACE_ENV = "KSS_SCHEDULER_TRACEMALLOC"
 TRACE_EVERY_SECONDS = 60.0
 # How often the process hands free C heap pages back (malloc_trim: a few milliseconds on a 200 MB heap).
 HEAP_TRIM_SECONDS = 30.0
+# Blocks of this size or more are mapped apart from the C heap (``map_large_blocks_apart``): the change stream's and
+# the rows' messages, pickled and unpickled by the pipe's threads, are 10 kB to MBs each.
+LARGE_BLOCK_BYTES = 64 * 1024
 # The attempt number of a row sent to the API process, which numbers it (``RowsForwarder``).
 UNNUMBERED = 0
 
@@ -85,6 +90,26 @@ def decoded(raw: bytes) -> Obj:
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
+    return obj
+
+
+def decoded_for_scheduler(kind: str, raw: bytes) -> Obj:
+    """An object of the change stream as the scheduler holds it: decoded, and a bound pod without the result
+    annotations (``kube-scheduler-simulator.sigs.k8s.io/...``). The scheduler reads a pod's result annotations only
+    to carry their history into its next attempt's, which a bound pod never has; at 20 nodes they were ~18 of
+    the ~20 kB each decoded pod version cost in the node-column journal (4,096 and more versions), strings of kB
+    the C heap churned through at each halving and did not give back (issue #35's soak). ``get`` and ``list``
+    decode the JSON kept beside it: whole."""
+    obj = decoded(raw)
+    meta = obj.get("metadata")
+    if kind == "Pod" and isinstance(meta, dict) and (obj.get("spec") or {}).get("nodeName"):
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and any(str(key).startswith(RESULT_PREFIX) for key in annotations):
+            kept = {key: value for key, value in annotations.items() if not str(key).startswith(RESULT_PREFIX)}
+            if kept:
+                meta["annotations"] = kept
+            else:
+                del meta["annotations"]
     return obj
 
 
@@ -164,7 +189,7 @@ class MirrorStore:
         already holds a newer version of (the list and the watch overlap at the start) is skipped."""
         listeners = self._listeners
         for _rv, event_type, kind, raw in changes:
-            obj = decoded(raw)
+            obj = decoded_for_scheduler(kind, raw)
             key = _key(obj)
             table = self._objects.setdefault(kind, {})
             held = table.get(key)
@@ -566,6 +591,9 @@ def child_main(
     trace_directory = os.environ.get(TRACE_ENV)
     if trace_directory:
         _trace_memory(trace_directory)
+    if settings.scheduler_memory_census is not None:
+        take_census_periodically(str(settings.scheduler_memory_census))
+    map_large_blocks_apart(LARGE_BLOCK_BYTES)
     _give_back_free_heap_periodically()
     SchedulerChild(Channel(conn), settings, config_document, holds).run()
 

@@ -52,6 +52,34 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
 _malloc_trim = _find_malloc_trim()
 
 
+def _find_mallopt() -> Callable[[int, int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt if name else None
+    except (OSError, AttributeError):
+        return None
+    if mallopt is None:
+        return None
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    result: Callable[[int, int], int] = mallopt
+    return result
+
+
+_mallopt = _find_mallopt()
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+
+
+def map_large_blocks_apart(threshold_bytes: int) -> bool:
+    """Have glibc map every block of ``threshold_bytes`` or more on its own and unmap it when freed, at a fixed
+    threshold. By default the threshold rises to the largest block freed (up to 32 MB), after which large transient
+    buffers (a pipe's messages, their pickles) are carved out of the heap among long-lived small blocks and leave
+    holes it cannot give back. False where glibc's ``mallopt`` is not there."""
+    if _mallopt is None:
+        return False
+    return bool(_mallopt(_M_MMAP_THRESHOLD, threshold_bytes))
+
+
 def give_back_free_heap() -> None:
     """Give the C heap's free pages back to the system (glibc only; elsewhere nothing)."""
     if _malloc_trim is not None:

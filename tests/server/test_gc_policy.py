@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
 import sys
 import weakref
 
@@ -49,3 +50,42 @@ def test_the_heap_pages_freed_after_a_peak_go_back_to_the_system() -> None:
     after = _rss_bytes()
     assert len(top) == 2048
     assert before - after > 100 * 1024 * 1024, (before, after)
+
+
+# Run in a fresh interpreter: a block comes out of the heap's free space whatever its size (the threshold only
+# decides how the heap grows), and this process's heap has free space after the tests before.
+_LARGE_BLOCK_PROBE = """
+import ctypes, ctypes.util, sys
+from kss_sim.engine_host.memory_census import glibc_heap
+from kss_sim.server import gc_policy
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+if not glibc_heap():
+    print("no mallinfo2")
+    sys.exit(0)
+if sys.argv[1] == "fixed":
+    assert gc_policy.map_large_blocks_apart(64 * 1024)
+libc.free(libc.malloc(8 * 1024 * 1024))
+before = glibc_heap()["hblkhd"]
+block = libc.malloc(256 * 1024)
+print("mapped", glibc_heap()["hblkhd"] - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+@pytest.mark.parametrize(("threshold", "mapped"), [("fixed", True), ("glibc's own", False)])
+def test_large_blocks_are_mapped_apart_even_after_a_larger_one_was_freed(threshold: str, mapped: bool) -> None:
+    """glibc raises its mmap threshold to the largest mapped block freed: without a fixed threshold a 256 kB block
+    after a freed 8 MB one grows the heap (and leaves a hole there when freed); with it, it is mapped on its own."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LARGE_BLOCK_PROBE, threshold.split()[0]],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ).stdout.split()
+    if out[:2] == ["no", "mallinfo2"]:
+        pytest.skip("glibc older than 2.33")
+    assert (int(out[1]) >= 256 * 1024) is mapped
