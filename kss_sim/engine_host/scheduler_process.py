@@ -514,19 +514,29 @@ class SchedulerChild:
             except (EOFError, OSError):
                 # The API process is gone (kill -9 included): no orphan scheduler.
                 os._exit(0)
-            kind = message[0]
-            if kind == "changes":
-                mirror.apply_changes(message[1], message[2])
-            elif kind == "ack":
-                mirror.acknowledged(message[1], message[2])
-            elif kind == "answer":
-                mirror.answered(message[1], message[2], message[3], message[4])
-            elif kind == "synced":
-                self._synced.set()
-            elif kind == "call":
-                threading.Thread(target=self._call, args=message[1:], name="scheduler-call", daemon=True).start()
-            elif kind == "stop":
-                self._stop.set()
+            try:
+                self._dispatch(mirror, message)
+            except Exception:
+                # A mirror that missed a message is wrong from then on, and a dead receiver leaves the scheduler
+                # waiting forever (and the API process's shutdown with it): end, so the API process starts a
+                # child that lists afresh.
+                log.exception("the scheduler process could not apply %r; ending, to be started again", message[0])
+                os._exit(1)
+
+    def _dispatch(self, mirror: MirrorStore, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "changes":
+            mirror.apply_changes(message[1], message[2])
+        elif kind == "ack":
+            mirror.acknowledged(message[1], message[2])
+        elif kind == "answer":
+            mirror.answered(message[1], message[2], message[3], message[4])
+        elif kind == "synced":
+            self._synced.set()
+        elif kind == "call":
+            threading.Thread(target=self._call, args=message[1:], name="scheduler-call", daemon=True).start()
+        elif kind == "stop":
+            self._stop.set()
 
     def _call(self, call_id: int, op: str, args: tuple[Any, ...]) -> None:
         try:
