@@ -320,6 +320,9 @@ def kube_version(name: str | None = None) -> KubeVersion:
     supported ones for any other. None gives the default."""
     if name is None:
         return VERSIONS[DEFAULT_KUBE_VERSION]
+    exact = VERSIONS.get(name)  # the common case (``Settings.version``, asked on every request)
+    if exact is not None:
+        return exact
     text = name.strip().removeprefix("v")
     parts = text.split(".")
     key = ".".join(parts[:2]) if len(parts) in (2, 3) and all(p.isdigit() for p in parts) else text

@@ -27,6 +27,26 @@ def test_every_served_kind_has_a_schema_in_every_version(version: str) -> None:
     assert named <= set(schema.structs)
 
 
+def test_a_field_the_version_lacks_is_found_however_deep_and_only_there() -> None:
+    # The walk looks only where such a field can be (a memo per version): it still reaches a container inside a
+    # Deployment's pod template, and a health's message inside a pod's status.
+    container = {"name": "c", "image": "x", "restartPolicyRules": [], "ports": [{"containerPort": 80}]}
+    deployment = {"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [container]}}}}
+    assert decode_types.absent_fields("Deployment", deployment, kube_version="1.33", prune=True) == [
+        "spec.template.spec.containers[0].restartPolicyRules"
+    ]
+    assert container == {"name": "c", "image": "x", "ports": [{"containerPort": 80}]}
+    health = {"resourceID": "r", "health": "Healthy", "message": "fine"}
+    status = {"name": "c", "allocatedResourcesStatus": [{"name": "n", "resources": [health]}]}
+    pod_body = {"spec": {"schedulingGroup": {}}, "status": {"containerStatuses": [status]}}
+    assert decode_types.absent_fields("Pod", pod_body, kube_version="1.35", prune=False) == [
+        "spec.schedulingGroup",
+        "status.containerStatuses[0].allocatedResourcesStatus[0].resources[0].message",
+    ]
+    # v1.36 lacks no field another version has but the one served everywhere (spec.workloadRef).
+    assert decode_types.absent_fields("Pod", {"spec": {"workloadRef": {}}}, kube_version="1.36", prune=False) == []
+
+
 def _decode_error(kind: str, text: str) -> str:
     return f'{kind} in version "v1" cannot be handled as a {kind}: json: cannot unmarshal {text}'
 

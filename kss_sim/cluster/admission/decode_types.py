@@ -147,8 +147,9 @@ def absent_fields(kind: str, obj: dict[str, Any], *, kube_version: str | None, p
     decoding = schema(kube_version)
     root = decoding.roots.get(kind)
     out: list[str] = []
-    if root is not None and decoding.borrowed:
-        _absent(decoding, obj, root, "", out, prune)
+    reaching = _reaching_absent(decoding.version)
+    if root in reaching:
+        _absent(decoding, reaching, obj, root, "", out, prune)
     return out
 
 
@@ -156,7 +157,38 @@ def absent_fields(kind: str, obj: dict[str, Any], *, kube_version: str | None, p
 SERVED_EVERYWHERE = frozenset({("core.v1.PodSpec", "workloadRef")})
 
 
-def _absent(decoding: Schema, obj: dict[str, Any], struct: str, path: str, out: list[str], prune: bool) -> None:
+@cache
+def _reaching_absent(version: str) -> frozenset[str]:
+    """The structs of ``version``'s schema that hold a field it lacks (``absent_fields``) or lead to one through
+    their fields' types: the walk looks only inside these (at v1.36 none: a body is not walked at all; at v1.35 a
+    Pod's spec and status, not its containers)."""
+    decoding = schema(version)
+    found = {
+        struct
+        for struct, fields in decoding.borrowed.items()
+        if any((struct, field) not in SERVED_EVERYWHERE for field in fields)
+    }
+    children = {
+        struct: {code.lstrip("[{")[1:] for code in fields.values() if code.lstrip("[{").startswith("@")}
+        for struct, fields in decoding.structs.items()
+    }
+    grew = True
+    while grew:
+        more = {struct for struct, inner in children.items() if struct not in found and inner & found}
+        found |= more
+        grew = bool(more)
+    return frozenset(found)
+
+
+def _absent(
+    decoding: Schema,
+    reaching: frozenset[str],
+    obj: dict[str, Any],
+    struct: str,
+    path: str,
+    out: list[str],
+    prune: bool,
+) -> None:
     borrowed = decoding.borrowed.get(struct, frozenset())
     fields = decoding.structs.get(struct, {})
     gone = [key for key in obj if key in borrowed and (struct, key) not in SERVED_EVERYWHERE]
@@ -166,18 +198,18 @@ def _absent(decoding: Schema, obj: dict[str, Any], struct: str, path: str, out: 
             continue
         code = fields.get(key, "")
         inner = code.lstrip("[{")
-        if not inner.startswith("@"):
+        if not inner.startswith("@") or inner[1:] not in reaching:
             continue
         if code[0] == "[" and isinstance(value, list):
             for i, item in enumerate(value):
                 if isinstance(item, dict):
-                    _absent(decoding, item, inner[1:], f"{path}{key}[{i}].", out, prune)
+                    _absent(decoding, reaching, item, inner[1:], f"{path}{key}[{i}].", out, prune)
         elif code[0] == "{" and isinstance(value, dict):
             for name, item in value.items():
                 if isinstance(item, dict):
-                    _absent(decoding, item, inner[1:], f"{path}{key}[{name}].", out, prune)
+                    _absent(decoding, reaching, item, inner[1:], f"{path}{key}[{name}].", out, prune)
         elif code[0] == "@" and isinstance(value, dict):
-            _absent(decoding, value, inner[1:], f"{path}{key}.", out, prune)
+            _absent(decoding, reaching, value, inner[1:], f"{path}{key}.", out, prune)
     if prune:
         for key in gone:
             del obj[key]
