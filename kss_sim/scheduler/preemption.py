@@ -64,6 +64,23 @@ def pod_start_time_ns(pod: PodInfo) -> int:
     raw = (pod.pod.get("status") or {}).get("startTime")
     if not raw:
         return NOW_NS
+    # A dry run orders each node's pods by it, and many pods share a start time (whole seconds): parsed once each.
+    try:
+        return _start_ns_by_text[raw]
+    except (KeyError, TypeError):
+        ns = _parse_start_time_ns(raw)
+    if isinstance(raw, str):
+        if len(_start_ns_by_text) >= _START_TIMES_KEPT:
+            _start_ns_by_text.clear()
+        _start_ns_by_text[raw] = ns
+    return ns
+
+
+_START_TIMES_KEPT = 65_536
+_start_ns_by_text: dict[str, int] = {}
+
+
+def _parse_start_time_ns(raw: Any) -> int:
     try:
         dt = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
     except ValueError:
