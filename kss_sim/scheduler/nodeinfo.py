@@ -442,9 +442,26 @@ class NodeWithout:
 
     def __init__(self, node_info: NodeInfo, removed: Sequence[PodInfo]) -> None:
         self.node_info = node_info
-        self.requested = node_info.requested.clone()
+        # Summed, then wrapped once: the same int64 as a copy's removal pod by pod (both are modulo 2^64).
+        used = node_info.requested
+        cpu, memory, storage, pods = used.milli_cpu, used.memory, used.ephemeral_storage, used.allowed_pod_number
+        scalars = dict(used.scalar_resources)
+        counted = node_info.counted_requests
         for pi in removed:
-            self.requested.sub(node_info.counted_requests(pi))
+            r = counted(pi)
+            cpu -= r.milli_cpu
+            memory -= r.memory
+            storage -= r.ephemeral_storage
+            pods -= r.allowed_pod_number
+            for name, value in r.scalar_resources.items():
+                scalars[name] = scalars.get(name, 0) - value
+        self.requested = Resource(
+            wrap_int64(cpu),
+            wrap_int64(memory),
+            wrap_int64(storage),
+            wrap_int64(pods),
+            {name: wrap_int64(value) for name, value in scalars.items()},
+        )
         self.num_pods = len(node_info.pods) - len(removed)
 
     def put_back(self, pi: PodInfo) -> None:

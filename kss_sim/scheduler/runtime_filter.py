@@ -198,6 +198,27 @@ class FilterRunners:
                 return _filter_status(pl, st)
         return success()
 
+    def fits_without_copy(
+        self, state: CycleState, pod: PodInfo, node: NodeWithout, plugins: list[tuple[FilterPlugin, bool]]
+    ) -> bool:
+        """Whether ``run_filter_plugins_without_copy`` succeeds (a plugin that raises rejects the node there too),
+        without building its statuses: a dry run's reprieve asks only that, once per pod put back."""
+        node_info = node.node_info
+        if node_info.defect is not None:
+            return False
+        for pl, reads_pods in plugins:
+            try:
+                answer = pl.filter_without(state, pod, node) if reads_pods else pl.filter(state, pod, node_info)
+            except (PluginResultError, PluginTimeout) as exc:
+                self.failure("Filter", pl, exc)
+                return False
+            except Exception as exc:  # logged as the copying run logs it
+                self.node_failure(pl, node_info, exc)
+                return False
+            if answer is None or not answer.is_success():
+                return False
+        return True
+
     def run_filter_plugins_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BatchFilterOutcome:
         """``RunFilterPlugins`` on every node of ``batch`` at once (no nominated pods, no recording).
 

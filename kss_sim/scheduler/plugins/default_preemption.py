@@ -332,7 +332,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         plan = fwk.filter_without_copy(state) if fwk is not None else None
         if fwk is None or plan is None:
             return None
-        run = fwk.run_filter_plugins_without_copy
+        run, fits_without_copy = fwk.run_filter_plugins_without_copy, fwk.fits_without_copy
         everything, pod_readers = plan.plugins, plan.pod_readers
         priority, uid = pod.priority, pod.uid
         nominated_pods_for_node = self.handle.nominated_pods_for_node
@@ -350,7 +350,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
 
             def reprieve(p: PodInfo) -> tuple[bool, Status]:
                 node.put_back(p)
-                fits = run(state, pod, node, pod_readers).is_success()
+                fits = fits_without_copy(state, pod, node, pod_readers)
                 if not fits:
                     node.take_off(p)
                 return fits, success()
