@@ -3,12 +3,14 @@ thresholds: offline (the engine as ``kss simulate`` runs it) and through ``kss s
 the Kubernetes API).
 
 Usage: ``.venv/bin/python bench/scheduler_perf.py [--mode offline|serve|both] [--case NAME ...] [--scale F]
-[--concurrency 8] [--timeout S] [--py-spy DIR] [--record] [--kube-version 1.35]``. Through the server it prints the
-server's CPU seconds over the measured span too (the steadier figure on a shared machine); ``--py-spy DIR``
-profiles that span (read it with ``bench/serve_profile.py DIR/<case>``; the scheduler's process, when it runs in one, in
-``DIR/<case>/scheduler-<pid>``). ``--record`` (offline): every attempt recorded as the server records
-it (every plugin's verdict on every node) and its matrices encoded as the results writer stores them (the server
-always records).
+[--concurrency 8] [--timeout S] [--py-spy DIR] [--record] [--churn-every N] [--kube-version 1.35]``. Through the server
+it prints the server's CPU seconds over the measured span too (the steadier figure on a shared machine); ``--py-spy
+DIR`` profiles that span (read it with ``bench/serve_profile.py DIR/<case>``; the scheduler's process, when it runs in
+one, in ``DIR/<case>/scheduler-<pid>``). ``--record`` (offline): every attempt recorded as the server
+records it (every plugin's verdict on every node) and its matrices encoded as the results writer stores them (the server
+always records). ``--churn-every N`` (offline): a churn tick after every N measured pods instead of the threshold's
+pace (PreemptionAsync with ``--churn-every 1``: a preemptor per measured pod, the cluster filling with preemptors as
+it does through a server that falls behind; the line's churn figures count the preemptions).
 
 Each case is our own reading of upstream's ``performance-config.yaml`` (its ``performance``-labelled workload) and
 templates: the same node shape (4 CPU, 32Gi, 110 pods; zones where upstream labels them, given round robin where
@@ -699,6 +701,13 @@ def main() -> int:
     )
     p.add_argument("--record", action="store_true", help="offline: record every attempt and encode it (as serve)")
     p.add_argument("--kube-version", help=f"the Kubernetes version to schedule as: {versions_help()} (default: kss's)")
+    p.add_argument(
+        "--churn-every",
+        type=int,
+        metavar="N",
+        help="offline: a churn tick after every N measured pods (default: the threshold's pace; 1: PreemptionAsync "
+        "with a preemptor per measured pod, the pace the server meets when it falls behind)",
+    )
     args = p.parse_args()
     cases = [c for c in CASES if not args.case or any(c.name.startswith(prefix) for prefix in args.case)]
     if not cases:
@@ -708,7 +717,7 @@ def main() -> int:
     for case in cases:
         for mode in modes:
             if mode == "offline":
-                out = run_offline(case, args.scale, args.record, version=args.kube_version)
+                out = run_offline(case, args.scale, args.record, args.churn_every, version=args.kube_version)
                 who = "CPU (recorded)" if args.record else "CPU"
             else:
                 spy = args.py_spy / case.name.replace("/", "_") if args.py_spy else None

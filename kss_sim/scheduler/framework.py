@@ -18,7 +18,7 @@ from kss_sim.kube.versions import KubeVersion, kube_version
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.extender import Extender
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.nodeinfo import NodeInfo, NodeWithout, PodInfo
 from kss_sim.scheduler.snapshot import Snapshot
 from kss_sim.scheduler.waiting import WaitingPod, WaitingPods
 
@@ -293,8 +293,22 @@ class PreFilterPlugin(Plugin, ABC):
 
 
 class FilterPlugin(Plugin, ABC):
+    # False when ``filter`` reads only the pod, the node object (name, labels, spec) and what PreFilter wrote, never
+    # the pods on the node or what PreFilter extensions' AddPod/RemovePod change, and writes nothing: its verdict is
+    # then the same on a copy of the node with pods taken off or put back, so a preemption dry run may ask it on the
+    # node itself, once. Read for in-tree plugins only (a user's subclass may read more).
+    filter_reads_pods: ClassVar[bool] = True
+
     @abstractmethod
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status: ...
+
+    def filter_without(self, state: CycleState, pod: PodInfo, node: NodeWithout) -> Status | None:
+        """The status ``filter`` would give on a copy of ``node.node_info`` with ``node``'s removed pods taken off,
+        from the aggregates of ``node`` (nothing copied, nothing written); None when it cannot say that way.
+
+        Optional (in-tree plugins only): a preemption dry run then need not copy the node.
+        """
+        return None
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
         """Batch Filter: per node of ``batch``, whether ``filter`` would succeed; None when not vectorised.

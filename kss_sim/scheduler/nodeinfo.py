@@ -5,7 +5,7 @@ Objects stay plain Kubernetes JSON dicts; these wrappers cache what plugins read
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -341,6 +341,10 @@ class NodeInfo:
     def unschedulable(self) -> bool:
         return bool(self.spec.get("unschedulable"))
 
+    def counted_requests(self, pi: PodInfo) -> Resource:
+        """What ``pi`` adds to ``requested`` here (pod-level requests count with the PodLevelResources gate on)."""
+        return pi.requests if self.pod_level_resources else pi.without_pod_level_resources()[0]
+
     def _update(self, pi: PodInfo, sign: int) -> None:
         if self.pod_level_resources:
             req = pi.requests
@@ -426,6 +430,49 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, pods={len(self.pods)})"
+
+
+class NodeWithout:
+    """``node_info`` as it would be with ``removed`` (some of its pods) taken off, without copying it: the pod count
+    and ``requested`` a copy would have, for the Filter plugins that answer from them
+    (``FilterPlugin.filter_without``), as a preemption dry run takes a node's lower-priority pods off and puts them
+    back one by one. The sums wrap as ``NodeInfo``'s do (modulo 2^64), so they equal the copy's in any order."""
+
+    __slots__ = ("node_info", "num_pods", "requested")
+
+    def __init__(self, node_info: NodeInfo, removed: Sequence[PodInfo]) -> None:
+        self.node_info = node_info
+        # Summed, then wrapped once: the same int64 as a copy's removal pod by pod (both are modulo 2^64).
+        used = node_info.requested
+        cpu, memory, storage, pods = used.milli_cpu, used.memory, used.ephemeral_storage, used.allowed_pod_number
+        scalars = dict(used.scalar_resources)
+        counted = node_info.counted_requests
+        for pi in removed:
+            r = counted(pi)
+            cpu -= r.milli_cpu
+            memory -= r.memory
+            storage -= r.ephemeral_storage
+            pods -= r.allowed_pod_number
+            for name, value in r.scalar_resources.items():
+                scalars[name] = scalars.get(name, 0) - value
+        self.requested = Resource(
+            wrap_int64(cpu),
+            wrap_int64(memory),
+            wrap_int64(storage),
+            wrap_int64(pods),
+            {name: wrap_int64(value) for name, value in scalars.items()},
+        )
+        self.num_pods = len(node_info.pods) - len(removed)
+
+    def put_back(self, pi: PodInfo) -> None:
+        """``pi``, one of the pods taken off, counted again."""
+        self.requested.add(self.node_info.counted_requests(pi))
+        self.num_pods += 1
+
+    def take_off(self, pi: PodInfo) -> None:
+        """``pi``, one of the node's pods counted here, taken off."""
+        self.requested.sub(self.node_info.counted_requests(pi))
+        self.num_pods -= 1
 
 
 def normalized_image_name(name: str) -> str:

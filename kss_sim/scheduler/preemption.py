@@ -64,6 +64,23 @@ def pod_start_time_ns(pod: PodInfo) -> int:
     raw = (pod.pod.get("status") or {}).get("startTime")
     if not raw:
         return NOW_NS
+    # A dry run orders each node's pods by it, and many pods share a start time (whole seconds): parsed once each.
+    try:
+        return _start_ns_by_text[raw]
+    except (KeyError, TypeError):
+        ns = _parse_start_time_ns(raw)
+    if isinstance(raw, str):
+        if len(_start_ns_by_text) >= _START_TIMES_KEPT:
+            _start_ns_by_text.clear()
+        _start_ns_by_text[raw] = ns
+    return ns
+
+
+_START_TIMES_KEPT = 65_536
+_start_ns_by_text: dict[str, int] = {}
+
+
+def _parse_start_time_ns(raw: Any) -> int:
     try:
         dt = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
     except ValueError:
@@ -258,6 +275,10 @@ class Evaluator:
         shortcut = getattr(self.interface, "nodes_without_victims", None)
         quick: tuple[list[bool], Status] | None = shortcut(pod, walk) if shortcut is not None else None
         to_try: Sequence[int] = range(n) if quick is None else [i for i, without in enumerate(quick[0]) if not without]
+        # Optional too (``victims_without_copies``): the same answer without copying the node and the cycle state,
+        # on the nodes it can answer for (None: every node is copied).
+        without_copies = getattr(self.interface, "victims_without_copies", None)
+        select_in_place = without_copies(state, pod) if without_copies is not None else None
         statuses = node_statuses.statuses
         answered = 0  # the walk's nodes before this one without victims have their status
 
@@ -268,11 +289,13 @@ class Evaluator:
         for i in to_try:
             answer_up_to(i)
             answered = i + 1
-            node_copy = walk[i].clone()
-            state_copy = state.clone()
-            victims, num_violations, st = self.interface.select_victims_on_node(state_copy, pod, node_copy, pdbs)
+            node_info = walk[i]
+            answer = select_in_place(node_info, pdbs) if select_in_place is not None else None
+            if answer is None:
+                answer = self.interface.select_victims_on_node(state.clone(), pod, node_info.clone(), pdbs)
+            victims, num_violations, st = answer
             if st.is_success() and victims:
-                c = Candidate(node_copy.name, victims, num_violations)
+                c = Candidate(node_info.name, victims, num_violations)
                 target = non_violating if num_violations == 0 else violating
                 if len(target) < num_candidates:
                     target.append(c)
@@ -280,10 +303,10 @@ class Evaluator:
                     return non_violating + violating, node_statuses, errs
                 continue
             if st.is_success():
-                st = error(f'expected at least one victim pod on node "{node_copy.name}"')
+                st = error(f'expected at least one victim pod on node "{node_info.name}"')
             if st.code == Code.ERROR:
                 errs.append(st.message())
-            node_statuses.set(node_copy.name, st)
+            node_statuses.set(node_info.name, st)
         answer_up_to(n)
         return non_violating + violating, node_statuses, errs
 

@@ -21,9 +21,19 @@ from kss_sim.scheduler.filter_record import (
     keyed_cells,
     per_node_cells,
 )
-from kss_sim.scheduler.framework import Code, CycleState, FilterPlugin, Handle, Plugin, Status, error, success
-from kss_sim.scheduler.guard import PluginResultError
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.framework import (
+    Code,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    Plugin,
+    PreFilterPlugin,
+    Status,
+    error,
+    success,
+)
+from kss_sim.scheduler.guard import PluginResultError, is_in_tree
+from kss_sim.scheduler.nodeinfo import NodeInfo, NodeWithout, PodInfo
 from kss_sim.scheduler.record import SKIP
 from kss_sim.scheduler.watchdog import PluginTimeout
 
@@ -70,11 +80,25 @@ def _defect_status(node_info: NodeInfo, record: dict[str, Status] | None) -> Sta
     return st
 
 
+class FilterWithoutCopy:
+    """How a cycle's Filter plugins answer on a node with some of its pods taken off, without copying the node
+    (``FilterRunners.filter_without_copy``): ``plugins`` are the ones the cycle runs, in order, each with whether
+    it answers from a ``NodeWithout`` (``filter_without``; else it reads no pod and is asked on the node itself);
+    ``pod_readers`` are the former, the only ones whose verdict putting a pod back can change."""
+
+    __slots__ = ("plugins", "pod_readers")
+
+    def __init__(self, plugins: list[tuple[FilterPlugin, bool]]) -> None:
+        self.plugins = plugins
+        self.pod_readers = [(pl, True) for pl, reads in plugins if reads]
+
+
 class FilterRunners:
     """The Filter side of ``Framework``."""
 
     handle: Handle
     filter: list[FilterPlugin]
+    pre_filter: list[PreFilterPlugin]
 
     if TYPE_CHECKING:
 
@@ -120,6 +144,80 @@ class FilterRunners:
                 if record is None:
                     return st
         return first if first is not None else success()
+
+    def filter_without_copy(self, state: CycleState) -> FilterWithoutCopy | None:
+        """Whether this cycle's Filter run on a node with pods taken off (a preemption dry run's) can be answered
+        without copying the node and ``state``: when no PreFilter extension would change ``state`` as pods go and
+        come back (none of this cycle's PreFilter plugins has one), and every Filter plugin the cycle runs is an
+        in-tree one that reads no pod (``filter_reads_pods``) or answers from a ``NodeWithout``
+        (``filter_without``). None otherwise."""
+        skipped = state.skip_filter_plugins
+        try:
+            if any(pl.name not in skipped and pl.pre_filter_extensions() is not None for pl in self.pre_filter):
+                return None
+        except Exception:  # the copying run reports it as that point's error
+            return None
+        plugins: list[tuple[FilterPlugin, bool]] = []
+        for pl in self.filter:
+            if pl.name in skipped:
+                continue
+            if not is_in_tree(pl):
+                return None
+            if not type(pl).filter_reads_pods:
+                plugins.append((pl, False))
+            elif type(pl).filter_without is not FilterPlugin.filter_without:
+                plugins.append((pl, True))
+            else:
+                return None
+        return FilterWithoutCopy(plugins)
+
+    def run_filter_plugins_without_copy(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeWithout,
+        plugins: list[tuple[FilterPlugin, bool]],
+    ) -> Status:
+        """``run_filter_plugins`` on a copy of ``node.node_info`` with ``node``'s pods taken off, without the copy:
+        ``plugins`` (a ``FilterWithoutCopy``'s) asked on the node itself or on ``node``. The caller makes sure no
+        nominated pod would be added to it (``run_filter_plugins_with_nominated_pods`` would then run twice)."""
+        node_info = node.node_info
+        if node_info.defect is not None:
+            return _defect_status(node_info, None)
+        for pl, reads_pods in plugins:
+            try:
+                answer = pl.filter_without(state, pod, node) if reads_pods else pl.filter(state, pod, node_info)
+                assert answer is not None  # filter_without_copy admits only the in-tree plugins that answer
+                st = answer
+                passed = st.is_success()
+            except (PluginResultError, PluginTimeout) as exc:
+                st, passed = self.failure("Filter", pl, exc), False
+            except Exception as exc:
+                st, passed = self.node_failure(pl, node_info, exc), False
+            if not passed:
+                return _filter_status(pl, st)
+        return success()
+
+    def fits_without_copy(
+        self, state: CycleState, pod: PodInfo, node: NodeWithout, plugins: list[tuple[FilterPlugin, bool]]
+    ) -> bool:
+        """Whether ``run_filter_plugins_without_copy`` succeeds (a plugin that raises rejects the node there too),
+        without building its statuses: a dry run's reprieve asks only that, once per pod put back."""
+        node_info = node.node_info
+        if node_info.defect is not None:
+            return False
+        for pl, reads_pods in plugins:
+            try:
+                answer = pl.filter_without(state, pod, node) if reads_pods else pl.filter(state, pod, node_info)
+            except (PluginResultError, PluginTimeout) as exc:
+                self.failure("Filter", pl, exc)
+                return False
+            except Exception as exc:  # logged as the copying run logs it
+                self.node_failure(pl, node_info, exc)
+                return False
+            if answer is None or not answer.is_success():
+                return False
+        return True
 
     def run_filter_plugins_batch(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BatchFilterOutcome:
         """``RunFilterPlugins`` on every node of ``batch`` at once (no nominated pods, no recording).

@@ -34,6 +34,7 @@ class NoShortcut(DefaultPreemption):
     """DefaultPreemption with the dry run on copies of every node (the reference)."""
 
     nodes_without_victims = None  # type: ignore[assignment]
+    victims_without_copies = None  # type: ignore[assignment]
 
 
 class OwnVictims(DefaultPreemption):

@@ -24,7 +24,7 @@ from kss_sim.scheduler.framework import (
     error,
     success,
 )
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.nodeinfo import NodeInfo, NodeWithout, PodInfo
 from kss_sim.scheduler.preemption import Candidate, Evaluator, importance_key
 
 NAME = "DefaultPreemption"
@@ -294,11 +294,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         if not st.is_success():
             return [], 0, st
 
-        # Reprieve as many as possible, most important first: PDB-violating ones, then the others.
-        potential.sort(key=importance_key)
-        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
-        victims: list[PodInfo] = []
-
         def reprieve(p: PodInfo) -> tuple[bool, Status]:
             st = add(p)
             if not st.is_success():
@@ -308,20 +303,88 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                 st = remove(p)
                 if not st.is_success():
                     return False, st
-                victims.append(p)
             return fits, success()
 
-        num_violating = 0
-        for p in violating:
-            fits, st = reprieve(p)
+        return _reprieve_most_important(potential, pdbs, reprieve)
+
+    def victims_without_copies(
+        self, state: CycleState, pod: PodInfo
+    ) -> Callable[[NodeInfo, Sequence[dict[str, Any]]], tuple[list[PodInfo], int, Status] | None] | None:
+        """For the dry run: ``select_victims_on_node``'s answer on a node without copying the node and ``state``
+        (None for a node that needs the copies), when this cycle's filters allow it
+        (``Framework.filter_without_copy``: no PreFilter extension in play, every filter reading no pod or
+        answering from a ``NodeWithout``); None when they do not, or a subclass chooses its victims its own way.
+
+        Same victims, count and status as the copying run, on a node that no nominated pod of ``pod``'s priority
+        or higher is added to: the pods are taken off and put back in the same order on a ``NodeWithout``, whose
+        count and ``requested`` equal the copy's at each step; the filters that read no pod are asked once, on the
+        node itself, with everything else, and not again as pods come back (their verdict reads nothing that
+        changes: it passed, or the node was answered then); the others are asked at every step, as upstream asks
+        every filter.
+        """
+        cls = type(self)
+        if (
+            cls.select_victims_on_node is not DefaultPreemption.select_victims_on_node
+            or cls.is_preemption_allowed is not DefaultPreemption.is_preemption_allowed
+        ):
+            return None
+        fwk = self.handle.framework
+        plan = fwk.filter_without_copy(state) if fwk is not None else None
+        if fwk is None or plan is None:
+            return None
+        run, fits_without_copy = fwk.run_filter_plugins_without_copy, fwk.fits_without_copy
+        everything, pod_readers = plan.plugins, plan.pod_readers
+        priority, uid = pod.priority, pod.uid
+        nominated_pods_for_node = self.handle.nominated_pods_for_node
+
+        def select(node_info: NodeInfo, pdbs: Sequence[dict[str, Any]]) -> tuple[list[PodInfo], int, Status] | None:
+            if any(p.priority >= priority and p.uid != uid for p in nominated_pods_for_node(node_info.name)):
+                return None  # the filters would run twice, with these pods added: the copying run does that
+            potential = [p for p in node_info.pods if p.priority < priority]  # is_preemption_allowed
+            if not potential:
+                return [], 0, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, MSG_NO_VICTIMS)
+            node = NodeWithout(node_info, potential)
+            st = run(state, pod, node, everything)
             if not st.is_success():
-                return [], 0, error(st.message())
-            if not fits:
-                num_violating += 1
-        for p in non_violating:
-            _, st = reprieve(p)
-            if not st.is_success():
-                return [], 0, error(st.message())
-        if violating and non_violating:
-            victims.sort(key=importance_key)
-        return victims, num_violating, success()
+                return [], 0, st
+
+            def reprieve(p: PodInfo) -> tuple[bool, Status]:
+                node.put_back(p)
+                fits = fits_without_copy(state, pod, node, pod_readers)
+                if not fits:
+                    node.take_off(p)
+                return fits, success()
+
+            return _reprieve_most_important(potential, pdbs, reprieve)
+
+        return select
+
+
+def _reprieve_most_important(
+    potential: list[PodInfo],
+    pdbs: Sequence[dict[str, Any]],
+    reprieve: Callable[[PodInfo], tuple[bool, Status]],
+) -> tuple[list[PodInfo], int, Status]:
+    """The victims among ``potential`` (all taken off, and the pod fits without them): each put back in turn, most
+    important first, PDB-violating ones before the others, and kept if the pod still fits (``reprieve``: whether
+    it does, and the status of putting it back and taking it off again)."""
+    potential.sort(key=importance_key)
+    violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+    victims: list[PodInfo] = []
+    num_violating = 0
+    for p in violating:
+        fits, st = reprieve(p)
+        if not st.is_success():
+            return [], 0, error(st.message())
+        if not fits:
+            victims.append(p)
+            num_violating += 1
+    for p in non_violating:
+        fits, st = reprieve(p)
+        if not st.is_success():
+            return [], 0, error(st.message())
+        if not fits:
+            victims.append(p)
+    if violating and non_violating:
+        victims.sort(key=importance_key)
+    return victims, num_violating, success()

@@ -139,6 +139,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     """Filters on required node affinity and nodeSelector; scores by matching preferred terms' weights."""
 
     name: ClassVar[str] = NAME
+    filter_reads_pods: ClassVar[bool] = False  # the node object and the pod only
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)

@@ -126,6 +126,7 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
     """Rejects, as unresolvable, nodes that do not declare every feature the pod's spec requires."""
 
     name: ClassVar[str] = NAME
+    filter_reads_pods: ClassVar[bool] = False  # the node object and the pod only
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)

@@ -23,6 +23,7 @@ class NodeName(FilterPlugin):
     """Rejects every node but the one the pod names."""
 
     name: ClassVar[str] = "NodeName"
+    filter_reads_pods: ClassVar[bool] = False  # the node object and the pod only
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         if fits(pod, node_info):

@@ -41,7 +41,7 @@ from kss_sim.scheduler.framework import (
     error,
     success,
 )
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo, shared_by_resources
+from kss_sim.scheduler.nodeinfo import NodeInfo, NodeWithout, PodInfo, shared_by_resources
 from kss_sim.scheduler.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -511,12 +511,31 @@ def fits_request(
     """``fitsRequest``: every resource the node lacks, in upstream's order (pods, cpu, memory,
     ephemeral-storage, scalar resources). A request above the node's whole allocatable is unresolvable. A resource
     in ``dra_backed`` (a DeviceClass serves it) is left to DynamicResources on a node with none of it allocatable."""
+    return fits_request_on(
+        pod_request,
+        node_info.allocatable,
+        node_info.requested,
+        len(node_info.pods),
+        ignored_extended_resources,
+        ignored_resource_groups,
+        dra_backed,
+    )
+
+
+def fits_request_on(
+    pod_request: Resource,
+    alloc: Resource,
+    used: Resource,
+    num_pods: int,
+    ignored_extended_resources: frozenset[str] = frozenset(),
+    ignored_resource_groups: frozenset[str] = frozenset(),
+    dra_backed: frozenset[str] = frozenset(),
+) -> list[InsufficientResource]:
+    """``fits_request`` on a node of allocatable ``alloc`` holding ``num_pods`` pods that request ``used``."""
     out: list[InsufficientResource] = []
-    alloc = node_info.allocatable
-    used = node_info.requested
     allowed_pods = alloc.allowed_pod_number
-    if len(node_info.pods) + 1 > allowed_pods:
-        out.append(InsufficientResource("pods", "Too many pods", 1, len(node_info.pods), allowed_pods))
+    if num_pods + 1 > allowed_pods:
+        out.append(InsufficientResource("pods", "Too many pods", 1, num_pods, allowed_pods))
     if (
         pod_request.milli_cpu == 0
         and pod_request.memory == 0
@@ -767,11 +786,18 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         )
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        return self._filter_on(state, node_info.allocatable, node_info.requested, len(node_info.pods))
+
+    def filter_without(self, state: CycleState, pod: PodInfo, node: NodeWithout) -> Status:
+        """``filter`` reads only the node's allocatable, requested and pod count: ``node`` has the last two."""
+        return self._filter_on(state, node.node_info.allocatable, node.requested, node.num_pods)
+
+    def _filter_on(self, state: CycleState, alloc: Resource, used: Resource, num_pods: int) -> Status:
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        insufficient = fits_request(
-            s.request, node_info, self.ignored_resources, self.ignored_resource_groups, s.dra_backed
+        insufficient = fits_request_on(
+            s.request, alloc, used, num_pods, self.ignored_resources, self.ignored_resource_groups, s.dra_backed
         )
         if not insufficient:
             return success()

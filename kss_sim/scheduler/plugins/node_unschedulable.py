@@ -21,6 +21,7 @@ class NodeUnschedulable(FilterPlugin):
     """Filters out cordoned nodes unless the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
 
     name: ClassVar[str] = "NodeUnschedulable"
+    filter_reads_pods: ClassVar[bool] = False  # the node object and the pod only
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         if not node_info.unschedulable:

@@ -69,6 +69,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
     """Rejects nodes with untolerated NoSchedule/NoExecute taints; prefers nodes with fewer PreferNoSchedule ones."""
 
     name: ClassVar[str] = NAME
+    filter_reads_pods: ClassVar[bool] = False  # the node object and the pod only
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)

@@ -85,6 +85,7 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
     """Upstream ``VolumeZone``."""
 
     name: ClassVar[str] = "VolumeZone"
+    filter_reads_pods: ClassVar[bool] = False  # the node's labels, the pod's volumes and their PVs only
 
     def _pv_topologies_for_pod(self, pod: PodInfo) -> tuple[list[PVTopology], Status]:
         """``getPVbyPod``."""
