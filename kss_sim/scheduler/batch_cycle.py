@@ -24,9 +24,9 @@ from kss_sim.scheduler.columns import IntArray, NodeBatch
 from kss_sim.scheduler.filter_record import UINT8_REASONS, ReasonTable, RecordFilterOutcome
 from kss_sim.scheduler.framework import Code, CycleState, FilterPlugin, Status
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
-from kss_sim.scheduler.record import Attempt, FilterMatrix, ScoreMatrix
+from kss_sim.scheduler.record import PASSED, SKIP, Attempt, FilterMatrix, ScoreMatrix
 from kss_sim.scheduler.runtime import Framework
-from kss_sim.scheduler.runtime_filter import BatchFilterOutcome
+from kss_sim.scheduler.runtime_filter import BatchFilterOutcome, RaisedStatus
 from kss_sim.scheduler.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -105,8 +105,6 @@ class BatchCycle:
             if record and record_excluded:  # no candidate: every node was left out, recorded one by one as before
                 self._record_only(fwk, state, pod, cols.infos, att)
             return NodeBatch(cols, np.zeros(0, np.int64), []), 0
-        if record and self._has_relevant_nominated(fwk, pod):
-            return None
         if record and record_excluded and not fwk.filter:
             # No filter plugin: nothing to batch (each left-out node's record is empty), one by one as before.
             allowed = {ni.name for ni in nodes}
@@ -129,7 +127,7 @@ class BatchCycle:
                 excluded = fwk.run_filter_plugins_record_batch(
                     state, pod, NodeBatch(cols, np.flatnonzero(left_out)), table
                 )
-                if excluded is None:
+                if excluded is None or not self._nominated_record_override(fwk, state, pod, excluded):
                     return None
             if start:
                 positions = np.roll(positions, -start)
@@ -153,7 +151,7 @@ class BatchCycle:
                 batch = NodeBatch(cols, positions[offset:end])
             if record:
                 rec = fwk.run_filter_plugins_record_batch(state, pod, batch, table)
-                if rec is None:
+                if rec is None or not self._nominated_record_override(fwk, state, pod, rec):
                     return None
                 rec_chunks.append(rec)
                 ok_chunk = rec.ok
@@ -371,11 +369,62 @@ class BatchCycle:
             diagnosis.node_to_status.set(all_names[int(positions[i])], st)
             diagnosis.unschedulable_plugins.add(st.plugin)
 
-    def _has_relevant_nominated(self, fwk: Framework, pod: PodInfo) -> bool:
-        """Pods nominated somewhere with at least this pod's priority (their nodes need the per-node loop)."""
-        return any(
-            p.priority >= pod.priority and p.uid != pod.uid for pods in fwk.handle.nominated_pods.values() for p in pods
-        )
+    def _nominated_positions(self, fwk: Framework, pod: PodInfo, batch: NodeBatch) -> list[tuple[int, int]]:
+        """(batch position, column) of the batch's nodes with nominated pods of at least the pod's priority: they
+        are filtered with those pods added (``RunFilterPluginsWithNominatedPods``), one by one."""
+        nominated = fwk.handle.nominated_pods
+        if not nominated:
+            return []
+        where: dict[int, int] | None = None
+        found: list[tuple[int, int]] = []
+        for node_name, pods in nominated.items():
+            if not any(p.priority >= pod.priority and p.uid != pod.uid for p in pods):
+                continue
+            col = batch.cols.position.get(node_name)
+            if col is None:
+                continue
+            if where is None:
+                where = {c: j for j, c in enumerate(batch.idx.tolist())}
+            j = where.get(col)
+            if j is not None:
+                found.append((j, col))
+        return found
+
+    def _nominated_record_override(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, rec: RecordFilterOutcome
+    ) -> bool:
+        """Recording: the rows of nodes with nominated pods of at least the pod's priority rewritten with what the
+        per-node loop records there (every plugin's verdict with those pods added, or without them when they
+        passed with them). False when a node's run gave an error or a plugin raised (the per-node loop takes over,
+        as it decides where kube-scheduler stops). A preemptor nominated somewhere used to send every lower-priority
+        pod's recorded cycle through the per-node loop on every node (the served PreemptionAsync's measured pods)."""
+        positions = self._nominated_positions(fwk, pod, rec.batch)
+        for j, col in positions:
+            verdicts: dict[str, Status] = {}
+            st = fwk.run_filter_plugins_with_nominated_pods(state, pod, rec.batch.cols.infos[col], verdicts)
+            if not st.is_success() and not st.is_rejected():
+                return False
+            first = -1
+            for k, pl in enumerate(fwk.filter):
+                got = verdicts.get(pl.name)
+                if got is None or isinstance(got, RaisedStatus):
+                    return False
+                if got.code == Code.SKIP:
+                    cell = SKIP
+                elif got.is_success():
+                    cell = PASSED
+                elif got.is_rejected():
+                    cell = rec.table.cell_for(k, pl, got)
+                    if first < 0:
+                        first = k
+                else:
+                    return False
+                _set_cell(rec, k, j, cell)
+            rec.fail[j] = first
+        if positions:
+            rec.ok = rec.fail < 0
+            rec.columns = dict(sorted(rec.columns.items()))  # plugin order, as the matrix's varying columns are read
+        return True
 
     def _nominated_override(self, fwk: Framework, state: CycleState, pod: PodInfo, out: BatchFilterOutcome) -> bool:
         """Nodes with nominated pods of at least the pod's priority are filtered with those pods added.
@@ -545,3 +594,18 @@ def _rolled_range(n: int, start: int) -> IntArray:
     if not start:
         return np.arange(n, dtype=np.int64)
     return np.concatenate((np.arange(start, n, dtype=np.int64), np.arange(start, dtype=np.int64)))
+
+
+def _set_cell(rec: RecordFilterOutcome, k: int, j: int, cell: int) -> None:
+    """Plugin ``k``'s cell of batch row ``j`` set to ``cell`` (a constant column made a column first)."""
+    column = rec.columns.get(k)
+    if column is None:
+        constant = int(rec.constant[k])
+        if constant == cell:
+            return
+        column = np.full(len(rec.fail), constant, np.uint8 if max(constant, cell) <= 255 else np.int16)
+        rec.constant[k] = -1
+    elif cell > 255 and column.dtype == np.uint8:
+        column = column.astype(np.int16)
+    rec.columns[k] = column
+    column[j] = cell

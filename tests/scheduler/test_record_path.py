@@ -84,6 +84,36 @@ def test_sampled_walk_is_recorded_as_the_per_node_loop_records_it() -> None:
     assert len(records[0][1]["filter"]) == num_feasible_nodes_to_find(0, 300) == 144
 
 
+@pytest.mark.parametrize("fits_elsewhere", [True, False], ids=["fits-elsewhere", "fits-nowhere"])
+def test_nominated_pods_are_recorded_as_the_per_node_loop_records_them(fits_elsewhere: bool) -> None:
+    """Nodes holding a nomination of higher priority are filtered with the nominated pod added (its 3 CPU leave
+    too little for a 2-CPU pod, a verdict that differs from the node's own); the batch path records them as the
+    per-node loop does, instead of handing the whole cycle to it."""
+    records = []
+    for batch in (True, False):
+        sched, cache = _scheduler(40)
+        fwk = sched.frameworks["default-scheduler"]
+        nominated = range(0, 10, 3)
+        for i in range(40):
+            if not fits_elsewhere and i not in nominated:  # every other node too full for the pod on its own
+                cache.add_pod(PodInfo(make_pod(name=f"big{i}", node_name=f"n{i:03d}", requests={"cpu": "3"})))
+        for i in nominated:
+            nominee = PodInfo(make_pod(name=f"preemptor{i}", priority=100, requests={"cpu": "3"}))
+            fwk.handle.add_nominated_pod(nominee, f"n{i:03d}")
+        atts = []
+        for i in range(3):
+            pod = PodInfo(make_pod(name=f"p{i}", priority=0, requests={"cpu": "2"}))
+            atts.append(
+                sched.schedule_one(pod, 1, ScheduleOptions(batch=batch, tie_break="name", run_binding_cycle=False))
+            )
+        records.append([_record(a) for a in atts])
+        assert all((a.filter_matrix is not None) == batch for a in atts)  # the batch path kept the cycle
+    assert records[0] == records[1]
+    nominated_node = records[1][0]["filter"]["n000"]
+    assert nominated_node["NodeResourcesFit"] != "passed"  # the nominated pod's CPU counted
+    assert (records[1][0]["result"] == "scheduled") == fits_elsewhere
+
+
 def test_incremental_aggregates_equal_a_count_from_scratch() -> None:
     sched, cache = _scheduler(12)
     fwk = sched.frameworks["default-scheduler"]
