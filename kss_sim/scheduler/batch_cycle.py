@@ -89,8 +89,9 @@ class BatchCycle:
         Every candidate is filtered (plugins are pure), then kube-scheduler's walk is replayed on the verdicts:
         from ``next_start_node_index``, stopping at the feasible node after the ``numFeasibleNodesToFind``-th.
         Statuses are materialised only for a pod that fits nowhere. With ``opts.record`` every plugin runs on
-        every node and the visited nodes' verdicts go to ``att.filter_matrix``. None when a plugin returned an
-        error (or, recording, when nominated pods need the per-node loop, or when a node is malformed).
+        every node and the visited nodes' verdicts go to ``att.filter_matrix``; nodes with nominated pods of at least
+        the pod's priority are filtered one by one with those pods added. None when a plugin returned an error (or
+        when a node is malformed).
 
         ``record_excluded`` (with ``opts.record``): the snapshot's nodes outside ``nodes`` (those a PreFilterResult
         left out) are recorded too, before the visited ones and in node-list order, as ``_record_only`` would; no
