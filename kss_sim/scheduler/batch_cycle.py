@@ -370,6 +370,29 @@ class BatchCycle:
             diagnosis.node_to_status.set(all_names[int(positions[i])], st)
             diagnosis.unschedulable_plugins.add(st.plugin)
 
+    def _record_others_batch(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nominated: str, att: Attempt, diagnosis: Diagnosis
+    ) -> bool:
+        """The record of every node but the one a pod was bound to as nominated (``Scheduler._record_only``'s), on
+        a batch: the same verdicts, as matrix rows. No decision depends on them; False when the batch cannot give
+        them (a PodGroup placement, a malformed node, a plugin's error): the caller records per node. A
+        preemptor's retry on its node recorded the 5,000 others per node, most of the served PreemptionAsync."""
+        if not fwk.filter or self.snapshot.placement is not None or self.snapshot.any_defective():
+            return False
+        cols = self.snapshot.columns()
+        others = np.ones(cols.n, np.bool_)
+        col = cols.position.get(nominated)
+        if col is not None:
+            others[col] = False
+        positions: IntArray = np.flatnonzero(others)
+        if not len(positions):
+            return False
+        rec = fwk.run_filter_plugins_record_batch(state, pod, NodeBatch(cols, positions), ReasonTable())
+        if rec is None or not self._nominated_record_override(fwk, state, pod, rec):
+            return False
+        self._keep_filter_matrix([rec], positions, len(positions), diagnosis, att, fits_nowhere=False)
+        return True
+
     def _nominated_positions(self, fwk: Framework, pod: PodInfo, batch: NodeBatch) -> list[tuple[int, int]]:
         """(batch position, column) of the batch's nodes with nominated pods of at least the pod's priority: they
         are filtered with those pods added (``RunFilterPluginsWithNominatedPods``), one by one."""

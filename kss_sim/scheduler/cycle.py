@@ -352,7 +352,11 @@ class Scheduler(BatchCycle, BindingCycle, ExtenderCycle, PodGroupCycle):
                     feasible, _ = self._find_nodes_that_pass_extenders(pod, feasible, diagnosis, att, opts.record)
                 if feasible:
                     att.bound_by = "nominated-node"
-                    if opts.record:
+                    if opts.record and not (
+                        opts.batch
+                        and not self.extenders
+                        and self._record_others_batch(fwk, state, pod, nominated, att, diagnosis)
+                    ):
                         self._record_only(fwk, state, pod, [n for n in all_nodes if n.name != nominated], att)
                     return feasible, None
 

@@ -114,6 +114,30 @@ def test_nominated_pods_are_recorded_as_the_per_node_loop_records_them(fits_else
     assert (records[1][0]["result"] == "scheduled") == fits_elsewhere
 
 
+def test_a_pod_bound_to_its_nominated_node_records_the_others_as_the_per_node_loop() -> None:
+    """The nominated node is tried first and, when the pod fits there, every other node is recorded for display
+    (``_record_only``): on the batch path as matrix rows, with other nominations counted on their nodes."""
+    records = []
+    for batch in (True, False):
+        sched, cache = _scheduler(30)
+        fwk = sched.frameworks["default-scheduler"]
+        for i in range(0, 30, 2):
+            cache.add_pod(PodInfo(make_pod(name=f"big{i}", node_name=f"n{i:03d}", requests={"cpu": "3"})))
+        fwk.handle.add_nominated_pod(PodInfo(make_pod(name="other", priority=100, requests={"cpu": "3"})), "n005")
+        raw = make_pod(name="preemptor", priority=50, requests={"cpu": "2"})
+        raw["status"] = {"nominatedNodeName": "n007"}
+        att = sched.schedule_one(
+            PodInfo(raw), 1, ScheduleOptions(batch=batch, tie_break="name", run_binding_cycle=False)
+        )
+        assert att.bound_by == "nominated-node" and att.bound_to == "n007"
+        assert (att.filter_matrix is not None) == batch
+        records.append(_record(att))
+    assert records[0] == records[1]
+    assert len(records[1]["filter"]) == 30
+    assert records[1]["filter"]["n005"]["NodeResourcesFit"] != "passed"  # the other nomination counted there
+    assert records[1]["filter"]["n002"]["NodeResourcesFit"] != "passed"
+
+
 def test_incremental_aggregates_equal_a_count_from_scratch() -> None:
     sched, cache = _scheduler(12)
     fwk = sched.frameworks["default-scheduler"]
