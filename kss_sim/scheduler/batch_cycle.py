@@ -455,23 +455,9 @@ class BatchCycle:
 
         Updates the batch verdicts in place; True when that gave an error (the per-node loop takes over).
         """
-        nominated = fwk.handle.nominated_pods
-        if not nominated:
-            return False
-        batch = out.batch
-        where: dict[int, int] | None = None
-        for node_name, pods in nominated.items():
-            if not any(p.priority >= pod.priority and p.uid != pod.uid for p in pods):
-                continue
-            col = batch.cols.position.get(node_name)
-            if col is None:
-                continue
-            if where is None:
-                where = {c: j for j, c in enumerate(batch.idx.tolist())}
-            j = where.get(col)
-            if j is None:
-                continue
-            st = fwk.run_filter_plugins_with_nominated_pods(state, pod, batch.cols.infos[col])
+        infos = out.batch.cols.infos
+        for j, col in self._nominated_positions(fwk, pod, out.batch):
+            st = fwk.run_filter_plugins_with_nominated_pods(state, pod, infos[col])
             if st.is_success():
                 out.ok[j] = True
                 out.fail_plugin[j] = -1
