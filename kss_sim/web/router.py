@@ -222,7 +222,7 @@ def pod_page(
 def groups_page(request: Request, page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
     """Every PodGroup and Workload gang: quorum, members bound / waiting in Permit / pending, state in words."""
     service = web(request)
-    view = groups_view(service, page=page)
+    view = groups_view(service, minor=request.app.state.settings.version.minor, page=page)
     ctx = {**base_context(request, service, view.resource_version, "groups"), "view": view, "params": {"page": page}}
     if hx_target(request) == "groups-body":
         return render("components/groups_body.html", **ctx)
@@ -254,7 +254,16 @@ def group_detail_page(
 ) -> HTMLResponse:
     """One gang (a Workload: each of its gangs): members with their state and last attempt, and why it did not fit."""
     service = web(request)
-    detail = group_page(service, namespace, kind, name, pod_group=pod_group, replica_key=replica_key, page=page)
+    detail = group_page(
+        service,
+        namespace,
+        kind,
+        name,
+        minor=request.app.state.settings.version.minor,
+        pod_group=pod_group,
+        replica_key=replica_key,
+        page=page,
+    )
     if detail is None:
         return not_found(request, service, f'{kind} "{namespace}/{name}"')
     params = {"podGroup": pod_group, "replicaKey": replica_key, "page": page}

@@ -101,7 +101,7 @@ async def high_priority_gang(client: httpx.AsyncClient, members: dict[str, str],
 
 
 def gang_detail(app: FastAPI, name: str) -> GangDetail:
-    page = group_page(web_of(app), "default", V1ALPHA2, name)
+    page = group_page(web_of(app), "default", V1ALPHA2, name, minor=36)
     assert page is not None
     (detail,) = page.gangs
     return detail
@@ -146,7 +146,7 @@ async def test_a_gang_that_fits_by_its_members_preemption_waits_for_the_victims_
         detail = gang_detail(app, "train")
         assert detail.gang.state.word == "waiting for preemption"
         assert detail.gang.state.detail == "2 victims terminating" and detail.gang.state.remaining is not None
-        (listed,) = [g for g in groups_view(web_of(app)).gangs.items if g.key.name == "train"]
+        (listed,) = [g for g in groups_view(web_of(app), minor=36).gangs.items if g.key.name == "train"]
         assert listed.state.word == "waiting for preemption"
         html = (await client.get("/ui/groups/default/PodGroup.v1alpha2/train")).text
         assert 'data-testid="gang-preemption" data-status="waiting"' in html

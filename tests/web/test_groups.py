@@ -196,7 +196,7 @@ async def test_groups_page_lists_pod_groups_and_workload_gangs_with_counts_and_s
     store.create("Pod", workload_pod("driver-0", "job", "driver"))  # a basic pod group is no gang
     store.create("Pod", workload_pod("ps-0", "job", "ps"))  # a pod group the Workload does not have
     fake = FakeScheduler(app.state.scheduler_view, [waiting("default/train-1", "n1", 8, 52), waiting("default/x")])
-    view = groups_view(service_over(app, fake))
+    view = groups_view(service_over(app, fake), minor=36)
     by_label = {g.key.label: g for g in view.gangs.items}
     assert list(by_label) == [
         "job / ps",
@@ -308,7 +308,7 @@ async def test_a_workload_page_shows_each_of_its_gangs(app: FastAPI) -> None:
     )
     store.create("Pod", workload_pod("a0", "job", "a"))
     fake = FakeScheduler(app.state.scheduler_view, plugins=["GangScheduling"])
-    found = group_page(service_over(app, fake), "default", "Workload", "job")
+    found = group_page(service_over(app, fake), "default", "Workload", "job", minor=35)
     assert found is not None
     assert [(d.gang.key.label, d.gang.state.summary) for d in found.gangs] == [
         ("job / a", "too few members: 1 of 2 exist"),
@@ -318,7 +318,7 @@ async def test_a_workload_page_shows_each_of_its_gangs(app: FastAPI) -> None:
     gated = found.gangs[0].members.items[0]
     assert gated.state == "gated"
     assert gated.gate == "GangScheduling: waiting for minCount pods from a gang to appear in scheduling queue"
-    only_b = group_page(service_over(app, fake), "default", "Workload", "job", pod_group="b")
+    only_b = group_page(service_over(app, fake), "default", "Workload", "job", minor=35, pod_group="b")
     assert only_b is not None and [d.gang.key.pod_group for d in only_b.gangs] == ["b"]
 
 
@@ -426,7 +426,7 @@ async def test_a_coscheduling_gang_that_times_out_shows_the_wait_and_the_timeout
     await sched_client.post("/api/v1/namespaces/default/pods", json=member_pod("quick-0", "quick"))
 
     def waited() -> Any:
-        page = group_page(web_of(sched_app), "default", "PodGroup", "quick")
+        page = group_page(web_of(sched_app), "default", "PodGroup", "quick", minor=36)
         assert page is not None
         (detail,) = page.gangs
         timeouts = [r for r in detail.rejections if "rejected due to timeout after waiting 1s" in r.message]

@@ -40,6 +40,18 @@ KIND_LABELS = {
     WORKLOAD: "Workload",
     POD_GROUP_V1ALPHA2: "PodGroup (scheduling.k8s.io/v1alpha2)",
 }
+# From v1.37 the store's v1alpha2 PodGroups are served (and shown) as scheduling.k8s.io/v1beta1.
+V1BETA1_FROM_MINOR = 37
+V1BETA1_LABELS = {POD_GROUP_V1ALPHA2: "PodGroup (scheduling.k8s.io/v1beta1)"}
+
+
+def kind_label(kind: str, minor: int) -> str:
+    """The kind as the pages name it at Kubernetes 1.``minor``: in the API version that release serves."""
+    if minor >= V1BETA1_FROM_MINOR and kind in V1BETA1_LABELS:
+        return V1BETA1_LABELS[kind]
+    return KIND_LABELS.get(kind, kind)
+
+
 # The group cycle's condition: v1.36's name, and v1.37's for the same condition.
 POD_GROUP_SCHEDULED_TYPES = ("PodGroupScheduled", "PodGroupInitiallyScheduled")
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -60,11 +72,6 @@ class GangKey:
     name: str  # the PodGroup's or the Workload's name
     pod_group: str = ""  # a Workload's pod group
     replica_key: str = ""  # its podGroupReplicaKey ("" when the pods give none)
-
-    @property
-    def kind_label(self) -> str:
-        """The kind as the pages name it."""
-        return KIND_LABELS.get(self.kind, self.kind)
 
     @property
     def label(self) -> str:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kss_sim.cluster.kinds.workload_v1beta1 import in_served_version
 from kss_sim.kube.objects import Obj
 from kss_sim.web.formatting import Page, duration_text, paginate, to_yaml
 from kss_sim.web.page_sources import WebService
@@ -22,13 +23,13 @@ from kss_sim.web.views.gang_preemption import GangPreemption, PreemptionIndex, g
 from kss_sim.web.views.gangs import (
     FAILED_RESULTS,
     GROUP_KINDS,
-    KIND_LABELS,
     POD_GROUP,
     POD_GROUP_V1ALPHA2,
     WORKLOAD,
     Gang,
     GangReader,
     Member,
+    kind_label,
 )
 
 MEMBERS_PAGE_SIZE = 50  # each member shown costs two reads of the results
@@ -66,6 +67,11 @@ class GroupsView:
     coscheduling: bool  # Coscheduling runs in some profile
     gang_scheduling: bool  # GangScheduling runs in some profile
     resource_version: int
+    minor: int  # the Kubernetes minor version served: it names the kinds' API versions
+
+    def kind_label(self, kind: str) -> str:
+        """A gang's kind as the pages name it."""
+        return kind_label(kind, self.minor)
 
 
 @dataclass(slots=True)
@@ -104,17 +110,18 @@ class GroupPage:
     yaml: str
     gangs: list[GangDetail]
     resource_version: int
+    minor: int  # the Kubernetes minor version served
 
     @property
     def kind_label(self) -> str:
         """The kind as the pages name it."""
-        return KIND_LABELS.get(self.kind, self.kind)
+        return kind_label(self.kind, self.minor)
 
 
 # ---------------------------------------------------------------------------------------------- pages
 
 
-def groups_view(web: WebService, *, page: int = 1) -> GroupsView:
+def groups_view(web: WebService, *, minor: int, page: int = 1) -> GroupsView:
     """Every gang, with quorum, member counts and state; and pods held in Permit outside any gang."""
     rv = web.store.resource_version
     ctx = GangReader(web)
@@ -128,6 +135,7 @@ def groups_view(web: WebService, *, page: int = 1) -> GroupsView:
         coscheduling=ctx.coscheduling,
         gang_scheduling=ctx.gang_scheduling,
         resource_version=rv,
+        minor=minor,
     )
 
 
@@ -137,6 +145,7 @@ def group_page(
     kind: str,
     name: str,
     *,
+    minor: int,
     pod_group: str = "",
     replica_key: str | None = None,
     page: int = 1,
@@ -161,10 +170,11 @@ def group_page(
         return None
     web.results.flush()  # attempts are written off-thread: show what was submitted before this request
     details = [_detail(web, ctx.preemption, ctx.gang(k), page) for k in keys]
-    shown = dict(obj) if obj is not None else None
+    # shown as the release's API serves it (v1beta1 from 1.37), without its managedFields
+    shown = in_served_version(kind, dict(obj), minor) if obj is not None else None
     if shown is not None:
         shown["metadata"] = {k: v for k, v in (shown.get("metadata") or {}).items() if k != "managedFields"}
-    return GroupPage(namespace, kind, name, obj, to_yaml(shown) if shown else "", details, rv)
+    return GroupPage(namespace, kind, name, obj, to_yaml(shown) if shown else "", details, rv, minor)
 
 
 def _detail(web: WebService, index: PreemptionIndex, gang: Gang, page: int) -> GangDetail:
