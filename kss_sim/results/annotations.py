@@ -99,6 +99,25 @@ def _filter_json(fm: FilterMatrix) -> str:
     order = sorted(range(len(plugins)), key=plugins.__getitem__)
     texts = ["passed", "skip", *fm.reasons]
     names, rows_order = _by_name(fm)
+    constant, varying = fm.constant, fm.varying
+    if constant is not None and varying is not None:
+        # The batch path's columns: a row is told apart by its varying cells alone (usually one plugin's), each
+        # distinct row's JSON made once (a full cluster's 5,000 rows are a handful of distinct ones).
+        keys: list[Any]
+        if len(varying) == 1:
+            keys = varying[0][rows_order].tolist()
+        elif not varying:
+            keys = [()] * len(names)
+        else:
+            keys = list(zip(*[column[rows_order].tolist() for column in varying], strict=True))
+        at = [k for k, c in enumerate(constant) if c < 0]
+        fragments: dict[Any, str] = {}
+        for key in dict.fromkeys(keys):
+            row = list(constant)
+            for k, cell in zip(at, key if len(varying) != 1 else (key,), strict=True):
+                row[k] = cell
+            fragments[key] = _dump({plugins[k]: texts[row[k]] for k in order})
+        return "{" + ",".join([name + ":" + fragments[key] for name, key in zip(names, keys, strict=True)]) + "}"
     rows: dict[tuple[int, ...], str] = {}
     parts = []
     for name, row in zip(names, fm.cells[rows_order].tolist(), strict=True):
@@ -140,7 +159,11 @@ def attempt_annotations(att: Attempt, *, per_node: bool = True) -> dict[str, str
     """The result annotations for one attempt (without history)."""
     postfilter: dict[str, dict[str, str]] = {}
     if att.postfilter is not None:
-        postfilter = {node: {} for node in att.filter}
+        # Only the record's node names: from the matrix when it holds the whole record (building ``att.filter``
+        # for them, 5,000 nodes' verdict dicts, was most of a failed preemptor's annotations).
+        pure = att.matrices_only()
+        names = pure[0].nodes if pure is not None and pure[0] is not None else att.filter
+        postfilter = {node: {} for node in names}
         if att.nominated_node:
             postfilter[att.nominated_node] = {"DefaultPreemption": POSTFILTER_NOMINATED_MESSAGE}
     out = {

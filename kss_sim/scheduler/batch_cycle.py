@@ -370,28 +370,46 @@ class BatchCycle:
             diagnosis.node_to_status.set(all_names[int(positions[i])], st)
             diagnosis.unschedulable_plugins.add(st.plugin)
 
-    def _record_others_batch(
+    def _record_nominated_batch(
         self, fwk: Framework, state: CycleState, pod: PodInfo, nominated: str, att: Attempt, diagnosis: Diagnosis
-    ) -> bool:
-        """The record of every node but the one a pod was bound to as nominated (``Scheduler._record_only``'s), on
-        a batch: the same verdicts, as matrix rows. No decision depends on them; False when the batch cannot give
-        them (a PodGroup placement, a malformed node, a plugin's error): the caller records per node. A
-        preemptor's retry on its node recorded the 5,000 others per node, most of the served PreemptionAsync."""
+    ) -> NodeBatch | None:
+        """The record of a pod that fits its nominated node, as one matrix: the nominated node's row (the verdicts
+        the per-node run just recorded in ``att.filter``, moved here) then every other node's, which
+        ``Scheduler._record_only`` would record (the same verdicts, other nominations counted on their nodes).
+        Returns the feasible nominated node as a batch, so the lone node is scored as matrices too; the record is
+        then matrices only, which the results writer and the annotations encode as arrays (with the nominated
+        row kept in the dicts, a preemptor's retry on 5,000 nodes was encoded and annotated from 5,000 dicts).
+
+        No decision depends on the rows; None when the batch cannot give them (a PodGroup placement, a malformed
+        node, a plugin's error, a verdict on the nominated node that is not a pass): the caller records per node.
+        """
         if not fwk.filter or self.snapshot.placement is not None or self.snapshot.any_defective():
-            return False
+            return None
         cols = self.snapshot.columns()
-        others = np.ones(cols.n, np.bool_)
         col = cols.position.get(nominated)
-        if col is not None:
-            others[col] = False
-        positions: IntArray = np.flatnonzero(others)
-        if not len(positions):
-            return False
+        own = att.filter.get(nominated)
+        if col is None or own is None or set(own) != {pl.name for pl in fwk.filter}:
+            return None
+        cells = [PASSED if own[pl.name] == "passed" else SKIP if own[pl.name] == "skip" else -1 for pl in fwk.filter]
+        if -1 in cells:
+            return None
+        others = np.ones(cols.n, np.bool_)
+        others[col] = False
+        positions: IntArray = np.concatenate((np.array([col], np.int64), np.flatnonzero(others)))
         rec = fwk.run_filter_plugins_record_batch(state, pod, NodeBatch(cols, positions), ReasonTable())
         if rec is None or not self._nominated_record_override(fwk, state, pod, rec):
-            return False
+            return None
+        for k, cell in enumerate(cells):  # row 0: what the per-node run recorded there
+            _set_cell(rec, k, 0, cell)
+        rec.fail[0] = -1
+        rec.ok = rec.fail < 0
+        rec.columns = dict(sorted(rec.columns.items()))
+        # The row leaves the dicts (nothing else was written to them), so the matrix holds the whole record.
+        del att.filter[nominated]
+        att.unresolvable.pop(nominated, None)
+        att.filter_fail.pop(nominated, None)
         self._keep_filter_matrix([rec], positions, len(positions), diagnosis, att, fits_nowhere=False)
-        return True
+        return NodeBatch(cols, positions[:1])
 
     def _nominated_positions(self, fwk: Framework, pod: PodInfo, batch: NodeBatch) -> list[tuple[int, int]]:
         """(batch position, column) of the batch's nodes with nominated pods of at least the pod's priority: they
@@ -485,8 +503,9 @@ class BatchCycle:
                 att.message = st.message()
                 return
             sm, fm = att.score_matrix, att.filter_matrix
-            if sm is not None and fm is not None and fm.constant is not None:
-                # The feasible batch is the filter matrix's passing rows (_filter_batch built both).
+            if sm is not None and fm is not None and fm.constant is not None and att.bound_by != "nominated-node":
+                # The feasible batch is the filter matrix's passing rows (_filter_batch built both; a pod that fits
+                # its nominated node has every node recorded, and only that one scored).
                 sm.feasible_rows = True
             names = feasible.cols.names
             top_idx = feasible.idx[totals == totals.max()]

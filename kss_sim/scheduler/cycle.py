@@ -352,11 +352,11 @@ class Scheduler(BatchCycle, BindingCycle, ExtenderCycle, PodGroupCycle):
                     feasible, _ = self._find_nodes_that_pass_extenders(pod, feasible, diagnosis, att, opts.record)
                 if feasible:
                     att.bound_by = "nominated-node"
-                    if opts.record and not (
-                        opts.batch
-                        and not self.extenders
-                        and self._record_others_batch(fwk, state, pod, nominated, att, diagnosis)
-                    ):
+                    if opts.record:
+                        if opts.batch and not self.extenders:
+                            kept = self._record_nominated_batch(fwk, state, pod, nominated, att, diagnosis)
+                            if kept is not None:
+                                return kept, None
                         self._record_only(fwk, state, pod, [n for n in all_nodes if n.name != nominated], att)
                     return feasible, None
 

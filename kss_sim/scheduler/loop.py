@@ -143,8 +143,15 @@ def unschedulable_plugins(att: Attempt) -> set[str]:
         return {att.rejected_by}
     if att.result != "unschedulable" or (att.pod_group or {}).get("rejectedByGroup"):
         return set()  # an error, or the pod's PodGroup failed while it fitted (errPodGroupUnschedulable)
-    # (Distinct texts first: on a full cluster every node has one, mostly the same few.)
-    plugins = {text.split(":", 1)[0] for text in set(att.filter_fail.values())}
+    pure = att.matrices_only()
+    if pure is not None:
+        # From the matrix when it holds the whole record: the texts would be "<plugin>: <reason>" on every
+        # rejected node (5,000 of them built for a failed preemptor), split at their first colon.
+        fm = pure[0]
+        plugins = {name.split(":", 1)[0] for name in fm.failing_plugins()} if fm is not None else set()
+    else:
+        # (Distinct texts first: on a full cluster every node has one, mostly the same few.)
+        plugins = {text.split(":", 1)[0] for text in set(att.filter_fail.values())}
     if not plugins and att.prefilter_status != "success":
         plugins = {p for p, v in att.prefilter.items() if v not in ("success", "skip")}
     return plugins

@@ -161,6 +161,11 @@ class FilterMatrix(_Rows):
             out[names[pos]] = f"{self.plugins[k]}: {self.reasons[code - FIRST_REASON]}"
         return out
 
+    def failing_plugins(self) -> list[str]:
+        """The plugins of ``filter_fail_dict``'s texts (those that stopped the loop on some row), in plugin order."""
+        stopped = np.unique(self.fail[self.fail >= 0])
+        return [self.plugins[k] for k in stopped.tolist()]
+
     def failing_count(self) -> int:
         return int(np.count_nonzero(self.fail >= 0))
 

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
+from kss_sim.results.annotations import POSTFILTER_RESULT, attempt_annotations
 from kss_sim.results.codec import _encode_v1, decode_matrices, encode_matrices
 from kss_sim.scheduler.cache import SchedulerCache
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler, num_feasible_nodes_to_find
 from kss_sim.scheduler.framework import CycleState, Handle
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.loop import unschedulable_plugins
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.inter_pod_affinity import InterPodAffinity, _PreScoreCounter, pod_terms
 from kss_sim.scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY, PodTopologySpread
@@ -117,7 +119,7 @@ def test_nominated_pods_are_recorded_as_the_per_node_loop_records_them(fits_else
 def test_a_pod_bound_to_its_nominated_node_records_the_others_as_the_per_node_loop() -> None:
     """The nominated node is tried first and, when the pod fits there, every other node is recorded for display
     (``_record_only``): on the batch path as matrix rows, with other nominations counted on their nodes."""
-    records = []
+    records, blobs, annotations = [], [], []
     for batch in (True, False):
         sched, cache = _scheduler(30)
         fwk = sched.frameworks["default-scheduler"]
@@ -131,11 +133,44 @@ def test_a_pod_bound_to_its_nominated_node_records_the_others_as_the_per_node_lo
         )
         assert att.bound_by == "nominated-node" and att.bound_to == "n007"
         assert (att.filter_matrix is not None) == batch
+        # The nominated node's row is in the matrix too and the lone node scored as matrices: the record is
+        # matrices only (encoded and annotated from the arrays), and decodes as the dicts do.
+        assert (att.matrices_only() is not None) == batch
+        blobs.append(decode_matrices(encode_matrices(att)))
+        assert blobs[-1] == decode_matrices(_encode_v1(att))
+        annotations.append(attempt_annotations(att))
         records.append(_record(att))
     assert records[0] == records[1]
+    assert blobs[0] == blobs[1] and annotations[0] == annotations[1]
+    assert [next(iter(r["filter"])) for r in records] == ["n007", "n007"] and records[0]["score"] is not None
     assert len(records[1]["filter"]) == 30
     assert records[1]["filter"]["n005"]["NodeResourcesFit"] != "passed"  # the other nomination counted there
     assert records[1]["filter"]["n002"]["NodeResourcesFit"] != "passed"
+
+
+def test_a_failed_preemptor_is_annotated_and_requeued_from_its_matrix_as_from_its_dicts() -> None:
+    """A pod that fits nowhere and preempts: its annotations (the postfilter map names every recorded node) and
+    the plugins it waits on come from the matrix without building the per-node dicts, and equal the per-node
+    loop's."""
+    seen = []
+    for batch in (True, False):
+        sched, cache = _scheduler(40)
+        for i in range(40):
+            cache.add_pod(PodInfo(make_pod(name=f"low{i}", node_name=f"n{i:03d}", requests={"cpu": "3"})))
+        pod = PodInfo(make_pod(name="preemptor", priority=100, requests={"cpu": "2"}))
+        att = sched.schedule_one(pod, 1, ScheduleOptions(batch=batch, tie_break="name", run_binding_cycle=False))
+        assert att.result == "unschedulable" and att.nominated_node
+        plugins = unschedulable_plugins(att)
+        values = attempt_annotations(att)
+        if batch:
+            assert not {"_filter_from", "_filter_fail_from"} & set(att.__dict__)  # no dict was built
+        seen.append((plugins, values, _record(att)))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == {"NodeResourcesFit"}
+    postfilter = json.loads(seen[0][1][POSTFILTER_RESULT])
+    assert len(postfilter) == 40 and postfilter[seen[0][2]["nominated_node"]] == {
+        "DefaultPreemption": "preemption victim"
+    }
 
 
 def test_incremental_aggregates_equal_a_count_from_scratch() -> None:
