@@ -246,6 +246,8 @@ def _serve(app: FastAPI, settings: Settings, *, log_level: str, serving: str, de
     listens; if either fails, what uvicorn logged about it becomes one line (``--debug``: logged whole)."""
     import uvicorn
 
+    from kss_sim.server.http_protocol import StepWritesHTTPProtocol
+
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -258,6 +260,7 @@ def _serve(app: FastAPI, settings: Settings, *, log_level: str, serving: str, de
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         # Watches and the web UI's event streams stay open; on SIGTERM/Ctrl-C they get this long, then are cut.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        http=StepWritesHTTPProtocol,  # a response's headers and body in one socket write
         **tls,  # type: ignore[arg-type]
     )
     startup_errors = _StartupErrors()

@@ -3,7 +3,7 @@
 Each watcher parks on an ``asyncio.Event`` that the store's commit hook sets from whichever thread committed
 (via ``loop.call_soon_threadsafe``), then reads the events after its last resourceVersion. The lines read together
 are sent together (one write to the socket rather than one per event: each write is a system call made with the
-GIL held), up to ``LINES_PER_WRITE`` at a time.
+GIL held), up to ``LINES_PER_WRITE`` at a time, and a write comes at least ``GATHER_SECONDS`` after the last.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 Render = Callable[[dict[str, Any], bytes], bytes]
 # The most event lines sent in one write: a long listing or backlog is still streamed, not held whole in memory.
 LINES_PER_WRITE = 256
+# The least time between two writes of a watch: under a burst of commits (one a pod at the server's pace) a write
+# carries a few commits' events instead of one each; an event after a quiet spell still goes at once.
+GATHER_SECONDS = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,7 @@ async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> Asyn
             if req.send_initial_events and req.allow_bookmarks:
                 lines.append(_bookmark(req.info, last, initial_end=True))
         deadline = loop.time() + req.timeout_seconds
+        written = loop.time() - GATHER_SECONDS  # the first events go at once
         next_bookmark = loop.time() + req.bookmark_seconds
         while True:
             wakeup.clear()
@@ -125,8 +129,16 @@ async def stream(store: ClusterStore, req: WatchRequest, render: Render) -> Asyn
             if lines:
                 yield lines
                 lines = []
+                written = loop.time()
             if now >= deadline:
                 return
+            # A write right after another waits a little: the events of the commits meanwhile go with the next.
+            pause = written + GATHER_SECONDS - loop.time()
+            if pause > 0:
+                await asyncio.sleep(pause)
+                if wakeup.is_set():
+                    continue
+                now = loop.time()
             wait = min(deadline, next_bookmark if req.allow_bookmarks else deadline) - now
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wakeup.wait(), timeout=max(wait, 0.001))

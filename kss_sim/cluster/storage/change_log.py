@@ -215,9 +215,21 @@ def wake_on_commit(store: Wakeable) -> tuple[asyncio.Event, Callable[[], None]]:
     made it visible, and the function that stops this (call it when done, in a ``finally``)."""
     loop = asyncio.get_running_loop()
     wakeup = asyncio.Event()
+    # A hand-off to the loop is a system call (its self-pipe): none while one is on its way or the event is still
+    # set (its waiter reads the store after clearing it, so it sees this commit anyway).
+    setting = False
+
+    def set_event() -> None:
+        nonlocal setting
+        setting = False
+        wakeup.set()
 
     def wake() -> None:
-        loop.call_soon_threadsafe(wakeup.set)
+        nonlocal setting
+        if setting or wakeup.is_set():
+            return
+        setting = True
+        loop.call_soon_threadsafe(set_event)
 
     store.add_waker(wake)
     return wakeup, lambda: store.remove_waker(wake)
