@@ -11,6 +11,7 @@ import argparse
 import base64
 import gc
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -25,7 +26,7 @@ from kss_sim.kube.api_enablement import (
     registered_minors,
     workload_api_note,
 )
-from kss_sim.kube.versions import VERSIONS
+from kss_sim.kube.versions import VERSIONS, kube_version
 from kss_sim.server.gc_policy import install_gc_policy
 from kss_sim.server.tls import ensure_certificate
 
@@ -148,9 +149,32 @@ def _served_elsewhere(config: Mapping[str, str], minor: int, message: str) -> st
     return ""
 
 
+def _runtime_config_variable_problem(kube_version_option: str | None, variable: str) -> str | None:
+    """``KSS_RUNTIME_CONFIG`` refused at the version the run has, in the settings' words with the option's hint of
+    the releases that serve it; None when it is accepted, or left to the settings' own check (a value or a version
+    that does not parse)."""
+    try:
+        minor = kube_version(kube_version_option or os.environ.get("KSS_KUBE_VERSION")).minor
+        config = parse_runtime_config(variable)
+    except ValueError:
+        return None
+    try:
+        check_runtime_config(config, minor)
+    except ValueError as exc:
+        where = _served_elsewhere(config, minor, str(exc))
+        return f"KSS_RUNTIME_CONFIG={variable!r}: {exc}{where} (correct or unset the variable)"
+    return None
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Start the API server in the foreground (Alembic migrations run on start)."""
     # The options' own names in the message (a bad KSS_* setting names itself); the gates are the version's.
+    variable = os.environ.get("KSS_RUNTIME_CONFIG")
+    if getattr(args, "runtime_config", None) is None and variable is not None:
+        problem = _runtime_config_variable_problem(getattr(args, "kube_version", None), variable)
+        if problem is not None:
+            print(f"kss serve: {problem}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
         version, _ = version_and_gates(getattr(args, "kube_version", None), args.feature_gates)
         runtime_config = getattr(args, "runtime_config", None)

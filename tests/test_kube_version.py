@@ -74,6 +74,13 @@ def test_a_group_version_the_release_lacks_names_the_versions_that_serve_it(
         f"kss serve: --runtime-config: group version {group_version} that has not been registered"
         f" (served at --kube-version {served_at})"
     )
+    # KSS_RUNTIME_CONFIG is refused with the same hint, in the settings' words.
+    env = {"KSS_RUNTIME_CONFIG": f"{group_version}=true", **({"KSS_KUBE_VERSION": version} if version else {})}
+    done = kss("serve", "--port", str(free_port()), env=env, cwd=tmp_path)
+    assert one_line(done, 2, "kss serve: KSS_RUNTIME_CONFIG=") == (
+        f"kss serve: KSS_RUNTIME_CONFIG='{group_version}=true': group version {group_version} that has not been"
+        f" registered (served at --kube-version {served_at}) (correct or unset the variable)"
+    )
     # A group version no supported release serves keeps kube-apiserver's words alone.
     done = kss("serve", "--port", str(free_port()), "--runtime-config", "apps/v2=true", cwd=tmp_path)
     assert (

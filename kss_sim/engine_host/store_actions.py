@@ -23,7 +23,7 @@ from kss_sim.kube.pod_conditions import with_disruption_target
 from kss_sim.results import annotations as result_annotations
 from kss_sim.scheduler.dra.dra_manager import ClaimConflict
 from kss_sim.scheduler.framework import Code, Status
-from kss_sim.scheduler.loop import LoopWriter
+from kss_sim.scheduler.loop import LoopWriter, failure_nomination
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.plugins.gang_scheduling import POD_GROUP_V1ALPHA2
 from kss_sim.scheduler.podgroup_cycle import pod_group_conditions_after
@@ -169,8 +169,11 @@ class StoreActions(LoopWriter):
         }
         others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         status["conditions"] = [*others, condition]
-        if att.nominated_node:
-            status["nominatedNodeName"] = att.nominated_node
+        nomination = failure_nomination(att)
+        if nomination:
+            status["nominatedNodeName"] = nomination
+        elif nomination == "":  # clearNominatedNode, or preemption found no candidate
+            status.pop("nominatedNodeName", None)
         values = self._annotations(att, current)
         try:
             try:

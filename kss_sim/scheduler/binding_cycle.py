@@ -83,6 +83,7 @@ class BindingCycle:
             self._forget(fwk, state, assumed, node_name)
             att.result = "error" if st.code == Code.ERROR else "unschedulable"
             att.message = st.message()
+            att.clears_nomination = True
             return
         st, waits = fwk.run_permit_plugins(state, assumed, node_name)
         for pl in fwk.permit:
@@ -108,6 +109,7 @@ class BindingCycle:
             self._forget(fwk, state, assumed, node_name)
             att.result = "unschedulable" if st.is_rejected() else "error"
             att.message = st.message()
+            att.clears_nomination = True
             return
         self._bind_assumed(fwk, state, pod, assumed, node_name, att, opts)
 
@@ -138,6 +140,7 @@ class BindingCycle:
                 self._forget(fwk, state, assumed, node_name)
                 att.result = "error"
                 att.message = st.message()
+                att.clears_nomination = True
                 return
             fwk.run_post_bind_plugins(state, assumed, node_name)
         att.result = "scheduled"
@@ -226,6 +229,7 @@ class BindingCycle:
                     if verdict.plugin:
                         att.permit[verdict.plugin] = verdict.message
                     att.rejected_by = verdict.plugin
+                    att.clears_nomination = True
                 settled.append(Settled(att, held.pod, waited))
 
     def waiting(self) -> list[dict[str, Any]]:

@@ -545,6 +545,11 @@ class Scheduler(BatchCycle, BindingCycle, ExtenderCycle, PodGroupCycle):
             if result is not None and result.nominated_node_name:
                 att.nominated_node = result.nominated_node_name
                 att.victims = list(result.victims)
+            elif result is not None:
+                att.clears_nomination = True  # preemption found no candidate: the old nomination goes
+        elif not fwk.has_post_filter_plugins() and fwk.handle.kube_version.minor >= 35:
+            # No PostFilter plugin: from v1.35 the failure clears the nomination (v1.33/v1.34 leave it).
+            att.clears_nomination = True
         att.message = fit_error_message(num_all, diagnosis)
 
 

@@ -187,7 +187,8 @@ class PreFilterResult:
 
 @dataclass(slots=True)
 class PostFilterResult:
-    """What a PostFilter plugin achieved: the nominated node (empty when none)."""
+    """What a PostFilter plugin achieved: the nominated node, as upstream's ``NewPostFilterResultWithNominatedNode``
+    (``ModeOverride``): empty, the pod's nomination is cleared. A plugin that changes nothing returns None."""
 
     nominated_node_name: str = ""
     victims: list[str] = field(default_factory=list)

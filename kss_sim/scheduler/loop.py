@@ -157,6 +157,17 @@ def unschedulable_plugins(att: Attempt) -> set[str]:
     return plugins
 
 
+def failure_nomination(att: Attempt) -> str | None:
+    """The ``NominatingInfo`` a failed attempt hands ``handleSchedulingFailure``: the node the pod is nominated to,
+    "" to clear its nomination (``ModeOverride`` with no node: every error, a Reserve or Permit failure, preemption
+    that found no candidate), None to leave it as it is (``ModeNoop``: PostFilter changed nothing)."""
+    if att.nominated_node:
+        return att.nominated_node
+    if att.clears_nomination or att.result == "error":
+        return ""
+    return None
+
+
 def _nominated_node_name(pod: PodInfo) -> str:
     return str((pod.pod.get("status") or {}).get("nominatedNodeName") or "")
 
@@ -224,8 +235,9 @@ class SchedulingLoop:
         self.extenders = extenders
         self.feature_gates = dict(feature_gates or {})
         self.seed = seed
-        # handleSchedulingFailure's AddNominatedPod: a failed attempt's nomination enters the nominator. kss serve
-        # writes it to the pod's status only (its nominator is not fed), which it keeps here as it was.
+        # handleSchedulingFailure's AddNominatedPod: a failed attempt's nomination (or its clearing) is written into
+        # the pod and the nominator by the loop. kss serve writes it to the pod's status with PodScheduled=False
+        # instead (its nominator has it from PostFilter; a clearing still takes the pod out of it here).
         self.nominate_on_failure = nominate_on_failure
         self.plugin_observer = plugin_observer
         self.plugin_metrics_sample_percent = plugin_metrics_sample_percent
@@ -542,8 +554,15 @@ class SchedulingLoop:
 
     def _requeue(self, qpi: q.QueuedPodInfo, pod: PodInfo, att: Attempt, cycle: int) -> None:
         qpi.unschedulable_plugins = unschedulable_plugins(att)
-        if att.nominated_node and self.nominate_on_failure:
-            self.nominate(pod, att.nominated_node)
+        nomination = failure_nomination(att)
+        if nomination and self.nominate_on_failure:
+            self.nominate(pod, nomination)
+        elif nomination == "":
+            # AddNominatedPod with no node: out of the nominator; the status loses it (kss serve: in unschedulable).
+            for h in self.handles:
+                h.delete_nominated_pod(pod)
+            if self.nominate_on_failure:
+                self.writer.clear_nominated_node(pod)
         self.writer.unschedulable(pod, att)
         self.queue.add_unschedulable_if_not_present(qpi, cycle)
 

@@ -394,11 +394,13 @@ class PodGroupCycle:
                 att.nominated_node = held.node_name
             else:
                 att.message = f"{POD_GROUP_UNSCHEDULABLE}, {held.permit.message()}"
+                att.clears_nomination = True
             return
         if t.requires_preemption and held is not None and not result.waiting_on_preemption:
             # Its preemption no longer helps: the group's failure, its nomination cleared.
             att.message = f"{POD_GROUP_UNSCHEDULABLE}, {held.permit.message()}"
             att.nominated_node = None
+            att.clears_nomination = True
             outcome.rejected_by_group.add(t.pod.uid)
         # Otherwise the pod's own failure (its FitError, its nomination) stands.
 

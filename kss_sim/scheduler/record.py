@@ -240,6 +240,9 @@ class Attempt:
     bound_by: str | None = None
     message: str = ""
     nominated_node: str | None = None
+    # The failure handler is told to clear the pod's nomination (upstream's clearNominatedNode, or a PostFilter result
+    # with no node: preemption found no candidate); see loop.failure_nomination for the cases it infers itself.
+    clears_nomination: bool = False
     victims: list[str] = field(default_factory=list)
     # Record
     pre_enqueue: str | None = None  # PreEnqueue rejection ("Plugin: message"), the pod never reached PreFilter

@@ -388,7 +388,7 @@ class Framework(FilterRunners, ScoreRunners):
                 return r, st.with_plugin(pl.name)
             if not st.is_rejected():
                 return None, Status(Code.ERROR, st.message(), plugin=pl.name)
-            if r is not None and r.nominated_node_name:
+            if r is not None:  # every PostFilterResult is ModeOverride (an empty node clears the nomination)
                 result = r
             reasons.extend(st.reasons)
             if not rejector:

@@ -130,3 +130,94 @@ async def test_a_workload_keeps_its_templates_disruption_mode_and_is_immutable(v
     changed = await v137.patch(f"{WORKLOADS}/job", json=patch, headers={"content-type": "application/merge-patch+json"})
     assert changed.status_code == 422, changed.text
     assert "spec.podGroupTemplates: Invalid value" in changed.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        # v1alpha2's string where v1beta1 has its union struct: the decoder refuses it, nothing stored.
+        (
+            {"disruptionMode": "Pod"},
+            "string into Go struct field PodGroupSpec.spec.disruptionMode of type v1beta1.DisruptionMode",
+        ),
+        (
+            {"disruptionMode": {"all": True}},
+            "bool into Go struct field DisruptionMode.spec.disruptionMode.all of type v1beta1.AllDisruptionMode",
+        ),
+        (
+            {"workloadRef": "job"},
+            "string into Go struct field PodGroupSpec.spec.workloadRef of type v1beta1.WorkloadReference",
+        ),
+        # A part v1beta1 shares with v1alpha2: decoded as the stored kind, named as v1beta1's type.
+        (
+            {"schedulingPolicy": 5},
+            "number into Go struct field PodGroupSpec.spec.schedulingPolicy of type v1beta1.PodGroupSchedulingPolicy",
+        ),
+    ],
+)
+async def test_a_pod_group_the_v1beta1_decoder_refuses(
+    v137: httpx.AsyncClient, spec: dict[str, Any], message: str
+) -> None:
+    answer = await v137.post(POD_GROUPS, json={**pod_group("g"), "spec": {"schedulingPolicy": {"basic": {}}, **spec}})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["message"] == (
+        f'PodGroup in version "v1beta1" cannot be handled as a PodGroup: json: cannot unmarshal {message}'
+    )
+    assert (await v137.get(f"{POD_GROUPS}/g")).status_code == 404
+
+
+async def test_a_workload_templates_string_disruption_mode_is_refused(v137: httpx.AsyncClient) -> None:
+    template = {"name": "workers", "schedulingPolicy": {"basic": {}}, "disruptionMode": "PodGroup"}
+    workload = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "job", "namespace": "default"},
+        "spec": {"podGroupTemplates": [template]},
+    }
+    answer = await v137.post(WORKLOADS, json=workload)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["message"] == (
+        'Workload in version "v1beta1" cannot be handled as a Workload: json: cannot unmarshal string into Go struct '
+        "field PodGroupTemplate.spec.podGroupTemplates.disruptionMode of type v1beta1.DisruptionMode"
+    )
+    # A patch that would leave the stored pod group with v1alpha2's string is refused alike.
+    assert (await v137.post(POD_GROUPS, json=pod_group("g"))).status_code == 201
+    patched = await v137.patch(
+        f"{POD_GROUPS}/g",
+        json={"spec": {"disruptionMode": "PodGroup"}},
+        headers={"content-type": "application/merge-patch+json"},
+    )
+    assert patched.status_code == 400, patched.text
+    assert "of type v1beta1.DisruptionMode" in patched.json()["message"]
+    assert (await v137.get(f"{POD_GROUPS}/g")).json()["spec"]["disruptionMode"] == {"single": {}}
+
+
+async def test_the_openapi_document_describes_v1beta1s_types(v137: httpx.AsyncClient) -> None:
+    """kubectl explain's schemas: Workload and PodGroup in v1beta1's form (a union disruption mode, workloadRef)."""
+    paths = (await v137.get("/openapi/v3")).json()["paths"]
+    assert "apis/scheduling.k8s.io/v1beta1" in paths
+    schemas = (await v137.get("/openapi/v3/apis/scheduling.k8s.io/v1beta1")).json()["components"]["schemas"]
+    kinds = {(g["kind"], g["version"]) for s in schemas.values() for g in s.get("x-kubernetes-group-version-kind", [])}
+    assert kinds == {("Workload", "v1beta1"), ("PodGroup", "v1beta1")}
+    spec = schemas["io.k8s.api.PodGroupSpec"]["properties"]
+    assert "workloadRef" in spec and "podGroupTemplateRef" not in spec
+    assert spec["disruptionMode"]["allOf"] == [{"$ref": "#/components/schemas/io.k8s.api.DisruptionMode"}]
+    assert set(schemas["io.k8s.api.DisruptionMode"]["properties"]) == {"single", "all"}
+    assert "podGroupTemplates" in schemas["io.k8s.api.WorkloadSpec"]["properties"]
+
+
+@pytest.mark.parametrize("path", [POD_GROUPS, f"{POD_GROUPS}/g", f"{POD_GROUPS}?watch=true&timeoutSeconds=1"])
+async def test_v1beta1_kinds_are_answered_in_json_or_not_at_all_when_protobuf_is_asked(
+    v137: httpx.AsyncClient, path: str
+) -> None:
+    """kss has no protobuf messages of v1.37's scheduling.k8s.io/v1beta1: a client that takes JSON too (client-go's
+    typed clients) is answered in JSON, one that takes protobuf alone is told 406, as a server without a protobuf
+    serializer for the kind tells it."""
+    protobuf = "application/vnd.kubernetes.protobuf"
+    assert (await v137.post(POD_GROUPS, json=pod_group("g"))).status_code == 201
+    second = await v137.get(path, headers={"accept": f"{protobuf}, application/json"})
+    assert second.status_code == 200 and second.headers["content-type"].startswith("application/json")
+    assert "PodGroup" in second.text
+    alone = await v137.get(path, headers={"accept": protobuf})
+    assert alone.status_code == 406
+    assert b"NotAcceptable" in alone.content  # a Status, in protobuf as the client asked

@@ -55,3 +55,36 @@ def test_a_cleared_nomination_is_written_and_requeues_the_pods_it_kept_out(store
         assert [a.pod for a in attempts].count("default/low") == 2, "low tried again at once, not at the 5 min flush"
     finally:
         scheduler.stop()
+
+
+def test_a_preemptor_that_no_longer_finds_candidates_has_its_nomination_removed(store: ClusterStore) -> None:
+    """handleSchedulingFailure with the PostFilter result of a preemption that found no candidate (an empty node,
+    ModeOverride): the pod's status loses the nomination of an earlier cycle through the API, as kubectl sees it."""
+    attempts: list[Attempt] = []
+    scheduler = SchedulerService(store, on_attempt=attempts.append)
+    scheduler.start()
+    try:
+        store.create("Node", make_node(name="n1", allocatable={"cpu": "2"}))
+        _pod(store, "victim", 0, "2", node_name="n1")  # terminating once preempted: no kubelet finishes it
+        _pod(store, "preemptor", 10, "2")
+        assert scheduler.wait_idle(10.0)
+        preemptor = store.get("Pod", "default", "preemptor")
+        assert preemptor is not None and preemptor["status"].get("nominatedNodeName") == "n1"
+
+        node = store.get("Node", None, "n1")
+        assert node is not None
+        node["spec"] = {**(node.get("spec") or {}), "taints": [{"key": "k", "effect": "NoSchedule"}]}
+        store.update("Node", node)
+
+        deadline = time.monotonic() + 10.0
+        while [a.pod for a in attempts].count("default/preemptor") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert scheduler.wait_idle(10.0)
+        last = [a for a in attempts if a.pod == "default/preemptor"][-1]
+        assert last.result == "unschedulable" and last.nominated_node is None and last.clears_nomination
+        preemptor = store.get("Pod", "default", "preemptor")
+        assert preemptor is not None and "nominatedNodeName" not in preemptor["status"]
+        condition = next(c for c in preemptor["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert condition["reason"] == "Unschedulable" and "untolerated taint" in condition["message"]
+    finally:
+        scheduler.stop()

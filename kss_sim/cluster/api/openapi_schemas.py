@@ -4,7 +4,8 @@ kubectl explain reads ``components.schemas`` of a group version's document, find
 ``x-kubernetes-group-version-kind`` names the kind and follows ``$ref``s down the field path. The schemas are
 built from the official client's models (the API types of a release at least as new as v1.35, the same source
 as ``field_schema.json``): each field's type, whether it is required and its description. Kinds the client has
-no model for (the PodGroup CRD, alpha Workloads) get none, so explain says it does not know them.
+no model for (the PodGroup CRD, v1.35's and v1.36's alpha Workloads) get none, so explain says it does not know
+them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from functools import cache
 from typing import Any
 
 from kss_sim.cluster.admission.fields import ABSENT_FIELDS, ROOT_MODELS
-from kss_sim.cluster.kinds.registry import AUTOSCALING_V1, DRA_V1BETA1, DRA_V1BETA2, EVENTS_V1, KindInfo
+from kss_sim.cluster.kinds.registry import (
+    AUTOSCALING_V1,
+    DRA_V1BETA1,
+    DRA_V1BETA2,
+    EVENTS_V1,
+    POD_GROUP_V1BETA1,
+    WORKLOAD_V1BETA1,
+    KindInfo,
+)
 
 # The client's models of the kinds served from another kind's stored objects (``KindInfo.view``), by apiVersion
 # and kind.
@@ -23,6 +32,8 @@ VIEW_MODELS = {
     (AUTOSCALING_V1.api_version, AUTOSCALING_V1.kind): "V1HorizontalPodAutoscaler",
     **{(info.api_version, info.kind): f"V1beta1{info.kind}" for info in DRA_V1BETA1},
     **{(info.api_version, info.kind): f"V1beta2{info.kind}" for info in DRA_V1BETA2},
+    # v1.37's Workload API: the client's v1beta1 models (v1alpha2's, over which these are served, it has none).
+    **{(info.api_version, info.kind): f"V1beta1{info.api_kind}" for info in (WORKLOAD_V1BETA1, POD_GROUP_V1BETA1)},
 }
 
 _LIST = re.compile(r"^[Ll]ist\[(.+)\]$")

@@ -190,8 +190,10 @@ def _watch(
     info = target.info
     accept = request.headers.get("accept", "")
     in_protobuf = protobuf.accepts_protobuf(accept) and protobuf.has_protobuf(info.api_version, info.api_kind)
-    if request.scope.get(_TEXT_ONLY) and protobuf.accepts_protobuf(accept) and not protobuf.accepts_text(accept):
-        # A custom resource's watch asked for in protobuf alone: kube-apiserver's 406.
+    text_only = request.scope.get(_TEXT_ONLY) or not in_protobuf
+    if text_only and protobuf.accepts_protobuf(accept) and not protobuf.accepts_text(accept):
+        # A custom resource's watch (or one of a kind kss has no protobuf messages for) asked for in protobuf
+        # alone: kube-apiserver's 406.
         raise NotAcceptable(f"only the following media types are accepted: {protobuf.CUSTOM_STREAM_MEDIA_TYPES}")
     batches = watch.stream(store, req, _render(request, target.info))
     if in_protobuf:
@@ -233,6 +235,13 @@ def negotiated(request: Request, response: Response) -> Response:
         return response
     encoded = protobuf.encode_json(bytes(response.body))
     if encoded is None:
+        # A kind kss has no protobuf messages for (v1.37's scheduling.k8s.io/v1beta1: no v1.37 tree was read):
+        # answered as a server without a protobuf serializer for it answers, in JSON to a client that takes JSON
+        # too (client-go's typed clients do), else 406.
+        if response.status_code < 400 and not protobuf.accepts_text(request.headers.get("accept", "")):
+            return error_response(
+                NotAcceptable(f"only the following media types are accepted: {protobuf.CUSTOM_MEDIA_TYPES}")
+            )
         return response
     answer = Response(encoded, status_code=response.status_code, media_type=protobuf.PROTOBUF)
     for key, value in response.raw_headers:

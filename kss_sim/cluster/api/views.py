@@ -40,7 +40,7 @@ from kss_sim.cluster.admission.patch import (
 from kss_sim.cluster.api import protobuf
 from kss_sim.cluster.api.requests import Target, field_validation, media_type, parse_body, parse_json, read_body
 from kss_sim.cluster.api.responses import JSON
-from kss_sim.cluster.errors import ApiError, BadRequest, Conflict
+from kss_sim.cluster.errors import ApiError, BadRequest, Conflict, NotAcceptable
 from kss_sim.cluster.kinds.registry import KindInfo
 from kss_sim.kube import go_yaml
 
@@ -242,8 +242,15 @@ async def serve(
     converting the body in and the answer out (decoded as ``kube_version``'s kube-apiserver decodes it)."""
     stored_target = Target(conversion.stored, target.namespace, target.name, target.subresource)
     warnings: list[str] = []
-    wants_protobuf = protobuf.accepts_protobuf(request.headers.get("accept", ""))
+    accept = request.headers.get("accept", "")
+    wants_protobuf = protobuf.accepts_protobuf(accept)
     has_form = protobuf.has_protobuf(conversion.view.api_version, conversion.view.api_kind)
+    if wants_protobuf and not has_form and not protobuf.accepts_text(accept):
+        # No protobuf form (v1.37's scheduling.k8s.io/v1beta1) and a client that takes nothing else: refused before
+        # anything is done, as kube-apiserver negotiates the answer's media type first.
+        watching = request.query_params.get("watch") in ("true", "1")
+        types = protobuf.CUSTOM_STREAM_MEDIA_TYPES if watching else protobuf.CUSTOM_MEDIA_TYPES
+        raise NotAcceptable(f"only the following media types are accepted: {types}")
     frames = request.method == "GET" and wants_protobuf and has_form  # a watch's frames, encoded after conversion
     # A view without a protobuf form answers in JSON, as the client's Accept allows: never the stored kind's
     # protobuf, another version's object.

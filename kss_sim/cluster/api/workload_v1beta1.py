@@ -8,10 +8,11 @@ Patches other than apply are applied to the object read in v1beta1 form and writ
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kss_sim.cluster.api.views import Conversion
-from kss_sim.cluster.errors import ApiError, Invalid
+from kss_sim.cluster.errors import ApiError, BadRequest, Invalid
 from kss_sim.cluster.kinds import workload_v1beta1 as forms
 from kss_sim.cluster.kinds.registry import BY_KIND, KindInfo
 
@@ -70,7 +71,14 @@ def _renamed_paths(text: str) -> str:
 
 def _v1beta1_error(exc: ApiError) -> ApiError:
     """The store's validation error with v1beta1's field paths in place of v1alpha2's (the group and kind are the
-    same); others, such as the view's own unknown fields, as they are."""
+    same), and its decoder's error with v1beta1's version and Go types (the structs it can name are named alike in
+    both: the parts typed otherwise are refused before conversion); others, such as the view's own unknown fields,
+    as they are."""
+    if isinstance(exc, BadRequest):
+        exc.message = exc.message.replace('version "v1alpha2"', 'version "v1beta1"')
+        exc.message = re.sub(r"\bv1alpha2\.(?=[A-Z])", "v1beta1.", exc.message)
+        exc.args = (exc.message,)
+        return exc
     if not isinstance(exc, Invalid):
         return exc
     exc.message = _renamed_paths(exc.message)

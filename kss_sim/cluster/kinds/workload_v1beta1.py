@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kss_sim.cluster.errors import Cause, Invalid, invalid
+from kss_sim.cluster.errors import BadRequest, Cause, Invalid, invalid
 from kss_sim.cluster.kinds.registry import BY_KIND, POD_GROUP_V1BETA1, WORKLOAD_V1BETA1, KindInfo
 
 # v1alpha2's DisruptionMode values and the v1beta1 union member each became.
@@ -77,6 +77,63 @@ def _to_v1beta1(obj: dict[str, Any], kind: str) -> None:
 # --- v1beta1 -> stored (v1alpha2) ------------------------------------------------------------------------------
 
 
+def _json_kind(value: Any) -> str:
+    """How encoding/json names a JSON value's kind in its errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _not_a_struct(value: Any, struct: str, path: str, go_type: str) -> str | None:
+    """encoding/json's error for ``value`` decoded into the struct ``go_type`` (None: an object, or null)."""
+    if value is None or isinstance(value, dict):
+        return None
+    return f"json: cannot unmarshal {_json_kind(value)} into Go struct field {struct}.{path} of type v1beta1.{go_type}"
+
+
+_MEMBER_TYPES = {"single": "SingleDisruptionMode", "all": "AllDisruptionMode"}
+
+
+def _mode_problem(group: dict[str, Any], struct: str, path: str) -> str | None:
+    """A disruption mode that is not an object, or a member of it that is not (the first in the body's order)."""
+    mode, at = group.get("disruptionMode"), f"{path}.disruptionMode"
+    problem = _not_a_struct(mode, struct, at, "DisruptionMode")
+    if problem is not None or not isinstance(mode, dict):
+        return problem
+    for member, value in mode.items():
+        go_type = _MEMBER_TYPES.get(member)
+        if go_type is not None and (problem := _not_a_struct(value, "DisruptionMode", f"{at}.{member}", go_type)):
+            return problem
+    return None
+
+
+def _decode_problem(obj: dict[str, Any], kind: str) -> str | None:
+    """The decoder's error for the parts v1beta1 types otherwise than v1alpha2 (``disruptionMode`` a union struct,
+    ``workloadRef``), which conversion would otherwise pass on (v1alpha2's string mode) or drop; the rest decodes as
+    the stored kind's (its errors reworded by the API, ``kss_sim.cluster.api.workload_v1beta1``)."""
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return None
+    if kind == "Workload":
+        for template in templates(spec):
+            if (problem := _mode_problem(template, "PodGroupTemplate", "spec.podGroupTemplates")) is not None:
+                return problem
+        return None
+    ref = spec.get("workloadRef")
+    problem = _not_a_struct(ref, "PodGroupSpec", "spec.workloadRef", "WorkloadReference")
+    if problem is None and isinstance(ref, dict):
+        for key in ("workloadName", "templateName"):
+            value = ref.get(key)
+            if value is not None and not isinstance(value, str):
+                where = f"WorkloadReference.spec.workloadRef.{key}"
+                return f"json: cannot unmarshal {_json_kind(value)} into Go struct field {where} of type string"
+    return problem or _mode_problem(spec, "PodGroupSpec", "spec")
+
+
 def _mode_to_stored(group: dict[str, Any], path: str, causes: list[Cause]) -> None:
     """v1beta1's union, exactly one member set, as v1alpha2's value; the union's errors are collected."""
     mode = group.get("disruptionMode")
@@ -126,9 +183,14 @@ def to_view(view: KindInfo, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def to_stored(view: KindInfo, obj: dict[str, Any]) -> dict[str, Any]:
-    """A v1beta1 object, or apply configuration, of ``view`` in the stored form; ``Invalid`` for a disruption mode
-    that is not one member of its union (nothing stored)."""
+    """A v1beta1 object, or apply configuration, of ``view`` in the stored form; ``BadRequest`` for a part the
+    decoder cannot decode into its v1beta1 type, ``Invalid`` for a disruption mode that is not one member of its
+    union (nothing stored)."""
     stored = BY_KIND[view.kind]
+    problem = _decode_problem(obj, view.api_kind)
+    if problem is not None:
+        kind = view.api_kind
+        raise BadRequest(f'{kind} in version "{view.version}" cannot be handled as a {kind}: {problem}')
     out = copy.deepcopy(obj)
     if obj.get("apiVersion") == view.api_version:
         out["apiVersion"] = stored.api_version
