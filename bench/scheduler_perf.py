@@ -363,7 +363,7 @@ class Outcome:
     """One run of a case: the measured pods bound, their wall seconds, the CPU seconds spent on them (offline: this
     process's; through the server: the API process's, and the scheduler process's in ``child_cpu``), and the churn
     over the measured span: objects created and deleted, churn pods bound, and offline the churn pods tried and the
-    pods preempted."""
+    pods preempted; through the server, the scheduler's failed attempts over the span (its ``/metrics``)."""
 
     bound: int
     seconds: float
@@ -374,6 +374,7 @@ class Outcome:
     churn_bound: int = 0
     churn_tried: int = 0
     preempted: int = 0
+    failed_attempts: int | None = None
 
 
 def offline_pending(case: Case, init: list[Obj], measured: list[Obj], every: int) -> list[Obj]:
@@ -630,6 +631,7 @@ def run_serve(
                     if b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()  # multiprocessing's
                 ]
             cpu0, child0 = served.cpu_seconds(), served.children_cpu_seconds()
+            failed0 = failed_attempts(served.url)
             start_at = time.perf_counter()
             churner = ChurnClient(served.url, case.churn) if case.churn else None
             asyncio.run(create_all(served.url, measured, concurrency))
@@ -649,6 +651,7 @@ def run_serve(
             for profiler in profilers:
                 profiler.stop(cpu if profiler is profilers[0] else child_cpu)
             out = Outcome(len(watch.bound) - already, watch.last_bound_at - start_at, cpu, child_cpu)
+            out.failed_attempts = failed_attempts(served.url) - failed0
             if churner is not None:
                 churner.stop()
                 if churner.error is not None:
@@ -662,6 +665,15 @@ def run_serve(
             for w in watches:
                 w.stop()
             served.stop()
+
+
+def failed_attempts(url: str) -> int:
+    """The scheduler's attempts so far that did not bind (``scheduler_schedule_attempts_total`` but "scheduled")."""
+    total = 0.0
+    for line in httpx.get(f"{url}/metrics", timeout=60).text.splitlines():
+        if line.startswith("scheduler_schedule_attempts_total{") and 'result="scheduled"' not in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
 
 
 def report_line(case: Case, mode: str, out: Outcome, who: str, scale: float) -> str:
@@ -680,6 +692,8 @@ def report_line(case: Case, mode: str, out: Outcome, who: str, scale: float) -> 
         )
         if mode == "offline":
             churn_note += f" of {out.churn_tried} tried, {out.preempted} pods preempted"
+    if out.failed_attempts is not None:
+        churn_note += f"; {out.failed_attempts} failed attempts"
     return (
         f"{case.name:48s} {mode:7s} {out.bound:6d} pods in {out.seconds:7.2f} s = {rate:7.0f} pods/s "
         f"(upstream threshold {case.threshold}){verdict}{cpu_note}{churn_note}"

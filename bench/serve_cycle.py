@@ -40,7 +40,7 @@ from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.kubelet import KubeletController
 from kss_sim.engine_host.scheduler_thread import SchedulerService
 from kss_sim.scheduler.cycle import Scheduler
-from kss_sim.serve_cli import SERVE_GC_THRESHOLDS
+from kss_sim.server.gc_policy import SERVE_GC_THRESHOLDS
 from kss_sim.server.metrics import Metrics
 from kss_sim.simulation.runner import ScenarioRun, _fewer_collections
 

@@ -27,7 +27,7 @@ from kss_sim.kube.api_enablement import (
     workload_api_note,
 )
 from kss_sim.kube.versions import VERSIONS, kube_version
-from kss_sim.server.gc_policy import install_gc_policy
+from kss_sim.server.gc_policy import SERVE_GC_THRESHOLDS, install_gc_policy
 from kss_sim.server.tls import ensure_certificate
 
 if TYPE_CHECKING:
@@ -119,11 +119,6 @@ def _settings(args: argparse.Namespace) -> Settings:
 SHUTDOWN_GRACE_SECONDS = 3
 # How long an idle keep-alive connection stays open: kube-apiserver's IdleTimeout.
 KEEP_ALIVE_SECONDS = 90
-
-
-# Young collections every 20,000 allocations instead of 700 (one per ~40 requests instead of one per request):
-# each collection pauses every request in flight, and the rarer they are, the fewer requests see one.
-SERVE_GC_THRESHOLDS = (20_000, 20, 10)
 
 
 def _served_elsewhere(config: Mapping[str, str], minor: int, message: str) -> str:

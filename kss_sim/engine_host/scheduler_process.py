@@ -15,6 +15,7 @@ committed, so the loop reads its own writes as it does over the store.
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import logging
 import os
@@ -44,7 +45,7 @@ from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.watchdog import PluginTimeoutReport
-from kss_sim.server.gc_policy import give_back_free_heap, map_large_blocks_apart
+from kss_sim.server.gc_policy import SERVE_GC_THRESHOLDS, give_back_free_heap, map_large_blocks_apart
 from kss_sim.server.metrics import attempt_parts
 
 log = logging.getLogger("kss.scheduler")
@@ -604,6 +605,9 @@ def child_main(
     if settings.scheduler_memory_census is not None:
         take_census_periodically(str(settings.scheduler_memory_census))
     map_large_blocks_apart(LARGE_BLOCK_BYTES)
+    # The API process's thresholds (a spawned interpreter starts at 700); not its freeze of survivors: this process
+    # is never idle long under churn to reclaim what a freeze would keep.
+    gc.set_threshold(*SERVE_GC_THRESHOLDS)
     _give_back_free_heap_periodically()
     SchedulerChild(Channel(conn), settings, config_document, holds).run()
 

@@ -44,3 +44,21 @@ def test_per_node_maps_from_the_matrices_equal_the_dict_path(path: Path, monkeyp
     monkeypatch.setattr(ann, "_per_node_json", lambda _att: None)
     slow = [ann.attempt_annotations(a) for a in attempts]
     assert [list(f.items()) for f in fast] == [list(s.items()) for s in slow]  # same text, same key order
+
+
+@pytest.mark.parametrize("path", _scenario_paths(), ids=lambda p: p.parent.name)
+def test_postfilter_map_of_a_failed_attempt_is_built_without_the_filter_dicts(path: Path) -> None:
+    """postfilter-result names every filtered node; it is read from the filter matrix, so the per-node verdict
+    dicts are not built for it (each failed attempt on a big cluster paid for them)."""
+    attempts = [a for a, _ in ScenarioRun(json.loads(path.read_text()), record=True).run() if a.postfilter is not None]
+    if not attempts:
+        pytest.skip("no attempt ran PostFilter")
+    for a in attempts:
+        matrix_held = a.matrices_only() is not None and a.filter_matrix is not None
+        written = ann.attempt_annotations(a)
+        if matrix_held:
+            assert "_filter_from" not in a.__dict__  # att.filter was not built
+        expected: dict[str, dict[str, str]] = {node: {} for node in a.filter}
+        if a.nominated_node:
+            expected[a.nominated_node] = {"DefaultPreemption": ann.POSTFILTER_NOMINATED_MESSAGE}
+        assert json.loads(written[ann.POSTFILTER_RESULT]) == expected
