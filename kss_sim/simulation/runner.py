@@ -108,7 +108,13 @@ _V1BETA1 = "scheduling.k8s.io/v1beta1"
 
 def _uses_pod_lister(co: ClusterObjects) -> bool:
     """Scenarios with pod groups or workloads: their plugins read the pod lister."""
-    return any(co.objects.get(k) for k in ("PodGroup", "Workload", "PodGroup.v1alpha2", "Workload.v1alpha2"))
+    objects = co.objects  # asked for every bound pod: no generator
+    return bool(
+        objects.get("PodGroup")
+        or objects.get("Workload")
+        or objects.get("PodGroup.v1alpha2")
+        or objects.get("Workload.v1alpha2")
+    )
 
 
 _ATOMS = frozenset((str, int, float, bool, type(None)))
@@ -306,8 +312,7 @@ class ScenarioRun:
 
     def _enqueue(self, pod: PodInfo) -> q.QueuedPodInfo | None:
         """``pod`` into the queue and out again, in flight; None when PreEnqueue gates it (it stays gated)."""
-        self.loop.queue.add(pod)
-        return self.loop.queue.pop_specific(pod.key)
+        return self.loop.queue.add_in_flight(pod)
 
     def _gated(self, pod: PodInfo) -> Attempt:
         """A pod that PreEnqueue rejects (scheduling gates) never enters a scheduling cycle: reported as gated, and
