@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,6 +55,8 @@ def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> in
         fraction = min(float(req) / float(alloc), 1.0)
         total += fraction
         fractions.append(fraction)
+    if len(fractions) == 2:  # the usual cpu and memory, without _std_score's call (scored per node, per pod)
+        return int((1 - abs((fractions[0] - fractions[1]) / 2)) * float(MAX_NODE_SCORE))
     return _std_score(fractions, total)
 
 
@@ -209,9 +211,13 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             return None  # more resources, or devices counted per node: score_nodes
         reqs = s.pod_requests
         scorer = self.scorer
-        return scorer.score_columns.take(
-            batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), lambda ni: self._score_node(ni, reqs)[0]
+        # Before v1.36 a changed node is scored by the scorer itself (what _score_node would call).
+        one: Callable[[NodeInfo], int] = (
+            (lambda ni: self._score_node(ni, reqs)[0])
+            if self.score_improvement
+            else (lambda ni: scorer.scorer(*scorer.requested_and_allocatable(ni, reqs)))
         )
+        return scorer.score_columns.take(batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), one)
 
     def _score_columns(self, batch: NodeBatch, reqs: list[int]) -> IntArray:
         """``balancedResourceScorer`` on columns (one or two resources): the balance with the pod, or from v1.36
