@@ -835,7 +835,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             batch,
             s.key,
             lambda nodes: self._fits_columns(checks, backed, nodes),
-            lambda ni: not fits_request(r, ni, ignored, groups, backed),
+            lambda ni: not fits_request_on(r, ni.allocatable, ni.requested, len(ni.pods), ignored, groups, backed),
         )
 
     @staticmethod
