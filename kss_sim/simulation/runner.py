@@ -26,6 +26,7 @@ from kss_sim.kube.versions import KubeVersion
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.dra.dra_manager import dra_manager_for
 from kss_sim.scheduler.framework import Status
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.loop import LoopWriter, SchedulingLoop
@@ -397,6 +398,8 @@ class ScenarioRun:
     def _write_claims(self, pod: PodInfo, att: Attempt) -> None:
         """R6-DRA: a bound pod's claims stored as DynamicResources' PreBind writes them (the binding cycle does not
         run offline), the claim made for its extended resources (DRAExtendedResource) included."""
+        if not dra_plugin.has_resource_claims(pod) and not dra_manager_for(self.loop.cluster).in_flight:
+            return  # no claim to write (bind_claims_after_reserve's own first check, without finding the plugin)
         fwk = self.frameworks.get(att.profile)
         plugin = fwk.plugins_by_name.get(dra_plugin.NAME) if fwk is not None else None
         if isinstance(plugin, dra_plugin.DynamicResourcesBeforeScoring):  # every release's form writes claims
