@@ -179,7 +179,8 @@ class SchedulerCache:
         """Account for a bound pod (``AddPod``/``UpdatePod``: an assumed one is confirmed); replaces an earlier version
         with the same uid. A malformed pod (pod_shape.py) is left out, as kube-scheduler's informer drops an object
         it cannot decode."""
-        self.remove_pod(pod.uid)
+        if pod.uid in self._pods or pod.uid in self._orphans:  # else nothing to remove (nor assumed: not held)
+            self.remove_pod(pod.uid)
         defect = pod.memo(POD_DEFECT_MEMO, lambda: pod_defect(pod.pod))
         if defect is not None:
             log.warning("bound pod %s left out of its node's accounting: %s", pod.key, defect)

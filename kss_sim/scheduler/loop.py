@@ -630,6 +630,8 @@ class SchedulingLoop:
 
     def resolve_waiting(self) -> list[Settled]:
         """:meth:`settle_waiting` and :meth:`conclude_waiting` at once: the attempts concluded."""
+        if not len(self.waiting_pods):
+            return []  # settle_waiting's own check, asked after every offline attempt
         return self.conclude_waiting(self.settle_waiting())
 
     def next_permit_deadline(self) -> float | None:

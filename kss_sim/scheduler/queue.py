@@ -131,7 +131,10 @@ class SchedulingQueue:
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
         self.pop_from_backoff = pop_from_backoff
-        self._lock = threading.Condition()
+        # Held through the mutex itself (a C-level context manager, cheaper than the Condition's Python-level
+        # ``__enter__``/``__exit__``); the Condition on the same lock waits and notifies.
+        self._mutex = threading.RLock()
+        self._lock = threading.Condition(self._mutex)
         self._seq = itertools.count()
         # Heap entries carry the QueuedPodInfo they were pushed for: an entry left behind by a deleted pod must
         # not pop a re-created pod of the same name at the old pod's place (deletion is lazy).
@@ -152,14 +155,14 @@ class SchedulingQueue:
 
     def register_plugin_events(self, events_by_plugin: dict[str, list[str]]) -> None:
         """Out-of-tree plugins' ``events_to_register()`` (a plugin that declares none is woken by every event)."""
-        with self._lock:
+        with self._mutex:
             for name, events in events_by_plugin.items():
                 self.plugin_events[name] = expand_events(events)
 
     # --- sizes ----------------------------------------------------------------------------------
     def pending_counts(self) -> dict[str, int]:
         """Pods per queue (what ``scheduler_pending_pods{queue}`` reports)."""
-        with self._lock:
+        with self._mutex:
             gated = sum(1 for q in self.unschedulable.values() if q.gated)
             return {
                 "active": len(self._active_items),
@@ -169,7 +172,7 @@ class SchedulingQueue:
             }
 
     def __contains__(self, key: str) -> bool:
-        with self._lock:
+        with self._mutex:
             return (
                 key in self._active_items
                 or key in self._backoff_items
@@ -180,7 +183,7 @@ class SchedulingQueue:
     # --- adding ---------------------------------------------------------------------------------
     def add(self, pod: PodInfo) -> None:
         """A new pending pod: to activeQ unless PreEnqueue gates it."""
-        with self._lock:
+        with self._mutex:
             q = QueuedPodInfo(pod, self.clock())
             self._move_to_active_or_gate(q)
 
@@ -228,7 +231,7 @@ class SchedulingQueue:
     # --- popping --------------------------------------------------------------------------------
     def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
         """Block until a pod is in activeQ (or ``timeout`` / close); the pod is then in flight."""
-        with self._lock:
+        with self._mutex:
             deadline = None if timeout is None else time.monotonic() + timeout
             while not self._active_items and not self._backoff_poppable() and not self._closed:
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -264,11 +267,11 @@ class SchedulingQueue:
 
     def done(self, key: str) -> None:
         """The pod left the scheduling cycle (bound or re-queued)."""
-        with self._lock:
+        with self._mutex:
             self._in_flight.pop(key, None)
 
     def close(self) -> None:
-        with self._lock:
+        with self._mutex:
             self._closed = True
             self._lock.notify_all()
 
@@ -304,7 +307,7 @@ class SchedulingQueue:
 
     def add_unschedulable_if_not_present(self, q: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """A failed pod goes back: backoffQ if the cluster moved meanwhile (or it errored), else unschedulable."""
-        with self._lock:
+        with self._mutex:
             self._in_flight.pop(q.key, None)
             if (
                 q.key in self._active_items
@@ -324,7 +327,7 @@ class SchedulingQueue:
     def flush_backoff_completed(self) -> int:
         """Move pods whose backoff ended to activeQ (kube-scheduler does this every second)."""
         moved = 0
-        with self._lock:
+        with self._mutex:
             now = self.clock()
             for heap, items in ((self._backoff, self._backoff_items), (self._error_backoff, self._error_backoff_items)):
                 while heap and not self._backing_off(heap[0][0], now):
@@ -339,7 +342,7 @@ class SchedulingQueue:
 
     def next_backoff_flush(self, now: float) -> float | None:
         """The first tick of the 1 s flush (ticks on whole seconds) after ``now`` that moves a pod, or None."""
-        with self._lock:
+        with self._mutex:
             expiry = None
             for heap, items in ((self._backoff, self._backoff_items), (self._error_backoff, self._error_backoff_items)):
                 while heap and items.get(heap[0][3]) is not heap[0][4]:
@@ -355,7 +358,7 @@ class SchedulingQueue:
     def next_unschedulable_flush(self, now: float, interval: float = 30.0) -> float | None:
         """The first tick of the unschedulable flush (every ``interval`` s from 0) after ``now`` that moves a pod
         (one unschedulable for longer than podMaxInUnschedulablePodsDuration), or None."""
-        with self._lock:
+        with self._mutex:
             oldest = min((q.timestamp for q in self.unschedulable.values() if not q.gated), default=None)
             if oldest is None:
                 return None
@@ -364,7 +367,7 @@ class SchedulingQueue:
 
     def flush_unschedulable_left_over(self) -> int:
         """Pods stuck longer than podMaxInUnschedulablePodsDuration (5 min) get another chance."""
-        with self._lock:
+        with self._mutex:
             now = self.clock()
             stale = [
                 q for q in self.unschedulable.values() if not q.gated and now - q.timestamp > self.max_in_unschedulable
@@ -390,7 +393,7 @@ class SchedulingQueue:
     ) -> int:
         """A cluster event: unschedulable pods whose rejecting plugins care move on (but the pods in ``skip``, and
         those ``pre_check``, upstream's PreEnqueueCheck, turns down)."""
-        with self._lock:
+        with self._mutex:
             moved = 0
             for q in list(self.unschedulable.values()):
                 if skip and q.key in skip:
@@ -415,7 +418,7 @@ class SchedulingQueue:
     def activate(self, keys: list[str]) -> int:
         """``Activate``: these pods leave the unschedulable pool or backoffQ for activeQ now (a gang plugin wakes a
         group's siblings); pods in flight or gated stay where they are."""
-        with self._lock:
+        with self._mutex:
             moved = 0
             for key in keys:
                 q = self.unschedulable.get(key)
@@ -434,7 +437,7 @@ class SchedulingQueue:
         """``PopSpecificPod``: the pod activated (out of the unschedulable pool or backoffQ) and taken from activeQ,
         in flight as a popped pod is (a PodGroup cycle takes its group's pods together); None when it is not
         there to take (gated, in flight, not queued)."""
-        with self._lock:
+        with self._mutex:
             self.activate([key])
             q = self._active_items.pop(key, None)
             if q is None:
@@ -445,9 +448,39 @@ class SchedulingQueue:
             self._in_flight[key] = q
             return q
 
+    def add_in_flight(self, pod: PodInfo) -> QueuedPodInfo | None:
+        """:meth:`add` then :meth:`pop_specific` of the pod, as an offline run takes each pending pod at its turn:
+        gated by PreEnqueue (None, it stays gated), else in flight. A pod the queue does not hold yet never enters
+        activeQ's heap: its entry would only be left behind (an offline run never pops), one per pod."""
+        with self._mutex:
+            key = pod.key
+            if (
+                key in self._active_items
+                or key in self._backoff_items
+                or key in self._error_backoff_items
+                or key in self._in_flight
+            ):
+                self.add(pod)
+                return self.pop_specific(key)
+            now = self.clock()
+            q = QueuedPodInfo(pod, now)
+            if self._pre_enqueue is not None:
+                st = self._pre_enqueue(pod)
+                if not st.is_success():
+                    q.gated = True
+                    q.gating_status = st
+                    self.unschedulable[key] = q
+                    return None
+            self.unschedulable.pop(key, None)
+            q.initial_attempt_timestamp = now  # it enters activeQ as it is added
+            q.attempts = 1
+            self.scheduling_cycle += 1
+            self._in_flight[key] = q
+            return q
+
     def update(self, pod: PodInfo) -> None:
         """The pending pod changed: refresh it, and re-check gates of a gated pod."""
-        with self._lock:
+        with self._mutex:
             key = pod.key
             if key in self._active_items:
                 self._active_items[key].pod_info = pod
@@ -470,7 +503,7 @@ class SchedulingQueue:
             self._move_to_active_or_gate(QueuedPodInfo(pod, self.clock()))
 
     def delete(self, key: str) -> None:
-        with self._lock:
+        with self._mutex:
             self._active_items.pop(key, None)
             self._backoff_items.pop(key, None)
             self._error_backoff_items.pop(key, None)
@@ -479,7 +512,7 @@ class SchedulingQueue:
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
         """What is where, for the UI and tests."""
-        with self._lock:
+        with self._mutex:
 
             def row(q: QueuedPodInfo) -> dict[str, Any]:
                 return {"pod": q.key, "attempts": q.attempts, "plugins": sorted(q.unschedulable_plugins)}

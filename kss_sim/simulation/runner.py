@@ -26,6 +26,7 @@ from kss_sim.kube.versions import KubeVersion
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
+from kss_sim.scheduler.dra.dra_manager import dra_manager_for
 from kss_sim.scheduler.framework import Status
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.loop import LoopWriter, SchedulingLoop
@@ -108,7 +109,13 @@ _V1BETA1 = "scheduling.k8s.io/v1beta1"
 
 def _uses_pod_lister(co: ClusterObjects) -> bool:
     """Scenarios with pod groups or workloads: their plugins read the pod lister."""
-    return any(co.objects.get(k) for k in ("PodGroup", "Workload", "PodGroup.v1alpha2", "Workload.v1alpha2"))
+    objects = co.objects  # asked for every bound pod: no generator
+    return bool(
+        objects.get("PodGroup")
+        or objects.get("Workload")
+        or objects.get("PodGroup.v1alpha2")
+        or objects.get("Workload.v1alpha2")
+    )
 
 
 _ATOMS = frozenset((str, int, float, bool, type(None)))
@@ -306,8 +313,7 @@ class ScenarioRun:
 
     def _enqueue(self, pod: PodInfo) -> q.QueuedPodInfo | None:
         """``pod`` into the queue and out again, in flight; None when PreEnqueue gates it (it stays gated)."""
-        self.loop.queue.add(pod)
-        return self.loop.queue.pop_specific(pod.key)
+        return self.loop.queue.add_in_flight(pod)
 
     def _gated(self, pod: PodInfo) -> Attempt:
         """A pod that PreEnqueue rejects (scheduling gates) never enters a scheduling cycle: reported as gated, and
@@ -392,6 +398,8 @@ class ScenarioRun:
     def _write_claims(self, pod: PodInfo, att: Attempt) -> None:
         """R6-DRA: a bound pod's claims stored as DynamicResources' PreBind writes them (the binding cycle does not
         run offline), the claim made for its extended resources (DRAExtendedResource) included."""
+        if not dra_plugin.has_resource_claims(pod) and not dra_manager_for(self.loop.cluster).in_flight:
+            return  # no claim to write (bind_claims_after_reserve's own first check, without finding the plugin)
         fwk = self.frameworks.get(att.profile)
         plugin = fwk.plugins_by_name.get(dra_plugin.NAME) if fwk is not None else None
         if isinstance(plugin, dra_plugin.DynamicResourcesBeforeScoring):  # every release's form writes claims

@@ -199,3 +199,42 @@ def test_pod_deleted_in_backoff_and_recreated_keeps_its_own_backoff() -> None:
     assert queue.pending_counts()["backoff"] == 1
     clock.advance(0.5)
     assert queue.flush_backoff_completed() == 1
+
+
+def _in_flight_view(queue: SchedulingQueue, q: Any) -> tuple[Any, ...]:
+    """What a popped pod and its queue show: the pod's bookkeeping, the queues' sizes, the cycle."""
+    fields = (q.key, q.attempts, q.timestamp, q.initial_attempt_timestamp, q.gated) if q is not None else None
+    return fields, queue.pending_counts(), queue.scheduling_cycle, "default/p" in queue
+
+
+def test_add_in_flight_is_add_then_pop_specific() -> None:
+    """The offline run's step: what add and pop_specific leave, without activeQ's heap entry; a gated pod stays gated;
+    a pod the queue holds already (here in backoffQ) goes through add and pop_specific themselves."""
+    for gates, held in ((None, False), (["g"], False), (None, True)):
+        views = []
+        for combined in (False, True):
+            clock = VirtualClock()
+            queue = SchedulingQueue(pre_enqueue=gate_check, clock=clock)
+            if held:
+                queue.add(make_pod("p"))
+                fail(queue, {"NodeResourcesFit"})
+                queue.move_all_to_active_or_backoff(NODE_ADD)  # to backoffQ: its backoff has not passed
+                assert queue.pending_counts()["backoff"] == 1
+            queue.add(make_pod("other"))
+            clock.advance(1)
+            pod = make_pod("p", gates=gates)
+            if combined:
+                q = queue.add_in_flight(pod)
+            else:
+                queue.add(pod)
+                q = queue.pop_specific(pod.key)
+            views.append(_in_flight_view(queue, q))
+            if q is not None:
+                assert q.pod_info is pod or held
+                queue.done(q.key)
+            # The other pod pops next either way: nothing of "p" is left in activeQ.
+            nxt = queue.pop(timeout=0)
+            assert nxt is not None and nxt.key == "default/other"
+            assert queue.pop(timeout=0) is None
+        assert views[0] == views[1], (gates, held)
+    assert views[0][0] is not None and views[0][0][1] == 2  # the held pod's second attempt

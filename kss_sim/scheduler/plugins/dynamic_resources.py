@@ -907,6 +907,8 @@ class DynamicResourcesBeforeScoring(
         if not self.enabled:
             return {}
         manager = self.manager
+        if not manager.in_flight and not has_resource_claims(pod):
+            return {}  # no claim of its own, nor an extended-resource claim in flight or earlier to bind (below)
         written: dict[str, Any] = {}
         for claim in self._pod_claims(pod):
             uid = str((claim.get("metadata") or {}).get("uid") or "")

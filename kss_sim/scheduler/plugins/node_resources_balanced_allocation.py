@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
-from kss_sim.scheduler.columns import IntArray, NodeBatch
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.dra.extended_capacity import ExtendedResourceTotals
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -55,6 +56,8 @@ def balanced_resource_scorer(requested: list[int], allocatable: list[int]) -> in
         fraction = min(float(req) / float(alloc), 1.0)
         total += fraction
         fractions.append(fraction)
+    if len(fractions) == 2:  # the usual cpu and memory, without _std_score's call (scored per node, per pod)
+        return int((1 - abs((fractions[0] - fractions[1]) / 2)) * float(MAX_NODE_SCORE))
     return _std_score(fractions, total)
 
 
@@ -209,39 +212,51 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
             return None  # more resources, or devices counted per node: score_nodes
         reqs = s.pod_requests
         scorer = self.scorer
-        return scorer.score_columns.take(
-            batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), lambda ni: self._score_node(ni, reqs)[0]
-        )
+        # A changed node is scored as _score_node scores it, without its Status (resources known, no devices).
+        one: Callable[[NodeInfo], int]
+        if self.score_improvement:
+
+            def one(ni: NodeInfo) -> int:
+                requested, allocatable = scorer.requested_and_allocatable(ni, reqs)
+                return balanced_improvement(*balanced_with_and_without(requested, reqs, allocatable))
+
+        else:
+
+            def one(ni: NodeInfo) -> int:
+                return scorer.scorer(*scorer.requested_and_allocatable(ni, reqs))
+
+        return scorer.score_columns.take(batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), one)
 
     def _score_columns(self, batch: NodeBatch, reqs: list[int]) -> IntArray:
         """``balancedResourceScorer`` on columns (one or two resources): the balance with the pod, or from v1.36
-        its improvement over the balance without it."""
-        columns = self.scorer.columns(batch, reqs)
-        with_pod = self._balance_columns(len(batch), columns, reqs, without_pod=False)
-        if not self.score_improvement:
+        its improvement over the balance without it (both balances from one pass over the columns)."""
+        n = len(batch)
+        improvement = self.score_improvement
+        with_fractions = []
+        without_fractions = []
+        valid = []
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for col, pod_request in zip(self.scorer.columns(batch, reqs), reqs, strict=True):
+                if col is None:
+                    continue
+                cap, req = col
+                ok = cap != 0
+                denominator = np.where(ok, cap, 1).astype(np.float64)
+                with_fractions.append(np.minimum(req.astype(np.float64) / denominator, 1.0))
+                if improvement:
+                    without_fractions.append(np.minimum((req - pod_request).astype(np.float64) / denominator, 1.0))
+                valid.append(ok)
+        with_pod = self._balance_columns(n, with_fractions, valid)
+        if not improvement:
             return with_pod
-        without_pod = self._balance_columns(len(batch), columns, reqs, without_pod=True)
+        without_pod = self._balance_columns(n, without_fractions, valid)
         half = MAX_NODE_SCORE // 2
         scores: IntArray = half + (half + with_pod - without_pod) // 2
         return scores
 
     @staticmethod
-    def _balance_columns(
-        n: int, columns: list[tuple[IntArray, IntArray] | None], reqs: list[int], *, without_pod: bool
-    ) -> IntArray:
-        fractions = []
-        valid = []
-        for col, pod_request in zip(columns, reqs, strict=True):
-            if col is None:
-                continue
-            cap, req = col
-            if without_pod:
-                req = req - pod_request
-            ok = cap != 0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                f = np.minimum(req.astype(np.float64) / np.where(ok, cap, 1).astype(np.float64), 1.0)
-            fractions.append(f)
-            valid.append(ok)
+    def _balance_columns(n: int, fractions: list[npt.NDArray[np.float64]], valid: list[BoolArray]) -> IntArray:
+        """The balance per node from each counted resource's fractions (a node lacking one scores no deviation)."""
         std = np.zeros(n, np.float64)
         if len(fractions) == 2:
             both = valid[0] & valid[1]

@@ -622,7 +622,7 @@ class _PreFilterState:
         self.check_names = tuple(name for name, _ in checks)
         # The requested resources a DeviceClass serves (DRAExtendedResource): DynamicResources' on nodes lacking them.
         self.dra_backed = dra_backed
-        self.key = (*_request_key(request), tuple(sorted(dra_backed)))
+        self.key = (*_request_key(request), tuple(sorted(dra_backed)) if dra_backed else ())
 
     def clone(self) -> _PreFilterState:
         return self
@@ -835,7 +835,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             batch,
             s.key,
             lambda nodes: self._fits_columns(checks, backed, nodes),
-            lambda ni: not fits_request(r, ni, ignored, groups, backed),
+            lambda ni: not fits_request_on(r, ni.allocatable, ni.requested, len(ni.pods), ignored, groups, backed),
         )
 
     @staticmethod
@@ -954,7 +954,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return weighted_mean_batch(scorer.resources, scorer.columns(nodes, reqs), most, len(nodes))
 
         def one(ni: NodeInfo) -> int:
-            return scorer.score(ni, reqs)[0]
+            return scorer.scorer(*scorer.requested_and_allocatable(ni, reqs))  # score's, resources known
 
         return scorer.score_columns.take(batch, tuple(reqs), whole, one)
 

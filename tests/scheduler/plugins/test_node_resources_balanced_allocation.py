@@ -179,3 +179,14 @@ def test_score_batch_equals_the_per_node_path_at_each_version(version: str) -> N
         assert scores.tolist() == per_node, trial
         if version == "1.36":
             assert all(50 <= s <= 100 for s in per_node), trial
+        # A pod bound meanwhile: its node's score is taken per node (the cached columns' other rows kept).
+        target = f"n{rng.randrange(len(nodes))}"
+        bound = make_pod(name="bound", node_name=target, requests={"cpu": f"{rng.randint(1, 2000)}m", "memory": "1Gi"})
+        handle.snapshot.add_pod(PodInfo(bound), target)
+        cols = handle.snapshot.columns()
+        batch = NodeBatch(cols, np.arange(cols.n, dtype=np.int64))
+        per_node, st = plugin.score_nodes(state, pod, batch.nodes)
+        assert st.is_success()
+        scores = plugin.score_batch(state, pod, batch)
+        assert scores is not None
+        assert scores.tolist() == per_node, trial
