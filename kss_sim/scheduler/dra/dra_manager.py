@@ -148,6 +148,9 @@ class DraManager:
         self._whole_holders: Counter[DeviceID] = Counter()
         self._held_whole: set[DeviceID] = set()  # the devices counted there (a set copies cheaper, hashes kept)
         self._consumed_by_device: dict[DeviceID, dict[str, list[ConsumedCapacity]]] = {}
+        # The extended-resource mapping, asked by every pod's PreFilter from v1.36 on: built again only after a
+        # DeviceClass changes (as ExtendedResourceCache follows the class informer), not per pod.
+        self._extended_classes: dict[str, Obj] | None = None
         for claim in self._claims().values():
             self._track(claim_key(claim), claim)
         cluster.object_listeners.append(self._on_object)
@@ -166,7 +169,9 @@ class DraManager:
 
     def extended_resource_classes(self) -> dict[str, Obj]:
         """``DeviceClassResolver``: the class serving each extended resource name (DRAExtendedResource)."""
-        return classes_by_resource_name(self._cluster.list_objects(DEVICE_CLASS))
+        if self._extended_classes is None:
+            self._extended_classes = classes_by_resource_name(self._cluster.list_objects(DEVICE_CLASS))
+        return self._extended_classes
 
     def resource_slices(self) -> list[Obj]:
         """``ResourceSlices().ListWithDeviceTaintRules`` (no DeviceTaintRules: DRADeviceTaintRules is off), in the
@@ -259,6 +264,8 @@ class DraManager:
         return allocated
 
     def _on_object(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+        if kind == DEVICE_CLASS:
+            self._extended_classes = None
         if kind != RESOURCE_CLAIM:
             return
         obj = new if new is not None else old

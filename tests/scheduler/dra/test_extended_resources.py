@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.dra import dra_manager as dm
 from kss_sim.scheduler.dra.dra_manager import dra_manager_for
 from kss_sim.scheduler.dra.extended_resources import (
@@ -222,3 +223,18 @@ def test_unreserve_before_pre_bind_only_drops_the_allocation_in_flight() -> None
     plugin.unreserve(state, info, "node-0")
     assert not manager.in_flight
     assert run.cluster.list_objects(dm.RESOURCE_CLAIM) == []
+
+
+def test_the_manager_s_mapping_follows_the_device_classes_it_is_told_of() -> None:
+    """Built once and kept while no DeviceClass changes; every put or delete of one rebuilds it."""
+    cluster = ClusterObjects()
+    manager = dm.DraManager(cluster)
+    assert manager.extended_resource_classes() == {}
+    cluster.put_object(dm.DEVICE_CLASS, _class("gpu", "example.com/gpu"))
+    first = manager.extended_resource_classes()
+    assert set(first) == {DEVICE_CLASS_PREFIX + "gpu", "example.com/gpu"}
+    assert manager.extended_resource_classes() is first  # kept, not built per pod
+    cluster.put_object(dm.DEVICE_CLASS, _class("gpu", "example.com/tpu"))
+    assert set(manager.extended_resource_classes()) == {DEVICE_CLASS_PREFIX + "gpu", "example.com/tpu"}
+    cluster.delete_object(dm.DEVICE_CLASS, _class("gpu"))
+    assert manager.extended_resource_classes() == {}
