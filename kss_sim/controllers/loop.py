@@ -173,6 +173,16 @@ class ReconcileLoop(Generic[K]):
         due = [at for key, at in self._timers.items() if retries or key not in self._failures]
         return min(due) if due else None
 
+    def backlog(self) -> dict[str, int]:
+        """What waits: changes not yet observed, keys ready, failed keys waiting for their retry, timers (read
+        from any thread without the worker's lock: sizes only, for a memory census)."""
+        return {
+            "inbox": len(self._inbox),
+            "ready": len(self._ready),
+            "retrying": len(self._retry_at),
+            "timers": len(self._timers),
+        }
+
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until every change seen so far is reconciled (timers aside); False on timeout."""
         deadline = time.monotonic() + timeout
