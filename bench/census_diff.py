@@ -58,13 +58,14 @@ def main() -> int:
     p.add_argument("--first", type=int, default=5)
     p.add_argument("--last", type=int, default=None)
     p.add_argument("--top", type=int, default=15)
+    p.add_argument("--process", default="scheduler", help="whose censuses: scheduler or api")
     args = p.parse_args()
-    files = sorted(Path(args.directory).glob("scheduler-census-*.txt"))
+    files = sorted(Path(args.directory).glob(f"{args.process}-census-*.txt"))
     by_number = {int(f.stem.rsplit("-", 1)[1]): f for f in files}
     last = args.last if args.last is not None else max(by_number)
     a, b = (sections(by_number[n].read_text()) for n in (args.first, last))
     print(f"census {args.first} -> {last}")
-    for name, unit in (("smaps_rollup", 1024), ("glibc", 1), ("python", 0)):
+    for name, unit in (("smaps_rollup", 1024), ("glibc", 1), ("python", 0), ("frozen", 0), ("counts", 0)):
         left, right = pairs(a.get(name, [])), pairs(b.get(name, []))
         for key in left:
             if key in right and left[key] != right[key]:

@@ -14,6 +14,8 @@ at (within 10 %).
 into DIR every minute (``KSS_SCHEDULER_TRACEMALLOC``; it runs several times slower), to compare by traceback.
 ``--census-scheduler DIR``: it writes a census of its memory into DIR every minute (``KSS_SCHEDULER_MEMORY_CENSUS``:
 RSS, glibc's heap, pymalloc's arenas and pools by size class, objects by type), to tell a table from the allocator.
+``--census-api DIR``: the API process does the same (``KSS_API_MEMORY_CENSUS``), with its tables' sizes, the
+controllers' backlogs and the cyclic garbage among the objects its collector policy froze.
 
 Events live for ``KSS_EVENT_TTL_SECONDS`` (kube-apiserver's one hour by default), so a run shorter than that
 grows the cluster's Events throughout; ``--event-ttl`` sets it for the run.
@@ -185,12 +187,15 @@ def main() -> int:
     p.add_argument("--event-ttl", type=float, default=None, help="KSS_EVENT_TTL_SECONDS for the run")
     p.add_argument("--trace-scheduler", default=None, help="a directory for the scheduler process's snapshots")
     p.add_argument("--census-scheduler", default=None, help="a directory for the scheduler process's censuses")
+    p.add_argument("--census-api", default=None, help="a directory for the API process's censuses")
     args = p.parse_args()
     env = {"KSS_EVENT_TTL_SECONDS": str(args.event_ttl)} if args.event_ttl is not None else {}
     if args.trace_scheduler is not None:
         env["KSS_SCHEDULER_TRACEMALLOC"] = str(Path(args.trace_scheduler).resolve())
     if args.census_scheduler is not None:
         env["KSS_SCHEDULER_MEMORY_CENSUS"] = str(Path(args.census_scheduler).resolve())
+    if args.census_api is not None:
+        env["KSS_API_MEMORY_CENSUS"] = str(Path(args.census_api).resolve())
     with tempfile.TemporaryDirectory(prefix="kss-soak-") as tmp:
         served = start(Path(tmp), env)
         stop = threading.Event()

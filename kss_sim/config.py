@@ -128,6 +128,12 @@ class Settings(BaseSettings):
         "minute (the kernel's, glibc's and pymalloc's figures, objects by type; `bench/soak.py --census-scheduler`), "
         "to tell what grows in it (issue #35). Each census walks every object: not for normal use.",
     )
+    api_memory_census: Path | None = Field(
+        default=None,
+        description="Debugging: a directory where the API process writes a census of its memory every minute (as "
+        "the scheduler's, with its own tables' sizes, controllers' backlogs and the objects its garbage-collector "
+        "policy froze; `bench/soak.py --census-api`), to tell what grows in it (issue #35). Not for normal use.",
+    )
     shadow: bool = Field(
         default=False,
         description="Shadow judgement: for each pod another scheduler binds, kss's own scheduler (this version's, the "

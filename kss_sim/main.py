@@ -24,6 +24,7 @@ from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.config import Settings
 from kss_sim.controllers.manager import ControllerManager
 from kss_sim.db import make_engine, make_session_factory, session_scope, upgrade_database
+from kss_sim.engine_host.memory_census import take_census_periodically
 from kss_sim.engine_host.process_host import ProcessView, SchedulerProcess
 from kss_sim.engine_host.repository import SchedulerConfigRepository
 from kss_sim.engine_host.scheduler_thread import SchedulerService, load_scheduler_config
@@ -214,10 +215,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.controllers = controllers
         controllers.start()
+        stop_census = threading.Event()
+        if settings.api_memory_census is not None:
+            store, link = app.state.store, scheduler if isinstance(scheduler, SchedulerProcess) else None
+
+            def memory_counts() -> dict[str, int]:
+                counts: dict[str, int] = store.memory_counts()
+                counts.update(results.memory_counts())
+                counts.update(controllers.memory_counts())
+                counts.update(link.memory_counts() if link is not None else {})
+                return counts
+
+            take_census_periodically(
+                str(settings.api_memory_census), stop_census, process="api", counts=memory_counts, frozen=True
+            )
         try:
             yield
         finally:
             stop_warming.set()
+            stop_census.set()
             controllers.stop()
             event_expiry.stop()
             scheduler.stop()

@@ -27,7 +27,7 @@ from kss_sim.kube.api_enablement import (
     workload_api_note,
 )
 from kss_sim.kube.versions import VERSIONS, kube_version
-from kss_sim.server.gc_policy import SERVE_GC_THRESHOLDS, install_gc_policy
+from kss_sim.server.gc_policy import SERVE_GC_THRESHOLDS, install_gc_policy, install_heap_policy
 from kss_sim.server.tls import ensure_certificate
 
 if TYPE_CHECKING:
@@ -225,6 +225,9 @@ def run_serve(args: argparse.Namespace) -> int:
             gc.enable()
     if settings.scheduler_enabled:
         install_gc_policy()
+    # The API process's C heap as its scheduler's process keeps it (issue #35: under churn it is never idle, and
+    # glibc kept the pages freed watch-log versions and answers had used).
+    install_heap_policy()
     tls: dict[str, str] = {}
     if settings.tls:
         cert, key = ensure_certificate(settings.tls_dir, [settings.host])

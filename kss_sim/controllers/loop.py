@@ -43,11 +43,19 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+# The most changes a controller's inbox holds. Its worker drains the inbox before each reconcile, so it grows only
+# while the worker gets no time (a loaded machine); each change keeps the store's dict of that version alive, and the
+# inbox lives in the API process. Past the limit the inbox is dropped and the worker lists again (``resync``), as
+# kube-apiserver ends a watcher that falls behind and its informer lists again: what it missed is in the listing.
+INBOX_LIMIT = 10_000
+
+
 class ReconcileLoop(Generic[K]):
     """One controller's queue and worker thread; subclasses say what they watch and how they reconcile."""
 
     name = "controller"
     watched_kinds: tuple[str, ...] | None = ()  # None: every kind
+    inbox_limit = INBOX_LIMIT
 
     def __init__(
         self,
@@ -64,6 +72,8 @@ class ReconcileLoop(Generic[K]):
         self._retry_base = retry_base_seconds
         self._retry_max = retry_max_seconds
         self._inbox: deque[tuple[str, str, Obj]] = deque()
+        self._relist = False  # the inbox overflowed: list again before taking in what follows
+        self.relists = 0  # how many times it did
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
@@ -163,7 +173,7 @@ class ReconcileLoop(Generic[K]):
 
     def has_work(self) -> bool:
         """Whether a change is noted, a key queued or a timer due by the clock, not yet reconciled."""
-        if self._inbox or self._ready:
+        if self._inbox or self._ready or self._relist:
             return True
         return bool(self._timers) and min(self._timers.values()) <= self.clock()
 
@@ -172,6 +182,16 @@ class ReconcileLoop(Generic[K]):
         ``retries=False`` leaves out the keys whose last reconcile failed (a host may let a run end on those)."""
         due = [at for key, at in self._timers.items() if retries or key not in self._failures]
         return min(due) if due else None
+
+    def backlog(self) -> dict[str, int]:
+        """What waits: changes not yet observed, keys ready, failed keys waiting for their retry, timers (read
+        from any thread without the worker's lock: sizes only, for a memory census)."""
+        return {
+            "inbox": len(self._inbox),
+            "ready": len(self._ready),
+            "retrying": len(self._retry_at),
+            "timers": len(self._timers),
+        }
 
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Block until every change seen so far is reconciled (timers aside); False on timeout."""
@@ -195,6 +215,7 @@ class ReconcileLoop(Generic[K]):
     def _subscribe(self) -> None:
         self._idle.clear()
         self._inbox.clear()  # a restart begins from the store as it is now
+        self._relist = False
         self._ready.clear()
         self._retry_at.clear()
         self._timers.clear()
@@ -216,6 +237,9 @@ class ReconcileLoop(Generic[K]):
         # the worker. ``Event.set``/``clear`` take the event's lock even when nothing changes; with a dozen
         # controllers and every change, checking first saves most of them (the worker clears ``_wake`` before it
         # drains the inbox, so a change appended before this check is seen whichever way the check goes).
+        if len(self._inbox) >= self.inbox_limit:
+            self._inbox.clear()
+            self._relist = True
         self._inbox.append((event_type, kind, obj))
         if self._idle.is_set():
             self._idle.clear()
@@ -227,8 +251,13 @@ class ReconcileLoop(Generic[K]):
         self._ready[key] = None
 
     def _drain(self) -> None:
-        while self._inbox:
-            event_type, kind, obj = self._inbox.popleft()
+        while True:
+            if self._relist:
+                self._list_again()
+            try:
+                event_type, kind, obj = self._inbox.popleft()
+            except IndexError:  # empty (the committer may have just dropped it)
+                return
             try:
                 keys = list(self.observe(event_type, kind, obj))
             except Exception:
@@ -236,6 +265,15 @@ class ReconcileLoop(Generic[K]):
                 continue
             for key in keys:
                 self._enqueue(key)
+
+    def _list_again(self) -> None:
+        # As at start: the listing may already hold some of the changes noted after the overflow, which are then
+        # taken in again, in order (``observe``'s indexes end at the latest; a reconcile is idempotent).
+        self._relist = False
+        self.relists += 1
+        log.warning("%s: more than %d changes behind, listing again", self.name, self.inbox_limit)
+        self.reset()
+        self._resync()
 
     def _next_ready(self) -> K | None:
         mono = time.monotonic()

@@ -91,6 +91,16 @@ class ControllerManager:
         if kubelet:
             self.controllers += [KubeletController(store, clock=clock), NodeLeaseController(store, clock=clock)]
 
+    def memory_counts(self) -> dict[str, int]:
+        """Each controller's backlog (``ReconcileLoop.backlog``) by name, the sizes that are not zero: for a memory
+        census (a controller falling behind shows here)."""
+        return {
+            f"{controller.name}_{what}": n
+            for controller in self.controllers
+            for what, n in controller.backlog().items()
+            if n
+        }
+
     def start(self) -> None:
         """Start every controller (each first reconciles everything it owns)."""
         for controller in self.controllers:

@@ -1,10 +1,13 @@
-"""A census of a process's memory, written to a file on demand (``KSS_SCHEDULER_MEMORY_CENSUS``, issue #35).
+"""A census of a process's memory, written to a file on demand (``KSS_SCHEDULER_MEMORY_CENSUS`` for the scheduler's
+process, ``KSS_API_MEMORY_CENSUS`` for the API process; issue #35).
 
 ``tracemalloc`` shows the live Python allocations; what it cannot show is memory freed into the allocators and kept
 (pymalloc's arenas pinned by a few live blocks, glibc's free chunks) or allocated past them. A census puts side by
 side what the kernel counts (``/proc/self/smaps_rollup``), what glibc holds (``mallinfo2``), pymalloc's arenas and
 pools by size class (``sys._debugmallocstats``), the blocks Python has allocated and the tracked objects by type,
-so two censuses of a soak tell a growing table from a fragmented allocator.
+so two censuses of a soak tell a growing table from a fragmented allocator. The API process's census adds its own
+tables' sizes (``counts``) and what its garbage-collector policy froze (``gc_policy``): objects frozen are not in
+``gc.get_objects()``, and cyclic garbage among them is never collected unless they are unfrozen.
 """
 
 from __future__ import annotations
@@ -125,21 +128,58 @@ def smaps_rollup() -> str:
         return ""
 
 
-def census() -> str:
-    """One census as text: the sections in the order above, each headed ``## name``."""
-    collected = gc.collect()
-    counts = objects_by_type()
+def frozen_garbage() -> tuple[int, Counter[str], Counter[str]]:
+    """How many objects the collector has frozen, the cyclic garbage among them by type, found without freeing it
+    (it is kept in ``gc.garbage``, so the census does not change what the process holds; the next census finds only
+    what became garbage since), and every tracked object by type, frozen ones included. Everything is frozen again
+    afterwards, as a full collection under ``gc_policy`` freezes it."""
+    frozen = gc.get_freeze_count()
+    start = len(gc.garbage)
+    flags = gc.get_debug()
+    gc.unfreeze()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        every = objects_by_type()
+    finally:
+        gc.set_debug(flags)
+        gc.freeze()
+    found: Counter[str] = Counter(type(obj).__name__ for obj in gc.garbage[start:])
+    return frozen, found, every
+
+
+def census(counts: Callable[[], dict[str, int]] | None = None, *, frozen: bool = False) -> str:
+    """One census as text: the sections in the order above, each headed ``## name``; ``counts``'s figures (a
+    process's own tables) in a section ``## counts``; with ``frozen``, the frozen objects and the cyclic garbage
+    found among them (``frozen_garbage``) instead of a full collection (which would freeze everything)."""
+    if frozen:
+        collected = gc.collect(1)
+        frozen_count, garbage, by_type = frozen_garbage()
+        frozen_lines = [
+            "## frozen",
+            f"frozen_objects {frozen_count}",
+            f"garbage_found {sum(garbage.values())}",
+            f"garbage_kept {len(gc.garbage)}",
+            *(f"garbage_{name} {n}" for name, n in garbage.most_common(40)),
+        ]
+    else:
+        collected = gc.collect()
+        frozen_lines = []
+        by_type = objects_by_type()
     lines = [
         f"## taken {time.time():.0f} pid {os.getpid()} (gc.collect found {collected} unreachable)",
+        *frozen_lines,
+        "## counts",
+        *(f"{name} {value}" for name, value in (counts() if counts is not None else {}).items()),
         "## smaps_rollup",
         smaps_rollup().rstrip(),
         "## glibc mallinfo2",
         *(f"{name} {value}" for name, value in glibc_heap().items()),
         "## python",
         f"allocated_blocks {sys.getallocatedblocks()}",
-        f"tracked_objects {sum(counts.values())}",
+        f"tracked_objects {sum(by_type.values())}",
         "## objects by type",
-        *(f"{name} {n}" for name, n in counts.most_common(TYPES_LISTED)),
+        *(f"{name} {n}" for name, n in by_type.most_common(TYPES_LISTED)),
         "## pymalloc",
         pymalloc_stats().rstrip(),
         "## glibc malloc_info",
@@ -148,16 +188,25 @@ def census() -> str:
     return "\n".join(lines) + "\n"
 
 
-def take_census_periodically(directory: str, stop: threading.Event | None = None) -> threading.Thread:
-    """Write a census into ``directory`` every ``CENSUS_EVERY_SECONDS`` (``scheduler-census-001.txt``, ...) until
-    ``stop`` is set (the scheduler's process never sets it: the thread ends with the process)."""
+def take_census_periodically(
+    directory: str,
+    stop: threading.Event | None = None,
+    *,
+    process: str = "scheduler",
+    counts: Callable[[], dict[str, int]] | None = None,
+    frozen: bool = False,
+) -> threading.Thread:
+    """Write a census into ``directory`` every ``CENSUS_EVERY_SECONDS`` (``scheduler-census-001.txt``, ... after
+    ``process``) until ``stop`` is set (the scheduler's process never sets it: the thread ends with the process);
+    ``counts`` and ``frozen`` as ``census`` takes them."""
     stopped = stop if stop is not None else threading.Event()
 
     def write() -> None:
         for n in itertools.count(1):
             if stopped.wait(CENSUS_EVERY_SECONDS):
                 return
-            Path(directory, f"scheduler-census-{n:03d}.txt").write_text(census())
+            text = census(counts, frozen=frozen)
+            Path(directory, f"{process}-census-{n:03d}.txt").write_text(text)
 
     thread = threading.Thread(target=write, name="memory-census", daemon=True)
     thread.start()

@@ -136,6 +136,15 @@ class _Link:
         for thread in self._threads:
             thread.start()
 
+    def counts(self) -> dict[str, int]:
+        """What waits in this side's queues (a memory census's figures: a child falling behind shows here)."""
+        return {
+            "link_calls": len(self._calls),
+            "link_work": self._work.qsize(),
+            "link_acks": self._acks.qsize(),
+            "link_rows": self._rows.qsize(),
+        }
+
     # --- in: the change stream ------------------------------------------------------------------
     def _feed(self) -> None:
         store = self.host.store
@@ -406,6 +415,11 @@ class SchedulerProcess:
         self._stopping = False
         self.restarts = 0
         self.queue = _RemoteQueue(self)
+
+    def memory_counts(self) -> dict[str, int]:
+        """What waits in the link to the child (``_Link.counts``; empty without one): for a memory census."""
+        link = self._link
+        return link.counts() if link is not None else {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:

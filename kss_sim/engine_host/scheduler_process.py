@@ -45,7 +45,7 @@ from kss_sim.results.rows import attempt_row
 from kss_sim.scheduler.plugins import load_plugin_modules, reload_plugin_modules
 from kss_sim.scheduler.record import Attempt
 from kss_sim.scheduler.watchdog import PluginTimeoutReport
-from kss_sim.server.gc_policy import SERVE_GC_THRESHOLDS, give_back_free_heap, map_large_blocks_apart
+from kss_sim.server.gc_policy import SERVE_GC_THRESHOLDS, install_heap_policy
 from kss_sim.server.metrics import attempt_parts
 
 log = logging.getLogger("kss.scheduler")
@@ -61,11 +61,6 @@ FLUSH_WAIT_SECONDS = 20.0
 # finding what grows in it, issue #35; tracing slows it down severalfold).
 TRACE_ENV = "KSS_SCHEDULER_TRACEMALLOC"
 TRACE_EVERY_SECONDS = 60.0
-# How often the process hands free C heap pages back (malloc_trim: a few milliseconds on a 200 MB heap).
-HEAP_TRIM_SECONDS = 30.0
-# Blocks of this size or more are mapped apart from the C heap (``map_large_blocks_apart``): the change stream's and
-# the rows' messages, pickled and unpickled by the pipe's threads, are 10 kB to MBs each.
-LARGE_BLOCK_BYTES = 64 * 1024
 # The attempt number of a row sent to the API process, which numbers it (``RowsForwarder``).
 UNNUMBERED = 0
 
@@ -604,27 +599,11 @@ def child_main(
         _trace_memory(trace_directory)
     if settings.scheduler_memory_census is not None:
         take_census_periodically(str(settings.scheduler_memory_census))
-    map_large_blocks_apart(LARGE_BLOCK_BYTES)
+    install_heap_policy()
     # The API process's thresholds (a spawned interpreter starts at 700); not its freeze of survivors: this process
     # is never idle long under churn to reclaim what a freeze would keep.
     gc.set_threshold(*SERVE_GC_THRESHOLDS)
-    _give_back_free_heap_periodically()
     SchedulerChild(Channel(conn), settings, config_document, holds).run()
-
-
-def _give_back_free_heap_periodically() -> threading.Thread:
-    """Every ``HEAP_TRIM_SECONDS``, hand the C heap's free pages back to the system. The API process does it when
-    its scheduler is idle; this one, under steady churn, is never idle for long, and glibc kept what each pod's
-    decoded versions had used (issue #35's soak: the process grew ~0.8 kB a pod with no object held)."""
-
-    def trim() -> None:
-        while True:
-            time.sleep(HEAP_TRIM_SECONDS)
-            give_back_free_heap()
-
-    thread = threading.Thread(target=trim, name="heap-trim", daemon=True)
-    thread.start()
-    return thread
 
 
 def _trace_memory(directory: str) -> threading.Thread:

@@ -150,6 +150,14 @@ class ResultsService:
         # Called by ``flush`` first: attempts made elsewhere (the scheduler's own process) recorded before it returns.
         self.before_flush: Callable[[], None] | None = None
 
+    def memory_counts(self) -> dict[str, int]:
+        """The attempts waiting to be written, the pods counted, the decoded rows cached: for a memory census."""
+        return {
+            "results_queued": self._queue.qsize(),
+            "results_counters": len(self._counters or ()),
+            "results_decoded_cache": len(self._decoded_cache),
+        }
+
     # --- writing --------------------------------------------------------------------------------
     @property
     def errors(self) -> list[str]:

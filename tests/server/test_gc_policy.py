@@ -7,6 +7,8 @@ import gc
 import os
 import subprocess
 import sys
+import threading
+import time
 import weakref
 
 import pytest
@@ -89,3 +91,28 @@ def test_large_blocks_are_mapped_apart_even_after_a_larger_one_was_freed(thresho
     if out[:2] == ["no", "mallinfo2"]:
         pytest.skip("glibc older than 2.33")
     assert (int(out[1]) >= 256 * 1024) is mapped
+
+
+def test_the_heap_policy_maps_large_blocks_apart_and_trims_every_period_until_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``kss serve``'s processes, the API's and the scheduler's, trim their heaps on a timer: under steady churn
+    neither is idle for long enough for the idle-time reclaim (issue #35's soak)."""
+    trims: list[float] = []
+    thresholds: list[int] = []
+    monkeypatch.setattr(gc_policy, "HEAP_TRIM_SECONDS", 0.02)
+    monkeypatch.setattr(gc_policy, "give_back_free_heap", lambda: trims.append(time.monotonic()))
+    monkeypatch.setattr(gc_policy, "map_large_blocks_apart", lambda threshold: thresholds.append(threshold) or True)
+    stop = threading.Event()
+    thread = gc_policy.install_heap_policy(stop)
+    deadline = time.monotonic() + 20
+    while len(trims) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert len(trims) >= 3
+    assert thresholds == [gc_policy.LARGE_BLOCK_BYTES]
+    stopped_at = len(trims)
+    time.sleep(0.1)
+    assert len(trims) == stopped_at, "no trim after the stop"

@@ -106,6 +106,17 @@ class ChangeLog:
         self._listeners: list[tuple[Listener, frozenset[str] | None, bool]] = []
         self._wakers: list[Callable[[], None]] = []
 
+    def counts(self) -> dict[str, int]:
+        """The log's length, how many of its events still hold their decoded objects, the listeners and wakers (a
+        memory census's figures)."""
+        with self._lock:
+            return {
+                "watch_log": len(self._log),
+                "watch_log_decoded": len(self._log) - self._decoded_from,
+                "listeners": len(self._listeners),
+                "wakers": len(self._wakers),
+            }
+
     def reset(self, resource_version: int) -> None:
         """Drop every event (lock held): the log starts again at ``resource_version``; older ones get 410."""
         self._log = []

@@ -172,6 +172,11 @@ class Committer:
             self._shadow.setdefault(kind, {})
         self.rv = self.committed_rv = resource_version
 
+    def counts(self) -> dict[str, int]:
+        """The writes staged and not yet committed, and the committed entries kept for them (lock held; a memory
+        census's figures)."""
+        return {"staged": len(self._staged), "shadowed": sum(len(shadow) for shadow in self._shadow.values())}
+
     def ensure_bucket(self, kind: str) -> None:
         """Make room for a kind not in the registry (a CRD's, once established; lock held)."""
         if kind not in self.objects:

@@ -70,6 +70,16 @@ class SharedValues:
     def __len__(self) -> int:
         return len(self._held) + len(self._older) + len(self._unmatched)
 
+    def counts(self) -> dict[str, int]:
+        """Each table's size (a memory census's figures, ``ClusterStore.memory_counts``)."""
+        return {
+            "shared_held": len(self._held),
+            "shared_older": len(self._older),
+            "shared_unmatched": len(self._unmatched),
+            "shared_strings": len(self._strings),
+            "shared_pieces": len(self._pieces),
+        }
+
     def value(self, value: Any) -> Any:
         """The held value equal to ``value``, or ``value`` itself (now held) when none is."""
         return self._held_or_new(value, pieces=False)

@@ -344,6 +344,16 @@ class ClusterStore:
         """Stop calling ``wake``."""
         self._changes.remove_waker(wake)
 
+    def memory_counts(self) -> dict[str, int]:
+        """The sizes of what the store holds, for a memory census (``KSS_API_MEMORY_CENSUS``): objects by kind (the
+        kinds holding any), the watch log, listeners and wakers, the shared values' tables, the writes staged."""
+        with self._lock:
+            counts = {f"objects_{kind}": len(held) for kind, held in self._committer.objects.items() if held}
+            counts.update(self._changes.counts())
+            counts.update(self._versions.shared.counts())
+            counts.update(self._committer.counts())
+            return counts
+
     def compact(self) -> None:
         """Drop the whole watch log (as etcd compaction does): watches from older versions get 410."""
         with self._lock:
