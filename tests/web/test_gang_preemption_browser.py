@@ -135,6 +135,9 @@ def test_a_gang_waiting_for_its_preemption_shows_its_victims_and_binds_when_they
     assert page.evaluate("window.__sameDocument") is True
     assert "bound" in text_of(page, '[data-testid="gang-state"]')
     states = page.locator('[data-testid="preemptions"] tbody tr').evaluate_all("rows => rows.map(r => r.dataset.state)")
-    assert states == ["gone", "gone", "gone"]
+    # Every victim named is gone. There may be more than the first three: while they terminate, a member that fits
+    # in a group cycle that cannot complete loses its nomination (clearNominatedNode, as v1.36's
+    # submitPodGroupAlgorithmResult does) and preempts again; v1.37 stops that (kubernetes#138710, not ported).
+    assert len(states) >= 3 and set(states) == {"gone"}, states
     shot(page, "group-v1alpha2-preemption-bound")
     page.screenshot(path="/tmp/gang32-preemption-bound-1440.png", full_page=True)
