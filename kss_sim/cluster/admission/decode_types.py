@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from kss_sim.cluster.admission import go_values
-from kss_sim.cluster.admission.go_values import json_kind
 from kss_sim.cluster.errors import BadRequest
 from kss_sim.cluster.kinds.registry import BY_API_TYPE, VIEWS, KindInfo
+from kss_sim.kube.go_json import json_kind
 from kss_sim.kube.versions import DEFAULT_KUBE_VERSION
 
 SCHEMAS_FILE = Path(__file__).with_name("decode_schemas.json")

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from kss_sim.kube import raw_numbers
+from kss_sim.kube.go_json import json_kind
 from kss_sim.kube.quantity import QuantityError, parse_quantity
 
 RFC3339 = "2006-01-02T15:04:05Z07:00"
@@ -53,19 +54,6 @@ def go_quote(text: str) -> str:
         else:
             out.append(f"\\x{byte:02x}")
     return "".join(out) + '"'
-
-
-def json_kind(value: Any) -> str:
-    """How encoding/json names a JSON value's kind in its errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else "null"
 
 
 # The number literals of the JSON body being decoded (in this request's context) whose Python value prints otherwise

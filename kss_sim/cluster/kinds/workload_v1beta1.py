@@ -26,6 +26,7 @@ from typing import Any
 
 from kss_sim.cluster.errors import BadRequest, Cause, Invalid, invalid
 from kss_sim.cluster.kinds.registry import BY_KIND, POD_GROUP_V1BETA1, WORKLOAD_V1BETA1, KindInfo
+from kss_sim.kube.go_json import json_kind
 
 # v1alpha2's DisruptionMode values and the v1beta1 union member each became.
 _MODE_TO_MEMBER = {"Pod": "single", "PodGroup": "all"}
@@ -77,22 +78,11 @@ def _to_v1beta1(obj: dict[str, Any], kind: str) -> None:
 # --- v1beta1 -> stored (v1alpha2) ------------------------------------------------------------------------------
 
 
-def _json_kind(value: Any) -> str:
-    """How encoding/json names a JSON value's kind in its errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _not_a_struct(value: Any, struct: str, path: str, go_type: str) -> str | None:
     """encoding/json's error for ``value`` decoded into the struct ``go_type`` (None: an object, or null)."""
     if value is None or isinstance(value, dict):
         return None
-    return f"json: cannot unmarshal {_json_kind(value)} into Go struct field {struct}.{path} of type v1beta1.{go_type}"
+    return f"json: cannot unmarshal {json_kind(value)} into Go struct field {struct}.{path} of type v1beta1.{go_type}"
 
 
 _MEMBER_TYPES = {"single": "SingleDisruptionMode", "all": "AllDisruptionMode"}
@@ -130,7 +120,7 @@ def _decode_problem(obj: dict[str, Any], kind: str) -> str | None:
             value = ref.get(key)
             if value is not None and not isinstance(value, str):
                 where = f"WorkloadReference.spec.workloadRef.{key}"
-                return f"json: cannot unmarshal {_json_kind(value)} into Go struct field {where} of type string"
+                return f"json: cannot unmarshal {json_kind(value)} into Go struct field {where} of type string"
     return problem or _mode_problem(spec, "PodGroupSpec", "spec")
 
 
