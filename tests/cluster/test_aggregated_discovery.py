@@ -336,3 +336,18 @@ def test_the_official_client_decodes_the_document_into_its_models(server: Server
     assert {s.subresource for s in resources["deployments"].subresources} == {"status", "scale"}
     pods = next(r for r in core.items[0].versions[0].resources if r.resource == "pods")
     assert pods.singular_resource == "pod" and pods.short_names == ["po"]
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.36"])
+async def test_the_openapi_documents_name_the_emulation_version(app_at: Any, version: str) -> None:
+    # kube-apiserver fills info.version with its emulation version (major.minor) since v1.31, as a real v1.36 shows.
+    transport = httpx.ASGITransport(app=await app_at(version, {}))
+    async with httpx.AsyncClient(transport=transport, base_url="http://kss.test") as c:
+        v3 = (await c.get("/openapi/v3/api/v1")).json()
+        v2 = (await c.get("/openapi/v2")).json()
+        proto = await c.get(
+            "/openapi/v2", headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}
+        )
+    assert v3["info"] == {"title": "Kubernetes", "version": version}
+    assert v2["info"] == {"title": "Kubernetes", "version": version}
+    assert proto.content.endswith(b"\x12" + bytes([len(version)]) + version.encode())  # Info.version, field 2

@@ -220,7 +220,7 @@ async def openapi_v2(request: Request) -> Response:
     protobuf = openapi.OPENAPI_V2_PROTOBUF in request.headers.get("accept", "")
     # Not the protobuf media type itself: its "@" does not parse as a media type in client-go.
     media_type = "application/octet-stream" if protobuf else JSON
-    return Response(openapi.v2_document(protobuf), media_type=media_type)
+    return Response(openapi.v2_document(protobuf, _minor(request)), media_type=media_type)
 
 
 @router.get("/openapi/v3/{path:path}")

@@ -49,6 +49,15 @@ def _patch_operation(kind: str, gvk: dict[str, str]) -> dict[str, Any]:
     }
 
 
+_TITLE = "Kubernetes"
+
+
+def info_version(minor: int) -> str:
+    """``info.version`` of kube-apiserver's documents: its emulation version, major.minor only since v1.31 (the
+    generic server's completeOpenAPI fills it from ``EffectiveVersion.EmulationVersion()``), not the git version."""
+    return f"1.{minor}"
+
+
 @cache
 def group_version_document(
     group: str,
@@ -75,7 +84,7 @@ def group_version_document(
     components = {"schemas": component_schemas(kinds_in(group, version, dict(gates), minor, dict(apis)))}
     doc = {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.35.0"},
+        "info": {"title": _TITLE, "version": info_version(minor)},
         "paths": paths,
         "components": components,
     }
@@ -170,7 +179,6 @@ def root_with(root: bytes, custom: dict[str, bytes]) -> bytes:
 
 # What kubectl asks /openapi/v2 for (gnostic's OpenAPI v2 Document message).
 OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-_TITLE, _VERSION = "Kubernetes", "v1.35.0"
 
 
 def _proto_string(field: int, text: str) -> bytes:
@@ -180,11 +188,16 @@ def _proto_string(field: int, text: str) -> bytes:
 
 
 @cache
-def v2_document(protobuf: bool) -> bytes:
+def v2_document(protobuf: bool, minor: int = DEFAULT_MINOR) -> bytes:
     """``/openapi/v2``: a document without paths or definitions, as JSON or as gnostic's protobuf message
     (``Document``: swagger = 1, info = 2; ``Info``: title = 1, version = 2)."""
     if not protobuf:
-        doc = {"swagger": "2.0", "info": {"title": _TITLE, "version": _VERSION}, "paths": {}, "definitions": {}}
+        doc = {
+            "swagger": "2.0",
+            "info": {"title": _TITLE, "version": info_version(minor)},
+            "paths": {},
+            "definitions": {},
+        }
         return orjson.dumps(doc)
-    info = _proto_string(1, _TITLE) + _proto_string(2, _VERSION)
+    info = _proto_string(1, _TITLE) + _proto_string(2, info_version(minor))
     return _proto_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
