@@ -311,6 +311,15 @@ class FilterPlugin(Plugin, ABC):
         """
         return None
 
+    def reprieve_without(self, state: CycleState, pod: PodInfo, node: NodeWithout) -> Callable[[PodInfo], bool] | None:
+        """For a preemption dry run in which this plugin is the only one reading pods: a function that puts one of
+        ``node``'s removed pods back and answers whether ``filter_without`` still passes, taking it off again when
+        not (``node`` itself is left as it is: the function keeps its own count); None when it cannot say that way.
+
+        Optional (in-tree plugins with ``filter_without`` only): the reprieve walk then builds no status per pod.
+        """
+        return None
+
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
         """Batch Filter: per node of ``batch``, whether ``filter`` would succeed; None when not vectorised.
 

@@ -83,6 +83,39 @@ def test_dry_run_shortcut_gives_the_nomination_victims_and_message_of_the_full_d
         assert outcomes[0][2] == f"preemption: 0/40 nodes are available: 40 {MSG_NO_VICTIMS}."
 
 
+@pytest.mark.parametrize("absolute", [10, 40, 150], ids=["first-stretch", "second-stretch", "whole-walk"])
+def test_the_shortcut_asked_by_stretches_stops_where_the_full_dry_run_stops(absolute: int) -> None:
+    """The shortcut is asked a stretch of the walk at a time (``max(num_candidates, 64)`` nodes): the candidates,
+    and every node's status in the order the walk set them, equal the dry run on copies of every node, whether the
+    walk stops in the first stretch, in a later one, or runs to the end (100 of 300 nodes hold victims)."""
+    nodes = [make_node(name=f"n{i:03d}", allocatable={"cpu": "4"}) for i in range(300)]
+    pods = [
+        pod(f"p{i}-{j}", priority=0 if i % 3 == 0 else 10, cpu="1", node=f"n{i:03d}", start="2024-06-01T00:00:00Z")
+        for i in range(300)
+        for j in range(4)
+    ]
+    preemptor = PodInfo(pod("incoming", priority=5, cpu="2"))
+    args = DefaultPreemption.defaulted_args({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": absolute})
+    outcomes = []
+    for cls in (DefaultPreemption, NoShortcut):
+        handle, _, fwk = setup(nodes, pods)
+        plugin = cls(handle, args)
+        candidates, statuses, errs = plugin.evaluator.find_candidates(
+            CycleState(), preemptor, filter_statuses(fwk, preemptor)
+        )
+        outcomes.append(
+            (
+                [(c.name, [v.uid for v in c.victims]) for c in candidates],
+                [(name, st.code, st.message()) for name, st in statuses.statuses.items()],
+                errs,
+            )
+        )
+    assert outcomes[0] == outcomes[1]
+    assert len(outcomes[0][0]) == min(absolute, 100)
+    # The nodes without victims have a status: those before the last candidate, or all 200 when the walk ends.
+    assert len(outcomes[0][1]) == (200 if absolute > 100 else 2 * (absolute - 1))
+
+
 def test_nodes_without_victims_follows_pod_changes_on_a_node() -> None:
     handle, plugin, _ = setup([make_node(name="n1")], [pod("a", priority=0, cpu="1", node="n1")])
     ni = handle.snapshot.node_info_list[0]

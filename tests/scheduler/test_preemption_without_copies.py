@@ -17,7 +17,7 @@ import pytest
 
 from kss_sim.scheduler.framework import CycleState, FilterPlugin, NodeToStatus, Status, success
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
-from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.nodeinfo import NodeInfo, NodeWithout, PodInfo
 from kss_sim.scheduler.plugins.default_preemption import DefaultPreemption
 from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.runtime import Framework
@@ -168,3 +168,43 @@ def test_the_path_stands_aside_when_the_filters_need_the_copies() -> None:
     # A user's filter plugin, whatever it says of itself.
     fwk.filter.append(UsersFilter(fwk.handle, {}))
     assert plugin.victims_without_copies(_prefiltered(fwk, plain), plain) is None
+
+
+@pytest.mark.parametrize(
+    "requests",
+    [
+        {"cpu": "2500m", "memory": "3Gi"},
+        {"cpu": "0"},  # no request: only the pod count is compared
+        {"memory": "5Gi", "ephemeral-storage": "1Gi"},
+        {"cpu": "3", "example.com/gpu": "1"},  # a scalar request: the sums stand aside, the reprieve asks the filter
+    ],
+    ids=["cpu-memory", "no-request", "memory-ephemeral", "scalar"],
+)
+def test_the_reprieve_by_sums_answers_as_the_filter_on_copies(requests: dict[str, str]) -> None:
+    """NodeResourcesFit, the only filter reading pods here, answers the reprieve walk with plain sums
+    (``reprieve_without``); every node's victims, count and status equal the copying run's, including nodes whose
+    pod limit or ephemeral storage decides, and a pod asking for a scalar resource takes the filter's own walk."""
+    nodes, pods = _cluster(7)
+    for k, raw in enumerate(pods):
+        if k % 3 == 0:
+            raw["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "2Gi"
+    for node in nodes:
+        node["status"]["allocatable"]["ephemeral-storage"] = "6Gi"
+        node["status"]["allocatable"]["example.com/gpu"] = "1"
+    fwk, plugin = _framework(nodes, pods, [])
+    preemptor = PodInfo(make_pod(name="incoming", priority=5, requests=requests))
+    state = _prefiltered(fwk, preemptor)
+    select = plugin.victims_without_copies(state, preemptor)
+    assert select is not None
+    fit = next(pl for pl in fwk.filter if pl.name == "NodeResourcesFit")
+    some = fwk.handle.snapshot.node_info_list[0]
+    by_sums = fit.reprieve_without(state, preemptor, NodeWithout(some, some.pods))
+    assert (by_sums is None) == ("example.com/gpu" in requests)
+    with_victims = 0
+    for ni in fwk.handle.snapshot.node_info_list:
+        expected = plugin.select_victims_on_node(state.clone(), preemptor, ni.clone(), [])
+        got = select(ni, [])
+        assert got is not None
+        assert _answer(got) == _answer(expected), ni.name
+        with_victims += bool(expected[0])
+    assert with_victims > 0

@@ -334,6 +334,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             return None
         run, fits_without_copy = fwk.run_filter_plugins_without_copy, fwk.fits_without_copy
         everything, pod_readers = plan.plugins, plan.pod_readers
+        # The only plugin reading pods may answer the reprieve walk with plain sums (no status per pod put back).
+        only_reader = pod_readers[0][0] if len(pod_readers) == 1 else None
         priority, uid = pod.priority, pod.uid
         nominated_pods_for_node = self.handle.nominated_pods_for_node
 
@@ -348,6 +350,10 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             if not st.is_success():
                 return [], 0, st
 
+            put_back_fits = only_reader.reprieve_without(state, pod, node) if only_reader is not None else None
+            if put_back_fits is not None:
+                return _reprieve_by_sums(potential, pdbs, put_back_fits)
+
             def reprieve(p: PodInfo) -> tuple[bool, Status]:
                 node.put_back(p)
                 fits = fits_without_copy(state, pod, node, pod_readers)
@@ -360,6 +366,27 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         return select
 
 
+def _by_importance(potential: list[PodInfo], pdbs: Sequence[dict[str, Any]]) -> tuple[list[PodInfo], list[PodInfo]]:
+    """``potential`` sorted most important first, split into PDB-violating and non-violating pods (order kept)."""
+    potential.sort(key=importance_key)
+    if not pdbs:  # no budget to break: every pod is non-violating (``filter_pods_with_pdb_violation``'s answer)
+        return [], potential
+    return filter_pods_with_pdb_violation(potential, pdbs)
+
+
+def _reprieve_by_sums(
+    potential: list[PodInfo], pdbs: Sequence[dict[str, Any]], put_back_fits: Callable[[PodInfo], bool]
+) -> tuple[list[PodInfo], int, Status]:
+    """``_reprieve_most_important`` with a reprieve that cannot fail (``FilterPlugin.reprieve_without``'s)."""
+    violating, non_violating = _by_importance(potential, pdbs)
+    victims = [p for p in violating if not put_back_fits(p)]
+    num_violating = len(victims)
+    victims += [p for p in non_violating if not put_back_fits(p)]
+    if violating and non_violating:
+        victims.sort(key=importance_key)
+    return victims, num_violating, success()
+
+
 def _reprieve_most_important(
     potential: list[PodInfo],
     pdbs: Sequence[dict[str, Any]],
@@ -368,8 +395,7 @@ def _reprieve_most_important(
     """The victims among ``potential`` (all taken off, and the pod fits without them): each put back in turn, most
     important first, PDB-violating ones before the others, and kept if the pod still fits (``reprieve``: whether
     it does, and the status of putting it back and taking it off again)."""
-    potential.sort(key=importance_key)
-    violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+    violating, non_violating = _by_importance(potential, pdbs)
     victims: list[PodInfo] = []
     num_violating = 0
     for p in violating:

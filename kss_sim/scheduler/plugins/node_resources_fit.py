@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from kss_sim.kube.quantity import INT64_MAX, INT64_MIN, wrap_int64
 from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.dra.dra_manager import dra_manager_for
@@ -791,6 +792,43 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def filter_without(self, state: CycleState, pod: PodInfo, node: NodeWithout) -> Status:
         """``filter`` reads only the node's allocatable, requested and pod count: ``node`` has the last two."""
         return self._filter_on(state, node.node_info.allocatable, node.requested, node.num_pods)
+
+    def reprieve_without(self, state: CycleState, pod: PodInfo, node: NodeWithout) -> Callable[[PodInfo], bool] | None:
+        """``filter_without`` after each pod put back, as plain sums: the pod count and each resource the pod
+        requests (what ``fits_request_on`` compares), wrapped as ``Resource.add`` wraps them. None for a pod
+        requesting scalar resources (their rules stay in ``fits_request_on``)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState) or s.request.scalar_resources:
+            return None
+        request, alloc, used = s.request, node.node_info.allocatable, node.requested
+        # Per resource compared: (the attribute, what the node can hold for the pod, in use now).
+        compared = [
+            (attr, getattr(alloc, attr) - getattr(request, attr), getattr(used, attr))
+            for attr in ("milli_cpu", "memory", "ephemeral_storage")
+            if getattr(request, attr) > 0
+        ]
+        counted = node.node_info.counted_requests
+        pods_room = [alloc.allowed_pod_number - node.num_pods - 1]  # fits while >= 0
+
+        def put_back_fits(pi: PodInfo) -> bool:
+            added = counted(pi)
+            after = []
+            for attr, limit, in_use in compared:
+                total = in_use + getattr(added, attr)
+                if not INT64_MIN <= total <= INT64_MAX:
+                    total = wrap_int64(total)
+                if total > limit:
+                    return False
+                after.append(total)
+            if pods_room[0] < 1:
+                return False
+            pods_room[0] -= 1
+            for k, total in enumerate(after):
+                attr, limit, _ = compared[k]
+                compared[k] = (attr, limit, total)
+            return True
+
+        return put_back_fits
 
     def _filter_on(self, state: CycleState, alloc: Resource, used: Resource, num_pods: int) -> Status:
         s = state.get(PRE_FILTER_STATE_KEY)
