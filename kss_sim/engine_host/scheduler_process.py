@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kss_sim.cluster.errors import NotFound
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
 from kss_sim.engine_host.memory_census import take_census_periodically
@@ -256,6 +257,14 @@ class MirrorStore:
         """A copy of one object (the store's ``get`` gives a copy too), or None."""
         entry = self._objects.get(kind, {}).get((namespace or "", name))
         return decoded(entry.raw) if entry is not None else None
+
+    def read(self, kind: str, namespace: str | None, name: str) -> MirrorEntry:
+        """The mirror's entry of one object (``obj``: the read-only dict the listeners were handed; a bound pod's
+        without its result annotations), or ``NotFound``, as the store's ``read``."""
+        entry = self._objects.get(kind, {}).get((namespace or "", name))
+        if entry is None:
+            raise NotFound(kind, name)
+        return entry
 
     def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None, *, copy: bool = True) -> None:
         """Call ``callback`` with every change taken in (the mirror's read-only dict: ``copy`` is ignored)."""
