@@ -1,12 +1,12 @@
 """The pipe between ``kss serve`` and its scheduler process (``KSS_SCHEDULER_PROCESS``): framing and errors.
 
 Both sides send tuples whose first item names the message (pickled by ``multiprocessing.connection``). From the API
-process: ``changes`` (the store's committed JSON, resourceVersion order), ``synced``, ``ack`` (batches of writes
-committed: every one committed by then), ``answer`` (to a request), ``call`` (an operation: hold, wait_idle,
-configuration, the pages' view), ``stop``. From the scheduler process: ``ready``, ``writes`` (an attempt's deferred
-writes), ``request`` (a write whose result the engine needs), ``rows`` (encoded attempt rows), ``attempt`` (what the
-metrics count, with the attempt's sampled plugin runs), ``plugin_timeout`` (a plugin call past its timeout),
-``shadow`` (a judgement), ``answer``, ``bye``.
+process: ``changes`` (the store's committed JSON, resourceVersion order, and the acknowledgements of the scheduler's
+batches of writes committed by then), ``synced``, ``answer`` (to a request), ``call`` (an operation: hold, wait_idle,
+configuration, the pages' view), ``stop``. From the scheduler process: ``ready``, ``writes`` (attempts' deferred
+writes, a batch each), ``request`` (a write whose result the engine needs), ``rows`` (encoded attempt rows, and what
+the metrics count of the attempts concluded since, with their sampled plugin runs), ``plugin_timeout`` (a plugin call
+past its timeout), ``shadow`` (a judgement), ``answer``, ``bye``.
 """
 
 from __future__ import annotations

@@ -120,6 +120,10 @@ class _Link:
         self._wake = threading.Event()
         self._work: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self._acks: queue.SimpleQueue[tuple[int, PendingWrites, dict[str, str]] | None] = queue.SimpleQueue()
+        # Acknowledgements of committed batches the feeder sends with the change stream's next message (each group
+        # with the resourceVersion visible when it was made): appended by the acker, taken by the feeder.
+        self._acked: list[tuple[list[tuple[int, str | None, dict[str, str]]], int]] = []
+        self._acked_lock = threading.Lock()
         # Rows to insert; an Event marks a flush (set once what came before it is inserted).
         self._rows: queue.SimpleQueue[list[dict[str, Any]] | threading.Event | None] = queue.SimpleQueue()
         store.add_waker(self._wake.set)
@@ -154,13 +158,17 @@ class _Link:
             items = store.select(kind).items
             for start in range(0, len(items), LIST_CHUNK):
                 chunk = [(e.resource_version, "ADDED", kind, e.raw) for e in items[start : start + LIST_CHUNK]]
-                if not self.channel.send(("changes", chunk, 0)):
+                if not self.channel.send(("changes", chunk, 0, [])):
                     return
-        self.channel.send(("changes", [], since))
+        self.channel.send(("changes", [], since, []))
         self.channel.send(("synced",))
         while not self.closed.is_set():
             self._wake.wait(timeout=0.5)
             self._wake.clear()
+            # Taken before the events: the commit each acknowledges is then among them (or the child parks it until
+            # a later message shows its resourceVersion).
+            with self._acked_lock:
+                acked, self._acked = self._acked, []
             try:
                 events = store.events_since(since)
             except Expired:
@@ -168,11 +176,12 @@ class _Link:
                 log.warning("the scheduler process fell behind the change log; restarting it")
                 self.process.kill()
                 return
-            if not events:
+            if not events and not acked:
                 continue
-            since = events[-1].resource_version
+            if events:
+                since = events[-1].resource_version
             changes = [(e.resource_version, e.type, e.kind, e.raw) for e in events if e.kind in kinds]
-            if not self.channel.send(("changes", changes, since)):
+            if not self.channel.send(("changes", changes, since, acked)):
                 return
 
     # --- out: the writes ------------------------------------------------------------------------
@@ -186,17 +195,18 @@ class _Link:
             if kind in ("writes", "request"):
                 self._work.put(message)
             elif kind == "rows":
-                self._rows.put(message[1])
+                if message[1]:
+                    self._rows.put(message[1])
+                for parts, runs in message[2]:  # the metrics of the attempts concluded since the last message
+                    self.host.observed(*parts)
+                    if self.host.on_plugin is not None:
+                        for run in runs:
+                            self.host.on_plugin(*run)
             elif kind == "answer":
                 call = self._calls.pop(message[1], None)
                 if call is not None:
                     call.ok, call.value = message[2], message[3]
                     call.done.set()
-            elif kind == "attempt":
-                self.host.observed(*message[1])
-                if self.host.on_plugin is not None:
-                    for run in message[2]:
-                        self.host.on_plugin(*run)
             elif kind == "plugin_timeout" and self.host.on_plugin_timeout is not None:
                 self.host.on_plugin_timeout(message[1])
             elif kind == "shadow" and self.host.on_shadow is not None:
@@ -219,16 +229,16 @@ class _Link:
         store = self.host.store
         while (message := self._work.get()) is not None:
             if message[0] == "writes":
-                _, batch_id, ops = message
-                refusals: dict[str, str] = {}
-                with store.deferred() as pending:
-                    for method, args, kwargs in ops:
-                        if method == "create_event" and _scheduled_event_of(args, refusals):
-                            continue  # the binding it reports was refused: the child concludes a failed cycle
-                        refused = _write(store, method, args, kwargs)
-                        if refused is not None:
-                            refusals[f"{args[0]}/{args[1]}"] = refused
-                self._acks.put((batch_id, pending, refusals))
+                for batch_id, ops in message[1]:  # each attempt's batch staged, and acknowledged, as its own
+                    refusals: dict[str, str] = {}
+                    with store.deferred() as pending:
+                        for method, args, kwargs in ops:
+                            if method == "create_event" and _scheduled_event_of(args, refusals):
+                                continue  # the binding it reports was refused: the child concludes a failed cycle
+                            refused = _write(store, method, args, kwargs)
+                            if refused is not None:
+                                refusals[f"{args[0]}/{args[1]}"] = refused
+                    self._acks.put((batch_id, pending, refusals))
                 continue
             _, request_id, method, args, kwargs = message
             try:
@@ -269,7 +279,11 @@ class _Link:
                     break
                 acks.append(_outcome(*behind))
                 behind = None
-            self.channel.send(("ack", acks, store.resource_version))
+            # Sent by the feeder with the changes of the commit that made them durable (woken by it anyway): one
+            # message, one wake-up of the child, where the acknowledgement and the changes went apart.
+            with self._acked_lock:
+                self._acked.append((acks, store.resource_version))
+            self._wake.set()
             item = None if ended else behind if behind is not None else self._acks.get()
 
     def _insert_rows(self) -> None:

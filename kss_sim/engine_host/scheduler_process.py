@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kss_sim.cluster.errors import NotFound
 from kss_sim.config import Settings
 from kss_sim.engine_host.channel import DEFERRABLE_WRITES, Channel, decode_error, encode_error
 from kss_sim.engine_host.memory_census import take_census_periodically
@@ -54,6 +55,9 @@ Listener = Callable[[str, str, Obj], None]
 MIRRORED_KINDS = frozenset(WATCHED_KINDS)
 # Attempts encoded into one message of rows at most (the thread writer's batch).
 ROWS_PER_MESSAGE = 256
+# Attempts' batches of writes sent in one message at most while the loop is busy (it sends what it holds when it
+# waits for one or goes idle): fewer messages and wake-ups in both processes, a binding later by a cycle or three.
+WRITES_PER_MESSAGE = 4
 # How long a flush of the rows waits for the attempts in flight to be acknowledged and recorded (a commit's latency,
 # or the cycle the loop is in, at most: well under the API process's call timeout).
 FLUSH_WAIT_SECONDS = 20.0
@@ -122,10 +126,12 @@ def _key(obj: Obj) -> tuple[str, str]:
 
 
 class PendingBatch:
-    """An attempt's writes sent to the API process, until it acknowledges them (``Pending`` of the store)."""
+    """An attempt's writes sent to the API process, until it acknowledges them (``Pending`` of the store).
+    ``send_held``: sends the batches the mirror holds back (this one among them), before a wait for it."""
 
-    def __init__(self, batch_id: int) -> None:
+    def __init__(self, batch_id: int, send_held: Callable[[], None]) -> None:
         self.batch_id = batch_id
+        self.send_held = send_held
         self.ops: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self._done = threading.Event()
         self._error: str | None = None
@@ -143,6 +149,8 @@ class PendingBatch:
         """Block until committed; raise when the commit failed (the host then forgets the assumed pod and tries it
         again, as after a failed commit of the thread host's), ``BindingRefused`` when the store refused bindings in
         it (the host concludes those attempts as failed binding cycles; the batch's other writes were committed)."""
+        if not self._done.is_set():
+            self.send_held()
         self._done.wait()
         if self._error is not None:
             raise RuntimeError(self._error)
@@ -178,6 +186,10 @@ class MirrorStore:
         self._parked_acks: list[tuple[int, str | None, int, dict[str, str]]] = []  # acks ahead of the change stream
         self._ids = itertools.count(1)
         self._local = threading.local()
+        # Batches of writes not sent yet: held until ``WRITES_PER_MESSAGE`` are, a wait for one of them, a request
+        # (which the writes before it must precede) or ``send_held``: one message for the attempts of a busy loop.
+        self._held: list[PendingBatch] = []
+        self._held_lock = threading.Lock()
 
     # --- the change stream (the receiver thread) ------------------------------------------------
     def apply_changes(self, changes: Iterable[tuple[int, str, str, bytes]], resource_version: int) -> None:
@@ -257,6 +269,14 @@ class MirrorStore:
         entry = self._objects.get(kind, {}).get((namespace or "", name))
         return decoded(entry.raw) if entry is not None else None
 
+    def read(self, kind: str, namespace: str | None, name: str) -> MirrorEntry:
+        """The mirror's entry of one object (``obj``: the read-only dict the listeners were handed; a bound pod's
+        without its result annotations), or ``NotFound``, as the store's ``read``."""
+        entry = self._objects.get(kind, {}).get((namespace or "", name))
+        if entry is None:
+            raise NotFound(kind, name)
+        return entry
+
     def add_listener(self, callback: Listener, kinds: Iterable[str] | None = None, *, copy: bool = True) -> None:
         """Call ``callback`` with every change taken in (the mirror's read-only dict: ``copy`` is ignored)."""
         self._listeners = [*self._listeners, (callback, frozenset(kinds) if kinds is not None else None)]
@@ -268,7 +288,7 @@ class MirrorStore:
     @contextlib.contextmanager
     def deferred(self) -> Iterator[PendingBatch]:
         """The writes of this thread inside the block are sent as one batch; ``wait()`` for its acknowledgement."""
-        batch = PendingBatch(next(self._ids))
+        batch = PendingBatch(next(self._ids), self.send_held)
         outer = getattr(self._local, "batch", None)
         self._local.batch = batch
         try:
@@ -279,8 +299,21 @@ class MirrorStore:
                 batch.resolve(None)
             else:
                 self._batches[batch.batch_id] = batch
-                if not self.channel.send(("writes", batch.batch_id, batch.ops)):
-                    batch.resolve("the API process is gone")
+                with self._held_lock:
+                    self._held.append(batch)
+                    full = len(self._held) >= WRITES_PER_MESSAGE
+                if full:
+                    self.send_held()
+
+    def send_held(self) -> None:
+        """Send the batches of writes held back, in one message."""
+        with self._held_lock:
+            batches, self._held = self._held, []
+            # Sent under the lock: two threads sending held batches keep their order.
+            if not batches or self.channel.send(("writes", [(b.batch_id, b.ops) for b in batches])):
+                return
+        for batch in batches:
+            batch.resolve("the API process is gone")
 
     def _write(self, method: str, *args: Any, **kwargs: Any) -> Any:
         batch: PendingBatch | None = getattr(self._local, "batch", None)
@@ -291,6 +324,7 @@ class MirrorStore:
 
     def request(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """A write the API process makes at once, its result (or its error) answered; the mirror then shows it."""
+        self.send_held()  # the writes staged before it are made first, as over the store
         request_id = next(self._ids)
         answer = self._answers[request_id] = _Answer()
         if not self.channel.send(("request", request_id, method, args, kwargs)):
@@ -351,9 +385,18 @@ def _event_subject(obj: Obj) -> Obj:
     return subject
 
 
+@dataclass(frozen=True, slots=True)
+class _Observed:
+    """What the API process's metrics count of one attempt (``attempt_parts``) and the plugin runs sampled with it."""
+
+    parts: tuple[Any, ...]
+    runs: list[tuple[str, str, str, float]]
+
+
 class RowsForwarder:
     """The results service as the scheduler's process has it: attempts encoded into rows on a thread of their own,
-    sent in batches for the API process to number and insert in its store's commits.
+    sent in batches for the API process to number and insert in its store's commits. What the metrics count of each
+    attempt rides in the same messages (``observe``): one message a pod less each way than sent apart.
 
     The attempts are numbered where the database is (``ResultsService.number_rows``): its counters are bounded and
     read a pod's count back from the database on a miss, which rows still on their way here would make wrong; a
@@ -361,10 +404,11 @@ class RowsForwarder:
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
-        # Attempts to encode; an Event marks a flush (set once what came before it is sent); None ends the thread.
-        self._queue: queue.SimpleQueue[tuple[Attempt, str, str, str, float, int | None] | threading.Event | None] = (
-            queue.SimpleQueue()
-        )
+        # Attempts to encode and attempts' metrics; an Event marks a flush (set once what came before it is sent);
+        # None ends the thread.
+        self._queue: queue.SimpleQueue[
+            tuple[Attempt, str, str, str, float, int | None] | _Observed | threading.Event | None
+        ] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._encode, name="results-rows", daemon=True)
         self._thread.start()
 
@@ -384,6 +428,10 @@ class RowsForwarder:
     ) -> None:
         self._queue.put((att, namespace, pod_name, pod_uid, queued_seconds, run_id))
 
+    def observe(self, parts: tuple[Any, ...], runs: list[tuple[str, str, str, float]]) -> None:
+        """An attempt's metrics (``attempt_parts``) and sampled plugin runs, sent with the rows."""
+        self._queue.put(_Observed(parts, runs))
+
     def flush(self, timeout: float = 30.0) -> None:
         """Block until every attempt submitted so far is encoded and its rows sent."""
         sent = threading.Event()
@@ -399,19 +447,23 @@ class RowsForwarder:
         while True:
             item = self._queue.get()
             batch = []
+            observed: list[tuple[tuple[Any, ...], list[tuple[str, str, str, float]]]] = []
             flushed = None
             while item is not None:
                 if isinstance(item, threading.Event):
                     flushed = item
                     break
-                batch.append(item)
+                if isinstance(item, _Observed):
+                    observed.append((item.parts, item.runs))
+                else:
+                    batch.append(item)
                 if len(batch) >= ROWS_PER_MESSAGE:
                     break
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-            if batch:
+            if batch or observed:
                 rows = []
                 for att, ns, name, uid, queued, run_id in batch:
                     try:
@@ -422,7 +474,7 @@ class RowsForwarder:
                         )
                     except Exception:
                         log.exception("encoding the attempt of %s/%s failed", ns, name)
-                self.channel.send(("rows", rows))
+                self.channel.send(("rows", rows, observed))
             if flushed is not None:
                 flushed.set()
             if item is None:
@@ -483,6 +535,7 @@ class SchedulerChild:
         self.channel.send(("ready",))
         self._stop.wait()
         service.stop()
+        self.mirror.send_held()
         self.rows.stop()
         self.channel.send(("bye",))
 
@@ -498,9 +551,11 @@ class SchedulerChild:
         self._plugin_runs.append((plugin, point, status, seconds))
 
     def _observed(self, att: Attempt) -> None:
-        """What the API process's metrics count of an attempt (Prometheus lives there), with its plugin runs."""
+        """What the API process's metrics count of an attempt (Prometheus lives there), with its plugin runs: sent
+        with the rows (``submit`` handed the attempt to them just before)."""
         runs, self._plugin_runs = self._plugin_runs, []
-        self.channel.send(("attempt", attempt_parts(att), runs))
+        assert self.rows is not None
+        self.rows.observe(attempt_parts(att), runs)
 
     def _receive(self) -> None:
         mirror = self.mirror
@@ -523,8 +578,8 @@ class SchedulerChild:
         kind = message[0]
         if kind == "changes":
             mirror.apply_changes(message[1], message[2])
-        elif kind == "ack":
-            mirror.acknowledged(message[1], message[2])
+            for acks, resource_version in message[3]:  # batches committed, resolved once the mirror shows them
+                mirror.acknowledged(acks, resource_version)
         elif kind == "answer":
             mirror.answered(message[1], message[2], message[3], message[4])
         elif kind == "synced":
@@ -560,7 +615,11 @@ class SchedulerChild:
             resource_version, timeout = args
             if not self.mirror.wait_for(resource_version, timeout=timeout):
                 return False
-            return service.wait_idle(timeout=timeout)
+            idle = service.wait_idle(timeout=timeout)
+            if idle and self.rows is not None:
+                # The attempts' metrics ride with the rows: sent before the answer, as they were sent apart.
+                self.rows.flush()
+            return idle
         if op == "reload_plugins":
             reload_plugin_modules()
             return None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kss_sim.cluster.errors import NotFound
 from kss_sim.config import Settings
 from kss_sim.engine_host.external_bindings import ExternalBindings
 from kss_sim.engine_host.recorder import AttemptRecorder
@@ -560,7 +561,11 @@ class SchedulerService(LoopHost):
         pod = qpi.pod_info
         if any(f.key == qpi.key for f in self._in_flight):
             self._settle(keep=0)  # this pod's last outcome must be visible before it is tried again
-        current = self.store.get("Pod", pod.namespace, pod.name)
+        try:
+            # The store's read-only version, as the listener hands it (nothing on this side changes it): no copy.
+            current: dict[str, Any] | None = self.store.read("Pod", pod.namespace, pod.name).obj
+        except NotFound:
+            current = None
         if current is None or (current.get("spec") or {}).get("nodeName"):
             self.loop.skip(qpi)
             self._pending.pop(qpi.key, None)
@@ -573,7 +578,9 @@ class SchedulerService(LoopHost):
             self.loop.skip(qpi)
             self._pending.pop(qpi.key, None)
             return None
-        pod = PodInfo(current)
+        if current is not pod.pod:
+            pod = PodInfo(current)
+        # else unchanged since it was queued: its PodInfo, with what PreEnqueue and earlier attempts derived, is kept
         attempt_no = (
             self.results.next_attempt_number(pod.namespace, pod.name) if self.results is not None else qpi.attempts
         )

@@ -56,6 +56,8 @@ class ClusterStoreLike(Protocol):
 
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
 
+    def read(self, kind: str, namespace: str | None, name: str) -> Any: ...  # the stored entry (``.obj``), or NotFound
+
     def bind_pod(
         self,
         namespace: str,
