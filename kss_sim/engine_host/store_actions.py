@@ -260,6 +260,21 @@ class StoreActions(LoopWriter):
         except Exception:
             log.exception("clearing the nomination of %s failed", pod.key)
 
+    def nominate_for_binding(self, pod: PodInfo, node_name: str) -> None:
+        """``updatePod`` with ``ModeOverride``: a merge patch of the pending pod's status naming its node (none when
+        it names it already); ClearingNominatedNodeNameAfterBinding takes it off with the binding."""
+        try:
+            current = self.store.get("Pod", pod.namespace, pod.name)
+            if current is None or (current.get("spec") or {}).get("nodeName"):
+                return
+            if (current.get("status") or {}).get("nominatedNodeName") == node_name:
+                return
+            patch = {"status": {"nominatedNodeName": node_name}}
+            self.store.patch("Pod", pod.namespace, pod.name, patch, "merge", subresource="status",
+                             manager=SCHEDULER_MANAGER)  # fmt: skip
+        except Exception:
+            log.exception("nominating %s to %s failed", pod.key, node_name)
+
     def delete_victim(
         self, victim: PodInfo, preemptor: PodInfo, preempting_group: dict[str, Any] | None = None
     ) -> Status:

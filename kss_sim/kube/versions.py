@@ -78,6 +78,9 @@ GATE_HISTORY: dict[str, tuple[GateSpec, ...]] = {
     "SchedulerPopFromBackoffQ": (GateSpec(33, True, "BETA"),),
     # kube-apiserver's binding clears status.nominatedNodeName.
     "ClearingNominatedNodeNameAfterBinding": (GateSpec(34, False, "ALPHA"), GateSpec(35, True, "BETA")),
+    # The binding cycle nominates the pod to its node while PreBind has work or a Permit plugin holds it (and, at
+    # v1.34 only, a failed attempt keeps its nomination).
+    "NominatedNodeNameForExpectation": (GateSpec(34, False, "ALPHA"), GateSpec(35, True, "BETA")),
     # Pod-level spec.resources count as the pod's requests (NodeResourcesFit, BalancedAllocation, NodeInfo).
     "PodLevelResources": (GateSpec(32, False, "ALPHA"), GateSpec(34, True, "BETA")),
     # Adds kube-scheduler's NodeDeclaredFeatures plugin to the defaults and turns it on.

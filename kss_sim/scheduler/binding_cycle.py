@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from kss_sim.scheduler.cycle import ScheduleOptions
 
 WAIT_WORD = "wait"  # a Permit plugin's record while it holds the pod (kube-scheduler-simulator's word)
+EXPECTATION_GATE = "NominatedNodeNameForExpectation"
 
 
 @dataclass
@@ -97,6 +98,20 @@ class BindingCycle:
             # reserved so its siblings see it; the group's cycle takes it back or binds it once all were tried.
             state.pod_group_cycle.hold(fwk, state, pod, assumed, node_name, att, st)
             return
+        if opts.run_binding_cycle and (st.is_wait() or st.is_success()) and fwk.gate_enabled(EXPECTATION_GATE):
+            # bindingCycle's start (NominatedNodeNameForExpectation): the PreBind pre-flights, and the pod nominated
+            # to its node while PreBind has work or a Permit plugin holds it.
+            pre_flight = fwk.run_pre_bind_pre_flights(state, assumed, node_name)
+            if not (pre_flight.is_success() or pre_flight.is_skip()):
+                if pre_flight.plugin:
+                    att.prebind[pre_flight.plugin] = pre_flight.message()
+                self._forget(fwk, state, assumed, node_name)
+                att.result = "error"
+                att.message = pre_flight.message()
+                att.clears_nomination = True
+                return
+            if (pre_flight.is_success() or st.is_wait()) and fwk.handle.actions is not None:
+                fwk.handle.actions.nominate_for_binding(pod, node_name)
         if st.is_wait():
             wp = WaitingPod(assumed, node_name, waits, self.clock())
             wp.context = _Held(fwk, state, att, opts, pod)

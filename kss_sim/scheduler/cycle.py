@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kss_sim.scheduler.batch_cycle import BatchCycle, reservoir_index
-from kss_sim.scheduler.binding_cycle import BindingCycle
+from kss_sim.scheduler.binding_cycle import EXPECTATION_GATE, BindingCycle
 from kss_sim.scheduler.cache import SchedulerCache
 from kss_sim.scheduler.columns import IntArray, NodeBatch
 from kss_sim.scheduler.extender import (
@@ -203,6 +203,7 @@ class Scheduler(BatchCycle, BindingCycle, ExtenderCycle, PodGroupCycle):
                         att.score_plugins.append(e.record_name)
                         att.weights[e.record_name] = e.weight
             att.num_nodes = self.snapshot.num_nodes()
+            att.keeps_nomination = fwk.handle.kube_version.minor == 34 and fwk.gate_enabled(EXPECTATION_GATE)
             self._schedule(fwk, pod, att, opts, CycleState() if state is None else state)
             return att
         except Exception as exc:
@@ -248,8 +249,11 @@ class Scheduler(BatchCycle, BindingCycle, ExtenderCycle, PodGroupCycle):
     def _schedule(self, fwk: Framework, pod: PodInfo, att: Attempt, opts: ScheduleOptions, state: CycleState) -> None:
         snapshot = self.snapshot
         if snapshot.num_nodes() == 0:
-            att.result = "error"
+            # UnschedulableAndUnresolvable with no plugin named (schedulingCycle's ErrNoNodesAvailable): reason
+            # Unschedulable, no PostFilter, the nomination cleared, and (no rejector) podErrorBackoffQ.
+            att.result = "unschedulable"
             att.message = ERR_NO_NODES_AVAILABLE
+            att.clears_nomination = True
             return
         diagnosis = Diagnosis()
         found, err = self._find_nodes_that_fit(fwk, state, pod, diagnosis, att, opts)
@@ -546,7 +550,7 @@ class Scheduler(BatchCycle, BindingCycle, ExtenderCycle, PodGroupCycle):
                 att.nominated_node = result.nominated_node_name
                 att.victims = list(result.victims)
             elif result is not None:
-                att.clears_nomination = True  # preemption found no candidate: the old nomination goes
+                att.postfilter_clears_nomination = True  # preemption found no candidate: the old nomination goes
         elif not fwk.has_post_filter_plugins() and fwk.handle.kube_version.minor >= 35:
             # No PostFilter plugin: from v1.35 the failure clears the nomination (v1.33/v1.34 leave it).
             att.clears_nomination = True

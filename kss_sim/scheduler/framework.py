@@ -133,12 +133,14 @@ def error(msg: str) -> Status:
 class CycleState:
     """Per-cycle scratch space shared by a profile's plugins (``framework.CycleState``)."""
 
-    __slots__ = ("_data", "pod_group_cycle", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "pod_group_cycle", "skip_filter_plugins", "skip_pre_bind_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # The PreBind plugins whose pre-flight said Skip, once the binding cycle ran them (None: not run).
+        self.skip_pre_bind_plugins: set[str] | None = None
         # Set while a v1.36 PodGroup scheduling cycle tries the pod (``SetPodGroupSchedulingCycle``): Reserve and
         # Permit run, and the pod is then held by the group's trial (podgroup_cycle.py), never bound from here.
         self.pod_group_cycle: Any = None
@@ -164,6 +166,7 @@ class CycleState:
             c._data[k] = cloner() if callable(cloner) else copy.deepcopy(v)
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.skip_pre_bind_plugins = None if self.skip_pre_bind_plugins is None else set(self.skip_pre_bind_plugins)
         c.pod_group_cycle = self.pod_group_cycle
         return c
 
@@ -490,6 +493,12 @@ class PodActions(ABC):
     def clear_nominated_node(self, pod: PodInfo) -> None:
         """``ClearNominatedNodeName``: the pod's status loses its nomination (preemption took its node for a
         higher-priority pod); the nominator has forgotten it already. Actions without pod status keep nothing."""
+        return None
+
+    def nominate_for_binding(self, pod: PodInfo, node_name: str) -> None:
+        """The binding cycle's ``updatePod`` (NominatedNodeNameForExpectation): the assumed pod's status names the
+        node it is about to be bound to, before it waits in Permit or PreBind works, for the API's readers (the
+        nominator does not take an assumed pod; the binding clears it). Actions without pod status keep nothing."""
         return None
 
     def bind_volumes(

@@ -160,9 +160,14 @@ def unschedulable_plugins(att: Attempt) -> set[str]:
 def failure_nomination(att: Attempt) -> str | None:
     """The ``NominatingInfo`` a failed attempt hands ``handleSchedulingFailure``: the node the pod is nominated to,
     "" to clear its nomination (``ModeOverride`` with no node: every error, a Reserve or Permit failure, preemption
-    that found no candidate), None to leave it as it is (``ModeNoop``: PostFilter changed nothing)."""
+    that found no candidate), None to leave it as it is (``ModeNoop``: PostFilter changed nothing; v1.34 with
+    NominatedNodeNameForExpectation, for all but PostFilter's clearing)."""
     if att.nominated_node:
         return att.nominated_node
+    if att.postfilter_clears_nomination:
+        return ""
+    if att.keeps_nomination:
+        return None
     if att.clears_nomination or att.result == "error":
         return ""
     return None

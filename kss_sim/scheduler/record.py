@@ -243,6 +243,11 @@ class Attempt:
     # The failure handler is told to clear the pod's nomination (upstream's clearNominatedNode, or a PostFilter result
     # with no node: preemption found no candidate); see loop.failure_nomination for the cases it infers itself.
     clears_nomination: bool = False
+    # PostFilter's result cleared it (preemption found no candidate): cleared even where failures keep it.
+    postfilter_clears_nomination: bool = False
+    # v1.34 with NominatedNodeNameForExpectation: the scheduling and binding cycles' failures leave the nomination
+    # as it is (newFailureNominatingInfo is nil); v1.35 dropped that.
+    keeps_nomination: bool = False
     victims: list[str] = field(default_factory=list)
     # Record
     pre_enqueue: str | None = None  # PreEnqueue rejection ("Plugin: message"), the pod never reached PreFilter

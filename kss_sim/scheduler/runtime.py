@@ -118,6 +118,7 @@ class Framework(FilterRunners, ScoreRunners):
         self.plugin_observer = plugin_observer
         self.handle = handle
         handle.framework = self
+        self._gates_asked: dict[str, bool] = {}
         self.points = plugins
         self.queue_sort: list[QueueSortPlugin] = [
             p for p in plugins.get("queueSort", []) if isinstance(p, QueueSortPlugin)
@@ -248,7 +249,7 @@ class Framework(FilterRunners, ScoreRunners):
                     continue
             except Exception as exc:
                 st = self.failure("PreEnqueue", pl, exc)
-                return error(f"running PreEnqueue plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+                return error(f'running PreEnqueue plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
             return st.with_plugin(pl.name)
         return success()
 
@@ -292,7 +293,7 @@ class Framework(FilterRunners, ScoreRunners):
                 if st.code == Code.UNSCHEDULABLE:
                     return_status = st
                     continue
-                out.status = error(f"running PreFilter plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+                out.status = error(f'running PreFilter plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
                 stopped_at = i
                 break
             if r is not None and not r.all_nodes():
@@ -360,7 +361,7 @@ class Framework(FilterRunners, ScoreRunners):
             except Exception as exc:
                 st = self.failure("PreFilterExtensions", pl, exc)
             if not st.is_success():
-                return error(f"running {which} on PreFilter plugin {pl.name!r}: {st.message()}")
+                return error(f'running {which} on PreFilter plugin "{pl.name}": {st.message()}')
         return success()
 
     # --- PostFilter -------------------------------------------------------------------------------
@@ -381,7 +382,7 @@ class Framework(FilterRunners, ScoreRunners):
                 passed = st.is_success()
             except Exception as exc:
                 st = self.failure("PostFilter", pl, exc)
-                return None, error(f"running PostFilter plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+                return None, error(f'running PostFilter plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
             if passed:
                 return r, st
             if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -438,7 +439,7 @@ class Framework(FilterRunners, ScoreRunners):
             if not passed:
                 if st.is_rejected():
                     return st.with_plugin(pl.name)
-                return error(f"running Reserve plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+                return error(f'running Reserve plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
         return success()
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -462,7 +463,7 @@ class Framework(FilterRunners, ScoreRunners):
                 waiting = st.is_wait()
             except Exception as exc:
                 st = self.failure("Permit", pl, exc)
-                return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
+                return error(f'running Permit plugin "{pl.name}": {st.message()}').with_plugin(pl.name), {}
             if waiting:
                 waits[pl.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
                 last_wait = st
@@ -470,7 +471,7 @@ class Framework(FilterRunners, ScoreRunners):
             if not st.is_success():
                 if st.is_rejected():
                     return st.with_plugin(pl.name), {}
-                return error(f"running Permit plugin {pl.name!r}: {st.message()}").with_plugin(pl.name), {}
+                return error(f'running Permit plugin "{pl.name}": {st.message()}').with_plugin(pl.name), {}
         if waits:
             if self.handle.kube_version.minor >= 36:
                 # v1.36 keeps the last waiting plugin's reasons and appends its own, without the pod's name.
@@ -479,14 +480,53 @@ class Framework(FilterRunners, ScoreRunners):
             return Status(Code.WAIT, msg), waits
         return success(), {}
 
-    def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+    def gate_enabled(self, name: str) -> bool:
+        """The scheduler's feature gate ``name``, asked of the handle once per framework (its gates never change: a
+        new configuration builds new frameworks)."""
+        on = self._gates_asked.get(name)
+        if on is None:
+            on = self._gates_asked[name] = self.handle.gate_enabled(name)
+        return on
+
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``RunPreBindPreFlights``: Success when a PreBind plugin has work for the pod, Skip when none has; the
+        plugins that said Skip are kept on ``state`` and left out of PreBind; any other answer is an error."""
+        skipped: set[str] = set()
+        answer = Status(Code.SKIP)
         for pl in self.pre_bind:
             try:
                 st = pl.pre_bind_pre_flight(state, pod, node_name)
-                if st.is_skip():
-                    continue
-                if not st.is_success():
-                    return st.with_plugin(pl.name)
+            except Exception as exc:
+                st = self.failure("PreBindPreFlight", pl, exc)
+            if st.code == Code.ERROR:
+                return error(f'running PreBindPreFlight "{pl.name}": {st.message()}').with_plugin(pl.name)
+            if st.is_success():
+                answer = success()
+            elif st.is_skip():
+                skipped.add(pl.name)
+            else:
+                return error(
+                    f'PreBindPreFlight {pl.name} returned "{st.code.label}", which is unsupported. It is '
+                    "supposed to return Success, Skip, or Error status"
+                ).with_plugin(pl.name)
+        state.skip_pre_bind_plugins = skipped
+        return answer
+
+    def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        # The pre-flights ran in the binding cycle (NominatedNodeNameForExpectation): the plugins they skipped stay
+        # skipped; without them each plugin's pre-flight decides here.
+        skipped = state.skip_pre_bind_plugins
+        for pl in self.pre_bind:
+            try:
+                if skipped is not None:
+                    if pl.name in skipped:
+                        continue
+                else:
+                    st = pl.pre_bind_pre_flight(state, pod, node_name)
+                    if st.is_skip():
+                        continue
+                    if not st.is_success():
+                        return st.with_plugin(pl.name)
                 if self.record_plugin_metrics:
                     st = self._observed("PreBind", pl, pl.pre_bind, state, pod, node_name)
                 else:
@@ -495,7 +535,7 @@ class Framework(FilterRunners, ScoreRunners):
                     return st.with_plugin(pl.name)
             except Exception as exc:
                 st = self.failure("PreBind", pl, exc)
-                return error(f"running PreBind plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+                return error(f'running PreBind plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
         return success()
 
     def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -511,7 +551,7 @@ class Framework(FilterRunners, ScoreRunners):
                 skipped = st.is_skip()
             except Exception as exc:
                 st = self.failure("Bind", pl, exc)
-                return error(f"running Bind plugin {pl.name!r}: {st.message()}").with_plugin(pl.name)
+                return error(f'running Bind plugin "{pl.name}": {st.message()}').with_plugin(pl.name)
             if skipped:
                 continue
             if not st.is_success():

@@ -81,7 +81,7 @@ def test_a_preemptor_that_no_longer_finds_candidates_has_its_nomination_removed(
             time.sleep(0.05)
         assert scheduler.wait_idle(10.0)
         last = [a for a in attempts if a.pod == "default/preemptor"][-1]
-        assert last.result == "unschedulable" and last.nominated_node is None and last.clears_nomination
+        assert last.result == "unschedulable" and last.nominated_node is None and last.postfilter_clears_nomination
         preemptor = store.get("Pod", "default", "preemptor")
         assert preemptor is not None and "nominatedNodeName" not in preemptor["status"]
         condition = next(c for c in preemptor["status"]["conditions"] if c["type"] == "PodScheduled")

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from kss_sim.config import Settings
 from kss_sim.main import create_app
 from tests.cluster.factories import node, pod
+from tests.conftest import asgi_client
 
 URL = "/simulator/v1/schedulerconfiguration"
 # KssTestQuorum, loaded as users' plugins are, so the scheduler's own process (KSS_SCHEDULER_PROCESS) has it too.
@@ -164,3 +165,48 @@ async def test_a_wait_that_times_out_sends_the_team_back_and_backoffQ_is_popped_
     allocations = view.node_allocations()
     assert allocations["n0"].requested.milli_cpu == 0
     assert allocations["n1"].requested.milli_cpu == 0
+    # Each rejection cleared the nomination its wait had written (clearNominatedNode).
+    for name in ("a", "b"):
+        got = (await client.get(f"/api/v1/namespaces/default/pods/{name}")).json()
+        assert "nominatedNodeName" not in got["status"]
+
+
+async def _nominations(client: httpx.AsyncClient, names: tuple[str, ...]) -> dict[str, str | None]:
+    pods = [(await client.get(f"/api/v1/namespaces/default/pods/{n}")).json() for n in names]
+    return {p["metadata"]["name"]: p["status"].get("nominatedNodeName") for p in pods}
+
+
+@pytest.mark.parametrize(
+    ("version", "gates", "nominated"),
+    [("1.35", {}, True), ("1.34", {}, False), ("1.34", {"NominatedNodeNameForExpectation": True}, True)],
+    ids=["1.35", "1.34", "1.34-gate-on"],
+)
+async def test_a_pod_held_in_permit_is_nominated_to_its_node_until_it_binds(
+    tmp_path: Path, version: str, gates: dict[str, bool], nominated: bool
+) -> None:
+    # NominatedNodeNameForExpectation (beta, on from v1.35): the binding cycle nominates a pod a Permit plugin holds
+    # to its node before it waits; the binding clears it (ClearingNominatedNodeNameAfterBinding, on from v1.35).
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'kss.db'}",
+        seed=3,
+        kube_version=version,
+        feature_gates={"ClearingNominatedNodeNameAfterBinding": True, **gates},
+        plugin_modules=[PLUGIN_MODULE],
+    )
+    application = create_app(settings)
+    async with application.router.lifespan_context(application), asgi_client(application) as client:
+        for i in range(3):
+            await client.post("/api/v1/nodes", json=node(f"n{i}", cpu="1"))
+        assert (await client.put(URL, json=_config(quorum=3, timeout=60))).status_code == 200
+        for name in ("a", "b"):
+            assert (await client.post("/api/v1/namespaces/default/pods", json=_member(name))).status_code == 201
+        await _settle(application)
+        held = {row.pod.split("/")[1]: row.node for row in application.state.scheduler_view.waiting_pods()}
+        assert sorted(held) == ["a", "b"]
+        expected = held if nominated else {"a": None, "b": None}
+        assert await _nominations(client, ("a", "b")) == expected
+
+        assert (await client.post("/api/v1/namespaces/default/pods", json=_member("c"))).status_code == 201
+        await _settle(application)
+        assert None not in [await _node_of(client, n) for n in ("a", "b", "c")]
+        assert await _nominations(client, ("a", "b", "c")) == {"a": None, "b": None, "c": None}

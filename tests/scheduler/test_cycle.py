@@ -9,6 +9,7 @@ from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import Diagnosis, ScheduleOptions, Scheduler, fit_error_message, num_feasible_nodes_to_find
 from kss_sim.scheduler.framework import Code, Handle, NodeToStatus, Status
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
+from kss_sim.scheduler.loop import unschedulable_plugins
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.snapshot import node_tree_order
@@ -109,7 +110,10 @@ def test_node_tree_order_interleaves_zones_by_first_appearance() -> None:
     assert node_tree_order(nodes) == ["a1", "b1", "c1", "a2", "b2", "a3"]
 
 
-def test_no_nodes_is_an_error_not_a_fit_error() -> None:
+def test_no_nodes_is_unschedulable_with_no_plugin_and_no_postfilter() -> None:
+    # schedulingCycle turns ErrNoNodesAvailable into UnschedulableAndUnresolvable (reason Unschedulable), clearing
+    # the nomination, without a FitError: no PostFilter, no rejector plugin.
     scheduler, _ = scheduler_with(0)
     att = scheduler.schedule_one(PodInfo(make_pod(name="p")), 1, ScheduleOptions())
-    assert att.result == "error" and att.message == "no nodes available to schedule pods"
+    assert att.result == "unschedulable" and att.message == "no nodes available to schedule pods"
+    assert att.clears_nomination and att.postfilter is None and unschedulable_plugins(att) == set()

@@ -72,10 +72,14 @@ class PodWriter(LoopWriter):
         return Status()  # the victim stays (terminating, as without a kubelet)
 
 
-def _loop(config: dict[str, Any] | None = None, version: str = "1.35") -> tuple[SchedulingLoop, PodWriter]:
+def _loop(
+    config: dict[str, Any] | None = None, version: str = "1.35", gates: dict[str, bool] | None = None
+) -> tuple[SchedulingLoop, PodWriter]:
     writer = PodWriter()
-    parsed = parse_config(config, version=kube_version(version))
-    loop = SchedulingLoop(parsed, writer, clock=lambda: 0.0, options=ScheduleOptions(tie_break="name"), seed=1)
+    parsed = parse_config(config, gates, version=kube_version(version))
+    loop = SchedulingLoop(
+        parsed, writer, clock=lambda: 0.0, options=ScheduleOptions(tie_break="name"), seed=1, feature_gates=gates
+    )
     return loop, writer
 
 
@@ -117,7 +121,7 @@ def test_a_preemptor_that_no_longer_finds_candidates_loses_its_nomination() -> N
     second = _schedule(loop, preemptor)
 
     assert second.result == "unschedulable" and second.nominated_node is None
-    assert second.clears_nomination and failure_nomination(second) == ""
+    assert second.postfilter_clears_nomination and failure_nomination(second) == ""
     assert "nominatedNodeName" not in preemptor.pod["status"]
     assert _nominated(loop, "n1") == []
 
@@ -152,6 +156,41 @@ def test_a_reserve_or_permit_failure_clears_the_nomination(plugin: str, point: s
 
     assert att.result == "unschedulable" and att.suggested_host == "n1"
     assert failure_nomination(att) == ""
+    assert "nominatedNodeName" not in pod.pod["status"] and _nominated(loop, "n1") == []
+
+
+@pytest.mark.parametrize(("version", "kept"), [("1.34", True), ("1.35", False)])
+def test_with_nominated_node_name_for_expectation_v1_34_keeps_the_nomination_on_failure(
+    version: str, kept: bool
+) -> None:
+    """v1.34's alpha NominatedNodeNameForExpectation: newFailureNominatingInfo is nil, so a Reserve failure (or an
+    error, a refused binding) leaves the nomination; v1.35, where the gate is beta, clears it again."""
+    plugins = {"reserve": {"enabled": [{"name": "KssTestRefuseReserve"}]}}
+    config = {"profiles": [{"schedulerName": "default-scheduler", "plugins": plugins}]}
+    loop, _ = _loop(config, version, {"NominatedNodeNameForExpectation": True})
+    loop.handle("ADDED", "Node", make_node(name="n1", allocatable={"cpu": "2"}))
+    pod = PodInfo(make_pod(name="p", requests={"cpu": "1"}, labels={"refuse-reserve": ""}))
+    _nominate(loop, pod, "n1")
+
+    att = _schedule(loop, pod)
+
+    assert att.result == "unschedulable" and failure_nomination(att) == (None if kept else "")
+    assert ("nominatedNodeName" in pod.pod["status"]) is kept
+    assert _nominated(loop, "n1") == (["default/p"] if kept else [])
+
+
+def test_with_nominated_node_name_for_expectation_v1_34_preemption_without_candidate_still_clears() -> None:
+    """PostFilter's own clearing (no candidate) is its result's NominatingInfo, not newFailureNominatingInfo."""
+    loop, _ = _loop(version="1.34", gates={"NominatedNodeNameForExpectation": True})
+    loop.handle(
+        "ADDED", "Node", make_node(name="n1", allocatable={"cpu": "2"}, taints=[{"key": "k", "effect": "NoSchedule"}])
+    )
+    pod = PodInfo(make_pod(name="p", priority=10, requests={"cpu": "1"}))
+    _nominate(loop, pod, "n1")
+
+    att = _schedule(loop, pod)
+
+    assert att.result == "unschedulable" and att.keeps_nomination and failure_nomination(att) == ""
     assert "nominatedNodeName" not in pod.pod["status"] and _nominated(loop, "n1") == []
 
 

@@ -154,7 +154,7 @@ def attempt(sched: Scheduler, *, batch: bool, cpu: str = "100m", record: bool = 
 
 
 ERRORS = [
-    ("PreFilter", "running PreFilter plugin 'KssTestFlaky': RuntimeError: boom at PreFilter"),
+    ("PreFilter", 'running PreFilter plugin "KssTestFlaky": RuntimeError: boom at PreFilter'),
     ("Filter", 'running "KssTestFlaky" filter plugin: RuntimeError: boom at Filter'),
     ("PreScore", 'running PreScore plugin "KssTestFlaky": RuntimeError: boom at PreScore'),
     ("Score", 'running Score plugins: plugin "KssTestFlaky" failed with: RuntimeError: boom at Score'),
@@ -162,10 +162,10 @@ ERRORS = [
         "NormalizeScore",
         'running Normalize on Score plugins: plugin "KssTestFlaky" failed with: RuntimeError: boom at NormalizeScore',
     ),
-    ("Reserve", "running Reserve plugin 'KssTestFlaky': RuntimeError: boom at Reserve"),
-    ("Permit", "running Permit plugin 'KssTestFlaky': RuntimeError: boom at Permit"),
-    ("PreBind", "running PreBind plugin 'KssTestFlaky': RuntimeError: boom at PreBind"),
-    ("Bind", "running Bind plugin 'KssTestFlaky': RuntimeError: boom at Bind"),
+    ("Reserve", 'running Reserve plugin "KssTestFlaky": RuntimeError: boom at Reserve'),
+    ("Permit", 'running Permit plugin "KssTestFlaky": RuntimeError: boom at Permit'),
+    ("PreBind", 'running PreBind plugin "KssTestFlaky": RuntimeError: boom at PreBind'),
+    ("Bind", 'running Bind plugin "KssTestFlaky": RuntimeError: boom at Bind'),
 ]
 
 
@@ -188,7 +188,7 @@ def test_a_raising_plugin_errors_the_attempt_logs_once_and_the_next_attempt_sche
 
 
 WRONG = [
-    ("PreFilter", "none", "running PreFilter plugin 'KssTestFlaky': pre_filter returned None, want a "),
+    ("PreFilter", "none", 'running PreFilter plugin "KssTestFlaky": pre_filter returned None, want a '),
     ("Filter", "none", 'running "KssTestFlaky" filter plugin: filter returned None, want a Status'),
     ("Filter", "str", "running \"KssTestFlaky\" filter plugin: filter returned str 'ok', want a Status"),
     ("PreScore", "str", "running PreScore plugin \"KssTestFlaky\": pre_score returned str 'ok', want a Status"),
@@ -205,10 +205,10 @@ WRONG = [
         "applying score defaultWeights on Score plugins: "
         'plugin "KssTestFlaky" returns an invalid score 101, it should in the range of ',
     ),
-    ("Reserve", "none", "running Reserve plugin 'KssTestFlaky': reserve returned None, want a Status"),
-    ("Permit", "str", "running Permit plugin 'KssTestFlaky': permit returned str 'ok', want a (Status, timeout"),
-    ("PreBind", "none", "running PreBind plugin 'KssTestFlaky': pre_bind returned None, want a Status"),
-    ("Bind", "str", "running Bind plugin 'KssTestFlaky': bind returned str 'ok', want a Status"),
+    ("Reserve", "none", 'running Reserve plugin "KssTestFlaky": reserve returned None, want a Status'),
+    ("Permit", "str", "running Permit plugin \"KssTestFlaky\": permit returned str 'ok', want a (Status, timeout"),
+    ("PreBind", "none", 'running PreBind plugin "KssTestFlaky": pre_bind returned None, want a Status'),
+    ("Bind", "str", "running Bind plugin \"KssTestFlaky\": bind returned str 'ok', want a Status"),
 ]
 
 
@@ -239,7 +239,7 @@ def test_post_filter_error_leaves_the_pod_unschedulable_with_the_error_as_its_po
     Flaky.broken = "PostFilter"
     att = attempt(sched, batch=True, cpu="64")
     assert att.result == "unschedulable"
-    assert att.message.endswith("running PostFilter plugin 'KssTestFlaky': RuntimeError: boom at PostFilter")
+    assert att.message.endswith('running PostFilter plugin "KssTestFlaky": RuntimeError: boom at PostFilter')
     assert att.postfilter["code"] == "Error"
 
 
@@ -256,7 +256,7 @@ def test_pre_enqueue_error_gates_the_pod(how: str) -> None:
     Flaky.broken, Flaky.how = "PreEnqueue", how
     st = fwk.run_pre_enqueue_plugins(PodInfo(make_pod(name="p")))
     assert st.code == Code.ERROR and st.plugin == Flaky.name
-    assert st.message().startswith("running PreEnqueue plugin 'KssTestFlaky': ")
+    assert st.message().startswith('running PreEnqueue plugin "KssTestFlaky": ')
 
 
 def test_a_queue_sort_less_that_raises_falls_back_to_priority_order() -> None:

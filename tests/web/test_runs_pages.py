@@ -214,7 +214,9 @@ def test_a_pods_attempt_in_a_run_is_not_the_live_pods(served: tuple[Server, dict
         assert page.locator("[data-testid=filter-matrix] td.node a[href]").count() == 0
     # The live pod of the same name has its own attempts only (failed: the live cluster has no node).
     live = httpx.get(f"{srv.url}/simulator/v1/namespaces/team/pods/job-00/results").json()["attempts"]
-    assert live and {(a["result"], a["message"]) for a in live} == {("error", "no nodes available to schedule pods")}
+    assert live and {(a["result"], a["message"]) for a in live} == {
+        ("unschedulable", "no nodes available to schedule pods")
+    }
     page_text = httpx.get(f"{srv.url}/ui/pods/team/job-00").text
     assert "no nodes available" in page_text and str(job.node) not in page_text
     assert httpx.get(f"{srv.url}/ui/runs/{run_id}/pods/team/nobody").status_code == 404
