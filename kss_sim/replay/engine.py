@@ -383,7 +383,7 @@ class Replay(LoopHost):
         for h in self.handles:
             h.delete_nominated_pod(pod)
         self.cluster.put_pod(bound.pod)
-        self.queue.move_all_to_active_or_backoff(q.POD_ADD)
+        self.queue.move_all_to_active_or_backoff(q.POD_ADD, new=bound)
         record = self.records.get(pod.uid)
         if record is not None:
             record.bound_at = self._now
@@ -572,7 +572,7 @@ class Replay(LoopHost):
         for h in self.handles:
             h.delete_nominated_pod(pod)
         self._release_claims(pod)
-        self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+        self.queue.move_all_to_active_or_backoff(q.POD_DELETE, old=pod)
         self._finished(pod, outcome)
 
     def _finished(self, pod: PodInfo, outcome: str) -> None:
