@@ -742,6 +742,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # v1.33 says Unschedulable for every shortage.
         version = handle.kube_version if handle is not None else kube_version()  # no handle: args checks alone
         self.over_allocatable_unresolvable = version.minor >= 34
+        self._hint_nodes: dict[int, tuple[Obj, NodeInfo]] = {}
 
     # --- args ---
     @classmethod
@@ -823,14 +824,26 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         """The pod fits the (empty) changed node, and it is new or some allocatable the pod requests grew."""
         if new is None:
             return QUEUE_SKIP
-        modified = NodeInfo(new, pod_level_resources=self.pod_level_resources)
+        modified = self._hint_node_info(new)
         if fits(pod, modified):  # something insufficient even on the empty node
             return QUEUE_SKIP
         return QUEUE if old is None else self._grew(pod, old, modified)
 
+    def _hint_node_info(self, node: Obj) -> NodeInfo:
+        """An event's node as an empty NodeInfo, built once for every pod the event is judged for (the last
+        event's two nodes are kept)."""
+        hit = self._hint_nodes.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        if len(self._hint_nodes) >= 2:
+            self._hint_nodes.clear()
+        ni = NodeInfo(node, pod_level_resources=self.pod_level_resources)
+        self._hint_nodes[id(node)] = (node, ni)
+        return ni
+
     def _grew(self, pod: PodInfo, old: Obj, modified: NodeInfo) -> QueueingHint:
         """``haveAnyRequestedResourcesIncreased``."""
-        before = NodeInfo(old, pod_level_resources=self.pod_level_resources).allocatable
+        before = self._hint_node_info(old).allocatable
         after = modified.allocatable
         if after.allowed_pod_number > before.allowed_pod_number:
             return QUEUE
