@@ -21,9 +21,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kss_sim.kube.objects import Obj
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.binding_cycle import Settled
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_events import assigned_pod_update_event, node_update_events
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
 from kss_sim.scheduler.extender import Extender
@@ -34,18 +36,17 @@ from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.podgroup_cycle import scheduling_group_name
 from kss_sim.scheduler.profiles import build_profiles
 from kss_sim.scheduler.record import Attempt
-from kss_sim.scheduler.resources import Resource
 from kss_sim.scheduler.runtime import Framework
 from kss_sim.scheduler.waiting import WaitingPods
 
 # Kinds kept in ClusterObjects' tables: (attribute, namespaced, the queue event an add or update raises).
 _TABLES: dict[str, tuple[str, bool, str | None]] = {
-    "PersistentVolume": ("pvs", False, q.PV_CHANGE),
-    "PersistentVolumeClaim": ("pvcs", True, q.PVC_CHANGE),
-    "StorageClass": ("storage_classes", False, q.STORAGE_CLASS_CHANGE),
-    "CSINode": ("csi_nodes", False, q.CSI_NODE_CHANGE),
+    "PersistentVolume": ("pvs", False, ev.PV_CHANGE),
+    "PersistentVolumeClaim": ("pvcs", True, ev.PVC_CHANGE),
+    "StorageClass": ("storage_classes", False, ev.STORAGE_CLASS_CHANGE),
+    "CSINode": ("csi_nodes", False, ev.CSI_NODE_CHANGE),
     "CSIDriver": ("csi_drivers", False, None),
-    "Namespace": ("namespaces", False, q.NAMESPACE_CHANGE),
+    "Namespace": ("namespaces", False, ev.NAMESPACE_CHANGE),
     "PriorityClass": ("priority_classes", False, None),
 }
 # Kinds kept as lists (plugins match their selectors).
@@ -183,38 +184,9 @@ def pod_as_seen(pod: PodInfo, *, node_name: str = "", nominated: str = "") -> Po
     return PodInfo({**pod.pod, "spec": spec, "status": status})
 
 
-def node_update_events(old: Obj, new: Obj, *, declared_features: bool) -> list[str]:
-    """``NodeSchedulingPropertiesChange``: one event per scheduling property a node update changed (none for a
-    heartbeat); the declared features with the NodeDeclaredFeatures gate."""
-    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-    old_status, new_status = old.get("status") or {}, new.get("status") or {}
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    events = []
-    # spec.unschedulable turned false is told as a taint change (upstream's TODO for its own ActionType).
-    if bool(old_spec.get("unschedulable")) and not new_spec.get("unschedulable"):
-        events.append(q.NODE_UPDATE_TAINT)
-    if (old_status.get("allocatable") or {}) != (new_status.get("allocatable") or {}):
-        events.append(q.NODE_UPDATE_ALLOCATABLE)
-    if (old_meta.get("labels") or {}) != (new_meta.get("labels") or {}):
-        events.append(q.NODE_UPDATE_LABEL)
-    if (old_spec.get("taints") or []) != (new_spec.get("taints") or []):
-        events.append(q.NODE_UPDATE_TAINT)
-    if _condition_statuses(old_status) != _condition_statuses(new_status):
-        events.append(q.NODE_UPDATE_CONDITION)
-    if (old_meta.get("annotations") or {}) != (new_meta.get("annotations") or {}):
-        events.append(q.NODE_UPDATE_ANNOTATION)
-    if declared_features and (old_status.get("declaredFeatures") or []) != (new_status.get("declaredFeatures") or []):
-        events.append(q.NODE_UPDATE_DECLARED_FEATURE)
-    return events
-
-
 def _namespace_and_name(obj: Obj) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _condition_statuses(status: Obj) -> dict[Any, Any]:
-    return {c.get("type"): c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)}
 
 
 def clear_lower_nominations(writer: LoopWriter, pod: PodInfo, node_name: str) -> None:
@@ -225,24 +197,6 @@ def clear_lower_nominations(writer: LoopWriter, pod: PodInfo, node_name: str) ->
             if other.uid != pod.uid and other.priority < pod.priority:
                 h.delete_nominated_pod(other)
                 writer.clear_nominated_node(other)
-
-
-def assigned_pod_update_event(old: PodInfo, new: PodInfo) -> str:
-    """The cluster event of a bound pod's update, as ``PodSchedulingPropertiesChange`` tells them apart: a label
-    change or requests scaled down wake the plugins that registered those; anything else (the kubelet's status
-    writes) only plugins registering every pod update."""
-    if old.labels != new.labels:
-        return q.POD_UPDATE
-    if old.resource_key != new.resource_key and _scaled_down(old.requests, new.requests):
-        return q.POD_UPDATE
-    return q.POD_UPDATE_OTHER
-
-
-def _scaled_down(old: Resource, new: Resource) -> bool:
-    """``extractPodScaleDown``: some request of the old pod is gone or smaller."""
-    if new.milli_cpu < old.milli_cpu or new.memory < old.memory or new.ephemeral_storage < old.ephemeral_storage:
-        return True
-    return any(new.scalar_resources.get(name, 0) < amount for name, amount in old.scalar_resources.items())
 
 
 def object_key(obj: Obj, namespaced: bool) -> str:
@@ -364,10 +318,10 @@ class SchedulingLoop:
             old = self.cache.node(name)
             if deleted:
                 self.cache.remove_node(name)
-                self.queue.move_all_to_active_or_backoff(q.NODE_DELETE, old=old)
+                self.queue.move_all_to_active_or_backoff(ev.NODE_DELETE, old=old)
             elif event_type == "ADDED" or old is None:
                 self.cache.add_node(obj)
-                self.queue.move_all_to_active_or_backoff(q.NODE_ADD, new=obj)
+                self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=obj)
             else:
                 self.cache.update_node(obj)
                 declared = self.gates.get("NodeDeclaredFeatures", False)
@@ -423,7 +377,7 @@ class SchedulingLoop:
         self.queue.add(pod)
         if self.gates.get("GangScheduling", False):
             # As kube-scheduler with the gate: a new pending pod may complete a gang others wait for.
-            self.queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD, new=pod)
+            self.queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, new=pod)
         return True
 
     def update_unscheduled_pod(self, pod: PodInfo) -> None:
@@ -446,7 +400,7 @@ class SchedulingLoop:
         waiting = self.scheduler.reject_waiting_pod(pod.uid)
         if not waiting and assumed is not None:
             self.cache.forget_pod(pod.uid, assumed.node_name)
-        self.queue.move_all_to_active_or_backoff(q.POD_DELETE, old=assumed or pod)
+        self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=assumed or pod)
         return waiting
 
     def delete_unscheduled_pod(self, pod: PodInfo) -> None:
@@ -483,7 +437,7 @@ class SchedulingLoop:
         or lower (``getLEPriorityPreCheck``)."""
         priority = pod.priority
         self.queue.move_all_to_active_or_backoff(
-            q.POD_DELETE, pre_check=lambda other: other.priority <= priority, old=pod
+            ev.POD_DELETE, pre_check=lambda other: other.priority <= priority, old=pod
         )
 
     def add_assigned_pod(self, pod: PodInfo) -> None:
@@ -493,7 +447,7 @@ class SchedulingLoop:
         self.cache.add_pod(pod)
         for h in self.handles:
             h.delete_nominated_pod(pod)
-        event = q.POD_ADD if known is None else assigned_pod_update_event(known, pod)
+        event = ev.POD_ADD if known is None else assigned_pod_update_event(known, pod)
         self.queue.move_all_to_active_or_backoff(event, old=known, new=pod)
 
     def delete_assigned_pod(self, uid: str) -> bool:
@@ -502,7 +456,7 @@ class SchedulingLoop:
         removed = self.cache.remove_pod(uid)
         if removed is None:
             return False
-        self.queue.move_all_to_active_or_backoff(q.POD_DELETE, old=removed)
+        self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=removed)
         return True
 
     # --- attempts (schedule_one.go) -------------------------------------------------------------
@@ -634,7 +588,7 @@ class SchedulingLoop:
         message = f"binding rejected: {reason}"
         assumed = self.cache.get_pod(pod.uid)
         if self.cache.forget_pod(pod.uid, att.suggested_host or ""):
-            self.queue.move_all_to_active_or_backoff(q.POD_DELETE, old=assumed)
+            self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=assumed)
         att.bind = {plugin: message for plugin in att.bind} or {"DefaultBinder": message}
         att.result = "error"
         att.message = message
@@ -680,7 +634,7 @@ class SchedulingLoop:
             self._conclude(qpi, pod, att, cycle, current)
             if att.result != "scheduled":
                 released = pod_as_seen(pod, node_name=att.suggested_host or "")
-                self.queue.move_all_to_active_or_backoff(q.POD_DELETE, skip=frozenset({pod.key}), old=released)
+                self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, skip=frozenset({pod.key}), old=released)
             concluded.append(done)
         return concluded
 

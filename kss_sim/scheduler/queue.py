@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kss_sim.scheduler.cluster_events import FORCE_ACTIVATE, UNSCHEDULABLE_TIMEOUT, expand_events
 from kss_sim.scheduler.framework import ClusterEventWithHint, QueueingHint, QueueingHintFn, Status
 from kss_sim.scheduler.nodeinfo import PodInfo
 
@@ -37,60 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kss.scheduler")
 
 Clock = Callable[[], float]
-
-# Cluster events (upstream framework.ClusterEvent, flattened to "Resource/Action").
-NODE_ADD = "Node/Add"
-NODE_UPDATE = "Node/Update"  # registered: every node update below; raised: a node update not told apart
-# A node update is raised as one event per scheduling property it changed (``NodeSchedulingPropertiesChange``).
-NODE_UPDATE_ALLOCATABLE = "Node/UpdateNodeAllocatable"
-NODE_UPDATE_LABEL = "Node/UpdateNodeLabel"
-NODE_UPDATE_TAINT = "Node/UpdateNodeTaint"  # its taints changed, or spec.unschedulable turned false
-NODE_UPDATE_CONDITION = "Node/UpdateNodeCondition"
-NODE_UPDATE_ANNOTATION = "Node/UpdateNodeAnnotation"
-NODE_UPDATE_DECLARED_FEATURE = "Node/UpdateNodeDeclaredFeature"
-NODE_UPDATES = (
-    NODE_UPDATE_ALLOCATABLE,
-    NODE_UPDATE_LABEL,
-    NODE_UPDATE_TAINT,
-    NODE_UPDATE_CONDITION,
-    NODE_UPDATE_ANNOTATION,
-    NODE_UPDATE_DECLARED_FEATURE,
-)
-NODE_DELETE = "Node/Delete"
-POD_DELETE = "AssignedPod/Delete"
-POD_ADD = "AssignedPod/Add"
-POD_UPDATE = "AssignedPod/Update"  # its labels changed or its requests went down (what in-tree plugins register)
-POD_UPDATE_OTHER = "AssignedPod/UpdateOther"  # any other change (its status, say): only "Pod/Update" registrants
-PV_CHANGE = "PersistentVolume/AddOrUpdate"
-PVC_CHANGE = "PersistentVolumeClaim/AddOrUpdate"
-STORAGE_CLASS_CHANGE = "StorageClass/AddOrUpdate"
-CSI_NODE_CHANGE = "CSINode/AddOrUpdate"
-NAMESPACE_CHANGE = "Namespace/AddOrUpdate"
-UNSCHEDULED_POD_ADD = "UnscheduledPod/Add"
-UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
-FORCE_ACTIVATE = "ForceActivate"
-
-# "Pod/<action>" as a plugin registers it matches the assigned and the unscheduled pod's event (upstream's Pod
-# resource covers both).
-# resource covers both); "Node/Update" every node update.
-_EVENT_ALIASES = {
-    "Pod/Add": (POD_ADD, UNSCHEDULED_POD_ADD),
-    "Pod/Update": (POD_UPDATE, POD_UPDATE_OTHER),
-    "Pod/Delete": (POD_DELETE,),
-    NODE_UPDATE: NODE_UPDATES,
-}
-
-
-def expand_events(events: list[str]) -> set[str]:
-    """A plugin's registered events in the queue's vocabulary (a registered node update also matches a node update
-    raised without telling what changed)."""
-    out: set[str] = set()
-    for event in events:
-        out.update(_EVENT_ALIASES.get(event, (event,)))
-        if event.startswith(NODE_UPDATE):
-            out.add(NODE_UPDATE)
-    return out
-
 
 # A plugin's registrations as the queue matches them: the events and the hint judging them (None: Queue).
 Registrations = list[tuple[frozenset[str], QueueingHintFn | None]]

@@ -6,9 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kss_sim.scheduler.loop import assigned_pod_update_event
+from kss_sim.scheduler.cluster_events import POD_UPDATE, POD_UPDATE_OTHER, assigned_pod_update_event
 from kss_sim.scheduler.nodeinfo import PodInfo
-from kss_sim.scheduler.queue import POD_UPDATE, POD_UPDATE_OTHER
 from tests.scheduler.test_queue import VirtualClock, fail, make_pod, new_queue
 
 

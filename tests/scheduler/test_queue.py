@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kss_sim.scheduler.cluster_events import NODE_ADD, POD_DELETE
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.framework import Code, Handle, Status
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.profiles import build_framework
-from kss_sim.scheduler.queue import NODE_ADD, POD_DELETE, SchedulingQueue
+from kss_sim.scheduler.queue import SchedulingQueue
 
 
 class VirtualClock:

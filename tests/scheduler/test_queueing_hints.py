@@ -7,11 +7,11 @@ import copy
 from typing import Any
 
 from kss_sim.kube.versions import kube_version
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
+from kss_sim.scheduler.cluster_events import node_update_events
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.framework import Handle
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
-from kss_sim.scheduler.loop import node_update_events
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.queue import SchedulingQueue
@@ -65,26 +65,26 @@ def test_fit_rejection_is_not_moved_by_a_label_change_or_a_pod_bound_elsewhere()
     queue = new_queue()
     rejected(queue, BIG, "NodeResourcesFit")
     node = make_node(name="n1", allocatable={"cpu": "4"})
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_LABEL, old=node, new=relabelled(node, zone="a")) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_LABEL, old=node, new=relabelled(node, zone="a")) == 0
     bound = PodInfo(make_pod(name="other", node_name="n2", requests={"cpu": "1"}))
-    assert queue.move_all_to_active_or_backoff(q.POD_ADD, new=bound) == 0
+    assert queue.move_all_to_active_or_backoff(ev.POD_ADD, new=bound) == 0
     # A pending pod deleted frees nothing; an assigned one does.
     pending = PodInfo(make_pod(name="pending", requests={"cpu": "1"}))
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=pending) == 0
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=pending) == 0
     assert list(queue.unschedulable) == ["default/big"]
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=bound) == 1
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=bound) == 1
 
 
 def test_fit_rejection_moves_for_a_node_whose_allocatable_now_fits_it() -> None:
     queue = new_queue()
     rejected(queue, BIG, "NodeResourcesFit")
     small = make_node(name="n1", allocatable={"cpu": "2"})
-    assert queue.move_all_to_active_or_backoff(q.NODE_ADD, new=small) == 0  # too small even when empty
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=small) == 0  # too small even when empty
     grown_memory = copy.deepcopy(small)
     grown_memory["status"]["allocatable"]["memory"] = "16Gi"
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_ALLOCATABLE, old=small, new=grown_memory) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_ALLOCATABLE, old=small, new=grown_memory) == 0
     big = make_node(name="n1", allocatable={"cpu": "8"})
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_ALLOCATABLE, old=small, new=big) == 1
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_ALLOCATABLE, old=small, new=big) == 1
 
 
 def test_fit_rejection_moves_when_a_bound_pod_scales_down_what_it_asks_for() -> None:
@@ -92,21 +92,21 @@ def test_fit_rejection_moves_when_a_bound_pod_scales_down_what_it_asks_for() -> 
     rejected(queue, BIG, "NodeResourcesFit")
     before = PodInfo(make_pod(name="other", node_name="n1", requests={"cpu": "2", "memory": "2Gi"}))
     less_memory = PodInfo(make_pod(name="other", node_name="n1", requests={"cpu": "2", "memory": "1Gi"}))
-    assert queue.move_all_to_active_or_backoff(q.POD_UPDATE, old=before, new=less_memory) == 0  # big asks no memory
+    assert queue.move_all_to_active_or_backoff(ev.POD_UPDATE, old=before, new=less_memory) == 0  # big asks no memory
     less_cpu = PodInfo(make_pod(name="other", node_name="n1", requests={"cpu": "1", "memory": "2Gi"}))
-    assert queue.move_all_to_active_or_backoff(q.POD_UPDATE, old=before, new=less_cpu) == 1
+    assert queue.move_all_to_active_or_backoff(ev.POD_UPDATE, old=before, new=less_cpu) == 1
 
 
 # --- NodeAffinity, TaintToleration, NodeUnschedulable, NodeName -----------------------------------
 def test_node_affinity_rejection_moves_only_for_a_node_that_now_matches() -> None:
     queue = new_queue()
     rejected(queue, make_pod(name="p", spec={"nodeSelector": {"zone": "a"}}), "NodeAffinity")
-    assert queue.move_all_to_active_or_backoff(q.NODE_ADD, new=make_node(name="n1", labels={"zone": "b"})) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n1", labels={"zone": "b"})) == 0
     matching = make_node(name="n2", labels={"zone": "a"})
     # Matching before and after (another label changed): nothing new for this pod.
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_LABEL, old=matching, new=relabelled(matching, x="y")) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_LABEL, old=matching, new=relabelled(matching, x="y")) == 0
     other = make_node(name="n3", labels={"zone": "b"})
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_LABEL, old=other, new=relabelled(other, zone="a")) == 1
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_LABEL, old=other, new=relabelled(other, zone="a")) == 1
 
 
 def test_node_affinity_ignores_a_taint_change_it_no_longer_registers() -> None:
@@ -114,34 +114,34 @@ def test_node_affinity_ignores_a_taint_change_it_no_longer_registers() -> None:
     rejected(queue, make_pod(name="p", spec={"nodeSelector": {"zone": "a"}}), "NodeAffinity")
     node = make_node(name="n1", labels={"zone": "a"}, taints=[{"key": "k", "effect": "NoSchedule"}])
     untainted = make_node(name="n1", labels={"zone": "a"})
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_TAINT, old=node, new=untainted) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_TAINT, old=node, new=untainted) == 0
 
 
 def test_taint_toleration_rejection_moves_once_the_taints_are_tolerated() -> None:
     queue = new_queue()
     rejected(queue, make_pod(name="p"), "TaintToleration")
     tainted = make_node(name="n1", taints=[{"key": "k", "effect": "NoSchedule"}])
-    assert queue.move_all_to_active_or_backoff(q.NODE_ADD, new=tainted) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=tainted) == 0
     soft = make_node(name="n1", taints=[{"key": "k", "effect": "PreferNoSchedule"}])
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_LABEL, old=tainted, new=relabelled(tainted, a="b")) == 0
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_TAINT, old=tainted, new=soft) == 1
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_LABEL, old=tainted, new=relabelled(tainted, a="b")) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_TAINT, old=tainted, new=soft) == 1
 
 
 def test_node_unschedulable_rejection_moves_when_a_node_is_uncordoned() -> None:
     queue = new_queue()
     rejected(queue, make_pod(name="p"), "NodeUnschedulable")
     cordoned = make_node(name="n1", unschedulable=True)
-    assert queue.move_all_to_active_or_backoff(q.NODE_ADD, new=cordoned) == 0
-    assert node_update_events(cordoned, make_node(name="n1"), declared_features=False) == [q.NODE_UPDATE_TAINT]
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_TAINT, old=cordoned, new=make_node(name="n1")) == 1
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=cordoned) == 0
+    assert node_update_events(cordoned, make_node(name="n1"), declared_features=False) == [ev.NODE_UPDATE_TAINT]
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_TAINT, old=cordoned, new=make_node(name="n1")) == 1
 
 
 def test_node_name_rejection_moves_for_a_node_added_not_updated() -> None:
     queue = new_queue()
     rejected(queue, make_pod(name="p", node_name="n9"), "NodeName")
     node = make_node(name="n1")
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_LABEL, old=node, new=relabelled(node, a="b")) == 0
-    assert queue.move_all_to_active_or_backoff(q.NODE_ADD, new=make_node(name="n9")) == 1
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_LABEL, old=node, new=relabelled(node, a="b")) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n9")) == 1
 
 
 # --- NodePorts --------------------------------------------------------------------------------------
@@ -154,9 +154,9 @@ def _with_port(name: str, port: int, node_name: str | None = "n1") -> dict[str, 
 def test_node_ports_rejection_moves_only_when_a_conflicting_port_is_freed() -> None:
     queue = new_queue()
     rejected(queue, _with_port("p", 8080, node_name=None), "NodePorts")
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=PodInfo(_with_port("a", 9090))) == 0
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=PodInfo(_with_port("b", 8080, None))) == 0
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=PodInfo(_with_port("c", 8080))) == 1
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=PodInfo(_with_port("a", 9090))) == 0
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=PodInfo(_with_port("b", 8080, None))) == 0
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=PodInfo(_with_port("c", 8080))) == 1
 
 
 # --- PodTopologySpread, InterPodAffinity ------------------------------------------------------------
@@ -177,10 +177,10 @@ def test_spread_rejection_moves_for_matching_pods_and_nodes_with_the_topology_ke
     rejected(queue, make_pod(name="p", labels={"app": "web"}, spec=SPREAD), "PodTopologySpread")
     other_app = PodInfo(make_pod(name="o", labels={"app": "db"}, node_name="n1"))
     other_ns = PodInfo(make_pod(name="w", namespace="x", labels={"app": "web"}, node_name="n1"))
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=other_app) == 0
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=other_ns) == 0
-    assert queue.move_all_to_active_or_backoff(q.NODE_ADD, new=make_node(name="n2")) == 0  # no zone label
-    assert queue.move_all_to_active_or_backoff(q.NODE_ADD, new=make_node(name="n2", labels={"zone": "b"})) == 1
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=other_app) == 0
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=other_ns) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n2")) == 0  # no zone label
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n2", labels={"zone": "b"})) == 1
 
 
 def test_spread_rejection_moves_for_a_relabelled_pod_that_changes_what_it_matches() -> None:
@@ -188,9 +188,9 @@ def test_spread_rejection_moves_for_a_relabelled_pod_that_changes_what_it_matche
     rejected(queue, make_pod(name="p", labels={"app": "web"}, spec=SPREAD), "PodTopologySpread")
     before = PodInfo(make_pod(name="w", labels={"app": "web"}, node_name="n1"))
     same_match = PodInfo(make_pod(name="w", labels={"app": "web", "v": "2"}, node_name="n1"))
-    assert queue.move_all_to_active_or_backoff(q.POD_UPDATE, old=before, new=same_match) == 0
+    assert queue.move_all_to_active_or_backoff(ev.POD_UPDATE, old=before, new=same_match) == 0
     unmatched = PodInfo(make_pod(name="w", labels={"app": "db"}, node_name="n1"))
-    assert queue.move_all_to_active_or_backoff(q.POD_UPDATE, old=before, new=unmatched) == 1
+    assert queue.move_all_to_active_or_backoff(ev.POD_UPDATE, old=before, new=unmatched) == 1
 
 
 AFFINITY = {
@@ -205,13 +205,13 @@ AFFINITY = {
 def test_inter_pod_affinity_rejection_moves_for_a_pod_it_wants_or_a_node_gaining_the_key() -> None:
     queue = new_queue()
     rejected(queue, make_pod(name="p", affinity=AFFINITY), "InterPodAffinity")
-    assert queue.move_all_to_active_or_backoff(q.POD_ADD, new=PodInfo(make_pod(name="w", node_name="n1"))) == 0
-    assert queue.move_all_to_active_or_backoff(q.NODE_ADD, new=make_node(name="n2")) == 0
+    assert queue.move_all_to_active_or_backoff(ev.POD_ADD, new=PodInfo(make_pod(name="w", node_name="n1"))) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n2")) == 0
     node = make_node(name="n3")
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_LABEL, old=node, new=relabelled(node, zone="a")) == 1
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_LABEL, old=node, new=relabelled(node, zone="a")) == 1
     rejected(queue, make_pod(name="p2", affinity=AFFINITY), "InterPodAffinity")
     db = PodInfo(make_pod(name="db", labels={"app": "db"}, node_name="n1"))
-    assert queue.move_all_to_active_or_backoff(q.POD_ADD, new=db) == 1
+    assert queue.move_all_to_active_or_backoff(ev.POD_ADD, new=db) == 1
 
 
 def test_inter_pod_affinity_rejection_moves_when_an_anti_affinity_holder_leaves() -> None:
@@ -225,9 +225,9 @@ def test_inter_pod_affinity_rejection_moves_when_an_anti_affinity_holder_leaves(
         }
     }
     plain = PodInfo(make_pod(name="o", node_name="n1"))
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=plain) == 0
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=plain) == 0
     holder = PodInfo(make_pod(name="h", node_name="n1", affinity=anti))
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=holder) == 1
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=holder) == 1
 
 
 # --- node updates, in-flight events, out-of-tree plugins -------------------------------------------
@@ -239,10 +239,10 @@ def test_a_node_update_is_one_event_per_scheduling_property_it_changed() -> None
     changed["status"]["allocatable"]["cpu"] = "8"
     changed["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     assert node_update_events(node, changed, declared_features=False) == [
-        q.NODE_UPDATE_ALLOCATABLE,
-        q.NODE_UPDATE_LABEL,
-        q.NODE_UPDATE_TAINT,
-        q.NODE_UPDATE_CONDITION,
+        ev.NODE_UPDATE_ALLOCATABLE,
+        ev.NODE_UPDATE_LABEL,
+        ev.NODE_UPDATE_TAINT,
+        ev.NODE_UPDATE_CONDITION,
     ]
 
 
@@ -255,10 +255,10 @@ def test_a_pod_failing_in_flight_is_judged_by_the_hints_of_the_events_it_missed(
         queue.add(PodInfo(BIG))
         qpi = queue.pop(timeout=0)
         assert qpi is not None
-        queue.move_all_to_active_or_backoff(q.NODE_UPDATE_LABEL, old=node, new=relabelled(node, a="b"))
-        queue.move_all_to_active_or_backoff(q.POD_ADD, new=PodInfo(make_pod(name="o", node_name="n2")))
+        queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_LABEL, old=node, new=relabelled(node, a="b"))
+        queue.move_all_to_active_or_backoff(ev.POD_ADD, new=PodInfo(make_pod(name="o", node_name="n2")))
         if deleted is not None:
-            queue.move_all_to_active_or_backoff(q.POD_DELETE, old=deleted)
+            queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=deleted)
         qpi.unschedulable_plugins = {"NodeResourcesFit"}
         queue.add_unschedulable_if_not_present(qpi, queue.scheduling_cycle)
         counts = queue.pending_counts()
@@ -274,10 +274,10 @@ def test_only_the_events_since_a_pod_was_popped_count_for_it() -> None:
     queue.add(PodInfo(make_pod(name="b")))
     a = queue.pop(timeout=0)
     assert a is not None and a.key == "default/a"
-    queue.move_all_to_active_or_backoff(q.NODE_ADD, new=make_node(name="n1"))  # only a in flight
+    queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n1"))  # only a in flight
     b = queue.pop(timeout=0)
     assert b is not None and b.key == "default/b"
-    queue.move_all_to_active_or_backoff(q.POD_DELETE, old=PodInfo(make_pod(name="x", node_name="n1")))  # both
+    queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=PodInfo(make_pod(name="x", node_name="n1")))  # both
     b.unschedulable_plugins = {"TaintToleration"}  # registers node events, not pod deletions
     queue.add_unschedulable_if_not_present(b, queue.scheduling_cycle)
     assert list(queue.unschedulable) == ["default/b"]
@@ -298,14 +298,14 @@ def test_a_plugin_without_hints_is_queued_by_every_event_it_registered() -> None
     queue.register_plugin_events({"Custom": ["Node/Update"]})
     rejected(queue, make_pod(name="p"), "Custom")
     node = make_node(name="n1")
-    assert queue.move_all_to_active_or_backoff(q.POD_DELETE, old=PodInfo(make_pod(name="o", node_name="n1"))) == 0
-    assert queue.move_all_to_active_or_backoff(q.NODE_UPDATE_ANNOTATION, old=node, new=node) == 1
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=PodInfo(make_pod(name="o", node_name="n1"))) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_UPDATE_ANNOTATION, old=node, new=node) == 1
 
 
 def test_a_gang_member_moves_for_a_pod_of_its_own_group_only() -> None:
     queue = new_queue("1.36", {"GangScheduling": True, "GenericWorkload": True})
     rejected(queue, make_pod(name="p", spec={"schedulingGroup": {"podGroupName": "g1"}}), "GangScheduling")
     other = PodInfo(make_pod(name="o", spec={"schedulingGroup": {"podGroupName": "g2"}}))
-    assert queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD, new=other) == 0
+    assert queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, new=other) == 0
     sibling = PodInfo(make_pod(name="s", spec={"schedulingGroup": {"podGroupName": "g1"}}))
-    assert queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD, new=sibling) == 1
+    assert queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, new=sibling) == 1

@@ -23,7 +23,7 @@ import numpy as np
 import orjson
 
 from kss_sim.kube.objects import Obj
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -392,8 +392,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod added, relabelled or deleted; a node added or relabelled (with queueing hints no taint change)."""
         return [
-            *events_with_hints(("Pod/Add", q.POD_UPDATE, q.POD_DELETE), self.is_schedulable_after_pod_change),
-            *events_with_hints((q.NODE_ADD, q.NODE_UPDATE_LABEL), self.is_schedulable_after_node_change),
+            *events_with_hints(("Pod/Add", ev.POD_UPDATE, ev.POD_DELETE), self.is_schedulable_after_pod_change),
+            *events_with_hints((ev.NODE_ADD, ev.NODE_UPDATE_LABEL), self.is_schedulable_after_node_change),
         ]
 
     def is_schedulable_after_pod_change(self, pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:

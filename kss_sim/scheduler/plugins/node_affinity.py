@@ -20,7 +20,7 @@ from kss_sim.kube.labels import (
     parse_preferred_terms,
 )
 from kss_sim.kube.objects import Obj
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -170,7 +170,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     # --- EnqueueExtensions ----------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A node added or relabelled (with queueing hints a taint change no longer counts)."""
-        return events_with_hints((q.NODE_ADD, q.NODE_UPDATE_LABEL), self.is_schedulable_after_node_change)
+        return events_with_hints((ev.NODE_ADD, ev.NODE_UPDATE_LABEL), self.is_schedulable_after_node_change)
 
     def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
         """The node now matches the scheduler's added affinity and the pod's required affinity, and did not

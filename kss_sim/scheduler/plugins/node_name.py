@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -28,7 +28,7 @@ class NodeName(FilterPlugin):
 
     def events_to_register(self) -> list[str]:
         """A node added (with queueing hints no update: a node keeps its name)."""
-        return [q.NODE_ADD]
+        return [ev.NODE_ADD]
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         if fits(pod, node_info):

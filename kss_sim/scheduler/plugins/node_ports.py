@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.framework import (
     QUEUE,
     QUEUE_SKIP,
@@ -62,7 +62,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
 
     def events_to_register(self) -> list[str | ClusterEventWithHint]:
         """A pod deleted that held a port the pod wants; a node added (with queueing hints no update)."""
-        return [ClusterEventWithHint(q.POD_DELETE, self.is_schedulable_after_pod_deleted), q.NODE_ADD]
+        return [ClusterEventWithHint(ev.POD_DELETE, self.is_schedulable_after_pod_deleted), ev.NODE_ADD]
 
     def is_schedulable_after_pod_deleted(self, pod: PodInfo, old: PodInfo | None, new: object) -> QueueingHint:
         """The deleted pod was bound or nominated and held a host port conflicting with one the pod wants."""

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler.cluster_events import NODE_ADD, NODE_UPDATE_ALLOCATABLE, POD_DELETE, POD_UPDATE
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.dra.dra_manager import dra_manager_for
 from kss_sim.scheduler.dra.extended_capacity import ExtendedResourceTotals, extended_resource_totals
@@ -49,7 +50,6 @@ from kss_sim.scheduler.framework import (
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, NodeWithout, PodInfo, shared_by_resources
 from kss_sim.scheduler.plugins.helper import assigned_or_nominated
-from kss_sim.scheduler.queue import NODE_ADD, NODE_UPDATE_ALLOCATABLE, POD_DELETE, POD_UPDATE
 from kss_sim.scheduler.resources import (
     CPU,
     EPHEMERAL_STORAGE,

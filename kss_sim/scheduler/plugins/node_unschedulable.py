@@ -8,7 +8,7 @@ import numpy as np
 
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.framework import (
     QUEUE,
@@ -39,7 +39,7 @@ class NodeUnschedulable(FilterPlugin):
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A node added or uncordoned (told as a taint change; the pod's own toleration change requeues it through
         its update)."""
-        return events_with_hints((q.NODE_ADD, q.NODE_UPDATE_TAINT), self.is_schedulable_after_node_change)
+        return events_with_hints((ev.NODE_ADD, ev.NODE_UPDATE_TAINT), self.is_schedulable_after_node_change)
 
     def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
         """A schedulable node added, or a cordoned one uncordoned."""

@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import volume_helpers as vol
 from kss_sim.scheduler.framework import (
     SKIP,
@@ -132,7 +132,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     def events_to_register(self) -> list[str]:
         """A CSINode added or changed, a pod deleted, a claim added or changed (no hints ported)."""
-        return [q.CSI_NODE_CHANGE, q.POD_DELETE, q.PVC_CHANGE]
+        return [ev.CSI_NODE_CHANGE, ev.POD_DELETE, ev.PVC_CHANGE]
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)

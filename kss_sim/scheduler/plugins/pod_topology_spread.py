@@ -22,7 +22,7 @@ import orjson
 from kss_sim.kube.labels import RequiredNodeAffinity, label_key_errors
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, find_matching_untolerated_taint
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns, NodeView
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -409,9 +409,9 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod added, relabelled or deleted; a node added, deleted, relabelled or its taints changed."""
         return [
-            *events_with_hints(("Pod/Add", q.POD_UPDATE, q.POD_DELETE), self.is_schedulable_after_pod_change),
+            *events_with_hints(("Pod/Add", ev.POD_UPDATE, ev.POD_DELETE), self.is_schedulable_after_pod_change),
             *events_with_hints(
-                (q.NODE_ADD, q.NODE_DELETE, q.NODE_UPDATE_LABEL, q.NODE_UPDATE_TAINT),
+                (ev.NODE_ADD, ev.NODE_DELETE, ev.NODE_UPDATE_LABEL, ev.NODE_UPDATE_TAINT),
                 self.is_schedulable_after_node_change,
             ),
         ]

@@ -22,7 +22,7 @@ from kss_sim.kube.taints import (
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
@@ -85,7 +85,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A node added or its taints changed (the pod's own toleration change requeues it through its update)."""
-        return events_with_hints((q.NODE_ADD, q.NODE_UPDATE_TAINT), self.is_schedulable_after_node_change)
+        return events_with_hints((ev.NODE_ADD, ev.NODE_UPDATE_TAINT), self.is_schedulable_after_node_change)
 
     def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
         """The node's NoSchedule/NoExecute taints are tolerated now and were not before (or it is new)."""

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import volume_helpers as vol
 from kss_sim.scheduler.framework import (
     SKIP,
@@ -115,7 +115,14 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
 
     def events_to_register(self) -> list[str]:
         """A node added or relabelled, volumes, claims, classes and CSINodes added or changed (no hints ported)."""
-        return [q.NODE_ADD, q.NODE_UPDATE_LABEL, q.PV_CHANGE, q.PVC_CHANGE, q.STORAGE_CLASS_CHANGE, q.CSI_NODE_CHANGE]
+        return [
+            ev.NODE_ADD,
+            ev.NODE_UPDATE_LABEL,
+            ev.PV_CHANGE,
+            ev.PVC_CHANGE,
+            ev.STORAGE_CLASS_CHANGE,
+            ev.CSI_NODE_CHANGE,
+        ]
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)
