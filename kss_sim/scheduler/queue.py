@@ -119,9 +119,12 @@ class SchedulingQueue:
         profile: str = "",
     ) -> None:
         """The plugins' ``events_to_register()`` for the pods of ``profile`` ("" for every profile): the events that
-        may make a pod a plugin rejected schedulable, each judged by its QueueingHintFn."""
+        may make a pod a plugin rejected schedulable, each judged by its QueueingHintFn. A profile's registrations
+        replace its earlier ones (a new configuration's plugins); those for every profile are added to."""
         with self._mutex:
-            table = self._hints.setdefault(profile, {})
+            table: dict[str, Registrations] = self._hints.setdefault("", {}) if not profile else {}
+            if profile:
+                self._hints[profile] = table
             for name, events in events_by_plugin.items():
                 regs: Registrations = []
                 for e in events:

@@ -309,3 +309,13 @@ def test_a_gang_member_moves_for_a_pod_of_its_own_group_only() -> None:
     assert queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, new=other) == 0
     sibling = PodInfo(make_pod(name="s", spec={"schedulingGroup": {"podGroupName": "g1"}}))
     assert queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, new=sibling) == 1
+
+
+def test_a_profile_is_judged_by_its_own_plugins_and_a_new_configuration_replaces_them() -> None:
+    queue = new_queue()
+    queue.register_plugin_events({"Custom": ["Node/Add"]}, "second")
+    rejected(queue, make_pod(name="p", scheduler_name="second"), "Custom")
+    deleted = PodInfo(make_pod(name="o", node_name="n1"))
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=deleted) == 0
+    queue.register_plugin_events({}, "second")  # the new configuration's profile has no Custom: every event
+    assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=deleted) == 1
