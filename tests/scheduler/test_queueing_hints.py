@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kss.framework import QUEUE, QUEUE_SKIP, ClusterEventWithHint, QueueingHint
 from kss_sim.kube.versions import kube_version
 from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.cluster_events import node_update_events
@@ -319,3 +320,20 @@ def test_a_profile_is_judged_by_its_own_plugins_and_a_new_configuration_replaces
     assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=deleted) == 0
     queue.register_plugin_events({}, "second")  # the new configuration's profile has no Custom: every event
     assert queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=deleted) == 1
+
+
+def test_an_out_of_tree_hint_judges_its_events_and_one_that_raises_queues() -> None:
+    def gpu_nodes_only(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        return QUEUE if "gpu" in new["metadata"]["labels"] else QUEUE_SKIP
+
+    def broken(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        raise KeyError("oops")
+
+    queue = new_queue()
+    queue.register_plugin_events({"Gpu": [ClusterEventWithHint("Node/Add", gpu_nodes_only)]})
+    queue.register_plugin_events({"Broken": [ClusterEventWithHint("Node/Add", broken)]})
+    rejected(queue, make_pod(name="p"), "Gpu")
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n1")) == 0
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n2", labels={"gpu": "a100"})) == 1
+    rejected(queue, make_pod(name="b"), "Broken")
+    assert queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=make_node(name="n3")) == 1
