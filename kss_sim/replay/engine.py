@@ -38,6 +38,7 @@ from kss_sim.replay.objects import ObjectIntake
 from kss_sim.replay.terminating import Terminations
 from kss_sim.replay.workload import Event, TimedWorkload, WorkloadError
 from kss_sim.replay.writer import ReplayWriter
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cycle import ScheduleOptions
 from kss_sim.scheduler.kube_scheduler_configuration import SchedulerConfig, parse_config
@@ -383,7 +384,7 @@ class Replay(LoopHost):
         for h in self.handles:
             h.delete_nominated_pod(pod)
         self.cluster.put_pod(bound.pod)
-        self.queue.move_all_to_active_or_backoff(q.POD_ADD)
+        self.queue.move_all_to_active_or_backoff(ev.POD_ADD, new=bound)
         record = self.records.get(pod.uid)
         if record is not None:
             record.bound_at = self._now
@@ -572,7 +573,7 @@ class Replay(LoopHost):
         for h in self.handles:
             h.delete_nominated_pod(pod)
         self._release_claims(pod)
-        self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+        self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=pod)
         self._finished(pod, outcome)
 
     def _finished(self, pod: PodInfo, outcome: str) -> None:

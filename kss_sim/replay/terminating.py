@@ -17,7 +17,7 @@ from kss_sim.kube.node_ready import ready_status
 from kss_sim.kube.pod_conditions import DISRUPTION_TARGET
 from kss_sim.replay import intake
 from kss_sim.replay.model import EVICTED
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.nodeinfo import PodInfo
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class Terminations:
             if outcome == EVICTED:
                 record.evicted_at, record.reason = run.now, reason
         self._outcomes[key] = outcome
-        run.queue.move_all_to_active_or_backoff(q.POD_UPDATE_OTHER)
+        run.queue.move_all_to_active_or_backoff(ev.POD_UPDATE_OTHER)
         run.call_at(run.now + grace, functools.partial(self._grace_over, key, uid))
 
     def ended(self, key: str, node: str) -> str | None:

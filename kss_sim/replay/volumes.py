@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kss_sim.engine_host import volumes
 from kss_sim.kube.objects import Obj
 from kss_sim.replay import intake
-from kss_sim.scheduler import queue as q
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.framework import Code, Status
 from kss_sim.scheduler.nodeinfo import PodInfo
 
@@ -91,9 +91,9 @@ def bind_pod_volumes(
         return Status(Code.ERROR, f"binding volumes: {exc}")
     finally:
         if "PersistentVolume" in store.changed:
-            run.queue.move_all_to_active_or_backoff(q.PV_CHANGE)
+            run.queue.move_all_to_active_or_backoff(ev.PV_CHANGE)
         if "PersistentVolumeClaim" in store.changed:
-            run.queue.move_all_to_active_or_backoff(q.PVC_CHANGE)
+            run.queue.move_all_to_active_or_backoff(ev.PVC_CHANGE)
     return Status()
 
 
@@ -111,4 +111,4 @@ def release_volume_of(run: Replay, claim: Obj) -> None:
         released = copy.deepcopy(volume)
         released["status"] = {**(released.get("status") or {}), "phase": "Released"}
         store.update("PersistentVolume", released, subresource="status")
-    run.queue.move_all_to_active_or_backoff(q.PV_CHANGE)
+    run.queue.move_all_to_active_or_backoff(ev.PV_CHANGE)

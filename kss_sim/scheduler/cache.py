@@ -111,6 +111,10 @@ class SchedulerCache:
         self._place(ni, zone_key(node))
         self._refresh_images(self._count_node(name, node, +1))
 
+    def node(self, name: str) -> dict[str, Any] | None:
+        """The node object the cache holds by that name, or None."""
+        return self._nodes.get(name)
+
     def update_node(self, node: dict[str, Any]) -> None:
         name = (node.get("metadata") or {}).get("name") or ""
         old = self._nodes.get(name)

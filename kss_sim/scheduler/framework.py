@@ -244,11 +244,40 @@ class Plugin:
         """Problems with ``args`` as (field path under args, message); empty when valid."""
         return []
 
-    def events_to_register(self) -> list[str] | None:
+    def events_to_register(self) -> Sequence[str | ClusterEventWithHint] | None:
         """``EnqueueExtensions``: the cluster events that may make a pod this plugin rejected schedulable again
-        ("Node/Add", "Pod/Add", "AssignedPod/Delete", "PodGroup/Update", ... see docs/plugins.md). None, the
-        default, means every event (the safe choice for a plugin that does not say)."""
+        ("Node/Add", "Pod/Add", "AssignedPod/Delete", "PodGroup/Update", ... see docs/plugins.md), each alone
+        (its hint taken as Queue) or with a QueueingHintFn (:class:`ClusterEventWithHint`). None, the default,
+        means every event (the safe choice for a plugin that does not say)."""
         return None
+
+
+class QueueingHint(IntEnum):
+    """``fwk.QueueingHint``: whether an event may make a pod a plugin rejected schedulable."""
+
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+QUEUE = QueueingHint.QUEUE
+QUEUE_SKIP = QueueingHint.QUEUE_SKIP
+
+# ``QueueingHintFn(pod, oldObj, newObj)``: the pod the plugin rejected and the event's objects (a Node's dict, a
+# pod's PodInfo, a listed object's dict; None for the side an add or a delete has not).
+QueueingHintFn = Callable[[PodInfo, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """``fwk.ClusterEventWithHint``: a registered event and the function judging it (None: always Queue)."""
+
+    event: str
+    hint: QueueingHintFn | None = None
+
+
+def events_with_hints(events: Iterable[str], hint: QueueingHintFn | None) -> list[ClusterEventWithHint]:
+    """Several events judged by one function (upstream registers an ActionType mask with one hint)."""
+    return [ClusterEventWithHint(e, hint) for e in events]
 
 
 class QueueSortPlugin(Plugin, ABC):

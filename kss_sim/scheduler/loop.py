@@ -21,9 +21,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kss_sim.kube.objects import Obj
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.binding_cycle import Settled
 from kss_sim.scheduler.cache import SchedulerCache
+from kss_sim.scheduler.cluster_events import assigned_pod_update_event, node_update_events
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
 from kss_sim.scheduler.extender import Extender
@@ -34,18 +36,17 @@ from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.podgroup_cycle import scheduling_group_name
 from kss_sim.scheduler.profiles import build_profiles
 from kss_sim.scheduler.record import Attempt
-from kss_sim.scheduler.resources import Resource
 from kss_sim.scheduler.runtime import Framework
 from kss_sim.scheduler.waiting import WaitingPods
 
 # Kinds kept in ClusterObjects' tables: (attribute, namespaced, the queue event an add or update raises).
 _TABLES: dict[str, tuple[str, bool, str | None]] = {
-    "PersistentVolume": ("pvs", False, q.PV_CHANGE),
-    "PersistentVolumeClaim": ("pvcs", True, q.PVC_CHANGE),
-    "StorageClass": ("storage_classes", False, q.STORAGE_CLASS_CHANGE),
-    "CSINode": ("csi_nodes", False, q.CSI_NODE_CHANGE),
+    "PersistentVolume": ("pvs", False, ev.PV_CHANGE),
+    "PersistentVolumeClaim": ("pvcs", True, ev.PVC_CHANGE),
+    "StorageClass": ("storage_classes", False, ev.STORAGE_CLASS_CHANGE),
+    "CSINode": ("csi_nodes", False, ev.CSI_NODE_CHANGE),
     "CSIDriver": ("csi_drivers", False, None),
-    "Namespace": ("namespaces", False, q.NAMESPACE_CHANGE),
+    "Namespace": ("namespaces", False, ev.NAMESPACE_CHANGE),
     "PriorityClass": ("priority_classes", False, None),
 }
 # Kinds kept as lists (plugins match their selectors).
@@ -80,7 +81,7 @@ class LoopWriter(PodActions):
     # The loop's handles (set by the loop with each configuration): the nominator a nomination goes into.
     handles: Sequence[Handle] = ()
     # Set by the loop: told of a pod whose nomination an offline host changed (no pod update reaches the loop).
-    nomination_changed: Callable[[PodInfo], None] | None = None
+    nomination_changed: Callable[[PodInfo, str], None] | None = None
 
     def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
         """A nomination (DefaultPreemption's PostFilter, a failed attempt's): recorded by the host, then into the
@@ -90,7 +91,7 @@ class LoopWriter(PodActions):
         for h in self.handles:
             h.add_nominated_pod(pod, node_name)
         if before and _nominated_node_name(pod) != before and self.nomination_changed is not None:
-            self.nomination_changed(pod)
+            self.nomination_changed(pod, before)
 
     def record_nomination(self, pod: PodInfo, node_name: str) -> None:
         """The host's record of a nomination on the pod (kss serve writes it with PodScheduled=False instead)."""
@@ -100,8 +101,9 @@ class LoopWriter(PodActions):
         the loop hears of the change as kube-scheduler hears of the pod's update (kss serve writes the status
         instead, and the update comes back as the store's event)."""
         status = pod.pod.get("status") or {}
-        if status.pop("nominatedNodeName", None) and self.nomination_changed is not None:
-            self.nomination_changed(pod)
+        before = status.pop("nominatedNodeName", None)
+        if before and self.nomination_changed is not None:
+            self.nomination_changed(pod, str(before))
 
     @abstractmethod
     def write_binding(self, pod: PodInfo, att: Attempt, current: Obj) -> str | None:
@@ -177,6 +179,21 @@ def _nominated_node_name(pod: PodInfo) -> str:
     return str((pod.pod.get("status") or {}).get("nominatedNodeName") or "")
 
 
+def pod_as_seen(pod: PodInfo, *, node_name: str = "", nominated: str = "") -> PodInfo:
+    """A copy of ``pod`` on ``node_name`` or nominated to ``nominated``: the object an event about it carries for
+    the queueing hints (an assumed pod forgotten, a nominee gone from its node), which read where it was."""
+    spec = {**pod.spec, "nodeName": node_name} if node_name else pod.spec
+    status = dict(pod.pod.get("status") or {})
+    if nominated:
+        status["nominatedNodeName"] = nominated
+    return PodInfo({**pod.pod, "spec": spec, "status": status})
+
+
+def _namespace_and_name(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
 def clear_lower_nominations(writer: LoopWriter, pod: PodInfo, node_name: str) -> None:
     """A preemptor nominated to ``node_name`` takes it from lower-priority pods nominated there
     (``deleteNominatedPodIfExists`` of the pods it outranks); their status loses the nomination."""
@@ -185,24 +202,6 @@ def clear_lower_nominations(writer: LoopWriter, pod: PodInfo, node_name: str) ->
             if other.uid != pod.uid and other.priority < pod.priority:
                 h.delete_nominated_pod(other)
                 writer.clear_nominated_node(other)
-
-
-def assigned_pod_update_event(old: PodInfo, new: PodInfo) -> str:
-    """The cluster event of a bound pod's update, as ``PodSchedulingPropertiesChange`` tells them apart: a label
-    change or requests scaled down wake the plugins that registered those; anything else (the kubelet's status
-    writes) only plugins registering every pod update."""
-    if old.labels != new.labels:
-        return q.POD_UPDATE
-    if old.resource_key != new.resource_key and _scaled_down(old.requests, new.requests):
-        return q.POD_UPDATE
-    return q.POD_UPDATE_OTHER
-
-
-def _scaled_down(old: Resource, new: Resource) -> bool:
-    """``extractPodScaleDown``: some request of the old pod is gone or smaller."""
-    if new.milli_cpu < old.milli_cpu or new.memory < old.memory or new.ephemeral_storage < old.ephemeral_storage:
-        return True
-    return any(new.scalar_resources.get(name, 0) < amount for name, amount in old.scalar_resources.items())
 
 
 def object_key(obj: Obj, namespaced: bool) -> str:
@@ -234,7 +233,7 @@ class SchedulingLoop:
         writer.nomination_changed = self._note_nomination_changed
         # Pods whose nomination an offline host changed during the attempt (their old priority): their queue events
         # are raised once the attempt is concluded, as the pods' updates reach kube-scheduler after it.
-        self._nominations_changed: list[int] = []
+        self._nominations_changed: list[PodInfo] = []
         self.clock = clock
         self.options = options
         self.extenders = extenders
@@ -282,10 +281,10 @@ class SchedulingLoop:
         )
         self.frameworks = frameworks
         self.writer.handles = self.handles
-        for fwk in frameworks.values():
+        for profile, fwk in frameworks.items():
             if self.plugin_metrics_sample_percent is not None:
                 fwk.plugin_metrics_sample_percent = self.plugin_metrics_sample_percent
-            self.queue.register_plugin_events(fwk.events_by_plugin())
+            self.queue.register_plugin_events(fwk.events_by_plugin(), profile)
         return Scheduler(
             frameworks,
             self.cache.snapshot,
@@ -321,18 +320,22 @@ class SchedulingLoop:
         deleted = event_type == "DELETED"
         if kind == "Node":
             name = (obj.get("metadata") or {}).get("name") or ""
+            old = self.cache.node(name)
             if deleted:
                 self.cache.remove_node(name)
-                self.queue.move_all_to_active_or_backoff(q.NODE_DELETE)
-            elif event_type == "ADDED":
+                self.queue.move_all_to_active_or_backoff(ev.NODE_DELETE, old=old)
+            elif event_type == "ADDED" or old is None:
                 self.cache.add_node(obj)
-                self.queue.move_all_to_active_or_backoff(q.NODE_ADD)
+                self.queue.move_all_to_active_or_backoff(ev.NODE_ADD, new=obj)
             else:
                 self.cache.update_node(obj)
-                self.queue.move_all_to_active_or_backoff(q.NODE_UPDATE)
+                declared = self.gates.get("NodeDeclaredFeatures", False)
+                for change in node_update_events(old, obj, declared_features=declared):
+                    self.queue.move_all_to_active_or_backoff(change, old=old, new=obj)
             return True
         co = self.cluster
         event: str | None = None
+        before = self.find(kind, *_namespace_and_name(obj)) if not deleted else None
         if kind in _TABLES:
             attr, namespaced, event = _TABLES[kind]
             table: dict[str, Obj] = getattr(co, attr)
@@ -354,7 +357,7 @@ class SchedulingLoop:
         else:
             return False
         if event is not None and not deleted:
-            self.queue.move_all_to_active_or_backoff(event)
+            self.queue.move_all_to_active_or_backoff(event, old=before, new=obj)
         return True
 
     def find(self, kind: str, namespace: str, name: str) -> Obj | None:
@@ -379,7 +382,7 @@ class SchedulingLoop:
         self.queue.add(pod)
         if self.gates.get("GangScheduling", False):
             # As kube-scheduler with the gate: a new pending pod may complete a gang others wait for.
-            self.queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD)
+            self.queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, new=pod)
         return True
 
     def update_unscheduled_pod(self, pod: PodInfo) -> None:
@@ -402,7 +405,7 @@ class SchedulingLoop:
         waiting = self.scheduler.reject_waiting_pod(pod.uid)
         if not waiting and assumed is not None:
             self.cache.forget_pod(pod.uid, assumed.node_name)
-        self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+        self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=assumed or pod)
         return waiting
 
     def delete_unscheduled_pod(self, pod: PodInfo) -> None:
@@ -414,7 +417,7 @@ class SchedulingLoop:
             h.delete_nominated_pod(pod)
         nominated = (pod.pod.get("status") or {}).get("nominatedNodeName")
         if nominated and not pod.node_name and self.responsible_for(pod):
-            self._nominee_left(pod.priority)
+            self._nominee_left(pod)
 
     def nomination_changed(self, before: PodInfo, after: PodInfo) -> None:
         """``updatePodInSchedulingQueue``'s ``hasNominatedNodeNameChanged`` (since v1.33): a pending pod's nomination
@@ -424,20 +427,23 @@ class SchedulingLoop:
         if not old or old == _nominated_node_name(after):
             return
         if self.responsible_for(before) and self.cache.get_pod(after.uid) is None:  # an assumed pod's update: none
-            self._nominee_left(before.priority)
+            self._nominee_left(before)
 
-    def _note_nomination_changed(self, pod: PodInfo) -> None:
-        self._nominations_changed.append(pod.priority)
+    def _note_nomination_changed(self, pod: PodInfo, before: str) -> None:
+        self._nominations_changed.append(pod_as_seen(pod, nominated=before))
 
     def _raise_nominations_changed(self) -> None:
         """The queue events of the nominations an offline host changed during the attempt just concluded."""
         while self._nominations_changed:
             self._nominee_left(self._nominations_changed.pop(0))
 
-    def _nominee_left(self, priority: int) -> None:
-        """A nominated pod gone from its node: AssignedPodDelete to the pods of ``priority`` or lower
-        (``getLEPriorityPreCheck``)."""
-        self.queue.move_all_to_active_or_backoff(q.POD_DELETE, pre_check=lambda other: other.priority <= priority)
+    def _nominee_left(self, pod: PodInfo) -> None:
+        """A nominated pod (``pod`` as nominated) gone from its node: AssignedPodDelete to the pods of its priority
+        or lower (``getLEPriorityPreCheck``)."""
+        priority = pod.priority
+        self.queue.move_all_to_active_or_backoff(
+            ev.POD_DELETE, pre_check=lambda other: other.priority <= priority, old=pod
+        )
 
     def add_assigned_pod(self, pod: PodInfo) -> None:
         """``addPodToCache`` / ``updatePodInCache``: a bound pod into the cache (its assumed copy confirmed), out of
@@ -446,14 +452,16 @@ class SchedulingLoop:
         self.cache.add_pod(pod)
         for h in self.handles:
             h.delete_nominated_pod(pod)
-        self.queue.move_all_to_active_or_backoff(q.POD_ADD if known is None else assigned_pod_update_event(known, pod))
+        event = ev.POD_ADD if known is None else assigned_pod_update_event(known, pod)
+        self.queue.move_all_to_active_or_backoff(event, old=known, new=pod)
 
     def delete_assigned_pod(self, uid: str) -> bool:
         """``deletePodFromCache``: a bound pod gone frees its node (AssignedPodDelete); False when the cache did not
         have it."""
-        if self.cache.remove_pod(uid) is None:
+        removed = self.cache.remove_pod(uid)
+        if removed is None:
             return False
-        self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+        self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=removed)
         return True
 
     # --- attempts (schedule_one.go) -------------------------------------------------------------
@@ -583,8 +591,9 @@ class SchedulingLoop:
         """kube-scheduler's failed binding cycle: the assumed pod forgotten (its node freed for the others, unless
         another binder's placement of it has been seen meanwhile) and the attempt an error."""
         message = f"binding rejected: {reason}"
+        assumed = self.cache.get_pod(pod.uid)
         if self.cache.forget_pod(pod.uid, att.suggested_host or ""):
-            self.queue.move_all_to_active_or_backoff(q.POD_DELETE)
+            self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, old=assumed)
         att.bind = {plugin: message for plugin in att.bind} or {"DefaultBinder": message}
         att.result = "error"
         att.message = message
@@ -629,7 +638,8 @@ class SchedulingLoop:
             qpi, cycle = entry
             self._conclude(qpi, pod, att, cycle, current)
             if att.result != "scheduled":
-                self.queue.move_all_to_active_or_backoff(q.POD_DELETE, skip=frozenset({pod.key}))
+                released = pod_as_seen(pod, node_name=att.suggested_host or "")
+                self.queue.move_all_to_active_or_backoff(ev.POD_DELETE, skip=frozenset({pod.key}), old=released)
             concluded.append(done)
         return concluded
 

@@ -2,9 +2,11 @@
 
 - activeQ is ordered by the profile's QueueSort plugin (PrioritySort: priority, then queue time);
 - a pod that failed waits in backoffQ for ``initial * 2^(attempts-1)`` seconds (capped at the max);
-- a pod rejected while nothing changed waits in the unschedulable pool until a cluster event that
-  may help it (node added/changed, pod deleted, volume objects changed) or 5 minutes pass;
-- a pod that failed while the cluster changed (``moveRequestCycle >= its cycle``) goes to backoffQ;
+- a pod rejected waits in the unschedulable pool until a cluster event its rejecting plugins registered arrives
+  and the plugin's QueueingHintFn says Queue (SchedulerQueueingHints, on by default in every version kss runs),
+  or 5 minutes pass;
+- a pod that failed goes to backoffQ if such an event arrived while it was in flight (upstream's in-flight events,
+  ``determineSchedulingHintForInFlightPod``), else to the unschedulable pool;
 - gated pods (PreEnqueue rejects them) wait until an update lets them through.
 With ``pop_from_backoff`` (the SchedulerPopFromBackoffQ gate, beta and on by default since v1.33) backoff expiries
 are truncated to whole seconds (the 1 s ordering window), backoffQ orders a window by the QueueSort plugin, a pod
@@ -25,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kss_sim.scheduler.framework import Status
+from kss_sim.scheduler.cluster_events import FORCE_ACTIVATE, UNSCHEDULABLE_TIMEOUT, expand_events
+from kss_sim.scheduler.framework import ClusterEventWithHint, QueueingHint, QueueingHintFn, Status
 from kss_sim.scheduler.nodeinfo import PodInfo
 
 if TYPE_CHECKING:
@@ -36,59 +39,10 @@ log = logging.getLogger("kss.scheduler")
 
 Clock = Callable[[], float]
 
-# Cluster events (upstream framework.ClusterEvent, flattened to "Resource/Action").
-NODE_ADD = "Node/Add"
-NODE_UPDATE = "Node/Update"
-NODE_DELETE = "Node/Delete"
-POD_DELETE = "AssignedPod/Delete"
-POD_ADD = "AssignedPod/Add"
-POD_UPDATE = "AssignedPod/Update"  # its labels changed or its requests went down (what in-tree plugins register)
-POD_UPDATE_OTHER = "AssignedPod/UpdateOther"  # any other change (its status, say): only "Pod/Update" registrants
-PV_CHANGE = "PersistentVolume/AddOrUpdate"
-PVC_CHANGE = "PersistentVolumeClaim/AddOrUpdate"
-STORAGE_CLASS_CHANGE = "StorageClass/AddOrUpdate"
-CSI_NODE_CHANGE = "CSINode/AddOrUpdate"
-NAMESPACE_CHANGE = "Namespace/AddOrUpdate"
-UNSCHEDULED_POD_ADD = "UnscheduledPod/Add"
-UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
-FORCE_ACTIVATE = "ForceActivate"
-
-_NODE = {NODE_ADD, NODE_UPDATE}
-# Which events can make a pod rejected by a plugin schedulable (each plugin's EventsToRegister).
-PLUGIN_EVENTS: dict[str, set[str]] = {
-    "NodeUnschedulable": _NODE,
-    "NodeName": _NODE,
-    "TaintToleration": _NODE,
-    "NodeAffinity": _NODE,
-    "NodePorts": {*_NODE, POD_DELETE},
-    "NodeResourcesFit": {*_NODE, POD_DELETE, POD_UPDATE},
-    "VolumeRestrictions": {*_NODE, POD_DELETE, PVC_CHANGE},
-    "NodeVolumeLimits": {*_NODE, POD_DELETE, CSI_NODE_CHANGE, PVC_CHANGE, PV_CHANGE},
-    "VolumeBinding": {*_NODE, PV_CHANGE, PVC_CHANGE, STORAGE_CLASS_CHANGE, CSI_NODE_CHANGE},
-    "VolumeZone": {*_NODE, PV_CHANGE, PVC_CHANGE, STORAGE_CLASS_CHANGE},
-    "PodTopologySpread": {*_NODE, NODE_DELETE, POD_ADD, POD_UPDATE, POD_DELETE},
-    "InterPodAffinity": {*_NODE, POD_ADD, POD_UPDATE, POD_DELETE, NAMESPACE_CHANGE},
-    "DynamicResources": _NODE,
-    "NodeDeclaredFeatures": _NODE,  # upstream: a node added or its declared features changed
-    "SchedulingGates": set(),  # a gate is lifted by the pod's own update, which re-runs PreEnqueue
-}
-
-
-# "Pod/<action>" as a plugin registers it matches the assigned and the unscheduled pod's event (upstream's Pod
-# resource covers both).
-_POD_EVENT_ALIASES = {
-    "Pod/Add": (POD_ADD, UNSCHEDULED_POD_ADD),
-    "Pod/Update": (POD_UPDATE, POD_UPDATE_OTHER),
-    "Pod/Delete": (POD_DELETE,),
-}
-
-
-def expand_events(events: list[str]) -> set[str]:
-    """A plugin's registered events in the queue's vocabulary."""
-    out: set[str] = set()
-    for event in events:
-        out.update(_POD_EVENT_ALIASES.get(event, (event,)))
-    return out
+# A plugin's registrations as the queue matches them: the events and the hint judging them (None: Queue).
+Registrations = list[tuple[frozenset[str], QueueingHintFn | None]]
+# The events raised while pods were in flight: (event, old object, new object).
+InFlightEvent = tuple[str, Any, Any]
 
 
 @dataclass
@@ -147,17 +101,38 @@ class SchedulingQueue:
         self._error_backoff_items: dict[str, QueuedPodInfo] = {}
         self.unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
+        # The events raised while pods are in flight (inFlightEvents): each in-flight pod's index into them from its
+        # pop; ``_events_base`` is the absolute index of the list's first entry (trimmed as pods leave).
+        self._in_flight_since: dict[str, int] = {}
+        self._in_flight_events: list[InFlightEvent] = []
+        self._events_base = 0
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
         self._closed = False
-        # Which events wake a pod each plugin rejected: the in-tree table plus what out-of-tree plugins register.
-        self.plugin_events: dict[str, set[str]] = dict(PLUGIN_EVENTS)
+        # Each profile's plugins' registrations (queueingHintMap); "" holds what is registered for every profile. A
+        # plugin registered nowhere (or declaring no events) is woken by every event.
+        self._hints: dict[str, dict[str, Registrations]] = {"": {}}
 
-    def register_plugin_events(self, events_by_plugin: dict[str, list[str]]) -> None:
-        """Out-of-tree plugins' ``events_to_register()`` (a plugin that declares none is woken by every event)."""
+    def register_plugin_events(
+        self,
+        events_by_plugin: dict[str, list[str | ClusterEventWithHint]],
+        profile: str = "",
+    ) -> None:
+        """The plugins' ``events_to_register()`` for the pods of ``profile`` ("" for every profile): the events that
+        may make a pod a plugin rejected schedulable, each judged by its QueueingHintFn. A profile's registrations
+        replace its earlier ones (a new configuration's plugins); those for every profile are added to."""
         with self._mutex:
+            table: dict[str, Registrations] = self._hints.setdefault("", {}) if not profile else {}
+            if profile:
+                self._hints[profile] = table
             for name, events in events_by_plugin.items():
-                self.plugin_events[name] = expand_events(events)
+                regs: Registrations = []
+                for e in events:
+                    if isinstance(e, ClusterEventWithHint):
+                        regs.append((frozenset(expand_events([e.event])), e.hint))
+                    else:
+                        regs.append((frozenset(expand_events([str(e)])), None))
+                table[name] = regs
 
     # --- sizes ----------------------------------------------------------------------------------
     def pending_counts(self) -> dict[str, int]:
@@ -259,8 +234,66 @@ class SchedulingQueue:
             if q.initial_attempt_timestamp is None:
                 q.initial_attempt_timestamp = self.clock()
             self.scheduling_cycle += 1
-            self._in_flight[key] = q
+            self._enter_flight(q)
             return q
+
+    def _enter_flight(self, q: QueuedPodInfo) -> None:
+        self._in_flight[q.key] = q
+        self._in_flight_since[q.key] = self._events_base + len(self._in_flight_events)
+
+    def _leave_flight(self, key: str) -> None:
+        self._in_flight.pop(key, None)
+        if self._in_flight_since.pop(key, None) is None:
+            return
+        # Drop the events no pod still in flight saw begin.
+        first = min(self._in_flight_since.values(), default=self._events_base + len(self._in_flight_events))
+        if first > self._events_base:
+            del self._in_flight_events[: first - self._events_base]
+            self._events_base = first
+
+    def _note_in_flight(self, event: str, old: Any, new: Any) -> None:
+        """``addEventIfAnyInFlight``: an event kept for the pods in flight to be judged by when they fail."""
+        if self._in_flight:
+            self._in_flight_events.append((event, old, new))
+
+    def _worth_requeuing_after_flight(self, q: QueuedPodInfo, pod_scheduling_cycle: int) -> bool:
+        """``determineSchedulingHintForInFlightPod``: an event since ``q`` was popped that may make it schedulable.
+        A pod the queue did not see popped falls back to the move request cycle."""
+        since = self._in_flight_since.get(q.key)
+        if since is None:
+            return self.move_request_cycle >= pod_scheduling_cycle
+        for event, old, new in self._in_flight_events[since - self._events_base :]:
+            if self._worth_requeuing(q, q.unschedulable_plugins, event, old, new):
+                return True
+        return False
+
+    def _worth_requeuing(self, q: QueuedPodInfo, plugins: set[str], event: str, old: Any, new: Any) -> bool:
+        """``isPodWorthRequeuing``: a rejecting plugin registered the event and its hint says Queue (no rejecting
+        plugin, a wildcard event, or a plugin registered nowhere: Queue). A hint that raises counts as Queue, as
+        upstream counts an error."""
+        if not plugins or event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
+            return True
+        profile = q.pod_info.spec.get("schedulerName") or "default-scheduler"
+        table = self._hints.get(profile)
+        common = self._hints[""]
+        for plugin in plugins:
+            regs = table.get(plugin) if table is not None else None
+            if regs is None:
+                regs = common.get(plugin)
+                if regs is None:
+                    return True
+            for events, hint in regs:
+                if event not in events:
+                    continue
+                if hint is None or (old is None and new is None):
+                    return True  # no hint, or an event raised without its objects: upstream's error path queues
+                try:
+                    if hint(q.pod_info, old, new) == QueueingHint.QUEUE:
+                        return True
+                except Exception:
+                    log.exception("QueueingHintFn of plugin %r failed for %s; queueing the pod", plugin, event)
+                    return True
+        return False
 
     def _backoff_poppable(self) -> bool:
         return self.pop_from_backoff and bool(self._backoff_items)
@@ -268,7 +301,7 @@ class SchedulingQueue:
     def done(self, key: str) -> None:
         """The pod left the scheduling cycle (bound or re-queued)."""
         with self._mutex:
-            self._in_flight.pop(key, None)
+            self._leave_flight(key)
 
     def close(self) -> None:
         with self._mutex:
@@ -306,9 +339,11 @@ class SchedulingQueue:
         return expiry > now
 
     def add_unschedulable_if_not_present(self, q: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
-        """A failed pod goes back: backoffQ if the cluster moved meanwhile (or it errored), else unschedulable."""
+        """A failed pod goes back: backoffQ if an event that may help it came while it was in flight (or it errored),
+        else unschedulable."""
         with self._mutex:
-            self._in_flight.pop(q.key, None)
+            moved = self._worth_requeuing_after_flight(q, pod_scheduling_cycle)
+            self._leave_flight(q.key)
             if (
                 q.key in self._active_items
                 or q.key in self._backoff_items
@@ -318,7 +353,7 @@ class SchedulingQueue:
                 return
             q.timestamp = self.clock()
             q.backoff_expiration = None
-            if self.move_request_cycle >= pod_scheduling_cycle or not q.unschedulable_plugins:
+            if moved or not q.unschedulable_plugins:
                 self._push_backoff(q)
             else:
                 self.unschedulable[q.key] = q
@@ -376,6 +411,7 @@ class SchedulingQueue:
                 self._requeue_unschedulable(q)
             if stale:
                 self.move_request_cycle = self.scheduling_cycle
+                self._note_in_flight(UNSCHEDULABLE_TIMEOUT, None, None)
             return len(stale)
 
     def _requeue_unschedulable(self, q: QueuedPodInfo) -> None:
@@ -390,9 +426,13 @@ class SchedulingQueue:
         event: str,
         skip: frozenset[str] = frozenset(),
         pre_check: Callable[[PodInfo], bool] | None = None,
+        *,
+        old: Any = None,
+        new: Any = None,
     ) -> int:
-        """A cluster event: unschedulable pods whose rejecting plugins care move on (but the pods in ``skip``, and
-        those ``pre_check``, upstream's PreEnqueueCheck, turns down)."""
+        """A cluster event (``old`` and ``new``: the object before and after, for the hints to judge): unschedulable
+        pods a rejecting plugin's hint queues move on (but the pods in ``skip``, and those ``pre_check``, upstream's
+        PreEnqueueCheck, turns down); kept for the pods in flight."""
         with self._mutex:
             moved = 0
             for q in list(self.unschedulable.values()):
@@ -404,15 +444,14 @@ class SchedulingQueue:
                     # A gated pod is checked again when its gating plugin registered the event (GangScheduling
                     # waits for its gang's pods and Workload); SchedulingGates only on the pod's own update.
                     gate = q.gating_status.plugin if q.gating_status is not None else ""
-                    if gate and _interested(self.plugin_events, {gate}, event):
+                    if gate and self._worth_requeuing(q, {gate}, event, old, new):
                         self._move_to_active_or_gate(q)
                     continue
-                if event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE) or _interested(
-                    self.plugin_events, q.unschedulable_plugins, event
-                ):
+                if self._worth_requeuing(q, q.unschedulable_plugins, event, old, new):
                     self._requeue_unschedulable(q)
                     moved += 1
             self.move_request_cycle = self.scheduling_cycle
+            self._note_in_flight(event, old, new)
             return moved
 
     def activate(self, keys: list[str]) -> int:
@@ -445,7 +484,7 @@ class SchedulingQueue:
             q.backoff_expiration = None
             q.attempts += 1
             self.scheduling_cycle += 1
-            self._in_flight[key] = q
+            self._enter_flight(q)
             return q
 
     def add_in_flight(self, pod: PodInfo) -> QueuedPodInfo | None:
@@ -475,7 +514,7 @@ class SchedulingQueue:
             q.initial_attempt_timestamp = now  # it enters activeQ as it is added
             q.attempts = 1
             self.scheduling_cycle += 1
-            self._in_flight[key] = q
+            self._enter_flight(q)
             return q
 
     def update(self, pod: PodInfo) -> None:
@@ -508,7 +547,7 @@ class SchedulingQueue:
             self._backoff_items.pop(key, None)
             self._error_backoff_items.pop(key, None)
             self.unschedulable.pop(key, None)
-            self._in_flight.pop(key, None)
+            self._leave_flight(key)
 
     def snapshot(self) -> dict[str, list[dict[str, Any]]]:
         """What is where, for the UI and tests."""
@@ -523,12 +562,6 @@ class SchedulingQueue:
                 "unschedulable": [row(q) for q in self.unschedulable.values() if not q.gated],
                 "gated": [row(q) for q in self.unschedulable.values() if q.gated],
             }
-
-
-def _interested(table: dict[str, set[str]], plugins: set[str], event: str) -> bool:
-    if not plugins:
-        return True
-    return any(event in table.get(p, {event}) for p in plugins)
 
 
 _less_failed = False

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from kss_sim.scheduler.filter_timing import PluginObserver, TimedFilter
 from kss_sim.scheduler.framework import (
     BindPlugin,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -222,10 +223,9 @@ class Framework(FilterRunners, ScoreRunners):
                 log.exception("plugin observer failed")
         return result
 
-    def events_by_plugin(self) -> dict[str, list[str]]:
-        """Each plugin's ``events_to_register()``, for the plugins that declare theirs (in-tree ones are in the
-        queue's table)."""
-        out: dict[str, list[str]] = {}
+    def events_by_plugin(self) -> dict[str, list[str | ClusterEventWithHint]]:
+        """Each plugin's ``events_to_register()`` with their hints, for the plugins that declare theirs."""
+        out: dict[str, list[str | ClusterEventWithHint]] = {}
         for name, pl in self.plugins_by_name.items():
             try:
                 events = pl.events_to_register()
@@ -233,7 +233,7 @@ class Framework(FilterRunners, ScoreRunners):
                 log.exception("events_to_register of plugin %r failed; it is woken by every event", name)
                 continue
             if events is not None:
-                out[name] = [str(e) for e in events]
+                out[name] = [e if isinstance(e, ClusterEventWithHint) else str(e) for e in events]
         return out
 
     def plugin_names(self) -> dict[str, list[str]]:

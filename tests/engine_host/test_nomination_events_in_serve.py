@@ -75,6 +75,12 @@ def test_a_preemptor_that_no_longer_finds_candidates_has_its_nomination_removed(
         assert node is not None
         node["spec"] = {**(node.get("spec") or {}), "taints": [{"key": "k", "effect": "NoSchedule"}]}
         store.update("Node", node)
+        # A taint is not an event NodeResourcesFit, which rejected the preemptor, registers (queueing hints); its
+        # allocatable grown is, and its hint queues the pod for it.
+        node = store.get("Node", None, "n1")
+        assert node is not None
+        node["status"] = {**node["status"], "allocatable": {**node["status"]["allocatable"], "cpu": "3"}}
+        store.update("Node", node, subresource="status")
 
         deadline = time.monotonic() + 10.0
         while [a.pod for a in attempts].count("default/preemptor") < 2 and time.monotonic() < deadline:

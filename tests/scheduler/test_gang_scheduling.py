@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import queue as q
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.cycle import ScheduleOptions, Scheduler
-from kss_sim.scheduler.framework import Code, Handle
+from kss_sim.scheduler.framework import ClusterEventWithHint, Code, Handle
 from kss_sim.scheduler.kube_scheduler_configuration import ConfigError, defaulted_document, parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
 from kss_sim.scheduler.profiles import build_framework, plugins_in_effect
@@ -265,16 +266,20 @@ def test_a_gated_gang_pod_enters_the_queue_on_its_workload_and_siblings_events()
     e = Engine()
     queue = q.SchedulingQueue(pre_enqueue=e.fwk.run_pre_enqueue_plugins, clock=e.clock)
     queue.register_plugin_events(e.fwk.events_by_plugin())
-    assert e.fwk.events_by_plugin()["GangScheduling"] == ["Pod/Add", "Workload/Add"]
+    registered = e.fwk.events_by_plugin()["GangScheduling"]
+    assert [r.event if isinstance(r, ClusterEventWithHint) else r for r in registered] == ["Pod/Add", "Workload/Add"]
     queue.add(e.pod("p0"))
     assert queue.pending_counts()["gated"] == 1
     e.workload(gang(2))
-    queue.move_all_to_active_or_backoff("Workload/Add")
+    queue.move_all_to_active_or_backoff("Workload/Add", new={"metadata": {"name": "other", "namespace": "default"}})
+    queue.move_all_to_active_or_backoff("Workload/Add", new=e.cluster.get_object("Workload", "default", "job"))
     assert queue.pending_counts()["gated"] == 1  # the gang is one pod short
-    queue.move_all_to_active_or_backoff(q.NODE_ADD)
+    queue.move_all_to_active_or_backoff(ev.NODE_ADD)
     assert queue.pending_counts()["gated"] == 1  # not an event GangScheduling registered
-    e.pod("p1")
-    queue.move_all_to_active_or_backoff(q.UNSCHEDULED_POD_ADD)
+    stranger = PodInfo(make_pod(name="stranger", spec={"workloadRef": {"name": "other", "podGroup": "workers"}}))
+    queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, new=stranger)
+    assert queue.pending_counts()["gated"] == 1  # its hint: not a pod of this gang
+    queue.move_all_to_active_or_backoff(ev.UNSCHEDULED_POD_ADD, new=e.pod("p1"))
     assert queue.pending_counts() == {"active": 1, "backoff": 0, "unschedulable": 0, "gated": 0}
 
 

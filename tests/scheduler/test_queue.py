@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kss_sim.scheduler.framework import Code, Status
+from kss_sim.scheduler.cluster_events import NODE_ADD, POD_DELETE
+from kss_sim.scheduler.cluster_objects import ClusterObjects
+from kss_sim.scheduler.framework import Code, Handle, Status
+from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import PodInfo
-from kss_sim.scheduler.queue import NODE_ADD, POD_DELETE, SchedulingQueue
+from kss_sim.scheduler.profiles import build_framework
+from kss_sim.scheduler.queue import SchedulingQueue
 
 
 class VirtualClock:
@@ -18,6 +22,14 @@ class VirtualClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+def new_queue(**kwargs: Any) -> SchedulingQueue:
+    """A queue that knows the default profile's plugins' events and queueing hints, as the loop registers them."""
+    queue = SchedulingQueue(**kwargs)
+    fwk = build_framework(parse_config(None).profiles[0], Handle(ClusterObjects()))
+    queue.register_plugin_events(fwk.events_by_plugin())
+    return queue
 
 
 def make_pod(name: str, *, priority: int = 0, gates: list[str] | None = None) -> PodInfo:
@@ -43,7 +55,7 @@ def fail(queue: SchedulingQueue, plugins: set[str]) -> None:
 
 def test_active_queue_orders_by_priority_then_arrival() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock)
+    queue = new_queue(clock=clock)
     queue.add(make_pod("low", priority=1))
     clock.advance(1)
     queue.add(make_pod("high-late", priority=10))
@@ -56,7 +68,7 @@ def test_active_queue_orders_by_priority_then_arrival() -> None:
 
 def test_backoff_doubles_from_initial_and_caps_at_max() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock, initial_backoff=1, max_backoff=10)
+    queue = new_queue(clock=clock, initial_backoff=1, max_backoff=10)
     queue.add(make_pod("p"))
     durations = []
     for _ in range(6):
@@ -75,7 +87,7 @@ def test_backoff_doubles_from_initial_and_caps_at_max() -> None:
 
 def test_unschedulable_pod_moves_on_node_add() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock)
+    queue = new_queue(clock=clock)
     queue.add(make_pod("p"))
     fail(queue, {"NodeResourcesFit"})
     assert queue.pending_counts()["unschedulable"] == 1
@@ -86,7 +98,7 @@ def test_unschedulable_pod_moves_on_node_add() -> None:
 
 def test_unschedulable_pod_ignores_events_its_plugins_do_not_register() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock)
+    queue = new_queue(clock=clock)
     queue.add(make_pod("p"))
     fail(queue, {"TaintToleration"})
     assert queue.move_all_to_active_or_backoff(POD_DELETE) == 0
@@ -96,7 +108,7 @@ def test_unschedulable_pod_ignores_events_its_plugins_do_not_register() -> None:
 def test_a_pre_check_limits_a_move_to_the_pods_it_accepts() -> None:
     """Upstream's PreEnqueueCheck (a deleted nominated pod moves only the pods of lower or equal priority)."""
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock)
+    queue = new_queue(clock=clock)
     queue.add(make_pod("low", priority=1))
     queue.add(make_pod("high", priority=10))
     fail(queue, {"NodeResourcesFit"})
@@ -111,7 +123,7 @@ def test_a_pre_check_limits_a_move_to_the_pods_it_accepts() -> None:
 
 def test_moved_pod_still_backing_off_goes_to_backoff_queue() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock)
+    queue = new_queue(clock=clock)
     queue.add(make_pod("p"))
     fail(queue, {"NodeResourcesFit"})
     clock.advance(0.5)
@@ -121,7 +133,7 @@ def test_moved_pod_still_backing_off_goes_to_backoff_queue() -> None:
 
 def test_failure_during_a_move_request_goes_to_backoff_not_unschedulable() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock)
+    queue = new_queue(clock=clock)
     queue.add(make_pod("p"))
     q = queue.pop(timeout=0)
     assert q is not None
@@ -135,7 +147,7 @@ def test_failure_during_a_move_request_goes_to_backoff_not_unschedulable() -> No
 
 def test_unschedulable_pods_flush_after_five_minutes() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock)
+    queue = new_queue(clock=clock)
     queue.add(make_pod("p"))
     fail(queue, {"TaintToleration"})
     clock.advance(299)
@@ -147,7 +159,7 @@ def test_unschedulable_pods_flush_after_five_minutes() -> None:
 
 def test_gated_pod_waits_until_its_gates_are_removed() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(pre_enqueue=gate_check, clock=clock)
+    queue = new_queue(pre_enqueue=gate_check, clock=clock)
     queue.add(make_pod("gated", gates=["example.com/wait"]))
     assert queue.pop(timeout=0) is None
     assert queue.pending_counts()["gated"] == 1
@@ -160,7 +172,7 @@ def test_gated_pod_waits_until_its_gates_are_removed() -> None:
 def test_pop_blocks_until_a_pod_arrives() -> None:
     import threading
 
-    queue = SchedulingQueue()
+    queue = new_queue()
     got: list[str] = []
     t = threading.Thread(target=lambda: got.append(getattr(queue.pop(timeout=5), "key", "")))
     t.start()
@@ -173,7 +185,7 @@ def test_pod_deleted_in_active_queue_and_recreated_waits_its_new_turn() -> None:
     # A reset or replace-import deletes and re-creates pods of the same names: the deleted pod's heap
     # entry must not pop the new pod at the old pod's place.
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock)
+    queue = new_queue(clock=clock)
     queue.add(make_pod("z"))
     clock.advance(1)
     queue.delete("default/z")
@@ -187,7 +199,7 @@ def test_pod_deleted_in_active_queue_and_recreated_waits_its_new_turn() -> None:
 
 def test_pod_deleted_in_backoff_and_recreated_keeps_its_own_backoff() -> None:
     clock = VirtualClock()
-    queue = SchedulingQueue(clock=clock, initial_backoff=1, max_backoff=10)
+    queue = new_queue(clock=clock, initial_backoff=1, max_backoff=10)
     queue.add(make_pod("p"))
     fail(queue, set())  # an error: backoffQ until 1001
     queue.delete("default/p")
@@ -214,7 +226,7 @@ def test_add_in_flight_is_add_then_pop_specific() -> None:
         views = []
         for combined in (False, True):
             clock = VirtualClock()
-            queue = SchedulingQueue(pre_enqueue=gate_check, clock=clock)
+            queue = new_queue(pre_enqueue=gate_check, clock=clock)
             if held:
                 queue.add(make_pod("p"))
                 fail(queue, {"NodeResourcesFit"})

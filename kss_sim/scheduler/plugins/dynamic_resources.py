@@ -304,7 +304,8 @@ class DynamicResourcesBeforeScoring(
             return []
         return [
             "Node/Add",
-            "Node/Update",
+            "Node/UpdateNodeLabel",  # with queueing hints no taint change
+            "Node/UpdateNodeAllocatable",
             "ResourceClaim/AddOrUpdate",
             "Pod/Update",
             "DeviceClass/AddOrUpdate",

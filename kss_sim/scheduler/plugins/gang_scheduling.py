@@ -27,13 +27,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kss_sim.kube.objects import Obj
 from kss_sim.scheduler.cluster_objects import scheduling_group_key, workload_key
 from kss_sim.scheduler.framework import (
+    QUEUE,
+    QUEUE_SKIP,
+    ClusterEventWithHint,
     Code,
     CycleState,
     Handle,
     PermitPlugin,
     PreEnqueuePlugin,
+    QueueingHint,
     ReservePlugin,
     Status,
     error,
@@ -164,10 +169,41 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin):
         self.pod_groups = PodGroups(handle)
         self.v1_36 = handle.kube_version.minor >= 36
 
-    def events_to_register(self) -> list[str]:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
         # A pod added may complete a gang; a Workload (v1.35) or a PodGroup (v1.36) added may let a gang in (both
         # immutable where it matters).
-        return ["Pod/Add", "PodGroup/Add" if self.v1_36 else "Workload/Add"]
+        return [
+            ClusterEventWithHint("Pod/Add", self.is_schedulable_after_pod_added),
+            ClusterEventWithHint(
+                "PodGroup/Add" if self.v1_36 else "Workload/Add", self.is_schedulable_after_group_added
+            ),
+        ]
+
+    def _group_ref(self, pod: PodInfo) -> Any:
+        """``spec.schedulingGroup``'s podGroupName (v1.36) or the whole ``spec.workloadRef`` (v1.35), or None."""
+        if self.v1_36:
+            return (pod.spec.get("schedulingGroup") or {}).get("podGroupName")
+        return pod.spec.get("workloadRef") or None
+
+    def is_schedulable_after_pod_added(self, pod: PodInfo, old: object, new: PodInfo | None) -> QueueingHint:
+        """``MatchingSchedulingGroup`` (v1.36) / ``matchingWorkloadReference`` (v1.35): the added pod is of the same
+        gang."""
+        if new is None:
+            return QUEUE
+        ref = self._group_ref(pod)
+        same = ref is not None and new.namespace == pod.namespace and self._group_ref(new) == ref
+        return QUEUE if same else QUEUE_SKIP
+
+    def is_schedulable_after_group_added(self, pod: PodInfo, old: object, new: Obj | None) -> QueueingHint:
+        """The added PodGroup (v1.36) or Workload (v1.35) is the one the pod names."""
+        if new is None:
+            return QUEUE
+        meta = new.get("metadata") or {}
+        ref = self._group_ref(pod)
+        name = ref if self.v1_36 else (ref or {}).get("name")
+        if not name or (meta.get("namespace") or "default") != pod.namespace or meta.get("name") != name:
+            return QUEUE_SKIP
+        return QUEUE
 
     def _of_group(self, pod: PodInfo) -> bool:
         return bool(pod.spec.get("schedulingGroup" if self.v1_36 else "workloadRef"))

@@ -1,11 +1,32 @@
-"""Helpers shared by plugins (upstream's ``pkg/scheduler/framework/plugins/helper``): score normalization."""
+"""Helpers shared by plugins (upstream's ``pkg/scheduler/framework/plugins/helper``): score normalization, and
+what the queueing hints read of an event's objects."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from kss_sim.scheduler.columns import IntArray
 from kss_sim.scheduler.framework import NodeScore
+from kss_sim.scheduler.nodeinfo import PodInfo
+
+
+def node_labels(node: Mapping[str, Any]) -> dict[str, str]:
+    """A Node object's labels (a queueing hint's node)."""
+    labels: dict[str, str] = (node.get("metadata") or {}).get("labels") or {}
+    return labels
+
+
+def node_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    taints: list[dict[str, Any]] = (node.get("spec") or {}).get("taints") or []
+    return taints
+
+
+def assigned_or_nominated(pod: PodInfo) -> bool:
+    """The pod is bound or nominated to a node (an unscheduled pod's deletion frees nothing)."""
+    return bool(pod.node_name or (pod.pod.get("status") or {}).get("nominatedNodeName"))
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:

@@ -22,10 +22,15 @@ from typing import Any, ClassVar
 import numpy as np
 import orjson
 
+from kss_sim.kube.objects import Obj
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
+    QUEUE,
+    QUEUE_SKIP,
     SKIP,
+    ClusterEventWithHint,
     CycleState,
     FilterPlugin,
     Handle,
@@ -34,14 +39,17 @@ from kss_sim.scheduler.framework import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
     error,
+    events_with_hints,
     success,
     unresolvable,
     unschedulable,
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.helper import assigned_or_nominated, node_labels
 
 NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -379,6 +387,68 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         self.hard_pod_affinity_weight = int(self.args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT))
         self.ignore_preferred_terms_of_existing_pods = bool(self.args.get("ignorePreferredTermsOfExistingPods", False))
         self._extensions = _Extensions()
+
+    # --- EnqueueExtensions ------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A pod added, relabelled or deleted; a node added or relabelled (with queueing hints no taint change)."""
+        return [
+            *events_with_hints(("Pod/Add", ev.POD_UPDATE, ev.POD_DELETE), self.is_schedulable_after_pod_change),
+            *events_with_hints((ev.NODE_ADD, ev.NODE_UPDATE_LABEL), self.is_schedulable_after_node_change),
+        ]
+
+    def is_schedulable_after_pod_change(self, pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """A bound or nominated pod that now matches every required affinity term, or no longer (or, deleted, did)
+        matches every required anti-affinity term; a deleted pod whose own anti-affinity terms the pod matched."""
+        if new is not None and old is not None and pod.uid == new.uid:
+            return QUEUE
+        if (new is not None and not assigned_or_nominated(new)) or (old is not None and not assigned_or_nominated(old)):
+            return QUEUE_SKIP
+        terms = pod_terms(pod)
+        if terms.errors:
+            return QUEUE
+        affinity, anti = terms.required_affinity, terms.required_anti_affinity
+        if new is not None and old is not None:
+            if not pod_matches_all_affinity_terms(affinity, old) and pod_matches_all_affinity_terms(affinity, new):
+                return QUEUE
+            if pod_matches_all_affinity_terms(anti, old) and not pod_matches_all_affinity_terms(anti, new):
+                return QUEUE
+            return QUEUE_SKIP
+        if new is not None:
+            return QUEUE if pod_matches_all_affinity_terms(affinity, new) else QUEUE_SKIP
+        if old is None:
+            return QUEUE_SKIP
+        if pod_matches_all_affinity_terms(anti, old):
+            return QUEUE
+        deleted_terms = pod_terms(old)
+        if deleted_terms.errors:
+            return QUEUE
+        return QUEUE if pod_matches_all_affinity_terms(deleted_terms.required_anti_affinity, pod) else QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
+        """A node gaining an affinity term's topology key or changing its value; with anti-affinity terms, a node
+        added, or losing a term's key or changing its value."""
+        if new is None:
+            return QUEUE_SKIP
+        terms = pod_terms(pod)
+        if terms.errors:
+            return QUEUE
+        after = node_labels(new)
+        before = node_labels(old) if old is not None else None
+        for term in terms.required_affinity:
+            key = term.topology_key
+            if before is None:
+                if key in after:
+                    return QUEUE
+                continue
+            if key in after and (key not in before or before[key] != after[key]):
+                return QUEUE
+        for term in terms.required_anti_affinity:
+            key = term.topology_key
+            if before is None:
+                return QUEUE
+            if key in before and (key not in after or before[key] != after[key]):
+                return QUEUE
+        return QUEUE_SKIP
 
     # --- args ---------------------------------------------------------------------------------
     @classmethod

@@ -19,10 +19,15 @@ from kss_sim.kube.labels import (
     aggregate_message,
     parse_preferred_terms,
 )
+from kss_sim.kube.objects import Obj
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
+    QUEUE,
+    QUEUE_SKIP,
     SKIP,
+    ClusterEventWithHint,
     CycleState,
     FilterPlugin,
     Handle,
@@ -30,14 +35,16 @@ from kss_sim.scheduler.framework import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
     error,
+    events_with_hints,
     success,
     unresolvable,
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
-from kss_sim.scheduler.plugins.helper import default_normalize_score
+from kss_sim.scheduler.plugins.helper import default_normalize_score, node_labels
 
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -159,6 +166,26 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     def validate_args(cls, args: dict[str, Any]) -> list[tuple[str, str]]:
         """``ValidateNodeAffinityArgs``: addedAffinity's selectors must parse."""
         return _validate_added_affinity(args)[2]
+
+    # --- EnqueueExtensions ----------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added or relabelled (with queueing hints a taint change no longer counts)."""
+        return events_with_hints((ev.NODE_ADD, ev.NODE_UPDATE_LABEL), self.is_schedulable_after_node_change)
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
+        """The node now matches the scheduler's added affinity and the pod's required affinity, and did not
+        before."""
+        if new is None:
+            return QUEUE_SKIP
+        labels, name = node_labels(new), str((new.get("metadata") or {}).get("name") or "")
+        if self.added_node_selector is not None and not self.added_node_selector.matches(labels, name):
+            return QUEUE_SKIP
+        required = _required_affinity(pod)
+        if not required.matches(labels, name):
+            return QUEUE_SKIP
+        if old is None:
+            return QUEUE
+        return QUEUE_SKIP if required.matches(node_labels(old), name) else QUEUE
 
     # --- PreFilter ----------------------------------------------------------------------------------
     def pre_filter(

@@ -136,8 +136,8 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
         self._memo_key = f"{NAME}:required:{self.minor}"
 
     def events_to_register(self) -> list[str] | None:
-        """A node added or changed (its declared features); the pod's own update requeues it anyway."""
-        return ["Node/Add", "Node/Update"] if self.enabled else []
+        """A node added or its declared features changed; the pod's own update requeues it anyway."""
+        return ["Node/Add", "Node/UpdateNodeDeclaredFeature"] if self.enabled else []
 
     def _required(self, pod: PodInfo) -> tuple[str, ...]:
         minor = self.minor

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
@@ -24,6 +25,10 @@ class NodeName(FilterPlugin):
 
     name: ClassVar[str] = "NodeName"
     filter_reads_pods: ClassVar[bool] = False  # the node object and the pod only
+
+    def events_to_register(self) -> list[str]:
+        """A node added (with queueing hints no update: a node keeps its name)."""
+        return [ev.NODE_ADD]
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         if fits(pod, node_info):

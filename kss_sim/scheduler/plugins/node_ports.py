@@ -6,18 +6,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.framework import (
+    QUEUE,
+    QUEUE_SKIP,
     SKIP,
+    ClusterEventWithHint,
     CycleState,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
+    QueueingHint,
     Status,
     error,
     success,
     unschedulable,
 )
 from kss_sim.scheduler.nodeinfo import HostPortInfo, NodeInfo, PodInfo, pod_info_host_ports
+from kss_sim.scheduler.plugins.helper import assigned_or_nominated
 
 NAME = "NodePorts"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -53,6 +59,22 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
     """Rejects nodes where a wanted host port (per IP and protocol, 0.0.0.0 meaning all IPs) is taken."""
 
     name: ClassVar[str] = NAME
+
+    def events_to_register(self) -> list[str | ClusterEventWithHint]:
+        """A pod deleted that held a port the pod wants; a node added (with queueing hints no update)."""
+        return [ClusterEventWithHint(ev.POD_DELETE, self.is_schedulable_after_pod_deleted), ev.NODE_ADD]
+
+    def is_schedulable_after_pod_deleted(self, pod: PodInfo, old: PodInfo | None, new: object) -> QueueingHint:
+        """The deleted pod was bound or nominated and held a host port conflicting with one the pod wants."""
+        if old is None or not assigned_or_nominated(old):
+            return QUEUE_SKIP
+        ports = host_ports(old)
+        if not ports:
+            return QUEUE_SKIP
+        in_use = HostPortInfo()
+        for ip, protocol, port in ports:
+            in_use.add(ip, protocol, port)
+        return QUEUE_SKIP if fits_ports(host_ports(pod), in_use) else QUEUE
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

@@ -22,8 +22,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import INT64_MAX, INT64_MIN, wrap_int64
 from kss_sim.kube.versions import kube_version
+from kss_sim.scheduler.cluster_events import NODE_ADD, NODE_UPDATE_ALLOCATABLE, POD_DELETE, POD_UPDATE
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns
 from kss_sim.scheduler.dra.dra_manager import dra_manager_for
 from kss_sim.scheduler.dra.extended_capacity import ExtendedResourceTotals, extended_resource_totals
@@ -31,18 +33,24 @@ from kss_sim.scheduler.dra.extended_resources import is_dra_extended_resource_na
 from kss_sim.scheduler.dra.selectors import DeviceMatchCache
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
+    QUEUE,
+    QUEUE_SKIP,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
     error,
+    events_with_hints,
     success,
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, NodeWithout, PodInfo, shared_by_resources
+from kss_sim.scheduler.plugins.helper import assigned_or_nominated
 from kss_sim.scheduler.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -592,6 +600,33 @@ def fits(pod: PodInfo, node_info: NodeInfo) -> list[InsufficientResource]:
 # --- the plugin -----------------------------------------------------------------------------------
 
 
+def _scaled_down_for(pod: PodInfo, old: PodInfo, new: PodInfo) -> bool:
+    """``isSchedulableAfterPodScaleDown``: ``pod`` itself changed, or a bound pod's request of something ``pod``
+    requests went down."""
+    if new.uid == pod.uid:
+        return True
+    if not new.node_name:
+        return False
+    before = max_resource(pod_requests(old.pod, use_status=True))
+    after = max_resource(pod_requests(new.pod, use_status=True))
+    for name, amount in pod_requests(pod.pod, use_status=True).items():
+        if not amount:
+            continue
+        if name == CPU:
+            shrunk = before.milli_cpu > after.milli_cpu
+        elif name == MEMORY:
+            shrunk = before.memory > after.memory
+        elif name == EPHEMERAL_STORAGE:
+            shrunk = before.ephemeral_storage > after.ephemeral_storage
+        else:
+            shrunk = is_scalar_resource_name(name) and before.scalar_resources.get(
+                name, 0
+            ) > after.scalar_resources.get(name, 0)
+        if shrunk:
+            return True
+    return False
+
+
 def _request_key(r: Resource) -> tuple[Any, ...]:
     """What NodeResourcesFit's verdicts and status keys depend on in a pod: its requests."""
     return (r.milli_cpu, r.memory, r.ephemeral_storage, tuple(r.scalar_resources.items()))
@@ -708,6 +743,7 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # v1.33 says Unschedulable for every shortage.
         version = handle.kube_version if handle is not None else kube_version()  # no handle: args checks alone
         self.over_allocatable_unresolvable = version.minor >= 34
+        self._hint_nodes: dict[int, tuple[Obj, NodeInfo]] = {}
 
     # --- args ---
     @classmethod
@@ -766,6 +802,63 @@ class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             # kube-scheduler would dereference the missing struct and crash; refuse it instead.
             errs.append(("scoringStrategy.requestedToCapacityRatio", "Required value"))
         return errs
+
+    # --- EnqueueExtensions ---
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A pod deleted or scaled down (InPlacePodVerticalScaling, on in every version kss runs) may free room; a
+        node added or its allocatable changed may fit the pod (with queueing hints no other node update)."""
+        return [
+            *events_with_hints((POD_DELETE, POD_UPDATE), self.is_schedulable_after_pod_event),
+            *events_with_hints((NODE_ADD, NODE_UPDATE_ALLOCATABLE), self.is_schedulable_after_node_change),
+        ]
+
+    def is_schedulable_after_pod_event(self, pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """A deleted pod that was bound or nominated somewhere, or a pod whose requests of what ``pod`` asks for
+        went down (or ``pod`` itself resized)."""
+        if new is None:
+            return QUEUE if old is not None and assigned_or_nominated(old) else QUEUE_SKIP
+        if old is None:
+            return QUEUE_SKIP
+        return QUEUE if _scaled_down_for(pod, old, new) else QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
+        """The pod fits the (empty) changed node, and it is new or some allocatable the pod requests grew."""
+        if new is None:
+            return QUEUE_SKIP
+        modified = self._hint_node_info(new)
+        if fits(pod, modified):  # something insufficient even on the empty node
+            return QUEUE_SKIP
+        return QUEUE if old is None else self._grew(pod, old, modified)
+
+    def _hint_node_info(self, node: Obj) -> NodeInfo:
+        """An event's node as an empty NodeInfo, built once for every pod the event is judged for (the last
+        event's two nodes are kept)."""
+        hit = self._hint_nodes.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        if len(self._hint_nodes) >= 2:
+            self._hint_nodes.clear()
+        ni = NodeInfo(node, pod_level_resources=self.pod_level_resources)
+        self._hint_nodes[id(node)] = (node, ni)
+        return ni
+
+    def _grew(self, pod: PodInfo, old: Obj, modified: NodeInfo) -> QueueingHint:
+        """``haveAnyRequestedResourcesIncreased``."""
+        before = self._hint_node_info(old).allocatable
+        after = modified.allocatable
+        if after.allowed_pod_number > before.allowed_pod_number:
+            return QUEUE
+        r = compute_pod_resource_request(pod, pod_level_resources=self.pod_level_resources)
+        if (
+            (r.milli_cpu > 0 and after.milli_cpu > before.milli_cpu)
+            or (r.memory > 0 and after.memory > before.memory)
+            or (r.ephemeral_storage > 0 and after.ephemeral_storage > before.ephemeral_storage)
+        ):
+            return QUEUE
+        for name, amount in r.scalar_resources.items():
+            if amount and after.scalar_resources.get(name, 0) > before.scalar_resources.get(name, 0):
+                return QUEUE
+        return QUEUE_SKIP
 
     # --- PreFilter / Filter ---
     def pre_filter(

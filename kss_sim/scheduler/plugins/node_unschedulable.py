@@ -6,9 +6,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
-from kss_sim.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
+from kss_sim.scheduler.framework import (
+    QUEUE,
+    QUEUE_SKIP,
+    ClusterEventWithHint,
+    CycleState,
+    FilterPlugin,
+    QueueingHint,
+    Status,
+    events_with_hints,
+    success,
+    unresolvable,
+)
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins.taint_toleration import pod_tolerations
 
@@ -22,6 +35,17 @@ class NodeUnschedulable(FilterPlugin):
 
     name: ClassVar[str] = "NodeUnschedulable"
     filter_reads_pods: ClassVar[bool] = False  # the node object and the pod only
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added or uncordoned (told as a taint change; the pod's own toleration change requeues it through
+        its update)."""
+        return events_with_hints((ev.NODE_ADD, ev.NODE_UPDATE_TAINT), self.is_schedulable_after_node_change)
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
+        """A schedulable node added, or a cordoned one uncordoned."""
+        if new is None or (new.get("spec") or {}).get("unschedulable"):
+            return QUEUE_SKIP
+        return QUEUE if old is None or (old.get("spec") or {}).get("unschedulable") else QUEUE_SKIP
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         if not node_info.unschedulable:

@@ -11,6 +11,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import volume_helpers as vol
 from kss_sim.scheduler.framework import (
     SKIP,
@@ -128,6 +129,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
     """Upstream ``CSILimits`` (registered as NodeVolumeLimits)."""
 
     name: ClassVar[str] = "NodeVolumeLimits"
+
+    def events_to_register(self) -> list[str]:
+        """A CSINode added or changed, a pod deleted, a claim added or changed (no hints ported)."""
+        return [ev.CSI_NODE_CHANGE, ev.POD_DELETE, ev.PVC_CHANGE]
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)

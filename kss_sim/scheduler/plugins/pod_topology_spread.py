@@ -20,11 +20,16 @@ import numpy as np
 import orjson
 
 from kss_sim.kube.labels import RequiredNodeAffinity, label_key_errors
+from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Toleration, find_matching_untolerated_taint
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, NodeColumns, NodeView
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
+    QUEUE,
+    QUEUE_SKIP,
     SKIP,
+    ClusterEventWithHint,
     Code,
     CycleState,
     FilterPlugin,
@@ -34,12 +39,15 @@ from kss_sim.scheduler.framework import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
     error,
+    events_with_hints,
     success,
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
+from kss_sim.scheduler.plugins.helper import assigned_or_nominated, node_labels, node_taints
 
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -228,6 +236,13 @@ def node_labels_match_spread_constraints(labels: Mapping[str, str], constraints:
     return all(c.topology_key in labels for c in constraints)
 
 
+def _involved_in_spreading(incoming: PodInfo, pod: PodInfo) -> bool:
+    """``involvedInTopologySpreading``: the pod itself, or a bound or nominated pod of its namespace."""
+    if incoming.uid == pod.uid:
+        return True
+    return assigned_or_nominated(incoming) and incoming.namespace == pod.namespace
+
+
 def count_pods_match_selector(pods: Iterable[PodInfo], selector: Selector, namespace: str) -> int:
     """Pods in ``namespace``, not terminating, matching ``selector`` (an Everything selector counts none)."""
     if selector.empty():
@@ -389,6 +404,63 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         # The default constraints parsed per action: they carry no labelSelector (validated), so their selector is
         # Nothing and matchLabelKeys never merge: the result is the same for every pod.
         self._parsed_defaults: dict[str, list[Constraint]] = {}
+
+    # --- EnqueueExtensions ------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A pod added, relabelled or deleted; a node added, deleted, relabelled or its taints changed."""
+        return [
+            *events_with_hints(("Pod/Add", ev.POD_UPDATE, ev.POD_DELETE), self.is_schedulable_after_pod_change),
+            *events_with_hints(
+                (ev.NODE_ADD, ev.NODE_DELETE, ev.NODE_UPDATE_LABEL, ev.NODE_UPDATE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_change(self, pod: PodInfo, old: PodInfo | None, new: PodInfo | None) -> QueueingHint:
+        """A bound or nominated pod of the namespace whose labels (now or before) match a hard constraint, or
+        whose relabelling changes which constraints it matches."""
+        if (new is not None and not _involved_in_spreading(new, pod)) or (
+            old is not None and not _involved_in_spreading(old, pod)
+        ):
+            return QUEUE_SKIP
+        try:
+            constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        except ValueError:
+            return QUEUE
+        if new is not None and old is not None:
+            if (
+                pod.uid == new.uid
+                and (new.spec.get("tolerations") or []) != (old.spec.get("tolerations") or [])
+                and any(c.node_taints_policy == HONOR for c in constraints)
+            ):
+                return QUEUE
+            if new.labels == old.labels:
+                return QUEUE_SKIP
+            changed = any(c.selector.matches(old.labels) != c.selector.matches(new.labels) for c in constraints)
+            return QUEUE if changed else QUEUE_SKIP
+        changed_pod = new if new is not None else old
+        if changed_pod is None:
+            return QUEUE_SKIP
+        return QUEUE if any(c.selector.matches(changed_pod.labels) for c in constraints) else QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
+        """A node gaining or losing every topology key, or (having them) a topology value or its taints changed;
+        a node added or deleted having them."""
+        try:
+            constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        except ValueError:
+            return QUEUE
+        was = old is not None and node_labels_match_spread_constraints(node_labels(old), constraints)
+        now = new is not None and node_labels_match_spread_constraints(node_labels(new), constraints)
+        if old is not None and new is not None:
+            if was != now:
+                return QUEUE
+            before, after = node_labels(old), node_labels(new)
+            keys_changed = any(before.get(c.topology_key) != after.get(c.topology_key) for c in constraints)
+            if now and (keys_changed or node_taints(old) != node_taints(new)):
+                return QUEUE
+            return QUEUE_SKIP
+        return QUEUE if (now if new is not None else was) else QUEUE_SKIP
 
     # --- args -------------------------------------------------------------------------------------
     @classmethod

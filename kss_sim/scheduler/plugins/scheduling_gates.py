@@ -13,6 +13,10 @@ class SchedulingGates(PreEnqueuePlugin):
 
     name: ClassVar[str] = "SchedulingGates"
 
+    def events_to_register(self) -> list[str]:
+        """None: a gate is lifted by the pod's own update, which runs PreEnqueue again."""
+        return []
+
     def pre_enqueue(self, pod: PodInfo) -> Status:
         gates = pod.spec.get("schedulingGates") or []
         if not gates:

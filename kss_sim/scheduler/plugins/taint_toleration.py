@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import (
     EFFECT_NO_EXECUTE,
     EFFECT_NO_SCHEDULE,
@@ -21,22 +22,28 @@ from kss_sim.kube.taints import (
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
+    QUEUE,
+    QUEUE_SKIP,
+    ClusterEventWithHint,
     CycleState,
     FilterPlugin,
     Handle,
     NodeScore,
     PreScorePlugin,
+    QueueingHint,
     ScorePlugin,
     Status,
     error,
+    events_with_hints,
     success,
     unresolvable,
 )
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
-from kss_sim.scheduler.plugins.helper import default_normalize_batch, default_normalize_score
+from kss_sim.scheduler.plugins.helper import default_normalize_batch, default_normalize_score, node_taints
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -75,6 +82,22 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
         super().__init__(handle, args)
         # v1.33 names the taint in the reason (one reason per taint); v1.34 on, every rejection says the same.
         self.taint_in_reason = handle.kube_version.minor < 34
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added or its taints changed (the pod's own toleration change requeues it through its update)."""
+        return events_with_hints((ev.NODE_ADD, ev.NODE_UPDATE_TAINT), self.is_schedulable_after_node_change)
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Obj | None, new: Obj | None) -> QueueingHint:
+        """The node's NoSchedule/NoExecute taints are tolerated now and were not before (or it is new)."""
+        if new is None:
+            return QUEUE_SKIP
+        tolerations = pod_tolerations(pod)
+        was_untolerated = (
+            old is None
+            or find_matching_untolerated_taint(node_taints(old), tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
+        )
+        is_untolerated = find_matching_untolerated_taint(node_taints(new), tolerations, DO_NOT_SCHEDULE_EFFECTS)
+        return QUEUE if was_untolerated and is_untolerated is None else QUEUE_SKIP
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         taints = node_info.taints

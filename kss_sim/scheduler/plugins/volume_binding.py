@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import volume_helpers as vol
 from kss_sim.scheduler.framework import (
     SKIP,
@@ -111,6 +112,17 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
     """Upstream ``VolumeBinding`` with its ``volumeBinder``."""
 
     name: ClassVar[str] = "VolumeBinding"
+
+    def events_to_register(self) -> list[str]:
+        """A node added or relabelled, volumes, claims, classes and CSINodes added or changed (no hints ported)."""
+        return [
+            ev.NODE_ADD,
+            ev.NODE_UPDATE_LABEL,
+            ev.PV_CHANGE,
+            ev.PVC_CHANGE,
+            ev.STORAGE_CLASS_CHANGE,
+            ev.CSI_NODE_CHANGE,
+        ]
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import volume_helpers as vol
 from kss_sim.scheduler.framework import (
     SKIP,
@@ -126,6 +127,10 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin):
     """Upstream ``VolumeRestrictions``."""
 
     name: ClassVar[str] = "VolumeRestrictions"
+
+    def events_to_register(self) -> list[str]:
+        """A pod deleted (its claims freed), a node added, a claim added or changed (no hints ported)."""
+        return [ev.POD_DELETE, ev.NODE_ADD, ev.PVC_CHANGE]
 
     def __init__(self, handle: Handle, args: dict[str, Any] | None = None) -> None:
         super().__init__(handle, args)

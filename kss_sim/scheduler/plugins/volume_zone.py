@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kss_sim.scheduler import cluster_events as ev
 from kss_sim.scheduler import volume_helpers as vol
 from kss_sim.scheduler.framework import (
     SKIP,
@@ -85,6 +86,11 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
     """Upstream ``VolumeZone``."""
 
     name: ClassVar[str] = "VolumeZone"
+
+    def events_to_register(self) -> list[str]:
+        """A node added or relabelled, volumes, claims and classes added or changed (no hints ported)."""
+        return [ev.NODE_ADD, ev.NODE_UPDATE_LABEL, ev.PV_CHANGE, ev.PVC_CHANGE, ev.STORAGE_CLASS_CHANGE]
+
     filter_reads_pods: ClassVar[bool] = False  # the node's labels, the pod's volumes and their PVs only
 
     def _pv_topologies_for_pod(self, pod: PodInfo) -> tuple[list[PVTopology], Status]:

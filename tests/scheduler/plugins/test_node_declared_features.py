@@ -103,7 +103,10 @@ def test_v1_35_runs_only_with_its_alpha_gate_and_names_the_missing_features() ->
 def test_v1_36_with_the_gate_off_skips_every_pod() -> None:
     assert _run(_handle("1.36", {"NodeDeclaredFeatures": False}), _restarting_pod()) == (Code.SKIP, {})
     assert NodeDeclaredFeatures(_handle("1.36", {"NodeDeclaredFeatures": False}), {}).events_to_register() == []
-    assert NodeDeclaredFeatures(_handle("1.36"), {}).events_to_register() == ["Node/Add", "Node/Update"]
+    assert NodeDeclaredFeatures(_handle("1.36"), {}).events_to_register() == [
+        "Node/Add",
+        "Node/UpdateNodeDeclaredFeature",
+    ]
 
 
 @pytest.mark.parametrize(
