@@ -11,6 +11,7 @@ to use is added here, where a second implementation has to follow it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from kss_sim.cluster.admission.deletion import DeleteOptions
@@ -40,6 +41,14 @@ class Listing(Protocol):
 
     @property
     def items(self) -> Sequence[Entry]: ...
+
+
+class Pending(Protocol):
+    """The writes made inside ``ClusterPort.deferred``."""
+
+    def wait(self) -> None:
+        """Block until they are committed (and their listeners called); raise if the commit failed."""
+        ...
 
 
 class ClusterPort(Protocol):
@@ -152,6 +161,11 @@ class ClusterPort(Protocol):
     ) -> Obj | None:
         """Record a core/v1 Event about ``involved`` (a repeat counts on the one recorded lately); None when it is
         dropped (its namespace is being deleted), as client-go's recorder drops it."""
+        ...
+
+    def deferred(self) -> AbstractContextManager[Pending]:
+        """Writes inside the block return once staged (seen by the writes after them) rather than once committed;
+        ``wait()`` on what it yields before reading what they changed. Many writes share a commit that way."""
         ...
 
     # --- changes ---------------------------------------------------------------------------------------------

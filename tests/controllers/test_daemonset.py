@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import Connection
 
+from kss_sim.cluster.storage import repository
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.daemon_placement import DAEMON_TOLERATIONS, NETWORK_UNAVAILABLE_TOLERATION
 from kss_sim.controllers.daemonset import DaemonSetController
@@ -398,3 +400,35 @@ def test_a_restarted_controller_writes_nothing(
         again.stop()
     assert mem.resource_version == version
     assert targets(mem) == ["n0", "n1", "n2"]
+
+
+def test_a_sync_commits_its_pods_together_and_reconciles_on_them_committed(
+    store: ClusterStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a database, where each write is a commit: the pods and Events of one syncNodes share commits instead of
+    # one each awaited in turn, and the status written after them counts them all (they were committed first).
+    nodes = 30
+    for i in range(nodes):
+        store.create("Node", node(f"n{i}"))
+    store.create("DaemonSet", daemonset())
+    commits = []
+    write_changes = repository.write_changes
+
+    def counted(conn: Connection, changes: list[repository.Change], resource_version: int) -> None:
+        commits.append([c.row.kind for c in changes])
+        write_changes(conn, changes, resource_version)
+
+    monkeypatch.setattr(repository, "write_changes", counted)
+    controller = DaemonSetController(store)
+    controller.start()
+    try:
+        settle(controller)
+    finally:
+        controller.stop()
+    assert len(daemon_pods(store)) == nodes
+    created = [kinds for kinds in commits if "Pod" in kinds]
+    assert sum(kinds.count("Pod") for kinds in created) == nodes
+    assert sum(kinds.count("Event") for kinds in created) == nodes  # SuccessfulCreate, beside its pod
+    assert len(created) < nodes  # awaited one by one, each pod had a commit of its own
+    status = ds_status(store)
+    assert status["desiredNumberScheduled"] == nodes and status["currentNumberScheduled"] == nodes
