@@ -6,13 +6,16 @@ failed pods, the status, rolling updates with maxUnavailable and maxSurge, and a
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import Connection
 
 from kss_sim.cluster.storage import repository
+from kss_sim.cluster.storage.committer import Committer
 from kss_sim.cluster.storage.store import ClusterStore
 from kss_sim.controllers.daemon_placement import DAEMON_TOLERATIONS, NETWORK_UNAVAILABLE_TOLERATION
 from kss_sim.controllers.daemonset import DaemonSetController
@@ -405,19 +408,34 @@ def test_a_restarted_controller_writes_nothing(
 def test_a_sync_commits_its_pods_together_and_reconciles_on_them_committed(
     store: ClusterStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # On a database, where each write is a commit: the pods and Events of one syncNodes share commits instead of
-    # one each awaited in turn, and the status written after them counts them all (they were committed first).
+    # On a database, where each write is a commit: the pods and Events of one syncNodes are staged while the first
+    # of them commits (that commit waits, up to 10 s, for all of them to be staged) and share the next commit,
+    # instead of one commit each awaited in turn; the status written after them counts them all.
     nodes = 30
     for i in range(nodes):
         store.create("Node", node(f"n{i}"))
     store.create("DaemonSet", daemonset())
-    commits = []
-    write_changes = repository.write_changes
+    commits: list[list[str]] = []
+    staged = [0]
+    arrived = threading.Condition()
+    stage, write_changes = Committer.stage, repository.write_changes
+
+    def counted_stage(self: Committer, changes: Any) -> Any:
+        batch = stage(self, changes)
+        with arrived:
+            staged[0] += sum(1 for c in changes if c.kind in ("Pod", "Event"))
+            arrived.notify_all()
+        return batch
 
     def counted(conn: Connection, changes: list[repository.Change], resource_version: int) -> None:
-        commits.append([c.row.kind for c in changes])
+        kinds = [c.row.kind for c in changes]
+        if "Pod" in kinds and not any("Pod" in earlier for earlier in commits):
+            with arrived:
+                arrived.wait_for(lambda: staged[0] >= 2 * nodes, timeout=10)
+        commits.append(kinds)
         write_changes(conn, changes, resource_version)
 
+    monkeypatch.setattr(Committer, "stage", counted_stage)
     monkeypatch.setattr(repository, "write_changes", counted)
     controller = DaemonSetController(store)
     controller.start()
@@ -426,9 +444,9 @@ def test_a_sync_commits_its_pods_together_and_reconciles_on_them_committed(
     finally:
         controller.stop()
     assert len(daemon_pods(store)) == nodes
-    created = [kinds for kinds in commits if "Pod" in kinds]
-    assert sum(kinds.count("Pod") for kinds in created) == nodes
-    assert sum(kinds.count("Event") for kinds in created) == nodes  # SuccessfulCreate, beside its pod
-    assert len(created) < nodes  # awaited one by one, each pod had a commit of its own
+    assert sum(kinds.count("Pod") for kinds in commits) == nodes
+    assert sum(kinds.count("Event") for kinds in commits) == nodes  # SuccessfulCreate
+    # The first pod's commit, then the rest together (awaited one by one: a commit each, the first after 10 s).
+    assert len([kinds for kinds in commits if "Pod" in kinds]) == 2
     status = ds_status(store)
     assert status["desiredNumberScheduled"] == nodes and status["currentNumberScheduled"] == nodes
