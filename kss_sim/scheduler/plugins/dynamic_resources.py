@@ -237,11 +237,19 @@ class DynamicResourcesBeforeScoring(
         self._extended_mappings: dict[str, list[dict[str, str]]] = {}
         # Parsed slices, compiled selectors and per-device verdicts, kept across cycles (upstream's CEL cache).
         self.match_cache = DeviceMatchCache(consumable_capacity=self.allocator_features.consumable_capacity)
+        # The manager of the listers last seen (PreFilter asks for it for every pod from v1.36, DRAExtendedResource).
+        self._manager_cluster: object = None
+        self._manager: dm.DraManager | None = None
 
     @property
     def manager(self) -> dm.DraManager:
-        # Looked up on each use: a host may replace the handle's listers.
-        return dm.dra_manager_for(self.handle.cluster)
+        # Looked up again when the handle's listers are other ones: a host may replace them.
+        cluster = self.handle.cluster
+        manager = self._manager
+        if manager is None or self._manager_cluster is not cluster:
+            manager = self._manager = dm.dra_manager_for(cluster)
+            self._manager_cluster = cluster
+        return manager
 
     @classmethod
     def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:

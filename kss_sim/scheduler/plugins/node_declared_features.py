@@ -87,7 +87,18 @@ def _scheduling_needs(minor: int) -> tuple[tuple[str, Callable[[dict[str, Any]],
 def required_features(spec: dict[str, Any], minor: int) -> tuple[str, ...]:
     """``InferForPodScheduling``: the features (sorted) a pod with this spec needs of its node at release 1.``minor``.
     No registered feature has a maximum version, so the scheduler's own version drops none."""
-    return tuple(name for name, needs in _scheduling_needs(minor) if needs(spec))
+    return _required_of(spec, _scheduling_needs(minor))
+
+
+def _required_of(
+    spec: dict[str, Any], needs: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...]
+) -> tuple[str, ...]:
+    # A plain loop: PreFilter asks for every pod, and most need nothing (no generator, no tuple() call).
+    required: tuple[str, ...] = ()
+    for name, need in needs:
+        if need(spec):
+            required += (name,)
+    return required
 
 
 def declared_features(node: dict[str, Any], minor: int) -> frozenset[str]:
@@ -133,22 +144,19 @@ class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
         # Gates not given take the run's version's default (on from v1.36).
         self.enabled = handle.kube_version.effective_gates(handle.feature_gates)[NAME]
         self.minor = handle.kube_version.minor
-        self._memo_key = f"{NAME}:required:{self.minor}"
+        self._needs = _scheduling_needs(self.minor)
 
     def events_to_register(self) -> list[str] | None:
         """A node added or its declared features changed; the pod's own update requeues it anyway."""
         return ["Node/Add", "Node/UpdateNodeDeclaredFeature"] if self.enabled else []
-
-    def _required(self, pod: PodInfo) -> tuple[str, ...]:
-        minor = self.minor
-        return pod.memo(self._memo_key, lambda: required_features(pod.spec, minor))
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
         if not self.enabled:
             return None, SKIP
-        required = self._required(pod)
+        # Not memoised on the pod: the two checks of its spec cost less than a memo's miss (most pods are tried once).
+        required = _required_of(pod.spec, self._needs)
         if not required:
             return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(required))

@@ -38,6 +38,7 @@ from kss_sim.scheduler.plugins.node_resources_fit import (
     parse_resource_specs,
     resource_specs_type_errors,
 )
+from kss_sim.scheduler.resources import CPU, MEMORY
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -137,6 +138,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         )
         # v1.36 scores the improvement in balance rather than the balance with the pod.
         self.score_improvement = handle is not None and handle.kube_version.minor >= 36
+        # The default resources, in this order: a changed node's v1.36 score reads them off its NodeInfo.
+        self._cpu_and_memory = tuple(r.name for r in resources) == (CPU, MEMORY)
 
     @classmethod
     def defaulted_args(cls, args: dict[str, Any]) -> dict[str, Any]:
@@ -215,53 +218,108 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         # A changed node is scored as _score_node scores it, without its Status (resources known, no devices).
         one: Callable[[NodeInfo], int]
         if self.score_improvement:
-
-            def one(ni: NodeInfo) -> int:
-                requested, allocatable = scorer.requested_and_allocatable(ni, reqs)
-                return balanced_improvement(*balanced_with_and_without(requested, reqs, allocatable))
-
+            one = self._improvement_of_node(reqs)
         else:
 
             def one(ni: NodeInfo) -> int:
                 return scorer.scorer(*scorer.requested_and_allocatable(ni, reqs))
 
-        return scorer.score_columns.take(batch, tuple(reqs), lambda nodes: self._score_columns(nodes, reqs), one)
+        columns = self._improvement_columns if self.score_improvement else self._score_columns
+        return scorer.score_columns.take(batch, tuple(reqs), lambda nodes: columns(nodes, reqs), one)
+
+    def _improvement_of_node(self, reqs: list[int]) -> Callable[[NodeInfo], int]:
+        """A changed node's v1.36 score as ``_score_node`` gives it (resources known, no devices). With cpu and
+        memory as the resources and both allocatable, ``balanced_with_and_without``'s two-resource arithmetic on the
+        NodeInfo's own values, without the per-resource lists (the balance without the pod is the node's requests)."""
+        scorer = self.scorer
+        half = MAX_NODE_SCORE // 2
+        max_score = float(MAX_NODE_SCORE)
+
+        def listed(ni: NodeInfo) -> int:
+            requested, allocatable = scorer.requested_and_allocatable(ni, reqs)
+            return balanced_improvement(*balanced_with_and_without(requested, reqs, allocatable))
+
+        if not self._cpu_and_memory:
+            return listed
+        pod_cpu, pod_memory = reqs
+
+        def cpu_and_memory(ni: NodeInfo) -> int:
+            alloc = ni.allocatable
+            cap_cpu, cap_memory = alloc.milli_cpu, alloc.memory
+            if not (cap_cpu and cap_memory):
+                return listed(ni)
+            used = ni.requested  # BalancedAllocation's scorer reads the actual requests
+            used_cpu, used_memory = used.milli_cpu, used.memory
+            cap0, cap1 = float(cap_cpu), float(cap_memory)
+            with_std = abs(
+                (min(float(used_cpu + pod_cpu) / cap0, 1.0) - min(float(used_memory + pod_memory) / cap1, 1.0)) / 2
+            )
+            without_std = abs((min(float(used_cpu) / cap0, 1.0) - min(float(used_memory) / cap1, 1.0)) / 2)
+            return half + (half + int((1 - with_std) * max_score) - int((1 - without_std) * max_score)) // 2
+
+        return cpu_and_memory
 
     def _score_columns(self, batch: NodeBatch, reqs: list[int]) -> IntArray:
-        """``balancedResourceScorer`` on columns (one or two resources): the balance with the pod, or from v1.36
-        its improvement over the balance without it (both balances from one pass over the columns)."""
+        """``balancedResourceScorer`` on columns (one or two resources): the balance with the pod."""
         n = len(batch)
-        improvement = self.score_improvement
-        with_fractions = []
-        without_fractions = []
+        fractions = []
         valid = []
         with np.errstate(divide="ignore", invalid="ignore"):
-            for col, pod_request in zip(self.scorer.columns(batch, reqs), reqs, strict=True):
+            for col in self.scorer.columns(batch, reqs):
                 if col is None:
                     continue
                 cap, req = col
                 ok = cap != 0
                 denominator = np.where(ok, cap, 1).astype(np.float64)
-                with_fractions.append(np.minimum(req.astype(np.float64) / denominator, 1.0))
-                if improvement:
-                    without_fractions.append(np.minimum((req - pod_request).astype(np.float64) / denominator, 1.0))
+                fractions.append(np.minimum(req.astype(np.float64) / denominator, 1.0))
                 valid.append(ok)
-        with_pod = self._balance_columns(n, with_fractions, valid)
-        if not improvement:
-            return with_pod
-        without_pod = self._balance_columns(n, without_fractions, valid)
-        half = MAX_NODE_SCORE // 2
-        scores: IntArray = half + (half + with_pod - without_pod) // 2
-        return scores
-
-    @staticmethod
-    def _balance_columns(n: int, fractions: list[npt.NDArray[np.float64]], valid: list[BoolArray]) -> IntArray:
-        """The balance per node from each counted resource's fractions (a node lacking one scores no deviation)."""
         std = np.zeros(n, np.float64)
         if len(fractions) == 2:
             both = valid[0] & valid[1]
             std = np.where(both, np.abs((fractions[0] - fractions[1]) / 2), 0.0)
         scores: IntArray = ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        return scores
+
+    def _improvement_columns(self, batch: NodeBatch, reqs: list[int]) -> IntArray:
+        """v1.36's ``balancedResourceScorer`` on columns (one or two resources): the balance with the pod against the
+        balance without it, in ``_score_columns``' arithmetic. Each resource's requests with and without the pod are
+        two rows of one array, so every operation serves both balances, done in place; a node lacking a resource
+        (its fractions divided by zero, never read) gets no deviation afterwards."""
+        n = len(batch)
+        fractions: list[npt.NDArray[np.float64]] = []
+        valid: list[BoolArray] = []
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for col, pod_request in zip(self.scorer.columns(batch, reqs), reqs, strict=True):
+                if col is None:
+                    continue
+                cap, req = col
+                rows = np.empty((2, n), np.int64)
+                rows[0] = req
+                np.subtract(req, pod_request, out=rows[1])
+                fraction = rows.astype(np.float64)
+                fraction /= cap.astype(np.float64)
+                np.minimum(fraction, 1.0, out=fraction)
+                fractions.append(fraction)
+                valid.append(cap != 0)
+            if len(fractions) == 2:
+                std = fractions[0]
+                std -= fractions[1]
+                std /= 2
+                np.abs(std, out=std)
+                both = valid[0] & valid[1]
+                if not both.all():
+                    std[:, ~both] = 0.0
+            else:
+                std = np.zeros((2, n), np.float64)
+            np.subtract(1, std, out=std)
+            std *= float(MAX_NODE_SCORE)
+        balance = std.astype(np.int64)
+        half = MAX_NODE_SCORE // 2
+        scores: IntArray = balance[0]
+        scores -= balance[1]
+        scores += half
+        scores //= 2
+        scores += half
         return scores
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status]:

@@ -143,14 +143,15 @@ def test_defaults_and_validation() -> None:
 
 @pytest.mark.parametrize("version", ["1.35", "1.36"])
 def test_score_batch_equals_the_per_node_path_at_each_version(version: str) -> None:
-    # Random clusters and pods, one or two resources: the columns' scores are the per-node path's exactly, whether
-    # the score is the balance with the pod (v1.35) or its improvement (v1.36).
+    # Random clusters and pods, one or two resources (in either order): the columns' scores are the per-node path's
+    # exactly, whether the score is the balance with the pod (v1.35) or its improvement (v1.36); a node without cpu
+    # or memory allocatable counts the other alone, a pod larger than a node caps its fractions at 1.
     rng = random.Random(7)
-    for trial in range(40):
+    for trial in range(60):
         nodes = [
             make_node(
                 name=f"n{i}",
-                allocatable={"cpu": str(rng.choice([2, 4, 8, 16])), "memory": f"{rng.choice([4, 8, 32])}Gi"},
+                allocatable={"cpu": str(rng.choice([0, 2, 4, 8, 16])), "memory": f"{rng.choice([0, 4, 8, 32])}Gi"},
             )
             for i in range(rng.randint(2, 20))
         ]
@@ -161,7 +162,9 @@ def test_score_batch_equals_the_per_node_path_at_each_version(version: str) -> N
         ]  # fmt: skip
         handle = make_handle(nodes=nodes, pods=pods)
         handle.kube_version = kube_version(version)
-        resources = rng.choice([[{"name": "cpu"}, {"name": "memory"}], [{"name": "memory"}]])
+        resources = rng.choice(
+            [[{"name": "cpu"}, {"name": "memory"}], [{"name": "memory"}, {"name": "cpu"}], [{"name": "memory"}]]
+        )
         plugin = NodeResourcesBalancedAllocation(
             handle, NodeResourcesBalancedAllocation.defaulted_args({"resources": resources})
         )
@@ -190,3 +193,30 @@ def test_score_batch_equals_the_per_node_path_at_each_version(version: str) -> N
         scores = plugin.score_batch(state, pod, batch)
         assert scores is not None
         assert scores.tolist() == per_node, trial
+
+
+def test_v1_36_changed_nodes_are_scored_as_the_per_node_path_to_the_unit() -> None:
+    # Tiny allocatables (a few millicores, a few bytes): one unit more or less in a request changes the score. The
+    # columns are cached for the pod's shape, then pods are bound one by one and each changed node is scored on its
+    # own (the NodeInfo's cpu and memory read directly): always the per-node path's score.
+    rng = random.Random(5)
+    for trial in range(30):
+        nodes = [
+            make_node(name=f"n{i}", allocatable={"cpu": f"{rng.randint(0, 9)}m", "memory": str(rng.randint(0, 9))})
+            for i in range(8)
+        ]
+        handle = make_handle(nodes=nodes, version="1.36")
+        plugin = NodeResourcesBalancedAllocation(handle, NodeResourcesBalancedAllocation.defaulted_args({}))
+        incoming = make_pod(name="in", requests={"cpu": f"{rng.randint(1, 6)}m", "memory": str(rng.randint(1, 6))})
+        for step in range(12):
+            pod = PodInfo(incoming)
+            state = CycleState()
+            batch = NodeBatch.all(handle.snapshot.columns())
+            assert plugin.pre_score(state, pod, batch.nodes).is_success()
+            scores = plugin.score_batch(state, pod, batch)
+            per_node, st = plugin.score_nodes(state, pod, batch.nodes)
+            assert st.is_success()
+            assert scores is not None and scores.tolist() == per_node, (trial, step)
+            target = f"n{rng.randrange(len(nodes))}"
+            requests = {"cpu": f"{rng.randint(0, 4)}m", "memory": str(rng.randint(0, 4))}
+            handle.snapshot.add_pod(PodInfo(make_pod(name=f"b{step}", node_name=target, requests=requests)), target)
