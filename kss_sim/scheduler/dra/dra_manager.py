@@ -132,7 +132,9 @@ class DraManager:
     """``DefaultDRAManager`` over a scheduler's listers."""
 
     def __init__(self, cluster: ClusterObjects) -> None:
-        self._cluster = cluster
+        # Weakly: the registry (_MANAGERS) keys managers by their cluster, which a strong reference here would keep
+        # alive for ever (every replay, capacity probe or sweep run's cluster, with its objects).
+        self._cluster_ref = weakref.ref(cluster)
         # claim key -> the object this scheduler wrote, shown instead of the informer's while not older.
         self._assumed: dict[str, Obj] = {}
         # claim uid -> the claim with the allocation Reserve chose (``inFlightAllocations``).
@@ -156,6 +158,14 @@ class DraManager:
         cluster.object_listeners.append(self._on_object)
 
     # --- listers --------------------------------------------------------------------------------
+
+    @property
+    def _cluster(self) -> ClusterObjects:
+        cluster = self._cluster_ref()
+        if cluster is None:  # only a caller that kept the manager past its scheduler can see this
+            raise RuntimeError("the DRA manager's cluster is gone")
+        return cluster
+
     def _claims(self) -> dict[str, Obj]:
         return self._cluster.objects.get(RESOURCE_CLAIM, {})
 

@@ -3,7 +3,9 @@ against gathering every claim afresh as upstream's ``GatherAllocatedState`` does
 
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 from fractions import Fraction
 from typing import Any
 
@@ -13,7 +15,7 @@ from kss_sim.kube.objects import Obj
 from kss_sim.kube.quantity import parse_quantity
 from kss_sim.scheduler.cluster_objects import ClusterObjects
 from kss_sim.scheduler.dra import AllocatedState, DeviceID
-from kss_sim.scheduler.dra.dra_manager import RESOURCE_CLAIM, DraManager
+from kss_sim.scheduler.dra.dra_manager import RESOURCE_CLAIM, DraManager, dra_manager_for
 
 DRIVER = "driver-a"
 
@@ -100,3 +102,14 @@ def test_allocated_state_kept_from_claim_changes_equals_gathering_every_claim(se
         else:
             cluster.put_object(RESOURCE_CLAIM, claim(name, random_results(rng), versions[name]))
         assert_same(manager)
+
+
+def test_a_cluster_is_freed_with_its_dra_manager() -> None:
+    # The registry keys managers by cluster; a manager holding its cluster would keep every run's cluster alive.
+    cluster = ClusterObjects()
+    manager = dra_manager_for(cluster)
+    assert dra_manager_for(cluster) is manager
+    gone = weakref.ref(cluster)
+    del cluster, manager
+    gc.collect()
+    assert gone() is None
