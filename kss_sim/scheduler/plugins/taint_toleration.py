@@ -21,7 +21,7 @@ from kss_sim.kube.taints import (
     find_matching_untolerated_taint,
     tolerations_tolerate_taint,
 )
-from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, filled
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
@@ -106,7 +106,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             np.bool_,
         )
         if same is not None:
-            return np.full(len(batch), same, np.bool_)
+            return filled(len(batch), same, np.bool_)
         ok: BoolArray = per_group[batch.take(batch.cols.taint_group)]
         return ok
 
@@ -122,7 +122,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             np.int64,
         )
         if same is not None:
-            return np.full(len(batch), same, np.int64)
+            return filled(len(batch), same, np.int64)
         scores: IntArray = per_group[batch.take(batch.cols.taint_group)]
         return scores
 
