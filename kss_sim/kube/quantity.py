@@ -167,7 +167,7 @@ def scaled_value(value: Fraction, scale: int) -> int:
 
 def is_valid_quantity(text: object) -> bool:
     """True when ``text`` parses as a quantity."""
-    if not isinstance(text, str | int | float) or isinstance(text, bool):
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool):  # a tuple: cheaper than a union
         return False
     try:
         parse_quantity(text)

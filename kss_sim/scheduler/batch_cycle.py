@@ -117,7 +117,7 @@ class BatchCycle:
         table = ReasonTable()
         excluded: RecordFilterOutcome | None = None
         if same_list:
-            positions = _rolled_range(n, start)
+            positions = _rolled_range(n, start) if start else cols.positions
         else:
             positions = np.fromiter((ni.column_index for ni in nodes), np.int64, n)
             if record and record_excluded and fwk.filter:
@@ -524,7 +524,9 @@ class BatchCycle:
             if single:
                 chosen = names[int(top_idx[0])]
             elif opts.tie_break == "name":
-                chosen = min([names[i] for i in top_idx.tolist()])
+                # The tie with the smallest name, by the names' order kept once per columns (not ~80 names a pod).
+                rank = feasible.cols.name_rank()
+                chosen = names[int(top_idx[int(rank.take(top_idx).argmin())])]
             else:
                 chosen = names[int(top_idx[reservoir_index(self.rng, len(top_idx))])]
         if att.bound_by is None:
@@ -547,8 +549,14 @@ class BatchCycle:
             raw, normalized, weighted, st = fwk.run_score_plugins_batch(state, pod, nodes)
             if not st.is_success():
                 return np.zeros(0, np.int64), st
-            summed = np.zeros(len(nodes), np.int64)
-            for scores in weighted.values():
+            arrays = iter(weighted.values())
+            first = next(arrays, None)
+            if first is None:
+                return np.zeros(len(nodes), np.int64), st
+            second = next(arrays, None)
+            # A new array (the first two added), the others added into it: the plugins' arrays are left as they are.
+            summed: IntArray = first.astype(np.int64) if second is None else np.add(first, second, dtype=np.int64)
+            for scores in arrays:
                 summed += scores
             return summed, st
         # Recording: the normalized scores go straight to the matrix's rows, and the totals are one product with

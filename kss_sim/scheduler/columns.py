@@ -36,6 +36,14 @@ _JOURNAL_FLOOR = 4096
 _JOURNAL_PER_POD = 4
 
 
+def filled(n: int, value: bool | int, dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """``np.full(n, value, dtype)`` without its Python-level wrapper (per pod and plugin on hot paths; ``np.ones``
+    of bools costs ~3x this)."""
+    out: npt.NDArray[Any] = np.empty(n, dtype)
+    out.fill(value)
+    return out
+
+
 def same_to_aggregates(old: PodInfo, new: PodInfo) -> bool:
     """Whether two versions of a pod on one node count the same in every aggregate kept from the journal:
     PodTopologySpread's and InterPodAffinity's per-shape counts (namespace, labels, terminating or not, the
@@ -72,6 +80,9 @@ class NodeColumns:
         self.n = n
         self.names: list[str] = [ni.name for ni in infos]
         self.position: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        # 0..n-1, the positions of a batch of every node (read-only: shared by every such batch, never written).
+        self.positions: IntArray = np.arange(n, dtype=np.int64)
+        self.positions.flags.writeable = False
         self.alloc_cpu = np.fromiter((ni.allocatable.milli_cpu for ni in infos), np.int64, n)
         self.alloc_mem = np.fromiter((ni.allocatable.memory for ni in infos), np.int64, n)
         self.alloc_eph = np.fromiter((ni.allocatable.ephemeral_storage for ni in infos), np.int64, n)
@@ -114,6 +125,9 @@ class NodeColumns:
         self._added: dict[str, int] = {}
         # The journal's end as last handed to a reader (``journal_end``): entries before it may be counted somewhere.
         self._read_end = 0
+        # The last ``changed_since`` answer: (seq, end, the journal's last entry then, the nodes). Its readers in one
+        # cycle (Fit's filter and score, BalancedAllocation) mostly ask from the same entry, the pod shape's last.
+        self._changed: tuple[int, int, object, dict[int, NodeInfo]] | None = None
         self._next_size_check = _JOURNAL_FLOOR
         for i, ni in enumerate(infos):
             ni.attach_columns(self, i)
@@ -186,6 +200,26 @@ class NodeColumns:
             return None
         return self.journal[seq - self.journal_base :]
 
+    def changed_since(self, seq: int) -> dict[int, NodeInfo] | None:
+        """The nodes with pod changes from sequence number ``seq`` on, by ``id`` (each once; read-only: shared
+        with the next caller asking from the same ``seq``); None when those changes are no longer kept."""
+        journal = self.journal
+        end = self.journal_base + len(journal)
+        last = journal[-1] if journal else None
+        memo = self._changed
+        # The same end and last entry: no entry added or taken back since (``log`` replaces others in place
+        # only with the same node).
+        if memo is not None and memo[0] == seq and memo[1] == end and memo[2] is last and seq >= self.journal_base:
+            self._read_end = end
+            return memo[3]
+        changes = self.changes_since(seq)
+        if changes is None:
+            return None
+        changed = {id(ni): ni for _, ni, _ in changes}
+        self._changed = (seq, end, last, changed)
+        self._read_end = end  # read: a removal from here on is no longer taken back (``log``)
+        return changed
+
     def sync(self) -> None:
         """Rewrite the rows of the NodeInfos that changed since the last sync."""
         if not self.dirty:
@@ -220,6 +254,17 @@ class NodeColumns:
             value = factory()
             self.derived[key] = value
             return value
+
+    def name_rank(self) -> IntArray:
+        """Each node's place in the nodes sorted by name (the names are unique: the smallest rank is the smallest
+        name)."""
+
+        def build() -> IntArray:
+            rank = np.empty(self.n, np.int64)
+            rank[sorted(range(self.n), key=self.names.__getitem__)] = np.arange(self.n, dtype=np.int64)
+            return rank
+
+        return self.cached("kss:name-rank", build)
 
     def label_codes(self, key: str) -> tuple[IntArray, dict[str, int]]:
         """Per-node code of the value of label ``key`` (-1 where absent) and the value -> code table."""
@@ -296,7 +341,7 @@ class NodeBatch:
     @classmethod
     def all(cls, cols: NodeColumns) -> NodeBatch:
         """Every node, in column order."""
-        return cls(cols, np.arange(cols.n, dtype=np.int64), cols.infos, full=True)
+        return cls(cols, cols.positions, cols.infos, full=True)
 
     def take(self, column: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """A column's values for the batch's nodes."""

@@ -63,6 +63,14 @@ def _fields(**checks: _Check) -> _Check:
     def check(value: Any) -> _Problem:
         if not isinstance(value, dict):
             return "", f"must be an object, not {kind_of(value)}"
+        # The fields the object sets (a few of the checks' dozens); only when one is wrong, the checks in their
+        # order, so the problem reported is the first of them.
+        for field, v in value.items():
+            field_check = checks.get(field)
+            if field_check is not None and v is not None and field_check(v) is not None:
+                break
+        else:
+            return None
         for field, field_check in checks.items():
             v = value.get(field)
             if v is not None:

@@ -176,7 +176,9 @@ class ScoreRunners:
                     normalized[pl.name] = norm
                     continue
                 normalized[pl.name] = norm
-                weighted[pl.name] = norm * self.weights.get(pl.name, 1)
+                weight = self.weights.get(pl.name, 1)
+                # Weight 1: the normalized array itself (no caller writes into the score arrays it gets).
+                weighted[pl.name] = norm if weight == 1 else norm * weight
                 continue
             bad = (norm > MAX_NODE_SCORE) | (norm < MIN_NODE_SCORE)
             if bad.any():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
+import marshal
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -122,13 +123,24 @@ _ATOMS = frozenset((str, int, float, bool, type(None)))
 
 
 def _copy_object(obj: Any) -> Any:
-    """A deep copy of a plain Kubernetes object (the engine writes into the pods and nodes it is given), ~2-3x
-    faster than ``copy.deepcopy``: dicts and lists copied, strings and numbers shared, anything else deep-copied."""
+    """A deep copy of a plain Kubernetes object (the engine writes into the pods and nodes it is given): through
+    ``marshal`` (C, ~1.5x faster than the walk below for a pod) when the object holds only the plain types it takes
+    (exactly, no subclass; version 2 keeps no shared references: a part the YAML used twice is copied twice, as the
+    walk does), else by ``_copy_tree``."""
+    try:
+        return marshal.loads(marshal.dumps(obj, 2))
+    except ValueError:  # a value of another type (a datetime from YAML, say)
+        return _copy_tree(obj)
+
+
+def _copy_tree(obj: Any) -> Any:
+    """A deep copy of a plain Kubernetes object, ~2-3x faster than ``copy.deepcopy``: dicts and lists copied,
+    strings and numbers shared, anything else deep-copied."""
     kind = type(obj)
     if kind is dict:
-        return {k: v if type(v) in _ATOMS else _copy_object(v) for k, v in obj.items()}
+        return {k: v if type(v) in _ATOMS else _copy_tree(v) for k, v in obj.items()}
     if kind is list:
-        return [v if type(v) in _ATOMS else _copy_object(v) for v in obj]
+        return [v if type(v) in _ATOMS else _copy_tree(v) for v in obj]
     if kind in _ATOMS:
         return obj
     return copy.deepcopy(obj)

@@ -16,6 +16,7 @@ from kss_sim.scheduler.framework import FilterPlugin, Handle, Status, success
 from kss_sim.scheduler.kube_scheduler_configuration import parse_config
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 from kss_sim.scheduler.plugins import register
+from kss_sim.scheduler.pod_shape import pod_defect
 from kss_sim.scheduler.profiles import build_framework
 from kss_sim.scheduler.snapshot import Snapshot
 from tests.scheduler.factories import make_node, make_pod
@@ -203,6 +204,22 @@ def test_a_malformed_pod_gets_an_error_attempt_and_the_next_pod_schedules(patch:
     assert (att.result, att.message) == ("error", f"pod has a malformed object: {problem}")
     good = schedule(sched, make_pod(name="good"), batch=True, record=False)
     assert good.result == "scheduled"
+
+
+def test_of_two_malformed_fields_the_first_checked_is_reported_whatever_the_objects_order() -> None:
+    # The object lists the fields in the reverse of the checks' order (priority, nodeSelector, containers; spec
+    # after metadata): the check walks the fields set, then the checks in order.
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": 5}], "nodeSelector": "x", "priority": "high"}
+    pod: dict[str, Any] = {"spec": spec, "metadata": {"uid": 7, "name": "p", "namespace": "default"}}
+    assert pod_defect(pod) == "pod has a malformed object: metadata.uid: must be a string, not number"
+    pod["metadata"]["uid"] = "u"
+    assert pod_defect(pod) == "pod has a malformed object: spec.priority: must be an integer, not string"
+    spec["priority"] = 1
+    assert pod_defect(pod) == "pod has a malformed object: spec.nodeSelector: must be an object, not string"
+    spec["nodeSelector"] = {"a": "b"}
+    assert pod_defect(pod) == "pod has a malformed object: spec.containers[0].image: must be a string, not number"
+    spec["containers"][0]["image"] = "i"
+    assert pod_defect(pod) is None
 
 
 def test_a_malformed_bound_pod_is_left_out_of_its_node() -> None:

@@ -52,3 +52,40 @@ def test_changes_on_few_nodes_recompute_those_nodes_once_each() -> None:
     for node in ("n2", "n3", "n4"):
         want[position[node]] = 1000
     assert take() == want and len(wholes) == 2
+
+
+def test_many_changed_nodes_are_recomputed_by_whole_on_just_those_and_two_caches_agree() -> None:
+    nodes = [make_node(name=f"m{i:02d}", allocatable={"cpu": "8", "memory": "16Gi", "pods": "50"}) for i in range(20)]
+    snapshot = make_handle(nodes=nodes).snapshot
+    first: NodeColumnCache[str, np.int64] = NodeColumnCache(max_replay=32)
+    second: NodeColumnCache[str, np.int64] = NodeColumnCache(max_replay=32)
+    wholes: list[list[str]] = []
+    ones: list[str] = []
+
+    def whole(batch: NodeBatch) -> npt.NDArray[np.int64]:
+        wholes.append([ni.name for ni in batch.nodes])
+        # From the columns, as the plugins' ``whole`` reads them (so they must be synced for the nodes asked).
+        return batch.take(batch.cols.req_cpu).copy()
+
+    def one(ni: NodeInfo) -> int:
+        ones.append(ni.name)
+        return ni.requested.milli_cpu
+
+    def take(cache: NodeColumnCache[str, np.int64]) -> dict[str, int]:
+        cols = snapshot.columns()
+        values = cache.take(NodeBatch.all(cols), "cpu", whole, one)
+        return {name: int(v) for name, v in zip(cols.names, values.tolist(), strict=True)}
+
+    assert set(take(first).values()) == {0} and set(take(second).values()) == {0} and len(wholes) == 2
+    # Fourteen nodes changed, more than twelve: one whole on those fourteen, in each cache.
+    changed = [f"m{i:02d}" for i in range(14)]
+    for i, node in enumerate(changed):
+        snapshot.add_pod(PodInfo(make_pod(name=f"p{i}", node_name=node, requests={"cpu": f"{100 * (i + 1)}m"})), node)
+    want = {f"m{i:02d}": (100 * (i + 1) if i < 14 else 0) for i in range(20)}
+    assert take(first) == want and take(second) == want
+    assert [sorted(w) for w in wholes[2:]] == [changed, changed] and ones == []
+    # Two more: node by node.
+    for i, node in enumerate(("m15", "m16")):
+        snapshot.add_pod(PodInfo(make_pod(name=f"q{i}", node_name=node, requests={"cpu": "1"})), node)
+    want["m15"] = want["m16"] = 1000
+    assert take(first) == want and len(wholes) == 4 and sorted(ones) == ["m15", "m16"]

@@ -268,6 +268,16 @@ def test_copy_object_is_deep_and_keeps_other_types() -> None:
     assert obj["a"][0]["b"] == 1
 
 
+def test_copy_object_of_plain_types_copies_a_part_used_twice_twice() -> None:
+    shared = {"cpu": "1"}
+    obj: dict[str, Any] = {"a": [shared, shared], "n": 2**70, "f": -0.0, "b": False, "t": (1, "x")}
+    out = _copy_object(obj)
+    assert out == obj and type(out["b"]) is bool and type(out["t"]) is tuple
+    assert out["a"][0] is not shared and out["a"][0] is not out["a"][1]  # as the YAML's alias, copied apart
+    out["a"][0]["cpu"] = "2"
+    assert (shared["cpu"], out["a"][1]["cpu"]) == ("1", "1")
+
+
 def test_scenario_run_leaves_the_scenario_untouched() -> None:
     scenario: dict[str, Any] = {
         "nodes": [make_node(name="n0", allocatable={"cpu": "1", "pods": "2"})],

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from kss_sim.scheduler.columns import IntArray
+from kss_sim.scheduler.columns import IntArray, filled
 from kss_sim.scheduler.framework import NodeScore
 from kss_sim.scheduler.nodeinfo import PodInfo
 
@@ -50,9 +50,9 @@ def default_normalize_batch(max_priority: int, reverse: bool, scores: IntArray) 
     """``default_normalize_score`` on an array (non-negative scores; None otherwise)."""
     if not len(scores):
         return scores.copy()
-    if not scores.any():
+    if not np.count_nonzero(scores):
         # Every score 0 (a common case, decided in one pass): max_count is 0.
-        return np.full(len(scores), max_priority, np.int64) if reverse else np.zeros(len(scores), np.int64)
+        return filled(len(scores), max_priority, np.int64) if reverse else np.zeros(len(scores), np.int64)
     if int(scores.min()) < 0:
         return None
     max_count = int(scores.max())

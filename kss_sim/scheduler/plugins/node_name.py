@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from kss_sim.scheduler import cluster_events as ev
-from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, filled
 from kss_sim.scheduler.framework import CycleState, FilterPlugin, Status, success, unresolvable
 from kss_sim.scheduler.nodeinfo import NodeInfo, PodInfo
 
@@ -42,6 +42,6 @@ class NodeName(FilterPlugin):
     def filter_nodes(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> BoolArray | None:
         wanted = pod.node_name
         if not wanted:
-            return np.ones(len(batch), np.bool_)
+            return filled(len(batch), True, np.bool_)
         ok: BoolArray = batch.idx == batch.cols.position.get(wanted, -1)
         return ok

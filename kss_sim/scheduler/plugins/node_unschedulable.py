@@ -9,7 +9,7 @@ import numpy as np
 from kss_sim.kube.objects import Obj
 from kss_sim.kube.taints import EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
 from kss_sim.scheduler import cluster_events as ev
-from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, filled
 from kss_sim.scheduler.framework import (
     QUEUE,
     QUEUE_SKIP,
@@ -62,8 +62,8 @@ class NodeUnschedulable(FilterPlugin):
         cols = batch.cols
         # Cordons are fixed for the columns' lifetime (a node change gives new columns).
         if not cols.cached("NodeUnschedulable:any", lambda: bool(cols.unschedulable.any())):
-            return np.ones(len(batch), np.bool_)
+            return filled(len(batch), True, np.bool_)
         if tolerations_tolerate_taint(pod_tolerations(pod), _UNSCHEDULABLE_TAINT):
-            return np.ones(len(batch), np.bool_)
+            return filled(len(batch), True, np.bool_)
         ok: BoolArray = ~batch.take(batch.cols.unschedulable)
         return ok

@@ -23,7 +23,7 @@ from kss_sim.kube.taints import (
     tolerations_tolerate_taint,
 )
 from kss_sim.scheduler import cluster_events as ev
-from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch
+from kss_sim.scheduler.columns import BoolArray, IntArray, NodeBatch, filled
 from kss_sim.scheduler.framework import (
     MAX_NODE_SCORE,
     QUEUE,
@@ -129,7 +129,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             np.bool_,
         )
         if same is not None:
-            return np.full(len(batch), same, np.bool_)
+            return filled(len(batch), same, np.bool_)
         ok: BoolArray = per_group[batch.take(batch.cols.taint_group)]
         return ok
 
@@ -145,7 +145,7 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin):
             np.int64,
         )
         if same is not None:
-            return np.full(len(batch), same, np.int64)
+            return filled(len(batch), same, np.int64)
         scores: IntArray = per_group[batch.take(batch.cols.taint_group)]
         return scores
 
