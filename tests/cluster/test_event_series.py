@@ -107,6 +107,19 @@ spec:
 """
 
 
+SMALL = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: es-small-{i}, namespace: default}}
+spec:
+  nodeName: es-node
+  containers:
+  - name: c
+    image: busybox
+    resources: {{requests: {{cpu: 100m}}}}
+"""
+
+
 @pytest.fixture
 def kubectl_scheduling(tmp_path: Path) -> Iterator[KubectlRunner]:
     server = start_server(tmp_path, f"sqlite:///{tmp_path / 'kss.db'}", env={"KSS_CONTROLLERS": "false"})
@@ -130,10 +143,12 @@ def test_kube_scheduler_s_repeated_failures_show_as_one_event_in_kubectl_describ
     deadline = time.monotonic() + 30
     while not failed() and time.monotonic() < deadline:
         time.sleep(0.2)
-    # A node update that changes nothing for the pod moves it back to the queue: the same failure again.
+    # An assigned pod deleted from the node moves it back to the queue (NodeResourcesFit's queueing hint: it may
+    # free room; a label change would not): the same failure again.
     for i in range(2):
         before = failed()[0].get("count")
-        kubectl("label", "node", "es-node", f"round={i}", "--overwrite")
+        kubectl("apply", "-f", "-", input=SMALL.format(i=i))
+        kubectl("delete", "pod", f"es-small-{i}", "--grace-period=0")
         deadline = time.monotonic() + 30
         while failed()[0].get("count") == before and time.monotonic() < deadline:
             time.sleep(0.2)
